@@ -1,0 +1,115 @@
+//! The compiled, immutable configuration: domain → descriptor tree, indexed for matching.
+//!
+//! Matching follows envoyproxy/ratelimit exactly (SPEC §B.3): at each level the exact composite key
+//! `key_value` first, then the first wildcard pattern in config order, then the key-only default; no
+//! backtracking; a limit applies only on the node matched by the request's last entry.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use super::unit::Unit;
+
+/// What matching needs from one request entry. The limiter's request type implements it, so this
+/// module stays free of request and wire types.
+pub trait EntryRef {
+    /// The entry's key.
+    fn key(&self) -> &str;
+    /// The entry's value (may be empty).
+    fn value(&self) -> &str;
+}
+
+/// The whole loaded configuration: every domain, compiled. Cheap to share behind an `Arc`.
+#[derive(Debug, Default)]
+pub struct RateLimitConfig {
+    pub(crate) domains: HashMap<String, Domain>,
+}
+
+/// One domain's descriptor tree.
+#[derive(Debug)]
+pub struct Domain {
+    /// The domain name from the YAML `domain:` field.
+    pub name: String,
+    pub(crate) root: Level,
+}
+
+/// One level of the tree: its nodes indexed by composite key, plus its wildcard nodes in config order.
+#[derive(Debug, Default)]
+pub(crate) struct Level {
+    /// Composite key (`key`, or `key_value`) → node. Wildcard nodes are in here too, so a request
+    /// value equal to the literal pattern matches exactly (a Go quirk kept on purpose).
+    pub(crate) by_key: HashMap<String, Node>,
+    /// Composite keys of the nodes whose composite key contains `*`, in config order, with the
+    /// pattern pre-split on `*`.
+    pub(crate) wildcards: Vec<(String, Vec<String>)>,
+}
+
+/// One descriptor node.
+#[derive(Debug)]
+pub struct Node {
+    /// The descriptor key.
+    pub key: String,
+    /// The descriptor value; empty for a key-only default; contains `*` for a wildcard.
+    pub value: String,
+    /// The limit on this node, if any.
+    pub limit: Option<Arc<Limit>>,
+    /// `share_threshold: true`: every value this wildcard matches shares one counter.
+    pub share_threshold: bool,
+    /// `value_to_metric: true`: the stats key carries the runtime value of this level.
+    pub value_to_metric: bool,
+    pub(crate) children: Level,
+}
+
+/// A configured limit, with everything the limiter needs to apply and report it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Limit {
+    /// The stats key / config path, e.g. `test-domain.key1_value1.subkey1` (SPEC §F).
+    pub full_key: String,
+    /// `rate_limit.name`; empty when not set.
+    pub name: String,
+    /// `rate_limit.requests_per_unit` (0 blocks everything).
+    pub requests_per_unit: u32,
+    /// `rate_limit.unit`; `None` only for unlimited limits.
+    pub unit: Option<Unit>,
+    /// `rate_limit.unlimited`.
+    pub unlimited: bool,
+    /// Names of limits this one replaces when both match in one request.
+    pub replaces: Vec<String>,
+    /// `shadow_mode` of the node carrying this limit.
+    pub shadow_mode: bool,
+    /// `quota_mode` of the node carrying this limit.
+    pub quota_mode: bool,
+    /// `detailed_metric` of the node carrying this limit.
+    pub detailed_metric: bool,
+    /// `metadata` of the node carrying this limit, as a JSON object (returned in dynamic metadata).
+    pub metadata: Option<serde_json::Map<String, serde_json::Value>>,
+}
+
+/// How one request entry was matched.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MatchKind {
+    /// `key_value` matched a node exactly.
+    Exact,
+    /// A wildcard pattern matched.
+    Wildcard,
+    /// The key-only default matched.
+    Default,
+}
+
+/// One level of a successful match: the node and how it was reached.
+#[derive(Debug, Clone, Copy)]
+pub struct MatchedLevel<'a> {
+    /// The node matched at this level.
+    pub node: &'a Node,
+    /// How it was matched.
+    pub kind: MatchKind,
+}
+
+/// The result of matching a descriptor: the limit on the last node, and the path that led to it
+/// (one level per request entry), which the cache key (share_threshold) and stats keys need.
+#[derive(Debug, Clone)]
+pub struct Match<'a> {
+    /// The limit found.
+    pub limit: &'a Arc<Limit>,
+    /// The node matched for each request entry, in order.
+    pub path: Vec<MatchedLevel<'a>>,
+}

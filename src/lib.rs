@@ -1,0 +1,55 @@
+//! ratelimitd — a global rate limit service for Envoy, a drop-in replacement for envoyproxy/ratelimit.
+//!
+//! # Layout
+//! - [`config`]: YAML model, validation, compiled matching tree, file loader (pure except the loader).
+//! - [`proto`]: generated Envoy RLS v3 types; used only by the gRPC edge.
+
+pub mod config;
+
+/// Generated Envoy protos. Only `grpc` (and the tests) use these; the core never sees a proto.
+#[allow(missing_docs, clippy::all)]
+pub mod proto {
+    /// `envoy.*` packages.
+    pub mod envoy {
+        /// `envoy.service.*`.
+        pub mod service {
+            /// `envoy.service.ratelimit.*`.
+            pub mod ratelimit {
+                /// `envoy.service.ratelimit.v3`.
+                pub mod v3 {
+                    tonic::include_proto!("envoy.service.ratelimit.v3");
+                }
+            }
+        }
+        /// `envoy.extensions.*`.
+        pub mod extensions {
+            /// `envoy.extensions.common.*`.
+            pub mod common {
+                /// `envoy.extensions.common.ratelimit.*`.
+                pub mod ratelimit {
+                    /// `envoy.extensions.common.ratelimit.v3`.
+                    pub mod v3 {
+                        tonic::include_proto!("envoy.extensions.common.ratelimit.v3");
+                    }
+                }
+            }
+        }
+        /// `envoy.config.*`.
+        pub mod config {
+            /// `envoy.config.core.*`.
+            pub mod core {
+                /// `envoy.config.core.v3`.
+                pub mod v3 {
+                    tonic::include_proto!("envoy.config.core.v3");
+                }
+            }
+        }
+        /// `envoy.type.*`.
+        pub mod r#type {
+            /// `envoy.type.v3`.
+            pub mod v3 {
+                tonic::include_proto!("envoy.r#type.v3");
+            }
+        }
+    }
+}
