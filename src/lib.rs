@@ -2,9 +2,27 @@
 //!
 //! # Layout
 //! - [`config`]: YAML model, validation, compiled matching tree, file loader (pure except the loader).
+//! - [`clock`]: the only reader of system time; [`clock::ManualClock`] for tests.
+//! - [`algorithm`]: pure rate limit algorithms, functions of (state, limit, hits, now).
+//! - [`store`]: the one store trait and the embedded memory store.
+//! - [`limiter`]: request → store ops → statuses; request/response types without protos.
+//! - [`reload`]: the live configuration snapshot and its atomic swap.
+//! - [`service`]: one snapshot + the limiter; what both edges call.
+//! - [`grpc`], [`http`]: the edges (RLS v3 + health; `/json`, `/healthcheck`, debug port).
+//! - [`health`]: health components, mirrored to gRPC health.
 //! - [`proto`]: generated Envoy RLS v3 types; used only by the gRPC edge.
 
+pub mod algorithm;
+pub mod clock;
 pub mod config;
+pub mod grpc;
+pub mod health;
+pub mod http;
+mod config_stub;
+pub mod limiter;
+pub mod reload;
+pub mod service;
+pub mod store;
 
 /// Generated Envoy protos. Only `grpc` (and the tests) use these; the core never sees a proto.
 #[allow(missing_docs, clippy::all)]

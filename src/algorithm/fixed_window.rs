@@ -1,0 +1,135 @@
+//! Fixed window counter, epoch-aligned, exactly as envoyproxy/ratelimit: the window containing `now`
+//! starts at `now - now % window`; every hit increments the counter (even past the limit); the result
+//! is over the limit when the counter after the increment exceeds the limit.
+
+use std::time::Duration;
+
+use super::Decision;
+use crate::clock::Timestamp;
+
+/// The counter of the current window.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct FixedWindowState {
+    /// Start of the window the count belongs to, in seconds since the epoch.
+    pub window_start: u64,
+    /// Hits counted in that window.
+    pub count: u64,
+}
+
+/// Applies `hits` at `now` to a window of `window_secs` seconds allowing `limit` hits.
+/// `hits == 0` is a check: nothing is added, the current count is judged.
+pub fn apply(
+    state: &mut FixedWindowState,
+    limit: u64,
+    window_secs: u64,
+    hits: u64,
+    now: Timestamp,
+) -> Decision {
+    let window = window_secs.max(1);
+    let now_secs = now.as_secs();
+    let window_start = now_secs - now_secs % window;
+    if state.window_start != window_start {
+        *state = FixedWindowState {
+            window_start,
+            count: 0,
+        };
+    }
+    let before = state.count;
+    let after = before.saturating_add(hits);
+    state.count = after;
+    let over_limit = after > limit;
+    Decision {
+        over_limit,
+        before,
+        after,
+        remaining: if over_limit { 0 } else { limit - after },
+        reset_after: Duration::from_secs(window - now_secs % window),
+        expires_at: Timestamp::from_secs(window_start.saturating_add(window)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn at(secs: u64) -> Timestamp {
+        Timestamp::from_secs(secs)
+    }
+
+    #[test]
+    fn counts_until_the_limit_then_rejects() {
+        let mut s = FixedWindowState::default();
+        let d = apply(&mut s, 2, 60, 1, at(1234));
+        assert_eq!((d.over_limit, d.remaining, d.after), (false, 1, 1));
+        assert_eq!(d.reset_after, Duration::from_secs(26));
+        assert_eq!(d.expires_at, at(1260));
+        let d = apply(&mut s, 2, 60, 1, at(1250));
+        assert_eq!((d.over_limit, d.remaining), (false, 0));
+        let d = apply(&mut s, 2, 60, 1, at(1259));
+        assert_eq!((d.over_limit, d.remaining, d.before, d.after), (true, 0, 2, 3));
+        assert_eq!(d.reset_after, Duration::from_secs(1));
+    }
+
+    #[test]
+    fn a_new_window_starts_from_zero() {
+        let mut s = FixedWindowState::default();
+        apply(&mut s, 1, 60, 5, at(1259));
+        let d = apply(&mut s, 1, 60, 1, at(1260));
+        assert_eq!((d.over_limit, d.before, d.remaining), (false, 0, 0));
+        assert_eq!(d.reset_after, Duration::from_secs(60));
+    }
+
+    #[test]
+    fn zero_hits_checks_without_counting() {
+        let mut s = FixedWindowState::default();
+        apply(&mut s, 10, 60, 10, at(0));
+        let d = apply(&mut s, 10, 60, 0, at(1));
+        assert_eq!((d.over_limit, d.after, d.remaining), (false, 10, 0));
+        apply(&mut s, 10, 60, 1, at(2));
+        let d = apply(&mut s, 10, 60, 0, at(3));
+        assert!(d.over_limit);
+        assert_eq!(s.count, 11);
+    }
+
+    #[test]
+    fn zero_limit_blocks_everything() {
+        let mut s = FixedWindowState::default();
+        assert!(apply(&mut s, 0, 1, 1, at(5)).over_limit);
+    }
+
+    #[test]
+    fn go_durations_for_hour_and_day() {
+        let mut s = FixedWindowState::default();
+        let d = apply(&mut s, 1, 3600, 1, at(1_000_000));
+        assert_eq!(d.reset_after, Duration::from_secs(800));
+        let mut s = FixedWindowState::default();
+        let d = apply(&mut s, 1, 86_400, 1, at(1_000_000));
+        assert_eq!(d.reset_after, Duration::from_secs(36_800));
+    }
+
+    proptest! {
+        /// Against a naive model: admitted hits per window never exceed the limit, and the decision
+        /// equals "sum of hits in this window so far > limit".
+        #[test]
+        fn matches_a_naive_event_model(
+            limit in 0u64..20,
+            window in 1u64..100,
+            events in proptest::collection::vec((0u64..50, 0u64..4), 1..200),
+        ) {
+            let mut s = FixedWindowState::default();
+            let mut t = 0u64;
+            let mut log: Vec<(u64, u64)> = Vec::new();
+            for (dt, hits) in events {
+                t += dt;
+                log.push((t, hits));
+                let start = t - t % window;
+                let sum: u64 = log.iter().filter(|(at, _)| *at >= start).map(|(_, h)| h).sum();
+                let d = apply(&mut s, limit, window, hits, Timestamp::from_secs(t));
+                prop_assert_eq!(d.after, sum);
+                prop_assert_eq!(d.over_limit, sum > limit);
+                prop_assert!(d.reset_after.as_secs() >= 1 && d.reset_after.as_secs() <= window);
+            }
+        }
+    }
+}

@@ -1,0 +1,82 @@
+//! Pure rate limit algorithms: functions of `(state, limit, hits, now)` with no I/O and no clock.
+//!
+//! Each store keeps an [`AlgorithmState`] per key and calls [`apply`] under that key's lock (memory)
+//! or runs the Lua twin of the same function (Redis), so both stores decide identically.
+
+pub mod fixed_window;
+
+use std::time::Duration;
+
+use crate::clock::Timestamp;
+
+/// Which algorithm a limit uses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Algorithm {
+    /// Epoch-aligned fixed windows, exactly as envoyproxy/ratelimit.
+    FixedWindow,
+}
+
+impl Algorithm {
+    /// A short tag that goes into cache keys, so state of one algorithm is never read as another's.
+    pub fn key_tag(self) -> &'static str {
+        match self {
+            Algorithm::FixedWindow => "fw",
+        }
+    }
+}
+
+/// The parameters of one limit as the algorithms see them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LimitSpec {
+    /// The algorithm.
+    pub algorithm: Algorithm,
+    /// Requests allowed per window.
+    pub limit: u64,
+    /// Window length in seconds (≥ 1).
+    pub window_secs: u64,
+}
+
+/// Per-key state kept by a store between calls.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum AlgorithmState {
+    /// State of a fixed window counter.
+    FixedWindow(fixed_window::FixedWindowState),
+}
+
+/// The outcome of applying hits to a limit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Decision {
+    /// True when the hits took the key over its limit.
+    pub over_limit: bool,
+    /// Usage before these hits (the counter before the increment for windows).
+    pub before: u64,
+    /// Usage after these hits.
+    pub after: u64,
+    /// How many more hits fit right now (0 when over).
+    pub remaining: u64,
+    /// Time until the window resets (windows) or one more hit is allowed (buckets).
+    pub reset_after: Duration,
+    /// When the state may be forgotten: after this instant a fresh state decides identically.
+    pub expires_at: Timestamp,
+}
+
+/// Applies `hits` to `state` (a fresh state when `None` or of another algorithm) and returns the
+/// decision. The state is always updated: like the Go service, hits are counted even over the limit.
+pub fn apply(
+    state: &mut Option<AlgorithmState>,
+    spec: &LimitSpec,
+    hits: u64,
+    now: Timestamp,
+) -> Decision {
+    match spec.algorithm {
+        Algorithm::FixedWindow => {
+            let mut s = match state.take() {
+                Some(AlgorithmState::FixedWindow(s)) => s,
+                _ => fixed_window::FixedWindowState::default(),
+            };
+            let d = fixed_window::apply(&mut s, spec.limit, spec.window_secs, hits, now);
+            *state = Some(AlgorithmState::FixedWindow(s));
+            d
+        }
+    }
+}

@@ -1,0 +1,54 @@
+//! The gRPC edge: `envoy.service.ratelimit.v3.RateLimitService` on top of [`Service`], plus the
+//! `grpc.health.v1` service. Errors keep the Go service's messages with truthful status codes:
+//! a bad request is INVALID_ARGUMENT, no configuration is FAILED_PRECONDITION, a store failure is
+//! UNAVAILABLE (Envoy treats any error the same way: its `failure_mode_deny` decides).
+
+pub mod convert;
+
+use std::sync::Arc;
+
+use tonic::{Request, Response, Status};
+
+use crate::limiter::RequestError;
+use crate::proto::envoy::service::ratelimit::v3 as rls;
+use crate::service::Service;
+
+pub use rls::rate_limit_service_server::RateLimitServiceServer;
+
+/// The RLS v3 gRPC service.
+#[derive(Debug, Clone)]
+pub struct RlsService {
+    service: Arc<Service>,
+}
+
+impl RlsService {
+    /// A gRPC front for `service`.
+    pub fn new(service: Arc<Service>) -> RlsService {
+        RlsService { service }
+    }
+}
+
+/// The gRPC status for a request error.
+pub fn status_of(e: &RequestError) -> Status {
+    match e {
+        RequestError::EmptyDomain
+        | RequestError::NoDescriptors
+        | RequestError::InvalidOverrideUnit { .. } => Status::invalid_argument(e.to_string()),
+        RequestError::NoConfig => Status::failed_precondition(e.to_string()),
+        RequestError::Store(_) => Status::unavailable(e.to_string()),
+    }
+}
+
+#[tonic::async_trait]
+impl rls::rate_limit_service_server::RateLimitService for RlsService {
+    async fn should_rate_limit(
+        &self,
+        request: Request<rls::RateLimitRequest>,
+    ) -> Result<Response<rls::RateLimitResponse>, Status> {
+        let req = crate::limiter::Request::from(request.into_inner());
+        match self.service.should_rate_limit(&req).await {
+            Ok(resp) => Ok(Response::new(resp.into())),
+            Err(e) => Err(status_of(&e)),
+        }
+    }
+}

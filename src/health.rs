@@ -1,0 +1,69 @@
+//! Service health: the AND of its components, served on `/healthcheck` and as gRPC
+//! `grpc.health.v1` status of the service `ratelimit` (SPEC §E.2).
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use tonic_health::ServingStatus;
+use tonic_health::server::HealthReporter;
+
+use crate::store::Store;
+
+/// The gRPC health service name the Go service registers.
+pub const SERVICE_NAME: &str = "ratelimit";
+
+/// Health components and the gRPC reporter that mirrors them.
+#[derive(Debug)]
+pub struct Health {
+    draining: AtomicBool,
+    // `None` unless HEALTHY_WITH_AT_LEAST_ONE_CONFIG_LOADED: then healthy only with ≥ 1 domain.
+    config_loaded: Option<AtomicBool>,
+    store: Arc<dyn Store>,
+    reporter: HealthReporter,
+}
+
+impl Health {
+    /// Health over `store`; `require_config` adds the "at least one domain loaded" component.
+    pub fn new(store: Arc<dyn Store>, require_config: bool, reporter: HealthReporter) -> Health {
+        Health {
+            draining: AtomicBool::new(false),
+            config_loaded: require_config.then(|| AtomicBool::new(false)),
+            store,
+            reporter,
+        }
+    }
+
+    /// True when every component is healthy.
+    pub fn is_healthy(&self) -> bool {
+        !self.draining.load(Ordering::SeqCst)
+            && self
+                .config_loaded
+                .as_ref()
+                .is_none_or(|c| c.load(Ordering::SeqCst))
+            && self.store.is_healthy()
+    }
+
+    /// Marks the service as shutting down: unhealthy from now on.
+    pub async fn set_draining(&self) {
+        self.draining.store(true, Ordering::SeqCst);
+        self.publish().await;
+    }
+
+    /// Reports how many domains the latest successful load had.
+    pub async fn set_domains_loaded(&self, domains: usize) {
+        if let Some(c) = &self.config_loaded {
+            c.store(domains > 0, Ordering::SeqCst);
+        }
+        self.publish().await;
+    }
+
+    /// Pushes the current state to gRPC health watchers.
+    pub async fn publish(&self) {
+        let status = if self.is_healthy() {
+            ServingStatus::Serving
+        } else {
+            ServingStatus::NotServing
+        };
+        self.reporter.set_service_status(SERVICE_NAME, status).await;
+    }
+}

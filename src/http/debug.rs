@@ -1,0 +1,87 @@
+//! The debug port: `/rlconfig` (the loaded limits, one per line, as the Go service prints them), a
+//! list of endpoints on `/` and unknown paths, and — only when the service runs on the test-only
+//! manual clock — `/test/clock` to read, set or advance it.
+
+use std::collections::HashMap;
+use std::fmt::Write;
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::Router;
+use axum::extract::{Query, State};
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use axum::routing::{any, get};
+
+use crate::clock::{Clock, ManualClock, Timestamp};
+use crate::reload::ConfigHandle;
+
+/// State of the debug handlers.
+#[derive(Debug, Clone)]
+pub struct DebugState {
+    /// The live configuration.
+    pub config: Arc<ConfigHandle>,
+    /// The manual clock, when the service runs on one (tests only).
+    pub manual_clock: Option<Arc<ManualClock>>,
+}
+
+const ENDPOINTS: &[(&str, &str)] = &[
+    ("/rlconfig", "print out the currently loaded configuration for debugging"),
+];
+
+/// The debug router.
+pub fn router(state: DebugState) -> Router {
+    let mut r = Router::new().route("/rlconfig", get(rlconfig));
+    if state.manual_clock.is_some() {
+        r = r.route("/test/clock", any(clock));
+    }
+    r.fallback(index).with_state(state)
+}
+
+async fn index() -> String {
+    let mut out = String::new();
+    for (path, help) in ENDPOINTS {
+        let _ = writeln!(out, "{path}: {help}");
+    }
+    out
+}
+
+/// Renders the limits of the current configuration, one line each (nothing when none is loaded).
+pub fn render_rlconfig(config: &ConfigHandle) -> String {
+    let mut out = String::new();
+    if let Some(s) = config.snapshot() {
+        for l in s.config.limits() {
+            let unit = l.unit.map_or("UNKNOWN", |u| u.as_str());
+            let _ = writeln!(
+                out,
+                "{}: unit={} requests_per_unit={}, shadow_mode: {}, quota_mode: {}",
+                l.full_key, unit, l.requests_per_unit, l.shadow_mode, l.quota_mode
+            );
+        }
+    }
+    out
+}
+
+async fn rlconfig(State(s): State<DebugState>) -> String {
+    render_rlconfig(&s.config)
+}
+
+/// `GET /test/clock` shows the time in microseconds; `?set=SECS` or `?advance_ms=MS` move it.
+async fn clock(State(s): State<DebugState>, Query(q): Query<HashMap<String, String>>) -> Response {
+    let Some(c) = s.manual_clock else {
+        return StatusCode::NOT_FOUND.into_response();
+    };
+    if let Some(v) = q.get("set") {
+        match v.parse::<u64>() {
+            Ok(secs) => c.set(Timestamp::from_secs(secs)),
+            Err(_) => return (StatusCode::BAD_REQUEST, "set takes whole seconds\n").into_response(),
+        }
+    }
+    if let Some(v) = q.get("advance_ms") {
+        match v.parse::<u64>() {
+            Ok(ms) => c.advance(Duration::from_millis(ms)),
+            Err(_) => return (StatusCode::BAD_REQUEST, "advance_ms takes milliseconds\n").into_response(),
+        }
+    }
+    format!("{}\n", c.now().as_micros()).into_response()
+}

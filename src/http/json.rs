@@ -1,0 +1,229 @@
+//! The protojson mapping of `RateLimitRequest` / `RateLimitResponse` used by `/json` (SPEC §A.4):
+//! camelCase names (snake_case accepted on input), unknown fields rejected, 64-bit numbers as
+//! strings or numbers, enums by name or number, default values omitted on output.
+
+use serde::Deserialize;
+use serde_json::{Map, Value, json};
+
+use crate::config::Unit;
+use crate::limiter::{Code, Descriptor, Entry, Override, Request, Response};
+
+/// Why a `/json` body was not a valid request.
+#[derive(Debug, thiserror::Error)]
+pub enum JsonError {
+    /// Not JSON, or not the shape of a RateLimitRequest.
+    #[error("invalid RateLimitRequest JSON: {0}")]
+    Syntax(#[from] serde_json::Error),
+    /// A number out of range or not a number.
+    #[error("invalid number {0:?}")]
+    Number(String),
+    /// An enum name that is not a unit.
+    #[error("invalid unit {0:?}")]
+    Unit(String),
+}
+
+/// A protojson integer: JSON number or decimal string.
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum Num {
+    N(u64),
+    S(String),
+}
+
+impl Num {
+    fn get(&self) -> Result<u64, JsonError> {
+        match self {
+            Num::N(n) => Ok(*n),
+            Num::S(s) => s.parse().map_err(|_| JsonError::Number(s.clone())),
+        }
+    }
+}
+
+/// A protojson enum: name or number.
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum EnumValue {
+    N(i32),
+    S(String),
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct JsonRequest {
+    domain: Option<String>,
+    descriptors: Option<Vec<JsonDescriptor>>,
+    #[serde(rename = "hitsAddend", alias = "hits_addend")]
+    hits_addend: Option<Num>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct JsonDescriptor {
+    entries: Option<Vec<JsonEntry>>,
+    limit: Option<JsonOverride>,
+    #[serde(rename = "hitsAddend", alias = "hits_addend")]
+    hits_addend: Option<Num>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct JsonEntry {
+    key: Option<String>,
+    value: Option<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct JsonOverride {
+    #[serde(rename = "requestsPerUnit", alias = "requests_per_unit")]
+    requests_per_unit: Option<Num>,
+    unit: Option<EnumValue>,
+}
+
+fn u32_of(n: &Option<Num>) -> Result<u32, JsonError> {
+    let v = n.as_ref().map_or(Ok(0), Num::get)?;
+    u32::try_from(v).map_err(|_| JsonError::Number(v.to_string()))
+}
+
+fn unit_of(u: &Option<EnumValue>) -> Result<Option<Unit>, JsonError> {
+    match u {
+        None => Ok(None),
+        Some(EnumValue::N(n)) => Ok(Unit::from_proto_number(*n)),
+        Some(EnumValue::S(s)) if s == "UNKNOWN" => Ok(None),
+        Some(EnumValue::S(s)) => Unit::ALL
+            .into_iter()
+            .find(|u| u.as_str() == s)
+            .map(Some)
+            .ok_or_else(|| JsonError::Unit(s.clone())),
+    }
+}
+
+/// Parses a `/json` body into a limiter request.
+pub fn parse_request(body: &[u8]) -> Result<Request, JsonError> {
+    let r: JsonRequest = serde_json::from_slice(body)?;
+    let raw = u64::from(u32_of(&r.hits_addend)?);
+    let mut descriptors = Vec::new();
+    for d in r.descriptors.unwrap_or_default() {
+        descriptors.push(Descriptor {
+            entries: d
+                .entries
+                .unwrap_or_default()
+                .into_iter()
+                .map(|e| Entry::new(e.key.unwrap_or_default(), e.value.unwrap_or_default()))
+                .collect(),
+            limit: match &d.limit {
+                Some(o) => Some(Override {
+                    requests_per_unit: u32_of(&o.requests_per_unit)?,
+                    unit: unit_of(&o.unit)?,
+                }),
+                None => None,
+            },
+            hits_addend: d.hits_addend.as_ref().map(Num::get).transpose()?,
+        });
+    }
+    Ok(Request {
+        domain: r.domain.unwrap_or_default(),
+        descriptors,
+        hits_addend: raw.max(1),
+        hits_addend_raw: raw,
+    })
+}
+
+fn code_name(c: Code) -> &'static str {
+    match c {
+        Code::Ok => "OK",
+        Code::OverLimit => "OVER_LIMIT",
+    }
+}
+
+/// A protojson Duration: seconds with up to 9 fractional digits and an `s`.
+fn duration_text(d: std::time::Duration) -> String {
+    match d.subsec_nanos() {
+        0 => format!("{}s", d.as_secs()),
+        n => format!("{}.{}s", d.as_secs(), format!("{n:09}").trim_end_matches('0')),
+    }
+}
+
+/// Renders a response as protojson, omitting fields that hold their default value.
+pub fn render_response(r: &Response) -> Value {
+    let mut out = Map::new();
+    out.insert("overallCode".into(), json!(code_name(r.overall_code)));
+    let statuses: Vec<Value> = r
+        .statuses
+        .iter()
+        .map(|s| {
+            let mut m = Map::new();
+            m.insert("code".into(), json!(code_name(s.code)));
+            if let Some(l) = &s.current_limit {
+                let mut lim = Map::new();
+                if !l.name.is_empty() {
+                    lim.insert("name".into(), json!(l.name));
+                }
+                if l.requests_per_unit != 0 {
+                    lim.insert("requestsPerUnit".into(), json!(l.requests_per_unit));
+                }
+                lim.insert("unit".into(), json!(l.unit.as_str()));
+                m.insert("currentLimit".into(), Value::Object(lim));
+            }
+            if s.limit_remaining != 0 {
+                m.insert("limitRemaining".into(), json!(s.limit_remaining));
+            }
+            if let Some(d) = s.duration_until_reset {
+                m.insert("durationUntilReset".into(), json!(duration_text(d)));
+            }
+            Value::Object(m)
+        })
+        .collect();
+    if !statuses.is_empty() {
+        out.insert("statuses".into(), Value::Array(statuses));
+    }
+    if !r.response_headers.is_empty() {
+        let headers = r
+            .response_headers
+            .iter()
+            .map(|(k, v)| json!({"key": k, "value": v}))
+            .collect();
+        out.insert("responseHeadersToAdd".into(), Value::Array(headers));
+    }
+    if let Some(md) = &r.dynamic_metadata {
+        out.insert("dynamicMetadata".into(), Value::Object(md.clone()));
+    }
+    Value::Object(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_camel_and_snake_case_and_normalises_hits() {
+        let r = parse_request(br#"{"domain":"d","descriptors":[{"entries":[{"key":"k","value":"v"}],"hits_addend":"0"}],"hitsAddend":0}"#).unwrap();
+        assert_eq!(r.domain, "d");
+        assert_eq!(r.hits_addend, 1);
+        assert_eq!(r.descriptors[0].hits_addend, Some(0));
+        assert_eq!(r.descriptors[0].entries[0], Entry::new("k", "v"));
+    }
+
+    #[test]
+    fn parses_overrides_by_name_or_number() {
+        let r = parse_request(br#"{"domain":"d","descriptors":[{"limit":{"requestsPerUnit":10,"unit":"DAY"}},{"limit":{"requests_per_unit":"3","unit":2}}]}"#).unwrap();
+        assert_eq!(r.descriptors[0].limit, Some(Override { requests_per_unit: 10, unit: Some(Unit::Day) }));
+        assert_eq!(r.descriptors[1].limit, Some(Override { requests_per_unit: 3, unit: Some(Unit::Minute) }));
+    }
+
+    #[test]
+    fn rejects_unknown_fields_bad_numbers_and_bad_units() {
+        assert!(parse_request(br#"{"domain":"x","bogus":1}"#).is_err());
+        assert!(parse_request(b"}").is_err());
+        assert!(parse_request(b"").is_err());
+        assert!(parse_request(br#"{"hitsAddend":"x"}"#).is_err());
+        assert!(parse_request(br#"{"hitsAddend":4294967296}"#).is_err());
+        assert!(parse_request(br#"{"descriptors":[{"limit":{"unit":"FORTNIGHT"}}]}"#).is_err());
+    }
+
+    #[test]
+    fn durations_use_protojson_text() {
+        assert_eq!(duration_text(std::time::Duration::from_secs(58)), "58s");
+        assert_eq!(duration_text(std::time::Duration::from_millis(1500)), "1.5s");
+    }
+}

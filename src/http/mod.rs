@@ -1,0 +1,78 @@
+//! The HTTP edges: the main port (`/json`, `/healthcheck`, as the Go service) and the debug port
+//! (`/rlconfig`, the endpoint list, and the test-only clock control).
+
+pub mod debug;
+pub mod json;
+
+use std::sync::Arc;
+
+use axum::Router;
+use axum::body::Bytes;
+use axum::http::{StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use axum::routing::any;
+
+use crate::health::Health;
+use crate::limiter::Code;
+use crate::service::Service;
+
+/// State shared by the main-port handlers.
+#[derive(Debug, Clone)]
+pub struct HttpState {
+    /// The rate limit service.
+    pub service: Arc<Service>,
+    /// Health components.
+    pub health: Arc<Health>,
+}
+
+/// The main HTTP router.
+pub fn router(state: HttpState) -> Router {
+    Router::new()
+        .route("/json", any(json_handler))
+        .route("/healthcheck", any(healthcheck))
+        .fallback(not_found)
+        .with_state(state)
+}
+
+/// A plain-text response as Go's `http.Error` writes it.
+pub fn text(status: StatusCode, body: &'static str) -> Response {
+    (
+        status,
+        [
+            (header::CONTENT_TYPE, "text/plain; charset=utf-8"),
+            (header::X_CONTENT_TYPE_OPTIONS, "nosniff"),
+        ],
+        body,
+    )
+        .into_response()
+}
+
+async fn not_found() -> Response {
+    text(StatusCode::NOT_FOUND, "404 page not found\n")
+}
+
+async fn healthcheck(axum::extract::State(s): axum::extract::State<HttpState>) -> Response {
+    if s.health.is_healthy() {
+        (StatusCode::OK, "OK").into_response()
+    } else {
+        StatusCode::INTERNAL_SERVER_ERROR.into_response()
+    }
+}
+
+async fn json_handler(axum::extract::State(s): axum::extract::State<HttpState>, body: Bytes) -> Response {
+    let Ok(req) = json::parse_request(&body) else {
+        return text(StatusCode::BAD_REQUEST, "Bad Request\n");
+    };
+    match s.service.should_rate_limit(&req).await {
+        Ok(resp) => {
+            let status = match resp.overall_code {
+                Code::Ok => StatusCode::OK,
+                Code::OverLimit => StatusCode::TOO_MANY_REQUESTS,
+            };
+            let body = json::render_response(&resp).to_string();
+            (status, [(header::CONTENT_TYPE, "application/json")], body).into_response()
+        }
+        // Go answers every service error on /json with 400, store failures included.
+        Err(_) => text(StatusCode::BAD_REQUEST, "Bad Request\n"),
+    }
+}

@@ -1,0 +1,187 @@
+//! Last step of a decision: statuses from store decisions, the overall code (quota mode, global
+//! shadow mode), response headers and dynamic metadata (SPEC §C.4–§C.8).
+
+use serde_json::{Map, Value};
+
+use super::request::Request;
+use super::resolve::Resolved;
+use super::response::{Code, CurrentLimit, DescriptorStatus, Response};
+use super::LimiterOptions;
+use crate::algorithm::Decision;
+
+/// Builds the response from the resolved limits and one decision per descriptor (`None` where
+/// nothing was counted).
+pub fn respond(
+    options: &LimiterOptions,
+    req: &Request,
+    resolved: &[Resolved<'_>],
+    decisions: &[Option<Decision>],
+) -> Response {
+    let statuses: Vec<DescriptorStatus> = resolved
+        .iter()
+        .zip(decisions)
+        .map(|(r, d)| status(r, d.as_ref()))
+        .collect();
+    let mut overall_code = overall(options, resolved, &statuses);
+    if overall_code == Code::OverLimit && options.shadow_mode {
+        overall_code = Code::Ok;
+    }
+    let response_headers = options
+        .headers
+        .as_ref()
+        .map(|names| headers(names, options, resolved, &statuses))
+        .unwrap_or_default();
+    let dynamic_metadata = options
+        .dynamic_metadata
+        .then(|| metadata(req, resolved, &statuses));
+    Response {
+        overall_code,
+        statuses,
+        response_headers,
+        dynamic_metadata,
+    }
+}
+
+fn status(r: &Resolved<'_>, d: Option<&Decision>) -> DescriptorStatus {
+    let (limit, d) = match (r, d) {
+        (Resolved::Unlimited, _) => return DescriptorStatus::unlimited(),
+        (Resolved::Limited { limit, .. }, Some(d)) => (limit, d),
+        _ => return DescriptorStatus::no_limit(),
+    };
+    let Some(unit) = limit.unit else {
+        return DescriptorStatus::unlimited();
+    };
+    // A shadow rule reports OK but keeps the remaining count at 0 (SPEC §C.4).
+    let code = if d.over_limit && !limit.shadow_mode {
+        Code::OverLimit
+    } else {
+        Code::Ok
+    };
+    DescriptorStatus {
+        code,
+        current_limit: Some(CurrentLimit {
+            name: limit.name.clone(),
+            requests_per_unit: limit.requests_per_unit,
+            unit,
+        }),
+        limit_remaining: if d.over_limit {
+            0
+        } else {
+            u32::try_from(d.remaining).unwrap_or(u32::MAX)
+        },
+        duration_until_reset: Some(d.reset_after),
+    }
+}
+
+fn is_quota(options: &LimiterOptions, r: &Resolved<'_>) -> bool {
+    options.quota_mode || matches!(r, Resolved::Limited { limit, .. } if limit.quota_mode)
+}
+
+/// OVER_LIMIT when a regular descriptor failed, or when there are quota descriptors and all failed.
+fn overall(options: &LimiterOptions, resolved: &[Resolved<'_>], statuses: &[DescriptorStatus]) -> Code {
+    let (mut failed_regular, mut quota_total, mut quota_failed) = (0, 0, 0);
+    for (r, s) in resolved.iter().zip(statuses) {
+        if matches!(r, Resolved::Unlimited) {
+            continue;
+        }
+        let quota = is_quota(options, r);
+        quota_total += usize::from(quota);
+        if s.code == Code::OverLimit {
+            if quota {
+                quota_failed += 1;
+            } else {
+                failed_regular += 1;
+            }
+        }
+    }
+    if failed_regular > 0 || (quota_total > 0 && quota_total == quota_failed) {
+        Code::OverLimit
+    } else {
+        Code::Ok
+    }
+}
+
+/// The limit/remaining/reset headers of the most constrained descriptor (SPEC §C.5).
+fn headers(
+    names: &super::HeaderNames,
+    options: &LimiterOptions,
+    resolved: &[Resolved<'_>],
+    statuses: &[DescriptorStatus],
+) -> Vec<(String, String)> {
+    let mut chosen: Option<&DescriptorStatus> = None;
+    let mut min = u32::MAX;
+    for (r, s) in resolved.iter().zip(statuses) {
+        if s.current_limit.is_none() {
+            continue;
+        }
+        let regular_over = s.code == Code::OverLimit && !is_quota(options, r);
+        if regular_over || s.limit_remaining < min {
+            chosen = Some(s);
+            min = s.limit_remaining;
+        }
+    }
+    let Some(s) = chosen else { return Vec::new() };
+    let (Some(limit), Some(reset)) = (&s.current_limit, s.duration_until_reset) else {
+        return Vec::new();
+    };
+    vec![
+        (names.limit.clone(), limit.requests_per_unit.to_string()),
+        (names.remaining.clone(), s.limit_remaining.to_string()),
+        (names.reset.clone(), reset.as_secs().to_string()),
+    ]
+}
+
+/// Dynamic metadata (SPEC §C.8): the request's domain and descriptors, and the merged config
+/// `metadata` of the descriptors that passed.
+fn metadata(req: &Request, resolved: &[Resolved<'_>], statuses: &[DescriptorStatus]) -> Map<String, Value> {
+    let mut out = Map::new();
+    out.insert("domain".into(), Value::from(req.domain.clone()));
+    let descriptors = req
+        .descriptors
+        .iter()
+        .map(|d| {
+            let mut m = Map::new();
+            let entries = d.entries.iter().map(|e| Value::from(format!("{}={}", e.key, e.value)));
+            m.insert("entries".into(), Value::Array(entries.collect()));
+            if let Some(o) = &d.limit {
+                let unit = o.unit.map_or("UNKNOWN", |u| u.as_str());
+                let text = format!("requests_per_unit:{} unit:{}", o.requests_per_unit, unit);
+                m.insert("limit".into(), Value::from(text));
+            }
+            if let Some(h) = d.hits_addend {
+                m.insert("hitsAddend".into(), Value::from(h));
+            }
+            Value::Object(m)
+        })
+        .collect();
+    out.insert("descriptors".into(), Value::Array(descriptors));
+    if req.hits_addend_raw != 0 {
+        out.insert("hitsAddend".into(), Value::from(req.hits_addend_raw));
+    }
+    let mut merged = Map::new();
+    for (r, s) in resolved.iter().zip(statuses) {
+        if let Resolved::Limited { limit, .. } = r
+            && s.code != Code::OverLimit
+            && let Some(md) = &limit.metadata
+        {
+            merge_first_wins(&mut merged, md);
+        }
+    }
+    if !merged.is_empty() {
+        out.insert("metadata".into(), Value::Object(merged));
+    }
+    out
+}
+
+/// Adds `from` into `into`: existing keys win, except that two objects are merged recursively.
+fn merge_first_wins(into: &mut Map<String, Value>, from: &Map<String, Value>) {
+    for (k, v) in from {
+        match (into.get_mut(k), v) {
+            (None, _) => {
+                into.insert(k.clone(), v.clone());
+            }
+            (Some(Value::Object(a)), Value::Object(b)) => merge_first_wins(a, b),
+            _ => {}
+        }
+    }
+}

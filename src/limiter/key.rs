@@ -1,0 +1,130 @@
+//! Cache keys: which counter a limit of a descriptor uses.
+//!
+//! The Go service's key, `PREFIX + domain + "_" + (key + "_" + value + "_")* + window_start`, is not
+//! injective: entries `a`/`b_c` and `a_b`/`c` share one counter, so a caller who controls a header
+//! value can spend someone else's budget. The default format here length-prefixes every part, which
+//! makes the key injective, wraps the identity in `{…}` so Redis Cluster puts all keys of one limit
+//! in one slot, and ends with the algorithm and window length so state is never read by the wrong
+//! algorithm. [`KeyFormat::Go`] reproduces the Go key byte for byte, for fleets that mix Go and Rust
+//! instances on one Redis during a migration (and with it, the Go collision).
+
+use std::fmt::Write;
+
+use crate::algorithm::LimitSpec;
+use crate::clock::Timestamp;
+
+/// Which key layout to use.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum KeyFormat {
+    /// Injective, hash-tagged, algorithm-aware (the default).
+    #[default]
+    Safe,
+    /// envoyproxy/ratelimit's exact fixed-window key (collides; see module docs).
+    Go,
+}
+
+/// Builds cache keys for one service: a prefix and a format.
+#[derive(Debug, Clone, Default)]
+pub struct KeyBuilder {
+    prefix: String,
+    format: KeyFormat,
+}
+
+impl KeyBuilder {
+    /// A builder prepending `prefix` (verbatim, as `CACHE_KEY_PREFIX`) to keys of `format`.
+    pub fn new(prefix: impl Into<String>, format: KeyFormat) -> KeyBuilder {
+        KeyBuilder {
+            prefix: prefix.into(),
+            format,
+        }
+    }
+
+    /// The key for `spec` over `entries` (key, value as counted: the wildcard pattern for
+    /// share_threshold levels) in `domain` at `now`.
+    pub fn build<'a>(
+        &self,
+        domain: &str,
+        entries: impl Iterator<Item = (&'a str, &'a str)>,
+        spec: &LimitSpec,
+        now: Timestamp,
+    ) -> String {
+        let mut key = String::with_capacity(self.prefix.len() + domain.len() + 48);
+        key.push_str(&self.prefix);
+        match self.format {
+            KeyFormat::Go => {
+                key.push_str(domain);
+                key.push('_');
+                for (k, v) in entries {
+                    key.push_str(k);
+                    key.push('_');
+                    key.push_str(v);
+                    key.push('_');
+                }
+                let window = spec.window_secs.max(1);
+                let now = now.as_secs();
+                let _ = write!(key, "{}", now - now % window);
+            }
+            KeyFormat::Safe => {
+                // `{len:domain|len:key=len:value...}`: a length before every part makes any two
+                // different (domain, entries) lists give different strings.
+                let _ = write!(key, "{{{}:{}", domain.len(), domain);
+                for (k, v) in entries {
+                    let _ = write!(key, "|{}:{}={}:{}", k.len(), k, v.len(), v);
+                }
+                let _ = write!(key, "}}:{}:{}", spec.algorithm.key_tag(), spec.window_secs);
+            }
+        }
+        key
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::algorithm::Algorithm;
+
+    fn spec(window_secs: u64) -> LimitSpec {
+        LimitSpec {
+            algorithm: Algorithm::FixedWindow,
+            limit: 10,
+            window_secs,
+        }
+    }
+
+    #[test]
+    fn go_format_is_byte_for_byte_the_go_key() {
+        let b = KeyBuilder::new("prefix:", KeyFormat::Go);
+        let k = b.build("domain", [("key", "value")].into_iter(), &spec(1), Timestamp::from_secs(1234));
+        assert_eq!(k, "prefix:domain_key_value_1234");
+        let b = KeyBuilder::new("", KeyFormat::Go);
+        let entries = [("key2", "value2"), ("subkey2", "subvalue2")];
+        let k = b.build("domain", entries.into_iter(), &spec(60), Timestamp::from_secs(1234));
+        assert_eq!(k, "domain_key2_value2_subkey2_subvalue2_1200");
+    }
+
+    #[test]
+    fn go_format_collides_and_the_default_does_not() {
+        let now = Timestamp::from_secs(0);
+        let go = KeyBuilder::new("", KeyFormat::Go);
+        let a = go.build("d", [("a", "b_c")].into_iter(), &spec(60), now);
+        let b = go.build("d", [("a_b", "c")].into_iter(), &spec(60), now);
+        assert_eq!(a, b, "the Go format shares one counter between different descriptors");
+        let safe = KeyBuilder::default();
+        let a = safe.build("d", [("a", "b_c")].into_iter(), &spec(60), now);
+        let b = safe.build("d", [("a_b", "c")].into_iter(), &spec(60), now);
+        assert_ne!(a, b);
+        assert_eq!(a, "{1:d|1:a=3:b_c}:fw:60");
+    }
+
+    #[test]
+    fn default_format_separates_windows_and_delimiter_tricks() {
+        let now = Timestamp::from_secs(0);
+        let safe = KeyBuilder::default();
+        let one = safe.build("d", [("k", "v|1:x=1:y")].into_iter(), &spec(60), now);
+        let two = safe.build("d", [("k", "v"), ("x", "y")].into_iter(), &spec(60), now);
+        assert_ne!(one, two);
+        let minute = safe.build("d", [("k", "v")].into_iter(), &spec(60), now);
+        let hour = safe.build("d", [("k", "v")].into_iter(), &spec(3600), now);
+        assert_ne!(minute, hour);
+    }
+}

@@ -1,0 +1,173 @@
+//! The rate limiter: one config snapshot + one request → store ops (one batch) → response.
+//!
+//! Steps: validate the request (Go's messages), resolve each descriptor's limit ([`resolve`]), build
+//! one store op per limit with its cache key ([`key`]), apply them in one batch, then turn decisions
+//! into statuses and the overall answer ([`finish`]).
+
+pub mod finish;
+pub mod key;
+pub mod request;
+pub mod resolve;
+pub mod response;
+
+use std::sync::Arc;
+
+use crate::algorithm::{Algorithm, Decision, LimitSpec};
+use crate::clock::{Clock, Timestamp};
+use crate::config::{Limit, RateLimitConfig};
+use crate::store::{Op, Store, StoreError};
+pub use key::{KeyBuilder, KeyFormat};
+pub use request::{Descriptor, Entry, Override, Request};
+pub use resolve::Resolved;
+pub use response::{Code, CurrentLimit, DescriptorStatus, Response};
+
+/// Why a request was not answered with a decision. Messages are the Go service's where it has one.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum RequestError {
+    /// The request's domain is empty.
+    #[error("rate limit domain must not be empty")]
+    EmptyDomain,
+    /// The request has no descriptors.
+    #[error("rate limit descriptor list must not be empty")]
+    NoDescriptors,
+    /// No configuration has loaded successfully yet.
+    #[error("no rate limit configuration loaded")]
+    NoConfig,
+    /// A descriptor's override carries UNKNOWN or an invalid unit.
+    #[error("descriptor {descriptor}: rate limit override has an invalid unit")]
+    InvalidOverrideUnit {
+        /// Index of the descriptor in the request.
+        descriptor: usize,
+    },
+    /// The store could not decide.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+impl RequestError {
+    /// True when the caller sent a bad request (as opposed to a service-side failure).
+    pub fn is_invalid_argument(&self) -> bool {
+        matches!(
+            self,
+            RequestError::EmptyDomain
+                | RequestError::NoDescriptors
+                | RequestError::InvalidOverrideUnit { .. }
+        )
+    }
+}
+
+/// Names of the headers added when `LIMIT_RESPONSE_HEADERS_ENABLED` is on.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HeaderNames {
+    /// `LIMIT_LIMIT_HEADER`.
+    pub limit: String,
+    /// `LIMIT_REMAINING_HEADER`.
+    pub remaining: String,
+    /// `LIMIT_RESET_HEADER`.
+    pub reset: String,
+}
+
+/// Service-wide behaviour switches (the Go settings of the same names).
+#[derive(Debug, Clone, Default)]
+pub struct LimiterOptions {
+    /// `SHADOW_MODE`: the overall code is never OVER_LIMIT.
+    pub shadow_mode: bool,
+    /// `QUOTA_MODE`: every descriptor is a quota descriptor.
+    pub quota_mode: bool,
+    /// `LIMIT_RESPONSE_HEADERS_ENABLED` with the header names.
+    pub headers: Option<HeaderNames>,
+    /// `RESPONSE_DYNAMIC_METADATA`.
+    pub dynamic_metadata: bool,
+    /// Cache key prefix and format.
+    pub keys: KeyBuilder,
+}
+
+/// Decides requests against a store. Shared by the gRPC and HTTP edges.
+#[derive(Debug)]
+pub struct RateLimiter {
+    store: Arc<dyn Store>,
+    clock: Arc<dyn Clock>,
+    options: LimiterOptions,
+}
+
+impl RateLimiter {
+    /// A limiter over `store`, reading time from `clock`.
+    pub fn new(store: Arc<dyn Store>, clock: Arc<dyn Clock>, options: LimiterOptions) -> RateLimiter {
+        RateLimiter {
+            store,
+            clock,
+            options,
+        }
+    }
+
+    /// The store this limiter uses.
+    pub fn store(&self) -> &Arc<dyn Store> {
+        &self.store
+    }
+
+    /// Answers `req` using `config` (the snapshot taken when the request arrived; `None` when no
+    /// configuration has loaded).
+    pub async fn should_rate_limit(
+        &self,
+        config: Option<&RateLimitConfig>,
+        req: &Request,
+    ) -> Result<Response, RequestError> {
+        if req.domain.is_empty() {
+            return Err(RequestError::EmptyDomain);
+        }
+        if req.descriptors.is_empty() {
+            return Err(RequestError::NoDescriptors);
+        }
+        let config = config.ok_or(RequestError::NoConfig)?;
+        let now = self.clock.now();
+        let resolved = resolve::resolve(config, req)?;
+        let decisions = self.apply(req, &resolved, now).await?;
+        Ok(finish::respond(&self.options, req, &resolved, &decisions))
+    }
+
+    /// Sends one op per applicable limit to the store in one batch; returns a decision per descriptor.
+    async fn apply(
+        &self,
+        req: &Request,
+        resolved: &[Resolved<'_>],
+        now: Timestamp,
+    ) -> Result<Vec<Option<Decision>>, RequestError> {
+        let mut ops = Vec::with_capacity(resolved.len());
+        for (d, r) in req.descriptors.iter().zip(resolved) {
+            if let Resolved::Limited { limit, key_entries } = r {
+                let spec = limit_spec(limit);
+                let key = self
+                    .options
+                    .keys
+                    .build(&req.domain, key_entries.iter().copied(), &spec, now);
+                ops.push(Op {
+                    key,
+                    spec,
+                    hits: req.hits_for(d),
+                });
+            }
+        }
+        let mut decisions = if ops.is_empty() {
+            // Nothing to count: the store is not contacted (it may even be down).
+            Vec::new().into_iter()
+        } else {
+            self.store.apply(&ops, now).await?.into_iter()
+        };
+        Ok(resolved
+            .iter()
+            .map(|r| match r {
+                Resolved::Limited { .. } => decisions.next(),
+                _ => None,
+            })
+            .collect())
+    }
+}
+
+/// The algorithm parameters of a configured limit.
+pub fn limit_spec(limit: &Limit) -> LimitSpec {
+    LimitSpec {
+        algorithm: Algorithm::FixedWindow,
+        limit: u64::from(limit.requests_per_unit),
+        window_secs: limit.unit.map_or(1, |u| u.seconds()),
+    }
+}

@@ -1,0 +1,94 @@
+//! The limiter's request types. The gRPC and HTTP edges convert into these (normalising Envoy's
+//! quirks there), so nothing past the edge sees a proto or JSON type.
+
+use crate::config::{EntryRef, Unit};
+
+/// One `key`/`value` pair of a descriptor.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Entry {
+    /// The descriptor key.
+    pub key: String,
+    /// The value; may be empty.
+    pub value: String,
+}
+
+impl Entry {
+    /// An entry from anything string-like.
+    pub fn new(key: impl Into<String>, value: impl Into<String>) -> Entry {
+        Entry {
+            key: key.into(),
+            value: value.into(),
+        }
+    }
+}
+
+impl EntryRef for Entry {
+    fn key(&self) -> &str {
+        &self.key
+    }
+    fn value(&self) -> &str {
+        &self.value
+    }
+}
+
+/// A limit supplied by the caller instead of the configured one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Override {
+    /// Requests per unit.
+    pub requests_per_unit: u32,
+    /// The unit; `None` when the caller sent UNKNOWN or a number that is no unit, which is
+    /// answered with an invalid-argument error (the Go service crashes here).
+    pub unit: Option<Unit>,
+}
+
+/// One descriptor of a request.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Descriptor {
+    /// Entries, outermost first.
+    pub entries: Vec<Entry>,
+    /// A caller-chosen limit.
+    pub limit: Option<Override>,
+    /// Per-descriptor hits; `Some(0)` means check without consuming.
+    pub hits_addend: Option<u64>,
+}
+
+impl Descriptor {
+    /// A descriptor with these entries and nothing else.
+    pub fn of(entries: &[(&str, &str)]) -> Descriptor {
+        Descriptor {
+            entries: entries.iter().map(|(k, v)| Entry::new(*k, *v)).collect(),
+            ..Descriptor::default()
+        }
+    }
+}
+
+/// A rate limit request.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Request {
+    /// The domain; must not be empty.
+    pub domain: String,
+    /// The descriptors; must not be empty.
+    pub descriptors: Vec<Descriptor>,
+    /// Hits for descriptors without their own `hits_addend`; already normalised (0 → 1) by the edge.
+    pub hits_addend: u64,
+    /// The request-level `hits_addend` as sent (0 when unset), for dynamic metadata.
+    pub hits_addend_raw: u64,
+}
+
+impl Request {
+    /// A request with the given domain and descriptors, one hit each.
+    pub fn new(domain: impl Into<String>, descriptors: Vec<Descriptor>) -> Request {
+        Request {
+            domain: domain.into(),
+            descriptors,
+            hits_addend: 1,
+            hits_addend_raw: 0,
+        }
+    }
+
+    /// The hits to apply for descriptor `d`: its own `hits_addend` when set (0 allowed), else the
+    /// request's.
+    pub fn hits_for(&self, d: &Descriptor) -> u64 {
+        d.hits_addend.unwrap_or(self.hits_addend.max(1))
+    }
+}

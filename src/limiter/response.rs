@@ -1,0 +1,71 @@
+//! The limiter's response types: codes, per-descriptor statuses, headers and metadata.
+
+use std::time::Duration;
+
+use crate::config::Unit;
+
+/// A decision code.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Code {
+    /// Allowed.
+    Ok,
+    /// Over the limit.
+    OverLimit,
+}
+
+/// The limit reported back for a descriptor.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CurrentLimit {
+    /// `rate_limit.name` (empty for overrides and unnamed limits).
+    pub name: String,
+    /// Requests per unit.
+    pub requests_per_unit: u32,
+    /// The unit.
+    pub unit: Unit,
+}
+
+/// The result for one descriptor.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DescriptorStatus {
+    /// OK or OVER_LIMIT (after per-rule shadow mode).
+    pub code: Code,
+    /// The applied limit; `None` for no limit, unlimited, and replaced limits.
+    pub current_limit: Option<CurrentLimit>,
+    /// Hits left; `u32::MAX` for unlimited.
+    pub limit_remaining: u32,
+    /// Set whenever `current_limit` is.
+    pub duration_until_reset: Option<Duration>,
+}
+
+impl DescriptorStatus {
+    /// The status of a descriptor no limit applies to.
+    pub fn no_limit() -> DescriptorStatus {
+        DescriptorStatus {
+            code: Code::Ok,
+            current_limit: None,
+            limit_remaining: 0,
+            duration_until_reset: None,
+        }
+    }
+
+    /// The status of a descriptor whose limit is `unlimited: true`.
+    pub fn unlimited() -> DescriptorStatus {
+        DescriptorStatus {
+            limit_remaining: u32::MAX,
+            ..DescriptorStatus::no_limit()
+        }
+    }
+}
+
+/// The answer to a request.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Response {
+    /// Overall decision (after quota mode and global shadow mode).
+    pub overall_code: Code,
+    /// One status per request descriptor, in order.
+    pub statuses: Vec<DescriptorStatus>,
+    /// Headers for Envoy to add to the downstream response (`LIMIT_RESPONSE_HEADERS_ENABLED`).
+    pub response_headers: Vec<(String, String)>,
+    /// Dynamic metadata (`RESPONSE_DYNAMIC_METADATA`), a JSON object.
+    pub dynamic_metadata: Option<serde_json::Map<String, serde_json::Value>>,
+}

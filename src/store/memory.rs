@@ -1,0 +1,130 @@
+//! The embedded in-memory store: sharded maps under short per-shard locks, expired state reclaimed,
+//! and a hard bound on live keys.
+//!
+//! Each op locks only its key's shard for the few nanoseconds the pure algorithm takes, so requests
+//! on different keys run in parallel and a request never waits on I/O. Expired entries are removed by
+//! [`MemoryStore::sweep_at`] (called periodically by the server) and, when the bound is reached, by
+//! an immediate sweep of the shard that needs room. If the store is still full, new keys are refused
+//! with [`StoreError::Full`]: existing counters are never evicted, so nothing already counted is lost.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use async_trait::async_trait;
+use parking_lot::Mutex;
+
+use super::{Op, Store, StoreError};
+use crate::algorithm::{self, AlgorithmState, Decision};
+use crate::clock::Timestamp;
+
+/// Number of shards: a power of two well above the core count, so lock contention stays rare.
+const SHARDS: usize = 64;
+
+#[derive(Debug)]
+struct Entry {
+    state: Option<AlgorithmState>,
+    expires_at: Timestamp,
+}
+
+type Shard = HashMap<String, Entry, ahash::RandomState>;
+
+/// The embedded store. Cheap to share behind an `Arc`.
+#[derive(Debug)]
+pub struct MemoryStore {
+    shards: Vec<Mutex<Shard>>,
+    // Random per process, so a caller cannot aim many keys at one shard.
+    hasher: ahash::RandomState,
+    len: AtomicUsize,
+    max_keys: usize,
+}
+
+impl MemoryStore {
+    /// A store that tracks at most `max_keys` live keys (at least 1).
+    pub fn new(max_keys: usize) -> MemoryStore {
+        MemoryStore {
+            shards: (0..SHARDS)
+                .map(|_| Mutex::new(Shard::with_hasher(ahash::RandomState::new())))
+                .collect(),
+            hasher: ahash::RandomState::new(),
+            len: AtomicUsize::new(0),
+            max_keys: max_keys.max(1),
+        }
+    }
+
+    /// Number of keys currently held (expired ones count until swept).
+    pub fn len(&self) -> usize {
+        self.len.load(Ordering::Relaxed)
+    }
+
+    /// True when no key is held.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Removes every entry that expired at or before `now`; returns how many were removed.
+    pub fn sweep_at(&self, now: Timestamp) -> usize {
+        self.shards
+            .iter()
+            .map(|shard| self.sweep_shard(&mut shard.lock(), now))
+            .sum()
+    }
+
+    fn sweep_shard(&self, shard: &mut Shard, now: Timestamp) -> usize {
+        let before = shard.len();
+        shard.retain(|_, e| e.expires_at > now);
+        let removed = before - shard.len();
+        self.len.fetch_sub(removed, Ordering::Relaxed);
+        removed
+    }
+
+    /// Applies one op under its shard's lock.
+    fn apply_one(&self, op: &Op, now: Timestamp) -> Result<Decision, StoreError> {
+        let idx = (self.hasher.hash_one(&op.key) as usize) % SHARDS;
+        let mut shard = self.shards[idx].lock();
+        if let Some(entry) = shard.get_mut(&op.key) {
+            if entry.expires_at <= now {
+                entry.state = None;
+            }
+            let d = algorithm::apply(&mut entry.state, &op.spec, op.hits, now);
+            entry.expires_at = d.expires_at;
+            return Ok(d);
+        }
+        self.reserve_slot(&mut shard, now)?;
+        let mut state = None;
+        let d = algorithm::apply(&mut state, &op.spec, op.hits, now);
+        shard.insert(
+            op.key.clone(),
+            Entry {
+                state,
+                expires_at: d.expires_at,
+            },
+        );
+        Ok(d)
+    }
+
+    /// Counts a new key against the bound, sweeping the shard first when the bound is reached.
+    fn reserve_slot(&self, shard: &mut Shard, now: Timestamp) -> Result<(), StoreError> {
+        if self.len.fetch_add(1, Ordering::Relaxed) < self.max_keys {
+            return Ok(());
+        }
+        self.len.fetch_sub(1, Ordering::Relaxed);
+        self.sweep_shard(shard, now);
+        if self.len.fetch_add(1, Ordering::Relaxed) < self.max_keys {
+            return Ok(());
+        }
+        self.len.fetch_sub(1, Ordering::Relaxed);
+        Err(StoreError::Full {
+            max_keys: self.max_keys,
+        })
+    }
+}
+
+#[async_trait]
+impl Store for MemoryStore {
+    async fn apply(&self, ops: &[Op], now: Timestamp) -> Result<Vec<Decision>, StoreError> {
+        ops.iter().map(|op| self.apply_one(op, now)).collect()
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,50 @@
+//! The one store trait, and its implementations: the embedded memory store (and Redis, later).
+//!
+//! A store receives all operations of one request in one batch and applies each atomically per key,
+//! in order, so a request costs one round trip whatever the store.
+
+pub mod memory;
+
+use async_trait::async_trait;
+
+use crate::algorithm::{Decision, LimitSpec};
+use crate::clock::Timestamp;
+
+/// One limit to apply: the key whose state it touches, the limit, and the hits to add.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Op {
+    /// The cache key (see `limiter::key`).
+    pub key: String,
+    /// The limit and algorithm.
+    pub spec: LimitSpec,
+    /// Hits to add (0 = check only).
+    pub hits: u64,
+}
+
+/// Why a store could not decide.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum StoreError {
+    /// The memory store holds its maximum number of live keys; new keys are refused rather than
+    /// evicting live counters (which would silently reset someone's limit).
+    #[error("memory store is full: {max_keys} live keys tracked (MEMORY_MAX_KEYS)")]
+    Full {
+        /// The configured bound.
+        max_keys: usize,
+    },
+    /// The backend could not be reached or failed; retrying later may succeed.
+    #[error("store unavailable: {0}")]
+    Unavailable(String),
+}
+
+/// A place where limit state lives. Object-safe: the server holds an `Arc<dyn Store>`.
+#[async_trait]
+pub trait Store: Send + Sync + std::fmt::Debug + 'static {
+    /// Applies `ops` in order at time `now`, each atomically per key, and returns one decision
+    /// per op in the same order. Either every op is decided or an error is returned.
+    async fn apply(&self, ops: &[Op], now: Timestamp) -> Result<Vec<Decision>, StoreError>;
+
+    /// Whether the store can currently serve (for health checks).
+    fn is_healthy(&self) -> bool {
+        true
+    }
+}
