@@ -10,9 +10,13 @@
 //! - [`service`]: one snapshot + the limiter; what both edges call.
 //! - [`grpc`], [`http`]: the edges (RLS v3 + health; `/json`, `/healthcheck`, debug port).
 //! - [`health`]: health components, mirrored to gRPC health.
+//! - [`app`]: composition root (listeners, store, config, drain); [`telemetry`]: logging.
+//! - [`validate`]: the `ratelimitd validate` command.
+//! - [`settings`]: Go environment variables and command-line flags.
 //! - [`proto`]: generated Envoy RLS v3 types; used only by the gRPC edge.
 
 pub mod algorithm;
+pub mod app;
 pub mod clock;
 pub mod config;
 pub mod grpc;
@@ -22,7 +26,10 @@ mod config_stub;
 pub mod limiter;
 pub mod reload;
 pub mod service;
+pub mod settings;
 pub mod store;
+pub mod telemetry;
+pub mod validate;
 
 /// Generated Envoy protos. Only `grpc` (and the tests) use these; the core never sees a proto.
 #[allow(missing_docs, clippy::all)]

@@ -1,1 +1,45 @@
-fn main() {}
+//! The `ratelimitd` binary: settings → logging → serve until a signal (or `validate` configs).
+
+use anyhow::Context;
+use clap::Parser;
+use ratelimitd::settings::{Cli, Command, Settings};
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    let cli = Cli::parse();
+    if let Command::Validate {
+        paths,
+        merge_domains,
+    } = cli.command()
+    {
+        let code = ratelimitd::validate::run(
+            &paths,
+            merge_domains,
+            &mut std::io::stdout(),
+            &mut std::io::stderr(),
+        );
+        std::process::exit(code);
+    }
+    let settings = Settings::load(&cli, std::env::vars()).context("invalid settings")?;
+    ratelimitd::telemetry::init(&settings);
+    ratelimitd::app::run(&settings, shutdown_signal()).await?;
+    Ok(())
+}
+
+/// Resolves on SIGTERM or SIGINT (Ctrl-C).
+async fn shutdown_signal() {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{SignalKind, signal};
+        let term = signal(SignalKind::terminate());
+        let int = signal(SignalKind::interrupt());
+        if let (Ok(mut term), Ok(mut int)) = (term, int) {
+            tokio::select! {
+                _ = term.recv() => {}
+                _ = int.recv() => {}
+            }
+            return;
+        }
+    }
+    let _ = tokio::signal::ctrl_c().await;
+}

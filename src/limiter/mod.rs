@@ -171,3 +171,6 @@ pub fn limit_spec(limit: &Limit) -> LimitSpec {
         window_secs: limit.unit.map_or(1, |u| u.seconds()),
     }
 }
+
+#[cfg(test)]
+mod tests;

@@ -88,3 +88,42 @@ impl ConfigHandle {
         self.failures.load(Ordering::Relaxed)
     }
 }
+
+/// Loads the configuration the settings point at and publishes it; on failure records the errors
+/// and keeps what was loaded before. Returns the number of domains when the load succeeded.
+pub fn load_from_settings(
+    settings: &crate::settings::Settings,
+    handle: &ConfigHandle,
+    now: Timestamp,
+) -> Option<usize> {
+    use crate::config::{self, CompileOptions};
+    let files = match &settings.config_path {
+        Some(path) => config::loader::load_path(path, settings.runtime_ignoredotfiles),
+        None => config::loader::load_runtime(
+            &settings.runtime_root,
+            &settings.runtime_subdirectory,
+            &settings.runtime_appdirectory,
+            settings.runtime_watch_root,
+            settings.runtime_ignoredotfiles,
+        ),
+    };
+    let opts = CompileOptions {
+        merge_domains: settings.merge_domain_config,
+    };
+    let result = files
+        .map_err(|e| e.to_string())
+        .and_then(|files| config::compile(&files, &opts).map_err(|e| e.to_string()));
+    match result {
+        Ok(config) => {
+            let domains = config.domain_count();
+            let version = handle.publish(config, now);
+            tracing::info!(version, domains, "rate limit configuration loaded");
+            Some(domains)
+        }
+        Err(errors) => {
+            tracing::error!("Error loading new configuration:\n{errors}");
+            handle.record_failure(errors, now);
+            None
+        }
+    }
+}

@@ -1,0 +1,110 @@
+//! Limiter tests on the memory store (and a store that is down) with a manual clock: the rules
+//! that span descriptors — replaces vs unlimited, store use, header choice.
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+
+use super::*;
+use crate::clock::ManualClock;
+use crate::config::{self, CompileOptions, ConfigFile};
+use crate::store::memory::MemoryStore;
+
+const CFG: &str = r#"
+domain: d
+descriptors:
+  - {key: a, rate_limit: {unit: minute, requests_per_unit: 2, name: a_limit}}
+  - {key: b, rate_limit: {unit: minute, requests_per_unit: 5, replaces: [{name: a_limit}]}}
+  - {key: u, rate_limit: {unlimited: true, name: u_limit}}
+  - {key: r, rate_limit: {unlimited: true, replaces: [{name: u_limit}]}}
+  - {key: q, quota_mode: true, rate_limit: {unit: minute, requests_per_unit: 1}}
+  - {key: free}
+"#;
+
+fn config() -> RateLimitConfig {
+    let files = [ConfigFile {
+        name: "d.yaml".into(),
+        contents: CFG.into(),
+    }];
+    config::compile(&files, &CompileOptions::default()).unwrap()
+}
+
+/// A store that is always down.
+#[derive(Debug)]
+struct DownStore;
+
+#[async_trait]
+impl Store for DownStore {
+    async fn apply(&self, _: &[Op], _: Timestamp) -> Result<Vec<Decision>, StoreError> {
+        Err(StoreError::Unavailable("connection refused".into()))
+    }
+}
+
+fn limiter(store: Arc<dyn Store>, options: LimiterOptions) -> RateLimiter {
+    let clock = Arc::new(ManualClock::new(Timestamp::from_secs(1_000)));
+    RateLimiter::new(store, clock, options)
+}
+
+fn req(descriptors: &[&[(&str, &str)]]) -> Request {
+    Request::new("d", descriptors.iter().map(|d| Descriptor::of(d)).collect())
+}
+
+#[tokio::test]
+async fn descriptors_without_limits_never_reach_the_store() {
+    let l = limiter(Arc::new(DownStore), LimiterOptions::default());
+    let cfg = config();
+    let r = l.should_rate_limit(Some(&cfg), &req(&[&[("free", "x")], &[("u", "1")]])).await.unwrap();
+    assert_eq!(r.overall_code, Code::Ok);
+    assert_eq!(r.statuses[1], DescriptorStatus::unlimited());
+    let e = l.should_rate_limit(Some(&cfg), &req(&[&[("a", "x")]])).await.unwrap_err();
+    assert!(matches!(e, RequestError::Store(StoreError::Unavailable(_))));
+    assert!(!e.is_invalid_argument());
+}
+
+#[tokio::test]
+async fn replaced_limits_are_dropped_but_unlimited_stays_unlimited() {
+    let l = limiter(Arc::new(MemoryStore::new(100)), LimiterOptions::default());
+    let cfg = config();
+    let r = l
+        .should_rate_limit(Some(&cfg), &req(&[&[("a", "x")], &[("b", "x")], &[("u", "x")], &[("r", "x")]]))
+        .await
+        .unwrap();
+    assert_eq!(r.statuses[0], DescriptorStatus::no_limit(), "a_limit is replaced by b");
+    assert_eq!(r.statuses[1].limit_remaining, 4);
+    assert_eq!(r.statuses[2], DescriptorStatus::unlimited(), "unlimited wins over replaced");
+    assert_eq!(r.statuses[3], DescriptorStatus::unlimited());
+}
+
+#[tokio::test]
+async fn headers_prefer_a_regular_over_limit_descriptor() {
+    let names = HeaderNames {
+        limit: "L".into(),
+        remaining: "R".into(),
+        reset: "T".into(),
+    };
+    let options = LimiterOptions {
+        headers: Some(names),
+        ..LimiterOptions::default()
+    };
+    let l = limiter(Arc::new(MemoryStore::new(100)), options);
+    let cfg = config();
+    let both = req(&[&[("a", "x")], &[("q", "x")]]);
+    l.should_rate_limit(Some(&cfg), &both).await.unwrap();
+    l.should_rate_limit(Some(&cfg), &both).await.unwrap();
+    let r = l.should_rate_limit(Some(&cfg), &both).await.unwrap();
+    // Both are over (remaining 0); the quota one does not take the slot from the regular one.
+    assert_eq!(r.statuses[1].code, Code::OverLimit);
+    let h: Vec<&str> = r.response_headers.iter().map(|(_, v)| v.as_str()).collect();
+    assert_eq!(h, vec!["2", "0", "20"]);
+}
+
+#[tokio::test]
+async fn no_config_and_bad_requests_are_errors_with_go_messages() {
+    let l = limiter(Arc::new(MemoryStore::new(100)), LimiterOptions::default());
+    let e = l.should_rate_limit(None, &req(&[&[("a", "x")]])).await.unwrap_err();
+    assert_eq!(e.to_string(), "no rate limit configuration loaded");
+    let cfg = config();
+    let e = l.should_rate_limit(Some(&cfg), &Request::new("d", vec![])).await.unwrap_err();
+    assert_eq!(e.to_string(), "rate limit descriptor list must not be empty");
+    assert!(e.is_invalid_argument());
+}

@@ -1,0 +1,122 @@
+//! Command-line flags. Each flag overrides one environment variable and goes through the same
+//! parser, so `--port x` and `PORT=x` fail the same way.
+
+use std::path::PathBuf;
+
+use clap::{Parser, Subcommand};
+
+const AFTER_HELP: &str = "\
+Every setting is read from the environment variable of the Go envoyproxy/ratelimit service first;
+a flag overrides its variable. Other variables read: RUNTIME_ROOT, RUNTIME_SUBDIRECTORY,
+RUNTIME_APPDIRECTORY, RUNTIME_WATCH_ROOT, RUNTIME_IGNOREDOTFILES, MERGE_DOMAIN_CONFIG,
+HEALTHY_WITH_AT_LEAST_ONE_CONFIG_LOADED, FORCE_START_WITHOUT_INITIAL_CONFIG, REDIS_URL,
+CACHE_KEY_PREFIX, CACHE_KEY_FORMAT, EXPIRATION_JITTER_MAX_SECONDS, NEAR_LIMIT_RATIO, SHADOW_MODE,
+QUOTA_MODE, RESPONSE_DYNAMIC_METADATA, LIMIT_RESPONSE_HEADERS_ENABLED, LIMIT_LIMIT_HEADER,
+LIMIT_REMAINING_HEADER, LIMIT_RESET_HEADER, DRAIN_TIMEOUT (see README, \"Settings\").";
+
+/// ratelimitd: a global rate limit service for Envoy (drop-in for envoyproxy/ratelimit).
+#[derive(Debug, Parser)]
+#[command(name = "ratelimitd", version, after_help = AFTER_HELP)]
+pub struct Cli {
+    /// Address for /json and /healthcheck [env: HOST, default 0.0.0.0]
+    #[arg(long)]
+    pub host: Option<String>,
+    /// Port for /json and /healthcheck [env: PORT, default 8080]
+    #[arg(long)]
+    pub port: Option<String>,
+    /// Address for gRPC [env: GRPC_HOST, default 0.0.0.0]
+    #[arg(long)]
+    pub grpc_host: Option<String>,
+    /// Port for gRPC (RLS v3 and health) [env: GRPC_PORT, default 8081]
+    #[arg(long)]
+    pub grpc_port: Option<String>,
+    /// Address for the debug endpoints [env: DEBUG_HOST, default 0.0.0.0]
+    #[arg(long)]
+    pub debug_host: Option<String>,
+    /// Port for the debug endpoints (/rlconfig) [env: DEBUG_PORT, default 6070]
+    #[arg(long)]
+    pub debug_port: Option<String>,
+    /// Config file or directory; overrides the RUNTIME_* discovery [env: RATELIMITD_CONFIG]
+    #[arg(long)]
+    pub config: Option<String>,
+    /// Where counters live: memory or redis [env: BACKEND_TYPE, default memory unless REDIS_URL is set]
+    #[arg(long)]
+    pub backend: Option<String>,
+    /// Log level: trace, debug, info, warn, error [env: LOG_LEVEL, default warn]
+    #[arg(long)]
+    pub log_level: Option<String>,
+    /// Log format: text or json [env: LOG_FORMAT, default text]
+    #[arg(long)]
+    pub log_format: Option<String>,
+    /// Bound on live keys in the embedded store [env: MEMORY_MAX_KEYS, default 1000000]
+    #[arg(long)]
+    pub memory_max_keys: Option<String>,
+    /// What to do (default: serve).
+    #[command(subcommand)]
+    pub command: Option<Subcmd>,
+}
+
+/// Subcommands.
+#[derive(Debug, Subcommand)]
+pub enum Subcmd {
+    /// Check config files or directories; prints every error and exits 1 if there is any.
+    Validate {
+        /// Files or directories to check (as one configuration).
+        #[arg(required = true)]
+        paths: Vec<PathBuf>,
+        /// Merge files that share a domain instead of rejecting them [as MERGE_DOMAIN_CONFIG]
+        #[arg(long)]
+        merge_domain_config: bool,
+    },
+}
+
+/// What the binary should do.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Command {
+    /// Run the service.
+    Serve,
+    /// Validate config paths.
+    Validate {
+        /// Files or directories.
+        paths: Vec<PathBuf>,
+        /// Merge same-domain files.
+        merge_domains: bool,
+    },
+}
+
+impl Cli {
+    /// The command asked for.
+    pub fn command(&self) -> Command {
+        match &self.command {
+            None => Command::Serve,
+            Some(Subcmd::Validate {
+                paths,
+                merge_domain_config,
+            }) => Command::Validate {
+                paths: paths.clone(),
+                merge_domains: *merge_domain_config,
+            },
+        }
+    }
+
+    /// The given flags as `(flag, variable, value)`, to lay over the environment.
+    pub fn overrides(&self) -> Vec<(&'static str, &'static str, String)> {
+        let flags = [
+            ("--host", "HOST", &self.host),
+            ("--port", "PORT", &self.port),
+            ("--grpc-host", "GRPC_HOST", &self.grpc_host),
+            ("--grpc-port", "GRPC_PORT", &self.grpc_port),
+            ("--debug-host", "DEBUG_HOST", &self.debug_host),
+            ("--debug-port", "DEBUG_PORT", &self.debug_port),
+            ("--config", "RATELIMITD_CONFIG", &self.config),
+            ("--backend", "BACKEND_TYPE", &self.backend),
+            ("--log-level", "LOG_LEVEL", &self.log_level),
+            ("--log-format", "LOG_FORMAT", &self.log_format),
+            ("--memory-max-keys", "MEMORY_MAX_KEYS", &self.memory_max_keys),
+        ];
+        flags
+            .into_iter()
+            .filter_map(|(flag, var, v)| v.clone().map(|v| (flag, var, v)))
+            .collect()
+    }
+}

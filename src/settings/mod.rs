@@ -1,0 +1,262 @@
+//! Settings: the Go service's environment variables (same names, same value syntax, same defaults),
+//! overridden by command-line flags. Invalid values are startup errors naming the variable.
+
+pub mod cli;
+pub mod parse;
+
+use std::collections::HashMap;
+use std::fmt;
+use std::path::PathBuf;
+use std::time::Duration;
+
+pub use cli::{Cli, Command};
+
+use crate::limiter::KeyFormat;
+
+/// A bad setting.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("invalid value {value:?} for {name}: {reason}")]
+pub struct SettingsError {
+    /// The variable (and flag, when it came from one).
+    pub name: String,
+    /// The value given.
+    pub value: String,
+    /// What was expected.
+    pub reason: String,
+}
+
+/// `LOG_LEVEL` (logrus names).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[allow(missing_docs)]
+pub enum LogLevel {
+    Panic,
+    Fatal,
+    Error,
+    Warn,
+    Info,
+    Debug,
+    Trace,
+}
+
+/// `LOG_FORMAT`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LogFormat {
+    /// Human-readable lines.
+    Text,
+    /// One JSON object per line.
+    Json,
+}
+
+/// Where counters live.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Backend {
+    /// The embedded in-process store.
+    Memory,
+    /// Redis.
+    Redis,
+}
+
+/// A secret value (password, token): never printed by `Debug` or `Display`.
+#[derive(Clone, PartialEq, Eq, Default)]
+pub struct Secret(pub String);
+
+impl fmt::Debug for Secret {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(if self.0.is_empty() { "\"\"" } else { "\"<redacted>\"" })
+    }
+}
+
+impl fmt::Display for Secret {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Debug::fmt(self, f)
+    }
+}
+
+/// Every setting of the service. Field docs name the environment variable.
+#[derive(Debug, Clone)]
+#[allow(missing_docs)]
+pub struct Settings {
+    /// `HOST` / `PORT`: `/json` and `/healthcheck`.
+    pub host: String,
+    pub port: u16,
+    /// `GRPC_HOST` / `GRPC_PORT`.
+    pub grpc_host: String,
+    pub grpc_port: u16,
+    /// `DEBUG_HOST` / `DEBUG_PORT`.
+    pub debug_host: String,
+    pub debug_port: u16,
+    /// `LOG_LEVEL`, `LOG_FORMAT`.
+    pub log_level: LogLevel,
+    pub log_format: LogFormat,
+    /// `RATELIMITD_CONFIG` / `--config`: explicit config file or directory.
+    pub config_path: Option<PathBuf>,
+    /// `RUNTIME_*`: Go config discovery.
+    pub runtime_root: PathBuf,
+    pub runtime_subdirectory: String,
+    pub runtime_appdirectory: String,
+    pub runtime_watch_root: bool,
+    pub runtime_ignoredotfiles: bool,
+    /// `MERGE_DOMAIN_CONFIG`.
+    pub merge_domain_config: bool,
+    /// `FORCE_START_WITHOUT_INITIAL_CONFIG`.
+    pub force_start_without_initial_config: bool,
+    /// `HEALTHY_WITH_AT_LEAST_ONE_CONFIG_LOADED`.
+    pub healthy_with_at_least_one_config_loaded: bool,
+    /// `BACKEND_TYPE` (memory unless Redis is asked for).
+    pub backend: Backend,
+    /// `REDIS_URL`.
+    pub redis_url: Option<String>,
+    /// `MEMORY_MAX_KEYS`.
+    pub memory_max_keys: usize,
+    /// `CACHE_KEY_PREFIX`, `CACHE_KEY_FORMAT`.
+    pub cache_key_prefix: String,
+    pub cache_key_format: KeyFormat,
+    /// `EXPIRATION_JITTER_MAX_SECONDS`.
+    pub expiration_jitter_max_seconds: u64,
+    /// `NEAR_LIMIT_RATIO`.
+    pub near_limit_ratio: f32,
+    /// `SHADOW_MODE`, `QUOTA_MODE`, `RESPONSE_DYNAMIC_METADATA`.
+    pub shadow_mode: bool,
+    pub quota_mode: bool,
+    pub response_dynamic_metadata: bool,
+    /// `LIMIT_RESPONSE_HEADERS_ENABLED` and the three header names.
+    pub limit_response_headers_enabled: bool,
+    pub limit_limit_header: String,
+    pub limit_remaining_header: String,
+    pub limit_reset_header: String,
+    /// `RATELIMITD_TEST_MANUAL_CLOCK`: tests only; start on a manual clock at these Unix seconds.
+    pub test_manual_clock: Option<u64>,
+    /// `DRAIN_TIMEOUT`: how long in-flight requests may finish at shutdown.
+    pub drain_timeout: Duration,
+}
+
+/// Looks up variables, remembering for error messages where each value came from.
+struct Vars(HashMap<String, (String, String)>);
+
+impl Vars {
+    fn get(&self, name: &str) -> Option<&(String, String)> {
+        self.0.get(name)
+    }
+
+    fn string(&self, name: &str, default: &str) -> String {
+        self.get(name).map_or(default, |(v, _)| v.as_str()).to_string()
+    }
+
+    fn parse<T>(&self, name: &str, default: T, f: impl Fn(&str) -> Result<T, String>) -> Result<T, SettingsError> {
+        match self.get(name) {
+            None => Ok(default),
+            Some((value, source)) => f(value).map_err(|reason| SettingsError {
+                name: source.clone(),
+                value: value.clone(),
+                reason,
+            }),
+        }
+    }
+
+    fn bool(&self, name: &str, default: bool) -> Result<bool, SettingsError> {
+        self.parse(name, default, parse::go_bool)
+    }
+}
+
+fn log_level(s: &str) -> Result<LogLevel, String> {
+    Ok(match s.to_ascii_lowercase().as_str() {
+        "panic" => LogLevel::Panic,
+        "fatal" => LogLevel::Fatal,
+        "error" => LogLevel::Error,
+        "warn" | "warning" => LogLevel::Warn,
+        "info" => LogLevel::Info,
+        "debug" => LogLevel::Debug,
+        "trace" => LogLevel::Trace,
+        _ => return Err("expected one of panic, fatal, error, warn, info, debug, trace".into()),
+    })
+}
+
+fn backend(s: &str) -> Result<Option<Backend>, String> {
+    match s.to_ascii_lowercase().as_str() {
+        "" => Ok(None),
+        "memory" => Ok(Some(Backend::Memory)),
+        "redis" => Ok(Some(Backend::Redis)),
+        "memcache" => Err("memcache is not supported by ratelimitd (use redis or memory)".into()),
+        _ => Err("expected redis or memory".into()),
+    }
+}
+
+impl Settings {
+    /// Settings from environment variables (pure: pass `std::env::vars()` or a test list).
+    pub fn from_env(vars: impl IntoIterator<Item = (String, String)>) -> Result<Settings, SettingsError> {
+        let vars = vars.into_iter().map(|(k, v)| (k.clone(), (v, k))).collect();
+        Settings::from_vars(&Vars(vars))
+    }
+
+    /// Settings from the environment, then the command-line flags of `cli` on top.
+    pub fn load(cli: &Cli, vars: impl IntoIterator<Item = (String, String)>) -> Result<Settings, SettingsError> {
+        let mut map: HashMap<String, (String, String)> =
+            vars.into_iter().map(|(k, v)| (k.clone(), (v, k))).collect();
+        for (flag, var, value) in cli.overrides() {
+            map.insert(var.to_string(), (value, format!("{flag} ({var})")));
+        }
+        Settings::from_vars(&Vars(map))
+    }
+
+    /// The defaults (no variables set).
+    pub fn defaults() -> Settings {
+        Settings::from_env(Vec::new()).unwrap_or_else(|e| unreachable!("defaults are valid: {e}"))
+    }
+
+    fn from_vars(v: &Vars) -> Result<Settings, SettingsError> {
+        let redis_url = v.get("REDIS_URL").map(|(u, _)| u.clone());
+        let backend = v.parse("BACKEND_TYPE", None, backend)?.unwrap_or(if redis_url.is_some() {
+            Backend::Redis
+        } else {
+            Backend::Memory
+        });
+        let key_format = |s: &str| match s {
+            "ratelimitd" => Ok(KeyFormat::Safe),
+            "go" => Ok(KeyFormat::Go),
+            _ => Err("expected ratelimitd or go".to_string()),
+        };
+        let uint = |min, max| move |s: &str| parse::uint_in(s, min, max);
+        Ok(Settings {
+            host: v.string("HOST", "0.0.0.0"),
+            port: v.parse("PORT", 8080, parse::port)?,
+            grpc_host: v.string("GRPC_HOST", "0.0.0.0"),
+            grpc_port: v.parse("GRPC_PORT", 8081, parse::port)?,
+            debug_host: v.string("DEBUG_HOST", "0.0.0.0"),
+            debug_port: v.parse("DEBUG_PORT", 6070, parse::port)?,
+            log_level: v.parse("LOG_LEVEL", LogLevel::Warn, log_level)?,
+            log_format: v.parse("LOG_FORMAT", LogFormat::Text, |s| match s.to_ascii_lowercase().as_str() {
+                "text" => Ok(LogFormat::Text),
+                "json" => Ok(LogFormat::Json),
+                _ => Err("expected text or json".to_string()),
+            })?,
+            config_path: v.get("RATELIMITD_CONFIG").map(|(p, _)| PathBuf::from(p)),
+            runtime_root: PathBuf::from(v.string("RUNTIME_ROOT", "/srv/runtime_data/current")),
+            runtime_subdirectory: v.string("RUNTIME_SUBDIRECTORY", ""),
+            runtime_appdirectory: v.string("RUNTIME_APPDIRECTORY", "config"),
+            runtime_watch_root: v.bool("RUNTIME_WATCH_ROOT", true)?,
+            runtime_ignoredotfiles: v.bool("RUNTIME_IGNOREDOTFILES", false)?,
+            merge_domain_config: v.bool("MERGE_DOMAIN_CONFIG", false)?,
+            force_start_without_initial_config: v.bool("FORCE_START_WITHOUT_INITIAL_CONFIG", false)?,
+            healthy_with_at_least_one_config_loaded: v.bool("HEALTHY_WITH_AT_LEAST_ONE_CONFIG_LOADED", false)?,
+            backend,
+            redis_url,
+            memory_max_keys: v.parse("MEMORY_MAX_KEYS", 1_000_000, uint(1, usize::MAX as u64))? as usize,
+            cache_key_prefix: v.string("CACHE_KEY_PREFIX", ""),
+            cache_key_format: v.parse("CACHE_KEY_FORMAT", KeyFormat::Safe, key_format)?,
+            expiration_jitter_max_seconds: v.parse("EXPIRATION_JITTER_MAX_SECONDS", 300, uint(0, u64::MAX))?,
+            near_limit_ratio: v.parse("NEAR_LIMIT_RATIO", 0.8, parse::ratio)?,
+            shadow_mode: v.bool("SHADOW_MODE", false)?,
+            quota_mode: v.bool("QUOTA_MODE", false)?,
+            response_dynamic_metadata: v.bool("RESPONSE_DYNAMIC_METADATA", false)?,
+            limit_response_headers_enabled: v.bool("LIMIT_RESPONSE_HEADERS_ENABLED", false)?,
+            limit_limit_header: v.string("LIMIT_LIMIT_HEADER", "RateLimit-Limit"),
+            limit_remaining_header: v.string("LIMIT_REMAINING_HEADER", "RateLimit-Remaining"),
+            limit_reset_header: v.string("LIMIT_RESET_HEADER", "RateLimit-Reset"),
+            test_manual_clock: v.parse("RATELIMITD_TEST_MANUAL_CLOCK", None, |s| uint(0, u64::MAX / 1_000_000)(s).map(Some))?,
+            drain_timeout: v.parse("DRAIN_TIMEOUT", Duration::from_secs(10), parse::go_duration)?,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,81 @@
+//! Settings tests: defaults, Go semantics, errors naming the variable, flags over env.
+
+use clap::Parser;
+
+use super::*;
+
+fn env(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
+    pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()
+}
+
+#[test]
+fn defaults_match_the_go_service() {
+    let s = Settings::defaults();
+    assert_eq!((s.port, s.grpc_port, s.debug_port), (8080, 8081, 6070));
+    assert_eq!(s.host, "0.0.0.0");
+    assert_eq!(s.log_level, LogLevel::Warn);
+    assert_eq!(s.runtime_appdirectory, "config");
+    assert!(s.runtime_watch_root);
+    assert_eq!(s.expiration_jitter_max_seconds, 300);
+    assert_eq!(s.limit_limit_header, "RateLimit-Limit");
+    assert_eq!(s.backend, Backend::Memory, "zero setup: no Redis asked for");
+    assert_eq!(s.cache_key_format, KeyFormat::Safe);
+}
+
+#[test]
+fn set_but_empty_counts_as_set() {
+    let s = Settings::from_env(env(&[("CACHE_KEY_PREFIX", ""), ("LIMIT_LIMIT_HEADER", "")])).unwrap();
+    assert_eq!(s.limit_limit_header, "");
+    let e = Settings::from_env(env(&[("PORT", "")])).unwrap_err();
+    assert_eq!(e.name, "PORT");
+}
+
+#[test]
+fn invalid_values_name_the_variable_and_value() {
+    let e = Settings::from_env(env(&[("SHADOW_MODE", "yes")])).unwrap_err();
+    assert_eq!(e.to_string(), "invalid value \"yes\" for SHADOW_MODE: expected a boolean (true, false, 1, 0, t, f)");
+    let e = Settings::from_env(env(&[("GRPC_PORT", "70000")])).unwrap_err();
+    assert!(e.to_string().contains("GRPC_PORT"));
+    assert!(Settings::from_env(env(&[("LOG_LEVEL", "loud")])).is_err());
+    assert!(Settings::from_env(env(&[("DRAIN_TIMEOUT", "5")])).is_err());
+    assert!(Settings::from_env(env(&[("MEMORY_MAX_KEYS", "0")])).is_err());
+}
+
+#[test]
+fn backend_selection() {
+    let b = |pairs: &[(&str, &str)]| Settings::from_env(env(pairs)).map(|s| s.backend);
+    assert_eq!(b(&[("REDIS_URL", "localhost:6379")]), Ok(Backend::Redis));
+    assert_eq!(b(&[("BACKEND_TYPE", "memory"), ("REDIS_URL", "x")]), Ok(Backend::Memory));
+    assert_eq!(b(&[("BACKEND_TYPE", "redis")]), Ok(Backend::Redis));
+    let e = b(&[("BACKEND_TYPE", "memcache")]).unwrap_err();
+    assert!(e.reason.contains("not supported"));
+    assert!(b(&[("BACKEND_TYPE", "etcd")]).is_err());
+}
+
+#[test]
+fn flags_override_env_and_errors_name_the_flag() {
+    let cli = Cli::try_parse_from(["ratelimitd", "--port", "9000", "--config", "cfg"]).unwrap();
+    let s = Settings::load(&cli, env(&[("PORT", "1"), ("GRPC_PORT", "2")])).unwrap();
+    assert_eq!((s.port, s.grpc_port), (9000, 2));
+    assert_eq!(s.config_path, Some(PathBuf::from("cfg")));
+    let cli = Cli::try_parse_from(["ratelimitd", "--grpc-port", "x"]).unwrap();
+    let e = Settings::load(&cli, env(&[])).unwrap_err();
+    assert_eq!(e.name, "--grpc-port (GRPC_PORT)");
+}
+
+#[test]
+fn validate_subcommand() {
+    let cli = Cli::try_parse_from(["ratelimitd", "validate", "a", "b", "--merge-domain-config"]).unwrap();
+    assert_eq!(
+        cli.command(),
+        Command::Validate { paths: vec!["a".into(), "b".into()], merge_domains: true }
+    );
+    assert_eq!(Cli::try_parse_from(["ratelimitd"]).unwrap().command(), Command::Serve);
+    assert!(Cli::try_parse_from(["ratelimitd", "validate"]).is_err());
+}
+
+#[test]
+fn secrets_are_redacted() {
+    let s = Secret("hunter2".into());
+    assert!(!format!("{s:?} {s}").contains("hunter2"));
+}

@@ -1,0 +1,215 @@
+//! Test harness: starts the real service in-process on 127.0.0.1 ephemeral ports with a manual
+//! clock, with config files written to a temp dir, and talks to it over real gRPC and HTTP.
+#![allow(dead_code)]
+
+use std::time::Duration;
+
+use ratelimitd::app::{self, Running};
+use ratelimitd::clock::Timestamp;
+use ratelimitd::proto::envoy::extensions::common::ratelimit::v3::{RateLimitDescriptor, rate_limit_descriptor};
+use ratelimitd::proto::envoy::service::ratelimit::v3::rate_limit_service_client::RateLimitServiceClient;
+use ratelimitd::proto::envoy::service::ratelimit::v3::{RateLimitRequest, RateLimitResponse, rate_limit_response};
+use ratelimitd::settings::Settings;
+use tonic::transport::Channel;
+
+pub use rate_limit_response::Code;
+
+/// Start time of the manual clock unless a test says otherwise.
+pub const T0: u64 = 1234;
+
+/// A running service and clients for it.
+pub struct TestServer {
+    pub running: Option<Running>,
+    pub dir: tempfile::TempDir,
+    pub grpc: RateLimitServiceClient<Channel>,
+    pub http: reqwest::Client,
+}
+
+/// Settings for a test: loopback, ephemeral ports, manual clock at `T0`, plus `env` overrides.
+pub fn settings(dir: &std::path::Path, env: &[(&str, &str)]) -> Settings {
+    let mut vars: Vec<(String, String)> = vec![
+        ("HOST".into(), "127.0.0.1".into()),
+        ("PORT".into(), "0".into()),
+        ("GRPC_HOST".into(), "127.0.0.1".into()),
+        ("GRPC_PORT".into(), "0".into()),
+        ("DEBUG_HOST".into(), "127.0.0.1".into()),
+        ("DEBUG_PORT".into(), "0".into()),
+        ("RATELIMITD_CONFIG".into(), dir.display().to_string()),
+        ("RATELIMITD_TEST_MANUAL_CLOCK".into(), T0.to_string()),
+    ];
+    vars.extend(env.iter().map(|(k, v)| (k.to_string(), v.to_string())));
+    Settings::from_env(vars).expect("test settings are valid")
+}
+
+impl TestServer {
+    /// Starts a service whose config dir holds `files` (name, YAML).
+    pub async fn start(files: &[(&str, &str)], env: &[(&str, &str)]) -> TestServer {
+        let dir = tempfile::tempdir().unwrap();
+        for (name, yaml) in files {
+            std::fs::write(dir.path().join(name), yaml).unwrap();
+        }
+        let running = app::start(&settings(dir.path(), env)).await.expect("service starts");
+        let grpc = RateLimitServiceClient::connect(format!("http://{}", running.grpc_addr))
+            .await
+            .unwrap();
+        TestServer {
+            running: Some(running),
+            dir,
+            grpc,
+            http: reqwest::Client::new(),
+        }
+    }
+
+    pub fn running(&self) -> &Running {
+        self.running.as_ref().unwrap()
+    }
+
+    /// Sets the manual clock to `secs` after the epoch.
+    pub fn set_time(&self, secs: u64) {
+        self.running().manual_clock.as_ref().unwrap().set(Timestamp::from_secs(secs));
+    }
+
+    /// Moves the manual clock forward.
+    pub fn advance(&self, d: Duration) {
+        self.running().manual_clock.as_ref().unwrap().advance(d);
+    }
+
+    /// One ShouldRateLimit call.
+    pub async fn call(&self, req: RateLimitRequest) -> Result<RateLimitResponse, tonic::Status> {
+        self.grpc.clone().should_rate_limit(req).await.map(|r| r.into_inner())
+    }
+
+    /// One call with plain descriptors and one hit; panics on a gRPC error.
+    pub async fn rl(&self, domain: &str, descriptors: &[&[(&str, &str)]]) -> RateLimitResponse {
+        self.call(request(domain, descriptors)).await.expect("ShouldRateLimit succeeds")
+    }
+
+    pub fn http_url(&self, path: &str) -> String {
+        format!("http://{}{}", self.running().http_addr, path)
+    }
+
+    pub fn debug_url(&self, path: &str) -> String {
+        format!("http://{}{}", self.running().debug_addr, path)
+    }
+
+    pub async fn shutdown(mut self) {
+        if let Some(r) = self.running.take() {
+            r.shutdown().await;
+        }
+    }
+}
+
+/// A descriptor of plain entries.
+pub fn descriptor(entries: &[(&str, &str)]) -> RateLimitDescriptor {
+    RateLimitDescriptor {
+        entries: entries
+            .iter()
+            .map(|(k, v)| rate_limit_descriptor::Entry { key: k.to_string(), value: v.to_string() })
+            .collect(),
+        limit: None,
+        hits_addend: None,
+    }
+}
+
+/// A request of plain descriptors.
+pub fn request(domain: &str, descriptors: &[&[(&str, &str)]]) -> RateLimitRequest {
+    RateLimitRequest {
+        domain: domain.to_string(),
+        descriptors: descriptors.iter().map(|d| descriptor(d)).collect(),
+        hits_addend: 0,
+    }
+}
+
+/// `(code, Some((requests_per_unit, unit name, limit name)), remaining)` of status `i`, for compact asserts.
+pub fn st(r: &RateLimitResponse, i: usize) -> (Code, Option<(u32, String, String)>, u32) {
+    let s = &r.statuses[i];
+    let limit = s.current_limit.as_ref().map(|l| {
+        let unit = rate_limit_response::rate_limit::Unit::try_from(l.unit).unwrap();
+        (l.requests_per_unit, unit.as_str_name().to_string(), l.name.clone())
+    });
+    (Code::try_from(s.code).unwrap(), limit, s.limit_remaining)
+}
+
+/// The overall code.
+pub fn overall(r: &RateLimitResponse) -> Code {
+    Code::try_from(r.overall_code).unwrap()
+}
+
+/// `Some((rpu, "UNIT", ""))` shorthand.
+pub fn lim(rpu: u32, unit: &str) -> Option<(u32, String, String)> {
+    Some((rpu, unit.to_string(), String::new()))
+}
+
+/// Seconds of `duration_until_reset` of status `i`.
+pub fn dur(r: &RateLimitResponse, i: usize) -> Option<i64> {
+    r.statuses[i].duration_until_reset.as_ref().map(|d| d.seconds)
+}
+
+/// CFG-BASIC from SPEC §G.
+pub const CFG_BASIC: &str = r#"
+domain: test-domain
+descriptors:
+  - key: key1
+    value: value1
+    descriptors:
+      - key: subkey1
+        rate_limit: {unit: second, requests_per_unit: 5}
+      - key: subkey1
+        value: subvalue1
+        rate_limit: {unit: second, requests_per_unit: 10}
+  - key: key2
+    rate_limit: {unit: minute, requests_per_unit: 20}
+  - key: key2
+    value: value2
+    rate_limit: {unit: minute, requests_per_unit: 30}
+  - key: key2
+    value: value3
+  - key: key3
+    rate_limit: {unit: hour, requests_per_unit: 1}
+  - key: key4
+    rate_limit: {unit: day, requests_per_unit: 1, name: key4_rate_limit}
+  - key: key5
+    value: value5
+    rate_limit: {unit: day, requests_per_unit: 15}
+    descriptors:
+      - key: subkey5
+        value: subvalue5
+        rate_limit: {unit: day, requests_per_unit: 25}
+  - key: key6
+    rate_limit: {unlimited: true}
+  - key: key7
+    rate_limit: {unit: minute, requests_per_unit: 70}
+    detailed_metric: true
+"#;
+
+/// CFG-WILD from SPEC §G.
+pub const CFG_WILD: &str = r#"
+domain: test-domain
+descriptors:
+  - {key: wild, value: "foo*", rate_limit: {unit: minute, requests_per_unit: 20}}
+  - {key: noWild, value: foo, rate_limit: {unit: minute, requests_per_unit: 20}}
+  - {key: noVal, rate_limit: {unit: minute, requests_per_unit: 20}}
+  - {key: midWild, value: "bar*b", rate_limit: {unit: minute, requests_per_unit: 20}}
+  - {key: multiWild, value: "foo*bar*baz", rate_limit: {unit: minute, requests_per_unit: 10}}
+  - key: nestedWild
+    value: val1
+    descriptors:
+      - {key: wild, value: "goo*", rate_limit: {unit: minute, requests_per_unit: 20}}
+"#;
+
+/// CFG-INT from SPEC §G (two files).
+pub const CFG_INT_BASIC: &str = r#"
+domain: basic
+descriptors:
+  - {key: key1, rate_limit: {unit: second, requests_per_unit: 50}}
+  - {key: one_per_minute, rate_limit: {unit: minute, requests_per_unit: 1}}
+"#;
+
+/// The second CFG-INT file.
+pub const CFG_INT_ANOTHER: &str = r#"
+domain: another
+descriptors:
+  - {key: key2, rate_limit: {unit: minute, requests_per_unit: 20}}
+  - {key: key3, rate_limit: {unit: hour, requests_per_unit: 10}}
+  - {key: key4, rate_limit: {unit: day, requests_per_unit: 20}}
+"#;
