@@ -22,7 +22,6 @@ pub mod config;
 pub mod grpc;
 pub mod health;
 pub mod http;
-mod config_stub;
 pub mod limiter;
 pub mod reload;
 pub mod service;
