@@ -41,6 +41,8 @@ pub(crate) struct Level {
     /// Composite keys of the nodes whose composite key contains `*`, in config order, with the
     /// pattern pre-split on `*`.
     pub(crate) wildcards: Vec<(String, Vec<String>)>,
+    /// Composite keys in config order, so listings (`/rlconfig`) are deterministic.
+    pub(crate) order: Vec<String>,
 }
 
 /// One descriptor node.
@@ -112,4 +114,73 @@ pub struct Match<'a> {
     pub limit: &'a Arc<Limit>,
     /// The node matched for each request entry, in order.
     pub path: Vec<MatchedLevel<'a>>,
+}
+
+impl RateLimitConfig {
+    /// The domain called `name`, if configured.
+    pub fn domain(&self, name: &str) -> Option<&Domain> {
+        self.domains.get(name)
+    }
+
+    /// How many domains are configured.
+    pub fn domain_count(&self) -> usize {
+        self.domains.len()
+    }
+
+    /// Every domain, sorted by name.
+    pub fn domains(&self) -> impl Iterator<Item = &Domain> {
+        let mut all: Vec<&Domain> = self.domains.values().collect();
+        all.sort_by(|a, b| a.name.cmp(&b.name));
+        all.into_iter()
+    }
+
+    /// Every limit in the config: domains by name, then each tree depth-first in config order.
+    pub fn limits(&self) -> Vec<&Limit> {
+        let mut out = Vec::new();
+        for domain in self.domains() {
+            domain.root.collect_limits(&mut out);
+        }
+        out
+    }
+}
+
+impl Level {
+    /// Adds `node` under `composite`, indexing it as a wildcard when the key contains `*`.
+    /// The caller has checked that `composite` is new at this level.
+    pub(crate) fn insert(&mut self, composite: String, node: Node) {
+        if composite.contains('*') {
+            let parts = composite.split('*').map(str::to_owned).collect();
+            self.wildcards.push((composite.clone(), parts));
+        }
+        self.order.push(composite.clone());
+        self.by_key.insert(composite, node);
+    }
+
+    /// Appends the limits of this level and below, depth-first in config order.
+    fn collect_limits<'a>(&'a self, out: &mut Vec<&'a Limit>) {
+        for node in self.order.iter().filter_map(|k| self.by_key.get(k)) {
+            if let Some(limit) = &node.limit {
+                out.push(limit);
+            }
+            node.children.collect_limits(out);
+        }
+    }
+}
+
+impl Node {
+    /// The nodes one level below this one, in config order.
+    pub fn children(&self) -> impl Iterator<Item = &Node> {
+        let level = &self.children;
+        level.order.iter().filter_map(|k| level.by_key.get(k))
+    }
+}
+
+impl Domain {
+    /// The top-level nodes of this domain, in config order.
+    pub fn descriptors(&self) -> impl Iterator<Item = &Node> {
+        self.root
+            .order
+            .iter()
+            .filter_map(|k| self.root.by_key.get(k))
+    }
 }

@@ -1,10 +1,33 @@
-//! Rate limit configuration: YAML model, validation with Go's error texts, compiled matching tree, loader.
+//! Rate limit configuration: YAML parsing, validation with Go's error texts, the compiled matching
+//! tree, and the file loader.
 //!
-//! Flow: `loader` reads files (the only I/O) → `model` parses each YAML document into raw types →
-//! `validate` checks them and builds the `compiled` form, collecting every error with file and YAML path.
+//! Flow: `loader` reads files (the only I/O) → `model` parses each YAML document, running Go's key
+//! check (`keys`) and a typed walk → `validate` checks the result and builds the `compiled` tree,
+//! collecting every error with its file and YAML path → `matching` answers `GetLimit`.
 
 pub mod compiled;
+mod convert;
+mod error;
+mod keys;
+pub mod loader;
+mod matching;
+mod model;
 pub mod unit;
+mod validate;
 
-pub use compiled::{EntryRef, Limit, Match, MatchKind, MatchedLevel, Node, RateLimitConfig};
+#[cfg(test)]
+mod compile_tests;
+#[cfg(test)]
+mod loader_tests;
+#[cfg(test)]
+mod matching_tests;
+#[cfg(test)]
+mod validate_tests;
+
+pub use compiled::{
+    Domain, EntryRef, Limit, Match, MatchKind, MatchedLevel, Node, RateLimitConfig,
+};
+pub use error::{ConfigError, ConfigErrors};
+pub use loader::{LoadError, load_path, load_runtime};
 pub use unit::Unit;
+pub use validate::{CompileOptions, ConfigFile, compile};

@@ -1,0 +1,107 @@
+//! Config errors: one [`ConfigError`] per problem, each naming the file and the YAML path, so a
+//! reload reports everything wrong at once instead of Go's first-panic-wins.
+
+use std::fmt;
+
+/// One problem in one config file. `message` carries the Go reference's exact text (SPEC §B.2) so
+/// logs and NACKs stay recognisable; `path` is ours (Go has none) and locates the problem.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ConfigError {
+    /// The file's name: its goruntime key or path (SPEC §B.5), or the xDS resource name.
+    pub file: String,
+    /// The YAML path, e.g. `descriptors[0].rate_limit.unit`; empty for whole-file problems.
+    pub path: String,
+    /// The Go error text, e.g. `invalid rate limit unit 'foo'`.
+    pub message: String,
+}
+
+impl fmt::Display for ConfigError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.path.is_empty() {
+            write!(f, "{}: {}", self.file, self.message)
+        } else {
+            write!(f, "{}: {}: {}", self.file, self.path, self.message)
+        }
+    }
+}
+
+impl std::error::Error for ConfigError {}
+
+/// Every problem found in one load. Never empty when returned as an error.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{}", lines(.0))]
+pub struct ConfigErrors(pub Vec<ConfigError>);
+
+/// One error per line, no trailing newline.
+fn lines(errors: &[ConfigError]) -> String {
+    let mut out = String::new();
+    for (i, e) in errors.iter().enumerate() {
+        if i > 0 {
+            out.push('\n');
+        }
+        out.push_str(&e.to_string());
+    }
+    out
+}
+
+/// Collects errors for one file while the walkers descend, so no walker stops at the first one.
+#[derive(Debug)]
+pub(crate) struct Sink<'a> {
+    file: &'a str,
+    pub(crate) errors: &'a mut Vec<ConfigError>,
+}
+
+impl<'a> Sink<'a> {
+    /// A sink that tags everything with `file` and appends to `errors`.
+    pub(crate) fn new(file: &'a str, errors: &'a mut Vec<ConfigError>) -> Self {
+        Sink { file, errors }
+    }
+
+    /// Records one error at `path`.
+    pub(crate) fn push(&mut self, path: &str, message: impl Into<String>) {
+        self.errors.push(ConfigError {
+            file: self.file.to_owned(),
+            path: path.to_owned(),
+            message: message.into(),
+        });
+    }
+}
+
+/// `parent.field`, or just `field` at the document root.
+pub(crate) fn field_path(parent: &str, field: &str) -> String {
+    if parent.is_empty() {
+        field.to_owned()
+    } else {
+        format!("{parent}.{field}")
+    }
+}
+
+/// `parent[index]`.
+pub(crate) fn index_path(parent: &str, index: usize) -> String {
+    format!("{parent}[{index}]")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn display_omits_an_empty_path_and_joins_errors_by_line() {
+        let a = ConfigError {
+            file: "a.yaml".into(),
+            path: String::new(),
+            message: "boom".into(),
+        };
+        let b = ConfigError {
+            file: "b.yaml".into(),
+            path: "domain".into(),
+            message: "bad".into(),
+        };
+        assert_eq!(a.to_string(), "a.yaml: boom");
+        assert_eq!(b.to_string(), "b.yaml: domain: bad");
+        assert_eq!(
+            ConfigErrors(vec![a, b]).to_string(),
+            "a.yaml: boom\nb.yaml: domain: bad"
+        );
+    }
+}

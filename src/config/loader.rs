@@ -1,0 +1,128 @@
+//! The only I/O in `config`: which files make up the config and their contents (SPEC §B.5).
+//! Names follow goruntime's snapshot keys — the path relative to the walk root with `/` turned
+//! into `.` — because error texts and the `config.` prefix filter depend on them.
+
+use std::fs;
+use std::io;
+use std::path::{Path, PathBuf};
+
+use super::validate::ConfigFile;
+
+/// A file or directory that could not be read.
+#[derive(Debug, thiserror::Error)]
+#[error("cannot read {}: {source}", path.display())]
+pub struct LoadError {
+    /// The path that failed.
+    pub path: PathBuf,
+    /// The underlying error.
+    #[source]
+    pub source: io::Error,
+}
+
+impl LoadError {
+    fn at(path: &Path) -> impl FnOnce(io::Error) -> LoadError + '_ {
+        move |source| LoadError {
+            path: path.to_owned(),
+            source,
+        }
+    }
+}
+
+/// Reads a config file or directory (`ratelimitd validate`, `config_check_cmd`). A file becomes one
+/// [`ConfigFile`] named by `path` as given; a directory is walked recursively and every regular
+/// file of any extension is read, named relative to it (`config/basic.yaml` → `config.basic.yaml`),
+/// sorted by name.
+pub fn load_path(path: &Path, ignore_dotfiles: bool) -> Result<Vec<ConfigFile>, LoadError> {
+    let meta = fs::metadata(path).map_err(LoadError::at(path))?;
+    if meta.is_dir() {
+        return walk_sorted(path, ignore_dotfiles);
+    }
+    Ok(vec![ConfigFile {
+        name: path.to_string_lossy().into_owned(),
+        contents: fs::read_to_string(path).map_err(LoadError::at(path))?,
+    }])
+}
+
+/// Finds the runtime config files the Go service would load (SPEC §B.5).
+///
+/// With `watch_root`, the walk root is `root/subdirectory` and only names starting with
+/// `appdirectory.` are kept (`config.basic.yaml`); an empty `subdirectory` loads nothing, as
+/// goruntime then uses a nil loader. Without it, the walk root is
+/// `root/subdirectory/appdirectory` and every file counts (`basic.yaml`). A missing walk root
+/// gives no files, not an error.
+pub fn load_runtime(
+    root: &Path,
+    subdirectory: &str,
+    appdirectory: &str,
+    watch_root: bool,
+    ignore_dotfiles: bool,
+) -> Result<Vec<ConfigFile>, LoadError> {
+    if watch_root {
+        if subdirectory.is_empty() {
+            return Ok(Vec::new());
+        }
+        let prefix = format!("{appdirectory}.");
+        let walk_root = root.join(subdirectory);
+        let mut files = walk_if_dir(&walk_root, ignore_dotfiles)?;
+        files.retain(|f| f.name.starts_with(&prefix));
+        Ok(files)
+    } else {
+        walk_if_dir(&root.join(subdirectory).join(appdirectory), ignore_dotfiles)
+    }
+}
+
+/// Walks `dir` if it is a directory; anything else (usually: missing) yields no files.
+fn walk_if_dir(dir: &Path, ignore_dotfiles: bool) -> Result<Vec<ConfigFile>, LoadError> {
+    match fs::metadata(dir) {
+        Ok(meta) if meta.is_dir() => walk_sorted(dir, ignore_dotfiles),
+        Ok(_) => Ok(Vec::new()),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(Vec::new()),
+        Err(e) => Err(LoadError::at(dir)(e)),
+    }
+}
+
+fn walk_sorted(dir: &Path, ignore_dotfiles: bool) -> Result<Vec<ConfigFile>, LoadError> {
+    let mut files = Vec::new();
+    walk(dir, "", ignore_dotfiles, &mut files)?;
+    // Go loads in map order (random); sorting makes merges and error order reproducible.
+    files.sort_by(|a, b| a.name.cmp(&b.name));
+    Ok(files)
+}
+
+/// Appends every file under `dir`, named `prefix` + its relative dotted name.
+fn walk(
+    dir: &Path,
+    prefix: &str,
+    ignore_dotfiles: bool,
+    out: &mut Vec<ConfigFile>,
+) -> Result<(), LoadError> {
+    for entry in fs::read_dir(dir).map_err(LoadError::at(dir))? {
+        let entry = entry.map_err(LoadError::at(dir))?;
+        let file_name = entry.file_name();
+        let file_name = file_name.to_string_lossy();
+        if ignore_dotfiles && file_name.starts_with('.') {
+            continue;
+        }
+        let path = entry.path();
+        let name = format!("{prefix}{file_name}");
+        let kind = entry.file_type().map_err(LoadError::at(&path))?;
+        if kind.is_dir() {
+            walk(&path, &format!("{name}."), ignore_dotfiles, out)?;
+            continue;
+        }
+        if kind.is_symlink() {
+            // Symlinked files are followed. A symlinked directory (Kubernetes' `..data`) or a
+            // dangling link fails to read in goruntime and is skipped; walking into it instead
+            // could load files twice or loop.
+            match fs::metadata(&path) {
+                Ok(meta) if meta.is_file() => {}
+                _ => continue,
+            }
+        } else if !kind.is_file() {
+            continue;
+        }
+        let contents = fs::read_to_string(&path).map_err(LoadError::at(&path))?;
+        out.push(ConfigFile { name, contents });
+    }
+    Ok(())
+}

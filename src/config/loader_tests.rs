@@ -1,0 +1,149 @@
+//! Loader: file discovery and naming on real temporary directory trees (SPEC §B.5).
+
+use std::fs;
+use std::path::Path;
+
+use super::*;
+
+fn write(root: &Path, rel: &str, contents: &str) {
+    let path = root.join(rel);
+    if let Some(parent) = path.parent() {
+        fs::create_dir_all(parent).expect("mkdir");
+    }
+    fs::write(path, contents).expect("write");
+}
+
+fn names(files: &[ConfigFile]) -> Vec<&str> {
+    files.iter().map(|f| f.name.as_str()).collect()
+}
+
+/// `root/sub/config/{basic.yaml, nested/deep.yml, notes.txt, .hidden.yaml, .dir/x.yaml}` plus
+/// `root/sub/config.top.yaml` and `root/sub/other/o.yaml`.
+fn tree() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let r = dir.path();
+    write(r, "sub/config/basic.yaml", "domain: basic\n");
+    write(r, "sub/config/nested/deep.yml", "domain: deep\n");
+    write(r, "sub/config/notes.txt", "domain: notes\n");
+    write(r, "sub/config/.hidden.yaml", "domain: hidden\n");
+    write(r, "sub/config/.dir/x.yaml", "domain: x\n");
+    write(r, "sub/config.top.yaml", "domain: top\n");
+    write(r, "sub/other/o.yaml", "domain: o\n");
+    dir
+}
+
+#[test]
+fn load_path_reads_a_single_file_under_its_given_name() {
+    let dir = tree();
+    let path = dir.path().join("sub/config/basic.yaml");
+    let files = load_path(&path, true).expect("loads");
+    assert_eq!(names(&files), [path.to_string_lossy().as_ref()]);
+    assert_eq!(files[0].contents, "domain: basic\n");
+}
+
+#[test]
+fn load_path_walks_a_directory_with_dotted_relative_names() {
+    let dir = tree();
+    let files = load_path(&dir.path().join("sub"), true).expect("loads");
+    assert_eq!(
+        names(&files),
+        [
+            "config.basic.yaml",
+            "config.nested.deep.yml",
+            "config.notes.txt",
+            "config.top.yaml",
+            "other.o.yaml",
+        ]
+    );
+    let all = load_path(&dir.path().join("sub"), false).expect("loads");
+    assert!(names(&all).contains(&"config..hidden.yaml"));
+    assert!(names(&all).contains(&"config..dir.x.yaml"));
+}
+
+#[test]
+fn load_path_on_a_missing_path_is_an_error_naming_it() {
+    let dir = tree();
+    let missing = dir.path().join("nope");
+    let err = load_path(&missing, true).expect_err("missing");
+    assert!(err.to_string().contains("nope"), "{err}");
+}
+
+#[test]
+fn runtime_watch_root_keeps_the_app_prefix() {
+    let dir = tree();
+    let files = load_runtime(dir.path(), "sub", "config", true, true).expect("loads");
+    assert_eq!(
+        names(&files),
+        [
+            "config.basic.yaml",
+            "config.nested.deep.yml",
+            "config.notes.txt",
+            "config.top.yaml"
+        ]
+    );
+    let with_dots = load_runtime(dir.path(), "sub", "config", true, false).expect("loads");
+    assert_eq!(with_dots.len(), 6);
+}
+
+#[test]
+fn runtime_watch_root_with_empty_subdirectory_loads_nothing() {
+    let dir = tree();
+    assert!(
+        load_runtime(dir.path(), "", "sub", true, true)
+            .expect("ok")
+            .is_empty()
+    );
+}
+
+#[test]
+fn runtime_app_directory_names_are_relative_to_it() {
+    let dir = tree();
+    let files = load_runtime(dir.path(), "sub", "config", false, true).expect("loads");
+    assert_eq!(
+        names(&files),
+        ["basic.yaml", "nested.deep.yml", "notes.txt"]
+    );
+    let with_dots = load_runtime(dir.path(), "sub", "config", false, false).expect("loads");
+    assert_eq!(
+        names(&with_dots),
+        [
+            ".dir.x.yaml",
+            ".hidden.yaml",
+            "basic.yaml",
+            "nested.deep.yml",
+            "notes.txt"
+        ]
+    );
+}
+
+#[test]
+fn missing_runtime_root_is_empty_not_an_error() {
+    let dir = tree();
+    let gone = dir.path().join("gone");
+    assert!(
+        load_runtime(&gone, "sub", "config", true, true)
+            .expect("ok")
+            .is_empty()
+    );
+    assert!(
+        load_runtime(&gone, "sub", "config", false, true)
+            .expect("ok")
+            .is_empty()
+    );
+}
+
+#[cfg(unix)]
+#[test]
+fn symlinked_files_are_followed_and_symlinked_dirs_skipped() {
+    let dir = tree();
+    let app = dir.path().join("sub/config");
+    std::os::unix::fs::symlink(app.join("basic.yaml"), app.join("link.yaml")).expect("link");
+    std::os::unix::fs::symlink(app.join("nested"), app.join("linkdir")).expect("link");
+    std::os::unix::fs::symlink(app.join("missing"), app.join("dangling")).expect("link");
+    let files = load_runtime(dir.path(), "sub", "config", false, true).expect("loads");
+    assert_eq!(
+        names(&files),
+        ["basic.yaml", "link.yaml", "nested.deep.yml", "notes.txt"]
+    );
+    assert_eq!(files[1].contents, "domain: basic\n");
+}

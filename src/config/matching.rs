@@ -1,0 +1,124 @@
+//! `GetLimit` (SPEC §B.3): walk the tree one request entry per level — exact `key_value`, then the
+//! first wildcard in config order, then the key-only default — never backtracking, and return the
+//! limit only if it sits on the node matched by the last entry.
+
+use super::compiled::{Domain, EntryRef, Level, Match, MatchKind, MatchedLevel, Node};
+
+impl Domain {
+    /// Finds the limit for one request descriptor's entries, with the path that reached it.
+    /// `None` for no entries, no matching node, a limit-less last node, or more entries than the
+    /// tree is deep.
+    pub fn get_limit<E: EntryRef>(&self, entries: &[E]) -> Option<Match<'_>> {
+        let last = entries.len().checked_sub(1)?;
+        let mut level = &self.root;
+        let mut path = Vec::with_capacity(entries.len());
+        for (i, entry) in entries.iter().enumerate() {
+            let (node, kind) = level.find(entry)?;
+            path.push(MatchedLevel { node, kind });
+            if i == last {
+                return node.limit.as_ref().map(|limit| Match { limit, path });
+            }
+            // A limit here is ignored (not the last entry); with no children the request is
+            // deeper than the config and nothing applies.
+            if node.children.by_key.is_empty() {
+                return None;
+            }
+            level = &node.children;
+        }
+        None
+    }
+}
+
+impl Level {
+    /// The node one entry selects at this level, and how.
+    fn find<E: EntryRef>(&self, entry: &E) -> Option<(&Node, MatchKind)> {
+        // Go always appends `_`, so an empty value looks up `key_`, which matches no key-only node.
+        let composite = format!("{}_{}", entry.key(), entry.value());
+        if let Some(node) = self.by_key.get(&composite) {
+            return Some((node, MatchKind::Exact));
+        }
+        let wildcard = self
+            .wildcards
+            .iter()
+            .find(|(_, parts)| wildcard_match(parts, &composite))
+            .and_then(|(key, _)| self.by_key.get(key));
+        if let Some(node) = wildcard {
+            return Some((node, MatchKind::Wildcard));
+        }
+        self.by_key
+            .get(entry.key())
+            .map(|node| (node, MatchKind::Default))
+    }
+}
+
+/// Whether `s` matches a pattern split on `*`: it starts with the first part, ends with the last,
+/// and holds the middle parts in order without overlap; each `*` matches zero or more characters.
+/// Taking the leftmost occurrence of each middle part is enough: it leaves the most room for the
+/// rest.
+pub(crate) fn wildcard_match(parts: &[String], s: &str) -> bool {
+    let Some((first, rest)) = parts.split_first() else {
+        return false;
+    };
+    let Some((last, middle)) = rest.split_last() else {
+        return s == first;
+    };
+    if s.len() < first.len() + last.len()
+        || !s.starts_with(first.as_str())
+        || !s.ends_with(last.as_str())
+    {
+        return false;
+    }
+    // Both bounds are char boundaries: they end a matched prefix and start a matched suffix.
+    let Some(mut inner) = s.get(first.len()..s.len() - last.len()) else {
+        return false;
+    };
+    for part in middle {
+        match inner.find(part.as_str()) {
+            Some(at) => inner = inner.get(at + part.len()..).unwrap_or_default(),
+            None => return false,
+        }
+    }
+    true
+}
+
+#[cfg(test)]
+mod tests {
+    use super::wildcard_match;
+
+    fn m(pattern: &str, s: &str) -> bool {
+        let parts: Vec<String> = pattern.split('*').map(str::to_owned).collect();
+        wildcard_match(&parts, s)
+    }
+
+    #[test]
+    fn star_matches_zero_or_more_characters_anywhere() {
+        assert!(m("wild_foo*", "wild_foo"));
+        assert!(m("wild_foo*", "wild_foo123"));
+        assert!(!m("wild_foo*", "wild_fo"));
+        assert!(m("midWild_bar*b", "midWild_barb"));
+        assert!(m("midWild_bar*b", "midWild_barxyzb"));
+        assert!(!m("midWild_bar*b", "midWild_barbx"));
+        assert!(m("m_foo*bar*baz", "m_foobarbaz"));
+        assert!(m("m_foo*bar*baz", "m_foo1bar2baz"));
+        assert!(!m("m_foo*bar*baz", "m_foo1baz2bar"));
+        assert!(m("k_*", "k_"));
+        assert!(m("*", ""));
+        assert!(m("a**b", "ab"));
+    }
+
+    #[test]
+    fn parts_may_not_overlap() {
+        // `ab` prefix and `ba` suffix overlap in `aba`; the length check refuses it.
+        assert!(!m("ab*ba", "aba"));
+        assert!(m("ab*ba", "abba"));
+        assert!(!m("a*bc*cd", "abcd"));
+        assert!(m("a*bc*cd", "abccd"));
+    }
+
+    #[test]
+    fn multibyte_text_never_panics() {
+        assert!(m("k_é*é", "k_éé"));
+        assert!(!m("k_é*é", "k_é"));
+        assert!(m("k_*ü*", "k_aüb"));
+    }
+}

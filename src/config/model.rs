@@ -1,0 +1,270 @@
+//! Stages 1–3 of SPEC §B.2 for one file: YAML syntax, the generic key check (in `keys`), then a
+//! hand-written typed walk into raw descriptor types. Walking `serde_yaml::Value` by hand (rather
+//! than `#[derive(Deserialize)]`) lets every type mismatch be reported with its YAML path while the
+//! walk carries on, and lets scalars become strings the way yaml.v2 does (`value: 123` → `"123"`).
+
+use serde::Deserialize;
+use serde_json::{Map, Value as Json};
+use serde_yaml::{Mapping, Value};
+
+use super::convert::{go_fmt, is_go_leaf, to_json, unmarshal_error, untag, yaml11_bool};
+use super::error::{Sink, field_path, index_path};
+use super::keys::check_keys;
+
+/// One file's document after the typed walk. Fields that failed to convert hold defaults; their
+/// errors are already in the sink.
+#[derive(Debug, Default)]
+pub(crate) struct RawRoot {
+    /// `None` when `domain` had the wrong type (already reported).
+    pub(crate) domain: Option<String>,
+    pub(crate) descriptors: Vec<RawDescriptor>,
+}
+
+/// One `descriptors[]` entry.
+#[derive(Debug, Default)]
+pub(crate) struct RawDescriptor {
+    /// YAML path of this descriptor, for later semantic errors.
+    pub(crate) path: String,
+    pub(crate) key: String,
+    pub(crate) value: String,
+    pub(crate) rate_limit: Option<RawRateLimit>,
+    pub(crate) descriptors: Vec<RawDescriptor>,
+    pub(crate) shadow_mode: bool,
+    pub(crate) quota_mode: bool,
+    pub(crate) detailed_metric: bool,
+    pub(crate) value_to_metric: bool,
+    pub(crate) share_threshold: bool,
+    pub(crate) metadata: Option<Map<String, Json>>,
+}
+
+/// One `rate_limit` map.
+#[derive(Debug, Default)]
+pub(crate) struct RawRateLimit {
+    pub(crate) path: String,
+    pub(crate) requests_per_unit: u32,
+    /// `None` when `unit` had the wrong type: the unit checks are then skipped, not doubled up.
+    pub(crate) unit: Option<String>,
+    /// `None` when `unlimited` had the wrong type, for the same reason.
+    pub(crate) unlimited: Option<bool>,
+    pub(crate) name: String,
+    /// `(path, name)` of each `replaces[]` entry.
+    pub(crate) replaces: Vec<(String, String)>,
+}
+
+/// Parses one file. `None` when the whole file is unusable (syntax error, non-map top level).
+pub(crate) fn parse_file(contents: &str, sink: &mut Sink<'_>) -> Option<RawRoot> {
+    // Only the first document counts, as with yaml.v2's Unmarshal; an empty file is an empty map.
+    let mut doc = match serde_yaml::Deserializer::from_str(contents).next() {
+        None => Value::Null,
+        Some(de) => match Value::deserialize(de) {
+            Ok(v) => v,
+            Err(e) => {
+                sink.push("", format!("error loading config file: {e}"));
+                return None;
+            }
+        },
+    };
+    // yaml.v2 honours `<<` merge keys; serde_yaml needs asking.
+    if let Err(e) = doc.apply_merge() {
+        sink.push("", format!("error loading config file: {e}"));
+        return None;
+    }
+    let empty = Mapping::new();
+    let map = match untag(&doc) {
+        Value::Null => &empty,
+        Value::Mapping(m) => m,
+        other => {
+            sink.push(
+                "",
+                unmarshal_error(other, None, "map[interface {}]interface {}"),
+            );
+            return None;
+        }
+    };
+    check_keys(map, "", sink);
+    let mut t = Typed { sink };
+    Some(RawRoot {
+        domain: match map.get("domain") {
+            None => Some(String::new()),
+            Some(_) => t.string(map, "", "domain"),
+        },
+        descriptors: t.descriptors(map, ""),
+    })
+}
+
+/// The typed walk; every conversion failure is reported at the field's path and defaulted.
+struct Typed<'s, 'a> {
+    sink: &'s mut Sink<'a>,
+}
+
+impl Typed<'_, '_> {
+    /// Reports a type mismatch unless stage 2 already reported this very value (a float, or a
+    /// list holding non-maps), so one mistake gives one error.
+    fn mismatch(&mut self, path: &str, v: &Value, go_type: &str) {
+        let seen_by_key_check = match untag(v) {
+            Value::Sequence(items) => items.iter().any(|i| !untag(i).is_mapping()),
+            Value::Mapping(_) => false,
+            leaf => !is_go_leaf(leaf),
+        };
+        if !seen_by_key_check {
+            let field = path.rsplit('.').next();
+            self.sink.push(path, unmarshal_error(v, field, go_type));
+        }
+    }
+
+    /// A string field: any scalar is taken as its text, as yaml.v2 does for string targets.
+    fn string(&mut self, map: &Mapping, parent: &str, name: &str) -> Option<String> {
+        let v = map.get(name)?;
+        match untag(v) {
+            Value::Null => Some(String::new()),
+            Value::String(s) => Some(s.clone()),
+            scalar @ (Value::Bool(_) | Value::Number(_)) if is_go_leaf(scalar) => {
+                Some(go_fmt(scalar))
+            }
+            _ => {
+                self.mismatch(&field_path(parent, name), v, "string");
+                None
+            }
+        }
+    }
+
+    /// A bool field. yaml.v2 is YAML 1.1, where unquoted `yes`/`on`/`y`... are booleans; serde_yaml
+    /// (YAML 1.2) hands those over as strings, so they are accepted here to read Go configs alike.
+    fn bool(&mut self, map: &Mapping, parent: &str, name: &str) -> Option<bool> {
+        let v = map.get(name)?;
+        match untag(v) {
+            Value::Null => Some(false),
+            Value::Bool(b) => Some(*b),
+            Value::String(s) if yaml11_bool(s).is_some() => yaml11_bool(s),
+            _ => {
+                self.mismatch(&field_path(parent, name), v, "bool");
+                None
+            }
+        }
+    }
+
+    fn requests_per_unit(&mut self, map: &Mapping, parent: &str) -> u32 {
+        let name = "requests_per_unit";
+        let Some(v) = map.get(name) else { return 0 };
+        match untag(v) {
+            Value::Null => 0,
+            Value::Number(n) => match n.as_i64().and_then(|i| u32::try_from(i).ok()) {
+                Some(u) => u,
+                None => {
+                    self.mismatch(&field_path(parent, name), v, "uint32");
+                    0
+                }
+            },
+            _ => {
+                self.mismatch(&field_path(parent, name), v, "uint32");
+                0
+            }
+        }
+    }
+
+    /// The list of maps under `name`; non-map elements were reported by the key check.
+    fn list<'m>(
+        &mut self,
+        map: &'m Mapping,
+        parent: &str,
+        name: &str,
+        go_type: &str,
+    ) -> Vec<(String, &'m Mapping)> {
+        let here = field_path(parent, name);
+        match map.get(name).map(|v| (v, untag(v))) {
+            None | Some((_, Value::Null)) => Vec::new(),
+            Some((_, Value::Sequence(items))) => items
+                .iter()
+                .enumerate()
+                .filter_map(|(i, item)| untag(item).as_mapping().map(|m| (index_path(&here, i), m)))
+                .collect(),
+            Some((v, _)) => {
+                self.mismatch(&here, v, go_type);
+                Vec::new()
+            }
+        }
+    }
+
+    fn descriptors(&mut self, map: &Mapping, parent: &str) -> Vec<RawDescriptor> {
+        let items = self.list(map, parent, "descriptors", "[]config.YamlDescriptor");
+        items
+            .into_iter()
+            .map(|(path, m)| self.descriptor(m, path))
+            .collect()
+    }
+
+    fn descriptor(&mut self, m: &Mapping, path: String) -> RawDescriptor {
+        let flag = |t: &mut Self, name: &str| t.bool(m, &path, name).unwrap_or(false);
+        RawDescriptor {
+            key: self.string(m, &path, "key").unwrap_or_default(),
+            value: self.string(m, &path, "value").unwrap_or_default(),
+            rate_limit: self.rate_limit(m, &path),
+            descriptors: self.descriptors(m, &path),
+            shadow_mode: flag(self, "shadow_mode"),
+            quota_mode: flag(self, "quota_mode"),
+            detailed_metric: flag(self, "detailed_metric"),
+            value_to_metric: flag(self, "value_to_metric"),
+            share_threshold: flag(self, "share_threshold"),
+            metadata: self.metadata(m, &path),
+            path,
+        }
+    }
+
+    fn rate_limit(&mut self, m: &Mapping, parent: &str) -> Option<RawRateLimit> {
+        let path = field_path(parent, "rate_limit");
+        let v = m.get("rate_limit")?;
+        let rl = match untag(v) {
+            Value::Null => return None,
+            Value::Mapping(rl) => rl,
+            _ => {
+                self.mismatch(&path, v, "config.YamlRateLimit");
+                return None;
+            }
+        };
+        let replaces = self
+            .list(rl, &path, "replaces", "[]config.yamlReplaces")
+            .into_iter()
+            .map(|(p, r)| {
+                let name = self.string(r, &p, "name").unwrap_or_default();
+                (p, name)
+            })
+            .collect();
+        Some(RawRateLimit {
+            requests_per_unit: self.requests_per_unit(rl, &path),
+            unit: match rl.get("unit") {
+                None => Some(String::new()),
+                Some(_) => self.string(rl, &path, "unit"),
+            },
+            unlimited: match rl.get("unlimited") {
+                None => Some(false),
+                Some(_) => self.bool(rl, &path, "unlimited"),
+            },
+            name: self.string(rl, &path, "name").unwrap_or_default(),
+            replaces,
+            path,
+        })
+    }
+
+    /// `metadata` becomes a JSON object (it is returned as a protobuf Struct, SPEC §C.8).
+    fn metadata(&mut self, m: &Mapping, parent: &str) -> Option<Map<String, Json>> {
+        let path = field_path(parent, "metadata");
+        let v = m.get("metadata")?;
+        match untag(v) {
+            Value::Null => None,
+            Value::Mapping(_) => match to_json(v) {
+                Ok(Json::Object(obj)) => Some(obj),
+                Ok(_) => None,
+                Err(e) => {
+                    self.sink
+                        .push(&path, format!("error parsing metadata: {e}"));
+                    None
+                }
+            },
+            _ => {
+                let error = unmarshal_error(v, Some("metadata"), "map[string]interface {}");
+                self.sink.push(&path, error);
+                None
+            }
+        }
+    }
+}
