@@ -9,7 +9,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         .build_client(true)
         .compile_with_config(
             config,
-            &[std::path::PathBuf::from("proto/envoy/service/ratelimit/v3/rls.proto")],
+            &[std::path::PathBuf::from(
+                "proto/envoy/service/ratelimit/v3/rls.proto",
+            )],
             &[std::path::PathBuf::from("proto"), include],
         )?;
     println!("cargo:rerun-if-changed=proto");

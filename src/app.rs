@@ -96,7 +96,8 @@ pub async fn start(settings: &Settings) -> Result<Running, AppError> {
         }
         Backend::Redis => {
             return Err(AppError::Unsupported(
-                "the Redis backend is not available in this build yet; set BACKEND_TYPE=memory".into(),
+                "the Redis backend is not available in this build yet; set BACKEND_TYPE=memory"
+                    .into(),
             ));
         }
     };
@@ -126,13 +127,19 @@ pub async fn start(settings: &Settings) -> Result<Running, AppError> {
             source,
         })
     };
-    let (grpc_addr, http_addr, debug_addr) = (addr(&grpc, "gRPC")?, addr(&http, "HTTP")?, addr(&debug, "debug")?);
+    let (grpc_addr, http_addr, debug_addr) = (
+        addr(&grpc, "gRPC")?,
+        addr(&http, "HTTP")?,
+        addr(&debug, "debug")?,
+    );
 
     let (shutdown, stop) = watch::channel(false);
     let mut tasks = JoinSet::new();
     let grpc_router = tonic::transport::Server::builder()
         .add_service(health_server)
-        .add_service(RateLimitServiceServer::new(RlsService::new(service.clone())));
+        .add_service(RateLimitServiceServer::new(RlsService::new(
+            service.clone(),
+        )));
     let s = stopped(stop.clone());
     tasks.spawn(async move {
         let incoming = tonic::transport::server::TcpIncoming::from(grpc).with_nodelay(Some(true));
@@ -174,7 +181,10 @@ fn serve_http(
     stop: impl Future<Output = ()> + Send + 'static,
 ) {
     tasks.spawn(async move {
-        if let Err(e) = axum::serve(listener, router).with_graceful_shutdown(stop).await {
+        if let Err(e) = axum::serve(listener, router)
+            .with_graceful_shutdown(stop)
+            .await
+        {
             tracing::error!(error = %e, "HTTP server failed");
         }
     });
@@ -186,7 +196,11 @@ async fn stopped(mut rx: watch::Receiver<bool>) {
 }
 
 /// Reclaims expired memory-store entries once a second, so memory follows live keys only.
-async fn sweep_expired(store: Arc<MemoryStore>, clock: Arc<dyn Clock>, stop: impl Future<Output = ()>) {
+async fn sweep_expired(
+    store: Arc<MemoryStore>,
+    clock: Arc<dyn Clock>,
+    stop: impl Future<Output = ()>,
+) {
     tokio::pin!(stop);
     let mut tick = tokio::time::interval(Duration::from_secs(1));
     loop {
@@ -206,7 +220,10 @@ impl Running {
         self.health.set_draining().await;
         let _ = self.shutdown.send(true);
         let drain = async { while self.tasks.join_next().await.is_some() {} };
-        if tokio::time::timeout(self.drain_timeout, drain).await.is_err() {
+        if tokio::time::timeout(self.drain_timeout, drain)
+            .await
+            .is_err()
+        {
             tracing::warn!(timeout = ?self.drain_timeout, "drain timed out; aborting remaining work");
             self.tasks.abort_all();
         }

@@ -33,7 +33,10 @@ impl Timestamp {
 
     /// This timestamp plus `d`, saturating instead of overflowing.
     pub fn saturating_add(self, d: Duration) -> Timestamp {
-        Timestamp(self.0.saturating_add(d.as_micros().min(u64::MAX as u128) as u64))
+        Timestamp(
+            self.0
+                .saturating_add(d.as_micros().min(u64::MAX as u128) as u64),
+        )
     }
 }
 

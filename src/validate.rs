@@ -8,7 +8,12 @@ use crate::config::{self, CompileOptions, ConfigFile};
 
 /// Validates every file under `paths` as one configuration (so duplicate domains across files are
 /// caught). Writes a summary to `out` and every error to `err`; returns the process exit code.
-pub fn run(paths: &[PathBuf], merge_domains: bool, out: &mut dyn Write, err: &mut dyn Write) -> i32 {
+pub fn run(
+    paths: &[PathBuf],
+    merge_domains: bool,
+    out: &mut dyn Write,
+    err: &mut dyn Write,
+) -> i32 {
     let mut files: Vec<ConfigFile> = Vec::new();
     let mut failed = false;
     for p in paths {
@@ -24,7 +29,11 @@ pub fn run(paths: &[PathBuf], merge_domains: bool, out: &mut dyn Write, err: &mu
         for e in &errors.0 {
             let _ = writeln!(err, "{e}");
         }
-        let _ = writeln!(err, "error loading rate limit configs: {} error(s)", errors.0.len());
+        let _ = writeln!(
+            err,
+            "error loading rate limit configs: {} error(s)",
+            errors.0.len()
+        );
         return 1;
     }
     if failed {

@@ -10,8 +10,15 @@ fn bin() -> Command {
 
 #[test]
 fn validate_accepts_the_examples() {
-    let out = bin().args(["validate", "examples/config"]).output().unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let out = bin()
+        .args(["validate", "examples/config"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     assert!(String::from_utf8_lossy(&out.stdout).contains("all rate limit configs ok"));
 }
 
@@ -33,7 +40,13 @@ fn validate_prints_every_error_with_file_and_path_and_fails() {
 fn help_lists_flags_and_the_env_vars_they_override() {
     let out = bin().arg("--help").output().unwrap();
     let help = String::from_utf8_lossy(&out.stdout);
-    for s in ["--grpc-port", "GRPC_PORT", "--config", "validate", "REDIS_URL"] {
+    for s in [
+        "--grpc-port",
+        "GRPC_PORT",
+        "--config",
+        "validate",
+        "REDIS_URL",
+    ] {
         assert!(help.contains(s), "--help lacks {s}:\n{help}");
     }
 }
@@ -75,19 +88,32 @@ fn spawn_server() -> (std::process::Child, String) {
         }
     }
     let _ = child.kill();
+    let _ = child.wait();
     panic!("server did not report its addresses");
 }
 
 #[test]
 fn sigterm_drains_and_exits_zero() {
     let (mut child, http) = spawn_server();
-    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
     let body = r#"{"domain":"example","descriptors":[{"entries":[{"key":"remote_address","value":"10.0.0.1"}]}]}"#;
     let status = rt.block_on(async {
-        reqwest::Client::new().post(format!("http://{http}/json")).body(body).send().await.unwrap().status()
+        reqwest::Client::new()
+            .post(format!("http://{http}/json"))
+            .body(body)
+            .send()
+            .await
+            .unwrap()
+            .status()
     });
     assert_eq!(status, 200);
-    let killed = Command::new("kill").args(["-TERM", &child.id().to_string()]).status().unwrap();
+    let killed = Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .unwrap();
     assert!(killed.success());
     let deadline = Instant::now() + Duration::from_secs(20);
     loop {

@@ -20,12 +20,25 @@ async fn s01_unknown_domain_is_ok_without_limit() {
 async fn s02_to_s09_matching_through_the_service() {
     let s = TestServer::start(&[("basic.yaml", CFG_BASIC)], &[]).await;
     // 2: node without a limit.
-    assert_eq!(st(&s.rl("test-domain", &[&[("key1", "value1")]]).await, 0), (Code::Ok, None, 0));
+    assert_eq!(
+        st(&s.rl("test-domain", &[&[("key1", "value1")]]).await, 0),
+        (Code::Ok, None, 0)
+    );
     // 3: default child of an exact parent.
-    let r = s.rl("test-domain", &[&[("key1", "value1"), ("subkey1", "something")]]).await;
+    let r = s
+        .rl(
+            "test-domain",
+            &[&[("key1", "value1"), ("subkey1", "something")]],
+        )
+        .await;
     assert_eq!(st(&r, 0), (Code::Ok, lim(5, "SECOND"), 4));
     // 4: exact child.
-    let r = s.rl("test-domain", &[&[("key1", "value1"), ("subkey1", "subvalue1")]]).await;
+    let r = s
+        .rl(
+            "test-domain",
+            &[&[("key1", "value1"), ("subkey1", "subvalue1")]],
+        )
+        .await;
     assert_eq!(st(&r, 0), (Code::Ok, lim(10, "SECOND"), 9));
     // 5: separate counters per value under one default.
     let r = s.rl("test-domain", &[&[("key2", "something")]]).await;
@@ -36,12 +49,25 @@ async fn s02_to_s09_matching_through_the_service() {
     let r = s.rl("test-domain", &[&[("key2", "value2")]]).await;
     assert_eq!(st(&r, 0), (Code::Ok, lim(30, "MINUTE"), 29));
     // 7: an exact node without limit whitelists.
-    assert_eq!(st(&s.rl("test-domain", &[&[("key2", "value3")]]).await, 0), (Code::Ok, None, 0));
+    assert_eq!(
+        st(&s.rl("test-domain", &[&[("key2", "value3")]]).await, 0),
+        (Code::Ok, None, 0)
+    );
     // 8: request deeper than the config.
-    let r = s.rl("test-domain", &[&[("key2", "value2"), ("subkey", "subvalue")]]).await;
+    let r = s
+        .rl(
+            "test-domain",
+            &[&[("key2", "value2"), ("subkey", "subvalue")]],
+        )
+        .await;
     assert_eq!(st(&r, 0), (Code::Ok, None, 0));
     // 9: no backtracking to the parent's limit.
-    let r = s.rl("test-domain", &[&[("key5", "value5"), ("subkey5", "subvalue")]]).await;
+    let r = s
+        .rl(
+            "test-domain",
+            &[&[("key5", "value5"), ("subkey5", "subvalue")]],
+        )
+        .await;
     assert_eq!(st(&r, 0), (Code::Ok, None, 0));
 }
 
@@ -67,9 +93,16 @@ async fn s11_unlimited_is_always_ok_with_max_remaining() {
     }
 }
 
-fn with_override(entries: &[(&str, &str)], rpu: u32, unit: i32) -> ratelimitd::proto::envoy::extensions::common::ratelimit::v3::RateLimitDescriptor {
+fn with_override(
+    entries: &[(&str, &str)],
+    rpu: u32,
+    unit: i32,
+) -> ratelimitd::proto::envoy::extensions::common::ratelimit::v3::RateLimitDescriptor {
     let mut d = descriptor(entries);
-    d.limit = Some(RateLimitOverride { requests_per_unit: rpu, unit });
+    d.limit = Some(RateLimitOverride {
+        requests_per_unit: rpu,
+        unit,
+    });
     d
 }
 
@@ -77,7 +110,11 @@ fn with_override(entries: &[(&str, &str)], rpu: u32, unit: i32) -> ratelimitd::p
 async fn s13_s14_overrides_replace_config_but_not_unknown_domains() {
     let s = TestServer::start(&[("basic.yaml", CFG_BASIC)], &[]).await;
     let mut req = request("test-domain", &[]);
-    req.descriptors = vec![with_override(&[("key1", "value1"), ("subkey1", "something")], 10, 4)];
+    req.descriptors = vec![with_override(
+        &[("key1", "value1"), ("subkey1", "something")],
+        10,
+        4,
+    )];
     let r = s.call(req.clone()).await.unwrap();
     assert_eq!(st(&r, 0), (Code::Ok, lim(10, "DAY"), 9));
     req.domain = "foo_domain".into();
@@ -93,7 +130,10 @@ async fn override_with_unknown_unit_is_an_invalid_argument_not_a_crash() {
     assert_eq!(e.code(), tonic::Code::InvalidArgument);
     assert!(e.message().contains("invalid unit"), "{}", e.message());
     // The service is still up.
-    assert_eq!(st(&s.rl("test-domain", &[&[("key3", "x")]]).await, 0).0, Code::Ok);
+    assert_eq!(
+        st(&s.rl("test-domain", &[&[("key3", "x")]]).await, 0).0,
+        Code::Ok
+    );
 }
 
 #[tokio::test]
@@ -101,13 +141,30 @@ async fn s15_s16_s19_wildcards() {
     let s = TestServer::start(&[("wild.yaml", CFG_WILD)], &[]).await;
     for v in ["foo1", "foo2"] {
         let r = s.rl("test-domain", &[&[("wild", v)]]).await;
-        assert_eq!(st(&r, 0), (Code::Ok, lim(20, "MINUTE"), 19), "separate counter for {v}");
+        assert_eq!(
+            st(&r, 0),
+            (Code::Ok, lim(20, "MINUTE"), 19),
+            "separate counter for {v}"
+        );
     }
-    assert_eq!(st(&s.rl("test-domain", &[&[("wild", "bar")]]).await, 0), (Code::Ok, None, 0));
-    assert_eq!(st(&s.rl("test-domain", &[&[("noWild", "foo1")]]).await, 0), (Code::Ok, None, 0));
-    let r = s.rl("test-domain", &[&[("nestedWild", "val1"), ("wild", "goo2")]]).await;
+    assert_eq!(
+        st(&s.rl("test-domain", &[&[("wild", "bar")]]).await, 0),
+        (Code::Ok, None, 0)
+    );
+    assert_eq!(
+        st(&s.rl("test-domain", &[&[("noWild", "foo1")]]).await, 0),
+        (Code::Ok, None, 0)
+    );
+    let r = s
+        .rl(
+            "test-domain",
+            &[&[("nestedWild", "val1"), ("wild", "goo2")]],
+        )
+        .await;
     assert_eq!(st(&r, 0), (Code::Ok, lim(20, "MINUTE"), 19));
-    let r = s.rl("test-domain", &[&[("multiWild", "foo-x-bar-y-baz")]]).await;
+    let r = s
+        .rl("test-domain", &[&[("multiWild", "foo-x-bar-y-baz")]])
+        .await;
     assert_eq!(st(&r, 0), (Code::Ok, lim(10, "MINUTE"), 9));
     let r = s.rl("test-domain", &[&[("midWild", "barxyzb")]]).await;
     assert_eq!(st(&r, 0), (Code::Ok, lim(20, "MINUTE"), 19));
@@ -137,7 +194,14 @@ async fn s20_s21_share_threshold_shares_one_counter() {
 
 #[tokio::test]
 async fn s24_s30_s31_durations_follow_the_clock() {
-    let s = TestServer::start(&[("basic.yaml", CFG_INT_BASIC), ("another.yaml", CFG_INT_ANOTHER)], &[]).await;
+    let s = TestServer::start(
+        &[
+            ("basic.yaml", CFG_INT_BASIC),
+            ("another.yaml", CFG_INT_ANOTHER),
+        ],
+        &[],
+    )
+    .await;
     let r = s.rl("basic", &[&[("key1", "foo")]]).await;
     assert_eq!(st(&r, 0), (Code::Ok, lim(50, "SECOND"), 49));
     assert_eq!(dur(&r, 0), Some(1));
@@ -158,22 +222,35 @@ async fn s25_counts_to_the_limit_then_over_and_a_new_window_resets() {
             assert_eq!(st(&r, 0), (Code::Ok, lim(20, "MINUTE"), 20 - i), "call {i}");
             assert_eq!(overall(&r), Code::Ok);
         } else {
-            assert_eq!(st(&r, 0), (Code::OverLimit, lim(20, "MINUTE"), 0), "call {i}");
+            assert_eq!(
+                st(&r, 0),
+                (Code::OverLimit, lim(20, "MINUTE"), 0),
+                "call {i}"
+            );
             assert_eq!(overall(&r), Code::OverLimit);
         }
     }
     s.advance(Duration::from_secs(59));
-    assert_eq!(st(&s.rl("another", &[&[("key2", "R")]]).await, 0).0, Code::OverLimit);
+    assert_eq!(
+        st(&s.rl("another", &[&[("key2", "R")]]).await, 0).0,
+        Code::OverLimit
+    );
     s.advance(Duration::from_secs(1));
     let r = s.rl("another", &[&[("key2", "R")]]).await;
-    assert_eq!(st(&r, 0), (Code::Ok, lim(20, "MINUTE"), 19), "the next minute starts fresh");
+    assert_eq!(
+        st(&r, 0),
+        (Code::Ok, lim(20, "MINUTE"), 19),
+        "the next minute starts fresh"
+    );
 }
 
 #[tokio::test]
 async fn s26_two_descriptors_one_over_makes_the_request_over() {
     let s = TestServer::start(&[("another.yaml", CFG_INT_ANOTHER)], &[]).await;
     for i in 1..=15u32 {
-        let r = s.rl("another", &[&[("key2", "R2")], &[("key3", "R2")]]).await;
+        let r = s
+            .rl("another", &[&[("key2", "R2")], &[("key3", "R2")]])
+            .await;
         assert_eq!(st(&r, 0), (Code::Ok, lim(20, "MINUTE"), 20 - i));
         if i <= 10 {
             assert_eq!(overall(&r), Code::Ok);
@@ -191,10 +268,17 @@ async fn s32_to_s34_hits_addend() {
     let s = TestServer::start(&[("h.yaml", cfg)], &[]).await;
     let mut req = request("h", &[&[("k", "a")]]);
     req.hits_addend = 3;
-    assert_eq!(st(&s.call(req).await.unwrap(), 0), (Code::Ok, lim(20, "SECOND"), 17));
+    assert_eq!(
+        st(&s.call(req).await.unwrap(), 0),
+        (Code::Ok, lim(20, "SECOND"), 17)
+    );
     let mut req = request("h", &[&[("k", "b")]]);
     req.hits_addend = 0;
-    assert_eq!(st(&s.call(req).await.unwrap(), 0).2, 19, "hits_addend 0 counts as 1");
+    assert_eq!(
+        st(&s.call(req).await.unwrap(), 0).2,
+        19,
+        "hits_addend 0 counts as 1"
+    );
     // Per-descriptor hits_addend 0 checks without consuming.
     let mut req = request("h", &[&[("m", "x")]]);
     req.hits_addend = 10;
@@ -203,7 +287,11 @@ async fn s32_to_s34_hits_addend() {
     check.descriptors[0].hits_addend = Some(0);
     for _ in 0..3 {
         let r = s.call(check.clone()).await.unwrap();
-        assert_eq!(st(&r, 0), (Code::Ok, lim(10, "MINUTE"), 0), "a check does not consume");
+        assert_eq!(
+            st(&r, 0),
+            (Code::Ok, lim(10, "MINUTE"), 0),
+            "a check does not consume"
+        );
     }
     s.rl("h", &[&[("m", "x")]]).await;
     assert_eq!(st(&s.call(check).await.unwrap(), 0).0, Code::OverLimit);
@@ -211,9 +299,13 @@ async fn s32_to_s34_hits_addend() {
 
 #[tokio::test]
 async fn s39_zero_requests_per_unit_blocks() {
-    let cfg = "domain: z\ndescriptors:\n  - {key: k, rate_limit: {unit: second, requests_per_unit: 0}}\n";
+    let cfg =
+        "domain: z\ndescriptors:\n  - {key: k, rate_limit: {unit: second, requests_per_unit: 0}}\n";
     let s = TestServer::start(&[("z.yaml", cfg)], &[]).await;
-    assert_eq!(st(&s.rl("z", &[&[("k", "v")]]).await, 0), (Code::OverLimit, lim(0, "SECOND"), 0));
+    assert_eq!(
+        st(&s.rl("z", &[&[("k", "v")]]).await, 0),
+        (Code::OverLimit, lim(0, "SECOND"), 0)
+    );
 }
 
 #[tokio::test]
@@ -232,7 +324,8 @@ async fn s40_shadow_rule_reports_ok() {
 
 #[tokio::test]
 async fn s42_global_shadow_mode_keeps_statuses() {
-    let cfg = "domain: g\ndescriptors:\n  - {key: k, rate_limit: {unit: minute, requests_per_unit: 1}}\n";
+    let cfg =
+        "domain: g\ndescriptors:\n  - {key: k, rate_limit: {unit: minute, requests_per_unit: 1}}\n";
     let s = TestServer::start(&[("g.yaml", cfg)], &[("SHADOW_MODE", "true")]).await;
     s.rl("g", &[&[("k", "v")]]).await;
     let r = s.rl("g", &[&[("k", "v")]]).await;
@@ -262,14 +355,26 @@ descriptors:
 async fn s43_s44_replaces_only_within_one_request() {
     let s = TestServer::start(&[("e7.yaml", EXAMPLE7)], &[]).await;
     let r = s
-        .rl("example7", &[&[("key_1", "value_1"), ("user", "bkthomps")], &[("key_2", "value_2"), ("user", "bkthomps")]])
+        .rl(
+            "example7",
+            &[
+                &[("key_1", "value_1"), ("user", "bkthomps")],
+                &[("key_2", "value_2"), ("user", "bkthomps")],
+            ],
+        )
         .await;
     assert_eq!(st(&r, 0), (Code::Ok, None, 0));
     assert_eq!(st(&r, 1), (Code::Ok, lim(10, "SECOND"), 9));
     for i in 1..=6 {
-        let r = s.rl("example7", &[&[("key_1", "value_1"), ("user", "bkthomps")]]).await;
+        let r = s
+            .rl("example7", &[&[("key_1", "value_1"), ("user", "bkthomps")]])
+            .await;
         let expected = if i <= 5 { Code::Ok } else { Code::OverLimit };
-        assert_eq!(st(&r, 0).0, expected, "call {i}: the replaced limit was untouched before");
+        assert_eq!(
+            st(&r, 0).0,
+            expected,
+            "call {i}: the replaced limit was untouched before"
+        );
     }
 }
 
@@ -288,39 +393,75 @@ descriptors:
     assert_eq!(st(&r, 0).0, Code::OverLimit);
     assert_eq!(overall(&r), Code::Ok, "b still has quota");
     let r = s.rl("q", d).await;
-    assert_eq!(overall(&r), Code::OverLimit, "every quota descriptor is over");
+    assert_eq!(
+        overall(&r),
+        Code::OverLimit,
+        "every quota descriptor is over"
+    );
 }
 
 #[tokio::test]
 async fn s51_and_response_headers_pick_the_most_constrained_limit() {
     let s = TestServer::start(
-        &[("basic.yaml", CFG_INT_BASIC), ("another.yaml", CFG_INT_ANOTHER)],
+        &[
+            ("basic.yaml", CFG_INT_BASIC),
+            ("another.yaml", CFG_INT_ANOTHER),
+        ],
         &[("LIMIT_RESPONSE_HEADERS_ENABLED", "true")],
     )
     .await;
     let r = s.rl("another", &[&[("nolimit", "x")]]).await;
     assert!(r.response_headers_to_add.is_empty());
     let r = s.rl("another", &[&[("key2", "a")], &[("key3", "a")]]).await;
-    let h: Vec<(String, String)> = r.response_headers_to_add.iter().map(|h| (h.key.clone(), h.value.clone())).collect();
+    let h: Vec<(String, String)> = r
+        .response_headers_to_add
+        .iter()
+        .map(|h| (h.key.clone(), h.value.clone()))
+        .collect();
     let want = |k: &str, v: &str| (k.to_string(), v.to_string());
     // key3 (10/hour, 9 left) is tighter than key2 (20/minute, 19 left); now=1234 → 3600-1234%3600.
-    assert_eq!(h, vec![want("RateLimit-Limit", "10"), want("RateLimit-Remaining", "9"), want("RateLimit-Reset", "2366")]);
+    assert_eq!(
+        h,
+        vec![
+            want("RateLimit-Limit", "10"),
+            want("RateLimit-Remaining", "9"),
+            want("RateLimit-Reset", "2366")
+        ]
+    );
 }
 
 #[tokio::test]
 async fn s52_s53_bad_requests_are_invalid_arguments_with_go_messages() {
     let s = TestServer::start(&[("basic.yaml", CFG_BASIC)], &[]).await;
     let e = s.call(request("", &[&[("a", "b")]])).await.unwrap_err();
-    assert_eq!((e.code(), e.message()), (tonic::Code::InvalidArgument, "rate limit domain must not be empty"));
+    assert_eq!(
+        (e.code(), e.message()),
+        (
+            tonic::Code::InvalidArgument,
+            "rate limit domain must not be empty"
+        )
+    );
     let e = s.call(request("test-domain", &[])).await.unwrap_err();
-    assert_eq!((e.code(), e.message()), (tonic::Code::InvalidArgument, "rate limit descriptor list must not be empty"));
+    assert_eq!(
+        (e.code(), e.message()),
+        (
+            tonic::Code::InvalidArgument,
+            "rate limit descriptor list must not be empty"
+        )
+    );
 }
 
 #[tokio::test]
 async fn s54_invalid_config_at_startup_serves_errors_without_crashing() {
     let s = TestServer::start(&[("bad.yaml", "domain: \"\"\n")], &[]).await;
     let e = s.call(request("x", &[&[("a", "b")]])).await.unwrap_err();
-    assert_eq!((e.code(), e.message()), (tonic::Code::FailedPrecondition, "no rate limit configuration loaded"));
+    assert_eq!(
+        (e.code(), e.message()),
+        (
+            tonic::Code::FailedPrecondition,
+            "no rate limit configuration loaded"
+        )
+    );
     assert_eq!(s.running().config.load_failures(), 1);
 }
 
@@ -332,7 +473,11 @@ descriptors:
   - {key: a, metadata: {team: x, nested: {one: 1}}, rate_limit: {unit: minute, requests_per_unit: 5}}
   - {key: b, metadata: {team: y, nested: {two: 2}}, rate_limit: {unit: minute, requests_per_unit: 5}}
 "#;
-    let s = TestServer::start(&[("md.yaml", cfg)], &[("RESPONSE_DYNAMIC_METADATA", "true")]).await;
+    let s = TestServer::start(
+        &[("md.yaml", cfg)],
+        &[("RESPONSE_DYNAMIC_METADATA", "true")],
+    )
+    .await;
     let mut req = request("md", &[&[("a", "1")], &[("b", "2")]]);
     req.hits_addend = 2;
     let r = s.call(req).await.unwrap();
@@ -342,6 +487,12 @@ descriptors:
     assert!(json.contains("a=1") && json.contains("b=2"), "{json}");
     let merged = &md.fields["metadata"];
     let text = format!("{merged:?}");
-    assert!(text.contains("\"x\"") && !text.contains("\"y\""), "first value wins: {text}");
-    assert!(text.contains("\"one\"") && text.contains("\"two\""), "nested maps merge: {text}");
+    assert!(
+        text.contains("\"x\"") && !text.contains("\"y\""),
+        "first value wins: {text}"
+    );
+    assert!(
+        text.contains("\"one\"") && text.contains("\"two\""),
+        "nested maps merge: {text}"
+    );
 }

@@ -4,16 +4,34 @@ mod common;
 
 use common::*;
 use serde_json::Value;
+use tonic_health::pb::HealthCheckRequest;
 use tonic_health::pb::health_check_response::ServingStatus;
 use tonic_health::pb::health_client::HealthClient;
-use tonic_health::pb::HealthCheckRequest;
 
-const BODY: &str = r#"{"domain":"basic","descriptors":[{"entries":[{"key":"one_per_minute","value":"x"}]}]}"#;
+async fn health_client(s: &TestServer) -> HealthClient<tonic::transport::Channel> {
+    let url = format!("http://{}", s.running().grpc_addr);
+    HealthClient::new(
+        tonic::transport::Channel::from_shared(url)
+            .unwrap()
+            .connect()
+            .await
+            .unwrap(),
+    )
+}
+
+const BODY: &str =
+    r#"{"domain":"basic","descriptors":[{"entries":[{"key":"one_per_minute","value":"x"}]}]}"#;
 
 #[tokio::test]
 async fn s57_json_answers_200_then_429_with_protojson() {
     let s = TestServer::start(&[("basic.yaml", CFG_INT_BASIC)], &[]).await;
-    let r = s.http.post(s.http_url("/json")).body(BODY).send().await.unwrap();
+    let r = s
+        .http
+        .post(s.http_url("/json"))
+        .body(BODY)
+        .send()
+        .await
+        .unwrap();
     assert_eq!(r.status(), 200);
     assert_eq!(r.headers()["content-type"], "application/json");
     let v: Value = r.json().await.unwrap();
@@ -24,9 +42,18 @@ async fn s57_json_answers_200_then_429_with_protojson() {
     assert_eq!(status["currentLimit"]["unit"], "MINUTE");
     assert_eq!(status["durationUntilReset"], "26s");
     assert!(status.get("limitRemaining").is_none(), "0 is omitted: {v}");
-    assert!(status["currentLimit"].get("name").is_none(), "empty name is omitted: {v}");
+    assert!(
+        status["currentLimit"].get("name").is_none(),
+        "empty name is omitted: {v}"
+    );
 
-    let r = s.http.get(s.http_url("/json")).body(BODY).send().await.unwrap();
+    let r = s
+        .http
+        .get(s.http_url("/json"))
+        .body(BODY)
+        .send()
+        .await
+        .unwrap();
     assert_eq!(r.status(), 429, "any method is accepted");
     let v: Value = r.json().await.unwrap();
     assert_eq!(v["overallCode"], "OVER_LIMIT");
@@ -36,8 +63,20 @@ async fn s57_json_answers_200_then_429_with_protojson() {
 #[tokio::test]
 async fn s58_and_s52_bad_bodies_and_service_errors_are_400_bad_request() {
     let s = TestServer::start(&[("basic.yaml", CFG_INT_BASIC)], &[]).await;
-    for body in ["", "}", r#"{"domain":"x","bogus":1}"#, r#"{"domain":"","descriptors":[{"entries":[{"key":"a","value":"b"}]}]}"#, r#"{"domain":"basic"}"#] {
-        let r = s.http.post(s.http_url("/json")).body(body).send().await.unwrap();
+    for body in [
+        "",
+        "}",
+        r#"{"domain":"x","bogus":1}"#,
+        r#"{"domain":"","descriptors":[{"entries":[{"key":"a","value":"b"}]}]}"#,
+        r#"{"domain":"basic"}"#,
+    ] {
+        let r = s
+            .http
+            .post(s.http_url("/json"))
+            .body(body)
+            .send()
+            .await
+            .unwrap();
         assert_eq!(r.status(), 400, "body {body:?}");
         assert_eq!(r.headers()["content-type"], "text/plain; charset=utf-8");
         assert_eq!(r.text().await.unwrap(), "Bad Request\n");
@@ -48,7 +87,16 @@ async fn s58_and_s52_bad_bodies_and_service_errors_are_400_bad_request() {
 async fn json_accepts_snake_case_overrides_and_hits() {
     let s = TestServer::start(&[("basic.yaml", CFG_INT_BASIC)], &[]).await;
     let body = r#"{"domain":"basic","hits_addend":2,"descriptors":[{"entries":[{"key":"key1","value":"v"}],"limit":{"requests_per_unit":"5","unit":"HOUR"}}]}"#;
-    let v: Value = s.http.post(s.http_url("/json")).body(body).send().await.unwrap().json().await.unwrap();
+    let v: Value = s
+        .http
+        .post(s.http_url("/json"))
+        .body(body)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
     assert_eq!(v["statuses"][0]["currentLimit"]["unit"], "HOUR");
     assert_eq!(v["statuses"][0]["limitRemaining"], 3);
 }
@@ -56,13 +104,28 @@ async fn json_accepts_snake_case_overrides_and_hits() {
 #[tokio::test]
 async fn s59_healthcheck_and_grpc_health_are_serving() {
     let s = TestServer::start(&[("basic.yaml", CFG_INT_BASIC)], &[]).await;
-    let r = s.http.post(s.http_url("/healthcheck")).send().await.unwrap();
+    let r = s
+        .http
+        .post(s.http_url("/healthcheck"))
+        .send()
+        .await
+        .unwrap();
     assert_eq!(r.status(), 200);
     assert_eq!(r.text().await.unwrap(), "OK");
-    let mut h = HealthClient::connect(format!("http://{}", s.running().grpc_addr)).await.unwrap();
+    let mut h = health_client(&s).await;
     for service in ["ratelimit", ""] {
-        let resp = h.check(HealthCheckRequest { service: service.into() }).await.unwrap().into_inner();
-        assert_eq!(resp.status, ServingStatus::Serving as i32, "service {service:?}");
+        let resp = h
+            .check(HealthCheckRequest {
+                service: service.into(),
+            })
+            .await
+            .unwrap()
+            .into_inner();
+        assert_eq!(
+            resp.status,
+            ServingStatus::Serving as i32,
+            "service {service:?}"
+        );
     }
 }
 
@@ -71,8 +134,14 @@ async fn healthy_with_at_least_one_config_requires_a_domain() {
     let s = TestServer::start(&[], &[("HEALTHY_WITH_AT_LEAST_ONE_CONFIG_LOADED", "true")]).await;
     let r = s.http.get(s.http_url("/healthcheck")).send().await.unwrap();
     assert_eq!(r.status(), 500);
-    let mut h = HealthClient::connect(format!("http://{}", s.running().grpc_addr)).await.unwrap();
-    let resp = h.check(HealthCheckRequest { service: "ratelimit".into() }).await.unwrap().into_inner();
+    let mut h = health_client(&s).await;
+    let resp = h
+        .check(HealthCheckRequest {
+            service: "ratelimit".into(),
+        })
+        .await
+        .unwrap()
+        .into_inner();
     assert_eq!(resp.status, ServingStatus::NotServing as i32);
 }
 
@@ -96,7 +165,15 @@ async fn unknown_paths_are_404_like_go() {
 #[tokio::test]
 async fn rlconfig_lists_every_limit_and_debug_index_lists_endpoints() {
     let s = TestServer::start(&[("basic.yaml", CFG_INT_BASIC)], &[]).await;
-    let text = s.http.get(s.debug_url("/rlconfig")).send().await.unwrap().text().await.unwrap();
+    let text = s
+        .http
+        .get(s.debug_url("/rlconfig"))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
     let mut lines: Vec<&str> = text.lines().collect();
     lines.sort();
     assert_eq!(
@@ -106,15 +183,42 @@ async fn rlconfig_lists_every_limit_and_debug_index_lists_endpoints() {
             "basic.one_per_minute: unit=MINUTE requests_per_unit=1, shadow_mode: false, quota_mode: false",
         ]
     );
-    let index = s.http.get(s.debug_url("/")).send().await.unwrap().text().await.unwrap();
-    assert!(index.contains("/rlconfig: print out the currently loaded configuration"), "{index}");
+    let index = s
+        .http
+        .get(s.debug_url("/"))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(
+        index.contains("/rlconfig: print out the currently loaded configuration"),
+        "{index}"
+    );
 }
 
 #[tokio::test]
 async fn test_clock_endpoint_moves_the_manual_clock() {
     let s = TestServer::start(&[("basic.yaml", CFG_INT_BASIC)], &[]).await;
-    let t = s.http.post(s.debug_url("/test/clock?set=2000")).send().await.unwrap().text().await.unwrap();
+    let t = s
+        .http
+        .post(s.debug_url("/test/clock?set=2000"))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
     assert_eq!(t.trim(), "2000000000");
-    let t = s.http.post(s.debug_url("/test/clock?advance_ms=1500")).send().await.unwrap().text().await.unwrap();
+    let t = s
+        .http
+        .post(s.debug_url("/test/clock?advance_ms=1500"))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
     assert_eq!(t.trim(), "2001500000");
 }

@@ -5,7 +5,8 @@ mod common;
 
 use common::*;
 
-const CFG: &str = "domain: c\ndescriptors:\n  - {key: k, rate_limit: {unit: minute, requests_per_unit: 100}}\n";
+const CFG: &str =
+    "domain: c\ndescriptors:\n  - {key: k, rate_limit: {unit: minute, requests_per_unit: 100}}\n";
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn concurrent_clients_on_one_key_admit_exactly_the_limit() {
@@ -16,7 +17,12 @@ async fn concurrent_clients_on_one_key_admit_exactly_the_limit() {
         tasks.push(tokio::spawn(async move {
             let mut ok = 0u32;
             for _ in 0..5 {
-                let r = grpc.clone().should_rate_limit(request("c", &[&[("k", "hot")]])).await.unwrap().into_inner();
+                let r = grpc
+                    .clone()
+                    .should_rate_limit(request("c", &[&[("k", "hot")]]))
+                    .await
+                    .unwrap()
+                    .into_inner();
                 ok += u32::from(overall(&r) == Code::Ok);
             }
             ok

@@ -67,7 +67,10 @@ mod tests {
         let d = apply(&mut s, 2, 60, 1, at(1250));
         assert_eq!((d.over_limit, d.remaining), (false, 0));
         let d = apply(&mut s, 2, 60, 1, at(1259));
-        assert_eq!((d.over_limit, d.remaining, d.before, d.after), (true, 0, 2, 3));
+        assert_eq!(
+            (d.over_limit, d.remaining, d.before, d.after),
+            (true, 0, 2, 3)
+        );
         assert_eq!(d.reset_after, Duration::from_secs(1));
     }
 

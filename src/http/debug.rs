@@ -25,9 +25,10 @@ pub struct DebugState {
     pub manual_clock: Option<Arc<ManualClock>>,
 }
 
-const ENDPOINTS: &[(&str, &str)] = &[
-    ("/rlconfig", "print out the currently loaded configuration for debugging"),
-];
+const ENDPOINTS: &[(&str, &str)] = &[(
+    "/rlconfig",
+    "print out the currently loaded configuration for debugging",
+)];
 
 /// The debug router.
 pub fn router(state: DebugState) -> Router {
@@ -74,13 +75,17 @@ async fn clock(State(s): State<DebugState>, Query(q): Query<HashMap<String, Stri
     if let Some(v) = q.get("set") {
         match v.parse::<u64>() {
             Ok(secs) => c.set(Timestamp::from_secs(secs)),
-            Err(_) => return (StatusCode::BAD_REQUEST, "set takes whole seconds\n").into_response(),
+            Err(_) => {
+                return (StatusCode::BAD_REQUEST, "set takes whole seconds\n").into_response();
+            }
         }
     }
     if let Some(v) = q.get("advance_ms") {
         match v.parse::<u64>() {
             Ok(ms) => c.advance(Duration::from_millis(ms)),
-            Err(_) => return (StatusCode::BAD_REQUEST, "advance_ms takes milliseconds\n").into_response(),
+            Err(_) => {
+                return (StatusCode::BAD_REQUEST, "advance_ms takes milliseconds\n").into_response();
+            }
         }
     }
     format!("{}\n", c.now().as_micros()).into_response()

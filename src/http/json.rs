@@ -140,7 +140,11 @@ fn code_name(c: Code) -> &'static str {
 fn duration_text(d: std::time::Duration) -> String {
     match d.subsec_nanos() {
         0 => format!("{}s", d.as_secs()),
-        n => format!("{}.{}s", d.as_secs(), format!("{n:09}").trim_end_matches('0')),
+        n => format!(
+            "{}.{}s",
+            d.as_secs(),
+            format!("{n:09}").trim_end_matches('0')
+        ),
     }
 }
 
@@ -207,8 +211,20 @@ mod tests {
     #[test]
     fn parses_overrides_by_name_or_number() {
         let r = parse_request(br#"{"domain":"d","descriptors":[{"limit":{"requestsPerUnit":10,"unit":"DAY"}},{"limit":{"requests_per_unit":"3","unit":2}}]}"#).unwrap();
-        assert_eq!(r.descriptors[0].limit, Some(Override { requests_per_unit: 10, unit: Some(Unit::Day) }));
-        assert_eq!(r.descriptors[1].limit, Some(Override { requests_per_unit: 3, unit: Some(Unit::Minute) }));
+        assert_eq!(
+            r.descriptors[0].limit,
+            Some(Override {
+                requests_per_unit: 10,
+                unit: Some(Unit::Day)
+            })
+        );
+        assert_eq!(
+            r.descriptors[1].limit,
+            Some(Override {
+                requests_per_unit: 3,
+                unit: Some(Unit::Minute)
+            })
+        );
     }
 
     #[test]
@@ -224,6 +240,9 @@ mod tests {
     #[test]
     fn durations_use_protojson_text() {
         assert_eq!(duration_text(std::time::Duration::from_secs(58)), "58s");
-        assert_eq!(duration_text(std::time::Duration::from_millis(1500)), "1.5s");
+        assert_eq!(
+            duration_text(std::time::Duration::from_millis(1500)),
+            "1.5s"
+        );
     }
 }

@@ -59,7 +59,10 @@ async fn healthcheck(axum::extract::State(s): axum::extract::State<HttpState>) -
     }
 }
 
-async fn json_handler(axum::extract::State(s): axum::extract::State<HttpState>, body: Bytes) -> Response {
+async fn json_handler(
+    axum::extract::State(s): axum::extract::State<HttpState>,
+    body: Bytes,
+) -> Response {
     let Ok(req) = json::parse_request(&body) else {
         return text(StatusCode::BAD_REQUEST, "Bad Request\n");
     };

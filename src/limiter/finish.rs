@@ -3,10 +3,10 @@
 
 use serde_json::{Map, Value};
 
+use super::LimiterOptions;
 use super::request::Request;
 use super::resolve::Resolved;
 use super::response::{Code, CurrentLimit, DescriptorStatus, Response};
-use super::LimiterOptions;
 use crate::algorithm::Decision;
 
 /// Builds the response from the resolved limits and one decision per descriptor (`None` where
@@ -78,7 +78,11 @@ fn is_quota(options: &LimiterOptions, r: &Resolved<'_>) -> bool {
 }
 
 /// OVER_LIMIT when a regular descriptor failed, or when there are quota descriptors and all failed.
-fn overall(options: &LimiterOptions, resolved: &[Resolved<'_>], statuses: &[DescriptorStatus]) -> Code {
+fn overall(
+    options: &LimiterOptions,
+    resolved: &[Resolved<'_>],
+    statuses: &[DescriptorStatus],
+) -> Code {
     let (mut failed_regular, mut quota_total, mut quota_failed) = (0, 0, 0);
     for (r, s) in resolved.iter().zip(statuses) {
         if matches!(r, Resolved::Unlimited) {
@@ -133,7 +137,11 @@ fn headers(
 
 /// Dynamic metadata (SPEC §C.8): the request's domain and descriptors, and the merged config
 /// `metadata` of the descriptors that passed.
-fn metadata(req: &Request, resolved: &[Resolved<'_>], statuses: &[DescriptorStatus]) -> Map<String, Value> {
+fn metadata(
+    req: &Request,
+    resolved: &[Resolved<'_>],
+    statuses: &[DescriptorStatus],
+) -> Map<String, Value> {
     let mut out = Map::new();
     out.insert("domain".into(), Value::from(req.domain.clone()));
     let descriptors = req
@@ -141,7 +149,10 @@ fn metadata(req: &Request, resolved: &[Resolved<'_>], statuses: &[DescriptorStat
         .iter()
         .map(|d| {
             let mut m = Map::new();
-            let entries = d.entries.iter().map(|e| Value::from(format!("{}={}", e.key, e.value)));
+            let entries = d
+                .entries
+                .iter()
+                .map(|e| Value::from(format!("{}={}", e.key, e.value)));
             m.insert("entries".into(), Value::Array(entries.collect()));
             if let Some(o) = &d.limit {
                 let unit = o.unit.map_or("UNKNOWN", |u| u.as_str());

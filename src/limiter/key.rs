@@ -94,11 +94,21 @@ mod tests {
     #[test]
     fn go_format_is_byte_for_byte_the_go_key() {
         let b = KeyBuilder::new("prefix:", KeyFormat::Go);
-        let k = b.build("domain", [("key", "value")].into_iter(), &spec(1), Timestamp::from_secs(1234));
+        let k = b.build(
+            "domain",
+            [("key", "value")].into_iter(),
+            &spec(1),
+            Timestamp::from_secs(1234),
+        );
         assert_eq!(k, "prefix:domain_key_value_1234");
         let b = KeyBuilder::new("", KeyFormat::Go);
         let entries = [("key2", "value2"), ("subkey2", "subvalue2")];
-        let k = b.build("domain", entries.into_iter(), &spec(60), Timestamp::from_secs(1234));
+        let k = b.build(
+            "domain",
+            entries.into_iter(),
+            &spec(60),
+            Timestamp::from_secs(1234),
+        );
         assert_eq!(k, "domain_key2_value2_subkey2_subvalue2_1200");
     }
 
@@ -108,7 +118,10 @@ mod tests {
         let go = KeyBuilder::new("", KeyFormat::Go);
         let a = go.build("d", [("a", "b_c")].into_iter(), &spec(60), now);
         let b = go.build("d", [("a_b", "c")].into_iter(), &spec(60), now);
-        assert_eq!(a, b, "the Go format shares one counter between different descriptors");
+        assert_eq!(
+            a, b,
+            "the Go format shares one counter between different descriptors"
+        );
         let safe = KeyBuilder::default();
         let a = safe.build("d", [("a", "b_c")].into_iter(), &spec(60), now);
         let b = safe.build("d", [("a_b", "c")].into_iter(), &spec(60), now);

@@ -92,7 +92,11 @@ pub struct RateLimiter {
 
 impl RateLimiter {
     /// A limiter over `store`, reading time from `clock`.
-    pub fn new(store: Arc<dyn Store>, clock: Arc<dyn Clock>, options: LimiterOptions) -> RateLimiter {
+    pub fn new(
+        store: Arc<dyn Store>,
+        clock: Arc<dyn Clock>,
+        options: LimiterOptions,
+    ) -> RateLimiter {
         RateLimiter {
             store,
             clock,
@@ -136,10 +140,10 @@ impl RateLimiter {
         for (d, r) in req.descriptors.iter().zip(resolved) {
             if let Resolved::Limited { limit, key_entries } = r {
                 let spec = limit_spec(limit);
-                let key = self
-                    .options
-                    .keys
-                    .build(&req.domain, key_entries.iter().copied(), &spec, now);
+                let key =
+                    self.options
+                        .keys
+                        .build(&req.domain, key_entries.iter().copied(), &spec, now);
                 ops.push(Op {
                     key,
                     spec,

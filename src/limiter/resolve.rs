@@ -40,7 +40,10 @@ pub fn resolve<'a>(
                 let unit = o
                     .unit
                     .ok_or(RequestError::InvalidOverrideUnit { descriptor: i })?;
-                Some((Arc::new(override_limit(&req.domain, d, o.requests_per_unit, unit)), plain_entries(d)))
+                Some((
+                    Arc::new(override_limit(&req.domain, d, o.requests_per_unit, unit)),
+                    plain_entries(d),
+                ))
             }
             None => domain.get_limit(&d.entries).map(|m| {
                 let entries = d
@@ -48,8 +51,13 @@ pub fn resolve<'a>(
                     .iter()
                     .zip(&m.path)
                     .map(|(e, level)| {
-                        let shared = level.kind == MatchKind::Wildcard && level.node.share_threshold;
-                        let value = if shared { level.node.value.as_str() } else { e.value.as_str() };
+                        let shared =
+                            level.kind == MatchKind::Wildcard && level.node.share_threshold;
+                        let value = if shared {
+                            level.node.value.as_str()
+                        } else {
+                            e.value.as_str()
+                        };
                         (e.key.as_str(), value)
                     })
                     .collect();
@@ -85,7 +93,12 @@ fn plain_entries(d: &Descriptor) -> Vec<(&str, &str)> {
 }
 
 /// The limit a request override stands for; its stats key always carries the values (SPEC §B.3.2).
-fn override_limit(domain: &str, d: &Descriptor, requests_per_unit: u32, unit: crate::config::Unit) -> Limit {
+fn override_limit(
+    domain: &str,
+    d: &Descriptor,
+    requests_per_unit: u32,
+    unit: crate::config::Unit,
+) -> Limit {
     let mut full_key = domain.to_string();
     for e in &d.entries {
         full_key.push('.');

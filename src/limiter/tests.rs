@@ -53,10 +53,16 @@ fn req(descriptors: &[&[(&str, &str)]]) -> Request {
 async fn descriptors_without_limits_never_reach_the_store() {
     let l = limiter(Arc::new(DownStore), LimiterOptions::default());
     let cfg = config();
-    let r = l.should_rate_limit(Some(&cfg), &req(&[&[("free", "x")], &[("u", "1")]])).await.unwrap();
+    let r = l
+        .should_rate_limit(Some(&cfg), &req(&[&[("free", "x")], &[("u", "1")]]))
+        .await
+        .unwrap();
     assert_eq!(r.overall_code, Code::Ok);
     assert_eq!(r.statuses[1], DescriptorStatus::unlimited());
-    let e = l.should_rate_limit(Some(&cfg), &req(&[&[("a", "x")]])).await.unwrap_err();
+    let e = l
+        .should_rate_limit(Some(&cfg), &req(&[&[("a", "x")]]))
+        .await
+        .unwrap_err();
     assert!(matches!(e, RequestError::Store(StoreError::Unavailable(_))));
     assert!(!e.is_invalid_argument());
 }
@@ -66,12 +72,23 @@ async fn replaced_limits_are_dropped_but_unlimited_stays_unlimited() {
     let l = limiter(Arc::new(MemoryStore::new(100)), LimiterOptions::default());
     let cfg = config();
     let r = l
-        .should_rate_limit(Some(&cfg), &req(&[&[("a", "x")], &[("b", "x")], &[("u", "x")], &[("r", "x")]]))
+        .should_rate_limit(
+            Some(&cfg),
+            &req(&[&[("a", "x")], &[("b", "x")], &[("u", "x")], &[("r", "x")]]),
+        )
         .await
         .unwrap();
-    assert_eq!(r.statuses[0], DescriptorStatus::no_limit(), "a_limit is replaced by b");
+    assert_eq!(
+        r.statuses[0],
+        DescriptorStatus::no_limit(),
+        "a_limit is replaced by b"
+    );
     assert_eq!(r.statuses[1].limit_remaining, 4);
-    assert_eq!(r.statuses[2], DescriptorStatus::unlimited(), "unlimited wins over replaced");
+    assert_eq!(
+        r.statuses[2],
+        DescriptorStatus::unlimited(),
+        "unlimited wins over replaced"
+    );
     assert_eq!(r.statuses[3], DescriptorStatus::unlimited());
 }
 
@@ -101,10 +118,19 @@ async fn headers_prefer_a_regular_over_limit_descriptor() {
 #[tokio::test]
 async fn no_config_and_bad_requests_are_errors_with_go_messages() {
     let l = limiter(Arc::new(MemoryStore::new(100)), LimiterOptions::default());
-    let e = l.should_rate_limit(None, &req(&[&[("a", "x")]])).await.unwrap_err();
+    let e = l
+        .should_rate_limit(None, &req(&[&[("a", "x")]]))
+        .await
+        .unwrap_err();
     assert_eq!(e.to_string(), "no rate limit configuration loaded");
     let cfg = config();
-    let e = l.should_rate_limit(Some(&cfg), &Request::new("d", vec![])).await.unwrap_err();
-    assert_eq!(e.to_string(), "rate limit descriptor list must not be empty");
+    let e = l
+        .should_rate_limit(Some(&cfg), &Request::new("d", vec![]))
+        .await
+        .unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "rate limit descriptor list must not be empty"
+    );
     assert!(e.is_invalid_argument());
 }

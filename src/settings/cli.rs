@@ -112,7 +112,11 @@ impl Cli {
             ("--backend", "BACKEND_TYPE", &self.backend),
             ("--log-level", "LOG_LEVEL", &self.log_level),
             ("--log-format", "LOG_FORMAT", &self.log_format),
-            ("--memory-max-keys", "MEMORY_MAX_KEYS", &self.memory_max_keys),
+            (
+                "--memory-max-keys",
+                "MEMORY_MAX_KEYS",
+                &self.memory_max_keys,
+            ),
         ];
         flags
             .into_iter()

@@ -62,7 +62,11 @@ pub struct Secret(pub String);
 
 impl fmt::Debug for Secret {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(if self.0.is_empty() { "\"\"" } else { "\"<redacted>\"" })
+        f.write_str(if self.0.is_empty() {
+            "\"\""
+        } else {
+            "\"<redacted>\""
+        })
     }
 }
 
@@ -139,10 +143,17 @@ impl Vars {
     }
 
     fn string(&self, name: &str, default: &str) -> String {
-        self.get(name).map_or(default, |(v, _)| v.as_str()).to_string()
+        self.get(name)
+            .map_or(default, |(v, _)| v.as_str())
+            .to_string()
     }
 
-    fn parse<T>(&self, name: &str, default: T, f: impl Fn(&str) -> Result<T, String>) -> Result<T, SettingsError> {
+    fn parse<T>(
+        &self,
+        name: &str,
+        default: T,
+        f: impl Fn(&str) -> Result<T, String>,
+    ) -> Result<T, SettingsError> {
         match self.get(name) {
             None => Ok(default),
             Some((value, source)) => f(value).map_err(|reason| SettingsError {
@@ -183,13 +194,18 @@ fn backend(s: &str) -> Result<Option<Backend>, String> {
 
 impl Settings {
     /// Settings from environment variables (pure: pass `std::env::vars()` or a test list).
-    pub fn from_env(vars: impl IntoIterator<Item = (String, String)>) -> Result<Settings, SettingsError> {
+    pub fn from_env(
+        vars: impl IntoIterator<Item = (String, String)>,
+    ) -> Result<Settings, SettingsError> {
         let vars = vars.into_iter().map(|(k, v)| (k.clone(), (v, k))).collect();
         Settings::from_vars(&Vars(vars))
     }
 
     /// Settings from the environment, then the command-line flags of `cli` on top.
-    pub fn load(cli: &Cli, vars: impl IntoIterator<Item = (String, String)>) -> Result<Settings, SettingsError> {
+    pub fn load(
+        cli: &Cli,
+        vars: impl IntoIterator<Item = (String, String)>,
+    ) -> Result<Settings, SettingsError> {
         let mut map: HashMap<String, (String, String)> =
             vars.into_iter().map(|(k, v)| (k.clone(), (v, k))).collect();
         for (flag, var, value) in cli.overrides() {
@@ -205,11 +221,13 @@ impl Settings {
 
     fn from_vars(v: &Vars) -> Result<Settings, SettingsError> {
         let redis_url = v.get("REDIS_URL").map(|(u, _)| u.clone());
-        let backend = v.parse("BACKEND_TYPE", None, backend)?.unwrap_or(if redis_url.is_some() {
-            Backend::Redis
-        } else {
-            Backend::Memory
-        });
+        let backend = v
+            .parse("BACKEND_TYPE", None, backend)?
+            .unwrap_or(if redis_url.is_some() {
+                Backend::Redis
+            } else {
+                Backend::Memory
+            });
         let key_format = |s: &str| match s {
             "ratelimitd" => Ok(KeyFormat::Safe),
             "go" => Ok(KeyFormat::Go),
@@ -224,10 +242,12 @@ impl Settings {
             debug_host: v.string("DEBUG_HOST", "0.0.0.0"),
             debug_port: v.parse("DEBUG_PORT", 6070, parse::port)?,
             log_level: v.parse("LOG_LEVEL", LogLevel::Warn, log_level)?,
-            log_format: v.parse("LOG_FORMAT", LogFormat::Text, |s| match s.to_ascii_lowercase().as_str() {
-                "text" => Ok(LogFormat::Text),
-                "json" => Ok(LogFormat::Json),
-                _ => Err("expected text or json".to_string()),
+            log_format: v.parse("LOG_FORMAT", LogFormat::Text, |s| {
+                match s.to_ascii_lowercase().as_str() {
+                    "text" => Ok(LogFormat::Text),
+                    "json" => Ok(LogFormat::Json),
+                    _ => Err("expected text or json".to_string()),
+                }
             })?,
             config_path: v.get("RATELIMITD_CONFIG").map(|(p, _)| PathBuf::from(p)),
             runtime_root: PathBuf::from(v.string("RUNTIME_ROOT", "/srv/runtime_data/current")),
@@ -236,14 +256,21 @@ impl Settings {
             runtime_watch_root: v.bool("RUNTIME_WATCH_ROOT", true)?,
             runtime_ignoredotfiles: v.bool("RUNTIME_IGNOREDOTFILES", false)?,
             merge_domain_config: v.bool("MERGE_DOMAIN_CONFIG", false)?,
-            force_start_without_initial_config: v.bool("FORCE_START_WITHOUT_INITIAL_CONFIG", false)?,
-            healthy_with_at_least_one_config_loaded: v.bool("HEALTHY_WITH_AT_LEAST_ONE_CONFIG_LOADED", false)?,
+            force_start_without_initial_config: v
+                .bool("FORCE_START_WITHOUT_INITIAL_CONFIG", false)?,
+            healthy_with_at_least_one_config_loaded: v
+                .bool("HEALTHY_WITH_AT_LEAST_ONE_CONFIG_LOADED", false)?,
             backend,
             redis_url,
-            memory_max_keys: v.parse("MEMORY_MAX_KEYS", 1_000_000, uint(1, usize::MAX as u64))? as usize,
+            memory_max_keys: v.parse("MEMORY_MAX_KEYS", 1_000_000, uint(1, usize::MAX as u64))?
+                as usize,
             cache_key_prefix: v.string("CACHE_KEY_PREFIX", ""),
             cache_key_format: v.parse("CACHE_KEY_FORMAT", KeyFormat::Safe, key_format)?,
-            expiration_jitter_max_seconds: v.parse("EXPIRATION_JITTER_MAX_SECONDS", 300, uint(0, u64::MAX))?,
+            expiration_jitter_max_seconds: v.parse(
+                "EXPIRATION_JITTER_MAX_SECONDS",
+                300,
+                uint(0, u64::MAX),
+            )?,
             near_limit_ratio: v.parse("NEAR_LIMIT_RATIO", 0.8, parse::ratio)?,
             shadow_mode: v.bool("SHADOW_MODE", false)?,
             quota_mode: v.bool("QUOTA_MODE", false)?,
@@ -252,7 +279,9 @@ impl Settings {
             limit_limit_header: v.string("LIMIT_LIMIT_HEADER", "RateLimit-Limit"),
             limit_remaining_header: v.string("LIMIT_REMAINING_HEADER", "RateLimit-Remaining"),
             limit_reset_header: v.string("LIMIT_RESET_HEADER", "RateLimit-Reset"),
-            test_manual_clock: v.parse("RATELIMITD_TEST_MANUAL_CLOCK", None, |s| uint(0, u64::MAX / 1_000_000)(s).map(Some))?,
+            test_manual_clock: v.parse("RATELIMITD_TEST_MANUAL_CLOCK", None, |s| {
+                uint(0, u64::MAX / 1_000_000)(s).map(Some)
+            })?,
             drain_timeout: v.parse("DRAIN_TIMEOUT", Duration::from_secs(10), parse::go_duration)?,
         })
     }

@@ -5,7 +5,10 @@ use clap::Parser;
 use super::*;
 
 fn env(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
-    pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()
+    pairs
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect()
 }
 
 #[test]
@@ -24,7 +27,8 @@ fn defaults_match_the_go_service() {
 
 #[test]
 fn set_but_empty_counts_as_set() {
-    let s = Settings::from_env(env(&[("CACHE_KEY_PREFIX", ""), ("LIMIT_LIMIT_HEADER", "")])).unwrap();
+    let s =
+        Settings::from_env(env(&[("CACHE_KEY_PREFIX", ""), ("LIMIT_LIMIT_HEADER", "")])).unwrap();
     assert_eq!(s.limit_limit_header, "");
     let e = Settings::from_env(env(&[("PORT", "")])).unwrap_err();
     assert_eq!(e.name, "PORT");
@@ -33,7 +37,10 @@ fn set_but_empty_counts_as_set() {
 #[test]
 fn invalid_values_name_the_variable_and_value() {
     let e = Settings::from_env(env(&[("SHADOW_MODE", "yes")])).unwrap_err();
-    assert_eq!(e.to_string(), "invalid value \"yes\" for SHADOW_MODE: expected a boolean (true, false, 1, 0, t, f)");
+    assert_eq!(
+        e.to_string(),
+        "invalid value \"yes\" for SHADOW_MODE: expected a boolean (true, false, 1, 0, t, f)"
+    );
     let e = Settings::from_env(env(&[("GRPC_PORT", "70000")])).unwrap_err();
     assert!(e.to_string().contains("GRPC_PORT"));
     assert!(Settings::from_env(env(&[("LOG_LEVEL", "loud")])).is_err());
@@ -45,7 +52,10 @@ fn invalid_values_name_the_variable_and_value() {
 fn backend_selection() {
     let b = |pairs: &[(&str, &str)]| Settings::from_env(env(pairs)).map(|s| s.backend);
     assert_eq!(b(&[("REDIS_URL", "localhost:6379")]), Ok(Backend::Redis));
-    assert_eq!(b(&[("BACKEND_TYPE", "memory"), ("REDIS_URL", "x")]), Ok(Backend::Memory));
+    assert_eq!(
+        b(&[("BACKEND_TYPE", "memory"), ("REDIS_URL", "x")]),
+        Ok(Backend::Memory)
+    );
     assert_eq!(b(&[("BACKEND_TYPE", "redis")]), Ok(Backend::Redis));
     let e = b(&[("BACKEND_TYPE", "memcache")]).unwrap_err();
     assert!(e.reason.contains("not supported"));
@@ -65,12 +75,19 @@ fn flags_override_env_and_errors_name_the_flag() {
 
 #[test]
 fn validate_subcommand() {
-    let cli = Cli::try_parse_from(["ratelimitd", "validate", "a", "b", "--merge-domain-config"]).unwrap();
+    let cli =
+        Cli::try_parse_from(["ratelimitd", "validate", "a", "b", "--merge-domain-config"]).unwrap();
     assert_eq!(
         cli.command(),
-        Command::Validate { paths: vec!["a".into(), "b".into()], merge_domains: true }
+        Command::Validate {
+            paths: vec!["a".into(), "b".into()],
+            merge_domains: true
+        }
     );
-    assert_eq!(Cli::try_parse_from(["ratelimitd"]).unwrap().command(), Command::Serve);
+    assert_eq!(
+        Cli::try_parse_from(["ratelimitd"]).unwrap().command(),
+        Command::Serve
+    );
     assert!(Cli::try_parse_from(["ratelimitd", "validate"]).is_err());
 }
 

@@ -4,11 +4,13 @@
 //! Each op locks only its key's shard for the few nanoseconds the pure algorithm takes, so requests
 //! on different keys run in parallel and a request never waits on I/O. Expired entries are removed by
 //! [`MemoryStore::sweep_at`] (called periodically by the server) and, when the bound is reached, by
-//! an immediate sweep of the shard that needs room. If the store is still full, new keys are refused
+//! an immediate sweep of the shard that needs room, then of every shard (at most once a second, so a
+//! flood of new keys against a full store cannot turn each request into a full scan). If the store is
+//! still full, new keys are refused
 //! with [`StoreError::Full`]: existing counters are never evicted, so nothing already counted is lost.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 
 use async_trait::async_trait;
 use parking_lot::Mutex;
@@ -36,7 +38,12 @@ pub struct MemoryStore {
     hasher: ahash::RandomState,
     len: AtomicUsize,
     max_keys: usize,
+    /// When the last on-demand sweep of all shards ran (microseconds since the epoch).
+    last_full_sweep: AtomicU64,
 }
+
+/// Minimum time between two on-demand sweeps of all shards.
+const FULL_SWEEP_EVERY_MICROS: u64 = 1_000_000;
 
 impl MemoryStore {
     /// A store that tracks at most `max_keys` live keys (at least 1).
@@ -48,6 +55,7 @@ impl MemoryStore {
             hasher: ahash::RandomState::new(),
             len: AtomicUsize::new(0),
             max_keys: max_keys.max(1),
+            last_full_sweep: AtomicU64::new(0),
         }
     }
 
@@ -77,8 +85,35 @@ impl MemoryStore {
         removed
     }
 
-    /// Applies one op under its shard's lock.
+    /// Applies one op; when the store is full, sweeps every shard (rate-limited) and tries again.
     fn apply_one(&self, op: &Op, now: Timestamp) -> Result<Decision, StoreError> {
+        match self.apply_in_shard(op, now) {
+            Err(StoreError::Full { .. }) if self.may_sweep_all(now) => {
+                // No shard lock is held here, so sweeping every shard cannot deadlock.
+                self.sweep_at(now);
+                self.apply_in_shard(op, now)
+            }
+            r => r,
+        }
+    }
+
+    /// True (and recorded) when no full sweep ran in the last second.
+    fn may_sweep_all(&self, now: Timestamp) -> bool {
+        let last = self.last_full_sweep.load(Ordering::Relaxed);
+        let due = last == 0 || now.as_micros() >= last.saturating_add(FULL_SWEEP_EVERY_MICROS);
+        due && self
+            .last_full_sweep
+            .compare_exchange(
+                last,
+                now.as_micros().max(1),
+                Ordering::Relaxed,
+                Ordering::Relaxed,
+            )
+            .is_ok()
+    }
+
+    /// Applies one op under its shard's lock.
+    fn apply_in_shard(&self, op: &Op, now: Timestamp) -> Result<Decision, StoreError> {
         let idx = (self.hasher.hash_one(&op.key) as usize) % SHARDS;
         let mut shard = self.shards[idx].lock();
         if let Some(entry) = shard.get_mut(&op.key) {

@@ -6,9 +6,13 @@ use std::time::Duration;
 
 use ratelimitd::app::{self, Running};
 use ratelimitd::clock::Timestamp;
-use ratelimitd::proto::envoy::extensions::common::ratelimit::v3::{RateLimitDescriptor, rate_limit_descriptor};
+use ratelimitd::proto::envoy::extensions::common::ratelimit::v3::{
+    RateLimitDescriptor, rate_limit_descriptor,
+};
 use ratelimitd::proto::envoy::service::ratelimit::v3::rate_limit_service_client::RateLimitServiceClient;
-use ratelimitd::proto::envoy::service::ratelimit::v3::{RateLimitRequest, RateLimitResponse, rate_limit_response};
+use ratelimitd::proto::envoy::service::ratelimit::v3::{
+    RateLimitRequest, RateLimitResponse, rate_limit_response,
+};
 use ratelimitd::settings::Settings;
 use tonic::transport::Channel;
 
@@ -48,7 +52,9 @@ impl TestServer {
         for (name, yaml) in files {
             std::fs::write(dir.path().join(name), yaml).unwrap();
         }
-        let running = app::start(&settings(dir.path(), env)).await.expect("service starts");
+        let running = app::start(&settings(dir.path(), env))
+            .await
+            .expect("service starts");
         let grpc = RateLimitServiceClient::connect(format!("http://{}", running.grpc_addr))
             .await
             .unwrap();
@@ -66,7 +72,11 @@ impl TestServer {
 
     /// Sets the manual clock to `secs` after the epoch.
     pub fn set_time(&self, secs: u64) {
-        self.running().manual_clock.as_ref().unwrap().set(Timestamp::from_secs(secs));
+        self.running()
+            .manual_clock
+            .as_ref()
+            .unwrap()
+            .set(Timestamp::from_secs(secs));
     }
 
     /// Moves the manual clock forward.
@@ -76,12 +86,18 @@ impl TestServer {
 
     /// One ShouldRateLimit call.
     pub async fn call(&self, req: RateLimitRequest) -> Result<RateLimitResponse, tonic::Status> {
-        self.grpc.clone().should_rate_limit(req).await.map(|r| r.into_inner())
+        self.grpc
+            .clone()
+            .should_rate_limit(req)
+            .await
+            .map(|r| r.into_inner())
     }
 
     /// One call with plain descriptors and one hit; panics on a gRPC error.
     pub async fn rl(&self, domain: &str, descriptors: &[&[(&str, &str)]]) -> RateLimitResponse {
-        self.call(request(domain, descriptors)).await.expect("ShouldRateLimit succeeds")
+        self.call(request(domain, descriptors))
+            .await
+            .expect("ShouldRateLimit succeeds")
     }
 
     pub fn http_url(&self, path: &str) -> String {
@@ -104,7 +120,10 @@ pub fn descriptor(entries: &[(&str, &str)]) -> RateLimitDescriptor {
     RateLimitDescriptor {
         entries: entries
             .iter()
-            .map(|(k, v)| rate_limit_descriptor::Entry { key: k.to_string(), value: v.to_string() })
+            .map(|(k, v)| rate_limit_descriptor::Entry {
+                key: k.to_string(),
+                value: v.to_string(),
+            })
             .collect(),
         limit: None,
         hits_addend: None,
@@ -125,7 +144,11 @@ pub fn st(r: &RateLimitResponse, i: usize) -> (Code, Option<(u32, String, String
     let s = &r.statuses[i];
     let limit = s.current_limit.as_ref().map(|l| {
         let unit = rate_limit_response::rate_limit::Unit::try_from(l.unit).unwrap();
-        (l.requests_per_unit, unit.as_str_name().to_string(), l.name.clone())
+        (
+            l.requests_per_unit,
+            unit.as_str_name().to_string(),
+            l.name.clone(),
+        )
     });
     (Code::try_from(s.code).unwrap(), limit, s.limit_remaining)
 }
@@ -142,7 +165,10 @@ pub fn lim(rpu: u32, unit: &str) -> Option<(u32, String, String)> {
 
 /// Seconds of `duration_until_reset` of status `i`.
 pub fn dur(r: &RateLimitResponse, i: usize) -> Option<i64> {
-    r.statuses[i].duration_until_reset.as_ref().map(|d| d.seconds)
+    r.statuses[i]
+        .duration_until_reset
+        .as_ref()
+        .map(|d| d.seconds)
 }
 
 /// CFG-BASIC from SPEC §G.

@@ -1,6 +1,7 @@
 //! Tests of the memory store: counting, expiry, the key bound, and exactness under concurrency.
 
 use std::sync::Arc;
+use std::sync::atomic::Ordering;
 
 use super::*;
 use crate::algorithm::{Algorithm, LimitSpec};
@@ -24,7 +25,10 @@ fn at(secs: u64) -> Timestamp {
 #[tokio::test]
 async fn same_key_twice_in_one_batch_counts_twice_in_order() {
     let s = MemoryStore::new(10);
-    let d = s.apply(&[op("k", 5, 60), op("k", 5, 60)], at(0)).await.unwrap();
+    let d = s
+        .apply(&[op("k", 5, 60), op("k", 5, 60)], at(0))
+        .await
+        .unwrap();
     assert_eq!((d[0].after, d[1].after), (1, 2));
     assert_eq!(s.len(), 1);
 }
@@ -32,7 +36,9 @@ async fn same_key_twice_in_one_batch_counts_twice_in_order() {
 #[tokio::test]
 async fn expired_entries_are_swept_and_reset() {
     let s = MemoryStore::new(10);
-    s.apply(&[op("a", 1, 60), op("b", 1, 1)], at(0)).await.unwrap();
+    s.apply(&[op("a", 1, 60), op("b", 1, 1)], at(0))
+        .await
+        .unwrap();
     assert_eq!(s.sweep_at(at(59)), 1, "only the 1-second key has expired");
     assert_eq!(s.len(), 1);
     assert_eq!(s.sweep_at(at(60)), 1);
@@ -42,7 +48,9 @@ async fn expired_entries_are_swept_and_reset() {
 #[tokio::test]
 async fn full_store_refuses_new_keys_but_keeps_counting_old_ones() {
     let s = MemoryStore::new(2);
-    s.apply(&[op("a", 5, 60), op("b", 5, 60)], at(0)).await.unwrap();
+    s.apply(&[op("a", 5, 60), op("b", 5, 60)], at(0))
+        .await
+        .unwrap();
     let err = s.apply(&[op("c", 5, 60)], at(1)).await.unwrap_err();
     assert_eq!(err, StoreError::Full { max_keys: 2 });
     let d = s.apply(&[op("a", 5, 60)], at(1)).await.unwrap();
@@ -81,5 +89,25 @@ async fn concurrent_hits_on_one_key_admit_exactly_the_limit() {
     for t in tasks {
         total += t.await.unwrap();
     }
-    assert_eq!(total, 500, "1600 hits on a 500/window key admit exactly 500");
+    assert_eq!(
+        total, 500,
+        "1600 hits on a 500/window key admit exactly 500"
+    );
+}
+
+#[tokio::test]
+async fn a_full_store_sweeps_other_shards_at_most_once_a_second() {
+    let s = MemoryStore::new(2);
+    s.apply(&[op("a", 5, 60), op("b", 5, 60)], at(0))
+        .await
+        .unwrap();
+    assert!(s.apply(&[op("c", 5, 60)], at(30)).await.is_err());
+    // a and b expire at 60; whatever shards they live in, the full sweep finds them.
+    s.apply(&[op("c", 5, 60)], at(60)).await.unwrap();
+    s.apply(&[op("d", 5, 60)], at(60)).await.unwrap();
+    assert_eq!(s.len(), 2);
+    assert_eq!(s.last_full_sweep.load(Ordering::Relaxed), 60_000_000);
+    // Full again with live keys: a refusal does not sweep everything again within the second.
+    assert!(s.apply(&[op("e", 5, 60)], at(60)).await.is_err());
+    assert_eq!(s.last_full_sweep.load(Ordering::Relaxed), 60_000_000);
 }
