@@ -20,7 +20,14 @@ async fn main() -> anyhow::Result<()> {
         );
         std::process::exit(code);
     }
-    let settings = Settings::load(&cli, std::env::vars()).context("invalid settings")?;
+    // vars_os: a variable that is not UTF-8 must not panic the process; it is read lossily.
+    let vars = std::env::vars_os().map(|(k, v)| {
+        (
+            k.to_string_lossy().into_owned(),
+            v.to_string_lossy().into_owned(),
+        )
+    });
+    let settings = Settings::load(&cli, vars).context("invalid settings")?;
     ratelimitd::telemetry::init(&settings);
     ratelimitd::app::run(&settings, shutdown_signal()).await?;
     Ok(())

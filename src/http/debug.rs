@@ -84,7 +84,8 @@ async fn clock(State(s): State<DebugState>, Query(q): Query<HashMap<String, Stri
         match v.parse::<u64>() {
             Ok(ms) => c.advance(Duration::from_millis(ms)),
             Err(_) => {
-                return (StatusCode::BAD_REQUEST, "advance_ms takes milliseconds\n").into_response();
+                return (StatusCode::BAD_REQUEST, "advance_ms takes milliseconds\n")
+                    .into_response();
             }
         }
     }
