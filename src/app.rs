@@ -17,8 +17,9 @@ use crate::limiter::{HeaderNames, KeyBuilder, LimiterOptions, RateLimiter};
 use crate::reload::{self, ConfigHandle};
 use crate::service::Service;
 use crate::settings::{Backend, Settings};
-use crate::store::Store;
 use crate::store::memory::MemoryStore;
+use crate::store::redis::RedisStore;
+use crate::store::{Store, StoreError};
 
 /// Why the service could not start.
 #[derive(Debug, thiserror::Error)]
@@ -33,9 +34,9 @@ pub enum AppError {
         /// The OS error.
         source: std::io::Error,
     },
-    /// The settings ask for something this build cannot do.
-    #[error("{0}")]
-    Unsupported(String),
+    /// The store could not be set up (Redis unreachable for longer than allowed).
+    #[error("cannot start the store: {0}")]
+    Store(StoreError),
 }
 
 /// A started service: its bound addresses and handles, for `main` and for tests.
@@ -82,6 +83,8 @@ fn limiter_options(s: &Settings) -> LimiterOptions {
 /// Starts the service described by `settings`: loads the configuration, binds every listener and
 /// spawns the servers. Returns once all ports accept connections.
 pub async fn start(settings: &Settings) -> Result<Running, AppError> {
+    // TLS (Redis) uses rustls with the ring provider; installing twice is harmless.
+    let _ = rustls::crypto::ring::default_provider().install_default();
     let manual_clock = settings
         .test_manual_clock
         .map(|secs| Arc::new(ManualClock::new(Timestamp::from_secs(secs))));
@@ -95,12 +98,13 @@ pub async fn start(settings: &Settings) -> Result<Running, AppError> {
             (m.clone(), Some(m))
         }
         Backend::Redis => {
-            return Err(AppError::Unsupported(
-                "the Redis backend is not available in this build yet; set BACKEND_TYPE=memory"
-                    .into(),
-            ));
+            let redis = RedisStore::connect_with_backoff(&settings.redis)
+                .await
+                .map_err(AppError::Store)?;
+            (Arc::new(redis), None)
         }
     };
+    let store_probe = store.clone();
     let config = Arc::new(ConfigHandle::new());
     let (reporter, health_server) = tonic_health::server::health_reporter();
     let health = Arc::new(Health::new(
@@ -158,8 +162,13 @@ pub async fn start(settings: &Settings) -> Result<Running, AppError> {
     });
     serve_http(&mut tasks, debug, debug_router, stopped(stop.clone()));
     if let Some(m) = memory {
-        tasks.spawn(sweep_expired(m, clock, stopped(stop)));
+        tasks.spawn(sweep_expired(m, clock, stopped(stop.clone())));
     }
+    tasks.spawn(watch_store_health(
+        health.clone(),
+        store_probe,
+        stopped(stop),
+    ));
     tracing::info!(%grpc_addr, %http_addr, %debug_addr, "ratelimitd listening");
     Ok(Running {
         grpc_addr,
@@ -208,6 +217,31 @@ async fn sweep_expired(
             _ = &mut stop => return,
             _ = tick.tick() => {
                 store.sweep_at(clock.now());
+            }
+        }
+    }
+}
+
+/// Probes the store once a second and republishes health when it changed, so gRPC health
+/// watchers see Redis going away and coming back even when no request is running.
+async fn watch_store_health(
+    health: Arc<Health>,
+    store: Arc<dyn Store>,
+    stop: impl Future<Output = ()>,
+) {
+    tokio::pin!(stop);
+    let mut tick = tokio::time::interval(Duration::from_secs(1));
+    let mut last = health.is_healthy();
+    loop {
+        tokio::select! {
+            _ = &mut stop => return,
+            _ = tick.tick() => {
+                store.probe().await;
+                let now = health.is_healthy();
+                if now != last {
+                    health.publish().await;
+                    last = now;
+                }
             }
         }
     }

@@ -25,9 +25,7 @@ pub fn apply(
     hits: u64,
     now: Timestamp,
 ) -> Decision {
-    let window = window_secs.max(1);
-    let now_secs = now.as_secs();
-    let window_start = now_secs - now_secs % window;
+    let window_start = window_start(window_secs, now);
     if state.window_start != window_start {
         *state = FixedWindowState {
             window_start,
@@ -35,8 +33,22 @@ pub fn apply(
         };
     }
     let before = state.count;
-    let after = before.saturating_add(hits);
-    state.count = after;
+    state.count = before.saturating_add(hits);
+    decide(before, state.count, limit, window_secs, now)
+}
+
+/// Start (Unix seconds) of the window of `window_secs` that contains `now`.
+pub fn window_start(window_secs: u64, now: Timestamp) -> u64 {
+    let now = now.as_secs();
+    now - now % window_secs.max(1)
+}
+
+/// The decision once the window's counter went from `before` to `after`. Shared by the memory
+/// store and the Redis store (whose Lua script only increments), so both decide identically.
+pub fn decide(before: u64, after: u64, limit: u64, window_secs: u64, now: Timestamp) -> Decision {
+    let window = window_secs.max(1);
+    let now_secs = now.as_secs();
+    let start = window_start(window, now);
     let over_limit = after > limit;
     Decision {
         over_limit,
@@ -44,7 +56,8 @@ pub fn apply(
         after,
         remaining: if over_limit { 0 } else { limit - after },
         reset_after: Duration::from_secs(window - now_secs % window),
-        expires_at: Timestamp::from_secs(window_start.saturating_add(window)),
+        expires_at: Timestamp::from_secs(start.saturating_add(window)),
+        from_local_cache: false,
     }
 }
 

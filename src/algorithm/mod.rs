@@ -58,6 +58,8 @@ pub struct Decision {
     pub reset_after: Duration,
     /// When the state may be forgotten: after this instant a fresh state decides identically.
     pub expires_at: Timestamp,
+    /// True when the local over-limit cache answered and the shared store was not asked.
+    pub from_local_cache: bool,
 }
 
 /// Applies `hits` to `state` (a fresh state when `None` or of another algorithm) and returns the

@@ -4,13 +4,14 @@
 //! injective: entries `a`/`b_c` and `a_b`/`c` share one counter, so a caller who controls a header
 //! value can spend someone else's budget. The default format here length-prefixes every part, which
 //! makes the key injective, wraps the identity in `{…}` so Redis Cluster puts all keys of one limit
-//! in one slot, and ends with the algorithm and window length so state is never read by the wrong
-//! algorithm. [`KeyFormat::Go`] reproduces the Go key byte for byte, for fleets that mix Go and Rust
+//! in one slot, and ends with the algorithm, the window length and (for fixed windows) the window
+//! start, so state is never read by the wrong algorithm and an old window's counter simply expires. [`KeyFormat::Go`] reproduces the Go key byte for byte, for fleets that mix Go and Rust
 //! instances on one Redis during a migration (and with it, the Go collision).
 
 use std::fmt::Write;
 
-use crate::algorithm::LimitSpec;
+use crate::algorithm::fixed_window::window_start;
+use crate::algorithm::{Algorithm, LimitSpec};
 use crate::clock::Timestamp;
 
 /// Which key layout to use.
@@ -60,9 +61,7 @@ impl KeyBuilder {
                     key.push_str(v);
                     key.push('_');
                 }
-                let window = spec.window_secs.max(1);
-                let now = now.as_secs();
-                let _ = write!(key, "{}", now - now % window);
+                let _ = write!(key, "{}", window_start(spec.window_secs, now));
             }
             KeyFormat::Safe => {
                 // `{len:domain|len:key=len:value...}`: a length before every part makes any two
@@ -72,6 +71,9 @@ impl KeyBuilder {
                     let _ = write!(key, "|{}:{}={}:{}", k.len(), k, v.len(), v);
                 }
                 let _ = write!(key, "}}:{}:{}", spec.algorithm.key_tag(), spec.window_secs);
+                if spec.algorithm == Algorithm::FixedWindow {
+                    let _ = write!(key, ":{}", window_start(spec.window_secs, now));
+                }
             }
         }
         key
@@ -81,7 +83,6 @@ impl KeyBuilder {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::algorithm::Algorithm;
 
     fn spec(window_secs: u64) -> LimitSpec {
         LimitSpec {
@@ -126,7 +127,7 @@ mod tests {
         let a = safe.build("d", [("a", "b_c")].into_iter(), &spec(60), now);
         let b = safe.build("d", [("a_b", "c")].into_iter(), &spec(60), now);
         assert_ne!(a, b);
-        assert_eq!(a, "{1:d|1:a=3:b_c}:fw:60");
+        assert_eq!(a, "{1:d|1:a=3:b_c}:fw:60:0");
     }
 
     #[test]

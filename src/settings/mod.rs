@@ -3,6 +3,7 @@
 
 pub mod cli;
 pub mod parse;
+pub mod redis;
 
 use std::collections::HashMap;
 use std::fmt;
@@ -10,6 +11,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 pub use cli::{Cli, Command};
+pub use redis::{RedisConfig, RedisKind, RedisSettings};
 
 use crate::limiter::KeyFormat;
 
@@ -110,13 +112,13 @@ pub struct Settings {
     pub backend: Backend,
     /// `REDIS_URL`.
     pub redis_url: Option<String>,
+    /// Every `REDIS_*` setting (used when the backend is Redis).
+    pub redis: RedisConfig,
     /// `MEMORY_MAX_KEYS`.
     pub memory_max_keys: usize,
     /// `CACHE_KEY_PREFIX`, `CACHE_KEY_FORMAT`.
     pub cache_key_prefix: String,
     pub cache_key_format: KeyFormat,
-    /// `EXPIRATION_JITTER_MAX_SECONDS`.
-    pub expiration_jitter_max_seconds: u64,
     /// `NEAR_LIMIT_RATIO`.
     pub near_limit_ratio: f32,
     /// `SHADOW_MODE`, `QUOTA_MODE`, `RESPONSE_DYNAMIC_METADATA`.
@@ -262,15 +264,11 @@ impl Settings {
                 .bool("HEALTHY_WITH_AT_LEAST_ONE_CONFIG_LOADED", false)?,
             backend,
             redis_url,
+            redis: RedisConfig::from_vars(v)?,
             memory_max_keys: v.parse("MEMORY_MAX_KEYS", 1_000_000, uint(1, usize::MAX as u64))?
                 as usize,
             cache_key_prefix: v.string("CACHE_KEY_PREFIX", ""),
             cache_key_format: v.parse("CACHE_KEY_FORMAT", KeyFormat::Safe, key_format)?,
-            expiration_jitter_max_seconds: v.parse(
-                "EXPIRATION_JITTER_MAX_SECONDS",
-                300,
-                uint(0, u64::MAX),
-            )?,
             near_limit_ratio: v.parse("NEAR_LIMIT_RATIO", 0.8, parse::ratio)?,
             shadow_mode: v.bool("SHADOW_MODE", false)?,
             quota_mode: v.bool("QUOTA_MODE", false)?,

@@ -19,7 +19,9 @@ fn defaults_match_the_go_service() {
     assert_eq!(s.log_level, LogLevel::Warn);
     assert_eq!(s.runtime_appdirectory, "config");
     assert!(s.runtime_watch_root);
-    assert_eq!(s.expiration_jitter_max_seconds, 300);
+    assert_eq!(s.redis.expiration_jitter_max_seconds, 300);
+    assert_eq!(s.redis.main.url, "/var/run/nutcracker/ratelimit.sock");
+    assert!(s.redis.main.unix_socket && s.redis.per_second.is_none());
     assert_eq!(s.limit_limit_header, "RateLimit-Limit");
     assert_eq!(s.backend, Backend::Memory, "zero setup: no Redis asked for");
     assert_eq!(s.cache_key_format, KeyFormat::Safe);

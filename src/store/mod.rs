@@ -3,7 +3,9 @@
 //! A store receives all operations of one request in one batch and applies each atomically per key,
 //! in order, so a request costs one round trip whatever the store.
 
+pub mod local_cache;
 pub mod memory;
+pub mod redis;
 
 use async_trait::async_trait;
 
@@ -47,4 +49,7 @@ pub trait Store: Send + Sync + std::fmt::Debug + 'static {
     fn is_healthy(&self) -> bool {
         true
     }
+
+    /// Re-checks the backend (e.g. PING) so health recovers or degrades while no request runs.
+    async fn probe(&self) {}
 }

@@ -2,6 +2,8 @@
 //! clock, with config files written to a temp dir, and talks to it over real gRPC and HTTP.
 #![allow(dead_code)]
 
+pub mod redis;
+
 use std::time::Duration;
 
 use ratelimitd::app::{self, Running};
@@ -46,6 +48,18 @@ pub fn settings(dir: &std::path::Path, env: &[(&str, &str)]) -> Settings {
 }
 
 impl TestServer {
+    /// Starts a service whose config dir holds `files` (name, YAML), on `redis` when given.
+    pub async fn start_on(
+        files: &[(&str, &str)],
+        env: &[(&str, &str)],
+        redis: Option<&redis::RedisServer>,
+    ) -> TestServer {
+        let mut all: Vec<(String, String)> = redis.map(|r| r.env()).unwrap_or_default();
+        all.extend(env.iter().map(|(k, v)| (k.to_string(), v.to_string())));
+        let env: Vec<(&str, &str)> = all.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+        TestServer::start(files, &env).await
+    }
+
     /// Starts a service whose config dir holds `files` (name, YAML).
     pub async fn start(files: &[(&str, &str)], env: &[(&str, &str)]) -> TestServer {
         let dir = tempfile::tempdir().unwrap();

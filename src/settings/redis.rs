@@ -1,0 +1,169 @@
+//! Redis settings, read the same way for the main Redis (`REDIS_*`) and the optional per-second
+//! Redis (`REDIS_PERSECOND_*`), with the Go service's names and defaults.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use super::{Secret, SettingsError, Vars, parse};
+
+/// How Redis is deployed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RedisKind {
+    /// One server (or a proxy such as twemproxy).
+    Single,
+    /// Sentinel-managed primary: `REDIS_URL` is `master_name,host:port,host:port...`.
+    Sentinel,
+    /// Redis Cluster: `REDIS_URL` is `host:port,host:port...`.
+    Cluster,
+}
+
+/// One Redis deployment to connect to.
+#[derive(Debug, Clone)]
+pub struct RedisSettings {
+    /// `*_SOCKET_TYPE`: `unix` or `tcp`.
+    pub unix_socket: bool,
+    /// `*_TYPE`.
+    pub kind: RedisKind,
+    /// `*_URL`.
+    pub url: String,
+    /// `*_POOL_SIZE`: number of multiplexed connections to spread commands over.
+    pub pool_size: usize,
+    /// `*_AUTH`: `password` or `user:password`.
+    pub auth: Secret,
+    /// `*_SENTINEL_AUTH`: password for the sentinel nodes.
+    pub sentinel_auth: Secret,
+    /// `*_TLS`.
+    pub tls: bool,
+    /// `*_TIMEOUT`: connect (dial) timeout.
+    pub connect_timeout: Duration,
+}
+
+/// TLS material shared by both Redis connections (`REDIS_TLS_*`).
+#[derive(Debug, Clone, Default)]
+pub struct RedisTls {
+    /// `REDIS_TLS_CLIENT_CERT` (PEM).
+    pub client_cert: Option<PathBuf>,
+    /// `REDIS_TLS_CLIENT_KEY` (PEM).
+    pub client_key: Option<PathBuf>,
+    /// `REDIS_TLS_CACERT` (PEM), trusted in addition to the system roots.
+    pub ca_cert: Option<PathBuf>,
+    /// `REDIS_TLS_SKIP_HOSTNAME_VERIFICATION`: verify the chain, not the name.
+    pub skip_hostname_verification: bool,
+}
+
+/// Everything about Redis.
+#[derive(Debug, Clone)]
+pub struct RedisConfig {
+    /// The main Redis.
+    pub main: RedisSettings,
+    /// `REDIS_PERSECOND=true`: a separate Redis for limits with windows under a minute.
+    pub per_second: Option<RedisSettings>,
+    /// TLS files.
+    pub tls: RedisTls,
+    /// `REDIS_RESPONSE_TIMEOUT` (ratelimitd): the longest one store call may take before the
+    /// request is answered by the failure policy. Well under Envoy's 20 ms default filter timeout.
+    pub response_timeout: Duration,
+    /// `REDIS_STARTUP_INITIAL_INTERVAL`, `_MAX_INTERVAL`, `_MAX_ELAPSED_TIME` (0 = retry forever).
+    pub startup_initial_interval: Duration,
+    /// See `startup_initial_interval`.
+    pub startup_max_interval: Duration,
+    /// See `startup_initial_interval`.
+    pub startup_max_elapsed: Duration,
+    /// `LOCAL_CACHE_SIZE_IN_BYTES`: memory for the local over-limit cache (0 = off).
+    pub local_cache_size_in_bytes: u64,
+    /// `STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT`.
+    pub stop_increment_when_over_limit: bool,
+    /// `EXPIRATION_JITTER_MAX_SECONDS`.
+    pub expiration_jitter_max_seconds: u64,
+}
+
+fn kind(s: &str) -> Result<RedisKind, String> {
+    match s.to_ascii_lowercase().as_str() {
+        "single" => Ok(RedisKind::Single),
+        "sentinel" => Ok(RedisKind::Sentinel),
+        "cluster" => Ok(RedisKind::Cluster),
+        _ => Err("expected single, sentinel or cluster".into()),
+    }
+}
+
+fn socket(s: &str) -> Result<bool, String> {
+    match s {
+        "unix" => Ok(true),
+        "tcp" => Ok(false),
+        _ => Err("expected unix or tcp".into()),
+    }
+}
+
+fn one(v: &Vars, prefix: &str, default_url: &str) -> Result<RedisSettings, SettingsError> {
+    let name = |n: &str| format!("{prefix}{n}");
+    let s = RedisSettings {
+        unix_socket: v.parse(&name("SOCKET_TYPE"), true, socket)?,
+        kind: v.parse(&name("TYPE"), RedisKind::Single, kind)?,
+        url: v.string(&name("URL"), default_url),
+        pool_size: v.parse(&name("POOL_SIZE"), 10, |s| parse::uint_in(s, 1, 1024))? as usize,
+        auth: Secret(v.string(&name("AUTH"), "")),
+        sentinel_auth: Secret(v.string(&name("SENTINEL_AUTH"), "")),
+        tls: v.bool(&name("TLS"), false)?,
+        connect_timeout: v.parse(
+            &name("TIMEOUT"),
+            Duration::from_secs(10),
+            parse::go_duration,
+        )?,
+    };
+    let items = s.url.split(',').filter(|p| !p.is_empty()).count();
+    if s.kind == RedisKind::Sentinel && items < 2 {
+        return Err(SettingsError {
+            name: name("URL"),
+            value: s.url,
+            reason: "sentinel needs master_name,host:port[,host:port...]".into(),
+        });
+    }
+    Ok(s)
+}
+
+fn path(v: &Vars, name: &str) -> Option<PathBuf> {
+    v.get(name)
+        .filter(|(p, _)| !p.is_empty())
+        .map(|(p, _)| PathBuf::from(p))
+}
+
+impl RedisConfig {
+    pub(super) fn from_vars(v: &Vars) -> Result<RedisConfig, SettingsError> {
+        let d = |n: &str, def: u64| v.parse(n, Duration::from_secs(def), parse::go_duration);
+        Ok(RedisConfig {
+            main: one(v, "REDIS_", "/var/run/nutcracker/ratelimit.sock")?,
+            per_second: if v.bool("REDIS_PERSECOND", false)? {
+                Some(one(
+                    v,
+                    "REDIS_PERSECOND_",
+                    "/var/run/nutcracker/ratelimitpersecond.sock",
+                )?)
+            } else {
+                None
+            },
+            tls: RedisTls {
+                client_cert: path(v, "REDIS_TLS_CLIENT_CERT"),
+                client_key: path(v, "REDIS_TLS_CLIENT_KEY"),
+                ca_cert: path(v, "REDIS_TLS_CACERT"),
+                skip_hostname_verification: v
+                    .bool("REDIS_TLS_SKIP_HOSTNAME_VERIFICATION", false)?,
+            },
+            response_timeout: v.parse(
+                "REDIS_RESPONSE_TIMEOUT",
+                Duration::from_millis(15),
+                parse::go_duration,
+            )?,
+            startup_initial_interval: d("REDIS_STARTUP_INITIAL_INTERVAL", 1)?,
+            startup_max_interval: d("REDIS_STARTUP_MAX_INTERVAL", 30)?,
+            startup_max_elapsed: d("REDIS_STARTUP_MAX_ELAPSED_TIME", 0)?,
+            local_cache_size_in_bytes: v.parse("LOCAL_CACHE_SIZE_IN_BYTES", 0, |s| {
+                parse::uint_in(s, 0, u64::MAX)
+            })?,
+            stop_increment_when_over_limit: v
+                .bool("STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT", false)?,
+            expiration_jitter_max_seconds: v.parse("EXPIRATION_JITTER_MAX_SECONDS", 300, |s| {
+                parse::uint_in(s, 0, u64::MAX)
+            })?,
+        })
+    }
+}

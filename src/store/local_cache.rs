@@ -1,0 +1,81 @@
+//! The local over-limit cache (`LOCAL_CACHE_SIZE_IN_BYTES`): keys known to be over their limit until
+//! their window ends are answered without asking Redis. Bounded: when full, expired entries are
+//! dropped, and if it is still full a new key is simply not cached (the cache only saves round
+//! trips; it never changes a decision).
+
+use std::collections::HashMap;
+
+use parking_lot::Mutex;
+
+use crate::clock::Timestamp;
+
+/// Rough memory one entry takes (key text, map slot, timestamp), to turn bytes into entries.
+const BYTES_PER_ENTRY: u64 = 128;
+
+/// Over-limit keys and when they stop being over.
+#[derive(Debug)]
+pub struct OverLimitCache {
+    entries: Mutex<HashMap<String, Timestamp, ahash::RandomState>>,
+    max_entries: usize,
+}
+
+impl OverLimitCache {
+    /// A cache using about `bytes` of memory; `None` when `bytes` is 0 (disabled).
+    pub fn with_bytes(bytes: u64) -> Option<OverLimitCache> {
+        (bytes > 0).then(|| OverLimitCache {
+            entries: Mutex::new(HashMap::default()),
+            max_entries: (bytes / BYTES_PER_ENTRY).max(1) as usize,
+        })
+    }
+
+    /// True when `key` is known to be over its limit at `now`.
+    pub fn contains(&self, key: &str, now: Timestamp) -> bool {
+        self.entries
+            .lock()
+            .get(key)
+            .is_some_and(|until| *until > now)
+    }
+
+    /// Remembers that `key` is over its limit until `until`.
+    pub fn insert(&self, key: &str, until: Timestamp, now: Timestamp) {
+        let mut m = self.entries.lock();
+        if m.len() >= self.max_entries && !m.contains_key(key) {
+            m.retain(|_, u| *u > now);
+            if m.len() >= self.max_entries {
+                return;
+            }
+        }
+        m.insert(key.to_string(), until);
+    }
+
+    /// Number of cached keys.
+    pub fn len(&self) -> usize {
+        self.entries.lock().len()
+    }
+
+    /// True when nothing is cached.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn entries_expire_and_the_size_is_bounded() {
+        let c = OverLimitCache::with_bytes(BYTES_PER_ENTRY * 2).unwrap();
+        let t = Timestamp::from_secs;
+        c.insert("a", t(60), t(0));
+        c.insert("b", t(10), t(0));
+        c.insert("c", t(60), t(0));
+        assert!(c.contains("a", t(5)) && c.contains("b", t(5)));
+        assert!(!c.contains("c", t(5)), "full: not cached");
+        assert!(!c.contains("b", t(10)), "expired at the window end");
+        c.insert("c", t(60), t(10));
+        assert!(c.contains("c", t(11)), "expired entries made room");
+        assert_eq!(c.len(), 2);
+        assert!(OverLimitCache::with_bytes(0).is_none());
+    }
+}

@@ -1,0 +1,286 @@
+//! Connections to Redis for the three deployment kinds (single server, Sentinel-managed primary,
+//! Cluster), with AUTH and TLS, behind one type that runs a script.
+//!
+//! Every connection is multiplexed: concurrent requests share it and pipeline on the wire, so
+//! there is no pool to exhaust and no queue that can grow without bound (each call is bounded by
+//! the response timeout). Reconnection happens in the background; a call made while Redis is down
+//! fails at once or within the timeout.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use arc_swap::ArcSwapOption;
+use redis::aio::{ConnectionManager, ConnectionManagerConfig, MultiplexedConnection};
+use redis::cluster_async::ClusterConnection;
+use redis::sentinel::{SentinelClient, SentinelClientBuilder, SentinelServerType};
+use redis::{
+    AsyncConnectionConfig, Client, ClientTlsConfig, ConnectionAddr, IntoConnectionInfo,
+    RedisConnectionInfo, RedisError, Script, TlsCertificates, TlsMode,
+};
+use tokio::sync::Mutex;
+
+use crate::settings::{RedisKind, RedisSettings, redis::RedisTls};
+
+/// A ready connection of any kind.
+pub enum RedisConn {
+    /// Single server: several auto-reconnecting multiplexed connections, used round-robin.
+    Single {
+        /// The connections.
+        conns: Vec<ConnectionManager>,
+        /// Next connection to use.
+        next: AtomicUsize,
+    },
+    /// Redis Cluster (slot-aware routing and reconnection inside the client).
+    Cluster(ClusterConnection),
+    /// The primary behind Sentinel, re-resolved after a failure (failover).
+    Sentinel(Arc<SentinelConn>),
+}
+
+impl std::fmt::Debug for RedisConn {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            RedisConn::Single { .. } => "RedisConn::Single",
+            RedisConn::Cluster(_) => "RedisConn::Cluster",
+            RedisConn::Sentinel(_) => "RedisConn::Sentinel",
+        })
+    }
+}
+
+/// The Sentinel-resolved primary connection.
+pub struct SentinelConn {
+    client: Mutex<SentinelClient>,
+    current: ArcSwapOption<MultiplexedConnection>,
+    config: AsyncConnectionConfig,
+}
+
+impl SentinelConn {
+    async fn connection(&self) -> Result<MultiplexedConnection, RedisError> {
+        if let Some(c) = self.current.load_full() {
+            return Ok((*c).clone());
+        }
+        // Ask the sentinels who the primary is now; one resolver at a time.
+        let mut client = self.client.lock().await;
+        if let Some(c) = self.current.load_full() {
+            return Ok((*c).clone());
+        }
+        let conn = client
+            .get_async_connection_with_config(&self.config)
+            .await?;
+        self.current.store(Some(Arc::new(conn.clone())));
+        Ok(conn)
+    }
+}
+
+/// Splits `REDIS_AUTH`: `user:password` or a bare password.
+fn auth(info: RedisConnectionInfo, auth: &str) -> RedisConnectionInfo {
+    match auth.split_once(':') {
+        _ if auth.is_empty() => info,
+        Some((user, pass)) => info.set_username(user).set_password(pass),
+        None => info.set_password(auth),
+    }
+}
+
+fn host_port(addr: &str) -> Result<(String, u16), RedisError> {
+    let bad = || {
+        RedisError::from((
+            redis::ErrorKind::InvalidClientConfig,
+            "expected host:port",
+            addr.to_string(),
+        ))
+    };
+    let (host, port) = addr.rsplit_once(':').ok_or_else(bad)?;
+    Ok((
+        host.trim_matches(['[', ']']).to_string(),
+        port.parse().map_err(|_| bad())?,
+    ))
+}
+
+fn address(addr: &str, s: &RedisSettings, tls: &RedisTls) -> Result<ConnectionAddr, RedisError> {
+    if s.unix_socket && s.kind == RedisKind::Single {
+        return Ok(ConnectionAddr::Unix(addr.into()));
+    }
+    let (host, port) = host_port(addr)?;
+    Ok(if s.tls {
+        ConnectionAddr::TcpTls {
+            host,
+            port,
+            insecure: tls.skip_hostname_verification,
+            tls_params: None,
+        }
+    } else {
+        ConnectionAddr::Tcp(host, port)
+    })
+}
+
+fn certificates(tls: &RedisTls) -> Result<TlsCertificates, RedisError> {
+    let read = |p: &std::path::Path| {
+        std::fs::read(p).map_err(|e| {
+            RedisError::from((
+                redis::ErrorKind::InvalidClientConfig,
+                "cannot read TLS file",
+                format!("{}: {e}", p.display()),
+            ))
+        })
+    };
+    let client_tls = match (&tls.client_cert, &tls.client_key) {
+        (Some(c), Some(k)) => Some(ClientTlsConfig {
+            client_cert: read(c)?,
+            client_key: read(k)?,
+        }),
+        _ => None,
+    };
+    let root_cert = tls.ca_cert.as_deref().map(read).transpose()?;
+    Ok(TlsCertificates {
+        client_tls,
+        root_cert,
+    })
+}
+
+fn has_tls_files(tls: &RedisTls) -> bool {
+    tls.ca_cert.is_some() || tls.client_cert.is_some()
+}
+
+/// Connects to the deployment `s` describes. Fails if it cannot be reached now (the caller retries
+/// with backoff at startup).
+pub async fn connect(
+    s: &RedisSettings,
+    tls: &RedisTls,
+    response_timeout: Duration,
+) -> Result<RedisConn, RedisError> {
+    match s.kind {
+        RedisKind::Single => {
+            let info = address(&s.url, s, tls)?.into_connection_info()?;
+            let info = info.set_redis_settings(auth(RedisConnectionInfo::default(), &s.auth.0));
+            let client = if s.tls && has_tls_files(tls) {
+                Client::build_with_tls(info, certificates(tls)?)?
+            } else {
+                Client::open(info)?
+            };
+            let config = ConnectionManagerConfig::new()
+                .set_connection_timeout(Some(s.connect_timeout))
+                .set_response_timeout(Some(response_timeout))
+                .set_number_of_retries(2)
+                .set_max_delay(Duration::from_secs(1));
+            let mut conns = Vec::with_capacity(s.pool_size.min(8));
+            for _ in 0..s.pool_size.clamp(1, 8) {
+                conns.push(
+                    ConnectionManager::new_with_config(client.clone(), config.clone()).await?,
+                );
+            }
+            Ok(RedisConn::Single {
+                conns,
+                next: AtomicUsize::new(0),
+            })
+        }
+        RedisKind::Cluster => {
+            let nodes = s
+                .url
+                .split(',')
+                .filter(|n| !n.is_empty())
+                .map(|n| address(n, s, tls))
+                .collect::<Result<Vec<_>, _>>()?;
+            let mut b = redis::cluster::ClusterClientBuilder::new(nodes)
+                .connection_timeout(s.connect_timeout)
+                .response_timeout(response_timeout)
+                .retries(1);
+            if let Some((user, pass)) = s.auth.0.split_once(':') {
+                b = b.username(user).password(pass);
+            } else if !s.auth.0.is_empty() {
+                b = b.password(&s.auth.0);
+            }
+            if s.tls {
+                let mode = if tls.skip_hostname_verification {
+                    TlsMode::Insecure
+                } else {
+                    TlsMode::Secure
+                };
+                b = b.tls(mode);
+                if has_tls_files(tls) {
+                    b = b.certs(certificates(tls)?);
+                }
+            }
+            Ok(RedisConn::Cluster(b.build()?.get_async_connection().await?))
+        }
+        RedisKind::Sentinel => {
+            let mut parts = s.url.split(',').filter(|p| !p.is_empty());
+            let master = parts.next().unwrap_or_default().to_string();
+            let sentinels = parts
+                .map(|p| host_port(p).map(|(h, port)| ConnectionAddr::Tcp(h, port)))
+                .collect::<Result<Vec<_>, _>>()?;
+            let mut b = SentinelClientBuilder::new(sentinels, master, SentinelServerType::Master)?;
+            if let Some((user, pass)) = s.auth.0.split_once(':') {
+                b = b
+                    .set_client_to_redis_username(user)
+                    .set_client_to_redis_password(pass);
+            } else if !s.auth.0.is_empty() {
+                b = b.set_client_to_redis_password(&s.auth.0);
+            }
+            if !s.sentinel_auth.0.is_empty() {
+                b = b.set_client_to_sentinel_password(&s.sentinel_auth.0);
+            }
+            let config = AsyncConnectionConfig::new()
+                .set_connection_timeout(Some(s.connect_timeout))
+                .set_response_timeout(Some(response_timeout));
+            let conn = Arc::new(SentinelConn {
+                client: Mutex::new(b.build()?),
+                current: ArcSwapOption::empty(),
+                config,
+            });
+            conn.connection().await?;
+            Ok(RedisConn::Sentinel(conn))
+        }
+    }
+}
+
+impl RedisConn {
+    /// Runs `script` (EVALSHA, loading it on NOSCRIPT) with `keys` and `args`.
+    pub async fn eval(
+        &self,
+        script: &Script,
+        keys: &[&str],
+        args: &[u64],
+    ) -> Result<Vec<i64>, RedisError> {
+        let mut inv = script.prepare_invoke();
+        for k in keys {
+            inv.key(*k);
+        }
+        for a in args {
+            inv.arg(*a);
+        }
+        match self {
+            RedisConn::Single { conns, next } => {
+                let mut c = conns[next.fetch_add(1, Ordering::Relaxed) % conns.len()].clone();
+                inv.invoke_async(&mut c).await
+            }
+            RedisConn::Cluster(c) => inv.invoke_async(&mut c.clone()).await,
+            RedisConn::Sentinel(s) => {
+                let mut c = s.connection().await?;
+                let r = inv.invoke_async(&mut c).await;
+                if let Err(e) = &r
+                    && (e.is_io_error() || e.is_timeout() || e.to_string().contains("READONLY"))
+                {
+                    // The primary may have moved: resolve it again on the next call.
+                    s.current.store(None);
+                }
+                r
+            }
+        }
+    }
+
+    /// PING, for health checks.
+    pub async fn ping(&self) -> Result<(), RedisError> {
+        let cmd = redis::cmd("PING");
+        match self {
+            RedisConn::Single { conns, .. } => cmd.query_async::<()>(&mut conns[0].clone()).await,
+            RedisConn::Cluster(c) => cmd.query_async::<()>(&mut c.clone()).await,
+            RedisConn::Sentinel(s) => {
+                let r = cmd.query_async::<()>(&mut s.connection().await?).await;
+                if r.is_err() {
+                    s.current.store(None);
+                }
+                r
+            }
+        }
+    }
+}

@@ -1,0 +1,290 @@
+//! The Redis store: counters shared by every ratelimitd instance, updated atomically with one Lua
+//! script call per request (per hash slot on Redis Cluster), all calls of a request in flight at
+//! once, and every call bounded by `REDIS_RESPONSE_TIMEOUT`.
+//!
+//! Redis only counts; decisions come from the same pure Rust functions the memory store uses, so
+//! both stores decide identically (the conformance tests check this).
+
+pub mod conn;
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use async_trait::async_trait;
+use futures_util::future::try_join_all;
+use redis::{RedisError, Script};
+
+use super::local_cache::OverLimitCache;
+use super::{Op, Store, StoreError};
+use crate::algorithm::{Decision, fixed_window};
+use crate::clock::Timestamp;
+use crate::settings::RedisConfig;
+use conn::RedisConn;
+
+/// Windows shorter than this go to the per-second Redis when `REDIS_PERSECOND=true` (Go sends
+/// SECOND-unit limits there).
+const PER_SECOND_BELOW_SECS: u64 = 60;
+
+/// The Redis-backed store.
+#[derive(Debug)]
+pub struct RedisStore {
+    main: RedisConn,
+    per_second: Option<RedisConn>,
+    script: Script,
+    response_timeout: Duration,
+    stop_increment_when_over_limit: bool,
+    jitter_max_secs: u64,
+    local_cache: Option<OverLimitCache>,
+    healthy: AtomicBool,
+}
+
+/// A failure text that names what failed but never carries credentials (the redis crate's errors
+/// do not include AUTH arguments; URLs with passwords are not part of them either).
+fn unavailable(what: &str, e: &RedisError) -> StoreError {
+    StoreError::Unavailable(format!("redis {what}: {e}"))
+}
+
+impl RedisStore {
+    /// Connects once to every configured Redis.
+    pub async fn connect(cfg: &RedisConfig) -> Result<RedisStore, StoreError> {
+        let main = conn::connect(&cfg.main, &cfg.tls, cfg.response_timeout)
+            .await
+            .map_err(|e| unavailable("connect", &e))?;
+        let per_second = match &cfg.per_second {
+            Some(ps) => Some(
+                conn::connect(ps, &cfg.tls, cfg.response_timeout)
+                    .await
+                    .map_err(|e| unavailable("connect (per-second)", &e))?,
+            ),
+            None => None,
+        };
+        let store = RedisStore {
+            main,
+            per_second,
+            script: Script::new(include_str!("../../../lua/fixed_window.lua")),
+            response_timeout: cfg.response_timeout,
+            stop_increment_when_over_limit: cfg.stop_increment_when_over_limit,
+            jitter_max_secs: cfg.expiration_jitter_max_seconds,
+            local_cache: OverLimitCache::with_bytes(cfg.local_cache_size_in_bytes),
+            healthy: AtomicBool::new(true),
+        };
+        store.check_health().await;
+        Ok(store)
+    }
+
+    /// Connects at startup, retrying with exponential backoff as the Go service does
+    /// (`REDIS_STARTUP_*`; a max elapsed time of 0 retries forever).
+    pub async fn connect_with_backoff(cfg: &RedisConfig) -> Result<RedisStore, StoreError> {
+        let started = tokio::time::Instant::now();
+        let mut wait = cfg.startup_initial_interval.max(Duration::from_millis(10));
+        loop {
+            match RedisStore::connect(cfg).await {
+                Ok(s) => return Ok(s),
+                Err(e) => {
+                    let limit = cfg.startup_max_elapsed;
+                    if !limit.is_zero() && started.elapsed() + wait > limit {
+                        return Err(e);
+                    }
+                    tracing::warn!(error = %e, retry_in = ?wait, "cannot reach Redis yet");
+                    tokio::time::sleep(wait).await;
+                    wait = (wait * 2).min(cfg.startup_max_interval.max(wait));
+                }
+            }
+        }
+    }
+
+    /// Pings every Redis and records whether all answered (for health while idle).
+    pub async fn check_health(&self) -> bool {
+        let ping = async {
+            self.main.ping().await?;
+            if let Some(ps) = &self.per_second {
+                ps.ping().await?;
+            }
+            Ok::<(), RedisError>(())
+        };
+        let ok = matches!(
+            tokio::time::timeout(self.response_timeout.max(Duration::from_millis(500)), ping).await,
+            Ok(Ok(()))
+        );
+        self.healthy.store(ok, Ordering::Relaxed);
+        ok
+    }
+
+    /// Items in the local over-limit cache.
+    pub fn local_cache_len(&self) -> usize {
+        self.local_cache.as_ref().map_or(0, OverLimitCache::len)
+    }
+
+    fn ttl(&self, window_secs: u64) -> u64 {
+        let jitter = if self.jitter_max_secs > 0 {
+            fastrand::u64(0..self.jitter_max_secs)
+        } else {
+            0
+        };
+        window_secs.max(1) + jitter
+    }
+
+    /// Runs the script for `indices` of `ops` on `conn`; returns (count after, amount added) per op.
+    async fn run(
+        &self,
+        conn: &RedisConn,
+        ops: &[Op],
+        indices: &[usize],
+        mode: u64,
+    ) -> Result<Vec<(usize, u64, u64)>, RedisError> {
+        let keys: Vec<&str> = indices.iter().map(|&i| ops[i].key.as_str()).collect();
+        let mut args = Vec::with_capacity(1 + 3 * indices.len());
+        args.push(mode);
+        for &i in indices {
+            args.extend([
+                ops[i].hits,
+                ops[i].spec.limit,
+                self.ttl(ops[i].spec.window_secs),
+            ]);
+        }
+        let out = conn.eval(&self.script, &keys, &args).await?;
+        if out.len() != 2 * indices.len() {
+            return Err(RedisError::from((
+                redis::ErrorKind::UnexpectedReturnType,
+                "script returned the wrong number of counts",
+            )));
+        }
+        Ok(indices
+            .iter()
+            .zip(out.chunks(2))
+            .map(|(&i, c)| (i, c[0].max(0) as u64, c[1].max(0) as u64))
+            .collect())
+    }
+
+    fn conn_for(&self, op: &Op) -> &RedisConn {
+        match &self.per_second {
+            Some(ps) if op.spec.window_secs < PER_SECOND_BELOW_SECS => ps,
+            _ => &self.main,
+        }
+    }
+}
+
+/// The Redis Cluster hash tag of a key (the text inside the first `{…}`), or the key itself:
+/// operations with the same tag live in one slot and can share one script call.
+fn slot_group(key: &str) -> &str {
+    if let Some(open) = key.find('{')
+        && let Some(len) = key[open + 1..].find('}')
+        && len > 0
+    {
+        return &key[open + 1..open + 1 + len];
+    }
+    key
+}
+
+#[async_trait]
+impl Store for RedisStore {
+    async fn apply(&self, ops: &[Op], now: Timestamp) -> Result<Vec<Decision>, StoreError> {
+        let mut decisions: Vec<Option<Decision>> = vec![None; ops.len()];
+        let mut pending = Vec::with_capacity(ops.len());
+        for (i, op) in ops.iter().enumerate() {
+            match &self.local_cache {
+                Some(c) if c.contains(&op.key, now) => {
+                    let limit = op.spec.limit;
+                    let mut d = fixed_window::decide(
+                        limit,
+                        limit.saturating_add(op.hits),
+                        limit,
+                        op.spec.window_secs,
+                        now,
+                    );
+                    d.from_local_cache = true;
+                    decisions[i] = Some(d);
+                }
+                _ => pending.push(i),
+            }
+        }
+        // Go: with STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT, a request already over via the local
+        // cache adds nothing to its other keys.
+        let cached_over = pending.len() < ops.len();
+        let mode = match (self.stop_increment_when_over_limit, cached_over) {
+            (true, true) => 2,
+            (true, false) => 1,
+            _ => 0,
+        };
+        // Group by connection, then (for Cluster) by hash slot; one script call per group.
+        let mut groups: HashMap<(bool, &str), Vec<usize>> = HashMap::new();
+        for &i in &pending {
+            let conn = self.conn_for(&ops[i]);
+            let per_second = !std::ptr::eq(conn, &self.main);
+            let slot = if matches!(conn, RedisConn::Cluster(_)) {
+                slot_group(&ops[i].key)
+            } else {
+                ""
+            };
+            groups.entry((per_second, slot)).or_default().push(i);
+        }
+        let calls = groups.into_iter().map(|((per_second, _), idx)| {
+            let conn = if per_second {
+                self.per_second.as_ref().unwrap_or(&self.main)
+            } else {
+                &self.main
+            };
+            async move { self.run(conn, ops, &idx, mode).await }
+        });
+        let results = match tokio::time::timeout(self.response_timeout, try_join_all(calls)).await {
+            Ok(Ok(r)) => r,
+            Ok(Err(e)) => {
+                self.healthy.store(false, Ordering::Relaxed);
+                return Err(unavailable("call failed", &e));
+            }
+            Err(_) => {
+                return Err(StoreError::Unavailable(format!(
+                    "redis did not answer within {:?}",
+                    self.response_timeout
+                )));
+            }
+        };
+        self.healthy.store(true, Ordering::Relaxed);
+        for (i, after, added) in results.into_iter().flatten() {
+            let op = &ops[i];
+            let d = fixed_window::decide(
+                after.saturating_sub(added),
+                after,
+                op.spec.limit,
+                op.spec.window_secs,
+                now,
+            );
+            if d.over_limit
+                && let Some(c) = &self.local_cache
+            {
+                c.insert(&op.key, d.expires_at, now);
+            }
+            decisions[i] = Some(d);
+        }
+        decisions
+            .into_iter()
+            .map(|d| {
+                d.ok_or_else(|| {
+                    StoreError::Unavailable("redis returned no count for an operation".into())
+                })
+            })
+            .collect()
+    }
+
+    fn is_healthy(&self) -> bool {
+        self.healthy.load(Ordering::Relaxed)
+    }
+
+    async fn probe(&self) {
+        self.check_health().await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::slot_group;
+
+    #[test]
+    fn slot_groups_follow_redis_hash_tags() {
+        assert_eq!(slot_group("{1:d|1:k=1:v}:fw:60:0"), "1:d|1:k=1:v");
+        assert_eq!(slot_group("prefix:{x}:fw"), "x");
+        assert_eq!(slot_group("d_k_v_1200"), "d_k_v_1200");
+        assert_eq!(slot_group("a{}b"), "a{}b");
+    }
+}

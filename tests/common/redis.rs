@@ -1,0 +1,136 @@
+//! Real `redis-server` processes for tests: each on a unix socket and a free loopback port in its
+//! own temp dir, killed on drop.
+#![allow(dead_code)]
+
+use std::net::TcpListener;
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// One redis-server.
+pub struct RedisServer {
+    child: Option<Child>,
+    pub dir: tempfile::TempDir,
+    pub port: u16,
+    extra: Vec<String>,
+}
+
+/// A free TCP port on 127.0.0.1 (bound, then released for the server to take).
+pub fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+impl RedisServer {
+    /// Starts a plain server.
+    pub fn start() -> RedisServer {
+        RedisServer::start_with(&[])
+    }
+
+    /// Starts a server with extra `redis-server` arguments (e.g. `--requirepass x`).
+    pub fn start_with(extra: &[&str]) -> RedisServer {
+        let mut s = RedisServer {
+            child: None,
+            dir: tempfile::tempdir().unwrap(),
+            port: free_port(),
+            extra: extra.iter().map(|a| a.to_string()).collect(),
+        };
+        s.spawn();
+        s
+    }
+
+    fn spawn(&mut self) {
+        let child = Command::new("redis-server")
+            .args(["--port", &self.port.to_string(), "--bind", "127.0.0.1"])
+            .args([
+                "--unixsocket",
+                self.socket().to_str().unwrap(),
+                "--unixsocketperm",
+                "700",
+            ])
+            .args(["--save", "", "--appendonly", "no"])
+            .arg("--dir")
+            .arg(self.dir.path())
+            .args(&self.extra)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("redis-server is installed (tests/run.sh installs it)");
+        self.child = Some(child);
+        self.wait_ready();
+    }
+
+    fn wait_ready(&mut self) {
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while Instant::now() < deadline {
+            if let Some(c) = self.child.as_mut()
+                && let Ok(Some(status)) = c.try_wait()
+            {
+                panic!("redis-server exited at start ({status}): bad arguments?");
+            }
+            if self.socket().exists()
+                && std::net::TcpStream::connect(("127.0.0.1", self.port)).is_ok()
+            {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        panic!("redis-server on port {} did not start", self.port);
+    }
+
+    /// The unix socket path.
+    pub fn socket(&self) -> PathBuf {
+        self.dir.path().join("redis.sock")
+    }
+
+    /// `host:port`.
+    pub fn addr(&self) -> String {
+        format!("127.0.0.1:{}", self.port)
+    }
+
+    /// Kills the server (as a crash would).
+    pub fn kill(&mut self) {
+        if let Some(mut c) = self.child.take() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+        let _ = std::fs::remove_file(self.socket());
+    }
+
+    /// Starts it again on the same port and socket (empty: no persistence).
+    pub fn restart(&mut self) {
+        self.kill();
+        self.spawn();
+    }
+
+    /// Runs `redis-cli` against this server and returns its trimmed output.
+    pub fn cli(&self, args: &[&str]) -> String {
+        let out = Command::new("redis-cli")
+            .args(["-p", &self.port.to_string()])
+            .args(args)
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&out.stdout).trim().to_string()
+    }
+
+    /// Env for a ratelimitd using this server over its unix socket.
+    pub fn env(&self) -> Vec<(String, String)> {
+        vec![
+            ("BACKEND_TYPE".into(), "redis".into()),
+            ("REDIS_SOCKET_TYPE".into(), "unix".into()),
+            ("REDIS_URL".into(), self.socket().display().to_string()),
+            ("EXPIRATION_JITTER_MAX_SECONDS".into(), "0".into()),
+            // Generous: tests run on a loaded 2-core machine; production default is 15ms.
+            ("REDIS_RESPONSE_TIMEOUT".into(), "2s".into()),
+        ]
+    }
+}
+
+impl Drop for RedisServer {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}

@@ -1,0 +1,246 @@
+//! The Redis store against real `redis-server` processes: conformance with the memory store, the
+//! Go and default key formats, the per-second split, AUTH, and Redis dying and coming back.
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+use common::redis::RedisServer;
+use common::*;
+use proptest::prelude::*;
+use ratelimitd::algorithm::{Algorithm, LimitSpec};
+use ratelimitd::clock::Timestamp;
+use ratelimitd::settings::Settings;
+use ratelimitd::store::memory::MemoryStore;
+use ratelimitd::store::redis::RedisStore;
+use ratelimitd::store::{Op, Store};
+
+fn redis_settings(r: &RedisServer, extra: &[(&str, &str)]) -> Settings {
+    let mut env = r.env();
+    env.extend(extra.iter().map(|(k, v)| (k.to_string(), v.to_string())));
+    Settings::from_env(env).unwrap()
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 24, ..ProptestConfig::default() })]
+
+    /// Random operation sequences give identical decisions on both stores.
+    #[test]
+    fn memory_and_redis_decide_identically(
+        events in proptest::collection::vec((0usize..4, 0u64..4, 0u64..1500, 0usize..3), 1..60),
+    ) {
+        static REDIS: std::sync::OnceLock<RedisServer> = std::sync::OnceLock::new();
+        let r = REDIS.get_or_init(RedisServer::start);
+        let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+        rt.block_on(async {
+            let redis = RedisStore::connect(&redis_settings(r, &[]).redis).await.unwrap();
+            let memory = MemoryStore::new(1000);
+            let case = fastrand::u64(..);
+            let windows = [1u64, 60, 3600];
+            let mut now = 1_000_000_000u64;
+            for (key, hits, dt_ms, w) in events {
+                now += dt_ms * 1000;
+                let spec = LimitSpec { algorithm: Algorithm::FixedWindow, limit: 5, window_secs: windows[w] };
+                let window_start = now / 1_000_000 / windows[w] * windows[w];
+                let op = Op { key: format!("case{case}:k{key}:w{w}:{window_start}"), spec, hits };
+                let t = Timestamp::from_micros(now);
+                let a = memory.apply(std::slice::from_ref(&op), t).await.unwrap();
+                let b = redis.apply(std::slice::from_ref(&op), t).await.unwrap();
+                prop_assert_eq!(a, b);
+            }
+            Ok(())
+        })?;
+    }
+}
+
+const INT: &str = "domain: basic\ndescriptors:\n  - {key: key1, rate_limit: {unit: second, requests_per_unit: 50}}\n  - {key: k2, rate_limit: {unit: minute, requests_per_unit: 20}}\n";
+
+#[tokio::test]
+async fn s24_s29_s30_go_key_format_writes_the_go_keys() {
+    let r = RedisServer::start();
+    let env = [("CACHE_KEY_FORMAT", "go"), ("CACHE_KEY_PREFIX", "prefix:")];
+    let s = TestServer::start_on(&[("b.yaml", INT)], &env, Some(&r)).await;
+    let resp = s.rl("basic", &[&[("key1", "foo")]]).await;
+    assert_eq!(st(&resp, 0), (Code::Ok, lim(50, "SECOND"), 49));
+    assert_eq!(r.cli(&["GET", "prefix:basic_key1_foo_1234"]), "1");
+    let ttl: i64 = r
+        .cli(&["TTL", "prefix:basic_key1_foo_1234"])
+        .parse()
+        .unwrap();
+    assert!((0..=1).contains(&ttl), "TTL {ttl}");
+    s.rl("basic", &[&[("k2", "v")]]).await;
+    let ttl: i64 = r.cli(&["TTL", "prefix:basic_k2_v_1200"]).parse().unwrap();
+    assert!(
+        (55..=60).contains(&ttl),
+        "the EXPIRE argument is the window: {ttl}"
+    );
+}
+
+#[tokio::test]
+async fn default_keys_are_collision_free_where_go_keys_collide() {
+    let cfg = "domain: d\ndescriptors:\n  - {key: a, rate_limit: {unit: minute, requests_per_unit: 2}}\n  - {key: a_b, rate_limit: {unit: minute, requests_per_unit: 2}}\n";
+    for (format, third) in [("go", Code::OverLimit), ("ratelimitd", Code::Ok)] {
+        let r = RedisServer::start();
+        let s = TestServer::start_on(
+            &[("d.yaml", cfg)],
+            &[("CACHE_KEY_FORMAT", format)],
+            Some(&r),
+        )
+        .await;
+        s.rl("d", &[&[("a", "b_c")]]).await;
+        s.rl("d", &[&[("a", "b_c")]]).await;
+        let resp = s.rl("d", &[&[("a_b", "c")]]).await;
+        assert_eq!(st(&resp, 0).0, third, "format {format}");
+    }
+    let r = RedisServer::start();
+    let s = TestServer::start_on(&[("d.yaml", cfg)], &[], Some(&r)).await;
+    s.rl("d", &[&[("a", "b_c")]]).await;
+    assert_eq!(r.cli(&["GET", "{1:d|1:a=3:b_c}:fw:60:1200"]), "1");
+}
+
+#[tokio::test]
+async fn s25_counts_the_same_on_redis() {
+    let r = RedisServer::start();
+    let s = TestServer::start_on(&[("b.yaml", INT)], &[], Some(&r)).await;
+    for i in 1..=25u32 {
+        let resp = s.rl("basic", &[&[("k2", "R")]]).await;
+        let want = if i <= 20 {
+            (Code::Ok, lim(20, "MINUTE"), 20 - i)
+        } else {
+            (Code::OverLimit, lim(20, "MINUTE"), 0)
+        };
+        assert_eq!(st(&resp, 0), want, "call {i}");
+    }
+    s.advance(Duration::from_secs(60));
+    assert_eq!(st(&s.rl("basic", &[&[("k2", "R")]]).await, 0).2, 19);
+}
+
+#[tokio::test]
+async fn s47_per_second_limits_go_to_the_per_second_redis() {
+    let main = RedisServer::start();
+    let per_second = RedisServer::start();
+    let sock = per_second.socket().display().to_string();
+    let env = [
+        ("REDIS_PERSECOND", "true"),
+        ("REDIS_PERSECOND_SOCKET_TYPE", "unix"),
+        ("REDIS_PERSECOND_URL", sock.as_str()),
+    ];
+    let s = TestServer::start_on(&[("b.yaml", INT)], &env, Some(&main)).await;
+    s.rl("basic", &[&[("key1", "x")], &[("k2", "y")]]).await;
+    assert_eq!(main.cli(&["KEYS", "*"]), "{5:basic|2:k2=1:y}:fw:60:1200");
+    assert_eq!(
+        per_second.cli(&["KEYS", "*"]),
+        "{5:basic|4:key1=1:x}:fw:1:1234"
+    );
+}
+
+#[tokio::test]
+async fn auth_with_password_and_user_and_no_secret_in_errors() {
+    let r = RedisServer::start_with(&[
+        "--requirepass",
+        "s3cret-pw",
+        "--user",
+        "app",
+        "on",
+        ">app-pw",
+        "~*",
+        "&*",
+        "+@all",
+    ]);
+    for auth in ["s3cret-pw", "app:app-pw"] {
+        let s = TestServer::start_on(&[("b.yaml", INT)], &[("REDIS_AUTH", auth)], Some(&r)).await;
+        assert_eq!(
+            st(&s.rl("basic", &[&[("key1", auth)]]).await, 0).0,
+            Code::Ok
+        );
+    }
+    let mut env = r.env();
+    env.push(("REDIS_AUTH".into(), "wrong-pw-xyz".into()));
+    env.push(("REDIS_STARTUP_MAX_ELAPSED_TIME".into(), "1ms".into()));
+    let settings = Settings::from_env(env).unwrap();
+    let err = RedisStore::connect_with_backoff(&settings.redis)
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(!err.contains("wrong-pw-xyz"), "{err}");
+    assert!(
+        format!("{settings:?}").contains("redacted")
+            && !format!("{settings:?}").contains("wrong-pw-xyz")
+    );
+}
+
+async fn healthcheck(s: &TestServer) -> u16 {
+    s.http
+        .get(s.http_url("/healthcheck"))
+        .send()
+        .await
+        .unwrap()
+        .status()
+        .as_u16()
+}
+
+/// Polls `f` every 20 ms until it is true or `limit` passes.
+async fn eventually<F: std::future::Future<Output = bool>>(
+    limit: Duration,
+    mut f: impl FnMut() -> F,
+) -> bool {
+    let deadline = Instant::now() + limit;
+    while Instant::now() < deadline {
+        if f().await {
+            return true;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    false
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn s55_s56_redis_down_answers_unavailable_quickly_and_recovers() {
+    let mut r = RedisServer::start();
+    let s = TestServer::start_on(
+        &[("b.yaml", INT)],
+        &[("REDIS_RESPONSE_TIMEOUT", "200ms")],
+        Some(&r),
+    )
+    .await;
+    assert_eq!(st(&s.rl("basic", &[&[("k2", "a")]]).await, 0).2, 19);
+    r.kill();
+    for _ in 0..5 {
+        let started = Instant::now();
+        let e = s
+            .call(request("basic", &[&[("k2", "a")]]))
+            .await
+            .unwrap_err();
+        assert_eq!(e.code(), tonic::Code::Unavailable, "{e:?}");
+        // Bounded: the per-call timeout (200ms) plus scheduling slack, never a hang.
+        assert!(
+            started.elapsed() < Duration::from_secs(5),
+            "answered after {:?}",
+            started.elapsed()
+        );
+        // Descriptors without a limit do not need Redis (s56).
+        assert_eq!(
+            overall(&s.rl("basic", &[&[("nolimit", "x")]]).await),
+            Code::Ok
+        );
+    }
+    assert!(
+        eventually(Duration::from_secs(10), || async {
+            healthcheck(&s).await == 500
+        })
+        .await,
+        "health turns unhealthy"
+    );
+    r.restart();
+    let recovered = eventually(Duration::from_secs(20), || async {
+        s.call(request("basic", &[&[("k2", "b")]])).await.is_ok()
+    })
+    .await;
+    assert!(recovered, "calls succeed again after Redis returns");
+    assert!(
+        eventually(Duration::from_secs(10), || async {
+            healthcheck(&s).await == 200
+        })
+        .await
+    );
+}
