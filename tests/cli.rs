@@ -82,7 +82,7 @@ fn spawn_server() -> (std::process::Child, String) {
         let Some(Ok(line)) = lines.next() else { break };
         if line.contains("ratelimitd listening") {
             let v: serde_json::Value = serde_json::from_str(&line).unwrap();
-            let http = v["fields"]["http_addr"].as_str().unwrap().to_string();
+            let http = v["http_addr"].as_str().unwrap().to_string();
             std::thread::spawn(move || for _ in lines {});
             return (child, http);
         }
