@@ -158,8 +158,11 @@ impl Collector for MetricsCollector {
         };
         for (key, values) in m.limits.snapshot() {
             let l = labels(&key);
+            // A counter that never moved has no series, as with statsd_exporter.
             for (family, (stat, _)) in MAPPED.iter().enumerate() {
-                inc(family, &l, values[*stat]);
+                if values[*stat] > 0 {
+                    inc(family, &l, values[*stat]);
+                }
             }
         }
         for (domain, [v]) in m.unknown_domains.snapshot() {
