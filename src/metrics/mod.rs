@@ -171,9 +171,13 @@ impl Metrics {
         for (name, v) in service {
             out.push((format!("ratelimit.service.{name}"), v));
         }
-        for method in ["ShouldRateLimit"] {
-            let v = self.total_requests.with_label_values(&[method]).get();
-            out.push((format!("ratelimit_server.{method}.total_requests"), v));
+        // Every method seen so far, read back from the Prometheus counter vec.
+        for family in prometheus::core::Collector::collect(&self.total_requests) {
+            for m in family.get_metric() {
+                let method = m.get_label().first().map_or("", |l| l.value());
+                let v = m.get_counter().get_value() as u64;
+                out.push((format!("ratelimit_server.{method}.total_requests"), v));
+            }
         }
         out.push((
             "ratelimitd.stats_keys_folded".into(),
