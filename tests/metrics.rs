@@ -188,3 +188,55 @@ async fn request_values_cannot_grow_stats_past_the_bound() {
     assert_eq!(sample(&m, "ratelimitd_stats_keys_folded_total"), Some(7));
     s.shutdown().await;
 }
+
+#[tokio::test]
+async fn s15_s19_wildcards_share_their_pattern_key() {
+    let s = start(&[("wild.yaml", CFG_WILD)], &[]).await;
+    s.rl("test-domain", &[&[("wild", "foo1")]]).await;
+    s.rl("test-domain", &[&[("wild", "foo2")]]).await;
+    s.rl(
+        "test-domain",
+        &[&[("nestedWild", "val1"), ("wild", "goo2")]],
+    )
+    .await;
+    let m = scrape(&s).await;
+    let hits = |k1, k2| sample(&m, &limit("total_hits", "test-domain", k1, k2));
+    assert_eq!(hits("wild_foo*", ""), Some(2), "{m}");
+    assert_eq!(hits("nestedWild_val1", "wild_goo*"), Some(1));
+    s.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_store_failure_is_a_redis_error_and_still_counts_total_hits() {
+    // A memory store bounded to one key refuses the second key: the store fails that call.
+    let s = start(
+        &[("another.yaml", CFG_INT_ANOTHER)],
+        &[("MEMORY_MAX_KEYS", "1")],
+    )
+    .await;
+    s.rl("another", &[&[("key2", "a")]]).await;
+    assert!(
+        s.call(request("another", &[&[("key2", "b")]]))
+            .await
+            .is_err()
+    );
+    let m = scrape(&s).await;
+    assert_eq!(
+        sample(
+            &m,
+            "ratelimit_service_should_rate_limit_error{err_type=\"redis_error\"}"
+        ),
+        Some(1),
+        "{m}"
+    );
+    assert_eq!(
+        sample(&m, &limit("total_hits", "another", "key2", "")),
+        Some(2)
+    );
+    assert_eq!(
+        sample(&m, &limit("within_limit", "another", "key2", "")),
+        Some(1)
+    );
+    assert_eq!(sample(&m, "ratelimitd_store_errors_total"), Some(1));
+    s.shutdown().await;
+}

@@ -14,7 +14,10 @@ pub const OVERFLOW_KEY: &str = "ratelimitd_overflow";
 
 /// The counters of one stat key.
 #[derive(Debug)]
-pub struct Counters<const N: usize>(pub [AtomicU64; N]);
+pub struct Counters<const N: usize>(
+    /// One counter per stat, in the order the owner defines.
+    pub [AtomicU64; N],
+);
 
 impl<const N: usize> Counters<N> {
     fn new() -> Counters<N> {

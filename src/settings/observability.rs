@@ -26,8 +26,9 @@ pub enum TracingProtocol {
     Grpc,
 }
 
-/// Tracing settings.
+/// Tracing settings. Field docs name the variables (grouped ones share a doc).
 #[derive(Debug, Clone)]
+#[allow(missing_docs)]
 pub struct TracingSettings {
     /// `TRACING_ENABLED`.
     pub enabled: bool,
