@@ -13,10 +13,11 @@ use tokio::task::JoinSet;
 use crate::clock::{Clock, ManualClock, SystemClock, Timestamp};
 use crate::grpc::{RateLimitServiceServer, RlsService};
 use crate::health::Health;
-use crate::limiter::{HeaderNames, KeyBuilder, LimiterOptions, RateLimiter};
+use crate::limiter::{HeaderNames, KeyBuilder, LimiterOptions, NoStats, RateLimiter, StatsSink};
+use crate::metrics::{KeyCount, Metrics};
 use crate::reload::{self, ConfigHandle};
 use crate::service::Service;
-use crate::settings::{Backend, Settings};
+use crate::settings::{Backend, Settings, StatsSinkKind};
 use crate::store::memory::MemoryStore;
 use crate::store::redis::RedisStore;
 use crate::store::{Store, StoreError};
@@ -37,6 +38,9 @@ pub enum AppError {
     /// The store could not be set up (Redis unreachable for longer than allowed).
     #[error("cannot start the store: {0}")]
     Store(StoreError),
+    /// The stats sink could not start.
+    #[error(transparent)]
+    Metrics(#[from] crate::metrics::sinks::SinkError),
 }
 
 /// A started service: its bound addresses and handles, for `main` and for tests.
@@ -54,6 +58,10 @@ pub struct Running {
     pub health: Arc<Health>,
     /// The manual clock, when the settings asked for one (tests).
     pub manual_clock: Option<Arc<ManualClock>>,
+    /// Where Prometheus metrics are served (`USE_PROMETHEUS`).
+    pub metrics_addr: Option<SocketAddr>,
+    /// The service's counters (`None` with `DISABLE_STATS`).
+    pub metrics: Option<Arc<Metrics>>,
     shutdown: watch::Sender<bool>,
     tasks: JoinSet<()>,
     drain_timeout: Duration,
@@ -77,6 +85,7 @@ fn limiter_options(s: &Settings) -> LimiterOptions {
         }),
         dynamic_metadata: s.response_dynamic_metadata,
         keys: KeyBuilder::new(s.cache_key_prefix.clone(), s.cache_key_format),
+        near_limit_ratio: s.near_limit_ratio,
     }
 }
 
@@ -117,8 +126,25 @@ pub async fn start(settings: &Settings) -> Result<Running, AppError> {
     }
     health.publish().await;
 
+    let metrics = (settings.obs.sink != StatsSinkKind::Disabled).then(|| {
+        let keys: Option<KeyCount> = memory
+            .clone()
+            .map(|m| -> KeyCount { Arc::new(move || m.len()) });
+        let statsd = settings.obs.sink == StatsSinkKind::Statsd;
+        Arc::new(Metrics::new(
+            settings.obs.stats_max_keys,
+            config.clone(),
+            keys,
+            statsd,
+        ))
+    });
+    let sink: Arc<dyn StatsSink> = match &metrics {
+        Some(m) => m.clone(),
+        None => Arc::new(NoStats),
+    };
+    let options = limiter_options(settings);
     let service = Arc::new(Service {
-        limiter: RateLimiter::new(store, clock.clone(), limiter_options(settings)),
+        limiter: RateLimiter::with_stats(store, clock.clone(), options, sink),
         config: config.clone(),
     });
     let grpc = bind("gRPC", &settings.grpc_host, settings.grpc_port).await?;
@@ -143,6 +169,7 @@ pub async fn start(settings: &Settings) -> Result<Running, AppError> {
         .add_service(health_server)
         .add_service(RateLimitServiceServer::new(RlsService::new(
             service.clone(),
+            metrics.clone(),
         )));
     let s = stopped(stop.clone());
     tasks.spawn(async move {
@@ -161,6 +188,13 @@ pub async fn start(settings: &Settings) -> Result<Running, AppError> {
         manual_clock: manual_clock.clone(),
     });
     serve_http(&mut tasks, debug, debug_router, stopped(stop.clone()));
+    let metrics_addr = match &metrics {
+        Some(m) => {
+            crate::metrics::sinks::start(&settings.obs, m, &mut tasks, stopped(stop.clone()))
+                .await?
+        }
+        None => None,
+    };
     if let Some(m) = memory {
         tasks.spawn(sweep_expired(m, clock, stopped(stop.clone())));
     }
@@ -177,6 +211,8 @@ pub async fn start(settings: &Settings) -> Result<Running, AppError> {
         config,
         health,
         manual_clock,
+        metrics_addr,
+        metrics,
         shutdown,
         tasks,
         drain_timeout: settings.drain_timeout,

@@ -3,7 +3,7 @@
 
 use std::fmt::Debug;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 /// A point in time: microseconds since the Unix epoch. Microseconds keep bucket algorithms exact at
 /// high rates while fitting in a `u64` for the next 500 000 years.
@@ -60,6 +60,48 @@ impl Clock for SystemClock {
     }
 }
 
+/// Measures an elapsed duration on the monotonic clock (response times, store latency). Not a
+/// source of `now`: decisions never depend on it.
+#[derive(Debug, Clone, Copy)]
+pub struct Stopwatch(Instant);
+
+impl Stopwatch {
+    /// Starts measuring.
+    pub fn start() -> Stopwatch {
+        Stopwatch(Instant::now())
+    }
+
+    /// Time since [`Stopwatch::start`].
+    pub fn elapsed(&self) -> Duration {
+        self.0.elapsed()
+    }
+}
+
+impl Timestamp {
+    /// RFC 3339 in UTC with microseconds, e.g. `2026-01-02T03:04:05.000006Z` (log timestamps).
+    pub fn to_rfc3339(self) -> String {
+        let secs = self.0 / 1_000_000;
+        let micros = self.0 % 1_000_000;
+        let (days, rem) = (secs / 86_400, secs % 86_400);
+        // Civil date from days since 1970-01-01 (Howard Hinnant's algorithm).
+        let z = days as i64 + 719_468;
+        let era = z.div_euclid(146_097);
+        let doe = z.rem_euclid(146_097);
+        let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+        let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+        let mp = (5 * doy + 2) / 153;
+        let day = doy - (153 * mp + 2) / 5 + 1;
+        let month = if mp < 10 { mp + 3 } else { mp - 9 };
+        let year = yoe + era * 400 + i64::from(month <= 2);
+        format!(
+            "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}.{micros:06}Z",
+            rem / 3600,
+            rem % 3600 / 60,
+            rem % 60
+        )
+    }
+}
+
 /// A clock that only moves when told to: for tests, and for the test-only
 /// `RATELIMITD_TEST_MANUAL_CLOCK` setting of the binary.
 #[derive(Debug, Default)]
@@ -105,6 +147,18 @@ mod tests {
         assert_eq!(c.now().as_micros(), 1_235_500_000);
         c.set(Timestamp::from_secs(10));
         assert_eq!(c.now().as_secs(), 10);
+    }
+
+    #[test]
+    fn rfc3339_formats_utc() {
+        assert_eq!(
+            Timestamp::from_micros(0).to_rfc3339(),
+            "1970-01-01T00:00:00.000000Z"
+        );
+        assert_eq!(
+            Timestamp::from_micros(1_709_210_096_123_456).to_rfc3339(),
+            "2024-02-29T12:34:56.123456Z"
+        );
     }
 
     #[test]

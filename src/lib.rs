@@ -6,6 +6,7 @@
 //! - [`algorithm`]: pure rate limit algorithms, functions of (state, limit, hits, now).
 //! - [`store`]: the one store trait and the embedded memory store.
 //! - [`limiter`]: request → store ops → statuses; request/response types without protos.
+//! - [`metrics`]: stat counters (bounded), Prometheus and StatsD sinks.
 //! - [`reload`]: the live configuration snapshot and its atomic swap.
 //! - [`service`]: one snapshot + the limiter; what both edges call.
 //! - [`grpc`], [`http`]: the edges (RLS v3 + health; `/json`, `/healthcheck`, debug port).
@@ -23,6 +24,7 @@ pub mod grpc;
 pub mod health;
 pub mod http;
 pub mod limiter;
+pub mod metrics;
 pub mod reload;
 pub mod service;
 pub mod settings;

@@ -28,9 +28,11 @@ async fn main() -> anyhow::Result<()> {
         )
     });
     let settings = Settings::load(&cli, vars).context("invalid settings")?;
-    ratelimitd::telemetry::init(&settings);
-    ratelimitd::app::run(&settings, shutdown_signal()).await?;
-    Ok(())
+    let telemetry = ratelimitd::telemetry::init(&settings)?;
+    let result = ratelimitd::app::run(&settings, shutdown_signal()).await;
+    // The exporter blocks while it sends the last spans: keep that off the async workers.
+    let _ = tokio::task::spawn_blocking(move || telemetry.shutdown()).await;
+    Ok(result?)
 }
 
 /// Resolves on SIGTERM or SIGINT (Ctrl-C).

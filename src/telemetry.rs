@@ -1,9 +1,58 @@
-//! Logging setup from `LOG_LEVEL` and `LOG_FORMAT`.
+//! Logs and traces. Logs: `LOG_LEVEL`, `LOG_FORMAT` (`json` writes the Go service's logrus shape:
+//! `@timestamp` RFC 3339, `@message`, `level`, then the event's fields). Traces: with
+//! `TRACING_ENABLED`, spans go to an OTLP collector (HTTP or gRPC) through a batch exporter that
+//! runs off the request path; the parent comes from the W3C `traceparent` the caller sent.
+//!
+//! Nothing is logged per request at info or below warn, so the default level never costs a line
+//! per decision.
 
-use crate::settings::{LogFormat, LogLevel, Settings};
+pub mod json_log;
 
-fn filter(level: LogLevel) -> tracing_subscriber::filter::LevelFilter {
-    use tracing_subscriber::filter::LevelFilter;
+use opentelemetry::propagation::Extractor;
+use opentelemetry::trace::TracerProvider as _;
+use opentelemetry::{KeyValue, global};
+use opentelemetry_otlp::{SpanExporter, WithExportConfig};
+use opentelemetry_sdk::Resource;
+use opentelemetry_sdk::propagation::TraceContextPropagator;
+use opentelemetry_sdk::trace::{Sampler, SdkTracerProvider};
+use tracing_opentelemetry::OpenTelemetrySpanExt;
+use tracing_subscriber::filter::LevelFilter;
+use tracing_subscriber::prelude::*;
+
+use crate::settings::{LogFormat, LogLevel, Settings, TracingProtocol, TracingSettings};
+
+/// Tracing could not be set up.
+#[derive(Debug, thiserror::Error)]
+#[error("cannot start the OTLP trace exporter: {0}")]
+pub struct TelemetryError(String);
+
+/// Keeps the trace pipeline alive; flush or shut it down before exit so buffered spans are sent.
+#[derive(Debug, Default)]
+pub struct Telemetry {
+    provider: Option<SdkTracerProvider>,
+}
+
+impl Telemetry {
+    /// Sends every finished span now (blocks; call from a blocking context).
+    pub fn flush(&self) {
+        if let Some(p) = &self.provider
+            && let Err(e) = p.force_flush()
+        {
+            tracing::warn!(error = %e, "trace flush failed");
+        }
+    }
+
+    /// Flushes and stops the exporter.
+    pub fn shutdown(self) {
+        if let Some(p) = self.provider
+            && let Err(e) = p.shutdown()
+        {
+            tracing::warn!(error = %e, "trace exporter shutdown failed");
+        }
+    }
+}
+
+fn filter(level: LogLevel) -> LevelFilter {
     match level {
         LogLevel::Trace => LevelFilter::TRACE,
         LogLevel::Debug => LevelFilter::DEBUG,
@@ -13,13 +62,123 @@ fn filter(level: LogLevel) -> tracing_subscriber::filter::LevelFilter {
     }
 }
 
-/// Installs the global log subscriber (stderr). Call once, from `main`.
-pub fn init(settings: &Settings) {
-    let builder = tracing_subscriber::fmt()
-        .with_max_level(filter(settings.log_level))
-        .with_writer(std::io::stderr);
-    let _ = match settings.log_format {
-        LogFormat::Json => builder.json().try_init(),
-        LogFormat::Text => builder.try_init(),
+/// Installs the global log subscriber (stderr) and, when enabled, the OTLP trace pipeline.
+/// Call once, from `main` (or once per test process).
+pub fn init(settings: &Settings) -> Result<Telemetry, TelemetryError> {
+    let fmt = tracing_subscriber::fmt::layer().with_writer(std::io::stderr);
+    let fmt = match settings.log_format {
+        LogFormat::Json => fmt.event_format(json_log::GoJson).boxed(),
+        LogFormat::Text => fmt.boxed(),
     };
+    let fmt = fmt.with_filter(filter(settings.log_level));
+    let t = &settings.obs.tracing;
+    if !t.enabled {
+        let _ = tracing_subscriber::registry().with(fmt).try_init();
+        return Ok(Telemetry::default());
+    }
+    let provider = provider(t)?;
+    global::set_text_map_propagator(TraceContextPropagator::new());
+    let otel = tracing_opentelemetry::layer()
+        .with_tracer(provider.tracer("ratelimitd"))
+        .with_filter(LevelFilter::INFO);
+    let _ = tracing_subscriber::registry()
+        .with(fmt)
+        .with(otel)
+        .try_init();
+    Ok(Telemetry {
+        provider: Some(provider),
+    })
+}
+
+fn provider(t: &TracingSettings) -> Result<SdkTracerProvider, TelemetryError> {
+    let err = |e: opentelemetry_otlp::ExporterBuildError| TelemetryError(e.to_string());
+    let exporter = match t.protocol {
+        TracingProtocol::Http => {
+            let mut b = SpanExporter::builder().with_http();
+            // Set programmatically, the endpoint is used as is: add the signal path to a base URL.
+            let endpoint = t.traces_endpoint.clone().or_else(|| {
+                t.endpoint
+                    .as_ref()
+                    .map(|e| format!("{}/v1/traces", e.trim_end_matches('/')))
+            });
+            if let Some(e) = endpoint {
+                b = b.with_endpoint(e);
+            }
+            b.build().map_err(err)?
+        }
+        TracingProtocol::Grpc => {
+            let mut b = SpanExporter::builder().with_tonic();
+            if let Some(e) = t.traces_endpoint.clone().or_else(|| t.endpoint.clone()) {
+                b = b.with_endpoint(e);
+            }
+            b.build().map_err(err)?
+        }
+    };
+    let instance = if t.service_instance_id.is_empty() {
+        random_instance_id()
+    } else {
+        t.service_instance_id.clone()
+    };
+    let mut attrs = vec![KeyValue::new("service.instance.id", instance)];
+    if !t.service_namespace.is_empty() {
+        attrs.push(KeyValue::new(
+            "service.namespace",
+            t.service_namespace.clone(),
+        ));
+    }
+    let resource = Resource::builder()
+        .with_service_name(t.service_name.clone())
+        .with_attributes(attrs)
+        .build();
+    let sampler = Sampler::ParentBased(Box::new(Sampler::TraceIdRatioBased(t.sampling_rate)));
+    Ok(SdkTracerProvider::builder()
+        .with_batch_exporter(exporter)
+        .with_sampler(sampler)
+        .with_resource(resource)
+        .build())
+}
+
+/// A random UUIDv4 (the Go default for `TRACING_SERVICE_INSTANCE_ID`), from the SDK's id source.
+fn random_instance_id() -> String {
+    use opentelemetry_sdk::trace::{IdGenerator, RandomIdGenerator};
+    let mut b = RandomIdGenerator::default().new_trace_id().to_bytes();
+    b[6] = (b[6] & 0x0f) | 0x40;
+    b[8] = (b[8] & 0x3f) | 0x80;
+    let h: String = b.iter().map(|x| format!("{x:02x}")).collect();
+    format!(
+        "{}-{}-{}-{}-{}",
+        &h[..8],
+        &h[8..12],
+        &h[12..16],
+        &h[16..20],
+        &h[20..]
+    )
+}
+
+/// Reads W3C trace context from gRPC metadata.
+struct Metadata<'a>(&'a tonic::metadata::MetadataMap);
+
+impl Extractor for Metadata<'_> {
+    fn get(&self, key: &str) -> Option<&str> {
+        self.0.get(key).and_then(|v| v.to_str().ok())
+    }
+
+    fn keys(&self) -> Vec<&str> {
+        self.0
+            .keys()
+            .filter_map(|k| match k {
+                tonic::metadata::KeyRef::Ascii(k) => Some(k.as_str()),
+                tonic::metadata::KeyRef::Binary(_) => None,
+            })
+            .collect()
+    }
+}
+
+/// Makes `span` a child of the trace the caller propagated in `metadata` (`traceparent`), if any.
+pub fn set_remote_parent(span: &tracing::Span, metadata: &tonic::metadata::MetadataMap) {
+    if metadata.get("traceparent").is_none() {
+        return;
+    }
+    let cx = global::get_text_map_propagator(|p| p.extract(&Metadata(metadata)));
+    let _ = span.set_parent(cx);
 }

@@ -62,6 +62,13 @@ fn an_invalid_setting_is_a_clear_error_not_a_panic() {
 
 /// Starts the binary on ephemeral loopback ports and reads the bound addresses from its log.
 fn spawn_server() -> (std::process::Child, String) {
+    let (child, line) = spawn_until_listening();
+    let http = line["http_addr"].as_str().unwrap().to_string();
+    (child, http)
+}
+
+/// Starts the binary (JSON logs at info) and returns it with its parsed "listening" log line.
+fn spawn_until_listening() -> (std::process::Child, serde_json::Value) {
     let mut child = bin()
         .env("RATELIMITD_CONFIG", "examples/config")
         .env("LOG_LEVEL", "info")
@@ -82,14 +89,28 @@ fn spawn_server() -> (std::process::Child, String) {
         let Some(Ok(line)) = lines.next() else { break };
         if line.contains("ratelimitd listening") {
             let v: serde_json::Value = serde_json::from_str(&line).unwrap();
-            let http = v["fields"]["http_addr"].as_str().unwrap().to_string();
             std::thread::spawn(move || for _ in lines {});
-            return (child, http);
+            return (child, v);
         }
     }
     let _ = child.kill();
     let _ = child.wait();
     panic!("server did not report its addresses");
+}
+
+#[test]
+fn json_logs_have_the_go_fields() {
+    let (mut child, v) = spawn_until_listening();
+    let _ = child.kill();
+    let _ = child.wait();
+    assert_eq!(v["@message"], "ratelimitd listening", "{v}");
+    assert_eq!(v["level"], "info", "{v}");
+    let ts = v["@timestamp"].as_str().unwrap();
+    // RFC 3339 in UTC with sub-second digits, e.g. 2026-01-02T03:04:05.000006Z.
+    assert_eq!(ts.len(), 27, "{ts}");
+    assert!(ts.ends_with('Z') && &ts[4..5] == "-" && &ts[10..11] == "T" && &ts[19..20] == ".");
+    assert!(ts[..4].parse::<u32>().unwrap() >= 2024);
+    assert!(v["grpc_addr"].as_str().unwrap().starts_with("127.0.0.1:"));
 }
 
 #[test]

@@ -8,6 +8,10 @@ pub mod convert;
 use std::sync::Arc;
 
 use tonic::{Request, Response, Status};
+use tracing::Instrument;
+
+use crate::clock::Stopwatch;
+use crate::metrics::Metrics;
 
 use crate::limiter::RequestError;
 use crate::proto::envoy::service::ratelimit::v3 as rls;
@@ -19,12 +23,13 @@ pub use rls::rate_limit_service_server::RateLimitServiceServer;
 #[derive(Debug, Clone)]
 pub struct RlsService {
     service: Arc<Service>,
+    metrics: Option<Arc<Metrics>>,
 }
 
 impl RlsService {
-    /// A gRPC front for `service`.
-    pub fn new(service: Arc<Service>) -> RlsService {
-        RlsService { service }
+    /// A gRPC front for `service`, counting requests and response times into `metrics`.
+    pub fn new(service: Arc<Service>, metrics: Option<Arc<Metrics>>) -> RlsService {
+        RlsService { service, metrics }
     }
 }
 
@@ -45,8 +50,16 @@ impl rls::rate_limit_service_server::RateLimitService for RlsService {
         &self,
         request: Request<rls::RateLimitRequest>,
     ) -> Result<Response<rls::RateLimitResponse>, Status> {
+        let watch = Stopwatch::start();
+        let span = tracing::info_span!("ShouldRateLimit", domain = tracing::field::Empty);
+        crate::telemetry::set_remote_parent(&span, request.metadata());
         let req = crate::limiter::Request::from(request.into_inner());
-        match self.service.should_rate_limit(&req).await {
+        span.record("domain", req.domain.as_str());
+        let result = self.service.should_rate_limit(&req).instrument(span).await;
+        if let Some(m) = &self.metrics {
+            m.grpc_request("ShouldRateLimit", watch.elapsed());
+        }
+        match result {
             Ok(resp) => Ok(Response::new(resp.into())),
             Err(e) => Err(status_of(&e)),
         }

@@ -10,20 +10,22 @@ use super::response::{Code, CurrentLimit, DescriptorStatus, Response};
 use crate::algorithm::Decision;
 
 /// Builds the response from the resolved limits and one decision per descriptor (`None` where
-/// nothing was counted).
+/// nothing was counted). The flag tells whether global shadow mode turned OVER_LIMIT into OK
+/// (the `global_shadow_mode` stat).
 pub fn respond(
     options: &LimiterOptions,
     req: &Request,
     resolved: &[Resolved<'_>],
     decisions: &[Option<Decision>],
-) -> Response {
+) -> (Response, bool) {
     let statuses: Vec<DescriptorStatus> = resolved
         .iter()
         .zip(decisions)
         .map(|(r, d)| status(r, d.as_ref()))
         .collect();
     let mut overall_code = overall(options, resolved, &statuses);
-    if overall_code == Code::OverLimit && options.shadow_mode {
+    let global_shadow = overall_code == Code::OverLimit && options.shadow_mode;
+    if global_shadow {
         overall_code = Code::Ok;
     }
     let response_headers = options
@@ -34,12 +36,13 @@ pub fn respond(
     let dynamic_metadata = options
         .dynamic_metadata
         .then(|| metadata(req, resolved, &statuses));
-    Response {
+    let response = Response {
         overall_code,
         statuses,
         response_headers,
         dynamic_metadata,
-    }
+    };
+    (response, global_shadow)
 }
 
 fn status(r: &Resolved<'_>, d: Option<&Decision>) -> DescriptorStatus {

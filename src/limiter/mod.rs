@@ -9,17 +9,22 @@ pub mod key;
 pub mod request;
 pub mod resolve;
 pub mod response;
+pub mod stats;
+pub mod stats_key;
 
 use std::sync::Arc;
 
+use tracing::Instrument;
+
 use crate::algorithm::{Algorithm, Decision, LimitSpec};
-use crate::clock::{Clock, Timestamp};
+use crate::clock::{Clock, Stopwatch, Timestamp};
 use crate::config::{Limit, RateLimitConfig};
 use crate::store::{Op, Store, StoreError};
 pub use key::{KeyBuilder, KeyFormat};
 pub use request::{Descriptor, Entry, Override, Request};
 pub use resolve::Resolved;
 pub use response::{Code, CurrentLimit, DescriptorStatus, Response};
+pub use stats::{ErrorKind, LimitIncrements, NoStats, StatsSink};
 
 /// Why a request was not answered with a decision. Messages are the Go service's where it has one.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -80,6 +85,8 @@ pub struct LimiterOptions {
     pub dynamic_metadata: bool,
     /// Cache key prefix and format.
     pub keys: KeyBuilder,
+    /// `NEAR_LIMIT_RATIO`: the share of a limit above which hits count as `near_limit`.
+    pub near_limit_ratio: f32,
 }
 
 /// Decides requests against a store. Shared by the gRPC and HTTP edges.
@@ -88,19 +95,31 @@ pub struct RateLimiter {
     store: Arc<dyn Store>,
     clock: Arc<dyn Clock>,
     options: LimiterOptions,
+    stats: Arc<dyn StatsSink>,
 }
 
 impl RateLimiter {
-    /// A limiter over `store`, reading time from `clock`.
+    /// A limiter over `store`, reading time from `clock`, counting nothing.
     pub fn new(
         store: Arc<dyn Store>,
         clock: Arc<dyn Clock>,
         options: LimiterOptions,
     ) -> RateLimiter {
+        RateLimiter::with_stats(store, clock, options, Arc::new(NoStats))
+    }
+
+    /// A limiter that reports its stats to `stats`.
+    pub fn with_stats(
+        store: Arc<dyn Store>,
+        clock: Arc<dyn Clock>,
+        options: LimiterOptions,
+        stats: Arc<dyn StatsSink>,
+    ) -> RateLimiter {
         RateLimiter {
             store,
             clock,
             options,
+            stats,
         }
     }
 
@@ -110,8 +129,22 @@ impl RateLimiter {
     }
 
     /// Answers `req` using `config` (the snapshot taken when the request arrived; `None` when no
-    /// configuration has loaded).
+    /// configuration has loaded). Every outcome, errors included, is counted in the stats sink.
     pub async fn should_rate_limit(
+        &self,
+        config: Option<&RateLimitConfig>,
+        req: &Request,
+    ) -> Result<Response, RequestError> {
+        let result = self.decide(config, req).await;
+        match &result {
+            Err(RequestError::Store(_)) => {} // counted with its total_hits in `decide`
+            Err(_) => self.stats.error(ErrorKind::Service),
+            Ok(_) => {}
+        }
+        result
+    }
+
+    async fn decide(
         &self,
         config: Option<&RateLimitConfig>,
         req: &Request,
@@ -123,10 +156,28 @@ impl RateLimiter {
             return Err(RequestError::NoDescriptors);
         }
         let config = config.ok_or(RequestError::NoConfig)?;
+        if config.domain(&req.domain).is_none() {
+            let domain = stats_key::sanitize(req.domain.as_str().into());
+            for _ in &req.descriptors {
+                self.stats.domain_not_found(&domain);
+            }
+        }
         let now = self.clock.now();
         let resolved = resolve::resolve(config, req)?;
-        let decisions = self.apply(req, &resolved, now).await?;
-        Ok(finish::respond(&self.options, req, &resolved, &decisions))
+        let decisions = match self.apply(req, &resolved, now).await {
+            Ok(d) => d,
+            Err(e) => {
+                stats::record_store_failure(self.stats.as_ref(), req, &resolved);
+                return Err(e);
+            }
+        };
+        let ratio = self.options.near_limit_ratio;
+        stats::record(self.stats.as_ref(), ratio, req, &resolved, &decisions);
+        let (response, global_shadow) = finish::respond(&self.options, req, &resolved, &decisions);
+        if global_shadow {
+            self.stats.global_shadow_mode();
+        }
+        Ok(response)
     }
 
     /// Sends one op per applicable limit to the store in one batch; returns a decision per descriptor.
@@ -138,7 +189,10 @@ impl RateLimiter {
     ) -> Result<Vec<Option<Decision>>, RequestError> {
         let mut ops = Vec::with_capacity(resolved.len());
         for (d, r) in req.descriptors.iter().zip(resolved) {
-            if let Resolved::Limited { limit, key_entries } = r {
+            if let Resolved::Limited {
+                limit, key_entries, ..
+            } = r
+            {
                 let spec = limit_spec(limit);
                 let key =
                     self.options
@@ -155,7 +209,11 @@ impl RateLimiter {
             // Nothing to count: the store is not contacted (it may even be down).
             Vec::new().into_iter()
         } else {
-            self.store.apply(&ops, now).await?.into_iter()
+            let watch = Stopwatch::start();
+            let span = tracing::info_span!("store.apply", ops = ops.len());
+            let result = self.store.apply(&ops, now).instrument(span).await;
+            self.stats.store_call(watch.elapsed(), result.is_ok());
+            result?.into_iter()
         };
         Ok(resolved
             .iter()

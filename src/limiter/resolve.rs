@@ -1,11 +1,13 @@
 //! Step 1 of a decision: find the limit of every descriptor (config match or override), then apply
 //! `replaces` and `unlimited` across the whole request (SPEC §B.3, §B.4, §C.2).
 
+use std::borrow::Cow;
 use std::collections::HashSet;
 use std::sync::Arc;
 
 use super::RequestError;
 use super::request::{Descriptor, Request};
+use super::stats_key;
 use crate::config::{Limit, MatchKind, RateLimitConfig};
 
 /// What applies to one descriptor after replaces and unlimited are settled.
@@ -21,6 +23,8 @@ pub enum Resolved<'a> {
         limit: Arc<Limit>,
         /// (key, value) per entry; the value is the wildcard pattern on share_threshold levels.
         key_entries: Vec<(&'a str, &'a str)>,
+        /// The (sanitised) stats key its counters are reported under ([`super::stats_key`]).
+        stats_key: Cow<'a, str>,
     },
 }
 
@@ -40,10 +44,9 @@ pub fn resolve<'a>(
                 let unit = o
                     .unit
                     .ok_or(RequestError::InvalidOverrideUnit { descriptor: i })?;
-                Some((
-                    Arc::new(override_limit(&req.domain, d, o.requests_per_unit, unit)),
-                    plain_entries(d),
-                ))
+                let limit = Arc::new(override_limit(&req.domain, d, o.requests_per_unit, unit));
+                let stats_key = stats_key::sanitize(Cow::Owned(limit.full_key.clone()));
+                Some((limit, plain_entries(d), stats_key))
             }
             None => domain.get_limit(&d.entries).map(|m| {
                 let entries = d
@@ -61,7 +64,8 @@ pub fn resolve<'a>(
                         (e.key.as_str(), value)
                     })
                     .collect();
-                (Arc::clone(m.limit), entries)
+                let stats_key = stats_key::for_match(&req.domain, m.limit, &d.entries, &m.path);
+                (Arc::clone(m.limit), entries, stats_key)
             }),
         });
     }
@@ -69,18 +73,22 @@ pub fn resolve<'a>(
     let replaced: HashSet<String> = found
         .iter()
         .flatten()
-        .flat_map(|(l, _)| l.replaces.iter().cloned())
+        .flat_map(|(l, _, _)| l.replaces.iter().cloned())
         .collect();
     Ok(found
         .into_iter()
         .map(|f| match f {
             None => Resolved::NoLimit,
             // Unlimited wins over replaced, as in the Go service (it marks unlimited first).
-            Some((limit, _)) if limit.unlimited || limit.unit.is_none() => Resolved::Unlimited,
-            Some((limit, _)) if !limit.name.is_empty() && replaced.contains(&limit.name) => {
+            Some((limit, _, _)) if limit.unlimited || limit.unit.is_none() => Resolved::Unlimited,
+            Some((limit, _, _)) if !limit.name.is_empty() && replaced.contains(&limit.name) => {
                 Resolved::NoLimit
             }
-            Some((limit, key_entries)) => Resolved::Limited { limit, key_entries },
+            Some((limit, key_entries, stats_key)) => Resolved::Limited {
+                limit,
+                key_entries,
+                stats_key,
+            },
         })
         .collect())
 }

@@ -2,6 +2,7 @@
 //! overridden by command-line flags. Invalid values are startup errors naming the variable.
 
 pub mod cli;
+pub mod observability;
 pub mod parse;
 pub mod redis;
 
@@ -11,6 +12,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 pub use cli::{Cli, Command};
+pub use observability::{Observability, StatsSinkKind, TracingProtocol, TracingSettings};
 pub use redis::{RedisConfig, RedisKind, RedisSettings};
 
 use crate::limiter::KeyFormat;
@@ -134,6 +136,8 @@ pub struct Settings {
     pub test_manual_clock: Option<u64>,
     /// `DRAIN_TIMEOUT`: how long in-flight requests may finish at shutdown.
     pub drain_timeout: Duration,
+    /// Stats sinks, stat-key bound and tracing ([`observability`]).
+    pub obs: Observability,
 }
 
 /// Looks up variables, remembering for error messages where each value came from.
@@ -281,6 +285,7 @@ impl Settings {
                 uint(0, u64::MAX / 1_000_000)(s).map(Some)
             })?,
             drain_timeout: v.parse("DRAIN_TIMEOUT", Duration::from_secs(10), parse::go_duration)?,
+            obs: observability::from_vars(v)?,
         })
     }
 }

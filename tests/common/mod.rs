@@ -42,6 +42,8 @@ pub fn settings(dir: &std::path::Path, env: &[(&str, &str)]) -> Settings {
         ("DEBUG_PORT".into(), "0".into()),
         ("RATELIMITD_CONFIG".into(), dir.display().to_string()),
         ("RATELIMITD_TEST_MANUAL_CLOCK".into(), T0.to_string()),
+        // As SPEC §G: no StatsD unless a test asks for it.
+        ("USE_STATSD".into(), "false".into()),
     ];
     vars.extend(env.iter().map(|(k, v)| (k.to_string(), v.to_string())));
     Settings::from_env(vars).expect("test settings are valid")

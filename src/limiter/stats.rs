@@ -1,0 +1,153 @@
+//! Per-limit and service stats of one decision (SPEC §C.4, §F), counted in one place after the
+//! store answered, into an injected [`StatsSink`]. The limiter knows the stat *rules* (which
+//! counter moves by how much); the sink knows storage and exposition (Prometheus, StatsD).
+
+use std::time::Duration;
+
+use super::request::Request;
+use super::resolve::Resolved;
+use crate::algorithm::Decision;
+
+/// How much each per-limit counter moves for one descriptor (SPEC §C.4).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct LimitIncrements {
+    /// `total_hits`.
+    pub total_hits: u64,
+    /// `over_limit`.
+    pub over_limit: u64,
+    /// `near_limit`.
+    pub near_limit: u64,
+    /// `over_limit_with_local_cache`: hits answered by the local over-limit cache.
+    pub over_limit_with_local_cache: u64,
+    /// `within_limit`.
+    pub within_limit: u64,
+    /// `shadow_mode`.
+    pub shadow_mode: u64,
+}
+
+/// Why a `ShouldRateLimit` call failed, as the Go error counters name it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ErrorKind {
+    /// `call.should_rate_limit.redis_error`: the store failed.
+    Redis,
+    /// `call.should_rate_limit.service_error`: bad request or no configuration.
+    Service,
+}
+
+/// Where the limiter reports stats. Implementations must be cheap and must never block or fail:
+/// they run on the request path.
+pub trait StatsSink: Send + Sync + std::fmt::Debug + 'static {
+    /// Adds `inc` to the counters of stats key `key` (already sanitised).
+    fn limit(&self, key: &str, inc: &LimitIncrements);
+    /// One descriptor named the unknown `domain` (already sanitised).
+    fn domain_not_found(&self, domain: &str);
+    /// Global shadow mode turned an OVER_LIMIT answer into OK.
+    fn global_shadow_mode(&self);
+    /// A call failed.
+    fn error(&self, kind: ErrorKind);
+    /// One batch went to the store and took `elapsed`.
+    fn store_call(&self, elapsed: Duration, ok: bool);
+}
+
+/// A sink that drops everything (`DISABLE_STATS`, unit tests).
+#[derive(Debug, Default, Clone, Copy)]
+pub struct NoStats;
+
+impl StatsSink for NoStats {
+    fn limit(&self, _: &str, _: &LimitIncrements) {}
+    fn domain_not_found(&self, _: &str) {}
+    fn global_shadow_mode(&self) {}
+    fn error(&self, _: ErrorKind) {}
+    fn store_call(&self, _: Duration, _: bool) {}
+}
+
+/// `floor(float32(limit) * ratio)`: the product is taken in float32, as the Go service does, so
+/// thresholds agree with it to the unit (e.g. limit 10, ratio 0.7 gives 7, not 6).
+pub fn near_threshold(limit: u64, ratio: f32) -> u64 {
+    let product = (limit as f32) * ratio;
+    f64::from(product).floor() as u64
+}
+
+/// The counter increments of one decided descriptor (SPEC §C.4).
+pub fn increments(
+    d: &Decision,
+    limit: u64,
+    hits: u64,
+    shadow: bool,
+    ratio: f32,
+) -> LimitIncrements {
+    let near = near_threshold(limit, ratio);
+    let mut inc = LimitIncrements {
+        total_hits: hits,
+        ..LimitIncrements::default()
+    };
+    if d.from_local_cache {
+        inc.over_limit_with_local_cache = hits;
+    }
+    if d.over_limit {
+        if d.before >= limit {
+            inc.over_limit = hits;
+        } else {
+            inc.over_limit = d.after.saturating_sub(limit);
+            inc.near_limit = limit.saturating_sub(near.max(d.before));
+        }
+        if shadow {
+            inc.shadow_mode = if d.before >= limit {
+                hits
+            } else {
+                d.after.saturating_sub(limit)
+            };
+        }
+    } else {
+        if d.after > near {
+            inc.near_limit = if d.before >= near {
+                hits
+            } else {
+                d.after - near
+            };
+        }
+        inc.within_limit = hits;
+    }
+    inc
+}
+
+/// Reports the stats of a decided request. Unlimited and replaced descriptors count nothing.
+pub fn record(
+    sink: &dyn StatsSink,
+    ratio: f32,
+    req: &Request,
+    resolved: &[Resolved<'_>],
+    decisions: &[Option<Decision>],
+) {
+    for ((r, d), desc) in resolved.iter().zip(decisions).zip(&req.descriptors) {
+        if let (
+            Resolved::Limited {
+                limit, stats_key, ..
+            },
+            Some(d),
+        ) = (r, d)
+        {
+            let limit_n = u64::from(limit.requests_per_unit);
+            let inc = increments(d, limit_n, req.hits_for(desc), limit.shadow_mode, ratio);
+            sink.limit(stats_key, &inc);
+        }
+    }
+}
+
+/// Reports what is known when the store failed: `total_hits` is counted before the store call in
+/// the Go service, so it moves even when the call fails.
+pub fn record_store_failure(sink: &dyn StatsSink, req: &Request, resolved: &[Resolved<'_>]) {
+    for (r, desc) in resolved.iter().zip(&req.descriptors) {
+        if let Resolved::Limited { stats_key, .. } = r {
+            let inc = LimitIncrements {
+                total_hits: req.hits_for(desc),
+                ..LimitIncrements::default()
+            };
+            sink.limit(stats_key, &inc);
+        }
+    }
+    sink.error(ErrorKind::Redis);
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,228 @@
+//! Metrics: the counters behind every stat of SPEC §F, kept format-free, and the two sinks that
+//! expose them ([`prom`]: Prometheus with the Go default mapper's names; [`statsd`]: the Go wire
+//! format). The limiter reports into [`Metrics`] through [`StatsSink`]; the gRPC edge reports
+//! requests and response times; config loads are read from the [`ConfigHandle`] at export time.
+//!
+//! Memory is bounded: per-limit keys and unknown domains each live in a [`table::KeyTable`] of at
+//! most `STATS_MAX_KEYS` entries (excess folded into `ratelimitd_overflow` and counted).
+
+pub mod prom;
+pub mod sinks;
+pub mod statsd;
+pub mod table;
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use parking_lot::Mutex;
+use prometheus::{Histogram, HistogramOpts, HistogramVec, IntCounterVec, Opts};
+
+use crate::limiter::{ErrorKind, LimitIncrements, StatsSink};
+use crate::reload::ConfigHandle;
+use table::KeyTable;
+
+/// Names of the per-limit counters, in [`table::Counters`] index order (Go stat names).
+pub const LIMIT_STATS: [&str; 6] = [
+    "total_hits",
+    "over_limit",
+    "near_limit",
+    "over_limit_with_local_cache",
+    "within_limit",
+    "shadow_mode",
+];
+
+/// Most timer observations kept between two StatsD flushes; more are dropped (and counted).
+const MAX_PENDING_TIMINGS: usize = 10_000;
+
+/// Reads the number of live keys of the memory store, for the `memory_store_keys` gauge.
+pub type KeyCount = Arc<dyn Fn() -> usize + Send + Sync>;
+
+/// Every counter of the service. Share it as `Arc<Metrics>`.
+pub struct Metrics {
+    pub(crate) limits: KeyTable<6>,
+    pub(crate) unknown_domains: KeyTable<1>,
+    pub(crate) global_shadow: AtomicU64,
+    pub(crate) redis_errors: AtomicU64,
+    pub(crate) service_errors: AtomicU64,
+    pub(crate) store_errors: AtomicU64,
+    pub(crate) timings_dropped: AtomicU64,
+    pub(crate) total_requests: IntCounterVec,
+    pub(crate) response_time: HistogramVec,
+    pub(crate) store_latency: Histogram,
+    pub(crate) config: Arc<ConfigHandle>,
+    pub(crate) memory_keys: Option<KeyCount>,
+    /// Response times (ms) waiting for the next StatsD flush; `None` when StatsD is off.
+    timings: Option<Mutex<Vec<(&'static str, f64)>>>,
+}
+
+impl std::fmt::Debug for Metrics {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Metrics").finish_non_exhaustive()
+    }
+}
+
+impl Metrics {
+    /// Counters bounded to `max_keys` keys per table, reading config loads from `config` and the
+    /// memory store size from `memory_keys`. `statsd_timers` keeps timer observations for StatsD.
+    pub fn new(
+        max_keys: usize,
+        config: Arc<ConfigHandle>,
+        memory_keys: Option<KeyCount>,
+        statsd_timers: bool,
+    ) -> Metrics {
+        // The label names and buckets are static and valid, so these constructors cannot fail.
+        let total_requests = IntCounterVec::new(
+            Opts::new(
+                "ratelimit_service_total_requests",
+                "gRPC requests by method",
+            ),
+            &["grpc_method"],
+        )
+        .unwrap_or_else(|e| unreachable!("static metric: {e}"));
+        let response_time = HistogramVec::new(
+            HistogramOpts::new(
+                "ratelimit_service_response_time_seconds",
+                "gRPC response time by method",
+            ),
+            &["grpc_method"],
+        )
+        .unwrap_or_else(|e| unreachable!("static metric: {e}"));
+        let buckets = prometheus::exponential_buckets(0.000_05, 2.0, 16)
+            .unwrap_or_else(|e| unreachable!("static buckets: {e}"));
+        let store_latency = Histogram::with_opts(
+            HistogramOpts::new(
+                "ratelimitd_store_latency_seconds",
+                "Time of one batched store call",
+            )
+            .buckets(buckets),
+        )
+        .unwrap_or_else(|e| unreachable!("static metric: {e}"));
+        Metrics {
+            limits: KeyTable::new(max_keys),
+            unknown_domains: KeyTable::new(max_keys),
+            global_shadow: AtomicU64::new(0),
+            redis_errors: AtomicU64::new(0),
+            service_errors: AtomicU64::new(0),
+            store_errors: AtomicU64::new(0),
+            timings_dropped: AtomicU64::new(0),
+            total_requests,
+            response_time,
+            store_latency,
+            config,
+            memory_keys,
+            timings: statsd_timers.then(|| Mutex::new(Vec::new())),
+        }
+    }
+
+    /// One gRPC call of `method` (e.g. `ShouldRateLimit`) that took `elapsed`.
+    pub fn grpc_request(&self, method: &'static str, elapsed: Duration) {
+        self.total_requests.with_label_values(&[method]).inc();
+        let secs = elapsed.as_secs_f64();
+        self.response_time
+            .with_label_values(&[method])
+            .observe(secs);
+        if let Some(t) = &self.timings {
+            let mut t = t.lock();
+            if t.len() < MAX_PENDING_TIMINGS {
+                t.push((method, secs * 1000.0));
+            } else {
+                self.timings_dropped.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+    }
+
+    /// Takes the timer observations recorded since the last call (method, milliseconds).
+    pub fn take_timings(&self) -> Vec<(&'static str, f64)> {
+        self.timings
+            .as_ref()
+            .map(|t| std::mem::take(&mut *t.lock()))
+            .unwrap_or_default()
+    }
+
+    /// Every counter under its StatsD name, with its cumulative value.
+    pub fn statsd_counters(&self) -> Vec<(String, u64)> {
+        let load = |a: &AtomicU64| a.load(Ordering::Relaxed);
+        let mut out = Vec::new();
+        for (key, values) in self.limits.snapshot() {
+            for (stat, v) in LIMIT_STATS.iter().zip(values) {
+                out.push((format!("ratelimit.service.rate_limit.{key}.{stat}"), v));
+            }
+        }
+        for (domain, [v]) in self.unknown_domains.snapshot() {
+            out.push((
+                format!("ratelimit.service.rate_limit.{domain}.domain_not_found"),
+                v,
+            ));
+        }
+        let service = [
+            ("config_load_success", self.config.load_successes()),
+            ("config_load_error", self.config.load_failures()),
+            ("global_shadow_mode", load(&self.global_shadow)),
+            (
+                "call.should_rate_limit.redis_error",
+                load(&self.redis_errors),
+            ),
+            (
+                "call.should_rate_limit.service_error",
+                load(&self.service_errors),
+            ),
+        ];
+        for (name, v) in service {
+            out.push((format!("ratelimit.service.{name}"), v));
+        }
+        // Every method seen so far, read back from the Prometheus counter vec.
+        for family in prometheus::core::Collector::collect(&self.total_requests) {
+            for m in family.get_metric() {
+                let method = m.get_label().first().map_or("", |l| l.value());
+                let v = m.get_counter().get_value() as u64;
+                out.push((format!("ratelimit_server.{method}.total_requests"), v));
+            }
+        }
+        out.push((
+            "ratelimitd.stats_keys_folded".into(),
+            self.limits.folded() + self.unknown_domains.folded(),
+        ));
+        out
+    }
+}
+
+impl StatsSink for Metrics {
+    fn limit(&self, key: &str, inc: &LimitIncrements) {
+        let c = self.limits.get(key);
+        let values = [
+            inc.total_hits,
+            inc.over_limit,
+            inc.near_limit,
+            inc.over_limit_with_local_cache,
+            inc.within_limit,
+            inc.shadow_mode,
+        ];
+        for (i, v) in values.into_iter().enumerate() {
+            c.add(i, v);
+        }
+    }
+
+    fn domain_not_found(&self, domain: &str) {
+        self.unknown_domains.get(domain).add(0, 1);
+    }
+
+    fn global_shadow_mode(&self) {
+        self.global_shadow.fetch_add(1, Ordering::Relaxed);
+    }
+
+    fn error(&self, kind: ErrorKind) {
+        let counter = match kind {
+            ErrorKind::Redis => &self.redis_errors,
+            ErrorKind::Service => &self.service_errors,
+        };
+        counter.fetch_add(1, Ordering::Relaxed);
+    }
+
+    fn store_call(&self, elapsed: Duration, ok: bool) {
+        self.store_latency.observe(elapsed.as_secs_f64());
+        if !ok {
+            self.store_errors.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+}

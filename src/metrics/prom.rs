@@ -1,0 +1,256 @@
+//! Prometheus exposition with the names and labels of the Go service's default statsd_exporter
+//! mapping (SPEC §F): `ratelimit_service_rate_limit_<stat>{domain,key1,key2}`,
+//! `ratelimit_service_should_rate_limit_error{err_type}`, `ratelimit_service_total_requests`,
+//! `ratelimit_service_response_time_seconds`, `ratelimit_service_config_load_{success,error}`;
+//! plus ratelimitd's own store latency, memory-store key count and folded-key count.
+//!
+//! Per-limit counters are read from [`Metrics`] at scrape time by a [`Collector`], so the request
+//! path only bumps atomics and the scrape cost is bounded by `STATS_MAX_KEYS`.
+
+use std::future::Future;
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+
+use axum::Router;
+use axum::http::header;
+use axum::response::IntoResponse;
+use axum::routing::get;
+use prometheus::core::{Collector, Desc};
+use prometheus::proto::MetricFamily;
+use prometheus::{Encoder, IntCounterVec, IntGauge, Opts, Registry, TextEncoder};
+
+use super::Metrics;
+
+/// Per-limit stats the Go default mapper exposes (`over_limit_with_local_cache` is unmapped there).
+const MAPPED: [(usize, &str); 5] = [
+    (2, "near_limit"),
+    (1, "over_limit"),
+    (0, "total_hits"),
+    (4, "within_limit"),
+    (5, "shadow_mode"),
+];
+
+type Family = (&'static str, &'static str, &'static [&'static str]);
+
+/// Counter families built at scrape time: (name, help, labels).
+const FAMILIES: &[Family] = &[
+    (
+        "ratelimit_service_rate_limit_near_limit",
+        "Hits above NEAR_LIMIT_RATIO of a limit",
+        &["domain", "key1", "key2"],
+    ),
+    (
+        "ratelimit_service_rate_limit_over_limit",
+        "Hits over a limit",
+        &["domain", "key1", "key2"],
+    ),
+    (
+        "ratelimit_service_rate_limit_total_hits",
+        "Hits on a limit",
+        &["domain", "key1", "key2"],
+    ),
+    (
+        "ratelimit_service_rate_limit_within_limit",
+        "Hits within a limit",
+        &["domain", "key1", "key2"],
+    ),
+    (
+        "ratelimit_service_rate_limit_shadow_mode",
+        "Over-limit hits let through by a shadow rule",
+        &["domain", "key1", "key2"],
+    ),
+    (
+        "ratelimit_service_rate_limit_domain_not_found",
+        "Descriptors naming an unknown domain",
+        &["domain"],
+    ),
+    (
+        "ratelimit_service_should_rate_limit_error",
+        "Failed ShouldRateLimit calls",
+        &["err_type"],
+    ),
+    (
+        "ratelimit_service_config_load_success",
+        "Successful configuration loads",
+        &[],
+    ),
+    (
+        "ratelimit_service_config_load_error",
+        "Failed configuration loads",
+        &[],
+    ),
+    (
+        "ratelimit_service_global_shadow_mode",
+        "Answers turned OK by SHADOW_MODE",
+        &[],
+    ),
+    ("ratelimitd_store_errors_total", "Failed store calls", &[]),
+    (
+        "ratelimitd_stats_keys_folded_total",
+        "Stat updates folded into the overflow key (STATS_MAX_KEYS)",
+        &[],
+    ),
+];
+
+/// Reads [`Metrics`] into metric families on every scrape.
+struct MetricsCollector {
+    metrics: Arc<Metrics>,
+    descs: Vec<Desc>,
+}
+
+impl MetricsCollector {
+    fn new(metrics: Arc<Metrics>) -> MetricsCollector {
+        let mut descs: Vec<Desc> = FAMILIES
+            .iter()
+            .filter_map(|(name, help, labels)| {
+                let labels = labels.iter().map(|l| l.to_string()).collect();
+                Desc::new(
+                    name.to_string(),
+                    help.to_string(),
+                    labels,
+                    Default::default(),
+                )
+                .ok()
+            })
+            .collect();
+        descs.extend(
+            Desc::new(
+                "ratelimitd_memory_store_keys".into(),
+                "Live keys in the memory store".into(),
+                Vec::new(),
+                Default::default(),
+            )
+            .ok(),
+        );
+        MetricsCollector { metrics, descs }
+    }
+}
+
+/// A fresh counter vec for family `i` of [`FAMILIES`].
+fn vec_of(i: usize) -> Option<IntCounterVec> {
+    let (name, help, labels) = FAMILIES[i];
+    IntCounterVec::new(Opts::new(name, help), labels).ok()
+}
+
+/// `domain`, `key1`, `key2` of a stats key: its first three dot-separated levels; deeper levels
+/// are dropped (and their counts summed into the shared series), as the Go mapper does.
+fn labels(key: &str) -> [&str; 3] {
+    let mut it = key.splitn(4, '.');
+    [
+        it.next().unwrap_or(""),
+        it.next().unwrap_or(""),
+        it.next().unwrap_or(""),
+    ]
+}
+
+impl Collector for MetricsCollector {
+    fn desc(&self) -> Vec<&Desc> {
+        self.descs.iter().collect()
+    }
+
+    fn collect(&self) -> Vec<MetricFamily> {
+        let m = &self.metrics;
+        let vecs: Vec<Option<IntCounterVec>> = (0..FAMILIES.len()).map(vec_of).collect();
+        let inc = |i: usize, labels: &[&str], v: u64| {
+            if let Some(vec) = &vecs[i] {
+                vec.with_label_values(labels).inc_by(v);
+            }
+        };
+        for (key, values) in m.limits.snapshot() {
+            let l = labels(&key);
+            // A counter that never moved has no series, as with statsd_exporter.
+            for (family, (stat, _)) in MAPPED.iter().enumerate() {
+                if values[*stat] > 0 {
+                    inc(family, &l, values[*stat]);
+                }
+            }
+        }
+        for (domain, [v]) in m.unknown_domains.snapshot() {
+            inc(5, &[&domain], v);
+        }
+        inc(6, &["redis_error"], m.redis_errors.load(Ordering::Relaxed));
+        inc(
+            6,
+            &["service_error"],
+            m.service_errors.load(Ordering::Relaxed),
+        );
+        inc(7, &[], m.config.load_successes());
+        inc(8, &[], m.config.load_failures());
+        inc(9, &[], m.global_shadow.load(Ordering::Relaxed));
+        inc(10, &[], m.store_errors.load(Ordering::Relaxed));
+        inc(11, &[], m.limits.folded() + m.unknown_domains.folded());
+        let mut out: Vec<MetricFamily> = vecs.iter().flatten().flat_map(|v| v.collect()).collect();
+        if let Some(count) = &m.memory_keys {
+            let opts = Opts::new(
+                "ratelimitd_memory_store_keys",
+                "Live keys in the memory store",
+            );
+            if let Ok(g) = IntGauge::with_opts(opts) {
+                g.set(i64::try_from(count()).unwrap_or(i64::MAX));
+                out.extend(g.collect());
+            }
+        }
+        out
+    }
+}
+
+/// A registry exposing every metric of `metrics`.
+pub fn registry(metrics: Arc<Metrics>) -> Result<Registry, prometheus::Error> {
+    let r = Registry::new();
+    r.register(Box::new(metrics.total_requests.clone()))?;
+    r.register(Box::new(metrics.response_time.clone()))?;
+    r.register(Box::new(metrics.store_latency.clone()))?;
+    r.register(Box::new(MetricsCollector::new(metrics)))?;
+    Ok(r)
+}
+
+/// The text exposition of `registry`.
+pub fn render(registry: &Registry) -> String {
+    let mut buf = Vec::new();
+    if let Err(e) = TextEncoder::new().encode(&registry.gather(), &mut buf) {
+        tracing::warn!(error = %e, "cannot encode metrics");
+    }
+    String::from_utf8_lossy(&buf).into_owned()
+}
+
+/// Serves `registry` on `path` of `listener` until `stop` resolves.
+pub async fn serve(
+    listener: tokio::net::TcpListener,
+    path: String,
+    registry: Registry,
+    stop: impl Future<Output = ()> + Send + 'static,
+) {
+    let registry = Arc::new(registry);
+    let handler = move || {
+        let registry = registry.clone();
+        async move {
+            let body = render(&registry);
+            (
+                [(
+                    header::CONTENT_TYPE,
+                    TextEncoder::new().format_type().to_string(),
+                )],
+                body,
+            )
+                .into_response()
+        }
+    };
+    let router = Router::new().route(&path, get(handler));
+    if let Err(e) = axum::serve(listener, router)
+        .with_graceful_shutdown(stop)
+        .await
+    {
+        tracing::error!(error = %e, "metrics server failed");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn labels_take_three_levels() {
+        assert_eq!(labels("d.k1_v1.k2.k3"), ["d", "k1_v1", "k2"]);
+        assert_eq!(labels("d.k1"), ["d", "k1", ""]);
+    }
+}

@@ -1,0 +1,188 @@
+//! The StatsD sink, in the Go service's wire format (gostats): every `STATS_FLUSH_INTERVAL` each
+//! counter's delta goes out as `name:delta|c` (zero deltas skipped), response times as
+//! `name:ms|ms`, with `EXTRA_TAGS` appended to every name as `.__k=v` sorted by key.
+//!
+//! The sink is fire-and-forget: it runs in its own task, never on the request path, and an
+//! unreachable or failing StatsD server only costs a log line (at warn once, then debug) and the
+//! lost deltas. That is what lets `USE_STATSD` keep the Go default of true.
+
+use std::collections::HashMap;
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::io::AsyncWriteExt;
+use tokio::net::{TcpStream, UdpSocket};
+
+use super::Metrics;
+
+/// `STATSD_PROTOCOL`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Protocol {
+    /// One TCP connection, re-dialled after a failure (the Go default).
+    Tcp,
+    /// Datagrams of whole lines.
+    Udp,
+}
+
+/// Where and how to send.
+#[derive(Debug, Clone)]
+pub struct StatsdOptions {
+    /// `STATSD_HOST:STATSD_PORT`.
+    pub addr: String,
+    /// `STATSD_PROTOCOL`.
+    pub protocol: Protocol,
+    /// `EXTRA_TAGS`, sorted by key.
+    pub tags: Vec<(String, String)>,
+    /// `STATS_FLUSH_INTERVAL`.
+    pub interval: Duration,
+}
+
+/// The `.__k=v` suffix for `tags` (already sorted).
+pub fn tag_suffix(tags: &[(String, String)]) -> String {
+    tags.iter().map(|(k, v)| format!(".__{k}={v}")).collect()
+}
+
+/// The counter lines for the deltas since `last` (updated in place); zero deltas are skipped.
+pub fn counter_lines(
+    counters: Vec<(String, u64)>,
+    last: &mut HashMap<String, u64>,
+    suffix: &str,
+) -> Vec<String> {
+    let mut lines = Vec::new();
+    for (name, value) in counters {
+        let prev = last.insert(name.clone(), value).unwrap_or(0);
+        let delta = value.saturating_sub(prev);
+        if delta > 0 {
+            lines.push(format!("{name}{suffix}:{delta}|c"));
+        }
+    }
+    lines
+}
+
+/// Sends the lines of one flush; keeps the TCP connection between flushes.
+struct Sender {
+    opts: StatsdOptions,
+    tcp: Option<TcpStream>,
+    udp: Option<UdpSocket>,
+    warned: bool,
+}
+
+impl Sender {
+    async fn send(&mut self, lines: &[String]) {
+        if lines.is_empty() {
+            return;
+        }
+        let result = match self.opts.protocol {
+            Protocol::Tcp => self.send_tcp(lines).await,
+            Protocol::Udp => self.send_udp(lines).await,
+        };
+        if let Err(e) = result {
+            self.tcp = None;
+            if self.warned {
+                tracing::debug!(addr = %self.opts.addr, error = %e, "statsd send failed");
+            } else {
+                self.warned = true;
+                tracing::warn!(addr = %self.opts.addr, error = %e, "statsd send failed; stats are dropped until it is reachable");
+            }
+        }
+    }
+
+    async fn send_tcp(&mut self, lines: &[String]) -> std::io::Result<()> {
+        if self.tcp.is_none() {
+            let connect = TcpStream::connect(&self.opts.addr);
+            let stream = tokio::time::timeout(Duration::from_secs(1), connect)
+                .await
+                .map_err(|_| {
+                    std::io::Error::new(std::io::ErrorKind::TimedOut, "connect timed out")
+                })??;
+            self.tcp = Some(stream);
+        }
+        let mut buf = lines.join("\n");
+        buf.push('\n');
+        match &mut self.tcp {
+            Some(s) => tokio::time::timeout(Duration::from_secs(1), s.write_all(buf.as_bytes()))
+                .await
+                .map_err(|_| {
+                    std::io::Error::new(std::io::ErrorKind::TimedOut, "write timed out")
+                })?,
+            None => Ok(()),
+        }
+    }
+
+    async fn send_udp(&mut self, lines: &[String]) -> std::io::Result<()> {
+        if self.udp.is_none() {
+            let s = UdpSocket::bind(("0.0.0.0", 0)).await?;
+            s.connect(&self.opts.addr).await?;
+            self.udp = Some(s);
+        }
+        let Some(s) = &self.udp else { return Ok(()) };
+        // Packets of whole lines under a typical MTU, as statsd clients do.
+        let mut packet = String::new();
+        for line in lines {
+            if !packet.is_empty() && packet.len() + line.len() + 1 > 1400 {
+                s.send(packet.as_bytes()).await?;
+                packet.clear();
+            }
+            if !packet.is_empty() {
+                packet.push('\n');
+            }
+            packet.push_str(line);
+        }
+        if !packet.is_empty() {
+            s.send(packet.as_bytes()).await?;
+        }
+        Ok(())
+    }
+}
+
+/// Flushes `metrics` every interval until `stop` resolves, then flushes once more.
+pub async fn run(metrics: Arc<Metrics>, opts: StatsdOptions, stop: impl Future<Output = ()>) {
+    let suffix = tag_suffix(&opts.tags);
+    let mut last = HashMap::new();
+    let mut tick = tokio::time::interval(opts.interval.max(Duration::from_millis(10)));
+    tick.tick().await; // the first tick is immediate: nothing to send yet
+    let mut sender = Sender {
+        opts,
+        tcp: None,
+        udp: None,
+        warned: false,
+    };
+    tokio::pin!(stop);
+    loop {
+        let stopping = tokio::select! {
+            _ = &mut stop => true,
+            _ = tick.tick() => false,
+        };
+        let mut lines = counter_lines(metrics.statsd_counters(), &mut last, &suffix);
+        for (method, ms) in metrics.take_timings() {
+            lines.push(format!(
+                "ratelimit_server.{method}.response_time{suffix}:{ms}|ms"
+            ));
+        }
+        sender.send(&lines).await;
+        if stopping {
+            return;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn deltas_with_sorted_tags_and_zero_skipped() {
+        let suffix = tag_suffix(&[("a".into(), "b".into()), ("foo".into(), "bar".into())]);
+        let mut last = HashMap::new();
+        let first = counter_lines(
+            vec![("x.total_hits".into(), 3), ("x.over_limit".into(), 0)],
+            &mut last,
+            &suffix,
+        );
+        assert_eq!(first, vec!["x.total_hits.__a=b.__foo=bar:3|c"]);
+        let second = counter_lines(vec![("x.total_hits".into(), 5)], &mut last, "");
+        assert_eq!(second, vec!["x.total_hits:2|c"]);
+        assert!(counter_lines(vec![("x.total_hits".into(), 5)], &mut last, "").is_empty());
+    }
+}

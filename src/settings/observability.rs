@@ -1,0 +1,212 @@
+//! Observability settings: stats sinks (`USE_STATSD`, `USE_PROMETHEUS`, `DISABLE_STATS`, ...),
+//! the stat-key bound, and tracing (`TRACING_*`, `OTEL_EXPORTER_OTLP_*`). Go names and defaults.
+
+use std::time::Duration;
+
+use super::{SettingsError, Vars, parse};
+pub use crate::metrics::statsd::Protocol as StatsdProtocol;
+
+/// Which stats sink runs (SPEC §D precedence: DISABLE_STATS > USE_STATSD > USE_PROMETHEUS).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum StatsSinkKind {
+    /// `DISABLE_STATS=true`: nothing is counted.
+    Disabled,
+    /// StatsD (the Go default).
+    Statsd,
+    /// Prometheus on its own listener.
+    Prometheus,
+}
+
+/// `TRACING_EXPORTER_PROTOCOL`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TracingProtocol {
+    /// OTLP/HTTP with protobuf bodies.
+    Http,
+    /// OTLP/gRPC.
+    Grpc,
+}
+
+/// Tracing settings. Field docs name the variables (grouped ones share a doc).
+#[derive(Debug, Clone)]
+#[allow(missing_docs)]
+pub struct TracingSettings {
+    /// `TRACING_ENABLED`.
+    pub enabled: bool,
+    /// `TRACING_EXPORTER_PROTOCOL`.
+    pub protocol: TracingProtocol,
+    /// `TRACING_SERVICE_NAME`, `TRACING_SERVICE_NAMESPACE`, `TRACING_SERVICE_INSTANCE_ID`
+    /// (empty: a random id at startup).
+    pub service_name: String,
+    pub service_namespace: String,
+    pub service_instance_id: String,
+    /// `TRACING_SAMPLING_RATE`: ParentBased(TraceIdRatio).
+    pub sampling_rate: f64,
+    /// `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT` (full URL) or `OTEL_EXPORTER_OTLP_ENDPOINT` (base URL;
+    /// `/v1/traces` is appended for HTTP). Other `OTEL_EXPORTER_OTLP_*` variables are read by the
+    /// exporter itself.
+    pub traces_endpoint: Option<String>,
+    pub endpoint: Option<String>,
+}
+
+/// Stats and tracing settings.
+#[derive(Debug, Clone)]
+#[allow(missing_docs)]
+pub struct Observability {
+    /// The sink chosen by the precedence rules.
+    pub sink: StatsSinkKind,
+    /// `STATSD_HOST`, `STATSD_PORT`, `STATSD_PROTOCOL`.
+    pub statsd_host: String,
+    pub statsd_port: u16,
+    pub statsd_protocol: StatsdProtocol,
+    /// `PROMETHEUS_ADDR` (`:9090` means every interface), `PROMETHEUS_PATH`.
+    pub prometheus_addr: String,
+    pub prometheus_path: String,
+    /// `EXTRA_TAGS` (`k:v,...`), sorted by key.
+    pub extra_tags: Vec<(String, String)>,
+    /// `STATS_FLUSH_INTERVAL`.
+    pub stats_flush_interval: Duration,
+    /// `STATS_MAX_KEYS`: distinct stat keys kept per table before folding into the overflow key.
+    pub stats_max_keys: usize,
+    pub tracing: TracingSettings,
+}
+
+fn tags(s: &str) -> Result<Vec<(String, String)>, String> {
+    let mut out = Vec::new();
+    for pair in s.split(',').filter(|p| !p.is_empty()) {
+        let (k, v) = pair
+            .split_once(':')
+            .ok_or_else(|| format!("expected k:v pairs separated by commas, got {pair:?}"))?;
+        out.push((k.trim().to_string(), v.trim().to_string()));
+    }
+    out.sort();
+    Ok(out)
+}
+
+/// Reads the observability settings.
+pub(super) fn from_vars(v: &Vars) -> Result<Observability, SettingsError> {
+    let use_prometheus = v.bool("USE_PROMETHEUS", false)?;
+    let statsd_explicit = v.parse("USE_STATSD", None, |s| parse::go_bool(s).map(Some))?;
+    let conflict = |name: &str, value: &str, reason: &str| SettingsError {
+        name: name.into(),
+        value: value.into(),
+        reason: reason.into(),
+    };
+    if v.bool("USE_DOG_STATSD", false)? {
+        return Err(conflict(
+            "USE_DOG_STATSD",
+            "true",
+            "dogstatsd is not supported; use USE_STATSD or USE_PROMETHEUS",
+        ));
+    }
+    let sink = if v.bool("DISABLE_STATS", false)? {
+        StatsSinkKind::Disabled
+    } else if use_prometheus {
+        // Go refuses both sinks at once; an *unset* USE_STATSD (default true) is not a conflict
+        // here, so USE_PROMETHEUS=true alone works (a documented divergence).
+        if statsd_explicit == Some(true) {
+            return Err(conflict(
+                "USE_STATSD",
+                "true",
+                "USE_STATSD and USE_PROMETHEUS cannot both be true",
+            ));
+        }
+        StatsSinkKind::Prometheus
+    } else if statsd_explicit.unwrap_or(true) {
+        StatsSinkKind::Statsd
+    } else {
+        StatsSinkKind::Disabled
+    };
+    let uint = |min, max| move |s: &str| parse::uint_in(s, min, max);
+    let protocol = |s: &str| match s.to_ascii_lowercase().as_str() {
+        "tcp" => Ok(StatsdProtocol::Tcp),
+        "udp" => Ok(StatsdProtocol::Udp),
+        _ => Err("expected tcp or udp".to_string()),
+    };
+    let tracing_protocol = |s: &str| match s {
+        "http" => Ok(TracingProtocol::Http),
+        "grpc" => Ok(TracingProtocol::Grpc),
+        _ => Err("expected http or grpc".to_string()),
+    };
+    let rate = |s: &str| {
+        s.parse::<f64>()
+            .ok()
+            .filter(|r| (0.0..=1.0).contains(r))
+            .ok_or_else(|| "expected a number from 0 to 1".to_string())
+    };
+    let nonempty = |name| {
+        v.get(name)
+            .map(|(s, _)| s.clone())
+            .filter(|s| !s.is_empty())
+    };
+    Ok(Observability {
+        sink,
+        statsd_host: v.string("STATSD_HOST", "localhost"),
+        statsd_port: v.parse("STATSD_PORT", 8125, parse::port)?,
+        statsd_protocol: v.parse("STATSD_PROTOCOL", StatsdProtocol::Tcp, protocol)?,
+        prometheus_addr: v.string("PROMETHEUS_ADDR", ":9090"),
+        prometheus_path: v.string("PROMETHEUS_PATH", "/metrics"),
+        extra_tags: v.parse("EXTRA_TAGS", Vec::new(), tags)?,
+        stats_flush_interval: v.parse(
+            "STATS_FLUSH_INTERVAL",
+            Duration::from_secs(10),
+            parse::go_duration,
+        )?,
+        stats_max_keys: v.parse("STATS_MAX_KEYS", 10_000, uint(1, u32::MAX.into()))? as usize,
+        tracing: TracingSettings {
+            enabled: v.bool("TRACING_ENABLED", false)?,
+            protocol: v.parse(
+                "TRACING_EXPORTER_PROTOCOL",
+                TracingProtocol::Http,
+                tracing_protocol,
+            )?,
+            service_name: v.string("TRACING_SERVICE_NAME", "RateLimit"),
+            service_namespace: v.string("TRACING_SERVICE_NAMESPACE", ""),
+            service_instance_id: v.string("TRACING_SERVICE_INSTANCE_ID", ""),
+            sampling_rate: v.parse("TRACING_SAMPLING_RATE", 1.0, rate)?,
+            traces_endpoint: nonempty("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"),
+            endpoint: nonempty("OTEL_EXPORTER_OTLP_ENDPOINT"),
+        },
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::settings::Settings;
+
+    fn obs(vars: &[(&str, &str)]) -> Result<Observability, SettingsError> {
+        Settings::from_env(vars.iter().map(|(k, v)| (k.to_string(), v.to_string()))).map(|s| s.obs)
+    }
+
+    #[test]
+    fn sink_precedence() {
+        assert_eq!(obs(&[]).unwrap().sink, StatsSinkKind::Statsd);
+        assert_eq!(
+            obs(&[("USE_PROMETHEUS", "true")]).unwrap().sink,
+            StatsSinkKind::Prometheus
+        );
+        assert_eq!(
+            obs(&[("USE_STATSD", "false")]).unwrap().sink,
+            StatsSinkKind::Disabled
+        );
+        let both = [("USE_PROMETHEUS", "true"), ("USE_STATSD", "true")];
+        assert!(obs(&both).is_err());
+        let disabled = [
+            ("USE_PROMETHEUS", "true"),
+            ("USE_STATSD", "true"),
+            ("DISABLE_STATS", "1"),
+        ];
+        assert_eq!(obs(&disabled).unwrap().sink, StatsSinkKind::Disabled);
+        assert!(obs(&[("TRACING_EXPORTER_PROTOCOL", "zipkin")]).is_err());
+    }
+
+    #[test]
+    fn extra_tags_are_sorted() {
+        let o = obs(&[("EXTRA_TAGS", "foo:bar,a:b")]).unwrap();
+        assert_eq!(
+            o.extra_tags,
+            vec![("a".into(), "b".into()), ("foo".into(), "bar".into())]
+        );
+        assert!(obs(&[("EXTRA_TAGS", "nocolon")]).is_err());
+    }
+}

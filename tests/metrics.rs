@@ -1,0 +1,242 @@
+//! Stats through the real service: gRPC traffic on 127.0.0.1, then a scrape of the Prometheus
+//! endpoint, with exact counter values for the SPEC §G scenarios that name stats.
+
+mod common;
+
+use common::*;
+use ratelimitd::proto::envoy::extensions::common::ratelimit::v3::rate_limit_descriptor::RateLimitOverride;
+
+const PROM: &[(&str, &str)] = &[
+    ("USE_PROMETHEUS", "true"),
+    ("PROMETHEUS_ADDR", "127.0.0.1:0"),
+];
+
+async fn start(files: &[(&str, &str)], extra: &[(&str, &str)]) -> TestServer {
+    let env: Vec<(&str, &str)> = PROM.iter().chain(extra).copied().collect();
+    TestServer::start(files, &env).await
+}
+
+async fn scrape(s: &TestServer) -> String {
+    let addr = s.running().metrics_addr.expect("Prometheus listens");
+    let r = s
+        .http
+        .get(format!("http://{addr}/metrics"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+    r.text().await.unwrap()
+}
+
+/// The value of the sample `series` (name with labels, exactly as exposed), if present.
+fn sample(text: &str, series: &str) -> Option<u64> {
+    text.lines()
+        .find_map(|l| l.strip_prefix(series)?.strip_prefix(' ')?.parse().ok())
+}
+
+fn limit(stat: &str, domain: &str, key1: &str, key2: &str) -> String {
+    format!(
+        "ratelimit_service_rate_limit_{stat}{{domain=\"{domain}\",key1=\"{key1}\",key2=\"{key2}\"}}"
+    )
+}
+
+#[tokio::test]
+async fn s25_limit_20_after_25_calls() {
+    let s = start(&[("another.yaml", CFG_INT_ANOTHER)], &[]).await;
+    for _ in 0..25 {
+        s.rl("another", &[&[("key2", "R")]]).await;
+    }
+    let m = scrape(&s).await;
+    let v = |stat| sample(&m, &limit(stat, "another", "key2", ""));
+    assert_eq!(v("total_hits"), Some(25), "{m}");
+    assert_eq!(v("over_limit"), Some(5));
+    assert_eq!(v("near_limit"), Some(4));
+    assert_eq!(v("within_limit"), Some(20));
+    assert_eq!(v("shadow_mode"), None, "zero series are not invented");
+    assert_eq!(sample(&m, "ratelimit_service_config_load_success"), Some(1));
+    assert_eq!(
+        sample(
+            &m,
+            "ratelimit_service_total_requests{grpc_method=\"ShouldRateLimit\"}"
+        ),
+        Some(25)
+    );
+    assert_eq!(
+        sample(
+            &m,
+            "ratelimit_service_response_time_seconds_count{grpc_method=\"ShouldRateLimit\"}"
+        ),
+        Some(25)
+    );
+    assert_eq!(
+        sample(&m, "ratelimitd_store_latency_seconds_count"),
+        Some(25)
+    );
+    assert_eq!(sample(&m, "ratelimitd_memory_store_keys"), Some(1));
+    s.shutdown().await;
+}
+
+#[tokio::test]
+async fn basic_config_stat_keys_and_unknown_domain() {
+    let s = start(&[("basic.yaml", CFG_BASIC)], &[]).await;
+    // 1: unknown domain, counted per descriptor.
+    s.rl("nope", &[&[("a", "b")], &[("c", "d")]]).await;
+    // 3 and 5: default children share one stat key.
+    s.rl("test-domain", &[&[("key1", "value1"), ("subkey1", "x")]])
+        .await;
+    s.rl("test-domain", &[&[("key2", "something")]]).await;
+    s.rl("test-domain", &[&[("key2", "other")]]).await;
+    // 11: unlimited counts nothing.
+    for _ in 0..3 {
+        s.rl("test-domain", &[&[("key6", "foo")]]).await;
+    }
+    // detailed_metric: the runtime value is in the key.
+    s.rl("test-domain", &[&[("key7", "unspecified_value")]])
+        .await;
+    // 13: overrides key on the values, shared across override limits.
+    let mut req = request(
+        "test-domain",
+        &[&[("key1", "value1"), ("subkey1", "something")]],
+    );
+    req.descriptors[0].limit = Some(RateLimitOverride {
+        requests_per_unit: 10,
+        unit: 4,
+    });
+    s.call(req.clone()).await.unwrap();
+    req.descriptors[0].limit = Some(RateLimitOverride {
+        requests_per_unit: 42,
+        unit: 3,
+    });
+    s.call(req).await.unwrap();
+    let m = scrape(&s).await;
+    assert_eq!(
+        sample(
+            &m,
+            "ratelimit_service_rate_limit_domain_not_found{domain=\"nope\"}"
+        ),
+        Some(2),
+        "{m}"
+    );
+    let hits = |k1, k2| sample(&m, &limit("total_hits", "test-domain", k1, k2));
+    assert_eq!(hits("key1_value1", "subkey1"), Some(1));
+    assert_eq!(hits("key2", ""), Some(2));
+    assert_eq!(hits("key6", ""), None);
+    assert_eq!(hits("key7_unspecified_value", ""), Some(1));
+    assert_eq!(hits("key1_value1", "subkey1_something"), Some(2));
+    s.shutdown().await;
+}
+
+#[tokio::test]
+async fn shadow_rules_global_shadow_and_errors() {
+    let cfg = r#"
+domain: d
+descriptors:
+  - {key: shadow, shadow_mode: true, rate_limit: {unit: minute, requests_per_unit: 3}}
+  - {key: one, rate_limit: {unit: minute, requests_per_unit: 1}}
+"#;
+    let s = start(&[("d.yaml", cfg)], &[("SHADOW_MODE", "true")]).await;
+    // 40: 5 hits on a 3/min shadow rule.
+    for _ in 0..5 {
+        let r = s.rl("d", &[&[("shadow", "x")]]).await;
+        assert_eq!(overall(&r), Code::Ok);
+    }
+    // 42: global shadow turns the second hit's OVER_LIMIT into OK.
+    s.rl("d", &[&[("one", "x")]]).await;
+    assert_eq!(overall(&s.rl("d", &[&[("one", "x")]]).await), Code::Ok);
+    // 52: a bad request is a service error.
+    assert!(s.call(request("", &[&[("a", "b")]])).await.is_err());
+    let m = scrape(&s).await;
+    assert_eq!(
+        sample(&m, &limit("over_limit", "d", "shadow", "")),
+        Some(2),
+        "{m}"
+    );
+    assert_eq!(
+        sample(&m, &limit("shadow_mode", "d", "shadow", "")),
+        Some(2)
+    );
+    assert_eq!(sample(&m, "ratelimit_service_global_shadow_mode"), Some(1));
+    assert_eq!(
+        sample(
+            &m,
+            "ratelimit_service_should_rate_limit_error{err_type=\"service_error\"}"
+        ),
+        Some(1)
+    );
+    s.shutdown().await;
+}
+
+#[tokio::test]
+async fn request_values_cannot_grow_stats_past_the_bound() {
+    let cfg = "domain: d\ndescriptors:\n  - {key: user, detailed_metric: true, rate_limit: {unit: minute, requests_per_unit: 5}}\n";
+    let s = start(&[("d.yaml", cfg)], &[("STATS_MAX_KEYS", "3")]).await;
+    for i in 0..10 {
+        let v = format!("u{i}");
+        s.rl("d", &[&[("user", v.as_str())]]).await;
+    }
+    let m = scrape(&s).await;
+    assert_eq!(
+        sample(&m, &limit("total_hits", "d", "user_u0", "")),
+        Some(1),
+        "{m}"
+    );
+    assert_eq!(sample(&m, &limit("total_hits", "d", "user_u3", "")), None);
+    assert_eq!(
+        sample(&m, &limit("total_hits", "ratelimitd_overflow", "", "")),
+        Some(7)
+    );
+    assert_eq!(sample(&m, "ratelimitd_stats_keys_folded_total"), Some(7));
+    s.shutdown().await;
+}
+
+#[tokio::test]
+async fn s15_s19_wildcards_share_their_pattern_key() {
+    let s = start(&[("wild.yaml", CFG_WILD)], &[]).await;
+    s.rl("test-domain", &[&[("wild", "foo1")]]).await;
+    s.rl("test-domain", &[&[("wild", "foo2")]]).await;
+    s.rl(
+        "test-domain",
+        &[&[("nestedWild", "val1"), ("wild", "goo2")]],
+    )
+    .await;
+    let m = scrape(&s).await;
+    let hits = |k1, k2| sample(&m, &limit("total_hits", "test-domain", k1, k2));
+    assert_eq!(hits("wild_foo*", ""), Some(2), "{m}");
+    assert_eq!(hits("nestedWild_val1", "wild_goo*"), Some(1));
+    s.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_store_failure_is_a_redis_error_and_still_counts_total_hits() {
+    // A memory store bounded to one key refuses the second key: the store fails that call.
+    let s = start(
+        &[("another.yaml", CFG_INT_ANOTHER)],
+        &[("MEMORY_MAX_KEYS", "1")],
+    )
+    .await;
+    s.rl("another", &[&[("key2", "a")]]).await;
+    assert!(
+        s.call(request("another", &[&[("key2", "b")]]))
+            .await
+            .is_err()
+    );
+    let m = scrape(&s).await;
+    assert_eq!(
+        sample(
+            &m,
+            "ratelimit_service_should_rate_limit_error{err_type=\"redis_error\"}"
+        ),
+        Some(1),
+        "{m}"
+    );
+    assert_eq!(
+        sample(&m, &limit("total_hits", "another", "key2", "")),
+        Some(2)
+    );
+    assert_eq!(
+        sample(&m, &limit("within_limit", "another", "key2", "")),
+        Some(1)
+    );
+    assert_eq!(sample(&m, "ratelimitd_store_errors_total"), Some(1));
+    s.shutdown().await;
+}
