@@ -134,3 +134,50 @@ impl Drop for RedisServer {
         self.kill();
     }
 }
+
+/// A Redis Cluster of `n` masters (no replicas), created with `redis-cli --cluster create`.
+pub struct RedisCluster {
+    pub nodes: Vec<RedisServer>,
+}
+
+impl RedisCluster {
+    pub fn start(n: usize) -> RedisCluster {
+        let args = ["--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf", "--cluster-node-timeout", "5000"];
+        let nodes: Vec<RedisServer> = (0..n).map(|_| RedisServer::start_with(&args)).collect();
+        let mut create = Command::new("redis-cli");
+        create.arg("--cluster").arg("create");
+        for node in &nodes {
+            create.arg(node.addr());
+        }
+        let out = create.args(["--cluster-replicas", "0", "--cluster-yes"]).output().unwrap();
+        assert!(out.status.success(), "cluster create: {}", String::from_utf8_lossy(&out.stdout));
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            let ok = nodes.iter().all(|node| node.cli(&["CLUSTER", "INFO"]).contains("cluster_state:ok"));
+            if ok {
+                break;
+            }
+            assert!(Instant::now() < deadline, "cluster did not become ok");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        RedisCluster { nodes }
+    }
+
+    /// Env for a ratelimitd using this cluster.
+    pub fn env(&self) -> Vec<(String, String)> {
+        let urls: Vec<String> = self.nodes.iter().map(RedisServer::addr).collect();
+        vec![
+            ("BACKEND_TYPE".into(), "redis".into()),
+            ("REDIS_TYPE".into(), "cluster".into()),
+            ("REDIS_SOCKET_TYPE".into(), "tcp".into()),
+            ("REDIS_URL".into(), urls.join(",")),
+            ("EXPIRATION_JITTER_MAX_SECONDS".into(), "0".into()),
+            ("REDIS_RESPONSE_TIMEOUT".into(), "2s".into()),
+        ]
+    }
+
+    /// Total number of keys over all masters.
+    pub fn key_count(&self) -> Vec<usize> {
+        self.nodes.iter().map(|n| n.cli(&["DBSIZE"]).parse().unwrap_or(0)).collect()
+    }
+}

@@ -1,0 +1,58 @@
+//! The real `ratelimitd` binary as a child process on ephemeral loopback ports, its addresses read
+//! from its JSON "listening" log line; killed on drop.
+#![allow(dead_code)]
+
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// A running binary.
+pub struct Spawned {
+    pub child: Child,
+    pub grpc_addr: String,
+    pub http_addr: String,
+}
+
+/// Starts the binary with `env` on top of loopback/ephemeral-port settings and JSON info logs.
+pub fn spawn(env: &[(String, String)]) -> Spawned {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_ratelimitd"));
+    for (k, v) in [
+        ("LOG_LEVEL", "info"),
+        ("LOG_FORMAT", "json"),
+        ("USE_STATSD", "false"),
+        ("HOST", "127.0.0.1"),
+        ("PORT", "0"),
+        ("GRPC_HOST", "127.0.0.1"),
+        ("GRPC_PORT", "0"),
+        ("DEBUG_HOST", "127.0.0.1"),
+        ("DEBUG_PORT", "0"),
+    ] {
+        cmd.env(k, v);
+    }
+    cmd.envs(env.iter().map(|(k, v)| (k.as_str(), v.as_str())));
+    let mut child = cmd.stderr(Stdio::piped()).spawn().unwrap();
+    let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while Instant::now() < deadline {
+        let Some(Ok(line)) = lines.next() else { break };
+        if line.contains("ratelimitd listening") {
+            let v: serde_json::Value = serde_json::from_str(&line).unwrap();
+            std::thread::spawn(move || for _ in lines {});
+            return Spawned {
+                child,
+                grpc_addr: v["grpc_addr"].as_str().unwrap().to_string(),
+                http_addr: v["http_addr"].as_str().unwrap().to_string(),
+            };
+        }
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+    panic!("ratelimitd did not report its addresses");
+}
+
+impl Drop for Spawned {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
