@@ -21,7 +21,11 @@ async fn admitted_by_three_instances(mut env: Vec<(String, String)>) -> u32 {
     let servers: Vec<Spawned> = (0..3).map(|_| process::spawn(&env)).collect();
     let mut clients = Vec::new();
     for s in &servers {
-        clients.push(RateLimitServiceClient::connect(format!("http://{}", s.grpc_addr)).await.unwrap());
+        clients.push(
+            RateLimitServiceClient::connect(format!("http://{}", s.grpc_addr))
+                .await
+                .unwrap(),
+        );
     }
     let mut tasks = Vec::new();
     for i in 0..64 {
@@ -31,7 +35,12 @@ async fn admitted_by_three_instances(mut env: Vec<(String, String)>) -> u32 {
             for _ in 0..8 {
                 // Two descriptors per request: the hot key and a per-client one in another slot.
                 let req = request("x", &[&[("k", "hot")], &[("other", &i.to_string())]]);
-                let r = client.clone().should_rate_limit(req).await.unwrap().into_inner();
+                let r = client
+                    .clone()
+                    .should_rate_limit(req)
+                    .await
+                    .unwrap()
+                    .into_inner();
                 ok += u32::from(st(&r, 0).0 == Code::Ok);
                 assert_eq!(st(&r, 1).0, Code::Ok);
             }
@@ -49,7 +58,11 @@ async fn admitted_by_three_instances(mut env: Vec<(String, String)>) -> u32 {
 async fn three_processes_on_one_redis_admit_exactly_the_limit() {
     let r = RedisServer::start();
     assert_eq!(admitted_by_three_instances(r.env()).await, LIMIT);
-    assert_eq!(r.cli(&["GET", "{1:x|1:k=3:hot}:fw:3600:997200"]), "512", "every hit was counted once");
+    assert_eq!(
+        r.cli(&["GET", "{1:x|1:k=3:hot}:fw:3600:997200"]),
+        "512",
+        "every hit was counted once"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -57,6 +70,13 @@ async fn three_processes_on_a_redis_cluster_admit_exactly_the_limit() {
     let c = RedisCluster::start(3);
     assert_eq!(admitted_by_three_instances(c.env()).await, LIMIT);
     let keys = c.key_count();
-    assert_eq!(keys.iter().sum::<usize>(), 65, "one hot key and 64 per-client keys: {keys:?}");
-    assert!(keys.iter().filter(|k| **k > 0).count() >= 2, "keys spread over the masters: {keys:?}");
+    assert_eq!(
+        keys.iter().sum::<usize>(),
+        65,
+        "one hot key and 64 per-client keys: {keys:?}"
+    );
+    assert!(
+        keys.iter().filter(|k| **k > 0).count() >= 2,
+        "keys spread over the masters: {keys:?}"
+    );
 }

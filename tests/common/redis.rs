@@ -142,18 +142,34 @@ pub struct RedisCluster {
 
 impl RedisCluster {
     pub fn start(n: usize) -> RedisCluster {
-        let args = ["--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf", "--cluster-node-timeout", "5000"];
+        let args = [
+            "--cluster-enabled",
+            "yes",
+            "--cluster-config-file",
+            "nodes.conf",
+            "--cluster-node-timeout",
+            "5000",
+        ];
         let nodes: Vec<RedisServer> = (0..n).map(|_| RedisServer::start_with(&args)).collect();
         let mut create = Command::new("redis-cli");
         create.arg("--cluster").arg("create");
         for node in &nodes {
             create.arg(node.addr());
         }
-        let out = create.args(["--cluster-replicas", "0", "--cluster-yes"]).output().unwrap();
-        assert!(out.status.success(), "cluster create: {}", String::from_utf8_lossy(&out.stdout));
+        let out = create
+            .args(["--cluster-replicas", "0", "--cluster-yes"])
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "cluster create: {}",
+            String::from_utf8_lossy(&out.stdout)
+        );
         let deadline = Instant::now() + Duration::from_secs(30);
         loop {
-            let ok = nodes.iter().all(|node| node.cli(&["CLUSTER", "INFO"]).contains("cluster_state:ok"));
+            let ok = nodes
+                .iter()
+                .all(|node| node.cli(&["CLUSTER", "INFO"]).contains("cluster_state:ok"));
             if ok {
                 break;
             }
@@ -178,6 +194,69 @@ impl RedisCluster {
 
     /// Total number of keys over all masters.
     pub fn key_count(&self) -> Vec<usize> {
-        self.nodes.iter().map(|n| n.cli(&["DBSIZE"]).parse().unwrap_or(0)).collect()
+        self.nodes
+            .iter()
+            .map(|n| n.cli(&["DBSIZE"]).parse().unwrap_or(0))
+            .collect()
+    }
+}
+
+/// A Redis Sentinel process monitoring one primary.
+pub struct Sentinel {
+    child: Child,
+    _dir: tempfile::TempDir,
+    pub port: u16,
+}
+
+impl Sentinel {
+    /// Starts a sentinel (quorum 1, 1 s down-after) watching `primary` as `name`.
+    pub fn start(name: &str, primary: &RedisServer) -> Sentinel {
+        let dir = tempfile::tempdir().unwrap();
+        let port = free_port();
+        let conf = dir.path().join("sentinel.conf");
+        let text = format!(
+            "port {port}\nbind 127.0.0.1\ndir {}\nsentinel monitor {name} 127.0.0.1 {} 1\nsentinel down-after-milliseconds {name} 1000\nsentinel failover-timeout {name} 5000\n",
+            dir.path().display(),
+            primary.port
+        );
+        std::fs::write(&conf, text).unwrap();
+        let child = Command::new("redis-server")
+            .arg(&conf)
+            .arg("--sentinel")
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let s = Sentinel {
+            child,
+            _dir: dir,
+            port,
+        };
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while !s
+            .cli(&["SENTINEL", "GET-MASTER-ADDR-BY-NAME", name])
+            .contains(&primary.port.to_string())
+        {
+            assert!(Instant::now() < deadline, "sentinel did not start");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        s
+    }
+
+    /// Runs `redis-cli` against the sentinel.
+    pub fn cli(&self, args: &[&str]) -> String {
+        let out = Command::new("redis-cli")
+            .args(["-p", &self.port.to_string()])
+            .args(args)
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&out.stdout).trim().to_string()
+    }
+}
+
+impl Drop for Sentinel {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
     }
 }

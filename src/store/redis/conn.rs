@@ -96,16 +96,18 @@ fn host_port(addr: &str) -> Result<(String, u16), RedisError> {
     ))
 }
 
-fn address(addr: &str, s: &RedisSettings, tls: &RedisTls) -> Result<ConnectionAddr, RedisError> {
+fn address(addr: &str, s: &RedisSettings) -> Result<ConnectionAddr, RedisError> {
     if s.unix_socket && s.kind == RedisKind::Single {
         return Ok(ConnectionAddr::Unix(addr.into()));
     }
     let (host, port) = host_port(addr)?;
     Ok(if s.tls {
+        // `insecure` would switch off every check; skipping only the hostname check is set on
+        // the client below, so the chain is still verified (as the Go setting does).
         ConnectionAddr::TcpTls {
             host,
             port,
-            insecure: tls.skip_hostname_verification,
+            insecure: false,
             tls_params: None,
         }
     } else {
@@ -150,13 +152,19 @@ pub async fn connect(
 ) -> Result<RedisConn, RedisError> {
     match s.kind {
         RedisKind::Single => {
-            let info = address(&s.url, s, tls)?.into_connection_info()?;
+            let info = address(&s.url, s)?.into_connection_info()?;
             let info = info.set_redis_settings(auth(RedisConnectionInfo::default(), &s.auth.0));
-            let client = if s.tls && has_tls_files(tls) {
+            let mut client = if s.tls && has_tls_files(tls) {
                 Client::build_with_tls(info, certificates(tls)?)?
             } else {
                 Client::open(info)?
             };
+            if s.tls && tls.skip_hostname_verification {
+                let info = client.get_connection_info().clone();
+                let mut addr = info.addr().clone();
+                addr.set_danger_accept_invalid_hostnames(true);
+                client = Client::open(info.set_addr(addr))?;
+            }
             let config = ConnectionManagerConfig::new()
                 .set_connection_timeout(Some(s.connect_timeout))
                 .set_response_timeout(Some(response_timeout))
@@ -178,7 +186,7 @@ pub async fn connect(
                 .url
                 .split(',')
                 .filter(|n| !n.is_empty())
-                .map(|n| address(n, s, tls))
+                .map(|n| address(n, s))
                 .collect::<Result<Vec<_>, _>>()?;
             let mut b = redis::cluster::ClusterClientBuilder::new(nodes)
                 .connection_timeout(s.connect_timeout)
