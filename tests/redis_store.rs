@@ -244,3 +244,34 @@ async fn s55_s56_redis_down_answers_unavailable_quickly_and_recovers() {
         .await
     );
 }
+
+#[tokio::test]
+async fn failure_mode_allow_and_deny_answer_while_redis_is_down() {
+    let cfg = "domain: f\ndescriptors:\n  - {key: open, rate_limit: {unit: minute, requests_per_unit: 5, failure_mode: allow}}\n  - {key: closed, rate_limit: {unit: minute, requests_per_unit: 5, failure_mode: deny}}\n  - {key: plain, rate_limit: {unit: minute, requests_per_unit: 5}}\n";
+    let mut r = RedisServer::start();
+    let s = TestServer::start_on(
+        &[("f.yaml", cfg)],
+        &[("REDIS_RESPONSE_TIMEOUT", "200ms")],
+        Some(&r),
+    )
+    .await;
+    assert_eq!(
+        overall(&s.rl("f", &[&[("closed", "x")]]).await),
+        Code::Ok,
+        "Redis up: counted normally"
+    );
+    r.kill();
+    let resp = s.rl("f", &[&[("open", "x")]]).await;
+    assert_eq!(
+        (overall(&resp), st(&resp, 0)),
+        (Code::Ok, (Code::Ok, None, 0))
+    );
+    let resp = s.rl("f", &[&[("open", "x")], &[("closed", "x")]]).await;
+    assert_eq!(overall(&resp), Code::OverLimit);
+    assert_eq!(st(&resp, 1), (Code::OverLimit, lim(5, "MINUTE"), 0));
+    let e = s
+        .call(request("f", &[&[("open", "x")], &[("plain", "x")]]))
+        .await
+        .unwrap_err();
+    assert_eq!(e.code(), tonic::Code::Unavailable);
+}

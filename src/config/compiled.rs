@@ -84,6 +84,32 @@ pub struct Limit {
     pub detailed_metric: bool,
     /// `metadata` of the node carrying this limit, as a JSON object (returned in dynamic metadata).
     pub metadata: Option<serde_json::Map<String, serde_json::Value>>,
+    /// `rate_limit.failure_mode` (ratelimitd extension): the answer when the store fails.
+    pub failure_mode: FailureMode,
+}
+
+/// What a limit answers when the store cannot be reached (`rate_limit.failure_mode`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum FailureMode {
+    /// The request fails with UNAVAILABLE; Envoy's `failure_mode_deny` decides (Go's behaviour).
+    #[default]
+    Error,
+    /// This limit is not enforced while the store is down (fail open, per limit).
+    Allow,
+    /// This limit answers OVER_LIMIT while the store is down (fail closed, per limit).
+    Deny,
+}
+
+impl FailureMode {
+    /// Parses the config value.
+    pub fn parse(s: &str) -> Option<FailureMode> {
+        match s {
+            "error" => Some(FailureMode::Error),
+            "allow" => Some(FailureMode::Allow),
+            "deny" => Some(FailureMode::Deny),
+            _ => None,
+        }
+    }
 }
 
 /// How one request entry was matched.

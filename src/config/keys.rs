@@ -28,6 +28,10 @@ const VALID_KEYS: [&str; 16] = [
     "metadata",
 ];
 
+/// ratelimitd's opt-in extensions (shared/DESIGN.md §4). A Go config never uses them, so adding
+/// them to the allow-list cannot change what a Go config means.
+const EXTENSION_KEYS: [&str; 1] = ["failure_mode"];
+
 /// Checks every key of `map` (at `path`) and below, reporting each problem.
 pub(crate) fn check_keys(map: &serde_yaml::Mapping, path: &str, sink: &mut Sink<'_>) {
     for (k, v) in map {
@@ -39,7 +43,7 @@ pub(crate) fn check_keys(map: &serde_yaml::Mapping, path: &str, sink: &mut Sink<
             continue;
         };
         let here = field_path(path, key);
-        if !VALID_KEYS.contains(&key.as_str()) {
+        if !VALID_KEYS.contains(&key.as_str()) && !EXTENSION_KEYS.contains(&key.as_str()) {
             sink.push(&here, format!("config error, unknown key '{key}'"));
             continue;
         }

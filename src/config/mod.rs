@@ -25,7 +25,7 @@ mod matching_tests;
 mod validate_tests;
 
 pub use compiled::{
-    Domain, EntryRef, Limit, Match, MatchKind, MatchedLevel, Node, RateLimitConfig,
+    Domain, EntryRef, FailureMode, Limit, Match, MatchKind, MatchedLevel, Node, RateLimitConfig,
 };
 pub use error::{ConfigError, ConfigErrors};
 pub use loader::{LoadError, load_path, load_runtime};

@@ -49,6 +49,8 @@ pub(crate) struct RawRateLimit {
     pub(crate) name: String,
     /// `(path, name)` of each `replaces[]` entry.
     pub(crate) replaces: Vec<(String, String)>,
+    /// `failure_mode` (ratelimitd extension), as written.
+    pub(crate) failure_mode: Option<String>,
 }
 
 /// Parses one file. `None` when the whole file is unusable (syntax error, non-map top level).
@@ -241,6 +243,7 @@ impl Typed<'_, '_> {
             },
             name: self.string(rl, &path, "name").unwrap_or_default(),
             replaces,
+            failure_mode: self.string(rl, &path, "failure_mode"),
             path,
         })
     }

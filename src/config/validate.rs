@@ -5,7 +5,7 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use super::compiled::{Domain, Level, Limit, Node, RateLimitConfig};
+use super::compiled::{Domain, FailureMode, Level, Limit, Node, RateLimitConfig};
 use super::error::{ConfigError, ConfigErrors, Sink, field_path};
 use super::model::{RawDescriptor, RawRateLimit, parse_file};
 use super::unit::Unit;
@@ -171,7 +171,18 @@ fn build_limit(rl: &RawRateLimit, d: &RawDescriptor, full_key: &str, sink: &mut 
             );
         }
     }
+    let failure_mode = match rl.failure_mode.as_deref() {
+        None => FailureMode::Error,
+        Some(text) => FailureMode::parse(text).unwrap_or_else(|| {
+            sink.push(
+                &field_path(&rl.path, "failure_mode"),
+                format!("invalid failure_mode '{text}' (expected error, allow or deny)"),
+            );
+            FailureMode::Error
+        }),
+    };
     Limit {
+        failure_mode,
         full_key: full_key.to_owned(),
         name: rl.name.clone(),
         requests_per_unit: rl.requests_per_unit,

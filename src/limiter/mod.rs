@@ -4,6 +4,7 @@
 //! one store op per limit with its cache key ([`key`]), apply them in one batch, then turn decisions
 //! into statuses and the overall answer ([`finish`]).
 
+pub mod failure;
 pub mod finish;
 pub mod key;
 pub mod request;
@@ -165,14 +166,16 @@ impl RateLimiter {
         let now = self.clock.now();
         let resolved = resolve::resolve(config, req)?;
         let decisions = match self.apply(req, &resolved, now).await {
-            Ok(d) => d,
+            Ok(d) => {
+                let ratio = self.options.near_limit_ratio;
+                stats::record(self.stats.as_ref(), ratio, req, &resolved, &d);
+                d
+            }
             Err(e) => {
                 stats::record_store_failure(self.stats.as_ref(), req, &resolved);
-                return Err(e);
+                failure::answer(req, &resolved, now).ok_or(e)?
             }
         };
-        let ratio = self.options.near_limit_ratio;
-        stats::record(self.stats.as_ref(), ratio, req, &resolved, &decisions);
         let (response, global_shadow) = finish::respond(&self.options, req, &resolved, &decisions);
         if global_shadow {
             self.stats.global_shadow_mode();

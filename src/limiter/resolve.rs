@@ -127,5 +127,6 @@ fn override_limit(
         quota_mode: false,
         detailed_metric: false,
         metadata: None,
+        failure_mode: crate::config::FailureMode::Error,
     }
 }

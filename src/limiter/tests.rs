@@ -19,6 +19,8 @@ descriptors:
   - {key: r, rate_limit: {unlimited: true, replaces: [{name: u_limit}]}}
   - {key: q, quota_mode: true, rate_limit: {unit: minute, requests_per_unit: 1}}
   - {key: free}
+  - {key: fa, rate_limit: {unit: minute, requests_per_unit: 3, failure_mode: allow}}
+  - {key: fd, rate_limit: {unit: minute, requests_per_unit: 3, failure_mode: deny}}
 "#;
 
 fn config() -> RateLimitConfig {
@@ -133,4 +135,37 @@ async fn no_config_and_bad_requests_are_errors_with_go_messages() {
         "rate limit descriptor list must not be empty"
     );
     assert!(e.is_invalid_argument());
+}
+
+#[tokio::test]
+async fn failure_mode_answers_per_limit_when_the_store_is_down() {
+    let l = limiter(Arc::new(DownStore), LimiterOptions::default());
+    let cfg = config();
+    let r = l
+        .should_rate_limit(Some(&cfg), &req(&[&[("fa", "x")]]))
+        .await
+        .unwrap();
+    assert_eq!(r.overall_code, Code::Ok);
+    assert_eq!(
+        r.statuses[0],
+        DescriptorStatus::no_limit(),
+        "allow: not enforced"
+    );
+    let r = l
+        .should_rate_limit(Some(&cfg), &req(&[&[("fa", "x")], &[("fd", "x")]]))
+        .await
+        .unwrap();
+    assert_eq!(r.overall_code, Code::OverLimit);
+    assert_eq!(r.statuses[1].code, Code::OverLimit);
+    assert_eq!(r.statuses[1].limit_remaining, 0);
+    assert_eq!(
+        r.statuses[1].duration_until_reset,
+        Some(std::time::Duration::from_secs(20))
+    );
+    // One limit without a policy: the request errors, as in the Go service.
+    let e = l
+        .should_rate_limit(Some(&cfg), &req(&[&[("fa", "x")], &[("a", "x")]]))
+        .await
+        .unwrap_err();
+    assert!(matches!(e, RequestError::Store(_)));
 }
