@@ -275,3 +275,54 @@ async fn failure_mode_allow_and_deny_answer_while_redis_is_down() {
         .unwrap_err();
     assert_eq!(e.code(), tonic::Code::Unavailable);
 }
+
+#[tokio::test]
+async fn s28_local_cache_skips_redis_for_keys_known_to_be_over() {
+    let r = RedisServer::start();
+    let s = TestServer::start_on(
+        &[("b.yaml", INT)],
+        &[("LOCAL_CACHE_SIZE_IN_BYTES", "1000000")],
+        Some(&r),
+    )
+    .await;
+    for i in 1..=25u32 {
+        let resp = s.rl("basic", &[&[("k2", "R")]]).await;
+        let want = if i <= 20 {
+            (Code::Ok, lim(20, "MINUTE"), 20 - i)
+        } else {
+            (Code::OverLimit, lim(20, "MINUTE"), 0)
+        };
+        assert_eq!(st(&resp, 0), want, "call {i}");
+    }
+    assert_eq!(
+        r.cli(&["GET", "{5:basic|2:k2=1:R}:fw:60:1200"]),
+        "21",
+        "calls 22-25 never reached Redis"
+    );
+    // The cache entry ends with the window.
+    s.advance(Duration::from_secs(60));
+    assert_eq!(st(&s.rl("basic", &[&[("k2", "R")]]).await, 0).0, Code::Ok);
+}
+
+#[tokio::test]
+async fn stop_increment_when_over_limit_spares_the_other_keys_atomically() {
+    let cfg = "domain: s\ndescriptors:\n  - {key: a, rate_limit: {unit: minute, requests_per_unit: 1}}\n  - {key: b, rate_limit: {unit: minute, requests_per_unit: 10}}\n";
+    let r = RedisServer::start();
+    let s = TestServer::start_on(
+        &[("s.yaml", cfg)],
+        &[("STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT", "true")],
+        Some(&r),
+    )
+    .await;
+    let both: &[&[(&str, &str)]] = &[&[("a", "x")], &[("b", "x")]];
+    assert_eq!(overall(&s.rl("s", both).await), Code::Ok);
+    let resp = s.rl("s", both).await;
+    assert_eq!(overall(&resp), Code::OverLimit);
+    assert_eq!(
+        st(&resp, 1),
+        (Code::Ok, lim(10, "MINUTE"), 9),
+        "b was not charged"
+    );
+    assert_eq!(r.cli(&["GET", "{1:s|1:b=1:x}:fw:60:1200"]), "1");
+    assert_eq!(r.cli(&["GET", "{1:s|1:a=1:x}:fw:60:1200"]), "2");
+}

@@ -1,0 +1,139 @@
+//! Load generator: drives a running ratelimitd over gRPC with a fixed number of concurrent
+//! clients for a bounded time, then prints decisions per second and latency percentiles.
+//!
+//! ```sh
+//! cargo run --release --example loadgen -- --target 127.0.0.1:8081 --concurrency 64 --seconds 10 --keys 1000
+//! ```
+//! Every request carries one descriptor `(remote_address, 10.0.<n>)` of domain `example` (see
+//! `examples/config/example.yaml`), spread over `--keys` distinct values. Loopback targets only are
+//! expected; the run stops by itself after `--seconds` (and after `--max-requests`, if given).
+
+use std::time::{Duration, Instant};
+
+use ratelimitd::proto::envoy::extensions::common::ratelimit::v3::{
+    RateLimitDescriptor, rate_limit_descriptor::Entry,
+};
+use ratelimitd::proto::envoy::service::ratelimit::v3::RateLimitRequest;
+use ratelimitd::proto::envoy::service::ratelimit::v3::rate_limit_service_client::RateLimitServiceClient;
+
+struct Args {
+    target: String,
+    concurrency: usize,
+    seconds: u64,
+    keys: u64,
+    domain: String,
+    key: String,
+    max_requests: u64,
+}
+
+fn args() -> Args {
+    let mut a = Args {
+        target: "127.0.0.1:8081".into(),
+        concurrency: 64,
+        seconds: 10,
+        keys: 1000,
+        domain: "example".into(),
+        key: "remote_address".into(),
+        max_requests: u64::MAX,
+    };
+    let argv: Vec<String> = std::env::args().skip(1).collect();
+    for pair in argv.chunks(2) {
+        let v = pair.get(1).cloned().unwrap_or_default();
+        let num = || {
+            v.parse::<u64>()
+                .unwrap_or_else(|_| panic!("{} takes a number", pair[0]))
+        };
+        match pair[0].as_str() {
+            "--target" => a.target = v.clone(),
+            "--concurrency" => a.concurrency = num() as usize,
+            "--seconds" => a.seconds = num().min(600),
+            "--keys" => a.keys = num().max(1),
+            "--domain" => a.domain = v.clone(),
+            "--key" => a.key = v.clone(),
+            "--max-requests" => a.max_requests = num(),
+            other => panic!("unknown flag {other}"),
+        }
+    }
+    a
+}
+
+fn percentile(sorted: &[u32], p: f64) -> f64 {
+    if sorted.is_empty() {
+        return 0.0;
+    }
+    let i = ((sorted.len() as f64 - 1.0) * p).round() as usize;
+    f64::from(sorted[i]) / 1000.0
+}
+
+#[tokio::main]
+async fn main() {
+    let a = args();
+    let channel = tonic::transport::Endpoint::from_shared(format!("http://{}", a.target))
+        .expect("valid target")
+        .connect()
+        .await
+        .expect("ratelimitd is listening on --target");
+    let deadline = Instant::now() + Duration::from_secs(a.seconds);
+    let per_worker = a.max_requests / a.concurrency.max(1) as u64;
+    let started = Instant::now();
+    let mut workers = Vec::new();
+    for w in 0..a.concurrency {
+        let client = RateLimitServiceClient::new(channel.clone());
+        let (domain, key, keys) = (a.domain.clone(), a.key.clone(), a.keys);
+        workers.push(tokio::spawn(async move {
+            let mut samples: Vec<u32> = Vec::with_capacity(100_000);
+            let (mut ok, mut over, mut errors) = (0u64, 0u64, 0u64);
+            let mut n = w as u64;
+            while Instant::now() < deadline && ok + over + errors < per_worker.max(1) {
+                n = n
+                    .wrapping_mul(6364136223846793005)
+                    .wrapping_add(1442695040888963407);
+                let value = format!("10.0.{}", (n >> 33) % keys);
+                let req = RateLimitRequest {
+                    domain: domain.clone(),
+                    descriptors: vec![RateLimitDescriptor {
+                        entries: vec![Entry {
+                            key: key.clone(),
+                            value,
+                        }],
+                        limit: None,
+                        hits_addend: None,
+                    }],
+                    hits_addend: 1,
+                };
+                let t = Instant::now();
+                match client.clone().should_rate_limit(req).await {
+                    Ok(r) if r.get_ref().overall_code == 1 => ok += 1,
+                    Ok(_) => over += 1,
+                    Err(_) => errors += 1,
+                }
+                if samples.len() < 2_000_000 {
+                    samples.push(t.elapsed().as_micros().min(u128::from(u32::MAX)) as u32);
+                }
+            }
+            (samples, ok, over, errors)
+        }));
+    }
+    let (mut all, mut ok, mut over, mut errors) = (Vec::new(), 0, 0, 0);
+    for w in workers {
+        let (s, o, v, e) = w.await.expect("worker finished");
+        all.extend(s);
+        ok += o;
+        over += v;
+        errors += e;
+    }
+    let elapsed = started.elapsed().as_secs_f64();
+    all.sort_unstable();
+    let total = ok + over + errors;
+    println!(
+        "requests {total} in {elapsed:.1}s: {:.0} decisions/s (ok {ok}, over_limit {over}, errors {errors})",
+        total as f64 / elapsed
+    );
+    println!(
+        "latency ms: p50 {:.3}  p90 {:.3}  p99 {:.3}  max {:.3}",
+        percentile(&all, 0.50),
+        percentile(&all, 0.90),
+        percentile(&all, 0.99),
+        percentile(&all, 1.0)
+    );
+}
