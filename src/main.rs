@@ -1,4 +1,5 @@
-//! The `ratelimitd` binary: settings → logging → serve until a signal (or `validate` configs).
+//! The `ratelimitd` binary: settings → logging → serve until SIGTERM/SIGINT, reloading on SIGHUP
+//! (or `validate` configs).
 
 use anyhow::Context;
 use clap::Parser;
@@ -29,24 +30,6 @@ async fn main() -> anyhow::Result<()> {
     });
     let settings = Settings::load(&cli, vars).context("invalid settings")?;
     ratelimitd::telemetry::init(&settings);
-    ratelimitd::app::run(&settings, shutdown_signal()).await?;
+    ratelimitd::app::run(&settings).await?;
     Ok(())
-}
-
-/// Resolves on SIGTERM or SIGINT (Ctrl-C).
-async fn shutdown_signal() {
-    #[cfg(unix)]
-    {
-        use tokio::signal::unix::{SignalKind, signal};
-        let term = signal(SignalKind::terminate());
-        let int = signal(SignalKind::interrupt());
-        if let (Ok(mut term), Ok(mut int)) = (term, int) {
-            tokio::select! {
-                _ = term.recv() => {}
-                _ = int.recv() => {}
-            }
-            return;
-        }
-    }
-    let _ = tokio::signal::ctrl_c().await;
 }

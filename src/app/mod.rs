@@ -1,5 +1,9 @@
 //! Composition root: builds the store, configuration, limiter and health from [`Settings`], binds
-//! the three listeners, and runs them until shutdown, then drains.
+//! the three listeners, starts the config and certificate watchers, and runs them until shutdown,
+//! then drains. [`signals`] maps process signals onto that (SIGTERM/SIGINT drain, SIGHUP reloads).
+
+mod grpc_listen;
+pub mod signals;
 
 use std::future::Future;
 use std::net::SocketAddr;
@@ -10,11 +14,16 @@ use tokio::net::TcpListener;
 use tokio::sync::watch;
 use tokio::task::JoinSet;
 
+use grpc_listen::{GrpcListener, bind_grpc, serve_grpc};
+
 use crate::clock::{Clock, ManualClock, SystemClock, Timestamp};
+use crate::grpc::tls::{ReloadingTls, TlsError};
 use crate::grpc::{RateLimitServiceServer, RlsService};
 use crate::health::Health;
 use crate::limiter::{HeaderNames, KeyBuilder, LimiterOptions, RateLimiter};
-use crate::reload::{self, ConfigHandle};
+use crate::reload::{
+    ConfigHandle, ConfigSource, ReloadOutcome, Reloading, WatchOptions, watch_loop,
+};
 use crate::service::Service;
 use crate::settings::{Backend, Settings};
 use crate::store::Store;
@@ -36,13 +45,18 @@ pub enum AppError {
     /// The settings ask for something this build cannot do.
     #[error("{0}")]
     Unsupported(String),
+    /// The gRPC TLS files are not a usable configuration.
+    #[error("gRPC TLS: {0}")]
+    Tls(#[from] TlsError),
 }
 
 /// A started service: its bound addresses and handles, for `main` and for tests.
 #[derive(Debug)]
 pub struct Running {
-    /// Where gRPC listens.
+    /// Where gRPC listens (the unspecified address `0.0.0.0:0` when it listens on `GRPC_UDS`).
     pub grpc_addr: SocketAddr,
+    /// The unix socket gRPC listens on, with `GRPC_UDS`.
+    pub grpc_uds: Option<std::path::PathBuf>,
     /// Where `/json` and `/healthcheck` listen.
     pub http_addr: SocketAddr,
     /// Where the debug endpoints listen.
@@ -53,6 +67,7 @@ pub struct Running {
     pub health: Arc<Health>,
     /// The manual clock, when the settings asked for one (tests).
     pub manual_clock: Option<Arc<ManualClock>>,
+    reloading: Reloading,
     shutdown: watch::Sender<bool>,
     tasks: JoinSet<()>,
     drain_timeout: Duration,
@@ -108,16 +123,22 @@ pub async fn start(settings: &Settings) -> Result<Running, AppError> {
         settings.healthy_with_at_least_one_config_loaded,
         reporter,
     ));
-    if let Some(domains) = reload::load_from_settings(settings, &config, clock.now()) {
-        health.set_domains_loaded(domains).await;
-    }
+    let source = ConfigSource::from_settings(settings);
+    let reloading = Reloading::new(source, config.clone(), health.clone(), clock.clone());
+    // The first load finishes before any port opens (the Go service waits for its first config
+    // event too, unless FORCE_START_WITHOUT_INITIAL_CONFIG; here that wait is never long).
+    reloading.reload(true).await;
     health.publish().await;
+    let tls = match settings.grpc.tls.clone() {
+        Some(t) => Some(Arc::new(ReloadingTls::try_new(t)?)),
+        None => None,
+    };
 
     let service = Arc::new(Service {
         limiter: RateLimiter::new(store, clock.clone(), limiter_options(settings)),
         config: config.clone(),
     });
-    let grpc = bind("gRPC", &settings.grpc_host, settings.grpc_port).await?;
+    let grpc = bind_grpc(settings).await?;
     let http = bind("HTTP", &settings.host, settings.port).await?;
     let debug = bind("debug", &settings.debug_host, settings.debug_port).await?;
     let addr = |l: &TcpListener, what| {
@@ -127,26 +148,33 @@ pub async fn start(settings: &Settings) -> Result<Running, AppError> {
             source,
         })
     };
-    let (grpc_addr, http_addr, debug_addr) = (
-        addr(&grpc, "gRPC")?,
-        addr(&http, "HTTP")?,
-        addr(&debug, "debug")?,
-    );
+    let (grpc_addr, grpc_uds) = match &grpc {
+        GrpcListener::Tcp(l) => (addr(l, "gRPC")?, None),
+        GrpcListener::Unix(_, path) => (SocketAddr::from(([0, 0, 0, 0], 0)), Some(path.clone())),
+    };
+    let (http_addr, debug_addr) = (addr(&http, "HTTP")?, addr(&debug, "debug")?);
 
     let (shutdown, stop) = watch::channel(false);
     let mut tasks = JoinSet::new();
-    let grpc_router = tonic::transport::Server::builder()
+    let mut builder = tonic::transport::Server::builder();
+    if let Some(age) = settings.grpc.max_connection_age {
+        builder = builder.max_connection_age(age);
+    }
+    if let Some(grace) = settings.grpc.max_connection_age_grace {
+        builder = builder.max_connection_age_grace(grace);
+    }
+    let grpc_router = builder
         .add_service(health_server)
         .add_service(RateLimitServiceServer::new(RlsService::new(
             service.clone(),
         )));
-    let s = stopped(stop.clone());
-    tasks.spawn(async move {
-        let incoming = tonic::transport::server::TcpIncoming::from(grpc).with_nodelay(Some(true));
-        if let Err(e) = grpc_router.serve_with_incoming_shutdown(incoming, s).await {
-            tracing::error!(error = %e, "gRPC server failed");
-        }
-    });
+    serve_grpc(
+        &mut tasks,
+        grpc,
+        grpc_router,
+        tls.clone(),
+        stopped(stop.clone()),
+    );
     let http_router = crate::http::router(crate::http::HttpState {
         service: service.clone(),
         health: health.clone(),
@@ -158,16 +186,44 @@ pub async fn start(settings: &Settings) -> Result<Running, AppError> {
     });
     serve_http(&mut tasks, debug, debug_router, stopped(stop.clone()));
     if let Some(m) = memory {
-        tasks.spawn(sweep_expired(m, clock, stopped(stop)));
+        tasks.spawn(sweep_expired(m, clock, stopped(stop.clone())));
+    }
+    let watch = WatchOptions::with_poll(settings.config_poll_interval);
+    let r = reloading.clone();
+    tasks.spawn(watch_loop(
+        r.watch_targets(),
+        watch,
+        stopped(stop.clone()),
+        move || {
+            let r = r.clone();
+            async move {
+                r.reload(false).await;
+            }
+        },
+    ));
+    if let Some(tls) = tls {
+        tasks.spawn(watch_loop(
+            tls.watch_targets(),
+            watch,
+            stopped(stop),
+            move || {
+                let tls = tls.clone();
+                async move {
+                    let _ = tokio::task::spawn_blocking(move || tls.reload()).await;
+                }
+            },
+        ));
     }
     tracing::info!(%grpc_addr, %http_addr, %debug_addr, "ratelimitd listening");
     Ok(Running {
         grpc_addr,
+        grpc_uds,
         http_addr,
         debug_addr,
         config,
         health,
         manual_clock,
+        reloading,
         shutdown,
         tasks,
         drain_timeout: settings.drain_timeout,
@@ -214,6 +270,11 @@ async fn sweep_expired(
 }
 
 impl Running {
+    /// Re-reads the configuration now and publishes it even if unchanged (what SIGHUP does).
+    pub async fn reload_now(&self) -> ReloadOutcome {
+        self.reloading.reload(true).await
+    }
+
     /// Graceful stop: health turns unhealthy at once, listeners stop accepting, requests in flight
     /// finish (for at most the drain timeout), then every task ends.
     pub async fn shutdown(mut self) {
@@ -230,10 +291,11 @@ impl Running {
     }
 }
 
-/// Runs the service until `signal` resolves, then shuts it down gracefully.
-pub async fn run(settings: &Settings, signal: impl Future<Output = ()>) -> Result<(), AppError> {
+/// Runs the service until SIGTERM or SIGINT, reloading the configuration on SIGHUP, then shuts
+/// it down gracefully.
+pub async fn run(settings: &Settings) -> Result<(), AppError> {
     let running = start(settings).await?;
-    signal.await;
+    signals::serve_until_shutdown(&running).await;
     tracing::info!("shutdown requested; draining");
     running.shutdown().await;
     Ok(())
