@@ -247,3 +247,40 @@ async fn grpc_listens_on_a_unix_socket_with_grpc_uds() {
     assert_eq!(overall(&resp), Code::Ok);
     running.shutdown().await;
 }
+
+#[tokio::test]
+async fn connections_are_closed_after_max_connection_age_plus_grace() {
+    use tonic_health::pb::HealthCheckRequest;
+    use tonic_health::pb::health_client::HealthClient;
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("config.yaml"), CFG).unwrap();
+    let env = [
+        ("GRPC_MAX_CONNECTION_AGE", "200ms"),
+        ("GRPC_MAX_CONNECTION_AGE_GRACE", "300ms"),
+    ];
+    let running = app::start(&settings(dir.path(), &env)).await.unwrap();
+    let channel = Endpoint::from_shared(format!("http://{}", running.grpc_addr))
+        .unwrap()
+        .connect()
+        .await
+        .unwrap();
+    // A health Watch never ends by itself, so only the hard close after the grace can end it
+    // (the GOAWAY at the age lets open streams finish).
+    let req = HealthCheckRequest {
+        service: "ratelimit".into(),
+    };
+    let mut watch = HealthClient::new(channel)
+        .watch(req)
+        .await
+        .unwrap()
+        .into_inner();
+    let first = watch.message().await.unwrap();
+    assert!(first.is_some());
+    let end = tokio::time::timeout(Duration::from_secs(10), watch.message()).await;
+    let ended = end.expect("the connection is closed after age + grace");
+    assert!(
+        !matches!(ended, Ok(Some(_))),
+        "no further update expected: {ended:?}"
+    );
+    running.shutdown().await;
+}

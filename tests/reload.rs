@@ -379,3 +379,31 @@ async fn reloads_keep_counters_and_requests_keep_their_snapshot() {
     ));
     ts.shutdown().await;
 }
+
+#[tokio::test]
+async fn a_config_directory_deleted_and_recreated_is_followed() {
+    let dir = tempfile::tempdir().unwrap();
+    let conf = dir.path().join("conf");
+    std::fs::create_dir(&conf).unwrap();
+    std::fs::write(conf.join("a.yaml"), cfg("a", "k", 1)).unwrap();
+    let c = conf.display().to_string();
+    let s = settings(
+        dir.path(),
+        &[("RATELIMITD_CONFIG", &c), ("CONFIG_POLL_INTERVAL", "0")],
+    );
+    let ts = start_with(dir, s).await;
+    assert_eq!(limit(&ts, "a", "k").await, Some(1));
+    std::fs::remove_dir_all(&conf).unwrap();
+    eventually("the missing directory to fail", || async {
+        ts.running().config.load_failures() >= 1
+    })
+    .await;
+    assert_eq!(limit(&ts, "a", "k").await, Some(1), "old config kept");
+    std::fs::create_dir(&conf).unwrap();
+    std::fs::write(conf.join("a.yaml"), cfg("a", "k", 2)).unwrap();
+    wait_limit(&ts, "a", "k", Some(2)).await;
+    // The new directory is watched: a later edit is seen too.
+    std::fs::write(conf.join("a.yaml"), cfg("a", "k", 3)).unwrap();
+    wait_limit(&ts, "a", "k", Some(3)).await;
+    ts.shutdown().await;
+}

@@ -1,7 +1,10 @@
 //! The gRPC listener: TCP (`GRPC_HOST:GRPC_PORT`) or a unix socket (`GRPC_UDS`), in plaintext or
-//! TLS. Plain TCP goes straight to tonic; the other forms go through an accept loop that hands
-//! tonic finished connections, with TLS handshakes run concurrently so a slow client cannot hold
-//! up the others.
+//! TLS, through an accept loop that hands tonic finished connections (TLS handshakes run
+//! concurrently so a slow client cannot hold up the others).
+//!
+//! Connection age: tonic sends GOAWAY at `GRPC_MAX_CONNECTION_AGE`, but with a grace configured it
+//! skips the GOAWAY and only closes hard at age + grace. grpc-go does both, so tonic gets the age
+//! only, and [`Conn`] enforces the hard close at age + grace itself.
 
 use std::future::Future;
 use std::io;
@@ -34,8 +37,24 @@ pub enum GrpcListener {
 trait Io: AsyncRead + AsyncWrite + Send + Unpin + 'static {}
 impl<T: AsyncRead + AsyncWrite + Send + Unpin + 'static> Io for T {}
 
-/// One accepted (and, with TLS, handshaken) connection, whatever the transport.
-pub struct Conn(Box<dyn Io>);
+/// One accepted (and, with TLS, handshaken) connection, whatever the transport; it fails every
+/// read and write once its deadline (connection age + grace) has passed.
+pub struct Conn {
+    io: Box<dyn Io>,
+    deadline: Option<Pin<Box<tokio::time::Sleep>>>,
+}
+
+impl Conn {
+    fn check(&mut self, cx: &mut Context<'_>) -> io::Result<()> {
+        match self.deadline.as_mut().map(|d| d.as_mut().poll(cx)) {
+            Some(Poll::Ready(())) => Err(io::Error::new(
+                io::ErrorKind::ConnectionAborted,
+                "GRPC_MAX_CONNECTION_AGE + GRPC_MAX_CONNECTION_AGE_GRACE reached",
+            )),
+            _ => Ok(()),
+        }
+    }
+}
 
 impl AsyncRead for Conn {
     fn poll_read(
@@ -43,7 +62,8 @@ impl AsyncRead for Conn {
         cx: &mut Context<'_>,
         buf: &mut ReadBuf<'_>,
     ) -> Poll<io::Result<()>> {
-        Pin::new(&mut *self.0).poll_read(cx, buf)
+        self.check(cx)?;
+        Pin::new(&mut *self.io).poll_read(cx, buf)
     }
 }
 
@@ -53,7 +73,8 @@ impl AsyncWrite for Conn {
         cx: &mut Context<'_>,
         buf: &[u8],
     ) -> Poll<io::Result<usize>> {
-        Pin::new(&mut *self.0).poll_write(cx, buf)
+        self.check(cx)?;
+        Pin::new(&mut *self.io).poll_write(cx, buf)
     }
 
     fn poll_write_vectored(
@@ -61,19 +82,20 @@ impl AsyncWrite for Conn {
         cx: &mut Context<'_>,
         bufs: &[io::IoSlice<'_>],
     ) -> Poll<io::Result<usize>> {
-        Pin::new(&mut *self.0).poll_write_vectored(cx, bufs)
+        self.check(cx)?;
+        Pin::new(&mut *self.io).poll_write_vectored(cx, bufs)
     }
 
     fn is_write_vectored(&self) -> bool {
-        self.0.is_write_vectored()
+        self.io.is_write_vectored()
     }
 
     fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        Pin::new(&mut *self.0).poll_flush(cx)
+        Pin::new(&mut *self.io).poll_flush(cx)
     }
 
     fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        Pin::new(&mut *self.0).poll_shutdown(cx)
+        Pin::new(&mut *self.io).poll_shutdown(cx)
     }
 }
 
@@ -100,12 +122,18 @@ impl GrpcListener {
     }
 }
 
-/// Accepts connections until `tx` is closed (tonic stopped listening) and sends them on `tx`.
-pub async fn accept_loop(
+/// Accepts connections until `tx` is closed (tonic stopped listening) and sends them on `tx`;
+/// each may live at most `lifetime`.
+async fn accept_loop(
     listener: GrpcListener,
     tls: Option<Arc<ReloadingTls>>,
+    lifetime: Option<Duration>,
     tx: mpsc::Sender<io::Result<Conn>>,
 ) {
+    let conn = move |io: Box<dyn Io>| Conn {
+        io,
+        deadline: lifetime.map(|d| Box::pin(tokio::time::sleep(d))),
+    };
     loop {
         let io = tokio::select! {
             _ = tx.closed() => return,
@@ -120,7 +148,7 @@ pub async fn accept_loop(
             },
         };
         let Some(tls) = &tls else {
-            if tx.send(Ok(Conn(io))).await.is_err() {
+            if tx.send(Ok(conn(io))).await.is_err() {
                 return;
             }
             continue;
@@ -130,7 +158,7 @@ pub async fn accept_loop(
         tokio::spawn(async move {
             match tokio::time::timeout(HANDSHAKE_TIMEOUT, acceptor.accept(io)).await {
                 Ok(Ok(stream)) => {
-                    let _ = tx.send(Ok(Conn(Box::new(stream)))).await;
+                    let _ = tx.send(Ok(conn(Box::new(stream)))).await;
                 }
                 Ok(Err(e)) => tracing::debug!(error = %e, "TLS handshake failed"),
                 Err(_) => tracing::debug!("TLS handshake timed out"),
@@ -162,29 +190,22 @@ pub(super) async fn bind_grpc(s: &Settings) -> Result<GrpcListener, AppError> {
     Ok(GrpcListener::Unix(l, path.clone()))
 }
 
-/// Serves `router` on `listener` until `stop`, with TLS when `tls` is given.
+/// Serves `router` on `listener` until `stop`, with TLS when `tls` is given; connections are
+/// closed `lifetime` after they were accepted.
 pub(super) fn serve_grpc(
     tasks: &mut JoinSet<()>,
     listener: GrpcListener,
     router: tonic::transport::server::Router,
     tls: Option<Arc<ReloadingTls>>,
+    lifetime: Option<Duration>,
     stop: impl Future<Output = ()> + Send + 'static,
 ) {
     tasks.spawn(async move {
-        let served = match (listener, tls) {
-            (GrpcListener::Tcp(l), None) => {
-                let incoming =
-                    tonic::transport::server::TcpIncoming::from(l).with_nodelay(Some(true));
-                router.serve_with_incoming_shutdown(incoming, stop).await
-            }
-            (listener, tls) => {
-                let (tx, rx) = tokio::sync::mpsc::channel(64);
-                tokio::spawn(accept_loop(listener, tls, tx));
-                let incoming = tokio_stream::wrappers::ReceiverStream::new(rx);
-                router.serve_with_incoming_shutdown(incoming, stop).await
-            }
-        };
-        if let Err(e) = served {
+        let (tx, rx) = mpsc::channel(64);
+        // Ends when tonic drops the receiver at shutdown, which also closes the listener.
+        tokio::spawn(accept_loop(listener, tls, lifetime, tx));
+        let incoming = tokio_stream::wrappers::ReceiverStream::new(rx);
+        if let Err(e) = router.serve_with_incoming_shutdown(incoming, stop).await {
             tracing::error!(error = %e, "gRPC server failed");
         }
     });

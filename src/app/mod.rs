@@ -157,11 +157,13 @@ pub async fn start(settings: &Settings) -> Result<Running, AppError> {
     let (shutdown, stop) = watch::channel(false);
     let mut tasks = JoinSet::new();
     let mut builder = tonic::transport::Server::builder();
-    if let Some(age) = settings.grpc.max_connection_age {
+    let (age, grace) = (
+        settings.grpc.max_connection_age,
+        settings.grpc.max_connection_age_grace,
+    );
+    if let Some(age) = age {
+        // GOAWAY at the age; the hard close after the grace is the listener's (see grpc_listen).
         builder = builder.max_connection_age(age);
-    }
-    if let Some(grace) = settings.grpc.max_connection_age_grace {
-        builder = builder.max_connection_age_grace(grace);
     }
     let grpc_router = builder
         .add_service(health_server)
@@ -173,6 +175,7 @@ pub async fn start(settings: &Settings) -> Result<Running, AppError> {
         grpc,
         grpc_router,
         tls.clone(),
+        age.zip(grace).map(|(a, g)| a + g),
         stopped(stop.clone()),
     );
     let http_router = crate::http::router(crate::http::HttpState {
