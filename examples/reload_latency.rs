@@ -101,6 +101,7 @@ async fn main() {
         ("DEBUG_HOST", "127.0.0.1"),
         ("DEBUG_PORT", "0"),
         ("CONFIG_POLL_INTERVAL", "0"),
+        ("RUNTIME_IGNOREDOTFILES", "true"),
     ];
     let mut vars: Vec<(String, String)> = vars
         .iter()
@@ -119,9 +120,12 @@ async fn main() {
     let reloader = tokio::spawn(async move {
         let (mut count, mut total) = (0u32, Duration::ZERO);
         while flag.load(Ordering::Relaxed) && count < 1000 {
-            // Rewrite the file (the watcher sees it too) and force a full load → compile → swap.
+            // Replace the file atomically, as a deployer would (the watcher sees it too), and
+            // force a full load → compile → swap.
             let text = config(if count % 2 == 0 { 999_999 } else { 1_000_000 });
-            tokio::fs::write(&file, text).await.expect("rewrite config");
+            let tmp = file.with_file_name(".big.yaml.tmp");
+            tokio::fs::write(&tmp, text).await.expect("write config");
+            tokio::fs::rename(&tmp, &file).await.expect("replace config");
             let t = Instant::now();
             r.reload_now().await;
             total += t.elapsed();
@@ -138,8 +142,10 @@ async fn main() {
         total.as_secs_f64() * 1000.0 / f64::from(count.max(1))
     );
     println!(
-        "config version now {}",
-        running.config.snapshot().map_or(0, |s| s.version)
+        "config version now {} ({} successful loads, {} failed)",
+        running.config.snapshot().map_or(0, |s| s.version),
+        running.config.load_successes(),
+        running.config.load_failures()
     );
     if let Ok(r) = Arc::try_unwrap(running) {
         r.shutdown().await;
