@@ -125,7 +125,9 @@ async fn main() {
             let text = config(if count % 2 == 0 { 999_999 } else { 1_000_000 });
             let tmp = file.with_file_name(".big.yaml.tmp");
             tokio::fs::write(&tmp, text).await.expect("write config");
-            tokio::fs::rename(&tmp, &file).await.expect("replace config");
+            tokio::fs::rename(&tmp, &file)
+                .await
+                .expect("replace config");
             let t = Instant::now();
             r.reload_now().await;
             total += t.elapsed();
