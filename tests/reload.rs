@@ -309,7 +309,7 @@ async fn next_status(s: &mut tonic::Streaming<HealthCheckResponse>) -> ServingSt
 #[tokio::test]
 async fn health_turns_healthy_when_a_config_appears_and_watch_follows() {
     let env = [("HEALTHY_WITH_AT_LEAST_ONE_CONFIG_LOADED", "true")];
-    let ts = TestServer::start(&[], &env).await;
+    let mut ts = TestServer::start(&[], &env).await;
     let healthcheck = || async {
         ts.http
             .get(ts.http_url("/healthcheck"))
@@ -337,12 +337,16 @@ async fn health_turns_healthy_when_a_config_appears_and_watch_follows() {
     assert_eq!(next_status(&mut watch).await, ServingStatus::Serving);
     let check = health.check(req()).await.unwrap().into_inner().status;
     assert_eq!(check, ServingStatus::Serving as i32);
-    // Shutdown turns it unhealthy at once, before the drain.
-    let running = ts.running.as_ref().unwrap();
-    running.health.set_draining().await;
+    // Shutdown turns it unhealthy at once, then ends the stream so it cannot hold the drain.
+    let running = ts.running.take().unwrap();
+    let shutdown = tokio::spawn(running.shutdown());
     assert_eq!(next_status(&mut watch).await, ServingStatus::NotServing);
-    drop(watch);
-    ts.shutdown().await;
+    let end = tokio::time::timeout(Duration::from_secs(10), watch.message()).await;
+    assert!(matches!(end, Ok(Ok(None)) | Ok(Err(_))), "{end:?}");
+    tokio::time::timeout(Duration::from_secs(5), shutdown)
+        .await
+        .expect("drain not held by the Watch stream")
+        .unwrap();
 }
 
 #[tokio::test]
