@@ -2,6 +2,8 @@
 //! clock, with config files written to a temp dir, and talks to it over real gRPC and HTTP.
 #![allow(dead_code)]
 
+pub mod reload;
+
 use std::time::Duration;
 
 use ratelimitd::app::{self, Running};
