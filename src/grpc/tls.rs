@@ -53,7 +53,8 @@ type FileContents = Vec<Vec<u8>>;
 pub struct ReloadingTls {
     settings: TlsSettings,
     current: ArcSwap<ServerConfig>,
-    loaded: Mutex<FileContents>,
+    // The files in use and, after a failed attempt, the files that failed (reported once).
+    loaded: Mutex<(FileContents, Option<FileContents>)>,
 }
 
 impl ReloadingTls {
@@ -64,7 +65,7 @@ impl ReloadingTls {
         Ok(ReloadingTls {
             settings,
             current: ArcSwap::from_pointee(config),
-            loaded: Mutex::new(contents),
+            loaded: Mutex::new((contents, None)),
         })
     }
 
@@ -94,18 +95,19 @@ impl ReloadingTls {
             }
         };
         let mut loaded = self.loaded.lock();
-        if *loaded == contents {
+        if loaded.0 == contents || loaded.1.as_ref() == Some(&contents) {
             return false;
         }
         match build(&self.settings, &contents) {
             Ok(config) => {
                 self.current.store(Arc::new(config));
-                *loaded = contents;
+                *loaded = (contents, None);
                 tracing::info!("gRPC TLS certificate reloaded");
                 true
             }
             Err(e) => {
                 tracing::error!(error = %e, "TLS reload failed; keeping the current certificate");
+                loaded.1 = Some(contents);
                 false
             }
         }
