@@ -43,10 +43,18 @@ impl Health {
             && self.store.is_healthy()
     }
 
-    /// Marks the service as shutting down: unhealthy from now on.
+    /// Marks the service as shutting down: unhealthy from now on. gRPC `Watch` streams receive
+    /// NOT_SERVING and then end: an open stream would otherwise hold the drain until its timeout,
+    /// since a graceful gRPC shutdown waits for every stream.
     pub async fn set_draining(&self) {
         self.draining.store(true, Ordering::SeqCst);
-        self.publish().await;
+        self.reporter
+            .set_service_status(SERVICE_NAME, ServingStatus::NotServing)
+            .await;
+        self.reporter
+            .clone()
+            .clear_service_status(SERVICE_NAME)
+            .await;
     }
 
     /// Reports how many domains the latest successful load had.
@@ -57,8 +65,11 @@ impl Health {
         self.publish().await;
     }
 
-    /// Pushes the current state to gRPC health watchers.
+    /// Pushes the current state to gRPC health watchers (not once draining: see `set_draining`).
     pub async fn publish(&self) {
+        if self.draining.load(Ordering::SeqCst) {
+            return;
+        }
         let status = if self.is_healthy() {
             ServingStatus::Serving
         } else {

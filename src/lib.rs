@@ -7,11 +7,12 @@
 //! - [`store`]: the one store trait and the embedded memory store.
 //! - [`limiter`]: request → store ops → statuses; request/response types without protos.
 //! - [`metrics`]: stat counters (bounded), Prometheus and StatsD sinks.
-//! - [`reload`]: the live configuration snapshot and its atomic swap.
+//! - [`reload`]: the live configuration snapshot, its atomic swap, and the file watcher that reloads it.
 //! - [`service`]: one snapshot + the limiter; what both edges call.
-//! - [`grpc`], [`http`]: the edges (RLS v3 + health; `/json`, `/healthcheck`, debug port).
+//! - [`grpc`], [`http`]: the edges (RLS v3 + health + TLS; `/json`, `/healthcheck`, debug port).
 //! - [`health`]: health components, mirrored to gRPC health.
-//! - [`app`]: composition root (listeners, store, config, drain); [`telemetry`]: logging.
+//! - [`app`]: composition root (listeners, store, config, watchers, signals, drain);
+//!   [`telemetry`]: logging.
 //! - [`validate`]: the `ratelimitd validate` command.
 //! - [`settings`]: Go environment variables and command-line flags.
 //! - [`proto`]: generated Envoy RLS v3 types; used only by the gRPC edge.

@@ -1,4 +1,5 @@
-//! The `ratelimitd` binary: settings → logging → serve until a signal (or `validate` configs).
+//! The `ratelimitd` binary: settings → logging → serve until SIGTERM/SIGINT, reloading on SIGHUP
+//! (or `validate` configs).
 
 use anyhow::Context;
 use clap::Parser;
@@ -29,26 +30,8 @@ async fn main() -> anyhow::Result<()> {
     });
     let settings = Settings::load(&cli, vars).context("invalid settings")?;
     let telemetry = ratelimitd::telemetry::init(&settings)?;
-    let result = ratelimitd::app::run(&settings, shutdown_signal()).await;
+    let result = ratelimitd::app::run(&settings).await;
     // The exporter blocks while it sends the last spans: keep that off the async workers.
     let _ = tokio::task::spawn_blocking(move || telemetry.shutdown()).await;
     Ok(result?)
-}
-
-/// Resolves on SIGTERM or SIGINT (Ctrl-C).
-async fn shutdown_signal() {
-    #[cfg(unix)]
-    {
-        use tokio::signal::unix::{SignalKind, signal};
-        let term = signal(SignalKind::terminate());
-        let int = signal(SignalKind::interrupt());
-        if let (Ok(mut term), Ok(mut int)) = (term, int) {
-            tokio::select! {
-                _ = term.recv() => {}
-                _ = int.recv() => {}
-            }
-            return;
-        }
-    }
-    let _ = tokio::signal::ctrl_c().await;
 }

@@ -1,8 +1,8 @@
-//! The real `ratelimitd` binary: `validate`, `--help`, settings errors, and a signal-driven shutdown.
+//! The real `ratelimitd` binary: `validate`, `--help`, settings errors, JSON logs.
 
-use std::io::{BufRead, BufReader};
-use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+mod common;
+
+use std::process::Command;
 
 fn bin() -> Command {
     Command::new(env!("CARGO_BIN_EXE_ratelimitd"))
@@ -60,49 +60,14 @@ fn an_invalid_setting_is_a_clear_error_not_a_panic() {
     assert!(!err.contains("panicked"), "{err}");
 }
 
-/// Starts the binary on ephemeral loopback ports and reads the bound addresses from its log.
-fn spawn_server() -> (std::process::Child, String) {
-    let (child, line) = spawn_until_listening();
-    let http = line["http_addr"].as_str().unwrap().to_string();
-    (child, http)
-}
-
-/// Starts the binary (JSON logs at info) and returns it with its parsed "listening" log line.
-fn spawn_until_listening() -> (std::process::Child, serde_json::Value) {
-    let mut child = bin()
-        .env("RATELIMITD_CONFIG", "examples/config")
-        .env("LOG_LEVEL", "info")
-        .env("LOG_FORMAT", "json")
-        .env("HOST", "127.0.0.1")
-        .env("PORT", "0")
-        .env("GRPC_HOST", "127.0.0.1")
-        .env("GRPC_PORT", "0")
-        .env("DEBUG_HOST", "127.0.0.1")
-        .env("DEBUG_PORT", "0")
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let stderr = child.stderr.take().unwrap();
-    let mut lines = BufReader::new(stderr).lines();
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while Instant::now() < deadline {
-        let Some(Ok(line)) = lines.next() else { break };
-        if line.contains("ratelimitd listening") {
-            let v: serde_json::Value = serde_json::from_str(&line).unwrap();
-            std::thread::spawn(move || for _ in lines {});
-            return (child, v);
-        }
-    }
-    let _ = child.kill();
-    let _ = child.wait();
-    panic!("server did not report its addresses");
+fn spawn_examples() -> common::process::Spawned {
+    common::process::spawn(&[("RATELIMITD_CONFIG".into(), "examples/config".into())])
 }
 
 #[test]
 fn json_logs_have_the_go_fields() {
-    let (mut child, v) = spawn_until_listening();
-    let _ = child.kill();
-    let _ = child.wait();
+    let server = spawn_examples();
+    let v = &server.log;
     assert_eq!(v["@message"], "ratelimitd listening", "{v}");
     assert_eq!(v["level"], "info", "{v}");
     let ts = v["@timestamp"].as_str().unwrap();
@@ -111,38 +76,4 @@ fn json_logs_have_the_go_fields() {
     assert!(ts.ends_with('Z') && &ts[4..5] == "-" && &ts[10..11] == "T" && &ts[19..20] == ".");
     assert!(ts[..4].parse::<u32>().unwrap() >= 2024);
     assert!(v["grpc_addr"].as_str().unwrap().starts_with("127.0.0.1:"));
-}
-
-#[test]
-fn sigterm_drains_and_exits_zero() {
-    let (mut child, http) = spawn_server();
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
-    let body = r#"{"domain":"example","descriptors":[{"entries":[{"key":"remote_address","value":"10.0.0.1"}]}]}"#;
-    let status = rt.block_on(async {
-        reqwest::Client::new()
-            .post(format!("http://{http}/json"))
-            .body(body)
-            .send()
-            .await
-            .unwrap()
-            .status()
-    });
-    assert_eq!(status, 200);
-    let killed = Command::new("kill")
-        .args(["-TERM", &child.id().to_string()])
-        .status()
-        .unwrap();
-    assert!(killed.success());
-    let deadline = Instant::now() + Duration::from_secs(20);
-    loop {
-        if let Some(code) = child.try_wait().unwrap() {
-            assert_eq!(code.code(), Some(0));
-            break;
-        }
-        assert!(Instant::now() < deadline, "did not exit after SIGTERM");
-        std::thread::sleep(Duration::from_millis(50));
-    }
 }

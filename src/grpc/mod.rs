@@ -4,6 +4,7 @@
 //! UNAVAILABLE (Envoy treats any error the same way: its `failure_mode_deny` decides).
 
 pub mod convert;
+pub mod tls;
 
 use std::sync::Arc;
 

@@ -2,15 +2,31 @@
 //! builds a new snapshot and publishes it with one atomic swap.
 //!
 //! Parse → validate → compile happen entirely before the swap, so a bad file never replaces a good
-//! configuration, and a request in flight keeps the snapshot it started with.
+//! configuration, and a request in flight keeps the snapshot it started with. Cache keys do not
+//! depend on the version, so a reload never resets counters.
+//!
+//! [`source`] says what to read and watch, [`watch`] and [`task`] notice changes (debounced, with a
+//! periodic re-read as a safety net), [`reloader`] runs one round, [`Reloading`] serialises rounds.
+
+pub mod reloader;
+pub mod source;
+pub mod task;
+pub mod watch;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use arc_swap::ArcSwapOption;
+use parking_lot::Mutex;
 
-use crate::clock::Timestamp;
+use crate::clock::{Clock, Timestamp};
 use crate::config::RateLimitConfig;
+use crate::health::Health;
+
+pub use reloader::{ConfigReloader, ReloadOutcome};
+pub use source::ConfigSource;
+pub use task::{WatchOptions, watch_loop};
+pub use watch::WatchTarget;
 
 /// One loaded configuration and when it was loaded.
 #[derive(Debug)]
@@ -73,7 +89,12 @@ impl ConfigHandle {
         self.failures.fetch_add(1, Ordering::Relaxed);
     }
 
-    /// The latest failed load, if any.
+    /// Forgets the failure: the files on disk load again (or match what is in service).
+    pub fn clear_failure(&self) {
+        self.last_failure.store(None);
+    }
+
+    /// The latest failed load since the files last loaded (or matched what is in service).
     pub fn last_failure(&self) -> Option<Arc<LoadFailure>> {
         self.last_failure.load_full()
     }
@@ -89,41 +110,49 @@ impl ConfigHandle {
     }
 }
 
-/// Loads the configuration the settings point at and publishes it; on failure records the errors
-/// and keeps what was loaded before. Returns the number of domains when the load succeeded.
-pub fn load_from_settings(
-    settings: &crate::settings::Settings,
-    handle: &ConfigHandle,
-    now: Timestamp,
-) -> Option<usize> {
-    use crate::config::{self, CompileOptions};
-    let files = match &settings.config_path {
-        Some(path) => config::loader::load_path(path, settings.runtime_ignoredotfiles),
-        None => config::loader::load_runtime(
-            &settings.runtime_root,
-            &settings.runtime_subdirectory,
-            &settings.runtime_appdirectory,
-            settings.runtime_watch_root,
-            settings.runtime_ignoredotfiles,
-        ),
-    };
-    let opts = CompileOptions {
-        merge_domains: settings.merge_domain_config,
-    };
-    let result = files
-        .map_err(|e| e.to_string())
-        .and_then(|files| config::compile(&files, &opts).map_err(|e| e.to_string()));
-    match result {
-        Ok(config) => {
-            let domains = config.domain_count();
-            let version = handle.publish(config, now);
-            tracing::info!(version, domains, "rate limit configuration loaded");
-            Some(domains)
+/// Runs reload rounds for the service: one at a time (rounds from the watcher, SIGHUP and the
+/// startup load share one [`ConfigReloader`]), off the async workers, and keeps the health
+/// component of `HEALTHY_WITH_AT_LEAST_ONE_CONFIG_LOADED` in step.
+#[derive(Debug, Clone)]
+pub struct Reloading {
+    reloader: Arc<Mutex<ConfigReloader>>,
+    health: Arc<Health>,
+    clock: Arc<dyn Clock>,
+}
+
+impl Reloading {
+    /// Reloads `handle` from `source`.
+    pub fn new(
+        source: ConfigSource,
+        handle: Arc<ConfigHandle>,
+        health: Arc<Health>,
+        clock: Arc<dyn Clock>,
+    ) -> Reloading {
+        Reloading {
+            reloader: Arc::new(Mutex::new(ConfigReloader::new(source, handle))),
+            health,
+            clock,
         }
-        Err(errors) => {
-            tracing::error!("Error loading new configuration:\n{errors}");
-            handle.record_failure(errors, now);
-            None
+    }
+
+    /// What to watch for changes.
+    pub fn watch_targets(&self) -> Vec<WatchTarget> {
+        self.reloader.lock().source().watch_targets()
+    }
+
+    /// One round; `force` compiles and publishes even unchanged files (startup, SIGHUP).
+    pub async fn reload(&self, force: bool) -> ReloadOutcome {
+        let reloader = self.reloader.clone();
+        let clock = self.clock.clone();
+        let round =
+            tokio::task::spawn_blocking(move || reloader.lock().reload_at(clock.now(), force));
+        let outcome = round.await.unwrap_or_else(|e| {
+            tracing::error!(error = %e, "configuration reload crashed; keeping the old one");
+            ReloadOutcome::Failed
+        });
+        if let ReloadOutcome::Loaded { domains, .. } = outcome {
+            self.health.set_domains_loaded(domains).await;
         }
+        outcome
     }
 }

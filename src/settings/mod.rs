@@ -2,6 +2,7 @@
 //! overridden by command-line flags. Invalid values are startup errors naming the variable.
 
 pub mod cli;
+pub mod grpc;
 pub mod observability;
 pub mod parse;
 pub mod redis;
@@ -12,6 +13,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 pub use cli::{Cli, Command};
+pub use grpc::{GrpcServerSettings, TlsSettings};
 pub use observability::{Observability, StatsSinkKind, TracingProtocol, TracingSettings};
 pub use redis::{RedisConfig, RedisKind, RedisSettings};
 
@@ -90,6 +92,8 @@ pub struct Settings {
     /// `GRPC_HOST` / `GRPC_PORT`.
     pub grpc_host: String,
     pub grpc_port: u16,
+    /// `GRPC_UDS`, `GRPC_MAX_CONNECTION_AGE[_GRACE]`, `GRPC_SERVER_USE_TLS` and the TLS files.
+    pub grpc: GrpcServerSettings,
     /// `DEBUG_HOST` / `DEBUG_PORT`.
     pub debug_host: String,
     pub debug_port: u16,
@@ -106,6 +110,9 @@ pub struct Settings {
     pub runtime_ignoredotfiles: bool,
     /// `MERGE_DOMAIN_CONFIG`.
     pub merge_domain_config: bool,
+    /// `CONFIG_POLL_INTERVAL`: how often config files are re-read in case a change event was
+    /// missed; `None` when set to 0 (events only).
+    pub config_poll_interval: Option<Duration>,
     /// `FORCE_START_WITHOUT_INITIAL_CONFIG`.
     pub force_start_without_initial_config: bool,
     /// `HEALTHY_WITH_AT_LEAST_ONE_CONFIG_LOADED`.
@@ -245,6 +252,7 @@ impl Settings {
             port: v.parse("PORT", 8080, parse::port)?,
             grpc_host: v.string("GRPC_HOST", "0.0.0.0"),
             grpc_port: v.parse("GRPC_PORT", 8081, parse::port)?,
+            grpc: grpc::from_vars(v)?,
             debug_host: v.string("DEBUG_HOST", "0.0.0.0"),
             debug_port: v.parse("DEBUG_PORT", 6070, parse::port)?,
             log_level: v.parse("LOG_LEVEL", LogLevel::Warn, log_level)?,
@@ -262,6 +270,12 @@ impl Settings {
             runtime_watch_root: v.bool("RUNTIME_WATCH_ROOT", true)?,
             runtime_ignoredotfiles: v.bool("RUNTIME_IGNOREDOTFILES", false)?,
             merge_domain_config: v.bool("MERGE_DOMAIN_CONFIG", false)?,
+            config_poll_interval: Some(v.parse(
+                "CONFIG_POLL_INTERVAL",
+                Duration::from_secs(2),
+                parse::go_duration,
+            )?)
+            .filter(|d| !d.is_zero()),
             force_start_without_initial_config: v
                 .bool("FORCE_START_WITHOUT_INITIAL_CONFIG", false)?,
             healthy_with_at_least_one_config_loaded: v

@@ -98,3 +98,46 @@ fn secrets_are_redacted() {
     let s = Secret("hunter2".into());
     assert!(!format!("{s:?} {s}").contains("hunter2"));
 }
+
+#[test]
+fn grpc_server_settings_follow_go() {
+    let s = Settings::defaults();
+    assert_eq!(s.grpc.uds, None);
+    assert_eq!(
+        s.grpc.max_connection_age,
+        Some(Duration::from_secs(24 * 3600))
+    );
+    assert_eq!(
+        s.grpc.max_connection_age_grace,
+        Some(Duration::from_secs(3600))
+    );
+    assert_eq!(s.grpc.tls, None);
+    assert_eq!(s.config_poll_interval, Some(Duration::from_secs(2)));
+    let s = Settings::from_env(env(&[
+        ("GRPC_UDS", "/run/rls.sock"),
+        ("GRPC_MAX_CONNECTION_AGE", "0"),
+        ("GRPC_MAX_CONNECTION_AGE_GRACE", "30s"),
+        ("GRPC_SERVER_USE_TLS", "true"),
+        ("GRPC_SERVER_TLS_CERT", "/tls/crt"),
+        ("GRPC_SERVER_TLS_KEY", "/tls/key"),
+        ("GRPC_CLIENT_TLS_SAN", "envoy"),
+        ("CONFIG_POLL_INTERVAL", "0"),
+    ]))
+    .unwrap();
+    assert_eq!(s.grpc.uds, Some(PathBuf::from("/run/rls.sock")));
+    assert_eq!(s.grpc.max_connection_age, None, "0 = no limit");
+    assert_eq!(
+        s.grpc.max_connection_age_grace,
+        Some(Duration::from_secs(30))
+    );
+    let tls = s.grpc.tls.unwrap();
+    assert_eq!(
+        (tls.client_ca, tls.client_san),
+        (None, Some("envoy".into()))
+    );
+    assert_eq!(s.config_poll_interval, None);
+    let e = Settings::from_env(env(&[("GRPC_SERVER_USE_TLS", "true")])).unwrap_err();
+    assert_eq!(e.name, "GRPC_SERVER_TLS_CERT");
+    let e = Settings::from_env(env(&[("GRPC_MAX_CONNECTION_AGE", "1d")])).unwrap_err();
+    assert_eq!(e.name, "GRPC_MAX_CONNECTION_AGE");
+}

@@ -42,6 +42,9 @@ pub struct MemoryStore {
     last_full_sweep: AtomicU64,
 }
 
+/// `last_full_sweep` before the first on-demand sweep.
+const NEVER: u64 = u64::MAX;
+
 /// Minimum time between two on-demand sweeps of all shards.
 const FULL_SWEEP_EVERY_MICROS: u64 = 1_000_000;
 
@@ -55,7 +58,7 @@ impl MemoryStore {
             hasher: ahash::RandomState::new(),
             len: AtomicUsize::new(0),
             max_keys: max_keys.max(1),
-            last_full_sweep: AtomicU64::new(0),
+            last_full_sweep: AtomicU64::new(NEVER),
         }
     }
 
@@ -100,15 +103,10 @@ impl MemoryStore {
     /// True (and recorded) when no full sweep ran in the last second.
     fn may_sweep_all(&self, now: Timestamp) -> bool {
         let last = self.last_full_sweep.load(Ordering::Relaxed);
-        let due = last == 0 || now.as_micros() >= last.saturating_add(FULL_SWEEP_EVERY_MICROS);
+        let due = last == NEVER || now.as_micros() >= last.saturating_add(FULL_SWEEP_EVERY_MICROS);
         due && self
             .last_full_sweep
-            .compare_exchange(
-                last,
-                now.as_micros().max(1),
-                Ordering::Relaxed,
-                Ordering::Relaxed,
-            )
+            .compare_exchange(last, now.as_micros(), Ordering::Relaxed, Ordering::Relaxed)
             .is_ok()
     }
 

@@ -5,6 +5,7 @@
 pub mod certs;
 pub mod process;
 pub mod redis;
+pub mod reload;
 
 use std::time::Duration;
 

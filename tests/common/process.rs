@@ -11,6 +11,9 @@ pub struct Spawned {
     pub child: Child,
     pub grpc_addr: String,
     pub http_addr: String,
+    pub debug_addr: String,
+    /// The parsed JSON "listening" log line.
+    pub log: serde_json::Value,
 }
 
 /// Starts the binary with `env` on top of loopback/ephemeral-port settings and JSON info logs.
@@ -38,10 +41,13 @@ pub fn spawn(env: &[(String, String)]) -> Spawned {
         if line.contains("ratelimitd listening") {
             let v: serde_json::Value = serde_json::from_str(&line).unwrap();
             std::thread::spawn(move || for _ in lines {});
+            let field = |k: &str| v[k].as_str().unwrap_or_default().to_string();
             return Spawned {
+                grpc_addr: field("grpc_addr"),
+                http_addr: field("http_addr"),
+                debug_addr: field("debug_addr"),
                 child,
-                grpc_addr: v["grpc_addr"].as_str().unwrap().to_string(),
-                http_addr: v["http_addr"].as_str().unwrap().to_string(),
+                log: v,
             };
         }
     }

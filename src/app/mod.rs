@@ -1,5 +1,9 @@
 //! Composition root: builds the store, configuration, limiter and health from [`Settings`], binds
-//! the three listeners, and runs them until shutdown, then drains.
+//! the three listeners, starts the config and certificate watchers, and runs them until shutdown,
+//! then drains. [`signals`] maps process signals onto that (SIGTERM/SIGINT drain, SIGHUP reloads).
+
+mod grpc_listen;
+pub mod signals;
 
 use std::future::Future;
 use std::net::SocketAddr;
@@ -10,12 +14,17 @@ use tokio::net::TcpListener;
 use tokio::sync::watch;
 use tokio::task::JoinSet;
 
+use grpc_listen::{GrpcListener, bind_grpc, serve_grpc};
+
 use crate::clock::{Clock, ManualClock, SystemClock, Timestamp};
+use crate::grpc::tls::{ReloadingTls, TlsError};
 use crate::grpc::{RateLimitServiceServer, RlsService};
 use crate::health::Health;
 use crate::limiter::{HeaderNames, KeyBuilder, LimiterOptions, NoStats, RateLimiter, StatsSink};
 use crate::metrics::{KeyCount, Metrics};
-use crate::reload::{self, ConfigHandle};
+use crate::reload::{
+    ConfigHandle, ConfigSource, ReloadOutcome, Reloading, WatchOptions, watch_loop,
+};
 use crate::service::Service;
 use crate::settings::{Backend, Settings, StatsSinkKind};
 use crate::store::memory::MemoryStore;
@@ -41,13 +50,18 @@ pub enum AppError {
     /// The stats sink could not start.
     #[error(transparent)]
     Metrics(#[from] crate::metrics::sinks::SinkError),
+    /// The gRPC TLS files are not a usable configuration.
+    #[error("gRPC TLS: {0}")]
+    Tls(#[from] TlsError),
 }
 
 /// A started service: its bound addresses and handles, for `main` and for tests.
 #[derive(Debug)]
 pub struct Running {
-    /// Where gRPC listens.
+    /// Where gRPC listens (the unspecified address `0.0.0.0:0` when it listens on `GRPC_UDS`).
     pub grpc_addr: SocketAddr,
+    /// The unix socket gRPC listens on, with `GRPC_UDS`.
+    pub grpc_uds: Option<std::path::PathBuf>,
     /// Where `/json` and `/healthcheck` listen.
     pub http_addr: SocketAddr,
     /// Where the debug endpoints listen.
@@ -62,6 +76,7 @@ pub struct Running {
     pub metrics_addr: Option<SocketAddr>,
     /// The service's counters (`None` with `DISABLE_STATS`).
     pub metrics: Option<Arc<Metrics>>,
+    reloading: Reloading,
     shutdown: watch::Sender<bool>,
     tasks: JoinSet<()>,
     drain_timeout: Duration,
@@ -121,10 +136,16 @@ pub async fn start(settings: &Settings) -> Result<Running, AppError> {
         settings.healthy_with_at_least_one_config_loaded,
         reporter,
     ));
-    if let Some(domains) = reload::load_from_settings(settings, &config, clock.now()) {
-        health.set_domains_loaded(domains).await;
-    }
+    let source = ConfigSource::from_settings(settings);
+    let reloading = Reloading::new(source, config.clone(), health.clone(), clock.clone());
+    // The first load finishes before any port opens (the Go service waits for its first config
+    // event too, unless FORCE_START_WITHOUT_INITIAL_CONFIG; here that wait is never long).
+    reloading.reload(true).await;
     health.publish().await;
+    let tls = match settings.grpc.tls.clone() {
+        Some(t) => Some(Arc::new(ReloadingTls::try_new(t)?)),
+        None => None,
+    };
 
     let metrics = (settings.obs.sink != StatsSinkKind::Disabled).then(|| {
         let keys: Option<KeyCount> = memory
@@ -147,7 +168,7 @@ pub async fn start(settings: &Settings) -> Result<Running, AppError> {
         limiter: RateLimiter::with_stats(store, clock.clone(), options, sink),
         config: config.clone(),
     });
-    let grpc = bind("gRPC", &settings.grpc_host, settings.grpc_port).await?;
+    let grpc = bind_grpc(settings).await?;
     let http = bind("HTTP", &settings.host, settings.port).await?;
     let debug = bind("debug", &settings.debug_host, settings.debug_port).await?;
     let addr = |l: &TcpListener, what| {
@@ -157,27 +178,37 @@ pub async fn start(settings: &Settings) -> Result<Running, AppError> {
             source,
         })
     };
-    let (grpc_addr, http_addr, debug_addr) = (
-        addr(&grpc, "gRPC")?,
-        addr(&http, "HTTP")?,
-        addr(&debug, "debug")?,
-    );
+    let (grpc_addr, grpc_uds) = match &grpc {
+        GrpcListener::Tcp(l) => (addr(l, "gRPC")?, None),
+        GrpcListener::Unix(_, path) => (SocketAddr::from(([0, 0, 0, 0], 0)), Some(path.clone())),
+    };
+    let (http_addr, debug_addr) = (addr(&http, "HTTP")?, addr(&debug, "debug")?);
 
     let (shutdown, stop) = watch::channel(false);
     let mut tasks = JoinSet::new();
-    let grpc_router = tonic::transport::Server::builder()
+    let mut builder = tonic::transport::Server::builder();
+    let (age, grace) = (
+        settings.grpc.max_connection_age,
+        settings.grpc.max_connection_age_grace,
+    );
+    if let Some(age) = age {
+        // GOAWAY at the age; the hard close after the grace is the listener's (see grpc_listen).
+        builder = builder.max_connection_age(age);
+    }
+    let grpc_router = builder
         .add_service(health_server)
         .add_service(RateLimitServiceServer::new(RlsService::new(
             service.clone(),
             metrics.clone(),
         )));
-    let s = stopped(stop.clone());
-    tasks.spawn(async move {
-        let incoming = tonic::transport::server::TcpIncoming::from(grpc).with_nodelay(Some(true));
-        if let Err(e) = grpc_router.serve_with_incoming_shutdown(incoming, s).await {
-            tracing::error!(error = %e, "gRPC server failed");
-        }
-    });
+    serve_grpc(
+        &mut tasks,
+        grpc,
+        grpc_router,
+        tls.clone(),
+        age.zip(grace).map(|(a, g)| a + g),
+        stopped(stop.clone()),
+    );
     let http_router = crate::http::router(crate::http::HttpState {
         service: service.clone(),
         health: health.clone(),
@@ -198,6 +229,32 @@ pub async fn start(settings: &Settings) -> Result<Running, AppError> {
     if let Some(m) = memory {
         tasks.spawn(sweep_expired(m, clock, stopped(stop.clone())));
     }
+    let watch = WatchOptions::with_poll(settings.config_poll_interval);
+    let r = reloading.clone();
+    tasks.spawn(watch_loop(
+        r.watch_targets(),
+        watch,
+        stopped(stop.clone()),
+        move || {
+            let r = r.clone();
+            async move {
+                r.reload(false).await;
+            }
+        },
+    ));
+    if let Some(tls) = tls {
+        tasks.spawn(watch_loop(
+            tls.watch_targets(),
+            watch,
+            stopped(stop.clone()),
+            move || {
+                let tls = tls.clone();
+                async move {
+                    let _ = tokio::task::spawn_blocking(move || tls.reload()).await;
+                }
+            },
+        ));
+    }
     tasks.spawn(watch_store_health(
         health.clone(),
         store_probe,
@@ -206,6 +263,7 @@ pub async fn start(settings: &Settings) -> Result<Running, AppError> {
     tracing::info!(%grpc_addr, %http_addr, %debug_addr, "ratelimitd listening");
     Ok(Running {
         grpc_addr,
+        grpc_uds,
         http_addr,
         debug_addr,
         config,
@@ -213,6 +271,7 @@ pub async fn start(settings: &Settings) -> Result<Running, AppError> {
         manual_clock,
         metrics_addr,
         metrics,
+        reloading,
         shutdown,
         tasks,
         drain_timeout: settings.drain_timeout,
@@ -284,6 +343,11 @@ async fn watch_store_health(
 }
 
 impl Running {
+    /// Re-reads the configuration now and publishes it even if unchanged (what SIGHUP does).
+    pub async fn reload_now(&self) -> ReloadOutcome {
+        self.reloading.reload(true).await
+    }
+
     /// Graceful stop: health turns unhealthy at once, listeners stop accepting, requests in flight
     /// finish (for at most the drain timeout), then every task ends.
     pub async fn shutdown(mut self) {
@@ -300,10 +364,11 @@ impl Running {
     }
 }
 
-/// Runs the service until `signal` resolves, then shuts it down gracefully.
-pub async fn run(settings: &Settings, signal: impl Future<Output = ()>) -> Result<(), AppError> {
+/// Runs the service until SIGTERM or SIGINT, reloading the configuration on SIGHUP, then shuts
+/// it down gracefully.
+pub async fn run(settings: &Settings) -> Result<(), AppError> {
     let running = start(settings).await?;
-    signal.await;
+    signals::serve_until_shutdown(&running).await;
     tracing::info!("shutdown requested; draining");
     running.shutdown().await;
     Ok(())

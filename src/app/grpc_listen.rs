@@ -1,0 +1,212 @@
+//! The gRPC listener: TCP (`GRPC_HOST:GRPC_PORT`) or a unix socket (`GRPC_UDS`), in plaintext or
+//! TLS, through an accept loop that hands tonic finished connections (TLS handshakes run
+//! concurrently so a slow client cannot hold up the others).
+//!
+//! Connection age: tonic sends GOAWAY at `GRPC_MAX_CONNECTION_AGE`, but with a grace configured it
+//! skips the GOAWAY and only closes hard at age + grace. grpc-go does both, so tonic gets the age
+//! only, and [`Conn`] enforces the hard close at age + grace itself.
+
+use std::future::Future;
+use std::io;
+use std::path::PathBuf;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+use tokio::net::{TcpListener, UnixListener};
+use tokio::sync::mpsc;
+use tonic::transport::server::Connected;
+
+use tokio::task::JoinSet;
+
+use super::AppError;
+use crate::grpc::tls::ReloadingTls;
+use crate::settings::Settings;
+
+/// A bound gRPC socket.
+#[derive(Debug)]
+pub enum GrpcListener {
+    /// `GRPC_HOST:GRPC_PORT`.
+    Tcp(TcpListener),
+    /// `GRPC_UDS`.
+    Unix(UnixListener, PathBuf),
+}
+
+trait Io: AsyncRead + AsyncWrite + Send + Unpin + 'static {}
+impl<T: AsyncRead + AsyncWrite + Send + Unpin + 'static> Io for T {}
+
+/// One accepted (and, with TLS, handshaken) connection, whatever the transport; it fails every
+/// read and write once its deadline (connection age + grace) has passed.
+pub struct Conn {
+    io: Box<dyn Io>,
+    deadline: Option<Pin<Box<tokio::time::Sleep>>>,
+}
+
+impl Conn {
+    fn check(&mut self, cx: &mut Context<'_>) -> io::Result<()> {
+        match self.deadline.as_mut().map(|d| d.as_mut().poll(cx)) {
+            Some(Poll::Ready(())) => Err(io::Error::new(
+                io::ErrorKind::ConnectionAborted,
+                "GRPC_MAX_CONNECTION_AGE + GRPC_MAX_CONNECTION_AGE_GRACE reached",
+            )),
+            _ => Ok(()),
+        }
+    }
+}
+
+impl AsyncRead for Conn {
+    fn poll_read(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        self.check(cx)?;
+        Pin::new(&mut *self.io).poll_read(cx, buf)
+    }
+}
+
+impl AsyncWrite for Conn {
+    fn poll_write(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        self.check(cx)?;
+        Pin::new(&mut *self.io).poll_write(cx, buf)
+    }
+
+    fn poll_write_vectored(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[io::IoSlice<'_>],
+    ) -> Poll<io::Result<usize>> {
+        self.check(cx)?;
+        Pin::new(&mut *self.io).poll_write_vectored(cx, bufs)
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        self.io.is_write_vectored()
+    }
+
+    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut *self.io).poll_flush(cx)
+    }
+
+    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut *self.io).poll_shutdown(cx)
+    }
+}
+
+impl Connected for Conn {
+    type ConnectInfo = ();
+
+    fn connect_info(&self) -> Self::ConnectInfo {}
+}
+
+/// How long a client may take to finish the TLS handshake.
+const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
+
+impl GrpcListener {
+    async fn accept(&self) -> io::Result<Box<dyn Io>> {
+        match self {
+            GrpcListener::Tcp(l) => {
+                let (s, _) = l.accept().await?;
+                // Small request/response messages: do not let Nagle delay them.
+                let _ = s.set_nodelay(true);
+                Ok(Box::new(s))
+            }
+            GrpcListener::Unix(l, _) => Ok(Box::new(l.accept().await?.0)),
+        }
+    }
+}
+
+/// Accepts connections until `tx` is closed (tonic stopped listening) and sends them on `tx`;
+/// each may live at most `lifetime`.
+async fn accept_loop(
+    listener: GrpcListener,
+    tls: Option<Arc<ReloadingTls>>,
+    lifetime: Option<Duration>,
+    tx: mpsc::Sender<io::Result<Conn>>,
+) {
+    let conn = move |io: Box<dyn Io>| Conn {
+        io,
+        deadline: lifetime.map(|d| Box::pin(tokio::time::sleep(d))),
+    };
+    loop {
+        let io = tokio::select! {
+            _ = tx.closed() => return,
+            r = listener.accept() => match r {
+                Ok(io) => io,
+                Err(e) => {
+                    // Out of file descriptors and the like: back off instead of spinning.
+                    tracing::warn!(error = %e, "gRPC accept failed");
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                    continue;
+                }
+            },
+        };
+        let Some(tls) = &tls else {
+            if tx.send(Ok(conn(io))).await.is_err() {
+                return;
+            }
+            continue;
+        };
+        let acceptor = tokio_rustls::TlsAcceptor::from(tls.current());
+        let tx = tx.clone();
+        tokio::spawn(async move {
+            match tokio::time::timeout(HANDSHAKE_TIMEOUT, acceptor.accept(io)).await {
+                Ok(Ok(stream)) => {
+                    let _ = tx.send(Ok(conn(Box::new(stream)))).await;
+                }
+                Ok(Err(e)) => tracing::debug!(error = %e, "TLS handshake failed"),
+                Err(_) => tracing::debug!("TLS handshake timed out"),
+            }
+        });
+    }
+}
+
+/// Binds the gRPC socket the settings ask for.
+pub(super) async fn bind_grpc(s: &Settings) -> Result<GrpcListener, AppError> {
+    let Some(path) = &s.grpc.uds else {
+        return Ok(GrpcListener::Tcp(
+            super::bind("gRPC", &s.grpc_host, s.grpc_port).await?,
+        ));
+    };
+    let err = |source| AppError::Bind {
+        what: "gRPC",
+        addr: path.display().to_string(),
+        source,
+    };
+    // A socket file left by a previous run would make bind fail; anything else is not ours to
+    // remove.
+    if std::fs::symlink_metadata(path)
+        .is_ok_and(|m| std::os::unix::fs::FileTypeExt::is_socket(&m.file_type()))
+    {
+        std::fs::remove_file(path).map_err(err)?;
+    }
+    let l = tokio::net::UnixListener::bind(path).map_err(err)?;
+    Ok(GrpcListener::Unix(l, path.clone()))
+}
+
+/// Serves `router` on `listener` until `stop`, with TLS when `tls` is given; connections are
+/// closed `lifetime` after they were accepted.
+pub(super) fn serve_grpc(
+    tasks: &mut JoinSet<()>,
+    listener: GrpcListener,
+    router: tonic::transport::server::Router,
+    tls: Option<Arc<ReloadingTls>>,
+    lifetime: Option<Duration>,
+    stop: impl Future<Output = ()> + Send + 'static,
+) {
+    tasks.spawn(async move {
+        let (tx, rx) = mpsc::channel(64);
+        // Ends when tonic drops the receiver at shutdown, which also closes the listener.
+        tokio::spawn(accept_loop(listener, tls, lifetime, tx));
+        let incoming = tokio_stream::wrappers::ReceiverStream::new(rx);
+        if let Err(e) = router.serve_with_incoming_shutdown(incoming, stop).await {
+            tracing::error!(error = %e, "gRPC server failed");
+        }
+    });
+}

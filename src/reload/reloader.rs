@@ -1,0 +1,113 @@
+//! One reload round: read → compare → parse/validate/compile → one atomic swap (SPEC §B.6).
+//!
+//! A round compares the files it read with those of the configuration in service and with those
+//! of the last failed attempt, so the periodic re-read and duplicate events cost one read and do not
+//! log the same error again. A forced round (startup, SIGHUP) always compiles and publishes.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::clock::Timestamp;
+use crate::config::ConfigFile;
+
+use super::ConfigHandle;
+use super::source::ConfigSource;
+
+/// What a reload round did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ReloadOutcome {
+    /// A new configuration is in service.
+    Loaded {
+        /// Its version.
+        version: u64,
+        /// How many domains it has.
+        domains: usize,
+    },
+    /// The files are those already in service (or those that already failed): nothing to do.
+    Unchanged,
+    /// The files could not be read or are invalid; the previous configuration stays.
+    Failed,
+}
+
+/// Reloads the configuration of one [`ConfigSource`] into one [`ConfigHandle`].
+#[derive(Debug)]
+pub struct ConfigReloader {
+    source: ConfigSource,
+    handle: Arc<ConfigHandle>,
+    applied: Option<Vec<ConfigFile>>,
+    // The files of the last failed attempt, or its read error: not worth reporting twice.
+    failed: Option<Result<Vec<ConfigFile>, String>>,
+}
+
+impl ConfigReloader {
+    /// A reloader that has loaded nothing yet.
+    pub fn new(source: ConfigSource, handle: Arc<ConfigHandle>) -> ConfigReloader {
+        ConfigReloader {
+            source,
+            handle,
+            applied: None,
+            failed: None,
+        }
+    }
+
+    /// The source it reads.
+    pub fn source(&self) -> &ConfigSource {
+        &self.source
+    }
+
+    /// Runs one round (blocking: file I/O and compilation). With `force`, compiles and publishes
+    /// even when the files did not change.
+    pub fn reload_at(&mut self, now: Timestamp, force: bool) -> ReloadOutcome {
+        let files = match self.read() {
+            Ok(files) => files,
+            Err(e) if !force && self.failed.as_ref() == Some(&Err(e.clone())) => {
+                return ReloadOutcome::Unchanged;
+            }
+            Err(e) => return self.fail(e.clone(), Err(e), now),
+        };
+        if !force && self.applied.as_ref() == Some(&files) {
+            if self.failed.take().is_some() {
+                // The bad change was undone: what is in service matches the files again.
+                self.handle.clear_failure();
+                tracing::info!("configuration files are back to the loaded version");
+            }
+            return ReloadOutcome::Unchanged;
+        }
+        if !force && matches!(&self.failed, Some(Ok(f)) if *f == files) {
+            return ReloadOutcome::Unchanged;
+        }
+        match self.source.compile(&files) {
+            Ok(config) => {
+                let domains = config.domain_count();
+                let version = self.handle.publish(config, now);
+                self.handle.clear_failure();
+                self.applied = Some(files);
+                self.failed = None;
+                tracing::info!(version, domains, "rate limit configuration loaded");
+                ReloadOutcome::Loaded { version, domains }
+            }
+            Err(errors) => self.fail(errors, Ok(files), now),
+        }
+    }
+
+    /// Reads the files, retrying once: a read racing an atomic replace can see a file vanish
+    /// between listing and reading.
+    fn read(&self) -> Result<Vec<ConfigFile>, String> {
+        self.source.read().or_else(|first| {
+            std::thread::sleep(Duration::from_millis(100));
+            self.source.read().map_err(|_| first.to_string())
+        })
+    }
+
+    fn fail(
+        &mut self,
+        errors: String,
+        attempt: Result<Vec<ConfigFile>, String>,
+        now: Timestamp,
+    ) -> ReloadOutcome {
+        tracing::error!("Error loading new configuration:\n{errors}");
+        self.handle.record_failure(errors, now);
+        self.failed = Some(attempt);
+        ReloadOutcome::Failed
+    }
+}

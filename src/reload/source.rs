@@ -1,0 +1,102 @@
+//! Where the configuration comes from: the `--config` path or the Go `RUNTIME_*` discovery
+//! (SPEC §B.5), what to read, how to compile it, and which paths to watch for changes.
+//!
+//! The watch set is wider than the Go service's (which, with `RUNTIME_WATCH_ROOT`, reloads only when
+//! the root itself is swapped): any change under the walk root counts, as does a swap of the root.
+
+use std::path::PathBuf;
+
+use crate::config::loader::{self, LoadError};
+use crate::config::{self, CompileOptions, ConfigFile, RateLimitConfig};
+use crate::settings::Settings;
+
+use super::watch::WatchTarget;
+
+#[derive(Debug, Clone)]
+enum Location {
+    Path(PathBuf),
+    Runtime {
+        root: PathBuf,
+        subdirectory: String,
+        appdirectory: String,
+        watch_root: bool,
+    },
+}
+
+/// The configuration files the settings point at.
+#[derive(Debug, Clone)]
+pub struct ConfigSource {
+    location: Location,
+    ignore_dotfiles: bool,
+    options: CompileOptions,
+}
+
+impl ConfigSource {
+    /// The source described by `--config`/`RATELIMITD_CONFIG`, or else by the `RUNTIME_*` settings.
+    pub fn from_settings(s: &Settings) -> ConfigSource {
+        let location = match &s.config_path {
+            Some(p) => Location::Path(p.clone()),
+            None => Location::Runtime {
+                root: s.runtime_root.clone(),
+                subdirectory: s.runtime_subdirectory.clone(),
+                appdirectory: s.runtime_appdirectory.clone(),
+                watch_root: s.runtime_watch_root,
+            },
+        };
+        ConfigSource {
+            location,
+            ignore_dotfiles: s.runtime_ignoredotfiles,
+            options: CompileOptions {
+                merge_domains: s.merge_domain_config,
+            },
+        }
+    }
+
+    /// Reads every file of the configuration (I/O only; no parsing).
+    pub fn read(&self) -> Result<Vec<ConfigFile>, LoadError> {
+        match &self.location {
+            Location::Path(p) => loader::load_path(p, self.ignore_dotfiles),
+            Location::Runtime {
+                root,
+                subdirectory,
+                appdirectory,
+                watch_root,
+            } => loader::load_runtime(
+                root,
+                subdirectory,
+                appdirectory,
+                *watch_root,
+                self.ignore_dotfiles,
+            ),
+        }
+    }
+
+    /// Parses, validates and compiles `files`; the error lists every problem, one per line.
+    pub fn compile(&self, files: &[ConfigFile]) -> Result<RateLimitConfig, String> {
+        config::compile(files, &self.options).map_err(|e| e.to_string())
+    }
+
+    /// The paths whose changes may change what [`ConfigSource::read`] returns.
+    pub fn watch_targets(&self) -> Vec<WatchTarget> {
+        match &self.location {
+            Location::Path(p) => vec![WatchTarget::tree(p.clone())],
+            Location::Runtime {
+                root,
+                subdirectory,
+                appdirectory,
+                watch_root,
+            } => {
+                let mut walk_root = root.join(subdirectory);
+                if !*watch_root {
+                    walk_root.push(appdirectory);
+                }
+                // The root itself too (not its tree): a symlink swap of the root is how the Go
+                // service expects updates to arrive.
+                vec![
+                    WatchTarget::tree(walk_root),
+                    WatchTarget::entry(root.clone()),
+                ]
+            }
+        }
+    }
+}

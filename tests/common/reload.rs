@@ -1,0 +1,93 @@
+//! Helpers for reload tests: config text, bounded waits for a watcher, limits as the service
+//! applies them, atomic file replacement, and servers on arbitrary settings.
+
+use std::future::Future;
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use ratelimitd::app;
+use ratelimitd::proto::envoy::service::ratelimit::v3::rate_limit_service_client::RateLimitServiceClient;
+use ratelimitd::settings::Settings;
+
+use super::{TestServer, request};
+
+/// Polls `cond` every 20 ms for at most 10 s.
+pub async fn eventually<F, Fut>(what: &str, mut cond: F)
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = bool>,
+{
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while Instant::now() < deadline {
+        if cond().await {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    panic!("timed out waiting for: {what}");
+}
+
+pub fn cfg(domain: &str, key: &str, rpu: u32) -> String {
+    format!(
+        "domain: {domain}\ndescriptors:\n  - key: {key}\n    rate_limit: {{unit: minute, requests_per_unit: {rpu}}}\n"
+    )
+}
+
+pub async fn rlconfig(ts: &TestServer) -> String {
+    let r = ts.http.get(ts.debug_url("/rlconfig")).send().await.unwrap();
+    r.text().await.unwrap()
+}
+
+/// The `requests_per_unit` the service applies to `domain` / `key=v`, if any.
+pub async fn limit(ts: &TestServer, domain: &str, key: &str) -> Option<u32> {
+    let r = ts.call(request(domain, &[&[(key, "v")]])).await.ok()?;
+    r.statuses[0]
+        .current_limit
+        .as_ref()
+        .map(|l| l.requests_per_unit)
+}
+
+pub async fn wait_limit(ts: &TestServer, domain: &str, key: &str, want: Option<u32>) {
+    let what = format!("{domain}/{key} limit {want:?}");
+    eventually(&what, || async { limit(ts, domain, key).await == want }).await;
+}
+
+/// Writes `contents` to a temp file beside `path` and renames it over `path` (atomic replace).
+pub fn replace(path: &Path, contents: &str) {
+    let tmp = path.with_file_name(format!(
+        ".{}.tmp",
+        path.file_name().unwrap().to_string_lossy()
+    ));
+    std::fs::write(&tmp, contents).unwrap();
+    std::fs::rename(&tmp, path).unwrap();
+}
+
+/// A server on settings without `RATELIMITD_CONFIG` (Go `RUNTIME_*` discovery).
+pub async fn start_runtime(dir: tempfile::TempDir, env: &[(&str, &str)]) -> TestServer {
+    let mut vars: Vec<(String, String)> = [
+        ("HOST", "127.0.0.1"),
+        ("PORT", "0"),
+        ("GRPC_HOST", "127.0.0.1"),
+        ("GRPC_PORT", "0"),
+        ("DEBUG_HOST", "127.0.0.1"),
+        ("DEBUG_PORT", "0"),
+        ("RATELIMITD_TEST_MANUAL_CLOCK", "1234"),
+    ]
+    .iter()
+    .chain(env)
+    .map(|(k, v)| (k.to_string(), v.to_string()))
+    .collect();
+    vars.push(("RUNTIME_ROOT".into(), dir.path().display().to_string()));
+    start_with(dir, Settings::from_env(vars).unwrap()).await
+}
+
+pub async fn start_with(dir: tempfile::TempDir, settings: Settings) -> TestServer {
+    let running = app::start(&settings).await.unwrap();
+    let url = format!("http://{}", running.grpc_addr);
+    TestServer {
+        grpc: RateLimitServiceClient::connect(url).await.unwrap(),
+        running: Some(running),
+        dir,
+        http: reqwest::Client::new(),
+    }
+}
