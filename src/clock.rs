@@ -152,6 +152,11 @@ mod tests {
     #[test]
     fn rfc3339_formats_utc() {
         assert_eq!(
+            Timestamp::from_secs(951_782_400).to_rfc3339(),
+            "2000-02-29T00:00:00.000000Z",
+            "leap day"
+        );
+        assert_eq!(
             Timestamp::from_micros(0).to_rfc3339(),
             "1970-01-01T00:00:00.000000Z"
         );

@@ -80,3 +80,34 @@ async fn three_processes_on_a_redis_cluster_admit_exactly_the_limit() {
         "keys spread over the masters: {keys:?}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn startup_waits_for_redis_with_backoff() {
+    let mut r = RedisServer::not_started(&[]);
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("x.yaml"), CFG).unwrap();
+    let mut env = r.env();
+    env.push(("RATELIMITD_CONFIG".into(), dir.path().display().to_string()));
+    env.push(("REDIS_STARTUP_INITIAL_INTERVAL".into(), "50ms".into()));
+    env.push(("REDIS_STARTUP_MAX_INTERVAL".into(), "200ms".into()));
+    // The binary blocks in its startup backoff until Redis appears; spawn() waits for "listening".
+    let server = std::thread::spawn(move || process::spawn(&env));
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    assert!(
+        !server.is_finished(),
+        "the ports must not open before Redis answers"
+    );
+    r.restart();
+    let s = tokio::task::spawn_blocking(move || server.join().unwrap())
+        .await
+        .unwrap();
+    let mut client = RateLimitServiceClient::connect(format!("http://{}", s.grpc_addr))
+        .await
+        .unwrap();
+    let resp = client
+        .should_rate_limit(request("x", &[&[("k", "a")]]))
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(st(&resp, 0), (Code::Ok, lim(LIMIT, "HOUR"), LIMIT - 1));
+}

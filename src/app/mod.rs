@@ -3,9 +3,10 @@
 //! then drains. [`signals`] maps process signals onto that (SIGTERM/SIGINT drain, SIGHUP reloads).
 
 mod grpc_listen;
+mod parts;
 pub mod signals;
+mod tasks;
 
-use std::future::Future;
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
@@ -15,21 +16,20 @@ use tokio::sync::watch;
 use tokio::task::JoinSet;
 
 use grpc_listen::{GrpcListener, bind_grpc, serve_grpc};
+use tasks::{serve_http, stopped, sweep_expired, watch_store_health};
 
 use crate::clock::{Clock, ManualClock, SystemClock, Timestamp};
 use crate::grpc::tls::{ReloadingTls, TlsError};
 use crate::grpc::{RateLimitServiceServer, RlsService};
 use crate::health::Health;
-use crate::limiter::{HeaderNames, KeyBuilder, LimiterOptions, NoStats, RateLimiter, StatsSink};
-use crate::metrics::{KeyCount, Metrics};
+use crate::limiter::RateLimiter;
+use crate::metrics::Metrics;
 use crate::reload::{
     ConfigHandle, ConfigSource, ReloadOutcome, Reloading, WatchOptions, watch_loop,
 };
 use crate::service::Service;
-use crate::settings::{Backend, Settings, StatsSinkKind};
-use crate::store::memory::MemoryStore;
-use crate::store::redis::RedisStore;
-use crate::store::{Store, StoreError};
+use crate::settings::Settings;
+use crate::store::StoreError;
 
 /// Why the service could not start.
 #[derive(Debug, thiserror::Error)]
@@ -89,21 +89,6 @@ async fn bind(what: &'static str, host: &str, port: u16) -> Result<TcpListener, 
         .map_err(|source| AppError::Bind { what, addr, source })
 }
 
-fn limiter_options(s: &Settings) -> LimiterOptions {
-    LimiterOptions {
-        shadow_mode: s.shadow_mode,
-        quota_mode: s.quota_mode,
-        headers: s.limit_response_headers_enabled.then(|| HeaderNames {
-            limit: s.limit_limit_header.clone(),
-            remaining: s.limit_remaining_header.clone(),
-            reset: s.limit_reset_header.clone(),
-        }),
-        dynamic_metadata: s.response_dynamic_metadata,
-        keys: KeyBuilder::new(s.cache_key_prefix.clone(), s.cache_key_format),
-        near_limit_ratio: s.near_limit_ratio,
-    }
-}
-
 /// Starts the service described by `settings`: loads the configuration, binds every listener and
 /// spawns the servers. Returns once all ports accept connections.
 pub async fn start(settings: &Settings) -> Result<Running, AppError> {
@@ -116,18 +101,7 @@ pub async fn start(settings: &Settings) -> Result<Running, AppError> {
         Some(c) => c.clone(),
         None => Arc::new(SystemClock),
     };
-    let (store, memory): (Arc<dyn Store>, Option<Arc<MemoryStore>>) = match settings.backend {
-        Backend::Memory => {
-            let m = Arc::new(MemoryStore::new(settings.memory_max_keys));
-            (m.clone(), Some(m))
-        }
-        Backend::Redis => {
-            let redis = RedisStore::connect_with_backoff(&settings.redis)
-                .await
-                .map_err(AppError::Store)?;
-            (Arc::new(redis), None)
-        }
-    };
+    let (store, memory) = parts::store(settings).await?;
     let store_probe = store.clone();
     let config = Arc::new(ConfigHandle::new());
     let (reporter, health_server) = tonic_health::server::health_reporter();
@@ -147,23 +121,8 @@ pub async fn start(settings: &Settings) -> Result<Running, AppError> {
         None => None,
     };
 
-    let metrics = (settings.obs.sink != StatsSinkKind::Disabled).then(|| {
-        let keys: Option<KeyCount> = memory
-            .clone()
-            .map(|m| -> KeyCount { Arc::new(move || m.len()) });
-        let statsd = settings.obs.sink == StatsSinkKind::Statsd;
-        Arc::new(Metrics::new(
-            settings.obs.stats_max_keys,
-            config.clone(),
-            keys,
-            statsd,
-        ))
-    });
-    let sink: Arc<dyn StatsSink> = match &metrics {
-        Some(m) => m.clone(),
-        None => Arc::new(NoStats),
-    };
-    let options = limiter_options(settings);
+    let (metrics, sink) = parts::metrics(settings, memory.as_ref(), &config);
+    let options = parts::limiter_options(settings);
     let service = Arc::new(Service {
         limiter: RateLimiter::with_stats(store, clock.clone(), options, sink),
         config: config.clone(),
@@ -276,70 +235,6 @@ pub async fn start(settings: &Settings) -> Result<Running, AppError> {
         tasks,
         drain_timeout: settings.drain_timeout,
     })
-}
-
-fn serve_http(
-    tasks: &mut JoinSet<()>,
-    listener: TcpListener,
-    router: axum::Router,
-    stop: impl Future<Output = ()> + Send + 'static,
-) {
-    tasks.spawn(async move {
-        if let Err(e) = axum::serve(listener, router)
-            .with_graceful_shutdown(stop)
-            .await
-        {
-            tracing::error!(error = %e, "HTTP server failed");
-        }
-    });
-}
-
-/// Resolves when the shutdown flag turns true (or its sender is gone).
-async fn stopped(mut rx: watch::Receiver<bool>) {
-    let _ = rx.wait_for(|s| *s).await;
-}
-
-/// Reclaims expired memory-store entries once a second, so memory follows live keys only.
-async fn sweep_expired(
-    store: Arc<MemoryStore>,
-    clock: Arc<dyn Clock>,
-    stop: impl Future<Output = ()>,
-) {
-    tokio::pin!(stop);
-    let mut tick = tokio::time::interval(Duration::from_secs(1));
-    loop {
-        tokio::select! {
-            _ = &mut stop => return,
-            _ = tick.tick() => {
-                store.sweep_at(clock.now());
-            }
-        }
-    }
-}
-
-/// Probes the store once a second and republishes health when it changed, so gRPC health
-/// watchers see Redis going away and coming back even when no request is running.
-async fn watch_store_health(
-    health: Arc<Health>,
-    store: Arc<dyn Store>,
-    stop: impl Future<Output = ()>,
-) {
-    tokio::pin!(stop);
-    let mut tick = tokio::time::interval(Duration::from_secs(1));
-    let mut last = health.is_healthy();
-    loop {
-        tokio::select! {
-            _ = &mut stop => return,
-            _ = tick.tick() => {
-                store.probe().await;
-                let now = health.is_healthy();
-                if now != last {
-                    health.publish().await;
-                    last = now;
-                }
-            }
-        }
-    }
 }
 
 impl Running {

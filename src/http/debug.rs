@@ -66,41 +66,19 @@ pub fn render_rlconfig(config: &ConfigHandle) -> String {
     match &snapshot {
         Some(s) => {
             let _ = writeln!(out, "# version: {}", s.version);
-            let _ = writeln!(out, "# loaded_at: {}", rfc3339(s.loaded_at));
+            let _ = writeln!(out, "# loaded_at: {}", s.loaded_at.to_rfc3339());
         }
         None => out.push_str("# version: none (no configuration loaded)\n"),
     }
     let _ = writeln!(out, "# config_load_success: {}", config.load_successes());
     let _ = writeln!(out, "# config_load_error: {}", config.load_failures());
     if let Some(f) = config.last_failure() {
-        let _ = writeln!(out, "# last_error_at: {}", rfc3339(f.at));
+        let _ = writeln!(out, "# last_error_at: {}", f.at.to_rfc3339());
         for line in f.errors.lines() {
             let _ = writeln!(out, "# last_error: {line}");
         }
     }
     out
-}
-
-/// `YYYY-MM-DDTHH:MM:SS.ffffffZ` (UTC), via the days-to-civil algorithm (no date crate needed).
-fn rfc3339(t: Timestamp) -> String {
-    let secs = t.as_secs();
-    let (days, rem) = ((secs / 86_400) as i64, secs % 86_400);
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + i64::from(month <= 2);
-    format!(
-        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}.{:06}Z",
-        rem / 3600,
-        rem / 60 % 60,
-        rem % 60,
-        t.as_micros() % 1_000_000
-    )
 }
 
 async fn rlconfig(State(s): State<DebugState>) -> String {
@@ -130,23 +108,4 @@ async fn clock(State(s): State<DebugState>, Query(q): Query<HashMap<String, Stri
         }
     }
     format!("{}\n", c.now().as_micros()).into_response()
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn rfc3339_formats_utc() {
-        assert_eq!(
-            rfc3339(Timestamp::from_secs(0)),
-            "1970-01-01T00:00:00.000000Z"
-        );
-        let t = Timestamp::from_micros(1_795_290_293_500_000);
-        assert_eq!(rfc3339(t), "2026-11-21T19:44:53.500000Z");
-        assert_eq!(
-            rfc3339(Timestamp::from_secs(951_782_400)),
-            "2000-02-29T00:00:00.000000Z"
-        );
-    }
 }

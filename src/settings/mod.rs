@@ -3,17 +3,18 @@
 
 pub mod cli;
 pub mod grpc;
+pub mod kinds;
 pub mod observability;
 pub mod parse;
 pub mod redis;
 
 use std::collections::HashMap;
-use std::fmt;
 use std::path::PathBuf;
 use std::time::Duration;
 
 pub use cli::{Cli, Command};
 pub use grpc::{GrpcServerSettings, TlsSettings};
+pub use kinds::{Backend, LogFormat, LogLevel, Secret};
 pub use observability::{Observability, StatsSinkKind, TracingProtocol, TracingSettings};
 pub use redis::{RedisConfig, RedisKind, RedisSettings};
 
@@ -29,57 +30,6 @@ pub struct SettingsError {
     pub value: String,
     /// What was expected.
     pub reason: String,
-}
-
-/// `LOG_LEVEL` (logrus names).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[allow(missing_docs)]
-pub enum LogLevel {
-    Panic,
-    Fatal,
-    Error,
-    Warn,
-    Info,
-    Debug,
-    Trace,
-}
-
-/// `LOG_FORMAT`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum LogFormat {
-    /// Human-readable lines.
-    Text,
-    /// One JSON object per line.
-    Json,
-}
-
-/// Where counters live.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Backend {
-    /// The embedded in-process store.
-    Memory,
-    /// Redis.
-    Redis,
-}
-
-/// A secret value (password, token): never printed by `Debug` or `Display`.
-#[derive(Clone, PartialEq, Eq, Default)]
-pub struct Secret(pub String);
-
-impl fmt::Debug for Secret {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(if self.0.is_empty() {
-            "\"\""
-        } else {
-            "\"<redacted>\""
-        })
-    }
-}
-
-impl fmt::Display for Secret {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        fmt::Debug::fmt(self, f)
-    }
 }
 
 /// Every setting of the service. Field docs name the environment variable.

@@ -32,14 +32,19 @@ impl RedisServer {
 
     /// Starts a server with extra `redis-server` arguments (e.g. `--requirepass x`).
     pub fn start_with(extra: &[&str]) -> RedisServer {
-        let mut s = RedisServer {
+        let mut s = RedisServer::not_started(extra);
+        s.spawn();
+        s
+    }
+
+    /// A server whose port and socket are chosen but which is not running yet (see `restart`).
+    pub fn not_started(extra: &[&str]) -> RedisServer {
+        RedisServer {
             child: None,
             dir: tempfile::tempdir().unwrap(),
             port: free_port(),
             extra: extra.iter().map(|a| a.to_string()).collect(),
-        };
-        s.spawn();
-        s
+        }
     }
 
     fn spawn(&mut self) {

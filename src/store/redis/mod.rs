@@ -18,7 +18,7 @@ use redis::{RedisError, Script};
 use super::local_cache::OverLimitCache;
 use super::{Op, Store, StoreError};
 use crate::algorithm::{Decision, fixed_window};
-use crate::clock::Timestamp;
+use crate::clock::{Stopwatch, Timestamp};
 use crate::settings::RedisConfig;
 use conn::RedisConn;
 
@@ -76,7 +76,7 @@ impl RedisStore {
     /// Connects at startup, retrying with exponential backoff as the Go service does
     /// (`REDIS_STARTUP_*`; a max elapsed time of 0 retries forever).
     pub async fn connect_with_backoff(cfg: &RedisConfig) -> Result<RedisStore, StoreError> {
-        let started = tokio::time::Instant::now();
+        let started = Stopwatch::start();
         let mut wait = cfg.startup_initial_interval.max(Duration::from_millis(10));
         loop {
             match RedisStore::connect(cfg).await {

@@ -1,0 +1,71 @@
+//! The service's parts built from settings: the store, the stats sink, the limiter options.
+
+use std::sync::Arc;
+
+use super::AppError;
+use crate::limiter::{HeaderNames, KeyBuilder, LimiterOptions, NoStats, StatsSink};
+use crate::metrics::{KeyCount, Metrics};
+use crate::reload::ConfigHandle;
+use crate::settings::{Backend, Settings, StatsSinkKind};
+use crate::store::Store;
+use crate::store::memory::MemoryStore;
+use crate::store::redis::RedisStore;
+
+/// The store the settings ask for (and the memory store again, typed, for its sweeper and gauge).
+pub(super) async fn store(
+    settings: &Settings,
+) -> Result<(Arc<dyn Store>, Option<Arc<MemoryStore>>), AppError> {
+    Ok(match settings.backend {
+        Backend::Memory => {
+            let m = Arc::new(MemoryStore::new(settings.memory_max_keys));
+            (m.clone(), Some(m))
+        }
+        Backend::Redis => {
+            let redis = RedisStore::connect_with_backoff(&settings.redis)
+                .await
+                .map_err(AppError::Store)?;
+            (Arc::new(redis), None)
+        }
+    })
+}
+
+/// The service's counters (`None` with `DISABLE_STATS`) and the sink the limiter reports to.
+pub(super) fn metrics(
+    settings: &Settings,
+    memory: Option<&Arc<MemoryStore>>,
+    config: &Arc<ConfigHandle>,
+) -> (Option<Arc<Metrics>>, Arc<dyn StatsSink>) {
+    let metrics = (settings.obs.sink != StatsSinkKind::Disabled).then(|| {
+        let keys: Option<KeyCount> = memory
+            .cloned()
+            .map(|m| -> KeyCount { Arc::new(move || m.len()) });
+        let statsd = settings.obs.sink == StatsSinkKind::Statsd;
+        Arc::new(Metrics::new(
+            settings.obs.stats_max_keys,
+            config.clone(),
+            keys,
+            statsd,
+        ))
+    });
+    let sink: Arc<dyn StatsSink> = match &metrics {
+        Some(m) => m.clone(),
+        None => Arc::new(NoStats),
+    };
+    (metrics, sink)
+}
+
+/// Service-wide limiter switches from the Go settings.
+pub(super) fn limiter_options(s: &Settings) -> LimiterOptions {
+    LimiterOptions {
+        shadow_mode: s.shadow_mode,
+        quota_mode: s.quota_mode,
+        headers: s.limit_response_headers_enabled.then(|| HeaderNames {
+            limit: s.limit_limit_header.clone(),
+            remaining: s.limit_remaining_header.clone(),
+            reset: s.limit_reset_header.clone(),
+        }),
+        dynamic_metadata: s.response_dynamic_metadata,
+        keys: KeyBuilder::new(s.cache_key_prefix.clone(), s.cache_key_format),
+        near_limit_ratio: s.near_limit_ratio,
+    }
+}
