@@ -326,3 +326,14 @@ async fn stop_increment_when_over_limit_spares_the_other_keys_atomically() {
     assert_eq!(r.cli(&["GET", "{1:s|1:b=1:x}:fw:60:1200"]), "1");
     assert_eq!(r.cli(&["GET", "{1:s|1:a=1:x}:fw:60:1200"]), "2");
 }
+
+#[tokio::test]
+async fn the_script_is_reloaded_after_redis_forgets_it() {
+    let r = RedisServer::start();
+    let s = TestServer::start_on(&[("b.yaml", INT)], &[], Some(&r)).await;
+    assert_eq!(st(&s.rl("basic", &[&[("k2", "a")]]).await, 0).2, 19);
+    // A restart without persistence or a failover empties the script cache: EVALSHA then
+    // answers NOSCRIPT and the script must be loaded again without failing the request.
+    assert_eq!(r.cli(&["SCRIPT", "FLUSH"]), "OK");
+    assert_eq!(st(&s.rl("basic", &[&[("k2", "a")]]).await, 0).2, 18);
+}
