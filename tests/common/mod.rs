@@ -3,6 +3,7 @@
 #![allow(dead_code)]
 
 pub mod certs;
+pub mod envoy;
 pub mod process;
 pub mod redis;
 pub mod reload;

@@ -147,15 +147,23 @@ pub struct RedisCluster {
 
 impl RedisCluster {
     pub fn start(n: usize) -> RedisCluster {
-        let args = [
-            "--cluster-enabled",
-            "yes",
-            "--cluster-config-file",
-            "nodes.conf",
-            "--cluster-node-timeout",
-            "5000",
-        ];
-        let nodes: Vec<RedisServer> = (0..n).map(|_| RedisServer::start_with(&args)).collect();
+        let nodes: Vec<RedisServer> = (0..n)
+            .map(|_| {
+                // The bus port defaults to port + 10000, past 65535 for a quarter of the
+                // ephemeral range (and maybe taken): the node would not start. Choose it too.
+                let bus_port = free_port().to_string();
+                RedisServer::start_with(&[
+                    "--cluster-enabled",
+                    "yes",
+                    "--cluster-config-file",
+                    "nodes.conf",
+                    "--cluster-node-timeout",
+                    "5000",
+                    "--cluster-port",
+                    &bus_port,
+                ])
+            })
+            .collect();
         let mut create = Command::new("redis-cli");
         create.arg("--cluster").arg("create");
         for node in &nodes {

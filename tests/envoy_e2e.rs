@@ -1,0 +1,210 @@
+//! ratelimitd behind a real Envoy (`envoy/envoy.yaml` with `examples/envoy/config.yaml`): what an
+//! HTTP client sees — 200 then 429, Envoy's x-ratelimit-* headers, per-descriptor hits, failing
+//! open or closed when ratelimitd is gone, a reload, and the Redis store. ratelimitd runs
+//! in-process on the manual clock (T0 = 1234 s, so a minute window resets in 26 s and an hour
+//! window in 2366 s).
+mod common;
+
+use std::time::{Duration, Instant};
+
+use common::TestServer;
+use common::envoy::{Envoy, envoy_yaml_path, validate};
+use common::redis::RedisServer;
+
+fn config() -> String {
+    std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/examples/envoy/config.yaml"
+    ))
+    .unwrap()
+}
+
+/// ratelimitd (on `redis` when given) with the example config, and Envoy in front of it.
+async fn start(redis: Option<&RedisServer>) -> (TestServer, Envoy) {
+    let rl = TestServer::start_on(&[("config.yaml", &config())], &[], redis).await;
+    let envoy = Envoy::start(&rl.running().grpc_addr.to_string()).await;
+    (rl, envoy)
+}
+
+/// One request: `(status, x-ratelimit-limit, -remaining, -reset, x-envoy-ratelimited)`, with
+/// missing headers as "".
+async fn get(req: reqwest::RequestBuilder) -> (u16, String, String, String, String) {
+    let r = req.send().await.expect("Envoy answers");
+    let h = |k: &str| {
+        r.headers()
+            .get(k)
+            .map(|v| v.to_str().unwrap().to_string())
+            .unwrap_or_default()
+    };
+    (
+        r.status().as_u16(),
+        h("x-ratelimit-limit"),
+        h("x-ratelimit-remaining"),
+        h("x-ratelimit-reset"),
+        h("x-envoy-ratelimited"),
+    )
+}
+
+fn row(
+    status: u16,
+    limit: &str,
+    remaining: &str,
+    reset: &str,
+    limited: &str,
+) -> (u16, String, String, String, String) {
+    (
+        status,
+        limit.into(),
+        remaining.into(),
+        reset.into(),
+        limited.into(),
+    )
+}
+
+/// [remote_address] at 3 per minute: three 200s counting down, a 429, then a new window.
+async fn remote_address_limit(rl: &TestServer, envoy: &Envoy) {
+    let http = reqwest::Client::new();
+    let url = envoy.url("/remote");
+    for remaining in ["2", "1", "0"] {
+        assert_eq!(
+            get(http.get(&url)).await,
+            row(200, "3, 3;w=60", remaining, "26", "")
+        );
+    }
+    assert_eq!(
+        get(http.get(&url)).await,
+        row(429, "3, 3;w=60", "0", "26", "true")
+    );
+    rl.advance(Duration::from_secs(26));
+    assert_eq!(
+        get(http.get(&url)).await,
+        row(200, "3, 3;w=60", "2", "60", "")
+    );
+}
+
+#[tokio::test]
+async fn remote_address_200_then_429_with_draft_03_headers() {
+    let (rl, envoy) = start(None).await;
+    remote_address_limit(&rl, &envoy).await;
+}
+
+#[tokio::test]
+async fn redis_store_behind_envoy() {
+    let redis = RedisServer::start();
+    let (rl, envoy) = start(Some(&redis)).await;
+    remote_address_limit(&rl, &envoy).await;
+}
+
+#[tokio::test]
+async fn headers_describe_the_status_with_least_remaining() {
+    let (_rl, envoy) = start(None).await;
+    let http = reqwest::Client::new();
+    let user = |name: &str| http.get(envoy.url("/user")).header("x-user", name);
+    // [generic_key=per_user, user=alice] 2/hour and [remote_address] 3/minute. Envoy lists every
+    // limit in x-ratelimit-limit, led by the one with the least remaining.
+    assert_eq!(
+        get(user("alice")).await,
+        row(200, "2, 2;w=3600, 3;w=60", "1", "2366", "")
+    );
+    assert_eq!(
+        get(user("alice")).await,
+        row(200, "2, 2;w=3600, 3;w=60", "0", "2366", "")
+    );
+    let (status, _, remaining, _, limited) = get(user("alice")).await;
+    assert_eq!(
+        (status, remaining.as_str(), limited.as_str()),
+        (429, "0", "true")
+    );
+    // Another user has its own counter, but the shared per-address one (3 used) is now exhausted.
+    let (status, limit, remaining, reset, _) = get(user("bob")).await;
+    assert_eq!(
+        (status, remaining.as_str(), reset.as_str()),
+        (429, "0", "26")
+    );
+    assert!(limit.starts_with("3, "), "{limit}");
+    // Without x-user only [remote_address] is sent.
+    assert_eq!(
+        get(http.get(envoy.url("/user"))).await,
+        row(429, "3, 3;w=60", "0", "26", "true")
+    );
+}
+
+#[tokio::test]
+async fn header_value_match_limits_only_posts() {
+    let (_rl, envoy) = start(None).await;
+    let http = reqwest::Client::new();
+    let url = envoy.url("/write");
+    assert_eq!(
+        get(http.post(&url)).await,
+        row(200, "1, 1;w=60", "0", "26", "")
+    );
+    assert_eq!(
+        get(http.post(&url)).await,
+        row(429, "1, 1;w=60", "0", "26", "true")
+    );
+    // A GET produces no descriptor, so Envoy does not even ask.
+    for _ in 0..3 {
+        assert_eq!(get(http.get(&url)).await, row(200, "", "", "", ""));
+    }
+}
+
+#[tokio::test]
+async fn hits_addend_from_a_request_header() {
+    let (_rl, envoy) = start(None).await;
+    let http = reqwest::Client::new();
+    let cost = |n: &str| http.get(envoy.url("/cost")).header("x-cost", n);
+    assert_eq!(get(cost("4")).await, row(200, "10, 10;w=60", "6", "26", ""));
+    assert_eq!(get(cost("6")).await, row(200, "10, 10;w=60", "0", "26", ""));
+    assert_eq!(
+        get(cost("1")).await,
+        row(429, "10, 10;w=60", "0", "26", "true")
+    );
+}
+
+#[tokio::test]
+async fn ratelimitd_down_fails_open_and_failure_mode_deny_returns_500() {
+    let (rl, envoy) = start(None).await;
+    let http = reqwest::Client::new();
+    assert_eq!(get(http.get(envoy.url("/remote"))).await.0, 200);
+    assert_eq!(get(http.get(envoy.deny_url("/"))).await.0, 200);
+    rl.shutdown().await;
+    // Envoy needs no time to notice: the connection is gone, so the next call fails at once.
+    let (status, limit, ..) = get(http.get(envoy.url("/remote"))).await;
+    assert_eq!((status, limit.as_str()), (200, ""), "fails open, unlimited");
+    assert_eq!(
+        get(http.get(envoy.deny_url("/"))).await.0,
+        500,
+        "failure_mode_deny"
+    );
+}
+
+#[tokio::test]
+async fn reload_is_seen_through_envoy() {
+    let (rl, envoy) = start(None).await;
+    let http = reqwest::Client::new();
+    assert_eq!(get(http.get(envoy.url("/remote"))).await.1, "3, 3;w=60");
+    let raised = config().replace(
+        "rate_limit: {unit: minute, requests_per_unit: 3}",
+        "rate_limit: {unit: minute, requests_per_unit: 100}",
+    );
+    std::fs::write(rl.dir.path().join("config.yaml"), raised).unwrap();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let mut last = String::new();
+    for _ in 0..400 {
+        if Instant::now() > deadline {
+            break;
+        }
+        last = get(http.get(envoy.url("/remote"))).await.1;
+        if last == "100, 100;w=60" {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    panic!("reload not seen through Envoy within 20s; last x-ratelimit-limit {last:?}");
+}
+
+#[test]
+fn envoy_validates_the_committed_config() {
+    let (ok, text) = validate(&envoy_yaml_path());
+    assert!(ok && text.contains("OK"), "{text}");
+}
