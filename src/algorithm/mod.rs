@@ -4,6 +4,7 @@
 //! or runs the Lua twin of the same function (Redis), so both stores decide identically.
 
 pub mod fixed_window;
+pub mod token_bucket;
 
 use std::time::Duration;
 
@@ -14,13 +15,39 @@ use crate::clock::Timestamp;
 pub enum Algorithm {
     /// Epoch-aligned fixed windows, exactly as envoyproxy/ratelimit.
     FixedWindow,
+    /// Token bucket: capacity `burst`, refilled `limit` tokens per window (see [`token_bucket`]).
+    TokenBucket,
 }
 
 impl Algorithm {
+    /// Parses the config name (`rate_limit.algorithm`). Only algorithms both stores implement are
+    /// known here, so validation can never accept one the Redis store would mishandle.
+    pub fn parse(name: &str) -> Option<Algorithm> {
+        match name {
+            "fixed_window" => Some(Algorithm::FixedWindow),
+            "token_bucket" => Some(Algorithm::TokenBucket),
+            _ => None,
+        }
+    }
+
+    /// The config name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Algorithm::FixedWindow => "fixed_window",
+            Algorithm::TokenBucket => "token_bucket",
+        }
+    }
+
+    /// True when the algorithm has a bucket capacity (`burst`).
+    pub fn has_burst(self) -> bool {
+        matches!(self, Algorithm::TokenBucket)
+    }
+
     /// A short tag that goes into cache keys, so state of one algorithm is never read as another's.
     pub fn key_tag(self) -> &'static str {
         match self {
             Algorithm::FixedWindow => "fw",
+            Algorithm::TokenBucket => "tb",
         }
     }
 }
@@ -34,6 +61,8 @@ pub struct LimitSpec {
     pub limit: u64,
     /// Window length in seconds (≥ 1).
     pub window_secs: u64,
+    /// Bucket capacity for bucket algorithms (ignored by window algorithms).
+    pub burst: u64,
 }
 
 /// Per-key state kept by a store between calls.
@@ -41,6 +70,8 @@ pub struct LimitSpec {
 pub enum AlgorithmState {
     /// State of a fixed window counter.
     FixedWindow(fixed_window::FixedWindowState),
+    /// State of a token bucket.
+    TokenBucket(token_bucket::TokenBucketState),
 }
 
 /// The outcome of applying hits to a limit.
@@ -78,6 +109,15 @@ pub fn apply(
             };
             let d = fixed_window::apply(&mut s, spec.limit, spec.window_secs, hits, now);
             *state = Some(AlgorithmState::FixedWindow(s));
+            d
+        }
+        Algorithm::TokenBucket => {
+            let mut s = match state.take() {
+                Some(AlgorithmState::TokenBucket(s)) => s,
+                _ => token_bucket::TokenBucketState::default(),
+            };
+            let d = token_bucket::apply(&mut s, spec, hits, now);
+            *state = Some(AlgorithmState::TokenBucket(s));
             d
         }
     }

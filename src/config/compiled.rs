@@ -8,6 +8,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use super::unit::Unit;
+use crate::algorithm::Algorithm;
 
 /// What matching needs from one request entry. The limiter's request type implements it, so this
 /// module stays free of request and wire types.
@@ -86,6 +87,12 @@ pub struct Limit {
     pub metadata: Option<serde_json::Map<String, serde_json::Value>>,
     /// `rate_limit.failure_mode` (ratelimitd extension): the answer when the store fails.
     pub failure_mode: FailureMode,
+    /// `rate_limit.algorithm` (ratelimitd extension; fixed_window by default, as Go).
+    pub algorithm: Algorithm,
+    /// `rate_limit.burst` (ratelimitd extension): bucket capacity; `None` = `requests_per_unit`.
+    pub burst: Option<u32>,
+    /// `rate_limit.unit_multiplier` (ratelimitd extension): the window is this many units (≥ 1).
+    pub unit_multiplier: u32,
 }
 
 /// What a limit answers when the store cannot be reached (`rate_limit.failure_mode`).

@@ -8,6 +8,7 @@
 pub mod compiled;
 mod convert;
 mod error;
+mod extensions;
 mod keys;
 pub mod loader;
 mod matching;
@@ -17,6 +18,8 @@ mod validate;
 
 #[cfg(test)]
 mod compile_tests;
+#[cfg(test)]
+mod extension_tests;
 #[cfg(test)]
 mod loader_tests;
 #[cfg(test)]

@@ -51,6 +51,12 @@ pub(crate) struct RawRateLimit {
     pub(crate) replaces: Vec<(String, String)>,
     /// `failure_mode` (ratelimitd extension), as written.
     pub(crate) failure_mode: Option<String>,
+    /// `algorithm` (ratelimitd extension), as written.
+    pub(crate) algorithm: Option<String>,
+    /// `burst` (ratelimitd extension); `None` when absent or wrongly typed (reported).
+    pub(crate) burst: Option<u32>,
+    /// `unit_multiplier` (ratelimitd extension); `None` when absent or wrongly typed (reported).
+    pub(crate) unit_multiplier: Option<u32>,
 }
 
 /// Parses one file. `None` when the whole file is unusable (syntax error, non-map top level).
@@ -145,21 +151,21 @@ impl Typed<'_, '_> {
         }
     }
 
-    fn requests_per_unit(&mut self, map: &Mapping, parent: &str) -> u32 {
-        let name = "requests_per_unit";
-        let Some(v) = map.get(name) else { return 0 };
+    /// A uint32 field; `None` when absent, null, or wrongly typed (reported).
+    fn uint32(&mut self, map: &Mapping, parent: &str, name: &str) -> Option<u32> {
+        let v = map.get(name)?;
         match untag(v) {
-            Value::Null => 0,
+            Value::Null => None,
             Value::Number(n) => match n.as_i64().and_then(|i| u32::try_from(i).ok()) {
-                Some(u) => u,
+                Some(u) => Some(u),
                 None => {
                     self.mismatch(&field_path(parent, name), v, "uint32");
-                    0
+                    None
                 }
             },
             _ => {
                 self.mismatch(&field_path(parent, name), v, "uint32");
-                0
+                None
             }
         }
     }
@@ -232,7 +238,7 @@ impl Typed<'_, '_> {
             })
             .collect();
         Some(RawRateLimit {
-            requests_per_unit: self.requests_per_unit(rl, &path),
+            requests_per_unit: self.uint32(rl, &path, "requests_per_unit").unwrap_or(0),
             unit: match rl.get("unit") {
                 None => Some(String::new()),
                 Some(_) => self.string(rl, &path, "unit"),
@@ -244,6 +250,9 @@ impl Typed<'_, '_> {
             name: self.string(rl, &path, "name").unwrap_or_default(),
             replaces,
             failure_mode: self.string(rl, &path, "failure_mode"),
+            algorithm: self.string(rl, &path, "algorithm"),
+            burst: self.uint32(rl, &path, "burst"),
+            unit_multiplier: self.uint32(rl, &path, "unit_multiplier"),
             path,
         })
     }

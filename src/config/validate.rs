@@ -181,7 +181,11 @@ fn build_limit(rl: &RawRateLimit, d: &RawDescriptor, full_key: &str, sink: &mut 
             FailureMode::Error
         }),
     };
+    let ext = super::extensions::check(rl, unit, sink);
     Limit {
+        algorithm: ext.algorithm,
+        burst: ext.burst,
+        unit_multiplier: ext.unit_multiplier,
         failure_mode,
         full_key: full_key.to_owned(),
         name: rl.name.clone(),

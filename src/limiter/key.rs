@@ -51,7 +51,13 @@ impl KeyBuilder {
     ) -> String {
         let mut key = String::with_capacity(self.prefix.len() + domain.len() + 48);
         key.push_str(&self.prefix);
-        match self.format {
+        // The Go key names a window start, which only fixed windows have; other algorithms (which
+        // Go instances cannot share anyway) always use the default format.
+        let format = match spec.algorithm {
+            Algorithm::FixedWindow => self.format,
+            _ => KeyFormat::Safe,
+        };
+        match format {
             KeyFormat::Go => {
                 key.push_str(domain);
                 key.push('_');
@@ -89,6 +95,7 @@ mod tests {
             algorithm: Algorithm::FixedWindow,
             limit: 10,
             window_secs,
+            burst: 0,
         }
     }
 
@@ -128,6 +135,24 @@ mod tests {
         let b = safe.build("d", [("a_b", "c")].into_iter(), &spec(60), now);
         assert_ne!(a, b);
         assert_eq!(a, "{1:d|1:a=3:b_c}:fw:60:0");
+    }
+
+    #[test]
+    fn buckets_have_one_key_across_windows_even_in_go_format() {
+        let tb = LimitSpec {
+            algorithm: Algorithm::TokenBucket,
+            ..spec(60)
+        };
+        let go = KeyBuilder::new("p:", KeyFormat::Go);
+        let a = go.build("d", [("k", "v")].into_iter(), &tb, Timestamp::from_secs(0));
+        let b = go.build(
+            "d",
+            [("k", "v")].into_iter(),
+            &tb,
+            Timestamp::from_secs(600),
+        );
+        assert_eq!(a, b);
+        assert_eq!(a, "p:{1:d|1:k=1:v}:tb:60");
     }
 
     #[test]

@@ -17,7 +17,7 @@ use std::sync::Arc;
 
 use tracing::Instrument;
 
-use crate::algorithm::{Algorithm, Decision, LimitSpec};
+use crate::algorithm::{Decision, LimitSpec};
 use crate::clock::{Clock, Stopwatch, Timestamp};
 use crate::config::{Limit, RateLimitConfig};
 use crate::store::{Op, Store, StoreError};
@@ -230,10 +230,12 @@ impl RateLimiter {
 
 /// The algorithm parameters of a configured limit.
 pub fn limit_spec(limit: &Limit) -> LimitSpec {
+    let unit_secs = limit.unit.map_or(1, |u| u.seconds());
     LimitSpec {
-        algorithm: Algorithm::FixedWindow,
+        algorithm: limit.algorithm,
         limit: u64::from(limit.requests_per_unit),
-        window_secs: limit.unit.map_or(1, |u| u.seconds()),
+        window_secs: unit_secs.saturating_mul(u64::from(limit.unit_multiplier.max(1))),
+        burst: u64::from(limit.burst.unwrap_or(limit.requests_per_unit)),
     }
 }
 

@@ -128,5 +128,8 @@ fn override_limit(
         detailed_metric: false,
         metadata: None,
         failure_mode: crate::config::FailureMode::Error,
+        algorithm: crate::algorithm::Algorithm::FixedWindow,
+        burst: None,
+        unit_multiplier: 1,
     }
 }

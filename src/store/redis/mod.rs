@@ -2,10 +2,13 @@
 //! script call per request (per hash slot on Redis Cluster), all calls of a request in flight at
 //! once, and every call bounded by `REDIS_RESPONSE_TIMEOUT`.
 //!
-//! Redis only counts; decisions come from the same pure Rust functions the memory store uses, so
-//! both stores decide identically (the conformance tests check this).
+//! Redis only keeps state (one script per algorithm: `fixed_window`, `token_bucket`); decisions come
+//! from the same pure Rust functions the memory store uses, so both stores decide identically (the
+//! conformance tests check this).
 
 pub mod conn;
+mod fixed_window;
+mod token_bucket;
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -17,7 +20,7 @@ use redis::{RedisError, Script};
 
 use super::local_cache::OverLimitCache;
 use super::{Op, Store, StoreError};
-use crate::algorithm::{Decision, fixed_window};
+use crate::algorithm::{Algorithm, Decision};
 use crate::clock::{Stopwatch, Timestamp};
 use crate::settings::RedisConfig;
 use conn::RedisConn;
@@ -31,7 +34,8 @@ const PER_SECOND_BELOW_SECS: u64 = 60;
 pub struct RedisStore {
     main: RedisConn,
     per_second: Option<RedisConn>,
-    script: Script,
+    fixed_window: Script,
+    token_bucket: Script,
     response_timeout: Duration,
     stop_increment_when_over_limit: bool,
     jitter_max_secs: u64,
@@ -62,7 +66,8 @@ impl RedisStore {
         let store = RedisStore {
             main,
             per_second,
-            script: Script::new(include_str!("../../../lua/fixed_window.lua")),
+            fixed_window: fixed_window::script(),
+            token_bucket: token_bucket::script(),
             response_timeout: cfg.response_timeout,
             stop_increment_when_over_limit: cfg.stop_increment_when_over_limit,
             jitter_max_secs: cfg.expiration_jitter_max_seconds,
@@ -125,36 +130,26 @@ impl RedisStore {
         window_secs.max(1) + jitter
     }
 
-    /// Runs the script for `indices` of `ops` on `conn`; returns (count after, amount added) per op.
+    /// Runs the script of `algorithm` for `indices` of `ops` on `conn`: one call.
     async fn run(
         &self,
         conn: &RedisConn,
         ops: &[Op],
-        indices: &[usize],
+        (algorithm, indices): (Algorithm, Vec<usize>),
         mode: u64,
-    ) -> Result<Vec<(usize, u64, u64)>, RedisError> {
-        let keys: Vec<&str> = indices.iter().map(|&i| ops[i].key.as_str()).collect();
-        let mut args = Vec::with_capacity(1 + 3 * indices.len());
-        args.push(mode);
-        for &i in indices {
-            args.extend([
-                ops[i].hits,
-                ops[i].spec.limit,
-                self.ttl(ops[i].spec.window_secs),
-            ]);
+        now: Timestamp,
+    ) -> Result<Vec<(usize, Decision)>, RedisError> {
+        match algorithm {
+            Algorithm::FixedWindow => {
+                let ttl = |w| self.ttl(w);
+                let script = &self.fixed_window;
+                fixed_window::run(conn, script, ops, &indices, mode, ttl, now).await
+            }
+            Algorithm::TokenBucket => {
+                let script = &self.token_bucket;
+                token_bucket::run(conn, script, ops, &indices, mode == 2, now).await
+            }
         }
-        let out = conn.eval(&self.script, &keys, &args).await?;
-        if out.len() != 2 * indices.len() {
-            return Err(RedisError::from((
-                redis::ErrorKind::UnexpectedReturnType,
-                "script returned the wrong number of counts",
-            )));
-        }
-        Ok(indices
-            .iter()
-            .zip(out.chunks(2))
-            .map(|(&i, c)| (i, c[0].max(0) as u64, c[1].max(0) as u64))
-            .collect())
     }
 
     fn conn_for(&self, op: &Op) -> &RedisConn {
@@ -183,10 +178,14 @@ impl Store for RedisStore {
         let mut decisions: Vec<Option<Decision>> = vec![None; ops.len()];
         let mut pending = Vec::with_capacity(ops.len());
         for (i, op) in ops.iter().enumerate() {
+            // Only fixed windows are cached: their "over" lasts until a known instant, while a
+            // bucket admits again as soon as one token is back.
             match &self.local_cache {
-                Some(c) if c.contains(&op.key, now) => {
+                Some(c)
+                    if op.spec.algorithm == Algorithm::FixedWindow && c.contains(&op.key, now) =>
+                {
                     let limit = op.spec.limit;
-                    let mut d = fixed_window::decide(
+                    let mut d = crate::algorithm::fixed_window::decide(
                         limit,
                         limit.saturating_add(op.hits),
                         limit,
@@ -207,8 +206,9 @@ impl Store for RedisStore {
             (true, false) => 1,
             _ => 0,
         };
-        // Group by connection, then (for Cluster) by hash slot; one script call per group.
-        let mut groups: HashMap<(bool, &str), Vec<usize>> = HashMap::new();
+        // Group by connection, then (for Cluster) by hash slot, then by algorithm; one script call
+        // per group, all in flight at once.
+        let mut groups: HashMap<(bool, &str, Algorithm), Vec<usize>> = HashMap::new();
         for &i in &pending {
             let conn = self.conn_for(&ops[i]);
             let per_second = !std::ptr::eq(conn, &self.main);
@@ -217,15 +217,19 @@ impl Store for RedisStore {
             } else {
                 ""
             };
-            groups.entry((per_second, slot)).or_default().push(i);
+            let algorithm = ops[i].spec.algorithm;
+            groups
+                .entry((per_second, slot, algorithm))
+                .or_default()
+                .push(i);
         }
-        let calls = groups.into_iter().map(|((per_second, _), idx)| {
+        let calls = groups.into_iter().map(|((per_second, _, algorithm), idx)| {
             let conn = if per_second {
                 self.per_second.as_ref().unwrap_or(&self.main)
             } else {
                 &self.main
             };
-            async move { self.run(conn, ops, &idx, mode).await }
+            async move { self.run(conn, ops, (algorithm, idx), mode, now).await }
         });
         let results = match tokio::time::timeout(self.response_timeout, try_join_all(calls)).await {
             Ok(Ok(r)) => r,
@@ -241,16 +245,10 @@ impl Store for RedisStore {
             }
         };
         self.healthy.store(true, Ordering::Relaxed);
-        for (i, after, added) in results.into_iter().flatten() {
+        for (i, d) in results.into_iter().flatten() {
             let op = &ops[i];
-            let d = fixed_window::decide(
-                after.saturating_sub(added),
-                after,
-                op.spec.limit,
-                op.spec.window_secs,
-                now,
-            );
             if d.over_limit
+                && op.spec.algorithm == Algorithm::FixedWindow
                 && let Some(c) = &self.local_cache
             {
                 c.insert(&op.key, d.expires_at, now);

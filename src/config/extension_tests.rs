@@ -1,0 +1,114 @@
+//! The algorithm extensions of `rate_limit`: accepted values reach the compiled limit, and every
+//! misuse is reported at its path (all of them in one load).
+
+use super::validate_tests::{errors, run};
+use crate::algorithm::Algorithm;
+
+fn one(rate_limit: &str) -> String {
+    format!("domain: d\ndescriptors:\n  - {{key: a, rate_limit: {{{rate_limit}}}}}\n")
+}
+
+fn errs(rate_limit: &str) -> Vec<(String, String)> {
+    errors(&[("f.yaml", &one(rate_limit))], false)
+        .into_iter()
+        .map(|(_, path, message)| (path.replace("descriptors[0].rate_limit.", ""), message))
+        .collect()
+}
+
+#[test]
+fn a_go_config_is_a_fixed_window_of_one_unit() {
+    let cfg = run(
+        &[("f.yaml", &one("unit: minute, requests_per_unit: 5"))],
+        false,
+    )
+    .unwrap();
+    let l = &cfg.limits()[0];
+    assert_eq!(
+        (l.algorithm, l.burst, l.unit_multiplier),
+        (Algorithm::FixedWindow, None, 1)
+    );
+}
+
+#[test]
+fn token_bucket_with_burst_and_multiplier_compiles() {
+    let yaml = one(
+        "unit: second, requests_per_unit: 10, algorithm: token_bucket, burst: 20, unit_multiplier: 5",
+    );
+    let cfg = run(&[("f.yaml", &yaml)], false).unwrap();
+    let l = &cfg.limits()[0];
+    assert_eq!(
+        (l.algorithm, l.burst, l.unit_multiplier),
+        (Algorithm::TokenBucket, Some(20), 5)
+    );
+    let spec = crate::limiter::limit_spec(l);
+    assert_eq!((spec.window_secs, spec.burst, spec.limit), (5, 20, 10));
+}
+
+#[test]
+fn unknown_and_unavailable_algorithms_are_errors() {
+    assert_eq!(
+        errs("unit: second, requests_per_unit: 1, algorithm: magic"),
+        [(
+            "algorithm".into(),
+            "invalid algorithm 'magic' (expected fixed_window or token_bucket)".into()
+        )]
+    );
+    assert_eq!(
+        errs("unit: second, requests_per_unit: 1, algorithm: sliding_log"),
+        [(
+            "algorithm".into(),
+            "algorithm 'sliding_log' is not available in this version".into()
+        )]
+    );
+}
+
+#[test]
+fn burst_misuse_is_reported() {
+    assert_eq!(
+        errs("unit: second, requests_per_unit: 1, burst: 5"),
+        [(
+            "burst".into(),
+            "burst only applies to token_bucket (algorithm is fixed_window)".into()
+        )]
+    );
+    assert_eq!(
+        errs("unit: second, requests_per_unit: 1, algorithm: token_bucket, burst: 0"),
+        [("burst".into(), "burst must be at least 1".into())]
+    );
+    assert_eq!(
+        errs("unit: second, requests_per_unit: 1, algorithm: token_bucket, burst: -1")[0].0,
+        "burst"
+    );
+    let huge = errs("unit: year, requests_per_unit: 1, algorithm: token_bucket, burst: 4000000000");
+    assert_eq!(huge.len(), 1, "{huge:?}");
+    assert_eq!(huge[0].0, "burst");
+    assert!(huge[0].1.contains("too large"), "{huge:?}");
+    // Without `burst` the capacity is requests_per_unit, and that is where the error points.
+    let huge = errs("unit: year, requests_per_unit: 4000000000, algorithm: token_bucket");
+    assert_eq!(huge[0].0, "requests_per_unit");
+}
+
+#[test]
+fn unit_multiplier_misuse_is_reported() {
+    assert_eq!(
+        errs("unit: second, requests_per_unit: 1, unit_multiplier: 0"),
+        [(
+            "unit_multiplier".into(),
+            "unit_multiplier must be at least 1".into()
+        )]
+    );
+    let long = errs("unit: year, requests_per_unit: 1, unit_multiplier: 11");
+    assert_eq!(long.len(), 1);
+    assert_eq!(long[0].0, "unit_multiplier");
+    assert!(long[0].1.contains("longest allowed"), "{long:?}");
+}
+
+#[test]
+fn extensions_with_unlimited_and_every_error_at_once() {
+    let all = errs("unlimited: true, algorithm: token_bucket, burst: 3, unit_multiplier: 2");
+    let paths: Vec<&str> = all.iter().map(|(p, _)| p.as_str()).collect();
+    assert_eq!(paths, ["algorithm", "burst", "unit_multiplier"], "{all:?}");
+    let all =
+        errs("unit: second, requests_per_unit: 1, algorithm: nope, burst: 0, unit_multiplier: 0");
+    assert_eq!(all.len(), 3, "{all:?}");
+}
