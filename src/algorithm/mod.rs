@@ -4,6 +4,7 @@
 //! or runs the Lua twin of the same function (Redis), so both stores decide identically.
 
 pub mod fixed_window;
+pub mod sliding_window;
 pub mod token_bucket;
 
 use std::time::Duration;
@@ -17,6 +18,8 @@ pub enum Algorithm {
     FixedWindow,
     /// Token bucket: capacity `burst`, refilled `limit` tokens per window (see [`token_bucket`]).
     TokenBucket,
+    /// Sliding window counter: previous window weighted by overlap (see [`sliding_window`]).
+    SlidingWindow,
 }
 
 impl Algorithm {
@@ -26,6 +29,7 @@ impl Algorithm {
         match name {
             "fixed_window" => Some(Algorithm::FixedWindow),
             "token_bucket" => Some(Algorithm::TokenBucket),
+            "sliding_window" => Some(Algorithm::SlidingWindow),
             _ => None,
         }
     }
@@ -35,6 +39,7 @@ impl Algorithm {
         match self {
             Algorithm::FixedWindow => "fixed_window",
             Algorithm::TokenBucket => "token_bucket",
+            Algorithm::SlidingWindow => "sliding_window",
         }
     }
 
@@ -48,6 +53,7 @@ impl Algorithm {
         match self {
             Algorithm::FixedWindow => "fw",
             Algorithm::TokenBucket => "tb",
+            Algorithm::SlidingWindow => "sw",
         }
     }
 }
@@ -72,6 +78,8 @@ pub enum AlgorithmState {
     FixedWindow(fixed_window::FixedWindowState),
     /// State of a token bucket.
     TokenBucket(token_bucket::TokenBucketState),
+    /// State of a sliding window counter.
+    SlidingWindow(sliding_window::SlidingWindowState),
 }
 
 /// The outcome of applying hits to a limit.
@@ -118,6 +126,15 @@ pub fn apply(
             };
             let d = token_bucket::apply(&mut s, spec, hits, now);
             *state = Some(AlgorithmState::TokenBucket(s));
+            d
+        }
+        Algorithm::SlidingWindow => {
+            let mut s = match state.take() {
+                Some(AlgorithmState::SlidingWindow(s)) => s,
+                _ => sliding_window::SlidingWindowState::default(),
+            };
+            let d = sliding_window::apply(&mut s, spec, hits, now);
+            *state = Some(AlgorithmState::SlidingWindow(s));
             d
         }
     }

@@ -50,7 +50,8 @@ fn unknown_and_unavailable_algorithms_are_errors() {
         errs("unit: second, requests_per_unit: 1, algorithm: magic"),
         [(
             "algorithm".into(),
-            "invalid algorithm 'magic' (expected fixed_window or token_bucket)".into()
+            "invalid algorithm 'magic' (expected fixed_window, sliding_window or token_bucket)"
+                .into()
         )]
     );
     assert_eq!(

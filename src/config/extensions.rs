@@ -13,7 +13,7 @@ pub const MAX_WINDOW_SECS: u64 = 10 * 365 * 86_400;
 
 /// Algorithms named in DESIGN §4 that are not implemented on both stores yet. They get a clearer
 /// error than an unknown name, and are refused rather than run half-way.
-const NOT_YET: [&str; 3] = ["sliding_window", "sliding_log", "leaky_bucket"];
+const NOT_YET: [&str; 2] = ["sliding_log", "leaky_bucket"];
 
 /// The checked extensions of one limit.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -46,7 +46,7 @@ pub(crate) fn check(rl: &RawRateLimit, unit: Option<Unit>, sink: &mut Sink<'_>) 
             let message = if NOT_YET.contains(&text) {
                 format!("algorithm '{text}' is not available in this version")
             } else {
-                format!("invalid algorithm '{text}' (expected fixed_window or token_bucket)")
+                format!("invalid algorithm '{text}' (expected fixed_window, sliding_window or token_bucket)")
             };
             sink.push(&at("algorithm"), message);
             Algorithm::FixedWindow

@@ -2,12 +2,14 @@
 //! script call per request (per hash slot on Redis Cluster), all calls of a request in flight at
 //! once, and every call bounded by `REDIS_RESPONSE_TIMEOUT`.
 //!
-//! Redis only keeps state (one script per algorithm: `fixed_window`, `token_bucket`); decisions come
+//! Redis only keeps state (one script per algorithm: `fixed_window`, `token_bucket`,
+//! `sliding_window`); decisions come
 //! from the same pure Rust functions the memory store uses, so both stores decide identically (the
 //! conformance tests check this).
 
 pub mod conn;
 mod fixed_window;
+mod sliding_window;
 mod token_bucket;
 
 use std::collections::HashMap;
@@ -36,6 +38,7 @@ pub struct RedisStore {
     per_second: Option<RedisConn>,
     fixed_window: Script,
     token_bucket: Script,
+    sliding_window: Script,
     response_timeout: Duration,
     stop_increment_when_over_limit: bool,
     jitter_max_secs: u64,
@@ -68,6 +71,7 @@ impl RedisStore {
             per_second,
             fixed_window: fixed_window::script(),
             token_bucket: token_bucket::script(),
+            sliding_window: sliding_window::script(),
             response_timeout: cfg.response_timeout,
             stop_increment_when_over_limit: cfg.stop_increment_when_over_limit,
             jitter_max_secs: cfg.expiration_jitter_max_seconds,
@@ -148,6 +152,10 @@ impl RedisStore {
             Algorithm::TokenBucket => {
                 let script = &self.token_bucket;
                 token_bucket::run(conn, script, ops, &indices, mode == 2, now).await
+            }
+            Algorithm::SlidingWindow => {
+                let script = &self.sliding_window;
+                sliding_window::run(conn, script, ops, &indices, mode == 2, now).await
             }
         }
     }
