@@ -13,6 +13,7 @@ mod keys;
 pub mod loader;
 mod matching;
 mod model;
+mod multi;
 pub mod unit;
 mod validate;
 
@@ -24,6 +25,8 @@ mod extension_tests;
 mod loader_tests;
 #[cfg(test)]
 mod matching_tests;
+#[cfg(test)]
+mod multi_tests;
 #[cfg(test)]
 mod validate_tests;
 

@@ -28,6 +28,8 @@ pub(crate) struct RawDescriptor {
     pub(crate) key: String,
     pub(crate) value: String,
     pub(crate) rate_limit: Option<RawRateLimit>,
+    /// `rate_limits` (ratelimitd extension): several limits on this node; `None` when absent.
+    pub(crate) rate_limits: Option<Vec<RawRateLimit>>,
     pub(crate) descriptors: Vec<RawDescriptor>,
     pub(crate) shadow_mode: bool,
     pub(crate) quota_mode: bool,
@@ -207,6 +209,7 @@ impl Typed<'_, '_> {
             key: self.string(m, &path, "key").unwrap_or_default(),
             value: self.string(m, &path, "value").unwrap_or_default(),
             rate_limit: self.rate_limit(m, &path),
+            rate_limits: self.rate_limits(m, &path),
             descriptors: self.descriptors(m, &path),
             shadow_mode: flag(self, "shadow_mode"),
             quota_mode: flag(self, "quota_mode"),
@@ -221,14 +224,34 @@ impl Typed<'_, '_> {
     fn rate_limit(&mut self, m: &Mapping, parent: &str) -> Option<RawRateLimit> {
         let path = field_path(parent, "rate_limit");
         let v = m.get("rate_limit")?;
-        let rl = match untag(v) {
-            Value::Null => return None,
-            Value::Mapping(rl) => rl,
+        match untag(v) {
+            Value::Null => None,
+            Value::Mapping(rl) => Some(self.rate_limit_map(rl, path)),
             _ => {
                 self.mismatch(&path, v, "config.YamlRateLimit");
-                return None;
+                None
             }
-        };
+        }
+    }
+
+    /// `rate_limits`: a list of `rate_limit` maps. An empty list is kept (validation refuses it).
+    fn rate_limits(&mut self, m: &Mapping, parent: &str) -> Option<Vec<RawRateLimit>> {
+        let v = untag(m.get("rate_limits")?);
+        let items = self.list(m, parent, "rate_limits", "[]config.YamlRateLimit");
+        // Null is absent; a wrong type was just reported and is not also "an empty list".
+        if !v.is_sequence() {
+            return None;
+        }
+        Some(
+            items
+                .into_iter()
+                .map(|(path, rl)| self.rate_limit_map(rl, path))
+                .collect(),
+        )
+    }
+
+    /// One `rate_limit` map found at `path`.
+    fn rate_limit_map(&mut self, rl: &Mapping, path: String) -> RawRateLimit {
         let replaces = self
             .list(rl, &path, "replaces", "[]config.yamlReplaces")
             .into_iter()
@@ -237,7 +260,7 @@ impl Typed<'_, '_> {
                 (p, name)
             })
             .collect();
-        Some(RawRateLimit {
+        RawRateLimit {
             requests_per_unit: self.uint32(rl, &path, "requests_per_unit").unwrap_or(0),
             unit: match rl.get("unit") {
                 None => Some(String::new()),
@@ -254,7 +277,7 @@ impl Typed<'_, '_> {
             burst: self.uint32(rl, &path, "burst"),
             unit_multiplier: self.uint32(rl, &path, "unit_multiplier"),
             path,
-        })
+        }
     }
 
     /// `metadata` becomes a JSON object (it is returned as a protobuf Struct, SPEC §C.8).

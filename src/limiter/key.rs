@@ -49,14 +49,38 @@ impl KeyBuilder {
         spec: &LimitSpec,
         now: Timestamp,
     ) -> String {
-        let mut key = String::with_capacity(self.prefix.len() + domain.len() + 48);
-        key.push_str(&self.prefix);
         // The Go key names a window start, which only fixed windows have; other algorithms (which
         // Go instances cannot share anyway) always use the default format.
         let format = match spec.algorithm {
             Algorithm::FixedWindow => self.format,
             _ => KeyFormat::Safe,
         };
+        self.build_as(format, domain, entries, spec, now)
+    }
+
+    /// The key of a further limit of `rate_limits` (not the first): always the default format,
+    /// because Go keys of two fixed windows of one descriptor can coincide (the start of a day is
+    /// also the start of a second), and Go instances never share such limits anyway.
+    pub fn build_extra<'a>(
+        &self,
+        domain: &str,
+        entries: impl Iterator<Item = (&'a str, &'a str)>,
+        spec: &LimitSpec,
+        now: Timestamp,
+    ) -> String {
+        self.build_as(KeyFormat::Safe, domain, entries, spec, now)
+    }
+
+    fn build_as<'a>(
+        &self,
+        format: KeyFormat,
+        domain: &str,
+        entries: impl Iterator<Item = (&'a str, &'a str)>,
+        spec: &LimitSpec,
+        now: Timestamp,
+    ) -> String {
+        let mut key = String::with_capacity(self.prefix.len() + domain.len() + 48);
+        key.push_str(&self.prefix);
         match format {
             KeyFormat::Go => {
                 key.push_str(domain);

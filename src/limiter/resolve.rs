@@ -81,7 +81,11 @@ pub fn resolve<'a>(
             None => Resolved::NoLimit,
             // Unlimited wins over replaced, as in the Go service (it marks unlimited first).
             Some((limit, _, _)) if limit.unlimited || limit.unit.is_none() => Resolved::Unlimited,
-            Some((limit, _, _)) if !limit.name.is_empty() && replaced.contains(&limit.name) => {
+            Some((limit, _, _))
+                if limit
+                    .all()
+                    .any(|l| !l.name.is_empty() && replaced.contains(&l.name)) =>
+            {
                 Resolved::NoLimit
             }
             Some((limit, key_entries, stats_key)) => Resolved::Limited {
@@ -131,5 +135,6 @@ fn override_limit(
         algorithm: crate::algorithm::Algorithm::FixedWindow,
         burst: None,
         unit_multiplier: 1,
+        also: Vec::new(),
     }
 }
