@@ -120,6 +120,18 @@ impl RedisStore {
         ok
     }
 
+    /// The main Redis's clock (`TIME`), bounded by the response timeout.
+    pub async fn server_time(&self) -> Result<Timestamp, StoreError> {
+        match tokio::time::timeout(self.response_timeout, self.main.time()).await {
+            Ok(Ok(t)) => Ok(t),
+            Ok(Err(e)) => Err(unavailable("TIME failed", &e)),
+            Err(_) => Err(StoreError::Unavailable(format!(
+                "redis did not answer TIME within {:?}",
+                self.response_timeout
+            ))),
+        }
+    }
+
     /// Items in the local over-limit cache.
     pub fn local_cache_len(&self) -> usize {
         self.local_cache.as_ref().map_or(0, OverLimitCache::len)
