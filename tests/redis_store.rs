@@ -5,7 +5,7 @@ mod common;
 
 use std::time::{Duration, Instant};
 
-use common::redis::RedisServer;
+use common::redis::{RedisCluster, RedisServer};
 use common::*;
 use proptest::prelude::*;
 use ratelimitd::algorithm::{Algorithm, LimitSpec};
@@ -24,8 +24,9 @@ fn redis_settings(r: &RedisServer, extra: &[(&str, &str)]) -> Settings {
 proptest! {
     #![proptest_config(ProptestConfig { cases: 24, ..ProptestConfig::default() })]
 
-    /// Random operation sequences, of every algorithm, give identical decisions on both stores;
-    /// several ops of one request go in one batch, as the limiter sends them.
+    /// Random operation sequences, of every algorithm, give identical decisions on the memory
+    /// store, a single Redis and a Redis Cluster; several ops of one request go in one batch, as
+    /// the limiter sends them (on the Cluster, one script call per hash slot).
     #[test]
     fn memory_and_redis_decide_identically(
         events in proptest::collection::vec(
@@ -34,10 +35,14 @@ proptest! {
         ),
     ) {
         static REDIS: std::sync::OnceLock<RedisServer> = std::sync::OnceLock::new();
+        static CLUSTER: std::sync::OnceLock<RedisCluster> = std::sync::OnceLock::new();
         let r = REDIS.get_or_init(RedisServer::start);
+        let c = CLUSTER.get_or_init(|| RedisCluster::start(3));
         let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
         rt.block_on(async {
             let redis = RedisStore::connect(&redis_settings(r, &[]).redis).await.unwrap();
+            let cluster_settings = Settings::from_env(c.env()).unwrap();
+            let cluster = RedisStore::connect(&cluster_settings.redis).await.unwrap();
             let memory = MemoryStore::new(1000);
             let case = fastrand::u64(..);
             let windows = [1u64, 60, 3600];
@@ -56,13 +61,18 @@ proptest! {
                             _ => 0,
                         };
                         let tag = algorithm.key_tag();
-                        Op { key: format!("case{case}:{tag}:k{key}:w{w}:{start}"), spec, hits }
+                        // Pairs of keys share a hash tag, so Cluster batches mix one-slot groups
+                        // and several slots.
+                        let slot = key / 2;
+                        Op { key: format!("{{case{case}:{slot}}}:{tag}:k{key}:w{w}:{start}"), spec, hits }
                     })
                     .collect();
                 let t = Timestamp::from_micros(now);
                 let a = memory.apply(&ops, t).await.unwrap();
                 let b = redis.apply(&ops, t).await.unwrap();
-                prop_assert_eq!(a, b);
+                let c = cluster.apply(&ops, t).await.unwrap();
+                prop_assert_eq!(&a, &b, "single Redis");
+                prop_assert_eq!(&a, &c, "Redis Cluster");
             }
             Ok(())
         })?;
