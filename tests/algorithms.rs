@@ -1,7 +1,8 @@
 //! The algorithm extensions through the real gRPC server, on both stores, with the manual clock:
 //! the fixed window's boundary burst (up to 2× the limit across a window edge) next to a token
-//! bucket that never exceeds `burst + refill`, `unit_multiplier` windows, and what the response
-//! reports (`current_limit.unit` stays the config unit; remaining and reset are the algorithm's).
+//! bucket and a leaky bucket (GCRA) that never exceed `burst + refill`, `unit_multiplier` windows,
+//! and what the response reports (`current_limit.unit` stays the config unit; remaining and reset
+//! are the algorithm's).
 
 mod common;
 
@@ -14,6 +15,8 @@ const CFG: &str = "domain: a
 descriptors:
   - {key: fw, rate_limit: {unit: minute, requests_per_unit: 10}}
   - {key: tb, rate_limit: {unit: minute, requests_per_unit: 10, algorithm: token_bucket}}
+  - {key: lb, rate_limit: {unit: minute, requests_per_unit: 10, algorithm: leaky_bucket}}
+  - {key: lb1, rate_limit: {unit: minute, requests_per_unit: 10, algorithm: leaky_bucket, burst: 1}}
   - {key: tb5, rate_limit: {unit: second, requests_per_unit: 2, algorithm: token_bucket, burst: 4, unit_multiplier: 5}}
   - {key: fw5, rate_limit: {unit: minute, requests_per_unit: 3, unit_multiplier: 5}}
 ";
@@ -32,34 +35,50 @@ async fn boundary_burst(redis: Option<&RedisServer>) {
     // One second before a minute boundary, then at the boundary: 2 seconds apart.
     s.set_time(1259);
     assert_eq!(admitted(&s, "fw", 15).await, 10);
-    assert_eq!(admitted(&s, "tb", 15).await, 10);
+    for bucket in ["tb", "lb"] {
+        assert_eq!(admitted(&s, bucket, 15).await, 10, "{bucket}");
+    }
+    assert_eq!(admitted(&s, "lb1", 15).await, 1, "burst 1: one hit per 6 s");
     s.set_time(1260);
     assert_eq!(
         admitted(&s, "fw", 15).await,
         10,
         "a fixed window admits 2x its limit across the edge"
     );
-    assert_eq!(
-        admitted(&s, "tb", 15).await,
-        0,
-        "the bucket has not refilled"
-    );
-    // 6 s refill one token of a 10/minute bucket; the answer says when the next one comes.
+    for bucket in ["tb", "lb", "lb1"] {
+        assert_eq!(
+            admitted(&s, bucket, 15).await,
+            0,
+            "{bucket} has not drained"
+        );
+    }
+    // 6 s free room for one more hit of 10/minute; the answer says when the next one fits.
     s.set_time(1264);
-    let r = s.rl("a", &[&[("tb", "x")]]).await;
-    assert_eq!(st(&r, 0), (Code::OverLimit, lim(10, "MINUTE"), 0));
-    assert_eq!(dur(&r, 0), Some(1));
+    for bucket in ["tb", "lb"] {
+        let r = s.rl("a", &[&[(bucket, "x")]]).await;
+        assert_eq!(
+            st(&r, 0),
+            (Code::OverLimit, lim(10, "MINUTE"), 0),
+            "{bucket}"
+        );
+        assert_eq!(dur(&r, 0), Some(1), "{bucket}");
+    }
     s.set_time(1265);
-    let r = s.rl("a", &[&[("tb", "x")]]).await;
-    assert_eq!(st(&r, 0), (Code::Ok, lim(10, "MINUTE"), 0));
-    assert_eq!(dur(&r, 0), Some(6), "time until one more token");
-    // Over a whole minute from the first burst the bucket admitted burst + refill, not 2x.
+    for bucket in ["tb", "lb", "lb1"] {
+        let r = s.rl("a", &[&[(bucket, "x")]]).await;
+        assert_eq!(st(&r, 0), (Code::Ok, lim(10, "MINUTE"), 0), "{bucket}");
+        assert_eq!(dur(&r, 0), Some(6), "{bucket}: time until one more hit");
+    }
+    // Over a whole minute from the first burst the buckets admitted burst + refill, not 2x.
     s.set_time(1259 + 60);
-    assert_eq!(
-        admitted(&s, "tb", 15).await,
-        9,
-        "9 tokens refilled since 1265"
-    );
+    for bucket in ["tb", "lb"] {
+        assert_eq!(
+            admitted(&s, bucket, 15).await,
+            9,
+            "{bucket}: 9 hits' room freed since 1265"
+        );
+    }
+    assert_eq!(admitted(&s, "lb1", 15).await, 1);
 }
 
 #[tokio::test]

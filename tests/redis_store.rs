@@ -30,7 +30,7 @@ proptest! {
     #[test]
     fn memory_and_redis_decide_identically(
         events in proptest::collection::vec(
-            (0usize..4, 0u64..4, 0u64..1500, 0usize..3, 0usize..3, 1usize..3),
+            (0usize..4, 0u64..4, 0u64..1500, 0usize..3, 0usize..4, 1usize..3),
             1..60,
         ),
     ) {
@@ -47,14 +47,21 @@ proptest! {
             let case = fastrand::u64(..);
             let windows = [1u64, 60, 3600];
             let mut now = 1_000_000_000u64;
-            let algorithms = [Algorithm::FixedWindow, Algorithm::TokenBucket, Algorithm::SlidingWindow];
+            let algorithms = [
+                Algorithm::FixedWindow,
+                Algorithm::TokenBucket,
+                Algorithm::SlidingWindow,
+                Algorithm::LeakyBucket,
+            ];
             for (key, hits, dt_ms, w, alg, batch) in events {
                 now += dt_ms * 1000 + 7;
                 let algorithm = algorithms[alg];
                 let ops: Vec<Op> = (0..batch)
                     .map(|b| {
                         let (w, key) = ((w + b) % 3, (key + b) % 4);
-                        let spec = LimitSpec { algorithm, limit: 5, window_secs: windows[w], burst: 3 + w as u64 };
+                        // Limits of 3 and 7 do not divide a window in µs: a TAT keeps a fraction.
+                        let limit = [5, 3, 7, 6][key];
+                        let spec = LimitSpec { algorithm, limit, window_secs: windows[w], burst: 3 + w as u64 };
                         // Buckets live across windows; only fixed window keys carry the start.
                         let start = match algorithm {
                             Algorithm::FixedWindow => now / 1_000_000 / windows[w] * windows[w],
@@ -79,10 +86,11 @@ proptest! {
     }
 }
 
-/// Token buckets whose numbers pass 2^53 in intermediate products (where Lua's doubles round)
-/// still decide exactly as the memory store does.
+/// Buckets whose numbers pass 2^53 in intermediate products (where Lua's doubles round) still
+/// decide exactly as the memory store does; so does a leaky bucket read by a clock that is behind
+/// (its TAT then lies more than the capacity ahead).
 #[tokio::test]
-async fn huge_token_buckets_decide_identically() {
+async fn huge_buckets_decide_identically() {
     let r = RedisServer::start();
     let redis = RedisStore::connect(&redis_settings(&r, &[]).redis)
         .await
@@ -93,27 +101,53 @@ async fn huge_token_buckets_decide_identically() {
         (1_000_000, 86_400, 50_000),
         (7, 365 * 86_400, 100_000_000),
     ];
-    let mut now = 1_700_000_000_000_000u64;
-    for step in 0..200u64 {
-        now += (step * 7_919_993) % 40_000_000;
-        let (limit, window_secs, burst) = specs[(step % 3) as usize];
-        let spec = LimitSpec {
-            algorithm: Algorithm::TokenBucket,
-            limit,
-            window_secs,
-            burst,
-        };
-        let hits = [1, burst / 3, burst, 0][(step / 3 % 4) as usize];
-        let op = Op {
-            key: format!("huge{}", step % 3),
-            spec,
-            hits,
-        };
-        let t = Timestamp::from_micros(now);
-        let a = memory.apply(std::slice::from_ref(&op), t).await.unwrap();
-        let b = redis.apply(std::slice::from_ref(&op), t).await.unwrap();
-        assert_eq!(a, b, "step {step}");
+    for algorithm in [Algorithm::TokenBucket, Algorithm::LeakyBucket] {
+        let mut now = 1_700_000_000_000_000u64;
+        for step in 0..200u64 {
+            now += (step * 7_919_993) % 40_000_000;
+            // Every 17th step comes from a clock 2 s behind.
+            let at = if step % 17 == 16 {
+                now - 2_000_000
+            } else {
+                now
+            };
+            let (limit, window_secs, burst) = specs[(step % 3) as usize];
+            let spec = LimitSpec {
+                algorithm,
+                limit,
+                window_secs,
+                burst,
+            };
+            let hits = [1, burst / 3, burst, 0][(step / 3 % 4) as usize];
+            let op = Op {
+                key: format!("huge:{}:{}", algorithm.key_tag(), step % 3),
+                spec,
+                hits,
+            };
+            let t = Timestamp::from_micros(at);
+            let a = memory.apply(std::slice::from_ref(&op), t).await.unwrap();
+            let b = redis.apply(std::slice::from_ref(&op), t).await.unwrap();
+            assert_eq!(a, b, "{algorithm:?} step {step}");
+        }
     }
+}
+
+/// A leaky bucket's key holds its TAT and expires one second after the TAT has passed.
+#[tokio::test]
+async fn leaky_bucket_keys_expire_after_their_tat() {
+    let cfg = "domain: l\ndescriptors:\n  - {key: k, rate_limit: {unit: minute, requests_per_unit: 6, algorithm: leaky_bucket}}\n";
+    let r = RedisServer::start();
+    let s = TestServer::start_on(&[("l.yaml", cfg)], &[], Some(&r)).await;
+    s.set_time(1000);
+    for _ in 0..3 {
+        assert_eq!(overall(&s.rl("l", &[&[("k", "v")]]).await), Code::Ok);
+    }
+    // Three hits of T = 10 s: the TAT is 30 s ahead, in whole µs plus a fraction (in 1/6 µs).
+    let key = "{1:l|1:k=1:v}:lb:60";
+    assert_eq!(r.cli(&["HGET", key, "q"]), "1030000000");
+    assert_eq!(r.cli(&["HGET", key, "f"]), "0");
+    let ttl: i64 = r.cli(&["TTL", key]).parse().unwrap();
+    assert!((30..=31).contains(&ttl), "TTL {ttl}");
 }
 
 const INT: &str = "domain: basic\ndescriptors:\n  - {key: key1, rate_limit: {unit: second, requests_per_unit: 50}}\n  - {key: k2, rate_limit: {unit: minute, requests_per_unit: 20}}\n";

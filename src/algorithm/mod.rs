@@ -4,6 +4,7 @@
 //! or runs the Lua twin of the same function (Redis), so both stores decide identically.
 
 pub mod fixed_window;
+pub mod leaky_bucket;
 pub mod sliding_window;
 pub mod token_bucket;
 
@@ -20,6 +21,9 @@ pub enum Algorithm {
     TokenBucket,
     /// Sliding window counter: previous window weighted by overlap (see [`sliding_window`]).
     SlidingWindow,
+    /// GCRA, a leaky bucket as a meter: capacity `burst`, one hit per `window / limit` (see
+    /// [`leaky_bucket`]).
+    LeakyBucket,
 }
 
 impl Algorithm {
@@ -30,6 +34,7 @@ impl Algorithm {
             "fixed_window" => Some(Algorithm::FixedWindow),
             "token_bucket" => Some(Algorithm::TokenBucket),
             "sliding_window" => Some(Algorithm::SlidingWindow),
+            "leaky_bucket" => Some(Algorithm::LeakyBucket),
             _ => None,
         }
     }
@@ -40,12 +45,13 @@ impl Algorithm {
             Algorithm::FixedWindow => "fixed_window",
             Algorithm::TokenBucket => "token_bucket",
             Algorithm::SlidingWindow => "sliding_window",
+            Algorithm::LeakyBucket => "leaky_bucket",
         }
     }
 
     /// True when the algorithm has a bucket capacity (`burst`).
     pub fn has_burst(self) -> bool {
-        matches!(self, Algorithm::TokenBucket)
+        matches!(self, Algorithm::TokenBucket | Algorithm::LeakyBucket)
     }
 
     /// A short tag that goes into cache keys, so state of one algorithm is never read as another's.
@@ -54,6 +60,7 @@ impl Algorithm {
             Algorithm::FixedWindow => "fw",
             Algorithm::TokenBucket => "tb",
             Algorithm::SlidingWindow => "sw",
+            Algorithm::LeakyBucket => "lb",
         }
     }
 }
@@ -80,6 +87,8 @@ pub enum AlgorithmState {
     TokenBucket(token_bucket::TokenBucketState),
     /// State of a sliding window counter.
     SlidingWindow(sliding_window::SlidingWindowState),
+    /// State of a leaky bucket (its theoretical arrival time).
+    LeakyBucket(leaky_bucket::LeakyBucketState),
 }
 
 /// The outcome of applying hits to a limit.
@@ -97,12 +106,17 @@ pub struct Decision {
     pub reset_after: Duration,
     /// When the state may be forgotten: after this instant a fresh state decides identically.
     pub expires_at: Timestamp,
+    /// How long a caller shaping (not policing) its traffic would have to delay these hits so they
+    /// conform; zero when admitted now. Only [`leaky_bucket`] computes it (see its `decide`); the
+    /// other algorithms always report zero.
+    pub wait: Duration,
     /// True when the local over-limit cache answered and the shared store was not asked.
     pub from_local_cache: bool,
 }
 
 /// Applies `hits` to `state` (a fresh state when `None` or of another algorithm) and returns the
-/// decision. The state is always updated: like the Go service, hits are counted even over the limit.
+/// decision. Fixed windows count hits even over the limit, like the Go service; the other
+/// algorithms count only admitted hits.
 pub fn apply(
     state: &mut Option<AlgorithmState>,
     spec: &LimitSpec,
@@ -137,5 +151,17 @@ pub fn apply(
             *state = Some(AlgorithmState::SlidingWindow(s));
             d
         }
+        Algorithm::LeakyBucket => {
+            let mut s = match state.take() {
+                Some(AlgorithmState::LeakyBucket(s)) => s,
+                _ => leaky_bucket::LeakyBucketState::default(),
+            };
+            let d = leaky_bucket::apply(&mut s, spec, hits, now);
+            *state = Some(AlgorithmState::LeakyBucket(s));
+            d
+        }
     }
 }
+
+#[cfg(test)]
+mod bucket_tests;

@@ -127,6 +127,7 @@ pub fn decide(
         reset_after: Duration::from_secs(window - now.as_secs() % window),
         // The current count still weighs on the next window; after that nothing is left.
         expires_at: Timestamp::from_secs(start.saturating_add(2 * window)),
+        wait: Duration::ZERO,
         from_local_cache: false,
     }
 }

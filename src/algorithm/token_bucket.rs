@@ -70,6 +70,16 @@ impl Params {
         now.as_micros() / self.quantum_micros
     }
 
+    /// Microseconds from `now` until `debt` units have drained (refilled) at `rate`, counted on
+    /// whole quanta as the stores do. `rate` must not be 0.
+    pub fn micros_until(&self, debt: u64, now: Timestamp) -> u64 {
+        let at = self
+            .quanta(now)
+            .saturating_add(debt.div_ceil(self.rate))
+            .saturating_mul(self.quantum_micros);
+        at.saturating_sub(now.as_micros())
+    }
+
     /// Seconds after which an untouched bucket is full again (a TTL for the stored state).
     pub fn refill_secs(&self, window_secs: u64) -> u64 {
         if self.rate == 0 {
@@ -106,6 +116,12 @@ pub fn step(p: &Params, state: TokenBucketState, hits: u64, t: u64) -> Step {
     } else {
         state.debt - refill as u64
     };
+    take(p, debt_before, hits)
+}
+
+/// Takes `hits` tokens from a bucket that is `debt_before` units below full, if it holds them:
+/// never with a zero rate (except a check of 0 hits), never more than `burst` at once.
+pub fn take(p: &Params, debt_before: u64, hits: u64) -> Step {
     let allowed = (p.rate > 0 || hits == 0)
         && hits <= p.burst
         && debt_before.saturating_add(hits.saturating_mul(p.token_cost)) <= p.capacity;
@@ -153,23 +169,22 @@ pub fn decide(p: &Params, spec: &LimitSpec, s: Step, hits: u64, now: Timestamp) 
     } else {
         (spec.limit, spec.limit.saturating_add(hits))
     };
-    let t = p.quanta(now);
     let window = Duration::from_secs(spec.window_secs.max(1));
     let (reset_after, expires_at) = if p.rate == 0 {
         (window, now.saturating_add(window))
     } else {
         // Debt to shed before one more token fits, and before the bucket is full.
         let one_more = (s.debt_after + p.token_cost).saturating_sub(p.capacity);
-        let until = |debt: u64| {
-            let at = (t + debt.div_ceil(p.rate)).saturating_mul(p.quantum_micros);
-            at.saturating_sub(now.as_micros())
+        let micros = if one_more == 0 {
+            0
+        } else {
+            p.micros_until(one_more, now)
         };
-        let wait = if one_more == 0 { 0 } else { until(one_more) };
-        let mut secs = wait.div_ceil(1_000_000);
+        let mut secs = micros.div_ceil(1_000_000);
         if !s.allowed {
             secs = secs.max(1);
         }
-        let full_at = now.as_micros() + until(s.debt_after);
+        let full_at = now.as_micros() + p.micros_until(s.debt_after, now);
         (Duration::from_secs(secs), Timestamp::from_micros(full_at))
     };
     Decision {
@@ -179,6 +194,7 @@ pub fn decide(p: &Params, spec: &LimitSpec, s: Step, hits: u64, now: Timestamp) 
         remaining: if s.allowed { tokens_after } else { 0 },
         reset_after,
         expires_at,
+        wait: Duration::ZERO,
         from_local_cache: false,
     }
 }

@@ -45,15 +45,55 @@ fn token_bucket_with_burst_and_multiplier_compiles() {
 }
 
 #[test]
-fn unknown_and_unavailable_algorithms_are_errors() {
+fn leaky_bucket_compiles_with_burst_defaulting_to_requests_per_unit() {
+    let yaml = one("unit: minute, requests_per_unit: 30, algorithm: leaky_bucket");
+    let cfg = run(&[("f.yaml", &yaml)], false).unwrap();
+    let spec = crate::limiter::limit_spec(cfg.limits()[0]);
+    assert_eq!(spec.algorithm, Algorithm::LeakyBucket);
+    assert_eq!((spec.window_secs, spec.burst, spec.limit), (60, 30, 30));
+    let yaml = one("unit: second, requests_per_unit: 2, algorithm: leaky_bucket, burst: 7");
+    let cfg = run(&[("f.yaml", &yaml)], false).unwrap();
+    assert_eq!(cfg.limits()[0].burst, Some(7));
+}
+
+#[test]
+fn leaky_bucket_burst_misuse_is_reported() {
     assert_eq!(
-        errs("unit: second, requests_per_unit: 1, algorithm: magic"),
+        errs("unit: second, requests_per_unit: 1, algorithm: leaky_bucket, burst: 0"),
+        [("burst".into(), "burst must be at least 1".into())]
+    );
+    let huge = errs("unit: year, requests_per_unit: 1, algorithm: leaky_bucket, burst: 4000000000");
+    assert_eq!(
+        huge,
         [(
-            "algorithm".into(),
-            "invalid algorithm 'magic' (expected fixed_window, sliding_window or token_bucket)"
-                .into()
+            "burst".into(),
+            "leaky_bucket capacity 4000000000 over a 31536000 s window is too large to count exactly (burst × window seconds must be at most 2^52)".into()
         )]
     );
+    let huge = errs("unit: year, requests_per_unit: 4000000000, algorithm: leaky_bucket");
+    assert_eq!(huge.len(), 1, "{huge:?}");
+    assert_eq!(huge[0].0, "requests_per_unit");
+    assert!(huge[0].1.starts_with("leaky_bucket capacity"), "{huge:?}");
+    let all = errs("unlimited: true, algorithm: leaky_bucket, burst: 3");
+    let paths: Vec<&str> = all.iter().map(|(p, _)| p.as_str()).collect();
+    assert_eq!(paths, ["algorithm", "burst"], "{all:?}");
+}
+
+#[test]
+fn unknown_and_unavailable_algorithms_are_errors() {
+    for name in ["magic", "leaky"] {
+        assert_eq!(
+            errs(&format!(
+                "unit: second, requests_per_unit: 1, algorithm: {name}"
+            )),
+            [(
+                "algorithm".into(),
+                format!(
+                    "invalid algorithm '{name}' (expected fixed_window, sliding_window, token_bucket or leaky_bucket)"
+                )
+            )]
+        );
+    }
     assert_eq!(
         errs("unit: second, requests_per_unit: 1, algorithm: sliding_log"),
         [(
@@ -69,7 +109,8 @@ fn burst_misuse_is_reported() {
         errs("unit: second, requests_per_unit: 1, burst: 5"),
         [(
             "burst".into(),
-            "burst only applies to token_bucket (algorithm is fixed_window)".into()
+            "burst only applies to token_bucket and leaky_bucket (algorithm is fixed_window)"
+                .into()
         )]
     );
     assert_eq!(

@@ -13,7 +13,7 @@ pub const MAX_WINDOW_SECS: u64 = 10 * 365 * 86_400;
 
 /// Algorithms named in DESIGN §4 that are not implemented on both stores yet. They get a clearer
 /// error than an unknown name, and are refused rather than run half-way.
-const NOT_YET: [&str; 2] = ["sliding_log", "leaky_bucket"];
+const NOT_YET: [&str; 1] = ["sliding_log"];
 
 /// The checked extensions of one limit.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -46,7 +46,7 @@ pub(crate) fn check(rl: &RawRateLimit, unit: Option<Unit>, sink: &mut Sink<'_>) 
             let message = if NOT_YET.contains(&text) {
                 format!("algorithm '{text}' is not available in this version")
             } else {
-                format!("invalid algorithm '{text}' (expected fixed_window, sliding_window or token_bucket)")
+                format!("invalid algorithm '{text}' (expected fixed_window, sliding_window, token_bucket or leaky_bucket)")
             };
             sink.push(&at("algorithm"), message);
             Algorithm::FixedWindow
@@ -56,7 +56,7 @@ pub(crate) fn check(rl: &RawRateLimit, unit: Option<Unit>, sink: &mut Sink<'_>) 
         Some(_) if !algorithm.has_burst() => sink.push(
             &at("burst"),
             format!(
-                "burst only applies to token_bucket (algorithm is {})",
+                "burst only applies to token_bucket and leaky_bucket (algorithm is {})",
                 algorithm.name()
             ),
         ),
@@ -77,7 +77,7 @@ pub(crate) fn check(rl: &RawRateLimit, unit: Option<Unit>, sink: &mut Sink<'_>) 
             ),
         );
     }
-    if algorithm == Algorithm::TokenBucket {
+    if algorithm.has_burst() {
         let burst = u64::from(rl.burst.unwrap_or(rl.requests_per_unit));
         if burst.saturating_mul(window_secs) > token_bucket::MAX_BURST_WINDOW_SECS {
             let field = if rl.burst.is_some() {
@@ -88,7 +88,8 @@ pub(crate) fn check(rl: &RawRateLimit, unit: Option<Unit>, sink: &mut Sink<'_>) 
             sink.push(
                 &at(field),
                 format!(
-                    "token_bucket capacity {burst} over a {window_secs} s window is too large to count exactly (burst × window seconds must be at most 2^52)"
+                    "{} capacity {burst} over a {window_secs} s window is too large to count exactly (burst × window seconds must be at most 2^52)",
+                    algorithm.name()
                 ),
             );
         }

@@ -3,12 +3,12 @@
 //! once, and every call bounded by `REDIS_RESPONSE_TIMEOUT`.
 //!
 //! Redis only keeps state (one script per algorithm: `fixed_window`, `token_bucket`,
-//! `sliding_window`); decisions come
-//! from the same pure Rust functions the memory store uses, so both stores decide identically (the
-//! conformance tests check this).
+//! `sliding_window`, `leaky_bucket`); decisions come from the same pure Rust functions the memory
+//! store uses, so both stores decide identically (the conformance tests check this).
 
 pub mod conn;
 mod fixed_window;
+mod leaky_bucket;
 mod sliding_window;
 mod token_bucket;
 
@@ -39,6 +39,7 @@ pub struct RedisStore {
     fixed_window: Script,
     token_bucket: Script,
     sliding_window: Script,
+    leaky_bucket: Script,
     response_timeout: Duration,
     stop_increment_when_over_limit: bool,
     jitter_max_secs: u64,
@@ -72,6 +73,7 @@ impl RedisStore {
             fixed_window: fixed_window::script(),
             token_bucket: token_bucket::script(),
             sliding_window: sliding_window::script(),
+            leaky_bucket: leaky_bucket::script(),
             response_timeout: cfg.response_timeout,
             stop_increment_when_over_limit: cfg.stop_increment_when_over_limit,
             jitter_max_secs: cfg.expiration_jitter_max_seconds,
@@ -162,7 +164,11 @@ impl RedisStore {
                 fixed_window::run(conn, script, ops, &indices, mode, ttl, now).await
             }
             Algorithm::TokenBucket => {
-                let script = &self.token_bucket;
+                let script = (&self.token_bucket, &token_bucket::TOKEN_BUCKET);
+                token_bucket::run(conn, script, ops, &indices, mode == 2, now).await
+            }
+            Algorithm::LeakyBucket => {
+                let script = (&self.leaky_bucket, &leaky_bucket::LEAKY_BUCKET);
                 token_bucket::run(conn, script, ops, &indices, mode == 2, now).await
             }
             Algorithm::SlidingWindow => {
