@@ -97,7 +97,8 @@ fn entries_are_checked_like_rate_limit() {
             ),
             (
                 "rate_limits[1].burst".into(),
-                "burst only applies to token_bucket (algorithm is fixed_window)".into()
+                "burst only applies to token_bucket and leaky_bucket (algorithm is fixed_window)"
+                    .into()
             ),
         ]
     );
