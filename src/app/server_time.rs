@@ -6,7 +6,6 @@
 
 use std::future::Future;
 use std::sync::Arc;
-use std::time::Duration;
 
 use crate::clock::OffsetClock;
 use crate::store::redis::RedisStore;
@@ -28,12 +27,5 @@ pub(super) async fn keep_in_sync(
     redis: Arc<RedisStore>,
     stop: impl Future<Output = ()>,
 ) {
-    tokio::pin!(stop);
-    let mut tick = tokio::time::interval(Duration::from_secs(1));
-    loop {
-        tokio::select! {
-            _ = &mut stop => return,
-            _ = tick.tick() => sync(&clock, &redis).await,
-        }
-    }
+    super::tasks::every_second(stop, || sync(&clock, &redis)).await;
 }
