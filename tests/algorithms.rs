@@ -1,7 +1,8 @@
 //! The algorithm extensions through the real gRPC server, on both stores, with the manual clock:
 //! the fixed window's boundary burst (up to 2× the limit across a window edge) next to a token
-//! bucket that never exceeds `burst + refill`, `unit_multiplier` windows, and what the response
-//! reports (`current_limit.unit` stays the config unit; remaining and reset are the algorithm's).
+//! bucket that never exceeds `burst + refill` and a sliding log that never exceeds the limit in
+//! any window-length interval, `unit_multiplier` windows, and what the response reports
+//! (`current_limit.unit` stays the config unit; remaining and reset are the algorithm's).
 
 mod common;
 
@@ -14,6 +15,7 @@ const CFG: &str = "domain: a
 descriptors:
   - {key: fw, rate_limit: {unit: minute, requests_per_unit: 10}}
   - {key: tb, rate_limit: {unit: minute, requests_per_unit: 10, algorithm: token_bucket}}
+  - {key: sl, rate_limit: {unit: minute, requests_per_unit: 10, algorithm: sliding_log}}
   - {key: tb5, rate_limit: {unit: second, requests_per_unit: 2, algorithm: token_bucket, burst: 4, unit_multiplier: 5}}
   - {key: fw5, rate_limit: {unit: minute, requests_per_unit: 3, unit_multiplier: 5}}
 ";
@@ -29,10 +31,14 @@ async fn admitted(s: &TestServer, key: &str, n: u32) -> u32 {
 
 async fn boundary_burst(redis: Option<&RedisServer>) {
     let s = TestServer::start_on(&[("a.yaml", CFG)], &[], redis).await;
+    // The sliding log gets 4 hits half a minute early, so its minute ends at different times.
+    s.set_time(1230);
+    assert_eq!(admitted(&s, "sl", 4).await, 4);
     // One second before a minute boundary, then at the boundary: 2 seconds apart.
     s.set_time(1259);
     assert_eq!(admitted(&s, "fw", 15).await, 10);
     assert_eq!(admitted(&s, "tb", 15).await, 10);
+    assert_eq!(admitted(&s, "sl", 15).await, 6, "4 + 6 in the last minute");
     s.set_time(1260);
     assert_eq!(
         admitted(&s, "fw", 15).await,
@@ -44,6 +50,10 @@ async fn boundary_burst(redis: Option<&RedisServer>) {
         0,
         "the bucket has not refilled"
     );
+    assert_eq!(admitted(&s, "sl", 15).await, 0, "the log has no edge");
+    let r = s.rl("a", &[&[("sl", "x")]]).await;
+    assert_eq!(st(&r, 0), (Code::OverLimit, lim(10, "MINUTE"), 0));
+    assert_eq!(dur(&r, 0), Some(30), "the 4 hits of 1230 leave at 1290");
     // 6 s refill one token of a 10/minute bucket; the answer says when the next one comes.
     s.set_time(1264);
     let r = s.rl("a", &[&[("tb", "x")]]).await;
@@ -53,8 +63,20 @@ async fn boundary_burst(redis: Option<&RedisServer>) {
     let r = s.rl("a", &[&[("tb", "x")]]).await;
     assert_eq!(st(&r, 0), (Code::Ok, lim(10, "MINUTE"), 0));
     assert_eq!(dur(&r, 0), Some(6), "time until one more token");
+    // A hit exactly one window old is out: the 4 of 1230 leave at 1290, the 6 of 1259 at 1319.
+    s.set_time(1289);
+    assert_eq!(admitted(&s, "sl", 3).await, 0);
+    s.set_time(1290);
+    assert_eq!(admitted(&s, "sl", 15).await, 4);
+    let r = s.rl("a", &[&[("sl", "x")]]).await;
+    assert_eq!(dur(&r, 0), Some(29));
     // Over a whole minute from the first burst the bucket admitted burst + refill, not 2x.
     s.set_time(1259 + 60);
+    assert_eq!(
+        admitted(&s, "sl", 15).await,
+        6,
+        "every minute holds exactly 10"
+    );
     assert_eq!(
         admitted(&s, "tb", 15).await,
         9,

@@ -29,7 +29,7 @@ proptest! {
     #[test]
     fn memory_and_redis_decide_identically(
         events in proptest::collection::vec(
-            (0usize..4, 0u64..4, 0u64..1500, 0usize..3, 0usize..3, 1usize..3),
+            (0usize..4, 0u64..4, 0u64..1500, 0usize..3, 0usize..4, 1usize..3),
             1..60,
         ),
     ) {
@@ -42,7 +42,12 @@ proptest! {
             let case = fastrand::u64(..);
             let windows = [1u64, 60, 3600];
             let mut now = 1_000_000_000u64;
-            let algorithms = [Algorithm::FixedWindow, Algorithm::TokenBucket, Algorithm::SlidingWindow];
+            let algorithms = [
+                Algorithm::FixedWindow,
+                Algorithm::TokenBucket,
+                Algorithm::SlidingWindow,
+                Algorithm::SlidingLog,
+            ];
             for (key, hits, dt_ms, w, alg, batch) in events {
                 now += dt_ms * 1000 + 7;
                 let algorithm = algorithms[alg];
@@ -69,15 +74,40 @@ proptest! {
     }
 }
 
+/// A memory store and a Redis store on a fresh `redis-server`.
+struct Both {
+    memory: MemoryStore,
+    redis: RedisStore,
+}
+
+impl Both {
+    async fn start() -> (RedisServer, Both) {
+        let r = RedisServer::start();
+        let redis = RedisStore::connect(&redis_settings(&r, &[]).redis)
+            .await
+            .unwrap();
+        let memory = MemoryStore::new(100);
+        (r, Both { memory, redis })
+    }
+
+    /// Applies `op` at `now` (µs) on both stores and asserts identical decisions.
+    async fn agree(&self, op: &Op, now: u64, step: u64) {
+        let t = Timestamp::from_micros(now);
+        let a = self
+            .memory
+            .apply(std::slice::from_ref(op), t)
+            .await
+            .unwrap();
+        let b = self.redis.apply(std::slice::from_ref(op), t).await.unwrap();
+        assert_eq!(a, b, "step {step}");
+    }
+}
+
 /// Token buckets whose numbers pass 2^53 in intermediate products (where Lua's doubles round)
 /// still decide exactly as the memory store does.
 #[tokio::test]
 async fn huge_token_buckets_decide_identically() {
-    let r = RedisServer::start();
-    let redis = RedisStore::connect(&redis_settings(&r, &[]).redis)
-        .await
-        .unwrap();
-    let memory = MemoryStore::new(100);
+    let (_r, stores) = Both::start().await;
     let specs = [
         (4_000_000_000, 1, 4_000_000_000),
         (1_000_000, 86_400, 50_000),
@@ -99,11 +129,41 @@ async fn huge_token_buckets_decide_identically() {
             spec,
             hits,
         };
-        let t = Timestamp::from_micros(now);
-        let a = memory.apply(std::slice::from_ref(&op), t).await.unwrap();
-        let b = redis.apply(std::slice::from_ref(&op), t).await.unwrap();
-        assert_eq!(a, b, "step {step}");
+        stores.agree(&op, now, step).await;
     }
+}
+
+/// Sliding logs whose limit is lowered under a full log (so the "when does one more fit" search
+/// goes past the oldest entry), with a clock that sometimes steps back and requests of many hits,
+/// decide exactly as the memory store does.
+#[tokio::test]
+async fn sliding_logs_with_lowered_limits_and_a_stepping_clock_decide_identically() {
+    let (r, stores) = Both::start().await;
+    let mut now = 1_700_000_000_000_000u64;
+    for step in 0..400u64 {
+        // Mostly forward by up to ~1 s, sometimes back by up to 0.3 s.
+        let jump = (step * 7_919_993) % 1_300_000;
+        now = if jump > 1_000_000 {
+            now - (jump - 1_000_000)
+        } else {
+            now + jump
+        };
+        let spec = LimitSpec {
+            algorithm: Algorithm::SlidingLog,
+            limit: [40, 3, 12, 0][(step / 7 % 4) as usize],
+            window_secs: [2, 5][(step % 2) as usize],
+            burst: 0,
+        };
+        let op = Op {
+            key: format!("sl{}", step % 2),
+            spec,
+            hits: [1, 3, 0, 7, 2][(step % 5) as usize],
+        };
+        stores.agree(&op, now, step).await;
+    }
+    // One member per admitted request, and the key expires a second after its window.
+    let ttl: i64 = r.cli(&["TTL", "sl1"]).parse().unwrap();
+    assert!((1..=6).contains(&ttl), "TTL {ttl}");
 }
 
 const INT: &str = "domain: basic\ndescriptors:\n  - {key: key1, rate_limit: {unit: second, requests_per_unit: 50}}\n  - {key: k2, rate_limit: {unit: minute, requests_per_unit: 20}}\n";

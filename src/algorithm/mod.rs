@@ -4,6 +4,7 @@
 //! or runs the Lua twin of the same function (Redis), so both stores decide identically.
 
 pub mod fixed_window;
+pub mod sliding_log;
 pub mod sliding_window;
 pub mod token_bucket;
 
@@ -20,6 +21,9 @@ pub enum Algorithm {
     TokenBucket,
     /// Sliding window counter: previous window weighted by overlap (see [`sliding_window`]).
     SlidingWindow,
+    /// Sliding log: the exact sliding window, one log entry per admitted request (see
+    /// [`sliding_log`]).
+    SlidingLog,
 }
 
 impl Algorithm {
@@ -30,6 +34,7 @@ impl Algorithm {
             "fixed_window" => Some(Algorithm::FixedWindow),
             "token_bucket" => Some(Algorithm::TokenBucket),
             "sliding_window" => Some(Algorithm::SlidingWindow),
+            "sliding_log" => Some(Algorithm::SlidingLog),
             _ => None,
         }
     }
@@ -40,6 +45,7 @@ impl Algorithm {
             Algorithm::FixedWindow => "fixed_window",
             Algorithm::TokenBucket => "token_bucket",
             Algorithm::SlidingWindow => "sliding_window",
+            Algorithm::SlidingLog => "sliding_log",
         }
     }
 
@@ -54,6 +60,7 @@ impl Algorithm {
             Algorithm::FixedWindow => "fw",
             Algorithm::TokenBucket => "tb",
             Algorithm::SlidingWindow => "sw",
+            Algorithm::SlidingLog => "sl",
         }
     }
 }
@@ -80,6 +87,9 @@ pub enum AlgorithmState {
     TokenBucket(token_bucket::TokenBucketState),
     /// State of a sliding window counter.
     SlidingWindow(sliding_window::SlidingWindowState),
+    /// The log of a sliding log, boxed so that the counters of the other algorithms (most keys)
+    /// do not pay for its size in every memory store entry.
+    SlidingLog(Box<sliding_log::SlidingLogState>),
 }
 
 /// The outcome of applying hits to a limit.
@@ -102,7 +112,8 @@ pub struct Decision {
 }
 
 /// Applies `hits` to `state` (a fresh state when `None` or of another algorithm) and returns the
-/// decision. The state is always updated: like the Go service, hits are counted even over the limit.
+/// decision. Fixed windows count hits even over the limit, like the Go service; the other
+/// algorithms record only admitted hits.
 pub fn apply(
     state: &mut Option<AlgorithmState>,
     spec: &LimitSpec,
@@ -135,6 +146,15 @@ pub fn apply(
             };
             let d = sliding_window::apply(&mut s, spec, hits, now);
             *state = Some(AlgorithmState::SlidingWindow(s));
+            d
+        }
+        Algorithm::SlidingLog => {
+            let mut s = match state.take() {
+                Some(AlgorithmState::SlidingLog(s)) => s,
+                _ => Box::default(),
+            };
+            let d = sliding_log::apply(&mut s, spec, hits, now);
+            *state = Some(AlgorithmState::SlidingLog(s));
             d
         }
     }

@@ -5,7 +5,7 @@
 use super::error::{Sink, field_path};
 use super::model::RawRateLimit;
 use super::unit::Unit;
-use crate::algorithm::{Algorithm, token_bucket};
+use crate::algorithm::{Algorithm, sliding_log, token_bucket};
 
 /// Longest window `unit_multiplier` may build: ten (365-day) years. Longer windows are almost
 /// certainly a typo, and bounding them keeps every time computation far from overflow.
@@ -13,7 +13,7 @@ pub const MAX_WINDOW_SECS: u64 = 10 * 365 * 86_400;
 
 /// Algorithms named in DESIGN §4 that are not implemented on both stores yet. They get a clearer
 /// error than an unknown name, and are refused rather than run half-way.
-const NOT_YET: [&str; 2] = ["sliding_log", "leaky_bucket"];
+const NOT_YET: [&str; 1] = ["leaky_bucket"];
 
 /// The checked extensions of one limit.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -46,7 +46,7 @@ pub(crate) fn check(rl: &RawRateLimit, unit: Option<Unit>, sink: &mut Sink<'_>) 
             let message = if NOT_YET.contains(&text) {
                 format!("algorithm '{text}' is not available in this version")
             } else {
-                format!("invalid algorithm '{text}' (expected fixed_window, sliding_window or token_bucket)")
+                format!("invalid algorithm '{text}' (expected fixed_window, sliding_window, sliding_log or token_bucket)")
             };
             sink.push(&at("algorithm"), message);
             Algorithm::FixedWindow
@@ -92,6 +92,18 @@ pub(crate) fn check(rl: &RawRateLimit, unit: Option<Unit>, sink: &mut Sink<'_>) 
                 ),
             );
         }
+    }
+    if algorithm == Algorithm::SlidingLog
+        && u64::from(rl.requests_per_unit) > sliding_log::MAX_LIMIT
+    {
+        sink.push(
+            &at("requests_per_unit"),
+            format!(
+                "sliding_log keeps one entry per admitted request; requests_per_unit {} exceeds the maximum {} (use sliding_window for higher rates)",
+                rl.requests_per_unit,
+                sliding_log::MAX_LIMIT
+            ),
+        );
     }
     Extensions {
         algorithm,

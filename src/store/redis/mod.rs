@@ -3,12 +3,13 @@
 //! once, and every call bounded by `REDIS_RESPONSE_TIMEOUT`.
 //!
 //! Redis only keeps state (one script per algorithm: `fixed_window`, `token_bucket`,
-//! `sliding_window`); decisions come
-//! from the same pure Rust functions the memory store uses, so both stores decide identically (the
-//! conformance tests check this).
+//! `sliding_window`, `sliding_log`); decisions come from the same pure Rust functions the memory
+//! store uses, so both stores decide identically (the conformance tests check this).
 
+mod call;
 pub mod conn;
 mod fixed_window;
+mod sliding_log;
 mod sliding_window;
 mod token_bucket;
 
@@ -25,6 +26,7 @@ use super::{Op, Store, StoreError};
 use crate::algorithm::{Algorithm, Decision};
 use crate::clock::{Stopwatch, Timestamp};
 use crate::settings::RedisConfig;
+use call::Group;
 use conn::RedisConn;
 
 /// Windows shorter than this go to the per-second Redis when `REDIS_PERSECOND=true` (Go sends
@@ -39,6 +41,7 @@ pub struct RedisStore {
     fixed_window: Script,
     token_bucket: Script,
     sliding_window: Script,
+    sliding_log: Script,
     response_timeout: Duration,
     stop_increment_when_over_limit: bool,
     jitter_max_secs: u64,
@@ -72,6 +75,7 @@ impl RedisStore {
             fixed_window: fixed_window::script(),
             token_bucket: token_bucket::script(),
             sliding_window: sliding_window::script(),
+            sliding_log: sliding_log::script(),
             response_timeout: cfg.response_timeout,
             stop_increment_when_over_limit: cfg.stop_increment_when_over_limit,
             jitter_max_secs: cfg.expiration_jitter_max_seconds,
@@ -143,20 +147,20 @@ impl RedisStore {
         mode: u64,
         now: Timestamp,
     ) -> Result<Vec<(usize, Decision)>, RedisError> {
+        let g = Group {
+            conn,
+            ops,
+            indices: &indices,
+            mode,
+            now,
+        };
         match algorithm {
             Algorithm::FixedWindow => {
-                let ttl = |w| self.ttl(w);
-                let script = &self.fixed_window;
-                fixed_window::run(conn, script, ops, &indices, mode, ttl, now).await
+                fixed_window::run(&g, &self.fixed_window, |w| self.ttl(w)).await
             }
-            Algorithm::TokenBucket => {
-                let script = &self.token_bucket;
-                token_bucket::run(conn, script, ops, &indices, mode == 2, now).await
-            }
-            Algorithm::SlidingWindow => {
-                let script = &self.sliding_window;
-                sliding_window::run(conn, script, ops, &indices, mode == 2, now).await
-            }
+            Algorithm::TokenBucket => token_bucket::run(&g, &self.token_bucket).await,
+            Algorithm::SlidingWindow => sliding_window::run(&g, &self.sliding_window).await,
+            Algorithm::SlidingLog => sliding_log::run(&g, &self.sliding_log).await,
         }
     }
 
