@@ -5,6 +5,7 @@
 
 pub mod fixed_window;
 pub mod leaky_bucket;
+pub mod sliding_log;
 pub mod sliding_window;
 pub mod token_bucket;
 
@@ -24,6 +25,9 @@ pub enum Algorithm {
     /// GCRA, a leaky bucket as a meter: capacity `burst`, one hit per `window / limit` (see
     /// [`leaky_bucket`]).
     LeakyBucket,
+    /// Sliding log: the exact sliding window, one log entry per admitted request (see
+    /// [`sliding_log`]).
+    SlidingLog,
 }
 
 impl Algorithm {
@@ -35,6 +39,7 @@ impl Algorithm {
             "token_bucket" => Some(Algorithm::TokenBucket),
             "sliding_window" => Some(Algorithm::SlidingWindow),
             "leaky_bucket" => Some(Algorithm::LeakyBucket),
+            "sliding_log" => Some(Algorithm::SlidingLog),
             _ => None,
         }
     }
@@ -46,6 +51,7 @@ impl Algorithm {
             Algorithm::TokenBucket => "token_bucket",
             Algorithm::SlidingWindow => "sliding_window",
             Algorithm::LeakyBucket => "leaky_bucket",
+            Algorithm::SlidingLog => "sliding_log",
         }
     }
 
@@ -61,6 +67,7 @@ impl Algorithm {
             Algorithm::TokenBucket => "tb",
             Algorithm::SlidingWindow => "sw",
             Algorithm::LeakyBucket => "lb",
+            Algorithm::SlidingLog => "sl",
         }
     }
 }
@@ -89,6 +96,9 @@ pub enum AlgorithmState {
     SlidingWindow(sliding_window::SlidingWindowState),
     /// State of a leaky bucket (its theoretical arrival time).
     LeakyBucket(leaky_bucket::LeakyBucketState),
+    /// The log of a sliding log, boxed so that the counters of the other algorithms (most keys)
+    /// do not pay for its size in every memory store entry.
+    SlidingLog(Box<sliding_log::SlidingLogState>),
 }
 
 /// The outcome of applying hits to a limit.
@@ -116,7 +126,7 @@ pub struct Decision {
 
 /// Applies `hits` to `state` (a fresh state when `None` or of another algorithm) and returns the
 /// decision. Fixed windows count hits even over the limit, like the Go service; the other
-/// algorithms count only admitted hits.
+/// algorithms record only admitted hits.
 pub fn apply(
     state: &mut Option<AlgorithmState>,
     spec: &LimitSpec,
@@ -158,6 +168,15 @@ pub fn apply(
             };
             let d = leaky_bucket::apply(&mut s, spec, hits, now);
             *state = Some(AlgorithmState::LeakyBucket(s));
+            d
+        }
+        Algorithm::SlidingLog => {
+            let mut s = match state.take() {
+                Some(AlgorithmState::SlidingLog(s)) => s,
+                _ => Box::default(),
+            };
+            let d = sliding_log::apply(&mut s, spec, hits, now);
+            *state = Some(AlgorithmState::SlidingLog(s));
             d
         }
     }

@@ -80,7 +80,7 @@ fn leaky_bucket_burst_misuse_is_reported() {
 }
 
 #[test]
-fn unknown_and_unavailable_algorithms_are_errors() {
+fn unknown_algorithms_are_errors() {
     for name in ["magic", "leaky"] {
         assert_eq!(
             errs(&format!(
@@ -89,17 +89,46 @@ fn unknown_and_unavailable_algorithms_are_errors() {
             [(
                 "algorithm".into(),
                 format!(
-                    "invalid algorithm '{name}' (expected fixed_window, sliding_window, token_bucket or leaky_bucket)"
+                    "invalid algorithm '{name}' (expected fixed_window, sliding_window, sliding_log, token_bucket or leaky_bucket)"
                 )
             )]
         );
     }
+}
+
+#[test]
+fn sliding_log_compiles_up_to_its_size_cap() {
+    let yaml =
+        one("unit: minute, requests_per_unit: 100000, algorithm: sliding_log, unit_multiplier: 2");
+    let cfg = run(&[("f.yaml", &yaml)], false).unwrap();
+    let spec = crate::limiter::limit_spec(cfg.limits()[0]);
     assert_eq!(
-        errs("unit: second, requests_per_unit: 1, algorithm: sliding_log"),
+        (spec.algorithm, spec.limit, spec.window_secs),
+        (Algorithm::SlidingLog, 100_000, 120)
+    );
+    assert_eq!(
+        errs("unit: minute, requests_per_unit: 100001, algorithm: sliding_log"),
         [(
-            "algorithm".into(),
-            "algorithm 'sliding_log' is not available in this version".into()
+            "requests_per_unit".into(),
+            "sliding_log keeps one entry per admitted request; requests_per_unit 100001 exceeds the maximum 100000 (use sliding_window for higher rates)".into()
         )]
+    );
+    assert_eq!(
+        errs("unit: second, requests_per_unit: 5, algorithm: sliding_log, burst: 5"),
+        [(
+            "burst".into(),
+            "burst only applies to token_bucket and leaky_bucket (algorithm is sliding_log)".into()
+        )]
+    );
+    // The cap is for sliding_log only: other algorithms keep constant-size state.
+    let yaml = one("unit: minute, requests_per_unit: 100001, algorithm: sliding_window");
+    assert!(run(&[("f.yaml", &yaml)], false).is_ok());
+    // Reported with its file and full path, like every config error.
+    let yaml = one("unit: minute, requests_per_unit: 200000, algorithm: sliding_log");
+    let (file, path, _) = errors(&[("f.yaml", &yaml)], false).remove(0);
+    assert_eq!(
+        (file.as_str(), path.as_str()),
+        ("f.yaml", "descriptors[0].rate_limit.requests_per_unit")
     );
 }
 

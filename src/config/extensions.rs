@@ -5,15 +5,11 @@
 use super::error::{Sink, field_path};
 use super::model::RawRateLimit;
 use super::unit::Unit;
-use crate::algorithm::{Algorithm, token_bucket};
+use crate::algorithm::{Algorithm, sliding_log, token_bucket};
 
 /// Longest window `unit_multiplier` may build: ten (365-day) years. Longer windows are almost
 /// certainly a typo, and bounding them keeps every time computation far from overflow.
 pub const MAX_WINDOW_SECS: u64 = 10 * 365 * 86_400;
-
-/// Algorithms named in DESIGN §4 that are not implemented on both stores yet. They get a clearer
-/// error than an unknown name, and are refused rather than run half-way.
-const NOT_YET: [&str; 1] = ["sliding_log"];
 
 /// The checked extensions of one limit.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -43,11 +39,9 @@ pub(crate) fn check(rl: &RawRateLimit, unit: Option<Unit>, sink: &mut Sink<'_>) 
     let algorithm = match rl.algorithm.as_deref() {
         None => Algorithm::FixedWindow,
         Some(text) => Algorithm::parse(text).unwrap_or_else(|| {
-            let message = if NOT_YET.contains(&text) {
-                format!("algorithm '{text}' is not available in this version")
-            } else {
-                format!("invalid algorithm '{text}' (expected fixed_window, sliding_window, token_bucket or leaky_bucket)")
-            };
+            let message = format!(
+                "invalid algorithm '{text}' (expected fixed_window, sliding_window, sliding_log, token_bucket or leaky_bucket)"
+            );
             sink.push(&at("algorithm"), message);
             Algorithm::FixedWindow
         }),
@@ -93,6 +87,18 @@ pub(crate) fn check(rl: &RawRateLimit, unit: Option<Unit>, sink: &mut Sink<'_>) 
                 ),
             );
         }
+    }
+    if algorithm == Algorithm::SlidingLog
+        && u64::from(rl.requests_per_unit) > sliding_log::MAX_LIMIT
+    {
+        sink.push(
+            &at("requests_per_unit"),
+            format!(
+                "sliding_log keeps one entry per admitted request; requests_per_unit {} exceeds the maximum {} (use sliding_window for higher rates)",
+                rl.requests_per_unit,
+                sliding_log::MAX_LIMIT
+            ),
+        );
     }
     Extensions {
         algorithm,

@@ -3,12 +3,15 @@
 //! once, and every call bounded by `REDIS_RESPONSE_TIMEOUT`.
 //!
 //! Redis only keeps state (one script per algorithm: `fixed_window`, `token_bucket`,
-//! `sliding_window`, `leaky_bucket`); decisions come from the same pure Rust functions the memory
-//! store uses, so both stores decide identically (the conformance tests check this).
+//! `sliding_window`, `sliding_log`, `leaky_bucket`); decisions come from the same pure Rust
+//! functions the memory store uses, so both stores decide identically (the conformance tests check
+//! this).
 
+mod call;
 pub mod conn;
 mod fixed_window;
 mod leaky_bucket;
+mod sliding_log;
 mod sliding_window;
 mod token_bucket;
 
@@ -25,6 +28,7 @@ use super::{Op, Store, StoreError};
 use crate::algorithm::{Algorithm, Decision};
 use crate::clock::{Stopwatch, Timestamp};
 use crate::settings::RedisConfig;
+use call::Group;
 use conn::RedisConn;
 
 /// Windows shorter than this go to the per-second Redis when `REDIS_PERSECOND=true` (Go sends
@@ -40,6 +44,7 @@ pub struct RedisStore {
     token_bucket: Script,
     sliding_window: Script,
     leaky_bucket: Script,
+    sliding_log: Script,
     response_timeout: Duration,
     stop_increment_when_over_limit: bool,
     jitter_max_secs: u64,
@@ -74,6 +79,7 @@ impl RedisStore {
             token_bucket: token_bucket::script(),
             sliding_window: sliding_window::script(),
             leaky_bucket: leaky_bucket::script(),
+            sliding_log: sliding_log::script(),
             response_timeout: cfg.response_timeout,
             stop_increment_when_over_limit: cfg.stop_increment_when_over_limit,
             jitter_max_secs: cfg.expiration_jitter_max_seconds,
@@ -157,24 +163,27 @@ impl RedisStore {
         mode: u64,
         now: Timestamp,
     ) -> Result<Vec<(usize, Decision)>, RedisError> {
+        let g = Group {
+            conn,
+            ops,
+            indices: &indices,
+            mode,
+            now,
+        };
         match algorithm {
             Algorithm::FixedWindow => {
-                let ttl = |w| self.ttl(w);
-                let script = &self.fixed_window;
-                fixed_window::run(conn, script, ops, &indices, mode, ttl, now).await
+                fixed_window::run(&g, &self.fixed_window, |w| self.ttl(w)).await
             }
             Algorithm::TokenBucket => {
                 let script = (&self.token_bucket, &token_bucket::TOKEN_BUCKET);
-                token_bucket::run(conn, script, ops, &indices, mode == 2, now).await
+                token_bucket::run(&g, script).await
             }
             Algorithm::LeakyBucket => {
                 let script = (&self.leaky_bucket, &leaky_bucket::LEAKY_BUCKET);
-                token_bucket::run(conn, script, ops, &indices, mode == 2, now).await
+                token_bucket::run(&g, script).await
             }
-            Algorithm::SlidingWindow => {
-                let script = &self.sliding_window;
-                sliding_window::run(conn, script, ops, &indices, mode == 2, now).await
-            }
+            Algorithm::SlidingWindow => sliding_window::run(&g, &self.sliding_window).await,
+            Algorithm::SlidingLog => sliding_log::run(&g, &self.sliding_log).await,
         }
     }
 

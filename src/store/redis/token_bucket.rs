@@ -5,11 +5,10 @@
 
 use redis::{RedisError, Script};
 
-use super::conn::RedisConn;
+use super::call::Group;
 use crate::algorithm::token_bucket::{self, Params, Step};
 use crate::algorithm::{Decision, LimitSpec};
 use crate::clock::Timestamp;
-use crate::store::Op;
 
 /// The token bucket script.
 pub(super) fn script() -> Script {
@@ -34,51 +33,33 @@ pub(super) const TOKEN_BUCKET: Bucket = Bucket {
     decide: token_bucket::decide,
 };
 
-/// Applies `indices` of `ops` (all buckets of one kind) in one script call. With `add_nothing`
-/// (another key of the request is already known to be over its limit) the buckets are only checked.
+/// Applies the operations of `g` (all buckets of one kind) in one script call; in mode 2 (another
+/// key of the request is already known to be over its limit) the buckets are only checked.
 pub(super) async fn run(
-    conn: &RedisConn,
+    g: &Group<'_>,
     (script, bucket): (&Script, &Bucket),
-    ops: &[Op],
-    indices: &[usize],
-    add_nothing: bool,
-    now: Timestamp,
 ) -> Result<Vec<(usize, Decision)>, RedisError> {
-    let keys: Vec<&str> = indices.iter().map(|&i| ops[i].key.as_str()).collect();
-    let hits = |op: &Op| if add_nothing { 0 } else { op.hits };
-    let mut args = Vec::with_capacity(7 * indices.len());
-    for &i in indices {
-        let op = &ops[i];
+    let mut args = Vec::with_capacity(7 * g.indices.len());
+    for op in g.ops() {
         let p = Params::of(&op.spec);
         args.extend([
-            p.quanta(now),
+            p.quanta(g.now),
             p.rate,
             p.token_cost,
             p.capacity,
             p.burst,
-            hits(op),
+            g.hits(op),
             (bucket.last_arg)(&p, &op.spec),
         ]);
     }
-    let out = conn.eval(script, &keys, &args).await?;
-    if out.len() != 3 * indices.len() {
-        return Err(RedisError::from((
-            redis::ErrorKind::UnexpectedReturnType,
-            "bucket script returned the wrong number of values",
-        )));
-    }
-    Ok(indices
-        .iter()
-        .zip(out.chunks(3))
-        .map(|(&i, r)| {
-            let op = &ops[i];
-            let step = Step {
-                debt_before: r[0].max(0) as u64,
-                debt_after: r[1].max(0) as u64,
-                allowed: r[2] == 1,
-            };
-            let p = Params::of(&op.spec);
-            (i, (bucket.decide)(&p, &op.spec, step, hits(op), now))
-        })
-        .collect())
+    g.eval(script, &args, 3, |op, r| {
+        let step = Step {
+            debt_before: r[0].max(0) as u64,
+            debt_after: r[1].max(0) as u64,
+            allowed: r[2] == 1,
+        };
+        let p = Params::of(&op.spec);
+        (bucket.decide)(&p, &op.spec, step, g.hits(op), g.now)
+    })
+    .await
 }
