@@ -2,7 +2,8 @@
 //! parameter, so tests drive time with [`ManualClock`] instead of sleeping.
 
 use std::fmt::Debug;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 /// A point in time: microseconds since the Unix epoch. Microseconds keep bucket algorithms exact at
@@ -135,6 +136,51 @@ impl Clock for ManualClock {
     }
 }
 
+/// Another clock shifted by an offset learnt from a reference clock: with `REDIS_USE_SERVER_TIME`
+/// every instance tells Redis's time, so instances whose own clocks disagree still share windows
+/// and buckets. The offset is measured outside the request path (see `app::server_time`), so a
+/// decision costs no extra round trip; its error is half the round trip of the measurement.
+#[derive(Debug)]
+pub struct OffsetClock {
+    base: Arc<dyn Clock>,
+    offset_micros: AtomicI64,
+}
+
+impl OffsetClock {
+    /// `base` with no offset yet.
+    pub fn new(base: Arc<dyn Clock>) -> OffsetClock {
+        OffsetClock {
+            base,
+            offset_micros: AtomicI64::new(0),
+        }
+    }
+
+    /// The time of the base clock (to bracket a reference reading).
+    pub fn base_now(&self) -> Timestamp {
+        self.base.now()
+    }
+
+    /// Adopts `reference`, read between the base clock readings `before` and `after`: the
+    /// reference is taken to be the midpoint of the two.
+    pub fn sync(&self, reference: Timestamp, before: Timestamp, after: Timestamp) {
+        let mid = (i128::from(before.0) + i128::from(after.0)) / 2;
+        let offset = (i128::from(reference.0) - mid).clamp(i64::MIN.into(), i64::MAX.into());
+        self.offset_micros.store(offset as i64, Ordering::Relaxed);
+    }
+
+    /// The current offset in microseconds (reference minus base).
+    pub fn offset_micros(&self) -> i64 {
+        self.offset_micros.load(Ordering::Relaxed)
+    }
+}
+
+impl Clock for OffsetClock {
+    fn now(&self) -> Timestamp {
+        let shifted = i128::from(self.base.now().0) + i128::from(self.offset_micros());
+        Timestamp(shifted.clamp(0, u64::MAX.into()) as u64)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -147,6 +193,32 @@ mod tests {
         assert_eq!(c.now().as_micros(), 1_235_500_000);
         c.set(Timestamp::from_secs(10));
         assert_eq!(c.now().as_secs(), 10);
+    }
+
+    #[test]
+    fn offset_clock_follows_the_reference_from_the_midpoint() {
+        let base = Arc::new(ManualClock::new(Timestamp::from_secs(100)));
+        let c = OffsetClock::new(base.clone());
+        assert_eq!(
+            c.now(),
+            Timestamp::from_secs(100),
+            "no offset before a sync"
+        );
+        // The reference said 5000 s while the base went from 100 s to 100.2 s.
+        let (before, after) = (
+            Timestamp::from_secs(100),
+            Timestamp::from_micros(100_200_000),
+        );
+        c.sync(Timestamp::from_secs(5000), before, after);
+        base.set(after);
+        assert_eq!(c.now(), Timestamp::from_micros(5_000_100_000));
+        // A reference behind the base moves the clock back; it never goes below the epoch.
+        c.sync(
+            Timestamp::from_secs(0),
+            Timestamp::from_secs(200),
+            Timestamp::from_secs(200),
+        );
+        assert_eq!(c.now(), Timestamp::from_secs(0));
     }
 
     #[test]

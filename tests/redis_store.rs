@@ -1,5 +1,6 @@
-//! The Redis store against real `redis-server` processes: conformance with the memory store, the
-//! Go and default key formats, the per-second split, AUTH, and Redis dying and coming back.
+//! The Redis store against real `redis-server` processes: the Go and default key formats, the
+//! per-second split, AUTH, the local cache, stop-increment, and Redis dying and coming back
+//! (decisions matching the memory store: `conformance.rs`).
 
 mod common;
 
@@ -7,51 +8,8 @@ use std::time::{Duration, Instant};
 
 use common::redis::RedisServer;
 use common::*;
-use proptest::prelude::*;
-use ratelimitd::algorithm::{Algorithm, LimitSpec};
-use ratelimitd::clock::Timestamp;
 use ratelimitd::settings::Settings;
-use ratelimitd::store::memory::MemoryStore;
 use ratelimitd::store::redis::RedisStore;
-use ratelimitd::store::{Op, Store};
-
-fn redis_settings(r: &RedisServer, extra: &[(&str, &str)]) -> Settings {
-    let mut env = r.env();
-    env.extend(extra.iter().map(|(k, v)| (k.to_string(), v.to_string())));
-    Settings::from_env(env).unwrap()
-}
-
-proptest! {
-    #![proptest_config(ProptestConfig { cases: 24, ..ProptestConfig::default() })]
-
-    /// Random operation sequences give identical decisions on both stores.
-    #[test]
-    fn memory_and_redis_decide_identically(
-        events in proptest::collection::vec((0usize..4, 0u64..4, 0u64..1500, 0usize..3), 1..60),
-    ) {
-        static REDIS: std::sync::OnceLock<RedisServer> = std::sync::OnceLock::new();
-        let r = REDIS.get_or_init(RedisServer::start);
-        let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
-        rt.block_on(async {
-            let redis = RedisStore::connect(&redis_settings(r, &[]).redis).await.unwrap();
-            let memory = MemoryStore::new(1000);
-            let case = fastrand::u64(..);
-            let windows = [1u64, 60, 3600];
-            let mut now = 1_000_000_000u64;
-            for (key, hits, dt_ms, w) in events {
-                now += dt_ms * 1000;
-                let spec = LimitSpec { algorithm: Algorithm::FixedWindow, limit: 5, window_secs: windows[w] };
-                let window_start = now / 1_000_000 / windows[w] * windows[w];
-                let op = Op { key: format!("case{case}:k{key}:w{w}:{window_start}"), spec, hits };
-                let t = Timestamp::from_micros(now);
-                let a = memory.apply(std::slice::from_ref(&op), t).await.unwrap();
-                let b = redis.apply(std::slice::from_ref(&op), t).await.unwrap();
-                prop_assert_eq!(a, b);
-            }
-            Ok(())
-        })?;
-    }
-}
 
 const INT: &str = "domain: basic\ndescriptors:\n  - {key: key1, rate_limit: {unit: second, requests_per_unit: 50}}\n  - {key: k2, rate_limit: {unit: minute, requests_per_unit: 20}}\n";
 

@@ -57,6 +57,7 @@ pub fn decide(before: u64, after: u64, limit: u64, window_secs: u64, now: Timest
         remaining: if over_limit { 0 } else { limit - after },
         reset_after: Duration::from_secs(window - now_secs % window),
         expires_at: Timestamp::from_secs(start.saturating_add(window)),
+        wait: Duration::ZERO,
         from_local_cache: false,
     }
 }

@@ -4,6 +4,10 @@
 //! or runs the Lua twin of the same function (Redis), so both stores decide identically.
 
 pub mod fixed_window;
+pub mod leaky_bucket;
+pub mod sliding_log;
+pub mod sliding_window;
+pub mod token_bucket;
 
 use std::time::Duration;
 
@@ -14,13 +18,56 @@ use crate::clock::Timestamp;
 pub enum Algorithm {
     /// Epoch-aligned fixed windows, exactly as envoyproxy/ratelimit.
     FixedWindow,
+    /// Token bucket: capacity `burst`, refilled `limit` tokens per window (see [`token_bucket`]).
+    TokenBucket,
+    /// Sliding window counter: previous window weighted by overlap (see [`sliding_window`]).
+    SlidingWindow,
+    /// GCRA, a leaky bucket as a meter: capacity `burst`, one hit per `window / limit` (see
+    /// [`leaky_bucket`]).
+    LeakyBucket,
+    /// Sliding log: the exact sliding window, one log entry per admitted request (see
+    /// [`sliding_log`]).
+    SlidingLog,
 }
 
 impl Algorithm {
+    /// Parses the config name (`rate_limit.algorithm`). Only algorithms both stores implement are
+    /// known here, so validation can never accept one the Redis store would mishandle.
+    pub fn parse(name: &str) -> Option<Algorithm> {
+        match name {
+            "fixed_window" => Some(Algorithm::FixedWindow),
+            "token_bucket" => Some(Algorithm::TokenBucket),
+            "sliding_window" => Some(Algorithm::SlidingWindow),
+            "leaky_bucket" => Some(Algorithm::LeakyBucket),
+            "sliding_log" => Some(Algorithm::SlidingLog),
+            _ => None,
+        }
+    }
+
+    /// The config name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Algorithm::FixedWindow => "fixed_window",
+            Algorithm::TokenBucket => "token_bucket",
+            Algorithm::SlidingWindow => "sliding_window",
+            Algorithm::LeakyBucket => "leaky_bucket",
+            Algorithm::SlidingLog => "sliding_log",
+        }
+    }
+
+    /// True when the algorithm has a bucket capacity (`burst`).
+    pub fn has_burst(self) -> bool {
+        matches!(self, Algorithm::TokenBucket | Algorithm::LeakyBucket)
+    }
+
     /// A short tag that goes into cache keys, so state of one algorithm is never read as another's.
     pub fn key_tag(self) -> &'static str {
         match self {
             Algorithm::FixedWindow => "fw",
+            Algorithm::TokenBucket => "tb",
+            Algorithm::SlidingWindow => "sw",
+            Algorithm::LeakyBucket => "lb",
+            Algorithm::SlidingLog => "sl",
         }
     }
 }
@@ -34,6 +81,8 @@ pub struct LimitSpec {
     pub limit: u64,
     /// Window length in seconds (≥ 1).
     pub window_secs: u64,
+    /// Bucket capacity for bucket algorithms (ignored by window algorithms).
+    pub burst: u64,
 }
 
 /// Per-key state kept by a store between calls.
@@ -41,6 +90,15 @@ pub struct LimitSpec {
 pub enum AlgorithmState {
     /// State of a fixed window counter.
     FixedWindow(fixed_window::FixedWindowState),
+    /// State of a token bucket.
+    TokenBucket(token_bucket::TokenBucketState),
+    /// State of a sliding window counter.
+    SlidingWindow(sliding_window::SlidingWindowState),
+    /// State of a leaky bucket (its theoretical arrival time).
+    LeakyBucket(leaky_bucket::LeakyBucketState),
+    /// The log of a sliding log, boxed so that the counters of the other algorithms (most keys)
+    /// do not pay for its size in every memory store entry.
+    SlidingLog(Box<sliding_log::SlidingLogState>),
 }
 
 /// The outcome of applying hits to a limit.
@@ -58,12 +116,17 @@ pub struct Decision {
     pub reset_after: Duration,
     /// When the state may be forgotten: after this instant a fresh state decides identically.
     pub expires_at: Timestamp,
+    /// How long a caller shaping (not policing) its traffic would have to delay these hits so they
+    /// conform; zero when admitted now. Only [`leaky_bucket`] computes it (see its `decide`); the
+    /// other algorithms always report zero.
+    pub wait: Duration,
     /// True when the local over-limit cache answered and the shared store was not asked.
     pub from_local_cache: bool,
 }
 
 /// Applies `hits` to `state` (a fresh state when `None` or of another algorithm) and returns the
-/// decision. The state is always updated: like the Go service, hits are counted even over the limit.
+/// decision. Fixed windows count hits even over the limit, like the Go service; the other
+/// algorithms record only admitted hits.
 pub fn apply(
     state: &mut Option<AlgorithmState>,
     spec: &LimitSpec,
@@ -80,5 +143,44 @@ pub fn apply(
             *state = Some(AlgorithmState::FixedWindow(s));
             d
         }
+        Algorithm::TokenBucket => {
+            let mut s = match state.take() {
+                Some(AlgorithmState::TokenBucket(s)) => s,
+                _ => token_bucket::TokenBucketState::default(),
+            };
+            let d = token_bucket::apply(&mut s, spec, hits, now);
+            *state = Some(AlgorithmState::TokenBucket(s));
+            d
+        }
+        Algorithm::SlidingWindow => {
+            let mut s = match state.take() {
+                Some(AlgorithmState::SlidingWindow(s)) => s,
+                _ => sliding_window::SlidingWindowState::default(),
+            };
+            let d = sliding_window::apply(&mut s, spec, hits, now);
+            *state = Some(AlgorithmState::SlidingWindow(s));
+            d
+        }
+        Algorithm::LeakyBucket => {
+            let mut s = match state.take() {
+                Some(AlgorithmState::LeakyBucket(s)) => s,
+                _ => leaky_bucket::LeakyBucketState::default(),
+            };
+            let d = leaky_bucket::apply(&mut s, spec, hits, now);
+            *state = Some(AlgorithmState::LeakyBucket(s));
+            d
+        }
+        Algorithm::SlidingLog => {
+            let mut s = match state.take() {
+                Some(AlgorithmState::SlidingLog(s)) => s,
+                _ => Box::default(),
+            };
+            let d = sliding_log::apply(&mut s, spec, hits, now);
+            *state = Some(AlgorithmState::SlidingLog(s));
+            d
+        }
     }
 }
+
+#[cfg(test)]
+mod bucket_tests;

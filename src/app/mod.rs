@@ -4,6 +4,7 @@
 
 mod grpc_listen;
 mod parts;
+mod server_time;
 pub mod signals;
 mod tasks;
 
@@ -18,7 +19,7 @@ use tokio::task::JoinSet;
 use grpc_listen::{GrpcListener, bind_grpc, serve_grpc};
 use tasks::{serve_http, stopped, sweep_expired, watch_store_health};
 
-use crate::clock::{Clock, ManualClock, SystemClock, Timestamp};
+use crate::clock::{Clock, ManualClock, OffsetClock, SystemClock, Timestamp};
 use crate::grpc::tls::{ReloadingTls, TlsError};
 use crate::grpc::{RateLimitServiceServer, RlsService};
 use crate::health::Health;
@@ -97,11 +98,25 @@ pub async fn start(settings: &Settings) -> Result<Running, AppError> {
     let manual_clock = settings
         .test_manual_clock
         .map(|secs| Arc::new(ManualClock::new(Timestamp::from_secs(secs))));
-    let clock: Arc<dyn Clock> = match &manual_clock {
+    let mut clock: Arc<dyn Clock> = match &manual_clock {
         Some(c) => c.clone(),
         None => Arc::new(SystemClock),
     };
-    let (store, memory) = parts::store(settings).await?;
+    let parts::StoreParts {
+        store,
+        memory,
+        redis,
+    } = parts::store(settings).await?;
+    // With REDIS_USE_SERVER_TIME, Redis's clock is the clock of every decision (and reload stamp).
+    let server_time = match redis.filter(|_| settings.redis.use_server_time) {
+        Some(redis) => {
+            let offset = Arc::new(OffsetClock::new(clock));
+            server_time::sync(&offset, &redis).await;
+            clock = offset.clone();
+            Some((offset, redis))
+        }
+        None => None,
+    };
     let store_probe = store.clone();
     let config = Arc::new(ConfigHandle::new());
     let (reporter, health_server) = tonic_health::server::health_reporter();
@@ -187,6 +202,13 @@ pub async fn start(settings: &Settings) -> Result<Running, AppError> {
     };
     if let Some(m) = memory {
         tasks.spawn(sweep_expired(m, clock, stopped(stop.clone())));
+    }
+    if let Some((offset, redis)) = server_time {
+        tasks.spawn(server_time::keep_in_sync(
+            offset,
+            redis,
+            stopped(stop.clone()),
+        ));
     }
     let watch = WatchOptions::with_poll(settings.config_poll_interval);
     let r = reloading.clone();

@@ -11,20 +11,37 @@ use crate::store::Store;
 use crate::store::memory::MemoryStore;
 use crate::store::redis::RedisStore;
 
-/// The store the settings ask for (and the memory store again, typed, for its sweeper and gauge).
-pub(super) async fn store(
-    settings: &Settings,
-) -> Result<(Arc<dyn Store>, Option<Arc<MemoryStore>>), AppError> {
+/// The store the settings ask for, and typed handles on it for the tasks that need them.
+pub(super) struct StoreParts {
+    /// The store the limiter uses.
+    pub(super) store: Arc<dyn Store>,
+    /// The memory store, for its sweeper and key gauge.
+    pub(super) memory: Option<Arc<MemoryStore>>,
+    /// The Redis store, for `REDIS_USE_SERVER_TIME`.
+    pub(super) redis: Option<Arc<RedisStore>>,
+}
+
+/// Builds the store the settings ask for (waiting for Redis as the startup settings allow).
+pub(super) async fn store(settings: &Settings) -> Result<StoreParts, AppError> {
     Ok(match settings.backend {
         Backend::Memory => {
             let m = Arc::new(MemoryStore::new(settings.memory_max_keys));
-            (m.clone(), Some(m))
+            StoreParts {
+                store: m.clone(),
+                memory: Some(m),
+                redis: None,
+            }
         }
         Backend::Redis => {
             let redis = RedisStore::connect_with_backoff(&settings.redis)
                 .await
                 .map_err(AppError::Store)?;
-            (Arc::new(redis), None)
+            let redis = Arc::new(redis);
+            StoreParts {
+                store: redis.clone(),
+                memory: None,
+                redis: Some(redis),
+            }
         }
     })
 }

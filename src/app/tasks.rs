@@ -36,22 +36,33 @@ pub(super) async fn stopped(mut rx: watch::Receiver<bool>) {
     let _ = rx.wait_for(|s| *s).await;
 }
 
+/// Runs `round` once a second until `stop` (a round in progress finishes first).
+pub(super) async fn every_second<F, Fut>(stop: impl Future<Output = ()>, mut round: F)
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = ()>,
+{
+    tokio::pin!(stop);
+    let mut tick = tokio::time::interval(Duration::from_secs(1));
+    loop {
+        tokio::select! {
+            _ = &mut stop => return,
+            _ = tick.tick() => round().await,
+        }
+    }
+}
+
 /// Reclaims expired memory-store entries once a second, so memory follows live keys only.
 pub(super) async fn sweep_expired(
     store: Arc<MemoryStore>,
     clock: Arc<dyn Clock>,
     stop: impl Future<Output = ()>,
 ) {
-    tokio::pin!(stop);
-    let mut tick = tokio::time::interval(Duration::from_secs(1));
-    loop {
-        tokio::select! {
-            _ = &mut stop => return,
-            _ = tick.tick() => {
-                store.sweep_at(clock.now());
-            }
-        }
-    }
+    every_second(stop, || {
+        store.sweep_at(clock.now());
+        std::future::ready(())
+    })
+    .await;
 }
 
 /// Probes the store once a second and republishes health when it changed, so gRPC health
@@ -61,20 +72,13 @@ pub(super) async fn watch_store_health(
     store: Arc<dyn Store>,
     stop: impl Future<Output = ()>,
 ) {
-    tokio::pin!(stop);
-    let mut tick = tokio::time::interval(Duration::from_secs(1));
-    let mut last = health.is_healthy();
-    loop {
-        tokio::select! {
-            _ = &mut stop => return,
-            _ = tick.tick() => {
-                store.probe().await;
-                let now = health.is_healthy();
-                if now != last {
-                    health.publish().await;
-                    last = now;
-                }
-            }
+    let last = std::sync::atomic::AtomicBool::new(health.is_healthy());
+    every_second(stop, || async {
+        store.probe().await;
+        let now = health.is_healthy();
+        if last.swap(now, std::sync::atomic::Ordering::Relaxed) != now {
+            health.publish().await;
         }
-    }
+    })
+    .await;
 }

@@ -8,6 +8,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use super::unit::Unit;
+use crate::algorithm::Algorithm;
 
 /// What matching needs from one request entry. The limiter's request type implements it, so this
 /// module stays free of request and wire types.
@@ -86,6 +87,29 @@ pub struct Limit {
     pub metadata: Option<serde_json::Map<String, serde_json::Value>>,
     /// `rate_limit.failure_mode` (ratelimitd extension): the answer when the store fails.
     pub failure_mode: FailureMode,
+    /// `rate_limit.algorithm` (ratelimitd extension; fixed_window by default, as Go).
+    pub algorithm: Algorithm,
+    /// `rate_limit.burst` (ratelimitd extension): bucket capacity; `None` = `requests_per_unit`.
+    pub burst: Option<u32>,
+    /// `rate_limit.unit_multiplier` (ratelimitd extension): the window is this many units (≥ 1).
+    pub unit_multiplier: u32,
+    /// The other limits of `rate_limits` (ratelimitd extension) when this is its first entry: all
+    /// apply to the same descriptor, and the most restrictive decision is reported. Empty for
+    /// `rate_limit` and for the other entries themselves.
+    pub also: Vec<Arc<Limit>>,
+}
+
+impl Limit {
+    /// The window length in seconds: the unit times `unit_multiplier` (1 s when unlimited).
+    pub fn window_secs(&self) -> u64 {
+        let unit_secs = self.unit.map_or(1, Unit::seconds);
+        unit_secs.saturating_mul(u64::from(self.unit_multiplier.max(1)))
+    }
+
+    /// This limit followed by the other limits of its descriptor (`rate_limits`).
+    pub fn all(self: &Arc<Limit>) -> impl Iterator<Item = &Arc<Limit>> {
+        std::iter::once(self).chain(self.also.iter())
+    }
 }
 
 /// What a limit answers when the store cannot be reached (`rate_limit.failure_mode`).
@@ -186,7 +210,7 @@ impl Level {
     fn collect_limits<'a>(&'a self, out: &mut Vec<&'a Limit>) {
         for node in self.order.iter().filter_map(|k| self.by_key.get(k)) {
             if let Some(limit) = &node.limit {
-                out.push(limit);
+                out.extend(limit.all().map(|l| &**l));
             }
             node.children.collect_limits(out);
         }

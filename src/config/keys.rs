@@ -30,7 +30,13 @@ const VALID_KEYS: [&str; 16] = [
 
 /// ratelimitd's opt-in extensions (shared/DESIGN.md §4). A Go config never uses them, so adding
 /// them to the allow-list cannot change what a Go config means.
-const EXTENSION_KEYS: [&str; 1] = ["failure_mode"];
+const EXTENSION_KEYS: [&str; 5] = [
+    "failure_mode",
+    "algorithm",
+    "burst",
+    "unit_multiplier",
+    "rate_limits",
+];
 
 /// Checks every key of `map` (at `path`) and below, reporting each problem.
 pub(crate) fn check_keys(map: &serde_yaml::Mapping, path: &str, sink: &mut Sink<'_>) {

@@ -8,19 +8,25 @@
 pub mod compiled;
 mod convert;
 mod error;
+mod extensions;
 mod keys;
 pub mod loader;
 mod matching;
 mod model;
+mod multi;
 pub mod unit;
 mod validate;
 
 #[cfg(test)]
 mod compile_tests;
 #[cfg(test)]
+mod extension_tests;
+#[cfg(test)]
 mod loader_tests;
 #[cfg(test)]
 mod matching_tests;
+#[cfg(test)]
+mod multi_tests;
 #[cfg(test)]
 mod validate_tests;
 

@@ -28,6 +28,8 @@ pub(crate) struct RawDescriptor {
     pub(crate) key: String,
     pub(crate) value: String,
     pub(crate) rate_limit: Option<RawRateLimit>,
+    /// `rate_limits` (ratelimitd extension): several limits on this node; `None` when absent.
+    pub(crate) rate_limits: Option<Vec<RawRateLimit>>,
     pub(crate) descriptors: Vec<RawDescriptor>,
     pub(crate) shadow_mode: bool,
     pub(crate) quota_mode: bool,
@@ -51,6 +53,12 @@ pub(crate) struct RawRateLimit {
     pub(crate) replaces: Vec<(String, String)>,
     /// `failure_mode` (ratelimitd extension), as written.
     pub(crate) failure_mode: Option<String>,
+    /// `algorithm` (ratelimitd extension), as written.
+    pub(crate) algorithm: Option<String>,
+    /// `burst` (ratelimitd extension); `None` when absent or wrongly typed (reported).
+    pub(crate) burst: Option<u32>,
+    /// `unit_multiplier` (ratelimitd extension); `None` when absent or wrongly typed (reported).
+    pub(crate) unit_multiplier: Option<u32>,
 }
 
 /// Parses one file. `None` when the whole file is unusable (syntax error, non-map top level).
@@ -145,21 +153,21 @@ impl Typed<'_, '_> {
         }
     }
 
-    fn requests_per_unit(&mut self, map: &Mapping, parent: &str) -> u32 {
-        let name = "requests_per_unit";
-        let Some(v) = map.get(name) else { return 0 };
+    /// A uint32 field; `None` when absent, null, or wrongly typed (reported).
+    fn uint32(&mut self, map: &Mapping, parent: &str, name: &str) -> Option<u32> {
+        let v = map.get(name)?;
         match untag(v) {
-            Value::Null => 0,
+            Value::Null => None,
             Value::Number(n) => match n.as_i64().and_then(|i| u32::try_from(i).ok()) {
-                Some(u) => u,
+                Some(u) => Some(u),
                 None => {
                     self.mismatch(&field_path(parent, name), v, "uint32");
-                    0
+                    None
                 }
             },
             _ => {
                 self.mismatch(&field_path(parent, name), v, "uint32");
-                0
+                None
             }
         }
     }
@@ -201,6 +209,7 @@ impl Typed<'_, '_> {
             key: self.string(m, &path, "key").unwrap_or_default(),
             value: self.string(m, &path, "value").unwrap_or_default(),
             rate_limit: self.rate_limit(m, &path),
+            rate_limits: self.rate_limits(m, &path),
             descriptors: self.descriptors(m, &path),
             shadow_mode: flag(self, "shadow_mode"),
             quota_mode: flag(self, "quota_mode"),
@@ -215,14 +224,34 @@ impl Typed<'_, '_> {
     fn rate_limit(&mut self, m: &Mapping, parent: &str) -> Option<RawRateLimit> {
         let path = field_path(parent, "rate_limit");
         let v = m.get("rate_limit")?;
-        let rl = match untag(v) {
-            Value::Null => return None,
-            Value::Mapping(rl) => rl,
+        match untag(v) {
+            Value::Null => None,
+            Value::Mapping(rl) => Some(self.rate_limit_map(rl, path)),
             _ => {
                 self.mismatch(&path, v, "config.YamlRateLimit");
-                return None;
+                None
             }
-        };
+        }
+    }
+
+    /// `rate_limits`: a list of `rate_limit` maps. An empty list is kept (validation refuses it).
+    fn rate_limits(&mut self, m: &Mapping, parent: &str) -> Option<Vec<RawRateLimit>> {
+        let v = untag(m.get("rate_limits")?);
+        let items = self.list(m, parent, "rate_limits", "[]config.YamlRateLimit");
+        // Null is absent; a wrong type was just reported and is not also "an empty list".
+        if !v.is_sequence() {
+            return None;
+        }
+        Some(
+            items
+                .into_iter()
+                .map(|(path, rl)| self.rate_limit_map(rl, path))
+                .collect(),
+        )
+    }
+
+    /// One `rate_limit` map found at `path`.
+    fn rate_limit_map(&mut self, rl: &Mapping, path: String) -> RawRateLimit {
         let replaces = self
             .list(rl, &path, "replaces", "[]config.yamlReplaces")
             .into_iter()
@@ -231,8 +260,8 @@ impl Typed<'_, '_> {
                 (p, name)
             })
             .collect();
-        Some(RawRateLimit {
-            requests_per_unit: self.requests_per_unit(rl, &path),
+        RawRateLimit {
+            requests_per_unit: self.uint32(rl, &path, "requests_per_unit").unwrap_or(0),
             unit: match rl.get("unit") {
                 None => Some(String::new()),
                 Some(_) => self.string(rl, &path, "unit"),
@@ -244,8 +273,11 @@ impl Typed<'_, '_> {
             name: self.string(rl, &path, "name").unwrap_or_default(),
             replaces,
             failure_mode: self.string(rl, &path, "failure_mode"),
+            algorithm: self.string(rl, &path, "algorithm"),
+            burst: self.uint32(rl, &path, "burst"),
+            unit_multiplier: self.uint32(rl, &path, "unit_multiplier"),
             path,
-        })
+        }
     }
 
     /// `metadata` becomes a JSON object (it is returned as a protobuf Struct, SPEC §C.8).

@@ -105,10 +105,7 @@ fn load_level(
                 format!("duplicate descriptor composite key '{full_key}'"),
             );
         }
-        let limit = d
-            .rate_limit
-            .as_ref()
-            .map(|rl| build_limit(rl, &d, &full_key, sink));
+        let limit = super::multi::node_limit(&d, &full_key, sink);
         if d.share_threshold && !composite.contains('*') {
             sink.push(
                 &field_path(&d.path, "share_threshold"),
@@ -138,7 +135,12 @@ fn load_level(
 }
 
 /// Checks one `rate_limit` and builds its limit (errors go to the sink; the limit is then unused).
-fn build_limit(rl: &RawRateLimit, d: &RawDescriptor, full_key: &str, sink: &mut Sink<'_>) -> Limit {
+pub(super) fn build_limit(
+    rl: &RawRateLimit,
+    d: &RawDescriptor,
+    full_key: &str,
+    sink: &mut Sink<'_>,
+) -> Limit {
     let unit_path = field_path(&rl.path, "unit");
     // A wrongly typed `unit` or `unlimited` was reported already; checking the unit again would
     // only add a confusing second error.
@@ -181,7 +183,11 @@ fn build_limit(rl: &RawRateLimit, d: &RawDescriptor, full_key: &str, sink: &mut 
             FailureMode::Error
         }),
     };
+    let ext = super::extensions::check(rl, unit, sink);
     Limit {
+        algorithm: ext.algorithm,
+        burst: ext.burst,
+        unit_multiplier: ext.unit_multiplier,
         failure_mode,
         full_key: full_key.to_owned(),
         name: rl.name.clone(),
@@ -193,5 +199,6 @@ fn build_limit(rl: &RawRateLimit, d: &RawDescriptor, full_key: &str, sink: &mut 
         quota_mode: d.quota_mode,
         detailed_metric: d.detailed_metric,
         metadata: d.metadata.clone(),
+        also: Vec::new(),
     }
 }

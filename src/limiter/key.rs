@@ -49,9 +49,39 @@ impl KeyBuilder {
         spec: &LimitSpec,
         now: Timestamp,
     ) -> String {
+        // The Go key names a window start, which only fixed windows have; other algorithms (which
+        // Go instances cannot share anyway) always use the default format.
+        let format = match spec.algorithm {
+            Algorithm::FixedWindow => self.format,
+            _ => KeyFormat::Safe,
+        };
+        self.build_as(format, domain, entries, spec, now)
+    }
+
+    /// The key of a further limit of `rate_limits` (not the first): always the default format,
+    /// because Go keys of two fixed windows of one descriptor can coincide (the start of a day is
+    /// also the start of a second), and Go instances never share such limits anyway.
+    pub fn build_extra<'a>(
+        &self,
+        domain: &str,
+        entries: impl Iterator<Item = (&'a str, &'a str)>,
+        spec: &LimitSpec,
+        now: Timestamp,
+    ) -> String {
+        self.build_as(KeyFormat::Safe, domain, entries, spec, now)
+    }
+
+    fn build_as<'a>(
+        &self,
+        format: KeyFormat,
+        domain: &str,
+        entries: impl Iterator<Item = (&'a str, &'a str)>,
+        spec: &LimitSpec,
+        now: Timestamp,
+    ) -> String {
         let mut key = String::with_capacity(self.prefix.len() + domain.len() + 48);
         key.push_str(&self.prefix);
-        match self.format {
+        match format {
             KeyFormat::Go => {
                 key.push_str(domain);
                 key.push('_');
@@ -89,6 +119,7 @@ mod tests {
             algorithm: Algorithm::FixedWindow,
             limit: 10,
             window_secs,
+            burst: 0,
         }
     }
 
@@ -128,6 +159,24 @@ mod tests {
         let b = safe.build("d", [("a_b", "c")].into_iter(), &spec(60), now);
         assert_ne!(a, b);
         assert_eq!(a, "{1:d|1:a=3:b_c}:fw:60:0");
+    }
+
+    #[test]
+    fn buckets_have_one_key_across_windows_even_in_go_format() {
+        let tb = LimitSpec {
+            algorithm: Algorithm::TokenBucket,
+            ..spec(60)
+        };
+        let go = KeyBuilder::new("p:", KeyFormat::Go);
+        let a = go.build("d", [("k", "v")].into_iter(), &tb, Timestamp::from_secs(0));
+        let b = go.build(
+            "d",
+            [("k", "v")].into_iter(),
+            &tb,
+            Timestamp::from_secs(600),
+        );
+        assert_eq!(a, b);
+        assert_eq!(a, "p:{1:d|1:k=1:v}:tb:60");
     }
 
     #[test]

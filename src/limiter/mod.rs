@@ -17,7 +17,7 @@ use std::sync::Arc;
 
 use tracing::Instrument;
 
-use crate::algorithm::{Algorithm, Decision, LimitSpec};
+use crate::algorithm::{Decision, LimitSpec};
 use crate::clock::{Clock, Stopwatch, Timestamp};
 use crate::config::{Limit, RateLimitConfig};
 use crate::store::{Op, Store, StoreError};
@@ -164,8 +164,8 @@ impl RateLimiter {
             }
         }
         let now = self.clock.now();
-        let resolved = resolve::resolve(config, req)?;
-        let decisions = match self.apply(req, &resolved, now).await {
+        let mut resolved = resolve::resolve(config, req)?;
+        let decisions = match self.apply(req, &mut resolved, now).await {
             Ok(d) => {
                 let ratio = self.options.near_limit_ratio;
                 stats::record(self.stats.as_ref(), ratio, req, &resolved, &d);
@@ -173,7 +173,7 @@ impl RateLimiter {
             }
             Err(e) => {
                 stats::record_store_failure(self.stats.as_ref(), req, &resolved);
-                failure::answer(req, &resolved, now).ok_or(e)?
+                failure::answer(req, &mut resolved, now).ok_or(e)?
             }
         };
         let (response, global_shadow) = finish::respond(&self.options, req, &resolved, &decisions);
@@ -183,29 +183,36 @@ impl RateLimiter {
         Ok(response)
     }
 
-    /// Sends one op per applicable limit to the store in one batch; returns a decision per descriptor.
+    /// Sends one op per applicable limit (several for `rate_limits`) to the store in one batch;
+    /// returns a decision per descriptor. Where a descriptor has several limits, its `Resolved`
+    /// is pointed at the most restrictive one, so the status and stats report that limit.
     async fn apply(
         &self,
         req: &Request,
-        resolved: &[Resolved<'_>],
+        resolved: &mut [Resolved<'_>],
         now: Timestamp,
     ) -> Result<Vec<Option<Decision>>, RequestError> {
         let mut ops = Vec::with_capacity(resolved.len());
-        for (d, r) in req.descriptors.iter().zip(resolved) {
+        for (d, r) in req.descriptors.iter().zip(resolved.iter()) {
             if let Resolved::Limited {
                 limit, key_entries, ..
             } = r
             {
-                let spec = limit_spec(limit);
-                let key =
-                    self.options
-                        .keys
-                        .build(&req.domain, key_entries.iter().copied(), &spec, now);
-                ops.push(Op {
-                    key,
-                    spec,
-                    hits: req.hits_for(d),
-                });
+                for (i, l) in limit.all().enumerate() {
+                    let spec = limit_spec(l);
+                    let entries = key_entries.iter().copied();
+                    let keys = &self.options.keys;
+                    let key = if i == 0 {
+                        keys.build(&req.domain, entries, &spec, now)
+                    } else {
+                        keys.build_extra(&req.domain, entries, &spec, now)
+                    };
+                    ops.push(Op {
+                        key,
+                        spec,
+                        hits: req.hits_for(d),
+                    });
+                }
             }
         }
         let mut decisions = if ops.is_empty() {
@@ -219,21 +226,41 @@ impl RateLimiter {
             result?.into_iter()
         };
         Ok(resolved
-            .iter()
+            .iter_mut()
             .map(|r| match r {
-                Resolved::Limited { .. } => decisions.next(),
+                Resolved::Limited { limit, .. } => {
+                    let mine: Vec<Decision> =
+                        decisions.by_ref().take(1 + limit.also.len()).collect();
+                    let (i, d) = most_restrictive(&mine)?;
+                    if i > 0 {
+                        *limit = Arc::clone(&limit.also[i - 1]);
+                    }
+                    Some(d)
+                }
                 _ => None,
             })
             .collect())
     }
 }
 
+/// The decision a descriptor with several limits reports, and its index: the first over the
+/// limit, else the one with the least remaining (the first of equals), as Envoy's headers pick
+/// among descriptors.
+fn most_restrictive(decisions: &[Decision]) -> Option<(usize, Decision)> {
+    decisions
+        .iter()
+        .copied()
+        .enumerate()
+        .min_by_key(|(_, d)| (!d.over_limit, d.remaining))
+}
+
 /// The algorithm parameters of a configured limit.
 pub fn limit_spec(limit: &Limit) -> LimitSpec {
     LimitSpec {
-        algorithm: Algorithm::FixedWindow,
+        algorithm: limit.algorithm,
         limit: u64::from(limit.requests_per_unit),
-        window_secs: limit.unit.map_or(1, |u| u.seconds()),
+        window_secs: limit.window_secs(),
+        burst: u64::from(limit.burst.unwrap_or(limit.requests_per_unit)),
     }
 }
 

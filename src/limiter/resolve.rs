@@ -8,6 +8,7 @@ use std::sync::Arc;
 use super::RequestError;
 use super::request::{Descriptor, Request};
 use super::stats_key;
+use crate::algorithm::Algorithm;
 use crate::config::{Limit, MatchKind, RateLimitConfig};
 
 /// What applies to one descriptor after replaces and unlimited are settled.
@@ -44,7 +45,14 @@ pub fn resolve<'a>(
                 let unit = o
                     .unit
                     .ok_or(RequestError::InvalidOverrideUnit { descriptor: i })?;
-                let limit = Arc::new(override_limit(&req.domain, d, o.requests_per_unit, unit));
+                // The override replaces the rate; the algorithm is the matched limit's, so an
+                // override on a token bucket descriptor is still a token bucket.
+                let algorithm = domain
+                    .get_limit(&d.entries)
+                    .filter(|m| !m.limit.unlimited)
+                    .map_or(Algorithm::FixedWindow, |m| m.limit.algorithm);
+                let rate = (o.requests_per_unit, unit, algorithm);
+                let limit = Arc::new(override_limit(&req.domain, d, rate));
                 let stats_key = stats_key::sanitize(Cow::Owned(limit.full_key.clone()));
                 Some((limit, plain_entries(d), stats_key))
             }
@@ -81,7 +89,11 @@ pub fn resolve<'a>(
             None => Resolved::NoLimit,
             // Unlimited wins over replaced, as in the Go service (it marks unlimited first).
             Some((limit, _, _)) if limit.unlimited || limit.unit.is_none() => Resolved::Unlimited,
-            Some((limit, _, _)) if !limit.name.is_empty() && replaced.contains(&limit.name) => {
+            Some((limit, _, _))
+                if limit
+                    .all()
+                    .any(|l| !l.name.is_empty() && replaced.contains(&l.name)) =>
+            {
                 Resolved::NoLimit
             }
             Some((limit, key_entries, stats_key)) => Resolved::Limited {
@@ -104,8 +116,7 @@ fn plain_entries(d: &Descriptor) -> Vec<(&str, &str)> {
 fn override_limit(
     domain: &str,
     d: &Descriptor,
-    requests_per_unit: u32,
-    unit: crate::config::Unit,
+    (requests_per_unit, unit, algorithm): (u32, crate::config::Unit, Algorithm),
 ) -> Limit {
     let mut full_key = domain.to_string();
     for e in &d.entries {
@@ -128,5 +139,10 @@ fn override_limit(
         detailed_metric: false,
         metadata: None,
         failure_mode: crate::config::FailureMode::Error,
+        algorithm,
+        // A bucket's capacity is the overridden rate (the config's burst belongs to its rate).
+        burst: None,
+        unit_multiplier: 1,
+        also: Vec::new(),
     }
 }

@@ -21,6 +21,15 @@ descriptors:
   - {key: free}
   - {key: fa, rate_limit: {unit: minute, requests_per_unit: 3, failure_mode: allow}}
   - {key: fd, rate_limit: {unit: minute, requests_per_unit: 3, failure_mode: deny}}
+  - key: m
+    rate_limits:
+      - {unit: second, requests_per_unit: 5, failure_mode: allow}
+      - {unit: hour, requests_per_unit: 7, failure_mode: deny, name: hourly}
+  - key: me
+    rate_limits:
+      - {unit: second, requests_per_unit: 5, failure_mode: allow}
+      - {unit: hour, requests_per_unit: 7}
+  - {key: rm, rate_limit: {unit: minute, requests_per_unit: 1, replaces: [{name: hourly}]}}
 "#;
 
 fn config() -> RateLimitConfig {
@@ -168,4 +177,48 @@ async fn failure_mode_answers_per_limit_when_the_store_is_down() {
         .await
         .unwrap_err();
     assert!(matches!(e, RequestError::Store(_)));
+}
+
+#[tokio::test]
+async fn several_limits_fail_by_their_strictest_policy_and_are_replaced_by_any_name() {
+    let l = limiter(Arc::new(DownStore), LimiterOptions::default());
+    let cfg = config();
+    let r = l
+        .should_rate_limit(Some(&cfg), &req(&[&[("m", "x")]]))
+        .await
+        .unwrap();
+    assert_eq!(
+        r.statuses[0].code,
+        Code::OverLimit,
+        "the deny limit decides"
+    );
+    let reported = r.statuses[0].current_limit.as_ref().unwrap();
+    assert_eq!(
+        (reported.requests_per_unit, reported.name.as_str()),
+        (7, "hourly")
+    );
+    let e = l
+        .should_rate_limit(Some(&cfg), &req(&[&[("me", "x")]]))
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(e, RequestError::Store(_)),
+        "one limit wants the error"
+    );
+    // `hourly` is the second limit of `m`; replacing it drops the descriptor's limits, so only
+    // `rm` reaches the (down) store and fails.
+    let l = limiter(Arc::new(MemoryStore::new(100)), LimiterOptions::default());
+    let r = l
+        .should_rate_limit(Some(&cfg), &req(&[&[("m", "x")], &[("rm", "x")]]))
+        .await
+        .unwrap();
+    assert_eq!(r.statuses[0], DescriptorStatus::no_limit());
+    assert_eq!(
+        r.statuses[1]
+            .current_limit
+            .as_ref()
+            .unwrap()
+            .requests_per_unit,
+        1
+    );
 }

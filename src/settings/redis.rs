@@ -71,6 +71,9 @@ pub struct RedisConfig {
     pub startup_max_elapsed: Duration,
     /// `LOCAL_CACHE_SIZE_IN_BYTES`: memory for the local over-limit cache (0 = off).
     pub local_cache_size_in_bytes: u64,
+    /// `REDIS_USE_SERVER_TIME` (ratelimitd): decide by the main Redis's clock (`TIME`) instead of
+    /// this host's, so instances with skewed clocks still share windows and buckets.
+    pub use_server_time: bool,
     /// `STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT`.
     pub stop_increment_when_over_limit: bool,
     /// `EXPIRATION_JITTER_MAX_SECONDS`.
@@ -159,6 +162,7 @@ impl RedisConfig {
             local_cache_size_in_bytes: v.parse("LOCAL_CACHE_SIZE_IN_BYTES", 0, |s| {
                 parse::uint_in(s, 0, u64::MAX)
             })?,
+            use_server_time: v.bool("REDIS_USE_SERVER_TIME", false)?,
             stop_increment_when_over_limit: v
                 .bool("STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT", false)?,
             expiration_jitter_max_seconds: v.parse("EXPIRATION_JITTER_MAX_SECONDS", 300, |s| {

@@ -58,6 +58,7 @@ fn a_batch_crossing_the_limit_splits_over_and_near() {
         remaining: 0,
         reset_after: Duration::from_secs(1),
         expires_at: Timestamp::from_secs(1),
+        wait: Duration::ZERO,
         from_local_cache: false,
     };
     let i = increments(&d, 20, 10, true, 0.8);

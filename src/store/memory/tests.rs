@@ -13,6 +13,7 @@ fn op(key: &str, limit: u64, window_secs: u64) -> Op {
             algorithm: Algorithm::FixedWindow,
             limit,
             window_secs,
+            burst: 0,
         },
         hits: 1,
     }

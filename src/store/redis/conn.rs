@@ -20,6 +20,7 @@ use redis::{
 };
 use tokio::sync::Mutex;
 
+use crate::clock::Timestamp;
 use crate::settings::{RedisKind, RedisSettings, redis::RedisTls};
 
 /// A ready connection of any kind.
@@ -274,6 +275,19 @@ impl RedisConn {
                 r
             }
         }
+    }
+
+    /// The server's clock (`TIME`), for `REDIS_USE_SERVER_TIME`.
+    pub async fn time(&self) -> Result<Timestamp, RedisError> {
+        let cmd = redis::cmd("TIME");
+        let (secs, micros): (u64, u64) = match self {
+            RedisConn::Single { conns, .. } => cmd.query_async(&mut conns[0].clone()).await?,
+            RedisConn::Cluster(c) => cmd.query_async(&mut c.clone()).await?,
+            RedisConn::Sentinel(s) => cmd.query_async(&mut s.connection().await?).await?,
+        };
+        Ok(Timestamp::from_micros(
+            secs.saturating_mul(1_000_000).saturating_add(micros),
+        ))
     }
 
     /// PING, for health checks.

@@ -2,10 +2,18 @@
 //! script call per request (per hash slot on Redis Cluster), all calls of a request in flight at
 //! once, and every call bounded by `REDIS_RESPONSE_TIMEOUT`.
 //!
-//! Redis only counts; decisions come from the same pure Rust functions the memory store uses, so
-//! both stores decide identically (the conformance tests check this).
+//! Redis only keeps state (one script per algorithm: `fixed_window`, `token_bucket`,
+//! `sliding_window`, `sliding_log`, `leaky_bucket`); decisions come from the same pure Rust
+//! functions the memory store uses, so both stores decide identically (the conformance tests check
+//! this).
 
+mod call;
 pub mod conn;
+mod fixed_window;
+mod leaky_bucket;
+mod sliding_log;
+mod sliding_window;
+mod token_bucket;
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -17,9 +25,10 @@ use redis::{RedisError, Script};
 
 use super::local_cache::OverLimitCache;
 use super::{Op, Store, StoreError};
-use crate::algorithm::{Decision, fixed_window};
+use crate::algorithm::{Algorithm, Decision};
 use crate::clock::{Stopwatch, Timestamp};
 use crate::settings::RedisConfig;
+use call::Group;
 use conn::RedisConn;
 
 /// Windows shorter than this go to the per-second Redis when `REDIS_PERSECOND=true` (Go sends
@@ -31,7 +40,11 @@ const PER_SECOND_BELOW_SECS: u64 = 60;
 pub struct RedisStore {
     main: RedisConn,
     per_second: Option<RedisConn>,
-    script: Script,
+    fixed_window: Script,
+    token_bucket: Script,
+    sliding_window: Script,
+    leaky_bucket: Script,
+    sliding_log: Script,
     response_timeout: Duration,
     stop_increment_when_over_limit: bool,
     jitter_max_secs: u64,
@@ -62,7 +75,11 @@ impl RedisStore {
         let store = RedisStore {
             main,
             per_second,
-            script: Script::new(include_str!("../../../lua/fixed_window.lua")),
+            fixed_window: fixed_window::script(),
+            token_bucket: token_bucket::script(),
+            sliding_window: sliding_window::script(),
+            leaky_bucket: leaky_bucket::script(),
+            sliding_log: sliding_log::script(),
             response_timeout: cfg.response_timeout,
             stop_increment_when_over_limit: cfg.stop_increment_when_over_limit,
             jitter_max_secs: cfg.expiration_jitter_max_seconds,
@@ -111,6 +128,18 @@ impl RedisStore {
         ok
     }
 
+    /// The main Redis's clock (`TIME`), bounded by the response timeout.
+    pub async fn server_time(&self) -> Result<Timestamp, StoreError> {
+        match tokio::time::timeout(self.response_timeout, self.main.time()).await {
+            Ok(Ok(t)) => Ok(t),
+            Ok(Err(e)) => Err(unavailable("TIME failed", &e)),
+            Err(_) => Err(StoreError::Unavailable(format!(
+                "redis did not answer TIME within {:?}",
+                self.response_timeout
+            ))),
+        }
+    }
+
     /// Items in the local over-limit cache.
     pub fn local_cache_len(&self) -> usize {
         self.local_cache.as_ref().map_or(0, OverLimitCache::len)
@@ -125,36 +154,37 @@ impl RedisStore {
         window_secs.max(1) + jitter
     }
 
-    /// Runs the script for `indices` of `ops` on `conn`; returns (count after, amount added) per op.
+    /// Runs the script of `algorithm` for `indices` of `ops` on `conn`: one call.
     async fn run(
         &self,
         conn: &RedisConn,
         ops: &[Op],
-        indices: &[usize],
+        (algorithm, indices): (Algorithm, Vec<usize>),
         mode: u64,
-    ) -> Result<Vec<(usize, u64, u64)>, RedisError> {
-        let keys: Vec<&str> = indices.iter().map(|&i| ops[i].key.as_str()).collect();
-        let mut args = Vec::with_capacity(1 + 3 * indices.len());
-        args.push(mode);
-        for &i in indices {
-            args.extend([
-                ops[i].hits,
-                ops[i].spec.limit,
-                self.ttl(ops[i].spec.window_secs),
-            ]);
+        now: Timestamp,
+    ) -> Result<Vec<(usize, Decision)>, RedisError> {
+        let g = Group {
+            conn,
+            ops,
+            indices: &indices,
+            mode,
+            now,
+        };
+        match algorithm {
+            Algorithm::FixedWindow => {
+                fixed_window::run(&g, &self.fixed_window, |w| self.ttl(w)).await
+            }
+            Algorithm::TokenBucket => {
+                let script = (&self.token_bucket, &token_bucket::TOKEN_BUCKET);
+                token_bucket::run(&g, script).await
+            }
+            Algorithm::LeakyBucket => {
+                let script = (&self.leaky_bucket, &leaky_bucket::LEAKY_BUCKET);
+                token_bucket::run(&g, script).await
+            }
+            Algorithm::SlidingWindow => sliding_window::run(&g, &self.sliding_window).await,
+            Algorithm::SlidingLog => sliding_log::run(&g, &self.sliding_log).await,
         }
-        let out = conn.eval(&self.script, &keys, &args).await?;
-        if out.len() != 2 * indices.len() {
-            return Err(RedisError::from((
-                redis::ErrorKind::UnexpectedReturnType,
-                "script returned the wrong number of counts",
-            )));
-        }
-        Ok(indices
-            .iter()
-            .zip(out.chunks(2))
-            .map(|(&i, c)| (i, c[0].max(0) as u64, c[1].max(0) as u64))
-            .collect())
     }
 
     fn conn_for(&self, op: &Op) -> &RedisConn {
@@ -183,10 +213,14 @@ impl Store for RedisStore {
         let mut decisions: Vec<Option<Decision>> = vec![None; ops.len()];
         let mut pending = Vec::with_capacity(ops.len());
         for (i, op) in ops.iter().enumerate() {
+            // Only fixed windows are cached: their "over" lasts until a known instant, while a
+            // bucket admits again as soon as one token is back.
             match &self.local_cache {
-                Some(c) if c.contains(&op.key, now) => {
+                Some(c)
+                    if op.spec.algorithm == Algorithm::FixedWindow && c.contains(&op.key, now) =>
+                {
                     let limit = op.spec.limit;
-                    let mut d = fixed_window::decide(
+                    let mut d = crate::algorithm::fixed_window::decide(
                         limit,
                         limit.saturating_add(op.hits),
                         limit,
@@ -207,8 +241,9 @@ impl Store for RedisStore {
             (true, false) => 1,
             _ => 0,
         };
-        // Group by connection, then (for Cluster) by hash slot; one script call per group.
-        let mut groups: HashMap<(bool, &str), Vec<usize>> = HashMap::new();
+        // Group by connection, then (for Cluster) by hash slot, then by algorithm; one script call
+        // per group, all in flight at once.
+        let mut groups: HashMap<(bool, &str, Algorithm), Vec<usize>> = HashMap::new();
         for &i in &pending {
             let conn = self.conn_for(&ops[i]);
             let per_second = !std::ptr::eq(conn, &self.main);
@@ -217,15 +252,19 @@ impl Store for RedisStore {
             } else {
                 ""
             };
-            groups.entry((per_second, slot)).or_default().push(i);
+            let algorithm = ops[i].spec.algorithm;
+            groups
+                .entry((per_second, slot, algorithm))
+                .or_default()
+                .push(i);
         }
-        let calls = groups.into_iter().map(|((per_second, _), idx)| {
+        let calls = groups.into_iter().map(|((per_second, _, algorithm), idx)| {
             let conn = if per_second {
                 self.per_second.as_ref().unwrap_or(&self.main)
             } else {
                 &self.main
             };
-            async move { self.run(conn, ops, &idx, mode).await }
+            async move { self.run(conn, ops, (algorithm, idx), mode, now).await }
         });
         let results = match tokio::time::timeout(self.response_timeout, try_join_all(calls)).await {
             Ok(Ok(r)) => r,
@@ -241,16 +280,10 @@ impl Store for RedisStore {
             }
         };
         self.healthy.store(true, Ordering::Relaxed);
-        for (i, after, added) in results.into_iter().flatten() {
+        for (i, d) in results.into_iter().flatten() {
             let op = &ops[i];
-            let d = fixed_window::decide(
-                after.saturating_sub(added),
-                after,
-                op.spec.limit,
-                op.spec.window_secs,
-                now,
-            );
             if d.over_limit
+                && op.spec.algorithm == Algorithm::FixedWindow
                 && let Some(c) = &self.local_cache
             {
                 c.insert(&op.key, d.expires_at, now);

@@ -1,0 +1,26 @@
+-- Shared by the bucket scripts: Rust loads this file followed by token_bucket.lua or
+-- leaky_bucket.lua as one script. It reads one operation's numbers and holds the admission test,
+-- the Lua twin of token_bucket::take in src/algorithm/token_bucket.rs (the same for both buckets).
+--
+-- ARGV[7i-6 .. 7i]   now (quanta), rate, token cost, capacity, burst, hits, and one number of the
+--                    script's own (see each script)
+
+-- The seven numbers of operation i.
+local function bucket_args(i)
+  local n = {}
+  for j = 1, 7 do
+    n[j] = tonumber(ARGV[7 * (i - 1) + j])
+  end
+  return unpack(n)
+end
+
+-- Takes `hits` (each `cost` units) from a bucket `before` units below full, if they fit:
+-- returns 1 and the units after, or 0 and `before`. `hits <= burst` is tested first, so the
+-- product stays below 2^53 even for absurd hit counts.
+local function take(rate, cost, capacity, burst, before, hits)
+  if (rate > 0 or hits == 0) and hits <= burst and before + hits * cost <= capacity then
+    return 1, before + hits * cost
+  end
+  return 0, before
+end
+

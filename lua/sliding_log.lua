@@ -1,0 +1,70 @@
+-- Sliding logs for the operations of one request (or, on Redis Cluster, of one hash slot).
+-- The Lua twin of sliding_log::step in src/algorithm/sliding_log.rs: the same trim, admission and
+-- "when does one more hit fit" search, on a sorted set instead of a deque. Times are microseconds
+-- and running totals are hit counts, all below 2^53, so Lua's doubles are exact. Rust builds the
+-- decision from the returned numbers with the function the memory store uses.
+--
+-- KEYS[i]   log of operation i: a sorted set, one member per admitted request,
+--           score = time (µs), member = "<running total, 16 digits>:<hits>". The running total
+--           makes members unique and, zero-padded, orders equal times as they were logged.
+-- ARGV[5i-4 .. 5i]   now (µs), window (µs), limit, hits, TTL in seconds
+-- Returns {used_before_1, allowed_1, free_at_1, newest_1 (-1 when empty), used_before_2, ...}.
+
+-- The running total, hits and time of the entry at rank r (0 = oldest, -1 = newest).
+local function entry(key, r)
+  local e = redis.call("ZRANGE", key, r, r, "WITHSCORES")
+  local cum, hits = string.match(e[1], "^(%d+):(%d+)$")
+  return tonumber(cum), tonumber(hits), tonumber(e[2])
+end
+
+local out = {}
+for i = 1, #KEYS do
+  local key = KEYS[i]
+  local b = 5 * (i - 1)
+  local now = tonumber(ARGV[b + 1])
+  local window = tonumber(ARGV[b + 2])
+  local limit = tonumber(ARGV[b + 3])
+  local hits = tonumber(ARGV[b + 4])
+  -- An entry exactly one window old is out.
+  redis.call("ZREMRANGEBYSCORE", key, "-inf", string.format("%.0f", now - window))
+  local n = redis.call("ZCARD", key)
+  -- base = running total before the oldest entry; 0 when the log is empty.
+  local base, cum, newest = 0, 0, -1
+  if n > 0 then
+    local c0, h0 = entry(key, 0)
+    base = c0 - h0
+    local last_cum, _, last_at = entry(key, -1)
+    cum, newest = last_cum, last_at
+  end
+  local used = cum - base
+  local allowed = 0
+  if hits <= limit and used + hits <= limit then allowed = 1 end
+  if allowed == 1 and hits > 0 then
+    -- Logged at max(now, newest), so the set stays ordered if a clock steps back.
+    if newest < now then newest = now end
+    cum = cum + hits
+    n = n + 1
+    redis.call("ZADD", key, string.format("%.0f", newest), string.format("%016.0f:%.0f", cum, hits))
+  end
+  -- Hits that must leave before one more fits; more than one only after the limit was lowered.
+  local need = cum - base + 1 - limit
+  local free_at = 0
+  if limit > 0 and need > 0 then
+    -- The first entry whose leaving frees `need` hits: usually the oldest, else binary search.
+    local lo, hi = 0, n - 1
+    local c0 = entry(key, 0)
+    if c0 - base >= need then hi = 0 end
+    while lo < hi do
+      local mid = math.floor((lo + hi) / 2)
+      if entry(key, mid) - base >= need then hi = mid else lo = mid + 1 end
+    end
+    local _, _, at = entry(key, lo)
+    free_at = at + window
+  end
+  redis.call("EXPIRE", key, tonumber(ARGV[b + 5]))
+  out[4 * i - 3] = used
+  out[4 * i - 2] = allowed
+  out[4 * i - 1] = free_at
+  out[4 * i] = newest
+end
+return out

@@ -1,0 +1,41 @@
+-- Sliding window counters for the operations of one request (or, on Redis Cluster, of one slot).
+-- The Lua twin of src/algorithm/sliding_window.rs: Rust computes the previous window's weight (out
+-- of SCALE) from the time; every product here stays below 2^53, so Lua's doubles agree with Rust
+-- exactly. Denied hits are not counted. Rust builds the decision from the returned counters.
+--
+-- KEYS[i]   counters of operation i: a hash {s = current window start, c = current, p = previous}
+-- ARGV[1]   SCALE
+-- ARGV[6i-4 .. 6i+1]   window start (s), window length (s), weight, limit, hits, TTL in seconds
+-- Returns {previous_1, current_before_1, current_after_1, allowed_1, previous_2, ...}.
+local scale = tonumber(ARGV[1])
+local out = {}
+for i = 1, #KEYS do
+  local b = 1 + 6 * (i - 1)
+  local start = tonumber(ARGV[b + 1])
+  local window = tonumber(ARGV[b + 2])
+  local weight = tonumber(ARGV[b + 3])
+  local limit = tonumber(ARGV[b + 4])
+  local hits = tonumber(ARGV[b + 5])
+  local state = redis.call("HMGET", KEYS[i], "s", "c", "p")
+  local s = tonumber(state[1])
+  local current = tonumber(state[2]) or 0
+  local previous = tonumber(state[3]) or 0
+  if s ~= start then
+    if s ~= nil and s + window == start then previous = current else previous = 0 end
+    current = 0
+  end
+  local allowed = 0
+  if hits <= limit and previous * weight + (current + hits) * scale <= limit * scale then
+    allowed = 1
+  end
+  local after = current
+  if allowed == 1 then after = current + hits end
+  redis.call("HSET", KEYS[i], "s", string.format("%.0f", start), "c", string.format("%.0f", after),
+    "p", string.format("%.0f", previous))
+  redis.call("EXPIRE", KEYS[i], tonumber(ARGV[b + 6]))
+  out[4 * i - 3] = previous
+  out[4 * i - 2] = current
+  out[4 * i - 1] = after
+  out[4 * i] = allowed
+end
+return out

@@ -1,0 +1,28 @@
+-- Token buckets for the operations of one request (or, on Redis Cluster, of one hash slot).
+-- Runs after lua/bucket.lua (bucket_args, take). The Lua twin of token_bucket::step in
+-- src/algorithm/token_bucket.rs: every number is an integer below 2^53 (Rust chooses the time
+-- quantum so), so Lua's doubles compute exactly what Rust does; Rust then builds the decision from
+-- the returned numbers with the function the memory store uses.
+--
+-- KEYS[i]   bucket of operation i: a hash {t = last update in quanta, d = debt in units}
+-- ARGV      per operation (see bucket.lua), the seventh number being the TTL in seconds
+-- Returns {debt_before_1, debt_after_1, allowed_1, debt_before_2, ...}.
+local out = {}
+for i = 1, #KEYS do
+  local now, rate, cost, capacity, burst, hits, ttl = bucket_args(i)
+  local state = redis.call("HMGET", KEYS[i], "t", "d")
+  local last = tonumber(state[1]) or now
+  local debt = tonumber(state[2]) or 0
+  local elapsed = now - last
+  if elapsed < 0 then elapsed = 0 end
+  -- A product above 2^53 is rounded, but monotonically: the comparison still agrees with Rust.
+  local before = 0
+  if elapsed * rate < debt then before = debt - elapsed * rate end
+  local allowed, after = take(rate, cost, capacity, burst, before, hits)
+  redis.call("HSET", KEYS[i], "t", string.format("%.0f", now), "d", string.format("%.0f", after))
+  redis.call("EXPIRE", KEYS[i], ttl)
+  out[3 * i - 2] = before
+  out[3 * i - 1] = after
+  out[3 * i] = allowed
+end
+return out

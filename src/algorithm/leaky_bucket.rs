@@ -1,0 +1,91 @@
+//! Leaky bucket as a meter: GCRA (the generic cell rate algorithm), which keeps one instant per key,
+//! the *theoretical arrival time* (TAT) at which the virtual queue of admitted hits has drained.
+//!
+//! With emission interval `T = window / limit`, a request of `hits` at `now` is admitted iff
+//! `max(TAT, now) + hits × T − now ≤ burst × T` (the queue does not overflow; this is GCRA with
+//! tolerance `tau = (burst − hits) × T`), and then `TAT = max(TAT, now) + hits × T`. A full idle
+//! bucket therefore admits `burst` hits at once, then one per `T`. Denied requests leave the TAT
+//! alone; `hits = 0` is a check that is never over; a limit of 0 blocks every hit.
+//!
+//! The integers are the token bucket's ([`Params`]: time in quanta, one quantum = `limit` units,
+//! `T` = `token_cost` units, `burst × T` = `capacity`), so `lua/leaky_bucket.lua` computes exactly
+//! what Rust does. The TAT is kept as whole quanta plus a remainder in units, because the TAT in
+//! units since the epoch would pass 2^53; only `TAT − now` (at most the capacity) is ever formed.
+//! Policing decisions equal a token bucket's of the same config (GCRA is the token bucket measured
+//! from the other end; they differ only when the clock steps back, see [`backlog`]); what it adds
+//! is [`Decision::wait`], the delay that would make the hits conform.
+
+use std::time::Duration;
+
+use super::token_bucket::{self, Params, Step};
+use super::{Decision, LimitSpec};
+use crate::clock::Timestamp;
+
+/// The theoretical arrival time of one key: `tat + frac / limit` quanta since the epoch.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct LeakyBucketState {
+    /// Whole quanta of the TAT.
+    pub tat: u64,
+    /// The TAT's fraction of a quantum, in units (below `limit`).
+    pub frac: u64,
+}
+
+/// How far the TAT lies ahead of `t` (quanta), in units: the queue's backlog. It is capped at the
+/// capacity, which only a clock that stepped back (or an instance whose clock is behind) can reach;
+/// such a TAT reads as a full queue, and the cap keeps every number below 2^53 for Lua.
+pub fn backlog(p: &Params, state: LeakyBucketState, t: u64) -> u64 {
+    if state.tat < t {
+        return 0;
+    }
+    let ahead = u128::from(state.tat - t) * u128::from(p.rate) + u128::from(state.frac);
+    ahead.min(u128::from(p.capacity)) as u64
+}
+
+/// The state whose TAT lies `backlog` units after `t`. `p.rate` must not be 0 (a zero limit never
+/// admits a hit, so its state is never written).
+pub fn tat_after(p: &Params, backlog: u64, t: u64) -> LeakyBucketState {
+    LeakyBucketState {
+        tat: t + backlog / p.rate,
+        frac: backlog % p.rate,
+    }
+}
+
+/// Applies `hits` at `now` to the bucket whose TAT is `tat` and returns the decision.
+pub fn apply(tat: &mut LeakyBucketState, spec: &LimitSpec, hits: u64, now: Timestamp) -> Decision {
+    let p = Params::of(spec);
+    let t = p.quanta(now);
+    // Admission is the token bucket's with the backlog as its debt: same test, same numbers.
+    let s = token_bucket::take(&p, backlog(&p, *tat, t), hits);
+    if s.allowed && hits > 0 {
+        *tat = tat_after(&p, s.debt_after, t);
+    }
+    decide(&p, spec, s, hits, now)
+}
+
+/// The decision for a [`Step`] whose debts are backlogs; shared by the memory and Redis stores.
+///
+/// Everything but `wait` is the token bucket's [`token_bucket::decide`]: `remaining` = whole hits
+/// still admitted now, `(burst × T − backlog) / T` (0 when denied); `reset_after` = time until one
+/// more hit fits, `backlog + T − burst × T`, rounded up to whole seconds (0 if one fits now, at least
+/// 1 s when denied); `expires_at` = the TAT. `wait` is zero when admitted, otherwise
+/// `max(TAT, now) + hits × T − now − burst × T`: when these hits, sent one by one at the conforming
+/// pace, would all have gone out (so for `hits > burst`, which never conforms at once, the time
+/// until the queue drains plus `(hits − burst) × T`). A zero limit never conforms: `wait` is then
+/// the window, like `reset_after`.
+pub fn decide(p: &Params, spec: &LimitSpec, s: Step, hits: u64, now: Timestamp) -> Decision {
+    let d = token_bucket::decide(p, spec, s, hits, now);
+    let wait = if s.allowed {
+        Duration::ZERO
+    } else if p.rate == 0 {
+        d.reset_after
+    } else {
+        let queue = u128::from(s.debt_before) + u128::from(hits) * u128::from(p.token_cost);
+        let excess = queue.saturating_sub(u128::from(p.capacity));
+        let excess = u64::try_from(excess).unwrap_or(u64::MAX);
+        Duration::from_micros(p.micros_until(excess, now))
+    };
+    Decision { wait, ..d }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,136 @@
+//! Sliding window counter (the Cloudflare estimate): epoch-aligned windows as for fixed windows,
+//! but a request is judged against `previous × (share of the previous window still inside the
+//! sliding window) + current`, which removes the fixed window's 2× burst across an edge.
+//!
+//! The previous window's weight is an integer out of [`SCALE`], computed in Rust from the time
+//! alone; every comparison is then a sum of products below 2^53, so the Redis twin
+//! (`lua/sliding_window.lua`, doubles only) computes exactly what Rust does. The weight is rounded
+//! up, so the estimate never undercounts. A denied request is not counted (otherwise a client over
+//! the limit would carry its rejected hits into the next window's estimate).
+
+use std::time::Duration;
+
+use super::fixed_window::window_start;
+use super::{Decision, LimitSpec};
+use crate::clock::Timestamp;
+
+/// Denominator of the previous window's weight: 2^19, so `3 × u32::MAX × SCALE` < 2^53.
+pub const SCALE: u64 = 1 << 19;
+
+/// The counters of the current and the previous window.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct SlidingWindowState {
+    /// Start of the current window, in seconds since the epoch.
+    pub window_start: u64,
+    /// Admitted hits in the current window.
+    pub current: u64,
+    /// Admitted hits in the window before it.
+    pub previous: u64,
+}
+
+/// Weight (out of [`SCALE`]) of the previous window at `now`: the share of the sliding window
+/// (`now - window`, `now`] that still lies in the previous window, rounded up.
+pub fn previous_weight(window_secs: u64, now: Timestamp) -> u64 {
+    let window = u128::from(window_secs.max(1)) * 1_000_000;
+    let into = u128::from(now.as_micros()) % window;
+    ((window - into) * u128::from(SCALE)).div_ceil(window) as u64
+}
+
+/// Moves `state` to the window starting at `start` (seconds) of `window_secs`.
+pub fn roll(state: &mut SlidingWindowState, start: u64, window_secs: u64) {
+    if state.window_start == start {
+        return;
+    }
+    let previous = if state.window_start.saturating_add(window_secs) == start {
+        state.current
+    } else {
+        0
+    };
+    *state = SlidingWindowState {
+        window_start: start,
+        current: 0,
+        previous,
+    };
+}
+
+/// Whether `hits` more fit: `previous × weight + (current + hits) × SCALE ≤ limit × SCALE`.
+pub fn fits(limit: u64, previous: u64, current: u64, weight: u64, hits: u64) -> bool {
+    hits <= limit
+        && u128::from(previous) * u128::from(weight)
+            + u128::from(current.saturating_add(hits)) * u128::from(SCALE)
+            <= u128::from(limit) * u128::from(SCALE)
+}
+
+/// Applies `hits` at `now`.
+pub fn apply(
+    state: &mut SlidingWindowState,
+    spec: &LimitSpec,
+    hits: u64,
+    now: Timestamp,
+) -> Decision {
+    roll(state, window_start(spec.window_secs, now), spec.window_secs);
+    let weight = previous_weight(spec.window_secs, now);
+    let allowed = fits(spec.limit, state.previous, state.current, weight, hits);
+    let before = state.current;
+    if allowed {
+        state.current += hits;
+    }
+    decide(
+        spec,
+        state.previous,
+        before,
+        state.current,
+        allowed,
+        hits,
+        now,
+    )
+}
+
+/// The decision once the current counter went from `before` to `after` (equal when denied) with
+/// `previous` in the window before; shared by the memory store and the Redis store.
+///
+/// `remaining` is how many more hits fit now; `reset_after` the time until the current window
+/// ends, as for fixed windows. For stats, usage is the estimate rounded up; a denied request counts
+/// all its hits as over.
+pub fn decide(
+    spec: &LimitSpec,
+    previous: u64,
+    before: u64,
+    after: u64,
+    allowed: bool,
+    hits: u64,
+    now: Timestamp,
+) -> Decision {
+    let window = spec.window_secs.max(1);
+    let weight = u128::from(previous_weight(window, now));
+    let scale = u128::from(SCALE);
+    let estimate = |current: u64| u128::from(previous) * weight + u128::from(current) * scale;
+    let limit = spec.limit;
+    let (used_before, used_after) = if allowed {
+        let b = estimate(before).div_ceil(scale) as u64;
+        (b, b.saturating_add(hits))
+    } else {
+        (limit, limit.saturating_add(hits))
+    };
+    let remaining = if allowed {
+        let room = (u128::from(limit) * scale).saturating_sub(estimate(after));
+        (room / scale) as u64
+    } else {
+        0
+    };
+    let start = window_start(window, now);
+    Decision {
+        over_limit: !allowed,
+        before: used_before,
+        after: used_after,
+        remaining,
+        reset_after: Duration::from_secs(window - now.as_secs() % window),
+        // The current count still weighs on the next window; after that nothing is left.
+        expires_at: Timestamp::from_secs(start.saturating_add(2 * window)),
+        wait: Duration::ZERO,
+        from_local_cache: false,
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,203 @@
+//! Token bucket: capacity `burst`, refilled by `limit` tokens per window, lazily (on each call).
+//!
+//! The state is kept as a *debt* (how far the bucket is below full) in integer units, so that the
+//! Redis twin (`lua/token_bucket.lua`, where every number is a double) computes exactly the same
+//! numbers: time is counted in quanta of `quantum_micros`, one quantum refills `rate` units, one
+//! token costs `token_cost` units (the window in quanta), so refilling is a multiplication and no
+//! division ever happens on the Redis side. The quantum is the smallest power of ten (µs … s) that
+//! keeps the full bucket under 2^52 units, where doubles are still exact integers; validation
+//! refuses `burst × window` too large for even one-second quanta.
+//!
+//! A denied request takes no tokens (unlike fixed windows, whose counter counts every hit).
+
+use std::time::Duration;
+
+use super::{Decision, LimitSpec};
+use crate::clock::Timestamp;
+
+/// Largest debt (full bucket) in units; below 2^53 so Lua's doubles hold every sum exactly.
+pub const MAX_UNITS: u64 = 1 << 52;
+
+/// Largest `burst × window_secs` that fits [`MAX_UNITS`] with one-second quanta.
+pub const MAX_BURST_WINDOW_SECS: u64 = MAX_UNITS;
+
+/// The bucket of one key.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct TokenBucketState {
+    /// Time of the last update, in quanta since the epoch.
+    pub last: u64,
+    /// How far below full the bucket was at `last`, in units.
+    pub debt: u64,
+}
+
+/// The integer parameters of one bucket, derived from its [`LimitSpec`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Params {
+    /// Length of one time quantum in microseconds (a power of ten, 1 … 1 000 000).
+    pub quantum_micros: u64,
+    /// Units refilled per quantum (the limit per window; 0 never refills).
+    pub rate: u64,
+    /// Units one token costs (the window in quanta).
+    pub token_cost: u64,
+    /// Tokens the bucket holds when full.
+    pub burst: u64,
+    /// Units of a full bucket (`burst × token_cost`).
+    pub capacity: u64,
+}
+
+impl Params {
+    /// The parameters of `spec`, choosing the finest quantum that keeps every number exact.
+    pub fn of(spec: &LimitSpec) -> Params {
+        let window_micros = spec.window_secs.max(1).saturating_mul(1_000_000);
+        let mut quantum_micros = 1;
+        while quantum_micros < 1_000_000
+            && spec.burst.saturating_mul(window_micros / quantum_micros) > MAX_UNITS
+        {
+            quantum_micros *= 10;
+        }
+        let token_cost = window_micros / quantum_micros;
+        Params {
+            quantum_micros,
+            rate: spec.limit,
+            token_cost,
+            burst: spec.burst,
+            capacity: spec.burst.saturating_mul(token_cost).min(MAX_UNITS),
+        }
+    }
+
+    /// `now` in quanta.
+    pub fn quanta(&self, now: Timestamp) -> u64 {
+        now.as_micros() / self.quantum_micros
+    }
+
+    /// Microseconds from `now` until `debt` units have drained (refilled) at `rate`, counted on
+    /// whole quanta as the stores do. `rate` must not be 0.
+    pub fn micros_until(&self, debt: u64, now: Timestamp) -> u64 {
+        let at = self
+            .quanta(now)
+            .saturating_add(debt.div_ceil(self.rate))
+            .saturating_mul(self.quantum_micros);
+        at.saturating_sub(now.as_micros())
+    }
+
+    /// Seconds after which an untouched bucket is full again (a TTL for the stored state).
+    pub fn refill_secs(&self, window_secs: u64) -> u64 {
+        if self.rate == 0 {
+            return window_secs.max(1);
+        }
+        let quanta = self.capacity.div_ceil(self.rate);
+        quanta
+            .saturating_mul(self.quantum_micros)
+            .div_ceil(1_000_000)
+            + 1
+    }
+}
+
+/// What one call did to the bucket: the debt after lazy refill, after the hits, and whether the
+/// hits were taken. The Lua twin returns exactly these three numbers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Step {
+    /// Debt after refilling up to now, before the hits.
+    pub debt_before: u64,
+    /// Debt after the hits (equal to `debt_before` when denied).
+    pub debt_after: u64,
+    /// True when the bucket held enough tokens.
+    pub allowed: bool,
+}
+
+/// Refills the bucket up to `t` (quanta) and takes `hits` tokens if it holds them.
+pub fn step(p: &Params, state: TokenBucketState, hits: u64, t: u64) -> Step {
+    let elapsed = t.saturating_sub(state.last);
+    // The product may exceed 2^53 on the Lua side; rounding is monotonic, so the comparison
+    // still agrees, and when it is below the debt it is exact.
+    let refill = u128::from(elapsed) * u128::from(p.rate);
+    let debt_before = if refill >= u128::from(state.debt) {
+        0
+    } else {
+        state.debt - refill as u64
+    };
+    take(p, debt_before, hits)
+}
+
+/// Takes `hits` tokens from a bucket that is `debt_before` units below full, if it holds them:
+/// never with a zero rate (except a check of 0 hits), never more than `burst` at once.
+pub fn take(p: &Params, debt_before: u64, hits: u64) -> Step {
+    let allowed = (p.rate > 0 || hits == 0)
+        && hits <= p.burst
+        && debt_before.saturating_add(hits.saturating_mul(p.token_cost)) <= p.capacity;
+    let debt_after = if allowed {
+        debt_before + hits * p.token_cost
+    } else {
+        debt_before
+    };
+    Step {
+        debt_before,
+        debt_after,
+        allowed,
+    }
+}
+
+/// Applies `hits` at `now` to `state` and returns the decision.
+pub fn apply(
+    state: &mut TokenBucketState,
+    spec: &LimitSpec,
+    hits: u64,
+    now: Timestamp,
+) -> Decision {
+    let p = Params::of(spec);
+    let t = p.quanta(now);
+    let s = step(&p, *state, hits, t);
+    *state = TokenBucketState {
+        last: t,
+        debt: s.debt_after,
+    };
+    decide(&p, spec, s, hits, now)
+}
+
+/// The decision for a [`Step`]; shared by the memory store and the Redis store.
+///
+/// `remaining` is the whole tokens left; `reset_after` the time until one more token is in the
+/// bucket, rounded up to whole seconds (0 when one is there already, at least 1 s when denied).
+/// For stats, usage is measured against `limit`: an admitted request uses
+/// `limit - tokens before` (floored at 0) plus its hits; a denied one counts all its hits as over.
+pub fn decide(p: &Params, spec: &LimitSpec, s: Step, hits: u64, now: Timestamp) -> Decision {
+    let tokens_before = (p.capacity - s.debt_before.min(p.capacity)) / p.token_cost.max(1);
+    let tokens_after = (p.capacity - s.debt_after.min(p.capacity)) / p.token_cost.max(1);
+    let (before, after) = if s.allowed {
+        let b = spec.limit.saturating_sub(tokens_before);
+        (b, b.saturating_add(hits))
+    } else {
+        (spec.limit, spec.limit.saturating_add(hits))
+    };
+    let window = Duration::from_secs(spec.window_secs.max(1));
+    let (reset_after, expires_at) = if p.rate == 0 {
+        (window, now.saturating_add(window))
+    } else {
+        // Debt to shed before one more token fits, and before the bucket is full.
+        let one_more = (s.debt_after + p.token_cost).saturating_sub(p.capacity);
+        let micros = if one_more == 0 {
+            0
+        } else {
+            p.micros_until(one_more, now)
+        };
+        let mut secs = micros.div_ceil(1_000_000);
+        if !s.allowed {
+            secs = secs.max(1);
+        }
+        let full_at = now.as_micros() + p.micros_until(s.debt_after, now);
+        (Duration::from_secs(secs), Timestamp::from_micros(full_at))
+    };
+    Decision {
+        over_limit: !s.allowed,
+        before,
+        after,
+        remaining: if s.allowed { tokens_after } else { 0 },
+        reset_after,
+        expires_at,
+        wait: Duration::ZERO,
+        from_local_cache: false,
+    }
+}
+
+#[cfg(test)]
+mod tests;

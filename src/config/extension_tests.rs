@@ -1,0 +1,185 @@
+//! The algorithm extensions of `rate_limit`: accepted values reach the compiled limit, and every
+//! misuse is reported at its path (all of them in one load).
+
+use super::validate_tests::{errors, run};
+use crate::algorithm::Algorithm;
+
+fn one(rate_limit: &str) -> String {
+    format!("domain: d\ndescriptors:\n  - {{key: a, rate_limit: {{{rate_limit}}}}}\n")
+}
+
+fn errs(rate_limit: &str) -> Vec<(String, String)> {
+    errors(&[("f.yaml", &one(rate_limit))], false)
+        .into_iter()
+        .map(|(_, path, message)| (path.replace("descriptors[0].rate_limit.", ""), message))
+        .collect()
+}
+
+#[test]
+fn a_go_config_is_a_fixed_window_of_one_unit() {
+    let cfg = run(
+        &[("f.yaml", &one("unit: minute, requests_per_unit: 5"))],
+        false,
+    )
+    .unwrap();
+    let l = &cfg.limits()[0];
+    assert_eq!(
+        (l.algorithm, l.burst, l.unit_multiplier),
+        (Algorithm::FixedWindow, None, 1)
+    );
+}
+
+#[test]
+fn token_bucket_with_burst_and_multiplier_compiles() {
+    let yaml = one(
+        "unit: second, requests_per_unit: 10, algorithm: token_bucket, burst: 20, unit_multiplier: 5",
+    );
+    let cfg = run(&[("f.yaml", &yaml)], false).unwrap();
+    let l = &cfg.limits()[0];
+    assert_eq!(
+        (l.algorithm, l.burst, l.unit_multiplier),
+        (Algorithm::TokenBucket, Some(20), 5)
+    );
+    let spec = crate::limiter::limit_spec(l);
+    assert_eq!((spec.window_secs, spec.burst, spec.limit), (5, 20, 10));
+}
+
+#[test]
+fn leaky_bucket_compiles_with_burst_defaulting_to_requests_per_unit() {
+    let yaml = one("unit: minute, requests_per_unit: 30, algorithm: leaky_bucket");
+    let cfg = run(&[("f.yaml", &yaml)], false).unwrap();
+    let spec = crate::limiter::limit_spec(cfg.limits()[0]);
+    assert_eq!(spec.algorithm, Algorithm::LeakyBucket);
+    assert_eq!((spec.window_secs, spec.burst, spec.limit), (60, 30, 30));
+    let yaml = one("unit: second, requests_per_unit: 2, algorithm: leaky_bucket, burst: 7");
+    let cfg = run(&[("f.yaml", &yaml)], false).unwrap();
+    assert_eq!(cfg.limits()[0].burst, Some(7));
+}
+
+#[test]
+fn leaky_bucket_burst_misuse_is_reported() {
+    assert_eq!(
+        errs("unit: second, requests_per_unit: 1, algorithm: leaky_bucket, burst: 0"),
+        [("burst".into(), "burst must be at least 1".into())]
+    );
+    let huge = errs("unit: year, requests_per_unit: 1, algorithm: leaky_bucket, burst: 4000000000");
+    assert_eq!(
+        huge,
+        [(
+            "burst".into(),
+            "leaky_bucket capacity 4000000000 over a 31536000 s window is too large to count exactly (burst × window seconds must be at most 2^52)".into()
+        )]
+    );
+    let huge = errs("unit: year, requests_per_unit: 4000000000, algorithm: leaky_bucket");
+    assert_eq!(huge.len(), 1, "{huge:?}");
+    assert_eq!(huge[0].0, "requests_per_unit");
+    assert!(huge[0].1.starts_with("leaky_bucket capacity"), "{huge:?}");
+    let all = errs("unlimited: true, algorithm: leaky_bucket, burst: 3");
+    let paths: Vec<&str> = all.iter().map(|(p, _)| p.as_str()).collect();
+    assert_eq!(paths, ["algorithm", "burst"], "{all:?}");
+}
+
+#[test]
+fn unknown_algorithms_are_errors() {
+    for name in ["magic", "leaky"] {
+        assert_eq!(
+            errs(&format!(
+                "unit: second, requests_per_unit: 1, algorithm: {name}"
+            )),
+            [(
+                "algorithm".into(),
+                format!(
+                    "invalid algorithm '{name}' (expected fixed_window, sliding_window, sliding_log, token_bucket or leaky_bucket)"
+                )
+            )]
+        );
+    }
+}
+
+#[test]
+fn sliding_log_compiles_up_to_its_size_cap() {
+    let yaml =
+        one("unit: minute, requests_per_unit: 100000, algorithm: sliding_log, unit_multiplier: 2");
+    let cfg = run(&[("f.yaml", &yaml)], false).unwrap();
+    let spec = crate::limiter::limit_spec(cfg.limits()[0]);
+    assert_eq!(
+        (spec.algorithm, spec.limit, spec.window_secs),
+        (Algorithm::SlidingLog, 100_000, 120)
+    );
+    assert_eq!(
+        errs("unit: minute, requests_per_unit: 100001, algorithm: sliding_log"),
+        [(
+            "requests_per_unit".into(),
+            "sliding_log keeps one entry per admitted request; requests_per_unit 100001 exceeds the maximum 100000 (use sliding_window for higher rates)".into()
+        )]
+    );
+    assert_eq!(
+        errs("unit: second, requests_per_unit: 5, algorithm: sliding_log, burst: 5"),
+        [(
+            "burst".into(),
+            "burst only applies to token_bucket and leaky_bucket (algorithm is sliding_log)".into()
+        )]
+    );
+    // The cap is for sliding_log only: other algorithms keep constant-size state.
+    let yaml = one("unit: minute, requests_per_unit: 100001, algorithm: sliding_window");
+    assert!(run(&[("f.yaml", &yaml)], false).is_ok());
+    // Reported with its file and full path, like every config error.
+    let yaml = one("unit: minute, requests_per_unit: 200000, algorithm: sliding_log");
+    let (file, path, _) = errors(&[("f.yaml", &yaml)], false).remove(0);
+    assert_eq!(
+        (file.as_str(), path.as_str()),
+        ("f.yaml", "descriptors[0].rate_limit.requests_per_unit")
+    );
+}
+
+#[test]
+fn burst_misuse_is_reported() {
+    assert_eq!(
+        errs("unit: second, requests_per_unit: 1, burst: 5"),
+        [(
+            "burst".into(),
+            "burst only applies to token_bucket and leaky_bucket (algorithm is fixed_window)"
+                .into()
+        )]
+    );
+    assert_eq!(
+        errs("unit: second, requests_per_unit: 1, algorithm: token_bucket, burst: 0"),
+        [("burst".into(), "burst must be at least 1".into())]
+    );
+    assert_eq!(
+        errs("unit: second, requests_per_unit: 1, algorithm: token_bucket, burst: -1")[0].0,
+        "burst"
+    );
+    let huge = errs("unit: year, requests_per_unit: 1, algorithm: token_bucket, burst: 4000000000");
+    assert_eq!(huge.len(), 1, "{huge:?}");
+    assert_eq!(huge[0].0, "burst");
+    assert!(huge[0].1.contains("too large"), "{huge:?}");
+    // Without `burst` the capacity is requests_per_unit, and that is where the error points.
+    let huge = errs("unit: year, requests_per_unit: 4000000000, algorithm: token_bucket");
+    assert_eq!(huge[0].0, "requests_per_unit");
+}
+
+#[test]
+fn unit_multiplier_misuse_is_reported() {
+    assert_eq!(
+        errs("unit: second, requests_per_unit: 1, unit_multiplier: 0"),
+        [(
+            "unit_multiplier".into(),
+            "unit_multiplier must be at least 1".into()
+        )]
+    );
+    let long = errs("unit: year, requests_per_unit: 1, unit_multiplier: 11");
+    assert_eq!(long.len(), 1);
+    assert_eq!(long[0].0, "unit_multiplier");
+    assert!(long[0].1.contains("longest allowed"), "{long:?}");
+}
+
+#[test]
+fn extensions_with_unlimited_and_every_error_at_once() {
+    let all = errs("unlimited: true, algorithm: token_bucket, burst: 3, unit_multiplier: 2");
+    let paths: Vec<&str> = all.iter().map(|(p, _)| p.as_str()).collect();
+    assert_eq!(paths, ["algorithm", "burst", "unit_multiplier"], "{all:?}");
+    let all =
+        errs("unit: second, requests_per_unit: 1, algorithm: nope, burst: 0, unit_multiplier: 0");
+    assert_eq!(all.len(), 3, "{all:?}");
+}

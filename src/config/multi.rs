@@ -1,0 +1,69 @@
+//! `rate_limits` (ratelimitd extension, DESIGN §4): several limits on one descriptor, e.g. 10 per
+//! second with a burst *and* 10 000 per day. They all apply; the limiter reports the most
+//! restrictive. The first entry becomes the node's limit and carries the others in `also`, so
+//! matching, `replaces` and everything keyed on "the node's limit" work unchanged.
+
+use std::sync::Arc;
+
+use super::compiled::Limit;
+use super::error::{Sink, field_path, index_path};
+use super::model::RawDescriptor;
+use super::validate::build_limit;
+
+/// The limit of descriptor `d` (stats key `full_key`): its `rate_limit`, or its `rate_limits`
+/// folded into one [`Limit`]. Every entry is checked even after an error, so all are reported.
+pub(super) fn node_limit(d: &RawDescriptor, full_key: &str, sink: &mut Sink<'_>) -> Option<Limit> {
+    let list_path = field_path(&d.path, "rate_limits");
+    let list = match (&d.rate_limit, &d.rate_limits) {
+        (None, None) => return None,
+        (Some(rl), None) => return Some(build_limit(rl, d, full_key, sink)),
+        (Some(rl), Some(list)) => {
+            sink.push(
+                &list_path,
+                "rate_limit and rate_limits cannot both be set on one descriptor; put every limit in rate_limits",
+            );
+            build_limit(rl, d, full_key, sink);
+            list
+        }
+        (None, Some(list)) => list,
+    };
+    if list.is_empty() {
+        sink.push(&list_path, "rate_limits must hold at least one limit");
+        return None;
+    }
+    let mut limits: Vec<Limit> = list
+        .iter()
+        .map(|rl| build_limit(rl, d, full_key, sink))
+        .collect();
+    for (i, (rl, l)) in list.iter().zip(&limits).enumerate() {
+        let at = |field: &str| field_path(&index_path(&list_path, i), field);
+        if l.unlimited && list.len() > 1 {
+            sink.push(
+                &at("unlimited"),
+                "unlimited cannot be combined with other limits in rate_limits",
+            );
+        }
+        if i > 0 && !rl.replaces.is_empty() {
+            sink.push(
+                &at("replaces"),
+                "replaces belongs on the first entry of rate_limits (it applies to the whole descriptor)",
+            );
+        }
+        // Two limits of one algorithm and window would share one counter (one cache key), and
+        // only the smaller could ever decide anyway.
+        let twin = limits[..i].iter().position(|o| {
+            !o.unlimited && o.algorithm == l.algorithm && o.window_secs() == l.window_secs()
+        });
+        if let (Some(j), false) = (twin, l.unlimited) {
+            sink.push(
+                &index_path(&list_path, i),
+                format!(
+                    "rate_limits[{i}] has the same algorithm and window as rate_limits[{j}]; merge them into one limit (the smaller one always decides)"
+                ),
+            );
+        }
+    }
+    let mut first = limits.remove(0);
+    first.also = limits.into_iter().map(Arc::new).collect();
+    Some(first)
+}

@@ -1,0 +1,24 @@
+//! Leaky bucket (GCRA) operations on Redis: `lua/leaky_bucket.lua` takes the token bucket's numbers
+//! and returns the same kind of step (backlogs instead of debts), so the shared bucket runner in
+//! [`super::token_bucket`] calls it; the decisions come from [`leaky_bucket::decide`], the function
+//! the memory store uses.
+
+use redis::Script;
+
+use super::token_bucket::Bucket;
+use crate::algorithm::leaky_bucket;
+
+/// The leaky bucket script.
+pub(super) fn script() -> Script {
+    Script::new(concat!(
+        include_str!("../../../lua/bucket.lua"),
+        include_str!("../../../lua/leaky_bucket.lua")
+    ))
+}
+
+/// The leaky bucket: the script sets each key's expiry from its new TAT itself, so the last
+/// argument is the number of quanta in a second (to round that TAT to whole seconds).
+pub(super) const LEAKY_BUCKET: Bucket = Bucket {
+    last_arg: |p, _| 1_000_000 / p.quantum_micros,
+    decide: leaky_bucket::decide,
+};

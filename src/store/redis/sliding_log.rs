@@ -1,0 +1,45 @@
+//! Sliding log operations on Redis: one `lua/sliding_log.lua` call per group, which trims and
+//! appends to each key's sorted set atomically and returns the integer step results; the decisions
+//! come from [`sliding_log::decide`], the function the memory store uses, so both stores decide
+//! alike.
+
+use redis::{RedisError, Script};
+
+use super::call::Group;
+use crate::algorithm::Decision;
+use crate::algorithm::sliding_log::{self, Step};
+
+/// The sliding log script.
+pub(super) fn script() -> Script {
+    Script::new(include_str!("../../../lua/sliding_log.lua"))
+}
+
+/// Applies the operations of `g` (all sliding logs) in one script call; in mode 2 (another key of
+/// the request is already known to be over its limit) the logs are only checked.
+pub(super) async fn run(
+    g: &Group<'_>,
+    script: &Script,
+) -> Result<Vec<(usize, Decision)>, RedisError> {
+    let mut args = Vec::with_capacity(5 * g.indices.len());
+    for op in g.ops() {
+        let window = op.spec.window_secs.max(1);
+        args.extend([
+            g.now.as_micros(),
+            window * 1_000_000,
+            op.spec.limit,
+            g.hits(op),
+            // The newest entry matters for one window from now; a second more absorbs rounding.
+            window + 1,
+        ]);
+    }
+    g.eval(script, &args, 4, |op, r| {
+        let step = Step {
+            used_before: r[0].max(0) as u64,
+            allowed: r[1] == 1,
+            free_at: r[2].max(0) as u64,
+            newest: u64::try_from(r[3]).ok(),
+        };
+        sliding_log::decide(&op.spec, step, g.hits(op), g.now)
+    })
+    .await
+}

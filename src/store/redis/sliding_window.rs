@@ -1,0 +1,52 @@
+//! Sliding window operations on Redis: one `lua/sliding_window.lua` call per group, which rolls
+//! and updates the counters atomically; the decisions come from [`sliding_window::decide`], the
+//! function the memory store uses, so both stores decide alike.
+
+use redis::{RedisError, Script};
+
+use super::call::Group;
+use crate::algorithm::Decision;
+use crate::algorithm::fixed_window::window_start;
+use crate::algorithm::sliding_window::{self, SCALE, previous_weight};
+
+/// The sliding window script.
+pub(super) fn script() -> Script {
+    Script::new(include_str!("../../../lua/sliding_window.lua"))
+}
+
+/// Applies the operations of `g` (all sliding windows) in one script call; in mode 2 (another key
+/// of the request is already known to be over its limit) the counters are only checked.
+pub(super) async fn run(
+    g: &Group<'_>,
+    script: &Script,
+) -> Result<Vec<(usize, Decision)>, RedisError> {
+    let mut args = Vec::with_capacity(1 + 6 * g.indices.len());
+    args.push(SCALE);
+    for op in g.ops() {
+        let spec = &op.spec;
+        let window = spec.window_secs.max(1);
+        args.extend([
+            window_start(window, g.now),
+            window,
+            previous_weight(window, g.now),
+            spec.limit,
+            g.hits(op),
+            // The current count weighs on the next window too.
+            2 * window,
+        ]);
+    }
+    g.eval(script, &args, 4, |op, r| {
+        let [previous, before, after] = [r[0], r[1], r[2]].map(|v| v.max(0) as u64);
+        let allowed = r[3] == 1;
+        sliding_window::decide(
+            &op.spec,
+            previous,
+            before,
+            after,
+            allowed,
+            g.hits(op),
+            g.now,
+        )
+    })
+    .await
+}

@@ -1,0 +1,65 @@
+//! Bucket operations on Redis: one script call per group (`lua/token_bucket.lua`, or the leaky
+//! bucket's twin, which takes the same numbers), which updates the buckets atomically and returns
+//! the integer step results; the decisions come from the algorithm's `decide`, the function the
+//! memory store uses, so both stores decide alike.
+
+use redis::{RedisError, Script};
+
+use super::call::Group;
+use crate::algorithm::token_bucket::{self, Params, Step};
+use crate::algorithm::{Decision, LimitSpec};
+use crate::clock::Timestamp;
+
+/// The token bucket script.
+pub(super) fn script() -> Script {
+    Script::new(concat!(
+        include_str!("../../../lua/bucket.lua"),
+        include_str!("../../../lua/token_bucket.lua")
+    ))
+}
+
+/// What differs between the bucket algorithms on Redis: the last script argument of an operation
+/// and the function that turns a [`Step`] into a decision.
+pub(super) struct Bucket {
+    /// The seventh number of each operation's arguments.
+    pub(super) last_arg: fn(&Params, &LimitSpec) -> u64,
+    /// The decision for a step (the algorithm's own `decide`).
+    pub(super) decide: fn(&Params, &LimitSpec, Step, u64, Timestamp) -> Decision,
+}
+
+/// The token bucket: its keys expire once an untouched bucket is full again.
+pub(super) const TOKEN_BUCKET: Bucket = Bucket {
+    last_arg: |p, spec| p.refill_secs(spec.window_secs),
+    decide: token_bucket::decide,
+};
+
+/// Applies the operations of `g` (all buckets of one kind) in one script call; in mode 2 (another
+/// key of the request is already known to be over its limit) the buckets are only checked.
+pub(super) async fn run(
+    g: &Group<'_>,
+    (script, bucket): (&Script, &Bucket),
+) -> Result<Vec<(usize, Decision)>, RedisError> {
+    let mut args = Vec::with_capacity(7 * g.indices.len());
+    for op in g.ops() {
+        let p = Params::of(&op.spec);
+        args.extend([
+            p.quanta(g.now),
+            p.rate,
+            p.token_cost,
+            p.capacity,
+            p.burst,
+            g.hits(op),
+            (bucket.last_arg)(&p, &op.spec),
+        ]);
+    }
+    g.eval(script, &args, 3, |op, r| {
+        let step = Step {
+            debt_before: r[0].max(0) as u64,
+            debt_after: r[1].max(0) as u64,
+            allowed: r[2] == 1,
+        };
+        let p = Params::of(&op.spec);
+        (bucket.decide)(&p, &op.spec, step, g.hits(op), g.now)
+    })
+    .await
+}

@@ -1,0 +1,204 @@
+//! Conformance of the stores: every algorithm decides identically on the memory store, a single
+//! Redis and a Redis Cluster (the Lua twins compute what the Rust functions compute), including
+//! numbers past 2^53 in intermediate products, clocks that step back and lowered limits.
+
+mod common;
+
+use common::redis::{RedisCluster, RedisServer};
+use common::*;
+use proptest::prelude::*;
+use ratelimitd::algorithm::{Algorithm, LimitSpec};
+use ratelimitd::clock::Timestamp;
+use ratelimitd::settings::Settings;
+use ratelimitd::store::memory::MemoryStore;
+use ratelimitd::store::redis::RedisStore;
+use ratelimitd::store::{Op, Store};
+
+fn redis_settings(r: &RedisServer) -> Settings {
+    Settings::from_env(r.env()).unwrap()
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 24, ..ProptestConfig::default() })]
+
+    /// Random operation sequences, of every algorithm, give identical decisions on the memory
+    /// store, a single Redis and a Redis Cluster; several ops of one request go in one batch, as
+    /// the limiter sends them (on the Cluster, one script call per hash slot).
+    #[test]
+    fn memory_and_redis_decide_identically(
+        events in proptest::collection::vec(
+            (0usize..4, 0u64..4, 0u64..1500, 0usize..3, 0usize..5, 1usize..3),
+            1..60,
+        ),
+    ) {
+        static REDIS: std::sync::OnceLock<RedisServer> = std::sync::OnceLock::new();
+        static CLUSTER: std::sync::OnceLock<RedisCluster> = std::sync::OnceLock::new();
+        let r = REDIS.get_or_init(RedisServer::start);
+        let c = CLUSTER.get_or_init(|| RedisCluster::start(3));
+        let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+        rt.block_on(async {
+            let redis = RedisStore::connect(&redis_settings(r).redis).await.unwrap();
+            let cluster_settings = Settings::from_env(c.env()).unwrap();
+            let cluster = RedisStore::connect(&cluster_settings.redis).await.unwrap();
+            let memory = MemoryStore::new(1000);
+            let case = fastrand::u64(..);
+            let windows = [1u64, 60, 3600];
+            let mut now = 1_000_000_000u64;
+            let algorithms = [
+                Algorithm::FixedWindow,
+                Algorithm::TokenBucket,
+                Algorithm::SlidingWindow,
+                Algorithm::LeakyBucket,
+                Algorithm::SlidingLog,
+            ];
+            for (key, hits, dt_ms, w, alg, batch) in events {
+                now += dt_ms * 1000 + 7;
+                let algorithm = algorithms[alg];
+                let ops: Vec<Op> = (0..batch)
+                    .map(|b| {
+                        let (w, key) = ((w + b) % 3, (key + b) % 4);
+                        // Limits of 3 and 7 do not divide a window in µs: a TAT keeps a fraction.
+                        let limit = [5, 3, 7, 6][key];
+                        let spec = LimitSpec { algorithm, limit, window_secs: windows[w], burst: 3 + w as u64 };
+                        // Buckets live across windows; only fixed window keys carry the start.
+                        let start = match algorithm {
+                            Algorithm::FixedWindow => now / 1_000_000 / windows[w] * windows[w],
+                            _ => 0,
+                        };
+                        let tag = algorithm.key_tag();
+                        // Pairs of keys share a hash tag, so Cluster batches mix one-slot groups
+                        // and several slots.
+                        let slot = key / 2;
+                        Op { key: format!("{{case{case}:{slot}}}:{tag}:k{key}:w{w}:{start}"), spec, hits }
+                    })
+                    .collect();
+                let t = Timestamp::from_micros(now);
+                let a = memory.apply(&ops, t).await.unwrap();
+                let b = redis.apply(&ops, t).await.unwrap();
+                let c = cluster.apply(&ops, t).await.unwrap();
+                prop_assert_eq!(&a, &b, "single Redis");
+                prop_assert_eq!(&a, &c, "Redis Cluster");
+            }
+            Ok(())
+        })?;
+    }
+}
+
+/// A memory store and a Redis store on a fresh `redis-server`.
+struct Both {
+    memory: MemoryStore,
+    redis: RedisStore,
+}
+
+impl Both {
+    async fn start() -> (RedisServer, Both) {
+        let r = RedisServer::start();
+        let redis = RedisStore::connect(&redis_settings(&r).redis)
+            .await
+            .unwrap();
+        let memory = MemoryStore::new(100);
+        (r, Both { memory, redis })
+    }
+
+    /// Applies `op` at `now` (µs) on both stores and asserts identical decisions.
+    async fn agree(&self, op: &Op, now: u64, step: u64) {
+        let t = Timestamp::from_micros(now);
+        let a = self
+            .memory
+            .apply(std::slice::from_ref(op), t)
+            .await
+            .unwrap();
+        let b = self.redis.apply(std::slice::from_ref(op), t).await.unwrap();
+        assert_eq!(a, b, "step {step}");
+    }
+}
+
+/// Buckets whose numbers pass 2^53 in intermediate products (where Lua's doubles round) still
+/// decide exactly as the memory store does; so does a leaky bucket read by a clock that is behind
+/// (its TAT then lies more than the capacity ahead).
+#[tokio::test]
+async fn huge_buckets_decide_identically() {
+    let (_r, stores) = Both::start().await;
+    let specs = [
+        (4_000_000_000, 1, 4_000_000_000),
+        (1_000_000, 86_400, 50_000),
+        (7, 365 * 86_400, 100_000_000),
+    ];
+    for algorithm in [Algorithm::TokenBucket, Algorithm::LeakyBucket] {
+        let mut now = 1_700_000_000_000_000u64;
+        for step in 0..200u64 {
+            now += (step * 7_919_993) % 40_000_000;
+            // Every 17th step comes from a clock 2 s behind.
+            let at = if step % 17 == 16 {
+                now - 2_000_000
+            } else {
+                now
+            };
+            let (limit, window_secs, burst) = specs[(step % 3) as usize];
+            let spec = LimitSpec {
+                algorithm,
+                limit,
+                window_secs,
+                burst,
+            };
+            let hits = [1, burst / 3, burst, 0][(step / 3 % 4) as usize];
+            let op = Op {
+                key: format!("huge:{}:{}", algorithm.key_tag(), step % 3),
+                spec,
+                hits,
+            };
+            stores.agree(&op, at, step).await;
+        }
+    }
+}
+
+/// A leaky bucket's key holds its TAT and expires one second after the TAT has passed.
+#[tokio::test]
+async fn leaky_bucket_keys_expire_after_their_tat() {
+    let cfg = "domain: l\ndescriptors:\n  - {key: k, rate_limit: {unit: minute, requests_per_unit: 6, algorithm: leaky_bucket}}\n";
+    let r = RedisServer::start();
+    let s = TestServer::start_on(&[("l.yaml", cfg)], &[], Some(&r)).await;
+    s.set_time(1000);
+    for _ in 0..3 {
+        assert_eq!(overall(&s.rl("l", &[&[("k", "v")]]).await), Code::Ok);
+    }
+    // Three hits of T = 10 s: the TAT is 30 s ahead, in whole µs plus a fraction (in 1/6 µs).
+    let key = "{1:l|1:k=1:v}:lb:60";
+    assert_eq!(r.cli(&["HGET", key, "q"]), "1030000000");
+    assert_eq!(r.cli(&["HGET", key, "f"]), "0");
+    let ttl: i64 = r.cli(&["TTL", key]).parse().unwrap();
+    assert!((30..=31).contains(&ttl), "TTL {ttl}");
+}
+
+/// Sliding logs whose limit is lowered under a full log (so the "when does one more fit" search
+/// goes past the oldest entry), with a clock that sometimes steps back and requests of many hits,
+/// decide exactly as the memory store does.
+#[tokio::test]
+async fn sliding_logs_with_lowered_limits_and_a_stepping_clock_decide_identically() {
+    let (r, stores) = Both::start().await;
+    let mut now = 1_700_000_000_000_000u64;
+    for step in 0..400u64 {
+        // Mostly forward by up to ~1 s, sometimes back by up to 0.3 s.
+        let jump = (step * 7_919_993) % 1_300_000;
+        now = if jump > 1_000_000 {
+            now - (jump - 1_000_000)
+        } else {
+            now + jump
+        };
+        let spec = LimitSpec {
+            algorithm: Algorithm::SlidingLog,
+            limit: [40, 3, 12, 0][(step / 7 % 4) as usize],
+            window_secs: [2, 5][(step % 2) as usize],
+            burst: 0,
+        };
+        let op = Op {
+            key: format!("sl{}", step % 2),
+            spec,
+            hits: [1, 3, 0, 7, 2][(step % 5) as usize],
+        };
+        stores.agree(&op, now, step).await;
+    }
+    // One member per admitted request, and the key expires a second after its window.
+    let ttl: i64 = r.cli(&["TTL", "sl1"]).parse().unwrap();
+    assert!((1..=6).contains(&ttl), "TTL {ttl}");
+}
