@@ -165,15 +165,7 @@ async fn unknown_paths_are_404_like_go() {
 #[tokio::test]
 async fn rlconfig_lists_every_limit_and_debug_index_lists_endpoints() {
     let s = TestServer::start(&[("basic.yaml", CFG_INT_BASIC)], &[]).await;
-    let text = s
-        .http
-        .get(s.debug_url("/rlconfig"))
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let text = body(s.http.get(s.debug_url("/rlconfig"))).await;
     // Limit lines in the Go format; `# ` status lines (version, counters) follow them.
     let (status, limits): (Vec<&str>, Vec<&str>) = text.lines().partition(|l| l.starts_with("# "));
     assert!(status.contains(&"# version: 1"), "{text}");
@@ -186,15 +178,7 @@ async fn rlconfig_lists_every_limit_and_debug_index_lists_endpoints() {
             "basic.one_per_minute: unit=MINUTE requests_per_unit=1, shadow_mode: false, quota_mode: false",
         ]
     );
-    let index = s
-        .http
-        .get(s.debug_url("/"))
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let index = body(s.http.get(s.debug_url("/"))).await;
     assert!(
         index.contains("/rlconfig: print out the currently loaded configuration"),
         "{index}"
@@ -204,24 +188,13 @@ async fn rlconfig_lists_every_limit_and_debug_index_lists_endpoints() {
 #[tokio::test]
 async fn test_clock_endpoint_moves_the_manual_clock() {
     let s = TestServer::start(&[("basic.yaml", CFG_INT_BASIC)], &[]).await;
-    let t = s
-        .http
-        .post(s.debug_url("/test/clock?set=2000"))
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let t = body(s.http.post(s.debug_url("/test/clock?set=2000"))).await;
     assert_eq!(t.trim(), "2000000000");
-    let t = s
-        .http
-        .post(s.debug_url("/test/clock?advance_ms=1500"))
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let t = body(s.http.post(s.debug_url("/test/clock?advance_ms=1500"))).await;
     assert_eq!(t.trim(), "2001500000");
+}
+
+/// Sends `req` and returns the response body.
+async fn body(req: reqwest::RequestBuilder) -> String {
+    req.send().await.unwrap().text().await.unwrap()
 }

@@ -56,10 +56,8 @@ async fn default_keys_are_collision_free_where_go_keys_collide() {
     assert_eq!(r.cli(&["GET", "{1:d|1:a=3:b_c}:fw:60:1200"]), "1");
 }
 
-#[tokio::test]
-async fn s25_counts_the_same_on_redis() {
-    let r = RedisServer::start();
-    let s = TestServer::start_on(&[("b.yaml", INT)], &[], Some(&r)).await;
+/// Sends 25 requests on `k2` (20 per minute): 20 admitted with falling remaining, then over.
+async fn twenty_then_over(s: &TestServer) {
     for i in 1..=25u32 {
         let resp = s.rl("basic", &[&[("k2", "R")]]).await;
         let want = if i <= 20 {
@@ -69,6 +67,13 @@ async fn s25_counts_the_same_on_redis() {
         };
         assert_eq!(st(&resp, 0), want, "call {i}");
     }
+}
+
+#[tokio::test]
+async fn s25_counts_the_same_on_redis() {
+    let r = RedisServer::start();
+    let s = TestServer::start_on(&[("b.yaml", INT)], &[], Some(&r)).await;
+    twenty_then_over(&s).await;
     s.advance(Duration::from_secs(60));
     assert_eq!(st(&s.rl("basic", &[&[("k2", "R")]]).await, 0).2, 19);
 }
@@ -243,15 +248,7 @@ async fn s28_local_cache_skips_redis_for_keys_known_to_be_over() {
         Some(&r),
     )
     .await;
-    for i in 1..=25u32 {
-        let resp = s.rl("basic", &[&[("k2", "R")]]).await;
-        let want = if i <= 20 {
-            (Code::Ok, lim(20, "MINUTE"), 20 - i)
-        } else {
-            (Code::OverLimit, lim(20, "MINUTE"), 0)
-        };
-        assert_eq!(st(&resp, 0), want, "call {i}");
-    }
+    twenty_then_over(&s).await;
     assert_eq!(
         r.cli(&["GET", "{5:basic|2:k2=1:R}:fw:60:1200"]),
         "21",

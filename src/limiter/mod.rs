@@ -229,9 +229,8 @@ impl RateLimiter {
             .iter_mut()
             .map(|r| match r {
                 Resolved::Limited { limit, .. } => {
-                    let mine: Vec<Decision> =
-                        decisions.by_ref().take(1 + limit.also.len()).collect();
-                    let (i, d) = most_restrictive(&mine)?;
+                    let mine = decisions.by_ref().take(1 + limit.also.len());
+                    let (i, d) = most_restrictive(mine)?;
                     if i > 0 {
                         *limit = Arc::clone(&limit.also[i - 1]);
                     }
@@ -246,10 +245,8 @@ impl RateLimiter {
 /// The decision a descriptor with several limits reports, and its index: the first over the
 /// limit, else the one with the least remaining (the first of equals), as Envoy's headers pick
 /// among descriptors.
-fn most_restrictive(decisions: &[Decision]) -> Option<(usize, Decision)> {
+fn most_restrictive(decisions: impl Iterator<Item = Decision>) -> Option<(usize, Decision)> {
     decisions
-        .iter()
-        .copied()
         .enumerate()
         .min_by_key(|(_, d)| (!d.over_limit, d.remaining))
 }

@@ -35,20 +35,28 @@ pub struct TestServer {
     pub http: reqwest::Client,
 }
 
+/// Every listener on 127.0.0.1 with an ephemeral port: tests never bind anything else.
+pub const LOOPBACK: [(&str, &str); 6] = [
+    ("HOST", "127.0.0.1"),
+    ("PORT", "0"),
+    ("GRPC_HOST", "127.0.0.1"),
+    ("GRPC_PORT", "0"),
+    ("DEBUG_HOST", "127.0.0.1"),
+    ("DEBUG_PORT", "0"),
+];
+
 /// Settings for a test: loopback, ephemeral ports, manual clock at `T0`, plus `env` overrides.
 pub fn settings(dir: &std::path::Path, env: &[(&str, &str)]) -> Settings {
-    let mut vars: Vec<(String, String)> = vec![
-        ("HOST".into(), "127.0.0.1".into()),
-        ("PORT".into(), "0".into()),
-        ("GRPC_HOST".into(), "127.0.0.1".into()),
-        ("GRPC_PORT".into(), "0".into()),
-        ("DEBUG_HOST".into(), "127.0.0.1".into()),
-        ("DEBUG_PORT".into(), "0".into()),
+    let mut vars: Vec<(String, String)> = LOOPBACK
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+    vars.extend([
         ("RATELIMITD_CONFIG".into(), dir.display().to_string()),
         ("RATELIMITD_TEST_MANUAL_CLOCK".into(), T0.to_string()),
         // As SPEC §G: no StatsD unless a test asks for it.
         ("USE_STATSD".into(), "false".into()),
-    ];
+    ]);
     vars.extend(env.iter().map(|(k, v)| (k.to_string(), v.to_string())));
     Settings::from_env(vars).expect("test settings are valid")
 }

@@ -19,19 +19,12 @@ pub struct Spawned {
 /// Starts the binary with `env` on top of loopback/ephemeral-port settings and JSON info logs.
 pub fn spawn(env: &[(String, String)]) -> Spawned {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_ratelimitd"));
-    for (k, v) in [
+    let logs = [
         ("LOG_LEVEL", "info"),
         ("LOG_FORMAT", "json"),
         ("USE_STATSD", "false"),
-        ("HOST", "127.0.0.1"),
-        ("PORT", "0"),
-        ("GRPC_HOST", "127.0.0.1"),
-        ("GRPC_PORT", "0"),
-        ("DEBUG_HOST", "127.0.0.1"),
-        ("DEBUG_PORT", "0"),
-    ] {
-        cmd.env(k, v);
-    }
+    ];
+    cmd.envs(logs.into_iter().chain(super::LOOPBACK));
     cmd.envs(env.iter().map(|(k, v)| (k.as_str(), v.as_str())));
     let mut child = cmd.stderr(Stdio::piped()).spawn().unwrap();
     let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();

@@ -113,12 +113,7 @@ impl RedisServer {
 
     /// Runs `redis-cli` against this server and returns its trimmed output.
     pub fn cli(&self, args: &[&str]) -> String {
-        let out = Command::new("redis-cli")
-            .args(["-p", &self.port.to_string()])
-            .args(args)
-            .output()
-            .unwrap();
-        String::from_utf8_lossy(&out.stdout).trim().to_string()
+        cli(self.port, args)
     }
 
     /// Env for a ratelimitd using this server over its unix socket.
@@ -258,12 +253,7 @@ impl Sentinel {
 
     /// Runs `redis-cli` against the sentinel.
     pub fn cli(&self, args: &[&str]) -> String {
-        let out = Command::new("redis-cli")
-            .args(["-p", &self.port.to_string()])
-            .args(args)
-            .output()
-            .unwrap();
-        String::from_utf8_lossy(&out.stdout).trim().to_string()
+        cli(self.port, args)
     }
 }
 
@@ -272,4 +262,14 @@ impl Drop for Sentinel {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
+}
+
+/// Runs `redis-cli` against the server on `port` and returns its trimmed output.
+fn cli(port: u16, args: &[&str]) -> String {
+    let out = Command::new("redis-cli")
+        .args(["-p", &port.to_string()])
+        .args(args)
+        .output()
+        .unwrap();
+    String::from_utf8_lossy(&out.stdout).trim().to_string()
 }

@@ -64,19 +64,12 @@ pub fn replace(path: &Path, contents: &str) {
 
 /// A server on settings without `RATELIMITD_CONFIG` (Go `RUNTIME_*` discovery).
 pub async fn start_runtime(dir: tempfile::TempDir, env: &[(&str, &str)]) -> TestServer {
-    let mut vars: Vec<(String, String)> = [
-        ("HOST", "127.0.0.1"),
-        ("PORT", "0"),
-        ("GRPC_HOST", "127.0.0.1"),
-        ("GRPC_PORT", "0"),
-        ("DEBUG_HOST", "127.0.0.1"),
-        ("DEBUG_PORT", "0"),
-        ("RATELIMITD_TEST_MANUAL_CLOCK", "1234"),
-    ]
-    .iter()
-    .chain(env)
-    .map(|(k, v)| (k.to_string(), v.to_string()))
-    .collect();
+    let mut vars: Vec<(String, String)> = super::LOOPBACK
+        .iter()
+        .chain(&[("RATELIMITD_TEST_MANUAL_CLOCK", "1234")])
+        .chain(env)
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
     vars.push(("RUNTIME_ROOT".into(), dir.path().display().to_string()));
     start_with(dir, Settings::from_env(vars).unwrap()).await
 }

@@ -1,6 +1,7 @@
-//! One script call for a group of operations, shared by the algorithm runners: every runner sends
-//! the keys of its operations with a fixed number of arguments each, gets back a fixed number of
-//! integers per operation, and turns each slice into a decision with its algorithm's `decide`.
+//! One script call for a group of operations (one connection, one hash slot, one algorithm), shared
+//! by the algorithm runners: every runner sends the keys of its operations with a fixed number of
+//! arguments each, gets back a fixed number of integers per operation, and turns each slice into a
+//! decision with its algorithm's `decide`. Also how operations are split into slots.
 
 use redis::{RedisError, Script};
 
@@ -62,5 +63,30 @@ impl Group<'_> {
             .zip(out.chunks(width))
             .map(|(&i, values)| (i, decide(&self.ops[i], values)))
             .collect())
+    }
+}
+
+/// The Redis Cluster hash tag of a key (the text inside the first `{…}`), or the key itself:
+/// operations with the same tag live in one slot and can share one script call.
+pub(super) fn slot_group(key: &str) -> &str {
+    if let Some(open) = key.find('{')
+        && let Some(len) = key[open + 1..].find('}')
+        && len > 0
+    {
+        return &key[open + 1..open + 1 + len];
+    }
+    key
+}
+
+#[cfg(test)]
+mod tests {
+    use super::slot_group;
+
+    #[test]
+    fn slot_groups_follow_redis_hash_tags() {
+        assert_eq!(slot_group("{1:d|1:k=1:v}:fw:60:0"), "1:d|1:k=1:v");
+        assert_eq!(slot_group("prefix:{x}:fw"), "x");
+        assert_eq!(slot_group("d_k_v_1200"), "d_k_v_1200");
+        assert_eq!(slot_group("a{}b"), "a{}b");
     }
 }

@@ -28,7 +28,7 @@ use super::{Op, Store, StoreError};
 use crate::algorithm::{Algorithm, Decision};
 use crate::clock::{Stopwatch, Timestamp};
 use crate::settings::RedisConfig;
-use call::Group;
+use call::{Group, slot_group};
 use conn::RedisConn;
 
 /// Windows shorter than this go to the per-second Redis when `REDIS_PERSECOND=true` (Go sends
@@ -195,18 +195,6 @@ impl RedisStore {
     }
 }
 
-/// The Redis Cluster hash tag of a key (the text inside the first `{…}`), or the key itself:
-/// operations with the same tag live in one slot and can share one script call.
-fn slot_group(key: &str) -> &str {
-    if let Some(open) = key.find('{')
-        && let Some(len) = key[open + 1..].find('}')
-        && len > 0
-    {
-        return &key[open + 1..open + 1 + len];
-    }
-    key
-}
-
 #[async_trait]
 impl Store for RedisStore {
     async fn apply(&self, ops: &[Op], now: Timestamp) -> Result<Vec<Decision>, StoreError> {
@@ -306,18 +294,5 @@ impl Store for RedisStore {
 
     async fn probe(&self) {
         self.check_health().await;
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::slot_group;
-
-    #[test]
-    fn slot_groups_follow_redis_hash_tags() {
-        assert_eq!(slot_group("{1:d|1:k=1:v}:fw:60:0"), "1:d|1:k=1:v");
-        assert_eq!(slot_group("prefix:{x}:fw"), "x");
-        assert_eq!(slot_group("d_k_v_1200"), "d_k_v_1200");
-        assert_eq!(slot_group("a{}b"), "a{}b");
     }
 }
