@@ -30,6 +30,36 @@ fn a_go_config_is_a_fixed_window_of_one_unit() {
 }
 
 #[test]
+fn failure_mode_is_an_extension_with_checked_values() {
+    let cfg = run(
+        &[(
+            "f.yaml",
+            &one("unit: second, requests_per_unit: 1, failure_mode: deny"),
+        )],
+        false,
+    )
+    .unwrap();
+    assert_eq!(
+        cfg.limits()[0].failure_mode,
+        crate::config::FailureMode::Deny
+    );
+    assert_eq!(
+        errors(
+            &[(
+                "f.yaml",
+                &one("unit: second, requests_per_unit: 1, failure_mode: maybe")
+            )],
+            false
+        ),
+        [(
+            "f.yaml".into(),
+            "descriptors[0].rate_limit.failure_mode".into(),
+            "invalid failure_mode 'maybe' (expected error, allow or deny)".into()
+        )]
+    );
+}
+
+#[test]
 fn token_bucket_with_burst_and_multiplier_compiles() {
     let yaml = one(
         "unit: second, requests_per_unit: 10, algorithm: token_bucket, burst: 20, unit_multiplier: 5",

@@ -14,6 +14,7 @@ pub mod loader;
 mod matching;
 mod model;
 mod multi;
+mod typed;
 pub mod unit;
 mod validate;
 

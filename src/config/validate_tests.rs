@@ -282,33 +282,3 @@ fn bad_metadata() {
         ),
     );
 }
-
-#[test]
-fn failure_mode_is_an_extension_with_checked_values() {
-    let ok = "domain: d\ndescriptors:\n  - {key: a, rate_limit: {unit: second, requests_per_unit: 1, failure_mode: deny}}\n";
-    let cfg = compile(
-        &[ConfigFile {
-            name: "f.yaml".into(),
-            contents: ok.into(),
-        }],
-        &CompileOptions::default(),
-    )
-    .unwrap();
-    assert_eq!(
-        cfg.limits()[0].failure_mode,
-        crate::config::FailureMode::Deny
-    );
-    let bad = "domain: d\ndescriptors:\n  - {key: a, rate_limit: {unit: second, requests_per_unit: 1, failure_mode: maybe}}\n";
-    let errs = compile(
-        &[ConfigFile {
-            name: "f.yaml".into(),
-            contents: bad.into(),
-        }],
-        &CompileOptions::default(),
-    )
-    .unwrap_err();
-    assert_eq!(
-        errs.to_string(),
-        "f.yaml: descriptors[0].rate_limit.failure_mode: invalid failure_mode 'maybe' (expected error, allow or deny)"
-    );
-}

@@ -7,6 +7,7 @@
 //! functions the memory store uses, so both stores decide identically (the conformance tests check
 //! this).
 
+mod addr;
 mod call;
 pub mod conn;
 mod fixed_window;
