@@ -1,8 +1,8 @@
 //! ratelimitd behind a real Envoy (`envoy/envoy.yaml` with `examples/envoy/config.yaml`): what an
-//! HTTP client sees — 200 then 429, Envoy's x-ratelimit-* headers, per-descriptor hits, failing
-//! open or closed when ratelimitd is gone, a reload, and the Redis store. ratelimitd runs
-//! in-process on the manual clock (T0 = 1234 s, so a minute window resets in 26 s and an hour
-//! window in 2366 s).
+//! HTTP client sees — 200 then 429, Envoy's x-ratelimit-* headers, per-descriptor hits, a limit
+//! override from dynamic metadata, failing open or closed when ratelimitd is gone, a reload, and
+//! the Redis store. ratelimitd runs in-process on the manual clock (T0 = 1234 s, so a minute
+//! window resets in 26 s and an hour window in 2366 s).
 mod common;
 
 use std::time::{Duration, Instant};
@@ -159,6 +159,21 @@ async fn hits_addend_from_a_request_header() {
         get(cost("1")).await,
         row(429, "10, 10;w=60", "0", "26", "true")
     );
+}
+
+/// The /plan route's `limit` override comes from dynamic metadata (set by the Lua filter from
+/// x-plan-limit): it replaces the configured 5 per minute for that client only.
+#[tokio::test]
+async fn limit_override_from_dynamic_metadata() {
+    let (_rl, envoy) = start(None).await;
+    let http = reqwest::Client::new();
+    let plan = |user: &str| http.get(envoy.url("/plan")).header("x-user", user);
+    let two = || plan("a").header("x-plan-limit", "2");
+    assert_eq!(get(two()).await, row(200, "2, 2;w=60", "1", "26", ""));
+    assert_eq!(get(two()).await, row(200, "2, 2;w=60", "0", "26", ""));
+    assert_eq!(get(two()).await, row(429, "2, 2;w=60", "0", "26", "true"));
+    // Another client without a plan gets the configured rate, on its own counter.
+    assert_eq!(get(plan("b")).await, row(200, "5, 5;w=60", "4", "26", ""));
 }
 
 #[tokio::test]
