@@ -7,6 +7,11 @@
 //! Every request carries one descriptor `(remote_address, 10.0.<n>)` of domain `example` (see
 //! `examples/config/example.yaml`), spread over `--keys` distinct values. Loopback targets only are
 //! expected; the run stops by itself after `--seconds` (and after `--max-requests`, if given).
+//!
+//! `--server-pid PID` also reports the CPU time the server used during the run (Linux, from
+//! `/proc/PID/stat`) and the decisions per server CPU-second: on a small machine the load generator
+//! competes for the same cores, so decisions/s alone measures both programs, while decisions per
+//! CPU-second is what one core of the server sustains.
 
 use std::time::{Duration, Instant};
 
@@ -24,6 +29,7 @@ struct Args {
     domain: String,
     key: String,
     max_requests: u64,
+    server_pid: Option<u32>,
 }
 
 fn args() -> Args {
@@ -35,6 +41,7 @@ fn args() -> Args {
         domain: "example".into(),
         key: "remote_address".into(),
         max_requests: u64::MAX,
+        server_pid: None,
     };
     let argv: Vec<String> = std::env::args().skip(1).collect();
     for pair in argv.chunks(2) {
@@ -51,6 +58,7 @@ fn args() -> Args {
             "--domain" => a.domain = v.clone(),
             "--key" => a.key = v.clone(),
             "--max-requests" => a.max_requests = num(),
+            "--server-pid" => a.server_pid = Some(num() as u32),
             other => panic!("unknown flag {other}"),
         }
     }
@@ -65,6 +73,29 @@ fn percentile(sorted: &[u32], p: f64) -> f64 {
     f64::from(sorted[i]) / 1000.0
 }
 
+/// CPU seconds (user + system) process `pid` has used so far, from `/proc/PID/stat`.
+fn cpu_seconds(pid: u32) -> f64 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .unwrap_or_else(|e| panic!("--server-pid {pid}: {e}"));
+    // Fields 14 and 15 (utime, stime), counted after the parenthesised command name, which may
+    // itself hold spaces.
+    let after_name = &stat[stat.rfind(')').expect("a /proc stat line") + 2..];
+    let fields: Vec<&str> = after_name.split_whitespace().collect();
+    let ticks: f64 = fields[11].parse::<f64>().unwrap() + fields[12].parse::<f64>().unwrap();
+    let per_second = std::process::Command::new("getconf")
+        .arg("CLK_TCK")
+        .output()
+        .ok()
+        .and_then(|o| {
+            String::from_utf8_lossy(&o.stdout)
+                .trim()
+                .parse::<f64>()
+                .ok()
+        })
+        .unwrap_or(100.0);
+    ticks / per_second
+}
+
 #[tokio::main]
 async fn main() {
     let a = args();
@@ -75,6 +106,7 @@ async fn main() {
         .expect("ratelimitd is listening on --target");
     let deadline = Instant::now() + Duration::from_secs(a.seconds);
     let per_worker = a.max_requests / a.concurrency.max(1) as u64;
+    let cpu_before = a.server_pid.map(cpu_seconds);
     let started = Instant::now();
     let mut workers = Vec::new();
     for w in 0..a.concurrency {
@@ -123,6 +155,10 @@ async fn main() {
         errors += e;
     }
     let elapsed = started.elapsed().as_secs_f64();
+    let server_cpu = a
+        .server_pid
+        .zip(cpu_before)
+        .map(|(p, b)| cpu_seconds(p) - b);
     all.sort_unstable();
     let total = ok + over + errors;
     println!(
@@ -136,4 +172,11 @@ async fn main() {
         percentile(&all, 0.99),
         percentile(&all, 1.0)
     );
+    if let Some(cpu) = server_cpu {
+        println!(
+            "server cpu {cpu:.2}s ({:.0}% of one core): {:.0} decisions per server cpu-second",
+            100.0 * cpu / elapsed,
+            total as f64 / cpu.max(0.01)
+        );
+    }
 }

@@ -5,6 +5,12 @@ use anyhow::Context;
 use clap::Parser;
 use ratelimitd::settings::{Cli, Command, Settings};
 
+/// mimalloc instead of the system allocator: each decision allocates a handful of small, short-lived
+/// buffers (HTTP/2 frames, protobuf messages, keys), and glibc malloc spent about 12% of the
+/// server's CPU on them under load.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     let cli = Cli::parse();

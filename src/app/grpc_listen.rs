@@ -1,6 +1,7 @@
 //! The gRPC listener: TCP (`GRPC_HOST:GRPC_PORT`) or a unix socket (`GRPC_UDS`), in plaintext or
 //! TLS, through an accept loop that hands tonic finished connections (TLS handshakes run
-//! concurrently so a slow client cannot hold up the others).
+//! concurrently so a slow client cannot hold up the others). Writes go through [`Coalesce`], so
+//! responses that are ready together leave in one system call.
 //!
 //! Connection age: tonic sends GOAWAY at `GRPC_MAX_CONNECTION_AGE`, but with a grace configured it
 //! skips the GOAWAY and only closes hard at age + grace. grpc-go does both, so tonic gets the age
@@ -22,6 +23,7 @@ use tonic::transport::server::Connected;
 use tokio::task::JoinSet;
 
 use super::AppError;
+use super::coalesce::Coalesce;
 use crate::grpc::tls::ReloadingTls;
 use crate::settings::Settings;
 
@@ -113,11 +115,12 @@ impl GrpcListener {
         match self {
             GrpcListener::Tcp(l) => {
                 let (s, _) = l.accept().await?;
-                // Small request/response messages: do not let Nagle delay them.
+                // Small request/response messages: do not let Nagle delay them (Coalesce
+                // batches what is ready at once instead, without waiting for an ACK).
                 let _ = s.set_nodelay(true);
-                Ok(Box::new(s))
+                Ok(Box::new(Coalesce::new(s)))
             }
-            GrpcListener::Unix(l, _) => Ok(Box::new(l.accept().await?.0)),
+            GrpcListener::Unix(l, _) => Ok(Box::new(Coalesce::new(l.accept().await?.0))),
         }
     }
 }

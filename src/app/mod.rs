@@ -2,6 +2,7 @@
 //! the three listeners, starts the config and certificate watchers, and runs them until shutdown,
 //! then drains. [`signals`] maps process signals onto that (SIGTERM/SIGINT drain, SIGHUP reloads).
 
+mod coalesce;
 mod grpc_listen;
 mod parts;
 mod server_time;
