@@ -42,11 +42,8 @@ fn signal(child: &Child, sig: &str) {
 fn http_get(addr: &str, path: &str) -> String {
     let mut s = TcpStream::connect(addr).unwrap();
     s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
-    write!(
-        s,
-        "GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
-    )
-    .unwrap();
+    let request = format!("GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+    s.write_all(request.as_bytes()).unwrap();
     let mut out = String::new();
     s.read_to_string(&mut out).unwrap();
     out
@@ -101,10 +98,14 @@ fn sigterm_during_traffic_fails_no_request_in_flight_and_exits_zero() {
                 if stop.load(Ordering::SeqCst) {
                     break;
                 }
+                // Judged by when the request was sent: one sent before the signal is in flight
+                // (or already answered) when SIGTERM lands and must succeed. One sent after may
+                // meet the GOAWAY or a closed listener, which is the point of stopping. (Judging
+                // by when the answer came back, as this once did, counted a request refused
+                // after the signal whenever it beat the flag.)
+                let sent_before = !killed.load(Ordering::SeqCst);
                 let r = c.should_rate_limit(request("d", &[&[("k", "v")]])).await;
-                // Only answers received before the signal was sent can be judged: later ones
-                // may meet a closed listener, which is the point of stopping.
-                if !killed.load(Ordering::SeqCst) {
+                if sent_before {
                     let n = if r.is_ok() { &ok_before } else { &err_before };
                     n.fetch_add(1, Ordering::SeqCst);
                 }
@@ -128,8 +129,10 @@ fn sigterm_during_traffic_fails_no_request_in_flight_and_exits_zero() {
         })
         .collect();
     std::thread::sleep(Duration::from_millis(300));
-    signal(&s.child, "-TERM");
+    // Flag first: every request counted was sent before the signal (starting `kill` alone takes
+    // longer than a loopback round trip, so they are on the server by the time it lands).
     killed.store(true, Ordering::SeqCst);
+    signal(&s.child, "-TERM");
     std::thread::sleep(Duration::from_millis(300));
     for c in &mut in_flight {
         c.write_all(tail.as_bytes()).unwrap();
@@ -149,6 +152,6 @@ fn sigterm_during_traffic_fails_no_request_in_flight_and_exits_zero() {
     assert_eq!(
         err_before.load(Ordering::SeqCst),
         0,
-        "no error before the signal"
+        "no request sent before the signal failed"
     );
 }
