@@ -18,26 +18,37 @@ fn redis_settings(r: &RedisServer) -> Settings {
     Settings::from_env(r.env()).unwrap()
 }
 
-proptest! {
-    #![proptest_config(ProptestConfig { cases: 24, ..ProptestConfig::default() })]
-
-    /// Random operation sequences, of every algorithm, give identical decisions on the memory
-    /// store, a single Redis and a Redis Cluster; several ops of one request go in one batch, as
-    /// the limiter sends them (on the Cluster, one script call per hash slot).
-    #[test]
-    fn memory_and_redis_decide_identically(
-        events in proptest::collection::vec(
-            (0usize..4, 0u64..4, 0u64..1500, 0usize..3, 0usize..5, 1usize..3),
-            1..60,
+/// Random operation sequences, of every algorithm, give identical decisions on the memory store, a
+/// single Redis and a Redis Cluster; several ops of one request go in one batch, as the limiter
+/// sends them (on the Cluster, one script call per hash slot). The servers are shared by the cases
+/// and owned by this test, so they are stopped when it ends (statics are never dropped).
+#[test]
+fn memory_and_redis_decide_identically() {
+    let (r, c) = (RedisServer::start(), RedisCluster::start(3));
+    let mut runner = proptest::test_runner::TestRunner::new(ProptestConfig {
+        cases: 24,
+        ..ProptestConfig::default()
+    });
+    let events = proptest::collection::vec(
+        (
+            0usize..4,
+            0u64..4,
+            0u64..1500,
+            0usize..3,
+            0usize..5,
+            1usize..3,
         ),
-    ) {
-        static REDIS: std::sync::OnceLock<RedisServer> = std::sync::OnceLock::new();
-        static CLUSTER: std::sync::OnceLock<RedisCluster> = std::sync::OnceLock::new();
-        let r = REDIS.get_or_init(RedisServer::start);
-        let c = CLUSTER.get_or_init(|| RedisCluster::start(3));
-        let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+        1..60,
+    );
+    let result = runner.run(&events, |events| {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
         rt.block_on(async {
-            let redis = RedisStore::connect(&redis_settings(r).redis).await.unwrap();
+            let redis = RedisStore::connect(&redis_settings(&r).redis)
+                .await
+                .unwrap();
             let cluster_settings = Settings::from_env(c.env()).unwrap();
             let cluster = RedisStore::connect(&cluster_settings.redis).await.unwrap();
             let memory = MemoryStore::new(1000);
@@ -59,7 +70,12 @@ proptest! {
                         let (w, key) = ((w + b) % 3, (key + b) % 4);
                         // Limits of 3 and 7 do not divide a window in µs: a TAT keeps a fraction.
                         let limit = [5, 3, 7, 6][key];
-                        let spec = LimitSpec { algorithm, limit, window_secs: windows[w], burst: 3 + w as u64 };
+                        let spec = LimitSpec {
+                            algorithm,
+                            limit,
+                            window_secs: windows[w],
+                            burst: 3 + w as u64,
+                        };
                         // Buckets live across windows; only fixed window keys carry the start.
                         let start = match algorithm {
                             Algorithm::FixedWindow => now / 1_000_000 / windows[w] * windows[w],
@@ -69,7 +85,11 @@ proptest! {
                         // Pairs of keys share a hash tag, so Cluster batches mix one-slot groups
                         // and several slots.
                         let slot = key / 2;
-                        Op { key: format!("{{case{case}:{slot}}}:{tag}:k{key}:w{w}:{start}"), spec, hits }
+                        Op {
+                            key: format!("{{case{case}:{slot}}}:{tag}:k{key}:w{w}:{start}"),
+                            spec,
+                            hits,
+                        }
                     })
                     .collect();
                 let t = Timestamp::from_micros(now);
@@ -80,7 +100,10 @@ proptest! {
                 prop_assert_eq!(&a, &c, "Redis Cluster");
             }
             Ok(())
-        })?;
+        })
+    });
+    if let Err(e) = result {
+        panic!("{e}");
     }
 }
 
