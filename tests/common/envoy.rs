@@ -8,6 +8,7 @@ use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+use super::guard::{guarded, stop};
 use super::redis::free_port;
 
 /// The Envoy binary to run; panics with how to get one.
@@ -82,7 +83,7 @@ impl Envoy {
         let cfg = dir.path().join("envoy.yaml");
         std::fs::write(&cfg, yaml).unwrap();
         let log = std::fs::File::create(dir.path().join("envoy.log")).unwrap();
-        let child = Command::new(envoy_bin())
+        let child = guarded(envoy_bin())
             .arg("-c")
             .arg(&cfg)
             // Several tests run Envoys at once: no shared-memory hot-restart region to fight over.
@@ -141,7 +142,6 @@ impl Envoy {
 
 impl Drop for Envoy {
     fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+        stop(&mut self.child);
     }
 }

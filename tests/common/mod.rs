@@ -4,6 +4,7 @@
 
 pub mod certs;
 pub mod envoy;
+pub mod guard;
 pub mod process;
 pub mod redis;
 pub mod reload;

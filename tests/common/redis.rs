@@ -7,6 +7,8 @@ use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+use super::guard::{guarded, stop};
+
 /// One redis-server.
 pub struct RedisServer {
     child: Option<Child>,
@@ -48,7 +50,7 @@ impl RedisServer {
     }
 
     fn spawn(&mut self) {
-        let child = Command::new("redis-server")
+        let child = guarded("redis-server")
             .args(["--port", &self.port.to_string(), "--bind", "127.0.0.1"])
             .args([
                 "--unixsocket",
@@ -63,7 +65,7 @@ impl RedisServer {
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()
-            .expect("redis-server is installed (tests/run.sh installs it)");
+            .expect("sh runs");
         self.child = Some(child);
         self.wait_ready();
     }
@@ -74,7 +76,9 @@ impl RedisServer {
             if let Some(c) = self.child.as_mut()
                 && let Ok(Some(status)) = c.try_wait()
             {
-                panic!("redis-server exited at start ({status}): bad arguments?");
+                panic!(
+                    "redis-server exited at start ({status}): bad arguments, or 127: not installed (tests/run.sh installs it)"
+                );
             }
             if self.socket().exists()
                 && std::net::TcpStream::connect(("127.0.0.1", self.port)).is_ok()
@@ -99,8 +103,7 @@ impl RedisServer {
     /// Kills the server (as a crash would).
     pub fn kill(&mut self) {
         if let Some(mut c) = self.child.take() {
-            let _ = c.kill();
-            let _ = c.wait();
+            stop(&mut c);
         }
         let _ = std::fs::remove_file(self.socket());
     }
@@ -228,7 +231,7 @@ impl Sentinel {
             primary.port
         );
         std::fs::write(&conf, text).unwrap();
-        let child = Command::new("redis-server")
+        let child = guarded("redis-server")
             .arg(&conf)
             .arg("--sentinel")
             .stdout(Stdio::null())
@@ -259,8 +262,7 @@ impl Sentinel {
 
 impl Drop for Sentinel {
     fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+        stop(&mut self.child);
     }
 }
 

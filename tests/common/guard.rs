@@ -1,0 +1,33 @@
+//! Server processes that cannot outlive the test. A child is normally stopped by its owner's
+//! `Drop`, but a test process that is killed (SIGKILL from a CI timeout, an abort) runs no
+//! destructors, and Redis or Envoy would stay behind holding ports and CPU. So each server runs
+//! under a small shell guard that holds the read end of a pipe from the test: when the test's
+//! end closes, on [`stop`] or on the test process's death, the guard SIGKILLs the server.
+#![allow(dead_code)]
+
+use std::ffi::OsStr;
+use std::process::{Child, Command, Stdio};
+
+/// The guard: runs "$0 $@" in the background, kills it when stdin reaches EOF, and exits with
+/// its status; if the program exits first, the watcher is stopped so it can never signal a
+/// reused pid. (A background job's stdin is /dev/null unless redirected, hence fd 3.)
+const GUARD: &str = r#"exec 3<&0
+"$0" "$@" </dev/null 3<&- & pid=$!
+(cat <&3 >/dev/null; kill -KILL "$pid" 2>/dev/null) & watcher=$!
+exec 3<&-
+wait "$pid"; status=$?
+kill "$watcher" 2>/dev/null
+exit "$status""#;
+
+/// A command for `program` under the guard; add arguments and output redirections as usual.
+pub fn guarded(program: impl AsRef<OsStr>) -> Command {
+    let mut cmd = Command::new("sh");
+    cmd.arg("-c").arg(GUARD).arg(program).stdin(Stdio::piped());
+    cmd
+}
+
+/// Kills a program started with [`guarded`] (SIGKILL, as a crash would) and waits for it.
+pub fn stop(child: &mut Child) {
+    drop(child.stdin.take());
+    let _ = child.wait();
+}
