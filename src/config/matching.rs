@@ -12,8 +12,10 @@ impl Domain {
         let last = entries.len().checked_sub(1)?;
         let mut level = &self.root;
         let mut path = Vec::with_capacity(entries.len());
+        // One buffer for every level's `key_value`, instead of an allocation per entry.
+        let mut composite = String::new();
         for (i, entry) in entries.iter().enumerate() {
-            let (node, kind) = level.find(entry)?;
+            let (node, kind) = level.find(entry, &mut composite)?;
             path.push(MatchedLevel { node, kind });
             if i == last {
                 return node.limit.as_ref().map(|limit| Match { limit, path });
@@ -30,17 +32,20 @@ impl Domain {
 }
 
 impl Level {
-    /// The node one entry selects at this level, and how.
-    fn find<E: EntryRef>(&self, entry: &E) -> Option<(&Node, MatchKind)> {
+    /// The node one entry selects at this level, and how; `composite` is scratch space.
+    fn find<E: EntryRef>(&self, entry: &E, composite: &mut String) -> Option<(&Node, MatchKind)> {
         // Go always appends `_`, so an empty value looks up `key_`, which matches no key-only node.
-        let composite = format!("{}_{}", entry.key(), entry.value());
-        if let Some(node) = self.by_key.get(&composite) {
+        composite.clear();
+        composite.push_str(entry.key());
+        composite.push('_');
+        composite.push_str(entry.value());
+        if let Some(node) = self.by_key.get(composite.as_str()) {
             return Some((node, MatchKind::Exact));
         }
         let wildcard = self
             .wildcards
             .iter()
-            .find(|(_, parts)| wildcard_match(parts, &composite))
+            .find(|(_, parts)| wildcard_match(parts, composite))
             .and_then(|(key, _)| self.by_key.get(key));
         if let Some(node) = wildcard {
             return Some((node, MatchKind::Wildcard));

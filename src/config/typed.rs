@@ -61,20 +61,15 @@ impl Typed<'_, '_> {
     /// A uint32 field; `None` when absent, null, or wrongly typed (reported).
     pub(super) fn uint32(&mut self, map: &Mapping, parent: &str, name: &str) -> Option<u32> {
         let v = map.get(name)?;
-        match untag(v) {
-            Value::Null => None,
-            Value::Number(n) => match n.as_i64().and_then(|i| u32::try_from(i).ok()) {
-                Some(u) => Some(u),
-                None => {
-                    self.mismatch(&field_path(parent, name), v, "uint32");
-                    None
-                }
-            },
-            _ => {
-                self.mismatch(&field_path(parent, name), v, "uint32");
-                None
-            }
+        let parsed = match untag(v) {
+            Value::Null => return None,
+            Value::Number(n) => n.as_i64().and_then(|i| u32::try_from(i).ok()),
+            _ => None,
+        };
+        if parsed.is_none() {
+            self.mismatch(&field_path(parent, name), v, "uint32");
         }
+        parsed
     }
 
     /// The list of maps under `name`; non-map elements were reported by the key check.

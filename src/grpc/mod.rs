@@ -37,11 +37,9 @@ impl RlsService {
 /// The gRPC status for a request error.
 pub fn status_of(e: &RequestError) -> Status {
     match e {
-        RequestError::EmptyDomain
-        | RequestError::NoDescriptors
-        | RequestError::InvalidOverrideUnit { .. } => Status::invalid_argument(e.to_string()),
+        _ if e.is_invalid_argument() => Status::invalid_argument(e.to_string()),
         RequestError::NoConfig => Status::failed_precondition(e.to_string()),
-        RequestError::Store(_) => Status::unavailable(e.to_string()),
+        _ => Status::unavailable(e.to_string()),
     }
 }
 

@@ -124,11 +124,6 @@ impl RateLimiter {
         }
     }
 
-    /// The store this limiter uses.
-    pub fn store(&self) -> &Arc<dyn Store> {
-        &self.store
-    }
-
     /// Answers `req` using `config` (the snapshot taken when the request arrived; `None` when no
     /// configuration has loaded). Every outcome, errors included, is counted in the stats sink.
     pub async fn should_rate_limit(

@@ -69,8 +69,6 @@ pub struct Settings {
     pub healthy_with_at_least_one_config_loaded: bool,
     /// `BACKEND_TYPE` (memory unless Redis is asked for).
     pub backend: Backend,
-    /// `REDIS_URL`.
-    pub redis_url: Option<String>,
     /// Every `REDIS_*` setting (used when the backend is Redis).
     pub redis: RedisConfig,
     /// `MEMORY_MAX_KEYS`.
@@ -183,14 +181,14 @@ impl Settings {
     }
 
     fn from_vars(v: &Vars) -> Result<Settings, SettingsError> {
-        let redis_url = v.get("REDIS_URL").map(|(u, _)| u.clone());
-        let backend = v
-            .parse("BACKEND_TYPE", None, backend)?
-            .unwrap_or(if redis_url.is_some() {
-                Backend::Redis
-            } else {
-                Backend::Memory
-            });
+        // Without BACKEND_TYPE, a REDIS_URL picks Redis (the URL itself is read into `redis`).
+        let backend =
+            v.parse("BACKEND_TYPE", None, backend)?
+                .unwrap_or(if v.get("REDIS_URL").is_some() {
+                    Backend::Redis
+                } else {
+                    Backend::Memory
+                });
         let key_format = |s: &str| match s {
             "ratelimitd" => Ok(KeyFormat::Safe),
             "go" => Ok(KeyFormat::Go),
@@ -231,7 +229,6 @@ impl Settings {
             healthy_with_at_least_one_config_loaded: v
                 .bool("HEALTHY_WITH_AT_LEAST_ONE_CONFIG_LOADED", false)?,
             backend,
-            redis_url,
             redis: RedisConfig::from_vars(v)?,
             memory_max_keys: v.parse("MEMORY_MAX_KEYS", 1_000_000, uint(1, usize::MAX as u64))?
                 as usize,

@@ -15,15 +15,23 @@ const BYTES_PER_ENTRY: u64 = 128;
 /// Over-limit keys and when they stop being over.
 #[derive(Debug)]
 pub struct OverLimitCache {
-    entries: Mutex<HashMap<String, Timestamp, ahash::RandomState>>,
+    entries: Mutex<Entries>,
     max_entries: usize,
+}
+
+/// The cached keys, and the earliest time any of them expires: until then a sweep of a full
+/// cache could free nothing, so it is skipped (it runs under the lock every request takes).
+#[derive(Debug, Default)]
+struct Entries {
+    map: HashMap<String, Timestamp, ahash::RandomState>,
+    next_expiry: Option<Timestamp>,
 }
 
 impl OverLimitCache {
     /// A cache using about `bytes` of memory; `None` when `bytes` is 0 (disabled).
     pub fn with_bytes(bytes: u64) -> Option<OverLimitCache> {
         (bytes > 0).then(|| OverLimitCache {
-            entries: Mutex::new(HashMap::default()),
+            entries: Mutex::new(Entries::default()),
             max_entries: (bytes / BYTES_PER_ENTRY).max(1) as usize,
         })
     }
@@ -32,30 +40,26 @@ impl OverLimitCache {
     pub fn contains(&self, key: &str, now: Timestamp) -> bool {
         self.entries
             .lock()
+            .map
             .get(key)
             .is_some_and(|until| *until > now)
     }
 
     /// Remembers that `key` is over its limit until `until`.
     pub fn insert(&self, key: &str, until: Timestamp, now: Timestamp) {
-        let mut m = self.entries.lock();
-        if m.len() >= self.max_entries && !m.contains_key(key) {
-            m.retain(|_, u| *u > now);
-            if m.len() >= self.max_entries {
+        let mut e = self.entries.lock();
+        if e.map.len() >= self.max_entries && !e.map.contains_key(key) {
+            if e.next_expiry.is_some_and(|t| t > now) {
+                return;
+            }
+            e.map.retain(|_, u| *u > now);
+            e.next_expiry = e.map.values().min().copied();
+            if e.map.len() >= self.max_entries {
                 return;
             }
         }
-        m.insert(key.to_string(), until);
-    }
-
-    /// Number of cached keys.
-    pub fn len(&self) -> usize {
-        self.entries.lock().len()
-    }
-
-    /// True when nothing is cached.
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
+        e.map.insert(key.to_string(), until);
+        e.next_expiry = Some(e.next_expiry.map_or(until, |t| t.min(until)));
     }
 }
 
@@ -75,7 +79,7 @@ mod tests {
         assert!(!c.contains("b", t(10)), "expired at the window end");
         c.insert("c", t(60), t(10));
         assert!(c.contains("c", t(11)), "expired entries made room");
-        assert_eq!(c.len(), 2);
+        assert_eq!(c.entries.lock().map.len(), 2);
         assert!(OverLimitCache::with_bytes(0).is_none());
     }
 }

@@ -6,12 +6,22 @@ use redis::{ClientTlsConfig, ConnectionAddr, RedisConnectionInfo, RedisError, Tl
 
 use crate::settings::{RedisKind, RedisSettings, redis::RedisTls};
 
-/// Splits `REDIS_AUTH`: `user:password` or a bare password.
-pub(super) fn auth(info: RedisConnectionInfo, auth: &str) -> RedisConnectionInfo {
+/// Splits `REDIS_AUTH` (`user:password` or a bare password) into `(user, password)`; `None`
+/// when it is empty. Every connection kind reads it this way.
+pub(super) fn split_auth(auth: &str) -> Option<(Option<&str>, &str)> {
     match auth.split_once(':') {
-        _ if auth.is_empty() => info,
-        Some((user, pass)) => info.set_username(user).set_password(pass),
-        None => info.set_password(auth),
+        _ if auth.is_empty() => None,
+        Some((user, pass)) => Some((Some(user), pass)),
+        None => Some((None, auth)),
+    }
+}
+
+/// `info` with the credentials of `REDIS_AUTH`.
+pub(super) fn auth(info: RedisConnectionInfo, auth: &str) -> RedisConnectionInfo {
+    match split_auth(auth) {
+        None => info,
+        Some((Some(user), pass)) => info.set_username(user).set_password(pass),
+        Some((None, pass)) => info.set_password(pass),
     }
 }
 

@@ -20,7 +20,7 @@ use redis::{
 };
 use tokio::sync::Mutex;
 
-use super::addr::{address, auth, certificates, has_tls_files, host_port};
+use super::addr::{address, auth, certificates, has_tls_files, host_port, split_auth};
 use crate::clock::Timestamp;
 use crate::settings::{RedisKind, RedisSettings, redis::RedisTls};
 
@@ -123,10 +123,11 @@ pub async fn connect(
                 .connection_timeout(s.connect_timeout)
                 .response_timeout(response_timeout)
                 .retries(1);
-            if let Some((user, pass)) = s.auth.0.split_once(':') {
-                b = b.username(user).password(pass);
-            } else if !s.auth.0.is_empty() {
-                b = b.password(&s.auth.0);
+            if let Some((user, pass)) = split_auth(&s.auth.0) {
+                if let Some(user) = user {
+                    b = b.username(user);
+                }
+                b = b.password(pass);
             }
             if s.tls {
                 let mode = if tls.skip_hostname_verification {
@@ -148,12 +149,11 @@ pub async fn connect(
                 .map(|p| host_port(p).map(|(h, port)| ConnectionAddr::Tcp(h, port)))
                 .collect::<Result<Vec<_>, _>>()?;
             let mut b = SentinelClientBuilder::new(sentinels, master, SentinelServerType::Master)?;
-            if let Some((user, pass)) = s.auth.0.split_once(':') {
-                b = b
-                    .set_client_to_redis_username(user)
-                    .set_client_to_redis_password(pass);
-            } else if !s.auth.0.is_empty() {
-                b = b.set_client_to_redis_password(&s.auth.0);
+            if let Some((user, pass)) = split_auth(&s.auth.0) {
+                if let Some(user) = user {
+                    b = b.set_client_to_redis_username(user);
+                }
+                b = b.set_client_to_redis_password(pass);
             }
             if !s.sentinel_auth.0.is_empty() {
                 b = b.set_client_to_sentinel_password(&s.sentinel_auth.0);

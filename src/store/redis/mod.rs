@@ -141,11 +141,6 @@ impl RedisStore {
         }
     }
 
-    /// Items in the local over-limit cache.
-    pub fn local_cache_len(&self) -> usize {
-        self.local_cache.as_ref().map_or(0, OverLimitCache::len)
-    }
-
     fn ttl(&self, window_secs: u64) -> u64 {
         let jitter = if self.jitter_max_secs > 0 {
             fastrand::u64(0..self.jitter_max_secs)
