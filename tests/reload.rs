@@ -91,7 +91,8 @@ async fn a_configmap_data_symlink_swap_is_applied_by_events_alone() {
         ("RUNTIME_IGNOREDOTFILES", "true"),
         ("CONFIG_POLL_INTERVAL", "0"),
     ];
-    let ts = start_runtime(dir, &env).await;
+    let root = dir.path().to_path_buf();
+    let ts = start_runtime(dir, &root, &env).await;
     assert_eq!(limit(&ts, "a", "k").await, Some(1));
     let v2 = [("a.yaml", cfg("a", "k", 2)), ("b.yaml", cfg("b", "k", 20))];
     configmap_version(&mount, "..2026_11_21_02", &v2, Some("..2026_11_21_01"));
@@ -121,11 +122,7 @@ async fn a_runtime_root_symlink_swap_is_applied() {
     }
     let current = dir.path().join("current");
     symlink("v1", &current).unwrap();
-    let root = current.display().to_string();
-    let mut s = settings(dir.path(), &[("RUNTIME_SUBDIRECTORY", "ratelimit")]);
-    s.config_path = None;
-    s.runtime_root = root.into();
-    let ts = start_with(dir, s).await;
+    let ts = start_runtime(dir, &current, &[("RUNTIME_SUBDIRECTORY", "ratelimit")]).await;
     assert_eq!(limit(&ts, "a", "k").await, Some(1));
     let tmp = ts.dir.path().join("current_tmp");
     symlink("v2", &tmp).unwrap();

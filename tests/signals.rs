@@ -128,6 +128,12 @@ fn sigterm_during_traffic_fails_no_request_in_flight_and_exits_zero() {
             c
         })
         .collect();
+    // Traffic is flowing (bounded wait: a loaded machine can take a while to connect), and the
+    // three raw connections have had time to be accepted.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while ok_before.load(Ordering::SeqCst) == 0 && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(10));
+    }
     std::thread::sleep(Duration::from_millis(300));
     // Flag first: every request counted was sent before the signal (starting `kill` alone takes
     // longer than a loopback round trip, so they are on the server by the time it lands).

@@ -84,6 +84,7 @@ async fn an_unreachable_statsd_never_affects_requests() {
     let s = TestServer::start(
         &[("another.yaml", CFG_INT_ANOTHER)],
         &[
+            ("USE_STATSD", "true"),
             ("STATSD_HOST", "127.0.0.1"),
             ("STATSD_PORT", port.as_str()),
             ("STATS_FLUSH_INTERVAL", "10ms"),

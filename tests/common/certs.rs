@@ -1,5 +1,4 @@
 //! Test certificates: a throwaway CA that signs server and client leaf certificates (rcgen).
-#![allow(dead_code)]
 
 use rcgen::{
     BasicConstraints, CertificateParams, CertifiedIssuer, DnType, ExtendedKeyUsagePurpose, IsCa,

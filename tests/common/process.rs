@@ -1,6 +1,5 @@
 //! The real `ratelimitd` binary as a child process on ephemeral loopback ports, its addresses read
 //! from its JSON "listening" log line; killed on drop.
-#![allow(dead_code)]
 
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};
@@ -27,13 +26,22 @@ pub fn spawn(env: &[(String, String)]) -> Spawned {
     cmd.envs(logs.into_iter().chain(super::LOOPBACK));
     cmd.envs(env.iter().map(|(k, v)| (k.as_str(), v.as_str())));
     let mut child = cmd.stderr(Stdio::piped()).spawn().unwrap();
-    let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
+    // Read on a thread (which keeps draining the log afterwards), so that a binary that hangs
+    // without printing still meets the deadline.
+    let stderr = BufReader::new(child.stderr.take().unwrap());
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in stderr.lines().map_while(Result::ok) {
+            let _ = tx.send(line);
+        }
+    });
     let deadline = Instant::now() + Duration::from_secs(30);
-    while Instant::now() < deadline {
-        let Some(Ok(line)) = lines.next() else { break };
+    while let Some(left) = deadline.checked_duration_since(Instant::now()) {
+        let Ok(line) = rx.recv_timeout(left) else {
+            break;
+        };
         if line.contains("ratelimitd listening") {
             let v: serde_json::Value = serde_json::from_str(&line).unwrap();
-            std::thread::spawn(move || for _ in lines {});
             let field = |k: &str| v[k].as_str().unwrap_or_default().to_string();
             return Spawned {
                 grpc_addr: field("grpc_addr"),

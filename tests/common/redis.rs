@@ -1,6 +1,5 @@
 //! Real `redis-server` processes for tests: each on a unix socket and a free loopback port in its
 //! own temp dir, killed on drop.
-#![allow(dead_code)]
 
 use std::net::TcpListener;
 use std::path::PathBuf;

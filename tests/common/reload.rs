@@ -62,16 +62,17 @@ pub fn replace(path: &Path, contents: &str) {
     std::fs::rename(&tmp, path).unwrap();
 }
 
-/// A server on settings without `RATELIMITD_CONFIG` (Go `RUNTIME_*` discovery).
-pub async fn start_runtime(dir: tempfile::TempDir, env: &[(&str, &str)]) -> TestServer {
-    let mut vars: Vec<(String, String)> = super::LOOPBACK
-        .iter()
-        .chain(&[("RATELIMITD_TEST_MANUAL_CLOCK", "1234")])
-        .chain(env)
-        .map(|(k, v)| (k.to_string(), v.to_string()))
-        .collect();
-    vars.push(("RUNTIME_ROOT".into(), dir.path().display().to_string()));
-    start_with(dir, Settings::from_env(vars).unwrap()).await
+/// A server on the usual test settings plus `env`, but finding its configuration the Go way
+/// (`RUNTIME_*` discovery under `root`) instead of through `RATELIMITD_CONFIG`.
+pub async fn start_runtime(
+    dir: tempfile::TempDir,
+    root: &Path,
+    env: &[(&str, &str)],
+) -> TestServer {
+    let mut s = super::settings(dir.path(), env);
+    s.config_path = None;
+    s.runtime_root = root.into();
+    start_with(dir, s).await
 }
 
 pub async fn start_with(dir: tempfile::TempDir, settings: Settings) -> TestServer {
