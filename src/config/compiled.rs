@@ -67,6 +67,9 @@ pub struct Node {
 pub struct Limit {
     /// The stats key / config path, e.g. `test-domain.key1_value1.subkey1` (SPEC §F).
     pub full_key: String,
+    /// `full_key` sanitised for stats: the name this limit's counters are reported under unless
+    /// `detailed_metric` or `value_to_metric` ask for runtime values. Computed once, at load.
+    pub stats_key: String,
     /// `rate_limit.name`; empty when not set.
     pub name: String,
     /// `rate_limit.requests_per_unit` (0 blocks everything).

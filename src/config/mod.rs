@@ -14,6 +14,7 @@ pub mod loader;
 mod matching;
 mod model;
 mod multi;
+mod stats_name;
 mod typed;
 pub mod unit;
 mod validate;
@@ -36,5 +37,6 @@ pub use compiled::{
 };
 pub use error::{ConfigError, ConfigErrors};
 pub use loader::{LoadError, load_path, load_runtime};
+pub use stats_name::sanitize;
 pub use unit::Unit;
 pub use validate::{CompileOptions, ConfigFile, compile};

@@ -190,6 +190,7 @@ pub(super) fn build_limit(
         unit_multiplier: ext.unit_multiplier,
         failure_mode,
         full_key: full_key.to_owned(),
+        stats_key: super::sanitize(full_key.into()).into_owned(),
         name: rl.name.clone(),
         requests_per_unit: rl.requests_per_unit,
         unit,

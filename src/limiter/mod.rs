@@ -152,14 +152,15 @@ impl RateLimiter {
             return Err(RequestError::NoDescriptors);
         }
         let config = config.ok_or(RequestError::NoConfig)?;
-        if config.domain(&req.domain).is_none() {
+        let domain = config.domain(&req.domain);
+        if domain.is_none() {
             let domain = stats_key::sanitize(req.domain.as_str().into());
             for _ in &req.descriptors {
                 self.stats.domain_not_found(&domain);
             }
         }
         let now = self.clock.now();
-        let mut resolved = resolve::resolve(config, req)?;
+        let mut resolved = resolve::resolve(domain, req)?;
         let decisions = match self.apply(req, &mut resolved, now).await {
             Ok(d) => {
                 let ratio = self.options.near_limit_ratio;

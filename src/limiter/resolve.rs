@@ -9,7 +9,7 @@ use super::RequestError;
 use super::request::{Descriptor, Request};
 use super::stats_key;
 use crate::algorithm::Algorithm;
-use crate::config::{Limit, MatchKind, RateLimitConfig};
+use crate::config::{Domain, Limit, MatchKind};
 
 /// What applies to one descriptor after replaces and unlimited are settled.
 #[derive(Debug, Clone)]
@@ -29,12 +29,12 @@ pub enum Resolved<'a> {
     },
 }
 
-/// Resolves every descriptor of `req` against `config`.
+/// Resolves every descriptor of `req` against its `domain` of the config (`None`: not configured).
 pub fn resolve<'a>(
-    config: &'a RateLimitConfig,
+    domain: Option<&'a Domain>,
     req: &'a Request,
 ) -> Result<Vec<Resolved<'a>>, RequestError> {
-    let Some(domain) = config.domain(&req.domain) else {
+    let Some(domain) = domain else {
         // An unknown domain is not an error: every descriptor is OK with no limit.
         return Ok(vec![Resolved::NoLimit; req.descriptors.len()]);
     };
@@ -53,7 +53,7 @@ pub fn resolve<'a>(
                     .map_or(Algorithm::FixedWindow, |m| m.limit.algorithm);
                 let rate = (o.requests_per_unit, unit, algorithm);
                 let limit = Arc::new(override_limit(&req.domain, d, rate));
-                let stats_key = stats_key::sanitize(Cow::Owned(limit.full_key.clone()));
+                let stats_key = Cow::Owned(limit.stats_key.clone());
                 Some((limit, plain_entries(d), stats_key))
             }
             None => domain.get_limit(&d.entries).map(|m| {
@@ -128,6 +128,7 @@ fn override_limit(
         }
     }
     Limit {
+        stats_key: crate::config::sanitize(full_key.as_str().into()).into_owned(),
         full_key,
         name: String::new(),
         requests_per_unit,
