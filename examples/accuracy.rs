@@ -98,7 +98,7 @@ fn main() {
     let spec = |algorithm| LimitSpec {
         algorithm,
         limit: LIMIT,
-        window_secs: WINDOW_SECS,
+        window: ratelimitd::algorithm::Window::from_secs(WINDOW_SECS).unwrap(),
         burst: LIMIT,
     };
     let exact = spec(Algorithm::SlidingLog);

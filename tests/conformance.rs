@@ -7,7 +7,7 @@ mod common;
 use common::redis::{RedisCluster, RedisServer};
 use common::*;
 use proptest::prelude::*;
-use ratelimitd::algorithm::{Algorithm, LimitSpec};
+use ratelimitd::algorithm::{Algorithm, LimitSpec, Window};
 use ratelimitd::clock::Timestamp;
 use ratelimitd::settings::Settings;
 use ratelimitd::store::memory::MemoryStore;
@@ -73,7 +73,7 @@ fn memory_and_redis_decide_identically() {
                         let spec = LimitSpec {
                             algorithm,
                             limit,
-                            window_secs: windows[w],
+                            window: Window::from_secs(windows[w]).unwrap(),
                             burst: 3 + w as u64,
                         };
                         // Buckets live across windows; only fixed window keys carry the start.
@@ -161,7 +161,7 @@ async fn huge_buckets_decide_identically() {
             let spec = LimitSpec {
                 algorithm,
                 limit,
-                window_secs,
+                window: Window::from_secs(window_secs).unwrap(),
                 burst,
             };
             let hits = [1, burst / 3, burst, 0][(step / 3 % 4) as usize];
@@ -211,7 +211,7 @@ async fn sliding_logs_with_lowered_limits_and_a_stepping_clock_decide_identicall
         let spec = LimitSpec {
             algorithm: Algorithm::SlidingLog,
             limit: [40, 3, 12, 0][(step / 7 % 4) as usize],
-            window_secs: [2, 5][(step % 2) as usize],
+            window: Window::from_secs([2, 5][(step % 2) as usize]).unwrap(),
             burst: 0,
         };
         let op = Op {

@@ -18,7 +18,7 @@ pub(super) fn bucket_spec(
     LimitSpec {
         algorithm,
         limit,
-        window_secs,
+        window: crate::algorithm::Window::from_secs(window_secs).unwrap(),
         burst,
     }
 }

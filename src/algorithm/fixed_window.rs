@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use super::Decision;
+use super::{Decision, Window};
 use crate::clock::Timestamp;
 
 /// The counter of the current window.
@@ -16,16 +16,16 @@ pub struct FixedWindowState {
     pub count: u64,
 }
 
-/// Applies `hits` at `now` to a window of `window_secs` seconds allowing `limit` hits.
+/// Applies `hits` at `now` to a window of length `window` allowing `limit` hits.
 /// `hits == 0` is a check: nothing is added, the current count is judged.
 pub fn apply(
     state: &mut FixedWindowState,
     limit: u64,
-    window_secs: u64,
+    window: Window,
     hits: u64,
     now: Timestamp,
 ) -> Decision {
-    let window_start = window_start(window_secs, now);
+    let window_start = window_start(window, now);
     if state.window_start != window_start {
         *state = FixedWindowState {
             window_start,
@@ -34,21 +34,21 @@ pub fn apply(
     }
     let before = state.count;
     state.count = before.saturating_add(hits);
-    decide(before, state.count, limit, window_secs, now)
+    decide(before, state.count, limit, window, now)
 }
 
-/// Start (Unix seconds) of the window of `window_secs` that contains `now`.
-pub fn window_start(window_secs: u64, now: Timestamp) -> u64 {
+/// Start (Unix seconds) of the window of length `window` that contains `now`.
+pub fn window_start(window: Window, now: Timestamp) -> u64 {
     let now = now.as_secs();
-    now - now % window_secs.max(1)
+    now - now % window.secs()
 }
 
 /// The decision once the window's counter went from `before` to `after`. Shared by the memory
 /// store and the Redis store (whose Lua script only increments), so both decide identically.
-pub fn decide(before: u64, after: u64, limit: u64, window_secs: u64, now: Timestamp) -> Decision {
-    let window = window_secs.max(1);
+pub fn decide(before: u64, after: u64, limit: u64, window: Window, now: Timestamp) -> Decision {
     let now_secs = now.as_secs();
     let start = window_start(window, now);
+    let window = window.secs();
     let over_limit = after > limit;
     Decision {
         over_limit,
@@ -58,7 +58,6 @@ pub fn decide(before: u64, after: u64, limit: u64, window_secs: u64, now: Timest
         reset_after: Duration::from_secs(window - now_secs % window),
         expires_at: Timestamp::from_secs(start.saturating_add(window)),
         wait: Duration::ZERO,
-        from_local_cache: false,
     }
 }
 
@@ -71,16 +70,25 @@ mod tests {
         Timestamp::from_secs(secs)
     }
 
+    const W60: Window = w(60);
+
+    const fn w(secs: u64) -> Window {
+        match Window::from_secs(secs) {
+            Some(w) => w,
+            None => Window::SECOND,
+        }
+    }
+
     #[test]
     fn counts_until_the_limit_then_rejects() {
         let mut s = FixedWindowState::default();
-        let d = apply(&mut s, 2, 60, 1, at(1234));
+        let d = apply(&mut s, 2, W60, 1, at(1234));
         assert_eq!((d.over_limit, d.remaining, d.after), (false, 1, 1));
         assert_eq!(d.reset_after, Duration::from_secs(26));
         assert_eq!(d.expires_at, at(1260));
-        let d = apply(&mut s, 2, 60, 1, at(1250));
+        let d = apply(&mut s, 2, W60, 1, at(1250));
         assert_eq!((d.over_limit, d.remaining), (false, 0));
-        let d = apply(&mut s, 2, 60, 1, at(1259));
+        let d = apply(&mut s, 2, W60, 1, at(1259));
         assert_eq!(
             (d.over_limit, d.remaining, d.before, d.after),
             (true, 0, 2, 3)
@@ -91,8 +99,8 @@ mod tests {
     #[test]
     fn a_new_window_starts_from_zero() {
         let mut s = FixedWindowState::default();
-        apply(&mut s, 1, 60, 5, at(1259));
-        let d = apply(&mut s, 1, 60, 1, at(1260));
+        apply(&mut s, 1, W60, 5, at(1259));
+        let d = apply(&mut s, 1, W60, 1, at(1260));
         assert_eq!((d.over_limit, d.before, d.remaining), (false, 0, 0));
         assert_eq!(d.reset_after, Duration::from_secs(60));
     }
@@ -100,11 +108,11 @@ mod tests {
     #[test]
     fn zero_hits_checks_without_counting() {
         let mut s = FixedWindowState::default();
-        apply(&mut s, 10, 60, 10, at(0));
-        let d = apply(&mut s, 10, 60, 0, at(1));
+        apply(&mut s, 10, W60, 10, at(0));
+        let d = apply(&mut s, 10, W60, 0, at(1));
         assert_eq!((d.over_limit, d.after, d.remaining), (false, 10, 0));
-        apply(&mut s, 10, 60, 1, at(2));
-        let d = apply(&mut s, 10, 60, 0, at(3));
+        apply(&mut s, 10, W60, 1, at(2));
+        let d = apply(&mut s, 10, W60, 0, at(3));
         assert!(d.over_limit);
         assert_eq!(s.count, 11);
     }
@@ -112,16 +120,16 @@ mod tests {
     #[test]
     fn zero_limit_blocks_everything() {
         let mut s = FixedWindowState::default();
-        assert!(apply(&mut s, 0, 1, 1, at(5)).over_limit);
+        assert!(apply(&mut s, 0, Window::SECOND, 1, at(5)).over_limit);
     }
 
     #[test]
     fn go_durations_for_hour_and_day() {
         let mut s = FixedWindowState::default();
-        let d = apply(&mut s, 1, 3600, 1, at(1_000_000));
+        let d = apply(&mut s, 1, w(3600), 1, at(1_000_000));
         assert_eq!(d.reset_after, Duration::from_secs(800));
         let mut s = FixedWindowState::default();
-        let d = apply(&mut s, 1, 86_400, 1, at(1_000_000));
+        let d = apply(&mut s, 1, w(86_400), 1, at(1_000_000));
         assert_eq!(d.reset_after, Duration::from_secs(36_800));
     }
 
@@ -142,7 +150,7 @@ mod tests {
                 log.push((t, hits));
                 let start = t - t % window;
                 let sum: u64 = log.iter().filter(|(at, _)| *at >= start).map(|(_, h)| h).sum();
-                let d = apply(&mut s, limit, window, hits, Timestamp::from_secs(t));
+                let d = apply(&mut s, limit, w(window), hits, Timestamp::from_secs(t));
                 prop_assert_eq!(d.after, sum);
                 prop_assert_eq!(d.over_limit, sum > limit);
                 prop_assert!(d.reset_after.as_secs() >= 1 && d.reset_after.as_secs() <= window);

@@ -8,10 +8,12 @@ pub mod leaky_bucket;
 pub mod sliding_log;
 pub mod sliding_window;
 pub mod token_bucket;
+pub mod window;
 
 use std::time::Duration;
 
 use crate::clock::Timestamp;
+pub use window::Window;
 
 /// Which algorithm a limit uses.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -79,8 +81,8 @@ pub struct LimitSpec {
     pub algorithm: Algorithm,
     /// Requests allowed per window.
     pub limit: u64,
-    /// Window length in seconds (≥ 1).
-    pub window_secs: u64,
+    /// Window length.
+    pub window: Window,
     /// Bucket capacity for bucket algorithms (ignored by window algorithms).
     pub burst: u64,
 }
@@ -120,8 +122,6 @@ pub struct Decision {
     /// conform; zero when admitted now. Only [`leaky_bucket`] computes it (see its `decide`); the
     /// other algorithms always report zero.
     pub wait: Duration,
-    /// True when the local over-limit cache answered and the shared store was not asked.
-    pub from_local_cache: bool,
 }
 
 /// Applies `hits` to `state` (a fresh state when `None` or of another algorithm) and returns the
@@ -139,7 +139,7 @@ pub fn apply(
                 Some(AlgorithmState::FixedWindow(s)) => s,
                 _ => fixed_window::FixedWindowState::default(),
             };
-            let d = fixed_window::apply(&mut s, spec.limit, spec.window_secs, hits, now);
+            let d = fixed_window::apply(&mut s, spec.limit, spec.window, hits, now);
             *state = Some(AlgorithmState::FixedWindow(s));
             d
         }

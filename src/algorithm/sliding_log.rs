@@ -16,7 +16,7 @@
 use std::collections::VecDeque;
 use std::time::Duration;
 
-use super::{Decision, LimitSpec};
+use super::{Decision, LimitSpec, Window};
 use crate::clock::Timestamp;
 
 /// Largest `requests_per_unit` a sliding log accepts. A log entry is 16 bytes in the memory store
@@ -83,14 +83,8 @@ impl SlidingLogState {
 }
 
 /// Trims the log to the window at `now`, then logs `hits` if they fit within `limit`.
-pub fn step(
-    state: &mut SlidingLogState,
-    limit: u64,
-    window_secs: u64,
-    hits: u64,
-    now: u64,
-) -> Step {
-    let window = window_secs.max(1).saturating_mul(1_000_000);
+pub fn step(state: &mut SlidingLogState, limit: u64, window: Window, hits: u64, now: u64) -> Step {
+    let window = window.micros();
     state.trim(window, now);
     let used_before = state.used();
     let allowed = hits <= limit && used_before.saturating_add(hits) <= limit;
@@ -124,7 +118,7 @@ pub fn step(
 
 /// Applies `hits` at `now` to `state` and returns the decision.
 pub fn apply(state: &mut SlidingLogState, spec: &LimitSpec, hits: u64, now: Timestamp) -> Decision {
-    let s = step(state, spec.limit, spec.window_secs, hits, now.as_micros());
+    let s = step(state, spec.limit, spec.window, hits, now.as_micros());
     decide(spec, s, hits, now)
 }
 
@@ -136,7 +130,7 @@ pub fn apply(state: &mut SlidingLogState, spec: &LimitSpec, hits: u64, now: Time
 /// before it plus its hits; a denied one counts all its hits as over.
 pub fn decide(spec: &LimitSpec, s: Step, hits: u64, now: Timestamp) -> Decision {
     let limit = spec.limit;
-    let window = Duration::from_secs(spec.window_secs.max(1));
+    let window = spec.window.duration();
     let used_after = if s.allowed {
         s.used_before.saturating_add(hits)
     } else {
@@ -176,7 +170,6 @@ pub fn decide(spec: &LimitSpec, s: Step, hits: u64, now: Timestamp) -> Decision 
         reset_after,
         expires_at,
         wait: Duration::ZERO,
-        from_local_cache: false,
     }
 }
 

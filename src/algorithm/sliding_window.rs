@@ -11,7 +11,7 @@
 use std::time::Duration;
 
 use super::fixed_window::window_start;
-use super::{Decision, LimitSpec};
+use super::{Decision, LimitSpec, Window};
 use crate::clock::Timestamp;
 
 /// Denominator of the previous window's weight: 2^19, so `3 × u32::MAX × SCALE` < 2^53.
@@ -30,18 +30,18 @@ pub struct SlidingWindowState {
 
 /// Weight (out of [`SCALE`]) of the previous window at `now`: the share of the sliding window
 /// (`now - window`, `now`] that still lies in the previous window, rounded up.
-pub fn previous_weight(window_secs: u64, now: Timestamp) -> u64 {
-    let window = u128::from(window_secs.max(1)) * 1_000_000;
+pub fn previous_weight(window: Window, now: Timestamp) -> u64 {
+    let window = u128::from(window.micros());
     let into = u128::from(now.as_micros()) % window;
     ((window - into) * u128::from(SCALE)).div_ceil(window) as u64
 }
 
-/// Moves `state` to the window starting at `start` (seconds) of `window_secs`.
-pub fn roll(state: &mut SlidingWindowState, start: u64, window_secs: u64) {
+/// Moves `state` to the window starting at `start` (seconds) of length `window`.
+pub fn roll(state: &mut SlidingWindowState, start: u64, window: Window) {
     if state.window_start == start {
         return;
     }
-    let previous = if state.window_start.saturating_add(window_secs) == start {
+    let previous = if state.window_start.saturating_add(window.secs()) == start {
         state.current
     } else {
         0
@@ -68,8 +68,8 @@ pub fn apply(
     hits: u64,
     now: Timestamp,
 ) -> Decision {
-    roll(state, window_start(spec.window_secs, now), spec.window_secs);
-    let weight = previous_weight(spec.window_secs, now);
+    roll(state, window_start(spec.window, now), spec.window);
+    let weight = previous_weight(spec.window, now);
     let allowed = fits(spec.limit, state.previous, state.current, weight, hits);
     let before = state.current;
     if allowed {
@@ -101,7 +101,7 @@ pub fn decide(
     hits: u64,
     now: Timestamp,
 ) -> Decision {
-    let window = spec.window_secs.max(1);
+    let window = spec.window;
     let weight = u128::from(previous_weight(window, now));
     let scale = u128::from(SCALE);
     let estimate = |current: u64| u128::from(previous) * weight + u128::from(current) * scale;
@@ -119,6 +119,7 @@ pub fn decide(
         0
     };
     let start = window_start(window, now);
+    let window = window.secs();
     Decision {
         over_limit: !allowed,
         before: used_before,
@@ -128,7 +129,6 @@ pub fn decide(
         // The current count still weighs on the next window; after that nothing is left.
         expires_at: Timestamp::from_secs(start.saturating_add(2 * window)),
         wait: Duration::ZERO,
-        from_local_cache: false,
     }
 }
 

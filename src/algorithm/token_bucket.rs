@@ -12,7 +12,7 @@
 
 use std::time::Duration;
 
-use super::{Decision, LimitSpec};
+use super::{Decision, LimitSpec, Window};
 use crate::clock::Timestamp;
 
 /// Largest debt (full bucket) in units; below 2^53 so Lua's doubles hold every sum exactly.
@@ -48,7 +48,7 @@ pub struct Params {
 impl Params {
     /// The parameters of `spec`, choosing the finest quantum that keeps every number exact.
     pub fn of(spec: &LimitSpec) -> Params {
-        let window_micros = spec.window_secs.max(1).saturating_mul(1_000_000);
+        let window_micros = spec.window.micros();
         let mut quantum_micros = 1;
         while quantum_micros < 1_000_000
             && spec.burst.saturating_mul(window_micros / quantum_micros) > MAX_UNITS
@@ -81,9 +81,9 @@ impl Params {
     }
 
     /// Seconds after which an untouched bucket is full again (a TTL for the stored state).
-    pub fn refill_secs(&self, window_secs: u64) -> u64 {
+    pub fn refill_secs(&self, window: Window) -> u64 {
         if self.rate == 0 {
-            return window_secs.max(1);
+            return window.secs();
         }
         let quanta = self.capacity.div_ceil(self.rate);
         quanta
@@ -161,15 +161,15 @@ pub fn apply(
 /// For stats, usage is measured against `limit`: an admitted request uses
 /// `limit - tokens before` (floored at 0) plus its hits; a denied one counts all its hits as over.
 pub fn decide(p: &Params, spec: &LimitSpec, s: Step, hits: u64, now: Timestamp) -> Decision {
-    let tokens_before = (p.capacity - s.debt_before.min(p.capacity)) / p.token_cost.max(1);
-    let tokens_after = (p.capacity - s.debt_after.min(p.capacity)) / p.token_cost.max(1);
+    let tokens_before = (p.capacity - s.debt_before.min(p.capacity)) / p.token_cost;
+    let tokens_after = (p.capacity - s.debt_after.min(p.capacity)) / p.token_cost;
     let (before, after) = if s.allowed {
         let b = spec.limit.saturating_sub(tokens_before);
         (b, b.saturating_add(hits))
     } else {
         (spec.limit, spec.limit.saturating_add(hits))
     };
-    let window = Duration::from_secs(spec.window_secs.max(1));
+    let window = spec.window.duration();
     let (reset_after, expires_at) = if p.rate == 0 {
         (window, now.saturating_add(window))
     } else {
@@ -195,7 +195,6 @@ pub fn decide(p: &Params, spec: &LimitSpec, s: Step, hits: u64, now: Timestamp) 
         reset_after,
         expires_at,
         wait: Duration::ZERO,
-        from_local_cache: false,
     }
 }
 

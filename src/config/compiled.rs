@@ -8,7 +8,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use super::unit::Unit;
-use crate::algorithm::Algorithm;
+use crate::algorithm::{Algorithm, LimitSpec, Window};
 
 /// What matching needs from one request entry. The limiter's request type implements it, so this
 /// module stays free of request and wire types.
@@ -103,10 +103,20 @@ pub struct Limit {
 }
 
 impl Limit {
-    /// The window length in seconds: the unit times `unit_multiplier` (1 s when unlimited).
-    pub fn window_secs(&self) -> u64 {
-        let unit_secs = self.unit.map_or(1, Unit::seconds);
-        unit_secs.saturating_mul(u64::from(self.unit_multiplier.max(1)))
+    /// The window: the unit times `unit_multiplier`; `None` for an unlimited limit (no unit).
+    pub fn window(&self) -> Option<Window> {
+        let unit_secs = self.unit?.seconds();
+        Window::from_secs(unit_secs.saturating_mul(u64::from(self.unit_multiplier)))
+    }
+
+    /// What the algorithms need of this limit; `None` for an unlimited limit.
+    pub fn spec(&self) -> Option<LimitSpec> {
+        Some(LimitSpec {
+            algorithm: self.algorithm,
+            limit: u64::from(self.requests_per_unit),
+            window: self.window()?,
+            burst: u64::from(self.burst.unwrap_or(self.requests_per_unit)),
+        })
     }
 
     /// This limit followed by the other limits of its descriptor (`rate_limits`).

@@ -51,9 +51,9 @@ pub(super) fn node_limit(d: &RawDescriptor, full_key: &str, sink: &mut Sink<'_>)
         }
         // Two limits of one algorithm and window would share one counter (one cache key), and
         // only the smaller could ever decide anyway.
-        let twin = limits[..i].iter().position(|o| {
-            !o.unlimited && o.algorithm == l.algorithm && o.window_secs() == l.window_secs()
-        });
+        let twin = limits[..i]
+            .iter()
+            .position(|o| !o.unlimited && o.algorithm == l.algorithm && o.window() == l.window());
         if let (Some(j), false) = (twin, l.unlimited) {
             sink.push(
                 &index_path(&list_path, i),

@@ -1,6 +1,6 @@
-//! Conversions between the generated protos and the limiter's types. Envoy quirks are normalised
-//! here and nowhere else: request `hits_addend` 0 means 1; per-descriptor `hits_addend` 0 is kept
-//! (check only); override unit numbers are read raw, so 7 means WEEK as in the Go service.
+//! Conversions between the generated protos and the limiter's types. Values are carried as sent:
+//! the limiter gives `hits_addend` its meaning (request 0 means 1, per-descriptor 0 checks only);
+//! override unit numbers are read raw, so 7 means WEEK as in the Go service.
 
 use prost_types::value::Kind;
 use serde_json::{Map, Value};
@@ -16,8 +16,7 @@ impl From<rls::RateLimitRequest> for Request {
         Request {
             domain: p.domain,
             descriptors: p.descriptors.into_iter().map(Descriptor::from).collect(),
-            hits_addend: u64::from(p.hits_addend.max(1)),
-            hits_addend_raw: u64::from(p.hits_addend),
+            hits_addend: u64::from(p.hits_addend),
         }
     }
 }

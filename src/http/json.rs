@@ -101,7 +101,7 @@ fn unit_of(u: &Option<EnumValue>) -> Result<Option<Unit>, JsonError> {
 /// Parses a `/json` body into a limiter request.
 pub fn parse_request(body: &[u8]) -> Result<Request, JsonError> {
     let r: JsonRequest = serde_json::from_slice(body)?;
-    let raw = u64::from(u32_of(&r.hits_addend)?);
+    let hits_addend = u64::from(u32_of(&r.hits_addend)?);
     let mut descriptors = Vec::new();
     for d in r.descriptors.unwrap_or_default() {
         descriptors.push(Descriptor {
@@ -124,8 +124,7 @@ pub fn parse_request(body: &[u8]) -> Result<Request, JsonError> {
     Ok(Request {
         domain: r.domain.unwrap_or_default(),
         descriptors,
-        hits_addend: raw.max(1),
-        hits_addend_raw: raw,
+        hits_addend,
     })
 }
 
@@ -203,7 +202,10 @@ mod tests {
     fn parses_camel_and_snake_case_and_normalises_hits() {
         let r = parse_request(br#"{"domain":"d","descriptors":[{"entries":[{"key":"k","value":"v"}],"hits_addend":"0"}],"hitsAddend":0}"#).unwrap();
         assert_eq!(r.domain, "d");
-        assert_eq!(r.hits_addend, 1);
+        assert_eq!(
+            r.hits_addend, 0,
+            "carried as sent; the limiter reads 0 as 1"
+        );
         assert_eq!(r.descriptors[0].hits_addend, Some(0));
         assert_eq!(r.descriptors[0].entries[0], Entry::new("k", "v"));
     }

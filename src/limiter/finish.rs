@@ -1,29 +1,23 @@
-//! Last step of a decision: statuses from store decisions, the overall code (quota mode, global
-//! shadow mode), response headers and dynamic metadata (SPEC §C.4–§C.8).
+//! Last step of a decision: statuses from the settled descriptors, the overall code (quota mode,
+//! global shadow mode), response headers and dynamic metadata (SPEC §C.4–§C.8).
 
 use serde_json::{Map, Value};
 
 use super::LimiterOptions;
+use super::outcome::Settled;
+use super::plan::Plan;
 use super::request::Request;
-use super::resolve::Resolved;
 use super::response::{Code, CurrentLimit, DescriptorStatus, Response};
-use crate::algorithm::Decision;
 
-/// Builds the response from the resolved limits and one decision per descriptor (`None` where
-/// nothing was counted). The flag tells whether global shadow mode turned OVER_LIMIT into OK
-/// (the `global_shadow_mode` stat).
+/// Builds the response from the settled descriptors. The flag tells whether global shadow mode
+/// turned OVER_LIMIT into OK (the `global_shadow_mode` stat).
 pub fn respond(
     options: &LimiterOptions,
     req: &Request,
-    resolved: &[Resolved<'_>],
-    decisions: &[Option<Decision>],
+    settled: &[Settled<'_>],
 ) -> (Response, bool) {
-    let statuses: Vec<DescriptorStatus> = resolved
-        .iter()
-        .zip(decisions)
-        .map(|(r, d)| status(r, d.as_ref()))
-        .collect();
-    let mut overall_code = overall(options, resolved, &statuses);
+    let statuses: Vec<DescriptorStatus> = settled.iter().map(status).collect();
+    let mut overall_code = overall(options, settled, &statuses);
     let global_shadow = overall_code == Code::OverLimit && options.shadow_mode;
     if global_shadow {
         overall_code = Code::Ok;
@@ -31,11 +25,11 @@ pub fn respond(
     let response_headers = options
         .headers
         .as_ref()
-        .map(|names| headers(names, options, resolved, &statuses))
+        .map(|names| headers(names, options, settled, &statuses))
         .unwrap_or_default();
     let dynamic_metadata = options
         .dynamic_metadata
-        .then(|| metadata(req, resolved, &statuses));
+        .then(|| metadata(req, settled, &statuses));
     let response = Response {
         overall_code,
         statuses,
@@ -45,10 +39,10 @@ pub fn respond(
     (response, global_shadow)
 }
 
-fn status(r: &Resolved<'_>, d: Option<&Decision>) -> DescriptorStatus {
-    let (limit, d) = match (r, d) {
-        (Resolved::Unlimited, _) => return DescriptorStatus::unlimited(),
-        (Resolved::Limited { limit, .. }, Some(d)) => (limit, d),
+fn status(s: &Settled<'_>) -> DescriptorStatus {
+    let (limit, d) = match (s.plan, s.reported) {
+        (Plan::Unlimited, _) => return DescriptorStatus::unlimited(),
+        (Plan::Limited(_), Some((limit, _, verdict))) => (limit, verdict),
         _ => return DescriptorStatus::no_limit(),
     };
     let Some(unit) = limit.unit else {
@@ -76,19 +70,19 @@ fn status(r: &Resolved<'_>, d: Option<&Decision>) -> DescriptorStatus {
     }
 }
 
-fn is_quota(options: &LimiterOptions, r: &Resolved<'_>) -> bool {
-    options.quota_mode || matches!(r, Resolved::Limited { limit, .. } if limit.quota_mode)
+fn is_quota(options: &LimiterOptions, s: &Settled<'_>) -> bool {
+    options.quota_mode || matches!(s.plan, Plan::Limited(l) if l.limit.quota_mode)
 }
 
 /// OVER_LIMIT when a regular descriptor failed, or when there are quota descriptors and all failed.
 fn overall(
     options: &LimiterOptions,
-    resolved: &[Resolved<'_>],
+    settled: &[Settled<'_>],
     statuses: &[DescriptorStatus],
 ) -> Code {
     let (mut failed_regular, mut quota_total, mut quota_failed) = (0, 0, 0);
-    for (r, s) in resolved.iter().zip(statuses) {
-        if matches!(r, Resolved::Unlimited) {
+    for (r, s) in settled.iter().zip(statuses) {
+        if matches!(r.plan, Plan::Unlimited) {
             continue;
         }
         let quota = is_quota(options, r);
@@ -112,12 +106,12 @@ fn overall(
 fn headers(
     names: &super::HeaderNames,
     options: &LimiterOptions,
-    resolved: &[Resolved<'_>],
+    settled: &[Settled<'_>],
     statuses: &[DescriptorStatus],
 ) -> Vec<(String, String)> {
     let mut chosen: Option<&DescriptorStatus> = None;
     let mut min = u32::MAX;
-    for (r, s) in resolved.iter().zip(statuses) {
+    for (r, s) in settled.iter().zip(statuses) {
         if s.current_limit.is_none() {
             continue;
         }
@@ -142,7 +136,7 @@ fn headers(
 /// `metadata` of the descriptors that passed.
 fn metadata(
     req: &Request,
-    resolved: &[Resolved<'_>],
+    settled: &[Settled<'_>],
     statuses: &[DescriptorStatus],
 ) -> Map<String, Value> {
     let mut out = Map::new();
@@ -169,14 +163,14 @@ fn metadata(
         })
         .collect();
     out.insert("descriptors".into(), Value::Array(descriptors));
-    if req.hits_addend_raw != 0 {
-        out.insert("hitsAddend".into(), Value::from(req.hits_addend_raw));
+    if req.hits_addend != 0 {
+        out.insert("hitsAddend".into(), Value::from(req.hits_addend));
     }
     let mut merged = Map::new();
-    for (r, s) in resolved.iter().zip(statuses) {
-        if let Resolved::Limited { limit, .. } = r
+    for (r, s) in settled.iter().zip(statuses) {
+        if let Plan::Limited(l) = r.plan
             && s.code != Code::OverLimit
-            && let Some(md) = &limit.metadata
+            && let Some(md) = &l.limit.metadata
         {
             merge_first_wins(&mut merged, md);
         }

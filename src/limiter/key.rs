@@ -91,7 +91,7 @@ impl KeyBuilder {
                     key.push_str(v);
                     key.push('_');
                 }
-                let _ = write!(key, "{}", window_start(spec.window_secs, now));
+                let _ = write!(key, "{}", window_start(spec.window, now));
             }
             KeyFormat::Safe => {
                 // `{len:domain|len:key=len:value...}`: a length before every part makes any two
@@ -100,9 +100,14 @@ impl KeyBuilder {
                 for (k, v) in entries {
                     let _ = write!(key, "|{}:{}={}:{}", k.len(), k, v.len(), v);
                 }
-                let _ = write!(key, "}}:{}:{}", spec.algorithm.key_tag(), spec.window_secs);
+                let _ = write!(
+                    key,
+                    "}}:{}:{}",
+                    spec.algorithm.key_tag(),
+                    spec.window.secs()
+                );
                 if spec.algorithm == Algorithm::FixedWindow {
-                    let _ = write!(key, ":{}", window_start(spec.window_secs, now));
+                    let _ = write!(key, ":{}", window_start(spec.window, now));
                 }
             }
         }
@@ -118,7 +123,7 @@ mod tests {
         LimitSpec {
             algorithm: Algorithm::FixedWindow,
             limit: 10,
-            window_secs,
+            window: crate::algorithm::Window::from_secs(window_secs).unwrap(),
             burst: 0,
         }
     }

@@ -1,14 +1,19 @@
-//! The rate limiter: one config snapshot + one request → store ops (one batch) → response.
-//!
-//! Steps: validate the request (Go's messages), resolve each descriptor's limit ([`resolve`]), build
-//! one store op per limit with its cache key ([`key`]), apply them in one batch, then turn decisions
-//! into statuses and the overall answer ([`finish`]).
+//! The rate limiter: one config snapshot + one request → response, read top to bottom in
+//! [`RateLimiter::decide`]:
+//! 1. validate the request (Go's messages);
+//! 2. [`plan`]: each descriptor once into a [`Plan`] — its limits, hits, stats key, and one store
+//!    op per limit with its cache key ([`key`]);
+//! 3. run the ops in one store batch; one [`Outcome`] per op, tagged with its [`Source`] (the
+//!    store, its local over-limit cache, or the [`failure`] policy when the store failed);
+//! 4. [`outcome::settle`]: each descriptor reports its most restrictive outcome;
+//! 5. [`stats`] and [`finish`] (statuses, overall code, headers, metadata) fold from that.
 
 pub mod failure;
 pub mod finish;
 pub mod key;
+pub mod outcome;
+pub mod plan;
 pub mod request;
-pub mod resolve;
 pub mod response;
 pub mod stats;
 pub mod stats_key;
@@ -17,13 +22,13 @@ use std::sync::Arc;
 
 use tracing::Instrument;
 
-use crate::algorithm::{Decision, LimitSpec};
 use crate::clock::{Clock, Stopwatch, Timestamp};
-use crate::config::{Limit, RateLimitConfig};
-use crate::store::{Op, Store, StoreError};
+use crate::config::RateLimitConfig;
+use crate::store::{Store, StoreError};
 pub use key::{KeyBuilder, KeyFormat};
+pub use outcome::{Outcome, Source, Verdict};
+pub use plan::{Plan, Plans};
 pub use request::{Descriptor, Entry, Override, Request};
-pub use resolve::Resolved;
 pub use response::{Code, CurrentLimit, DescriptorStatus, Response};
 pub use stats::{ErrorKind, LimitIncrements, NoStats, StatsSink};
 
@@ -160,100 +165,40 @@ impl RateLimiter {
             }
         }
         let now = self.clock.now();
-        let mut resolved = resolve::resolve(domain, req)?;
-        let decisions = match self.apply(req, &mut resolved, now).await {
-            Ok(d) => {
-                let ratio = self.options.near_limit_ratio;
-                stats::record(self.stats.as_ref(), ratio, req, &resolved, &d);
-                d
-            }
+        let plans = plan::plan(domain, req, &self.options.keys, now)?;
+        let (outcomes, store_failed) = match self.run(&plans, now).await {
+            Ok(outcomes) => (outcomes, false),
             Err(e) => {
-                stats::record_store_failure(self.stats.as_ref(), req, &resolved);
-                failure::answer(req, &mut resolved, now).ok_or(e)?
+                // Go counts total_hits before the store call, so they move on failure too.
+                stats::record_store_failure(self.stats.as_ref(), &plans);
+                (failure::outcomes(&plans, now).ok_or(e)?, true)
             }
         };
-        let (response, global_shadow) = finish::respond(&self.options, req, &resolved, &decisions);
+        let settled = outcome::settle(&plans, &outcomes);
+        if !store_failed {
+            stats::record(self.stats.as_ref(), self.options.near_limit_ratio, &settled);
+        }
+        let (response, global_shadow) = finish::respond(&self.options, req, &settled);
         if global_shadow {
             self.stats.global_shadow_mode();
         }
         Ok(response)
     }
 
-    /// Sends one op per applicable limit (several for `rate_limits`) to the store in one batch;
-    /// returns a decision per descriptor. Where a descriptor has several limits, its `Resolved`
-    /// is pointed at the most restrictive one, so the status and stats report that limit.
-    async fn apply(
-        &self,
-        req: &Request,
-        resolved: &mut [Resolved<'_>],
-        now: Timestamp,
-    ) -> Result<Vec<Option<Decision>>, RequestError> {
-        let mut ops = Vec::with_capacity(resolved.len());
-        for (d, r) in req.descriptors.iter().zip(resolved.iter()) {
-            if let Resolved::Limited {
-                limit, key_entries, ..
-            } = r
-            {
-                for (i, l) in limit.all().enumerate() {
-                    let spec = limit_spec(l);
-                    let entries = key_entries.iter().copied();
-                    let keys = &self.options.keys;
-                    let key = if i == 0 {
-                        keys.build(&req.domain, entries, &spec, now)
-                    } else {
-                        keys.build_extra(&req.domain, entries, &spec, now)
-                    };
-                    ops.push(Op {
-                        key,
-                        spec,
-                        hits: req.hits_for(d),
-                    });
-                }
-            }
-        }
-        let mut decisions = if ops.is_empty() {
+    /// Sends every op of `plans` to the store in one batch; one outcome per op, in order.
+    async fn run(&self, plans: &Plans<'_>, now: Timestamp) -> Result<Vec<Outcome>, RequestError> {
+        if plans.ops.is_empty() {
             // Nothing to count: the store is not contacted (it may even be down).
-            Vec::new().into_iter()
-        } else {
-            let watch = Stopwatch::start();
-            let span = tracing::info_span!("store.apply", ops = ops.len());
-            let result = self.store.apply(&ops, now).instrument(span).await;
-            self.stats.store_call(watch.elapsed(), result.is_ok());
-            result?.into_iter()
-        };
-        Ok(resolved
-            .iter_mut()
-            .map(|r| match r {
-                Resolved::Limited { limit, .. } => {
-                    let mine = decisions.by_ref().take(1 + limit.also.len());
-                    let (i, d) = most_restrictive(mine)?;
-                    if i > 0 {
-                        *limit = Arc::clone(&limit.also[i - 1]);
-                    }
-                    Some(d)
-                }
-                _ => None,
-            })
+            return Ok(Vec::new());
+        }
+        let watch = Stopwatch::start();
+        let span = tracing::info_span!("store.apply", ops = plans.ops.len());
+        let result = self.store.apply(&plans.ops, now).instrument(span).await;
+        self.stats.store_call(watch.elapsed(), result.is_ok());
+        Ok(result?
+            .into_iter()
+            .map(|a| Outcome::from_answer(a, now))
             .collect())
-    }
-}
-
-/// The decision a descriptor with several limits reports, and its index: the first over the
-/// limit, else the one with the least remaining (the first of equals), as Envoy's headers pick
-/// among descriptors.
-fn most_restrictive(decisions: impl Iterator<Item = Decision>) -> Option<(usize, Decision)> {
-    decisions
-        .enumerate()
-        .min_by_key(|(_, d)| (!d.over_limit, d.remaining))
-}
-
-/// The algorithm parameters of a configured limit.
-pub fn limit_spec(limit: &Limit) -> LimitSpec {
-    LimitSpec {
-        algorithm: limit.algorithm,
-        limit: u64::from(limit.requests_per_unit),
-        window_secs: limit.window_secs(),
-        burst: u64::from(limit.burst.unwrap_or(limit.requests_per_unit)),
     }
 }
 

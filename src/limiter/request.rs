@@ -1,5 +1,6 @@
-//! The limiter's request types. The gRPC and HTTP edges convert into these (normalising Envoy's
-//! quirks there), so nothing past the edge sees a proto or JSON type.
+//! The limiter's request types. The gRPC and HTTP edges convert into these, so nothing past the
+//! edge sees a proto or JSON type. Hits are carried as sent; the limiter normalises them once, when
+//! it plans the request ([`super::plan`]), and the raw values only reach the dynamic metadata.
 
 use crate::config::{EntryRef, Unit};
 
@@ -48,7 +49,7 @@ pub struct Descriptor {
     pub entries: Vec<Entry>,
     /// A caller-chosen limit.
     pub limit: Option<Override>,
-    /// Per-descriptor hits; `Some(0)` means check without consuming.
+    /// Per-descriptor hits as sent; `Some(0)` means check without consuming.
     pub hits_addend: Option<u64>,
 }
 
@@ -69,10 +70,8 @@ pub struct Request {
     pub domain: String,
     /// The descriptors; must not be empty.
     pub descriptors: Vec<Descriptor>,
-    /// Hits for descriptors without their own `hits_addend`; already normalised (0 → 1) by the edge.
+    /// Hits for descriptors without their own `hits_addend`, as sent: 0 (unset) means 1.
     pub hits_addend: u64,
-    /// The request-level `hits_addend` as sent (0 when unset), for dynamic metadata.
-    pub hits_addend_raw: u64,
 }
 
 impl Request {
@@ -81,14 +80,7 @@ impl Request {
         Request {
             domain: domain.into(),
             descriptors,
-            hits_addend: 1,
-            hits_addend_raw: 0,
+            hits_addend: 0,
         }
-    }
-
-    /// The hits to apply for descriptor `d`: its own `hits_addend` when set (0 allowed), else the
-    /// request's.
-    pub fn hits_for(&self, d: &Descriptor) -> u64 {
-        d.hits_addend.unwrap_or(self.hits_addend.max(1))
     }
 }

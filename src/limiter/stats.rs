@@ -4,9 +4,8 @@
 
 use std::time::Duration;
 
-use super::request::Request;
-use super::resolve::Resolved;
-use crate::algorithm::Decision;
+use super::outcome::{Settled, Source, Verdict};
+use super::plan::{Plan, Plans};
 
 /// How much each per-limit counter moves for one descriptor (SPEC §C.4).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -68,82 +67,70 @@ pub fn near_threshold(limit: u64, ratio: f32) -> u64 {
     f64::from(product).floor() as u64
 }
 
-/// The counter increments of one decided descriptor (SPEC §C.4).
+/// The counter increments of one decided descriptor (SPEC §C.4). A verdict reached without a
+/// counter (the local over-limit cache) counts as a key already over before these hits.
 pub fn increments(
-    d: &Decision,
+    v: &Verdict,
+    source: Source,
     limit: u64,
     hits: u64,
     shadow: bool,
     ratio: f32,
 ) -> LimitIncrements {
     let near = near_threshold(limit, ratio);
+    let (before, after) = v.usage.unwrap_or((limit, limit.saturating_add(hits)));
     let mut inc = LimitIncrements {
         total_hits: hits,
         ..LimitIncrements::default()
     };
-    if d.from_local_cache {
+    if source == Source::LocalCache {
         inc.over_limit_with_local_cache = hits;
     }
-    if d.over_limit {
-        if d.before >= limit {
+    if v.over_limit {
+        if before >= limit {
             inc.over_limit = hits;
         } else {
-            inc.over_limit = d.after.saturating_sub(limit);
-            inc.near_limit = limit.saturating_sub(near.max(d.before));
+            inc.over_limit = after.saturating_sub(limit);
+            inc.near_limit = limit.saturating_sub(near.max(before));
         }
         if shadow {
-            inc.shadow_mode = if d.before >= limit {
+            inc.shadow_mode = if before >= limit {
                 hits
             } else {
-                d.after.saturating_sub(limit)
+                after.saturating_sub(limit)
             };
         }
     } else {
-        if d.after > near {
-            inc.near_limit = if d.before >= near {
-                hits
-            } else {
-                d.after - near
-            };
+        if after > near {
+            inc.near_limit = if before >= near { hits } else { after - near };
         }
         inc.within_limit = hits;
     }
     inc
 }
 
-/// Reports the stats of a decided request. Unlimited and replaced descriptors count nothing.
-pub fn record(
-    sink: &dyn StatsSink,
-    ratio: f32,
-    req: &Request,
-    resolved: &[Resolved<'_>],
-    decisions: &[Option<Decision>],
-) {
-    for ((r, d), desc) in resolved.iter().zip(decisions).zip(&req.descriptors) {
-        if let (
-            Resolved::Limited {
-                limit, stats_key, ..
-            },
-            Some(d),
-        ) = (r, d)
-        {
+/// Reports the stats of a decided request, per descriptor under its reported limit. Unlimited
+/// and replaced descriptors count nothing.
+pub fn record(sink: &dyn StatsSink, ratio: f32, settled: &[Settled<'_>]) {
+    for s in settled {
+        if let (Plan::Limited(l), Some((limit, source, verdict))) = (s.plan, s.reported) {
             let limit_n = u64::from(limit.requests_per_unit);
-            let inc = increments(d, limit_n, req.hits_for(desc), limit.shadow_mode, ratio);
-            sink.limit(stats_key, &inc);
+            let inc = increments(verdict, source, limit_n, l.hits, limit.shadow_mode, ratio);
+            sink.limit(&l.stats_key, &inc);
         }
     }
 }
 
 /// Reports what is known when the store failed: `total_hits` is counted before the store call in
 /// the Go service, so it moves even when the call fails.
-pub fn record_store_failure(sink: &dyn StatsSink, req: &Request, resolved: &[Resolved<'_>]) {
-    for (r, desc) in resolved.iter().zip(&req.descriptors) {
-        if let Resolved::Limited { stats_key, .. } = r {
+pub fn record_store_failure(sink: &dyn StatsSink, plans: &Plans<'_>) {
+    for plan in &plans.descriptors {
+        if let Plan::Limited(l) = plan {
             let inc = LimitIncrements {
-                total_hits: req.hits_for(desc),
+                total_hits: l.hits,
                 ..LimitIncrements::default()
             };
-            sink.limit(stats_key, &inc);
+            sink.limit(&l.stats_key, &inc);
         }
     }
     sink.error(ErrorKind::Redis);

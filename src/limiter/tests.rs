@@ -9,6 +9,7 @@ use super::*;
 use crate::clock::ManualClock;
 use crate::config::{self, CompileOptions, ConfigFile};
 use crate::store::memory::MemoryStore;
+use crate::store::{Answer, Op};
 
 const CFG: &str = r#"
 domain: d
@@ -46,7 +47,7 @@ struct DownStore;
 
 #[async_trait]
 impl Store for DownStore {
-    async fn apply(&self, _: &[Op], _: Timestamp) -> Result<Vec<Decision>, StoreError> {
+    async fn apply(&self, _: &[Op], _: Timestamp) -> Result<Vec<Answer>, StoreError> {
         Err(StoreError::Unavailable("connection refused".into()))
     }
 }

@@ -36,13 +36,10 @@ impl OverLimitCache {
         })
     }
 
-    /// True when `key` is known to be over its limit at `now`.
-    pub fn contains(&self, key: &str, now: Timestamp) -> bool {
-        self.entries
-            .lock()
-            .map
-            .get(key)
-            .is_some_and(|until| *until > now)
+    /// When `key`'s over-limit state ends, if it is known to be over its limit at `now`.
+    pub fn over_until(&self, key: &str, now: Timestamp) -> Option<Timestamp> {
+        let e = self.entries.lock();
+        e.map.get(key).copied().filter(|until| *until > now)
     }
 
     /// Remembers that `key` is over its limit until `until`.
@@ -74,11 +71,16 @@ mod tests {
         c.insert("a", t(60), t(0));
         c.insert("b", t(10), t(0));
         c.insert("c", t(60), t(0));
-        assert!(c.contains("a", t(5)) && c.contains("b", t(5)));
-        assert!(!c.contains("c", t(5)), "full: not cached");
-        assert!(!c.contains("b", t(10)), "expired at the window end");
+        assert_eq!(c.over_until("a", t(5)), Some(t(60)));
+        assert_eq!(c.over_until("b", t(5)), Some(t(10)));
+        assert_eq!(c.over_until("c", t(5)), None, "full: not cached");
+        assert_eq!(c.over_until("b", t(10)), None, "expired at the window end");
         c.insert("c", t(60), t(10));
-        assert!(c.contains("c", t(11)), "expired entries made room");
+        assert_eq!(
+            c.over_until("c", t(11)),
+            Some(t(60)),
+            "expired entries made room"
+        );
         assert_eq!(c.entries.lock().map.len(), 2);
         assert!(OverLimitCache::with_bytes(0).is_none());
     }

@@ -15,7 +15,7 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use async_trait::async_trait;
 use parking_lot::Mutex;
 
-use super::{Op, Store, StoreError};
+use super::{Answer, Op, Store, StoreError};
 use crate::algorithm::{self, AlgorithmState, Decision};
 use crate::clock::Timestamp;
 
@@ -159,8 +159,10 @@ impl MemoryStore {
 
 #[async_trait]
 impl Store for MemoryStore {
-    async fn apply(&self, ops: &[Op], now: Timestamp) -> Result<Vec<Decision>, StoreError> {
-        ops.iter().map(|op| self.apply_one(op, now)).collect()
+    async fn apply(&self, ops: &[Op], now: Timestamp) -> Result<Vec<Answer>, StoreError> {
+        ops.iter()
+            .map(|op| self.apply_one(op, now).map(Answer::Decided))
+            .collect()
     }
 }
 

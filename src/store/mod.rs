@@ -23,6 +23,29 @@ pub struct Op {
     pub hits: u64,
 }
 
+/// What a store answered for one op.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Answer {
+    /// The algorithm ran on the key's state.
+    Decided(Decision),
+    /// The local over-limit cache (`LOCAL_CACHE_SIZE_IN_BYTES`) knows the key is over its limit
+    /// until `until`: the backend was not asked and nothing was counted.
+    CachedOver {
+        /// When the key's window ends.
+        until: Timestamp,
+    },
+}
+
+impl Answer {
+    /// The algorithm's decision, when the backend ran it.
+    pub fn decision(&self) -> Option<&Decision> {
+        match self {
+            Answer::Decided(d) => Some(d),
+            Answer::CachedOver { .. } => None,
+        }
+    }
+}
+
 /// Why a store could not decide.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum StoreError {
@@ -41,9 +64,9 @@ pub enum StoreError {
 /// A place where limit state lives. Object-safe: the server holds an `Arc<dyn Store>`.
 #[async_trait]
 pub trait Store: Send + Sync + std::fmt::Debug + 'static {
-    /// Applies `ops` in order at time `now`, each atomically per key, and returns one decision
-    /// per op in the same order. Either every op is decided or an error is returned.
-    async fn apply(&self, ops: &[Op], now: Timestamp) -> Result<Vec<Decision>, StoreError>;
+    /// Applies `ops` in order at time `now`, each atomically per key, and returns one answer
+    /// per op in the same order. Either every op is answered or an error is returned.
+    async fn apply(&self, ops: &[Op], now: Timestamp) -> Result<Vec<Answer>, StoreError>;
 
     /// Whether the store can currently serve (for health checks).
     fn is_healthy(&self) -> bool {

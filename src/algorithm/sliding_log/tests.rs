@@ -8,7 +8,7 @@ fn spec(limit: u64, window_secs: u64) -> LimitSpec {
     LimitSpec {
         algorithm: Algorithm::SlidingLog,
         limit,
-        window_secs,
+        window: crate::algorithm::Window::from_secs(window_secs).unwrap(),
         burst: 0,
     }
 }

@@ -59,7 +59,7 @@ fn state_expires_when_the_bucket_is_full_again() {
     let mut b = TokenBucketState::default();
     let d = apply(&mut b, &s, 2, at_ms(0));
     assert_eq!(d.expires_at, at_ms(2 * 3_600_000));
-    assert!(Params::of(&s).refill_secs(3600) >= 7200);
+    assert!(Params::of(&s).refill_secs(crate::algorithm::Window::from_secs(3600).unwrap()) >= 7200);
 }
 
 proptest! {

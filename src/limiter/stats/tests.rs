@@ -3,16 +3,20 @@
 use std::time::Duration;
 
 use super::*;
+use crate::algorithm::Decision;
+use crate::algorithm::Window;
 use crate::algorithm::fixed_window::{FixedWindowState, apply};
 use crate::clock::Timestamp;
+use crate::limiter::outcome::{Source, Verdict};
 
 /// Runs `calls` single hits against a fixed window of `limit` and sums the increments.
 fn run(limit: u64, calls: u64, shadow: bool, ratio: f32) -> LimitIncrements {
     let mut state = FixedWindowState::default();
     let mut sum = LimitIncrements::default();
     for _ in 0..calls {
-        let d = apply(&mut state, limit, 60, 1, Timestamp::from_secs(1234));
-        let i = increments(&d, limit, 1, shadow, ratio);
+        let window = Window::from_secs(60).unwrap();
+        let d = apply(&mut state, limit, window, 1, Timestamp::from_secs(1234));
+        let i = increments(&Verdict::from(d), Source::Store, limit, 1, shadow, ratio);
         sum.total_hits += i.total_hits;
         sum.over_limit += i.over_limit;
         sum.near_limit += i.near_limit;
@@ -59,9 +63,8 @@ fn a_batch_crossing_the_limit_splits_over_and_near() {
         reset_after: Duration::from_secs(1),
         expires_at: Timestamp::from_secs(1),
         wait: Duration::ZERO,
-        from_local_cache: false,
     };
-    let i = increments(&d, 20, 10, true, 0.8);
+    let i = increments(&Verdict::from(d), Source::Store, 20, 10, true, 0.8);
     assert_eq!((i.total_hits, i.over_limit, i.near_limit), (10, 5, 4));
     assert_eq!(i.shadow_mode, 5);
     // Crossing the near threshold only: before 14, +4 → 18: near 2, within 4.
@@ -72,6 +75,17 @@ fn a_batch_crossing_the_limit_splits_over_and_near() {
         remaining: 2,
         ..d
     };
-    let i = increments(&d, 20, 4, false, 0.8);
+    let i = increments(&Verdict::from(d), Source::Store, 20, 4, false, 0.8);
     assert_eq!((i.near_limit, i.within_limit, i.over_limit), (2, 4, 0));
+}
+
+#[test]
+fn the_local_cache_counts_every_hit_over_and_cached() {
+    let v = Verdict::over(Duration::from_secs(3));
+    let i = increments(&v, Source::LocalCache, 20, 3, true, 0.8);
+    assert_eq!(
+        (i.total_hits, i.over_limit, i.over_limit_with_local_cache),
+        (3, 3, 3)
+    );
+    assert_eq!((i.near_limit, i.within_limit, i.shadow_mode), (0, 0, 3));
 }

@@ -12,7 +12,7 @@ fn op(key: &str, limit: u64, window_secs: u64) -> Op {
         spec: LimitSpec {
             algorithm: Algorithm::FixedWindow,
             limit,
-            window_secs,
+            window: crate::algorithm::Window::from_secs(window_secs).unwrap(),
             burst: 0,
         },
         hits: 1,
@@ -30,7 +30,13 @@ async fn same_key_twice_in_one_batch_counts_twice_in_order() {
         .apply(&[op("k", 5, 60), op("k", 5, 60)], at(0))
         .await
         .unwrap();
-    assert_eq!((d[0].after, d[1].after), (1, 2));
+    assert_eq!(
+        (
+            d[0].decision().unwrap().after,
+            d[1].decision().unwrap().after
+        ),
+        (1, 2)
+    );
     assert_eq!(s.len(), 1);
 }
 
@@ -55,7 +61,11 @@ async fn full_store_refuses_new_keys_but_keeps_counting_old_ones() {
     let err = s.apply(&[op("c", 5, 60)], at(1)).await.unwrap_err();
     assert_eq!(err, StoreError::Full { max_keys: 2 });
     let d = s.apply(&[op("a", 5, 60)], at(1)).await.unwrap();
-    assert_eq!(d[0].after, 2, "a live counter survives the refusal");
+    assert_eq!(
+        d[0].decision().unwrap().after,
+        2,
+        "a live counter survives the refusal"
+    );
     assert_eq!(s.len(), 2);
 }
 
@@ -82,7 +92,7 @@ async fn concurrent_hits_on_one_key_admit_exactly_the_limit() {
             let mut admitted = 0u64;
             for _ in 0..50 {
                 let d = s.apply(&[op("hot", 500, 60)], at(120)).await.unwrap();
-                admitted += u64::from(!d[0].over_limit);
+                admitted += u64::from(!d[0].decision().unwrap().over_limit);
             }
             admitted
         }));

@@ -4,7 +4,7 @@
 use redis::{RedisError, Script};
 
 use super::call::Group;
-use crate::algorithm::{Decision, fixed_window};
+use crate::algorithm::{Decision, Window, fixed_window};
 
 /// The fixed window script.
 pub(super) fn script() -> Script {
@@ -16,12 +16,12 @@ pub(super) fn script() -> Script {
 pub(super) async fn run(
     g: &Group<'_>,
     script: &Script,
-    ttl: impl Fn(u64) -> u64,
+    ttl: impl Fn(Window) -> u64,
 ) -> Result<Vec<(usize, Decision)>, RedisError> {
     let mut args = Vec::with_capacity(1 + 3 * g.indices.len());
     args.push(g.mode);
     for op in g.ops() {
-        args.extend([op.hits, op.spec.limit, ttl(op.spec.window_secs)]);
+        args.extend([op.hits, op.spec.limit, ttl(op.spec.window)]);
     }
     g.eval(script, &args, 2, |op, c| {
         let (after, added) = (c[0].max(0) as u64, c[1].max(0) as u64);
@@ -30,7 +30,7 @@ pub(super) async fn run(
             after.saturating_sub(added),
             after,
             spec.limit,
-            spec.window_secs,
+            spec.window,
             g.now,
         )
     })

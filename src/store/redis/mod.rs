@@ -25,8 +25,8 @@ use futures_util::future::try_join_all;
 use redis::{RedisError, Script};
 
 use super::local_cache::OverLimitCache;
-use super::{Op, Store, StoreError};
-use crate::algorithm::{Algorithm, Decision};
+use super::{Answer, Op, Store, StoreError};
+use crate::algorithm::{Algorithm, Decision, Window};
 use crate::clock::{Stopwatch, Timestamp};
 use crate::settings::RedisConfig;
 use call::{Group, slot_group};
@@ -141,13 +141,13 @@ impl RedisStore {
         }
     }
 
-    fn ttl(&self, window_secs: u64) -> u64 {
+    fn ttl(&self, window: Window) -> u64 {
         let jitter = if self.jitter_max_secs > 0 {
             fastrand::u64(0..self.jitter_max_secs)
         } else {
             0
         };
-        window_secs.max(1) + jitter
+        window.secs() + jitter
     }
 
     /// Runs the script of `algorithm` for `indices` of `ops` on `conn`: one call.
@@ -185,7 +185,7 @@ impl RedisStore {
 
     fn conn_for(&self, op: &Op) -> &RedisConn {
         match &self.per_second {
-            Some(ps) if op.spec.window_secs < PER_SECOND_BELOW_SECS => ps,
+            Some(ps) if op.spec.window.secs() < PER_SECOND_BELOW_SECS => ps,
             _ => &self.main,
         }
     }
@@ -193,28 +193,21 @@ impl RedisStore {
 
 #[async_trait]
 impl Store for RedisStore {
-    async fn apply(&self, ops: &[Op], now: Timestamp) -> Result<Vec<Decision>, StoreError> {
-        let mut decisions: Vec<Option<Decision>> = vec![None; ops.len()];
+    async fn apply(&self, ops: &[Op], now: Timestamp) -> Result<Vec<Answer>, StoreError> {
+        let mut answers: Vec<Option<Answer>> = vec![None; ops.len()];
         let mut pending = Vec::with_capacity(ops.len());
         for (i, op) in ops.iter().enumerate() {
             // Only fixed windows are cached: their "over" lasts until a known instant, while a
             // bucket admits again as soon as one token is back.
-            match &self.local_cache {
-                Some(c)
-                    if op.spec.algorithm == Algorithm::FixedWindow && c.contains(&op.key, now) =>
-                {
-                    let limit = op.spec.limit;
-                    let mut d = crate::algorithm::fixed_window::decide(
-                        limit,
-                        limit.saturating_add(op.hits),
-                        limit,
-                        op.spec.window_secs,
-                        now,
-                    );
-                    d.from_local_cache = true;
-                    decisions[i] = Some(d);
+            let cached = match &self.local_cache {
+                Some(c) if op.spec.algorithm == Algorithm::FixedWindow => {
+                    c.over_until(&op.key, now)
                 }
-                _ => pending.push(i),
+                _ => None,
+            };
+            match cached {
+                Some(until) => answers[i] = Some(Answer::CachedOver { until }),
+                None => pending.push(i),
             }
         }
         // Go: with STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT, a request already over via the local
@@ -272,9 +265,9 @@ impl Store for RedisStore {
             {
                 c.insert(&op.key, d.expires_at, now);
             }
-            decisions[i] = Some(d);
+            answers[i] = Some(Answer::Decided(d));
         }
-        decisions
+        answers
             .into_iter()
             .map(|d| {
                 d.ok_or_else(|| {

@@ -22,14 +22,14 @@ pub(super) async fn run(
 ) -> Result<Vec<(usize, Decision)>, RedisError> {
     let mut args = Vec::with_capacity(5 * g.indices.len());
     for op in g.ops() {
-        let window = op.spec.window_secs.max(1);
+        let window = op.spec.window;
         args.extend([
             g.now.as_micros(),
-            window * 1_000_000,
+            window.micros(),
             op.spec.limit,
             g.hits(op),
             // The newest entry matters for one window from now; a second more absorbs rounding.
-            window + 1,
+            window.secs() + 1,
         ]);
     }
     g.eval(script, &args, 4, |op, r| {

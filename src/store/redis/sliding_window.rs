@@ -24,15 +24,15 @@ pub(super) async fn run(
     args.push(SCALE);
     for op in g.ops() {
         let spec = &op.spec;
-        let window = spec.window_secs.max(1);
+        let window = spec.window;
         args.extend([
             window_start(window, g.now),
-            window,
+            window.secs(),
             previous_weight(window, g.now),
             spec.limit,
             g.hits(op),
             // The current count weighs on the next window too.
-            2 * window,
+            2 * window.secs(),
         ]);
     }
     g.eval(script, &args, 4, |op, r| {

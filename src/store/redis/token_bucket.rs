@@ -29,7 +29,7 @@ pub(super) struct Bucket {
 
 /// The token bucket: its keys expire once an untouched bucket is full again.
 pub(super) const TOKEN_BUCKET: Bucket = Bucket {
-    last_arg: |p, spec| p.refill_secs(spec.window_secs),
+    last_arg: |p, spec| p.refill_secs(spec.window),
     decide: token_bucket::decide,
 };
 
