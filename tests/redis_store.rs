@@ -1,12 +1,16 @@
 //! The Redis store against real `redis-server` processes: the Go and default key formats, the
 //! per-second split, AUTH, the local cache, stop-increment, and Redis dying and coming back
-//! (decisions matching the memory store: `conformance.rs`).
+//! (decisions matching the memory store: `conformance.rs`; the SPEC §G scenarios, s25 among them,
+//! run on every store in `grpc_counting.rs` and `grpc_scenarios.rs`). Each test here starts its
+//! own server, because it reads or writes that server's keys, or kills it; one checks that services
+//! sharing the harness's servers keep apart.
 
 mod common;
 
 use std::time::{Duration, Instant};
 
 use common::redis::RedisServer;
+use common::stores::{shared_cluster, shared_redis};
 use common::*;
 use ratelimitd::settings::Settings;
 use ratelimitd::store::redis::RedisStore;
@@ -67,15 +71,6 @@ async fn twenty_then_over(s: &TestServer) {
         };
         assert_eq!(st(&resp, 0), want, "call {i}");
     }
-}
-
-#[tokio::test]
-async fn s25_counts_the_same_on_redis() {
-    let r = RedisServer::start();
-    let s = TestServer::start_on(&[("b.yaml", INT)], &[], Some(&r)).await;
-    twenty_then_over(&s).await;
-    s.advance(Duration::from_secs(60));
-    assert_eq!(st(&s.rl("basic", &[&[("k2", "R")]]).await, 0).2, 19);
 }
 
 #[tokio::test]
@@ -239,6 +234,8 @@ async fn failure_mode_allow_and_deny_answer_while_redis_is_down() {
     assert_eq!(e.code(), tonic::Code::Unavailable);
 }
 
+// Single Redis only: the local cache exists to spare Redis round trips (it is Redis-only in Go
+// too), and what shows it is the count in the Redis key.
 #[tokio::test]
 async fn s28_local_cache_skips_redis_for_keys_known_to_be_over() {
     let r = RedisServer::start();
@@ -259,6 +256,8 @@ async fn s28_local_cache_skips_redis_for_keys_known_to_be_over() {
     assert_eq!(st(&s.rl("basic", &[&[("k2", "R")]]).await, 0).0, Code::Ok);
 }
 
+// Single Redis only: STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT is a Redis option (as in Go), and the
+// test reads the counters from the server's keys.
 #[tokio::test]
 async fn stop_increment_when_over_limit_spares_the_other_keys_atomically() {
     let cfg = "domain: s\ndescriptors:\n  - {key: a, rate_limit: {unit: minute, requests_per_unit: 1}}\n  - {key: b, rate_limit: {unit: minute, requests_per_unit: 10}}\n";
@@ -291,4 +290,40 @@ async fn the_script_is_reloaded_after_redis_forgets_it() {
     // answers NOSCRIPT and the script must be loaded again without failing the request.
     assert_eq!(r.cli(&["SCRIPT", "FLUSH"]), "OK");
     assert_eq!(st(&s.rl("basic", &[&[("k2", "a")]]).await, 0).2, 18);
+}
+
+/// The harness that runs scenarios on every store (`common/stores.rs`) shares one Redis and one
+/// Cluster per test binary: each service must count under a prefix of its own, and on a Cluster
+/// the prefix must leave a limit's key in the slot of its `{…}` tag.
+#[tokio::test]
+async fn services_on_a_shared_store_keep_their_own_counters() {
+    let tag = "{5:basic|2:k2=1:R}";
+    for store in [StoreKind::Redis, StoreKind::Cluster] {
+        let a = TestServer::start_with_store(&[("b.yaml", INT)], &[], store).await;
+        let b = TestServer::start_with_store(&[("b.yaml", INT)], &[], store).await;
+        for s in [&a, &b] {
+            let r = s.rl("basic", &[&[("k2", "R")]]).await;
+            assert_eq!(st(&r, 0).2, 19, "{store:?}: a counter of its own");
+        }
+        let nodes: Vec<&RedisServer> = match store {
+            StoreKind::Cluster => shared_cluster().nodes.iter().collect(),
+            _ => vec![shared_redis()],
+        };
+        let pattern = format!("*{tag}*");
+        let keys: Vec<String> = nodes
+            .iter()
+            .flat_map(|n| {
+                let out = n.cli(&["KEYS", &pattern]);
+                out.lines().map(str::to_string).collect::<Vec<_>>()
+            })
+            .collect();
+        assert_eq!(keys.len(), 2, "{store:?}: {keys:?}");
+        assert_ne!(keys[0], keys[1], "{store:?}");
+        if store == StoreKind::Cluster {
+            let slot = |key: &str| nodes[0].cli(&["CLUSTER", "KEYSLOT", key]);
+            for key in &keys {
+                assert_eq!(slot(key), slot(tag), "{key}");
+            }
+        }
+    }
 }
