@@ -2,15 +2,13 @@
 //! per-second split, AUTH, the local cache, stop-increment, and Redis dying and coming back
 //! (decisions matching the memory store: `conformance.rs`; the SPEC §G scenarios, s25 among them,
 //! run on every store in `grpc_counting.rs` and `grpc_scenarios.rs`). Each test here starts its
-//! own server, because it reads or writes that server's keys, or kills it; one checks that services
-//! sharing the harness's servers keep apart.
+//! own server, because it reads or writes that server's keys, or kills it.
 
 mod common;
 
 use std::time::{Duration, Instant};
 
 use common::redis::RedisServer;
-use common::stores::{shared_cluster, shared_redis};
 use common::*;
 use ratelimitd::settings::Settings;
 use ratelimitd::store::redis::RedisStore;
@@ -290,40 +288,4 @@ async fn the_script_is_reloaded_after_redis_forgets_it() {
     // answers NOSCRIPT and the script must be loaded again without failing the request.
     assert_eq!(r.cli(&["SCRIPT", "FLUSH"]), "OK");
     assert_eq!(st(&s.rl("basic", &[&[("k2", "a")]]).await, 0).2, 18);
-}
-
-/// The harness that runs scenarios on every store (`common/stores.rs`) shares one Redis and one
-/// Cluster per test binary: each service must count under a prefix of its own, and on a Cluster
-/// the prefix must leave a limit's key in the slot of its `{…}` tag.
-#[tokio::test]
-async fn services_on_a_shared_store_keep_their_own_counters() {
-    let tag = "{5:basic|2:k2=1:R}";
-    for store in [StoreKind::Redis, StoreKind::Cluster] {
-        let a = TestServer::start_with_store(&[("b.yaml", INT)], &[], store).await;
-        let b = TestServer::start_with_store(&[("b.yaml", INT)], &[], store).await;
-        for s in [&a, &b] {
-            let r = s.rl("basic", &[&[("k2", "R")]]).await;
-            assert_eq!(st(&r, 0).2, 19, "{store:?}: a counter of its own");
-        }
-        let nodes: Vec<&RedisServer> = match store {
-            StoreKind::Cluster => shared_cluster().nodes.iter().collect(),
-            _ => vec![shared_redis()],
-        };
-        let pattern = format!("*{tag}*");
-        let keys: Vec<String> = nodes
-            .iter()
-            .flat_map(|n| {
-                let out = n.cli(&["KEYS", &pattern]);
-                out.lines().map(str::to_string).collect::<Vec<_>>()
-            })
-            .collect();
-        assert_eq!(keys.len(), 2, "{store:?}: {keys:?}");
-        assert_ne!(keys[0], keys[1], "{store:?}");
-        if store == StoreKind::Cluster {
-            let slot = |key: &str| nodes[0].cli(&["CLUSTER", "KEYSLOT", key]);
-            for key in &keys {
-                assert_eq!(slot(key), slot(tag), "{key}");
-            }
-        }
-    }
 }
