@@ -1,15 +1,15 @@
-//! The algorithms through the real gRPC server, on both stores, with the manual clock: the fixed
-//! window's boundary burst (up to 2× the limit across a window edge) next to a sliding window that
-//! admits nothing more at the edge, a sliding log that never exceeds the limit in any window-long
-//! interval, and token and leaky buckets that never exceed `burst + refill`; `hits_addend` and
-//! request overrides with every algorithm; `unit_multiplier` windows; and what the response
-//! reports (`current_limit.unit` stays the config unit; remaining and reset are the algorithm's).
+//! The algorithms through the real gRPC server on every store (memory, Redis, Redis Cluster),
+//! with the manual clock: the fixed window's boundary burst (up to 2× the limit across a window
+//! edge) next to a sliding window that admits nothing more at the edge, a sliding log that never
+//! exceeds the limit in any window-long interval, and token and leaky buckets that never exceed
+//! `burst + refill`; `hits_addend` and request overrides with every algorithm; `unit_multiplier`
+//! windows; and what the response reports (`current_limit.unit` stays the config unit; remaining
+//! and reset are the algorithm's).
 
 mod common;
 
 use std::time::Duration;
 
-use common::redis::RedisServer;
 use common::*;
 use ratelimitd::proto::envoy::extensions::common::ratelimit::v3::rate_limit_descriptor::RateLimitOverride;
 
@@ -37,8 +37,9 @@ async fn admitted(s: &TestServer, key: &str, n: u32) -> u32 {
     ok
 }
 
-async fn boundary_burst(redis: Option<&RedisServer>) {
-    let s = TestServer::start_on(&[("a.yaml", CFG)], &[], redis).await;
+on_every_store!(boundary_burst);
+async fn boundary_burst(store: StoreKind) {
+    let s = TestServer::start_with_store(&[("a.yaml", CFG)], &[], store).await;
     // The sliding log gets 4 hits half a minute early, so its minute ends at different times.
     s.set_time(1230);
     assert_eq!(admitted(&s, "sl", 4).await, 4);
@@ -113,17 +114,6 @@ async fn boundary_burst(redis: Option<&RedisServer>) {
     assert_eq!(admitted(&s, "lb1", 15).await, 1);
 }
 
-#[tokio::test]
-async fn boundary_burst_on_memory() {
-    boundary_burst(None).await;
-}
-
-#[tokio::test]
-async fn boundary_burst_on_redis() {
-    let r = RedisServer::start();
-    boundary_burst(Some(&r)).await;
-}
-
 /// One request on `key` with a descriptor `hits_addend` (where 0 is a check; the request-level
 /// field cannot say 0) and an optional override of `rpu` per minute.
 async fn hit(s: &TestServer, key: &str, hits: u64, rpu: Option<u32>) -> (Code, u32) {
@@ -138,8 +128,9 @@ async fn hit(s: &TestServer, key: &str, hits: u64, rpu: Option<u32>) -> (Code, u
     (code, remaining)
 }
 
-async fn hits_and_overrides(redis: Option<&RedisServer>) {
-    let s = TestServer::start_on(&[("a.yaml", CFG)], &[], redis).await;
+on_every_store!(hits_addend_and_overrides_with_every_algorithm);
+async fn hits_addend_and_overrides_with_every_algorithm(store: StoreKind) {
+    let s = TestServer::start_with_store(&[("a.yaml", CFG)], &[], store).await;
     // Half a minute into a window, so no algorithm sees an edge.
     s.set_time(1230);
     for key in ALL {
@@ -175,19 +166,9 @@ async fn hits_and_overrides(redis: Option<&RedisServer>) {
     );
 }
 
-#[tokio::test]
-async fn hits_addend_and_overrides_with_every_algorithm_on_memory() {
-    hits_and_overrides(None).await;
-}
-
-#[tokio::test]
-async fn hits_addend_and_overrides_with_every_algorithm_on_redis() {
-    let r = RedisServer::start();
-    hits_and_overrides(Some(&r)).await;
-}
-
-async fn multiplied_windows(redis: Option<&RedisServer>) {
-    let s = TestServer::start_on(&[("a.yaml", CFG)], &[], redis).await;
+on_every_store!(unit_multiplier_windows);
+async fn unit_multiplier_windows(store: StoreKind) {
+    let s = TestServer::start_with_store(&[("a.yaml", CFG)], &[], store).await;
     // 2 per 5 s with a burst of 4: 4 at once, then one token every 2.5 s.
     assert_eq!(admitted(&s, "tb5", 6).await, 4);
     s.advance(Duration::from_millis(2500));
@@ -204,15 +185,4 @@ async fn multiplied_windows(redis: Option<&RedisServer>) {
     let r = s.rl("a", &[&[("fw5", "x")]]).await;
     assert_eq!(st(&r, 0), (Code::Ok, lim(3, "MINUTE"), 2));
     assert_eq!(dur(&r, 0), Some(300));
-}
-
-#[tokio::test]
-async fn unit_multiplier_windows_on_memory() {
-    multiplied_windows(None).await;
-}
-
-#[tokio::test]
-async fn unit_multiplier_windows_on_redis() {
-    let r = RedisServer::start();
-    multiplied_windows(Some(&r)).await;
 }

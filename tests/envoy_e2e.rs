@@ -1,15 +1,14 @@
 //! ratelimitd behind a real Envoy (`envoy/envoy.yaml` with `examples/envoy/config.yaml`): what an
 //! HTTP client sees — 200 then 429, Envoy's x-ratelimit-* headers, per-descriptor hits, a limit
 //! override from dynamic metadata, failing open or closed when ratelimitd is gone, a reload, and
-//! the Redis store. ratelimitd runs in-process on the manual clock (T0 = 1234 s, so a minute
+//! the 200-then-429 path on every store. ratelimitd runs in-process on the manual clock (T0 = 1234 s, so a minute
 //! window resets in 26 s and an hour window in 2366 s).
 mod common;
 
 use std::time::{Duration, Instant};
 
-use common::TestServer;
 use common::envoy::{Envoy, envoy_yaml_path, validate};
-use common::redis::RedisServer;
+use common::{StoreKind, TestServer, on_every_store};
 
 fn config() -> String {
     std::fs::read_to_string(concat!(
@@ -19,9 +18,9 @@ fn config() -> String {
     .unwrap()
 }
 
-/// ratelimitd (on `redis` when given) with the example config, and Envoy in front of it.
-async fn start(redis: Option<&RedisServer>) -> (TestServer, Envoy) {
-    let rl = TestServer::start_on(&[("config.yaml", &config())], &[], redis).await;
+/// ratelimitd on `store` with the example config, and Envoy in front of it.
+async fn start(store: StoreKind) -> (TestServer, Envoy) {
+    let rl = TestServer::start_with_store(&[("config.yaml", &config())], &[], store).await;
     let envoy = Envoy::start(&rl.running().grpc_addr.to_string()).await;
     (rl, envoy)
 }
@@ -82,22 +81,15 @@ async fn remote_address_limit(rl: &TestServer, envoy: &Envoy) {
     );
 }
 
-#[tokio::test]
-async fn remote_address_200_then_429_with_draft_03_headers() {
-    let (rl, envoy) = start(None).await;
-    remote_address_limit(&rl, &envoy).await;
-}
-
-#[tokio::test]
-async fn redis_store_behind_envoy() {
-    let redis = RedisServer::start();
-    let (rl, envoy) = start(Some(&redis)).await;
+on_every_store!(remote_address_200_then_429_with_draft_03_headers);
+async fn remote_address_200_then_429_with_draft_03_headers(store: StoreKind) {
+    let (rl, envoy) = start(store).await;
     remote_address_limit(&rl, &envoy).await;
 }
 
 #[tokio::test]
 async fn headers_describe_the_status_with_least_remaining() {
-    let (_rl, envoy) = start(None).await;
+    let (_rl, envoy) = start(StoreKind::Memory).await;
     let http = reqwest::Client::new();
     let user = |name: &str| http.get(envoy.url("/user")).header("x-user", name);
     // [generic_key=per_user, user=alice] 2/hour and [remote_address] 3/minute. Envoy lists every
@@ -131,7 +123,7 @@ async fn headers_describe_the_status_with_least_remaining() {
 
 #[tokio::test]
 async fn header_value_match_limits_only_posts() {
-    let (_rl, envoy) = start(None).await;
+    let (_rl, envoy) = start(StoreKind::Memory).await;
     let http = reqwest::Client::new();
     let url = envoy.url("/write");
     assert_eq!(
@@ -150,7 +142,7 @@ async fn header_value_match_limits_only_posts() {
 
 #[tokio::test]
 async fn hits_addend_from_a_request_header() {
-    let (_rl, envoy) = start(None).await;
+    let (_rl, envoy) = start(StoreKind::Memory).await;
     let http = reqwest::Client::new();
     let cost = |n: &str| http.get(envoy.url("/cost")).header("x-cost", n);
     assert_eq!(get(cost("4")).await, row(200, "10, 10;w=60", "6", "26", ""));
@@ -165,7 +157,7 @@ async fn hits_addend_from_a_request_header() {
 /// x-plan-limit): it replaces the configured 5 per minute for that client only.
 #[tokio::test]
 async fn limit_override_from_dynamic_metadata() {
-    let (_rl, envoy) = start(None).await;
+    let (_rl, envoy) = start(StoreKind::Memory).await;
     let http = reqwest::Client::new();
     let plan = |user: &str| http.get(envoy.url("/plan")).header("x-user", user);
     let two = || plan("a").header("x-plan-limit", "2");
@@ -178,7 +170,7 @@ async fn limit_override_from_dynamic_metadata() {
 
 #[tokio::test]
 async fn ratelimitd_down_fails_open_and_failure_mode_deny_returns_500() {
-    let (rl, envoy) = start(None).await;
+    let (rl, envoy) = start(StoreKind::Memory).await;
     let http = reqwest::Client::new();
     assert_eq!(get(http.get(envoy.url("/remote"))).await.0, 200);
     assert_eq!(get(http.get(envoy.deny_url("/"))).await.0, 200);
@@ -195,7 +187,7 @@ async fn ratelimitd_down_fails_open_and_failure_mode_deny_returns_500() {
 
 #[tokio::test]
 async fn reload_is_seen_through_envoy() {
-    let (rl, envoy) = start(None).await;
+    let (rl, envoy) = start(StoreKind::Memory).await;
     let http = reqwest::Client::new();
     assert_eq!(get(http.get(envoy.url("/remote"))).await.1, "3, 3;w=60");
     let raised = config().replace(

@@ -1,6 +1,7 @@
-//! SPEC §G acceptance scenarios over real gRPC on 127.0.0.1, embedded store, manual clock: how
-//! hits are counted and reported (windows, several descriptors, `hits_addend`, shadow and quota
-//! modes, `replaces`, response headers).
+//! SPEC §G acceptance scenarios over real gRPC on 127.0.0.1 with the manual clock, each on every
+//! store (memory, Redis, Redis Cluster: `common/stores.rs`): how hits are counted and reported
+//! (windows, several descriptors, `hits_addend`, shadow and quota modes, `replaces`, response
+//! headers).
 
 mod common;
 
@@ -8,14 +9,15 @@ use std::time::Duration;
 
 use common::*;
 
-#[tokio::test]
-async fn s24_s30_s31_durations_follow_the_clock() {
-    let s = TestServer::start(
+on_every_store!(s24_s30_s31_durations_follow_the_clock);
+async fn s24_s30_s31_durations_follow_the_clock(store: StoreKind) {
+    let s = TestServer::start_with_store(
         &[
             ("basic.yaml", CFG_INT_BASIC),
             ("another.yaml", CFG_INT_ANOTHER),
         ],
         &[],
+        store,
     )
     .await;
     let r = s.rl("basic", &[&[("key1", "foo")]]).await;
@@ -28,9 +30,9 @@ async fn s24_s30_s31_durations_follow_the_clock() {
     assert_eq!((dur(&r, 0), dur(&r, 1)), (Some(800), Some(36_800)));
 }
 
-#[tokio::test]
-async fn s25_counts_to_the_limit_then_over_and_a_new_window_resets() {
-    let s = TestServer::start(&[("another.yaml", CFG_INT_ANOTHER)], &[]).await;
+on_every_store!(s25_counts_to_the_limit_then_over_and_a_new_window_resets);
+async fn s25_counts_to_the_limit_then_over_and_a_new_window_resets(store: StoreKind) {
+    let s = TestServer::start_with_store(&[("another.yaml", CFG_INT_ANOTHER)], &[], store).await;
     s.set_time(1200);
     for i in 1..=25u32 {
         let r = s.rl("another", &[&[("key2", "R")]]).await;
@@ -60,9 +62,9 @@ async fn s25_counts_to_the_limit_then_over_and_a_new_window_resets() {
     );
 }
 
-#[tokio::test]
-async fn s26_two_descriptors_one_over_makes_the_request_over() {
-    let s = TestServer::start(&[("another.yaml", CFG_INT_ANOTHER)], &[]).await;
+on_every_store!(s26_two_descriptors_one_over_makes_the_request_over);
+async fn s26_two_descriptors_one_over_makes_the_request_over(store: StoreKind) {
+    let s = TestServer::start_with_store(&[("another.yaml", CFG_INT_ANOTHER)], &[], store).await;
     for i in 1..=15u32 {
         let r = s
             .rl("another", &[&[("key2", "R2")], &[("key3", "R2")]])
@@ -78,10 +80,10 @@ async fn s26_two_descriptors_one_over_makes_the_request_over() {
     }
 }
 
-#[tokio::test]
-async fn s32_to_s34_hits_addend() {
+on_every_store!(s32_to_s34_hits_addend);
+async fn s32_to_s34_hits_addend(store: StoreKind) {
     let cfg = "domain: h\ndescriptors:\n  - {key: k, rate_limit: {unit: second, requests_per_unit: 20}}\n  - {key: m, rate_limit: {unit: minute, requests_per_unit: 10}}\n";
-    let s = TestServer::start(&[("h.yaml", cfg)], &[]).await;
+    let s = TestServer::start_with_store(&[("h.yaml", cfg)], &[], store).await;
     let mut req = request("h", &[&[("k", "a")]]);
     req.hits_addend = 3;
     assert_eq!(
@@ -113,21 +115,21 @@ async fn s32_to_s34_hits_addend() {
     assert_eq!(st(&s.call(check).await.unwrap(), 0).0, Code::OverLimit);
 }
 
-#[tokio::test]
-async fn s39_zero_requests_per_unit_blocks() {
+on_every_store!(s39_zero_requests_per_unit_blocks);
+async fn s39_zero_requests_per_unit_blocks(store: StoreKind) {
     let cfg =
         "domain: z\ndescriptors:\n  - {key: k, rate_limit: {unit: second, requests_per_unit: 0}}\n";
-    let s = TestServer::start(&[("z.yaml", cfg)], &[]).await;
+    let s = TestServer::start_with_store(&[("z.yaml", cfg)], &[], store).await;
     assert_eq!(
         st(&s.rl("z", &[&[("k", "v")]]).await, 0),
         (Code::OverLimit, lim(0, "SECOND"), 0)
     );
 }
 
-#[tokio::test]
-async fn s40_shadow_rule_reports_ok() {
+on_every_store!(s40_shadow_rule_reports_ok);
+async fn s40_shadow_rule_reports_ok(store: StoreKind) {
     let cfg = "domain: sh\ndescriptors:\n  - {key: k, shadow_mode: true, rate_limit: {unit: minute, requests_per_unit: 3}}\n";
-    let s = TestServer::start(&[("sh.yaml", cfg)], &[]).await;
+    let s = TestServer::start_with_store(&[("sh.yaml", cfg)], &[], store).await;
     let mut remaining = Vec::new();
     for _ in 0..5 {
         let r = s.rl("sh", &[&[("k", "v")]]).await;
@@ -138,11 +140,12 @@ async fn s40_shadow_rule_reports_ok() {
     assert_eq!(remaining, vec![2, 1, 0, 0, 0]);
 }
 
-#[tokio::test]
-async fn s42_global_shadow_mode_keeps_statuses() {
+on_every_store!(s42_global_shadow_mode_keeps_statuses);
+async fn s42_global_shadow_mode_keeps_statuses(store: StoreKind) {
     let cfg =
         "domain: g\ndescriptors:\n  - {key: k, rate_limit: {unit: minute, requests_per_unit: 1}}\n";
-    let s = TestServer::start(&[("g.yaml", cfg)], &[("SHADOW_MODE", "true")]).await;
+    let s =
+        TestServer::start_with_store(&[("g.yaml", cfg)], &[("SHADOW_MODE", "true")], store).await;
     s.rl("g", &[&[("k", "v")]]).await;
     let r = s.rl("g", &[&[("k", "v")]]).await;
     assert_eq!(overall(&r), Code::Ok);
@@ -167,9 +170,9 @@ descriptors:
           replaces: [{name: specific_limit}]
 "#;
 
-#[tokio::test]
-async fn s43_s44_replaces_only_within_one_request() {
-    let s = TestServer::start(&[("e7.yaml", EXAMPLE7)], &[]).await;
+on_every_store!(s43_s44_replaces_only_within_one_request);
+async fn s43_s44_replaces_only_within_one_request(store: StoreKind) {
+    let s = TestServer::start_with_store(&[("e7.yaml", EXAMPLE7)], &[], store).await;
     let r = s
         .rl(
             "example7",
@@ -194,15 +197,15 @@ async fn s43_s44_replaces_only_within_one_request() {
     }
 }
 
-#[tokio::test]
-async fn quota_mode_fails_only_when_all_quota_descriptors_fail() {
+on_every_store!(quota_mode_fails_only_when_all_quota_descriptors_fail);
+async fn quota_mode_fails_only_when_all_quota_descriptors_fail(store: StoreKind) {
     let cfg = r#"
 domain: q
 descriptors:
   - {key: a, quota_mode: true, rate_limit: {unit: minute, requests_per_unit: 1}}
   - {key: b, quota_mode: true, rate_limit: {unit: minute, requests_per_unit: 2}}
 "#;
-    let s = TestServer::start(&[("q.yaml", cfg)], &[]).await;
+    let s = TestServer::start_with_store(&[("q.yaml", cfg)], &[], store).await;
     let d: &[&[(&str, &str)]] = &[&[("a", "x")], &[("b", "x")]];
     assert_eq!(overall(&s.rl("q", d).await), Code::Ok);
     let r = s.rl("q", d).await;
@@ -216,14 +219,15 @@ descriptors:
     );
 }
 
-#[tokio::test]
-async fn s51_and_response_headers_pick_the_most_constrained_limit() {
-    let s = TestServer::start(
+on_every_store!(s51_and_response_headers_pick_the_most_constrained_limit);
+async fn s51_and_response_headers_pick_the_most_constrained_limit(store: StoreKind) {
+    let s = TestServer::start_with_store(
         &[
             ("basic.yaml", CFG_INT_BASIC),
             ("another.yaml", CFG_INT_ANOTHER),
         ],
         &[("LIMIT_RESPONSE_HEADERS_ENABLED", "true")],
+        store,
     )
     .await;
     let r = s.rl("another", &[&[("nolimit", "x")]]).await;

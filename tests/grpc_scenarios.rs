@@ -1,24 +1,25 @@
-//! SPEC §G acceptance scenarios over real gRPC on 127.0.0.1, embedded store, manual clock: which
-//! limit a request matches (domains, nested keys, wildcards, shared counters, overrides), bad
-//! requests and configs, and response metadata. Counting and modes are in `grpc_counting.rs`.
+//! SPEC §G acceptance scenarios over real gRPC on 127.0.0.1 with the manual clock, each on every
+//! store (memory, Redis, Redis Cluster: `common/stores.rs`): which limit a request matches
+//! (domains, nested keys, wildcards, shared counters, overrides), bad requests and configs, and
+//! response metadata. Counting and modes are in `grpc_counting.rs`.
 
 mod common;
 
 use common::*;
 use ratelimitd::proto::envoy::extensions::common::ratelimit::v3::rate_limit_descriptor::RateLimitOverride;
 
-#[tokio::test]
-async fn s01_unknown_domain_is_ok_without_limit() {
-    let s = TestServer::start(&[("basic.yaml", CFG_BASIC)], &[]).await;
+on_every_store!(s01_unknown_domain_is_ok_without_limit);
+async fn s01_unknown_domain_is_ok_without_limit(store: StoreKind) {
+    let s = TestServer::start_with_store(&[("basic.yaml", CFG_BASIC)], &[], store).await;
     let r = s.rl("nope", &[&[("a", "b")]]).await;
     assert_eq!(overall(&r), Code::Ok);
     assert_eq!(st(&r, 0), (Code::Ok, None, 0));
     assert_eq!(dur(&r, 0), None);
 }
 
-#[tokio::test]
-async fn s02_to_s09_matching_through_the_service() {
-    let s = TestServer::start(&[("basic.yaml", CFG_BASIC)], &[]).await;
+on_every_store!(s02_to_s09_matching_through_the_service);
+async fn s02_to_s09_matching_through_the_service(store: StoreKind) {
+    let s = TestServer::start_with_store(&[("basic.yaml", CFG_BASIC)], &[], store).await;
     // 2: node without a limit.
     assert_eq!(
         st(&s.rl("test-domain", &[&[("key1", "value1")]]).await, 0),
@@ -71,9 +72,9 @@ async fn s02_to_s09_matching_through_the_service() {
     assert_eq!(st(&r, 0), (Code::Ok, None, 0));
 }
 
-#[tokio::test]
-async fn s10_named_limit_goes_over_and_reports_its_name() {
-    let s = TestServer::start(&[("basic.yaml", CFG_BASIC)], &[]).await;
+on_every_store!(s10_named_limit_goes_over_and_reports_its_name);
+async fn s10_named_limit_goes_over_and_reports_its_name(store: StoreKind) {
+    let s = TestServer::start_with_store(&[("basic.yaml", CFG_BASIC)], &[], store).await;
     let named = Some((1, "DAY".to_string(), "key4_rate_limit".to_string()));
     let r = s.rl("test-domain", &[&[("key4", "foo")]]).await;
     assert_eq!(st(&r, 0), (Code::Ok, named.clone(), 0));
@@ -83,9 +84,9 @@ async fn s10_named_limit_goes_over_and_reports_its_name() {
     assert_eq!(overall(&r), Code::OverLimit);
 }
 
-#[tokio::test]
-async fn s11_unlimited_is_always_ok_with_max_remaining() {
-    let s = TestServer::start(&[("basic.yaml", CFG_BASIC)], &[]).await;
+on_every_store!(s11_unlimited_is_always_ok_with_max_remaining);
+async fn s11_unlimited_is_always_ok_with_max_remaining(store: StoreKind) {
+    let s = TestServer::start_with_store(&[("basic.yaml", CFG_BASIC)], &[], store).await;
     for _ in 0..100 {
         let r = s.rl("test-domain", &[&[("key6", "foo")]]).await;
         assert_eq!(st(&r, 0), (Code::Ok, None, u32::MAX));
@@ -106,9 +107,9 @@ fn with_override(
     d
 }
 
-#[tokio::test]
-async fn s13_s14_overrides_replace_config_but_not_unknown_domains() {
-    let s = TestServer::start(&[("basic.yaml", CFG_BASIC)], &[]).await;
+on_every_store!(s13_s14_overrides_replace_config_but_not_unknown_domains);
+async fn s13_s14_overrides_replace_config_but_not_unknown_domains(store: StoreKind) {
+    let s = TestServer::start_with_store(&[("basic.yaml", CFG_BASIC)], &[], store).await;
     let mut req = request("test-domain", &[]);
     req.descriptors = vec![with_override(
         &[("key1", "value1"), ("subkey1", "something")],
@@ -121,9 +122,9 @@ async fn s13_s14_overrides_replace_config_but_not_unknown_domains() {
     assert_eq!(st(&s.call(req).await.unwrap(), 0), (Code::Ok, None, 0));
 }
 
-#[tokio::test]
-async fn override_with_unknown_unit_is_an_invalid_argument_not_a_crash() {
-    let s = TestServer::start(&[("basic.yaml", CFG_BASIC)], &[]).await;
+on_every_store!(override_with_unknown_unit_is_an_invalid_argument_not_a_crash);
+async fn override_with_unknown_unit_is_an_invalid_argument_not_a_crash(store: StoreKind) {
+    let s = TestServer::start_with_store(&[("basic.yaml", CFG_BASIC)], &[], store).await;
     let mut req = request("test-domain", &[]);
     req.descriptors = vec![with_override(&[("key1", "value1")], 10, 0)];
     let e = s.call(req).await.unwrap_err();
@@ -136,9 +137,9 @@ async fn override_with_unknown_unit_is_an_invalid_argument_not_a_crash() {
     );
 }
 
-#[tokio::test]
-async fn s15_s16_s19_wildcards() {
-    let s = TestServer::start(&[("wild.yaml", CFG_WILD)], &[]).await;
+on_every_store!(s15_s16_s19_wildcards);
+async fn s15_s16_s19_wildcards(store: StoreKind) {
+    let s = TestServer::start_with_store(&[("wild.yaml", CFG_WILD)], &[], store).await;
     for v in ["foo1", "foo2"] {
         let r = s.rl("test-domain", &[&[("wild", v)]]).await;
         assert_eq!(
@@ -177,9 +178,9 @@ descriptors:
   - {key: files_no_share, value: "files_no_share/*", rate_limit: {unit: hour, requests_per_unit: 10}}
 "#;
 
-#[tokio::test]
-async fn s20_s21_share_threshold_shares_one_counter() {
-    let s = TestServer::start(&[("share.yaml", SHARE)], &[]).await;
+on_every_store!(s20_s21_share_threshold_shares_one_counter);
+async fn s20_s21_share_threshold_shares_one_counter(store: StoreKind) {
+    let s = TestServer::start_with_store(&[("share.yaml", SHARE)], &[], store).await;
     for _ in 0..10 {
         s.rl("share", &[&[("files", "files/a.pdf")]]).await;
     }
@@ -192,9 +193,9 @@ async fn s20_s21_share_threshold_shares_one_counter() {
     }
 }
 
-#[tokio::test]
-async fn s52_s53_bad_requests_are_invalid_arguments_with_go_messages() {
-    let s = TestServer::start(&[("basic.yaml", CFG_BASIC)], &[]).await;
+on_every_store!(s52_s53_bad_requests_are_invalid_arguments_with_go_messages);
+async fn s52_s53_bad_requests_are_invalid_arguments_with_go_messages(store: StoreKind) {
+    let s = TestServer::start_with_store(&[("basic.yaml", CFG_BASIC)], &[], store).await;
     let e = s.call(request("", &[&[("a", "b")]])).await.unwrap_err();
     assert_eq!(
         (e.code(), e.message()),
@@ -213,9 +214,9 @@ async fn s52_s53_bad_requests_are_invalid_arguments_with_go_messages() {
     );
 }
 
-#[tokio::test]
-async fn s54_invalid_config_at_startup_serves_errors_without_crashing() {
-    let s = TestServer::start(&[("bad.yaml", "domain: \"\"\n")], &[]).await;
+on_every_store!(s54_invalid_config_at_startup_serves_errors_without_crashing);
+async fn s54_invalid_config_at_startup_serves_errors_without_crashing(store: StoreKind) {
+    let s = TestServer::start_with_store(&[("bad.yaml", "domain: \"\"\n")], &[], store).await;
     let e = s.call(request("x", &[&[("a", "b")]])).await.unwrap_err();
     assert_eq!(
         (e.code(), e.message()),
@@ -227,17 +228,18 @@ async fn s54_invalid_config_at_startup_serves_errors_without_crashing() {
     assert_eq!(s.running().config.load_failures(), 1);
 }
 
-#[tokio::test]
-async fn dynamic_metadata_carries_request_and_passed_metadata() {
+on_every_store!(dynamic_metadata_carries_request_and_passed_metadata);
+async fn dynamic_metadata_carries_request_and_passed_metadata(store: StoreKind) {
     let cfg = r#"
 domain: md
 descriptors:
   - {key: a, metadata: {team: x, nested: {one: 1}}, rate_limit: {unit: minute, requests_per_unit: 5}}
   - {key: b, metadata: {team: y, nested: {two: 2}}, rate_limit: {unit: minute, requests_per_unit: 5}}
 "#;
-    let s = TestServer::start(
+    let s = TestServer::start_with_store(
         &[("md.yaml", cfg)],
         &[("RESPONSE_DYNAMIC_METADATA", "true")],
+        store,
     )
     .await;
     let mut req = request("md", &[&[("a", "1")], &[("b", "2")]]);

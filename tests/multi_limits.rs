@@ -1,10 +1,10 @@
-//! `rate_limits` through the real gRPC server on both stores, with the manual clock: a token
-//! bucket for bursts and a daily quota on one descriptor. Every request counts against both; the
-//! status reports whichever limit is most restrictive at that moment, by name.
+//! `rate_limits` through the real gRPC server on every store (memory, Redis, Redis Cluster), with
+//! the manual clock: a token bucket for bursts and a daily quota on one descriptor. Every request
+//! counts against both; the status reports whichever limit is most restrictive at that moment, by
+//! name.
 
 mod common;
 
-use common::redis::RedisServer;
 use common::*;
 
 const CFG: &str = "domain: a
@@ -19,8 +19,9 @@ fn named(rpu: u32, unit: &str, name: &str) -> Option<(u32, String, String)> {
     Some((rpu, unit.to_string(), name.to_string()))
 }
 
-async fn bucket_then_quota(redis: Option<&RedisServer>) {
-    let s = TestServer::start_on(&[("a.yaml", CFG)], &[], redis).await;
+on_every_store!(bucket_and_daily_quota);
+async fn bucket_and_daily_quota(store: StoreKind) {
+    let s = TestServer::start_with_store(&[("a.yaml", CFG)], &[], store).await;
     s.set_time(T0);
     let burst = |remaining| (Code::Ok, named(2, "SECOND", "burst"), remaining);
     for remaining in [3, 2, 1, 0] {
@@ -59,15 +60,4 @@ async fn bucket_then_quota(redis: Option<&RedisServer>) {
     // Another client has its own bucket and quota.
     let r = s.rl("a", &[&[("api", "other")]]).await;
     assert_eq!(st(&r, 0), burst(3));
-}
-
-#[tokio::test]
-async fn bucket_and_daily_quota_on_memory() {
-    bucket_then_quota(None).await;
-}
-
-#[tokio::test]
-async fn bucket_and_daily_quota_on_redis() {
-    let r = RedisServer::start();
-    bucket_then_quota(Some(&r)).await;
 }

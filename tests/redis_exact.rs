@@ -1,5 +1,7 @@
 //! Exact counting across instances: three real ratelimitd processes share one Redis (and then one
 //! Redis Cluster); 64 concurrent clients hammer one key; exactly `requests_per_unit` are admitted.
+//! Not on `on_every_store!` (`common/stores.rs`): a memory store is per process, so it cannot be
+//! shared by three, and these tests count the keys of a server of their own.
 
 mod common;
 

@@ -1,6 +1,8 @@
 //! The Redis store against real `redis-server` processes: the Go and default key formats, the
 //! per-second split, AUTH, the local cache, stop-increment, and Redis dying and coming back
-//! (decisions matching the memory store: `conformance.rs`).
+//! (decisions matching the memory store: `conformance.rs`; the SPEC §G scenarios, s25 among them,
+//! run on every store in `grpc_counting.rs` and `grpc_scenarios.rs`). Each test here starts its
+//! own server, because it reads or writes that server's keys, or kills it.
 
 mod common;
 
@@ -67,15 +69,6 @@ async fn twenty_then_over(s: &TestServer) {
         };
         assert_eq!(st(&resp, 0), want, "call {i}");
     }
-}
-
-#[tokio::test]
-async fn s25_counts_the_same_on_redis() {
-    let r = RedisServer::start();
-    let s = TestServer::start_on(&[("b.yaml", INT)], &[], Some(&r)).await;
-    twenty_then_over(&s).await;
-    s.advance(Duration::from_secs(60));
-    assert_eq!(st(&s.rl("basic", &[&[("k2", "R")]]).await, 0).2, 19);
 }
 
 #[tokio::test]
@@ -239,6 +232,8 @@ async fn failure_mode_allow_and_deny_answer_while_redis_is_down() {
     assert_eq!(e.code(), tonic::Code::Unavailable);
 }
 
+// Single Redis only: the local cache exists to spare Redis round trips (it is Redis-only in Go
+// too), and what shows it is the count in the Redis key.
 #[tokio::test]
 async fn s28_local_cache_skips_redis_for_keys_known_to_be_over() {
     let r = RedisServer::start();
@@ -259,6 +254,8 @@ async fn s28_local_cache_skips_redis_for_keys_known_to_be_over() {
     assert_eq!(st(&s.rl("basic", &[&[("k2", "R")]]).await, 0).0, Code::Ok);
 }
 
+// Single Redis only: STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT is a Redis option (as in Go), and the
+// test reads the counters from the server's keys.
 #[tokio::test]
 async fn stop_increment_when_over_limit_spares_the_other_keys_atomically() {
     let cfg = "domain: s\ndescriptors:\n  - {key: a, rate_limit: {unit: minute, requests_per_unit: 1}}\n  - {key: b, rate_limit: {unit: minute, requests_per_unit: 10}}\n";

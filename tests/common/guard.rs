@@ -5,6 +5,7 @@
 //! end closes, on [`stop`] or on the test process's death, the guard SIGKILLs the server.
 
 use std::ffi::OsStr;
+use std::path::Path;
 use std::process::{Child, Command, Stdio};
 
 /// The guard: runs "$0 $@" in the background, kills it when stdin reaches EOF, and exits with
@@ -29,4 +30,21 @@ pub fn guarded(program: impl AsRef<OsStr>) -> Command {
 pub fn stop(child: &mut Child) {
     drop(child.stdin.take());
     let _ = child.wait();
+}
+
+/// Removes `dirs` when the test process exits: its end of the sweeper's stdin closes with it.
+/// For servers kept in statics, which are never dropped, so their temp dirs would stay behind
+/// (the servers themselves die with their guards). Keep the returned child for as long as the
+/// dirs are in use: dropping it closes the pipe, which removes them.
+pub fn remove_at_exit(dirs: &[&Path]) -> Child {
+    Command::new("sh")
+        .arg("-c")
+        .arg(r#"cat >/dev/null; rm -rf -- "$@""#)
+        .arg("sh")
+        .args(dirs)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("sh runs")
 }

@@ -8,6 +8,7 @@ pub mod guard;
 pub mod process;
 pub mod redis;
 pub mod reload;
+pub mod stores;
 
 use std::time::Duration;
 
@@ -24,6 +25,8 @@ use ratelimitd::settings::Settings;
 use tonic::transport::Channel;
 
 pub use rate_limit_response::Code;
+#[allow(unused_imports)] // Used by the files whose scenarios run on every store.
+pub(crate) use stores::{StoreKind, on_every_store};
 
 /// Start time of the manual clock unless a test says otherwise.
 pub const T0: u64 = 1234;
