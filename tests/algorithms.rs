@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use common::redis::RedisServer;
 use common::*;
-use ratelimitd::proto::envoy::extensions::common::ratelimit::v3::rate_limit_descriptor::RateLimitOverride;
+use ratelimitd::grpc::pb::envoy::extensions::common::ratelimit::v3::rate_limit_descriptor::RateLimitOverride;
 
 const CFG: &str = "domain: a
 descriptors:

@@ -5,7 +5,7 @@
 mod common;
 
 use common::*;
-use ratelimitd::proto::envoy::extensions::common::ratelimit::v3::rate_limit_descriptor::RateLimitOverride;
+use ratelimitd::grpc::pb::envoy::extensions::common::ratelimit::v3::rate_limit_descriptor::RateLimitOverride;
 
 #[tokio::test]
 async fn s01_unknown_domain_is_ok_without_limit() {
@@ -97,7 +97,7 @@ fn with_override(
     entries: &[(&str, &str)],
     rpu: u32,
     unit: i32,
-) -> ratelimitd::proto::envoy::extensions::common::ratelimit::v3::RateLimitDescriptor {
+) -> ratelimitd::grpc::pb::envoy::extensions::common::ratelimit::v3::RateLimitDescriptor {
     let mut d = descriptor(entries);
     d.limit = Some(RateLimitOverride {
         requests_per_unit: rpu,

@@ -21,7 +21,7 @@ use crate::algorithm::{Decision, LimitSpec};
 use crate::clock::{Clock, Stopwatch, Timestamp};
 use crate::config::{Limit, RateLimitConfig};
 use crate::store::{Op, Store, StoreError};
-pub use key::{KeyBuilder, KeyFormat};
+pub use key::KeyBuilder;
 pub use request::{Descriptor, Entry, Override, Request};
 pub use resolve::Resolved;
 pub use response::{Code, CurrentLimit, DescriptorStatus, Response};

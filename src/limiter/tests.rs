@@ -6,6 +6,7 @@ use std::sync::Arc;
 use async_trait::async_trait;
 
 use super::*;
+use crate::algorithm::Algorithm;
 use crate::clock::ManualClock;
 use crate::config::{self, CompileOptions, ConfigFile};
 use crate::store::memory::MemoryStore;
@@ -220,5 +221,36 @@ async fn several_limits_fail_by_their_strictest_policy_and_are_replaced_by_any_n
             .unwrap()
             .requests_per_unit,
         1
+    );
+}
+
+/// The algorithm parameters of extension limits (moved here from `config`, which sits below the
+/// limiter): token bucket burst and multiplier, leaky bucket burst defaulting to
+/// `requests_per_unit`, a sliding log's window.
+#[test]
+fn limit_spec_carries_the_extension_parameters() {
+    let spec_of = |rate_limit: &str| {
+        let files = [ConfigFile {
+            name: "f.yaml".into(),
+            contents: format!(
+                "domain: d\ndescriptors:\n  - {{key: a, rate_limit: {{{rate_limit}}}}}\n"
+            ),
+        }];
+        let cfg = config::compile(&files, &CompileOptions::default()).unwrap();
+        limit_spec(cfg.limits()[0])
+    };
+    let spec = spec_of(
+        "unit: second, requests_per_unit: 10, algorithm: token_bucket, burst: 20, unit_multiplier: 5",
+    );
+    assert_eq!((spec.window_secs, spec.burst, spec.limit), (5, 20, 10));
+    let spec = spec_of("unit: minute, requests_per_unit: 30, algorithm: leaky_bucket");
+    assert_eq!(spec.algorithm, Algorithm::LeakyBucket);
+    assert_eq!((spec.window_secs, spec.burst, spec.limit), (60, 30, 30));
+    let spec = spec_of(
+        "unit: minute, requests_per_unit: 100000, algorithm: sliding_log, unit_multiplier: 2",
+    );
+    assert_eq!(
+        (spec.algorithm, spec.limit, spec.window_secs),
+        (Algorithm::SlidingLog, 100_000, 120)
     );
 }
