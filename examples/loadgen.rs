@@ -13,13 +13,14 @@
 //! competes for the same cores, so decisions/s alone measures both programs, while decisions per
 //! CPU-second is what one core of the server sustains.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use ratelimitd::proto::envoy::extensions::common::ratelimit::v3::{
+use ratelimitd::clock::Stopwatch;
+use ratelimitd::grpc::pb::envoy::extensions::common::ratelimit::v3::{
     RateLimitDescriptor, rate_limit_descriptor::Entry,
 };
-use ratelimitd::proto::envoy::service::ratelimit::v3::RateLimitRequest;
-use ratelimitd::proto::envoy::service::ratelimit::v3::rate_limit_service_client::RateLimitServiceClient;
+use ratelimitd::grpc::pb::envoy::service::ratelimit::v3::RateLimitRequest;
+use ratelimitd::grpc::pb::envoy::service::ratelimit::v3::rate_limit_service_client::RateLimitServiceClient;
 
 struct Args {
     target: String,
@@ -104,10 +105,11 @@ async fn main() {
         .connect()
         .await
         .expect("ratelimitd is listening on --target");
-    let deadline = Instant::now() + Duration::from_secs(a.seconds);
+    let run_for = Duration::from_secs(a.seconds);
+    let watch = Stopwatch::start();
     let per_worker = a.max_requests / a.concurrency.max(1) as u64;
     let cpu_before = a.server_pid.map(cpu_seconds);
-    let started = Instant::now();
+    let started = Stopwatch::start();
     let mut workers = Vec::new();
     for w in 0..a.concurrency {
         let client = RateLimitServiceClient::new(channel.clone());
@@ -116,7 +118,7 @@ async fn main() {
             let mut samples: Vec<u32> = Vec::with_capacity(100_000);
             let (mut ok, mut over, mut errors) = (0u64, 0u64, 0u64);
             let mut n = w as u64;
-            while Instant::now() < deadline && ok + over + errors < per_worker.max(1) {
+            while watch.elapsed() < run_for && ok + over + errors < per_worker.max(1) {
                 n = n
                     .wrapping_mul(6364136223846793005)
                     .wrapping_add(1442695040888963407);
@@ -133,7 +135,7 @@ async fn main() {
                     }],
                     hits_addend: 1,
                 };
-                let t = Instant::now();
+                let t = Stopwatch::start();
                 match client.clone().should_rate_limit(req).await {
                     Ok(r) if r.get_ref().overall_code == 1 => ok += 1,
                     Ok(_) => over += 1,

@@ -6,14 +6,15 @@
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use ratelimitd::app;
-use ratelimitd::proto::envoy::extensions::common::ratelimit::v3::{
+use ratelimitd::clock::Stopwatch;
+use ratelimitd::grpc::pb::envoy::extensions::common::ratelimit::v3::{
     RateLimitDescriptor, rate_limit_descriptor::Entry,
 };
-use ratelimitd::proto::envoy::service::ratelimit::v3::RateLimitRequest;
-use ratelimitd::proto::envoy::service::ratelimit::v3::rate_limit_service_client::RateLimitServiceClient;
+use ratelimitd::grpc::pb::envoy::service::ratelimit::v3::RateLimitRequest;
+use ratelimitd::grpc::pb::envoy::service::ratelimit::v3::rate_limit_service_client::RateLimitServiceClient;
 use ratelimitd::settings::Settings;
 
 const DESCRIPTORS: usize = 10_000;
@@ -58,7 +59,7 @@ async fn traffic(addr: String) -> Vec<u64> {
                     }],
                     hits_addend: 1,
                 };
-                let t = Instant::now();
+                let t = Stopwatch::start();
                 client.should_rate_limit(req).await.expect("answer");
                 lat.push(t.elapsed().as_micros() as u64);
             }
@@ -128,7 +129,7 @@ async fn main() {
             tokio::fs::rename(&tmp, &file)
                 .await
                 .expect("replace config");
-            let t = Instant::now();
+            let t = Stopwatch::start();
             r.reload_now().await;
             total += t.elapsed();
             count += 1;

@@ -1,21 +1,32 @@
 //! ratelimitd — a global rate limit service for Envoy, a drop-in replacement for envoyproxy/ratelimit.
 //!
 //! # Layout
-//! - [`config`]: YAML model, validation, compiled matching tree, file loader (pure except the loader).
+//! - [`settings`]: Go environment variables and command-line flags, and the small value types they
+//!   name (key format, StatsD protocol, ...).
 //! - [`clock`]: the only reader of system time; [`clock::ManualClock`] for tests.
 //! - [`algorithm`]: pure rate limit algorithms, functions of (state, limit, hits, now).
-//! - [`store`]: the one store trait and the embedded memory store.
+//! - [`config`]: YAML model, validation, compiled matching tree, file loader (pure except the loader).
+//! - [`store`]: the one store trait, the embedded memory store and Redis; [`telemetry`]: logging.
 //! - [`limiter`]: request → store ops → statuses; request/response types without protos.
+//!   [`health`]: health components, mirrored to gRPC health.
 //! - [`metrics`]: stat counters (bounded), Prometheus and StatsD sinks.
 //! - [`reload`]: the live configuration snapshot, its atomic swap, and the file watcher that reloads it.
 //! - [`service`]: one snapshot + the limiter; what both edges call.
 //! - [`grpc`], [`http`]: the edges (RLS v3 + health + TLS; `/json`, `/healthcheck`, debug port).
-//! - [`health`]: health components, mirrored to gRPC health.
+//!   The generated Envoy protos live in [`grpc::pb`], and their unit numbers in [`grpc::unit`].
 //! - [`app`]: composition root (listeners, store, config, watchers, signals, drain);
-//!   [`telemetry`]: logging.
-//! - [`validate`]: the `ratelimitd validate` command.
-//! - [`settings`]: Go environment variables and command-line flags.
-//! - [`proto`]: generated Envoy RLS v3 types; used only by the gRPC edge.
+//!   [`validate`]: the `ratelimitd validate` command.
+//!
+//! # Layering
+//! Dependencies point down the list above, never up. From the bottom: `settings`, `clock`,
+//! `algorithm`, `config` (config builds on algorithm); then `store` and `telemetry`; `limiter` and
+//! `health`; `metrics`, `reload`, `service` (service reads reload's snapshot; metrics names
+//! neither: `app` hands it a reader of the load counts); the edges `grpc` and `http` (`/json`
+//! borrows gRPC's unit numbers, grpc never imports http); `app` and `validate` on top. A type that
+//! a lower module needs lives in that lower module (`settings::KeyFormat` is read by the limiter,
+//! not the reverse), and an upper module hands the lower one a closure or value instead of being
+//! named by it. Protos never leave `grpc`; time comes from `clock` (clippy's `disallowed-methods`
+//! in `clippy.toml` enforces that).
 
 pub mod algorithm;
 pub mod app;
@@ -32,51 +43,3 @@ pub mod settings;
 pub mod store;
 pub mod telemetry;
 pub mod validate;
-
-/// Generated Envoy protos. Only `grpc` (and the tests) use these; the core never sees a proto.
-#[allow(missing_docs, clippy::all)]
-pub mod proto {
-    /// `envoy.*` packages.
-    pub mod envoy {
-        /// `envoy.service.*`.
-        pub mod service {
-            /// `envoy.service.ratelimit.*`.
-            pub mod ratelimit {
-                /// `envoy.service.ratelimit.v3`.
-                pub mod v3 {
-                    tonic::include_proto!("envoy.service.ratelimit.v3");
-                }
-            }
-        }
-        /// `envoy.extensions.*`.
-        pub mod extensions {
-            /// `envoy.extensions.common.*`.
-            pub mod common {
-                /// `envoy.extensions.common.ratelimit.*`.
-                pub mod ratelimit {
-                    /// `envoy.extensions.common.ratelimit.v3`.
-                    pub mod v3 {
-                        tonic::include_proto!("envoy.extensions.common.ratelimit.v3");
-                    }
-                }
-            }
-        }
-        /// `envoy.config.*`.
-        pub mod config {
-            /// `envoy.config.core.*`.
-            pub mod core {
-                /// `envoy.config.core.v3`.
-                pub mod v3 {
-                    tonic::include_proto!("envoy.config.core.v3");
-                }
-            }
-        }
-        /// `envoy.type.*`.
-        pub mod r#type {
-            /// `envoy.type.v3`.
-            pub mod v3 {
-                tonic::include_proto!("envoy.r#type.v3");
-            }
-        }
-    }
-}

@@ -11,7 +11,7 @@ mod common;
 use std::time::Duration;
 
 use common::*;
-use ratelimitd::proto::envoy::extensions::common::ratelimit::v3::rate_limit_descriptor::RateLimitOverride;
+use ratelimitd::grpc::pb::envoy::extensions::common::ratelimit::v3::rate_limit_descriptor::RateLimitOverride;
 
 const CFG: &str = "domain: a
 descriptors:

@@ -5,10 +5,11 @@
 //! window resets in 26 s and an hour window in 2366 s).
 mod common;
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use common::envoy::{Envoy, envoy_yaml_path, validate};
 use common::{StoreKind, TestServer, on_every_store};
+use ratelimitd::clock::Stopwatch;
 
 fn config() -> String {
     std::fs::read_to_string(concat!(
@@ -195,10 +196,10 @@ async fn reload_is_seen_through_envoy() {
         "rate_limit: {unit: minute, requests_per_unit: 100}",
     );
     std::fs::write(rl.dir.path().join("config.yaml"), raised).unwrap();
-    let deadline = Instant::now() + Duration::from_secs(20);
+    let watch = Stopwatch::start();
     let mut last = String::new();
     for _ in 0..400 {
-        if Instant::now() > deadline {
+        if watch.elapsed() > Duration::from_secs(20) {
             break;
         }
         last = get(http.get(envoy.url("/remote"))).await.1;

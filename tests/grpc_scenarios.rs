@@ -6,7 +6,7 @@
 mod common;
 
 use common::*;
-use ratelimitd::proto::envoy::extensions::common::ratelimit::v3::rate_limit_descriptor::RateLimitOverride;
+use ratelimitd::grpc::pb::envoy::extensions::common::ratelimit::v3::rate_limit_descriptor::RateLimitOverride;
 
 on_every_store!(s01_unknown_domain_is_ok_without_limit);
 async fn s01_unknown_domain_is_ok_without_limit(store: StoreKind) {
@@ -98,7 +98,7 @@ fn with_override(
     entries: &[(&str, &str)],
     rpu: u32,
     unit: i32,
-) -> ratelimitd::proto::envoy::extensions::common::ratelimit::v3::RateLimitDescriptor {
+) -> ratelimitd::grpc::pb::envoy::extensions::common::ratelimit::v3::RateLimitDescriptor {
     let mut d = descriptor(entries);
     d.limit = Some(RateLimitOverride {
         requests_per_unit: rpu,

@@ -4,7 +4,7 @@
 mod common;
 
 use common::*;
-use ratelimitd::proto::envoy::extensions::common::ratelimit::v3::rate_limit_descriptor::RateLimitOverride;
+use ratelimitd::grpc::pb::envoy::extensions::common::ratelimit::v3::rate_limit_descriptor::RateLimitOverride;
 
 const PROM: &[(&str, &str)] = &[
     ("USE_PROMETHEUS", "true"),

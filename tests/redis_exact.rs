@@ -8,7 +8,7 @@ mod common;
 use common::process::{self, Spawned};
 use common::redis::{RedisCluster, RedisServer};
 use common::*;
-use ratelimitd::proto::envoy::service::ratelimit::v3::rate_limit_service_client::RateLimitServiceClient;
+use ratelimitd::grpc::pb::envoy::service::ratelimit::v3::rate_limit_service_client::RateLimitServiceClient;
 
 const LIMIT: u32 = 300;
 const CFG: &str = "domain: x\ndescriptors:\n  - {key: k, rate_limit: {unit: hour, requests_per_unit: 300}}\n  - {key: other, rate_limit: {unit: hour, requests_per_unit: 1000}}\n";

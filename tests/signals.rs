@@ -8,11 +8,12 @@ use std::net::TcpStream;
 use std::process::{Child, Command};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use common::process::{self, Spawned};
 use common::request;
-use ratelimitd::proto::envoy::service::ratelimit::v3::rate_limit_service_client::RateLimitServiceClient;
+use ratelimitd::clock::Stopwatch;
+use ratelimitd::grpc::pb::envoy::service::ratelimit::v3::rate_limit_service_client::RateLimitServiceClient;
 
 const CFG: &str = "domain: d\ndescriptors:\n  - {key: k, rate_limit: {unit: second, requests_per_unit: 1000000}}\n";
 
@@ -50,8 +51,8 @@ fn http_get(addr: &str, path: &str) -> String {
 }
 
 fn wait_exit(child: &mut Child) -> Option<i32> {
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while Instant::now() < deadline {
+    let watch = Stopwatch::start();
+    while watch.elapsed() < Duration::from_secs(20) {
         if let Some(status) = child.try_wait().unwrap() {
             return status.code();
         }
@@ -66,9 +67,12 @@ fn sighup_reloads_the_configuration() {
     let (mut s, _dir) = spawn();
     assert!(http_get(&s.debug_addr, "/rlconfig").contains("# version: 1\n"));
     signal(&s.child, "-HUP");
-    let deadline = Instant::now() + Duration::from_secs(10);
+    let watch = Stopwatch::start();
     while !http_get(&s.debug_addr, "/rlconfig").contains("# version: 2\n") {
-        assert!(Instant::now() < deadline, "SIGHUP did not reload");
+        assert!(
+            watch.elapsed() < Duration::from_secs(10),
+            "SIGHUP did not reload"
+        );
         std::thread::sleep(Duration::from_millis(20));
     }
     assert!(
@@ -130,8 +134,8 @@ fn sigterm_during_traffic_fails_no_request_in_flight_and_exits_zero() {
         .collect();
     // Traffic is flowing (bounded wait: a loaded machine can take a while to connect), and the
     // three raw connections have had time to be accepted.
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while ok_before.load(Ordering::SeqCst) == 0 && Instant::now() < deadline {
+    let watch = Stopwatch::start();
+    while ok_before.load(Ordering::SeqCst) == 0 && watch.elapsed() < Duration::from_secs(10) {
         std::thread::sleep(Duration::from_millis(10));
     }
     std::thread::sleep(Duration::from_millis(300));

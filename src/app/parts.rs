@@ -4,7 +4,7 @@ use std::sync::Arc;
 
 use super::AppError;
 use crate::limiter::{HeaderNames, KeyBuilder, LimiterOptions, NoStats, StatsSink};
-use crate::metrics::{KeyCount, Metrics};
+use crate::metrics::{ConfigLoads, KeyCount, LoadCounts, Metrics};
 use crate::reload::ConfigHandle;
 use crate::settings::{Backend, Settings, StatsSinkKind};
 use crate::store::Store;
@@ -57,9 +57,14 @@ pub(super) fn metrics(
             .cloned()
             .map(|m| -> KeyCount { Arc::new(move || m.len()) });
         let statsd = settings.obs.sink == StatsSinkKind::Statsd;
+        let config = config.clone();
+        let loads: LoadCounts = Arc::new(move || ConfigLoads {
+            successes: config.load_successes(),
+            failures: config.load_failures(),
+        });
         Arc::new(Metrics::new(
             settings.obs.stats_max_keys,
-            config.clone(),
+            loads,
             keys,
             statsd,
         ))

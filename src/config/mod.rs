@@ -10,6 +10,7 @@ mod convert;
 mod error;
 mod extensions;
 mod keys;
+mod limit;
 pub mod loader;
 mod matching;
 mod model;

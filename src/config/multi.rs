@@ -7,8 +7,8 @@ use std::sync::Arc;
 
 use super::compiled::Limit;
 use super::error::{Sink, field_path, index_path};
+use super::limit::build_limit;
 use super::model::RawDescriptor;
-use super::validate::build_limit;
 
 /// The limit of descriptor `d` (stats key `full_key`): its `rate_limit`, or its `rate_limits`
 /// folded into one [`Limit`]. Every entry is checked even after an error, so all are reported.

@@ -1,4 +1,5 @@
-//! Time units of a limit, shared by the config, the limiter and the wire formats.
+//! Time units of a limit, shared by the config, the limiter and the wire formats. Their proto
+//! numbers are a gRPC detail and live in `grpc::unit`.
 
 use std::fmt;
 
@@ -68,24 +69,6 @@ impl Unit {
             Unit::Year => "YEAR",
         }
     }
-
-    /// The number of this unit in `RateLimitResponse.RateLimit.Unit` (WEEK is 7).
-    pub fn proto_number(self) -> i32 {
-        match self {
-            Unit::Second => 1,
-            Unit::Minute => 2,
-            Unit::Hour => 3,
-            Unit::Day => 4,
-            Unit::Month => 5,
-            Unit::Year => 6,
-            Unit::Week => 7,
-        }
-    }
-
-    /// The unit with that proto number; 0 (UNKNOWN) and out-of-range numbers give `None`.
-    pub fn from_proto_number(n: i32) -> Option<Unit> {
-        Unit::ALL.into_iter().find(|u| u.proto_number() == n)
-    }
 }
 
 impl fmt::Display for Unit {
@@ -112,14 +95,5 @@ mod tests {
         assert_eq!(Unit::Week.seconds(), 604_800);
         assert_eq!(Unit::Month.seconds(), 2_592_000);
         assert_eq!(Unit::Year.seconds(), 31_536_000);
-    }
-
-    #[test]
-    fn proto_numbers_round_trip() {
-        for u in Unit::ALL {
-            assert_eq!(Unit::from_proto_number(u.proto_number()), Some(u));
-        }
-        assert_eq!(Unit::from_proto_number(0), None);
-        assert_eq!(Unit::from_proto_number(8), None);
     }
 }

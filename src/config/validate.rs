@@ -5,10 +5,9 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use super::compiled::{Domain, FailureMode, Level, Limit, Node, RateLimitConfig};
+use super::compiled::{Domain, Level, Node, RateLimitConfig};
 use super::error::{ConfigError, ConfigErrors, Sink, field_path};
-use super::model::{RawDescriptor, RawRateLimit, parse_file};
-use super::unit::Unit;
+use super::model::{RawDescriptor, parse_file};
 
 /// One config file to compile.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -131,75 +130,5 @@ fn load_level(
         if !duplicate {
             level.insert(composite, node);
         }
-    }
-}
-
-/// Checks one `rate_limit` and builds its limit (errors go to the sink; the limit is then unused).
-pub(super) fn build_limit(
-    rl: &RawRateLimit,
-    d: &RawDescriptor,
-    full_key: &str,
-    sink: &mut Sink<'_>,
-) -> Limit {
-    let unit_path = field_path(&rl.path, "unit");
-    // A wrongly typed `unit` or `unlimited` was reported already; checking the unit again would
-    // only add a confusing second error.
-    let unit = match (&rl.unit, rl.unlimited) {
-        (Some(text), Some(true)) => {
-            if Unit::parse(text).is_some() {
-                sink.push(
-                    &unit_path,
-                    "should not specify rate limit unit when unlimited",
-                );
-            }
-            None
-        }
-        (Some(text), Some(false)) => {
-            let unit = Unit::parse(text);
-            if unit.is_none() {
-                sink.push(&unit_path, format!("invalid rate limit unit '{text}'"));
-            }
-            unit
-        }
-        _ => None,
-    };
-    for (path, name) in &rl.replaces {
-        if name.is_empty() {
-            sink.push(path, "should not have an empty replaces entry");
-        } else if *name == rl.name {
-            sink.push(
-                &field_path(path, "name"),
-                "replaces should not contain name of same descriptor",
-            );
-        }
-    }
-    let failure_mode = match rl.failure_mode.as_deref() {
-        None => FailureMode::Error,
-        Some(text) => FailureMode::parse(text).unwrap_or_else(|| {
-            sink.push(
-                &field_path(&rl.path, "failure_mode"),
-                format!("invalid failure_mode '{text}' (expected error, allow or deny)"),
-            );
-            FailureMode::Error
-        }),
-    };
-    let ext = super::extensions::check(rl, unit, sink);
-    Limit {
-        algorithm: ext.algorithm,
-        burst: ext.burst,
-        unit_multiplier: ext.unit_multiplier,
-        failure_mode,
-        full_key: full_key.to_owned(),
-        stats_key: super::sanitize(full_key.into()).into_owned(),
-        name: rl.name.clone(),
-        requests_per_unit: rl.requests_per_unit,
-        unit,
-        unlimited: rl.unlimited.unwrap_or(false),
-        replaces: rl.replaces.iter().map(|(_, n)| n.clone()).collect(),
-        shadow_mode: d.shadow_mode,
-        quota_mode: d.quota_mode,
-        detailed_metric: d.detailed_metric,
-        metadata: d.metadata.clone(),
-        also: Vec::new(),
     }
 }

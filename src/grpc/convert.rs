@@ -5,11 +5,11 @@
 use prost_types::value::Kind;
 use serde_json::{Map, Value};
 
-use crate::config::Unit;
+use super::unit::{from_proto_number, to_proto_number};
+use crate::grpc::pb::envoy::config::core::v3::HeaderValue;
+use crate::grpc::pb::envoy::extensions::common::ratelimit::v3 as common;
+use crate::grpc::pb::envoy::service::ratelimit::v3 as rls;
 use crate::limiter::{Code, Descriptor, Entry, Override, Request, Response};
-use crate::proto::envoy::config::core::v3::HeaderValue;
-use crate::proto::envoy::extensions::common::ratelimit::v3 as common;
-use crate::proto::envoy::service::ratelimit::v3 as rls;
 
 impl From<rls::RateLimitRequest> for Request {
     fn from(p: rls::RateLimitRequest) -> Request {
@@ -34,7 +34,7 @@ impl From<common::RateLimitDescriptor> for Descriptor {
                 .collect(),
             limit: p.limit.map(|o| Override {
                 requests_per_unit: o.requests_per_unit,
-                unit: Unit::from_proto_number(o.unit),
+                unit: from_proto_number(o.unit),
             }),
             hits_addend: p.hits_addend,
         }
@@ -61,7 +61,7 @@ impl From<Response> for rls::RateLimitResponse {
                     current_limit: s.current_limit.map(|l| RateLimit {
                         name: l.name,
                         requests_per_unit: l.requests_per_unit,
-                        unit: l.unit.proto_number(),
+                        unit: to_proto_number(l.unit),
                     }),
                     limit_remaining: s.limit_remaining,
                     duration_until_reset: s.duration_until_reset.map(|d| prost_types::Duration {

@@ -4,7 +4,11 @@
 //! UNAVAILABLE (Envoy treats any error the same way: its `failure_mode_deny` decides).
 
 pub mod convert;
+/// Generated protos; see the module's own doc.
+#[allow(missing_docs, clippy::all)]
+pub mod pb;
 pub mod tls;
+pub mod unit;
 
 use std::sync::Arc;
 
@@ -14,8 +18,8 @@ use tracing::Instrument;
 use crate::clock::Stopwatch;
 use crate::metrics::Metrics;
 
+use self::pb::envoy::service::ratelimit::v3 as rls;
 use crate::limiter::RequestError;
-use crate::proto::envoy::service::ratelimit::v3 as rls;
 use crate::service::Service;
 
 pub use rls::rate_limit_service_server::RateLimitServiceServer;

@@ -6,6 +6,7 @@ use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
 use crate::config::Unit;
+use crate::grpc::unit::from_proto_number;
 use crate::limiter::{Code, Descriptor, Entry, Override, Request, Response};
 
 /// Why a `/json` body was not a valid request.
@@ -88,7 +89,7 @@ fn u32_of(n: &Option<Num>) -> Result<u32, JsonError> {
 fn unit_of(u: &Option<EnumValue>) -> Result<Option<Unit>, JsonError> {
     match u {
         None => Ok(None),
-        Some(EnumValue::N(n)) => Ok(Unit::from_proto_number(*n)),
+        Some(EnumValue::N(n)) => Ok(from_proto_number(*n)),
         Some(EnumValue::S(s)) if s == "UNKNOWN" => Ok(None),
         Some(EnumValue::S(s)) => Unit::ALL
             .into_iter()

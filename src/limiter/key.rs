@@ -13,16 +13,7 @@ use std::fmt::Write;
 use crate::algorithm::fixed_window::window_start;
 use crate::algorithm::{Algorithm, LimitSpec};
 use crate::clock::Timestamp;
-
-/// Which key layout to use.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum KeyFormat {
-    /// Injective, hash-tagged, algorithm-aware (the default).
-    #[default]
-    Safe,
-    /// envoyproxy/ratelimit's exact fixed-window key (collides; see module docs).
-    Go,
-}
+use crate::settings::KeyFormat;
 
 /// Builds cache keys for one service: a prefix and a format.
 #[derive(Debug, Clone, Default)]

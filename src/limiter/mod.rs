@@ -25,7 +25,7 @@ use tracing::Instrument;
 use crate::clock::{Clock, Stopwatch, Timestamp};
 use crate::config::RateLimitConfig;
 use crate::store::{Store, StoreError};
-pub use key::{KeyBuilder, KeyFormat};
+pub use key::KeyBuilder;
 pub use outcome::{Outcome, Source, Verdict};
 pub use plan::{Plan, Plans};
 pub use request::{Descriptor, Entry, Override, Request};

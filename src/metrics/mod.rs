@@ -1,7 +1,8 @@
 //! Metrics: the counters behind every stat of SPEC §F, kept format-free, and the two sinks that
 //! expose them ([`prom`]: Prometheus with the Go default mapper's names; [`statsd`]: the Go wire
 //! format). The limiter reports into [`Metrics`] through [`StatsSink`]; the gRPC edge reports
-//! requests and response times; config loads are read from the [`ConfigHandle`] at export time.
+//! requests and response times; config loads are read at export time through a [`LoadCounts`] reader the composition root
+//! hands in (metrics sits beside `reload`, not above it, so it names no reload type).
 //!
 //! Memory is bounded: per-limit keys and unknown domains each live in a [`table::KeyTable`] of at
 //! most `STATS_MAX_KEYS` entries (excess folded into `ratelimitd_overflow` and counted).
@@ -19,7 +20,6 @@ use parking_lot::Mutex;
 use prometheus::{Histogram, HistogramOpts, HistogramVec, IntCounterVec, Opts};
 
 use crate::limiter::{ErrorKind, LimitIncrements, StatsSink};
-use crate::reload::ConfigHandle;
 use table::KeyTable;
 
 /// Names of the per-limit counters, in [`table::Counters`] index order (Go stat names).
@@ -38,6 +38,18 @@ const MAX_PENDING_TIMINGS: usize = 10_000;
 /// Reads the number of live keys of the memory store, for the `memory_store_keys` gauge.
 pub type KeyCount = Arc<dyn Fn() -> usize + Send + Sync>;
 
+/// Configuration loads so far, for `config_load_success` and `config_load_error`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ConfigLoads {
+    /// Loads that were published.
+    pub successes: u64,
+    /// Loads that failed (the previous configuration stayed).
+    pub failures: u64,
+}
+
+/// Reads the configuration load counts, at export time.
+pub type LoadCounts = Arc<dyn Fn() -> ConfigLoads + Send + Sync>;
+
 /// Every counter of the service. Share it as `Arc<Metrics>`.
 pub struct Metrics {
     pub(crate) limits: KeyTable<6>,
@@ -50,7 +62,7 @@ pub struct Metrics {
     pub(crate) total_requests: IntCounterVec,
     pub(crate) response_time: HistogramVec,
     pub(crate) store_latency: Histogram,
-    pub(crate) config: Arc<ConfigHandle>,
+    pub(crate) config_loads: LoadCounts,
     pub(crate) memory_keys: Option<KeyCount>,
     /// Response times (ms) waiting for the next StatsD flush; `None` when StatsD is off.
     timings: Option<Mutex<Vec<(&'static str, f64)>>>,
@@ -63,11 +75,11 @@ impl std::fmt::Debug for Metrics {
 }
 
 impl Metrics {
-    /// Counters bounded to `max_keys` keys per table, reading config loads from `config` and the
-    /// memory store size from `memory_keys`. `statsd_timers` keeps timer observations for StatsD.
+    /// Counters bounded to `max_keys` keys per table, reading config loads from `config_loads`
+    /// and the memory store size from `memory_keys`. `statsd_timers` keeps timer observations for StatsD.
     pub fn new(
         max_keys: usize,
-        config: Arc<ConfigHandle>,
+        config_loads: LoadCounts,
         memory_keys: Option<KeyCount>,
         statsd_timers: bool,
     ) -> Metrics {
@@ -109,7 +121,7 @@ impl Metrics {
             total_requests,
             response_time,
             store_latency,
-            config,
+            config_loads,
             memory_keys,
             timings: statsd_timers.then(|| Mutex::new(Vec::new())),
         }
@@ -155,9 +167,10 @@ impl Metrics {
                 v,
             ));
         }
+        let loads = (self.config_loads)();
         let service = [
-            ("config_load_success", self.config.load_successes()),
-            ("config_load_error", self.config.load_failures()),
+            ("config_load_success", loads.successes),
+            ("config_load_error", loads.failures),
             ("global_shadow_mode", load(&self.global_shadow)),
             (
                 "call.should_rate_limit.redis_error",

@@ -174,8 +174,9 @@ impl Collector for MetricsCollector {
             &["service_error"],
             m.service_errors.load(Ordering::Relaxed),
         );
-        inc(7, &[], m.config.load_successes());
-        inc(8, &[], m.config.load_failures());
+        let loads = (m.config_loads)();
+        inc(7, &[], loads.successes);
+        inc(8, &[], loads.failures);
         inc(9, &[], m.global_shadow.load(Ordering::Relaxed));
         inc(10, &[], m.store_errors.load(Ordering::Relaxed));
         inc(11, &[], m.limits.folded() + m.unknown_domains.folded());

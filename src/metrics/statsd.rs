@@ -15,15 +15,7 @@ use tokio::io::AsyncWriteExt;
 use tokio::net::{TcpStream, UdpSocket};
 
 use super::Metrics;
-
-/// `STATSD_PROTOCOL`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Protocol {
-    /// One TCP connection, re-dialled after a failure (the Go default).
-    Tcp,
-    /// Datagrams of whole lines.
-    Udp,
-}
+use crate::settings::StatsdProtocol;
 
 /// Where and how to send.
 #[derive(Debug, Clone)]
@@ -31,7 +23,7 @@ pub struct StatsdOptions {
     /// `STATSD_HOST:STATSD_PORT`.
     pub addr: String,
     /// `STATSD_PROTOCOL`.
-    pub protocol: Protocol,
+    pub protocol: StatsdProtocol,
     /// `EXTRA_TAGS`, sorted by key.
     pub tags: Vec<(String, String)>,
     /// `STATS_FLUSH_INTERVAL`.
@@ -74,8 +66,8 @@ impl Sender {
             return;
         }
         let result = match self.opts.protocol {
-            Protocol::Tcp => self.send_tcp(lines).await,
-            Protocol::Udp => self.send_udp(lines).await,
+            StatsdProtocol::Tcp => self.send_tcp(lines).await,
+            StatsdProtocol::Udp => self.send_udp(lines).await,
         };
         if let Err(e) = result {
             self.tcp = None;

@@ -1,4 +1,6 @@
-//! Small value types of the settings: log level and format, backend, and a redacting secret.
+//! Small value types of the settings: log level and format, backend, cache key format, StatsD
+//! protocol, and a redacting secret. They live here, at the bottom, so the modules that act on
+//! them (`limiter`, `metrics`) import them from settings and settings imports nothing above it.
 
 use std::fmt;
 
@@ -31,6 +33,25 @@ pub enum Backend {
     Memory,
     /// Redis.
     Redis,
+}
+
+/// `CACHE_KEY_FORMAT`: which cache key layout the limiter builds (see `limiter::key`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum KeyFormat {
+    /// Injective, hash-tagged, algorithm-aware (the default).
+    #[default]
+    Safe,
+    /// envoyproxy/ratelimit's exact fixed-window key (collides; see `limiter::key`).
+    Go,
+}
+
+/// `STATSD_PROTOCOL`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StatsdProtocol {
+    /// One TCP connection, re-dialled after a failure (the Go default).
+    Tcp,
+    /// Datagrams of whole lines.
+    Udp,
 }
 
 /// A secret value (password, token): never printed by `Debug` or `Display`.

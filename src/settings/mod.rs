@@ -14,11 +14,9 @@ use std::time::Duration;
 
 pub use cli::{Cli, Command};
 pub use grpc::{GrpcServerSettings, TlsSettings};
-pub use kinds::{Backend, LogFormat, LogLevel, Secret};
+pub use kinds::{Backend, KeyFormat, LogFormat, LogLevel, Secret, StatsdProtocol};
 pub use observability::{Observability, StatsSinkKind, TracingProtocol, TracingSettings};
 pub use redis::{RedisConfig, RedisKind, RedisSettings};
-
-use crate::limiter::KeyFormat;
 
 /// A bad setting.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

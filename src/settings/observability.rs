@@ -3,8 +3,7 @@
 
 use std::time::Duration;
 
-use super::{SettingsError, Vars, parse};
-pub use crate::metrics::statsd::Protocol as StatsdProtocol;
+use super::{SettingsError, StatsdProtocol, Vars, parse};
 
 /// Which stats sink runs (SPEC §D precedence: DISABLE_STATS > USE_STATSD > USE_PROMETHEUS).
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -5,7 +5,9 @@
 
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+use ratelimitd::clock::Stopwatch;
 
 use super::guard::{guarded, stop};
 use super::redis::free_port;
@@ -111,8 +113,8 @@ impl Envoy {
     async fn wait_ready(&self) {
         let http = reqwest::Client::new();
         let url = format!("http://127.0.0.1:{}/ready", self.admin_port);
-        let deadline = Instant::now() + Duration::from_secs(30);
-        while Instant::now() < deadline {
+        let watch = Stopwatch::start();
+        while watch.elapsed() < Duration::from_secs(30) {
             if let Ok(r) = http.get(&url).send().await
                 && r.status() == 200
             {

@@ -14,11 +14,11 @@ use std::time::Duration;
 
 use ratelimitd::app::{self, Running};
 use ratelimitd::clock::Timestamp;
-use ratelimitd::proto::envoy::extensions::common::ratelimit::v3::{
+use ratelimitd::grpc::pb::envoy::extensions::common::ratelimit::v3::{
     RateLimitDescriptor, rate_limit_descriptor,
 };
-use ratelimitd::proto::envoy::service::ratelimit::v3::rate_limit_service_client::RateLimitServiceClient;
-use ratelimitd::proto::envoy::service::ratelimit::v3::{
+use ratelimitd::grpc::pb::envoy::service::ratelimit::v3::rate_limit_service_client::RateLimitServiceClient;
+use ratelimitd::grpc::pb::envoy::service::ratelimit::v3::{
     RateLimitRequest, RateLimitResponse, rate_limit_response,
 };
 use ratelimitd::settings::Settings;

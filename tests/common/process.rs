@@ -3,7 +3,9 @@
 
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+use ratelimitd::clock::Stopwatch;
 
 /// A running binary.
 pub struct Spawned {
@@ -35,8 +37,8 @@ pub fn spawn(env: &[(String, String)]) -> Spawned {
             let _ = tx.send(line);
         }
     });
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while let Some(left) = deadline.checked_duration_since(Instant::now()) {
+    let watch = Stopwatch::start();
+    while let Some(left) = Duration::from_secs(30).checked_sub(watch.elapsed()) {
         let Ok(line) = rx.recv_timeout(left) else {
             break;
         };

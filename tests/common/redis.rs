@@ -4,7 +4,9 @@
 use std::net::TcpListener;
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+use ratelimitd::clock::Stopwatch;
 
 use super::guard::{guarded, stop};
 
@@ -70,8 +72,8 @@ impl RedisServer {
     }
 
     fn wait_ready(&mut self) {
-        let deadline = Instant::now() + Duration::from_secs(10);
-        while Instant::now() < deadline {
+        let watch = Stopwatch::start();
+        while watch.elapsed() < Duration::from_secs(10) {
             if let Some(c) = self.child.as_mut()
                 && let Ok(Some(status)) = c.try_wait()
             {
@@ -175,7 +177,7 @@ impl RedisCluster {
             "cluster create: {}",
             String::from_utf8_lossy(&out.stdout)
         );
-        let deadline = Instant::now() + Duration::from_secs(30);
+        let watch = Stopwatch::start();
         loop {
             let ok = nodes
                 .iter()
@@ -183,7 +185,10 @@ impl RedisCluster {
             if ok {
                 break;
             }
-            assert!(Instant::now() < deadline, "cluster did not become ok");
+            assert!(
+                watch.elapsed() < Duration::from_secs(30),
+                "cluster did not become ok"
+            );
             std::thread::sleep(Duration::from_millis(50));
         }
         RedisCluster { nodes }
@@ -242,12 +247,15 @@ impl Sentinel {
             _dir: dir,
             port,
         };
-        let deadline = Instant::now() + Duration::from_secs(10);
+        let watch = Stopwatch::start();
         while !s
             .cli(&["SENTINEL", "GET-MASTER-ADDR-BY-NAME", name])
             .contains(&primary.port.to_string())
         {
-            assert!(Instant::now() < deadline, "sentinel did not start");
+            assert!(
+                watch.elapsed() < Duration::from_secs(10),
+                "sentinel did not start"
+            );
             std::thread::sleep(Duration::from_millis(20));
         }
         s

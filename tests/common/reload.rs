@@ -3,10 +3,11 @@
 
 use std::future::Future;
 use std::path::Path;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use ratelimitd::app;
-use ratelimitd::proto::envoy::service::ratelimit::v3::rate_limit_service_client::RateLimitServiceClient;
+use ratelimitd::clock::Stopwatch;
+use ratelimitd::grpc::pb::envoy::service::ratelimit::v3::rate_limit_service_client::RateLimitServiceClient;
 use ratelimitd::settings::Settings;
 
 use super::{TestServer, request};
@@ -17,8 +18,8 @@ where
     F: FnMut() -> Fut,
     Fut: Future<Output = bool>,
 {
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while Instant::now() < deadline {
+    let watch = Stopwatch::start();
+    while watch.elapsed() < Duration::from_secs(10) {
         if cond().await {
             return;
         }

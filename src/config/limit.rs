@@ -1,0 +1,78 @@
+//! One `rate_limit` entry checked and built into a [`Limit`]: units, `replaces`, `failure_mode`
+//! and the extensions. Both the single-limit path (`validate`) and `rate_limits` (`multi`) build
+//! their limits here, so neither has to reach into the other.
+
+use super::compiled::{FailureMode, Limit};
+use super::error::{Sink, field_path};
+use super::model::{RawDescriptor, RawRateLimit};
+use super::unit::Unit;
+
+/// Checks one `rate_limit` and builds its limit (errors go to the sink; the limit is then unused).
+pub(super) fn build_limit(
+    rl: &RawRateLimit,
+    d: &RawDescriptor,
+    full_key: &str,
+    sink: &mut Sink<'_>,
+) -> Limit {
+    let unit_path = field_path(&rl.path, "unit");
+    // A wrongly typed `unit` or `unlimited` was reported already; checking the unit again would
+    // only add a confusing second error.
+    let unit = match (&rl.unit, rl.unlimited) {
+        (Some(text), Some(true)) => {
+            if Unit::parse(text).is_some() {
+                sink.push(
+                    &unit_path,
+                    "should not specify rate limit unit when unlimited",
+                );
+            }
+            None
+        }
+        (Some(text), Some(false)) => {
+            let unit = Unit::parse(text);
+            if unit.is_none() {
+                sink.push(&unit_path, format!("invalid rate limit unit '{text}'"));
+            }
+            unit
+        }
+        _ => None,
+    };
+    for (path, name) in &rl.replaces {
+        if name.is_empty() {
+            sink.push(path, "should not have an empty replaces entry");
+        } else if *name == rl.name {
+            sink.push(
+                &field_path(path, "name"),
+                "replaces should not contain name of same descriptor",
+            );
+        }
+    }
+    let failure_mode = match rl.failure_mode.as_deref() {
+        None => FailureMode::Error,
+        Some(text) => FailureMode::parse(text).unwrap_or_else(|| {
+            sink.push(
+                &field_path(&rl.path, "failure_mode"),
+                format!("invalid failure_mode '{text}' (expected error, allow or deny)"),
+            );
+            FailureMode::Error
+        }),
+    };
+    let ext = super::extensions::check(rl, unit, sink);
+    Limit {
+        algorithm: ext.algorithm,
+        burst: ext.burst,
+        unit_multiplier: ext.unit_multiplier,
+        failure_mode,
+        full_key: full_key.to_owned(),
+        stats_key: super::sanitize(full_key.into()).into_owned(),
+        name: rl.name.clone(),
+        requests_per_unit: rl.requests_per_unit,
+        unit,
+        unlimited: rl.unlimited.unwrap_or(false),
+        replaces: rl.replaces.iter().map(|(_, n)| n.clone()).collect(),
+        shadow_mode: d.shadow_mode,
+        quota_mode: d.quota_mode,
+        detailed_metric: d.detailed_metric,
+        metadata: d.metadata.clone(),
+        also: Vec::new(),
+    }
+}
