@@ -7,7 +7,8 @@
 //! - [`algorithm`]: pure rate limit algorithms, functions of (state, limit, hits, now).
 //! - [`config`]: YAML model, validation, compiled matching tree, file loader (pure except the loader).
 //! - [`store`]: the one store trait, the embedded memory store and Redis; [`telemetry`]: logging.
-//! - [`limiter`]: request → store ops → statuses; request/response types without protos.
+//! - [`limiter`]: request → plan per descriptor → one store batch → one outcome per limit (tagged
+//!   with its source) → statuses; request/response types without protos.
 //!   [`health`]: health components, mirrored to gRPC health.
 //! - [`metrics`]: stat counters (bounded), Prometheus and StatsD sinks.
 //! - [`reload`]: the live configuration snapshot, its atomic swap, and the file watcher that reloads it.
