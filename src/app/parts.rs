@@ -89,5 +89,6 @@ pub(super) fn limiter_options(s: &Settings) -> LimiterOptions {
         dynamic_metadata: s.response_dynamic_metadata,
         keys: KeyBuilder::new(s.cache_key_prefix.clone(), s.cache_key_format),
         near_limit_ratio: s.near_limit_ratio,
+        caps: s.limits,
     }
 }

@@ -1,6 +1,6 @@
 //! The rate limiter: one config snapshot + one request → response, read top to bottom in
 //! [`RateLimiter::decide`]:
-//! 1. validate the request (Go's messages);
+//! 1. [`validate`]: the request is well formed (Go's messages) and within the caps;
 //! 2. [`plan`]: each descriptor once into a [`Plan`] — its limits, hits, stats key, and one store
 //!    op per limit with its cache key ([`key`]);
 //! 3. run the ops in one store batch; one [`Outcome`] per op, tagged with its [`Source`] (the
@@ -17,6 +17,7 @@ pub mod request;
 pub mod response;
 pub mod stats;
 pub mod stats_key;
+pub mod validate;
 
 use std::sync::Arc;
 
@@ -24,6 +25,7 @@ use tracing::Instrument;
 
 use crate::clock::{Clock, Stopwatch, Timestamp};
 use crate::config::RateLimitConfig;
+use crate::settings::Limits;
 use crate::store::{Store, StoreError};
 pub use key::KeyBuilder;
 pub use outcome::{Outcome, Source, Verdict};
@@ -44,6 +46,36 @@ pub enum RequestError {
     /// No configuration has loaded successfully yet.
     #[error("no rate limit configuration loaded")]
     NoConfig,
+    /// More descriptors than `MAX_DESCRIPTORS_PER_REQUEST`.
+    #[error("request has {count} descriptors; at most {max} are accepted (MAX_DESCRIPTORS_PER_REQUEST)")]
+    TooManyDescriptors {
+        /// Descriptors sent.
+        count: usize,
+        /// The cap.
+        max: usize,
+    },
+    /// A descriptor with more entries than `MAX_ENTRIES_PER_DESCRIPTOR`.
+    #[error(
+        "descriptor {descriptor} has {count} entries; at most {max} are accepted (MAX_ENTRIES_PER_DESCRIPTOR)"
+    )]
+    TooManyEntries {
+        /// Index of the descriptor in the request.
+        descriptor: usize,
+        /// Entries sent.
+        count: usize,
+        /// The cap.
+        max: usize,
+    },
+    /// The domain, or an entry key or value, longer than `MAX_DESCRIPTOR_VALUE_BYTES`.
+    #[error("{what} is {len} bytes; at most {max} are accepted (MAX_DESCRIPTOR_VALUE_BYTES)")]
+    TooLong {
+        /// Which field (`domain`, `descriptor 0 entry 1 value`).
+        what: String,
+        /// Its length.
+        len: usize,
+        /// The cap.
+        max: usize,
+    },
     /// A descriptor's override carries UNKNOWN or an invalid unit.
     #[error("descriptor {descriptor}: rate limit override has an invalid unit")]
     InvalidOverrideUnit {
@@ -62,6 +94,9 @@ impl RequestError {
             self,
             RequestError::EmptyDomain
                 | RequestError::NoDescriptors
+                | RequestError::TooManyDescriptors { .. }
+                | RequestError::TooManyEntries { .. }
+                | RequestError::TooLong { .. }
                 | RequestError::InvalidOverrideUnit { .. }
         )
     }
@@ -93,6 +128,8 @@ pub struct LimiterOptions {
     pub keys: KeyBuilder,
     /// `NEAR_LIMIT_RATIO`: the share of a limit above which hits count as `near_limit`.
     pub near_limit_ratio: f32,
+    /// Caps on one request (descriptors, entries, value lengths).
+    pub caps: Limits,
 }
 
 /// Decides requests against a store. Shared by the gRPC and HTTP edges.
@@ -150,12 +187,7 @@ impl RateLimiter {
         config: Option<&RateLimitConfig>,
         req: &Request,
     ) -> Result<Response, RequestError> {
-        if req.domain.is_empty() {
-            return Err(RequestError::EmptyDomain);
-        }
-        if req.descriptors.is_empty() {
-            return Err(RequestError::NoDescriptors);
-        }
+        validate::check(req, &self.options.caps)?;
         let config = config.ok_or(RequestError::NoConfig)?;
         let domain = config.domain(&req.domain);
         if domain.is_none() {

@@ -1,4 +1,4 @@
-//! Step 3 of a decision: one [`Outcome`] per limit of every plan, saying what decided it and what
+//! Steps 3 and 4 of a decision: one [`Outcome`] per limit of every plan, saying what decided it and what
 //! it came to. Each source of a decision is one [`Source`] variant with one producer:
 //! [`Outcome::from_answer`] for the store and its local over-limit cache, and
 //! [`super::failure::outcome`] for the failure policy. Statuses, headers, metadata and stats are

@@ -1,4 +1,4 @@
-//! Step 1 of a decision: resolve every descriptor once into a [`Plan`] — the limits that apply
+//! Step 2 of a decision: resolve every descriptor once into a [`Plan`] — the limits that apply
 //! (config match or the request's override, then `replaces` and `unlimited` across the whole
 //! request: SPEC §B.3, §B.4, §C.2), the hits it adds (normalised here and nowhere else), the stats
 //! key it reports under, and one store [`Op`] per limit with its cache key. Nothing later rewrites

@@ -1,0 +1,48 @@
+//! Caps on what one request may ask and on what the embedded store may hold, so that no input
+//! can make a request, a script call or the store's memory grow without bound (DESIGN §1.7).
+//! ratelimitd's own settings: the Go service has none of these.
+
+use super::{SettingsError, Vars, parse};
+
+/// The caps on one request and on the embedded store.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Limits {
+    /// `MAX_DESCRIPTORS_PER_REQUEST`: descriptors one request may carry (each is up to a store
+    /// op per limit, so this bounds a request's work and its script call).
+    pub max_descriptors: usize,
+    /// `MAX_ENTRIES_PER_DESCRIPTOR`: entries one descriptor may carry.
+    pub max_entries: usize,
+    /// `MAX_DESCRIPTOR_VALUE_BYTES`: length of the domain and of any entry key or value; they
+    /// become part of a cache key the store keeps for a whole window.
+    pub max_value_bytes: usize,
+    /// `MEMORY_MAX_BYTES`: approximate bytes the embedded store's keys and state may take; new
+    /// keys beyond it are refused (as beyond `MEMORY_MAX_KEYS`), live counters are never evicted.
+    pub memory_max_bytes: usize,
+}
+
+impl Default for Limits {
+    fn default() -> Limits {
+        Limits {
+            max_descriptors: 64,
+            max_entries: 32,
+            max_value_bytes: 4096,
+            memory_max_bytes: 1 << 30,
+        }
+    }
+}
+
+/// Reads the caps; each must be at least 1.
+pub(super) fn from_vars(v: &Vars) -> Result<Limits, SettingsError> {
+    let d = Limits::default();
+    let count = |name: &str, default: usize| {
+        v.parse(name, default, |s| {
+            parse::uint_in(s, 1, usize::MAX as u64).map(|n| n as usize)
+        })
+    };
+    Ok(Limits {
+        max_descriptors: count("MAX_DESCRIPTORS_PER_REQUEST", d.max_descriptors)?,
+        max_entries: count("MAX_ENTRIES_PER_DESCRIPTOR", d.max_entries)?,
+        max_value_bytes: count("MAX_DESCRIPTOR_VALUE_BYTES", d.max_value_bytes)?,
+        memory_max_bytes: count("MEMORY_MAX_BYTES", d.memory_max_bytes)?,
+    })
+}
