@@ -15,6 +15,7 @@
 //!   [`telemetry`]: logging.
 //! - [`validate`]: the `ratelimitd validate` command.
 //! - [`settings`]: Go environment variables and command-line flags.
+//! - [`xds`]: the xDS configuration source (`CONFIG_TYPE=GRPC_XDS_SOTW`).
 //! - [`proto`]: generated Envoy RLS v3 types; used only by the gRPC edge.
 
 pub mod algorithm;
@@ -32,6 +33,7 @@ pub mod settings;
 pub mod store;
 pub mod telemetry;
 pub mod validate;
+pub mod xds;
 
 /// Generated Envoy protos. Only `grpc` (and the tests) use these; the core never sees a proto.
 #[allow(missing_docs, clippy::all)]

@@ -7,6 +7,7 @@ pub mod kinds;
 pub mod observability;
 pub mod parse;
 pub mod redis;
+pub mod xds;
 
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -17,6 +18,7 @@ pub use grpc::{GrpcServerSettings, TlsSettings};
 pub use kinds::{Backend, LogFormat, LogLevel, Secret};
 pub use observability::{Observability, StatsSinkKind, TracingProtocol, TracingSettings};
 pub use redis::{RedisConfig, RedisKind, RedisSettings};
+pub use xds::{BackoffSettings, ConfigType, XdsSettings, XdsTlsSettings};
 
 use crate::limiter::KeyFormat;
 
@@ -93,6 +95,10 @@ pub struct Settings {
     pub drain_timeout: Duration,
     /// Stats sinks, stat-key bound and tracing ([`observability`]).
     pub obs: Observability,
+    /// `CONFIG_TYPE`: files (default) or xDS.
+    pub config_type: ConfigType,
+    /// `CONFIG_GRPC_XDS_*`, `XDS_CLIENT_*` ([`xds`]).
+    pub xds: XdsSettings,
 }
 
 /// Looks up variables, remembering for error messages where each value came from.
@@ -195,6 +201,7 @@ impl Settings {
             _ => Err("expected ratelimitd or go".to_string()),
         };
         let uint = |min, max| move |s: &str| parse::uint_in(s, min, max);
+        let (config_type, xds) = xds::from_vars(v)?;
         Ok(Settings {
             host: v.string("HOST", "0.0.0.0"),
             port: v.parse("PORT", 8080, parse::port)?,
@@ -247,6 +254,8 @@ impl Settings {
             })?,
             drain_timeout: v.parse("DRAIN_TIMEOUT", Duration::from_secs(10), parse::go_duration)?,
             obs: observability::from_vars(v)?,
+            config_type,
+            xds,
         })
     }
 }
