@@ -8,6 +8,7 @@ pub mod guard;
 pub mod process;
 pub mod redis;
 pub mod reload;
+pub mod xds;
 
 use std::time::Duration;
 
