@@ -199,3 +199,35 @@ async fn updates_under_load_fail_no_call() {
         s.shutdown().await;
     }
 }
+
+#[tokio::test]
+async fn tls_with_a_client_certificate_and_the_configured_server_name() {
+    let ca = common::certs::Ca::new();
+    // The server's certificate names `xds.internal` only, not the address dialled: the
+    // connection works because CONFIG_GRPC_XDS_SERVER_TLS_SAN says which name to check.
+    let mut ads = AdsServer::start_tls(&ca.leaf(&["xds.internal"], false), &ca.pem()).await;
+    let (_, n1) = ads.push(&[blocking("gw-limits", DOMAIN, &["a"])]);
+    let dir = tempfile::tempdir().unwrap();
+    let client = ca.leaf(&["ratelimit"], true);
+    let write = |name: &str, text: &str| {
+        let path = dir.path().join(name);
+        std::fs::write(&path, text).unwrap();
+        path.display().to_string()
+    };
+    let (ca_path, cert, key) = (
+        write("ca.pem", &ca.pem()),
+        write("client.pem", &client.cert),
+        write("client.key", &client.key),
+    );
+    let extra = [
+        ("CONFIG_GRPC_XDS_SERVER_USE_TLS", "true"),
+        ("CONFIG_GRPC_XDS_SERVER_TLS_CACERT", ca_path.as_str()),
+        ("CONFIG_GRPC_XDS_CLIENT_TLS_CERT", cert.as_str()),
+        ("CONFIG_GRPC_XDS_CLIENT_TLS_KEY", key.as_str()),
+        ("CONFIG_GRPC_XDS_SERVER_TLS_SAN", "xds.internal"),
+    ];
+    let s = start(&ads, &extra).await;
+    assert!(ads.reply_to(&n1).await.error_detail.is_none());
+    assert!(blocked(&s, "a").await);
+    s.shutdown().await;
+}

@@ -18,6 +18,7 @@ use ratelimitd::xds::pb::ratelimit::config::ratelimit::v3::{
 };
 use tokio::sync::{mpsc, oneshot};
 use tokio_stream::wrappers::{ReceiverStream, TcpListenerStream};
+use tonic::transport::{Certificate, Identity, ServerTlsConfig};
 use tonic::{Request, Response, Status, Streaming};
 
 /// The resource type the rate limit service subscribes to.
@@ -86,6 +87,23 @@ impl AdsServer {
     /// Starts on `addr` (retrying the bind for a bounded time: the previous server on it may be
     /// closing), numbering its versions after `first_version`.
     pub async fn start_at(addr: SocketAddr, first_version: u64) -> AdsServer {
+        AdsServer::serve(addr, first_version, None).await
+    }
+
+    /// Starts on an ephemeral loopback port with TLS: `identity` is the server's certificate and
+    /// key, and clients must present a certificate signed by `client_ca` (mTLS).
+    pub async fn start_tls(identity: &super::certs::Leaf, client_ca: &str) -> AdsServer {
+        let tls = ServerTlsConfig::new()
+            .identity(Identity::from_pem(&identity.cert, &identity.key))
+            .client_ca_root(Certificate::from_pem(client_ca));
+        AdsServer::serve("127.0.0.1:0".parse().unwrap(), 0, Some(tls)).await
+    }
+
+    async fn serve(
+        addr: SocketAddr,
+        first_version: u64,
+        tls: Option<ServerTlsConfig>,
+    ) -> AdsServer {
         let deadline = Instant::now() + Duration::from_secs(10);
         let listener = loop {
             match tokio::net::TcpListener::bind(addr).await {
@@ -98,8 +116,12 @@ impl AdsServer {
         let state = Arc::new(State::default());
         let (stop, stopped) = oneshot::channel::<()>();
         let service = AggregatedDiscoveryServiceServer::new(Ads(state.clone()));
+        let mut builder = tonic::transport::Server::builder();
+        if let Some(tls) = tls {
+            builder = builder.tls_config(tls).unwrap();
+        }
         let task = tokio::spawn(async move {
-            let _ = tonic::transport::Server::builder()
+            let _ = builder
                 .add_service(service)
                 .serve_with_incoming_shutdown(TcpListenerStream::new(listener), async {
                     let _ = stopped.await;
