@@ -7,6 +7,8 @@
 //!
 //! [`source`] says what to read and watch, [`watch`] and [`task`] notice changes (debounced, with a
 //! periodic re-read as a safety net), [`reloader`] runs one round, [`Reloading`] serialises rounds.
+//! Configuration pushed over xDS ([`crate::xds`]) enters the same pipeline through
+//! [`Reloading::apply`].
 
 pub mod reloader;
 pub mod source;
