@@ -15,6 +15,8 @@
 //! - [`service`]: one snapshot + the limiter; what both edges call.
 //! - [`grpc`], [`http`]: the edges (RLS v3 + health + TLS; `/json`, `/healthcheck`, debug port).
 //!   The generated Envoy protos live in [`grpc::pb`], and their unit numbers in [`grpc::unit`].
+//! - [`xds`]: the xDS configuration source (`CONFIG_TYPE=GRPC_XDS_SOTW`), feeding `reload`'s
+//!   pipeline like the file watcher; its protos live in `xds::pb`.
 //! - [`app`]: composition root (listeners, store, config, watchers, signals, drain);
 //!   [`validate`]: the `ratelimitd validate` command.
 //!
@@ -22,11 +24,11 @@
 //! Dependencies point down the list above, never up. From the bottom: `settings`, `clock`,
 //! `algorithm`, `config` (config builds on algorithm); then `store` and `telemetry`; `limiter` and
 //! `health`; `metrics`, `reload`, `service` (service reads reload's snapshot; metrics names
-//! neither: `app` hands it a reader of the load counts); the edges `grpc` and `http` (`/json`
+//! neither: `app` hands it a reader of the load counts); the edges `grpc` and `http` and the `xds` config source (`/json`
 //! borrows gRPC's unit numbers, grpc never imports http); `app` and `validate` on top. A type that
 //! a lower module needs lives in that lower module (`settings::KeyFormat` is read by the limiter,
 //! not the reverse), and an upper module hands the lower one a closure or value instead of being
-//! named by it. Protos never leave `grpc`; time comes from `clock` (clippy's `disallowed-methods`
+//! named by it. Protos never leave their edge (`grpc`, `xds`); time comes from `clock` (clippy's `disallowed-methods`
 //! in `clippy.toml` enforces that).
 
 pub mod algorithm;
@@ -44,3 +46,4 @@ pub mod settings;
 pub mod store;
 pub mod telemetry;
 pub mod validate;
+pub mod xds;

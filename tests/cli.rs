@@ -95,6 +95,18 @@ fn an_invalid_setting_is_a_clear_error_not_a_panic() {
     assert!(!err.contains("panicked"), "{err}");
 }
 
+#[test]
+fn an_unknown_config_type_refuses_to_start_with_the_go_message() {
+    let out = bin().env("CONFIG_TYPE", "BOGUS").output().unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("Invalid setting for ConfigType: BOGUS"),
+        "{err}"
+    );
+    assert!(!err.contains("panicked"), "{err}");
+}
+
 fn spawn_examples() -> common::process::Spawned {
     common::process::spawn(&[("RATELIMITD_CONFIG".into(), "examples/config".into())])
 }

@@ -3,6 +3,7 @@
 //! then drains. [`signals`] maps process signals onto that (SIGTERM/SIGINT drain, SIGHUP reloads).
 
 mod coalesce;
+mod config_source;
 mod grpc_listen;
 mod parts;
 mod server_time;
@@ -30,8 +31,9 @@ use crate::reload::{
     ConfigHandle, ConfigSource, ReloadOutcome, Reloading, WatchOptions, watch_loop,
 };
 use crate::service::Service;
-use crate::settings::Settings;
+use crate::settings::{ConfigType, Settings};
 use crate::store::StoreError;
+use crate::xds::XdsError;
 
 /// Why the service could not start.
 #[derive(Debug, thiserror::Error)]
@@ -55,6 +57,9 @@ pub enum AppError {
     /// The gRPC TLS files are not a usable configuration.
     #[error("gRPC TLS: {0}")]
     Tls(#[from] TlsError),
+    /// The xDS client settings are not usable.
+    #[error(transparent)]
+    Xds(#[from] XdsError),
 }
 
 /// A started service: its bound addresses and handles, for `main` and for tests.
@@ -79,6 +84,8 @@ pub struct Running {
     /// The service's counters (`None` with `DISABLE_STATS`).
     pub metrics: Option<Arc<Metrics>>,
     reloading: Reloading,
+    // False over xDS: SIGHUP then has no files to re-read.
+    from_files: bool,
     shutdown: watch::Sender<bool>,
     tasks: JoinSet<()>,
     drain_timeout: Duration,
@@ -128,9 +135,12 @@ pub async fn start(settings: &Settings) -> Result<Running, AppError> {
     ));
     let source = ConfigSource::from_settings(settings);
     let reloading = Reloading::new(source, config.clone(), health.clone(), clock.clone());
+    let (shutdown, stop) = watch::channel(false);
+    let mut tasks = JoinSet::new();
+    let from_files = settings.config_type == ConfigType::File;
     // The first load finishes before any port opens (the Go service waits for its first config
-    // event too, unless FORCE_START_WITHOUT_INITIAL_CONFIG; here that wait is never long).
-    reloading.reload(true).await;
+    // event too, unless FORCE_START_WITHOUT_INITIAL_CONFIG).
+    config_source::start(settings, &reloading, &mut tasks, stopped(stop.clone())).await?;
     health.publish().await;
     let tls = match settings.grpc.tls.clone() {
         Some(t) => Some(Arc::new(ReloadingTls::try_new(t)?)),
@@ -159,8 +169,6 @@ pub async fn start(settings: &Settings) -> Result<Running, AppError> {
     };
     let (http_addr, debug_addr) = (addr(&http, "HTTP")?, addr(&debug, "debug")?);
 
-    let (shutdown, stop) = watch::channel(false);
-    let mut tasks = JoinSet::new();
     let mut builder = tonic::transport::Server::builder();
     let (age, grace) = (
         settings.grpc.max_connection_age,
@@ -212,18 +220,21 @@ pub async fn start(settings: &Settings) -> Result<Running, AppError> {
         ));
     }
     let watch = WatchOptions::with_poll(settings.config_poll_interval);
-    let r = reloading.clone();
-    tasks.spawn(watch_loop(
-        r.watch_targets(),
-        watch,
-        stopped(stop.clone()),
-        move || {
-            let r = r.clone();
-            async move {
-                r.reload(false).await;
-            }
-        },
-    ));
+    // Over xDS the management server pushes every change: no files to watch.
+    if from_files {
+        let r = reloading.clone();
+        tasks.spawn(watch_loop(
+            r.watch_targets(),
+            watch,
+            stopped(stop.clone()),
+            move || {
+                let r = r.clone();
+                async move {
+                    r.reload(false).await;
+                }
+            },
+        ));
+    }
     if let Some(tls) = tls {
         tasks.spawn(watch_loop(
             tls.watch_targets(),
@@ -254,6 +265,7 @@ pub async fn start(settings: &Settings) -> Result<Running, AppError> {
         metrics_addr,
         metrics,
         reloading,
+        from_files,
         shutdown,
         tasks,
         drain_timeout: settings.drain_timeout,
@@ -262,7 +274,11 @@ pub async fn start(settings: &Settings) -> Result<Running, AppError> {
 
 impl Running {
     /// Re-reads the configuration now and publishes it even if unchanged (what SIGHUP does).
+    /// Over xDS there is nothing to re-read: the configuration is what the server last pushed.
     pub async fn reload_now(&self) -> ReloadOutcome {
+        if !self.from_files {
+            return ReloadOutcome::Unchanged;
+        }
         self.reloading.reload(true).await
     }
 

@@ -7,6 +7,8 @@
 //!
 //! [`source`] says what to read and watch, [`watch`] and [`task`] notice changes (debounced, with a
 //! periodic re-read as a safety net), [`reloader`] runs one round, [`Reloading`] serialises rounds.
+//! Configuration pushed over xDS ([`crate::xds`]) enters the same pipeline through
+//! [`Reloading::apply`].
 
 pub mod reloader;
 pub mod source;
@@ -20,7 +22,7 @@ use arc_swap::ArcSwapOption;
 use parking_lot::Mutex;
 
 use crate::clock::{Clock, Timestamp};
-use crate::config::RateLimitConfig;
+use crate::config::{ConfigFile, RateLimitConfig};
 use crate::health::Health;
 
 pub use reloader::{ConfigReloader, ReloadOutcome};
@@ -154,5 +156,22 @@ impl Reloading {
             self.health.set_domains_loaded(domains).await;
         }
         outcome
+    }
+
+    /// Compiles and publishes configuration that arrived as files from elsewhere (an xDS push):
+    /// the same pipeline, counters and health as a file round. `Err` carries every problem found;
+    /// the configuration in service then stays.
+    pub async fn apply(&self, files: Vec<ConfigFile>) -> Result<ReloadOutcome, String> {
+        let reloader = self.reloader.clone();
+        let clock = self.clock.clone();
+        let round =
+            tokio::task::spawn_blocking(move || reloader.lock().apply_at(files, clock.now()));
+        let outcome = round
+            .await
+            .unwrap_or_else(|e| Err(format!("configuration load crashed: {e}")))?;
+        if let ReloadOutcome::Loaded { domains, .. } = outcome {
+            self.health.set_domains_loaded(domains).await;
+        }
+        Ok(outcome)
     }
 }

@@ -76,6 +76,17 @@ impl ConfigReloader {
         if !force && matches!(&self.failed, Some(Ok(f)) if *f == files) {
             return ReloadOutcome::Unchanged;
         }
+        self.apply_at(files, now).unwrap_or(ReloadOutcome::Failed)
+    }
+
+    /// Compiles `files` and publishes them in one swap, or records the failure and keeps the
+    /// configuration in service. Rounds end here, and so does configuration pushed over xDS
+    /// (which arrives as files rather than being read). The error lists every problem.
+    pub fn apply_at(
+        &mut self,
+        files: Vec<ConfigFile>,
+        now: Timestamp,
+    ) -> Result<ReloadOutcome, String> {
         match self.source.compile(&files) {
             Ok(config) => {
                 let domains = config.domain_count();
@@ -84,9 +95,12 @@ impl ConfigReloader {
                 self.applied = Some(files);
                 self.failed = None;
                 tracing::info!(version, domains, "rate limit configuration loaded");
-                ReloadOutcome::Loaded { version, domains }
+                Ok(ReloadOutcome::Loaded { version, domains })
             }
-            Err(errors) => self.fail(errors, Ok(files), now),
+            Err(errors) => {
+                self.fail(errors.clone(), Ok(files), now);
+                Err(errors)
+            }
         }
     }
 

@@ -8,6 +8,7 @@ pub mod limits;
 pub mod observability;
 pub mod parse;
 pub mod redis;
+pub mod xds;
 
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -19,6 +20,7 @@ pub use kinds::{Backend, KeyFormat, LogFormat, LogLevel, Secret, StatsdProtocol}
 pub use limits::Limits;
 pub use observability::{Observability, StatsSinkKind, TracingProtocol, TracingSettings};
 pub use redis::{RedisConfig, RedisKind, RedisSettings};
+pub use xds::{BackoffSettings, ConfigType, XdsSettings, XdsTlsSettings};
 
 /// A bad setting.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -95,6 +97,10 @@ pub struct Settings {
     pub drain_timeout: Duration,
     /// Stats sinks, stat-key bound and tracing ([`observability`]).
     pub obs: Observability,
+    /// `CONFIG_TYPE`: files (default) or xDS.
+    pub config_type: ConfigType,
+    /// `CONFIG_GRPC_XDS_*`, `XDS_CLIENT_*` ([`xds`]).
+    pub xds: XdsSettings,
 }
 
 /// Looks up variables, remembering for error messages where each value came from.
@@ -197,6 +203,7 @@ impl Settings {
             _ => Err("expected ratelimitd or go".to_string()),
         };
         let uint = |min, max| move |s: &str| parse::uint_in(s, min, max);
+        let (config_type, xds) = xds::from_vars(v)?;
         Ok(Settings {
             host: v.string("HOST", "0.0.0.0"),
             port: v.parse("PORT", 8080, parse::port)?,
@@ -250,6 +257,8 @@ impl Settings {
             })?,
             drain_timeout: v.parse("DRAIN_TIMEOUT", Duration::from_secs(10), parse::go_duration)?,
             obs: observability::from_vars(v)?,
+            config_type,
+            xds,
         })
     }
 }

@@ -9,6 +9,7 @@ pub mod process;
 pub mod redis;
 pub mod reload;
 pub mod stores;
+pub mod xds;
 
 use std::time::Duration;
 
