@@ -65,21 +65,7 @@ fn tls_env(files: &tempfile::TempDir, host: &str, port: u16) -> Vec<(String, Str
 
 async fn start(env: &[(String, String)]) -> Result<TestServer, String> {
     let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
-    let dir = tempfile::tempdir().unwrap();
-    std::fs::write(dir.path().join("t.yaml"), CFG).unwrap();
-    let settings = settings(dir.path(), &env);
-    match ratelimitd::app::start(&settings).await {
-        Ok(running) => {
-            let grpc = ratelimitd::grpc::pb::envoy::service::ratelimit::v3::rate_limit_service_client::RateLimitServiceClient::connect(format!("http://{}", running.grpc_addr)).await.unwrap();
-            Ok(TestServer {
-                running: Some(running),
-                dir,
-                grpc,
-                http: reqwest::Client::new(),
-            })
-        }
-        Err(e) => Err(e.to_string()),
-    }
+    TestServer::try_start(&[("t.yaml", CFG)], &env).await
 }
 
 #[tokio::test]
@@ -123,7 +109,7 @@ async fn tls_hostname_verification_can_be_skipped_but_not_the_chain() {
 async fn sentinel_failover_during_traffic() {
     let primary = RedisServer::start();
     let replica = RedisServer::start_with(&["--replicaof", "127.0.0.1", &primary.port.to_string()]);
-    let sentinel = common::redis::Sentinel::start("mymaster", &primary);
+    let sentinel = common::sentinel::Sentinel::start("mymaster", &primary);
     let env = vec![
         ("BACKEND_TYPE".to_string(), "redis".to_string()),
         ("REDIS_TYPE".into(), "sentinel".into()),

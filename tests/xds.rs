@@ -6,7 +6,9 @@ mod common;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+use ratelimitd::clock::Stopwatch;
 
 use common::xds::{AdsServer, TYPE_URL, blocking};
 use common::{Code, TestServer, overall};
@@ -42,10 +44,10 @@ async fn blocked(s: &TestServer, key: &str) -> bool {
 
 /// Polls (at most 10 s) until `key` is blocked or not, as `want` says.
 async fn wait_blocked(s: &TestServer, key: &str, want: bool) {
-    let deadline = Instant::now() + Duration::from_secs(10);
+    let watch = Stopwatch::start();
     while blocked(s, key).await != want {
         assert!(
-            Instant::now() < deadline,
+            watch.elapsed() < Duration::from_secs(10),
             "{key} never became blocked={want}"
         );
         tokio::time::sleep(Duration::from_millis(10)).await;

@@ -7,6 +7,7 @@ use std::io;
 use std::path::{Path, PathBuf};
 
 use super::validate::ConfigFile;
+use super::yaml_budget::{self, MAX_FILE_BYTES};
 
 /// A file or directory that could not be read.
 #[derive(Debug, thiserror::Error)]
@@ -39,7 +40,7 @@ pub fn load_path(path: &Path, ignore_dotfiles: bool) -> Result<Vec<ConfigFile>, 
     }
     Ok(vec![ConfigFile {
         name: path.to_string_lossy().into_owned(),
-        contents: fs::read_to_string(path).map_err(LoadError::at(path))?,
+        contents: read_bounded(path)?,
     }])
 }
 
@@ -121,8 +122,36 @@ fn walk(
         } else if !kind.is_file() {
             continue;
         }
-        let contents = fs::read_to_string(&path).map_err(LoadError::at(&path))?;
+        let contents = read_bounded(&path)?;
         out.push(ConfigFile { name, contents });
     }
     Ok(())
+}
+
+/// Reads one config file, refusing (with the file named and the reason) one over
+/// [`MAX_FILE_BYTES`] or whose YAML expands past the node budget, before any value is built.
+/// Reading stops at the cap even if the file grows after its size was checked.
+fn read_bounded(path: &Path) -> Result<String, LoadError> {
+    use std::io::Read;
+    let refuse =
+        |reason: String| LoadError::at(path)(io::Error::new(io::ErrorKind::InvalidData, reason));
+    let too_big = |size: u64| {
+        refuse(format!(
+            "the file is {size} bytes, over the {MAX_FILE_BYTES}-byte limit for a config file"
+        ))
+    };
+    let file = fs::File::open(path).map_err(LoadError::at(path))?;
+    let size = file.metadata().map_err(LoadError::at(path))?.len();
+    if size > MAX_FILE_BYTES {
+        return Err(too_big(size));
+    }
+    let mut contents = String::new();
+    file.take(MAX_FILE_BYTES + 1)
+        .read_to_string(&mut contents)
+        .map_err(LoadError::at(path))?;
+    if contents.len() as u64 > MAX_FILE_BYTES {
+        return Err(too_big(contents.len() as u64));
+    }
+    yaml_budget::check_nodes(&contents).map_err(refuse)?;
+    Ok(contents)
 }

@@ -147,3 +147,41 @@ fn symlinked_files_are_followed_and_symlinked_dirs_skipped() {
     );
     assert_eq!(files[1].contents, "domain: basic\n");
 }
+
+/// Ten levels of ten aliases each: a few hundred bytes that expand to ten billion nodes.
+fn alias_bomb() -> String {
+    let mut yaml = String::from("a0: &a0 [x, x, x, x, x, x, x, x, x, x]\n");
+    for i in 1..10 {
+        let refs = vec![format!("*a{}", i - 1); 10].join(", ");
+        yaml.push_str(&format!("a{i}: &a{i} [{refs}]\n"));
+    }
+    yaml
+}
+
+#[test]
+fn an_alias_bomb_is_refused_with_the_file_named() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("bomb.yaml");
+    fs::write(&path, alias_bomb()).unwrap();
+    let err = load_path(&path, true).expect_err("refused").to_string();
+    assert!(
+        err.contains("bomb.yaml") && err.contains("aliases expand"),
+        "{err}"
+    );
+
+    // Aliases in moderation are fine.
+    fs::write(&path, "a: &a [1, 2]\nb: [*a, *a]\n").unwrap();
+    assert_eq!(load_path(&path, true).expect("loads").len(), 1);
+}
+
+#[test]
+fn a_file_over_the_size_cap_is_refused_unread() {
+    let dir = tempfile::tempdir().unwrap();
+    fs::create_dir(dir.path().join("config")).unwrap();
+    let path = dir.path().join("config").join("big.yaml");
+    fs::write(&path, "#".repeat(2 << 20)).unwrap();
+    let err = load_runtime(dir.path(), "", "config", false, true)
+        .expect_err("refused")
+        .to_string();
+    assert!(err.contains("big.yaml") && err.contains("limit"), "{err}");
+}

@@ -19,6 +19,7 @@ mod stats_name;
 mod typed;
 pub mod unit;
 mod validate;
+mod yaml_budget;
 
 #[cfg(test)]
 mod compile_tests;

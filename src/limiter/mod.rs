@@ -47,7 +47,9 @@ pub enum RequestError {
     #[error("no rate limit configuration loaded")]
     NoConfig,
     /// More descriptors than `MAX_DESCRIPTORS_PER_REQUEST`.
-    #[error("request has {count} descriptors; at most {max} are accepted (MAX_DESCRIPTORS_PER_REQUEST)")]
+    #[error(
+        "request has {count} descriptors; at most {max} are accepted (MAX_DESCRIPTORS_PER_REQUEST)"
+    )]
     TooManyDescriptors {
         /// Descriptors sent.
         count: usize,

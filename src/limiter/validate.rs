@@ -39,10 +39,16 @@ pub fn check(req: &Request, caps: &Limits) -> Result<(), RequestError> {
         }
         for (j, e) in d.entries.iter().enumerate() {
             if e.key.len() > caps.max_value_bytes {
-                return Err(too_long(format!("descriptor {i} entry {j} key"), e.key.len()));
+                return Err(too_long(
+                    format!("descriptor {i} entry {j} key"),
+                    e.key.len(),
+                ));
             }
             if e.value.len() > caps.max_value_bytes {
-                return Err(too_long(format!("descriptor {i} entry {j} value"), e.value.len()));
+                return Err(too_long(
+                    format!("descriptor {i} entry {j} value"),
+                    e.value.len(),
+                ));
             }
         }
     }
@@ -73,11 +79,20 @@ mod tests {
             e.to_string(),
             "request has 3 descriptors; at most 2 are accepted (MAX_DESCRIPTORS_PER_REQUEST)"
         );
-        let wide = Request::new("d", vec![Descriptor::of(&[("a", ""), ("b", ""), ("c", "")])]);
+        let wide = Request::new(
+            "d",
+            vec![Descriptor::of(&[("a", ""), ("b", ""), ("c", "")])],
+        );
         let e = check(&wide, &caps()).unwrap_err();
-        assert!(e.to_string().contains("descriptor 0 has 3 entries; at most 2"), "{e}");
+        assert!(
+            e.to_string()
+                .contains("descriptor 0 has 3 entries; at most 2"),
+            "{e}"
+        );
         let mut long = ok.clone();
-        long.descriptors[0].entries.push(Entry::new("k2", "123456789"));
+        long.descriptors[0]
+            .entries
+            .push(Entry::new("k2", "123456789"));
         let e = check(&long, &caps()).unwrap_err();
         assert_eq!(
             e.to_string(),

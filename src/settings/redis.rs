@@ -130,8 +130,34 @@ fn path(v: &Vars, name: &str) -> Option<PathBuf> {
         .map(|(p, _)| PathBuf::from(p))
 }
 
+/// Sentinel with TLS cannot skip only the hostname check (the Redis client probes the primary
+/// with full verification before handing it over): refuse at startup rather than let the setting
+/// mean something else.
+fn check_sentinel_tls(c: &RedisConfig) -> Result<(), SettingsError> {
+    let sentinel_tls = |s: &RedisSettings| s.kind == RedisKind::Sentinel && s.tls;
+    if c.tls.skip_hostname_verification
+        && (sentinel_tls(&c.main) || c.per_second.as_ref().is_some_and(sentinel_tls))
+    {
+        return Err(SettingsError {
+            name: "REDIS_TLS_SKIP_HOSTNAME_VERIFICATION".into(),
+            value: "true".into(),
+            reason: "not supported with REDIS_TYPE=sentinel and REDIS_TLS=true (the primary's \
+                     certificate is always checked against the address Sentinel reports); give \
+                     it a certificate for that address or unset this variable"
+                .into(),
+        });
+    }
+    Ok(())
+}
+
 impl RedisConfig {
     pub(super) fn from_vars(v: &Vars) -> Result<RedisConfig, SettingsError> {
+        let c = RedisConfig::read(v)?;
+        check_sentinel_tls(&c)?;
+        Ok(c)
+    }
+
+    fn read(v: &Vars) -> Result<RedisConfig, SettingsError> {
         let d = |n: &str, def: u64| v.parse(n, Duration::from_secs(def), parse::go_duration);
         Ok(RedisConfig {
             main: one(v, "REDIS_", "/var/run/nutcracker/ratelimit.sock")?,

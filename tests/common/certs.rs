@@ -55,3 +55,52 @@ impl Ca {
         }
     }
 }
+
+/// A CA's files in a temp dir: `ca.crt`, `server.crt`/`server.key` and `client.crt`/`client.key`.
+pub struct TlsFiles {
+    pub dir: tempfile::TempDir,
+}
+
+impl TlsFiles {
+    /// Files for a server certificate valid for `server_names`, signed by `ca`.
+    pub fn new(ca: &Ca, server_names: &[&str]) -> TlsFiles {
+        let files = TlsFiles {
+            dir: tempfile::tempdir().unwrap(),
+        };
+        let server = ca.leaf(server_names, false);
+        let client = ca.leaf(&["ratelimitd"], true);
+        for (name, pem) in [
+            ("ca.crt", ca.pem()),
+            ("server.crt", server.cert),
+            ("server.key", server.key),
+            ("client.crt", client.cert),
+            ("client.key", client.key),
+        ] {
+            std::fs::write(files.dir.path().join(name), pem).unwrap();
+        }
+        files
+    }
+
+    /// The path of one of the files.
+    pub fn path(&self, name: &str) -> String {
+        self.dir.path().join(name).display().to_string()
+    }
+
+    /// `redis-server` arguments serving these files (client certificates not required), TLS
+    /// also towards replicas and, for a cluster node, on the cluster bus.
+    pub fn server_args(&self) -> Vec<String> {
+        let mut args: Vec<String> = [
+            ("--tls-cert-file", "server.crt"),
+            ("--tls-key-file", "server.key"),
+            ("--tls-ca-cert-file", "ca.crt"),
+            // As a client (replication, the cluster bus, which always asks for one).
+            ("--tls-client-cert-file", "client.crt"),
+            ("--tls-client-key-file", "client.key"),
+        ]
+        .iter()
+        .flat_map(|(flag, file)| [flag.to_string(), self.path(file)])
+        .collect();
+        args.extend(["--tls-auth-clients", "no", "--tls-replication", "yes"].map(String::from));
+        args
+    }
+}

@@ -8,6 +8,7 @@ pub mod guard;
 pub mod process;
 pub mod redis;
 pub mod reload;
+pub mod sentinel;
 pub mod stores;
 pub mod xds;
 
@@ -81,22 +82,32 @@ impl TestServer {
 
     /// Starts a service whose config dir holds `files` (name, YAML).
     pub async fn start(files: &[(&str, &str)], env: &[(&str, &str)]) -> TestServer {
+        TestServer::try_start(files, env)
+            .await
+            .expect("service starts")
+    }
+
+    /// As `start`, but a service that refuses to start gives its error text.
+    pub async fn try_start(
+        files: &[(&str, &str)],
+        env: &[(&str, &str)],
+    ) -> Result<TestServer, String> {
         let dir = tempfile::tempdir().unwrap();
         for (name, yaml) in files {
             std::fs::write(dir.path().join(name), yaml).unwrap();
         }
         let running = app::start(&settings(dir.path(), env))
             .await
-            .expect("service starts");
+            .map_err(|e| e.to_string())?;
         let grpc = RateLimitServiceClient::connect(format!("http://{}", running.grpc_addr))
             .await
             .unwrap();
-        TestServer {
+        Ok(TestServer {
             running: Some(running),
             dir,
             grpc,
             http: reqwest::Client::new(),
-        }
+        })
     }
 
     pub fn running(&self) -> &Running {

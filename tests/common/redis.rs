@@ -16,6 +16,16 @@ pub struct RedisServer {
     pub dir: tempfile::TempDir,
     pub port: u16,
     extra: Vec<String>,
+    access: Access,
+}
+
+/// How a server is reached, beyond the defaults (plaintext TCP on `port`, no password).
+#[derive(Debug, Clone, Default)]
+pub struct Access {
+    /// `port` is a TLS port and there is no plaintext one (`--port 0`); `cli` uses the socket.
+    pub tls_only: bool,
+    /// `--requirepass`: `cli` authenticates with it.
+    pub password: Option<String>,
 }
 
 /// A free TCP port on 127.0.0.1 (bound, then released for the server to take).
@@ -47,12 +57,33 @@ impl RedisServer {
             dir: tempfile::tempdir().unwrap(),
             port: free_port(),
             extra: extra.iter().map(|a| a.to_string()).collect(),
+            access: Access::default(),
         }
     }
 
+    /// Starts a server reached as `access` says; `extra` holds the matching `--tls-*` files and
+    /// any other arguments (the password is passed here).
+    pub fn start_secure(extra: &[&str], access: &Access) -> RedisServer {
+        let mut s = RedisServer::not_started(extra);
+        if let Some(p) = &access.password {
+            s.extra.extend(["--requirepass".into(), p.clone()]);
+            s.extra.extend(["--masterauth".into(), p.clone()]);
+        }
+        s.access = access.clone();
+        s.spawn();
+        s
+    }
+
     fn spawn(&mut self) {
+        let port = self.port.to_string();
+        let ports = if self.access.tls_only {
+            vec!["--port", "0", "--tls-port", &port]
+        } else {
+            vec!["--port", &port]
+        };
         let child = guarded("redis-server")
-            .args(["--port", &self.port.to_string(), "--bind", "127.0.0.1"])
+            .args(ports)
+            .args(["--bind", "127.0.0.1"])
             .args([
                 "--unixsocket",
                 self.socket().to_str().unwrap(),
@@ -117,7 +148,15 @@ impl RedisServer {
 
     /// Runs `redis-cli` against this server and returns its trimmed output.
     pub fn cli(&self, args: &[&str]) -> String {
-        cli(self.port, args)
+        let mut target = if self.access.tls_only {
+            vec!["-s".to_string(), self.socket().display().to_string()]
+        } else {
+            vec!["-p".to_string(), self.port.to_string()]
+        };
+        if let Some(p) = &self.access.password {
+            target.extend(["-a".into(), p.clone(), "--no-auth-warning".into()]);
+        }
+        cli(&target, args)
     }
 
     /// Env for a ratelimitd using this server over its unix socket.
@@ -146,12 +185,23 @@ pub struct RedisCluster {
 
 impl RedisCluster {
     pub fn start(n: usize) -> RedisCluster {
+        RedisCluster::start_secure(n, &[], &Access::default(), &[])
+    }
+
+    /// A cluster whose nodes take `extra` arguments and are reached as `access` says;
+    /// `create_args` are what `redis-cli` needs to reach them (`--tls`, `--cacert`, `-a`).
+    pub fn start_secure(
+        n: usize,
+        extra: &[&str],
+        access: &Access,
+        create_args: &[&str],
+    ) -> RedisCluster {
         let nodes: Vec<RedisServer> = (0..n)
             .map(|_| {
                 // The bus port defaults to port + 10000, past 65535 for a quarter of the
                 // ephemeral range (and maybe taken): the node would not start. Choose it too.
                 let bus_port = free_port().to_string();
-                RedisServer::start_with(&[
+                let mut args = vec![
                     "--cluster-enabled",
                     "yes",
                     "--cluster-config-file",
@@ -160,11 +210,13 @@ impl RedisCluster {
                     "5000",
                     "--cluster-port",
                     &bus_port,
-                ])
+                ];
+                args.extend(extra);
+                RedisServer::start_secure(&args, access)
             })
             .collect();
         let mut create = Command::new("redis-cli");
-        create.arg("--cluster").arg("create");
+        create.args(create_args).arg("--cluster").arg("create");
         for node in &nodes {
             create.arg(node.addr());
         }
@@ -216,67 +268,11 @@ impl RedisCluster {
     }
 }
 
-/// A Redis Sentinel process monitoring one primary.
-pub struct Sentinel {
-    child: Child,
-    _dir: tempfile::TempDir,
-    pub port: u16,
-}
-
-impl Sentinel {
-    /// Starts a sentinel (quorum 1, 1 s down-after) watching `primary` as `name`.
-    pub fn start(name: &str, primary: &RedisServer) -> Sentinel {
-        let dir = tempfile::tempdir().unwrap();
-        let port = free_port();
-        let conf = dir.path().join("sentinel.conf");
-        let text = format!(
-            "port {port}\nbind 127.0.0.1\ndir {}\nsentinel monitor {name} 127.0.0.1 {} 1\nsentinel down-after-milliseconds {name} 1000\nsentinel failover-timeout {name} 5000\n",
-            dir.path().display(),
-            primary.port
-        );
-        std::fs::write(&conf, text).unwrap();
-        let child = guarded("redis-server")
-            .arg(&conf)
-            .arg("--sentinel")
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        let s = Sentinel {
-            child,
-            _dir: dir,
-            port,
-        };
-        let watch = Stopwatch::start();
-        while !s
-            .cli(&["SENTINEL", "GET-MASTER-ADDR-BY-NAME", name])
-            .contains(&primary.port.to_string())
-        {
-            assert!(
-                watch.elapsed() < Duration::from_secs(10),
-                "sentinel did not start"
-            );
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        s
-    }
-
-    /// Runs `redis-cli` against the sentinel.
-    pub fn cli(&self, args: &[&str]) -> String {
-        cli(self.port, args)
-    }
-}
-
-impl Drop for Sentinel {
-    fn drop(&mut self) {
-        stop(&mut self.child);
-    }
-}
-
-/// Runs `redis-cli` against the server on `port` and returns its trimmed output.
-fn cli(port: u16, args: &[&str]) -> String {
+/// Runs `redis-cli` against `target` (`-p port` or `-s socket`, maybe `-a`) and returns its
+/// trimmed output.
+pub(super) fn cli(target: &[String], args: &[&str]) -> String {
     let out = Command::new("redis-cli")
-        .args(["-p", &port.to_string()])
+        .args(target)
         .args(args)
         .output()
         .unwrap();

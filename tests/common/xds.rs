@@ -6,7 +6,9 @@
 
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+use ratelimitd::clock::Stopwatch;
 
 use prost::Message;
 use ratelimitd::xds::pb::envoy::service::discovery::v3::aggregated_discovery_service_server::{
@@ -104,11 +106,13 @@ impl AdsServer {
         first_version: u64,
         tls: Option<ServerTlsConfig>,
     ) -> AdsServer {
-        let deadline = Instant::now() + Duration::from_secs(10);
+        let watch = Stopwatch::start();
         let listener = loop {
             match tokio::net::TcpListener::bind(addr).await {
                 Ok(l) => break l,
-                Err(e) if Instant::now() > deadline => panic!("cannot bind {addr}: {e}"),
+                Err(e) if watch.elapsed() > Duration::from_secs(10) => {
+                    panic!("cannot bind {addr}: {e}")
+                }
                 Err(_) => tokio::time::sleep(Duration::from_millis(20)).await,
             }
         };
@@ -178,13 +182,13 @@ impl AdsServer {
 
     /// Waits (at most 10 s) for a request matching `pred`.
     pub async fn wait_for(&self, pred: impl Fn(&DiscoveryRequest) -> bool) -> DiscoveryRequest {
-        let deadline = Instant::now() + Duration::from_secs(10);
+        let watch = Stopwatch::start();
         loop {
             if let Some(r) = self.requests().into_iter().find(|r| pred(r)) {
                 return r;
             }
             assert!(
-                Instant::now() < deadline,
+                watch.elapsed() < Duration::from_secs(10),
                 "no such request: {:?}",
                 self.requests()
             );

@@ -2,7 +2,9 @@
 //! socket) as a plain or TLS address, the `REDIS_AUTH` user and password, and the CA and client
 //! certificate files. Kept apart from `conn` so that file is about connection kinds only.
 
-use redis::{ClientTlsConfig, ConnectionAddr, RedisConnectionInfo, RedisError, TlsCertificates};
+use redis::{
+    Client, ClientTlsConfig, ConnectionAddr, RedisConnectionInfo, RedisError, TlsCertificates,
+};
 
 use crate::settings::{RedisKind, RedisSettings, redis::RedisTls};
 
@@ -81,6 +83,16 @@ pub(super) fn certificates(tls: &RedisTls) -> Result<TlsCertificates, RedisError
         client_tls,
         root_cert,
     })
+}
+
+/// `client` again, with the certificate's name no longer compared with the host it connects to.
+/// The chain is still verified against the CA (`REDIS_TLS_SKIP_HOSTNAME_VERIFICATION`); the
+/// crate's `insecure` switch, which would accept any certificate, is never used.
+pub(super) fn without_hostname_check(client: Client) -> Result<Client, RedisError> {
+    let info = client.get_connection_info().clone();
+    let mut addr = info.addr().clone();
+    addr.set_danger_accept_invalid_hostnames(true);
+    Client::open(info.set_addr(addr))
 }
 
 pub(super) fn has_tls_files(tls: &RedisTls) -> bool {

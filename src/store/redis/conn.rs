@@ -20,7 +20,9 @@ use redis::{
 };
 use tokio::sync::Mutex;
 
-use super::addr::{address, auth, certificates, has_tls_files, host_port, split_auth};
+use super::addr::{
+    address, auth, certificates, has_tls_files, host_port, split_auth, without_hostname_check,
+};
 use crate::clock::Timestamp;
 use crate::settings::{RedisKind, RedisSettings, redis::RedisTls};
 
@@ -91,10 +93,7 @@ pub async fn connect(
                 Client::open(info)?
             };
             if s.tls && tls.skip_hostname_verification {
-                let info = client.get_connection_info().clone();
-                let mut addr = info.addr().clone();
-                addr.set_danger_accept_invalid_hostnames(true);
-                client = Client::open(info.set_addr(addr))?;
+                client = without_hostname_check(client)?;
             }
             let config = ConnectionManagerConfig::new()
                 .set_connection_timeout(Some(s.connect_timeout))
@@ -130,12 +129,11 @@ pub async fn connect(
                 b = b.password(pass);
             }
             if s.tls {
-                let mode = if tls.skip_hostname_verification {
-                    TlsMode::Insecure
-                } else {
-                    TlsMode::Secure
-                };
-                b = b.tls(mode);
+                // `TlsMode::Insecure` would accept any certificate at all; skipping the hostname
+                // check is its own switch, which keeps verifying the chain.
+                b = b
+                    .tls(TlsMode::Secure)
+                    .danger_accept_invalid_hostnames(tls.skip_hostname_verification);
                 if has_tls_files(tls) {
                     b = b.certs(certificates(tls)?);
                 }
@@ -157,6 +155,16 @@ pub async fn connect(
             }
             if !s.sentinel_auth.0.is_empty() {
                 b = b.set_client_to_sentinel_password(&s.sentinel_auth.0);
+            }
+            // REDIS_TLS is for the primary the sentinels name; the sentinels themselves are
+            // asked over plain TCP. Skipping the hostname check is refused with Sentinel when
+            // the settings are read: the client checks the primary's role over a connection it
+            // builds itself, which would verify the name anyway.
+            if s.tls {
+                b = b.set_client_to_redis_tls_mode(TlsMode::Secure);
+                if has_tls_files(tls) {
+                    b = b.set_client_to_redis_certificates(certificates(tls)?);
+                }
             }
             let config = AsyncConnectionConfig::new()
                 .set_connection_timeout(Some(s.connect_timeout))
