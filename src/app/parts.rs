@@ -25,7 +25,8 @@ pub(super) struct StoreParts {
 pub(super) async fn store(settings: &Settings) -> Result<StoreParts, AppError> {
     Ok(match settings.backend {
         Backend::Memory => {
-            let m = Arc::new(MemoryStore::new(settings.memory_max_keys));
+            let limits = (settings.memory_max_keys, settings.limits.memory_max_bytes);
+            let m = Arc::new(MemoryStore::with_limits(limits.0, limits.1));
             StoreParts {
                 store: m.clone(),
                 memory: Some(m),
@@ -55,7 +56,7 @@ pub(super) fn metrics(
     let metrics = (settings.obs.sink != StatsSinkKind::Disabled).then(|| {
         let keys: Option<KeyCount> = memory
             .cloned()
-            .map(|m| -> KeyCount { Arc::new(move || m.len()) });
+            .map(|m| -> KeyCount { Arc::new(move || (m.len(), m.bytes())) });
         let statsd = settings.obs.sink == StatsSinkKind::Statsd;
         let config = config.clone();
         let loads: LoadCounts = Arc::new(move || ConfigLoads {

@@ -35,14 +35,14 @@ pub fn router(state: HttpState) -> Router {
 }
 
 /// A plain-text response as Go's `http.Error` writes it.
-pub fn text(status: StatusCode, body: &'static str) -> Response {
+pub fn text(status: StatusCode, body: impl Into<String>) -> Response {
     (
         status,
         [
             (header::CONTENT_TYPE, "text/plain; charset=utf-8"),
             (header::X_CONTENT_TYPE_OPTIONS, "nosniff"),
         ],
-        body,
+        body.into(),
     )
         .into_response()
 }
@@ -75,6 +75,8 @@ async fn json_handler(
             let body = json::render_response(&resp).to_string();
             (status, [(header::CONTENT_TYPE, "application/json")], body).into_response()
         }
+        // A cap of ours says which one (Go has none, so no Go client reads this body).
+        Err(e) if e.is_over_cap() => text(StatusCode::BAD_REQUEST, format!("Bad Request: {e}\n")),
         // Go answers every service error on /json with 400, store failures included.
         Err(_) => text(StatusCode::BAD_REQUEST, "Bad Request\n"),
     }

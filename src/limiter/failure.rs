@@ -5,6 +5,7 @@
 //! are over the limit until their window ends. This is the one producer of
 //! [`Source::FailurePolicy`] outcomes.
 
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use super::outcome::{Outcome, Source, Verdict};
@@ -12,6 +13,49 @@ use super::plan::{Plan, Plans};
 use crate::algorithm::fixed_window::window_start;
 use crate::clock::Timestamp;
 use crate::config::{FailureMode, Limit};
+use crate::store::StoreError;
+
+/// Seconds between two log lines about store failures.
+const LOG_EVERY_SECS: u64 = 10;
+
+/// Logs store failures at most once per [`LOG_EVERY_SECS`], with how many went unlogged since:
+/// an outage must show in the log, but not as one line per request.
+#[derive(Debug, Default)]
+pub struct FailureLog {
+    /// Unix second before which nothing more is logged.
+    quiet_until: AtomicU64,
+    /// Failures not logged since the last line.
+    suppressed: AtomicU64,
+}
+
+impl FailureLog {
+    /// Notes a failure at `now`; logs it unless a line went out less than
+    /// [`LOG_EVERY_SECS`] ago.
+    pub fn note(&self, error: &StoreError, now: Timestamp) {
+        let secs = now.as_secs();
+        let quiet_until = self.quiet_until.load(Ordering::Relaxed);
+        let won = secs >= quiet_until
+            && self
+                .quiet_until
+                .compare_exchange(
+                    quiet_until,
+                    secs + LOG_EVERY_SECS,
+                    Ordering::Relaxed,
+                    Ordering::Relaxed,
+                )
+                .is_ok();
+        if !won {
+            self.suppressed.fetch_add(1, Ordering::Relaxed);
+            return;
+        }
+        let suppressed = self.suppressed.swap(0, Ordering::Relaxed);
+        tracing::warn!(
+            %error,
+            similar_failures_not_logged = suppressed,
+            "the store could not decide; requests are answered by their limits' failure_mode"
+        );
+    }
+}
 
 /// One outcome per op of `plans` standing in for the store's, or `None` when some limit of the
 /// request wants the error.

@@ -90,6 +90,16 @@ pub enum RequestError {
 }
 
 impl RequestError {
+    /// True when the request exceeded one of ratelimitd's caps ([`validate`]).
+    pub fn is_over_cap(&self) -> bool {
+        matches!(
+            self,
+            RequestError::TooManyDescriptors { .. }
+                | RequestError::TooManyEntries { .. }
+                | RequestError::TooLong { .. }
+        )
+    }
+
     /// True when the caller sent a bad request (as opposed to a service-side failure).
     pub fn is_invalid_argument(&self) -> bool {
         matches!(
@@ -141,6 +151,7 @@ pub struct RateLimiter {
     clock: Arc<dyn Clock>,
     options: LimiterOptions,
     stats: Arc<dyn StatsSink>,
+    failure_log: failure::FailureLog,
 }
 
 impl RateLimiter {
@@ -165,6 +176,7 @@ impl RateLimiter {
             clock,
             options,
             stats,
+            failure_log: failure::FailureLog::default(),
         }
     }
 
@@ -203,8 +215,13 @@ impl RateLimiter {
         let (outcomes, store_failed) = match self.run(&plans, now).await {
             Ok(outcomes) => (outcomes, false),
             Err(e) => {
+                let kind = match e {
+                    StoreError::Full { .. } => ErrorKind::StoreFull,
+                    StoreError::Unavailable(_) => ErrorKind::Redis,
+                };
                 // Go counts total_hits before the store call, so they move on failure too.
-                stats::record_store_failure(self.stats.as_ref(), &plans);
+                stats::record_store_failure(self.stats.as_ref(), &plans, kind);
+                self.failure_log.note(&e, now);
                 (failure::outcomes(&plans, now).ok_or(e)?, true)
             }
         };
@@ -220,7 +237,7 @@ impl RateLimiter {
     }
 
     /// Sends every op of `plans` to the store in one batch; one outcome per op, in order.
-    async fn run(&self, plans: &Plans<'_>, now: Timestamp) -> Result<Vec<Outcome>, RequestError> {
+    async fn run(&self, plans: &Plans<'_>, now: Timestamp) -> Result<Vec<Outcome>, StoreError> {
         if plans.ops.is_empty() {
             // Nothing to count: the store is not contacted (it may even be down).
             return Ok(Vec::new());

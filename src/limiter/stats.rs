@@ -31,6 +31,9 @@ pub enum ErrorKind {
     Redis,
     /// `call.should_rate_limit.service_error`: bad request or no configuration.
     Service,
+    /// `call.should_rate_limit.store_full` (ratelimitd): the memory store refused a new key
+    /// (`MEMORY_MAX_KEYS` / `MEMORY_MAX_BYTES`); counted apart from backend failures.
+    StoreFull,
 }
 
 /// Where the limiter reports stats. Implementations must be cheap and must never block or fail:
@@ -123,7 +126,7 @@ pub fn record(sink: &dyn StatsSink, ratio: f32, settled: &[Settled<'_>]) {
 
 /// Reports what is known when the store failed: `total_hits` is counted before the store call in
 /// the Go service, so it moves even when the call fails.
-pub fn record_store_failure(sink: &dyn StatsSink, plans: &Plans<'_>) {
+pub fn record_store_failure(sink: &dyn StatsSink, plans: &Plans<'_>, kind: ErrorKind) {
     for plan in &plans.descriptors {
         if let Plan::Limited(l) = plan {
             let inc = LimitIncrements {
@@ -133,7 +136,7 @@ pub fn record_store_failure(sink: &dyn StatsSink, plans: &Plans<'_>) {
             sink.limit(&l.stats_key, &inc);
         }
     }
-    sink.error(ErrorKind::Redis);
+    sink.error(kind);
 }
 
 #[cfg(test)]

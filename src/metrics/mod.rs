@@ -35,8 +35,9 @@ pub const LIMIT_STATS: [&str; 6] = [
 /// Most timer observations kept between two StatsD flushes; more are dropped (and counted).
 const MAX_PENDING_TIMINGS: usize = 10_000;
 
-/// Reads the number of live keys of the memory store, for the `memory_store_keys` gauge.
-pub type KeyCount = Arc<dyn Fn() -> usize + Send + Sync>;
+/// Reads the memory store's live keys and their approximate bytes, for the
+/// `memory_store_keys` and `memory_store_bytes` gauges.
+pub type KeyCount = Arc<dyn Fn() -> (usize, usize) + Send + Sync>;
 
 /// Configuration loads so far, for `config_load_success` and `config_load_error`.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -57,6 +58,7 @@ pub struct Metrics {
     pub(crate) global_shadow: AtomicU64,
     pub(crate) redis_errors: AtomicU64,
     pub(crate) service_errors: AtomicU64,
+    pub(crate) store_full: AtomicU64,
     pub(crate) store_errors: AtomicU64,
     pub(crate) timings_dropped: AtomicU64,
     pub(crate) total_requests: IntCounterVec,
@@ -116,6 +118,7 @@ impl Metrics {
             global_shadow: AtomicU64::new(0),
             redis_errors: AtomicU64::new(0),
             service_errors: AtomicU64::new(0),
+            store_full: AtomicU64::new(0),
             store_errors: AtomicU64::new(0),
             timings_dropped: AtomicU64::new(0),
             total_requests,
@@ -180,6 +183,7 @@ impl Metrics {
                 "call.should_rate_limit.service_error",
                 load(&self.service_errors),
             ),
+            ("call.should_rate_limit.store_full", load(&self.store_full)),
         ];
         for (name, v) in service {
             out.push((format!("ratelimit.service.{name}"), v));
@@ -228,6 +232,7 @@ impl StatsSink for Metrics {
         let counter = match kind {
             ErrorKind::Redis => &self.redis_errors,
             ErrorKind::Service => &self.service_errors,
+            ErrorKind::StoreFull => &self.store_full,
         };
         counter.fetch_add(1, Ordering::Relaxed);
     }

@@ -92,6 +92,18 @@ const FAMILIES: &[Family] = &[
     ),
 ];
 
+/// The memory store's gauges: live keys, and the approximate bytes they take.
+const MEMORY_GAUGES: [(&str, &str); 2] = [
+    (
+        "ratelimitd_memory_store_keys",
+        "Live keys in the memory store",
+    ),
+    (
+        "ratelimitd_memory_store_bytes",
+        "Approximate bytes of the memory store's keys and state (MEMORY_MAX_BYTES bounds it)",
+    ),
+];
+
 /// Reads [`Metrics`] into metric families on every scrape.
 struct MetricsCollector {
     metrics: Arc<Metrics>,
@@ -113,15 +125,15 @@ impl MetricsCollector {
                 .ok()
             })
             .collect();
-        descs.extend(
+        descs.extend(MEMORY_GAUGES.iter().filter_map(|(name, help)| {
             Desc::new(
-                "ratelimitd_memory_store_keys".into(),
-                "Live keys in the memory store".into(),
+                name.to_string(),
+                help.to_string(),
                 Vec::new(),
                 Default::default(),
             )
-            .ok(),
-        );
+            .ok()
+        }));
         MetricsCollector { metrics, descs }
     }
 }
@@ -174,6 +186,7 @@ impl Collector for MetricsCollector {
             &["service_error"],
             m.service_errors.load(Ordering::Relaxed),
         );
+        inc(6, &["store_full"], m.store_full.load(Ordering::Relaxed));
         let loads = (m.config_loads)();
         inc(7, &[], loads.successes);
         inc(8, &[], loads.failures);
@@ -182,13 +195,12 @@ impl Collector for MetricsCollector {
         inc(11, &[], m.limits.folded() + m.unknown_domains.folded());
         let mut out: Vec<MetricFamily> = vecs.iter().flatten().flat_map(|v| v.collect()).collect();
         if let Some(count) = &m.memory_keys {
-            let opts = Opts::new(
-                "ratelimitd_memory_store_keys",
-                "Live keys in the memory store",
-            );
-            if let Ok(g) = IntGauge::with_opts(opts) {
-                g.set(i64::try_from(count()).unwrap_or(i64::MAX));
-                out.extend(g.collect());
+            let (keys, bytes) = count();
+            for ((name, help), value) in MEMORY_GAUGES.iter().zip([keys, bytes]) {
+                if let Ok(g) = IntGauge::with_opts(Opts::new(*name, *help)) {
+                    g.set(i64::try_from(value).unwrap_or(i64::MAX));
+                    out.extend(g.collect());
+                }
             }
         }
         out

@@ -5,9 +5,11 @@
 //! on different keys run in parallel and a request never waits on I/O. Expired entries are removed by
 //! [`MemoryStore::sweep_at`] (called periodically by the server) and, when the bound is reached, by
 //! an immediate sweep of the shard that needs room, then of every shard (at most once a second, so a
-//! flood of new keys against a full store cannot turn each request into a full scan). If the store is
-//! still full, new keys are refused
-//! with [`StoreError::Full`]: existing counters are never evicted, so nothing already counted is lost.
+//! flood of new keys against a full store cannot turn each request into a full scan). "Full" is a
+//! key count (`MEMORY_MAX_KEYS`) or an approximate byte budget (`MEMORY_MAX_BYTES`: the key's text
+//! plus a fixed cost per entry), whichever comes first. If the store is still full, new keys are
+//! refused with [`StoreError::Full`]: existing counters are never evicted, so nothing already
+//! counted is lost.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
@@ -21,6 +23,16 @@ use crate::clock::Timestamp;
 
 /// Number of shards: a power of two well above the core count, so lock contention stays rare.
 const SHARDS: usize = 64;
+
+/// Bytes an entry costs besides its key's text: the map slot (key `String` + [`Entry`]), its
+/// control byte and load-factor slack, and the allocator's rounding of the key. An estimate
+/// (measured RSS per key is in README); a sliding log's entries are not included (see `max_keys`).
+const ENTRY_OVERHEAD: usize = 112;
+
+/// What one key costs against the byte budget.
+fn cost(key: &str) -> usize {
+    key.len() + ENTRY_OVERHEAD
+}
 
 #[derive(Debug)]
 struct Entry {
@@ -37,7 +49,11 @@ pub struct MemoryStore {
     // Random per process, so a caller cannot aim many keys at one shard.
     hasher: ahash::RandomState,
     len: AtomicUsize,
-    /// Bounds keys, not bytes. A counter key costs about a hundred bytes, but a sliding_log key
+    /// Approximate bytes of the live keys ([`cost`]).
+    bytes: AtomicUsize,
+    /// `MEMORY_MAX_BYTES`.
+    max_bytes: usize,
+    /// Bounds keys (and with `max_bytes`, their approximate bytes). A counter key costs about a hundred bytes, but a sliding_log key
     /// also holds 16 bytes per logged request, up to `sliding_log::MAX_LIMIT` (100 000) of them:
     /// 1.6 MB. The worst case is `MEMORY_MAX_KEYS` × 1.6 MB (1.6 TB at the default 10^6 keys);
     /// it needs that many distinct keys each admitted 100 000 times within its window, so in
@@ -54,14 +70,21 @@ const NEVER: u64 = u64::MAX;
 const FULL_SWEEP_EVERY_MICROS: u64 = 1_000_000;
 
 impl MemoryStore {
-    /// A store that tracks at most `max_keys` live keys (at least 1).
+    /// A store that tracks at most `max_keys` live keys (at least 1), with no byte budget.
     pub fn new(max_keys: usize) -> MemoryStore {
+        MemoryStore::with_limits(max_keys, usize::MAX)
+    }
+
+    /// A store that tracks at most `max_keys` live keys taking about `max_bytes`.
+    pub fn with_limits(max_keys: usize, max_bytes: usize) -> MemoryStore {
         MemoryStore {
             shards: (0..SHARDS)
                 .map(|_| Mutex::new(Shard::with_hasher(ahash::RandomState::new())))
                 .collect(),
             hasher: ahash::RandomState::new(),
             len: AtomicUsize::new(0),
+            bytes: AtomicUsize::new(0),
+            max_bytes,
             max_keys: max_keys.max(1),
             last_full_sweep: AtomicU64::new(NEVER),
         }
@@ -70,6 +93,11 @@ impl MemoryStore {
     /// Number of keys currently held (expired ones count until swept).
     pub fn len(&self) -> usize {
         self.len.load(Ordering::Relaxed)
+    }
+
+    /// Approximate bytes the held keys take (see [`ENTRY_OVERHEAD`]).
+    pub fn bytes(&self) -> usize {
+        self.bytes.load(Ordering::Relaxed)
     }
 
     /// True when no key is held.
@@ -86,10 +114,17 @@ impl MemoryStore {
     }
 
     fn sweep_shard(&self, shard: &mut Shard, now: Timestamp) -> usize {
-        let before = shard.len();
-        shard.retain(|_, e| e.expires_at > now);
-        let removed = before - shard.len();
+        let (mut removed, mut freed) = (0, 0);
+        shard.retain(|k, e| {
+            let keep = e.expires_at > now;
+            if !keep {
+                removed += 1;
+                freed += cost(k);
+            }
+            keep
+        });
         self.len.fetch_sub(removed, Ordering::Relaxed);
+        self.bytes.fetch_sub(freed, Ordering::Relaxed);
         removed
     }
 
@@ -127,7 +162,7 @@ impl MemoryStore {
             entry.expires_at = d.expires_at;
             return Ok(d);
         }
-        self.reserve_slot(&mut shard, now)?;
+        self.reserve_slot(&mut shard, cost(&op.key), now)?;
         let mut state = None;
         let d = algorithm::apply(&mut state, &op.spec, op.hits, now);
         shard.insert(
@@ -140,20 +175,44 @@ impl MemoryStore {
         Ok(d)
     }
 
-    /// Counts a new key against the bound, sweeping the shard first when the bound is reached.
-    fn reserve_slot(&self, shard: &mut Shard, now: Timestamp) -> Result<(), StoreError> {
-        if self.len.fetch_add(1, Ordering::Relaxed) < self.max_keys {
+    /// Counts a new key of `bytes` against both bounds, sweeping the shard first when one is
+    /// reached.
+    fn reserve_slot(
+        &self,
+        shard: &mut Shard,
+        bytes: usize,
+        now: Timestamp,
+    ) -> Result<(), StoreError> {
+        if self.try_reserve(bytes) {
             return Ok(());
         }
-        self.len.fetch_sub(1, Ordering::Relaxed);
         self.sweep_shard(shard, now);
-        if self.len.fetch_add(1, Ordering::Relaxed) < self.max_keys {
+        if self.try_reserve(bytes) {
             return Ok(());
         }
-        self.len.fetch_sub(1, Ordering::Relaxed);
         Err(StoreError::Full {
-            max_keys: self.max_keys,
+            keys: self.len(),
+            bytes: self.bytes(),
         })
+    }
+
+    /// Takes one key and `bytes` if both fit; takes nothing otherwise.
+    fn try_reserve(&self, bytes: usize) -> bool {
+        if self.len.fetch_add(1, Ordering::Relaxed) >= self.max_keys {
+            self.len.fetch_sub(1, Ordering::Relaxed);
+            return false;
+        }
+        if self
+            .bytes
+            .fetch_add(bytes, Ordering::Relaxed)
+            .saturating_add(bytes)
+            > self.max_bytes
+        {
+            self.bytes.fetch_sub(bytes, Ordering::Relaxed);
+            self.len.fetch_sub(1, Ordering::Relaxed);
+            return false;
+        }
+        true
     }
 }
 

@@ -49,12 +49,16 @@ impl Answer {
 /// Why a store could not decide.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum StoreError {
-    /// The memory store holds its maximum number of live keys; new keys are refused rather than
-    /// evicting live counters (which would silently reset someone's limit).
-    #[error("memory store is full: {max_keys} live keys tracked (MEMORY_MAX_KEYS)")]
+    /// The memory store holds its maximum number of live keys or bytes; new keys are refused
+    /// rather than evicting live counters (which would silently reset someone's limit).
+    #[error(
+        "memory store is full: {keys} live keys of about {bytes} bytes tracked (MEMORY_MAX_KEYS, MEMORY_MAX_BYTES)"
+    )]
     Full {
-        /// The configured bound.
-        max_keys: usize,
+        /// Keys held when the new key was refused.
+        keys: usize,
+        /// Their approximate bytes.
+        bytes: usize,
     },
     /// The backend could not be reached or failed; retrying later may succeed.
     #[error("store unavailable: {0}")]

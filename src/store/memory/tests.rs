@@ -59,7 +59,7 @@ async fn full_store_refuses_new_keys_but_keeps_counting_old_ones() {
         .await
         .unwrap();
     let err = s.apply(&[op("c", 5, 60)], at(1)).await.unwrap_err();
-    assert_eq!(err, StoreError::Full { max_keys: 2 });
+    assert!(matches!(err, StoreError::Full { keys: 2, .. }), "{err}");
     let d = s.apply(&[op("a", 5, 60)], at(1)).await.unwrap();
     assert_eq!(
         d[0].decision().unwrap().after,
@@ -122,4 +122,20 @@ async fn a_full_store_sweeps_other_shards_at_most_once_a_second() {
     // Full again with live keys: a refusal does not sweep everything again within the second.
     assert!(s.apply(&[op("e", 5, 60)], at(60)).await.is_err());
     assert_eq!(s.last_full_sweep.load(Ordering::Relaxed), 60_000_000);
+}
+
+#[tokio::test]
+async fn the_byte_budget_refuses_new_keys_and_sweeping_gives_the_bytes_back() {
+    // Room for two keys of this length, not three.
+    let s = MemoryStore::with_limits(100, 2 * cost("a") + 1);
+    s.apply(&[op("a", 5, 60), op("b", 5, 1)], at(0))
+        .await
+        .unwrap();
+    assert_eq!(s.bytes(), 2 * cost("a"));
+    let err = s.apply(&[op("c", 5, 60)], at(0)).await.unwrap_err();
+    assert!(matches!(err, StoreError::Full { keys: 2, .. }), "{err}");
+    // "b" expired at 1: the shard sweep on a full store makes room, and the bytes follow.
+    s.apply(&[op("c", 5, 60)], at(1)).await.unwrap();
+    s.sweep_at(at(60));
+    assert_eq!((s.len(), s.bytes()), (0, 0));
 }

@@ -1,0 +1,189 @@
+//! Hostile input costs bounded memory and time: request caps answered INVALID_ARGUMENT (gRPC) and
+//! 400 (`/json`) naming the cap, nothing counted for a refused request; and a burst of a million
+//! distinct keys against the real binary keeps the embedded store within `MEMORY_MAX_BYTES`, refuses
+//! what does not fit (counted as `store_full`), and loses nothing already counted.
+mod common;
+
+use std::time::Duration;
+
+use common::process::spawn;
+use common::{Code, TestServer, descriptor, request, st};
+use ratelimitd::clock::Stopwatch;
+use ratelimitd::grpc::pb::envoy::service::ratelimit::v3::RateLimitRequest;
+use ratelimitd::grpc::pb::envoy::service::ratelimit::v3::rate_limit_service_client::RateLimitServiceClient;
+
+const CFG: &str = r#"
+domain: d
+descriptors:
+  - {key: user, rate_limit: {unit: hour, requests_per_unit: 5}}
+"#;
+
+#[tokio::test]
+async fn requests_over_a_cap_are_refused_naming_it_and_count_nothing() {
+    let env = [
+        ("MAX_DESCRIPTORS_PER_REQUEST", "4"),
+        ("MAX_DESCRIPTOR_VALUE_BYTES", "64"),
+    ];
+    let s = TestServer::start(&[("d.yaml", CFG)], &env).await;
+    let many = vec![descriptor(&[("user", "a")]); 5];
+    let e = s
+        .call(RateLimitRequest {
+            domain: "d".into(),
+            descriptors: many,
+            ..Default::default()
+        })
+        .await
+        .unwrap_err();
+    assert_eq!(e.code(), tonic::Code::InvalidArgument);
+    assert!(e.message().contains("MAX_DESCRIPTORS_PER_REQUEST"), "{e}");
+    let long = "x".repeat(65);
+    let e = s
+        .call(request("d", &[&[("user", &long)]]))
+        .await
+        .unwrap_err();
+    assert_eq!(e.code(), tonic::Code::InvalidArgument);
+    assert!(e.message().contains("MAX_DESCRIPTOR_VALUE_BYTES"), "{e}");
+    assert!(!e.message().contains(&long), "the value is not echoed");
+    let body = format!(
+        r#"{{"domain":"d","descriptors":[{{"entries":[{{"key":"user","value":"{long}"}}]}}]}}"#
+    );
+    let r = s
+        .http
+        .post(s.http_url("/json"))
+        .body(body)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 400);
+    assert!(
+        r.text()
+            .await
+            .unwrap()
+            .contains("MAX_DESCRIPTOR_VALUE_BYTES")
+    );
+    // Four descriptors of one user are accepted; the refused calls above counted nothing.
+    let a: &[(&str, &str)] = &[("user", "a")];
+    let r = s.call(request("d", &[a; 4])).await.unwrap();
+    assert_eq!(st(&r, 3).2, 1, "5 per hour, 4 taken by this call alone");
+}
+
+/// Resident memory of a process, from /proc.
+fn rss_bytes(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    let kb: u64 = status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .unwrap();
+    kb * 1024
+}
+
+/// A value of one gauge or counter line from the Prometheus text.
+fn metric(text: &str, prefix: &str) -> u64 {
+    text.lines()
+        .find(|l| l.starts_with(prefix))
+        .and_then(|l| l.rsplit(' ').next())
+        .and_then(|v| v.parse::<f64>().ok())
+        .map_or(0, |v| v as u64)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_million_distinct_keys_stay_within_the_byte_budget() {
+    const BUDGET: u64 = 32 << 20;
+    const KEYS: usize = 1_000_000;
+    const PER_CALL: usize = 64;
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("d.yaml"), CFG).unwrap();
+    let prometheus = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap();
+    let env = [
+        ("RATELIMITD_CONFIG", dir.path().display().to_string()),
+        ("MEMORY_MAX_BYTES", BUDGET.to_string()),
+        ("USE_PROMETHEUS", "true".into()),
+        ("PROMETHEUS_ADDR", prometheus.to_string()),
+    ]
+    .map(|(k, v)| (k.to_string(), v));
+    let bin = spawn(&env);
+    let client = RateLimitServiceClient::connect(format!("http://{}", bin.grpc_addr))
+        .await
+        .unwrap();
+    // A counter taken before the burst must survive it.
+    let mut c = client.clone();
+    c.should_rate_limit(request("d", &[&[("user", "first")]]))
+        .await
+        .unwrap();
+    let before = rss_bytes(bin.child.id());
+    // Eight concurrent senders, each a bounded share of the keys, all stopping after 120 s.
+    let watch = Stopwatch::start();
+    let senders = (0..8).map(|t| {
+        let mut c = client.clone();
+        tokio::spawn(async move {
+            let (mut ok, mut full) = (0u64, 0u64);
+            for call in (t..KEYS / PER_CALL).step_by(8) {
+                if watch.elapsed() > Duration::from_secs(120) {
+                    break;
+                }
+                let descriptors = (0..PER_CALL)
+                    .map(|i| descriptor(&[("user", &format!("u{}", call * PER_CALL + i))]))
+                    .collect();
+                let req = RateLimitRequest {
+                    domain: "d".into(),
+                    descriptors,
+                    ..Default::default()
+                };
+                match c.should_rate_limit(req).await {
+                    Ok(_) => ok += 1,
+                    Err(e) if e.code() == tonic::Code::Unavailable => full += 1,
+                    Err(e) => panic!("unexpected error: {e}"),
+                }
+            }
+            (ok, full)
+        })
+    });
+    let (mut ok, mut full) = (0, 0);
+    for s in senders {
+        let (o, f) = s.await.unwrap();
+        ok += o;
+        full += f;
+    }
+    let grown = rss_bytes(bin.child.id()).saturating_sub(before);
+    assert!(full > 0, "the budget was reached ({ok} calls admitted)");
+    // The store's estimate stays within the budget, and so does what the process really grew by
+    // (with slack for the estimate and the allocator's caches).
+    let text = reqwest::get(format!("http://{prometheus}/metrics"))
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    let bytes = metric(&text, "ratelimitd_memory_store_bytes");
+    assert!(bytes > 0 && bytes <= BUDGET, "store bytes {bytes}");
+    assert!(
+        metric(
+            &text,
+            "ratelimit_service_should_rate_limit_error{err_type=\"store_full\"}"
+        ) > 0,
+        "refusals are counted as store_full"
+    );
+    assert!(
+        grown < 2 * BUDGET,
+        "RSS grew by {grown} bytes for a {BUDGET}-byte budget"
+    );
+    eprintln!(
+        "calls admitted {ok}, refused {full}; store {bytes} bytes; RSS +{} MiB",
+        grown >> 20
+    );
+    let r = c
+        .should_rate_limit(request("d", &[&[("user", "first")]]))
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(st(&r, 0).0, Code::Ok);
+    assert_eq!(
+        st(&r, 0).2,
+        3,
+        "the counter taken before the burst was kept"
+    );
+}
