@@ -18,13 +18,14 @@ use tokio::sync::watch;
 use tokio::task::JoinSet;
 
 use grpc_listen::{GrpcListener, bind_grpc, serve_grpc};
-use tasks::{serve_http, stopped, sweep_expired, watch_store_health};
+use tasks::{heartbeat, serve_http, stopped, sweep_expired, watch_store_health};
 
 use crate::clock::{Clock, ManualClock, OffsetClock, SystemClock, Timestamp};
 use crate::grpc::tls::{ReloadingTls, TlsError};
 use crate::grpc::{RateLimitServiceServer, RlsService};
 use crate::health::Health;
 use crate::limiter::RateLimiter;
+use crate::limiter::fallback::LocalFallback;
 use crate::metrics::Metrics;
 use crate::reload::{
     ConfigHandle, ConfigSource, ReloadOutcome, Reloading, WatchOptions, watch_loop,
@@ -32,6 +33,7 @@ use crate::reload::{
 use crate::service::Service;
 use crate::settings::Settings;
 use crate::store::StoreError;
+use crate::store::redis::heartbeat::instances_key;
 
 /// Why the service could not start.
 #[derive(Debug, thiserror::Error)]
@@ -103,11 +105,26 @@ pub async fn start(settings: &Settings) -> Result<Running, AppError> {
         Some(c) => c.clone(),
         None => Arc::new(SystemClock),
     };
+    let config = Arc::new(ConfigHandle::new());
+    let (shutdown, stop) = watch::channel(false);
+    let mut tasks = JoinSet::new();
+    let stores = parts::store(settings, &clock).await?;
+    let (metrics, sink) = parts::metrics(settings, &stores, &config);
     let parts::StoreParts {
         store,
         memory,
         redis,
-    } = parts::store(settings).await?;
+    } = stores;
+    let fallback = Arc::new(LocalFallback::default());
+    if let Some(redis) = &redis {
+        tasks.spawn(heartbeat(
+            redis.clone(),
+            fallback.clone(),
+            clock.clone(),
+            instances_key(&settings.cache_key_prefix),
+            stopped(stop.clone()),
+        ));
+    }
     // With REDIS_USE_SERVER_TIME, Redis's clock is the clock of every decision (and reload stamp).
     let server_time = match redis.filter(|_| settings.redis.use_server_time) {
         Some(redis) => {
@@ -119,7 +136,6 @@ pub async fn start(settings: &Settings) -> Result<Running, AppError> {
         None => None,
     };
     let store_probe = store.clone();
-    let config = Arc::new(ConfigHandle::new());
     let (reporter, health_server) = tonic_health::server::health_reporter();
     let health = Arc::new(Health::new(
         store.clone(),
@@ -137,10 +153,10 @@ pub async fn start(settings: &Settings) -> Result<Running, AppError> {
         None => None,
     };
 
-    let (metrics, sink) = parts::metrics(settings, memory.as_ref(), &config);
     let options = parts::limiter_options(settings);
     let service = Arc::new(Service {
-        limiter: RateLimiter::with_stats(store, clock.clone(), options, sink),
+        limiter: RateLimiter::with_stats(store, clock.clone(), options, sink)
+            .with_fallback(fallback),
         config: config.clone(),
     });
     let grpc = bind_grpc(settings).await?;
@@ -159,8 +175,6 @@ pub async fn start(settings: &Settings) -> Result<Running, AppError> {
     };
     let (http_addr, debug_addr) = (addr(&http, "HTTP")?, addr(&debug, "debug")?);
 
-    let (shutdown, stop) = watch::channel(false);
-    let mut tasks = JoinSet::new();
     let mut builder = tonic::transport::Server::builder();
     let (age, grace) = (
         settings.grpc.max_connection_age,

@@ -1,5 +1,5 @@
-//! The service's background tasks: HTTP servers, the memory-store sweeper and the store health
-//! probe, each ending when the shutdown flag turns true.
+//! The service's background tasks: HTTP servers, the memory-store sweeper, the store health
+//! probe and the instance heartbeat, each ending when the shutdown flag turns true.
 
 use std::future::Future;
 use std::sync::Arc;
@@ -11,8 +11,10 @@ use tokio::task::JoinSet;
 
 use crate::clock::Clock;
 use crate::health::Health;
+use crate::limiter::fallback::LocalFallback;
 use crate::store::Store;
 use crate::store::memory::MemoryStore;
+use crate::store::redis::RedisStore;
 
 /// Serves `router` on `listener` until `stop`, then finishes requests in flight.
 pub(super) fn serve_http(
@@ -78,6 +80,33 @@ pub(super) async fn watch_store_health(
         let now = health.is_healthy();
         if last.swap(now, std::sync::atomic::Ordering::Relaxed) != now {
             health.publish().await;
+        }
+    })
+    .await;
+}
+
+/// Announces this instance through Redis once a second and keeps the local fallback's instance
+/// count; once Redis answers every target again, drops the fallback's local counts (the store's
+/// counts are the truth again). A failed heartbeat keeps the last count and logs nothing (the
+/// breakers log the outage once).
+pub(super) async fn heartbeat(
+    redis: Arc<RedisStore>,
+    fallback: Arc<LocalFallback>,
+    clock: Arc<dyn Clock>,
+    key: String,
+    stop: impl Future<Output = ()>,
+) {
+    let id = format!("{:016x}", fastrand::u64(..));
+    every_second(stop, || async {
+        if let Ok(live) = redis.heartbeat(&key, &id, clock.now()).await {
+            fallback.instances().seen(live);
+            if redis.is_healthy() && !fallback.is_empty() {
+                let dropped = fallback.forget();
+                tracing::info!(
+                    keys = dropped,
+                    "Redis is back: local fallback counts dropped"
+                );
+            }
         }
     })
     .await;

@@ -7,6 +7,7 @@ pub mod kinds;
 pub mod observability;
 pub mod parse;
 pub mod redis;
+pub mod resilience;
 
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -17,6 +18,7 @@ pub use grpc::{GrpcServerSettings, TlsSettings};
 pub use kinds::{Backend, KeyFormat, LogFormat, LogLevel, Secret, StatsdProtocol};
 pub use observability::{Observability, StatsSinkKind, TracingProtocol, TracingSettings};
 pub use redis::{RedisConfig, RedisKind, RedisSettings};
+pub use resilience::{FailureMode, Resilience};
 
 /// A bad setting.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -69,6 +71,8 @@ pub struct Settings {
     pub backend: Backend,
     /// Every `REDIS_*` setting (used when the backend is Redis).
     pub redis: RedisConfig,
+    /// The Redis circuit breakers and the default failure mode ([`resilience`]).
+    pub resilience: Resilience,
     /// `MEMORY_MAX_KEYS`.
     pub memory_max_keys: usize,
     /// `CACHE_KEY_PREFIX`, `CACHE_KEY_FORMAT`.
@@ -228,6 +232,7 @@ impl Settings {
                 .bool("HEALTHY_WITH_AT_LEAST_ONE_CONFIG_LOADED", false)?,
             backend,
             redis: RedisConfig::from_vars(v)?,
+            resilience: resilience::from_vars(v)?,
             memory_max_keys: v.parse("MEMORY_MAX_KEYS", 1_000_000, uint(1, usize::MAX as u64))?
                 as usize,
             cache_key_prefix: v.string("CACHE_KEY_PREFIX", ""),

@@ -236,3 +236,17 @@ impl RedisConn {
         }
     }
 }
+
+impl RedisConn {
+    /// Runs `pipe` (all its keys in one hash slot on Cluster) and returns its replies.
+    pub async fn pipeline<T: redis::FromRedisValue>(
+        &self,
+        pipe: &redis::Pipeline,
+    ) -> Result<T, RedisError> {
+        match self {
+            RedisConn::Single { conns, .. } => pipe.query_async(&mut conns[0].clone()).await,
+            RedisConn::Cluster(c) => pipe.query_async(&mut c.clone()).await,
+            RedisConn::Sentinel(s) => pipe.query_async(&mut s.connection().await?).await,
+        }
+    }
+}

@@ -11,9 +11,11 @@ mod addr;
 mod call;
 pub mod conn;
 mod fixed_window;
+pub mod heartbeat;
 mod leaky_bucket;
 mod sliding_log;
 mod sliding_window;
+mod targets;
 mod token_bucket;
 
 use std::collections::HashMap;
@@ -21,7 +23,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use async_trait::async_trait;
-use futures_util::future::try_join_all;
+use futures_util::future::join_all;
 use redis::{RedisError, Script};
 
 use super::local_cache::OverLimitCache;
@@ -51,6 +53,9 @@ pub struct RedisStore {
     jitter_max_secs: u64,
     local_cache: Option<OverLimitCache>,
     healthy: AtomicBool,
+    /// One circuit breaker per target; `None` until [`RedisStore::with_breakers`] (or when
+    /// `REDIS_BREAKER_FAILURES` is 0).
+    breakers: Option<targets::Breakers>,
 }
 
 /// A failure text that names what failed but never carries credentials (the redis crate's errors
@@ -86,6 +91,7 @@ impl RedisStore {
             jitter_max_secs: cfg.expiration_jitter_max_seconds,
             local_cache: OverLimitCache::with_bytes(cfg.local_cache_size_in_bytes),
             healthy: AtomicBool::new(true),
+            breakers: None,
         };
         store.check_health().await;
         Ok(store)
@@ -155,14 +161,14 @@ impl RedisStore {
         &self,
         conn: &RedisConn,
         ops: &[Op],
-        (algorithm, indices): (Algorithm, Vec<usize>),
+        (algorithm, indices): (Algorithm, &[usize]),
         mode: u64,
         now: Timestamp,
     ) -> Result<Vec<(usize, Decision)>, RedisError> {
         let g = Group {
             conn,
             ops,
-            indices: &indices,
+            indices,
             mode,
             now,
         };
@@ -218,8 +224,8 @@ impl Store for RedisStore {
             (true, false) => 1,
             _ => 0,
         };
-        // Group by connection, then (for Cluster) by hash slot, then by algorithm; one script call
-        // per group, all in flight at once.
+        // Group by target, then (for Cluster) by hash slot, then by algorithm; one script call
+        // per group, all in flight at once, each target behind its breaker.
         let mut groups: HashMap<(bool, &str, Algorithm), Vec<usize>> = HashMap::new();
         for &i in &pending {
             let conn = self.conn_for(&ops[i]);
@@ -235,38 +241,43 @@ impl Store for RedisStore {
                 .or_default()
                 .push(i);
         }
-        let calls = groups.into_iter().map(|((per_second, _, algorithm), idx)| {
-            let conn = if per_second {
-                self.per_second.as_ref().unwrap_or(&self.main)
-            } else {
-                &self.main
-            };
-            async move { self.run(conn, ops, (algorithm, idx), mode, now).await }
-        });
-        let results = match tokio::time::timeout(self.response_timeout, try_join_all(calls)).await {
-            Ok(Ok(r)) => r,
-            Ok(Err(e)) => {
-                self.healthy.store(false, Ordering::Relaxed);
-                return Err(unavailable("call failed", &e));
-            }
-            Err(_) => {
-                return Err(StoreError::Unavailable(format!(
-                    "redis did not answer within {:?}",
-                    self.response_timeout
-                )));
-            }
-        };
-        self.healthy.store(true, Ordering::Relaxed);
-        for (i, d) in results.into_iter().flatten() {
-            let op = &ops[i];
-            if d.over_limit
-                && op.spec.algorithm == Algorithm::FixedWindow
-                && let Some(c) = &self.local_cache
-            {
-                c.insert(&op.key, d.expires_at, now);
-            }
-            answers[i] = Some(Answer::Decided(d));
+        let mut per_target: [Vec<(Algorithm, Vec<usize>)>; 2] = Default::default();
+        for ((per_second, _, algorithm), idx) in groups {
+            per_target[usize::from(per_second)].push((algorithm, idx));
         }
+        let calls = per_target
+            .iter()
+            .enumerate()
+            .filter(|(_, groups)| !groups.is_empty())
+            .map(|(t, groups)| self.call_target(t == 1, groups, ops, mode, now));
+        let mut all_ok = true;
+        for (per_second, groups, result) in join_all(calls).await {
+            let decisions = match result {
+                Ok(decisions) => decisions,
+                Err(breaker_open) => {
+                    all_ok &= breaker_open;
+                    let target = targets::name(per_second);
+                    for i in groups.iter().flat_map(|(_, idx)| idx) {
+                        answers[*i] = Some(Answer::Unavailable {
+                            target,
+                            breaker_open,
+                        });
+                    }
+                    continue;
+                }
+            };
+            for (i, d) in decisions.into_iter().flatten() {
+                let op = &ops[i];
+                if d.over_limit
+                    && op.spec.algorithm == Algorithm::FixedWindow
+                    && let Some(c) = &self.local_cache
+                {
+                    c.insert(&op.key, d.expires_at, now);
+                }
+                answers[i] = Some(Answer::Decided(d));
+            }
+        }
+        self.healthy.store(all_ok, Ordering::Relaxed);
         answers
             .into_iter()
             .map(|d| {
