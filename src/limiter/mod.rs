@@ -235,3 +235,6 @@ impl RateLimiter {
 
 #[cfg(test)]
 mod tests;
+
+#[cfg(test)]
+mod fallback_tests;

@@ -5,6 +5,8 @@
 //! cool-down has passed; then it is half-open and lets exactly one probe call through (another
 //! probe only if that one never reported back within a cool-down, e.g. its request was
 //! cancelled). A successful probe closes it; a failed one opens it again for another cool-down.
+//! The store's once-a-second health PING closes it too ([`Breaker::probed`]), so recovery does
+//! not wait for traffic or for a pool of broken connections to be tried one probe at a time.
 //!
 //! Pure state under a short lock, timed by the injected [`Clock`] (tests drive it with
 //! `ManualClock`). Transitions are counted for the metrics and logged once each: opening at
@@ -153,6 +155,17 @@ impl Breaker {
                 self.moved(&mut inner, BreakerState::Open);
             }
             (Permit::Probe, ..) => {}
+        }
+    }
+
+    /// Records a check made off the request path (the health PING): a target that answers
+    /// closes an open or half-open breaker at once; a failed check changes nothing (only calls
+    /// count towards opening).
+    pub fn probed(&self, ok: bool) {
+        let mut inner = self.inner.lock();
+        if ok && inner.state != BreakerState::Closed {
+            inner.failures = 0;
+            self.moved(&mut inner, BreakerState::Closed);
         }
     }
 

@@ -76,3 +76,32 @@ pub(super) fn from_vars(v: &Vars) -> Result<Resilience, SettingsError> {
         })?,
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::settings::Settings;
+
+    fn settings(env: &[(&str, &str)]) -> Result<Settings, SettingsError> {
+        Settings::from_env(env.iter().map(|(k, v)| (k.to_string(), v.to_string())))
+    }
+
+    #[test]
+    fn breaker_and_default_mode_read_their_variables() {
+        let s = settings(&[]).unwrap().resilience;
+        assert_eq!(s, Resilience::default());
+        let s = settings(&[
+            ("REDIS_BREAKER_FAILURES", "5"),
+            ("REDIS_BREAKER_COOLDOWN", "2s"),
+            ("DEFAULT_FAILURE_MODE", "local"),
+        ])
+        .unwrap()
+        .resilience;
+        assert_eq!(s.breaker_failures, 5);
+        assert_eq!(s.breaker_cooldown, Duration::from_secs(2));
+        assert_eq!(s.default_failure_mode, FailureMode::Local);
+        let e = settings(&[("DEFAULT_FAILURE_MODE", "open")]).unwrap_err();
+        assert_eq!(e.name, "DEFAULT_FAILURE_MODE");
+        assert_eq!(e.reason, FailureMode::EXPECTED);
+    }
+}

@@ -88,3 +88,15 @@ fn late_results_of_calls_started_while_closed_change_nothing() {
     b.record(Permit::Call, false);
     assert_eq!(b.state(), BreakerState::HalfOpen);
 }
+
+#[test]
+fn a_successful_health_check_closes_it_and_a_failed_one_changes_nothing() {
+    let (b, _) = breaker();
+    fail(&b, 3);
+    b.probed(false);
+    assert_eq!(b.state(), BreakerState::Open);
+    b.probed(true);
+    assert_eq!(b.state(), BreakerState::Closed);
+    b.probed(true);
+    assert_eq!(b.report().closed, 1, "closing twice is one transition");
+}

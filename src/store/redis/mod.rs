@@ -120,17 +120,10 @@ impl RedisStore {
 
     /// Pings every Redis and records whether all answered (for health while idle).
     pub async fn check_health(&self) -> bool {
-        let ping = async {
-            self.main.ping().await?;
-            if let Some(ps) = &self.per_second {
-                ps.ping().await?;
-            }
-            Ok::<(), RedisError>(())
-        };
-        let ok = matches!(
-            tokio::time::timeout(self.response_timeout.max(Duration::from_millis(500)), ping).await,
-            Ok(Ok(()))
-        );
+        let mut ok = self.ping_target(false).await;
+        if self.per_second.is_some() {
+            ok &= self.ping_target(true).await;
+        }
         self.healthy.store(ok, Ordering::Relaxed);
         ok
     }

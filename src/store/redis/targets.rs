@@ -4,6 +4,7 @@
 //! breaker watches the connection the store holds to it (not each Cluster master).
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use futures_util::future::try_join_all;
 
@@ -88,6 +89,24 @@ impl RedisStore {
             .as_ref()
             .map(Breakers::reports)
             .unwrap_or_default()
+    }
+
+    /// PINGs every connection of a target (the health check, off the request path) and tells
+    /// its breaker: a target that answers closes its breaker without waiting for a request.
+    pub(super) async fn ping_target(&self, per_second: bool) -> bool {
+        let conn = match &self.per_second {
+            Some(ps) if per_second => ps,
+            _ => &self.main,
+        };
+        let bound = self.response_timeout.max(Duration::from_millis(500));
+        let ok = matches!(
+            tokio::time::timeout(bound, conn.ping_all()).await,
+            Ok(Ok(()))
+        );
+        if let Some(b) = &self.breakers {
+            b.get(per_second).probed(ok);
+        }
+        ok
     }
 
     /// Runs the `groups` of one target, unless its breaker is open: `Err(true)` when the breaker
