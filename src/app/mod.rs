@@ -18,14 +18,13 @@ use tokio::sync::watch;
 use tokio::task::JoinSet;
 
 use grpc_listen::{GrpcListener, bind_grpc, serve_grpc};
-use tasks::{heartbeat, serve_http, stopped, sweep_expired, watch_store_health};
+use tasks::{serve_http, stopped, sweep_expired, watch_store_health};
 
 use crate::clock::{Clock, ManualClock, OffsetClock, SystemClock, Timestamp};
 use crate::grpc::tls::{ReloadingTls, TlsError};
 use crate::grpc::{RateLimitServiceServer, RlsService};
 use crate::health::Health;
 use crate::limiter::RateLimiter;
-use crate::limiter::fallback::LocalFallback;
 use crate::metrics::Metrics;
 use crate::reload::{
     ConfigHandle, ConfigSource, ReloadOutcome, Reloading, WatchOptions, watch_loop,
@@ -33,7 +32,6 @@ use crate::reload::{
 use crate::service::Service;
 use crate::settings::Settings;
 use crate::store::StoreError;
-use crate::store::redis::heartbeat::instances_key;
 
 /// Why the service could not start.
 #[derive(Debug, thiserror::Error)]
@@ -115,16 +113,7 @@ pub async fn start(settings: &Settings) -> Result<Running, AppError> {
         memory,
         redis,
     } = stores;
-    let fallback = Arc::new(LocalFallback::default());
-    if let Some(redis) = &redis {
-        tasks.spawn(heartbeat(
-            redis.clone(),
-            fallback.clone(),
-            clock.clone(),
-            instances_key(&settings.cache_key_prefix),
-            stopped(stop.clone()),
-        ));
-    }
+    let fallback = tasks::local_fallback(&mut tasks, redis.as_ref(), &clock, settings, &stop);
     // With REDIS_USE_SERVER_TIME, Redis's clock is the clock of every decision (and reload stamp).
     let server_time = match redis.filter(|_| settings.redis.use_server_time) {
         Some(redis) => {

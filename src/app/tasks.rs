@@ -12,9 +12,11 @@ use tokio::task::JoinSet;
 use crate::clock::Clock;
 use crate::health::Health;
 use crate::limiter::fallback::LocalFallback;
+use crate::settings::Settings;
 use crate::store::Store;
 use crate::store::memory::MemoryStore;
 use crate::store::redis::RedisStore;
+use crate::store::redis::heartbeat::instances_key;
 
 /// Serves `router` on `listener` until `stop`, then finishes requests in flight.
 pub(super) fn serve_http(
@@ -85,11 +87,33 @@ pub(super) async fn watch_store_health(
     .await;
 }
 
+/// The local fallback the limiter uses for `failure_mode: local`; with Redis, kept up to date by
+/// the heartbeat task spawned into `tasks`.
+pub(super) fn local_fallback(
+    tasks: &mut JoinSet<()>,
+    redis: Option<&Arc<RedisStore>>,
+    clock: &Arc<dyn Clock>,
+    settings: &Settings,
+    stop: &watch::Receiver<bool>,
+) -> Arc<LocalFallback> {
+    let fallback = Arc::new(LocalFallback::default());
+    if let Some(redis) = redis {
+        tasks.spawn(heartbeat(
+            redis.clone(),
+            fallback.clone(),
+            clock.clone(),
+            instances_key(&settings.cache_key_prefix),
+            stopped(stop.clone()),
+        ));
+    }
+    fallback
+}
+
 /// Announces this instance through Redis once a second and keeps the local fallback's instance
 /// count; once Redis answers every target again, drops the fallback's local counts (the store's
 /// counts are the truth again). A failed heartbeat keeps the last count and logs nothing (the
 /// breakers log the outage once).
-pub(super) async fn heartbeat(
+async fn heartbeat(
     redis: Arc<RedisStore>,
     fallback: Arc<LocalFallback>,
     clock: Arc<dyn Clock>,

@@ -243,12 +243,15 @@ impl Store for RedisStore {
             .enumerate()
             .filter(|(_, groups)| !groups.is_empty())
             .map(|(t, groups)| self.call_target(t == 1, groups, ops, mode, now));
-        let mut all_ok = true;
+        // Health follows the calls made: any failure marks it down, all answered marks it up;
+        // ops the breaker answered say nothing new.
+        let (mut called, mut failed) = (false, false);
         for (per_second, groups, result) in join_all(calls).await {
             let decisions = match result {
                 Ok(decisions) => decisions,
                 Err(breaker_open) => {
-                    all_ok &= breaker_open;
+                    called |= !breaker_open;
+                    failed |= !breaker_open;
                     let target = targets::name(per_second);
                     for i in groups.iter().flat_map(|(_, idx)| idx) {
                         answers[*i] = Some(Answer::Unavailable {
@@ -259,6 +262,7 @@ impl Store for RedisStore {
                     continue;
                 }
             };
+            called = true;
             for (i, d) in decisions.into_iter().flatten() {
                 let op = &ops[i];
                 if d.over_limit
@@ -270,7 +274,9 @@ impl Store for RedisStore {
                 answers[i] = Some(Answer::Decided(d));
             }
         }
-        self.healthy.store(all_ok, Ordering::Relaxed);
+        if called {
+            self.healthy.store(!failed, Ordering::Relaxed);
+        }
         answers
             .into_iter()
             .map(|d| {
