@@ -113,7 +113,13 @@ pub async fn start(settings: &Settings) -> Result<Running, AppError> {
         memory,
         redis,
     } = stores;
-    let fallback = tasks::local_fallback(&mut tasks, redis.as_ref(), &clock, settings, &stop);
+    let fallback = tasks::local_fallback(
+        &mut tasks,
+        redis.as_ref(),
+        (&clock, &config),
+        settings,
+        &stop,
+    );
     // With REDIS_USE_SERVER_TIME, Redis's clock is the clock of every decision (and reload stamp).
     let server_time = match redis.filter(|_| settings.redis.use_server_time) {
         Some(redis) => {

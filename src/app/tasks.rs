@@ -10,8 +10,10 @@ use tokio::sync::watch;
 use tokio::task::JoinSet;
 
 use crate::clock::Clock;
+use crate::config::FailureMode;
 use crate::health::Health;
 use crate::limiter::fallback::LocalFallback;
+use crate::reload::ConfigHandle;
 use crate::settings::Settings;
 use crate::store::Store;
 use crate::store::memory::MemoryStore;
@@ -88,25 +90,41 @@ pub(super) async fn watch_store_health(
 }
 
 /// The local fallback the limiter uses for `failure_mode: local`; with Redis, kept up to date by
-/// the heartbeat task spawned into `tasks`.
+/// the heartbeat task spawned into `tasks`, which runs while some limit of the current `config`
+/// (or `DEFAULT_FAILURE_MODE`) says `local` — a deployment that never falls back locally writes
+/// no instance key.
 pub(super) fn local_fallback(
     tasks: &mut JoinSet<()>,
     redis: Option<&Arc<RedisStore>>,
-    clock: &Arc<dyn Clock>,
+    (clock, config): (&Arc<dyn Clock>, &Arc<ConfigHandle>),
     settings: &Settings,
     stop: &watch::Receiver<bool>,
 ) -> Arc<LocalFallback> {
     let fallback = Arc::new(LocalFallback::default());
     if let Some(redis) = redis {
+        let default_local = settings.resilience.default_failure_mode == FailureMode::Local;
+        let config = config.clone();
+        let wanted = move || default_local || uses_local(&config);
         tasks.spawn(heartbeat(
-            redis.clone(),
-            fallback.clone(),
-            clock.clone(),
+            (redis.clone(), fallback.clone(), clock.clone()),
             instances_key(&settings.cache_key_prefix),
+            wanted,
             stopped(stop.clone()),
         ));
     }
     fallback
+}
+
+/// True when some limit of the current configuration names `failure_mode: local`.
+fn uses_local(config: &ConfigHandle) -> bool {
+    let Some(snapshot) = config.snapshot() else {
+        return false;
+    };
+    snapshot.config.limits().iter().any(|l| {
+        std::iter::once(*l)
+            .chain(l.also.iter().map(|a| a.as_ref()))
+            .any(|l| l.failure_mode == Some(FailureMode::Local))
+    })
 }
 
 /// Announces this instance through Redis once a second and keeps the local fallback's instance
@@ -114,14 +132,16 @@ pub(super) fn local_fallback(
 /// counts are the truth again). A failed heartbeat keeps the last count and logs nothing (the
 /// breakers log the outage once).
 async fn heartbeat(
-    redis: Arc<RedisStore>,
-    fallback: Arc<LocalFallback>,
-    clock: Arc<dyn Clock>,
+    (redis, fallback, clock): (Arc<RedisStore>, Arc<LocalFallback>, Arc<dyn Clock>),
     key: String,
+    wanted: impl Fn() -> bool,
     stop: impl Future<Output = ()>,
 ) {
     let id = format!("{:016x}", fastrand::u64(..));
     every_second(stop, || async {
+        if !wanted() {
+            return;
+        }
         if let Ok(live) = redis.heartbeat(&key, &id, clock.now()).await {
             fallback.instances().seen(live);
             if redis.is_healthy() && !fallback.is_empty() {
