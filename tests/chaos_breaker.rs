@@ -21,6 +21,7 @@ descriptors:
   - {key: local, rate_limit: {unit: minute, requests_per_unit: 30, failure_mode: local}}
   - {key: deny, rate_limit: {unit: minute, requests_per_unit: 30, failure_mode: deny}}
   - {key: allow, rate_limit: {unit: minute, requests_per_unit: 30, failure_mode: allow}}
+  - {key: fast, rate_limit: {unit: second, requests_per_unit: 5, failure_mode: allow}}
 "#;
 
 const TIMEOUT: Duration = Duration::from_millis(250);
@@ -43,7 +44,12 @@ async fn start(redis: &RedisServer) -> TestServer {
 
 /// The breaker transition counter `to` of the main Redis.
 fn transitions(s: &TestServer, to: &str) -> u64 {
-    let name = format!("ratelimitd.redis_breaker.main.{to}");
+    target_transitions(s, "main", to)
+}
+
+/// The breaker transition counter `to` of Redis `target` (`main`, `per_second`).
+fn target_transitions(s: &TestServer, target: &str, to: &str) -> u64 {
+    let name = format!("ratelimitd.redis_breaker.{target}.{to}");
     let metrics = s.running().metrics.as_ref().expect("stats on");
     metrics
         .statsd_counters()
@@ -252,4 +258,37 @@ async fn slow_redis_is_answered_by_the_breaker_then_decides_again() {
         Stall::Sleeping(cli)
     })
     .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_dead_per_second_redis_does_not_fail_the_limits_of_the_main_one() {
+    let main = RedisServer::start();
+    let mut per_second = RedisServer::start();
+    let sock = per_second.socket().display().to_string();
+    let mut env = ENV.to_vec();
+    env.extend([
+        ("REDIS_PERSECOND", "true"),
+        ("REDIS_PERSECOND_SOCKET_TYPE", "unix"),
+        ("REDIS_PERSECOND_URL", sock.as_str()),
+    ]);
+    let s = TestServer::start_on(&[("c.yaml", CFG)], &env, Some(&main)).await;
+    per_second.kill();
+    for i in 1..=10u32 {
+        let watch = Stopwatch::start();
+        let r = s
+            .call(common::request(
+                "chaos",
+                &[&[("deny", "m")], &[("fast", "s")]],
+            ))
+            .await
+            .expect("answered");
+        assert!(watch.elapsed() < TIMEOUT + SLACK);
+        assert_eq!(overall(&r), Code::Ok, "call {i}");
+        // The main Redis decided its limit; the per-second one was not enforced (allow).
+        assert_eq!(r.statuses[0].limit_remaining, 30 - i, "call {i}");
+        assert!(r.statuses[1].current_limit.is_none(), "call {i}");
+    }
+    assert_eq!(target_transitions(&s, "per_second", "opened"), 1);
+    assert_eq!(target_transitions(&s, "main", "opened"), 0);
+    s.shutdown().await;
 }
