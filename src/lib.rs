@@ -6,6 +6,8 @@
 //! - [`clock`]: the only reader of system time; [`clock::ManualClock`] for tests.
 //! - [`algorithm`]: pure rate limit algorithms, functions of (state, limit, hits, now).
 //! - [`config`]: YAML model, validation, compiled matching tree, file loader (pure except the loader).
+//! - [`resilience`]: the circuit breaker per Redis target and the live-instance count the local
+//!   fallback divides limits by.
 //! - [`store`]: the one store trait, the embedded memory store and Redis; [`telemetry`]: logging.
 //! - [`limiter`]: request → plan per descriptor → one store batch → one outcome per limit (tagged
 //!   with its source) → statuses; request/response types without protos.
@@ -22,7 +24,7 @@
 //!
 //! # Layering
 //! Dependencies point down the list above, never up. From the bottom: `settings`, `clock`,
-//! `algorithm`, `config` (config builds on algorithm); then `store` and `telemetry`; `limiter` and
+//! `algorithm`, `config` (config builds on algorithm), `resilience` (clock only); then `store` and `telemetry`; `limiter` and
 //! `health`; `metrics`, `reload`, `service` (service reads reload's snapshot; metrics names
 //! neither: `app` hands it a reader of the load counts); the edges `grpc` and `http` and the `xds` config source (`/json`
 //! borrows gRPC's unit numbers, grpc never imports http); `app` and `validate` on top. A type that
@@ -41,6 +43,7 @@ pub mod http;
 pub mod limiter;
 pub mod metrics;
 pub mod reload;
+pub mod resilience;
 pub mod service;
 pub mod settings;
 pub mod store;

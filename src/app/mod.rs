@@ -110,11 +110,23 @@ pub async fn start(settings: &Settings) -> Result<Running, AppError> {
         Some(c) => c.clone(),
         None => Arc::new(SystemClock),
     };
+    let config = Arc::new(ConfigHandle::new());
+    let (shutdown, stop) = watch::channel(false);
+    let mut tasks = JoinSet::new();
+    let stores = parts::store(settings, &clock).await?;
+    let (metrics, sink) = parts::metrics(settings, &stores, &config);
     let parts::StoreParts {
         store,
         memory,
         redis,
-    } = parts::store(settings).await?;
+    } = stores;
+    let fallback = tasks::local_fallback(
+        &mut tasks,
+        redis.as_ref(),
+        (&clock, &config),
+        settings,
+        &stop,
+    );
     // With REDIS_USE_SERVER_TIME, Redis's clock is the clock of every decision (and reload stamp).
     let server_time = match redis.filter(|_| settings.redis.use_server_time) {
         Some(redis) => {
@@ -126,7 +138,6 @@ pub async fn start(settings: &Settings) -> Result<Running, AppError> {
         None => None,
     };
     let store_probe = store.clone();
-    let config = Arc::new(ConfigHandle::new());
     let (reporter, health_server) = tonic_health::server::health_reporter();
     let health = Arc::new(Health::new(
         store.clone(),
@@ -135,8 +146,6 @@ pub async fn start(settings: &Settings) -> Result<Running, AppError> {
     ));
     let source = ConfigSource::from_settings(settings);
     let reloading = Reloading::new(source, config.clone(), health.clone(), clock.clone());
-    let (shutdown, stop) = watch::channel(false);
-    let mut tasks = JoinSet::new();
     let from_files = settings.config_type == ConfigType::File;
     // The first load finishes before any port opens (the Go service waits for its first config
     // event too, unless FORCE_START_WITHOUT_INITIAL_CONFIG).
@@ -147,10 +156,10 @@ pub async fn start(settings: &Settings) -> Result<Running, AppError> {
         None => None,
     };
 
-    let (metrics, sink) = parts::metrics(settings, memory.as_ref(), &config);
     let options = parts::limiter_options(settings);
     let service = Arc::new(Service {
-        limiter: RateLimiter::with_stats(store, clock.clone(), options, sink),
+        limiter: RateLimiter::with_stats(store, clock.clone(), options, sink)
+            .with_fallback(fallback),
         config: config.clone(),
     });
     let grpc = bind_grpc(settings).await?;

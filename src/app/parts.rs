@@ -3,6 +3,7 @@
 use std::sync::Arc;
 
 use super::AppError;
+use crate::clock::Clock;
 use crate::limiter::{HeaderNames, KeyBuilder, LimiterOptions, NoStats, StatsSink};
 use crate::metrics::{ConfigLoads, KeyCount, LoadCounts, Metrics};
 use crate::reload::ConfigHandle;
@@ -21,8 +22,12 @@ pub(super) struct StoreParts {
     pub(super) redis: Option<Arc<RedisStore>>,
 }
 
-/// Builds the store the settings ask for (waiting for Redis as the startup settings allow).
-pub(super) async fn store(settings: &Settings) -> Result<StoreParts, AppError> {
+/// Builds the store the settings ask for (waiting for Redis as the startup settings allow), with
+/// a circuit breaker per Redis target timed by `clock`.
+pub(super) async fn store(
+    settings: &Settings,
+    clock: &Arc<dyn Clock>,
+) -> Result<StoreParts, AppError> {
     Ok(match settings.backend {
         Backend::Memory => {
             let limits = (settings.memory_max_keys, settings.limits.memory_max_bytes);
@@ -36,7 +41,8 @@ pub(super) async fn store(settings: &Settings) -> Result<StoreParts, AppError> {
         Backend::Redis => {
             let redis = RedisStore::connect_with_backoff(&settings.redis)
                 .await
-                .map_err(AppError::Store)?;
+                .map_err(AppError::Store)?
+                .with_breakers(&settings.resilience, clock);
             let redis = Arc::new(redis);
             StoreParts {
                 store: redis.clone(),
@@ -50,9 +56,10 @@ pub(super) async fn store(settings: &Settings) -> Result<StoreParts, AppError> {
 /// The service's counters (`None` with `DISABLE_STATS`) and the sink the limiter reports to.
 pub(super) fn metrics(
     settings: &Settings,
-    memory: Option<&Arc<MemoryStore>>,
+    stores: &StoreParts,
     config: &Arc<ConfigHandle>,
 ) -> (Option<Arc<Metrics>>, Arc<dyn StatsSink>) {
+    let memory = stores.memory.as_ref();
     let metrics = (settings.obs.sink != StatsSinkKind::Disabled).then(|| {
         let keys: Option<KeyCount> = memory
             .cloned()
@@ -63,12 +70,11 @@ pub(super) fn metrics(
             successes: config.load_successes(),
             failures: config.load_failures(),
         });
-        Arc::new(Metrics::new(
-            settings.obs.stats_max_keys,
-            loads,
-            keys,
-            statsd,
-        ))
+        let metrics = Metrics::new(settings.obs.stats_max_keys, loads, keys, statsd);
+        Arc::new(match stores.redis.clone() {
+            Some(redis) => metrics.with_breakers(Arc::new(move || redis.breaker_reports())),
+            None => metrics,
+        })
     });
     let sink: Arc<dyn StatsSink> = match &metrics {
         Some(m) => m.clone(),
@@ -91,5 +97,6 @@ pub(super) fn limiter_options(s: &Settings) -> LimiterOptions {
         keys: KeyBuilder::new(s.cache_key_prefix.clone(), s.cache_key_format),
         near_limit_ratio: s.near_limit_ratio,
         caps: s.limits,
+        default_failure_mode: s.resilience.default_failure_mode,
     }
 }

@@ -1,5 +1,5 @@
-//! The service's background tasks: HTTP servers, the memory-store sweeper and the store health
-//! probe, each ending when the shutdown flag turns true.
+//! The service's background tasks: HTTP servers, the memory-store sweeper, the store health
+//! probe and the instance heartbeat, each ending when the shutdown flag turns true.
 
 use std::future::Future;
 use std::sync::Arc;
@@ -10,9 +10,15 @@ use tokio::sync::watch;
 use tokio::task::JoinSet;
 
 use crate::clock::Clock;
+use crate::config::FailureMode;
 use crate::health::Health;
+use crate::limiter::fallback::LocalFallback;
+use crate::reload::ConfigHandle;
+use crate::settings::Settings;
 use crate::store::Store;
 use crate::store::memory::MemoryStore;
+use crate::store::redis::RedisStore;
+use crate::store::redis::heartbeat::instances_key;
 
 /// Serves `router` on `listener` until `stop`, then finishes requests in flight.
 pub(super) fn serve_http(
@@ -78,6 +84,73 @@ pub(super) async fn watch_store_health(
         let now = health.is_healthy();
         if last.swap(now, std::sync::atomic::Ordering::Relaxed) != now {
             health.publish().await;
+        }
+    })
+    .await;
+}
+
+/// The local fallback the limiter uses for `failure_mode: local`; with Redis, kept up to date by
+/// the heartbeat task spawned into `tasks`, which runs while some limit of the current `config`
+/// (or `DEFAULT_FAILURE_MODE`) says `local` — a deployment that never falls back locally writes
+/// no instance key.
+pub(super) fn local_fallback(
+    tasks: &mut JoinSet<()>,
+    redis: Option<&Arc<RedisStore>>,
+    (clock, config): (&Arc<dyn Clock>, &Arc<ConfigHandle>),
+    settings: &Settings,
+    stop: &watch::Receiver<bool>,
+) -> Arc<LocalFallback> {
+    let fallback = Arc::new(LocalFallback::default());
+    if let Some(redis) = redis {
+        let default_local = settings.resilience.default_failure_mode == FailureMode::Local;
+        let config = config.clone();
+        let wanted = move || default_local || uses_local(&config);
+        tasks.spawn(heartbeat(
+            (redis.clone(), fallback.clone(), clock.clone()),
+            instances_key(&settings.cache_key_prefix),
+            wanted,
+            stopped(stop.clone()),
+        ));
+    }
+    fallback
+}
+
+/// True when some limit of the current configuration names `failure_mode: local`.
+fn uses_local(config: &ConfigHandle) -> bool {
+    let Some(snapshot) = config.snapshot() else {
+        return false;
+    };
+    snapshot.config.limits().iter().any(|l| {
+        std::iter::once(*l)
+            .chain(l.also.iter().map(|a| a.as_ref()))
+            .any(|l| l.failure_mode == Some(FailureMode::Local))
+    })
+}
+
+/// Announces this instance through Redis once a second and keeps the local fallback's instance
+/// count; once Redis answers every target again, drops the fallback's local counts (the store's
+/// counts are the truth again). A failed heartbeat keeps the last count and logs nothing (the
+/// breakers log the outage once).
+async fn heartbeat(
+    (redis, fallback, clock): (Arc<RedisStore>, Arc<LocalFallback>, Arc<dyn Clock>),
+    key: String,
+    wanted: impl Fn() -> bool,
+    stop: impl Future<Output = ()>,
+) {
+    let id = format!("{:016x}", fastrand::u64(..));
+    every_second(stop, || async {
+        if !wanted() {
+            return;
+        }
+        if let Ok(live) = redis.heartbeat(&key, &id, clock.now()).await {
+            fallback.instances().seen(live);
+            if redis.is_healthy() && !fallback.is_empty() {
+                let dropped = fallback.forget();
+                tracing::info!(
+                    keys = dropped,
+                    "Redis is back: local fallback counts dropped"
+                );
+            }
         }
     })
     .await;

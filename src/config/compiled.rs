@@ -9,6 +9,7 @@ use std::sync::Arc;
 
 use super::unit::Unit;
 use crate::algorithm::{Algorithm, LimitSpec, Window};
+pub use crate::settings::FailureMode;
 
 /// What matching needs from one request entry. The limiter's request type implements it, so this
 /// module stays free of request and wire types.
@@ -88,8 +89,12 @@ pub struct Limit {
     pub detailed_metric: bool,
     /// `metadata` of the node carrying this limit, as a JSON object (returned in dynamic metadata).
     pub metadata: Option<serde_json::Map<String, serde_json::Value>>,
-    /// `rate_limit.failure_mode` (ratelimitd extension): the answer when the store fails.
-    pub failure_mode: FailureMode,
+    /// `rate_limit.failure_mode` (ratelimitd extension): the answer when the store fails;
+    /// `None` when not written (the service's `DEFAULT_FAILURE_MODE` applies).
+    pub failure_mode: Option<FailureMode>,
+    /// `rate_limit.local_share` (ratelimitd extension): the share of the limit this instance
+    /// enforces on its own under `failure_mode: local`; `None` = one over the live instances.
+    pub local_share: Option<f64>,
     /// `rate_limit.algorithm` (ratelimitd extension; fixed_window by default, as Go).
     pub algorithm: Algorithm,
     /// `rate_limit.burst` (ratelimitd extension): bucket capacity; `None` = `requests_per_unit`.
@@ -122,30 +127,6 @@ impl Limit {
     /// This limit followed by the other limits of its descriptor (`rate_limits`).
     pub fn all(self: &Arc<Limit>) -> impl Iterator<Item = &Arc<Limit>> {
         std::iter::once(self).chain(self.also.iter())
-    }
-}
-
-/// What a limit answers when the store cannot be reached (`rate_limit.failure_mode`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum FailureMode {
-    /// The request fails with UNAVAILABLE; Envoy's `failure_mode_deny` decides (Go's behaviour).
-    #[default]
-    Error,
-    /// This limit is not enforced while the store is down (fail open, per limit).
-    Allow,
-    /// This limit answers OVER_LIMIT while the store is down (fail closed, per limit).
-    Deny,
-}
-
-impl FailureMode {
-    /// Parses the config value.
-    pub fn parse(s: &str) -> Option<FailureMode> {
-        match s {
-            "error" => Some(FailureMode::Error),
-            "allow" => Some(FailureMode::Allow),
-            "deny" => Some(FailureMode::Deny),
-            _ => None,
-        }
     }
 }
 

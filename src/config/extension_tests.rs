@@ -41,7 +41,7 @@ fn failure_mode_is_an_extension_with_checked_values() {
     .unwrap();
     assert_eq!(
         cfg.limits()[0].failure_mode,
-        crate::config::FailureMode::Deny
+        Some(crate::config::FailureMode::Deny)
     );
     assert_eq!(
         errors(
@@ -54,9 +54,44 @@ fn failure_mode_is_an_extension_with_checked_values() {
         [(
             "f.yaml".into(),
             "descriptors[0].rate_limit.failure_mode".into(),
-            "invalid failure_mode 'maybe' (expected error, allow or deny)".into()
+            "invalid failure_mode 'maybe' (expected error, allow, deny or local)".into()
         )]
     );
+}
+
+#[test]
+fn local_failure_mode_takes_a_checked_share() {
+    let cfg = run(
+        &[(
+            "f.yaml",
+            &one("unit: second, requests_per_unit: 9, failure_mode: local, local_share: 0.25"),
+        )],
+        false,
+    )
+    .unwrap();
+    let l = &cfg.limits()[0];
+    assert_eq!(
+        (l.failure_mode, l.local_share),
+        (Some(crate::config::FailureMode::Local), Some(0.25))
+    );
+    for (share, message) in [
+        (
+            "0",
+            "invalid local_share 0 (expected a number above 0, at most 1)",
+        ),
+        (
+            "1.5",
+            "invalid local_share 1.5 (expected a number above 0, at most 1)",
+        ),
+        ("half", "cannot unmarshal !!str `half` into float64"),
+    ] {
+        let got = errs(&format!(
+            "unit: second, requests_per_unit: 1, failure_mode: local, local_share: {share}"
+        ));
+        assert_eq!(got.len(), 1, "{share}: {got:?}");
+        assert_eq!(got[0].0, "local_share");
+        assert!(got[0].1.contains(message), "{share}: {}", got[0].1);
+    }
 }
 
 #[test]

@@ -30,8 +30,9 @@ const VALID_KEYS: [&str; 16] = [
 
 /// ratelimitd's opt-in extensions (shared/DESIGN.md §4). A Go config never uses them, so adding
 /// them to the allow-list cannot change what a Go config means.
-const EXTENSION_KEYS: [&str; 5] = [
+const EXTENSION_KEYS: [&str; 6] = [
     "failure_mode",
+    "local_share",
     "algorithm",
     "burst",
     "unit_multiplier",
@@ -53,8 +54,9 @@ pub(crate) fn check_keys(map: &serde_yaml::Mapping, path: &str, sink: &mut Sink<
             sink.push(&here, format!("config error, unknown key '{key}'"));
             continue;
         }
-        // Metadata is free-form (it becomes a protobuf Struct), so Go skips it.
-        if key != "metadata" {
+        // Metadata is free-form (it becomes a protobuf Struct), so Go skips it; `local_share` is
+        // a fraction (a float, which Go's leaf check refuses) checked by its own reader.
+        if key != "metadata" && key != "local_share" {
             check_value(v, &here, sink);
         }
     }

@@ -46,22 +46,32 @@ pub(super) fn build_limit(
             );
         }
     }
-    let failure_mode = match rl.failure_mode.as_deref() {
-        None => FailureMode::Error,
-        Some(text) => FailureMode::parse(text).unwrap_or_else(|| {
+    let failure_mode = rl.failure_mode.as_deref().map(|text| {
+        FailureMode::parse(text).unwrap_or_else(|| {
             sink.push(
                 &field_path(&rl.path, "failure_mode"),
-                format!("invalid failure_mode '{text}' (expected error, allow or deny)"),
+                format!("invalid failure_mode '{text}' ({})", FailureMode::EXPECTED),
             );
             FailureMode::Error
-        }),
-    };
+        })
+    });
+    let local_share = rl.local_share.filter(|share| {
+        let ok = *share > 0.0 && *share <= 1.0;
+        if !ok {
+            sink.push(
+                &field_path(&rl.path, "local_share"),
+                format!("invalid local_share {share} (expected a number above 0, at most 1)"),
+            );
+        }
+        ok
+    });
     let ext = super::extensions::check(rl, unit, sink);
     Limit {
         algorithm: ext.algorithm,
         burst: ext.burst,
         unit_multiplier: ext.unit_multiplier,
         failure_mode,
+        local_share,
         full_key: full_key.to_owned(),
         stats_key: super::sanitize(full_key.into()).into_owned(),
         name: rl.name.clone(),

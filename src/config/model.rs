@@ -54,6 +54,8 @@ pub(crate) struct RawRateLimit {
     pub(crate) replaces: Vec<(String, String)>,
     /// `failure_mode` (ratelimitd extension), as written.
     pub(crate) failure_mode: Option<String>,
+    /// `local_share` (ratelimitd extension); `None` when absent or not a number (reported).
+    pub(crate) local_share: Option<f64>,
     /// `algorithm` (ratelimitd extension), as written.
     pub(crate) algorithm: Option<String>,
     /// `burst` (ratelimitd extension); `None` when absent or wrongly typed (reported).
@@ -182,6 +184,7 @@ impl Typed<'_, '_> {
             name: self.string(rl, &path, "name").unwrap_or_default(),
             replaces,
             failure_mode: self.string(rl, &path, "failure_mode"),
+            local_share: self.number(rl, &path, "local_share"),
             algorithm: self.string(rl, &path, "algorithm"),
             burst: self.uint32(rl, &path, "burst"),
             unit_multiplier: self.uint32(rl, &path, "unit_multiplier"),

@@ -39,7 +39,7 @@ fn every_limit_of_the_list_compiles_in_order() {
         day.full_key, "d.a",
         "all limits report under the node's stats key"
     );
-    assert_eq!(day.failure_mode, crate::config::FailureMode::Allow);
+    assert_eq!(day.failure_mode, Some(crate::config::FailureMode::Allow));
 }
 
 #[test]

@@ -72,6 +72,21 @@ impl Typed<'_, '_> {
         parsed
     }
 
+    /// A number field (integer or float); `None` when absent, null, or not a number (reported).
+    pub(super) fn number(&mut self, map: &Mapping, parent: &str, name: &str) -> Option<f64> {
+        let v = map.get(name)?;
+        match untag(v) {
+            Value::Null => None,
+            Value::Number(n) => n.as_f64(),
+            _ => {
+                let path = field_path(parent, name);
+                self.sink
+                    .push(&path, unmarshal_error(v, Some(name), "float64"));
+                None
+            }
+        }
+    }
+
     /// The list of maps under `name`; non-map elements were reported by the key check.
     pub(super) fn list<'m>(
         &mut self,

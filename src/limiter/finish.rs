@@ -4,7 +4,7 @@
 use serde_json::{Map, Value};
 
 use super::LimiterOptions;
-use super::outcome::Settled;
+use super::outcome::{Settled, Source};
 use super::plan::Plan;
 use super::request::Request;
 use super::response::{Code, CurrentLimit, DescriptorStatus, Response};
@@ -177,6 +177,14 @@ fn metadata(
     }
     if !merged.is_empty() {
         out.insert("metadata".into(), Value::Object(merged));
+    }
+    // When the store did not decide, say what did (the local fallback, or the failure policy).
+    let degraded = settled
+        .iter()
+        .filter_map(|s| s.reported.map(|(_, source, _)| source))
+        .find(|s| !matches!(s, Source::Store | Source::LocalCache));
+    if let Some(source) = degraded {
+        out.insert("decisionSource".into(), Value::from(source.as_str()));
     }
     out
 }

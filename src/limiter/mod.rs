@@ -4,11 +4,13 @@
 //! 2. [`plan`]: each descriptor once into a [`Plan`] — its limits, hits, stats key, and one store
 //!    op per limit with its cache key ([`key`]);
 //! 3. run the ops in one store batch; one [`Outcome`] per op, tagged with its [`Source`] (the
-//!    store, its local over-limit cache, or the [`failure`] policy when the store failed);
+//!    store, its local over-limit cache, or — for ops the store did not answer — the [`failure`]
+//!    policy, the open circuit breaker, or the local [`fallback`]);
 //! 4. [`outcome::settle`]: each descriptor reports its most restrictive outcome;
 //! 5. [`stats`] and [`finish`] (statuses, overall code, headers, metadata) fold from that.
 
 pub mod failure;
+pub mod fallback;
 pub mod finish;
 pub mod key;
 pub mod outcome;
@@ -24,9 +26,12 @@ use std::sync::Arc;
 use tracing::Instrument;
 
 use crate::clock::{Clock, Stopwatch, Timestamp};
+use crate::config::FailureMode;
 use crate::config::RateLimitConfig;
 use crate::settings::Limits;
-use crate::store::{Store, StoreError};
+use crate::store::{Answer, Store, StoreError};
+use failure::Degraded;
+use fallback::LocalFallback;
 pub use key::KeyBuilder;
 pub use outcome::{Outcome, Source, Verdict};
 pub use plan::{Plan, Plans};
@@ -140,6 +145,8 @@ pub struct LimiterOptions {
     pub keys: KeyBuilder,
     /// `NEAR_LIMIT_RATIO`: the share of a limit above which hits count as `near_limit`.
     pub near_limit_ratio: f32,
+    /// `DEFAULT_FAILURE_MODE`: the failure mode of limits that do not name one.
+    pub default_failure_mode: FailureMode,
     /// Caps on one request (descriptors, entries, value lengths).
     pub caps: Limits,
 }
@@ -151,6 +158,7 @@ pub struct RateLimiter {
     clock: Arc<dyn Clock>,
     options: LimiterOptions,
     stats: Arc<dyn StatsSink>,
+    fallback: Arc<LocalFallback>,
     failure_log: failure::FailureLog,
 }
 
@@ -176,8 +184,16 @@ impl RateLimiter {
             clock,
             options,
             stats,
+            fallback: Arc::new(LocalFallback::default()),
             failure_log: failure::FailureLog::default(),
         }
+    }
+
+    /// Uses `fallback` for `failure_mode: local` (shared with the heartbeat task, which sets its
+    /// instance count and drops its counts when the store is back).
+    pub fn with_fallback(mut self, fallback: Arc<LocalFallback>) -> RateLimiter {
+        self.fallback = fallback;
+        self
     }
 
     /// Answers `req` using `config` (the snapshot taken when the request arrived; `None` when no
@@ -187,7 +203,8 @@ impl RateLimiter {
         config: Option<&RateLimitConfig>,
         req: &Request,
     ) -> Result<Response, RequestError> {
-        let result = self.decide(config, req).await;
+        let span = tracing::info_span!("limiter.decide", source = tracing::field::Empty);
+        let result = self.decide(config, req).instrument(span).await;
         match &result {
             Err(RequestError::Store(_)) => {} // counted with its total_hits in `decide`
             Err(_) => self.stats.error(ErrorKind::Service),
@@ -212,19 +229,39 @@ impl RateLimiter {
         }
         let now = self.clock.now();
         let plans = plan::plan(domain, req, &self.options.keys, now)?;
-        let (outcomes, store_failed) = match self.run(&plans, now).await {
-            Ok(outcomes) => (outcomes, false),
-            Err(e) => {
-                let kind = match e {
-                    StoreError::Full { .. } => ErrorKind::StoreFull,
-                    StoreError::Unavailable(_) => ErrorKind::Redis,
-                };
-                // Go counts total_hits before the store call, so they move on failure too.
-                stats::record_store_failure(self.stats.as_ref(), &plans, kind);
-                self.failure_log.note(&e, now);
-                (failure::outcomes(&plans, now).ok_or(e)?, true)
+        let answers = self.run(&plans, now).await;
+        let failed = failure::describe(&answers);
+        if let Some((_, why)) = &failed {
+            self.failure_log.note(why, now);
+        }
+        // Go counts total_hits before the store call, so they move on failure too.
+        let record_failure = || {
+            if let Some((kind, _)) = &failed {
+                stats::record_store_failure(self.stats.as_ref(), &plans, *kind);
             }
         };
+        let degraded = Degraded {
+            default_mode: self.options.default_failure_mode,
+            fallback: &self.fallback,
+        };
+        let outcomes = match failure::resolve(&plans, answers, degraded, now).await {
+            Ok(outcomes) => outcomes,
+            Err(e) => {
+                record_failure();
+                return Err(e.into());
+            }
+        };
+        let store_failed = outcomes.iter().any(|o| o.source.is_failure_policy());
+        if store_failed {
+            record_failure();
+        }
+        // The span says what decided the request: the first source that was not the store.
+        let source = outcomes
+            .iter()
+            .map(|o| o.source)
+            .find(|s| *s != Source::Store)
+            .unwrap_or(Source::Store);
+        tracing::Span::current().record("source", source.as_str());
         let settled = outcome::settle(&plans, &outcomes);
         if !store_failed {
             stats::record(self.stats.as_ref(), self.options.near_limit_ratio, &settled);
@@ -236,8 +273,8 @@ impl RateLimiter {
         Ok(response)
     }
 
-    /// Sends every op of `plans` to the store in one batch; one outcome per op, in order.
-    async fn run(&self, plans: &Plans<'_>, now: Timestamp) -> Result<Vec<Outcome>, StoreError> {
+    /// Sends every op of `plans` to the store in one batch; one answer per op, in order.
+    async fn run(&self, plans: &Plans<'_>, now: Timestamp) -> Result<Vec<Answer>, StoreError> {
         if plans.ops.is_empty() {
             // Nothing to count: the store is not contacted (it may even be down).
             return Ok(Vec::new());
@@ -245,13 +282,14 @@ impl RateLimiter {
         let watch = Stopwatch::start();
         let span = tracing::info_span!("store.apply", ops = plans.ops.len());
         let result = self.store.apply(&plans.ops, now).instrument(span).await;
-        self.stats.store_call(watch.elapsed(), result.is_ok());
-        Ok(result?
-            .into_iter()
-            .map(|a| Outcome::from_answer(a, now))
-            .collect())
+        let ok = matches!(&result, Ok(a) if !failure::unanswered(a));
+        self.stats.store_call(watch.elapsed(), ok);
+        result
     }
 }
 
 #[cfg(test)]
 mod tests;
+
+#[cfg(test)]
+mod fallback_tests;

@@ -1,7 +1,8 @@
 //! Steps 3 and 4 of a decision: one [`Outcome`] per limit of every plan, saying what decided it and what
 //! it came to. Each source of a decision is one [`Source`] variant with one producer:
-//! [`Outcome::from_answer`] for the store and its local over-limit cache, and
-//! [`super::failure::outcome`] for the failure policy. Statuses, headers, metadata and stats are
+//! [`Outcome::from_answer`] for the store and its local over-limit cache,
+//! [`super::failure::resolve`] for the failure policy (with or without the breaker), and
+//! [`super::fallback::LocalFallback::outcome`] for the local fallback. Statuses, headers, metadata and stats are
 //! folded from outcomes ([`settle`]); nothing rewrites a plan or fakes an algorithm's decision.
 
 use std::sync::Arc;
@@ -22,6 +23,30 @@ pub enum Source {
     LocalCache,
     /// The store failed and the limit's `failure_mode` answered.
     FailurePolicy,
+    /// The circuit breaker of the limit's Redis target was open (no call was made) and the
+    /// limit's `failure_mode` answered.
+    Breaker,
+    /// The store did not answer and this process's memory store decided, on its share of the
+    /// limit (`failure_mode: local`).
+    LocalFallback,
+}
+
+impl Source {
+    /// The name used in dynamic metadata and tracing.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Source::Store => "store",
+            Source::LocalCache => "local_cache",
+            Source::FailurePolicy => "failure_policy",
+            Source::Breaker => "breaker",
+            Source::LocalFallback => "local_fallback",
+        }
+    }
+
+    /// True when the store did not decide: the failure policy, with or without the breaker.
+    pub fn is_failure_policy(self) -> bool {
+        matches!(self, Source::FailurePolicy | Source::Breaker)
+    }
 }
 
 /// What a limit came to, when it was enforced.
@@ -50,9 +75,11 @@ pub struct Outcome {
 }
 
 impl Outcome {
-    /// The outcome of a store's answer at `now`.
-    pub fn from_answer(answer: Answer, now: Timestamp) -> Outcome {
-        match answer {
+    /// The outcome of a store's answer at `now`; `None` for an op the store did not answer (the
+    /// failure policy decides it: [`super::failure::resolve`]).
+    pub fn from_answer(answer: Answer, now: Timestamp) -> Option<Outcome> {
+        Some(match answer {
+            Answer::Unavailable { .. } => return None,
             Answer::Decided(d) => Outcome {
                 source: Source::Store,
                 verdict: Some(Verdict::from(d)),
@@ -64,7 +91,7 @@ impl Outcome {
                     until.as_secs().saturating_sub(now.as_secs()),
                 ))),
             },
-        }
+        })
     }
 }
 

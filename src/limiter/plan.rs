@@ -237,7 +237,9 @@ fn override_limit(
         quota_mode: false,
         detailed_metric: false,
         metadata: None,
-        failure_mode: crate::config::FailureMode::Error,
+        // The service's default failure mode applies to overrides.
+        failure_mode: None,
+        local_share: None,
         algorithm,
         // A bucket's capacity is the overridden rate (the config's burst belongs to its rate).
         burst: None,

@@ -22,6 +22,9 @@ pub struct LimitIncrements {
     pub within_limit: u64,
     /// `shadow_mode`.
     pub shadow_mode: u64,
+    /// `local_fallback` (ratelimitd): hits decided by the local fallback while the store did
+    /// not answer.
+    pub local_fallback: u64,
 }
 
 /// Why a `ShouldRateLimit` call failed, as the Go error counters name it.
@@ -86,8 +89,10 @@ pub fn increments(
         total_hits: hits,
         ..LimitIncrements::default()
     };
-    if source == Source::LocalCache {
-        inc.over_limit_with_local_cache = hits;
+    match source {
+        Source::LocalCache => inc.over_limit_with_local_cache = hits,
+        Source::LocalFallback => inc.local_fallback = hits,
+        _ => {}
     }
     if v.over_limit {
         if before >= limit {

@@ -20,16 +20,18 @@ use parking_lot::Mutex;
 use prometheus::{Histogram, HistogramOpts, HistogramVec, IntCounterVec, Opts};
 
 use crate::limiter::{ErrorKind, LimitIncrements, StatsSink};
+use crate::resilience::BreakerReport;
 use table::KeyTable;
 
 /// Names of the per-limit counters, in [`table::Counters`] index order (Go stat names).
-pub const LIMIT_STATS: [&str; 6] = [
+pub const LIMIT_STATS: [&str; 7] = [
     "total_hits",
     "over_limit",
     "near_limit",
     "over_limit_with_local_cache",
     "within_limit",
     "shadow_mode",
+    "local_fallback",
 ];
 
 /// Most timer observations kept between two StatsD flushes; more are dropped (and counted).
@@ -38,6 +40,9 @@ const MAX_PENDING_TIMINGS: usize = 10_000;
 /// Reads the memory store's live keys and their approximate bytes, for the
 /// `memory_store_keys` and `memory_store_bytes` gauges.
 pub type KeyCount = Arc<dyn Fn() -> (usize, usize) + Send + Sync>;
+
+/// Reads the state and transition counts of every Redis circuit breaker, at export time.
+pub type BreakerReports = Arc<dyn Fn() -> Vec<BreakerReport> + Send + Sync>;
 
 /// Configuration loads so far, for `config_load_success` and `config_load_error`.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -53,7 +58,7 @@ pub type LoadCounts = Arc<dyn Fn() -> ConfigLoads + Send + Sync>;
 
 /// Every counter of the service. Share it as `Arc<Metrics>`.
 pub struct Metrics {
-    pub(crate) limits: KeyTable<6>,
+    pub(crate) limits: KeyTable<7>,
     pub(crate) unknown_domains: KeyTable<1>,
     pub(crate) global_shadow: AtomicU64,
     pub(crate) redis_errors: AtomicU64,
@@ -66,6 +71,8 @@ pub struct Metrics {
     pub(crate) store_latency: Histogram,
     pub(crate) config_loads: LoadCounts,
     pub(crate) memory_keys: Option<KeyCount>,
+    /// Reads the Redis circuit breakers' states, when there are breakers.
+    pub(crate) breakers: Option<BreakerReports>,
     /// Response times (ms) waiting for the next StatsD flush; `None` when StatsD is off.
     timings: Option<Mutex<Vec<(&'static str, f64)>>>,
 }
@@ -126,8 +133,15 @@ impl Metrics {
             store_latency,
             config_loads,
             memory_keys,
+            breakers: None,
             timings: statsd_timers.then(|| Mutex::new(Vec::new())),
         }
+    }
+
+    /// Exports the Redis circuit breakers that `reports` reads (state gauge, transitions).
+    pub fn with_breakers(mut self, reports: BreakerReports) -> Metrics {
+        self.breakers = Some(reports);
+        self
     }
 
     /// One gRPC call of `method` (e.g. `ShouldRateLimit`) that took `elapsed`.
@@ -196,6 +210,15 @@ impl Metrics {
                 out.push((format!("ratelimit_server.{method}.total_requests"), v));
             }
         }
+        for r in self.breakers.as_ref().map(|b| b()).unwrap_or_default() {
+            for (to, v) in [
+                ("opened", r.opened),
+                ("half_opened", r.half_opened),
+                ("closed", r.closed),
+            ] {
+                out.push((format!("ratelimitd.redis_breaker.{}.{to}", r.target), v));
+            }
+        }
         out.push((
             "ratelimitd.stats_keys_folded".into(),
             self.limits.folded() + self.unknown_domains.folded(),
@@ -214,6 +237,7 @@ impl StatsSink for Metrics {
             inc.over_limit_with_local_cache,
             inc.within_limit,
             inc.shadow_mode,
+            inc.local_fallback,
         ];
         for (i, v) in values.into_iter().enumerate() {
             c.add(i, v);

@@ -2,7 +2,8 @@
 //! mapping (SPEC §F): `ratelimit_service_rate_limit_<stat>{domain,key1,key2}`,
 //! `ratelimit_service_should_rate_limit_error{err_type}`, `ratelimit_service_total_requests`,
 //! `ratelimit_service_response_time_seconds`, `ratelimit_service_config_load_{success,error}`;
-//! plus ratelimitd's own store latency, memory-store key count and folded-key count.
+//! plus ratelimitd's own store latency, memory-store key count, folded-key count, local-fallback
+//! hits per limit and the Redis circuit breakers (state gauge and transitions per target).
 //!
 //! Per-limit counters are read from [`Metrics`] at scrape time by a [`Collector`], so the request
 //! path only bumps atomics and the scrape cost is bounded by `STATS_MAX_KEYS`.
@@ -17,7 +18,7 @@ use axum::response::IntoResponse;
 use axum::routing::get;
 use prometheus::core::{Collector, Desc};
 use prometheus::proto::MetricFamily;
-use prometheus::{Encoder, IntCounterVec, IntGauge, Opts, Registry, TextEncoder};
+use prometheus::{Encoder, IntCounterVec, IntGauge, IntGaugeVec, Opts, Registry, TextEncoder};
 
 use super::Metrics;
 
@@ -90,6 +91,16 @@ const FAMILIES: &[Family] = &[
         "Stat updates folded into the overflow key (STATS_MAX_KEYS)",
         &[],
     ),
+    (
+        "ratelimit_service_rate_limit_local_fallback",
+        "Hits decided by the local fallback while Redis did not answer",
+        &["domain", "key1", "key2"],
+    ),
+    (
+        "ratelimitd_redis_breaker_transitions_total",
+        "Redis circuit breaker transitions, by target and new state",
+        &["target", "to"],
+    ),
 ];
 
 /// The memory store's gauges: live keys, and the approximate bytes they take.
@@ -103,6 +114,12 @@ const MEMORY_GAUGES: [(&str, &str); 2] = [
         "Approximate bytes of the memory store's keys and state (MEMORY_MAX_BYTES bounds it)",
     ),
 ];
+
+/// The gauge of each Redis target's breaker state.
+const BREAKER_STATE: (&str, &str) = (
+    "ratelimitd_redis_breaker_state",
+    "Redis circuit breaker state by target: 0 closed, 1 half-open, 2 open",
+);
 
 /// Reads [`Metrics`] into metric families on every scrape.
 struct MetricsCollector {
@@ -125,6 +142,15 @@ impl MetricsCollector {
                 .ok()
             })
             .collect();
+        descs.extend(
+            Desc::new(
+                BREAKER_STATE.0.into(),
+                BREAKER_STATE.1.into(),
+                vec!["target".into()],
+                Default::default(),
+            )
+            .ok(),
+        );
         descs.extend(MEMORY_GAUGES.iter().filter_map(|(name, help)| {
             Desc::new(
                 name.to_string(),
@@ -176,6 +202,9 @@ impl Collector for MetricsCollector {
                     inc(family, &l, values[*stat]);
                 }
             }
+            if values[6] > 0 {
+                inc(12, &l, values[6]);
+            }
         }
         for (domain, [v]) in m.unknown_domains.snapshot() {
             inc(5, &[&domain], v);
@@ -193,7 +222,22 @@ impl Collector for MetricsCollector {
         inc(9, &[], m.global_shadow.load(Ordering::Relaxed));
         inc(10, &[], m.store_errors.load(Ordering::Relaxed));
         inc(11, &[], m.limits.folded() + m.unknown_domains.folded());
+        let breakers = m.breakers.as_ref().map(|b| b()).unwrap_or_default();
+        for r in &breakers {
+            inc(13, &[r.target, "open"], r.opened);
+            inc(13, &[r.target, "half_open"], r.half_opened);
+            inc(13, &[r.target, "closed"], r.closed);
+        }
         let mut out: Vec<MetricFamily> = vecs.iter().flatten().flat_map(|v| v.collect()).collect();
+        if !breakers.is_empty()
+            && let Ok(g) =
+                IntGaugeVec::new(Opts::new(BREAKER_STATE.0, BREAKER_STATE.1), &["target"])
+        {
+            for r in &breakers {
+                g.with_label_values(&[r.target]).set(r.state.gauge());
+            }
+            out.extend(g.collect());
+        }
         if let Some(count) = &m.memory_keys {
             let (keys, bytes) = count();
             for ((name, help), value) in MEMORY_GAUGES.iter().zip([keys, bytes]) {

@@ -8,6 +8,7 @@ pub mod limits;
 pub mod observability;
 pub mod parse;
 pub mod redis;
+pub mod resilience;
 pub mod xds;
 
 use std::collections::HashMap;
@@ -20,6 +21,7 @@ pub use kinds::{Backend, KeyFormat, LogFormat, LogLevel, Secret, StatsdProtocol}
 pub use limits::Limits;
 pub use observability::{Observability, StatsSinkKind, TracingProtocol, TracingSettings};
 pub use redis::{RedisConfig, RedisKind, RedisSettings};
+pub use resilience::{FailureMode, Resilience};
 pub use xds::{BackoffSettings, ConfigType, XdsSettings, XdsTlsSettings};
 
 /// A bad setting.
@@ -73,6 +75,8 @@ pub struct Settings {
     pub backend: Backend,
     /// Every `REDIS_*` setting (used when the backend is Redis).
     pub redis: RedisConfig,
+    /// The Redis circuit breakers and the default failure mode ([`resilience`]).
+    pub resilience: Resilience,
     /// `MEMORY_MAX_KEYS`.
     pub memory_max_keys: usize,
     /// Caps on one request and on the embedded store's bytes ([`limits`]).
@@ -239,6 +243,7 @@ impl Settings {
                 .bool("HEALTHY_WITH_AT_LEAST_ONE_CONFIG_LOADED", false)?,
             backend,
             redis: RedisConfig::from_vars(v)?,
+            resilience: resilience::from_vars(v)?,
             memory_max_keys: v.parse("MEMORY_MAX_KEYS", 1_000_000, uint(1, usize::MAX as u64))?
                 as usize,
             limits: limits::from_vars(v)?,

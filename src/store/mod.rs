@@ -34,6 +34,14 @@ pub enum Answer {
         /// When the key's window ends.
         until: Timestamp,
     },
+    /// The backend did not answer this op: its call failed or timed out, or the circuit breaker
+    /// of its target is open and no call was made. Nothing is known to have been counted.
+    Unavailable {
+        /// The target (`main`, `per_second`).
+        target: &'static str,
+        /// True when the breaker answered without a call.
+        breaker_open: bool,
+    },
 }
 
 impl Answer {
@@ -41,7 +49,7 @@ impl Answer {
     pub fn decision(&self) -> Option<&Decision> {
         match self {
             Answer::Decided(d) => Some(d),
-            Answer::CachedOver { .. } => None,
+            Answer::CachedOver { .. } | Answer::Unavailable { .. } => None,
         }
     }
 }
@@ -69,7 +77,8 @@ pub enum StoreError {
 #[async_trait]
 pub trait Store: Send + Sync + std::fmt::Debug + 'static {
     /// Applies `ops` in order at time `now`, each atomically per key, and returns one answer
-    /// per op in the same order. Either every op is answered or an error is returned.
+    /// per op in the same order; an op whose backend could not answer gets
+    /// [`Answer::Unavailable`] (Redis, per target). An error means no op was answered.
     async fn apply(&self, ops: &[Op], now: Timestamp) -> Result<Vec<Answer>, StoreError>;
 
     /// Whether the store can currently serve (for health checks).

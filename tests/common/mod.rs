@@ -3,6 +3,7 @@
 #![allow(dead_code)]
 
 pub mod certs;
+pub mod chaos;
 pub mod envoy;
 pub mod guard;
 pub mod process;

@@ -244,3 +244,35 @@ impl RedisConn {
         }
     }
 }
+
+impl RedisConn {
+    /// PING on every connection of the pool (one for Cluster and Sentinel): a connection that
+    /// broke while Redis was down starts reconnecting on its first failed command, so pinging
+    /// them all off the request path lets each be ready again soon after Redis is.
+    pub async fn ping_all(&self) -> Result<(), RedisError> {
+        match self {
+            RedisConn::Single { conns, .. } => {
+                let pings = conns.iter().map(|c| async move {
+                    redis::cmd("PING").query_async::<()>(&mut c.clone()).await
+                });
+                futures_util::future::join_all(pings)
+                    .await
+                    .into_iter()
+                    .collect()
+            }
+            _ => self.ping().await,
+        }
+    }
+
+    /// Runs `pipe` (all its keys in one hash slot on Cluster) and returns its replies.
+    pub async fn pipeline<T: redis::FromRedisValue>(
+        &self,
+        pipe: &redis::Pipeline,
+    ) -> Result<T, RedisError> {
+        match self {
+            RedisConn::Single { conns, .. } => pipe.query_async(&mut conns[0].clone()).await,
+            RedisConn::Cluster(c) => pipe.query_async(&mut c.clone()).await,
+            RedisConn::Sentinel(s) => pipe.query_async(&mut s.connection().await?).await,
+        }
+    }
+}

@@ -11,9 +11,11 @@ mod addr;
 mod call;
 pub mod conn;
 mod fixed_window;
+pub mod heartbeat;
 mod leaky_bucket;
 mod sliding_log;
 mod sliding_window;
+mod targets;
 mod token_bucket;
 
 use std::collections::HashMap;
@@ -21,7 +23,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use async_trait::async_trait;
-use futures_util::future::try_join_all;
+use futures_util::future::join_all;
 use redis::{RedisError, Script};
 
 use super::local_cache::OverLimitCache;
@@ -51,6 +53,9 @@ pub struct RedisStore {
     jitter_max_secs: u64,
     local_cache: Option<OverLimitCache>,
     healthy: AtomicBool,
+    /// One circuit breaker per target; `None` until [`RedisStore::with_breakers`] (or when
+    /// `REDIS_BREAKER_FAILURES` is 0).
+    breakers: Option<targets::Breakers>,
 }
 
 /// A failure text that names what failed but never carries credentials (the redis crate's errors
@@ -86,6 +91,7 @@ impl RedisStore {
             jitter_max_secs: cfg.expiration_jitter_max_seconds,
             local_cache: OverLimitCache::with_bytes(cfg.local_cache_size_in_bytes),
             healthy: AtomicBool::new(true),
+            breakers: None,
         };
         store.check_health().await;
         Ok(store)
@@ -114,17 +120,10 @@ impl RedisStore {
 
     /// Pings every Redis and records whether all answered (for health while idle).
     pub async fn check_health(&self) -> bool {
-        let ping = async {
-            self.main.ping().await?;
-            if let Some(ps) = &self.per_second {
-                ps.ping().await?;
-            }
-            Ok::<(), RedisError>(())
-        };
-        let ok = matches!(
-            tokio::time::timeout(self.response_timeout.max(Duration::from_millis(500)), ping).await,
-            Ok(Ok(()))
-        );
+        let mut ok = self.ping_target(false).await;
+        if self.per_second.is_some() {
+            ok &= self.ping_target(true).await;
+        }
         self.healthy.store(ok, Ordering::Relaxed);
         ok
     }
@@ -155,14 +154,14 @@ impl RedisStore {
         &self,
         conn: &RedisConn,
         ops: &[Op],
-        (algorithm, indices): (Algorithm, Vec<usize>),
+        (algorithm, indices): (Algorithm, &[usize]),
         mode: u64,
         now: Timestamp,
     ) -> Result<Vec<(usize, Decision)>, RedisError> {
         let g = Group {
             conn,
             ops,
-            indices: &indices,
+            indices,
             mode,
             now,
         };
@@ -218,8 +217,8 @@ impl Store for RedisStore {
             (true, false) => 1,
             _ => 0,
         };
-        // Group by connection, then (for Cluster) by hash slot, then by algorithm; one script call
-        // per group, all in flight at once.
+        // Group by target, then (for Cluster) by hash slot, then by algorithm; one script call
+        // per group, all in flight at once, each target behind its breaker.
         let mut groups: HashMap<(bool, &str, Algorithm), Vec<usize>> = HashMap::new();
         for &i in &pending {
             let conn = self.conn_for(&ops[i]);
@@ -235,37 +234,48 @@ impl Store for RedisStore {
                 .or_default()
                 .push(i);
         }
-        let calls = groups.into_iter().map(|((per_second, _, algorithm), idx)| {
-            let conn = if per_second {
-                self.per_second.as_ref().unwrap_or(&self.main)
-            } else {
-                &self.main
+        let mut per_target: [Vec<(Algorithm, Vec<usize>)>; 2] = Default::default();
+        for ((per_second, _, algorithm), idx) in groups {
+            per_target[usize::from(per_second)].push((algorithm, idx));
+        }
+        let calls = per_target
+            .iter()
+            .enumerate()
+            .filter(|(_, groups)| !groups.is_empty())
+            .map(|(t, groups)| self.call_target(t == 1, groups, ops, mode, now));
+        // Health follows the calls made: any failure marks it down, all answered marks it up;
+        // ops the breaker answered say nothing new.
+        let (mut called, mut failed) = (false, false);
+        for (per_second, groups, result) in join_all(calls).await {
+            let decisions = match result {
+                Ok(decisions) => decisions,
+                Err(breaker_open) => {
+                    called |= !breaker_open;
+                    failed |= !breaker_open;
+                    let target = targets::name(per_second);
+                    for i in groups.iter().flat_map(|(_, idx)| idx) {
+                        answers[*i] = Some(Answer::Unavailable {
+                            target,
+                            breaker_open,
+                        });
+                    }
+                    continue;
+                }
             };
-            async move { self.run(conn, ops, (algorithm, idx), mode, now).await }
-        });
-        let results = match tokio::time::timeout(self.response_timeout, try_join_all(calls)).await {
-            Ok(Ok(r)) => r,
-            Ok(Err(e)) => {
-                self.healthy.store(false, Ordering::Relaxed);
-                return Err(unavailable("call failed", &e));
+            called = true;
+            for (i, d) in decisions.into_iter().flatten() {
+                let op = &ops[i];
+                if d.over_limit
+                    && op.spec.algorithm == Algorithm::FixedWindow
+                    && let Some(c) = &self.local_cache
+                {
+                    c.insert(&op.key, d.expires_at, now);
+                }
+                answers[i] = Some(Answer::Decided(d));
             }
-            Err(_) => {
-                return Err(StoreError::Unavailable(format!(
-                    "redis did not answer within {:?}",
-                    self.response_timeout
-                )));
-            }
-        };
-        self.healthy.store(true, Ordering::Relaxed);
-        for (i, d) in results.into_iter().flatten() {
-            let op = &ops[i];
-            if d.over_limit
-                && op.spec.algorithm == Algorithm::FixedWindow
-                && let Some(c) = &self.local_cache
-            {
-                c.insert(&op.key, d.expires_at, now);
-            }
-            answers[i] = Some(Answer::Decided(d));
+        }
+        if called {
+            self.healthy.store(!failed, Ordering::Relaxed);
         }
         answers
             .into_iter()

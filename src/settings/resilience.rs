@@ -1,0 +1,107 @@
+//! What the service does when its store cannot answer: the circuit breaker put around each Redis
+//! target (`REDIS_BREAKER_*`), and the failure mode of limits that do not name their own
+//! (`DEFAULT_FAILURE_MODE`). The [`FailureMode`] type lives here, below `config`, because both the
+//! config (`rate_limit.failure_mode`) and this service-wide setting name it.
+
+use std::time::Duration;
+
+use super::{SettingsError, Vars, parse};
+
+/// What a limit answers when the store cannot be reached (`rate_limit.failure_mode`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum FailureMode {
+    /// The request fails with UNAVAILABLE; Envoy's `failure_mode_deny` decides (Go's behaviour).
+    #[default]
+    Error,
+    /// This limit is not enforced while the store is down (fail open, per limit).
+    Allow,
+    /// This limit answers OVER_LIMIT while the store is down (fail closed, per limit).
+    Deny,
+    /// This limit is enforced by this process's memory store, on its share of the limit.
+    Local,
+}
+
+impl FailureMode {
+    /// Parses the config / setting value.
+    pub fn parse(s: &str) -> Option<FailureMode> {
+        match s {
+            "error" => Some(FailureMode::Error),
+            "allow" => Some(FailureMode::Allow),
+            "deny" => Some(FailureMode::Deny),
+            "local" => Some(FailureMode::Local),
+            _ => None,
+        }
+    }
+
+    /// The accepted spellings, for error messages.
+    pub const EXPECTED: &'static str = "expected error, allow, deny or local";
+}
+
+/// The breaker and fallback settings.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Resilience {
+    /// `REDIS_BREAKER_FAILURES`: consecutive failed or timed-out calls to one Redis target that
+    /// open its breaker (0 = no breaker).
+    pub breaker_failures: u32,
+    /// `REDIS_BREAKER_COOLDOWN`: how long an open breaker answers without trying Redis before it
+    /// lets one probe call through.
+    pub breaker_cooldown: Duration,
+    /// `DEFAULT_FAILURE_MODE`: the failure mode of limits that do not set `failure_mode`.
+    pub default_failure_mode: FailureMode,
+}
+
+impl Default for Resilience {
+    fn default() -> Resilience {
+        Resilience {
+            breaker_failures: 3,
+            breaker_cooldown: Duration::from_millis(500),
+            default_failure_mode: FailureMode::Error,
+        }
+    }
+}
+
+pub(super) fn from_vars(v: &Vars) -> Result<Resilience, SettingsError> {
+    let d = Resilience::default();
+    Ok(Resilience {
+        breaker_failures: v.parse("REDIS_BREAKER_FAILURES", d.breaker_failures, |s| {
+            parse::uint_in(s, 0, 1_000_000).map(|n| n as u32)
+        })?,
+        breaker_cooldown: v.parse(
+            "REDIS_BREAKER_COOLDOWN",
+            d.breaker_cooldown,
+            parse::go_duration,
+        )?,
+        default_failure_mode: v.parse("DEFAULT_FAILURE_MODE", d.default_failure_mode, |s| {
+            FailureMode::parse(s).ok_or_else(|| FailureMode::EXPECTED.to_string())
+        })?,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::settings::Settings;
+
+    fn settings(env: &[(&str, &str)]) -> Result<Settings, SettingsError> {
+        Settings::from_env(env.iter().map(|(k, v)| (k.to_string(), v.to_string())))
+    }
+
+    #[test]
+    fn breaker_and_default_mode_read_their_variables() {
+        let s = settings(&[]).unwrap().resilience;
+        assert_eq!(s, Resilience::default());
+        let s = settings(&[
+            ("REDIS_BREAKER_FAILURES", "5"),
+            ("REDIS_BREAKER_COOLDOWN", "2s"),
+            ("DEFAULT_FAILURE_MODE", "local"),
+        ])
+        .unwrap()
+        .resilience;
+        assert_eq!(s.breaker_failures, 5);
+        assert_eq!(s.breaker_cooldown, Duration::from_secs(2));
+        assert_eq!(s.default_failure_mode, FailureMode::Local);
+        let e = settings(&[("DEFAULT_FAILURE_MODE", "open")]).unwrap_err();
+        assert_eq!(e.name, "DEFAULT_FAILURE_MODE");
+        assert_eq!(e.reason, FailureMode::EXPECTED);
+    }
+}

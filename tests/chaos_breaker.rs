@@ -1,0 +1,294 @@
+//! Chaos tests (issue 13): ratelimitd instances under load while their real redis-server is
+//! killed, hung (SIGSTOP) or slowed (`DEBUG SLEEP`), then back. Every call is answered by its
+//! limit's failure policy within `REDIS_RESPONSE_TIMEOUT` while the breaker is closed and at once
+//! once it is open; in `failure_mode: local` a fleet admits at most its limit; after Redis
+//! returns, Redis decides again. The breaker's cool-down runs on the manual clock, so recovery
+//! is driven by advancing it; real waits are bounded. Timings are printed for the README
+//! (`bash tests/run.sh --test chaos_breaker -- --nocapture`).
+
+mod common;
+
+use std::time::Duration;
+
+use common::chaos::{Paused, report, source, timed};
+use common::redis::RedisServer;
+use common::{Code, TestServer, overall};
+use ratelimitd::clock::Stopwatch;
+
+const CFG: &str = r#"
+domain: chaos
+descriptors:
+  - {key: local, rate_limit: {unit: minute, requests_per_unit: 30, failure_mode: local}}
+  - {key: deny, rate_limit: {unit: minute, requests_per_unit: 30, failure_mode: deny}}
+  - {key: allow, rate_limit: {unit: minute, requests_per_unit: 30, failure_mode: allow}}
+  - {key: fast, rate_limit: {unit: second, requests_per_unit: 5, failure_mode: allow}}
+"#;
+
+const TIMEOUT: Duration = Duration::from_millis(250);
+/// Scheduling slack on a loaded 2-core CI machine, on top of the response timeout.
+const SLACK: Duration = Duration::from_millis(400);
+
+const ENV: [(&str, &str); 7] = [
+    ("USE_PROMETHEUS", "true"),
+    ("PROMETHEUS_ADDR", "127.0.0.1:0"),
+    ("REDIS_RESPONSE_TIMEOUT", "250ms"),
+    ("REDIS_TIMEOUT", "250ms"),
+    ("REDIS_BREAKER_FAILURES", "3"),
+    ("REDIS_BREAKER_COOLDOWN", "1s"),
+    ("RESPONSE_DYNAMIC_METADATA", "true"),
+];
+
+async fn start(redis: &RedisServer) -> TestServer {
+    TestServer::start_on(&[("c.yaml", CFG)], &ENV, Some(redis)).await
+}
+
+/// The breaker transition counter `to` of the main Redis.
+fn transitions(s: &TestServer, to: &str) -> u64 {
+    target_transitions(s, "main", to)
+}
+
+/// The breaker transition counter `to` of Redis `target` (`main`, `per_second`).
+fn target_transitions(s: &TestServer, target: &str, to: &str) -> u64 {
+    let name = format!("ratelimitd.redis_breaker.{target}.{to}");
+    let metrics = s.running().metrics.as_ref().expect("stats on");
+    metrics
+        .statsd_counters()
+        .into_iter()
+        .find_map(|(n, v)| (n == name).then_some(v))
+        .unwrap_or(0)
+}
+
+/// The Prometheus exposition of `s`.
+async fn scrape(s: &TestServer) -> String {
+    let addr = s.running().metrics_addr.expect("Prometheus on");
+    let url = format!("http://{addr}/metrics");
+    s.http.get(url).send().await.unwrap().text().await.unwrap()
+}
+
+/// Calls `key` until Redis decides again, advancing the manual clock by one cool-down before
+/// each try so the breaker may probe; returns the real time it took. Bounded.
+async fn until_redis_decides(s: &TestServer, key: &str) -> Duration {
+    let watch = Stopwatch::start();
+    for _ in 0..40 {
+        s.advance(Duration::from_secs(1));
+        if let (_, Ok(r)) = timed(s, "chaos", (key, "after")).await
+            && source(&r) == "store"
+        {
+            return watch.elapsed();
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    panic!("Redis did not decide again within 40 probes");
+}
+
+/// Calls `key` `n` times on `s`: every call answered (never an error), each within the bound;
+/// returns the times and how many were admitted.
+async fn load(
+    s: &TestServer,
+    key: &str,
+    value: &str,
+    n: usize,
+) -> (Vec<Duration>, usize, Vec<String>) {
+    let (mut times, mut admitted, mut sources) = (Vec::new(), 0, Vec::new());
+    for _ in 0..n {
+        let (t, r) = timed(s, "chaos", (key, value)).await;
+        let r = r.expect("answered by the failure policy, not an error");
+        assert!(t < TIMEOUT + SLACK, "{key}: answered in {t:?}");
+        times.push(t);
+        admitted += usize::from(overall(&r) == Code::Ok);
+        sources.push(source(&r));
+    }
+    (times, admitted, sources)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn killed_redis_three_instances_fall_back_to_their_share_then_redis_decides_again() {
+    let mut redis = RedisServer::start();
+    let fleet = [
+        start(&redis).await,
+        start(&redis).await,
+        start(&redis).await,
+    ];
+    // Every instance announces itself; one more beat each and all have read three.
+    let watch = Stopwatch::start();
+    while redis.cli(&["ZCARD", "{ratelimitd_instances}"]) != "3" {
+        assert!(watch.elapsed() < Duration::from_secs(5), "heartbeats");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    tokio::time::sleep(Duration::from_millis(1_300)).await;
+    let (before, _, sources) = load(&fleet[0], "local", "warm", 20).await;
+    assert!(sources.iter().all(|s| s == "store"), "{sources:?}");
+    report("killed", "before", &before);
+
+    redis.kill();
+    let (mut closed, mut open, mut admitted) = (Vec::new(), Vec::new(), 0);
+    for s in &fleet {
+        let (times, ok, sources) = load(s, "local", "x", 15).await;
+        assert!(sources.iter().all(|s| s == "local_fallback"), "{sources:?}");
+        assert_eq!(ok, 10, "each instance admits its third of 30");
+        admitted += ok;
+        closed.extend_from_slice(&times[..3]);
+        open.extend_from_slice(&times[3..]);
+        assert_eq!(
+            transitions(s, "opened"),
+            1,
+            "three failures open the breaker"
+        );
+    }
+    assert!(
+        admitted <= 30,
+        "the fleet admits at most the limit: {admitted}"
+    );
+    report("killed", "breaker closed", &closed);
+    report("killed", "breaker open", &open);
+
+    let text = scrape(&fleet[0]).await;
+    assert!(
+        text.contains("ratelimitd_redis_breaker_state{target=\"main\"} 2"),
+        "{text}"
+    );
+    let fallback =
+        r#"ratelimit_service_rate_limit_local_fallback{domain="chaos",key1="local",key2=""} 15"#;
+    assert!(text.contains(fallback), "fallback hits per limit: {text}");
+
+    redis.restart();
+    let mut recovery = Vec::new();
+    for s in &fleet {
+        recovery.push(until_redis_decides(s, "local").await);
+        assert_eq!(transitions(s, "closed"), 1);
+    }
+    report("killed", "recovery", &recovery);
+    let text = scrape(&fleet[0]).await;
+    assert!(
+        text.contains("ratelimitd_redis_breaker_state{target=\"main\"} 0"),
+        "{text}"
+    );
+    for s in fleet {
+        s.shutdown().await;
+    }
+}
+
+/// How Redis was made unresponsive, so the test can end the fault.
+enum Stall {
+    /// SIGSTOP (resumed with SIGCONT, also on drop).
+    Paused(Paused),
+    /// `redis-cli DEBUG SLEEP` in flight (Redis answers again when it returns).
+    Sleeping(std::process::Child),
+}
+
+/// Redis stops answering without closing connections (SIGSTOP) or is busy (`DEBUG SLEEP`): the
+/// first calls wait out the timeout, then the open breaker answers at once.
+async fn unresponsive(
+    fault: &str,
+    key: &str,
+    expect: Code,
+    policy: &str,
+    stall: impl FnOnce(&RedisServer) -> Stall,
+) {
+    let redis = RedisServer::start_with(&["--enable-debug-command", "yes"]);
+    let s = start(&redis).await;
+    let (before, _, _) = load(&s, key, "warm", 20).await;
+    report(fault, "before", &before);
+    let paused = stall(&redis);
+    let (times, _, sources) = load(&s, key, "x", 20).await;
+    let mut open = Vec::new();
+    for ((t, src), i) in times.iter().zip(&sources).zip(0..) {
+        if i < 3 {
+            assert_eq!(
+                src, policy,
+                "closed: the call times out, the policy answers"
+            );
+        } else {
+            assert_eq!(src, "breaker", "open: answered without a call");
+            open.push(*t);
+        }
+    }
+    let r = timed(&s, "chaos", (key, "x")).await.1.unwrap();
+    assert_eq!(overall(&r), expect);
+    report(fault, "breaker closed", &times[..3]);
+    report(fault, "breaker open", &open);
+    assert_eq!(transitions(&s, "opened"), 1);
+    let text = scrape(&s).await;
+    assert!(
+        text.contains("ratelimitd_redis_breaker_state{target=\"main\"} 2"),
+        "open breaker gauge: {text}"
+    );
+    match paused {
+        Stall::Paused(p) => p.resume(),
+        Stall::Sleeping(mut cli) => {
+            // Redis answers again when its `DEBUG SLEEP` returns.
+            tokio::task::spawn_blocking(move || cli.wait())
+                .await
+                .unwrap()
+                .unwrap();
+        }
+    }
+    let recovery = until_redis_decides(&s, key).await;
+    report(fault, "recovery", &[recovery]);
+    // Known gap (issue 13): the calls that timed out were still applied when Redis resumed.
+    let counted: Vec<String> = redis
+        .cli(&["--scan", "--pattern", "*"])
+        .lines()
+        .filter(|k| k.contains(key) && k.contains('x'))
+        .map(|k| format!("{k}={}", redis.cli(&["GET", k])))
+        .collect();
+    eprintln!("chaos {fault:<10} applied later: {counted:?} (3 calls timed out)");
+    s.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn hung_redis_is_answered_by_the_breaker_then_decides_again() {
+    unresponsive("hung", "deny", Code::OverLimit, "failure_policy", |r| {
+        Stall::Paused(Paused::stop(r))
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn slow_redis_is_answered_by_the_breaker_then_decides_again() {
+    unresponsive("slow", "deny", Code::OverLimit, "failure_policy", |r| {
+        // `DEBUG SLEEP` blocks the server; the command itself returns when it wakes.
+        let port = r.port.to_string();
+        let cli = std::process::Command::new("redis-cli")
+            .args(["-p", &port, "DEBUG", "SLEEP", "2"])
+            .stdout(std::process::Stdio::null())
+            .spawn()
+            .expect("redis-cli runs");
+        std::thread::sleep(Duration::from_millis(300));
+        Stall::Sleeping(cli)
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_dead_per_second_redis_does_not_fail_the_limits_of_the_main_one() {
+    let main = RedisServer::start();
+    let mut per_second = RedisServer::start();
+    let sock = per_second.socket().display().to_string();
+    let mut env = ENV.to_vec();
+    env.extend([
+        ("REDIS_PERSECOND", "true"),
+        ("REDIS_PERSECOND_SOCKET_TYPE", "unix"),
+        ("REDIS_PERSECOND_URL", sock.as_str()),
+    ]);
+    let s = TestServer::start_on(&[("c.yaml", CFG)], &env, Some(&main)).await;
+    per_second.kill();
+    for i in 1..=10u32 {
+        let watch = Stopwatch::start();
+        let r = s
+            .call(common::request(
+                "chaos",
+                &[&[("deny", "m")], &[("fast", "s")]],
+            ))
+            .await
+            .expect("answered");
+        assert!(watch.elapsed() < TIMEOUT + SLACK);
+        assert_eq!(overall(&r), Code::Ok, "call {i}");
+        // The main Redis decided its limit; the per-second one was not enforced (allow).
+        assert_eq!(r.statuses[0].limit_remaining, 30 - i, "call {i}");
+        assert!(r.statuses[1].current_limit.is_none(), "call {i}");
+    }
+    assert_eq!(target_transitions(&s, "per_second", "opened"), 1);
+    assert_eq!(target_transitions(&s, "main", "opened"), 0);
+    s.shutdown().await;
+}
