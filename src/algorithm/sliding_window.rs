@@ -86,6 +86,25 @@ pub fn apply(
     )
 }
 
+/// Gives `hits` back to the current window's counter, never below zero; the previous window's
+/// count is history and stays. The answer is never over the limit.
+pub fn refund(
+    state: &mut SlidingWindowState,
+    spec: &LimitSpec,
+    hits: u64,
+    now: Timestamp,
+) -> Decision {
+    roll(state, window_start(spec.window, now), spec.window);
+    state.current = state.current.saturating_sub(hits);
+    decide_refund(spec, state.previous, state.current, now)
+}
+
+/// The decision once a refund left `current` in the current window and `previous` in the one
+/// before: what a check would find then, never over the limit. Shared by both stores.
+pub fn decide_refund(spec: &LimitSpec, previous: u64, current: u64, now: Timestamp) -> Decision {
+    decide(spec, previous, current, current, true, 0, now).refunded()
+}
+
 /// The decision once the current counter went from `before` to `after` (equal when denied) with
 /// `previous` in the window before; shared by the memory store and the Redis store.
 ///

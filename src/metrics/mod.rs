@@ -23,13 +23,14 @@ use crate::limiter::{ErrorKind, LimitIncrements, StatsSink};
 use table::KeyTable;
 
 /// Names of the per-limit counters, in [`table::Counters`] index order (Go stat names).
-pub const LIMIT_STATS: [&str; 6] = [
+pub const LIMIT_STATS: [&str; 7] = [
     "total_hits",
     "over_limit",
     "near_limit",
     "over_limit_with_local_cache",
     "within_limit",
     "shadow_mode",
+    "total_negative_hits",
 ];
 
 /// Most timer observations kept between two StatsD flushes; more are dropped (and counted).
@@ -52,7 +53,7 @@ pub type LoadCounts = Arc<dyn Fn() -> ConfigLoads + Send + Sync>;
 
 /// Every counter of the service. Share it as `Arc<Metrics>`.
 pub struct Metrics {
-    pub(crate) limits: KeyTable<6>,
+    pub(crate) limits: KeyTable<7>,
     pub(crate) unknown_domains: KeyTable<1>,
     pub(crate) global_shadow: AtomicU64,
     pub(crate) redis_errors: AtomicU64,
@@ -210,6 +211,7 @@ impl StatsSink for Metrics {
             inc.over_limit_with_local_cache,
             inc.within_limit,
             inc.shadow_mode,
+            inc.total_negative_hits,
         ];
         for (i, v) in values.into_iter().enumerate() {
             c.add(i, v);

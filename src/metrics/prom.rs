@@ -90,7 +90,15 @@ const FAMILIES: &[Family] = &[
         "Stat updates folded into the overflow key (STATS_MAX_KEYS)",
         &[],
     ),
+    (
+        "ratelimit_service_rate_limit_total_negative_hits",
+        "Hits given back by refunds (is_negative_hits)",
+        &["domain", "key1", "key2"],
+    ),
 ];
+
+/// Index in [`FAMILIES`] of `total_negative_hits` (stat 6), mapped like the Go stats above it.
+const NEGATIVE_HITS_FAMILY: usize = FAMILIES.len() - 1;
 
 /// Reads [`Metrics`] into metric families on every scrape.
 struct MetricsCollector {
@@ -163,6 +171,9 @@ impl Collector for MetricsCollector {
                 if values[*stat] > 0 {
                     inc(family, &l, values[*stat]);
                 }
+            }
+            if values[6] > 0 {
+                inc(NEGATIVE_HITS_FAMILY, &l, values[6]);
             }
         }
         for (domain, [v]) in m.unknown_domains.snapshot() {
