@@ -80,3 +80,57 @@ proptest! {
         }
     }
 }
+
+#[test]
+fn a_refund_decrements_the_current_window_only() {
+    let s = spec(4, 10);
+    let mut w = SlidingWindowState::default();
+    apply(&mut w, &s, 2, at_ms(9_000));
+    assert!(!apply(&mut w, &s, 2, at_ms(10_500)).over_limit);
+    let d = refund(&mut w, &s, 5, at_ms(10_500));
+    assert_eq!((w.previous, w.current), (2, 0));
+    assert!(!d.over_limit);
+    // The previous window still weighs 2 × 0.95: two more fit, not four.
+    assert_eq!(d.remaining, 2);
+}
+
+proptest! {
+    /// Refunds mixed into the model: the current window's count drops, never below zero, and the
+    /// remaining room follows the estimate.
+    #[test]
+    fn refunds_match_the_model(
+        limit in 0u64..20,
+        window in 1u64..30,
+        events in proptest::collection::vec((0u64..9_000, 0u64..5, any::<bool>()), 1..150),
+    ) {
+        let s = spec(limit, window);
+        let mut w = SlidingWindowState::default();
+        let mut counts = std::collections::HashMap::<u64, u64>::new();
+        let mut now_ms = 0u64;
+        let wms = window * 1000;
+        let scale = u128::from(SCALE);
+        for (dt, hits, give_back) in events {
+            now_ms += dt;
+            let idx = now_ms / wms;
+            let prev = idx.checked_sub(1).and_then(|i| counts.get(&i)).copied().unwrap_or(0);
+            let cur = counts.entry(idx).or_default();
+            let into = now_ms % wms;
+            let weight = (u128::from(wms - into) * scale).div_ceil(u128::from(wms));
+            if give_back {
+                *cur = cur.saturating_sub(hits);
+                let d = refund(&mut w, &s, hits, at_ms(now_ms));
+                let used = u128::from(prev) * weight + u128::from(*cur) * scale;
+                let room = (u128::from(limit) * scale).saturating_sub(used) / scale;
+                prop_assert!(!d.over_limit);
+                prop_assert_eq!(u128::from(d.remaining), room);
+            } else {
+                let ok = hits <= limit
+                    && u128::from(prev) * weight + u128::from(*cur + hits) * scale
+                        <= u128::from(limit) * scale;
+                if ok { *cur += hits; }
+                prop_assert_eq!(apply(&mut w, &s, hits, at_ms(now_ms)).over_limit, !ok);
+            }
+            prop_assert_eq!(w.current, counts[&idx]);
+        }
+    }
+}
