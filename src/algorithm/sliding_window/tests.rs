@@ -134,3 +134,52 @@ proptest! {
         }
     }
 }
+
+#[test]
+fn a_denied_request_is_told_when_one_more_fits() {
+    let s = spec(3, 60);
+    let mut w = SlidingWindowState::default();
+    apply(&mut w, &s, 3, at_ms(1_234_000));
+    // The window ends in 26 s, but then the 3 weigh fully: one more fits once they weigh 2 of 3,
+    // just after 20 s into the next window (the weight is rounded up), so 47 s from now.
+    let d = apply(&mut w, &s, 1, at_ms(1_234_000));
+    assert_eq!(d.reset_after, Duration::from_secs(47));
+    assert!(apply(&mut w, &s, 1, at_ms(1_280_000)).over_limit);
+    assert!(!apply(&mut w, &s, 1, at_ms(1_281_000)).over_limit);
+    // A limit of 1 over a full window: the next window's weight never reaches 0, so two ends.
+    let s1 = spec(1, 10);
+    let mut w = SlidingWindowState::default();
+    apply(&mut w, &s1, 1, at_ms(3_000));
+    assert_eq!(
+        apply(&mut w, &s1, 1, at_ms(3_000)).reset_after,
+        Duration::from_secs(17)
+    );
+}
+
+proptest! {
+    /// A denied request's `reset_after` is exact to the second: one hit is still denied a second
+    /// before it (when that is still after now) and admitted at it.
+    #[test]
+    fn a_denied_reset_is_never_early(
+        limit in 1u64..10,
+        window in 1u64..30,
+        events in proptest::collection::vec((0u64..9_000, 0u64..4), 1..60),
+    ) {
+        let s = spec(limit, window);
+        let mut w = SlidingWindowState::default();
+        let mut now_ms = 0u64;
+        for (dt, hits) in events {
+            now_ms += dt;
+            let d = apply(&mut w, &s, hits.max(1), at_ms(now_ms));
+            if d.over_limit && hits <= 1 {
+                let reset = d.reset_after.as_millis() as u64;
+                let mut later = w;
+                prop_assert!(!apply(&mut later, &s, 1, at_ms(now_ms + reset)).over_limit);
+                if reset > 1_000 {
+                    let mut before = w;
+                    prop_assert!(apply(&mut before, &s, 1, at_ms(now_ms + reset - 1_000)).over_limit);
+                }
+            }
+        }
+    }
+}
