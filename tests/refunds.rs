@@ -162,3 +162,25 @@ async fn a_refund_clears_the_local_over_limit_cache() {
     assert_eq!(answer(&hits(&s, "fw", 3, true).await), (Code::Ok, 2));
     assert_eq!(answer(&s.rl("r", &[&[("fw", "v")]]).await), (Code::Ok, 1));
 }
+
+/// On Redis, a refund of a key nobody hit leaves no key behind, whatever the algorithm.
+#[tokio::test]
+async fn a_refund_creates_no_redis_key() {
+    let env = [("CACHE_KEY_PREFIX", "refund-no-key:")];
+    let s = TestServer::start_with_store(&[("r.yaml", CFG)], &env, StoreKind::Redis).await;
+    for key in KEYS {
+        assert_eq!(
+            answer(&hits(&s, key, 2, true).await),
+            (Code::Ok, 3),
+            "{key}"
+        );
+    }
+    let redis = common::stores::shared_redis();
+    assert_eq!(redis.cli(&["KEYS", "refund-no-key:*"]), "");
+    hits(&s, "tb", 1, false).await;
+    assert_ne!(
+        redis.cli(&["KEYS", "refund-no-key:*"]),
+        "",
+        "a hit does create one"
+    );
+}
