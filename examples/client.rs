@@ -56,6 +56,7 @@ fn descriptor(arg: &str) -> Result<RateLimitDescriptor, String> {
         entries,
         limit: None,
         hits_addend: None,
+        is_negative_hits: false,
     })
 }
 

@@ -132,6 +132,7 @@ async fn main() {
                         }],
                         limit: None,
                         hits_addend: None,
+                        is_negative_hits: false,
                     }],
                     hits_addend: 1,
                 };

@@ -56,6 +56,7 @@ async fn traffic(addr: String) -> Vec<u64> {
                         }],
                         limit: None,
                         hits_addend: None,
+                        is_negative_hits: false,
                     }],
                     hits_addend: 1,
                 };

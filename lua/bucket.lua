@@ -2,14 +2,14 @@
 -- leaky_bucket.lua as one script. It reads one operation's numbers and holds the admission test,
 -- the Lua twin of token_bucket::take in src/algorithm/token_bucket.rs (the same for both buckets).
 --
--- ARGV[7i-6 .. 7i]   now (quanta), rate, token cost, capacity, burst, hits, and one number of the
---                    script's own (see each script)
+-- ARGV[8i-7 .. 8i]   now (quanta), rate, token cost, capacity, burst, hits, one number of the
+--                    script's own (see each script), and 1 when the hits are a refund, else 0
 
--- The seven numbers of operation i.
+-- The eight numbers of operation i.
 local function bucket_args(i)
   local n = {}
-  for j = 1, 7 do
-    n[j] = tonumber(ARGV[7 * (i - 1) + j])
+  for j = 1, 8 do
+    n[j] = tonumber(ARGV[8 * (i - 1) + j])
   end
   return unpack(n)
 end
@@ -22,5 +22,12 @@ local function take(rate, cost, capacity, burst, before, hits)
     return 1, before + hits * cost
   end
   return 0, before
+end
+
+-- Gives `hits` back to a bucket `before` units below full, never past full (token_bucket::give_back):
+-- returns 1 and the units after. A product past 2^53 only ever compares as larger than `before`.
+local function give_back(cost, before, hits)
+  if hits * cost >= before then return 1, 0 end
+  return 1, before - hits * cost
 end
 

@@ -1,6 +1,7 @@
 -- Fixed window counters for the operations of one request (or, on Redis Cluster, of one hash slot).
--- The Lua twin of src/algorithm/fixed_window.rs: Redis only increments; the decision is computed
--- from the returned counts by the same Rust function the memory store uses.
+-- The Lua twin of src/algorithm/fixed_window.rs: Redis only increments (or, for a refund,
+-- decrements); the decision is computed from the returned counts by the same Rust function the
+-- memory store uses.
 --
 -- KEYS[i]   counter key of operation i (the window start is part of the key)
 -- ARGV[1]   "0": add every operation's hits
@@ -8,20 +9,28 @@
 --                those keys are incremented (done here, atomically; the Go service reads first and
 --                increments later, which races)
 --           "2": add nothing (another key of the request is already known to be over its limit)
--- ARGV[3i-1], ARGV[3i], ARGV[3i+1]   hits, limit and TTL in seconds of operation i
--- Returns {count_after_1, added_1, count_after_2, added_2, ...}.
+--           Refunds are given back in every mode, and never count as going over.
+-- ARGV[4i-2 .. 4i+1]   hits, limit, TTL in seconds, refund (1: give the hits back) of operation i
+-- Returns {count_after_1, moved_1, count_after_2, moved_2, ...}, moved being the hits added, or for
+-- a refund the hits taken back (a refund never goes below zero and never creates a key).
 local mode = ARGV[1]
 local n = #KEYS
 local add = {}
+local refund = {}
 for i = 1, n do
-  add[i] = mode == "2" and 0 or tonumber(ARGV[3 * i - 1])
+  refund[i] = ARGV[4 * i + 1] == "1"
+  if refund[i] or mode == "2" then
+    add[i] = 0
+  else
+    add[i] = tonumber(ARGV[4 * i - 2])
+  end
 end
 if mode == "1" then
   local over = {}
   local any = false
   for i = 1, n do
     local current = tonumber(redis.call("GET", KEYS[i]) or "0")
-    if current + add[i] > tonumber(ARGV[3 * i]) then
+    if not refund[i] and current + add[i] > tonumber(ARGV[4 * i - 1]) then
       over[i] = true
       any = true
     end
@@ -34,8 +43,19 @@ if mode == "1" then
 end
 local out = {}
 for i = 1, n do
-  out[2 * i - 1] = redis.call("INCRBY", KEYS[i], add[i])
-  out[2 * i] = add[i]
-  redis.call("EXPIRE", KEYS[i], tonumber(ARGV[3 * i + 1]))
+  if refund[i] then
+    local current = tonumber(redis.call("GET", KEYS[i]) or "0")
+    local taken = math.min(current, tonumber(ARGV[4 * i - 2]))
+    if taken > 0 then
+      -- DECRBY keeps the key's TTL; a missing or zero counter is left as it is.
+      current = redis.call("DECRBY", KEYS[i], taken)
+    end
+    out[2 * i - 1] = current
+    out[2 * i] = taken
+  else
+    out[2 * i - 1] = redis.call("INCRBY", KEYS[i], add[i])
+    out[2 * i] = add[i]
+    redis.call("EXPIRE", KEYS[i], tonumber(ARGV[4 * i]))
+  end
 end
 return out

@@ -5,7 +5,8 @@
 -- does; Rust builds the decision from the returned numbers.
 --
 -- KEYS[i]   TAT of operation i: a hash {q = whole quanta since the epoch, f = fraction in units}
--- ARGV      per operation (see bucket.lua), the seventh number being the quanta in one second
+-- ARGV      per operation (see bucket.lua), the seventh number being the quanta in one second. A
+--           refund moves the TAT back by its hits, never before now (so a missing key stays missing).
 -- Returns {backlog_before_1, backlog_after_1, allowed_1, backlog_before_2, ...}.
 
 -- Exact floor division of integers below 2^53: a / b is rounded, so the quotient is corrected.
@@ -22,7 +23,7 @@ end
 
 local out = {}
 for i = 1, #KEYS do
-  local now, rate, cost, capacity, burst, hits, per_second = bucket_args(i)
+  local now, rate, cost, capacity, burst, hits, per_second, refund = bucket_args(i)
   local state = redis.call("HMGET", KEYS[i], "q", "f")
   local tat = tonumber(state[1]) or 0
   local frac = tonumber(state[2]) or 0
@@ -33,9 +34,16 @@ for i = 1, #KEYS do
     before = (tat - now) * rate + frac
     if before > capacity then before = capacity end
   end
-  local allowed, after = take(rate, cost, capacity, burst, before, hits)
+  local allowed, after, moves
+  if refund == 1 then
+    allowed, after = give_back(cost, before, hits)
+    moves = before > 0 and rate > 0
+  else
+    allowed, after = take(rate, cost, capacity, burst, before, hits)
+    moves = allowed == 1 and hits > 0
+  end
   -- Denied requests and checks leave the TAT (and its expiry) as they were.
-  if allowed == 1 and hits > 0 then
+  if moves then
     local q, f = divmod(after, rate)
     redis.call("HSET", KEYS[i], "q", string.format("%.0f", now + q), "f", string.format("%.0f", f))
     -- Keep the key until the TAT has passed (whole seconds, rounded up), and one second more.

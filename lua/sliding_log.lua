@@ -7,24 +7,32 @@
 -- KEYS[i]   log of operation i: a sorted set, one member per admitted request,
 --           score = time (µs), member = "<running total, 16 digits>:<hits>". The running total
 --           makes members unique and, zero-padded, orders equal times as they were logged.
--- ARGV[5i-4 .. 5i]   now (µs), window (µs), limit, hits, TTL in seconds
--- Returns {used_before_1, allowed_1, free_at_1, newest_1 (-1 when empty), used_before_2, ...}.
+-- ARGV[6i-5 .. 6i]   now (µs), window (µs), limit, hits, TTL in seconds, refund (1: forget the
+--                    newest `hits` hits instead of logging; sliding_log::refund_step)
+-- Returns {used_before_1, allowed_1, free_at_1, newest_1 (-1 when empty), used_before_2, ...};
+-- for a refund, used_before is the hits left after it.
 
--- The running total, hits and time of the entry at rank r (0 = oldest, -1 = newest).
+-- The running total, hits, time and member of the entry at rank r (0 = oldest, -1 = newest).
 local function entry(key, r)
   local e = redis.call("ZRANGE", key, r, r, "WITHSCORES")
   local cum, hits = string.match(e[1], "^(%d+):(%d+)$")
-  return tonumber(cum), tonumber(hits), tonumber(e[2])
+  return tonumber(cum), tonumber(hits), tonumber(e[2]), e[1]
+end
+
+-- The member text of an entry.
+local function member(cum, hits)
+  return string.format("%016.0f:%.0f", cum, hits)
 end
 
 local out = {}
 for i = 1, #KEYS do
   local key = KEYS[i]
-  local b = 5 * (i - 1)
+  local b = 6 * (i - 1)
   local now = tonumber(ARGV[b + 1])
   local window = tonumber(ARGV[b + 2])
   local limit = tonumber(ARGV[b + 3])
   local hits = tonumber(ARGV[b + 4])
+  local refund = ARGV[b + 6] == "1"
   -- An entry exactly one window old is out.
   redis.call("ZREMRANGEBYSCORE", key, "-inf", string.format("%.0f", now - window))
   local n = redis.call("ZCARD", key)
@@ -38,13 +46,41 @@ for i = 1, #KEYS do
   end
   local used = cum - base
   local allowed = 0
-  if hits <= limit and used + hits <= limit then allowed = 1 end
-  if allowed == 1 and hits > 0 then
+  if refund then
+    -- Forget the newest hits: whole entries, then part of the last one reached. Each turn
+    -- removes an entry or ends the loop.
+    allowed = 1
+    local left = hits
+    while left > 0 and n > 0 do
+      local c, h, at, m = entry(key, -1)
+      redis.call("ZREM", key, m)
+      n = n - 1
+      if h <= left then
+        left = left - h
+        cum = c - h
+      else
+        cum = c - left
+        redis.call("ZADD", key, string.format("%.0f", at), member(cum, h - left))
+        n = n + 1
+        left = 0
+      end
+    end
+    if n == 0 then
+      base, cum, newest = 0, 0, -1
+    else
+      local _, _, at = entry(key, -1)
+      newest = at
+    end
+    used = cum - base
+  elseif hits <= limit and used + hits <= limit then
+    allowed = 1
+  end
+  if not refund and allowed == 1 and hits > 0 then
     -- Logged at max(now, newest), so the set stays ordered if a clock steps back.
     if newest < now then newest = now end
     cum = cum + hits
     n = n + 1
-    redis.call("ZADD", key, string.format("%.0f", newest), string.format("%016.0f:%.0f", cum, hits))
+    redis.call("ZADD", key, string.format("%.0f", newest), member(cum, hits))
   end
   -- Hits that must leave before one more fits; more than one only after the limit was lowered.
   local need = cum - base + 1 - limit

@@ -5,12 +5,14 @@
 --
 -- KEYS[i]   counters of operation i: a hash {s = current window start, c = current, p = previous}
 -- ARGV[1]   SCALE
--- ARGV[6i-4 .. 6i+1]   window start (s), window length (s), weight, limit, hits, TTL in seconds
+-- ARGV[7i-5 .. 7i+1]   window start (s), window length (s), weight, limit, hits, TTL in seconds,
+--                      refund (1: take the hits back from the current window, never below zero;
+--                      a missing key is not created)
 -- Returns {previous_1, current_before_1, current_after_1, allowed_1, previous_2, ...}.
 local scale = tonumber(ARGV[1])
 local out = {}
 for i = 1, #KEYS do
-  local b = 1 + 6 * (i - 1)
+  local b = 1 + 7 * (i - 1)
   local start = tonumber(ARGV[b + 1])
   local window = tonumber(ARGV[b + 2])
   local weight = tonumber(ARGV[b + 3])
@@ -24,15 +26,21 @@ for i = 1, #KEYS do
     if s ~= nil and s + window == start then previous = current else previous = 0 end
     current = 0
   end
+  local refund = ARGV[b + 7] == "1"
   local allowed = 0
-  if hits <= limit and previous * weight + (current + hits) * scale <= limit * scale then
-    allowed = 1
-  end
   local after = current
-  if allowed == 1 then after = current + hits end
-  redis.call("HSET", KEYS[i], "s", string.format("%.0f", start), "c", string.format("%.0f", after),
-    "p", string.format("%.0f", previous))
-  redis.call("EXPIRE", KEYS[i], tonumber(ARGV[b + 6]))
+  if refund then
+    allowed = 1
+    after = math.max(current - hits, 0)
+  elseif hits <= limit and previous * weight + (current + hits) * scale <= limit * scale then
+    allowed = 1
+    after = current + hits
+  end
+  if not refund or s ~= nil then
+    redis.call("HSET", KEYS[i], "s", string.format("%.0f", start), "c", string.format("%.0f", after),
+      "p", string.format("%.0f", previous))
+    redis.call("EXPIRE", KEYS[i], tonumber(ARGV[b + 6]))
+  end
   out[4 * i - 3] = previous
   out[4 * i - 2] = current
   out[4 * i - 1] = after

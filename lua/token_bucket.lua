@@ -5,11 +5,12 @@
 -- the returned numbers with the function the memory store uses.
 --
 -- KEYS[i]   bucket of operation i: a hash {t = last update in quanta, d = debt in units}
--- ARGV      per operation (see bucket.lua), the seventh number being the TTL in seconds
+-- ARGV      per operation (see bucket.lua), the seventh number being the TTL in seconds. A refund
+--           gives tokens back after the refill and never creates a key.
 -- Returns {debt_before_1, debt_after_1, allowed_1, debt_before_2, ...}.
 local out = {}
 for i = 1, #KEYS do
-  local now, rate, cost, capacity, burst, hits, ttl = bucket_args(i)
+  local now, rate, cost, capacity, burst, hits, ttl, refund = bucket_args(i)
   local state = redis.call("HMGET", KEYS[i], "t", "d")
   local last = tonumber(state[1]) or now
   local debt = tonumber(state[2]) or 0
@@ -18,9 +19,16 @@ for i = 1, #KEYS do
   -- A product above 2^53 is rounded, but monotonically: the comparison still agrees with Rust.
   local before = 0
   if elapsed * rate < debt then before = debt - elapsed * rate end
-  local allowed, after = take(rate, cost, capacity, burst, before, hits)
-  redis.call("HSET", KEYS[i], "t", string.format("%.0f", now), "d", string.format("%.0f", after))
-  redis.call("EXPIRE", KEYS[i], ttl)
+  local allowed, after
+  if refund == 1 then
+    allowed, after = give_back(cost, before, hits)
+  else
+    allowed, after = take(rate, cost, capacity, burst, before, hits)
+  end
+  if refund == 0 or state[1] then
+    redis.call("HSET", KEYS[i], "t", string.format("%.0f", now), "d", string.format("%.0f", after))
+    redis.call("EXPIRE", KEYS[i], ttl)
+  end
   out[3 * i - 2] = before
   out[3 * i - 1] = after
   out[3 * i] = allowed

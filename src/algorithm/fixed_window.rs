@@ -37,6 +37,43 @@ pub fn apply(
     decide(before, state.count, limit, window, now)
 }
 
+/// Takes `hits` back from the counter of the window containing `now`, never below zero. A counter
+/// of another (older) window is left alone: the current window has nothing to give back. The answer
+/// is never over the limit; `remaining` is what fits after the refund.
+pub fn refund(
+    state: &mut FixedWindowState,
+    limit: u64,
+    window: Window,
+    hits: u64,
+    now: Timestamp,
+) -> Decision {
+    let before = if state.window_start == window_start(window, now) {
+        state.count
+    } else {
+        0
+    };
+    let after = before.saturating_sub(hits);
+    if before > 0 {
+        state.count = after;
+    }
+    decide_refund(before, after, limit, window, now)
+}
+
+/// The decision once a refund took the window's counter from `before` to `after`; shared by the
+/// memory store and the Redis store.
+pub fn decide_refund(
+    before: u64,
+    after: u64,
+    limit: u64,
+    window: Window,
+    now: Timestamp,
+) -> Decision {
+    Decision {
+        remaining: limit.saturating_sub(after),
+        ..decide(before, after, limit, window, now).refunded()
+    }
+}
+
 /// Start (Unix seconds) of the window of length `window` that contains `now`.
 pub fn window_start(window: Window, now: Timestamp) -> u64 {
     let now = now.as_secs();
@@ -133,7 +170,75 @@ mod tests {
         assert_eq!(d.reset_after, Duration::from_secs(36_800));
     }
 
+    #[test]
+    fn a_refund_takes_hits_back_but_never_below_zero() {
+        let mut s = FixedWindowState::default();
+        apply(&mut s, 3, W60, 4, at(1200));
+        let d = refund(&mut s, 3, W60, 2, at(1201));
+        assert_eq!(
+            (d.over_limit, d.before, d.after, d.remaining),
+            (false, 4, 2, 1)
+        );
+        let d = refund(&mut s, 3, W60, 9, at(1202));
+        assert_eq!((d.over_limit, d.after, d.remaining), (false, 0, 3));
+        assert_eq!(s.count, 0);
+        assert_eq!(d.reset_after, Duration::from_secs(58));
+    }
+
+    #[test]
+    fn a_refund_still_over_the_limit_answers_ok_with_nothing_remaining() {
+        let mut s = FixedWindowState::default();
+        apply(&mut s, 2, W60, 6, at(0));
+        let d = refund(&mut s, 2, W60, 1, at(1));
+        assert_eq!((d.over_limit, d.after, d.remaining), (false, 5, 0));
+    }
+
+    #[test]
+    fn a_refund_never_reaches_into_an_older_window() {
+        let mut s = FixedWindowState::default();
+        apply(&mut s, 5, W60, 5, at(59));
+        let d = refund(&mut s, 5, W60, 5, at(60));
+        assert_eq!((d.before, d.after, d.remaining), (0, 0, 5));
+        assert_eq!(
+            s,
+            FixedWindowState {
+                window_start: 0,
+                count: 5
+            }
+        );
+    }
+
     proptest! {
+        /// Refunds against a model: the count of the current window minus refunds, floored at 0
+        /// at each refund; a refund never answers over the limit.
+        #[test]
+        fn refunds_match_a_floored_counter(
+            limit in 0u64..20,
+            window in 1u64..100,
+            events in proptest::collection::vec((0u64..50, 0u64..6, any::<bool>()), 1..200),
+        ) {
+            let mut s = FixedWindowState::default();
+            let (mut t, mut start, mut count) = (0u64, 0u64, 0u64);
+            for (dt, hits, give_back) in events {
+                t += dt;
+                if t - t % window != start {
+                    (start, count) = (t - t % window, 0);
+                }
+                let now = Timestamp::from_secs(t);
+                let d = if give_back {
+                    count = count.saturating_sub(hits);
+                    let d = refund(&mut s, limit, w(window), hits, now);
+                    prop_assert!(!d.over_limit);
+                    prop_assert_eq!(d.remaining, limit.saturating_sub(count));
+                    d
+                } else {
+                    count += hits;
+                    apply(&mut s, limit, w(window), hits, now)
+                };
+                prop_assert_eq!(d.after, count);
+            }
+        }
+
         /// Against a naive model: admitted hits per window never exceed the limit, and the decision
         /// equals "sum of hits in this window so far > limit".
         #[test]

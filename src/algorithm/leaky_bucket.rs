@@ -62,6 +62,18 @@ pub fn apply(tat: &mut LeakyBucketState, spec: &LimitSpec, hits: u64, now: Times
     decide(&p, spec, s, hits, now)
 }
 
+/// Gives `hits` back: the TAT moves back by `hits × T`, but never before `now` (an idle bucket has
+/// nothing to give back, and its state is left as it was). The answer is never over the limit.
+pub fn refund(tat: &mut LeakyBucketState, spec: &LimitSpec, hits: u64, now: Timestamp) -> Decision {
+    let p = Params::of(spec);
+    let t = p.quanta(now);
+    let s = token_bucket::give_back(&p, backlog(&p, *tat, t), hits);
+    if s.debt_before > 0 && p.rate > 0 {
+        *tat = tat_after(&p, s.debt_after, t);
+    }
+    token_bucket::decide_refund(&p, spec, s, now)
+}
+
 /// The decision for a [`Step`] whose debts are backlogs; shared by the memory and Redis stores.
 ///
 /// Everything but `wait` is the token bucket's [`token_bucket::decide`]: `remaining` = whole hits

@@ -124,6 +124,18 @@ pub struct Decision {
     pub wait: Duration,
 }
 
+impl Decision {
+    /// This decision as the answer to a refund (`is_negative_hits`): giving hits back is never
+    /// over the limit and never has to wait.
+    pub fn refunded(self) -> Decision {
+        Decision {
+            over_limit: false,
+            wait: Duration::ZERO,
+            ..self
+        }
+    }
+}
+
 /// Applies `hits` to `state` (a fresh state when `None` or of another algorithm) and returns the
 /// decision. Fixed windows count hits even over the limit, like the Go service; the other
 /// algorithms record only admitted hits.
@@ -133,13 +145,44 @@ pub fn apply(
     hits: u64,
     now: Timestamp,
 ) -> Decision {
+    run(state, spec, hits, false, now)
+}
+
+/// Gives `hits` back to `state` (`is_negative_hits`) and returns the decision, which is never over
+/// the limit. Each algorithm undoes what admitted hits did, never past its empty state: a fixed or
+/// sliding window decrements its current window's counter (not below zero), a token bucket gets
+/// tokens back up to its capacity, a leaky bucket moves its arrival time back (never before now),
+/// a sliding log forgets its newest hits. A fresh state is already empty, so a refund on it
+/// changes nothing: stores never create a key for a refund.
+pub fn refund(
+    state: &mut Option<AlgorithmState>,
+    spec: &LimitSpec,
+    hits: u64,
+    now: Timestamp,
+) -> Decision {
+    run(state, spec, hits, true, now)
+}
+
+/// [`apply`] or [`refund`], on the state of `spec`'s algorithm.
+fn run(
+    state: &mut Option<AlgorithmState>,
+    spec: &LimitSpec,
+    hits: u64,
+    give_back: bool,
+    now: Timestamp,
+) -> Decision {
     match spec.algorithm {
         Algorithm::FixedWindow => {
             let mut s = match state.take() {
                 Some(AlgorithmState::FixedWindow(s)) => s,
                 _ => fixed_window::FixedWindowState::default(),
             };
-            let d = fixed_window::apply(&mut s, spec.limit, spec.window, hits, now);
+            let f = if give_back {
+                fixed_window::refund
+            } else {
+                fixed_window::apply
+            };
+            let d = f(&mut s, spec.limit, spec.window, hits, now);
             *state = Some(AlgorithmState::FixedWindow(s));
             d
         }
@@ -148,7 +191,12 @@ pub fn apply(
                 Some(AlgorithmState::TokenBucket(s)) => s,
                 _ => token_bucket::TokenBucketState::default(),
             };
-            let d = token_bucket::apply(&mut s, spec, hits, now);
+            let f = if give_back {
+                token_bucket::refund
+            } else {
+                token_bucket::apply
+            };
+            let d = f(&mut s, spec, hits, now);
             *state = Some(AlgorithmState::TokenBucket(s));
             d
         }
@@ -157,7 +205,12 @@ pub fn apply(
                 Some(AlgorithmState::SlidingWindow(s)) => s,
                 _ => sliding_window::SlidingWindowState::default(),
             };
-            let d = sliding_window::apply(&mut s, spec, hits, now);
+            let f = if give_back {
+                sliding_window::refund
+            } else {
+                sliding_window::apply
+            };
+            let d = f(&mut s, spec, hits, now);
             *state = Some(AlgorithmState::SlidingWindow(s));
             d
         }
@@ -166,7 +219,12 @@ pub fn apply(
                 Some(AlgorithmState::LeakyBucket(s)) => s,
                 _ => leaky_bucket::LeakyBucketState::default(),
             };
-            let d = leaky_bucket::apply(&mut s, spec, hits, now);
+            let f = if give_back {
+                leaky_bucket::refund
+            } else {
+                leaky_bucket::apply
+            };
+            let d = f(&mut s, spec, hits, now);
             *state = Some(AlgorithmState::LeakyBucket(s));
             d
         }
@@ -175,7 +233,12 @@ pub fn apply(
                 Some(AlgorithmState::SlidingLog(s)) => s,
                 _ => Box::default(),
             };
-            let d = sliding_log::apply(&mut s, spec, hits, now);
+            let f = if give_back {
+                sliding_log::refund
+            } else {
+                sliding_log::apply
+            };
+            let d = f(&mut s, spec, hits, now);
             *state = Some(AlgorithmState::SlidingLog(s));
             d
         }

@@ -98,6 +98,58 @@ pub fn step(state: &mut SlidingLogState, limit: u64, window: Window, hits: u64, 
             cum: cum.saturating_add(hits),
         });
     }
+    finish(state, limit, window, used_before, allowed)
+}
+
+/// Trims the log to the window at `now`, then forgets its newest `hits` hits: whole entries from
+/// the newest back, and part of the last one reached. The returned step's `used_before` is the
+/// hits left in the window after the refund, and it is always `allowed` (the Lua twin returns the
+/// same numbers).
+pub fn refund_step(
+    state: &mut SlidingLogState,
+    limit: u64,
+    window: Window,
+    hits: u64,
+    now: u64,
+) -> Step {
+    let window = window.micros();
+    state.trim(window, now);
+    let mut left = hits;
+    // Each turn removes an entry or ends the loop, so it runs at most once per entry.
+    while left > 0 {
+        let n = state.entries.len();
+        let Some(newest) = state.entries.back().copied() else {
+            break;
+        };
+        let below = if n >= 2 {
+            state.entries[n - 2].cum
+        } else {
+            state.base
+        };
+        let logged = newest.cum - below;
+        if logged <= left {
+            state.entries.pop_back();
+            left -= logged;
+        } else if let Some(e) = state.entries.back_mut() {
+            e.cum -= left;
+            left = 0;
+        }
+    }
+    if state.entries.is_empty() {
+        state.base = 0;
+    }
+    let used = state.used();
+    finish(state, limit, window, used, true)
+}
+
+/// The step's numbers once the log holds its final entries.
+fn finish(
+    state: &SlidingLogState,
+    limit: u64,
+    window: u64,
+    used_before: u64,
+    allowed: bool,
+) -> Step {
     let used_after = state.used();
     // Hits that must leave before one more fits; more than one only after the limit was lowered.
     let need = used_after.saturating_add(1).saturating_sub(limit);
@@ -120,6 +172,23 @@ pub fn step(state: &mut SlidingLogState, limit: u64, window: Window, hits: u64, 
 pub fn apply(state: &mut SlidingLogState, spec: &LimitSpec, hits: u64, now: Timestamp) -> Decision {
     let s = step(state, spec.limit, spec.window, hits, now.as_micros());
     decide(spec, s, hits, now)
+}
+
+/// Forgets the newest `hits` hits logged (see [`refund_step`]); never over the limit.
+pub fn refund(
+    state: &mut SlidingLogState,
+    spec: &LimitSpec,
+    hits: u64,
+    now: Timestamp,
+) -> Decision {
+    let s = refund_step(state, spec.limit, spec.window, hits, now.as_micros());
+    decide_refund(spec, s, now)
+}
+
+/// The decision for a refund's [`Step`] (whose `used_before` is what is left after it): what a
+/// check would find, never over the limit. Shared by both stores.
+pub fn decide_refund(spec: &LimitSpec, s: Step, now: Timestamp) -> Decision {
+    decide(spec, s, 0, now).refunded()
 }
 
 /// The decision for a [`Step`]; shared by the memory store and the Redis store.

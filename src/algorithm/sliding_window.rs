@@ -86,11 +86,77 @@ pub fn apply(
     )
 }
 
+/// Gives `hits` back to the current window's counter, never below zero; the previous window's
+/// count is history and stays. The answer is never over the limit.
+pub fn refund(
+    state: &mut SlidingWindowState,
+    spec: &LimitSpec,
+    hits: u64,
+    now: Timestamp,
+) -> Decision {
+    roll(state, window_start(spec.window, now), spec.window);
+    state.current = state.current.saturating_sub(hits);
+    decide_refund(spec, state.previous, state.current, now)
+}
+
+/// The decision once a refund left `current` in the current window and `previous` in the one
+/// before: what a check would find then, never over the limit. Shared by both stores.
+pub fn decide_refund(spec: &LimitSpec, previous: u64, current: u64, now: Timestamp) -> Decision {
+    decide(spec, previous, current, current, true, 0, now).refunded()
+}
+
+/// Microseconds from `now` until one more hit fits, given the `previous` and `current` counts of
+/// the window containing `now`: later in this window (as the previous one's weight shrinks), else
+/// in the next one (where `current` becomes the previous count), else in the one after, where
+/// nothing is left. `None` for a zero limit, which never admits.
+pub fn micros_until_one_fits(
+    limit: u64,
+    previous: u64,
+    current: u64,
+    window: Window,
+    now: Timestamp,
+) -> Option<u64> {
+    if limit == 0 {
+        return None;
+    }
+    let (w, scale) = (u128::from(window.micros()), u128::from(SCALE));
+    let into = u128::from(now.as_micros()) % w;
+    let windows = [
+        (previous, current, 0),
+        (current, 0, w - into),
+        (0, 0, 2 * w - into),
+    ];
+    for (prev, cur, offset) in windows {
+        if cur >= limit {
+            continue;
+        }
+        // prev × weight(i) ≤ (limit − cur − 1) × SCALE with weight(i) = ⌈(w − i) × SCALE / w⌉
+        // holds from i = w − ⌊max_weight × w / SCALE⌋ on.
+        let first = if prev == 0 {
+            0
+        } else {
+            let max_weight = u128::from(limit - cur - 1) * scale / u128::from(prev);
+            w.saturating_sub(max_weight * w / scale)
+        };
+        if first < w {
+            let wait = if offset == 0 {
+                first.saturating_sub(into)
+            } else {
+                offset + first
+            };
+            return u64::try_from(wait).ok();
+        }
+    }
+    None
+}
+
 /// The decision once the current counter went from `before` to `after` (equal when denied) with
 /// `previous` in the window before; shared by the memory store and the Redis store.
 ///
 /// `remaining` is how many more hits fit now; `reset_after` the time until the current window
-/// ends, as for fixed windows. For stats, usage is the estimate rounded up; a denied request counts
+/// ends, as for fixed windows, except when denied: then it is the time until one more hit fits
+/// (at least 1 s), so a client retrying after it (Envoy's `Retry-After`) is never early, even
+/// when the previous window's weight still fills the next one. For stats, usage is the estimate rounded up; a denied request counts
 /// all its hits as over.
 pub fn decide(
     spec: &LimitSpec,
@@ -119,13 +185,18 @@ pub fn decide(
         0
     };
     let start = window_start(window, now);
+    let window_end = Duration::from_secs(window.secs() - now.as_secs() % window.secs());
+    let reset_after = match micros_until_one_fits(limit, previous, after, window, now) {
+        Some(micros) if !allowed => Duration::from_secs(micros.div_ceil(1_000_000).max(1)),
+        _ => window_end,
+    };
     let window = window.secs();
     Decision {
         over_limit: !allowed,
         before: used_before,
         after: used_after,
         remaining,
-        reset_after: Duration::from_secs(window - now.as_secs() % window),
+        reset_after,
         // The current count still weighs on the next window; after that nothing is left.
         expires_at: Timestamp::from_secs(start.saturating_add(2 * window)),
         wait: Duration::ZERO,

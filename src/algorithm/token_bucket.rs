@@ -137,6 +137,44 @@ pub fn take(p: &Params, debt_before: u64, hits: u64) -> Step {
     }
 }
 
+/// Gives `hits` tokens back to a bucket that is `debt_before` units below full: the debt shrinks,
+/// never below zero (a bucket holds at most its capacity). The Lua twin is `give_back` in
+/// `lua/bucket.lua`; a product past 2^53 there is only compared, never kept.
+pub fn give_back(p: &Params, debt_before: u64, hits: u64) -> Step {
+    Step {
+        debt_before,
+        debt_after: debt_before.saturating_sub(hits.saturating_mul(p.token_cost)),
+        allowed: true,
+    }
+}
+
+/// Refills the bucket up to `now`, then gives `hits` tokens back (see [`give_back`]).
+pub fn refund(
+    state: &mut TokenBucketState,
+    spec: &LimitSpec,
+    hits: u64,
+    now: Timestamp,
+) -> Decision {
+    let p = Params::of(spec);
+    let t = p.quanta(now);
+    let s = give_back(&p, step(&p, *state, 0, t).debt_before, hits);
+    *state = TokenBucketState {
+        last: t,
+        debt: s.debt_after,
+    };
+    decide_refund(&p, spec, s, now)
+}
+
+/// The decision for a refund's [`Step`]: the bucket as a check (no hits) would find it after the
+/// refund, never over the limit. Shared by both stores and by [`super::leaky_bucket`].
+pub fn decide_refund(p: &Params, spec: &LimitSpec, s: Step, now: Timestamp) -> Decision {
+    let after = Step {
+        debt_before: s.debt_after,
+        ..s
+    };
+    decide(p, spec, after, 0, now).refunded()
+}
+
 /// Applies `hits` at `now` to `state` and returns the decision.
 pub fn apply(
     state: &mut TokenBucketState,

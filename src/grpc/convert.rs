@@ -37,6 +37,7 @@ impl From<common::RateLimitDescriptor> for Descriptor {
                 unit: from_proto_number(o.unit),
             }),
             hits_addend: p.hits_addend,
+            refund: p.is_negative_hits,
         }
     }
 }

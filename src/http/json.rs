@@ -64,6 +64,8 @@ struct JsonDescriptor {
     limit: Option<JsonOverride>,
     #[serde(rename = "hitsAddend", alias = "hits_addend")]
     hits_addend: Option<Num>,
+    #[serde(rename = "isNegativeHits", alias = "is_negative_hits")]
+    is_negative_hits: Option<bool>,
 }
 
 #[derive(Deserialize)]
@@ -120,6 +122,7 @@ pub fn parse_request(body: &[u8]) -> Result<Request, JsonError> {
                 None => None,
             },
             hits_addend: d.hits_addend.as_ref().map(Num::get).transpose()?,
+            refund: d.is_negative_hits.unwrap_or(false),
         });
     }
     Ok(Request {

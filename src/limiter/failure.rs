@@ -103,8 +103,12 @@ pub async fn resolve(
                 (_, Err(e)) => (false, e.clone()),
                 _ => (false, StoreError::Unavailable("no answer for an op".into())),
             };
-            let mode = limit.failure_mode.unwrap_or(degraded.default_mode);
+            let mut mode = limit.failure_mode.unwrap_or(degraded.default_mode);
             let op = &plans.ops[i];
+            if op.refund && mode != FailureMode::Error {
+                // A refund that could not be applied takes nothing and denies nothing.
+                mode = FailureMode::Allow;
+            }
             out.push(match mode {
                 FailureMode::Error => return Err(error),
                 FailureMode::Local => degraded.fallback.outcome(op, limit, now).await?,

@@ -38,6 +38,8 @@ pub struct Limited<'a> {
     /// The hits this descriptor adds: its own `hits_addend` when set (0 checks only), else the
     /// request's, where 0 means 1.
     pub hits: u64,
+    /// `is_negative_hits`: the hits are given back (a refund) instead of added.
+    pub refund: bool,
     /// The (sanitised) stats key its counters are reported under ([`super::stats_key`]).
     pub stats_key: Cow<'a, str>,
     /// Where this descriptor's ops (and so its outcomes) sit in the request's batch.
@@ -128,11 +130,17 @@ impl<'a> Plans<'a> {
             } else {
                 keys.build_extra(&req.domain, entries, &spec, now)
             };
-            self.ops.push(Op { key, spec, hits });
+            self.ops.push(Op {
+                key,
+                spec,
+                hits,
+                refund: d.refund,
+            });
         }
         Plan::Limited(Limited {
             limit: m.limit,
             hits,
+            refund: d.refund,
             stats_key: m.stats_key,
             ops: start..self.ops.len(),
         })

@@ -51,6 +51,8 @@ pub struct Descriptor {
     pub limit: Option<Override>,
     /// Per-descriptor hits as sent; `Some(0)` means check without consuming.
     pub hits_addend: Option<u64>,
+    /// `is_negative_hits`: the descriptor's hits are given back instead of added.
+    pub refund: bool,
 }
 
 impl Descriptor {

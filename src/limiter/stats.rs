@@ -25,6 +25,9 @@ pub struct LimitIncrements {
     /// `local_fallback` (ratelimitd): hits decided by the local fallback while the store did
     /// not answer.
     pub local_fallback: u64,
+    /// `total_negative_hits`: hits given back by refunds (`is_negative_hits`), which move no
+    /// other counter.
+    pub total_negative_hits: u64,
 }
 
 /// Why a `ShouldRateLimit` call failed, as the Go error counters name it.
@@ -117,11 +120,24 @@ pub fn increments(
     inc
 }
 
+/// The increments of a refund of `hits`: only `total_negative_hits` moves (a refund is neither a
+/// hit nor ever near or over a limit).
+pub fn refunded(hits: u64) -> LimitIncrements {
+    LimitIncrements {
+        total_negative_hits: hits,
+        ..LimitIncrements::default()
+    }
+}
+
 /// Reports the stats of a decided request, per descriptor under its reported limit. Unlimited
 /// and replaced descriptors count nothing.
 pub fn record(sink: &dyn StatsSink, ratio: f32, settled: &[Settled<'_>]) {
     for s in settled {
         if let (Plan::Limited(l), Some((limit, source, verdict))) = (s.plan, s.reported) {
+            if l.refund {
+                sink.limit(&l.stats_key, &refunded(l.hits));
+                continue;
+            }
             let limit_n = u64::from(limit.requests_per_unit);
             let inc = increments(verdict, source, limit_n, l.hits, limit.shadow_mode, ratio);
             sink.limit(&l.stats_key, &inc);
@@ -134,9 +150,13 @@ pub fn record(sink: &dyn StatsSink, ratio: f32, settled: &[Settled<'_>]) {
 pub fn record_store_failure(sink: &dyn StatsSink, plans: &Plans<'_>, kind: ErrorKind) {
     for plan in &plans.descriptors {
         if let Plan::Limited(l) = plan {
-            let inc = LimitIncrements {
-                total_hits: l.hits,
-                ..LimitIncrements::default()
+            let inc = if l.refund {
+                refunded(l.hits)
+            } else {
+                LimitIncrements {
+                    total_hits: l.hits,
+                    ..LimitIncrements::default()
+                }
             };
             sink.limit(&l.stats_key, &inc);
         }

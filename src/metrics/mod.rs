@@ -24,7 +24,7 @@ use crate::resilience::BreakerReport;
 use table::KeyTable;
 
 /// Names of the per-limit counters, in [`table::Counters`] index order (Go stat names).
-pub const LIMIT_STATS: [&str; 7] = [
+pub const LIMIT_STATS: [&str; 8] = [
     "total_hits",
     "over_limit",
     "near_limit",
@@ -32,6 +32,7 @@ pub const LIMIT_STATS: [&str; 7] = [
     "within_limit",
     "shadow_mode",
     "local_fallback",
+    "total_negative_hits",
 ];
 
 /// Most timer observations kept between two StatsD flushes; more are dropped (and counted).
@@ -58,7 +59,7 @@ pub type LoadCounts = Arc<dyn Fn() -> ConfigLoads + Send + Sync>;
 
 /// Every counter of the service. Share it as `Arc<Metrics>`.
 pub struct Metrics {
-    pub(crate) limits: KeyTable<7>,
+    pub(crate) limits: KeyTable<8>,
     pub(crate) unknown_domains: KeyTable<1>,
     pub(crate) global_shadow: AtomicU64,
     pub(crate) redis_errors: AtomicU64,
@@ -238,6 +239,7 @@ impl StatsSink for Metrics {
             inc.within_limit,
             inc.shadow_mode,
             inc.local_fallback,
+            inc.total_negative_hits,
         ];
         for (i, v) in values.into_iter().enumerate() {
             c.add(i, v);

@@ -101,6 +101,11 @@ const FAMILIES: &[Family] = &[
         "Redis circuit breaker transitions, by target and new state",
         &["target", "to"],
     ),
+    (
+        "ratelimit_service_rate_limit_total_negative_hits",
+        "Hits given back by refunds (is_negative_hits)",
+        &["domain", "key1", "key2"],
+    ),
 ];
 
 /// The memory store's gauges: live keys, and the approximate bytes they take.
@@ -120,6 +125,12 @@ const BREAKER_STATE: (&str, &str) = (
     "ratelimitd_redis_breaker_state",
     "Redis circuit breaker state by target: 0 closed, 1 half-open, 2 open",
 );
+
+/// Index in [`FAMILIES`] of `local_fallback` (stat 6), mapped like the Go stats above it.
+const LOCAL_FALLBACK_FAMILY: usize = 12;
+
+/// Index in [`FAMILIES`] of `total_negative_hits` (stat 7), mapped like the Go stats above it.
+const NEGATIVE_HITS_FAMILY: usize = FAMILIES.len() - 1;
 
 /// Reads [`Metrics`] into metric families on every scrape.
 struct MetricsCollector {
@@ -203,7 +214,10 @@ impl Collector for MetricsCollector {
                 }
             }
             if values[6] > 0 {
-                inc(12, &l, values[6]);
+                inc(LOCAL_FALLBACK_FAMILY, &l, values[6]);
+            }
+            if values[7] > 0 {
+                inc(NEGATIVE_HITS_FAMILY, &l, values[7]);
             }
         }
         for (domain, [v]) in m.unknown_domains.snapshot() {

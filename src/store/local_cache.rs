@@ -42,6 +42,11 @@ impl OverLimitCache {
         e.map.get(key).copied().filter(|until| *until > now)
     }
 
+    /// Forgets `key` (a refund made room under its limit).
+    pub fn remove(&self, key: &str) {
+        self.entries.lock().map.remove(key);
+    }
+
     /// Remembers that `key` is over its limit until `until`.
     pub fn insert(&self, key: &str, until: Timestamp, now: Timestamp) {
         let mut e = self.entries.lock();

@@ -158,13 +158,17 @@ impl MemoryStore {
             if entry.expires_at <= now {
                 entry.state = None;
             }
-            let d = algorithm::apply(&mut entry.state, &op.spec, op.hits, now);
+            let d = run(&mut entry.state, op, now);
             entry.expires_at = d.expires_at;
             return Ok(d);
         }
-        self.reserve_slot(&mut shard, cost(&op.key), now)?;
         let mut state = None;
-        let d = algorithm::apply(&mut state, &op.spec, op.hits, now);
+        if op.refund {
+            // A missing key is already empty: the refund is answered without creating it.
+            return Ok(run(&mut state, op, now));
+        }
+        self.reserve_slot(&mut shard, cost(&op.key), now)?;
+        let d = run(&mut state, op, now);
         shard.insert(
             op.key.clone(),
             Entry {
@@ -213,6 +217,15 @@ impl MemoryStore {
             return false;
         }
         true
+    }
+}
+
+/// Applies or refunds `op` on `state`.
+fn run(state: &mut Option<AlgorithmState>, op: &Op, now: Timestamp) -> Decision {
+    if op.refund {
+        algorithm::refund(state, &op.spec, op.hits, now)
+    } else {
+        algorithm::apply(state, &op.spec, op.hits, now)
     }
 }
 

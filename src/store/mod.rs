@@ -19,8 +19,11 @@ pub struct Op {
     pub key: String,
     /// The limit and algorithm.
     pub spec: LimitSpec,
-    /// Hits to add (0 = check only).
+    /// Hits to add (0 = check only), or to give back when `refund` is set.
     pub hits: u64,
+    /// `is_negative_hits`: give `hits` back instead of adding them ([`crate::algorithm::refund`]).
+    /// A refund never creates a key and is never over the limit.
+    pub refund: bool,
 }
 
 /// What a store answered for one op.

@@ -172,3 +172,55 @@ proptest! {
         }
     }
 }
+
+#[test]
+fn a_refund_moves_the_tat_back_but_never_before_now() {
+    let (s, mut b) = fresh(1, 10, 3);
+    let now = 1_000_000_000_000u64;
+    apply(&mut b, &s, 3, Timestamp::from_micros(now));
+    assert_eq!(b.tat, now + 30_000_000);
+    let d = refund(&mut b, &s, 1, Timestamp::from_micros(now + 1));
+    assert_eq!(
+        (d.over_limit, d.remaining, b.tat),
+        (false, 1, now + 20_000_000)
+    );
+    refund(&mut b, &s, 9, Timestamp::from_micros(now + 2));
+    assert_eq!((b.tat, b.frac), (now + 2, 0));
+    // An idle bucket has nothing to give back and is left alone.
+    let idle = b;
+    refund(&mut b, &s, 1, Timestamp::from_micros(now + 5));
+    assert_eq!(b, idle);
+}
+
+proptest! {
+    /// Refunds mixed into the TAT model: the TAT moves back by `hits × T`, never before now, and
+    /// the next decisions agree with the model's.
+    #[test]
+    fn refunds_match_the_tat_model(
+        (limit, window, burst) in (1u64..20, 1u64..120, 1u64..30),
+        events in proptest::collection::vec((0u64..5_000_000, 0u64..8, any::<bool>()), 1..150),
+    ) {
+        let (s, mut b) = fresh(limit, window, burst);
+        let w = u128::from(window) * 1_000_000;
+        let mut tat = 0u128;
+        let mut now = 1_000_000_000_000u64;
+        for (dt, hits, give_back) in events {
+            now += dt;
+            let at = Timestamp::from_micros(now);
+            if give_back {
+                let n = u128::from(now) * u128::from(limit);
+                if tat > n {
+                    tat = tat.saturating_sub(u128::from(hits) * w).max(n);
+                }
+                let d = refund(&mut b, &s, hits, at);
+                let backlog = tat.saturating_sub(n);
+                prop_assert!(!d.over_limit);
+                prop_assert_eq!(u128::from(d.remaining), (u128::from(burst) * w - backlog) / w);
+            } else {
+                let want = model(&mut tat, limit, w, burst, hits, now);
+                let d = apply(&mut b, &s, hits, at);
+                prop_assert_eq!((u128::from(!d.over_limit), u128::from(d.remaining)), (want[0], want[1]));
+            }
+        }
+    }
+}

@@ -222,3 +222,60 @@ proptest! {
         }
     }
 }
+
+#[test]
+fn a_refund_forgets_the_newest_hits_whole_entries_then_part_of_one() {
+    let s = spec(10, 10);
+    let mut log = SlidingLogState::default();
+    for (ms, hits) in [(0, 3), (1_000, 4), (2_000, 2)] {
+        apply(&mut log, &s, hits, at_ms(ms));
+    }
+    let d = refund(&mut log, &s, 3, at_ms(3_000));
+    assert_eq!((d.over_limit, d.remaining), (false, 4));
+    let cums: Vec<u64> = log.entries.iter().map(|e| e.cum).collect();
+    assert_eq!(cums, [3, 6]);
+    let d = refund(&mut log, &s, 50, at_ms(3_000));
+    assert_eq!((d.remaining, log.entries.len(), log.base), (10, 0, 0));
+}
+
+proptest! {
+    /// Refunds mixed into the naive log: the newest hits are forgotten (whole entries, then part
+    /// of one), and every later decision still agrees with the model.
+    #[test]
+    fn refunds_match_the_naive_model(
+        limit in 0u64..8,
+        window_secs in 1u64..5,
+        events in proptest::collection::vec((0u64..3_000_000, 0u64..6, any::<bool>()), 1..120),
+    ) {
+        let window = window_secs * 1_000_000;
+        let s = spec(limit, window_secs);
+        let mut log = SlidingLogState::default();
+        let mut admitted: Vec<(u64, u64)> = Vec::new();
+        let mut now = T0;
+        for (dt, hits, give_back) in events {
+            now += dt;
+            admitted.retain(|(at, _)| at + window > now);
+            let at = Timestamp::from_micros(now);
+            if give_back {
+                let mut left = hits;
+                while left > 0 {
+                    let Some(last) = admitted.last_mut() else { break };
+                    let take = last.1.min(left);
+                    last.1 -= take;
+                    left -= take;
+                    if last.1 == 0 { admitted.pop(); }
+                }
+                let d = refund(&mut log, &s, hits, at);
+                let (used, _) = model(&admitted, limit, window, now);
+                prop_assert!(!d.over_limit);
+                prop_assert_eq!(d.remaining, limit.saturating_sub(used));
+            } else {
+                let (used, _) = model(&admitted, limit, window, now);
+                let ok = hits <= limit && used + hits <= limit;
+                if ok && hits > 0 { admitted.push((now, hits)); }
+                prop_assert_eq!(apply(&mut log, &s, hits, at).over_limit, !ok);
+            }
+            prop_assert_eq!(log.entries.len(), admitted.len());
+        }
+    }
+}

@@ -92,3 +92,54 @@ proptest! {
         }
     }
 }
+
+#[test]
+fn a_refund_puts_tokens_back_up_to_the_capacity() {
+    let s = spec(1, 60, 5);
+    let mut b = TokenBucketState::default();
+    apply(&mut b, &s, 5, at_ms(0));
+    assert!(apply(&mut b, &s, 1, at_ms(1)).over_limit);
+    let d = refund(&mut b, &s, 2, at_ms(2));
+    assert_eq!((d.over_limit, d.remaining), (false, 2));
+    let d = refund(&mut b, &s, 100, at_ms(3));
+    assert_eq!((d.over_limit, d.remaining, b.debt), (false, 5, 0));
+    assert!(!apply(&mut b, &s, 5, at_ms(4)).over_limit);
+}
+
+proptest! {
+    /// Refunds mixed into the fractional model: tokens come back, never past a full bucket, and a
+    /// refund is never over the limit.
+    #[test]
+    fn refunds_match_the_fractional_model(
+        limit in 1u64..20,
+        window in 1u64..120,
+        burst in 1u64..30,
+        events in proptest::collection::vec((0u64..5_000_000, 0u64..5, any::<bool>()), 1..150),
+    ) {
+        let s = spec(limit, window, burst);
+        let w = u128::from(window) * 1_000_000;
+        let full = u128::from(burst) * w;
+        let mut b = TokenBucketState::default();
+        let (mut num, mut last) = (full, None::<u128>);
+        let mut now = 1_000_000_000_000u64;
+        for (dt, hits, give_back) in events {
+            now += dt;
+            let t = u128::from(now);
+            if let Some(l) = last {
+                num = (num + (t - l) * u128::from(limit)).min(full);
+            }
+            last = Some(t);
+            let at = Timestamp::from_micros(now);
+            if give_back {
+                num = (num + u128::from(hits) * w).min(full);
+                let d = refund(&mut b, &s, hits, at);
+                prop_assert!(!d.over_limit);
+                prop_assert_eq!(d.remaining, (num / w) as u64);
+            } else {
+                let ok = u128::from(hits) * w <= num;
+                if ok { num -= u128::from(hits) * w; }
+                prop_assert_eq!(apply(&mut b, &s, hits, at).over_limit, !ok);
+            }
+        }
+    }
+}

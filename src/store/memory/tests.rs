@@ -16,6 +16,7 @@ fn op(key: &str, limit: u64, window_secs: u64) -> Op {
             burst: 0,
         },
         hits: 1,
+        refund: false,
     }
 }
 

@@ -33,9 +33,14 @@ impl Group<'_> {
     }
 
     /// The hits to add for `op`: none in mode 2, where algorithms other than fixed windows only
-    /// check (they have no "increment only the keys going over" mode).
+    /// check (they have no "increment only the keys going over" mode). Refunds are always given
+    /// back: they can only make room.
     pub(super) fn hits(&self, op: &Op) -> u64 {
-        if self.mode == 2 { 0 } else { op.hits }
+        if self.mode == 2 && !op.refund {
+            0
+        } else {
+            op.hits
+        }
     }
 
     /// Calls `script` with the group's keys and `args`, checks that it returned `width` values per

@@ -1,5 +1,6 @@
 //! Fixed window operations on Redis: one `lua/fixed_window.lua` call per group, which only
-//! increments; the decisions come from [`fixed_window::decide`], as in the memory store.
+//! increments (or, for refunds, decrements); the decisions come from [`fixed_window::decide`] and
+//! [`fixed_window::decide_refund`], as in the memory store.
 
 use redis::{RedisError, Script};
 
@@ -21,13 +22,18 @@ pub(super) async fn run(
     let mut args = Vec::with_capacity(1 + 3 * g.indices.len());
     args.push(g.mode);
     for op in g.ops() {
-        args.extend([op.hits, op.spec.limit, ttl(op.spec.window)]);
+        let refund = u64::from(op.refund);
+        args.extend([op.hits, op.spec.limit, ttl(op.spec.window), refund]);
     }
     g.eval(script, &args, 2, |op, c| {
-        let (after, added) = (c[0].max(0) as u64, c[1].max(0) as u64);
+        let (after, moved) = (c[0].max(0) as u64, c[1].max(0) as u64);
         let spec = &op.spec;
+        if op.refund {
+            let before = after.saturating_add(moved);
+            return fixed_window::decide_refund(before, after, spec.limit, spec.window, g.now);
+        }
         fixed_window::decide(
-            after.saturating_sub(added),
+            after.saturating_sub(moved),
             after,
             spec.limit,
             spec.window,

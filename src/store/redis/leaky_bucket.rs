@@ -21,4 +21,6 @@ pub(super) fn script() -> Script {
 pub(super) const LEAKY_BUCKET: Bucket = Bucket {
     last_arg: |p, _| 1_000_000 / p.quantum_micros,
     decide: leaky_bucket::decide,
+    // A refund's answer is the token bucket's: a check of the bucket after it.
+    decide_refund: crate::algorithm::token_bucket::decide_refund,
 };

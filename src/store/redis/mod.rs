@@ -197,9 +197,9 @@ impl Store for RedisStore {
         let mut pending = Vec::with_capacity(ops.len());
         for (i, op) in ops.iter().enumerate() {
             // Only fixed windows are cached: their "over" lasts until a known instant, while a
-            // bucket admits again as soon as one token is back.
+            // bucket admits again as soon as one token is back. Refunds always reach Redis.
             let cached = match &self.local_cache {
-                Some(c) if op.spec.algorithm == Algorithm::FixedWindow => {
+                Some(c) if op.spec.algorithm == Algorithm::FixedWindow && !op.refund => {
                     c.over_until(&op.key, now)
                 }
                 _ => None,
@@ -211,7 +211,7 @@ impl Store for RedisStore {
         }
         // Go: with STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT, a request already over via the local
         // cache adds nothing to its other keys.
-        let cached_over = pending.len() < ops.len();
+        let cached_over = answers.iter().any(Option::is_some);
         let mode = match (self.stop_increment_when_over_limit, cached_over) {
             (true, true) => 2,
             (true, false) => 1,
@@ -265,11 +265,15 @@ impl Store for RedisStore {
             called = true;
             for (i, d) in decisions.into_iter().flatten() {
                 let op = &ops[i];
-                if d.over_limit
-                    && op.spec.algorithm == Algorithm::FixedWindow
+                if op.spec.algorithm == Algorithm::FixedWindow
                     && let Some(c) = &self.local_cache
                 {
-                    c.insert(&op.key, d.expires_at, now);
+                    if d.over_limit {
+                        c.insert(&op.key, d.expires_at, now);
+                    } else if op.refund && d.remaining > 0 {
+                        // The refund made room: this instance stops answering from its cache.
+                        c.remove(&op.key);
+                    }
                 }
                 answers[i] = Some(Answer::Decided(d));
             }

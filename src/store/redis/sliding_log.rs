@@ -20,7 +20,7 @@ pub(super) async fn run(
     g: &Group<'_>,
     script: &Script,
 ) -> Result<Vec<(usize, Decision)>, RedisError> {
-    let mut args = Vec::with_capacity(5 * g.indices.len());
+    let mut args = Vec::with_capacity(6 * g.indices.len());
     for op in g.ops() {
         let window = op.spec.window;
         args.extend([
@@ -30,6 +30,7 @@ pub(super) async fn run(
             g.hits(op),
             // The newest entry matters for one window from now; a second more absorbs rounding.
             window.secs() + 1,
+            u64::from(op.refund),
         ]);
     }
     g.eval(script, &args, 4, |op, r| {
@@ -39,6 +40,9 @@ pub(super) async fn run(
             free_at: r[2].max(0) as u64,
             newest: u64::try_from(r[3]).ok(),
         };
+        if op.refund {
+            return sliding_log::decide_refund(&op.spec, step, g.now);
+        }
         sliding_log::decide(&op.spec, step, g.hits(op), g.now)
     })
     .await

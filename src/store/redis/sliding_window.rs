@@ -20,7 +20,7 @@ pub(super) async fn run(
     g: &Group<'_>,
     script: &Script,
 ) -> Result<Vec<(usize, Decision)>, RedisError> {
-    let mut args = Vec::with_capacity(1 + 6 * g.indices.len());
+    let mut args = Vec::with_capacity(1 + 7 * g.indices.len());
     args.push(SCALE);
     for op in g.ops() {
         let spec = &op.spec;
@@ -33,11 +33,15 @@ pub(super) async fn run(
             g.hits(op),
             // The current count weighs on the next window too.
             2 * window.secs(),
+            u64::from(op.refund),
         ]);
     }
     g.eval(script, &args, 4, |op, r| {
         let [previous, before, after] = [r[0], r[1], r[2]].map(|v| v.max(0) as u64);
         let allowed = r[3] == 1;
+        if op.refund {
+            return sliding_window::decide_refund(&op.spec, previous, after, g.now);
+        }
         sliding_window::decide(
             &op.spec,
             previous,

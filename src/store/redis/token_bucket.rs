@@ -25,12 +25,15 @@ pub(super) struct Bucket {
     pub(super) last_arg: fn(&Params, &LimitSpec) -> u64,
     /// The decision for a step (the algorithm's own `decide`).
     pub(super) decide: fn(&Params, &LimitSpec, Step, u64, Timestamp) -> Decision,
+    /// The decision for a refund's step (the algorithm's own `decide_refund`).
+    pub(super) decide_refund: fn(&Params, &LimitSpec, Step, Timestamp) -> Decision,
 }
 
 /// The token bucket: its keys expire once an untouched bucket is full again.
 pub(super) const TOKEN_BUCKET: Bucket = Bucket {
     last_arg: |p, spec| p.refill_secs(spec.window),
     decide: token_bucket::decide,
+    decide_refund: token_bucket::decide_refund,
 };
 
 /// Applies the operations of `g` (all buckets of one kind) in one script call; in mode 2 (another
@@ -39,7 +42,7 @@ pub(super) async fn run(
     g: &Group<'_>,
     (script, bucket): (&Script, &Bucket),
 ) -> Result<Vec<(usize, Decision)>, RedisError> {
-    let mut args = Vec::with_capacity(7 * g.indices.len());
+    let mut args = Vec::with_capacity(8 * g.indices.len());
     for op in g.ops() {
         let p = Params::of(&op.spec);
         args.extend([
@@ -50,6 +53,7 @@ pub(super) async fn run(
             p.burst,
             g.hits(op),
             (bucket.last_arg)(&p, &op.spec),
+            u64::from(op.refund),
         ]);
     }
     g.eval(script, &args, 3, |op, r| {
@@ -59,6 +63,9 @@ pub(super) async fn run(
             allowed: r[2] == 1,
         };
         let p = Params::of(&op.spec);
+        if op.refund {
+            return (bucket.decide_refund)(&p, &op.spec, step, g.now);
+        }
         (bucket.decide)(&p, &op.spec, step, g.hits(op), g.now)
     })
     .await
