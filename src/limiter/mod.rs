@@ -6,10 +6,12 @@
 //! 3. run the ops in one store batch; one [`Outcome`] per op, tagged with its [`Source`] (the
 //!    store, its local over-limit cache, or the [`failure`] policy when the store failed);
 //! 4. [`outcome::settle`]: each descriptor reports its most restrictive outcome;
-//! 5. [`stats`] and [`finish`] (statuses, overall code, headers, metadata) fold from that.
+//! 5. [`stats`] and [`finish`] (statuses, overall code, headers, metadata) fold from that;
+//!    [`headers`] turns a response into the standard rate limit headers every edge renders.
 
 pub mod failure;
 pub mod finish;
+pub mod headers;
 pub mod key;
 pub mod outcome;
 pub mod plan;
@@ -178,7 +180,7 @@ impl RateLimiter {
         if !store_failed {
             stats::record(self.stats.as_ref(), self.options.near_limit_ratio, &settled);
         }
-        let (response, global_shadow) = finish::respond(&self.options, req, &settled);
+        let (response, global_shadow) = finish::respond(&self.options, req, &settled, now);
         if global_shadow {
             self.stats.global_shadow_mode();
         }

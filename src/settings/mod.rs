@@ -2,6 +2,7 @@
 //! overridden by command-line flags. Invalid values are startup errors naming the variable.
 
 pub mod cli;
+pub mod edges;
 pub mod grpc;
 pub mod kinds;
 pub mod observability;
@@ -13,6 +14,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 pub use cli::{Cli, Command};
+pub use edges::EdgeSettings;
 pub use grpc::{GrpcServerSettings, TlsSettings};
 pub use kinds::{Backend, KeyFormat, LogFormat, LogLevel, Secret, StatsdProtocol};
 pub use observability::{Observability, StatsSinkKind, TracingProtocol, TracingSettings};
@@ -91,6 +93,8 @@ pub struct Settings {
     pub drain_timeout: Duration,
     /// Stats sinks, stat-key bound and tracing ([`observability`]).
     pub obs: Observability,
+    /// `CHECK_*` and `LIMIT_RESPONSE_STANDARD_HEADERS_ENABLED` ([`edges`]).
+    pub edges: EdgeSettings,
 }
 
 /// Looks up variables, remembering for error messages where each value came from.
@@ -245,6 +249,7 @@ impl Settings {
             })?,
             drain_timeout: v.parse("DRAIN_TIMEOUT", Duration::from_secs(10), parse::go_duration)?,
             obs: observability::from_vars(v)?,
+            edges: edges::from_vars(v)?,
         })
     }
 }
