@@ -223,3 +223,19 @@ async fn grpc_adds_nothing_by_default() {
     let resp = s.rl("api", &[&[("client_key", "j")]]).await;
     assert!(resp.response_headers_to_add.is_empty(), "Go behaviour");
 }
+
+#[tokio::test]
+async fn the_readme_example_config_has_tiers_and_endpoint_limits() {
+    let cfg = include_str!("../examples/check/api.yaml");
+    let s = TestServer::start(&[("api.yaml", cfg)], &[]).await;
+    s.set_time(T0);
+    let (status, hd, _) = check(&s, json!({"client_key": "partner:acme"})).await;
+    assert_eq!(status, 200);
+    assert_eq!(h(&hd, "ratelimit-policy"), Some(r#""partner";q=1000;w=60"#));
+    let search = json!({"client_key": "user:1", "endpoint": "/api/v1/search"});
+    let (_, hd, _) = check(&s, search).await;
+    assert_eq!(
+        h(&hd, "ratelimit-policy"),
+        Some(r#""per-client";q=100;w=60, "search";q=10;w=60"#)
+    );
+}
