@@ -13,7 +13,7 @@ fn bin() -> Command {
 
 #[test]
 fn validate_accepts_every_example_config() {
-    // Every rate limit config directory under examples/ (the README's, the one behind
+    // Every rate limit config directory under examples/ (the README's, `/check`'s, the one behind
     // envoy/envoy.yaml, one file per feature), found by listing so that a new one is not missed.
     // examples/k8s and examples/envoy-gateway hold Kubernetes manifests, not configs:
     // tests/k8s_recipes.rs checks the config inside the ConfigMap, and
@@ -27,7 +27,12 @@ fn validate_accepts_every_example_config() {
     dirs.sort();
     assert_eq!(
         dirs,
-        ["examples/config", "examples/envoy", "examples/features"]
+        [
+            "examples/check",
+            "examples/config",
+            "examples/envoy",
+            "examples/features"
+        ]
     );
     for dir in &dirs {
         let out = bin().args(["validate", dir]).output().unwrap();

@@ -189,10 +189,10 @@ pub async fn start(settings: &Settings) -> Result<Running, AppError> {
     }
     let grpc_router = builder
         .add_service(health_server)
-        .add_service(RateLimitServiceServer::new(RlsService::new(
-            service.clone(),
-            metrics.clone(),
-        )));
+        .add_service(RateLimitServiceServer::new(
+            RlsService::new(service.clone(), metrics.clone())
+                .with_standard_headers(settings.edges.grpc_standard_headers),
+        ));
     serve_grpc(
         &mut tasks,
         grpc,
@@ -204,6 +204,7 @@ pub async fn start(settings: &Settings) -> Result<Running, AppError> {
     let http_router = crate::http::router(crate::http::HttpState {
         service: service.clone(),
         health: health.clone(),
+        edges: Arc::new(settings.edges.clone()),
     });
     serve_http(&mut tasks, http, http_router, stopped(stop.clone()));
     let debug_router = crate::http::debug::router(crate::http::debug::DebugState {

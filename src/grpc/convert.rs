@@ -9,6 +9,7 @@ use super::unit::{from_proto_number, to_proto_number};
 use crate::grpc::pb::envoy::config::core::v3::HeaderValue;
 use crate::grpc::pb::envoy::extensions::common::ratelimit::v3 as common;
 use crate::grpc::pb::envoy::service::ratelimit::v3 as rls;
+use crate::limiter::headers::RateLimitHeaders;
 use crate::limiter::{Code, Descriptor, Entry, Override, Request, Response};
 
 impl From<rls::RateLimitRequest> for Request {
@@ -40,6 +41,13 @@ impl From<common::RateLimitDescriptor> for Descriptor {
             refund: p.is_negative_hits,
         }
     }
+}
+
+/// Appends the standard headers ([`RateLimitHeaders::standard`]) to the headers Envoy adds.
+pub fn add_standard_headers(r: &mut Response) {
+    let headers = RateLimitHeaders::from_response(r).standard();
+    r.response_headers
+        .extend(headers.into_iter().map(|(k, v)| (k.to_string(), v)));
 }
 
 fn code(c: Code) -> i32 {

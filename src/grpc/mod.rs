@@ -29,12 +29,24 @@ pub use rls::rate_limit_service_server::RateLimitServiceServer;
 pub struct RlsService {
     service: Arc<Service>,
     metrics: Option<Arc<Metrics>>,
+    standard_headers: bool,
 }
 
 impl RlsService {
     /// A gRPC front for `service`, counting requests and response times into `metrics`.
     pub fn new(service: Arc<Service>, metrics: Option<Arc<Metrics>>) -> RlsService {
-        RlsService { service, metrics }
+        RlsService {
+            service,
+            metrics,
+            standard_headers: false,
+        }
+    }
+
+    /// Adds `Retry-After` and the draft-10 `RateLimit-Policy` / `RateLimit` to every answer's
+    /// `response_headers_to_add` (`LIMIT_RESPONSE_STANDARD_HEADERS_ENABLED`).
+    pub fn with_standard_headers(mut self, on: bool) -> RlsService {
+        self.standard_headers = on;
+        self
     }
 }
 
@@ -63,7 +75,12 @@ impl rls::rate_limit_service_server::RateLimitService for RlsService {
             m.grpc_request("ShouldRateLimit", watch.elapsed());
         }
         match result {
-            Ok(resp) => Ok(Response::new(resp.into())),
+            Ok(mut resp) => {
+                if self.standard_headers {
+                    convert::add_standard_headers(&mut resp);
+                }
+                Ok(Response::new(resp.into()))
+            }
             Err(e) => Err(status_of(&e)),
         }
     }

@@ -105,8 +105,22 @@ fn unit_of(u: &Option<EnumValue>) -> Result<Option<Unit>, JsonError> {
 pub fn parse_request(body: &[u8]) -> Result<Request, JsonError> {
     let r: JsonRequest = serde_json::from_slice(body)?;
     let hits_addend = u64::from(u32_of(&r.hits_addend)?);
-    let mut descriptors = Vec::new();
-    for d in r.descriptors.unwrap_or_default() {
+    Ok(Request {
+        domain: r.domain.unwrap_or_default(),
+        descriptors: descriptors_of(r.descriptors.unwrap_or_default())?,
+        hits_addend,
+    })
+}
+
+/// Parses a protojson descriptor list (the `descriptors` of a `/json` body), as `POST /check`
+/// accepts it.
+pub fn parse_descriptors(value: Value) -> Result<Vec<Descriptor>, JsonError> {
+    descriptors_of(serde_json::from_value(value)?)
+}
+
+fn descriptors_of(list: Vec<JsonDescriptor>) -> Result<Vec<Descriptor>, JsonError> {
+    let mut descriptors = Vec::with_capacity(list.len());
+    for d in list {
         descriptors.push(Descriptor {
             entries: d
                 .entries
@@ -125,11 +139,7 @@ pub fn parse_request(body: &[u8]) -> Result<Request, JsonError> {
             refund: d.is_negative_hits.unwrap_or(false),
         });
     }
-    Ok(Request {
-        domain: r.domain.unwrap_or_default(),
-        descriptors,
-        hits_addend,
-    })
+    Ok(descriptors)
 }
 
 fn code_name(c: Code) -> &'static str {

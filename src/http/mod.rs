@@ -1,6 +1,8 @@
-//! The HTTP edges: the main port (`/json`, `/healthcheck`, as the Go service) and the debug port
-//! (`/rlconfig`, the endpoint list, and the test-only clock control).
+//! The HTTP edges: the main port (`/json`, `/healthcheck`, as the Go service, and ratelimitd's
+//! `POST /check`) and the debug port (`/rlconfig`, the endpoint list, and the test-only clock
+//! control).
 
+pub mod check;
 pub mod debug;
 pub mod json;
 
@@ -10,11 +12,13 @@ use axum::Router;
 use axum::body::Bytes;
 use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use axum::routing::any;
+use axum::routing::{any, post};
 
 use crate::health::Health;
 use crate::limiter::Code;
+use crate::limiter::headers::RateLimitHeaders;
 use crate::service::Service;
+use crate::settings::EdgeSettings;
 
 /// State shared by the main-port handlers.
 #[derive(Debug, Clone)]
@@ -23,6 +27,8 @@ pub struct HttpState {
     pub service: Arc<Service>,
     /// Health components.
     pub health: Arc<Health>,
+    /// `/check` settings.
+    pub edges: Arc<EdgeSettings>,
 }
 
 /// The main HTTP router.
@@ -30,6 +36,7 @@ pub fn router(state: HttpState) -> Router {
     Router::new()
         .route("/json", any(json_handler))
         .route("/healthcheck", any(healthcheck))
+        .route("/check", post(check::handler))
         .fallback(not_found)
         .with_state(state)
 }
@@ -73,7 +80,13 @@ async fn json_handler(
                 Code::OverLimit => StatusCode::TOO_MANY_REQUESTS,
             };
             let body = json::render_response(&resp).to_string();
-            (status, [(header::CONTENT_TYPE, "application/json")], body).into_response()
+            let mut r =
+                (status, [(header::CONTENT_TYPE, "application/json")], body).into_response();
+            // A real 429 carries the standard headers, as `/check` does; a 200 stays Go's.
+            if status == StatusCode::TOO_MANY_REQUESTS {
+                check::add_headers(&mut r, &RateLimitHeaders::from_response(&resp).pairs());
+            }
+            r
         }
         // A cap of ours says which one (Go has none, so no Go client reads this body).
         Err(e) if e.is_over_cap() => text(StatusCode::BAD_REQUEST, format!("Bad Request: {e}\n")),

@@ -8,6 +8,7 @@ use super::outcome::{Settled, Source};
 use super::plan::Plan;
 use super::request::Request;
 use super::response::{Code, CurrentLimit, DescriptorStatus, Response};
+use crate::clock::Timestamp;
 
 /// Builds the response from the settled descriptors. The flag tells whether global shadow mode
 /// turned OVER_LIMIT into OK (the `global_shadow_mode` stat).
@@ -15,6 +16,7 @@ pub fn respond(
     options: &LimiterOptions,
     req: &Request,
     settled: &[Settled<'_>],
+    now: Timestamp,
 ) -> (Response, bool) {
     let statuses: Vec<DescriptorStatus> = settled.iter().map(status).collect();
     let mut overall_code = overall(options, settled, &statuses);
@@ -35,6 +37,7 @@ pub fn respond(
         statuses,
         response_headers,
         dynamic_metadata,
+        decided_at: now,
     };
     (response, global_shadow)
 }
@@ -45,7 +48,7 @@ fn status(s: &Settled<'_>) -> DescriptorStatus {
         (Plan::Limited(_), Some((limit, _, verdict))) => (limit, verdict),
         _ => return DescriptorStatus::no_limit(),
     };
-    let Some(unit) = limit.unit else {
+    let (Some(unit), Some(window)) = (limit.unit, limit.window()) else {
         return DescriptorStatus::unlimited();
     };
     // A shadow rule reports OK but keeps the remaining count at 0 (SPEC §C.4).
@@ -60,6 +63,7 @@ fn status(s: &Settled<'_>) -> DescriptorStatus {
             name: limit.name.clone(),
             requests_per_unit: limit.requests_per_unit,
             unit,
+            window,
         }),
         limit_remaining: if d.over_limit {
             0

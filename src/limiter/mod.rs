@@ -7,11 +7,13 @@
 //!    store, its local over-limit cache, or — for ops the store did not answer — the [`failure`]
 //!    policy, the open circuit breaker, or the local [`fallback`]);
 //! 4. [`outcome::settle`]: each descriptor reports its most restrictive outcome;
-//! 5. [`stats`] and [`finish`] (statuses, overall code, headers, metadata) fold from that.
+//! 5. [`stats`] and [`finish`] (statuses, overall code, headers, metadata) fold from that;
+//!    [`headers`] turns a response into the standard rate limit headers every edge renders.
 
 pub mod failure;
 pub mod fallback;
 pub mod finish;
+pub mod headers;
 pub mod key;
 pub mod outcome;
 pub mod plan;
@@ -266,7 +268,7 @@ impl RateLimiter {
         if !store_failed {
             stats::record(self.stats.as_ref(), self.options.near_limit_ratio, &settled);
         }
-        let (response, global_shadow) = finish::respond(&self.options, req, &settled);
+        let (response, global_shadow) = finish::respond(&self.options, req, &settled, now);
         if global_shadow {
             self.stats.global_shadow_mode();
         }

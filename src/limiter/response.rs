@@ -2,6 +2,8 @@
 
 use std::time::Duration;
 
+use crate::algorithm::Window;
+use crate::clock::Timestamp;
 use crate::config::Unit;
 
 /// A decision code.
@@ -22,6 +24,8 @@ pub struct CurrentLimit {
     pub requests_per_unit: u32,
     /// The unit.
     pub unit: Unit,
+    /// The window: the unit times `unit_multiplier` (for the draft `RateLimit-Policy` header).
+    pub window: Window,
 }
 
 /// The result for one descriptor.
@@ -68,4 +72,7 @@ pub struct Response {
     pub response_headers: Vec<(String, String)>,
     /// Dynamic metadata (`RESPONSE_DYNAMIC_METADATA`), a JSON object.
     pub dynamic_metadata: Option<serde_json::Map<String, serde_json::Value>>,
+    /// The instant the decision was made at; every `duration_until_reset` counts from it, so an
+    /// edge can turn them into reset instants ([`super::headers`]).
+    pub decided_at: Timestamp,
 }

@@ -2,6 +2,7 @@
 //! overridden by command-line flags. Invalid values are startup errors naming the variable.
 
 pub mod cli;
+pub mod edges;
 pub mod grpc;
 pub mod kinds;
 pub mod limits;
@@ -16,6 +17,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 pub use cli::{Cli, Command};
+pub use edges::EdgeSettings;
 pub use grpc::{GrpcServerSettings, TlsSettings};
 pub use kinds::{Backend, KeyFormat, LogFormat, LogLevel, Secret, StatsdProtocol};
 pub use limits::Limits;
@@ -105,6 +107,8 @@ pub struct Settings {
     pub config_type: ConfigType,
     /// `CONFIG_GRPC_XDS_*`, `XDS_CLIENT_*` ([`xds`]).
     pub xds: XdsSettings,
+    /// `CHECK_*` and `LIMIT_RESPONSE_STANDARD_HEADERS_ENABLED` ([`edges`]).
+    pub edges: EdgeSettings,
 }
 
 /// Looks up variables, remembering for error messages where each value came from.
@@ -264,6 +268,7 @@ impl Settings {
             obs: observability::from_vars(v)?,
             config_type,
             xds,
+            edges: edges::from_vars(v)?,
         })
     }
 }

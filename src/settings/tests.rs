@@ -141,3 +141,24 @@ fn grpc_server_settings_follow_go() {
     let e = Settings::from_env(env(&[("GRPC_MAX_CONNECTION_AGE", "1d")])).unwrap_err();
     assert_eq!(e.name, "GRPC_MAX_CONNECTION_AGE");
 }
+
+#[test]
+fn edge_settings_default_off_and_name_the_variable_when_bad() {
+    let s = Settings::defaults();
+    assert_eq!(s.edges.check_domain, "api");
+    assert_eq!(s.edges.check_max_body_bytes, 64 * 1024);
+    assert!(!s.edges.grpc_standard_headers, "Go behaviour unless asked");
+    let s = Settings::from_env(env(&[
+        ("CHECK_DOMAIN", "edge"),
+        ("CHECK_MAX_BODY_BYTES", "1024"),
+        ("LIMIT_RESPONSE_STANDARD_HEADERS_ENABLED", "true"),
+    ]))
+    .unwrap();
+    assert_eq!(s.edges.check_domain, "edge");
+    assert_eq!(s.edges.check_max_body_bytes, 1024);
+    assert!(s.edges.grpc_standard_headers);
+    for (name, value) in [("CHECK_DOMAIN", ""), ("CHECK_MAX_BODY_BYTES", "0")] {
+        let e = Settings::from_env(env(&[(name, value)])).unwrap_err();
+        assert_eq!(e.name, name);
+    }
+}

@@ -1,0 +1,107 @@
+//! `POST /check` on the HTTP port: a rate limit decision for any service, not only Envoy. The body
+//! is mapped onto the descriptor model ([`parse`]), decided by the same [`Service`] as gRPC and
+//! `/json`, and answered with `200` (allowed) or `429` (denied), a small JSON body and the
+//! standard headers of [`RateLimitHeaders`].
+//!
+//! Bad input is `400` (`413` for a body over `CHECK_MAX_BODY_BYTES`) with
+//! `{"error": ..., "message": ...}` naming the field, and nothing is counted. A request the
+//! service cannot answer (store down with `failure_mode: error`, no configuration) is `503` with
+//! `Retry-After: 1`.
+//!
+//! [`Service`]: crate::service::Service
+
+pub mod parse;
+
+use axum::body::{Body, to_bytes};
+use axum::extract::State;
+use axum::http::{HeaderName, HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use serde_json::{Value, json};
+
+use super::HttpState;
+use crate::limiter::headers::RateLimitHeaders;
+use crate::limiter::{Code, RequestError};
+
+/// The `POST /check` handler.
+pub async fn handler(State(s): State<HttpState>, body: Body) -> Response {
+    let max = s.edges.check_max_body_bytes;
+    let Ok(bytes) = to_bytes(body, max).await else {
+        let message = format!("body is over {max} bytes (CHECK_MAX_BODY_BYTES)");
+        return error(StatusCode::PAYLOAD_TOO_LARGE, "body_too_large", &message);
+    };
+    let req = match parse::parse(&bytes, &s.edges.check_domain) {
+        Ok(req) => req,
+        Err(e) => return error(StatusCode::BAD_REQUEST, e.code(), &e.to_string()),
+    };
+    let resp = match s.service.should_rate_limit(&req.request).await {
+        Ok(resp) => resp,
+        Err(e) if e.is_invalid_argument() => {
+            return error(StatusCode::BAD_REQUEST, "invalid_field", &e.to_string());
+        }
+        Err(e) => {
+            let code = match e {
+                RequestError::NoConfig => "no_config",
+                _ => "unavailable",
+            };
+            let mut r = error(StatusCode::SERVICE_UNAVAILABLE, code, &e.to_string());
+            r.headers_mut()
+                .insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
+            return r;
+        }
+    };
+    let headers = RateLimitHeaders::from_response(&resp);
+    let allowed = resp.overall_code == Code::Ok;
+    let mut body = json!({
+        "allowed": allowed,
+        "remaining": headers.reported().map(|l| l.remaining),
+        "reset_at": headers.reset_at,
+        "retry_after": headers.retry_after.unwrap_or(0),
+    });
+    if req.details {
+        body["limits"] = headers
+            .limits
+            .iter()
+            .map(|l| {
+                json!({
+                    "name": l.name,
+                    "limit": l.quota,
+                    "window": l.window.secs(),
+                    "remaining": l.remaining,
+                    "reset_after": l.reset_after,
+                    "over_limit": l.over_limit,
+                })
+            })
+            .collect::<Value>();
+    }
+    let status = if allowed {
+        StatusCode::OK
+    } else {
+        StatusCode::TOO_MANY_REQUESTS
+    };
+    let mut r = json_answer(status, &body);
+    add_headers(&mut r, &headers.pairs());
+    r
+}
+
+/// Adds rendered rate limit headers to an answer.
+pub fn add_headers(r: &mut Response, pairs: &[(&'static str, String)]) {
+    for (name, value) in pairs {
+        // Names are fixed ASCII and values digits, quoted ASCII and `;=,`: both always valid.
+        if let (Ok(n), Ok(v)) = (
+            HeaderName::from_bytes(name.as_bytes()),
+            HeaderValue::from_str(value),
+        ) {
+            r.headers_mut().insert(n, v);
+        }
+    }
+}
+
+/// A JSON error answer.
+fn error(status: StatusCode, code: &str, message: &str) -> Response {
+    json_answer(status, &json!({"error": code, "message": message}))
+}
+
+fn json_answer(status: StatusCode, body: &Value) -> Response {
+    let content_type = [(header::CONTENT_TYPE, "application/json")];
+    (status, content_type, body.to_string()).into_response()
+}

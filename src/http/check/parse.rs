@@ -1,0 +1,178 @@
+//! A `POST /check` body checked field by field and mapped onto the descriptor model:
+//! `[client_key=<client_key>]`, plus `[client_key=<client_key>, endpoint=<endpoint>]` when an
+//! endpoint is given, then any descriptors sent in `/json` form. `cost` becomes every
+//! descriptor's `hits_addend` (0 checks without counting), unless a sent descriptor has its own.
+//!
+//! The body is read as a JSON object first and each field checked by hand, so every error names
+//! its field (serde's type errors only give a line and column).
+
+use serde_json::{Map, Value};
+
+use crate::http::json::parse_descriptors;
+use crate::limiter::{Descriptor, Entry, Request};
+
+/// The largest `cost` one request may carry.
+pub const MAX_COST: u64 = 1_000_000_000;
+
+/// The descriptor key `client_key` maps to.
+pub const CLIENT_KEY: &str = "client_key";
+/// The descriptor key `endpoint` maps to.
+pub const ENDPOINT: &str = "endpoint";
+
+const FIELDS: &str = "client_key, endpoint, cost, domain, descriptors, details";
+
+/// Why a `/check` body was refused. Nothing is counted for it.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum CheckError {
+    /// Not JSON at all.
+    #[error("body is not valid JSON: {0}")]
+    Malformed(String),
+    /// JSON, but not an object.
+    #[error("body must be a JSON object")]
+    NotObject,
+    /// One field is missing, of the wrong type or out of range.
+    #[error("{field}: {reason}")]
+    Field {
+        /// The field's name.
+        field: String,
+        /// What is wrong with it.
+        reason: String,
+    },
+}
+
+impl CheckError {
+    /// The short machine-readable code for the `error` member of the answer.
+    pub fn code(&self) -> &'static str {
+        match self {
+            CheckError::Malformed(_) | CheckError::NotObject => "malformed_json",
+            CheckError::Field { .. } => "invalid_field",
+        }
+    }
+
+    fn field(field: &str, reason: impl Into<String>) -> CheckError {
+        CheckError::Field {
+            field: field.to_owned(),
+            reason: reason.into(),
+        }
+    }
+}
+
+/// A checked `/check` request.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CheckRequest {
+    /// The limiter request.
+    pub request: Request,
+    /// `details: true`: answer with every applied limit, not just the most constrained.
+    pub details: bool,
+}
+
+/// Parses and checks a body; `default_domain` is `CHECK_DOMAIN`.
+pub fn parse(body: &[u8], default_domain: &str) -> Result<CheckRequest, CheckError> {
+    let value: Value =
+        serde_json::from_slice(body).map_err(|e| CheckError::Malformed(e.to_string()))?;
+    let Value::Object(mut obj) = value else {
+        return Err(CheckError::NotObject);
+    };
+    if let Some(unknown) = obj.keys().find(|k| !FIELDS.split(", ").any(|f| f == *k)) {
+        return Err(CheckError::field(
+            unknown,
+            format!("unknown field (expected one of {FIELDS})"),
+        ));
+    }
+    let client_key =
+        string(&obj, CLIENT_KEY)?.ok_or_else(|| CheckError::field(CLIENT_KEY, "required"))?;
+    let endpoint = string(&obj, ENDPOINT)?;
+    let domain = string(&obj, "domain")?.unwrap_or_else(|| default_domain.to_owned());
+    let cost = cost(obj.get("cost"))?;
+    let details = match obj.get("details") {
+        None | Some(Value::Null) => false,
+        Some(Value::Bool(b)) => *b,
+        Some(_) => return Err(CheckError::field("details", "must be true or false")),
+    };
+    let mut descriptors = vec![Descriptor {
+        entries: vec![Entry::new(CLIENT_KEY, client_key.as_str())],
+        limit: None,
+        hits_addend: Some(cost),
+        refund: false,
+    }];
+    if let Some(endpoint) = endpoint {
+        descriptors.push(Descriptor {
+            entries: vec![
+                Entry::new(CLIENT_KEY, client_key.as_str()),
+                Entry::new(ENDPOINT, endpoint),
+            ],
+            limit: None,
+            hits_addend: Some(cost),
+            refund: false,
+        });
+    }
+    match obj.remove("descriptors") {
+        None | Some(Value::Null) => {}
+        Some(list @ Value::Array(_)) => {
+            let sent = parse_descriptors(list)
+                .map_err(|e| CheckError::field("descriptors", e.to_string()))?;
+            descriptors.extend(sent.into_iter().map(|d| Descriptor {
+                hits_addend: d.hits_addend.or(Some(cost)),
+                ..d
+            }));
+        }
+        Some(_) => {
+            return Err(CheckError::field(
+                "descriptors",
+                "must be a list of descriptors",
+            ));
+        }
+    }
+    Ok(CheckRequest {
+        request: Request {
+            domain,
+            descriptors,
+            hits_addend: 0,
+        },
+        details,
+    })
+}
+
+/// A non-empty string field; `None` when absent or null.
+fn string(obj: &Map<String, Value>, field: &str) -> Result<Option<String>, CheckError> {
+    match obj.get(field) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(s)) if s.is_empty() => {
+            Err(CheckError::field(field, "must not be empty"))
+        }
+        Some(Value::String(s)) => Ok(Some(s.clone())),
+        Some(_) => Err(CheckError::field(field, "must be a string")),
+    }
+}
+
+/// `cost`: a whole number from 0 to [`MAX_COST`]; 1 when absent.
+fn cost(v: Option<&Value>) -> Result<u64, CheckError> {
+    let n = match v {
+        None | Some(Value::Null) => return Ok(1),
+        Some(Value::Number(n)) => n,
+        Some(_) => return Err(CheckError::field("cost", "must be a number")),
+    };
+    let whole = n.as_u64().or_else(|| {
+        // 2.0 is a whole number written as a float; 2.5, -1 and 1e300 are not costs.
+        n.as_f64()
+            .filter(|f| f.fract() == 0.0 && (0.0..=MAX_COST as f64).contains(f))
+            .map(|f| f as u64)
+    });
+    match whole {
+        Some(c) if c <= MAX_COST => Ok(c),
+        _ if n.as_i64().is_some_and(|i| i < 0) || n.as_f64().is_some_and(|f| f < 0.0) => {
+            Err(CheckError::field("cost", "must not be negative"))
+        }
+        _ if n.as_f64().is_some_and(|f| f.fract() != 0.0) => {
+            Err(CheckError::field("cost", "must be a whole number"))
+        }
+        _ => Err(CheckError::field(
+            "cost",
+            format!("must be at most {MAX_COST}"),
+        )),
+    }
+}
+
+#[cfg(test)]
+#[path = "parse_tests.rs"]
+mod tests;

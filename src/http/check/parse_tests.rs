@@ -1,0 +1,88 @@
+//! `/check` bodies: the descriptor mapping, cost, and every refusal naming its field.
+
+use super::*;
+
+fn field_of(body: &str) -> String {
+    match parse(body.as_bytes(), "api") {
+        Err(CheckError::Field { field, .. }) => field,
+        other => panic!("{body}: expected a field error, got {other:?}"),
+    }
+}
+
+#[test]
+fn maps_client_key_and_endpoint_onto_two_descriptors() {
+    let r = parse(
+        br#"{"client_key":"user:42","endpoint":"/api/v1/search","cost":3}"#,
+        "api",
+    )
+    .unwrap();
+    assert_eq!(r.request.domain, "api");
+    let d = &r.request.descriptors;
+    assert_eq!(d.len(), 2);
+    assert_eq!(d[0].entries, vec![Entry::new("client_key", "user:42")]);
+    assert_eq!(
+        d[1].entries,
+        vec![
+            Entry::new("client_key", "user:42"),
+            Entry::new("endpoint", "/api/v1/search")
+        ]
+    );
+    assert!(d.iter().all(|d| d.hits_addend == Some(3)));
+    assert!(!r.details);
+}
+
+#[test]
+fn defaults_and_extra_descriptors() {
+    let r = parse(
+        br#"{"client_key":"k","domain":"edge","cost":0,"details":true,
+             "descriptors":[{"entries":[{"key":"a","value":"b"}]},{"hitsAddend":5}]}"#,
+        "api",
+    )
+    .unwrap();
+    assert_eq!(r.request.domain, "edge");
+    assert!(r.details);
+    let hits: Vec<_> = r
+        .request
+        .descriptors
+        .iter()
+        .map(|d| d.hits_addend)
+        .collect();
+    assert_eq!(
+        hits,
+        [Some(0), Some(0), Some(5)],
+        "cost unless a descriptor has its own"
+    );
+    let r = parse(br#"{"client_key":"k","cost":2.0}"#, "api").unwrap();
+    assert_eq!(r.request.descriptors[0].hits_addend, Some(2));
+    let r = parse(br#"{"client_key":"k"}"#, "api").unwrap();
+    assert_eq!(r.request.descriptors[0].hits_addend, Some(1));
+}
+
+#[test]
+fn refusals_name_the_field() {
+    for (body, field) in [
+        (r#"{}"#, "client_key"),
+        (r#"{"client_key":""}"#, "client_key"),
+        (r#"{"client_key":42}"#, "client_key"),
+        (r#"{"client_key":"k","endpoint":""}"#, "endpoint"),
+        (r#"{"client_key":"k","domain":""}"#, "domain"),
+        (r#"{"client_key":"k","cost":-1}"#, "cost"),
+        (r#"{"client_key":"k","cost":1.5}"#, "cost"),
+        (r#"{"client_key":"k","cost":1000000001}"#, "cost"),
+        (r#"{"client_key":"k","cost":1e300}"#, "cost"),
+        (r#"{"client_key":"k","cost":"1"}"#, "cost"),
+        (r#"{"client_key":"k","details":1}"#, "details"),
+        (r#"{"client_key":"k","descriptors":{}}"#, "descriptors"),
+        (
+            r#"{"client_key":"k","descriptors":[{"bogus":1}]}"#,
+            "descriptors",
+        ),
+        (r#"{"client_key":"k","clientkey":"x"}"#, "clientkey"),
+    ] {
+        assert_eq!(field_of(body), field, "{body}");
+    }
+    assert!(matches!(parse(b"{", "api"), Err(CheckError::Malformed(_))));
+    assert_eq!(parse(b"[1]", "api"), Err(CheckError::NotObject));
+    let e = parse(br#"{"client_key":"k","cost":-3}"#, "api").unwrap_err();
+    assert_eq!(e.to_string(), "cost: must not be negative");
+}

@@ -1,0 +1,40 @@
+//! Settings of the ratelimitd-only edges: `POST /check` on the HTTP port, and the standard rate
+//! limit headers on gRPC answers. Off or harmless by default, so a Go deployment sees no change.
+
+use super::{SettingsError, Vars, parse};
+
+/// The default `CHECK_MAX_BODY_BYTES`: far above any sensible `/check` body.
+pub const DEFAULT_CHECK_MAX_BODY_BYTES: u64 = 64 * 1024;
+
+/// How `/check` reads requests and whether gRPC answers carry the standard headers.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EdgeSettings {
+    /// `CHECK_DOMAIN`: the domain of a `/check` request that names none (default `api`).
+    pub check_domain: String,
+    /// `CHECK_MAX_BODY_BYTES`: a larger `/check` body is refused with 413 (default 64 KiB).
+    pub check_max_body_bytes: usize,
+    /// `LIMIT_RESPONSE_STANDARD_HEADERS_ENABLED`: gRPC answers add `Retry-After` (when over the
+    /// limit) and the draft-10 `RateLimit-Policy` / `RateLimit` to `response_headers_to_add`.
+    pub grpc_standard_headers: bool,
+}
+
+/// Reads the edge settings.
+pub(super) fn from_vars(v: &Vars) -> Result<EdgeSettings, SettingsError> {
+    let check_domain = v.string("CHECK_DOMAIN", "api");
+    if check_domain.is_empty() {
+        return Err(SettingsError {
+            name: "CHECK_DOMAIN".into(),
+            value: check_domain,
+            reason: "must not be empty".into(),
+        });
+    }
+    Ok(EdgeSettings {
+        check_domain,
+        check_max_body_bytes: v.parse(
+            "CHECK_MAX_BODY_BYTES",
+            DEFAULT_CHECK_MAX_BODY_BYTES,
+            |s| parse::uint_in(s, 2, 64 * 1024 * 1024),
+        )? as usize,
+        grpc_standard_headers: v.bool("LIMIT_RESPONSE_STANDARD_HEADERS_ENABLED", false)?,
+    })
+}
