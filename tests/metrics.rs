@@ -207,8 +207,9 @@ async fn s15_s19_wildcards_share_their_pattern_key() {
 }
 
 #[tokio::test]
-async fn a_store_failure_is_a_redis_error_and_still_counts_total_hits() {
-    // A memory store bounded to one key refuses the second key: the store fails that call.
+async fn a_full_store_is_counted_as_store_full_and_still_counts_total_hits() {
+    // A memory store bounded to one key refuses the second key: the store fails that call, and
+    // the failure is counted under its own name (issue 13), not as a Redis error.
     let s = start(
         &[("another.yaml", CFG_INT_ANOTHER)],
         &[("MEMORY_MAX_KEYS", "1")],
@@ -224,9 +225,17 @@ async fn a_store_failure_is_a_redis_error_and_still_counts_total_hits() {
     assert_eq!(
         sample(
             &m,
-            "ratelimit_service_should_rate_limit_error{err_type=\"redis_error\"}"
+            "ratelimit_service_should_rate_limit_error{err_type=\"store_full\"}"
         ),
         Some(1),
+        "{m}"
+    );
+    assert_eq!(
+        sample(
+            &m,
+            "ratelimit_service_should_rate_limit_error{err_type=\"redis_error\"}"
+        ),
+        Some(0),
         "{m}"
     );
     assert_eq!(
