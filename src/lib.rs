@@ -39,6 +39,7 @@ pub mod grpc;
 pub mod health;
 pub mod http;
 pub mod limiter;
+pub mod listener;
 pub mod metrics;
 pub mod reload;
 pub mod service;

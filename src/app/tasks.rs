@@ -11,21 +11,22 @@ use tokio::task::JoinSet;
 
 use crate::clock::Clock;
 use crate::health::Health;
+use crate::settings::ConnLimits;
 use crate::store::Store;
 use crate::store::memory::MemoryStore;
 
-/// Serves `router` on `listener` until `stop`, then finishes requests in flight.
+/// Serves `router` on `listener` (called `name` in logs) under `limits` until `stop`, then
+/// finishes requests in flight.
 pub(super) fn serve_http(
     tasks: &mut JoinSet<()>,
+    name: &'static str,
     listener: TcpListener,
+    limits: ConnLimits,
     router: axum::Router,
     stop: impl Future<Output = ()> + Send + 'static,
 ) {
     tasks.spawn(async move {
-        if let Err(e) = axum::serve(listener, router)
-            .with_graceful_shutdown(stop)
-            .await
-        {
+        if let Err(e) = crate::listener::http::serve(name, listener, limits, router, stop).await {
             tracing::error!(error = %e, "HTTP server failed");
         }
     });
