@@ -38,9 +38,10 @@ pub const DEFAULT_MAX_CONNECTIONS: usize = 10_000;
 pub const DEFAULT_ADMIN_MAX_CONNECTIONS: usize = 100;
 /// Default `CONNECTION_FIRST_BYTE_TIMEOUT`.
 pub const DEFAULT_FIRST_BYTE_TIMEOUT: Duration = Duration::from_secs(10);
-/// Default `GRPC_MAX_CONNECTION_IDLE`: Envoy's default upstream idle timeout is one hour too, so
-/// Envoy normally closes its idle connections first.
-pub const DEFAULT_GRPC_IDLE: Duration = Duration::from_secs(3600);
+/// Default `GRPC_MAX_CONNECTION_IDLE`: longer than Envoy's default upstream idle timeout (1 h)
+/// and grpc-go's channel idle timeout (30 min), so well-behaved clients close their idle
+/// connections first, gracefully; this close (not a GOAWAY) is for clients that never do.
+pub const DEFAULT_GRPC_IDLE: Duration = Duration::from_secs(2 * 3600);
 /// Default `HTTP_IDLE_TIMEOUT`: longer than the usual scrape and health-check intervals.
 pub const DEFAULT_HTTP_IDLE: Duration = Duration::from_secs(120);
 
@@ -82,4 +83,45 @@ pub(super) fn from_vars(v: &Vars) -> Result<Listeners, SettingsError> {
             http_idle,
         ),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::Settings;
+    use super::*;
+
+    fn env(pairs: &[(&str, &str)]) -> Result<Listeners, SettingsError> {
+        let vars = pairs.iter().map(|(k, v)| (k.to_string(), v.to_string()));
+        Settings::from_env(vars).map(|s| s.listeners)
+    }
+
+    #[test]
+    fn defaults_bound_every_listener() {
+        let l = env(&[]).unwrap();
+        assert_eq!(l.grpc.max_connections, DEFAULT_MAX_CONNECTIONS);
+        assert_eq!(l.debug.max_connections, DEFAULT_ADMIN_MAX_CONNECTIONS);
+        assert_eq!(l.http.idle_timeout, Some(DEFAULT_HTTP_IDLE));
+        assert_eq!(l.grpc.idle_timeout, Some(DEFAULT_GRPC_IDLE));
+        for limits in [l.grpc, l.http, l.debug, l.prometheus] {
+            assert_eq!(limits.first_byte_timeout, Some(DEFAULT_FIRST_BYTE_TIMEOUT));
+        }
+    }
+
+    #[test]
+    fn zero_turns_a_timeout_off_but_not_a_cap() {
+        let l = env(&[
+            ("HTTP_IDLE_TIMEOUT", "0"),
+            ("PROMETHEUS_MAX_CONNECTIONS", "3"),
+        ])
+        .unwrap();
+        assert_eq!(
+            (l.http.idle_timeout, l.prometheus.idle_timeout),
+            (None, None)
+        );
+        assert_eq!(l.prometheus.max_connections, 3);
+        let e = env(&[("GRPC_MAX_CONNECTIONS", "0")]).unwrap_err();
+        assert_eq!(e.name, "GRPC_MAX_CONNECTIONS");
+        let e = env(&[("CONNECTION_FIRST_BYTE_TIMEOUT", "10")]).unwrap_err();
+        assert_eq!(e.name, "CONNECTION_FIRST_BYTE_TIMEOUT");
+    }
 }
