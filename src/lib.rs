@@ -12,6 +12,8 @@
 //! - [`limiter`]: request → plan per descriptor → one store batch → one outcome per limit (tagged
 //!   with its source) → statuses; request/response types without protos.
 //!   [`health`]: health components, mirrored to gRPC health.
+//! - [`listener`]: the connection cap and the silent/idle timeouts every server's connections go
+//!   through.
 //! - [`metrics`]: stat counters (bounded), Prometheus and StatsD sinks.
 //! - [`reload`]: the live configuration snapshot, its atomic swap, and the file watcher that reloads it.
 //! - [`service`]: one snapshot + the limiter; what both edges call.
@@ -24,8 +26,9 @@
 //!
 //! # Layering
 //! Dependencies point down the list above, never up. From the bottom: `settings`, `clock`,
-//! `algorithm`, `config` (config builds on algorithm), `resilience` (clock only); then `store` and `telemetry`; `limiter` and
-//! `health`; `metrics`, `reload`, `service` (service reads reload's snapshot; metrics names
+//! `algorithm`, `config` (config builds on algorithm), `resilience` (clock only); then `store`
+//! and `telemetry`; `limiter` and `health`; `listener`; `metrics`, `reload`, `service` (service
+//! reads reload's snapshot; metrics names
 //! neither: `app` hands it a reader of the load counts); the edges `grpc` and `http` and the `xds` config source (`/json`
 //! borrows gRPC's unit numbers, grpc never imports http); `app` and `validate` on top. A type that
 //! a lower module needs lives in that lower module (`settings::KeyFormat` is read by the limiter,
@@ -41,6 +44,7 @@ pub mod grpc;
 pub mod health;
 pub mod http;
 pub mod limiter;
+pub mod listener;
 pub mod metrics;
 pub mod reload;
 pub mod resilience;

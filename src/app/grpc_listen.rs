@@ -6,6 +6,11 @@
 //! Connection age: tonic sends GOAWAY at `GRPC_MAX_CONNECTION_AGE`, but with a grace configured it
 //! skips the GOAWAY and only closes hard at age + grace. grpc-go does both, so tonic gets the age
 //! only, and [`Conn`] enforces the hard close at age + grace itself.
+//!
+//! Connection cap and timeouts: the loop takes a permit of `GRPC_MAX_CONNECTIONS` before each
+//! accept and wraps the socket in [`Guarded`] (below TLS, so handshakes count and are timed too);
+//! each connection's [`Tracker`] reaches the services as tonic's connect info, where
+//! [`super::grpc_idle::Tracked`] marks RPCs in flight for `GRPC_MAX_CONNECTION_IDLE`.
 
 use std::future::Future;
 use std::io;
@@ -25,7 +30,8 @@ use tokio::task::JoinSet;
 use super::AppError;
 use super::coalesce::Coalesce;
 use crate::grpc::tls::ReloadingTls;
-use crate::settings::Settings;
+use crate::listener::{Gate, Guarded, Tracker};
+use crate::settings::{ConnLimits, Settings};
 
 /// A bound gRPC socket.
 #[derive(Debug)]
@@ -44,6 +50,7 @@ impl<T: AsyncRead + AsyncWrite + Send + Unpin + 'static> Io for T {}
 pub struct Conn {
     io: Box<dyn Io>,
     deadline: Option<Pin<Box<tokio::time::Sleep>>>,
+    tracker: Tracker,
 }
 
 impl Conn {
@@ -102,46 +109,58 @@ impl AsyncWrite for Conn {
 }
 
 impl Connected for Conn {
-    type ConnectInfo = ();
+    type ConnectInfo = Tracker;
 
-    fn connect_info(&self) -> Self::ConnectInfo {}
+    fn connect_info(&self) -> Tracker {
+        self.tracker.clone()
+    }
 }
 
 /// How long a client may take to finish the TLS handshake.
 const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
 
 impl GrpcListener {
-    async fn accept(&self) -> io::Result<Box<dyn Io>> {
+    /// Accepts one connection under `gate`'s cap (waiting for room first) and `limits`.
+    async fn accept(&self, gate: &Gate, limits: &ConnLimits) -> io::Result<(Box<dyn Io>, Tracker)> {
+        let permit = gate.admit().await;
+        let guard = |s: Box<dyn Io>| {
+            let s = Guarded::new(s, permit, limits);
+            let tracker = s.tracker();
+            (Box::new(s) as Box<dyn Io>, tracker)
+        };
         match self {
             GrpcListener::Tcp(l) => {
                 let (s, _) = l.accept().await?;
                 // Small request/response messages: do not let Nagle delay them (Coalesce
                 // batches what is ready at once instead, without waiting for an ACK).
                 let _ = s.set_nodelay(true);
-                Ok(Box::new(Coalesce::new(s)))
+                Ok(guard(Box::new(Coalesce::new(s))))
             }
-            GrpcListener::Unix(l, _) => Ok(Box::new(Coalesce::new(l.accept().await?.0))),
+            GrpcListener::Unix(l, _) => Ok(guard(Box::new(Coalesce::new(l.accept().await?.0)))),
         }
     }
 }
 
-/// Accepts connections until `tx` is closed (tonic stopped listening) and sends them on `tx`;
-/// each may live at most `lifetime`.
+/// Accepts connections (at most `limits.max_connections` at once) until `tx` is closed (tonic
+/// stopped listening) and sends them on `tx`; each may live at most `lifetime`.
 async fn accept_loop(
     listener: GrpcListener,
     tls: Option<Arc<ReloadingTls>>,
     lifetime: Option<Duration>,
+    limits: ConnLimits,
     tx: mpsc::Sender<io::Result<Conn>>,
 ) {
-    let conn = move |io: Box<dyn Io>| Conn {
+    let gate = Gate::new("gRPC", limits.max_connections);
+    let conn = move |io: Box<dyn Io>, tracker| Conn {
         io,
         deadline: lifetime.map(|d| Box::pin(tokio::time::sleep(d))),
+        tracker,
     };
     loop {
-        let io = tokio::select! {
+        let (io, tracker) = tokio::select! {
             _ = tx.closed() => return,
-            r = listener.accept() => match r {
-                Ok(io) => io,
+            r = listener.accept(&gate, &limits) => match r {
+                Ok(accepted) => accepted,
                 Err(e) => {
                     // Out of file descriptors and the like: back off instead of spinning.
                     tracing::warn!(error = %e, "gRPC accept failed");
@@ -151,7 +170,7 @@ async fn accept_loop(
             },
         };
         let Some(tls) = &tls else {
-            if tx.send(Ok(conn(io))).await.is_err() {
+            if tx.send(Ok(conn(io, tracker))).await.is_err() {
                 return;
             }
             continue;
@@ -161,7 +180,7 @@ async fn accept_loop(
         tokio::spawn(async move {
             match tokio::time::timeout(HANDSHAKE_TIMEOUT, acceptor.accept(io)).await {
                 Ok(Ok(stream)) => {
-                    let _ = tx.send(Ok(conn(Box::new(stream)))).await;
+                    let _ = tx.send(Ok(conn(Box::new(stream), tracker))).await;
                 }
                 Ok(Err(e)) => tracing::debug!(error = %e, "TLS handshake failed"),
                 Err(_) => tracing::debug!("TLS handshake timed out"),
@@ -194,19 +213,20 @@ pub(super) async fn bind_grpc(s: &Settings) -> Result<GrpcListener, AppError> {
 }
 
 /// Serves `router` on `listener` until `stop`, with TLS when `tls` is given; connections are
-/// closed `lifetime` after they were accepted.
+/// closed `lifetime` after they were accepted, and capped and timed by `limits`.
 pub(super) fn serve_grpc(
     tasks: &mut JoinSet<()>,
     listener: GrpcListener,
     router: tonic::transport::server::Router,
     tls: Option<Arc<ReloadingTls>>,
     lifetime: Option<Duration>,
+    limits: ConnLimits,
     stop: impl Future<Output = ()> + Send + 'static,
 ) {
     tasks.spawn(async move {
         let (tx, rx) = mpsc::channel(64);
         // Ends when tonic drops the receiver at shutdown, which also closes the listener.
-        tokio::spawn(accept_loop(listener, tls, lifetime, tx));
+        tokio::spawn(accept_loop(listener, tls, lifetime, limits, tx));
         let incoming = tokio_stream::wrappers::ReceiverStream::new(rx);
         if let Err(e) = router.serve_with_incoming_shutdown(incoming, stop).await {
             tracing::error!(error = %e, "gRPC server failed");

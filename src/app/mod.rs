@@ -4,6 +4,7 @@
 
 mod coalesce;
 mod config_source;
+mod grpc_idle;
 mod grpc_listen;
 mod parts;
 mod server_time;
@@ -18,6 +19,7 @@ use tokio::net::TcpListener;
 use tokio::sync::watch;
 use tokio::task::JoinSet;
 
+use grpc_idle::Tracked;
 use grpc_listen::{GrpcListener, bind_grpc, serve_grpc};
 use tasks::{serve_http, stopped, sweep_expired, watch_store_health};
 
@@ -188,17 +190,18 @@ pub async fn start(settings: &Settings) -> Result<Running, AppError> {
         builder = builder.max_connection_age(age);
     }
     let grpc_router = builder
-        .add_service(health_server)
-        .add_service(RateLimitServiceServer::new(
+        .add_service(Tracked(health_server))
+        .add_service(Tracked(RateLimitServiceServer::new(
             RlsService::new(service.clone(), metrics.clone())
                 .with_standard_headers(settings.edges.grpc_standard_headers),
-        ));
+        )));
     serve_grpc(
         &mut tasks,
         grpc,
         grpc_router,
         tls.clone(),
         age.zip(grace).map(|(a, g)| a + g),
+        settings.listeners.grpc,
         stopped(stop.clone()),
     );
     let http_router = crate::http::router(crate::http::HttpState {
@@ -206,16 +209,30 @@ pub async fn start(settings: &Settings) -> Result<Running, AppError> {
         health: health.clone(),
         edges: Arc::new(settings.edges.clone()),
     });
-    serve_http(&mut tasks, http, http_router, stopped(stop.clone()));
+    serve_http(
+        &mut tasks,
+        "HTTP",
+        http,
+        settings.listeners.http,
+        http_router,
+        stopped(stop.clone()),
+    );
     let debug_router = crate::http::debug::router(crate::http::debug::DebugState {
         config: config.clone(),
         manual_clock: manual_clock.clone(),
     });
-    serve_http(&mut tasks, debug, debug_router, stopped(stop.clone()));
+    serve_http(
+        &mut tasks,
+        "debug",
+        debug,
+        settings.listeners.debug,
+        debug_router,
+        stopped(stop.clone()),
+    );
     let metrics_addr = match &metrics {
         Some(m) => {
-            crate::metrics::sinks::start(&settings.obs, m, &mut tasks, stopped(stop.clone()))
-                .await?
+            let (obs, limits) = (&settings.obs, settings.listeners.prometheus);
+            crate::metrics::sinks::start(obs, limits, m, &mut tasks, stopped(stop.clone())).await?
         }
         None => None,
     };

@@ -14,24 +14,25 @@ use crate::config::FailureMode;
 use crate::health::Health;
 use crate::limiter::fallback::LocalFallback;
 use crate::reload::ConfigHandle;
+use crate::settings::ConnLimits;
 use crate::settings::Settings;
 use crate::store::Store;
 use crate::store::memory::MemoryStore;
 use crate::store::redis::RedisStore;
 use crate::store::redis::heartbeat::instances_key;
 
-/// Serves `router` on `listener` until `stop`, then finishes requests in flight.
+/// Serves `router` on `listener` (called `name` in logs) under `limits` until `stop`, then
+/// finishes requests in flight.
 pub(super) fn serve_http(
     tasks: &mut JoinSet<()>,
+    name: &'static str,
     listener: TcpListener,
+    limits: ConnLimits,
     router: axum::Router,
     stop: impl Future<Output = ()> + Send + 'static,
 ) {
     tasks.spawn(async move {
-        if let Err(e) = axum::serve(listener, router)
-            .with_graceful_shutdown(stop)
-            .await
-        {
+        if let Err(e) = crate::listener::http::serve(name, listener, limits, router, stop).await {
             tracing::error!(error = %e, "HTTP server failed");
         }
     });

@@ -284,9 +284,11 @@ pub fn render(registry: &Registry) -> String {
     String::from_utf8_lossy(&buf).into_owned()
 }
 
-/// Serves `registry` on `path` of `listener` until `stop` resolves.
+/// Serves `registry` on `path` of `listener`, under its connection cap and timeouts, until `stop`
+/// resolves.
 pub async fn serve(
     listener: tokio::net::TcpListener,
+    limits: crate::settings::ConnLimits,
     path: String,
     registry: Registry,
     stop: impl Future<Output = ()> + Send + 'static,
@@ -307,10 +309,8 @@ pub async fn serve(
         }
     };
     let router = Router::new().route(&path, get(handler));
-    if let Err(e) = axum::serve(listener, router)
-        .with_graceful_shutdown(stop)
-        .await
-    {
+    let served = crate::listener::http::serve("Prometheus", listener, limits, router, stop);
+    if let Err(e) = served.await {
         tracing::error!(error = %e, "metrics server failed");
     }
 }

@@ -9,7 +9,7 @@ use tokio::task::JoinSet;
 
 use super::statsd::{self, StatsdOptions};
 use super::{Metrics, prom};
-use crate::settings::{Observability, StatsSinkKind};
+use crate::settings::{ConnLimits, Observability, StatsSinkKind};
 
 /// Why a sink could not start.
 #[derive(Debug, thiserror::Error)]
@@ -36,9 +36,11 @@ pub fn listen_addr(addr: &str) -> String {
     }
 }
 
-/// Spawns the chosen sink into `tasks`; returns the Prometheus address when it listens.
+/// Spawns the chosen sink into `tasks`; returns the Prometheus address when it listens (its
+/// connections under `prometheus_limits`).
 pub async fn start(
     obs: &Observability,
+    prometheus_limits: ConnLimits,
     metrics: &Arc<Metrics>,
     tasks: &mut JoinSet<()>,
     stop: impl Future<Output = ()> + Send + 'static,
@@ -65,7 +67,13 @@ pub async fn start(
             let listener = TcpListener::bind(&addr).await.map_err(bind_err)?;
             let local = listener.local_addr().map_err(bind_err)?;
             let path = obs.prometheus_path.clone();
-            tasks.spawn(prom::serve(listener, path, registry, stop));
+            tasks.spawn(prom::serve(
+                listener,
+                prometheus_limits,
+                path,
+                registry,
+                stop,
+            ));
             Ok(Some(local))
         }
     }

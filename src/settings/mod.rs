@@ -6,6 +6,7 @@ pub mod edges;
 pub mod grpc;
 pub mod kinds;
 pub mod limits;
+pub mod listeners;
 pub mod observability;
 pub mod parse;
 pub mod redis;
@@ -21,6 +22,7 @@ pub use edges::EdgeSettings;
 pub use grpc::{GrpcServerSettings, TlsSettings};
 pub use kinds::{Backend, KeyFormat, LogFormat, LogLevel, Secret, StatsdProtocol};
 pub use limits::Limits;
+pub use listeners::{ConnLimits, Listeners};
 pub use observability::{Observability, StatsSinkKind, TracingProtocol, TracingSettings};
 pub use redis::{RedisConfig, RedisKind, RedisSettings};
 pub use resilience::{FailureMode, Resilience};
@@ -83,6 +85,8 @@ pub struct Settings {
     pub memory_max_keys: usize,
     /// Caps on one request and on the embedded store's bytes ([`limits`]).
     pub limits: Limits,
+    /// Connection caps and timeouts of every listener ([`listeners`]).
+    pub listeners: Listeners,
     /// `CACHE_KEY_PREFIX`, `CACHE_KEY_FORMAT`.
     pub cache_key_prefix: String,
     pub cache_key_format: KeyFormat,
@@ -251,6 +255,7 @@ impl Settings {
             memory_max_keys: v.parse("MEMORY_MAX_KEYS", 1_000_000, uint(1, usize::MAX as u64))?
                 as usize,
             limits: limits::from_vars(v)?,
+            listeners: listeners::from_vars(v)?,
             cache_key_prefix: v.string("CACHE_KEY_PREFIX", ""),
             cache_key_format: v.parse("CACHE_KEY_FORMAT", KeyFormat::Safe, key_format)?,
             near_limit_ratio: v.parse("NEAR_LIMIT_RATIO", 0.8, parse::ratio)?,

@@ -1,0 +1,56 @@
+//! [`Tracked`]: a gRPC service that marks each RPC in flight on its connection, so that
+//! `GRPC_MAX_CONNECTION_IDLE` measures the time with no RPC running (as grpc-go's
+//! `MaxConnectionIdle` does) rather than the time without bytes (HTTP/2 pings would keep an
+//! unused connection alive forever). The connection's [`Tracker`] arrives as tonic's connect info.
+//!
+//! A unary RPC is in flight until its response is ready. A health watch streams for as long as
+//! the client keeps it and may stay silent for hours, so a connection that opened one counts as
+//! busy for the rest of its life; `GRPC_MAX_CONNECTION_AGE` still bounds it.
+
+use std::convert::Infallible;
+use std::task::{Context, Poll};
+
+use tonic::body::Body;
+use tonic::codegen::{BoxFuture, Service, http};
+use tonic::server::NamedService;
+
+use crate::listener::Tracker;
+
+/// The one streaming RPC the service offers.
+const WATCH: &str = "/grpc.health.v1.Health/Watch";
+
+/// `S`, with its RPCs marked in flight on their connection.
+#[derive(Debug, Clone)]
+pub(super) struct Tracked<S>(pub(super) S);
+
+impl<S: NamedService> NamedService for Tracked<S> {
+    const NAME: &'static str = S::NAME;
+}
+
+impl<S> Service<http::Request<Body>> for Tracked<S>
+where
+    S: Service<http::Request<Body>, Error = Infallible>,
+    S::Future: Send + 'static,
+{
+    type Response = S::Response;
+    type Error = Infallible;
+    type Future = BoxFuture<S::Response, Infallible>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
+        self.0.poll_ready(cx)
+    }
+
+    fn call(&mut self, req: http::Request<Body>) -> Self::Future {
+        let activity = req.extensions().get::<Tracker>().map(|t| t.0.clone());
+        if let Some(a) = activity.as_ref().filter(|_| req.uri().path() == WATCH) {
+            a.hold_open();
+        }
+        let busy = activity.map(|a| a.begin());
+        let response = self.0.call(req);
+        Box::pin(async move {
+            let r = response.await;
+            drop(busy);
+            r
+        })
+    }
+}

@@ -1,0 +1,127 @@
+//! Connection caps and timeouts for every listener, so that clients which connect and then stay
+//! silent (or idle) cannot hold file descriptors without bound. ratelimitd's own settings: the Go
+//! service has none of these.
+
+use std::time::Duration;
+
+use super::{SettingsError, Vars, parse};
+
+/// The cap and timeouts of one listener.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ConnLimits {
+    /// At most this many connections at once; beyond it new connections wait in the kernel's
+    /// backlog until one closes.
+    pub max_connections: usize,
+    /// `CONNECTION_FIRST_BYTE_TIMEOUT`: a connection that has not sent one byte this long after
+    /// it was accepted is closed; `None` when set to 0.
+    pub first_byte_timeout: Option<Duration>,
+    /// A connection with no request in flight for this long is closed; `None` when set to 0.
+    pub idle_timeout: Option<Duration>,
+}
+
+/// The limits of each listener.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Listeners {
+    /// `GRPC_MAX_CONNECTIONS`, `GRPC_MAX_CONNECTION_IDLE` (TCP or `GRPC_UDS`).
+    pub grpc: ConnLimits,
+    /// `HTTP_MAX_CONNECTIONS`, `HTTP_IDLE_TIMEOUT` (`PORT`).
+    pub http: ConnLimits,
+    /// `DEBUG_MAX_CONNECTIONS`, `HTTP_IDLE_TIMEOUT` (`DEBUG_PORT`).
+    pub debug: ConnLimits,
+    /// `PROMETHEUS_MAX_CONNECTIONS`, `HTTP_IDLE_TIMEOUT` (`PROMETHEUS_ADDR`).
+    pub prometheus: ConnLimits,
+}
+
+/// Default `GRPC_MAX_CONNECTIONS` and `HTTP_MAX_CONNECTIONS`.
+pub const DEFAULT_MAX_CONNECTIONS: usize = 10_000;
+/// Default `DEBUG_MAX_CONNECTIONS` and `PROMETHEUS_MAX_CONNECTIONS`: operators and scrapers.
+pub const DEFAULT_ADMIN_MAX_CONNECTIONS: usize = 100;
+/// Default `CONNECTION_FIRST_BYTE_TIMEOUT`.
+pub const DEFAULT_FIRST_BYTE_TIMEOUT: Duration = Duration::from_secs(10);
+/// Default `GRPC_MAX_CONNECTION_IDLE`: longer than Envoy's default upstream idle timeout (1 h)
+/// and grpc-go's channel idle timeout (30 min), so well-behaved clients close their idle
+/// connections first, gracefully; this close (not a GOAWAY) is for clients that never do.
+pub const DEFAULT_GRPC_IDLE: Duration = Duration::from_secs(2 * 3600);
+/// Default `HTTP_IDLE_TIMEOUT`: longer than the usual scrape and health-check intervals.
+pub const DEFAULT_HTTP_IDLE: Duration = Duration::from_secs(120);
+
+fn nonzero(d: Duration) -> Option<Duration> {
+    (!d.is_zero()).then_some(d)
+}
+
+/// Reads the listener limits; caps must be at least 1, a timeout of 0 turns it off.
+pub(super) fn from_vars(v: &Vars) -> Result<Listeners, SettingsError> {
+    let cap = |name: &str, default: usize| {
+        v.parse(name, default, |s| {
+            parse::uint_in(s, 1, usize::MAX as u64).map(|n| n as usize)
+        })
+    };
+    let duration =
+        |name: &str, default: Duration| v.parse(name, default, parse::go_duration).map(nonzero);
+    let first_byte_timeout = duration("CONNECTION_FIRST_BYTE_TIMEOUT", DEFAULT_FIRST_BYTE_TIMEOUT)?;
+    let http_idle = duration("HTTP_IDLE_TIMEOUT", DEFAULT_HTTP_IDLE)?;
+    let limits = |max_connections, idle_timeout| ConnLimits {
+        max_connections,
+        first_byte_timeout,
+        idle_timeout,
+    };
+    Ok(Listeners {
+        grpc: limits(
+            cap("GRPC_MAX_CONNECTIONS", DEFAULT_MAX_CONNECTIONS)?,
+            duration("GRPC_MAX_CONNECTION_IDLE", DEFAULT_GRPC_IDLE)?,
+        ),
+        http: limits(
+            cap("HTTP_MAX_CONNECTIONS", DEFAULT_MAX_CONNECTIONS)?,
+            http_idle,
+        ),
+        debug: limits(
+            cap("DEBUG_MAX_CONNECTIONS", DEFAULT_ADMIN_MAX_CONNECTIONS)?,
+            http_idle,
+        ),
+        prometheus: limits(
+            cap("PROMETHEUS_MAX_CONNECTIONS", DEFAULT_ADMIN_MAX_CONNECTIONS)?,
+            http_idle,
+        ),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::Settings;
+    use super::*;
+
+    fn env(pairs: &[(&str, &str)]) -> Result<Listeners, SettingsError> {
+        let vars = pairs.iter().map(|(k, v)| (k.to_string(), v.to_string()));
+        Settings::from_env(vars).map(|s| s.listeners)
+    }
+
+    #[test]
+    fn defaults_bound_every_listener() {
+        let l = env(&[]).unwrap();
+        assert_eq!(l.grpc.max_connections, DEFAULT_MAX_CONNECTIONS);
+        assert_eq!(l.debug.max_connections, DEFAULT_ADMIN_MAX_CONNECTIONS);
+        assert_eq!(l.http.idle_timeout, Some(DEFAULT_HTTP_IDLE));
+        assert_eq!(l.grpc.idle_timeout, Some(DEFAULT_GRPC_IDLE));
+        for limits in [l.grpc, l.http, l.debug, l.prometheus] {
+            assert_eq!(limits.first_byte_timeout, Some(DEFAULT_FIRST_BYTE_TIMEOUT));
+        }
+    }
+
+    #[test]
+    fn zero_turns_a_timeout_off_but_not_a_cap() {
+        let l = env(&[
+            ("HTTP_IDLE_TIMEOUT", "0"),
+            ("PROMETHEUS_MAX_CONNECTIONS", "3"),
+        ])
+        .unwrap();
+        assert_eq!(
+            (l.http.idle_timeout, l.prometheus.idle_timeout),
+            (None, None)
+        );
+        assert_eq!(l.prometheus.max_connections, 3);
+        let e = env(&[("GRPC_MAX_CONNECTIONS", "0")]).unwrap_err();
+        assert_eq!(e.name, "GRPC_MAX_CONNECTIONS");
+        let e = env(&[("CONNECTION_FIRST_BYTE_TIMEOUT", "10")]).unwrap_err();
+        assert_eq!(e.name, "CONNECTION_FIRST_BYTE_TIMEOUT");
+    }
+}
