@@ -28,13 +28,13 @@
 //! Dependencies point down the list above, never up. From the bottom: `settings`, `clock`,
 //! `algorithm`, `config` (config builds on algorithm), `resilience` (clock only); then `store`
 //! and `telemetry`; `limiter` and `health`; `listener`; `metrics`, `reload`, `service` (service
-//! reads reload's snapshot; metrics names
-//! neither: `app` hands it a reader of the load counts); the edges `grpc` and `http` and the `xds` config source (`/json`
-//! borrows gRPC's unit numbers, grpc never imports http); `app` and `validate` on top. A type that
-//! a lower module needs lives in that lower module (`settings::KeyFormat` is read by the limiter,
-//! not the reverse), and an upper module hands the lower one a closure or value instead of being
-//! named by it. Protos never leave their edge (`grpc`, `xds`); time comes from `clock` (clippy's `disallowed-methods`
-//! in `clippy.toml` enforces that).
+//! reads reload's snapshot; metrics names neither: `app` hands it a reader of the load counts);
+//! the edges `grpc` and `http` and the `xds` config source (`/json` borrows gRPC's unit numbers,
+//! grpc never imports http); `app` and `validate` on top. A type that a lower module needs lives
+//! in that lower module (`settings::KeyFormat` is read by the limiter, not the reverse), and an
+//! upper module hands the lower one a closure or value instead of being named by it. Protos never
+//! leave their edge (`grpc`, `xds`); time comes from `clock` (clippy's `disallowed-methods` in
+//! `clippy.toml` enforces that).
 
 pub mod algorithm;
 pub mod app;
