@@ -47,13 +47,7 @@ async fn requests_over_a_cap_are_refused_naming_it_and_count_nothing() {
     let body = format!(
         r#"{{"domain":"d","descriptors":[{{"entries":[{{"key":"user","value":"{long}"}}]}}]}}"#
     );
-    let r = s
-        .http
-        .post(s.http_url("/json"))
-        .body(body)
-        .send()
-        .await
-        .unwrap();
+    let r = s.post("/json", body).await;
     assert_eq!(r.status(), 400);
     assert!(
         r.text()

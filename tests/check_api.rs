@@ -173,23 +173,11 @@ async fn json_429_and_grpc_carry_the_standard_headers() {
     s.set_time(T0);
     let body = r#"{"domain":"api","descriptors":[{"entries":[{"key":"client_key","value":"j"},{"key":"endpoint","value":"/api/v1/search"}]}]}"#;
     for _ in 0..3 {
-        let r = s
-            .http
-            .post(s.http_url("/json"))
-            .body(body)
-            .send()
-            .await
-            .unwrap();
+        let r = s.post("/json", body).await;
         assert_eq!(r.status(), 200);
         assert!(r.headers().get("ratelimit").is_none(), "a 200 stays Go's");
     }
-    let r = s
-        .http
-        .post(s.http_url("/json"))
-        .body(body)
-        .send()
-        .await
-        .unwrap();
+    let r = s.post("/json", body).await;
     assert_eq!(r.status(), 429);
     let hd = r.headers();
     assert_eq!(h(hd, "retry-after"), Some("26"));

@@ -25,13 +25,7 @@ const BODY: &str =
 #[tokio::test]
 async fn s57_json_answers_200_then_429_with_protojson() {
     let s = TestServer::start(&[("basic.yaml", CFG_INT_BASIC)], &[]).await;
-    let r = s
-        .http
-        .post(s.http_url("/json"))
-        .body(BODY)
-        .send()
-        .await
-        .unwrap();
+    let r = s.post("/json", BODY).await;
     assert_eq!(r.status(), 200);
     assert_eq!(r.headers()["content-type"], "application/json");
     let v: Value = r.json().await.unwrap();
@@ -70,13 +64,7 @@ async fn s58_and_s52_bad_bodies_and_service_errors_are_400_bad_request() {
         r#"{"domain":"","descriptors":[{"entries":[{"key":"a","value":"b"}]}]}"#,
         r#"{"domain":"basic"}"#,
     ] {
-        let r = s
-            .http
-            .post(s.http_url("/json"))
-            .body(body)
-            .send()
-            .await
-            .unwrap();
+        let r = s.post("/json", body).await;
         assert_eq!(r.status(), 400, "body {body:?}");
         assert_eq!(r.headers()["content-type"], "text/plain; charset=utf-8");
         assert_eq!(r.text().await.unwrap(), "Bad Request\n");
@@ -87,16 +75,7 @@ async fn s58_and_s52_bad_bodies_and_service_errors_are_400_bad_request() {
 async fn json_accepts_snake_case_overrides_and_hits() {
     let s = TestServer::start(&[("basic.yaml", CFG_INT_BASIC)], &[]).await;
     let body = r#"{"domain":"basic","hits_addend":2,"descriptors":[{"entries":[{"key":"key1","value":"v"}],"limit":{"requests_per_unit":"5","unit":"HOUR"}}]}"#;
-    let v: Value = s
-        .http
-        .post(s.http_url("/json"))
-        .body(body)
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let v: Value = s.post("/json", body).await.json().await.unwrap();
     assert_eq!(v["statuses"][0]["currentLimit"]["unit"], "HOUR");
     assert_eq!(v["statuses"][0]["limitRemaining"], 3);
 }

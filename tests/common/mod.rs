@@ -149,6 +149,16 @@ impl TestServer {
         format!("http://{}{}", self.running().http_addr, path)
     }
 
+    /// POSTs `body` to `path` on the HTTP port; panics when the request cannot be sent.
+    pub async fn post(&self, path: &str, body: impl Into<reqwest::Body>) -> reqwest::Response {
+        self.http
+            .post(self.http_url(path))
+            .body(body)
+            .send()
+            .await
+            .expect("the HTTP port answers")
+    }
+
     pub fn debug_url(&self, path: &str) -> String {
         format!("http://{}{}", self.running().debug_addr, path)
     }
