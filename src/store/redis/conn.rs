@@ -13,6 +13,7 @@ use std::time::Duration;
 use arc_swap::ArcSwapOption;
 use redis::aio::{ConnectionManager, ConnectionManagerConfig, MultiplexedConnection};
 use redis::cluster_async::ClusterConnection;
+use redis::cluster_routing::{RoutingInfo, SingleNodeRoutingInfo};
 use redis::sentinel::{SentinelClient, SentinelClientBuilder, SentinelServerType};
 use redis::{
     AsyncConnectionConfig, Client, ConnectionAddr, IntoConnectionInfo, RedisConnectionInfo,
@@ -262,6 +263,29 @@ impl RedisConn {
             }
             _ => self.ping().await,
         }
+    }
+
+    /// `CLUSTER SLOTS` on a Cluster (any node answers); `None` for the other kinds.
+    pub(super) async fn cluster_slots(&self) -> Option<Result<redis::Value, RedisError>> {
+        let RedisConn::Cluster(c) = self else {
+            return None;
+        };
+        let cmd = redis::cmd("CLUSTER").arg("SLOTS").clone();
+        Some(cmd.query_async(&mut c.clone()).await)
+    }
+
+    /// PING to the Cluster node at `addr` (`host:port`), so each master's breaker hears about its
+    /// own master; a plain PING for the other kinds.
+    pub(super) async fn ping_node(&self, addr: &str) -> Result<(), RedisError> {
+        let RedisConn::Cluster(c) = self else {
+            return self.ping().await;
+        };
+        let (host, port) = host_port(addr)?;
+        let to = RoutingInfo::SingleNode(SingleNodeRoutingInfo::ByAddress { host, port });
+        c.clone()
+            .route_command(redis::cmd("PING"), to)
+            .await
+            .map(drop)
     }
 
     /// Runs `pipe` (all its keys in one hash slot on Cluster) and returns its replies.
