@@ -10,7 +10,7 @@ mod common;
 use std::time::Duration;
 
 use common::chaos::{
-    CFG, ENV, SLACK, TIMEOUT, load, report, scrape, source, target_transitions, timed,
+    CFG, ENV, Paused, SLACK, TIMEOUT, load, report, scrape, source, target_transitions, timed,
     until_decided_within, until_redis_decides,
 };
 use common::redis::{Access, RedisCluster, RedisServer};
@@ -152,7 +152,18 @@ fn by_node<'v>(cluster: &RedisCluster, values: &'v [String]) -> Vec<Vec<&'v str>
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_lost_cluster_master_fails_only_its_slots() {
+async fn a_killed_cluster_master_fails_only_its_slots() {
+    lost_master("cl-killed", false).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_hung_cluster_master_fails_only_its_slots() {
+    lost_master("cl-hung", true).await;
+}
+
+/// One master of three is killed (`hang`: stopped with SIGSTOP) and later back: the ops of its
+/// slots are answered by their failure policy, those of the other masters still by Redis.
+async fn lost_master(fault: &str, hang: bool) {
     // No replicas; the other masters keep serving their slots while one is down.
     let full_coverage = ["--cluster-require-full-coverage", "no"];
     let mut cluster = RedisCluster::start_secure(3, &full_coverage, &Access::default(), &[]);
@@ -164,14 +175,19 @@ async fn a_lost_cluster_master_fails_only_its_slots() {
         assert_eq!(sources, ["store"]);
         before.extend(t);
     }
-    report("cluster", "before", &before);
+    report(fault, "before", &before);
     let nodes = by_node(&cluster, &values);
     assert_eq!(nodes.iter().map(Vec::len).sum::<usize>(), 30, "{nodes:?}");
     let (lost, kept) = (nodes[0].clone(), [&nodes[1][..], &nodes[2][..]].concat());
     assert!(!lost.is_empty() && !kept.is_empty(), "{nodes:?}");
     let lost_addr = cluster.nodes[0].addr();
 
-    cluster.nodes[0].kill();
+    let paused = if hang {
+        Some(Paused::stop(&cluster.nodes[0]))
+    } else {
+        cluster.nodes[0].kill();
+        None
+    };
     let (mut lost_sources, mut lost_times, mut kept_times) = (Vec::new(), Vec::new(), Vec::new());
     for round in 0..6u32 {
         let (t, admitted, sources) = load(&s, "deny", lost[0], 1).await;
@@ -189,9 +205,9 @@ async fn a_lost_cluster_master_fails_only_its_slots() {
         }
     }
     let (closed, open) = policy_then_breaker(&lost_times, &lost_sources, "failure_policy");
-    report("cluster", "lost: closed", &closed);
-    report("cluster", "lost: open", &open);
-    report("cluster", "other masters", &kept_times);
+    report(fault, "breaker closed", &closed);
+    report(fault, "breaker open", &open);
+    report(fault, "other masters", &kept_times);
     assert_eq!(target_transitions(&s, &lost_addr, "opened"), 1);
     for n in &cluster.nodes[1..] {
         assert_eq!(
@@ -205,9 +221,12 @@ async fn a_lost_cluster_master_fails_only_its_slots() {
     let gauge = format!("ratelimitd_redis_breaker_state{{target=\"{lost_addr}\"}} 2");
     assert!(text.contains(&gauge), "{text}");
 
-    // Back (empty: no persistence); it still owns its slots in the cluster's view.
-    cluster.nodes[0].restart();
+    // Back (restarted empty, no persistence: it still owns its slots in the cluster's view).
+    match paused {
+        Some(p) => p.resume(),
+        None => cluster.nodes[0].restart(),
+    }
     let recovery = until_decided_within(&s, ("deny", lost[0]), Duration::from_secs(20)).await;
-    report("cluster", "recovery", &[recovery]);
+    report(fault, "recovery", &[recovery]);
     s.shutdown().await;
 }
