@@ -123,16 +123,6 @@ impl RedisStore {
         }
     }
 
-    /// Pings every Redis and records whether all answered (for health while idle).
-    pub async fn check_health(&self) -> bool {
-        let mut ok = self.ping_target(false).await;
-        if self.per_second.is_some() {
-            ok &= self.ping_target(true).await;
-        }
-        self.healthy.store(ok, Ordering::Relaxed);
-        ok
-    }
-
     /// The main Redis's clock (`TIME`), bounded by the response timeout.
     pub async fn server_time(&self) -> Result<Timestamp, StoreError> {
         match tokio::time::timeout(self.response_timeout, self.main.time()).await {

@@ -7,6 +7,7 @@
 use std::collections::HashMap;
 use std::collections::HashSet;
 use std::sync::Arc;
+use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use futures_util::future::{join_all, try_join_all};
@@ -86,6 +87,13 @@ impl Breakers {
         all.entry(target).or_insert_with(|| Arc::new(new())).clone()
     }
 
+    /// Drops the breakers of Cluster masters that hold no slot any more (failed over, removed):
+    /// nothing calls them, and an open one would report an outage that is over.
+    fn keep_only(&self, masters: &[&'static str]) {
+        let keep = |t: &&'static str| [MAIN, PER_SECOND].contains(t) || masters.contains(t);
+        self.by_target.write().retain(|t, _| keep(t));
+    }
+
     /// Every breaker's state, for the metrics.
     pub(super) fn reports(&self) -> Vec<BreakerReport> {
         let mut all: Vec<BreakerReport> =
@@ -126,6 +134,20 @@ impl RedisStore {
         self.slots[usize::from(per_second)]
             .master(&op.key)
             .unwrap_or(name(per_second))
+    }
+
+    /// Pings every Redis and records whether all answered (for health while idle).
+    pub async fn check_health(&self) -> bool {
+        let mut ok = self.ping_target(false).await;
+        if self.per_second.is_some() {
+            ok &= self.ping_target(true).await;
+        }
+        self.healthy.store(ok, Ordering::Relaxed);
+        if let Some(b) = &self.breakers {
+            let masters = [self.slots[0].masters(), self.slots[1].masters()].concat();
+            b.keep_only(&masters);
+        }
+        ok
     }
 
     /// PINGs every connection of a target (the health check, off the request path) and tells
@@ -207,5 +229,42 @@ impl RedisStore {
             b.record(permit, result.is_ok());
         }
         (target, groups, result)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use super::{Breakers, intern};
+    use crate::clock::{Clock, ManualClock, Timestamp};
+    use crate::resilience::BreakerState;
+    use crate::settings::Resilience;
+
+    #[test]
+    fn each_master_has_its_own_breaker_until_it_holds_no_slot() {
+        let clock: Arc<dyn Clock> = Arc::new(ManualClock::new(Timestamp::from_secs(1)));
+        let b = Breakers::new(&Resilience::default(), false, &clock).expect("breakers on");
+        let (a, c) = (
+            intern("10.0.0.1:6379".into()),
+            intern("10.0.0.2:6379".into()),
+        );
+        assert!(
+            std::ptr::eq(a, intern("10.0.0.1:6379".into())),
+            "one name each"
+        );
+        for _ in 0..3 {
+            let breaker = b.get(a);
+            breaker.record(breaker.permit(), false);
+        }
+        assert_eq!(b.get(a).state(), BreakerState::Open);
+        assert_eq!(b.get(c).state(), BreakerState::Closed, "the other master");
+        assert_eq!(b.get("main").state(), BreakerState::Closed);
+        let targets: Vec<&str> = b.reports().iter().map(|r| r.target).collect();
+        assert_eq!(targets, ["10.0.0.1:6379", "10.0.0.2:6379", "main"]);
+        // `a` failed over to `c`: its open breaker no longer reports an outage.
+        b.keep_only(&[c]);
+        let targets: Vec<&str> = b.reports().iter().map(|r| r.target).collect();
+        assert_eq!(targets, ["10.0.0.2:6379", "main"]);
     }
 }
