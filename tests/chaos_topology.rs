@@ -230,3 +230,76 @@ async fn lost_master(fault: &str, hang: bool) {
     report(fault, "recovery", &[recovery]);
     s.shutdown().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cluster_failover_moves_the_slots_to_the_promoted_replica_and_its_breaker() {
+    // A master is declared failed after 1 s; its replica then takes its slots.
+    let extra = [
+        "--cluster-node-timeout",
+        "1000",
+        "--cluster-require-full-coverage",
+        "no",
+    ];
+    let mut cluster = RedisCluster::with_replicas(3, &extra);
+    let s = start(cluster.env()).await;
+    let values: Vec<String> = (0..30).map(|i| format!("v{i:02}")).collect();
+    for v in &values {
+        assert_eq!(load(&s, "deny", v, 1).await.2, ["store"]);
+    }
+    let nodes = by_node(&cluster, &values);
+    let lost = (0..nodes.len())
+        .find(|&i| cluster.nodes[i].cli(&["ROLE"]).starts_with("master") && !nodes[i].is_empty())
+        .expect("a master holds some of the keys");
+    let value = nodes[lost][0];
+    let lost_addr = cluster.nodes[lost].addr();
+    // Its replica may still be in its first sync after the cluster was made.
+    let watch = ratelimitd::clock::Stopwatch::start();
+    while cluster.nodes[lost].cli(&["WAIT", "1", "500"]) != "1" {
+        assert!(
+            watch.elapsed() < Duration::from_secs(15),
+            "replica never synced"
+        );
+    }
+
+    cluster.nodes[lost].kill();
+    let (times, admitted, sources) = load(&s, "deny", value, 5).await;
+    assert_eq!(admitted, 0, "deny while its slots have no master");
+    assert!(
+        sources
+            .iter()
+            .all(|s| s == "failure_policy" || s == "breaker"),
+        "{sources:?}"
+    );
+    report("cl-failover", "no master", &times);
+    let recovery = until_decided_within(&s, ("deny", value), Duration::from_secs(20)).await;
+    report("cl-failover", "recovery", &[recovery]);
+    // The promoted replica decides, on the replicated count (back in the warm-up's window).
+    s.set_time(common::T0);
+    let r = timed(&s, "chaos", ("deny", value)).await.1.unwrap();
+    assert_eq!(source(&r), "store");
+    assert_eq!(
+        r.statuses[0].limit_remaining, 28,
+        "the warm-up hit was kept"
+    );
+    let now = by_node(&cluster, &values);
+    let promoted = (0..now.len())
+        .find(|&i| i != lost && now[i].contains(&value))
+        .map(|i| cluster.nodes[i].addr())
+        .expect("the key lives on the promoted replica");
+    // Within a few health checks the slot map names the promoted replica: it has its own
+    // breaker, closed, and the dead master's breaker is gone from the metrics.
+    let (new, old) = (
+        format!("ratelimitd_redis_breaker_state{{target=\"{promoted}\"}} 0"),
+        format!("target=\"{lost_addr}\""),
+    );
+    let watch = ratelimitd::clock::Stopwatch::start();
+    loop {
+        let text = scrape(&s).await;
+        if text.contains(&new) && !text.contains(&old) {
+            break;
+        }
+        assert!(watch.elapsed() < Duration::from_secs(5), "{text}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    s.shutdown().await;
+}

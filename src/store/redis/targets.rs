@@ -157,7 +157,7 @@ impl RedisStore {
         let conn = self.conn(per_second);
         let bound = self.response_timeout.max(Duration::from_millis(500));
         let slots = &self.slots[usize::from(per_second)];
-        if let Ok(Some(reply)) = tokio::time::timeout(bound, conn.cluster_slots()).await
+        if let Some(reply) = conn.cluster_slots(&slots.masters(), bound).await
             && let Err(e) = reply
                 .map_err(|e| e.to_string())
                 .and_then(|r| slots.update(&r))
