@@ -212,11 +212,10 @@ impl Store for RedisStore {
             let op = &ops[i];
             let per_second =
                 self.per_second.is_some() && op.spec.window.secs() < PER_SECOND_BELOW_SECS;
-            let slot = match self.conn(per_second) {
-                RedisConn::Cluster(_) => slot_group(&op.key),
-                _ => "",
+            let (slot, target) = match self.conn(per_second) {
+                RedisConn::Cluster(_) => (slot_group(&op.key), self.master_of(per_second, op)),
+                _ => ("", targets::name(per_second)),
             };
-            let target = self.target_of(per_second, op);
             let algorithm = op.spec.algorithm;
             groups
                 .entry((per_second, target, slot, algorithm))

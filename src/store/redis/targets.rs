@@ -128,9 +128,9 @@ impl RedisStore {
         }
     }
 
-    /// The target `op` goes to on the main or per-second connection: its Cluster master when
-    /// the slot map knows it (the map is empty unless Cluster), else the connection as a whole.
-    pub(super) fn target_of(&self, per_second: bool, op: &Op) -> &'static str {
+    /// The target of `op` on the main or per-second Cluster connection: the master of its slot
+    /// when the slot map knows it, else the connection as a whole.
+    pub(super) fn master_of(&self, per_second: bool, op: &Op) -> &'static str {
         self.slots[usize::from(per_second)]
             .master(&op.key)
             .unwrap_or(name(per_second))
