@@ -10,8 +10,8 @@ mod common;
 use std::time::Duration;
 
 use common::chaos::{
-    CFG, ENV, Paused, SLACK, TIMEOUT, load, report, scrape, source, target_transitions, timed,
-    until_decided_within, until_redis_decides,
+    CFG, ENV, Paused, SLACK, TIMEOUT, load, policy_then_breaker, report, scrape, source,
+    target_transitions, timed, until_decided_within, until_redis_decides,
 };
 use common::redis::{Access, RedisCluster, RedisServer};
 use common::sentinel::Sentinel;
@@ -23,20 +23,6 @@ async fn start(redis_env: Vec<(String, String)>) -> TestServer {
     all.extend(ENV.iter().map(|(k, v)| (k.to_string(), v.to_string())));
     let env: Vec<(&str, &str)> = all.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
     TestServer::start(&[("c.yaml", CFG)], &env).await
-}
-
-/// Checks that the first three calls of a fault were answered by the policy after a failed call
-/// and the rest by the open breaker; returns the times of the latter.
-fn policy_then_breaker(
-    times: &[Duration],
-    sources: &[String],
-    policy: &str,
-) -> (Vec<Duration>, Vec<Duration>) {
-    for (i, src) in sources.iter().enumerate() {
-        let want = if i < 3 { policy } else { "breaker" };
-        assert_eq!(src, want, "call {i} of {sources:?}");
-    }
-    (times[..3].to_vec(), times[3..].to_vec())
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -205,3 +205,17 @@ pub async fn until_decided_within(
     }
     panic!("Redis did not decide {key}={value} again within 1000 tries");
 }
+
+/// Checks that the first three calls of a fault were answered by the policy after a failed call
+/// and the rest by the open breaker; returns the times of the latter.
+pub fn policy_then_breaker(
+    times: &[Duration],
+    sources: &[String],
+    policy: &str,
+) -> (Vec<Duration>, Vec<Duration>) {
+    for (i, src) in sources.iter().enumerate() {
+        let want = if i < 3 { policy } else { "breaker" };
+        assert_eq!(src, want, "call {i} of {sources:?}");
+    }
+    (times[..3].to_vec(), times[3..].to_vec())
+}

@@ -13,7 +13,6 @@ use std::time::Duration;
 use arc_swap::ArcSwapOption;
 use redis::aio::{ConnectionManager, ConnectionManagerConfig, MultiplexedConnection};
 use redis::cluster_async::ClusterConnection;
-use redis::cluster_routing::{RoutingInfo, SingleNodeRoutingInfo};
 use redis::sentinel::{SentinelClient, SentinelClientBuilder, SentinelServerType};
 use redis::{
     AsyncConnectionConfig, Client, ConnectionAddr, IntoConnectionInfo, RedisConnectionInfo,
@@ -181,11 +180,6 @@ pub async fn connect(
     }
 }
 
-/// The error of a call that did not answer within its bound.
-fn timed_out(what: &'static str) -> RedisError {
-    RedisError::from((redis::ErrorKind::Io, "no answer in time", what.to_string()))
-}
-
 impl RedisConn {
     /// Runs `script` (EVALSHA, loading it on NOSCRIPT) with `keys` and `args`.
     pub async fn eval(
@@ -268,55 +262,6 @@ impl RedisConn {
             }
             _ => self.ping().await,
         }
-    }
-
-    /// `CLUSTER SLOTS` on a Cluster; `None` for the other kinds. Asked of every node in `nodes`
-    /// at once (the masters last known), each within `bound`, and the first answer is taken: a
-    /// random node could be the lost master, which would keep the map from ever moving on to
-    /// its promoted replica. With no known node, any node is asked.
-    pub(super) async fn cluster_slots(
-        &self,
-        nodes: &[&str],
-        bound: Duration,
-    ) -> Option<Result<redis::Value, RedisError>> {
-        let RedisConn::Cluster(c) = self else {
-            return None;
-        };
-        let cmd = redis::cmd("CLUSTER").arg("SLOTS").clone();
-        if nodes.is_empty() {
-            let any = tokio::time::timeout(bound, cmd.query_async(&mut c.clone())).await;
-            return Some(any.unwrap_or_else(|_| Err(timed_out("CLUSTER SLOTS"))));
-        }
-        let asks = nodes.iter().map(|n| {
-            let (cmd, mut c) = (cmd.clone(), c.clone());
-            Box::pin(async move {
-                let (host, port) = host_port(n)?;
-                let to = RoutingInfo::SingleNode(SingleNodeRoutingInfo::ByAddress { host, port });
-                match tokio::time::timeout(bound, c.route_command(cmd, to)).await {
-                    Ok(r) => r,
-                    Err(_) => Err(timed_out("CLUSTER SLOTS")),
-                }
-            })
-        });
-        Some(
-            futures_util::future::select_ok(asks)
-                .await
-                .map(|(reply, _)| reply),
-        )
-    }
-
-    /// PING to the Cluster node at `addr` (`host:port`), so each master's breaker hears about its
-    /// own master; a plain PING for the other kinds.
-    pub(super) async fn ping_node(&self, addr: &str) -> Result<(), RedisError> {
-        let RedisConn::Cluster(c) = self else {
-            return self.ping().await;
-        };
-        let (host, port) = host_port(addr)?;
-        let to = RoutingInfo::SingleNode(SingleNodeRoutingInfo::ByAddress { host, port });
-        c.clone()
-            .route_command(redis::cmd("PING"), to)
-            .await
-            .map(drop)
     }
 
     /// Runs `pipe` (all its keys in one hash slot on Cluster) and returns its replies.

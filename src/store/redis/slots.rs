@@ -2,11 +2,17 @@
 //! a lost master then fails only the ops of its slots. The client routes the calls itself (and
 //! follows MOVED); this map only says which breaker a call belongs to. It is read with
 //! `CLUSTER SLOTS` at connect and again once a second with the health check, off the request
-//! path; a key whose slot is not in the map yet belongs to the target as a whole (`main`).
+//! path; a key whose slot is not in the map yet belongs to the target as a whole (`main`). Also
+//! the two Cluster-only calls behind it: `CLUSTER SLOTS`, and a PING to one master by address.
+
+use std::time::Duration;
 
 use arc_swap::ArcSwap;
-use redis::Value;
+use redis::cluster_routing::{RoutingInfo, SingleNodeRoutingInfo};
+use redis::{RedisError, Value};
 
+use super::addr::host_port;
+use super::conn::RedisConn;
 use super::targets::intern;
 
 /// Slots in a Redis Cluster.
@@ -102,6 +108,62 @@ fn parse(reply: &Value) -> Result<Vec<(u16, u16, &'static str)>, String> {
             Ok((start, end, intern(format!("{host}:{port}"))))
         })
         .collect()
+}
+
+/// The error of a call that did not answer within its bound.
+fn timed_out(what: &'static str) -> RedisError {
+    RedisError::from((redis::ErrorKind::Io, "no answer in time", what.to_string()))
+}
+
+impl RedisConn {
+    /// `CLUSTER SLOTS` on a Cluster; `None` for the other kinds. Asked of every node in `nodes`
+    /// at once (the masters last known), each within `bound`, and the first answer is taken: a
+    /// random node could be the lost master, which would keep the map from ever moving on to
+    /// its promoted replica. With no known node, any node is asked.
+    pub(super) async fn cluster_slots(
+        &self,
+        nodes: &[&str],
+        bound: Duration,
+    ) -> Option<Result<redis::Value, RedisError>> {
+        let RedisConn::Cluster(c) = self else {
+            return None;
+        };
+        let cmd = redis::cmd("CLUSTER").arg("SLOTS").clone();
+        if nodes.is_empty() {
+            let any = tokio::time::timeout(bound, cmd.query_async(&mut c.clone())).await;
+            return Some(any.unwrap_or_else(|_| Err(timed_out("CLUSTER SLOTS"))));
+        }
+        let asks = nodes.iter().map(|n| {
+            let (cmd, mut c) = (cmd.clone(), c.clone());
+            Box::pin(async move {
+                let (host, port) = host_port(n)?;
+                let to = RoutingInfo::SingleNode(SingleNodeRoutingInfo::ByAddress { host, port });
+                match tokio::time::timeout(bound, c.route_command(cmd, to)).await {
+                    Ok(r) => r,
+                    Err(_) => Err(timed_out("CLUSTER SLOTS")),
+                }
+            })
+        });
+        Some(
+            futures_util::future::select_ok(asks)
+                .await
+                .map(|(reply, _)| reply),
+        )
+    }
+
+    /// PING to the Cluster node at `addr` (`host:port`), so each master's breaker hears about its
+    /// own master; a plain PING for the other kinds.
+    pub(super) async fn ping_node(&self, addr: &str) -> Result<(), RedisError> {
+        let RedisConn::Cluster(c) = self else {
+            return self.ping().await;
+        };
+        let (host, port) = host_port(addr)?;
+        let to = RoutingInfo::SingleNode(SingleNodeRoutingInfo::ByAddress { host, port });
+        c.clone()
+            .route_command(redis::cmd("PING"), to)
+            .await
+            .map(drop)
+    }
 }
 
 #[cfg(test)]
