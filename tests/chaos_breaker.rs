@@ -10,33 +10,13 @@ mod common;
 
 use std::time::Duration;
 
-use common::chaos::{Paused, report, source, timed};
+use common::chaos::{
+    CFG, ENV, Paused, SLACK, TIMEOUT, load, report, scrape, target_transitions, timed,
+    until_redis_decides,
+};
 use common::redis::RedisServer;
 use common::{Code, TestServer, overall};
 use ratelimitd::clock::Stopwatch;
-
-const CFG: &str = r#"
-domain: chaos
-descriptors:
-  - {key: local, rate_limit: {unit: minute, requests_per_unit: 30, failure_mode: local}}
-  - {key: deny, rate_limit: {unit: minute, requests_per_unit: 30, failure_mode: deny}}
-  - {key: allow, rate_limit: {unit: minute, requests_per_unit: 30, failure_mode: allow}}
-  - {key: fast, rate_limit: {unit: second, requests_per_unit: 5, failure_mode: allow}}
-"#;
-
-const TIMEOUT: Duration = Duration::from_millis(250);
-/// Scheduling slack on a loaded 2-core CI machine, on top of the response timeout.
-const SLACK: Duration = Duration::from_millis(400);
-
-const ENV: [(&str, &str); 7] = [
-    ("USE_PROMETHEUS", "true"),
-    ("PROMETHEUS_ADDR", "127.0.0.1:0"),
-    ("REDIS_RESPONSE_TIMEOUT", "250ms"),
-    ("REDIS_TIMEOUT", "250ms"),
-    ("REDIS_BREAKER_FAILURES", "3"),
-    ("REDIS_BREAKER_COOLDOWN", "1s"),
-    ("RESPONSE_DYNAMIC_METADATA", "true"),
-];
 
 async fn start(redis: &RedisServer) -> TestServer {
     TestServer::start_on(&[("c.yaml", CFG)], &ENV, Some(redis)).await
@@ -45,60 +25,6 @@ async fn start(redis: &RedisServer) -> TestServer {
 /// The breaker transition counter `to` of the main Redis.
 fn transitions(s: &TestServer, to: &str) -> u64 {
     target_transitions(s, "main", to)
-}
-
-/// The breaker transition counter `to` of Redis `target` (`main`, `per_second`).
-fn target_transitions(s: &TestServer, target: &str, to: &str) -> u64 {
-    let name = format!("ratelimitd.redis_breaker.{target}.{to}");
-    let metrics = s.running().metrics.as_ref().expect("stats on");
-    metrics
-        .statsd_counters()
-        .into_iter()
-        .find_map(|(n, v)| (n == name).then_some(v))
-        .unwrap_or(0)
-}
-
-/// The Prometheus exposition of `s`.
-async fn scrape(s: &TestServer) -> String {
-    let addr = s.running().metrics_addr.expect("Prometheus on");
-    let url = format!("http://{addr}/metrics");
-    s.http.get(url).send().await.unwrap().text().await.unwrap()
-}
-
-/// Calls `key` until Redis decides again, advancing the manual clock by one cool-down before
-/// each try so the breaker may probe; returns the real time it took. Bounded.
-async fn until_redis_decides(s: &TestServer, key: &str) -> Duration {
-    let watch = Stopwatch::start();
-    for _ in 0..40 {
-        s.advance(Duration::from_secs(1));
-        if let (_, Ok(r)) = timed(s, "chaos", (key, "after")).await
-            && source(&r) == "store"
-        {
-            return watch.elapsed();
-        }
-        tokio::time::sleep(Duration::from_millis(25)).await;
-    }
-    panic!("Redis did not decide again within 40 probes");
-}
-
-/// Calls `key` `n` times on `s`: every call answered (never an error), each within the bound;
-/// returns the times and how many were admitted.
-async fn load(
-    s: &TestServer,
-    key: &str,
-    value: &str,
-    n: usize,
-) -> (Vec<Duration>, usize, Vec<String>) {
-    let (mut times, mut admitted, mut sources) = (Vec::new(), 0, Vec::new());
-    for _ in 0..n {
-        let (t, r) = timed(s, "chaos", (key, value)).await;
-        let r = r.expect("answered by the failure policy, not an error");
-        assert!(t < TIMEOUT + SLACK, "{key}: answered in {t:?}");
-        times.push(t);
-        admitted += usize::from(overall(&r) == Code::Ok);
-        sources.push(source(&r));
-    }
-    (times, admitted, sources)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -212,12 +212,15 @@ impl Metrics {
             }
         }
         for r in self.breakers.as_ref().map(|b| b()).unwrap_or_default() {
+            // A Cluster master is named `host:port`: a colon would end a StatsD name and a dot
+            // would add levels, so both become `_` there (Prometheus labels keep the address).
+            let target = r.target.replace([':', '.'], "_");
             for (to, v) in [
                 ("opened", r.opened),
                 ("half_opened", r.half_opened),
                 ("closed", r.closed),
             ] {
-                out.push((format!("ratelimitd.redis_breaker.{}.{to}", r.target), v));
+                out.push((format!("ratelimitd.redis_breaker.{target}.{to}"), v));
             }
         }
         out.push((

@@ -1,4 +1,5 @@
-//! A circuit breaker for one Redis target (the main Redis, the per-second Redis, ...).
+//! A circuit breaker for one Redis target (the main Redis, the per-second Redis, one Cluster
+//! master, ...).
 //!
 //! Closed: calls go through; `failures` consecutive failed or timed-out calls open it. Open: no
 //! call goes through — the caller answers at once by each limit's failure policy — until the
@@ -57,7 +58,7 @@ pub enum Permit {
 /// A breaker's state and transition counts, for the metrics.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct BreakerReport {
-    /// The target's name (`main`, `per_second`).
+    /// The target's name (`main`, `per_second`, or a Cluster master's `host:port`).
     pub target: &'static str,
     /// The current state.
     pub state: BreakerState,

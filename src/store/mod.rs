@@ -40,7 +40,7 @@ pub enum Answer {
     /// The backend did not answer this op: its call failed or timed out, or the circuit breaker
     /// of its target is open and no call was made. Nothing is known to have been counted.
     Unavailable {
-        /// The target (`main`, `per_second`).
+        /// The target (`main`, `per_second`, or a Cluster master's `host:port`).
         target: &'static str,
         /// True when the breaker answered without a call.
         breaker_open: bool,

@@ -1,5 +1,7 @@
 //! Fault injection for the chaos tests: pausing a real redis-server (SIGSTOP) under a guard that
-//! always resumes it, timing calls, and reading which source decided a response.
+//! always resumes it, timing calls, and reading which source decided a response; and what the
+//! chaos tests share: their limits and settings, the breaker metrics, a bounded load loop and
+//! a bounded wait for Redis to decide again.
 
 use std::process::Command;
 use std::time::Duration;
@@ -7,8 +9,8 @@ use std::time::Duration;
 use ratelimitd::clock::Stopwatch;
 use ratelimitd::grpc::pb::envoy::service::ratelimit::v3::RateLimitResponse;
 
-use super::TestServer;
 use super::redis::RedisServer;
+use super::{Code, TestServer, overall};
 
 /// A redis-server stopped with SIGSTOP; resumed (SIGCONT) on [`Paused::resume`] or on drop, so a
 /// failing test never leaves a stopped Redis behind.
@@ -95,4 +97,125 @@ pub fn report(fault: &str, phase: &str, times: &[Duration]) {
         "chaos {fault:<10} {phase:<14} n={:<4} p50={p50:>10.3?} p99={p99:>10.3?} max={max:>10.3?}",
         times.len()
     );
+}
+
+/// The limits every chaos test uses: one per failure mode, and a per-second one.
+pub const CFG: &str = r#"
+domain: chaos
+descriptors:
+  - {key: local, rate_limit: {unit: minute, requests_per_unit: 30, failure_mode: local}}
+  - {key: deny, rate_limit: {unit: minute, requests_per_unit: 30, failure_mode: deny}}
+  - {key: allow, rate_limit: {unit: minute, requests_per_unit: 30, failure_mode: allow}}
+  - {key: fast, rate_limit: {unit: second, requests_per_unit: 5, failure_mode: allow}}
+"#;
+
+/// `REDIS_RESPONSE_TIMEOUT` of [`ENV`].
+pub const TIMEOUT: Duration = Duration::from_millis(250);
+/// Scheduling slack on a loaded 2-core CI machine, on top of the response timeout.
+pub const SLACK: Duration = Duration::from_millis(400);
+
+/// Short timeouts, a breaker opening after 3 failures with a 1 s cool-down, sources in metadata.
+pub const ENV: [(&str, &str); 7] = [
+    ("USE_PROMETHEUS", "true"),
+    ("PROMETHEUS_ADDR", "127.0.0.1:0"),
+    ("REDIS_RESPONSE_TIMEOUT", "250ms"),
+    ("REDIS_TIMEOUT", "250ms"),
+    ("REDIS_BREAKER_FAILURES", "3"),
+    ("REDIS_BREAKER_COOLDOWN", "1s"),
+    ("RESPONSE_DYNAMIC_METADATA", "true"),
+];
+
+/// The breaker transition counter `to` of Redis `target` (`main`, `per_second`, a Cluster
+/// master's `host:port`, which StatsD names with `_` for `:` and `.`).
+pub fn target_transitions(s: &TestServer, target: &str, to: &str) -> u64 {
+    let target = target.replace([':', '.'], "_");
+    let name = format!("ratelimitd.redis_breaker.{target}.{to}");
+    let metrics = s.running().metrics.as_ref().expect("stats on");
+    metrics
+        .statsd_counters()
+        .into_iter()
+        .find_map(|(n, v)| (n == name).then_some(v))
+        .unwrap_or(0)
+}
+
+/// The Prometheus exposition of `s`.
+pub async fn scrape(s: &TestServer) -> String {
+    let addr = s.running().metrics_addr.expect("Prometheus on");
+    let url = format!("http://{addr}/metrics");
+    s.http.get(url).send().await.unwrap().text().await.unwrap()
+}
+
+/// Calls `key` until Redis decides again, advancing the manual clock by one cool-down before
+/// each try so the breaker may probe; returns the real time it took. Bounded.
+pub async fn until_redis_decides(s: &TestServer, key: &str) -> Duration {
+    let watch = Stopwatch::start();
+    for _ in 0..40 {
+        s.advance(Duration::from_secs(1));
+        if let (_, Ok(r)) = timed(s, "chaos", (key, "after")).await
+            && source(&r) == "store"
+        {
+            return watch.elapsed();
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    panic!("Redis did not decide again within 40 probes");
+}
+
+/// Calls `key` `n` times on `s`: every call answered (never an error), each within the bound;
+/// returns the times and how many were admitted.
+pub async fn load(
+    s: &TestServer,
+    key: &str,
+    value: &str,
+    n: usize,
+) -> (Vec<Duration>, usize, Vec<String>) {
+    let (mut times, mut admitted, mut sources) = (Vec::new(), 0, Vec::new());
+    for _ in 0..n {
+        let (t, r) = timed(s, "chaos", (key, value)).await;
+        let r = r.expect("answered by Redis or the failure policy, not an error");
+        assert!(t < TIMEOUT + SLACK, "{key}: answered in {t:?}");
+        times.push(t);
+        admitted += usize::from(overall(&r) == Code::Ok);
+        sources.push(source(&r));
+    }
+    (times, admitted, sources)
+}
+
+/// Calls `(key, value)` until Redis decides it, advancing the manual clock by one cool-down
+/// before each try, for at most `limit` of real time (a failover takes seconds of real time:
+/// the sentinels and cluster nodes run on their own clocks); returns the time it took.
+pub async fn until_decided_within(
+    s: &TestServer,
+    (key, value): (&str, &str),
+    limit: Duration,
+) -> Duration {
+    let watch = Stopwatch::start();
+    for _ in 0..1_000 {
+        s.advance(Duration::from_secs(1));
+        if let (_, Ok(r)) = timed(s, "chaos", (key, value)).await
+            && source(&r) == "store"
+        {
+            return watch.elapsed();
+        }
+        assert!(
+            watch.elapsed() < limit,
+            "Redis did not decide {key}={value} again within {limit:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    panic!("Redis did not decide {key}={value} again within 1000 tries");
+}
+
+/// Checks that the first three calls of a fault were answered by the policy after a failed call
+/// and the rest by the open breaker; returns the times of the latter.
+pub fn policy_then_breaker(
+    times: &[Duration],
+    sources: &[String],
+    policy: &str,
+) -> (Vec<Duration>, Vec<Duration>) {
+    for (i, src) in sources.iter().enumerate() {
+        let want = if i < 3 { policy } else { "breaker" };
+        assert_eq!(src, want, "call {i} of {sources:?}");
+    }
+    (times[..3].to_vec(), times[3..].to_vec())
 }

@@ -196,6 +196,20 @@ impl RedisCluster {
         access: &Access,
         create_args: &[&str],
     ) -> RedisCluster {
+        RedisCluster::create((n, 0), extra, access, create_args)
+    }
+
+    /// `masters` masters with one replica each (`nodes` holds both; ask a node's `ROLE`).
+    pub fn with_replicas(masters: usize, extra: &[&str]) -> RedisCluster {
+        RedisCluster::create((masters * 2, 1), extra, &Access::default(), &[])
+    }
+
+    fn create(
+        (n, replicas): (usize, usize),
+        extra: &[&str],
+        access: &Access,
+        create_args: &[&str],
+    ) -> RedisCluster {
         let nodes: Vec<RedisServer> = (0..n)
             .map(|_| {
                 // The bus port defaults to port + 10000, past 65535 for a quarter of the
@@ -221,7 +235,7 @@ impl RedisCluster {
             create.arg(node.addr());
         }
         let out = create
-            .args(["--cluster-replicas", "0", "--cluster-yes"])
+            .args(["--cluster-replicas", &replicas.to_string(), "--cluster-yes"])
             .output()
             .unwrap();
         assert!(

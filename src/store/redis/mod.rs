@@ -15,6 +15,7 @@ pub mod heartbeat;
 mod leaky_bucket;
 mod sliding_log;
 mod sliding_window;
+mod slots;
 mod targets;
 mod token_bucket;
 
@@ -33,6 +34,7 @@ use crate::clock::{Stopwatch, Timestamp};
 use crate::settings::RedisConfig;
 use call::{Group, slot_group};
 use conn::RedisConn;
+use targets::TargetGroups;
 
 /// Windows shorter than this go to the per-second Redis when `REDIS_PERSECOND=true` (Go sends
 /// SECOND-unit limits there).
@@ -56,6 +58,8 @@ pub struct RedisStore {
     /// One circuit breaker per target; `None` until [`RedisStore::with_breakers`] (or when
     /// `REDIS_BREAKER_FAILURES` is 0).
     breakers: Option<targets::Breakers>,
+    /// The Cluster slot map of the main and the per-second connection (empty unless Cluster).
+    slots: [slots::SlotMap; 2],
 }
 
 /// A failure text that names what failed but never carries credentials (the redis crate's errors
@@ -92,6 +96,7 @@ impl RedisStore {
             local_cache: OverLimitCache::with_bytes(cfg.local_cache_size_in_bytes),
             healthy: AtomicBool::new(true),
             breakers: None,
+            slots: Default::default(),
         };
         store.check_health().await;
         Ok(store)
@@ -116,16 +121,6 @@ impl RedisStore {
                 }
             }
         }
-    }
-
-    /// Pings every Redis and records whether all answered (for health while idle).
-    pub async fn check_health(&self) -> bool {
-        let mut ok = self.ping_target(false).await;
-        if self.per_second.is_some() {
-            ok &= self.ping_target(true).await;
-        }
-        self.healthy.store(ok, Ordering::Relaxed);
-        ok
     }
 
     /// The main Redis's clock (`TIME`), bounded by the response timeout.
@@ -181,13 +176,6 @@ impl RedisStore {
             Algorithm::SlidingLog => sliding_log::run(&g, &self.sliding_log).await,
         }
     }
-
-    fn conn_for(&self, op: &Op) -> &RedisConn {
-        match &self.per_second {
-            Some(ps) if op.spec.window.secs() < PER_SECOND_BELOW_SECS => ps,
-            _ => &self.main,
-        }
-    }
 }
 
 #[async_trait]
@@ -217,42 +205,42 @@ impl Store for RedisStore {
             (true, false) => 1,
             _ => 0,
         };
-        // Group by target, then (for Cluster) by hash slot, then by algorithm; one script call
-        // per group, all in flight at once, each target behind its breaker.
-        let mut groups: HashMap<(bool, &str, Algorithm), Vec<usize>> = HashMap::new();
+        // Group by target (on Cluster: each master), then by hash slot, then by algorithm; one
+        // script call per group, all in flight at once, each target behind its breaker.
+        let mut groups: HashMap<(bool, &'static str, &str, Algorithm), Vec<usize>> = HashMap::new();
         for &i in &pending {
-            let conn = self.conn_for(&ops[i]);
-            let per_second = !std::ptr::eq(conn, &self.main);
-            let slot = if matches!(conn, RedisConn::Cluster(_)) {
-                slot_group(&ops[i].key)
-            } else {
-                ""
+            let op = &ops[i];
+            let per_second =
+                self.per_second.is_some() && op.spec.window.secs() < PER_SECOND_BELOW_SECS;
+            let (slot, target) = match self.conn(per_second) {
+                RedisConn::Cluster(_) => (slot_group(&op.key), self.master_of(per_second, op)),
+                _ => ("", targets::name(per_second)),
             };
-            let algorithm = ops[i].spec.algorithm;
+            let algorithm = op.spec.algorithm;
             groups
-                .entry((per_second, slot, algorithm))
+                .entry((per_second, target, slot, algorithm))
                 .or_default()
                 .push(i);
         }
-        let mut per_target: [Vec<(Algorithm, Vec<usize>)>; 2] = Default::default();
-        for ((per_second, _, algorithm), idx) in groups {
-            per_target[usize::from(per_second)].push((algorithm, idx));
+        let mut per_target: HashMap<(bool, &'static str), TargetGroups> = HashMap::new();
+        for ((per_second, target, _, algorithm), idx) in groups {
+            per_target
+                .entry((per_second, target))
+                .or_default()
+                .push((algorithm, idx));
         }
         let calls = per_target
             .iter()
-            .enumerate()
-            .filter(|(_, groups)| !groups.is_empty())
-            .map(|(t, groups)| self.call_target(t == 1, groups, ops, mode, now));
+            .map(|(&target, groups)| self.call_target(target, groups, ops, mode, now));
         // Health follows the calls made: any failure marks it down, all answered marks it up;
         // ops the breaker answered say nothing new.
         let (mut called, mut failed) = (false, false);
-        for (per_second, groups, result) in join_all(calls).await {
+        for (target, groups, result) in join_all(calls).await {
             let decisions = match result {
                 Ok(decisions) => decisions,
                 Err(breaker_open) => {
                     called |= !breaker_open;
                     failed |= !breaker_open;
-                    let target = targets::name(per_second);
                     for i in groups.iter().flat_map(|(_, idx)| idx) {
                         answers[*i] = Some(Answer::Unavailable {
                             target,

@@ -1,14 +1,20 @@
-//! The Redis targets of one store — the main Redis and, with `REDIS_PERSECOND`, the per-second
-//! Redis — each behind its own circuit breaker, so one target being down costs nothing for the
-//! ops that go to the other. A Redis Cluster or a Sentinel-managed primary is one target: the
-//! breaker watches the connection the store holds to it (not each Cluster master).
+//! The Redis targets of one store, each behind its own circuit breaker, so one target being down
+//! costs nothing for the ops that go to the others. A target is the main Redis, the per-second
+//! Redis (`REDIS_PERSECOND`), or — on Redis Cluster — each master, named by its `host:port` (the
+//! slot map in `slots` says which master an op's key lives on): a lost master then fails only the
+//! ops of its slots. A Sentinel-managed primary is one target, whichever server it is now.
 
+use std::collections::HashMap;
+use std::collections::HashSet;
 use std::sync::Arc;
+use std::sync::atomic::Ordering;
 use std::time::Duration;
 
-use futures_util::future::try_join_all;
+use futures_util::future::{join_all, try_join_all};
+use parking_lot::{Mutex, RwLock};
 
 use super::RedisStore;
+use super::conn::RedisConn;
 use crate::algorithm::{Algorithm, Decision};
 use crate::clock::{Clock, Timestamp};
 use crate::resilience::{Breaker, BreakerReport, Permit};
@@ -20,16 +26,34 @@ pub(super) const MAIN: &str = "main";
 /// The name of the per-second Redis in logs and metrics.
 pub(super) const PER_SECOND: &str = "per_second";
 
-/// The name of a target.
+/// The name of a whole target.
 pub(super) fn name(per_second: bool) -> &'static str {
     if per_second { PER_SECOND } else { MAIN }
 }
 
-/// One breaker per target.
+/// `name` as a `&'static str`, the same one every time (breakers, answers and metric labels name
+/// targets that way). Only Cluster master addresses are interned, each once, so what is kept is
+/// bounded by the masters a cluster ever had.
+pub(super) fn intern(name: String) -> &'static str {
+    static NAMES: Mutex<Option<HashSet<&'static str>>> = Mutex::new(None);
+    let mut names = NAMES.lock();
+    let names = names.get_or_insert_with(HashSet::new);
+    if let Some(known) = names.get(name.as_str()) {
+        return known;
+    }
+    let leaked: &'static str = Box::leak(name.into_boxed_str());
+    names.insert(leaked);
+    leaked
+}
+
+/// One breaker per target, made when a target is first called (Cluster masters are learnt from
+/// the slot map as it changes).
 #[derive(Debug)]
 pub(super) struct Breakers {
-    main: Breaker,
-    per_second: Option<Breaker>,
+    failures: u32,
+    cooldown: Duration,
+    clock: Arc<dyn Clock>,
+    by_target: RwLock<HashMap<&'static str, Arc<Breaker>>>,
 }
 
 impl Breakers {
@@ -39,42 +63,48 @@ impl Breakers {
         per_second: bool,
         clock: &Arc<dyn Clock>,
     ) -> Option<Breakers> {
-        let (failures, cooldown) = (settings.breaker_failures, settings.breaker_cooldown);
-        let breaker = |target| Breaker::new(target, failures, cooldown, clock.clone());
-        (failures > 0).then(|| Breakers {
-            main: breaker(MAIN),
-            per_second: per_second.then(|| breaker(PER_SECOND)),
-        })
+        let b = Breakers {
+            failures: settings.breaker_failures,
+            cooldown: settings.breaker_cooldown,
+            clock: clock.clone(),
+            by_target: RwLock::default(),
+        };
+        // The whole targets are there from the start, so their metrics are too.
+        b.get(MAIN);
+        if per_second {
+            b.get(PER_SECOND);
+        }
+        (settings.breaker_failures > 0).then_some(b)
     }
 
-    /// The breaker of a target.
-    pub(super) fn get(&self, per_second: bool) -> &Breaker {
-        match (&self.per_second, per_second) {
-            (Some(b), true) => b,
-            _ => &self.main,
+    /// The breaker of `target`.
+    pub(super) fn get(&self, target: &'static str) -> Arc<Breaker> {
+        if let Some(b) = self.by_target.read().get(target) {
+            return b.clone();
         }
+        let mut all = self.by_target.write();
+        let new = || Breaker::new(target, self.failures, self.cooldown, self.clock.clone());
+        all.entry(target).or_insert_with(|| Arc::new(new())).clone()
+    }
+
+    /// Drops the breakers of Cluster masters that hold no slot any more (failed over, removed):
+    /// nothing calls them, and an open one would report an outage that is over.
+    fn keep_only(&self, masters: &[&'static str]) {
+        let keep = |t: &&'static str| [MAIN, PER_SECOND].contains(t) || masters.contains(t);
+        self.by_target.write().retain(|t, _| keep(t));
     }
 
     /// Every breaker's state, for the metrics.
     pub(super) fn reports(&self) -> Vec<BreakerReport> {
-        std::iter::once(&self.main)
-            .chain(self.per_second.as_ref())
-            .map(Breaker::report)
-            .collect()
+        let mut all: Vec<BreakerReport> =
+            self.by_target.read().values().map(|b| b.report()).collect();
+        all.sort_by_key(|r| r.target);
+        all
     }
 }
 
-/// The permit of a target when there may be no breakers (always a plain call then).
-pub(super) fn permit(breakers: Option<&Breakers>, per_second: bool) -> Permit {
-    breakers.map_or(Permit::Call, |b| b.get(per_second).permit())
-}
-
-/// Reports a call's end to its target's breaker, if any.
-pub(super) fn record(breakers: Option<&Breakers>, per_second: bool, permit: Permit, ok: bool) {
-    if let Some(b) = breakers {
-        b.get(per_second).record(permit, ok);
-    }
-}
+/// The calls of one target: the script groups (one algorithm each) of the ops it holds.
+pub(super) type TargetGroups = Vec<(Algorithm, Vec<usize>)>;
 
 impl RedisStore {
     /// Puts a circuit breaker around each target, as `settings` ask, timed by `clock`.
@@ -91,22 +121,79 @@ impl RedisStore {
             .unwrap_or_default()
     }
 
-    /// PINGs every connection of a target (the health check, off the request path) and tells
-    /// its breaker: a target that answers closes its breaker without waiting for a request.
-    pub(super) async fn ping_target(&self, per_second: bool) -> bool {
-        let conn = match &self.per_second {
+    pub(super) fn conn(&self, per_second: bool) -> &RedisConn {
+        match &self.per_second {
             Some(ps) if per_second => ps,
             _ => &self.main,
-        };
-        let bound = self.response_timeout.max(Duration::from_millis(500));
-        let ok = matches!(
-            tokio::time::timeout(bound, conn.ping_all()).await,
-            Ok(Ok(()))
-        );
+        }
+    }
+
+    /// The target of `op` on the main or per-second Cluster connection: the master of its slot
+    /// when the slot map knows it, else the connection as a whole.
+    pub(super) fn master_of(&self, per_second: bool, op: &Op) -> &'static str {
+        self.slots[usize::from(per_second)]
+            .master(&op.key)
+            .unwrap_or(name(per_second))
+    }
+
+    /// Pings every Redis and records whether all answered (for health while idle).
+    pub async fn check_health(&self) -> bool {
+        let mut ok = self.ping_target(false).await;
+        if self.per_second.is_some() {
+            ok &= self.ping_target(true).await;
+        }
+        self.healthy.store(ok, Ordering::Relaxed);
         if let Some(b) = &self.breakers {
-            b.get(per_second).probed(ok);
+            let masters = [self.slots[0].masters(), self.slots[1].masters()].concat();
+            b.keep_only(&masters);
         }
         ok
+    }
+
+    /// PINGs every connection of a target (the health check, off the request path) and tells
+    /// its breaker: a target that answers closes its breaker without waiting for a request. On
+    /// Cluster, first re-reads the slot map, then PINGs each master and tells its own breaker.
+    pub(super) async fn ping_target(&self, per_second: bool) -> bool {
+        let conn = self.conn(per_second);
+        let bound = self.response_timeout.max(Duration::from_millis(500));
+        let slots = &self.slots[usize::from(per_second)];
+        if let Some(reply) = conn.cluster_slots(&slots.masters(), bound).await
+            && let Err(e) = reply
+                .map_err(|e| e.to_string())
+                .and_then(|r| slots.update(&r))
+        {
+            tracing::debug!(error = %e, "cluster slot map not refreshed");
+        }
+        let masters = match conn {
+            RedisConn::Cluster(_) => slots.masters(),
+            _ => Vec::new(),
+        };
+        if masters.is_empty() {
+            let ok = matches!(
+                tokio::time::timeout(bound, conn.ping_all()).await,
+                Ok(Ok(()))
+            );
+            self.probed(name(per_second), ok);
+            return ok;
+        }
+        let pings = masters.iter().map(|&m| async move {
+            let ok = matches!(
+                tokio::time::timeout(bound, conn.ping_node(m)).await,
+                Ok(Ok(()))
+            );
+            self.probed(m, ok);
+            ok
+        });
+        let all_ok = join_all(pings).await.into_iter().all(|ok| ok);
+        // Ops whose slot was not mapped yet were counted against the whole target.
+        self.probed(name(per_second), all_ok);
+        all_ok
+    }
+
+    fn probed(&self, target: &'static str, ok: bool) {
+        if let Some(b) = &self.breakers {
+            b.get(target).probed(ok);
+        }
     }
 
     /// Runs the `groups` of one target, unless its breaker is open: `Err(true)` when the breaker
@@ -114,25 +201,22 @@ impl RedisStore {
     /// `REDIS_RESPONSE_TIMEOUT` (both recorded by the breaker).
     pub(super) async fn call_target<'g>(
         &self,
-        per_second: bool,
-        groups: &'g [(Algorithm, Vec<usize>)],
+        (per_second, target): (bool, &'static str),
+        groups: &'g TargetGroups,
         ops: &[Op],
         mode: u64,
         now: Timestamp,
     ) -> (
-        bool,
-        &'g [(Algorithm, Vec<usize>)],
+        &'static str,
+        &'g TargetGroups,
         Result<Vec<Vec<(usize, Decision)>>, bool>,
     ) {
-        let breakers = self.breakers.as_ref();
-        let permit = permit(breakers, per_second);
+        let breaker = self.breakers.as_ref().map(|b| b.get(target));
+        let permit = breaker.as_ref().map_or(Permit::Call, |b| b.permit());
         if permit == Permit::Rejected {
-            return (per_second, groups, Err(true));
+            return (target, groups, Err(true));
         }
-        let conn = match &self.per_second {
-            Some(ps) if per_second => ps,
-            _ => &self.main,
-        };
+        let conn = self.conn(per_second);
         let calls = groups
             .iter()
             .map(|(algorithm, idx)| self.run(conn, ops, (*algorithm, idx), mode, now));
@@ -141,7 +225,46 @@ impl RedisStore {
             Ok(Ok(decisions)) => Ok(decisions),
             Ok(Err(_)) | Err(_) => Err(false),
         };
-        record(breakers, per_second, permit, result.is_ok());
-        (per_second, groups, result)
+        if let Some(b) = breaker {
+            b.record(permit, result.is_ok());
+        }
+        (target, groups, result)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use super::{Breakers, intern};
+    use crate::clock::{Clock, ManualClock, Timestamp};
+    use crate::resilience::BreakerState;
+    use crate::settings::Resilience;
+
+    #[test]
+    fn each_master_has_its_own_breaker_until_it_holds_no_slot() {
+        let clock: Arc<dyn Clock> = Arc::new(ManualClock::new(Timestamp::from_secs(1)));
+        let b = Breakers::new(&Resilience::default(), false, &clock).expect("breakers on");
+        let (a, c) = (
+            intern("10.0.0.1:6379".into()),
+            intern("10.0.0.2:6379".into()),
+        );
+        assert!(
+            std::ptr::eq(a, intern("10.0.0.1:6379".into())),
+            "one name each"
+        );
+        for _ in 0..3 {
+            let breaker = b.get(a);
+            breaker.record(breaker.permit(), false);
+        }
+        assert_eq!(b.get(a).state(), BreakerState::Open);
+        assert_eq!(b.get(c).state(), BreakerState::Closed, "the other master");
+        assert_eq!(b.get("main").state(), BreakerState::Closed);
+        let targets: Vec<&str> = b.reports().iter().map(|r| r.target).collect();
+        assert_eq!(targets, ["10.0.0.1:6379", "10.0.0.2:6379", "main"]);
+        // `a` failed over to `c`: its open breaker no longer reports an outage.
+        b.keep_only(&[c]);
+        let targets: Vec<&str> = b.reports().iter().map(|r| r.target).collect();
+        assert_eq!(targets, ["10.0.0.2:6379", "main"]);
     }
 }
