@@ -20,6 +20,14 @@ pub(super) fn script() -> Script {
 /// argument is the number of quanta in a second (to round that TAT to whole seconds).
 pub(super) const LEAKY_BUCKET: Bucket = Bucket {
     last_arg: |p, _| 1_000_000 / p.quantum_micros,
+    // As in `leaky_bucket::shape` and `refund`: a shaping op's budget, a refund's widest one.
+    budget: |p, op, now| {
+        if op.refund {
+            p.refund_budget()
+        } else {
+            p.budget(op.max_wait, now)
+        }
+    },
     decide: leaky_bucket::decide,
     // A refund's answer is the token bucket's: a check of the bucket after it.
     decide_refund: crate::algorithm::token_bucket::decide_refund,
