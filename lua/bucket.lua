@@ -2,16 +2,17 @@
 -- leaky_bucket.lua as one script. It reads one operation's numbers and holds the admission test,
 -- the Lua twin of token_bucket::take in src/algorithm/token_bucket.rs (the same for both buckets).
 --
--- ARGV[9i-8 .. 9i]   now (quanta), rate, token cost, capacity, burst, hits, one number of the
---                    script's own (see each script), 1 when the hits are a refund (else 0), and the
---                    wait budget: units the debt may pass the capacity (Params::budget; always 0
---                    for token buckets; capacity + budget stays within 2^52)
+-- ARGV[10i-9 .. 10i] now (quanta), rate, token cost, capacity, burst, hits, one number of the
+--                    script's own (see each script), 1 when the hits are a refund (else 0), the
+--                    wait budget: units the debt may pass the capacity (Params::budget), and the
+--                    horizon: the most any budget can be (Params::horizon). Both are 0 for token
+--                    buckets; capacity + horizon stays within 2^52.
 
--- The nine numbers of operation i.
+-- The ten numbers of operation i.
 local function bucket_args(i)
   local n = {}
-  for j = 1, 9 do
-    n[j] = tonumber(ARGV[9 * (i - 1) + j])
+  for j = 1, 10 do
+    n[j] = tonumber(ARGV[10 * (i - 1) + j])
   end
   return unpack(n)
 end

@@ -147,8 +147,8 @@ impl Both {
 }
 
 /// Buckets whose numbers pass 2^53 in intermediate products (where Lua's doubles round) still
-/// decide exactly as the memory store does; so does a leaky bucket read by a clock that is behind
-/// (its TAT then lies more than the capacity ahead).
+/// decide exactly as the memory store does, shaping included; so does a leaky bucket read by a
+/// clock that is behind (its TAT then lies more than the capacity ahead).
 #[tokio::test]
 async fn huge_buckets_decide_identically() {
     let (_r, stores) = Both::start().await;
@@ -161,9 +161,12 @@ async fn huge_buckets_decide_identically() {
         let mut now = 1_700_000_000_000_000u64;
         for step in 0..200u64 {
             now += (step * 7_919_993) % 40_000_000;
-            // Every 17th step comes from a clock 2 s behind.
+            // Every 17th step comes from a clock 2 s behind, every 23rd from one 90 s behind (a
+            // leaky bucket's TAT then lies past its shaping horizon and reads as a full queue).
             let at = if step % 17 == 16 {
                 now - 2_000_000
+            } else if step % 23 == 22 {
+                now - 90_000_000
             } else {
                 now
             };

@@ -35,6 +35,9 @@ fn huge_buckets_use_coarser_quanta_and_stay_exact() {
         let p = Params::of(&s);
         assert_eq!(p.quantum_micros, 1_000_000);
         assert!(p.capacity <= MAX_UNITS);
+        // Shaping never lets a backlog pass MAX_UNITS (2^52): Lua's sums stay exact.
+        assert!(p.capacity + p.horizon() <= MAX_UNITS);
+        assert!(p.budget(super::token_bucket::MAX_WAIT, at_ms(0)) <= p.horizon());
         let mut b = None;
         assert_eq!(apply(&mut b, &s, 99_999_999, at_ms(0)).remaining, 1);
         assert!(apply(&mut b, &s, 2, at_ms(0)).over_limit, "{algorithm:?}");

@@ -17,7 +17,7 @@
 //! `T` = `token_cost` units, `burst × T` = `capacity`, the wait budget in units from
 //! [`Params::budget`]), so `lua/leaky_bucket.lua` computes exactly what Rust does. The TAT is kept
 //! as whole quanta plus a remainder in units, because the TAT in units since the epoch would pass
-//! 2^53; only `TAT − now` (at most capacity plus budget) is ever formed. Policing decisions equal a
+//! 2^53; only `TAT − now` (at most capacity plus [`Params::horizon`]) is ever formed. Policing decisions equal a
 //! token bucket's of the same config (GCRA is the token bucket measured from the other end; they
 //! differ only when the clock steps back, see [`backlog`]).
 
@@ -36,17 +36,20 @@ pub struct LeakyBucketState {
     pub frac: u64,
 }
 
-/// How far the TAT lies ahead of `t` (quanta), in units: the queue's backlog, as a request with
-/// wait budget `budget` (units) sees it. It is capped at the capacity plus that budget: beyond it
-/// the request is denied whatever the exact backlog. Without shaping only a clock that stepped
-/// back (or an instance whose clock is behind) gets past the capacity; such a TAT reads as a full
-/// queue. The cap also keeps every number below 2^53 for Lua.
-pub fn backlog(p: &Params, state: LeakyBucketState, t: u64, budget: u64) -> u64 {
+/// How far the TAT lies ahead of `t` (quanta), in units: the queue's backlog. Read exactly up
+/// to the capacity plus [`Params::horizon`] (the furthest a shaping request can reserve), so
+/// every caller, shaping or not, sees reserved slots and is never told to come back early.
+/// Further ahead only a clock that stepped back (or an instance whose clock is behind) can put
+/// the TAT; such a TAT reads as a full queue. Either way every number stays below 2^53 for Lua.
+pub fn backlog(p: &Params, state: LeakyBucketState, t: u64) -> u64 {
     if state.tat < t {
         return 0;
     }
     let ahead = u128::from(state.tat - t) * u128::from(p.rate) + u128::from(state.frac);
-    ahead.min(u128::from(p.capacity) + u128::from(budget)) as u64
+    if ahead > u128::from(p.capacity) + u128::from(p.horizon()) {
+        return p.capacity;
+    }
+    ahead as u64
 }
 
 /// The state whose TAT lies `backlog` units after `t`. `p.rate` must not be 0 (a zero limit never
@@ -78,7 +81,7 @@ pub fn shape(
     let t = p.quanta(now);
     let budget = p.budget(max_wait, now);
     // Admission is the token bucket's with the backlog as its debt: same test, same numbers.
-    let s = token_bucket::take(&p, backlog(&p, *tat, t, budget), hits, budget);
+    let s = token_bucket::take(&p, backlog(&p, *tat, t), hits, budget);
     if s.allowed && hits > 0 {
         *tat = tat_after(&p, s.debt_after, t);
     }
@@ -86,13 +89,12 @@ pub fn shape(
 }
 
 /// Gives `hits` back: the TAT moves back by `hits × T`, but never before `now` (an idle bucket has
-/// nothing to give back, and its state is left as it was). The backlog is read up to
-/// [`Params::refund_budget`] past the capacity, so a refund behind shaped reservations gives back
-/// its own hits and no more. The answer is never over the limit.
+/// nothing to give back, and its state is left as it was). Behind shaped reservations it gives
+/// back its own hits and no more ([`backlog`]). The answer is never over the limit.
 pub fn refund(tat: &mut LeakyBucketState, spec: &LimitSpec, hits: u64, now: Timestamp) -> Decision {
     let p = Params::of(spec);
     let t = p.quanta(now);
-    let s = token_bucket::give_back(&p, backlog(&p, *tat, t, p.refund_budget()), hits);
+    let s = token_bucket::give_back(&p, backlog(&p, *tat, t), hits);
     if s.debt_before > 0 && p.rate > 0 {
         *tat = tat_after(&p, s.debt_after, t);
     }

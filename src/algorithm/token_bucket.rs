@@ -18,6 +18,10 @@ use crate::clock::Timestamp;
 /// Largest debt (full bucket) in units; below 2^53 so Lua's doubles hold every sum exactly.
 pub const MAX_UNITS: u64 = 1 << 52;
 
+/// The longest delay a shaping request may accept (`POST /check`'s `max_wait_ms` cap): a leaky
+/// bucket reserves slots at most this far past its capacity.
+pub const MAX_WAIT: Duration = Duration::from_secs(60);
+
 /// Largest `burst × window_secs` that fits [`MAX_UNITS`] with one-second quanta.
 pub const MAX_BURST_WINDOW_SECS: u64 = MAX_UNITS;
 
@@ -83,20 +87,24 @@ impl Params {
     /// The units a shaping request may queue beyond the capacity when it accepts a delay of up to
     /// `max_wait` from `now`: `k × rate`, where `k` is the number of quantum boundaries in
     /// `(now, now + max_wait]`, so that a backlog excess `e` fits it exactly when
-    /// [`Self::micros_until`]`(e, now) ≤ max_wait`. Capped so that capacity plus budget stays
-    /// within [`MAX_UNITS`] (every sum the Lua twin forms then stays below 2^53): for absurdly
-    /// large buckets the usable wait is shorter than asked, never longer. 0 for a zero rate.
+    /// [`Self::micros_until`]`(e, now) ≤ max_wait`. Capped at [`Self::horizon`]. 0 for a zero rate.
     pub fn budget(&self, max_wait: Duration, now: Timestamp) -> u64 {
         let wait = u64::try_from(max_wait.as_micros()).unwrap_or(u64::MAX);
         let end = now.as_micros().saturating_add(wait) / self.quantum_micros;
         let k = end - self.quanta(now);
-        k.saturating_mul(self.rate).min(self.refund_budget())
+        k.saturating_mul(self.rate).min(self.horizon())
     }
 
-    /// The most units any budget can reach past the capacity ([`Self::budget`]'s cap): how far a
-    /// refund reads a leaky bucket's backlog.
-    pub fn refund_budget(&self) -> u64 {
-        MAX_UNITS - self.capacity.min(MAX_UNITS)
+    /// The most units any shaping request can queue past the capacity: the budget of
+    /// [`MAX_WAIT`] (plus one quantum, whatever `now`), capped so that capacity plus horizon stays
+    /// within [`MAX_UNITS`] (every sum the Lua twin forms then stays below 2^53; for absurdly
+    /// large buckets the usable wait is shorter than asked, never longer). A leaky bucket's
+    /// backlog is read exactly up to capacity plus horizon ([`super::leaky_bucket::backlog`]).
+    pub fn horizon(&self) -> u64 {
+        let micros = u64::try_from(MAX_WAIT.as_micros()).unwrap_or(u64::MAX);
+        let quanta = micros / self.quantum_micros + 1;
+        let room = MAX_UNITS - self.capacity.min(MAX_UNITS);
+        quanta.saturating_mul(self.rate).min(room)
     }
 
     /// Seconds after which an untouched bucket is full again (a TTL for the stored state).

@@ -90,6 +90,18 @@ fn a_tat_far_ahead_reads_as_a_full_queue() {
 }
 
 #[test]
+fn a_tat_less_than_a_minute_past_the_capacity_is_read_exactly() {
+    // A clock 10 s behind: the TAT is 12 s ahead, within the shaping horizon, so a denied
+    // caller waits for it exactly rather than for one interval.
+    let (s, mut b) = fresh(10, 1, 20);
+    assert!(!apply(&mut b, &s, 20, at_ms(10_000)).over_limit);
+    let d = apply(&mut b, &s, 1, at_ms(0));
+    assert_eq!((d.over_limit, d.wait), (true, 10_100 * MS));
+    let d = shape(&mut b, &s, 1, Duration::from_secs(11), at_ms(0));
+    assert_eq!((d.over_limit, d.wait), (false, 10_100 * MS));
+}
+
+#[test]
 fn the_tat_keeps_fractions_of_a_quantum() {
     // 3 per second: T = 333 333.33… µs; three hits put the TAT exactly one second ahead.
     let (s, mut b) = fresh(3, 1, 3);
@@ -242,7 +254,12 @@ fn shaping_reserves_evenly_spaced_slots_within_the_wait_budget() {
     let d = shape(&mut b, &s, 1, 450 * MS, at_ms(0));
     assert_eq!((d.over_limit, d.wait), (true, 500 * MS));
     let kept = b;
-    assert!(apply(&mut b, &s, 1, at_ms(0)).over_limit);
+    let d = apply(&mut b, &s, 1, at_ms(0));
+    assert_eq!(
+        (d.over_limit, d.wait),
+        (true, 500 * MS),
+        "a policing caller sees the slots too"
+    );
     assert_eq!(b, kept, "denied: nothing reserved");
     // Exactly the budget fits (TAT 600 ms); at 250 ms the next slot is 350 ms away.
     assert_eq!(shape(&mut b, &s, 1, 500 * MS, at_ms(0)).wait, 500 * MS);
@@ -262,9 +279,9 @@ fn shaping_a_cost_waits_for_all_its_intervals() {
     assert!(d.over_limit);
 }
 
-/// The shaping model: as [`model`], with a wait budget of `max_wait` µs (`max_wait × limit` units,
-/// the backlog read up to capacity + budget); returns (admitted, remaining, wait µs, reset s,
-/// expiry µs).
+/// The shaping model: as [`model`], with a wait budget of `max_wait` µs (`max_wait × limit` units;
+/// the backlog is read exactly, a minute past the capacity at most); returns (admitted, remaining,
+/// wait µs, reset s, expiry µs).
 fn shaped_model(
     tat: &mut u128,
     (limit, w, burst): (u64, u128, u64),
@@ -275,7 +292,11 @@ fn shaped_model(
     let (l, n) = (u128::from(limit), u128::from(now) * u128::from(limit));
     let cap = u128::from(burst) * w;
     let budget = u128::from(max_wait) * l;
-    let backlog = tat.saturating_sub(n).min(cap + budget);
+    let backlog = tat.saturating_sub(n);
+    assert!(
+        backlog <= cap + 60_000_001 * l,
+        "time only moves forward here"
+    );
     let queue = backlog + u128::from(hits) * w;
     let ok = hits <= burst && queue <= cap + budget;
     let after = if ok { queue } else { backlog };

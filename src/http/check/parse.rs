@@ -11,14 +11,16 @@ use std::time::Duration;
 
 use serde_json::{Map, Value};
 
+use crate::algorithm::token_bucket;
 use crate::http::json::parse_descriptors;
 use crate::limiter::{Descriptor, Entry, Request};
 
 /// The largest `cost` one request may carry.
 pub const MAX_COST: u64 = 1_000_000_000;
 
-/// The largest `max_wait_ms`: a minute. A caller holding a request longer is better told 429.
-pub const MAX_WAIT_MS: u64 = 60_000;
+/// The largest `max_wait_ms`: a minute ([`token_bucket::MAX_WAIT`], how far a leaky bucket
+/// reserves slots). A caller holding a request longer is better told 429.
+pub const MAX_WAIT_MS: u64 = token_bucket::MAX_WAIT.as_millis() as u64;
 
 /// The descriptor key `client_key` maps to.
 pub const CLIENT_KEY: &str = "client_key";

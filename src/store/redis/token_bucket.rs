@@ -24,8 +24,9 @@ pub(super) fn script() -> Script {
 pub(super) struct Bucket {
     /// The seventh number of each operation's arguments.
     pub(super) last_arg: fn(&Params, &LimitSpec) -> u64,
-    /// The ninth number: units the op may queue past the capacity (only leaky buckets shape).
-    pub(super) budget: fn(&Params, &Op, Timestamp) -> u64,
+    /// The ninth and tenth numbers: units the op may queue past the capacity, and the most any
+    /// op may (only leaky buckets shape).
+    pub(super) budget: fn(&Params, &Op, Timestamp) -> [u64; 2],
     /// The decision for a step (the algorithm's own `decide`).
     pub(super) decide: fn(&Params, &LimitSpec, Step, u64, Timestamp) -> Decision,
     /// The decision for a refund's step (the algorithm's own `decide_refund`).
@@ -35,7 +36,7 @@ pub(super) struct Bucket {
 /// The token bucket: its keys expire once an untouched bucket is full again.
 pub(super) const TOKEN_BUCKET: Bucket = Bucket {
     last_arg: |p, spec| p.refill_secs(spec.window),
-    budget: |_, _, _| 0,
+    budget: |_, _, _| [0, 0],
     decide: token_bucket::decide,
     decide_refund: token_bucket::decide_refund,
 };
@@ -46,7 +47,7 @@ pub(super) async fn run(
     g: &Group<'_>,
     (script, bucket): (&Script, &Bucket),
 ) -> Result<Vec<(usize, Decision)>, RedisError> {
-    let mut args = Vec::with_capacity(9 * g.indices.len());
+    let mut args = Vec::with_capacity(10 * g.indices.len());
     for op in g.ops() {
         let p = Params::of(&op.spec);
         args.extend([
@@ -58,8 +59,8 @@ pub(super) async fn run(
             g.hits(op),
             (bucket.last_arg)(&p, &op.spec),
             u64::from(op.refund),
-            (bucket.budget)(&p, op, g.now),
         ]);
+        args.extend((bucket.budget)(&p, op, g.now));
     }
     g.eval(script, &args, 3, |op, r| {
         let step = Step {
