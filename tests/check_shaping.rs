@@ -10,7 +10,7 @@ use futures_util::future::join_all;
 use serde_json::{Value, json};
 
 /// `shaped`: 10 a second, burst 1 (one slot per 100 ms). `tb` and `lb`: 6 a minute (one hit per
-/// 10 s), burst 5.
+/// 10 s), burst 5. `both`: a daily quota and the 100 ms pace on one descriptor.
 const CFG: &str = r#"
 domain: api
 descriptors:
@@ -23,6 +23,11 @@ descriptors:
   - key: client_key
     value: lb
     rate_limit: {unit: minute, requests_per_unit: 6, algorithm: leaky_bucket, burst: 5}
+  - key: client_key
+    value: both
+    rate_limits:
+      - {name: daily, unit: day, requests_per_unit: 3}
+      - {name: paced, unit: second, requests_per_unit: 10, algorithm: leaky_bucket, burst: 1}
 "#;
 
 /// One `/check` call: status, `Retry-After`, JSON body.
@@ -108,4 +113,25 @@ async fn a_denied_cost_is_told_when_all_its_hits_fit(store: StoreKind) {
         let (status, _, _) = check(&s, call(3)).await;
         assert_eq!(status, 200, "{client}: on time");
     }
+}
+
+on_every_store!(a_shaped_limit_delays_even_when_another_limit_is_reported);
+async fn a_shaped_limit_delays_even_when_another_limit_is_reported(store: StoreKind) {
+    let s = TestServer::start_with_store(&[("api.yaml", CFG)], &[], store).await;
+    s.set_time(T0);
+    let call = json!({"client_key": "both", "max_wait_ms": 1_000, "details": true});
+    for (delay, reported) in [(0, "paced"), (100, "paced"), (200, "daily")] {
+        let (status, _, body) = check(&s, call.clone()).await;
+        assert_eq!((status, &body["delay_ms"]), (200, &json!(delay)));
+        // The daily quota's last hit has the least left (the first of equals) and is reported;
+        // the pace's slot 200 ms ahead must still be waited for.
+        let name = |i: usize| body["limits"][i]["name"].as_str().unwrap().to_owned();
+        assert_eq!(name(0), reported, "{body}");
+    }
+    let (status, _, body) = check(&s, call).await;
+    assert_eq!(
+        (status, &body["delay_ms"]),
+        (429, &json!(0)),
+        "the quota is spent"
+    );
 }

@@ -77,7 +77,7 @@ fn status(s: &Settled<'_>) -> DescriptorStatus {
         wait: if d.over_limit && code == Code::Ok {
             Duration::ZERO
         } else {
-            d.wait
+            s.wait
         },
     }
 }
