@@ -17,9 +17,9 @@
 //! `T` = `token_cost` units, `burst × T` = `capacity`, the wait budget in units from
 //! [`Params::budget`]), so `lua/leaky_bucket.lua` computes exactly what Rust does. The TAT is kept
 //! as whole quanta plus a remainder in units, because the TAT in units since the epoch would pass
-//! 2^53; only `TAT − now` (at most capacity plus [`Params::horizon`]) is ever formed. Policing decisions equal a
-//! token bucket's of the same config (GCRA is the token bucket measured from the other end; they
-//! differ only when the clock steps back, see [`backlog`]).
+//! 2^53; only `TAT − now` (at most capacity plus [`Params::horizon`]) is ever formed. Policing
+//! decisions equal a token bucket's of the same config (GCRA is the token bucket measured from the
+//! other end; they differ only when the clock steps back, see [`backlog`]).
 
 use std::time::Duration;
 
