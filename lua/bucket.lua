@@ -2,23 +2,26 @@
 -- leaky_bucket.lua as one script. It reads one operation's numbers and holds the admission test,
 -- the Lua twin of token_bucket::take in src/algorithm/token_bucket.rs (the same for both buckets).
 --
--- ARGV[8i-7 .. 8i]   now (quanta), rate, token cost, capacity, burst, hits, one number of the
---                    script's own (see each script), and 1 when the hits are a refund, else 0
+-- ARGV[10i-9 .. 10i] now (quanta), rate, token cost, capacity, burst, hits, one number of the
+--                    script's own (see each script), 1 when the hits are a refund (else 0), the
+--                    wait budget: units the debt may pass the capacity (Params::budget), and the
+--                    horizon: the most any budget can be (Params::horizon). Both are 0 for token
+--                    buckets; capacity + horizon stays within 2^52.
 
--- The eight numbers of operation i.
+-- The ten numbers of operation i.
 local function bucket_args(i)
   local n = {}
-  for j = 1, 8 do
-    n[j] = tonumber(ARGV[8 * (i - 1) + j])
+  for j = 1, 10 do
+    n[j] = tonumber(ARGV[10 * (i - 1) + j])
   end
   return unpack(n)
 end
 
--- Takes `hits` (each `cost` units) from a bucket `before` units below full, if they fit:
--- returns 1 and the units after, or 0 and `before`. `hits <= burst` is tested first, so the
--- product stays below 2^53 even for absurd hit counts.
-local function take(rate, cost, capacity, burst, before, hits)
-  if (rate > 0 or hits == 0) and hits <= burst and before + hits * cost <= capacity then
+-- Takes `hits` (each `cost` units) from a bucket `before` units below full, if they fit within
+-- the capacity plus `budget`: returns 1 and the units after, or 0 and `before`. `hits <= burst`
+-- is tested first, so the product stays below 2^53 even for absurd hit counts.
+local function take(rate, cost, capacity, burst, before, hits, budget)
+  if (rate > 0 or hits == 0) and hits <= burst and before + hits * cost <= capacity + budget then
     return 1, before + hits * cost
   end
   return 0, before

@@ -7,6 +7,9 @@
 -- KEYS[i]   TAT of operation i: a hash {q = whole quanta since the epoch, f = fraction in units}
 -- ARGV      per operation (see bucket.lua), the seventh number being the quanta in one second. A
 --           refund moves the TAT back by its hits, never before now (so a missing key stays missing).
+--           The ninth, the wait budget, lets a shaping request reserve a slot up to that many units
+--           past the capacity; the backlog is read exactly up to capacity + horizon (the tenth),
+--           and as a full queue beyond (leaky_bucket::backlog).
 -- Returns {backlog_before_1, backlog_after_1, allowed_1, backlog_before_2, ...}.
 
 -- Exact floor division of integers below 2^53: a / b is rounded, so the quotient is corrected.
@@ -23,23 +26,23 @@ end
 
 local out = {}
 for i = 1, #KEYS do
-  local now, rate, cost, capacity, burst, hits, per_second, refund = bucket_args(i)
+  local now, rate, cost, capacity, burst, hits, per_second, refund, budget, horizon = bucket_args(i)
   local state = redis.call("HMGET", KEYS[i], "q", "f")
   local tat = tonumber(state[1]) or 0
   local frac = tonumber(state[2]) or 0
   local before = 0
   if tat >= now then
-    -- Only a TAT more than the capacity ahead (a clock behind) can pass 2^53 here; rounding is
-    -- monotonic, so it is still capped to the capacity, as in Rust.
+    -- Only a TAT more than capacity + horizon ahead (a clock behind) can pass 2^53 here; rounding
+    -- is monotonic, so it still compares as beyond and reads as a full queue, as in Rust.
     before = (tat - now) * rate + frac
-    if before > capacity then before = capacity end
+    if before > capacity + horizon then before = capacity end
   end
   local allowed, after, moves
   if refund == 1 then
     allowed, after = give_back(cost, before, hits)
     moves = before > 0 and rate > 0
   else
-    allowed, after = take(rate, cost, capacity, burst, before, hits)
+    allowed, after = take(rate, cost, capacity, burst, before, hits, budget)
     moves = allowed == 1 and hits > 0
   end
   -- Denied requests and checks leave the TAT (and its expiry) as they were.

@@ -10,7 +10,7 @@
 -- Returns {debt_before_1, debt_after_1, allowed_1, debt_before_2, ...}.
 local out = {}
 for i = 1, #KEYS do
-  local now, rate, cost, capacity, burst, hits, ttl, refund = bucket_args(i)
+  local now, rate, cost, capacity, burst, hits, ttl, refund, budget = bucket_args(i)
   local state = redis.call("HMGET", KEYS[i], "t", "d")
   local last = tonumber(state[1]) or now
   local debt = tonumber(state[2]) or 0
@@ -23,7 +23,7 @@ for i = 1, #KEYS do
   if refund == 1 then
     allowed, after = give_back(cost, before, hits)
   else
-    allowed, after = take(rate, cost, capacity, burst, before, hits)
+    allowed, after = take(rate, cost, capacity, burst, before, hits, budget)
   end
   if refund == 0 or state[1] then
     redis.call("HSET", KEYS[i], "t", string.format("%.0f", now), "d", string.format("%.0f", after))

@@ -52,7 +52,7 @@ async fn allowed_then_denied_with_every_header(store: StoreKind) {
         assert_eq!(status, 200);
         assert_eq!(
             body,
-            json!({"allowed": true, "remaining": remaining, "reset_at": 1260, "retry_after": 0})
+            json!({"allowed": true, "remaining": remaining, "reset_at": 1260, "retry_after": 0, "delay_ms": 0})
         );
         assert_eq!(h(&hd, "x-ratelimit-limit"), Some("3"), "search is tighter");
         assert_eq!(
@@ -73,7 +73,7 @@ async fn allowed_then_denied_with_every_header(store: StoreKind) {
     assert_eq!(status, 429);
     assert_eq!(
         body,
-        json!({"allowed": false, "remaining": 0, "reset_at": 1260, "retry_after": 16})
+        json!({"allowed": false, "remaining": 0, "reset_at": 1260, "retry_after": 16, "delay_ms": 0})
     );
     assert_eq!(h(&hd, "retry-after"), Some("16"));
     assert_eq!(h(&hd, "x-ratelimit-limit"), Some("3"));
@@ -128,7 +128,7 @@ async fn cost_and_check_only(store: StoreKind) {
     assert_eq!(status, 200);
     assert_eq!(
         body,
-        json!({"allowed": true, "remaining": null, "reset_at": null, "retry_after": 0})
+        json!({"allowed": true, "remaining": null, "reset_at": null, "retry_after": 0, "delay_ms": 0})
     );
     assert_eq!(h(&hd, "x-ratelimit-limit"), None);
 }
@@ -143,8 +143,8 @@ async fn wildcard_endpoints_and_details(store: StoreKind) {
     assert_eq!(
         body["limits"],
         json!([
-            {"name": "per-client", "limit": 5, "window": 60, "remaining": 4, "reset_after": 26, "over_limit": false},
-            {"name": "export", "limit": 2, "window": 3600, "remaining": 1, "reset_after": 2366, "over_limit": false},
+            {"name": "per-client", "limit": 5, "window": 60, "remaining": 4, "reset_after": 26, "retry_after": 0, "delay_ms": 0, "over_limit": false},
+            {"name": "export", "limit": 2, "window": 3600, "remaining": 1, "reset_after": 2366, "retry_after": 0, "delay_ms": 0, "over_limit": false},
         ])
     );
     assert_eq!(

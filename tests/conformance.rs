@@ -1,7 +1,8 @@
 //! Conformance of the stores: every algorithm decides identically on the memory store, a single
 //! Redis and a Redis Cluster (the Lua twins compute what the Rust functions compute), including
-//! numbers past 2^53 in intermediate products, clocks that step back, lowered limits and refunds
-//! (`is_negative_hits`) mixed into every sequence.
+//! numbers past 2^53 in intermediate products, clocks that step back, lowered limits, refunds
+//! (`is_negative_hits`) and shaping requests (`max_wait`, leaky buckets reserving later slots)
+//! mixed into every sequence.
 
 mod common;
 
@@ -39,6 +40,7 @@ fn memory_and_redis_decide_identically() {
             0usize..5,
             1usize..3,
             0u8..4,
+            0usize..4,
         ),
         1..60,
     );
@@ -64,7 +66,9 @@ fn memory_and_redis_decide_identically() {
                 Algorithm::LeakyBucket,
                 Algorithm::SlidingLog,
             ];
-            for (key, hits, dt_ms, w, alg, batch, refund) in events {
+            // Shaping budgets: none, under one interval, several intervals, the /check cap.
+            let waits = [0u64, 150, 4_000, 60_000];
+            for (key, hits, dt_ms, w, alg, batch, refund, wait) in events {
                 now += dt_ms * 1000 + 7;
                 let algorithm = algorithms[alg];
                 let ops: Vec<Op> = (0..batch)
@@ -93,6 +97,8 @@ fn memory_and_redis_decide_identically() {
                             hits,
                             // One op in four gives hits back; of a batch, only the first.
                             refund: refund == 0 && b == 0,
+                            // Only leaky buckets shape; the others must ignore it alike.
+                            max_wait: std::time::Duration::from_millis(waits[wait]),
                         }
                     })
                     .collect();
@@ -141,8 +147,8 @@ impl Both {
 }
 
 /// Buckets whose numbers pass 2^53 in intermediate products (where Lua's doubles round) still
-/// decide exactly as the memory store does; so does a leaky bucket read by a clock that is behind
-/// (its TAT then lies more than the capacity ahead).
+/// decide exactly as the memory store does, shaping included; so does a leaky bucket read by a
+/// clock that is behind (its TAT then lies more than the capacity ahead).
 #[tokio::test]
 async fn huge_buckets_decide_identically() {
     let (_r, stores) = Both::start().await;
@@ -155,9 +161,12 @@ async fn huge_buckets_decide_identically() {
         let mut now = 1_700_000_000_000_000u64;
         for step in 0..200u64 {
             now += (step * 7_919_993) % 40_000_000;
-            // Every 17th step comes from a clock 2 s behind.
+            // Every 17th step comes from a clock 2 s behind, every 23rd from one 90 s behind (a
+            // leaky bucket's TAT then lies past its shaping horizon and reads as a full queue).
             let at = if step % 17 == 16 {
                 now - 2_000_000
+            } else if step % 23 == 22 {
+                now - 90_000_000
             } else {
                 now
             };
@@ -174,6 +183,8 @@ async fn huge_buckets_decide_identically() {
                 spec,
                 hits,
                 refund: step % 5 == 4,
+                // Shaping with a minute's budget, where budgets reach the 2^52 cap.
+                max_wait: std::time::Duration::from_secs(60 * u64::from(step % 4 == 1)),
             };
             stores.agree(&op, at, step).await;
         }
@@ -225,6 +236,7 @@ async fn sliding_logs_with_lowered_limits_and_a_stepping_clock_decide_identicall
             hits: [1, 3, 0, 7, 2][(step % 5) as usize],
             // Refunds of 3 and 7 forget whole entries and part of one.
             refund: step % 6 == 5,
+            max_wait: std::time::Duration::ZERO,
         };
         stores.agree(&op, now, step).await;
     }

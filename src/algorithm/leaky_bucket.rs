@@ -7,13 +7,19 @@
 //! bucket therefore admits `burst` hits at once, then one per `T`. Denied requests leave the TAT
 //! alone; `hits = 0` is a check that is never over; a limit of 0 blocks every hit.
 //!
+//! **Shaping** ([`shape`]): a caller that accepts a delay of up to `max_wait` is admitted when its
+//! hits conform within that delay, `max(TAT, now) + hits × T − now − burst × T ≤ max_wait`; the TAT
+//! moves exactly as for any admitted request, so the slot is reserved, and [`Decision::wait`] is
+//! the delay. Concurrent shapers each reserve the next slot, one `T` apart. `max_wait = 0` is
+//! policing ([`apply`]).
+//!
 //! The integers are the token bucket's ([`Params`]: time in quanta, one quantum = `limit` units,
-//! `T` = `token_cost` units, `burst × T` = `capacity`), so `lua/leaky_bucket.lua` computes exactly
-//! what Rust does. The TAT is kept as whole quanta plus a remainder in units, because the TAT in
-//! units since the epoch would pass 2^53; only `TAT − now` (at most the capacity) is ever formed.
-//! Policing decisions equal a token bucket's of the same config (GCRA is the token bucket measured
-//! from the other end; they differ only when the clock steps back, see [`backlog`]); what it adds
-//! is [`Decision::wait`], the delay that would make the hits conform.
+//! `T` = `token_cost` units, `burst × T` = `capacity`, the wait budget in units from
+//! [`Params::budget`]), so `lua/leaky_bucket.lua` computes exactly what Rust does. The TAT is kept
+//! as whole quanta plus a remainder in units, because the TAT in units since the epoch would pass
+//! 2^53; only `TAT − now` (at most capacity plus [`Params::horizon`]) is ever formed. Policing
+//! decisions equal a token bucket's of the same config (GCRA is the token bucket measured from the
+//! other end; they differ only when the clock steps back, see [`backlog`]).
 
 use std::time::Duration;
 
@@ -30,15 +36,20 @@ pub struct LeakyBucketState {
     pub frac: u64,
 }
 
-/// How far the TAT lies ahead of `t` (quanta), in units: the queue's backlog. It is capped at the
-/// capacity, which only a clock that stepped back (or an instance whose clock is behind) can reach;
-/// such a TAT reads as a full queue, and the cap keeps every number below 2^53 for Lua.
+/// How far the TAT lies ahead of `t` (quanta), in units: the queue's backlog. Read exactly up
+/// to the capacity plus [`Params::horizon`] (the furthest a shaping request can reserve), so
+/// every caller, shaping or not, sees reserved slots and is never told to come back early.
+/// Further ahead only a clock that stepped back (or an instance whose clock is behind) can put
+/// the TAT; such a TAT reads as a full queue. Either way every number stays below 2^53 for Lua.
 pub fn backlog(p: &Params, state: LeakyBucketState, t: u64) -> u64 {
     if state.tat < t {
         return 0;
     }
     let ahead = u128::from(state.tat - t) * u128::from(p.rate) + u128::from(state.frac);
-    ahead.min(u128::from(p.capacity)) as u64
+    if ahead > u128::from(p.capacity) + u128::from(p.horizon()) {
+        return p.capacity;
+    }
+    ahead as u64
 }
 
 /// The state whose TAT lies `backlog` units after `t`. `p.rate` must not be 0 (a zero limit never
@@ -50,12 +61,27 @@ pub fn tat_after(p: &Params, backlog: u64, t: u64) -> LeakyBucketState {
     }
 }
 
-/// Applies `hits` at `now` to the bucket whose TAT is `tat` and returns the decision.
+/// Applies `hits` at `now` to the bucket whose TAT is `tat` and returns the decision (policing:
+/// [`shape`] with no wait).
 pub fn apply(tat: &mut LeakyBucketState, spec: &LimitSpec, hits: u64, now: Timestamp) -> Decision {
+    shape(tat, spec, hits, Duration::ZERO, now)
+}
+
+/// Applies `hits` at `now` for a caller that accepts a delay of up to `max_wait`: admitted when
+/// the hits conform within it, reserving their slot (the TAT moves), with [`Decision::wait`] the
+/// delay before the caller may proceed.
+pub fn shape(
+    tat: &mut LeakyBucketState,
+    spec: &LimitSpec,
+    hits: u64,
+    max_wait: Duration,
+    now: Timestamp,
+) -> Decision {
     let p = Params::of(spec);
     let t = p.quanta(now);
+    let budget = p.budget(max_wait, now);
     // Admission is the token bucket's with the backlog as its debt: same test, same numbers.
-    let s = token_bucket::take(&p, backlog(&p, *tat, t), hits);
+    let s = token_bucket::take(&p, backlog(&p, *tat, t), hits, budget);
     if s.allowed && hits > 0 {
         *tat = tat_after(&p, s.debt_after, t);
     }
@@ -63,7 +89,8 @@ pub fn apply(tat: &mut LeakyBucketState, spec: &LimitSpec, hits: u64, now: Times
 }
 
 /// Gives `hits` back: the TAT moves back by `hits × T`, but never before `now` (an idle bucket has
-/// nothing to give back, and its state is left as it was). The answer is never over the limit.
+/// nothing to give back, and its state is left as it was). Behind shaped reservations it gives
+/// back its own hits and no more ([`backlog`]). The answer is never over the limit.
 pub fn refund(tat: &mut LeakyBucketState, spec: &LimitSpec, hits: u64, now: Timestamp) -> Decision {
     let p = Params::of(spec);
     let t = p.quanta(now);
@@ -76,28 +103,19 @@ pub fn refund(tat: &mut LeakyBucketState, spec: &LimitSpec, hits: u64, now: Time
 
 /// The decision for a [`Step`] whose debts are backlogs; shared by the memory and Redis stores.
 ///
-/// Everything but `wait` is the token bucket's [`token_bucket::decide`]: `remaining` = whole hits
-/// still admitted now, `(burst × T − backlog) / T` (0 when denied); `reset_after` = time until one
-/// more hit fits, `backlog + T − burst × T`, rounded up to whole seconds (0 if one fits now, at least
-/// 1 s when denied); `expires_at` = the TAT. `wait` is zero when admitted, otherwise
-/// `max(TAT, now) + hits × T − now − burst × T`: when these hits, sent one by one at the conforming
-/// pace, would all have gone out (so for `hits > burst`, which never conforms at once, the time
-/// until the queue drains plus `(hits − burst) × T`). A zero limit never conforms: `wait` is then
-/// the window, like `reset_after`.
+/// It is the token bucket's [`token_bucket::decide`]: `remaining` = whole hits still admitted now,
+/// `(burst × T − backlog) / T` (0 when denied or queued past the capacity); `reset_after` = time
+/// until one more hit fits, `backlog + T − burst × T`, rounded up to whole seconds (0 if one fits
+/// now, at least 1 s when denied); `expires_at` = the TAT; `wait` = `max(TAT, now) + hits × T −
+/// now − burst × T`, the delay that makes the hits conform: zero when admitted at once, the
+/// shaping delay when admitted into a later slot, and when denied the time until the hits, sent
+/// one by one at the conforming pace, would all have gone out.
 pub fn decide(p: &Params, spec: &LimitSpec, s: Step, hits: u64, now: Timestamp) -> Decision {
-    let d = token_bucket::decide(p, spec, s, hits, now);
-    let wait = if s.allowed {
-        Duration::ZERO
-    } else if p.rate == 0 {
-        d.reset_after
-    } else {
-        let queue = u128::from(s.debt_before) + u128::from(hits) * u128::from(p.token_cost);
-        let excess = queue.saturating_sub(u128::from(p.capacity));
-        let excess = u64::try_from(excess).unwrap_or(u64::MAX);
-        Duration::from_micros(p.micros_until(excess, now))
-    };
-    Decision { wait, ..d }
+    token_bucket::decide(p, spec, s, hits, now)
 }
 
 #[cfg(test)]
 mod tests;
+
+#[cfg(test)]
+mod shaping_tests;

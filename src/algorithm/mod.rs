@@ -118,9 +118,11 @@ pub struct Decision {
     pub reset_after: Duration,
     /// When the state may be forgotten: after this instant a fresh state decides identically.
     pub expires_at: Timestamp,
-    /// How long a caller shaping (not policing) its traffic would have to delay these hits so they
-    /// conform; zero when admitted now. Only [`leaky_bucket`] computes it (see its `decide`); the
-    /// other algorithms always report zero.
+    /// How long from `now` until these hits conform. Admitted: zero, or for a leaky bucket that
+    /// reserved a later slot ([`shape`]) the delay before the caller may proceed. Denied: the
+    /// time until the same hits would fit, never early whatever their number. Only the buckets
+    /// compute it ([`token_bucket::decide`]); the window algorithms always report zero (their
+    /// `reset_after` says when the window frees up).
     pub wait: Duration,
 }
 
@@ -145,7 +147,21 @@ pub fn apply(
     hits: u64,
     now: Timestamp,
 ) -> Decision {
-    run(state, spec, hits, false, now)
+    shape(state, spec, hits, Duration::ZERO, now)
+}
+
+/// [`apply`] for a caller that accepts a delay of up to `max_wait` before its hits proceed: a
+/// leaky bucket then admits hits that conform within that delay and reserves their slot
+/// ([`leaky_bucket::shape`], [`Decision::wait`] is the delay). The other algorithms police, so
+/// `max_wait` changes nothing for them.
+pub fn shape(
+    state: &mut Option<AlgorithmState>,
+    spec: &LimitSpec,
+    hits: u64,
+    max_wait: Duration,
+    now: Timestamp,
+) -> Decision {
+    run(state, spec, hits, Mode::Take(max_wait), now)
 }
 
 /// Gives `hits` back to `state` (`is_negative_hits`) and returns the decision, which is never over
@@ -160,17 +176,27 @@ pub fn refund(
     hits: u64,
     now: Timestamp,
 ) -> Decision {
-    run(state, spec, hits, true, now)
+    run(state, spec, hits, Mode::Refund, now)
 }
 
-/// [`apply`] or [`refund`], on the state of `spec`'s algorithm.
+/// What [`run`] does with the hits.
+#[derive(Clone, Copy)]
+enum Mode {
+    /// Take them, accepting a delay of up to this long (leaky buckets only).
+    Take(Duration),
+    /// Give them back.
+    Refund,
+}
+
+/// [`shape`] or [`refund`], on the state of `spec`'s algorithm.
 fn run(
     state: &mut Option<AlgorithmState>,
     spec: &LimitSpec,
     hits: u64,
-    give_back: bool,
+    mode: Mode,
     now: Timestamp,
 ) -> Decision {
+    let give_back = matches!(mode, Mode::Refund);
     match spec.algorithm {
         Algorithm::FixedWindow => {
             let mut s = match state.take() {
@@ -219,12 +245,10 @@ fn run(
                 Some(AlgorithmState::LeakyBucket(s)) => s,
                 _ => leaky_bucket::LeakyBucketState::default(),
             };
-            let f = if give_back {
-                leaky_bucket::refund
-            } else {
-                leaky_bucket::apply
+            let d = match mode {
+                Mode::Refund => leaky_bucket::refund(&mut s, spec, hits, now),
+                Mode::Take(max_wait) => leaky_bucket::shape(&mut s, spec, hits, max_wait, now),
             };
-            let d = f(&mut s, spec, hits, now);
             *state = Some(AlgorithmState::LeakyBucket(s));
             d
         }

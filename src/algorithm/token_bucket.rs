@@ -18,6 +18,10 @@ use crate::clock::Timestamp;
 /// Largest debt (full bucket) in units; below 2^53 so Lua's doubles hold every sum exactly.
 pub const MAX_UNITS: u64 = 1 << 52;
 
+/// The longest delay a shaping request may accept (`POST /check`'s `max_wait_ms` cap): a leaky
+/// bucket reserves slots at most this far past its capacity.
+pub const MAX_WAIT: Duration = Duration::from_secs(60);
+
 /// Largest `burst × window_secs` that fits [`MAX_UNITS`] with one-second quanta.
 pub const MAX_BURST_WINDOW_SECS: u64 = MAX_UNITS;
 
@@ -80,6 +84,29 @@ impl Params {
         at.saturating_sub(now.as_micros())
     }
 
+    /// The units a shaping request may queue beyond the capacity when it accepts a delay of up to
+    /// `max_wait` from `now`: `k × rate`, where `k` is the number of quantum boundaries in
+    /// `(now, now + max_wait]`, so that a backlog excess `e` fits it exactly when
+    /// [`Self::micros_until`]`(e, now) ≤ max_wait`. Capped at [`Self::horizon`]. 0 for a zero rate.
+    pub fn budget(&self, max_wait: Duration, now: Timestamp) -> u64 {
+        let wait = u64::try_from(max_wait.as_micros()).unwrap_or(u64::MAX);
+        let end = now.as_micros().saturating_add(wait) / self.quantum_micros;
+        let k = end - self.quanta(now);
+        k.saturating_mul(self.rate).min(self.horizon())
+    }
+
+    /// The most units any shaping request can queue past the capacity: the budget of
+    /// [`MAX_WAIT`] (plus one quantum, whatever `now`), capped so that capacity plus horizon stays
+    /// within [`MAX_UNITS`] (every sum the Lua twin forms then stays below 2^53; for absurdly
+    /// large buckets the usable wait is shorter than asked, never longer). A leaky bucket's
+    /// backlog is read exactly up to capacity plus horizon ([`super::leaky_bucket::backlog`]).
+    pub fn horizon(&self) -> u64 {
+        let micros = u64::try_from(MAX_WAIT.as_micros()).unwrap_or(u64::MAX);
+        let quanta = micros / self.quantum_micros + 1;
+        let room = MAX_UNITS - self.capacity.min(MAX_UNITS);
+        quanta.saturating_mul(self.rate).min(room)
+    }
+
     /// Seconds after which an untouched bucket is full again (a TTL for the stored state).
     pub fn refill_secs(&self, window: Window) -> u64 {
         if self.rate == 0 {
@@ -116,15 +143,18 @@ pub fn step(p: &Params, state: TokenBucketState, hits: u64, t: u64) -> Step {
     } else {
         state.debt - refill as u64
     };
-    take(p, debt_before, hits)
+    take(p, debt_before, hits, 0)
 }
 
 /// Takes `hits` tokens from a bucket that is `debt_before` units below full, if it holds them:
-/// never with a zero rate (except a check of 0 hits), never more than `burst` at once.
-pub fn take(p: &Params, debt_before: u64, hits: u64) -> Step {
+/// never with a zero rate (except a check of 0 hits), never more than `burst` at once. `budget`
+/// (units, see [`Params::budget`]) lets the debt go that far past the capacity: the leaky bucket
+/// reserves a later slot for a caller that accepts a delay; the token bucket always passes 0.
+pub fn take(p: &Params, debt_before: u64, hits: u64, budget: u64) -> Step {
     let allowed = (p.rate > 0 || hits == 0)
         && hits <= p.burst
-        && debt_before.saturating_add(hits.saturating_mul(p.token_cost)) <= p.capacity;
+        && debt_before.saturating_add(hits.saturating_mul(p.token_cost))
+            <= p.capacity.saturating_add(budget);
     let debt_after = if allowed {
         debt_before + hits * p.token_cost
     } else {
@@ -196,6 +226,12 @@ pub fn apply(
 ///
 /// `remaining` is the whole tokens left; `reset_after` the time until one more token is in the
 /// bucket, rounded up to whole seconds (0 when one is there already, at least 1 s when denied).
+/// `wait` is the time until these `hits` conform, `debt_before + hits × cost − capacity` drained
+/// (exact, not rounded to seconds): zero when they fit now; when denied, how long to wait before
+/// retrying the same hits (never early, also for `hits > 1`; for `hits > burst`, which never fit
+/// at once, the time until they would have fit one by one); when admitted past the capacity (a
+/// leaky bucket's reservation, see [`take`]), the delay before the caller may proceed. A zero
+/// limit never conforms: its `wait` is the window, like `reset_after`.
 /// For stats, usage is measured against `limit`: an admitted request uses
 /// `limit - tokens before` (floored at 0) plus its hits; a denied one counts all its hits as over.
 pub fn decide(p: &Params, spec: &LimitSpec, s: Step, hits: u64, now: Timestamp) -> Decision {
@@ -208,8 +244,9 @@ pub fn decide(p: &Params, spec: &LimitSpec, s: Step, hits: u64, now: Timestamp) 
         (spec.limit, spec.limit.saturating_add(hits))
     };
     let window = spec.window.duration();
-    let (reset_after, expires_at) = if p.rate == 0 {
-        (window, now.saturating_add(window))
+    let (reset_after, expires_at, wait) = if p.rate == 0 {
+        let wait = if s.allowed { Duration::ZERO } else { window };
+        (window, now.saturating_add(window), wait)
     } else {
         // Debt to shed before one more token fits, and before the bucket is full.
         let one_more = (s.debt_after + p.token_cost).saturating_sub(p.capacity);
@@ -223,7 +260,15 @@ pub fn decide(p: &Params, spec: &LimitSpec, s: Step, hits: u64, now: Timestamp) 
             secs = secs.max(1);
         }
         let full_at = now.as_micros() + p.micros_until(s.debt_after, now);
-        (Duration::from_secs(secs), Timestamp::from_micros(full_at))
+        let queue = u128::from(s.debt_before) + u128::from(hits) * u128::from(p.token_cost);
+        let excess = queue.saturating_sub(u128::from(p.capacity));
+        let excess = u64::try_from(excess).unwrap_or(u64::MAX);
+        let wait = Duration::from_micros(p.micros_until(excess, now));
+        (
+            Duration::from_secs(secs),
+            Timestamp::from_micros(full_at),
+            wait,
+        )
     };
     Decision {
         over_limit: !s.allowed,
@@ -232,7 +277,7 @@ pub fn decide(p: &Params, spec: &LimitSpec, s: Step, hits: u64, now: Timestamp) 
         remaining: if s.allowed { tokens_after } else { 0 },
         reset_after,
         expires_at,
-        wait: Duration::ZERO,
+        wait,
     }
 }
 

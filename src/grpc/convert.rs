@@ -18,6 +18,7 @@ impl From<rls::RateLimitRequest> for Request {
             domain: p.domain,
             descriptors: p.descriptors.into_iter().map(Descriptor::from).collect(),
             hits_addend: u64::from(p.hits_addend),
+            max_wait: std::time::Duration::ZERO,
         }
     }
 }

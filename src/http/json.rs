@@ -109,6 +109,7 @@ pub fn parse_request(body: &[u8]) -> Result<Request, JsonError> {
         domain: r.domain.unwrap_or_default(),
         descriptors: descriptors_of(r.descriptors.unwrap_or_default())?,
         hits_addend,
+        max_wait: std::time::Duration::ZERO,
     })
 }
 

@@ -1,6 +1,8 @@
 //! Last step of a decision: statuses from the settled descriptors, the overall code (quota mode,
 //! global shadow mode), response headers and dynamic metadata (SPEC §C.4–§C.8).
 
+use std::time::Duration;
+
 use serde_json::{Map, Value};
 
 use super::LimiterOptions;
@@ -71,6 +73,12 @@ fn status(s: &Settled<'_>) -> DescriptorStatus {
             u32::try_from(d.remaining).unwrap_or(u32::MAX)
         },
         duration_until_reset: Some(d.reset_after),
+        // A shadow rule's denial wait is no delay: its hits were not admitted.
+        wait: if d.over_limit && code == Code::Ok {
+            Duration::ZERO
+        } else {
+            s.wait
+        },
     }
 }
 

@@ -4,7 +4,11 @@
 //! `X-RateLimit-Remaining` and `X-RateLimit-Reset` (Unix seconds), `Retry-After` on a denial,
 //! and the IETF draft-10 `RateLimit-Policy` / `RateLimit` lists, one item per applied limit.
 //!
-//! Times are whole seconds rounded up, so no header ever tells a client to come back early. The
+//! Times are whole seconds rounded up, so no header ever tells a client to come back early; a
+//! denial's `Retry-After` waits until the request's own hits fit (for a bucket and a cost above 1,
+//! later than one hit's reset). An allowed request also carries its shaping [`delay`]. The
+//!
+//! [`delay`]: RateLimitHeaders::delay
 //! Go service's own `LIMIT_RESPONSE_HEADERS_ENABLED` headers are built in [`super::finish`] and
 //! are not touched here.
 
@@ -26,6 +30,12 @@ pub struct AppliedLimit {
     pub remaining: u32,
     /// Whole seconds until the limit resets, rounded up.
     pub reset_after: u64,
+    /// Whole seconds, rounded up, until the request's hits would fit this limit: at least
+    /// `reset_after`, and for buckets the time until all `cost` hits fit, not just one.
+    pub retry_after: u64,
+    /// When allowed, how long the caller must wait before proceeding (a leaky bucket slot reserved
+    /// ahead for a `/check` with `max_wait_ms`); zero otherwise.
+    pub delay: Duration,
     /// True when this limit denied the request.
     pub over_limit: bool,
 }
@@ -42,6 +52,9 @@ pub struct RateLimitHeaders {
     pub reset_at: Option<u64>,
     /// Whole seconds (≥ 1) to wait before retrying; `Some` only when the request was denied.
     pub retry_after: Option<u64>,
+    /// When allowed, the longest delay of the applied limits: the caller proceeds after it, in
+    /// its reserved slot. Zero when no limit shaped, and when denied.
+    pub delay: Duration,
 }
 
 /// Whole seconds in `d`, rounded up.
@@ -59,6 +72,7 @@ impl RateLimitHeaders {
             .filter_map(|(i, s)| {
                 let l = s.current_limit.as_ref()?;
                 let reset = s.duration_until_reset.unwrap_or(Duration::ZERO);
+                let over_limit = s.code == Code::OverLimit;
                 Some(AppliedLimit {
                     name: if l.name.is_empty() {
                         format!("limit-{i}")
@@ -69,16 +83,18 @@ impl RateLimitHeaders {
                     window: l.window,
                     remaining: s.limit_remaining,
                     reset_after: ceil_secs(reset),
-                    over_limit: s.code == Code::OverLimit,
+                    retry_after: ceil_secs(reset.max(s.wait)),
+                    delay: if over_limit { Duration::ZERO } else { s.wait },
+                    over_limit,
                 })
             })
             .collect();
         let denied = r.overall_code == Code::OverLimit;
-        // Denied: the over-limit limit that frees up last, so waiting for it is never too early.
+        // Denied: the over-limit limit whose hits fit last, so waiting for it is never too early.
         let reported = if denied && limits.iter().any(|l| l.over_limit) {
             (0..limits.len())
                 .filter(|&i| limits[i].over_limit)
-                .max_by_key(|&i| (limits[i].reset_after, std::cmp::Reverse(i)))
+                .max_by_key(|&i| (limits[i].retry_after, std::cmp::Reverse(i)))
         } else {
             (0..limits.len()).min_by_key(|&i| (limits[i].remaining, i))
         };
@@ -87,12 +103,18 @@ impl RateLimitHeaders {
             let at = now.saturating_add(Duration::from_secs(limits[i].reset_after));
             at.as_secs() + u64::from(!at.as_micros().is_multiple_of(1_000_000))
         });
-        let retry_after = denied.then(|| reported.map_or(1, |i| limits[i].reset_after.max(1)));
+        let retry_after = denied.then(|| reported.map_or(1, |i| limits[i].retry_after.max(1)));
+        let delay = if denied {
+            Duration::ZERO
+        } else {
+            limits.iter().map(|l| l.delay).max().unwrap_or_default()
+        };
         RateLimitHeaders {
             limits,
             reported,
             reset_at,
             retry_after,
+            delay,
         }
     }
 

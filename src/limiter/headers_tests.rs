@@ -19,6 +19,7 @@ fn status(name: &str, quota: u32, remaining: u32, reset_ms: u64, over: bool) -> 
         }),
         limit_remaining: remaining,
         duration_until_reset: Some(Duration::from_millis(reset_ms)),
+        wait: Duration::ZERO,
     }
 }
 
@@ -83,6 +84,39 @@ fn denied_waits_for_the_over_limit_that_resets_last_and_at_least_a_second() {
     let zero = response(Code::OverLimit, vec![status("a", 5, 0, 0, true)], 7_000_000);
     let h = RateLimitHeaders::from_response(&zero);
     assert_eq!(h.retry_after, Some(1), "never 0 on a denial");
+}
+
+#[test]
+fn a_denied_cost_retries_when_all_its_hits_fit_not_one() {
+    // A bucket: one hit fits again in 2 s, the request's 3 hits only in 6.2 s.
+    let mut bucket = status("b", 5, 0, 2_000, true);
+    bucket.wait = Duration::from_millis(6_200);
+    let r = response(
+        Code::OverLimit,
+        vec![status("a", 5, 0, 4_000, true), bucket],
+        7_000_000,
+    );
+    let h = RateLimitHeaders::from_response(&r);
+    assert_eq!(h.reported().map(|l| l.name.as_str()), Some("b"));
+    assert_eq!(h.retry_after, Some(7));
+    assert_eq!(h.delay, Duration::ZERO);
+    let pairs = h.pairs();
+    assert!(pairs.contains(&("Retry-After", "7".to_string())));
+    assert!(pairs.contains(&("RateLimit", r#""a";r=0;t=4, "b";r=0;t=2"#.to_string())));
+}
+
+#[test]
+fn an_allowed_request_carries_its_longest_shaping_delay() {
+    let mut shaped = status("lb", 10, 0, 1_000, false);
+    shaped.wait = Duration::from_millis(300);
+    let r = response(
+        Code::Ok,
+        vec![status("a", 5, 2, 4_000, false), shaped],
+        7_000_000,
+    );
+    let h = RateLimitHeaders::from_response(&r);
+    assert_eq!(h.delay, Duration::from_millis(300));
+    assert_eq!(h.retry_after, None);
 }
 
 #[test]

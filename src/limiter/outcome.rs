@@ -128,6 +128,10 @@ pub struct Settled<'p> {
     /// The reported limit, what decided it and its verdict; `None` when no limit applied or
     /// none was enforced.
     pub reported: Option<(&'p Arc<Limit>, Source, &'p Verdict)>,
+    /// The longest `wait` of the descriptor's limits that agree with the reported one (over the
+    /// limit or not): its shaping delay when admitted, the time until its hits fit every
+    /// over-limit limit when denied, whichever limit is reported.
+    pub wait: Duration,
 }
 
 /// Pairs every plan with the outcome it reports (`outcomes` holds one per op of `plans`): the
@@ -138,17 +142,27 @@ pub fn settle<'p>(plans: &'p Plans<'p>, outcomes: &'p [Outcome]) -> Vec<Settled<
         .descriptors
         .iter()
         .map(|plan| {
-            let reported = match plan {
-                Plan::Limited(l) => outcomes
-                    .get(l.ops.clone())
-                    .unwrap_or_default()
+            // The enforced limits of the descriptor, each with its source and verdict.
+            let verdicts = || {
+                let (ops, limit) = match plan {
+                    Plan::Limited(l) => (outcomes.get(l.ops.clone()), Some(&l.limit)),
+                    _ => (None, None),
+                };
+                ops.unwrap_or_default()
                     .iter()
-                    .zip(l.limit.all())
+                    .zip(limit.into_iter().flat_map(|l| l.all()))
                     .filter_map(|(o, limit)| o.verdict.as_ref().map(|v| (limit, o.source, v)))
-                    .min_by_key(|(_, _, v)| (!v.over_limit, v.remaining)),
-                _ => None,
             };
-            Settled { plan, reported }
+            let reported = verdicts().min_by_key(|(_, _, v)| (!v.over_limit, v.remaining));
+            let wait = reported.map_or(Duration::ZERO, |(_, _, r)| {
+                let alike = verdicts().filter(|(_, _, v)| v.over_limit == r.over_limit);
+                alike.map(|(_, _, v)| v.wait).max().unwrap_or_default()
+            });
+            Settled {
+                plan,
+                reported,
+                wait,
+            }
         })
         .collect()
 }

@@ -8,6 +8,7 @@ use std::borrow::Cow;
 use std::collections::HashSet;
 use std::ops::Range;
 use std::sync::Arc;
+use std::time::Duration;
 
 use super::RequestError;
 use super::key::KeyBuilder;
@@ -130,11 +131,14 @@ impl<'a> Plans<'a> {
             } else {
                 keys.build_extra(&req.domain, entries, &spec, now)
             };
+            // Only a leaky bucket can shape; every other op polices, whatever the request asked.
+            let shapes = spec.algorithm == Algorithm::LeakyBucket && !d.refund;
             self.ops.push(Op {
                 key,
                 spec,
                 hits,
                 refund: d.refund,
+                max_wait: if shapes { req.max_wait } else { Duration::ZERO },
             });
         }
         Plan::Limited(Limited {

@@ -2,6 +2,8 @@
 //! edge sees a proto or JSON type. Hits are carried as sent; the limiter normalises them once, when
 //! it plans the request ([`super::plan`]), and the raw values only reach the dynamic metadata.
 
+use std::time::Duration;
+
 use crate::config::{EntryRef, Unit};
 
 /// One `key`/`value` pair of a descriptor.
@@ -74,6 +76,10 @@ pub struct Request {
     pub descriptors: Vec<Descriptor>,
     /// Hits for descriptors without their own `hits_addend`, as sent: 0 (unset) means 1.
     pub hits_addend: u64,
+    /// How long the caller accepts to wait before proceeding (`POST /check`'s `max_wait_ms`):
+    /// leaky bucket limits then shape (reserve a later slot) instead of denying. Zero polices,
+    /// as gRPC and `/json` always do.
+    pub max_wait: Duration,
 }
 
 impl Request {
@@ -83,6 +89,7 @@ impl Request {
             domain: domain.into(),
             descriptors,
             hits_addend: 0,
+            max_wait: Duration::ZERO,
         }
     }
 }

@@ -39,6 +39,12 @@ pub struct DescriptorStatus {
     pub limit_remaining: u32,
     /// Set whenever `current_limit` is.
     pub duration_until_reset: Option<Duration>,
+    /// Time until this descriptor's hits conform, from its reported limit (buckets; zero for
+    /// windows). When OK: the shaping delay of a leaky bucket slot reserved ahead (a `/check`
+    /// with `max_wait_ms`), else zero. When over the limit: the time until the same hits would
+    /// fit, which for a cost above 1 can be later than `duration_until_reset` (one hit). Not
+    /// part of the gRPC answer.
+    pub wait: Duration,
 }
 
 impl DescriptorStatus {
@@ -49,6 +55,7 @@ impl DescriptorStatus {
             current_limit: None,
             limit_remaining: 0,
             duration_until_reset: None,
+            wait: Duration::ZERO,
         }
     }
 

@@ -225,7 +225,7 @@ fn run(state: &mut Option<AlgorithmState>, op: &Op, now: Timestamp) -> Decision 
     if op.refund {
         algorithm::refund(state, &op.spec, op.hits, now)
     } else {
-        algorithm::apply(state, &op.spec, op.hits, now)
+        algorithm::shape(state, &op.spec, op.hits, op.max_wait, now)
     }
 }
 

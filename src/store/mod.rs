@@ -7,6 +7,8 @@ pub mod local_cache;
 pub mod memory;
 pub mod redis;
 
+use std::time::Duration;
+
 use async_trait::async_trait;
 
 use crate::algorithm::{Decision, LimitSpec};
@@ -24,6 +26,10 @@ pub struct Op {
     /// `is_negative_hits`: give `hits` back instead of adding them ([`crate::algorithm::refund`]).
     /// A refund never creates a key and is never over the limit.
     pub refund: bool,
+    /// How long the caller accepts to wait for its hits to conform (`POST /check`'s
+    /// `max_wait_ms`): a leaky bucket then reserves a later slot instead of denying
+    /// ([`crate::algorithm::shape`]). Zero (policing) for every other op.
+    pub max_wait: Duration,
 }
 
 /// What a store answered for one op.

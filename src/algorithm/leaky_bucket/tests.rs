@@ -90,6 +90,18 @@ fn a_tat_far_ahead_reads_as_a_full_queue() {
 }
 
 #[test]
+fn a_tat_less_than_a_minute_past_the_capacity_is_read_exactly() {
+    // A clock 10 s behind: the TAT is 12 s ahead, within the shaping horizon, so a denied
+    // caller waits for it exactly rather than for one interval.
+    let (s, mut b) = fresh(10, 1, 20);
+    assert!(!apply(&mut b, &s, 20, at_ms(10_000)).over_limit);
+    let d = apply(&mut b, &s, 1, at_ms(0));
+    assert_eq!((d.over_limit, d.wait), (true, 10_100 * MS));
+    let d = shape(&mut b, &s, 1, Duration::from_secs(11), at_ms(0));
+    assert_eq!((d.over_limit, d.wait), (false, 10_100 * MS));
+}
+
+#[test]
 fn the_tat_keeps_fractions_of_a_quantum() {
     // 3 per second: T = 333 333.33… µs; three hits put the TAT exactly one second ahead.
     let (s, mut b) = fresh(3, 1, 3);

@@ -143,3 +143,48 @@ proptest! {
         }
     }
 }
+
+#[test]
+fn a_denied_cost_waits_until_all_its_tokens_are_back() {
+    // 1 per 10 s, burst 5: after the bucket is emptied, 3 tokens are back only after 30 s, while
+    // one token (`reset_after`) is back after 10 s: a retry after 10 s would be early.
+    let s = spec(1, 10, 5);
+    let mut b = TokenBucketState::default();
+    assert!(!apply(&mut b, &s, 5, at_ms(0)).over_limit);
+    let d = apply(&mut b, &s, 3, at_ms(0));
+    assert!(d.over_limit);
+    assert_eq!(d.reset_after, Duration::from_secs(10));
+    assert_eq!(d.wait, Duration::from_secs(30));
+    assert!(apply(&mut b, &s, 3, at_ms(29_999)).over_limit, "not early");
+    assert!(!apply(&mut b, &s, 3, at_ms(30_000)).over_limit);
+}
+
+proptest! {
+    /// A denied request's `wait` is never early and never late: the same hits are admitted after
+    /// exactly `wait` and not a microsecond before.
+    #[test]
+    fn a_denied_requests_wait_is_exact(
+        limit in 1u64..20,
+        window in 1u64..120,
+        burst in 1u64..30,
+        events in proptest::collection::vec((0u64..5_000_000, 1u64..30), 1..60),
+    ) {
+        let s = spec(limit, window, burst);
+        let mut b = TokenBucketState::default();
+        let mut now = 1_000_000_000_000u64;
+        for (dt, hits) in events {
+            now += dt;
+            let d = apply(&mut b, &s, hits, Timestamp::from_micros(now));
+            if d.over_limit && hits <= burst {
+                let wait = d.wait.as_micros() as u64;
+                prop_assert!(wait > 0);
+                let mut early = b;
+                let at = Timestamp::from_micros(now + wait - 1);
+                prop_assert!(apply(&mut early, &s, hits, at).over_limit, "early");
+                let mut on_time = b;
+                let at = Timestamp::from_micros(now + wait);
+                prop_assert!(!apply(&mut on_time, &s, hits, at).over_limit, "late");
+            }
+        }
+    }
+}

@@ -1,7 +1,9 @@
 //! `POST /check` on the HTTP port: a rate limit decision for any service, not only Envoy. The body
 //! is mapped onto the descriptor model ([`parse`]), decided by the same [`Service`] as gRPC and
 //! `/json`, and answered with `200` (allowed) or `429` (denied), a small JSON body and the
-//! standard headers of [`RateLimitHeaders`].
+//! standard headers of [`RateLimitHeaders`]. With `max_wait_ms`, a leaky bucket limit shapes: a
+//! request whose hits conform within that wait reserves its slot and is answered `200` with
+//! `delay_ms` > 0, the time the caller waits before proceeding (rounded up to whole ms).
 //!
 //! Bad input is `400` (`413` for a body over `CHECK_MAX_BODY_BYTES`) with
 //! `{"error": ..., "message": ...}` naming the field, and nothing is counted. A request the
@@ -56,6 +58,7 @@ pub async fn handler(State(s): State<HttpState>, body: Body) -> Response {
         "remaining": headers.reported().map(|l| l.remaining),
         "reset_at": headers.reset_at,
         "retry_after": headers.retry_after.unwrap_or(0),
+        "delay_ms": ceil_millis(headers.delay),
     });
     if req.details {
         body["limits"] = headers
@@ -68,6 +71,8 @@ pub async fn handler(State(s): State<HttpState>, body: Body) -> Response {
                     "window": l.window.secs(),
                     "remaining": l.remaining,
                     "reset_after": l.reset_after,
+                    "retry_after": if l.over_limit { l.retry_after } else { 0 },
+                    "delay_ms": ceil_millis(l.delay),
                     "over_limit": l.over_limit,
                 })
             })
@@ -94,6 +99,11 @@ pub fn add_headers(r: &mut Response, pairs: &[(&'static str, String)]) {
             r.headers_mut().insert(n, v);
         }
     }
+}
+
+/// Whole milliseconds in `d`, rounded up: a caller waiting this long is never early.
+fn ceil_millis(d: std::time::Duration) -> u64 {
+    u64::try_from(d.as_nanos().div_ceil(1_000_000)).unwrap_or(u64::MAX)
 }
 
 /// A JSON error answer.

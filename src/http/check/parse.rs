@@ -2,24 +2,32 @@
 //! `[client_key=<client_key>]`, plus `[client_key=<client_key>, endpoint=<endpoint>]` when an
 //! endpoint is given, then any descriptors sent in `/json` form. `cost` becomes every
 //! descriptor's `hits_addend` (0 checks without counting), unless a sent descriptor has its own.
+//! `max_wait_ms` is the delay the caller accepts: leaky bucket limits then shape instead of deny.
 //!
 //! The body is read as a JSON object first and each field checked by hand, so every error names
 //! its field (serde's type errors only give a line and column).
 
+use std::time::Duration;
+
 use serde_json::{Map, Value};
 
+use crate::algorithm::token_bucket;
 use crate::http::json::parse_descriptors;
 use crate::limiter::{Descriptor, Entry, Request};
 
 /// The largest `cost` one request may carry.
 pub const MAX_COST: u64 = 1_000_000_000;
 
+/// The largest `max_wait_ms`: a minute ([`token_bucket::MAX_WAIT`], how far a leaky bucket
+/// reserves slots). A caller holding a request longer is better told 429.
+pub const MAX_WAIT_MS: u64 = token_bucket::MAX_WAIT.as_millis() as u64;
+
 /// The descriptor key `client_key` maps to.
 pub const CLIENT_KEY: &str = "client_key";
 /// The descriptor key `endpoint` maps to.
 pub const ENDPOINT: &str = "endpoint";
 
-const FIELDS: &str = "client_key, endpoint, cost, domain, descriptors, details";
+const FIELDS: &str = "client_key, endpoint, cost, max_wait_ms, domain, descriptors, details";
 
 /// Why a `/check` body was refused. Nothing is counted for it.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -83,7 +91,8 @@ pub fn parse(body: &[u8], default_domain: &str) -> Result<CheckRequest, CheckErr
         string(&obj, CLIENT_KEY)?.ok_or_else(|| CheckError::field(CLIENT_KEY, "required"))?;
     let endpoint = string(&obj, ENDPOINT)?;
     let domain = string(&obj, "domain")?.unwrap_or_else(|| default_domain.to_owned());
-    let cost = cost(obj.get("cost"))?;
+    let cost = whole("cost", obj.get("cost"), MAX_COST)?.unwrap_or(1);
+    let max_wait_ms = whole("max_wait_ms", obj.get("max_wait_ms"), MAX_WAIT_MS)?.unwrap_or(0);
     let details = match obj.get("details") {
         None | Some(Value::Null) => false,
         Some(Value::Bool(b)) => *b,
@@ -128,6 +137,7 @@ pub fn parse(body: &[u8], default_domain: &str) -> Result<CheckRequest, CheckErr
             domain,
             descriptors,
             hits_addend: 0,
+            max_wait: Duration::from_millis(max_wait_ms),
         },
         details,
     })
@@ -145,31 +155,28 @@ fn string(obj: &Map<String, Value>, field: &str) -> Result<Option<String>, Check
     }
 }
 
-/// `cost`: a whole number from 0 to [`MAX_COST`]; 1 when absent.
-fn cost(v: Option<&Value>) -> Result<u64, CheckError> {
+/// A whole number from 0 to `max` (`cost`, `max_wait_ms`); `None` when absent or null.
+fn whole(field: &str, v: Option<&Value>, max: u64) -> Result<Option<u64>, CheckError> {
     let n = match v {
-        None | Some(Value::Null) => return Ok(1),
+        None | Some(Value::Null) => return Ok(None),
         Some(Value::Number(n)) => n,
-        Some(_) => return Err(CheckError::field("cost", "must be a number")),
+        Some(_) => return Err(CheckError::field(field, "must be a number")),
     };
     let whole = n.as_u64().or_else(|| {
-        // 2.0 is a whole number written as a float; 2.5, -1 and 1e300 are not costs.
+        // 2.0 is a whole number written as a float; 2.5, -1 and 1e300 are not.
         n.as_f64()
-            .filter(|f| f.fract() == 0.0 && (0.0..=MAX_COST as f64).contains(f))
+            .filter(|f| f.fract() == 0.0 && (0.0..=max as f64).contains(f))
             .map(|f| f as u64)
     });
     match whole {
-        Some(c) if c <= MAX_COST => Ok(c),
+        Some(c) if c <= max => Ok(Some(c)),
         _ if n.as_i64().is_some_and(|i| i < 0) || n.as_f64().is_some_and(|f| f < 0.0) => {
-            Err(CheckError::field("cost", "must not be negative"))
+            Err(CheckError::field(field, "must not be negative"))
         }
         _ if n.as_f64().is_some_and(|f| f.fract() != 0.0) => {
-            Err(CheckError::field("cost", "must be a whole number"))
+            Err(CheckError::field(field, "must be a whole number"))
         }
-        _ => Err(CheckError::field(
-            "cost",
-            format!("must be at most {MAX_COST}"),
-        )),
+        _ => Err(CheckError::field(field, format!("must be at most {max}"))),
     }
 }
 

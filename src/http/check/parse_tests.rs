@@ -72,6 +72,10 @@ fn refusals_name_the_field() {
         (r#"{"client_key":"k","cost":1e300}"#, "cost"),
         (r#"{"client_key":"k","cost":"1"}"#, "cost"),
         (r#"{"client_key":"k","details":1}"#, "details"),
+        (r#"{"client_key":"k","max_wait_ms":-1}"#, "max_wait_ms"),
+        (r#"{"client_key":"k","max_wait_ms":0.5}"#, "max_wait_ms"),
+        (r#"{"client_key":"k","max_wait_ms":60001}"#, "max_wait_ms"),
+        (r#"{"client_key":"k","max_wait_ms":"5"}"#, "max_wait_ms"),
         (r#"{"client_key":"k","descriptors":{}}"#, "descriptors"),
         (
             r#"{"client_key":"k","descriptors":[{"bogus":1}]}"#,
@@ -85,4 +89,17 @@ fn refusals_name_the_field() {
     assert_eq!(parse(b"[1]", "api"), Err(CheckError::NotObject));
     let e = parse(br#"{"client_key":"k","cost":-3}"#, "api").unwrap_err();
     assert_eq!(e.to_string(), "cost: must not be negative");
+    let e = parse(br#"{"client_key":"k","max_wait_ms":60001}"#, "api").unwrap_err();
+    assert_eq!(e.to_string(), "max_wait_ms: must be at most 60000");
+}
+
+#[test]
+fn max_wait_ms_is_carried_as_the_wait_budget() {
+    use std::time::Duration;
+    let r = parse(br#"{"client_key":"k","max_wait_ms":250}"#, "api").unwrap();
+    assert_eq!(r.request.max_wait, Duration::from_millis(250));
+    let r = parse(br#"{"client_key":"k","max_wait_ms":60000.0}"#, "api").unwrap();
+    assert_eq!(r.request.max_wait, Duration::from_secs(60));
+    let r = parse(br#"{"client_key":"k"}"#, "api").unwrap();
+    assert_eq!(r.request.max_wait, Duration::ZERO, "absent: policing");
 }

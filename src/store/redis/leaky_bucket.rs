@@ -20,6 +20,15 @@ pub(super) fn script() -> Script {
 /// argument is the number of quanta in a second (to round that TAT to whole seconds).
 pub(super) const LEAKY_BUCKET: Bucket = Bucket {
     last_arg: |p, _| 1_000_000 / p.quantum_micros,
+    // As in `leaky_bucket::shape`: the op's budget (none for a refund), and the horizon.
+    budget: |p, op, now| {
+        let budget = if op.refund {
+            0
+        } else {
+            p.budget(op.max_wait, now)
+        };
+        [budget, p.horizon()]
+    },
     decide: leaky_bucket::decide,
     // A refund's answer is the token bucket's: a check of the bucket after it.
     decide_refund: crate::algorithm::token_bucket::decide_refund,

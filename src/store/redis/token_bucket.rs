@@ -9,6 +9,7 @@ use super::call::Group;
 use crate::algorithm::token_bucket::{self, Params, Step};
 use crate::algorithm::{Decision, LimitSpec};
 use crate::clock::Timestamp;
+use crate::store::Op;
 
 /// The token bucket script.
 pub(super) fn script() -> Script {
@@ -18,11 +19,14 @@ pub(super) fn script() -> Script {
     ))
 }
 
-/// What differs between the bucket algorithms on Redis: the last script argument of an operation
-/// and the function that turns a [`Step`] into a decision.
+/// What differs between the bucket algorithms on Redis: the script's own argument of an operation,
+/// its wait budget, and the function that turns a [`Step`] into a decision.
 pub(super) struct Bucket {
     /// The seventh number of each operation's arguments.
     pub(super) last_arg: fn(&Params, &LimitSpec) -> u64,
+    /// The ninth and tenth numbers: units the op may queue past the capacity, and the most any
+    /// op may (only leaky buckets shape).
+    pub(super) budget: fn(&Params, &Op, Timestamp) -> [u64; 2],
     /// The decision for a step (the algorithm's own `decide`).
     pub(super) decide: fn(&Params, &LimitSpec, Step, u64, Timestamp) -> Decision,
     /// The decision for a refund's step (the algorithm's own `decide_refund`).
@@ -32,6 +36,7 @@ pub(super) struct Bucket {
 /// The token bucket: its keys expire once an untouched bucket is full again.
 pub(super) const TOKEN_BUCKET: Bucket = Bucket {
     last_arg: |p, spec| p.refill_secs(spec.window),
+    budget: |_, _, _| [0, 0],
     decide: token_bucket::decide,
     decide_refund: token_bucket::decide_refund,
 };
@@ -42,7 +47,7 @@ pub(super) async fn run(
     g: &Group<'_>,
     (script, bucket): (&Script, &Bucket),
 ) -> Result<Vec<(usize, Decision)>, RedisError> {
-    let mut args = Vec::with_capacity(8 * g.indices.len());
+    let mut args = Vec::with_capacity(10 * g.indices.len());
     for op in g.ops() {
         let p = Params::of(&op.spec);
         args.extend([
@@ -55,6 +60,7 @@ pub(super) async fn run(
             (bucket.last_arg)(&p, &op.spec),
             u64::from(op.refund),
         ]);
+        args.extend((bucket.budget)(&p, op, g.now));
     }
     g.eval(script, &args, 3, |op, r| {
         let step = Step {
