@@ -162,7 +162,8 @@ pub async fn start(settings: &Settings) -> Result<Running, AppError> {
         None => None,
     };
 
-    let (overrides, admin) = policy::start(settings, &clock, &mut tasks, &stop).await?;
+    let (overrides, admin) =
+        policy::start(settings, (&clock, &reloading), &mut tasks, &stop).await?;
     let options = parts::limiter_options(settings);
     let service = Arc::new(Service {
         limiter: RateLimiter::with_stats(store, clock.clone(), options, sink)

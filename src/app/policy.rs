@@ -1,8 +1,9 @@
 //! The policy database's part of startup: open it (or log why the policy API is off and carry on
-//! serving files), start its refresh task, and hand the limiter its override index and the debug
-//! port its admin state.
+//! serving files), put its rules in service next to the files, start its refresh tasks, and hand
+//! the limiter its override index and the debug port its admin state.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use tokio::sync::watch;
 use tokio::task::JoinSet;
@@ -11,7 +12,9 @@ use super::AppError;
 use super::tasks::stopped;
 use crate::clock::Clock;
 use crate::http::admin::AdminState;
+use crate::policy::rules::{Rule, to_files};
 use crate::policy::{Overrides, Policy, Tokens};
+use crate::reload::Reloading;
 use crate::settings::Settings;
 
 /// The override index the limiter reads and the admin API's state. A database that cannot be
@@ -19,7 +22,7 @@ use crate::settings::Settings;
 /// it is a mistake the operator must see.
 pub(super) async fn start(
     settings: &Settings,
-    clock: &Arc<dyn Clock>,
+    (clock, reloading): (&Arc<dyn Clock>, &Reloading),
     tasks: &mut JoinSet<()>,
     stop: &watch::Receiver<bool>,
 ) -> Result<(Arc<Overrides>, AdminState), AppError> {
@@ -30,6 +33,9 @@ pub(super) async fn start(
             let p = Arc::new(p);
             let interval = settings.policy.refresh_interval;
             tasks.spawn(p.clone().refresh_loop(interval, stopped(stop.clone())));
+            let applied = apply_rules(&p, reloading, None).await;
+            let (p2, r) = (p.clone(), reloading.clone());
+            tasks.spawn(rules_loop(p2, r, applied, interval, stopped(stop.clone())));
             tracing::info!(
                 data_dir = %settings.policy.data_dir.display(),
                 admin_tokens = tokens.any(),
@@ -45,6 +51,53 @@ pub(super) async fn start(
     let admin = AdminState {
         policy,
         tokens: Arc::new(tokens),
+        reloading: reloading.clone(),
     };
     Ok((overrides, admin))
+}
+
+/// Reads the rules and, when they differ from `applied`, compiles them with the files into a new
+/// snapshot. Returns the rules in service afterwards (`applied` again when reading or compiling
+/// failed: the snapshot in service stays).
+async fn apply_rules(
+    policy: &Policy,
+    reloading: &Reloading,
+    applied: Option<Vec<Rule>>,
+) -> Option<Vec<Rule>> {
+    let rules = match policy.rules().await {
+        Ok(rules) => rules,
+        Err(e) => {
+            tracing::warn!(error = %e, "policy rules not read; keeping the configuration in service");
+            return applied;
+        }
+    };
+    if applied.as_ref() == Some(&rules) || (applied.is_none() && rules.is_empty()) {
+        return Some(rules);
+    }
+    match reloading.set_extra(to_files(&rules)).await {
+        Ok(_) => Some(rules),
+        Err(e) => {
+            tracing::error!("policy rules do not compile with the files; not applied:\n{e}");
+            applied
+        }
+    }
+}
+
+/// Re-reads the rules every `interval` until `stop`, so a change written by another instance is
+/// in service here within the interval.
+async fn rules_loop(
+    policy: Arc<Policy>,
+    reloading: Reloading,
+    mut applied: Option<Vec<Rule>>,
+    interval: Duration,
+    stop: impl Future<Output = ()>,
+) {
+    tokio::pin!(stop);
+    loop {
+        tokio::select! {
+            _ = &mut stop => return,
+            _ = tokio::time::sleep(interval) => {}
+        }
+        applied = apply_rules(&policy, &reloading, applied).await;
+    }
 }

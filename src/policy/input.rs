@@ -114,7 +114,10 @@ pub fn parse_override(body: &[u8], now: Timestamp) -> Result<NewOverride, Vec<Fi
 }
 
 /// A descriptor path: a non-empty array of `{"key", "value"}` objects with non-empty keys.
-fn descriptor(v: Option<&Value>, errors: &mut Vec<FieldError>) -> Option<Vec<PathEntry>> {
+pub(crate) fn descriptor(
+    v: Option<&Value>,
+    errors: &mut Vec<FieldError>,
+) -> Option<Vec<PathEntry>> {
     let items = match v {
         None => return missing("descriptor", errors),
         Some(Value::Array(a)) if !a.is_empty() && a.len() <= MAX_ENTRIES => a,
@@ -166,7 +169,11 @@ fn descriptor(v: Option<&Value>, errors: &mut Vec<FieldError>) -> Option<Vec<Pat
     (errors.len() == before).then_some(out)
 }
 
-fn string(obj: &Map<String, Value>, field: &str, errors: &mut Vec<FieldError>) -> Option<String> {
+pub(crate) fn string(
+    obj: &Map<String, Value>,
+    field: &str,
+    errors: &mut Vec<FieldError>,
+) -> Option<String> {
     match obj.get(field) {
         None => missing(field, errors),
         Some(Value::String(s)) => Some(s.clone()),

@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use super::index::{OverrideIndex, Overrides};
 use super::model::{NewOverride, StoredOverride};
+use super::rules::Rule;
 use super::sqlite::SqliteStore;
 use super::store::{PolicyStore, StoreError};
 use crate::clock::Clock;
@@ -107,6 +108,26 @@ impl Policy {
             self.refresh().await?;
         }
         Ok(found)
+    }
+
+    /// Holds off other writers until dropped: a rule change checks, stores and publishes under it.
+    pub async fn lock_writes(&self) -> tokio::sync::MutexGuard<'_, ()> {
+        self.writes.lock().await
+    }
+
+    /// Every rule, by id.
+    pub async fn rules(&self) -> Result<Vec<Rule>, StoreError> {
+        self.store.rules().await
+    }
+
+    /// Stores `rule` (under [`Policy::lock_writes`], after checking it compiles).
+    pub async fn put_rule(&self, rule: &Rule, who: &str) -> Result<(), StoreError> {
+        self.store.put_rule(rule, who, self.clock.now()).await
+    }
+
+    /// Deletes rule `id` (under [`Policy::lock_writes`]); `false` when there is none.
+    pub async fn delete_rule(&self, id: &str) -> Result<bool, StoreError> {
+        self.store.delete_rule(id).await
     }
 
     /// Re-reads the database every `interval` until `stop`; after a failure, retries sooner

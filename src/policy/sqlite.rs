@@ -11,6 +11,7 @@ use sqlx::sqlite::{
 };
 
 use super::model::{NewOverride, PathEntry, StoredOverride};
+use super::rules::Rule;
 use super::store::{PolicyStore, StoreError, migrator};
 use crate::clock::Timestamp;
 use crate::config::Unit;
@@ -18,7 +19,7 @@ use crate::config::Unit;
 /// The policy database in a SQLite file.
 #[derive(Debug, Clone)]
 pub struct SqliteStore {
-    pool: SqlitePool,
+    pub(super) pool: SqlitePool,
 }
 
 const COLUMNS: &str =
@@ -100,10 +101,22 @@ impl PolicyStore for SqliteStore {
             .await?;
         Ok(done.rows_affected() > 0)
     }
+
+    async fn put_rule(&self, rule: &Rule, who: &str, now: Timestamp) -> Result<(), StoreError> {
+        self.upsert_rule(rule, who, now).await
+    }
+
+    async fn rules(&self) -> Result<Vec<Rule>, StoreError> {
+        self.select_rules().await
+    }
+
+    async fn delete_rule(&self, id: &str) -> Result<bool, StoreError> {
+        self.remove_rule(id).await
+    }
 }
 
 /// Times are stored as microseconds since the epoch (the service clock's resolution).
-fn micros(t: Timestamp) -> i64 {
+pub(super) fn micros(t: Timestamp) -> i64 {
     i64::try_from(t.as_micros()).unwrap_or(i64::MAX)
 }
 

@@ -7,6 +7,7 @@ use async_trait::async_trait;
 use sqlx::migrate::{Migration, MigrationType, Migrator};
 
 use super::model::{NewOverride, StoredOverride};
+use super::rules::Rule;
 use crate::clock::Timestamp;
 
 /// Why the policy database could not answer.
@@ -48,6 +49,15 @@ pub trait PolicyStore: Send + Sync + std::fmt::Debug + 'static {
 
     /// Deletes override `id`; `false` when there is none.
     async fn delete_override(&self, id: &str) -> Result<bool, StoreError>;
+
+    /// Creates or replaces rule `rule.id`, written by `who` at `now`.
+    async fn put_rule(&self, rule: &Rule, who: &str, now: Timestamp) -> Result<(), StoreError>;
+
+    /// Every rule, by id.
+    async fn rules(&self) -> Result<Vec<Rule>, StoreError>;
+
+    /// Deletes rule `id`; `false` when there is none.
+    async fn delete_rule(&self, id: &str) -> Result<bool, StoreError>;
 }
 
 /// The migrations of `migrations/`, in version order. Their SQL is portable between SQLite and
@@ -60,8 +70,15 @@ pub fn migrator() -> Migrator {
         Cow::Borrowed(include_str!("../../migrations/0001_baseline.sql")),
         false,
     );
+    let rule_body = Migration::new(
+        2,
+        Cow::Borrowed("rule body"),
+        MigrationType::Simple,
+        Cow::Borrowed(include_str!("../../migrations/0002_rule_body.sql")),
+        false,
+    );
     Migrator {
-        migrations: Cow::Owned(vec![baseline]),
+        migrations: Cow::Owned(vec![baseline, rule_body]),
         ..Migrator::DEFAULT
     }
 }

@@ -1,9 +1,9 @@
-//! The management API on the debug/admin port (issue 16): `/v1/overrides` now, `/v1/policies`
-//! next. JSON in and out; every request needs a configured bearer token (none configured: every
+//! The management API on the debug/admin port (issue 16): `/v1/overrides` and `/v1/policies`. JSON in and out; every request needs a configured bearer token (none configured: every
 //! request is refused with 403 — the API is never open); the policy database being off or down
 //! answers 503; invalid input answers 422 with every field error.
 
 pub mod overrides;
+pub mod policies;
 
 use std::sync::Arc;
 
@@ -13,6 +13,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{delete, get};
 
 use crate::policy::{FieldError, Policy, Tokens};
+use crate::reload::Reloading;
 
 /// State of the admin handlers.
 #[derive(Debug, Clone)]
@@ -21,6 +22,8 @@ pub struct AdminState {
     pub policy: Result<Arc<Policy>, Arc<str>>,
     /// The accepted bearer tokens.
     pub tokens: Arc<Tokens>,
+    /// The configuration pipeline rules are compiled into.
+    pub reloading: Reloading,
 }
 
 /// The admin routes, to merge into the debug router.
@@ -31,6 +34,13 @@ pub fn router(state: AdminState) -> Router {
             get(overrides::list).post(overrides::create),
         )
         .route("/v1/overrides/{id}", delete(overrides::remove))
+        .route("/v1/policies", get(policies::list))
+        .route(
+            "/v1/policies/{id}",
+            get(policies::get)
+                .put(policies::put)
+                .delete(policies::remove),
+        )
         .with_state(state)
 }
 
@@ -43,6 +53,12 @@ pub fn json(status: StatusCode, body: serde_json::Value) -> Response {
 /// `{"error": …}` with `status`.
 pub fn error(status: StatusCode, message: impl std::fmt::Display) -> Response {
     json(status, serde_json::json!({ "error": message.to_string() }))
+}
+
+/// 503: the database failed (logged).
+pub fn unavailable(e: impl std::fmt::Display) -> Response {
+    tracing::warn!(error = %e, "policy API: database unavailable");
+    error(StatusCode::SERVICE_UNAVAILABLE, e)
 }
 
 /// 422 with every field error.

@@ -6,7 +6,7 @@ use axum::extract::{Path, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 
-use super::{AdminState, error, invalid, json};
+use super::{AdminState, error, invalid, json, unavailable};
 use crate::policy::FieldError;
 use crate::policy::input::parse_override;
 use crate::policy::runtime::WriteError;
@@ -75,9 +75,4 @@ pub async fn remove(
         Ok(false) => error(StatusCode::NOT_FOUND, format!("no override '{id}'")),
         Err(e) => unavailable(e),
     }
-}
-
-fn unavailable(e: impl std::fmt::Display) -> Response {
-    tracing::warn!(error = %e, "policy API: database unavailable");
-    error(StatusCode::SERVICE_UNAVAILABLE, e)
 }
