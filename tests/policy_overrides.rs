@@ -127,3 +127,60 @@ async fn overrides_survive_a_restart_on_the_same_data_directory() {
     assert_eq!(hit(&s, "user:42").await.1, 2);
     s.shutdown().await;
 }
+
+/// Polls `probe` every 20 ms until it returns true, for at most `secs` seconds (a real deadline:
+/// the refresh interval is wall time, not the manual clock).
+async fn within<F, Fut>(secs: u64, mut probe: F) -> bool
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = bool>,
+{
+    let watch = ratelimitd::clock::Stopwatch::start();
+    while watch.elapsed() < std::time::Duration::from_secs(secs) {
+        if probe().await {
+            return true;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    false
+}
+
+#[tokio::test]
+async fn an_instance_sharing_the_database_applies_changes_within_its_refresh_interval() {
+    let data = tempfile::tempdir().unwrap();
+    let fast = [("POLICY_REFRESH_INTERVAL", "200ms")];
+    let writer = common::policy::start(data.path(), &fast).await;
+    let reader = common::policy::start(data.path(), &fast).await;
+    let id = create(&writer, "user:42", 5, UNTIL).await;
+    let name = format!("override:{id}");
+    assert!(within(3, || async { hit(&reader, "user:42").await.2 == name }).await);
+    let rule = serde_json::json!({
+        "domain": "tenants",
+        "descriptor": [{"key": "client_key", "value": "u1"}],
+        "rate_limit": {"unit": "minute", "requests_per_unit": 7},
+    });
+    let put = call(
+        &writer,
+        Method::PUT,
+        "/v1/policies/r1",
+        Some(TOKEN),
+        Some(rule),
+    )
+    .await;
+    assert_eq!(put.0, 201);
+    let seen = || async {
+        let r = reader.rl("tenants", &[&[("client_key", "u1")]]).await;
+        st(&r, 0).1.map(|l| l.0) == Some(7)
+    };
+    assert!(within(3, seen).await);
+    let path = format!("/v1/overrides/{id}");
+    assert_eq!(
+        call(&writer, Method::DELETE, &path, Some(TOKEN), None)
+            .await
+            .0,
+        204
+    );
+    assert!(within(3, || async { hit(&reader, "user:42").await.2.is_empty() }).await);
+    writer.shutdown().await;
+    reader.shutdown().await;
+}
