@@ -5,13 +5,14 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use tokio::sync::watch;
+use tokio::sync::{Notify, watch};
 use tokio::task::JoinSet;
 
 use super::AppError;
 use super::tasks::stopped;
 use crate::clock::Clock;
 use crate::http::admin::AdminState;
+use crate::policy::postgres;
 use crate::policy::rules::{Rule, to_files};
 use crate::policy::{Overrides, Policy, Tokens};
 use crate::reload::Reloading;
@@ -34,12 +35,25 @@ pub(super) async fn start(
             let interval = settings.policy.refresh_interval;
             tasks.spawn(p.clone().refresh_loop(interval, stopped(stop.clone())));
             let applied = apply_rules(&p, reloading, None).await;
+            let changed = Arc::new(Notify::new());
+            if let Some(url) = &settings.policy.db_url {
+                let listen =
+                    postgres::listen(url.0.clone(), changed.clone(), stopped(stop.clone()));
+                tasks.spawn(listen);
+            }
             let (p2, r) = (p.clone(), reloading.clone());
-            tasks.spawn(rules_loop(p2, r, applied, interval, stopped(stop.clone())));
+            let sync = Triggers { changed, interval };
+            tasks.spawn(rules_loop(p2, r, applied, sync, stopped(stop.clone())));
+            let backend = if settings.policy.db_url.is_some() {
+                "PostgreSQL"
+            } else {
+                "SQLite"
+            };
             tracing::info!(
+                backend,
                 data_dir = %settings.policy.data_dir.display(),
                 admin_tokens = tokens.any(),
-                "policy API on (SQLite)"
+                "policy API on"
             );
             Ok(p)
         }
@@ -83,20 +97,32 @@ async fn apply_rules(
     }
 }
 
-/// Re-reads the rules every `interval` until `stop`, so a change written by another instance is
-/// in service here within the interval.
+/// When [`rules_loop`] re-reads: on every change notification, else every `interval`.
+struct Triggers {
+    changed: Arc<Notify>,
+    interval: Duration,
+}
+
+/// Re-reads the rules (and, on a notification, the overrides) until `stop`, so a change written
+/// by another instance is in service here at once with PostgreSQL, and within the interval
+/// whatever happens to the notifications.
 async fn rules_loop(
     policy: Arc<Policy>,
     reloading: Reloading,
     mut applied: Option<Vec<Rule>>,
-    interval: Duration,
+    sync: Triggers,
     stop: impl Future<Output = ()>,
 ) {
     tokio::pin!(stop);
     loop {
         tokio::select! {
             _ = &mut stop => return,
-            _ = tokio::time::sleep(interval) => {}
+            _ = tokio::time::sleep(sync.interval) => {}
+            _ = sync.changed.notified() => {
+                if let Err(e) = policy.refresh().await {
+                    tracing::warn!(error = %e, "policy overrides not read; keeping those in service");
+                }
+            }
         }
         applied = apply_rules(&policy, &reloading, applied).await;
     }

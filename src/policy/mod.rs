@@ -12,6 +12,8 @@ pub mod auth;
 pub mod index;
 pub mod input;
 pub mod model;
+pub mod postgres;
+mod rows;
 pub mod rules;
 pub mod runtime;
 pub mod sqlite;

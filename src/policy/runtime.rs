@@ -1,5 +1,6 @@
-//! The policy database at run time: opened at startup (or off, with the reason logged), written
-//! through by the admin API, and read into the [`Overrides`] index after every write and on a
+//! The policy database at run time: opened at startup (SQLite, or PostgreSQL with
+//! `POLICY_DB_URL`; or off, with the reason logged), written through by the admin API, and read
+//! into the [`Overrides`] index after every write, on every PostgreSQL notification and on a
 //! timer, retrying with backoff while the database fails (the last index stays in service).
 
 use std::sync::Arc;
@@ -7,6 +8,7 @@ use std::time::Duration;
 
 use super::index::{OverrideIndex, Overrides};
 use super::model::{NewOverride, StoredOverride};
+use super::postgres::PgStore;
 use super::rules::Rule;
 use super::sqlite::SqliteStore;
 use super::store::{PolicyStore, StoreError};
@@ -46,15 +48,22 @@ impl Policy {
         if !settings.enabled {
             return Err("POLICY_ENABLED is false".into());
         }
-        if settings.db_url.is_some() {
-            return Err("POLICY_DB_URL is set but the PostgreSQL backend is not built yet".into());
-        }
-        let dir = &settings.data_dir;
-        let store = SqliteStore::open(dir)
-            .await
-            .map_err(|e| format!("no usable data directory {}: {e}", dir.display()))?;
+        let store: Arc<dyn PolicyStore> = match &settings.db_url {
+            Some(url) => Arc::new(
+                PgStore::open(&url.0)
+                    .await
+                    .map_err(|e| format!("POLICY_DB_URL: {e}"))?,
+            ),
+            None => {
+                let dir = &settings.data_dir;
+                let store = SqliteStore::open(dir)
+                    .await
+                    .map_err(|e| format!("no usable data directory {}: {e}", dir.display()))?;
+                Arc::new(store)
+            }
+        };
         let policy = Policy {
-            store: Arc::new(store),
+            store,
             overrides,
             clock,
             max_overrides: settings.max_overrides,

@@ -5,16 +5,13 @@ use std::path::Path;
 use std::time::Duration;
 
 use async_trait::async_trait;
-use sqlx::Row;
-use sqlx::sqlite::{
-    SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteRow,
-};
+use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions};
 
-use super::model::{NewOverride, PathEntry, StoredOverride};
+use super::model::{NewOverride, StoredOverride};
+use super::rows::{micros, read_override};
 use super::rules::Rule;
 use super::store::{PolicyStore, StoreError, migrator};
 use crate::clock::Timestamp;
-use crate::config::Unit;
 
 /// The policy database in a SQLite file.
 #[derive(Debug, Clone)]
@@ -48,7 +45,7 @@ impl SqliteStore {
             "SELECT {COLUMNS} FROM rate_limit_overrides {filter} ORDER BY created_at DESC, id DESC"
         );
         let rows = sqlx::query(&sql).bind(now).fetch_all(&self.pool).await?;
-        rows.iter().map(read_row).collect()
+        rows.iter().map(read_override).collect()
     }
 }
 
@@ -115,48 +112,11 @@ impl PolicyStore for SqliteStore {
     }
 }
 
-/// Times are stored as microseconds since the epoch (the service clock's resolution).
-pub(super) fn micros(t: Timestamp) -> i64 {
-    i64::try_from(t.as_micros()).unwrap_or(i64::MAX)
-}
-
-fn read_row(row: &SqliteRow) -> Result<StoredOverride, StoreError> {
-    let id: String = row.try_get("id")?;
-    let bad = |why: String| StoreError::BadRow {
-        id: id.clone(),
-        why,
-    };
-    let descriptor: String = row.try_get("descriptor")?;
-    let descriptor: Vec<PathEntry> =
-        serde_json::from_str(&descriptor).map_err(|e| bad(format!("descriptor: {e}")))?;
-    let unit: String = row.try_get("unit")?;
-    let unit =
-        Unit::parse(&unit).ok_or_else(|| bad(format!("invalid rate limit unit '{unit}'")))?;
-    let rpu: i64 = row.try_get("requests_per_unit")?;
-    let requests_per_unit =
-        u32::try_from(rpu).map_err(|_| bad(format!("requests_per_unit {rpu} out of range")))?;
-    let time = |col: &str| -> Result<Timestamp, StoreError> {
-        let v: i64 = row.try_get(col)?;
-        Ok(Timestamp::from_micros(u64::try_from(v).unwrap_or(0)))
-    };
-    Ok(StoredOverride {
-        spec: NewOverride {
-            domain: row.try_get("domain")?,
-            descriptor,
-            requests_per_unit,
-            unit,
-            valid_until: time("valid_until")?,
-            reason: row.try_get("reason")?,
-        },
-        created_by: row.try_get("created_by")?,
-        created_at: time("created_at")?,
-        id,
-    })
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::config::Unit;
+    use crate::policy::model::PathEntry;
 
     fn spec(value: &str, until: u64) -> NewOverride {
         NewOverride {

@@ -1,10 +1,9 @@
 //! Rule rows of the SQLite backend: the whole `rate_limit` body as JSON, with its main fields
 //! copied into the baseline's typed columns for queries.
 
-use sqlx::Row;
-
+use super::rows::{micros, read_rule};
 use super::rules::Rule;
-use super::sqlite::{SqliteStore, micros};
+use super::sqlite::SqliteStore;
 use super::store::StoreError;
 use crate::clock::Timestamp;
 
@@ -53,26 +52,7 @@ impl SqliteStore {
         )
         .fetch_all(&self.pool)
         .await?;
-        let mut out = Vec::with_capacity(rows.len());
-        for row in rows {
-            let id: String = row.try_get("id")?;
-            let bad = |why: String| StoreError::BadRow {
-                id: id.clone(),
-                why,
-            };
-            let descriptor: String = row.try_get("descriptor")?;
-            let rate_limit: String = row.try_get("rate_limit")?;
-            out.push(Rule {
-                domain: row.try_get("domain")?,
-                descriptor: serde_json::from_str(&descriptor)
-                    .map_err(|e| bad(format!("descriptor: {e}")))?,
-                rate_limit: serde_json::from_str(&rate_limit)
-                    .map_err(|e| bad(format!("rate_limit: {e}")))?,
-                enabled: row.try_get("enabled")?,
-                id,
-            });
-        }
-        Ok(out)
+        rows.iter().map(read_rule).collect()
     }
 
     pub(super) async fn remove_rule(&self, id: &str) -> Result<bool, StoreError> {

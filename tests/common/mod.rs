@@ -7,6 +7,7 @@ pub mod chaos;
 pub mod envoy;
 pub mod guard;
 pub mod policy;
+pub mod postgres;
 pub mod process;
 pub mod redis;
 pub mod reload;

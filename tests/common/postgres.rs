@@ -1,0 +1,137 @@
+//! A real PostgreSQL for the policy tests: Debian's `postgresql` binaries
+//! (`/usr/lib/postgresql/<version>/bin`), a fresh cluster in a temp dir on a free loopback port,
+//! trust authentication, run as `nobody` when the tests run as root (PostgreSQL refuses root).
+//! The server runs under the process guard, so it dies with the test.
+
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use ratelimitd::clock::Stopwatch;
+
+use super::guard;
+
+/// A running PostgreSQL server; killed and removed on drop.
+pub struct Postgres {
+    child: Child,
+    port: u16,
+    _dir: tempfile::TempDir,
+}
+
+/// The newest installed server's binaries, or `None` when the package is missing.
+fn bin_dir() -> Option<PathBuf> {
+    let mut versions: Vec<PathBuf> = std::fs::read_dir("/usr/lib/postgresql")
+        .ok()?
+        .filter_map(|e| e.ok().map(|e| e.path().join("bin")))
+        .filter(|p| p.join("postgres").is_file())
+        .collect();
+    versions.sort();
+    versions.pop()
+}
+
+/// `program` as the unprivileged user when we are root, else as ourselves; under the process
+/// guard when it is the server (a run-to-completion tool such as initdb would be killed by it).
+fn command(program: PathBuf, as_nobody: bool, server: bool) -> Command {
+    let (program, args): (PathBuf, Vec<std::ffi::OsString>) = if as_nobody {
+        let args = ["--reuid=nobody", "--regid=nogroup", "--clear-groups"];
+        let mut args: Vec<_> = args.iter().map(|a| a.into()).collect();
+        args.push(program.into_os_string());
+        ("setpriv".into(), args)
+    } else {
+        (program, Vec::new())
+    };
+    let mut cmd = if server {
+        guard::guarded(program)
+    } else {
+        Command::new(program)
+    };
+    cmd.args(args);
+    cmd
+}
+
+impl Postgres {
+    /// Starts a server (panics with a clear message when PostgreSQL is not installed: run
+    /// `tests/run.sh`, which installs it).
+    pub fn start() -> Postgres {
+        let bin = bin_dir()
+            .expect("PostgreSQL is installed (apt-get install postgresql; tests/run.sh does it)");
+        let dir = tempfile::tempdir().unwrap();
+        let root = Command::new("id").arg("-u").output().unwrap().stdout == b"0\n";
+        if root {
+            let status = Command::new("chown")
+                .arg("-R")
+                .arg("nobody:nogroup")
+                .arg(dir.path())
+                .status();
+            assert!(
+                status.unwrap().success(),
+                "chown of the PostgreSQL temp dir"
+            );
+        }
+        let data = dir.path().join("data");
+        let mut init = command(bin.join("initdb"), root, false);
+        init.arg("-D")
+            .arg(&data)
+            .args(["-A", "trust", "-U", "postgres", "--no-sync"]);
+        let out = init
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "initdb: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let mut server = command(bin.join("postgres"), root, true);
+        server
+            .arg("-D")
+            .arg(&data)
+            .arg("-p")
+            .arg(port.to_string())
+            .arg("-k")
+            .arg(dir.path())
+            .args(["-c", "listen_addresses=127.0.0.1", "-c", "fsync=off"]);
+        let child = server
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let pg = Postgres {
+            child,
+            port,
+            _dir: dir,
+        };
+        let watch = Stopwatch::start();
+        loop {
+            let ready = Command::new(bin.join("pg_isready"))
+                .args(["-h", "127.0.0.1", "-p", &port.to_string(), "-q"])
+                .status()
+                .is_ok_and(|s| s.success());
+            if ready {
+                return pg;
+            }
+            assert!(
+                watch.elapsed() < Duration::from_secs(30),
+                "PostgreSQL did not start in 30 s"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    /// The URL of its `postgres` database.
+    pub fn url(&self) -> String {
+        format!("postgres://postgres@127.0.0.1:{}/postgres", self.port)
+    }
+}
+
+impl Drop for Postgres {
+    fn drop(&mut self) {
+        guard::stop(&mut self.child);
+    }
+}
