@@ -1,6 +1,7 @@
 //! The policy database on a real PostgreSQL shared by two ratelimitd instances (issue 16): a
 //! rule or override written through one is enforced by the other within 1 s — by LISTEN/NOTIFY,
 //! since the refresh interval is left at 30 s — and deleting it restores the configured limit.
+//! A database killed under gRPC requests fails none of them; the API answers 503 and recovers.
 
 mod common;
 
@@ -82,4 +83,44 @@ async fn two_instances_on_one_postgres_see_each_others_changes_within_a_second()
     );
     a.shutdown().await;
     b.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_killed_database_leaves_requests_alone_the_api_answers_503_and_recovers() {
+    let mut pg = Postgres::start();
+    let url = pg.url();
+    let unused = tempfile::tempdir().unwrap();
+    let s = common::policy::start(unused.path(), &[("POLICY_DB_URL", url.as_str())]).await;
+    let id = create(&s, "user:42", 1000, "1970-01-01T00:30:00Z").await;
+    pg.kill();
+    // Requests read the index in memory: every one keeps the override and none waits on the
+    // database (the bound is generous for a loaded CI machine; a database wait would be ≥ 2 s).
+    for i in 0..200 {
+        let watch = Stopwatch::start();
+        let got = limit_name(&s, "api", "user:42").await;
+        assert_eq!(got, Some((1000, format!("override:{id}"))), "request {i}");
+        assert!(
+            watch.elapsed() < Duration::from_millis(500),
+            "request {i} waited"
+        );
+    }
+    let (status, body) = call(&s, Method::GET, "/v1/overrides", Some(TOKEN), None).await;
+    assert_eq!(status, 503, "{body}");
+    pg.restart();
+    let recovered = within(Duration::from_secs(15), || async {
+        call(&s, Method::GET, "/v1/overrides", Some(TOKEN), None)
+            .await
+            .0
+            == 200
+    });
+    assert!(
+        recovered.await,
+        "the API answers again once the database is back"
+    );
+    create(&s, "user:43", 10, "1970-01-01T00:30:00Z").await;
+    assert_eq!(
+        limit_name(&s, "api", "user:43").await.map(|l| l.0),
+        Some(10)
+    );
+    s.shutdown().await;
 }

@@ -13,9 +13,11 @@ use super::guard;
 
 /// A running PostgreSQL server; killed and removed on drop.
 pub struct Postgres {
-    child: Child,
+    child: Option<Child>,
     port: u16,
-    _dir: tempfile::TempDir,
+    bin: PathBuf,
+    root: bool,
+    dir: tempfile::TempDir,
 }
 
 /// The newest installed server's binaries, or `None` when the package is missing.
@@ -88,33 +90,36 @@ impl Postgres {
             .local_addr()
             .unwrap()
             .port();
-        let mut server = command(bin.join("postgres"), root, true);
-        server
-            .arg("-D")
-            .arg(&data)
-            .arg("-p")
-            .arg(port.to_string())
-            .arg("-k")
-            .arg(dir.path())
-            .args(["-c", "listen_addresses=127.0.0.1", "-c", "fsync=off"]);
-        let child = server
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        let pg = Postgres {
-            child,
+        let mut pg = Postgres {
+            child: None,
             port,
-            _dir: dir,
+            bin,
+            root,
+            dir,
         };
+        pg.run();
+        pg
+    }
+
+    /// Starts the server on its data directory and port and waits until it accepts connections.
+    /// A server that exits at once (after a kill, the old backends may still hold the shared
+    /// memory for a moment) is started again, within the same 30 s.
+    fn run(&mut self) {
         let watch = Stopwatch::start();
         loop {
-            let ready = Command::new(bin.join("pg_isready"))
-                .args(["-h", "127.0.0.1", "-p", &port.to_string(), "-q"])
+            let exited = match self.child.as_mut() {
+                None => true,
+                Some(c) => c.try_wait().ok().flatten().is_some(),
+            };
+            if exited {
+                self.spawn();
+            }
+            let ready = Command::new(self.bin.join("pg_isready"))
+                .args(["-h", "127.0.0.1", "-p", &self.port.to_string(), "-q"])
                 .status()
                 .is_ok_and(|s| s.success());
             if ready {
-                return pg;
+                return;
             }
             assert!(
                 watch.elapsed() < Duration::from_secs(30),
@@ -122,6 +127,36 @@ impl Postgres {
             );
             std::thread::sleep(Duration::from_millis(50));
         }
+    }
+
+    fn spawn(&mut self) {
+        let mut server = command(self.bin.join("postgres"), self.root, true);
+        server
+            .arg("-D")
+            .arg(self.dir.path().join("data"))
+            .arg("-p")
+            .arg(self.port.to_string())
+            .arg("-k")
+            .arg(self.dir.path())
+            .args(["-c", "listen_addresses=127.0.0.1", "-c", "fsync=off"]);
+        let child = server
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        self.child = Some(child);
+    }
+
+    /// Kills the server as a crash would (SIGKILL); its backends exit when they notice.
+    pub fn kill(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            guard::stop(&mut child);
+        }
+    }
+
+    /// Starts it again on the same data and port (after [`Postgres::kill`]).
+    pub fn restart(&mut self) {
+        self.run();
     }
 
     /// The URL of its `postgres` database.
@@ -132,6 +167,6 @@ impl Postgres {
 
 impl Drop for Postgres {
     fn drop(&mut self) {
-        guard::stop(&mut self.child);
+        self.kill();
     }
 }
