@@ -9,6 +9,8 @@
 //! - [`resilience`]: the circuit breaker per Redis target and the live-instance count the local
 //!   fallback divides limits by.
 //! - [`store`]: the one store trait, the embedded memory store and Redis; [`telemetry`]: logging.
+//! - [`policy`]: the policy database (SQLite) behind one trait, and the index of stored
+//!   overrides the limiter reads; the admin API that writes it lives in `http::admin`.
 //! - [`limiter`]: request → plan per descriptor → one store batch → one outcome per limit (tagged
 //!   with its source) → statuses; request/response types without protos.
 //!   [`health`]: health components, mirrored to gRPC health.
@@ -26,8 +28,8 @@
 //!
 //! # Layering
 //! Dependencies point down the list above, never up. From the bottom: `settings`, `clock`,
-//! `algorithm`, `config` (config builds on algorithm), `resilience` (clock only); then `store`
-//! and `telemetry`; `limiter` and `health`; `listener`; `metrics`, `reload`, `service` (service
+//! `algorithm`, `config` (config builds on algorithm), `resilience` (clock only); then `store`,
+//! `telemetry` and `policy`; `limiter` and `health`; `listener`; `metrics`, `reload`, `service` (service
 //! reads reload's snapshot; metrics names neither: `app` hands it a reader of the load counts);
 //! the edges `grpc` and `http` and the `xds` config source (`/json` borrows gRPC's unit numbers,
 //! grpc never imports http); `app` and `validate` on top. A type that a lower module needs lives
@@ -46,6 +48,7 @@ pub mod http;
 pub mod limiter;
 pub mod listener;
 pub mod metrics;
+pub mod policy;
 pub mod reload;
 pub mod resilience;
 pub mod service;

@@ -7,6 +7,7 @@ mod config_source;
 mod grpc_idle;
 mod grpc_listen;
 mod parts;
+mod policy;
 mod server_time;
 pub mod signals;
 mod tasks;
@@ -62,6 +63,9 @@ pub enum AppError {
     /// The xDS client settings are not usable.
     #[error(transparent)]
     Xds(#[from] XdsError),
+    /// `ADMIN_TOKEN_FILE` cannot be used.
+    #[error(transparent)]
+    AdminTokens(crate::policy::auth::TokenError),
 }
 
 /// A started service: its bound addresses and handles, for `main` and for tests.
@@ -158,10 +162,13 @@ pub async fn start(settings: &Settings) -> Result<Running, AppError> {
         None => None,
     };
 
+    let (overrides, admin) =
+        policy::start(settings, (&clock, &reloading), &mut tasks, &stop).await?;
     let options = parts::limiter_options(settings);
     let service = Arc::new(Service {
         limiter: RateLimiter::with_stats(store, clock.clone(), options, sink)
-            .with_fallback(fallback),
+            .with_fallback(fallback)
+            .with_overrides(overrides.clone()),
         config: config.clone(),
     });
     let grpc = bind_grpc(settings).await?;
@@ -220,6 +227,8 @@ pub async fn start(settings: &Settings) -> Result<Running, AppError> {
     let debug_router = crate::http::debug::router(crate::http::debug::DebugState {
         config: config.clone(),
         manual_clock: manual_clock.clone(),
+        overrides,
+        admin,
     });
     serve_http(
         &mut tasks,

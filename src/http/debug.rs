@@ -1,6 +1,7 @@
-//! The debug port: `/rlconfig` (the loaded limits, one per line, as the Go service prints them), a
-//! list of endpoints on `/` and unknown paths, and — only when the service runs on the test-only
-//! manual clock — `/test/clock` to read, set or advance it.
+//! The debug port: `/rlconfig` (the loaded limits, one per line, as the Go service prints them,
+//! then the stored overrides in service), a list of endpoints on `/` and unknown paths, the
+//! management API ([`super::admin`]), and — only when the service runs on the test-only manual
+//! clock — `/test/clock` to read, set or advance it.
 
 use std::collections::HashMap;
 use std::fmt::Write;
@@ -13,7 +14,9 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::routing::{any, get};
 
+use super::admin::{self, AdminState};
 use crate::clock::{Clock, ManualClock, Timestamp};
+use crate::policy::Overrides;
 use crate::reload::ConfigHandle;
 
 /// State of the debug handlers.
@@ -23,20 +26,31 @@ pub struct DebugState {
     pub config: Arc<ConfigHandle>,
     /// The manual clock, when the service runs on one (tests only).
     pub manual_clock: Option<Arc<ManualClock>>,
+    /// The stored overrides in service (listed by `/rlconfig`).
+    pub overrides: Arc<Overrides>,
+    /// The management API.
+    pub admin: AdminState,
 }
 
-const ENDPOINTS: &[(&str, &str)] = &[(
-    "/rlconfig",
-    "print out the currently loaded configuration for debugging",
-)];
+const ENDPOINTS: &[(&str, &str)] = &[
+    (
+        "/rlconfig",
+        "print out the currently loaded configuration for debugging",
+    ),
+    (
+        "/v1/overrides",
+        "management API: stored overrides (bearer token required)",
+    ),
+];
 
-/// The debug router.
+/// The debug router, the management API included.
 pub fn router(state: DebugState) -> Router {
+    let admin = admin::router(state.admin.clone());
     let mut r = Router::new().route("/rlconfig", get(rlconfig));
     if state.manual_clock.is_some() {
         r = r.route("/test/clock", any(clock));
     }
-    r.fallback(index).with_state(state)
+    r.fallback(index).with_state(state).merge(admin)
 }
 
 async fn index() -> String {
@@ -82,7 +96,34 @@ pub fn render_rlconfig(config: &ConfigHandle) -> String {
 }
 
 async fn rlconfig(State(s): State<DebugState>) -> String {
-    render_rlconfig(&s.config)
+    let mut out = render_rlconfig(&s.config);
+    render_overrides(&s.overrides, &mut out);
+    out
+}
+
+/// Appends one `# override:` line per stored override in service (expired ones still in the
+/// index until its next refresh are marked so).
+pub fn render_overrides(overrides: &Overrides, out: &mut String) {
+    let index = overrides.load();
+    for o in index.all() {
+        let path: Vec<String> = o
+            .spec
+            .descriptor
+            .iter()
+            .map(|e| format!("{}={}", e.key, e.value))
+            .collect();
+        let _ = writeln!(
+            out,
+            "# override: {} domain={} descriptor={} unit={} requests_per_unit={} valid_until={} by={}",
+            o.id,
+            o.spec.domain,
+            path.join(","),
+            o.spec.unit.as_str(),
+            o.spec.requests_per_unit,
+            o.spec.valid_until.to_rfc3339(),
+            o.created_by,
+        );
+    }
 }
 
 /// `GET /test/clock` shows the time in microseconds; `?set=SECS` or `?advance_ms=MS` move it.

@@ -2,6 +2,7 @@
 //! `POST /check`) and the debug port (`/rlconfig`, the endpoint list, and the test-only clock
 //! control).
 
+pub mod admin;
 pub mod check;
 pub mod debug;
 pub mod json;

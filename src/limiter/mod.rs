@@ -30,6 +30,7 @@ use tracing::Instrument;
 use crate::clock::{Clock, Stopwatch, Timestamp};
 use crate::config::FailureMode;
 use crate::config::RateLimitConfig;
+use crate::policy::Overrides;
 use crate::settings::Limits;
 use crate::store::{Answer, Store, StoreError};
 use failure::Degraded;
@@ -162,6 +163,7 @@ pub struct RateLimiter {
     stats: Arc<dyn StatsSink>,
     fallback: Arc<LocalFallback>,
     failure_log: failure::FailureLog,
+    overrides: Arc<Overrides>,
 }
 
 impl RateLimiter {
@@ -188,6 +190,7 @@ impl RateLimiter {
             stats,
             fallback: Arc::new(LocalFallback::default()),
             failure_log: failure::FailureLog::default(),
+            overrides: Arc::new(Overrides::default()),
         }
     }
 
@@ -195,6 +198,13 @@ impl RateLimiter {
     /// instance count and drops its counts when the store is back).
     pub fn with_fallback(mut self, fallback: Arc<LocalFallback>) -> RateLimiter {
         self.fallback = fallback;
+        self
+    }
+
+    /// Applies the stored overrides of `overrides` (the policy database's index, swapped in by
+    /// the policy runtime; read once per request).
+    pub fn with_overrides(mut self, overrides: Arc<Overrides>) -> RateLimiter {
+        self.overrides = overrides;
         self
     }
 
@@ -230,7 +240,8 @@ impl RateLimiter {
             }
         }
         let now = self.clock.now();
-        let plans = plan::plan(domain, req, &self.options.keys, now)?;
+        let stored = self.overrides.load();
+        let plans = plan::plan(domain, &stored, req, &self.options.keys, now)?;
         let answers = self.run(&plans, now).await;
         let failed = failure::describe(&answers);
         if let Some((_, why)) = &failed {

@@ -1,5 +1,6 @@
 //! Step 2 of a decision: resolve every descriptor once into a [`Plan`] — the limits that apply
-//! (config match or the request's override, then `replaces` and `unlimited` across the whole
+//! (the request's override, else a stored override from the policy database, else the config
+//! match; then `replaces` and `unlimited` across the whole
 //! request: SPEC §B.3, §B.4, §C.2), the hits it adds (normalised here and nowhere else), the stats
 //! key it reports under, and one store [`Op`] per limit with its cache key. Nothing later rewrites
 //! a plan: the outcomes of its ops are folded next to it.
@@ -17,6 +18,7 @@ use super::stats_key;
 use crate::algorithm::Algorithm;
 use crate::clock::Timestamp;
 use crate::config::{Domain, Limit, MatchKind};
+use crate::policy::{OverrideIndex, StoredOverride};
 use crate::store::Op;
 
 /// What applies to one descriptor.
@@ -62,10 +64,11 @@ pub fn hits(req: &Request, d: &Descriptor) -> u64 {
     d.hits_addend.unwrap_or(req.hits_addend.max(1))
 }
 
-/// Plans every descriptor of `req` against its `domain` of the config (`None`: not configured),
-/// keying counters with `keys` at `now`.
+/// Plans every descriptor of `req` against its `domain` of the config (`None`: not configured)
+/// and the `stored` overrides active at `now`, keying counters with `keys`.
 pub fn plan<'a>(
     domain: Option<&'a Domain>,
+    stored: &OverrideIndex,
     req: &'a Request,
     keys: &KeyBuilder,
     now: Timestamp,
@@ -79,7 +82,7 @@ pub fn plan<'a>(
         plans.descriptors = vec![Plan::NoLimit; req.descriptors.len()];
         return Ok(plans);
     };
-    let matched = match_all(domain, req)?;
+    let matched = match_all(domain, stored, req, now)?;
     let replaced = replaced_names(&matched);
     for (d, m) in req.descriptors.iter().zip(matched) {
         let plan = match m {
@@ -151,26 +154,28 @@ impl<'a> Plans<'a> {
     }
 }
 
-/// Each descriptor's limit (override or config match), in request order.
+/// Each descriptor's limit (request override, stored override or config match), in request order.
 fn match_all<'a>(
     domain: &'a Domain,
+    stored: &OverrideIndex,
     req: &'a Request,
+    now: Timestamp,
 ) -> Result<Vec<Option<Matched<'a>>>, RequestError> {
     let mut found = Vec::with_capacity(req.descriptors.len());
+    // The empty index (no policy database, or no overrides) costs one branch per descriptor.
+    let find_stored = |d: &Descriptor| {
+        (!stored.is_empty())
+            .then(|| stored.find(&req.domain, &d.entries, now))
+            .flatten()
+    };
     for (i, d) in req.descriptors.iter().enumerate() {
-        found.push(match &d.limit {
-            Some(o) => {
+        found.push(match (&d.limit, find_stored(d)) {
+            (Some(o), _) => {
                 let unit = o
                     .unit
                     .ok_or(RequestError::InvalidOverrideUnit { descriptor: i })?;
-                // The override replaces the rate; the algorithm is the matched limit's, so an
-                // override on a token bucket descriptor is still a token bucket.
-                let algorithm = domain
-                    .get_limit(&d.entries)
-                    .filter(|m| !m.limit.unlimited)
-                    .map_or(Algorithm::FixedWindow, |m| m.limit.algorithm);
-                let rate = (o.requests_per_unit, unit, algorithm);
-                let limit = Arc::new(override_limit(&req.domain, d, rate));
+                let rate = (o.requests_per_unit, unit, override_algorithm(domain, d));
+                let limit = Arc::new(override_limit(&req.domain, d, rate, None));
                 let stats_key = Cow::Owned(limit.stats_key.clone());
                 Some(Matched {
                     limit,
@@ -178,7 +183,21 @@ fn match_all<'a>(
                     stats_key,
                 })
             }
-            None => domain.get_limit(&d.entries).map(|m| {
+            (None, Some(o)) => {
+                let rate = (
+                    o.spec.requests_per_unit,
+                    o.spec.unit,
+                    override_algorithm(domain, d),
+                );
+                let limit = Arc::new(override_limit(&req.domain, d, rate, Some(o)));
+                let stats_key = Cow::Owned(limit.stats_key.clone());
+                Some(Matched {
+                    limit,
+                    key_entries: plain_entries(d),
+                    stats_key,
+                })
+            }
+            (None, None) => domain.get_limit(&d.entries).map(|m| {
                 let key_entries = d
                     .entries
                     .iter()
@@ -222,11 +241,23 @@ fn plain_entries(d: &Descriptor) -> Vec<(&str, &str)> {
         .collect()
 }
 
-/// The limit a request override stands for; its stats key always carries the values (SPEC §B.3.2).
+/// An override replaces the rate; the algorithm is the matched limit's, so an override on a
+/// token bucket descriptor is still a token bucket.
+fn override_algorithm(domain: &Domain, d: &Descriptor) -> Algorithm {
+    domain
+        .get_limit(&d.entries)
+        .filter(|m| !m.limit.unlimited)
+        .map_or(Algorithm::FixedWindow, |m| m.limit.algorithm)
+}
+
+/// The limit an override stands for. A request override's stats key carries the values (SPEC
+/// §B.3.2); a stored override (`stored`) is named `override:<id>` and reported under
+/// `<domain>.override_<id>`, a name bounded by `POLICY_MAX_OVERRIDES` however many values exist.
 fn override_limit(
     domain: &str,
     d: &Descriptor,
     (requests_per_unit, unit, algorithm): (u32, crate::config::Unit, Algorithm),
+    stored: Option<&Arc<StoredOverride>>,
 ) -> Limit {
     let mut full_key = domain.to_string();
     for e in &d.entries {
@@ -237,10 +268,17 @@ fn override_limit(
             full_key.push_str(&e.value);
         }
     }
+    let (stats_key, name) = match stored {
+        Some(o) => (
+            format!("{domain}.override_{}", o.id),
+            format!("override:{}", o.id),
+        ),
+        None => (full_key.clone(), String::new()),
+    };
     Limit {
-        stats_key: crate::config::sanitize(full_key.as_str().into()).into_owned(),
+        stats_key: crate::config::sanitize(stats_key.as_str().into()).into_owned(),
         full_key,
-        name: String::new(),
+        name,
         requests_per_unit,
         unit: Some(unit),
         unlimited: false,

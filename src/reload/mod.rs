@@ -8,7 +8,8 @@
 //! [`source`] says what to read and watch, [`watch`] and [`task`] notice changes (debounced, with a
 //! periodic re-read as a safety net), [`reloader`] runs one round, [`Reloading`] serialises rounds.
 //! Configuration pushed over xDS ([`crate::xds`]) enters the same pipeline through
-//! [`Reloading::apply`].
+//! [`Reloading::apply`]; rules from the policy database join every round as extra documents
+//! ([`Reloading::set_extra`]).
 
 pub mod reloader;
 pub mod source;
@@ -166,6 +167,32 @@ impl Reloading {
         let clock = self.clock.clone();
         let round =
             tokio::task::spawn_blocking(move || reloader.lock().apply_at(files, clock.now()));
+        let outcome = round
+            .await
+            .unwrap_or_else(|e| Err(format!("configuration load crashed: {e}")))?;
+        if let ReloadOutcome::Loaded { domains, .. } = outcome {
+            self.health.set_domains_loaded(domains).await;
+        }
+        Ok(outcome)
+    }
+
+    /// Checks that the files in service compile with `extra` as the policy database's documents
+    /// (rules), publishing nothing. `Err` carries every problem.
+    pub async fn check_extra(&self, extra: Vec<ConfigFile>) -> Result<(), String> {
+        let reloader = self.reloader.clone();
+        let round = tokio::task::spawn_blocking(move || reloader.lock().check_extra(&extra));
+        round
+            .await
+            .unwrap_or_else(|e| Err(format!("configuration check crashed: {e}")))
+    }
+
+    /// Puts `extra` in service as the policy database's documents, compiled with the files into
+    /// one snapshot and swapped in at once; on `Err` nothing changes.
+    pub async fn set_extra(&self, extra: Vec<ConfigFile>) -> Result<ReloadOutcome, String> {
+        let reloader = self.reloader.clone();
+        let clock = self.clock.clone();
+        let round =
+            tokio::task::spawn_blocking(move || reloader.lock().set_extra_at(extra, clock.now()));
         let outcome = round
             .await
             .unwrap_or_else(|e| Err(format!("configuration load crashed: {e}")))?;

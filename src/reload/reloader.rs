@@ -37,6 +37,8 @@ pub struct ConfigReloader {
     applied: Option<Vec<ConfigFile>>,
     // The files of the last failed attempt, or its read error: not worth reporting twice.
     failed: Option<Result<Vec<ConfigFile>, String>>,
+    // Documents from the policy database, compiled after the files in every round.
+    extra: Vec<ConfigFile>,
 }
 
 impl ConfigReloader {
@@ -47,6 +49,38 @@ impl ConfigReloader {
             handle,
             applied: None,
             failed: None,
+            extra: Vec::new(),
+        }
+    }
+
+    /// Compiles the files in service (read when none are) with `extra` in place of the policy
+    /// documents, publishing nothing; the error lists every problem.
+    pub fn check_extra(&self, extra: &[ConfigFile]) -> Result<(), String> {
+        let mut all = self.base_files()?;
+        all.extend_from_slice(extra);
+        self.source.compile(&all).map(|_| ())
+    }
+
+    /// Replaces the policy documents and publishes the files in service with them, in one swap.
+    pub fn set_extra_at(
+        &mut self,
+        extra: Vec<ConfigFile>,
+        now: Timestamp,
+    ) -> Result<ReloadOutcome, String> {
+        let files = self.base_files()?;
+        let previous = std::mem::replace(&mut self.extra, extra);
+        let outcome = self.apply_at(files, now);
+        if outcome.is_err() {
+            // Never half-applied: the documents in service stay with the snapshot in service.
+            self.extra = previous;
+        }
+        outcome
+    }
+
+    fn base_files(&self) -> Result<Vec<ConfigFile>, String> {
+        match &self.applied {
+            Some(files) => Ok(files.clone()),
+            None => self.read(),
         }
     }
 
@@ -87,7 +121,14 @@ impl ConfigReloader {
         files: Vec<ConfigFile>,
         now: Timestamp,
     ) -> Result<ReloadOutcome, String> {
-        match self.source.compile(&files) {
+        let compiled = if self.extra.is_empty() {
+            self.source.compile(&files)
+        } else {
+            let mut all = files.clone();
+            all.extend_from_slice(&self.extra);
+            self.source.compile(&all)
+        };
+        match compiled {
             Ok(config) => {
                 let domains = config.domain_count();
                 let version = self.handle.publish(config, now);

@@ -9,6 +9,7 @@ pub mod limits;
 pub mod listeners;
 pub mod observability;
 pub mod parse;
+pub mod policy;
 pub mod redis;
 pub mod resilience;
 pub mod xds;
@@ -24,6 +25,7 @@ pub use kinds::{Backend, KeyFormat, LogFormat, LogLevel, Secret, StatsdProtocol}
 pub use limits::Limits;
 pub use listeners::{ConnLimits, Listeners};
 pub use observability::{Observability, StatsSinkKind, TracingProtocol, TracingSettings};
+pub use policy::PolicySettings;
 pub use redis::{RedisConfig, RedisKind, RedisSettings};
 pub use resilience::{FailureMode, Resilience};
 pub use xds::{BackoffSettings, ConfigType, XdsSettings, XdsTlsSettings};
@@ -113,6 +115,8 @@ pub struct Settings {
     pub xds: XdsSettings,
     /// `CHECK_*` and `LIMIT_RESPONSE_STANDARD_HEADERS_ENABLED` ([`edges`]).
     pub edges: EdgeSettings,
+    /// The policy database and its management API ([`policy`]).
+    pub policy: PolicySettings,
 }
 
 /// Looks up variables, remembering for error messages where each value came from.
@@ -274,6 +278,7 @@ impl Settings {
             config_type,
             xds,
             edges: edges::from_vars(v)?,
+            policy: policy::from_vars(v)?,
         })
     }
 }

@@ -6,6 +6,8 @@ pub mod certs;
 pub mod chaos;
 pub mod envoy;
 pub mod guard;
+pub mod policy;
+pub mod postgres;
 pub mod process;
 pub mod redis;
 pub mod reload;
@@ -63,6 +65,8 @@ pub fn settings(dir: &std::path::Path, env: &[(&str, &str)]) -> Settings {
         ("RATELIMITD_TEST_MANUAL_CLOCK".into(), T0.to_string()),
         // As SPEC §G: no StatsD unless a test asks for it.
         ("USE_STATSD".into(), "false".into()),
+        // No policy database (it would default to ./data) unless a test asks for one.
+        ("POLICY_ENABLED".into(), "false".into()),
     ]);
     vars.extend(env.iter().map(|(k, v)| (k.to_string(), v.to_string())));
     Settings::from_env(vars).expect("test settings are valid")

@@ -24,6 +24,7 @@ pub fn spawn(env: &[(String, String)]) -> Spawned {
         ("LOG_LEVEL", "info"),
         ("LOG_FORMAT", "json"),
         ("USE_STATSD", "false"),
+        ("POLICY_ENABLED", "false"),
     ];
     cmd.envs(logs.into_iter().chain(super::LOOPBACK));
     cmd.envs(env.iter().map(|(k, v)| (k.as_str(), v.as_str())));

@@ -1,0 +1,129 @@
+//! The policy database's part of startup: open it (or log why the policy API is off and carry on
+//! serving files), put its rules in service next to the files, start its refresh tasks, and hand
+//! the limiter its override index and the debug port its admin state.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::sync::{Notify, watch};
+use tokio::task::JoinSet;
+
+use super::AppError;
+use super::tasks::stopped;
+use crate::clock::Clock;
+use crate::http::admin::AdminState;
+use crate::policy::postgres;
+use crate::policy::rules::{Rule, to_files};
+use crate::policy::{Overrides, Policy, Tokens};
+use crate::reload::Reloading;
+use crate::settings::Settings;
+
+/// The override index the limiter reads and the admin API's state. A database that cannot be
+/// opened turns the policy API off (logged); only an unreadable token file stops startup, since
+/// it is a mistake the operator must see.
+pub(super) async fn start(
+    settings: &Settings,
+    (clock, reloading): (&Arc<dyn Clock>, &Reloading),
+    tasks: &mut JoinSet<()>,
+    stop: &watch::Receiver<bool>,
+) -> Result<(Arc<Overrides>, AdminState), AppError> {
+    let tokens = Tokens::from_settings(&settings.policy).map_err(AppError::AdminTokens)?;
+    let overrides = Arc::new(Overrides::default());
+    let policy = match Policy::open(&settings.policy, clock.clone(), overrides.clone()).await {
+        Ok(p) => {
+            let p = Arc::new(p);
+            let interval = settings.policy.refresh_interval;
+            tasks.spawn(p.clone().refresh_loop(interval, stopped(stop.clone())));
+            let applied = apply_rules(&p, reloading, None).await;
+            let changed = Arc::new(Notify::new());
+            if let Some(url) = &settings.policy.db_url {
+                let listen =
+                    postgres::listen(url.0.clone(), changed.clone(), stopped(stop.clone()));
+                tasks.spawn(listen);
+            }
+            let (p2, r) = (p.clone(), reloading.clone());
+            let sync = Triggers { changed, interval };
+            tasks.spawn(rules_loop(p2, r, applied, sync, stopped(stop.clone())));
+            let backend = if settings.policy.db_url.is_some() {
+                "PostgreSQL"
+            } else {
+                "SQLite"
+            };
+            tracing::info!(
+                backend,
+                data_dir = %settings.policy.data_dir.display(),
+                admin_tokens = tokens.any(),
+                "policy API on"
+            );
+            Ok(p)
+        }
+        Err(why) => {
+            tracing::warn!(reason = %why, "policy API is off; serving the configuration files only");
+            Err(Arc::from(why.as_str()))
+        }
+    };
+    let admin = AdminState {
+        policy,
+        tokens: Arc::new(tokens),
+        reloading: reloading.clone(),
+    };
+    Ok((overrides, admin))
+}
+
+/// Reads the rules and, when they differ from `applied`, compiles them with the files into a new
+/// snapshot. Returns the rules in service afterwards (`applied` again when reading or compiling
+/// failed: the snapshot in service stays).
+async fn apply_rules(
+    policy: &Policy,
+    reloading: &Reloading,
+    applied: Option<Vec<Rule>>,
+) -> Option<Vec<Rule>> {
+    let rules = match policy.rules().await {
+        Ok(rules) => rules,
+        Err(e) => {
+            tracing::warn!(error = %e, "policy rules not read; keeping the configuration in service");
+            return applied;
+        }
+    };
+    if applied.as_ref() == Some(&rules) || (applied.is_none() && rules.is_empty()) {
+        return Some(rules);
+    }
+    match reloading.set_extra(to_files(&rules)).await {
+        Ok(_) => Some(rules),
+        Err(e) => {
+            tracing::error!("policy rules do not compile with the files; not applied:\n{e}");
+            applied
+        }
+    }
+}
+
+/// When [`rules_loop`] re-reads: on every change notification, else every `interval`.
+struct Triggers {
+    changed: Arc<Notify>,
+    interval: Duration,
+}
+
+/// Re-reads the rules (and, on a notification, the overrides) until `stop`, so a change written
+/// by another instance is in service here at once with PostgreSQL, and within the interval
+/// whatever happens to the notifications.
+async fn rules_loop(
+    policy: Arc<Policy>,
+    reloading: Reloading,
+    mut applied: Option<Vec<Rule>>,
+    sync: Triggers,
+    stop: impl Future<Output = ()>,
+) {
+    tokio::pin!(stop);
+    loop {
+        tokio::select! {
+            _ = &mut stop => return,
+            _ = tokio::time::sleep(sync.interval) => {}
+            _ = sync.changed.notified() => {
+                if let Err(e) = policy.refresh().await {
+                    tracing::warn!(error = %e, "policy overrides not read; keeping those in service");
+                }
+            }
+        }
+        applied = apply_rules(&policy, &reloading, applied).await;
+    }
+}

@@ -1,0 +1,102 @@
+//! The management API on the debug/admin port (issue 16): `/v1/overrides` and `/v1/policies`. JSON in and out; every request needs a configured bearer token (none configured: every
+//! request is refused with 403 — the API is never open); the policy database being off or down
+//! answers 503; invalid input answers 422 with every field error.
+
+pub mod overrides;
+pub mod policies;
+
+use std::sync::Arc;
+
+use axum::Router;
+use axum::http::{HeaderMap, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{delete, get};
+
+use crate::policy::{FieldError, Policy, Tokens};
+use crate::reload::Reloading;
+
+/// State of the admin handlers.
+#[derive(Debug, Clone)]
+pub struct AdminState {
+    /// The open policy database, or why the policy API is off.
+    pub policy: Result<Arc<Policy>, Arc<str>>,
+    /// The accepted bearer tokens.
+    pub tokens: Arc<Tokens>,
+    /// The configuration pipeline rules are compiled into.
+    pub reloading: Reloading,
+}
+
+/// The admin routes, to merge into the debug router.
+pub fn router(state: AdminState) -> Router {
+    Router::new()
+        .route(
+            "/v1/overrides",
+            get(overrides::list).post(overrides::create),
+        )
+        .route("/v1/overrides/{id}", delete(overrides::remove))
+        .route("/v1/policies", get(policies::list))
+        .route(
+            "/v1/policies/{id}",
+            get(policies::get)
+                .put(policies::put)
+                .delete(policies::remove),
+        )
+        .with_state(state)
+}
+
+/// A JSON answer.
+pub fn json(status: StatusCode, body: serde_json::Value) -> Response {
+    let headers = [(header::CONTENT_TYPE, "application/json")];
+    (status, headers, format!("{body}\n")).into_response()
+}
+
+/// `{"error": …}` with `status`.
+pub fn error(status: StatusCode, message: impl std::fmt::Display) -> Response {
+    json(status, serde_json::json!({ "error": message.to_string() }))
+}
+
+/// 503: the database failed (logged).
+pub fn unavailable(e: impl std::fmt::Display) -> Response {
+    tracing::warn!(error = %e, "policy API: database unavailable");
+    error(StatusCode::SERVICE_UNAVAILABLE, e)
+}
+
+/// 422 with every field error.
+pub fn invalid(errors: &[FieldError]) -> Response {
+    json(
+        StatusCode::UNPROCESSABLE_ENTITY,
+        serde_json::json!({ "errors": errors }),
+    )
+}
+
+impl AdminState {
+    /// The caller's token name and the open database, or the answer that refuses the request:
+    /// 403 without configured tokens, 401 for a missing or wrong token, 503 when the policy API
+    /// is off.
+    pub fn admit(&self, headers: &HeaderMap) -> Result<(String, &Arc<Policy>), Box<Response>> {
+        if !self.tokens.any() {
+            return Err(Box::new(error(
+                StatusCode::FORBIDDEN,
+                "the management API is disabled: set ADMIN_TOKEN or ADMIN_TOKEN_FILE",
+            )));
+        }
+        let given = headers
+            .get(header::AUTHORIZATION)
+            .and_then(|v| v.to_str().ok());
+        let Some(name) = self.tokens.check(given) else {
+            let mut r = error(StatusCode::UNAUTHORIZED, "missing or unknown bearer token");
+            r.headers_mut().insert(
+                header::WWW_AUTHENTICATE,
+                "Bearer".parse().expect("static value"),
+            );
+            return Err(Box::new(r));
+        };
+        match &self.policy {
+            Ok(p) => Ok((name.to_string(), p)),
+            Err(why) => Err(Box::new(error(
+                StatusCode::SERVICE_UNAVAILABLE,
+                format!("the policy API is off: {why}"),
+            ))),
+        }
+    }
+}

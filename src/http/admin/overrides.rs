@@ -1,0 +1,78 @@
+//! `POST /v1/overrides` (201 `{"id"}`), `GET /v1/overrides`, `DELETE /v1/overrides/{id}` (204).
+//! Every change is logged with the token's name and what changed.
+
+use axum::body::Bytes;
+use axum::extract::{Path, State};
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
+
+use super::{AdminState, error, invalid, json, unavailable};
+use crate::policy::FieldError;
+use crate::policy::input::parse_override;
+use crate::policy::runtime::WriteError;
+
+/// Creates an override; it is in service on this instance when the answer is sent.
+pub async fn create(State(s): State<AdminState>, headers: HeaderMap, body: Bytes) -> Response {
+    let (who, policy) = match s.admit(&headers) {
+        Ok(ok) => ok,
+        Err(refused) => return *refused,
+    };
+    let spec = match parse_override(&body, policy.clock().now()) {
+        Ok(spec) => spec,
+        Err(errors) => return invalid(&errors),
+    };
+    match policy.create_override(spec, &who).await {
+        Ok(o) => {
+            tracing::info!(
+                who,
+                id = %o.id,
+                domain = %o.spec.domain,
+                descriptor = %serde_json::to_string(&o.spec.descriptor).unwrap_or_default(),
+                requests_per_unit = o.spec.requests_per_unit,
+                unit = o.spec.unit.as_str(),
+                valid_until = %o.spec.valid_until.to_rfc3339(),
+                reason = %o.spec.reason,
+                "policy: override created"
+            );
+            json(StatusCode::CREATED, serde_json::json!({ "id": o.id }))
+        }
+        Err(e @ WriteError::TooMany(_)) => invalid(&[FieldError::new("", e.to_string())]),
+        Err(WriteError::Store(e)) => unavailable(e),
+    }
+}
+
+/// Lists every stored override, expired ones with `"active": false`.
+pub async fn list(State(s): State<AdminState>, headers: HeaderMap) -> Response {
+    let policy = match s.admit(&headers) {
+        Ok((_, p)) => p,
+        Err(refused) => return *refused,
+    };
+    match policy.list_overrides().await {
+        Ok(all) => {
+            let now = policy.clock().now();
+            let items: Vec<_> = all.iter().map(|o| o.to_json(now)).collect();
+            json(StatusCode::OK, serde_json::json!({ "overrides": items }))
+        }
+        Err(e) => unavailable(e),
+    }
+}
+
+/// Deletes an override: the configured limit applies again at once on this instance.
+pub async fn remove(
+    State(s): State<AdminState>,
+    headers: HeaderMap,
+    Path(id): Path<String>,
+) -> Response {
+    let (who, policy) = match s.admit(&headers) {
+        Ok(ok) => ok,
+        Err(refused) => return *refused,
+    };
+    match policy.delete_override(&id).await {
+        Ok(true) => {
+            tracing::info!(who, id, "policy: override deleted");
+            StatusCode::NO_CONTENT.into_response()
+        }
+        Ok(false) => error(StatusCode::NOT_FOUND, format!("no override '{id}'")),
+        Err(e) => unavailable(e),
+    }
+}

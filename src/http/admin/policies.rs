@@ -1,0 +1,157 @@
+//! `GET /v1/policies?domain=…`, `GET/PUT/DELETE /v1/policies/{id}`: rules that compile, with the
+//! configuration validator, into the one snapshot next to the file domains. A change is checked
+//! against the files in service first (422 with every error), then stored, then swapped in — never
+//! half-applied — all under the policy's write lock.
+
+use std::collections::HashMap;
+
+use axum::body::Bytes;
+use axum::extract::{Path, Query, State};
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
+
+use super::{AdminState, error, invalid, json};
+use crate::policy::FieldError;
+use crate::policy::rules::{Rule, parse_rule, to_files};
+
+/// Lists the rules, of one domain with `?domain=`.
+pub async fn list(
+    State(s): State<AdminState>,
+    headers: HeaderMap,
+    Query(q): Query<HashMap<String, String>>,
+) -> Response {
+    let policy = match s.admit(&headers) {
+        Ok((_, p)) => p,
+        Err(refused) => return *refused,
+    };
+    match policy.rules().await {
+        Ok(rules) => {
+            let items: Vec<_> = rules
+                .iter()
+                .filter(|r| q.get("domain").is_none_or(|d| *d == r.domain))
+                .map(Rule::to_json)
+                .collect();
+            json(StatusCode::OK, serde_json::json!({ "policies": items }))
+        }
+        Err(e) => super::unavailable(e),
+    }
+}
+
+/// One rule, or 404.
+pub async fn get(
+    State(s): State<AdminState>,
+    headers: HeaderMap,
+    Path(id): Path<String>,
+) -> Response {
+    let policy = match s.admit(&headers) {
+        Ok((_, p)) => p,
+        Err(refused) => return *refused,
+    };
+    match policy.rules().await {
+        Ok(rules) => match rules.iter().find(|r| r.id == id) {
+            Some(r) => json(StatusCode::OK, r.to_json()),
+            None => error(StatusCode::NOT_FOUND, format!("no policy '{id}'")),
+        },
+        Err(e) => super::unavailable(e),
+    }
+}
+
+/// Creates (201) or replaces (200) a rule; in service on this instance when the answer is sent.
+pub async fn put(
+    State(s): State<AdminState>,
+    headers: HeaderMap,
+    Path(id): Path<String>,
+    body: Bytes,
+) -> Response {
+    let (who, policy) = match s.admit(&headers) {
+        Ok(ok) => ok,
+        Err(refused) => return *refused,
+    };
+    let rule = match parse_rule(&id, &body) {
+        Ok(rule) => rule,
+        Err(errors) => return invalid(&errors),
+    };
+    let _one = policy.lock_writes().await;
+    let mut rules = match policy.rules().await {
+        Ok(rules) => rules,
+        Err(e) => return super::unavailable(e),
+    };
+    let existed = rules.iter().any(|r| r.id == id);
+    rules.retain(|r| r.id != id);
+    rules.push(rule.clone());
+    if let Err(response) = check_then(&s, &rules).await {
+        return response;
+    }
+    if let Err(e) = policy.put_rule(&rule, &who).await {
+        return super::unavailable(e);
+    }
+    if let Err(response) = publish(&s, &rules).await {
+        return response;
+    }
+    tracing::info!(who, id, rule = %rule.to_json(), "policy: rule {}", if existed { "replaced" } else { "created" });
+    let status = if existed {
+        StatusCode::OK
+    } else {
+        StatusCode::CREATED
+    };
+    json(status, rule.to_json())
+}
+
+/// Deletes a rule (204), or 404.
+pub async fn remove(
+    State(s): State<AdminState>,
+    headers: HeaderMap,
+    Path(id): Path<String>,
+) -> Response {
+    let (who, policy) = match s.admit(&headers) {
+        Ok(ok) => ok,
+        Err(refused) => return *refused,
+    };
+    let _one = policy.lock_writes().await;
+    let mut rules = match policy.rules().await {
+        Ok(rules) => rules,
+        Err(e) => return super::unavailable(e),
+    };
+    if !rules.iter().any(|r| r.id == id) {
+        return error(StatusCode::NOT_FOUND, format!("no policy '{id}'"));
+    }
+    rules.retain(|r| r.id != id);
+    if let Err(response) = check_then(&s, &rules).await {
+        return response;
+    }
+    match policy.delete_rule(&id).await {
+        Ok(_) => {}
+        Err(e) => return super::unavailable(e),
+    }
+    if let Err(response) = publish(&s, &rules).await {
+        return response;
+    }
+    tracing::info!(who, id, "policy: rule deleted");
+    StatusCode::NO_CONTENT.into_response()
+}
+
+/// 422 with one error per line of the validator's report when `rules` would not compile with the
+/// files in service.
+async fn check_then(s: &AdminState, rules: &[Rule]) -> Result<(), Response> {
+    s.reloading
+        .check_extra(to_files(rules))
+        .await
+        .map_err(|errors| {
+            let errors: Vec<FieldError> = errors.lines().map(|l| FieldError::new("", l)).collect();
+            invalid(&errors)
+        })
+}
+
+async fn publish(s: &AdminState, rules: &[Rule]) -> Result<(), Response> {
+    // The check passed moments ago; a failure now means the files changed in between.
+    s.reloading
+        .set_extra(to_files(rules))
+        .await
+        .map(|_| ())
+        .map_err(|e| {
+            error(
+                StatusCode::CONFLICT,
+                format!("stored, but not in service yet: {e}"),
+            )
+        })
+}

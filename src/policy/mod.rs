@@ -1,0 +1,27 @@
+//! The policy database (issue 16): rules and time-limited overrides managed at runtime
+//! over the admin API, kept in SQLite (a file in `RATELIMITD_DATA_DIR`) behind [`PolicyStore`].
+//!
+//! The database never sits on the request path. [`Policy`] reads every active override into an
+//! [`OverrideIndex`] and swaps it into an [`Overrides`] handle the limiter reads once per request;
+//! it re-reads after each change it writes and every `POLICY_REFRESH_INTERVAL`. Rules become YAML
+//! documents ([`rules::to_files`]) that the reload pipeline compiles with the files, with the same
+//! validator, into the one snapshot. When the database fails, the last index and snapshot stay in
+//! service and the API answers 503.
+
+pub mod auth;
+pub mod index;
+pub mod input;
+pub mod model;
+pub mod postgres;
+mod rows;
+pub mod rules;
+pub mod runtime;
+pub mod sqlite;
+mod sqlite_rules;
+pub mod store;
+
+pub use auth::Tokens;
+pub use index::{OverrideIndex, Overrides};
+pub use model::{FieldError, NewOverride, StoredOverride};
+pub use runtime::Policy;
+pub use store::{PolicyStore, StoreError};

@@ -1,0 +1,244 @@
+//! Rules from the policy database: checked on input, then written as YAML documents — one per
+//! domain, the rules' descriptor paths merged into one tree — that the reload pipeline compiles
+//! with the configuration files. The same validator therefore checks them, with the same texts.
+
+use std::collections::BTreeMap;
+
+use serde_json::{Map, Value, json};
+
+use super::input::{descriptor, string};
+use super::model::{FieldError, PathEntry};
+use crate::config::{self, CompileOptions, ConfigFile};
+
+/// Prefix of the names of the generated documents (errors cite them).
+pub const FILE_PREFIX: &str = "policy-db/";
+
+/// One rule: a `rate_limit` (the YAML fields) on one descriptor path of one domain.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Rule {
+    /// Its id (from the URL).
+    pub id: String,
+    /// The domain.
+    pub domain: String,
+    /// The descriptor path its limit sits at.
+    pub descriptor: Vec<PathEntry>,
+    /// The `rate_limit` object, as in YAML.
+    pub rate_limit: Map<String, Value>,
+    /// A disabled rule is stored but not compiled.
+    pub enabled: bool,
+}
+
+impl Rule {
+    /// Its JSON form in API answers.
+    pub fn to_json(&self) -> Value {
+        json!({
+            "id": self.id,
+            "domain": self.domain,
+            "descriptor": self.descriptor,
+            "rate_limit": self.rate_limit,
+            "enabled": self.enabled,
+        })
+    }
+}
+
+/// Checks a `PUT /v1/policies/{id}` body: its shape here, its `rate_limit` by compiling the rule
+/// alone with the configuration validator (error paths become `rate_limit.<field>`).
+pub fn parse_rule(id: &str, body: &[u8]) -> Result<Rule, Vec<FieldError>> {
+    let mut errors = Vec::new();
+    let obj = match serde_json::from_slice::<Value>(body) {
+        Ok(Value::Object(o)) => o,
+        Ok(_) => return Err(vec![FieldError::new("", "expected a JSON object")]),
+        Err(e) => return Err(vec![FieldError::new("", format!("invalid JSON: {e}"))]),
+    };
+    const KNOWN: [&str; 4] = ["domain", "descriptor", "rate_limit", "enabled"];
+    for key in obj.keys().filter(|k| !KNOWN.contains(&k.as_str())) {
+        errors.push(FieldError::new(
+            key,
+            format!("config error, unknown key '{key}'"),
+        ));
+    }
+    if id.is_empty()
+        || id.len() > 128
+        || !id
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"-_.".contains(&b))
+    {
+        errors.push(FieldError::new(
+            "id",
+            "expected 1 to 128 letters, digits, '-', '_' or '.'",
+        ));
+    }
+    let domain = string(&obj, "domain", &mut errors).filter(|d| {
+        if d.is_empty() {
+            errors.push(FieldError::new(
+                "domain",
+                "config file cannot have empty domain",
+            ));
+        }
+        !d.is_empty()
+    });
+    let path = descriptor(obj.get("descriptor"), &mut errors);
+    let rate_limit = match obj.get("rate_limit") {
+        Some(Value::Object(o)) => Some(o.clone()),
+        Some(_) => {
+            errors.push(FieldError::new("rate_limit", "expected an object"));
+            None
+        }
+        None => {
+            errors.push(FieldError::new("rate_limit", "is required"));
+            None
+        }
+    };
+    let enabled = match obj.get("enabled") {
+        None => Some(true),
+        Some(Value::Bool(b)) => Some(*b),
+        Some(_) => {
+            errors.push(FieldError::new("enabled", "expected true or false"));
+            None
+        }
+    };
+    let (Some(domain), Some(descriptor), Some(rate_limit), Some(enabled)) =
+        (domain, path, rate_limit, enabled)
+    else {
+        return Err(errors);
+    };
+    let rule = Rule {
+        id: id.to_string(),
+        domain,
+        descriptor,
+        rate_limit,
+        enabled: true,
+    };
+    if let Err(found) = config::compile(
+        &to_files(std::slice::from_ref(&rule)),
+        &CompileOptions::default(),
+    ) {
+        for e in found.0 {
+            let field = match e.path.find("rate_limit") {
+                Some(at) => e.path[at..].to_string(),
+                None => "descriptor".to_string(),
+            };
+            errors.push(FieldError::new(field, e.message));
+        }
+    }
+    if errors.is_empty() {
+        Ok(Rule { enabled, ..rule })
+    } else {
+        Err(errors)
+    }
+}
+
+/// One descriptor node of a generated document.
+#[derive(Default)]
+struct Node {
+    key: String,
+    value: String,
+    rate_limit: Option<Map<String, Value>>,
+    children: Vec<Node>,
+}
+
+impl Node {
+    fn to_json(&self) -> Value {
+        let mut o = Map::new();
+        o.insert("key".into(), json!(self.key));
+        if !self.value.is_empty() {
+            o.insert("value".into(), json!(self.value));
+        }
+        if let Some(rl) = &self.rate_limit {
+            o.insert("rate_limit".into(), Value::Object(rl.clone()));
+        }
+        if !self.children.is_empty() {
+            let children: Vec<Value> = self.children.iter().map(Node::to_json).collect();
+            o.insert("descriptors".into(), Value::Array(children));
+        }
+        Value::Object(o)
+    }
+}
+
+/// Inserts `rl` at `path` below `level`, sharing nodes with earlier rules. A second rule on the
+/// same path gets a node of its own, so the validator reports the duplicate composite key.
+fn insert(level: &mut Vec<Node>, path: &[PathEntry], rl: &Map<String, Value>) {
+    let Some((first, rest)) = path.split_first() else {
+        return;
+    };
+    let at = level.iter().position(|n| {
+        n.key == first.key && n.value == first.value && (!rest.is_empty() || n.rate_limit.is_none())
+    });
+    let at = at.unwrap_or_else(|| {
+        level.push(Node {
+            key: first.key.clone(),
+            value: first.value.clone(),
+            ..Node::default()
+        });
+        level.len() - 1
+    });
+    if rest.is_empty() {
+        level[at].rate_limit = Some(rl.clone());
+    } else {
+        insert(&mut level[at].children, rest, rl);
+    }
+}
+
+/// The enabled rules as YAML documents, one per domain (`policy-db/<domain>`), in domain order.
+pub fn to_files(rules: &[Rule]) -> Vec<ConfigFile> {
+    let mut domains: BTreeMap<&str, Vec<Node>> = BTreeMap::new();
+    for r in rules.iter().filter(|r| r.enabled) {
+        insert(
+            domains.entry(r.domain.as_str()).or_default(),
+            &r.descriptor,
+            &r.rate_limit,
+        );
+    }
+    domains
+        .into_iter()
+        .map(|(domain, roots)| {
+            let doc = json!({
+                "domain": domain,
+                "descriptors": roots.iter().map(Node::to_json).collect::<Vec<_>>(),
+            });
+            ConfigFile {
+                name: format!("{FILE_PREFIX}{domain}"),
+                // A JSON document is YAML; serde_json cannot fail on a Value.
+                contents: doc.to_string(),
+            }
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rules_compile_into_one_tree_per_domain() {
+        let a = parse_rule("a", br#"{"domain":"api","descriptor":[{"key":"client_key","value":"u1"},{"key":"endpoint"}],"rate_limit":{"unit":"minute","requests_per_unit":10}}"#).unwrap();
+        let b = parse_rule("b", br#"{"domain":"api","descriptor":[{"key":"client_key","value":"u1"}],"rate_limit":{"unit":"second","requests_per_unit":3,"algorithm":"token_bucket"}}"#).unwrap();
+        let files = to_files(&[a, b]);
+        assert_eq!(files.len(), 1);
+        let compiled = config::compile(&files, &CompileOptions::default()).unwrap();
+        let limits = compiled.limits();
+        assert_eq!(limits.len(), 2);
+        assert_eq!(limits[0].full_key, "api.client_key_u1");
+        assert_eq!(limits[1].full_key, "api.client_key_u1.endpoint");
+    }
+
+    #[test]
+    fn the_validator_reports_rate_limit_errors_with_its_texts() {
+        let errors = parse_rule("x", br#"{"domain":"api","descriptor":[{"key":"k"}],"rate_limit":{"unit":"fortnight","requests_per_unit":1,"colour":"red"}}"#).unwrap_err();
+        let got: Vec<(&str, &str)> = errors
+            .iter()
+            .map(|e| (e.field.as_str(), e.message.as_str()))
+            .collect();
+        assert!(
+            got.contains(&("rate_limit.unit", "invalid rate limit unit 'fortnight'")),
+            "{got:?}"
+        );
+        assert!(
+            got.iter()
+                .any(|(f, m)| f.starts_with("rate_limit") && m.contains("unknown key 'colour'")),
+            "{got:?}"
+        );
+        let bad_id = parse_rule("a b", br#"{"domain":"api","descriptor":[{"key":"k"}],"rate_limit":{"unit":"second","requests_per_unit":1}}"#).unwrap_err();
+        assert_eq!(bad_id[0].field, "id");
+    }
+}

@@ -1,0 +1,84 @@
+//! The interface every policy database backend implements, and the versioned migrations that
+//! create its schema (`migrations/` in the repository, compiled into the binary).
+
+use std::borrow::Cow;
+
+use async_trait::async_trait;
+use sqlx::migrate::{Migration, MigrationType, Migrator};
+
+use super::model::{NewOverride, StoredOverride};
+use super::rules::Rule;
+use crate::clock::Timestamp;
+
+/// Why the policy database could not answer.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    /// The database failed or is unreachable (the API answers 503).
+    #[error("policy database unavailable: {0}")]
+    Unavailable(#[from] sqlx::Error),
+    /// The schema could not be migrated.
+    #[error("policy database migration failed: {0}")]
+    Migrate(#[from] sqlx::migrate::MigrateError),
+    /// A stored row that does not read back (edited by hand?).
+    #[error("policy database row {id} is invalid: {why}")]
+    BadRow {
+        /// The row's id.
+        id: String,
+        /// What is wrong.
+        why: String,
+    },
+}
+
+/// A policy database: overrides now, rules next (issue 16).
+#[async_trait]
+pub trait PolicyStore: Send + Sync + std::fmt::Debug + 'static {
+    /// Stores `o` under `id`, created by `who` at `now`.
+    async fn insert_override(
+        &self,
+        id: &str,
+        o: &NewOverride,
+        who: &str,
+        now: Timestamp,
+    ) -> Result<StoredOverride, StoreError>;
+
+    /// Every override whose `valid_until` is after `now` (newest first).
+    async fn active_overrides(&self, now: Timestamp) -> Result<Vec<StoredOverride>, StoreError>;
+
+    /// Every stored override, expired ones included (newest first).
+    async fn all_overrides(&self) -> Result<Vec<StoredOverride>, StoreError>;
+
+    /// Deletes override `id`; `false` when there is none.
+    async fn delete_override(&self, id: &str) -> Result<bool, StoreError>;
+
+    /// Creates or replaces rule `rule.id`, written by `who` at `now`.
+    async fn put_rule(&self, rule: &Rule, who: &str, now: Timestamp) -> Result<(), StoreError>;
+
+    /// Every rule, by id.
+    async fn rules(&self) -> Result<Vec<Rule>, StoreError>;
+
+    /// Deletes rule `id`; `false` when there is none.
+    async fn delete_rule(&self, id: &str) -> Result<bool, StoreError>;
+}
+
+/// The migrations of `migrations/`, in version order. Their SQL is portable between SQLite and
+/// PostgreSQL, so both backends share them.
+pub fn migrator() -> Migrator {
+    let baseline = Migration::new(
+        1,
+        Cow::Borrowed("baseline"),
+        MigrationType::Simple,
+        Cow::Borrowed(include_str!("../../migrations/0001_baseline.sql")),
+        false,
+    );
+    let rule_body = Migration::new(
+        2,
+        Cow::Borrowed("rule body"),
+        MigrationType::Simple,
+        Cow::Borrowed(include_str!("../../migrations/0002_rule_body.sql")),
+        false,
+    );
+    Migrator {
+        migrations: Cow::Owned(vec![baseline, rule_body]),
+        ..Migrator::DEFAULT
+    }
+}

@@ -1,0 +1,156 @@
+//! The management API (issue 16) over real HTTP on the debug port: bearer tokens, 422 with every
+//! field error, 404, concurrent writers, and a service whose data directory is unusable (it
+//! starts, serves its files, and answers the API with 503).
+
+mod common;
+
+use common::policy::{CFG_API, TOKEN, call, override_body};
+use common::{Code, TestServer, st};
+use reqwest::Method;
+use serde_json::json;
+
+const UNTIL: &str = "1970-01-01T00:30:00Z";
+
+#[tokio::test]
+async fn requests_without_the_right_token_are_refused() {
+    let data = tempfile::tempdir().unwrap();
+    let s = common::policy::start(data.path(), &[]).await;
+    let body = Some(override_body("user:1", 5, UNTIL));
+    for token in [None, Some("wrong"), Some("")] {
+        let (status, json) = call(&s, Method::POST, "/v1/overrides", token, body.clone()).await;
+        assert_eq!(status, 401, "{token:?}: {json}");
+        assert_eq!(
+            call(&s, Method::GET, "/v1/overrides", token, None).await.0,
+            401
+        );
+    }
+    let (status, list) = call(&s, Method::GET, "/v1/overrides", Some(TOKEN), None).await;
+    assert_eq!(
+        (status, list),
+        (200, json!({"overrides": []})),
+        "nothing was written"
+    );
+    s.shutdown().await;
+    // No token configured: the API is closed, never open.
+    let s = TestServer::start(
+        &[("api.yaml", CFG_API)],
+        &[
+            ("POLICY_ENABLED", "true"),
+            ("RATELIMITD_DATA_DIR", &data.path().display().to_string()),
+        ],
+    )
+    .await;
+    let (status, json) = call(&s, Method::POST, "/v1/overrides", Some(TOKEN), body).await;
+    assert_eq!(status, 403);
+    assert!(
+        json["error"].as_str().unwrap().contains("ADMIN_TOKEN"),
+        "{json}"
+    );
+    s.shutdown().await;
+}
+
+#[tokio::test]
+async fn invalid_input_gets_422_with_every_error_and_changes_nothing() {
+    let data = tempfile::tempdir().unwrap();
+    let s = common::policy::start(data.path(), &[]).await;
+    let body = json!({
+        "domain": "",
+        "descriptor": [{"key": ""}],
+        "requests_per_unit": "many",
+        "unit": "fortnight",
+        "valid_until": "next friday",
+    });
+    let (status, json) = call(&s, Method::POST, "/v1/overrides", Some(TOKEN), Some(body)).await;
+    assert_eq!(status, 422);
+    assert_eq!(
+        json,
+        json!({"errors": [
+            {"field": "domain", "message": "config file cannot have empty domain"},
+            {"field": "descriptor[0].key", "message": "descriptor has empty key"},
+            {"field": "requests_per_unit", "message": "expected an integer from 0 to 4294967295, got \"many\""},
+            {"field": "unit", "message": "invalid rate limit unit 'fortnight'"},
+            {"field": "valid_until", "message": "'next friday' is not an RFC 3339 time such as 2026-12-01T00:00:00Z"},
+        ]})
+    );
+    let past = override_body("user:1", 5, "1970-01-01T00:00:01Z");
+    let (status, json) = call(&s, Method::POST, "/v1/overrides", Some(TOKEN), Some(past)).await;
+    assert_eq!(status, 422);
+    assert_eq!(json["errors"][0]["field"], "valid_until");
+    let (_, list) = call(&s, Method::GET, "/v1/overrides", Some(TOKEN), None).await;
+    assert_eq!(list, json!({"overrides": []}));
+    let missing = call(
+        &s,
+        Method::DELETE,
+        "/v1/overrides/ov_nope",
+        Some(TOKEN),
+        None,
+    )
+    .await;
+    assert_eq!(missing.0, 404);
+    s.shutdown().await;
+}
+
+#[tokio::test]
+async fn concurrent_writers_all_land_and_the_cap_holds() {
+    let data = tempfile::tempdir().unwrap();
+    let s = common::policy::start(data.path(), &[("POLICY_MAX_OVERRIDES", "12")]).await;
+    let writers = (0..16).map(|i| {
+        let body = override_body(&format!("user:{i}"), 5, UNTIL);
+        call(&s, Method::POST, "/v1/overrides", Some(TOKEN), Some(body))
+    });
+    let results = futures_util::future::join_all(writers).await;
+    let created = results.iter().filter(|(status, _)| *status == 201).count();
+    let refused: Vec<_> = results
+        .iter()
+        .filter(|(status, _)| *status == 422)
+        .collect();
+    assert_eq!((created, refused.len()), (12, 4), "{results:?}");
+    assert!(
+        refused[0].1["errors"][0]["message"]
+            .as_str()
+            .unwrap()
+            .contains("POLICY_MAX_OVERRIDES")
+    );
+    let (_, list) = call(&s, Method::GET, "/v1/overrides", Some(TOKEN), None).await;
+    let mut ids: Vec<&str> = list["overrides"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|o| o["id"].as_str().unwrap())
+        .collect();
+    ids.sort();
+    ids.dedup();
+    assert_eq!(ids.len(), 12);
+    s.shutdown().await;
+}
+
+#[tokio::test]
+async fn an_unusable_data_directory_turns_the_policy_api_off_and_files_still_serve() {
+    let parent = tempfile::tempdir().unwrap();
+    // A regular file where the directory should be: no user, root included, can create it.
+    let blocker = parent.path().join("not-a-dir");
+    std::fs::write(&blocker, "").unwrap();
+    let data = blocker.join("data");
+    let s = common::policy::start(&data, &[]).await;
+    let r = s.rl("api", &[&[("client_key", "user:1")]]).await;
+    assert_eq!(st(&r, 0).0, Code::Ok);
+    let (status, json) = call(&s, Method::GET, "/v1/overrides", Some(TOKEN), None).await;
+    assert_eq!(status, 503);
+    assert!(
+        json["error"]
+            .as_str()
+            .unwrap()
+            .starts_with("the policy API is off"),
+        "{json}"
+    );
+    let (status, _) = call(
+        &s,
+        Method::POST,
+        "/v1/overrides",
+        Some(TOKEN),
+        Some(override_body("u", 1, UNTIL)),
+    )
+    .await;
+    assert_eq!(status, 503);
+    s.shutdown().await;
+}
