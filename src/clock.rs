@@ -151,6 +151,9 @@ impl Clock for ManualClock {
 pub struct OffsetClock {
     base: Arc<dyn Clock>,
     offset_micros: AtomicI64,
+    /// Half the base-clock span of the last measurement (the offset's error bound); `u64::MAX`
+    /// until the first one.
+    uncertainty_micros: AtomicU64,
 }
 
 impl OffsetClock {
@@ -159,6 +162,7 @@ impl OffsetClock {
         OffsetClock {
             base,
             offset_micros: AtomicI64::new(0),
+            uncertainty_micros: AtomicU64::new(u64::MAX),
         }
     }
 
@@ -173,6 +177,18 @@ impl OffsetClock {
         let mid = (i128::from(before.0) + i128::from(after.0)) / 2;
         let offset = (i128::from(reference.0) - mid).clamp(i64::MIN.into(), i64::MAX.into());
         self.offset_micros.store(offset as i64, Ordering::Relaxed);
+        let half_span = after.0.saturating_sub(before.0) / 2;
+        self.uncertainty_micros.store(half_span, Ordering::Relaxed);
+    }
+
+    /// How far the offset may be off (half the span of the reading that set it), or `None` before
+    /// the first [`OffsetClock::sync`]: a caller that needs the reference's time (a deadline on
+    /// Redis's clock) must not guess it.
+    pub fn uncertainty(&self) -> Option<Duration> {
+        match self.uncertainty_micros.load(Ordering::Relaxed) {
+            u64::MAX => None,
+            us => Some(Duration::from_micros(us)),
+        }
     }
 
     /// The current offset in microseconds (reference minus base).
@@ -211,6 +227,7 @@ mod tests {
             Timestamp::from_secs(100),
             "no offset before a sync"
         );
+        assert_eq!(c.uncertainty(), None, "nothing measured yet");
         // The reference said 5000 s while the base went from 100 s to 100.2 s.
         let (before, after) = (
             Timestamp::from_secs(100),
@@ -219,6 +236,7 @@ mod tests {
         c.sync(Timestamp::from_secs(5000), before, after);
         base.set(after);
         assert_eq!(c.now(), Timestamp::from_micros(5_000_100_000));
+        assert_eq!(c.uncertainty(), Some(Duration::from_millis(100)));
         // A reference behind the base moves the clock back; it never goes below the epoch.
         c.sync(
             Timestamp::from_secs(0),

@@ -133,13 +133,26 @@ pub async fn start(settings: &Settings) -> Result<Running, AppError> {
         settings,
         &stop,
     );
-    // With REDIS_USE_SERVER_TIME, Redis's clock is the clock of every decision (and reload stamp).
-    let server_time = match redis.filter(|_| settings.redis.use_server_time) {
+    // The store's Redis clock (for call deadlines) is always kept in sync; with
+    // REDIS_USE_SERVER_TIME, Redis's clock is also the clock of every decision (and reload stamp):
+    // the same one when this host's wall clock is the base, else one shifted from the manual clock.
+    let server_time = match redis {
         Some(redis) => {
-            let offset = Arc::new(OffsetClock::new(clock));
-            server_time::sync(&offset, &redis).await;
-            clock = offset.clone();
-            Some((offset, redis))
+            let decides = settings.redis.use_server_time;
+            let mut clocks = vec![redis.redis_clock()];
+            if decides {
+                if manual_clock.is_some() {
+                    clocks.push(Arc::new(OffsetClock::new(clock)));
+                }
+                clock = clocks[clocks.len() - 1].clone();
+            }
+            let st = server_time::ServerTime {
+                clocks,
+                redis,
+                decides,
+            };
+            st.sync().await;
+            Some(st)
         }
         None => None,
     };
@@ -248,12 +261,8 @@ pub async fn start(settings: &Settings) -> Result<Running, AppError> {
     if let Some(m) = memory {
         tasks.spawn(sweep_expired(m, clock, stopped(stop.clone())));
     }
-    if let Some((offset, redis)) = server_time {
-        tasks.spawn(server_time::keep_in_sync(
-            offset,
-            redis,
-            stopped(stop.clone()),
-        ));
+    if let Some(st) = server_time {
+        tasks.spawn(st.keep_in_sync(stopped(stop.clone())));
     }
     let watch = WatchOptions::with_poll(settings.config_poll_interval);
     // Over xDS the management server pushes every change: no files to watch.

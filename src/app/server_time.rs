@@ -1,8 +1,12 @@
-//! `REDIS_USE_SERVER_TIME`: every instance decides by the main Redis's clock, so instances whose
-//! own clocks disagree still agree on window edges and bucket refills. The offset between this
-//! host's clock and Redis's `TIME` is measured at startup (before any port opens) and then once a
-//! second, off the request path: decisions cost no extra round trip, and a failed measurement keeps
-//! the last offset (Redis being down is the store's business, reported by health and requests).
+//! Keeps clocks in step with the main Redis's `TIME`, off the request path: measured at startup
+//! (before any port opens) and then once a second, so calls cost no extra round trip, and a failed
+//! measurement keeps the last offset (Redis being down is the store's business, reported by health
+//! and requests).
+//!
+//! Always the store's own Redis clock, from which every script call's deadline is read (a call
+//! reported failed must never be applied later; see `store::redis::call`). With
+//! `REDIS_USE_SERVER_TIME`, also the clock of every decision, so instances whose own clocks
+//! disagree still agree on window edges and bucket refills.
 
 use std::future::Future;
 use std::sync::Arc;
@@ -10,22 +14,39 @@ use std::sync::Arc;
 use crate::clock::OffsetClock;
 use crate::store::redis::RedisStore;
 
-/// Measures the offset once; logs and keeps the previous offset when Redis does not answer.
-pub(super) async fn sync(clock: &OffsetClock, redis: &RedisStore) {
-    let before = clock.base_now();
-    match redis.server_time().await {
-        Ok(reference) => clock.sync(reference, before, clock.base_now()),
-        Err(e) => {
-            tracing::warn!(error = %e, "could not read the Redis clock; keeping the last offset")
-        }
-    }
+/// The clocks to keep in sync with one Redis.
+pub(super) struct ServerTime {
+    /// Shifted to Redis's time; each keeps its own base clock.
+    pub(super) clocks: Vec<Arc<OffsetClock>>,
+    /// Where `TIME` is read.
+    pub(super) redis: Arc<RedisStore>,
+    /// Whether decisions follow Redis's clock (`REDIS_USE_SERVER_TIME`): then a failed measurement
+    /// is a warning; otherwise only deadlines depend on it and the store reports the outage.
+    pub(super) decides: bool,
 }
 
-/// Re-measures the offset once a second until `stop`.
-pub(super) async fn keep_in_sync(
-    clock: Arc<OffsetClock>,
-    redis: Arc<RedisStore>,
-    stop: impl Future<Output = ()>,
-) {
-    super::tasks::every_second(stop, || sync(&clock, &redis)).await;
+impl ServerTime {
+    /// Measures every offset once from one `TIME` reading; keeps the previous offsets when Redis
+    /// does not answer.
+    pub(super) async fn sync(&self) {
+        let before: Vec<_> = self.clocks.iter().map(|c| c.base_now()).collect();
+        match self.redis.server_time().await {
+            Ok(reference) => {
+                for (clock, before) in self.clocks.iter().zip(before) {
+                    clock.sync(reference, before, clock.base_now());
+                }
+            }
+            Err(e) if self.decides => {
+                tracing::warn!(error = %e, "could not read the Redis clock; keeping the last offset")
+            }
+            Err(e) => {
+                tracing::debug!(error = %e, "could not read the Redis clock; keeping the last offset")
+            }
+        }
+    }
+
+    /// Re-measures once a second until `stop`.
+    pub(super) async fn keep_in_sync(self, stop: impl Future<Output = ()>) {
+        super::tasks::every_second(stop, || self.sync()).await;
+    }
 }

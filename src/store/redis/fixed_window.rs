@@ -9,7 +9,10 @@ use crate::algorithm::{Decision, Window, fixed_window};
 
 /// The fixed window script.
 pub(super) fn script() -> Script {
-    Script::new(include_str!("../../../lua/fixed_window.lua"))
+    Script::new(concat!(
+        include_str!("../../../lua/deadline.lua"),
+        include_str!("../../../lua/fixed_window.lua")
+    ))
 }
 
 /// Applies the operations of `g` (all fixed windows) in one script call. `g.mode` is the script's

@@ -11,6 +11,7 @@ use crate::algorithm::leaky_bucket;
 /// The leaky bucket script.
 pub(super) fn script() -> Script {
     Script::new(concat!(
+        include_str!("../../../lua/deadline.lua"),
         include_str!("../../../lua/bucket.lua"),
         include_str!("../../../lua/leaky_bucket.lua")
     ))

@@ -20,6 +20,7 @@ mod targets;
 mod token_bucket;
 
 use std::collections::HashMap;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
@@ -30,9 +31,9 @@ use redis::{RedisError, Script};
 use super::local_cache::OverLimitCache;
 use super::{Answer, Op, Store, StoreError};
 use crate::algorithm::{Algorithm, Decision, Window};
-use crate::clock::{Stopwatch, Timestamp};
+use crate::clock::{OffsetClock, Stopwatch, Timestamp};
 use crate::settings::RedisConfig;
-use call::{Group, slot_group};
+use call::{Deadlines, Group, slot_group};
 use conn::RedisConn;
 use targets::TargetGroups;
 
@@ -51,6 +52,7 @@ pub struct RedisStore {
     leaky_bucket: Script,
     sliding_log: Script,
     response_timeout: Duration,
+    deadlines: Deadlines,
     stop_increment_when_over_limit: bool,
     jitter_max_secs: u64,
     local_cache: Option<OverLimitCache>,
@@ -91,6 +93,7 @@ impl RedisStore {
             leaky_bucket: leaky_bucket::script(),
             sliding_log: sliding_log::script(),
             response_timeout: cfg.response_timeout,
+            deadlines: Deadlines::new(cfg.response_timeout),
             stop_increment_when_over_limit: cfg.stop_increment_when_over_limit,
             jitter_max_secs: cfg.expiration_jitter_max_seconds,
             local_cache: OverLimitCache::with_bytes(cfg.local_cache_size_in_bytes),
@@ -135,6 +138,12 @@ impl RedisStore {
         }
     }
 
+    /// This host's clock shifted to the main Redis's: keep it in sync with [`Self::server_time`]
+    /// (the app does, once a second); every script call's deadline is read from it.
+    pub fn redis_clock(&self) -> Arc<OffsetClock> {
+        self.deadlines.redis_clock()
+    }
+
     fn ttl(&self, window: Window) -> u64 {
         let jitter = if self.jitter_max_secs > 0 {
             fastrand::u64(0..self.jitter_max_secs)
@@ -159,6 +168,7 @@ impl RedisStore {
             indices,
             mode,
             now,
+            deadline: self.deadlines.next(),
         };
         match algorithm {
             Algorithm::FixedWindow => {

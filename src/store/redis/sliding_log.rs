@@ -11,7 +11,10 @@ use crate::algorithm::sliding_log::{self, Step};
 
 /// The sliding log script.
 pub(super) fn script() -> Script {
-    Script::new(include_str!("../../../lua/sliding_log.lua"))
+    Script::new(concat!(
+        include_str!("../../../lua/deadline.lua"),
+        include_str!("../../../lua/sliding_log.lua")
+    ))
 }
 
 /// Applies the operations of `g` (all sliding logs) in one script call; in mode 2 (another key of

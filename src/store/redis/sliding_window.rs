@@ -11,7 +11,10 @@ use crate::algorithm::sliding_window::{self, SCALE, previous_weight};
 
 /// The sliding window script.
 pub(super) fn script() -> Script {
-    Script::new(include_str!("../../../lua/sliding_window.lua"))
+    Script::new(concat!(
+        include_str!("../../../lua/deadline.lua"),
+        include_str!("../../../lua/sliding_window.lua")
+    ))
 }
 
 /// Applies the operations of `g` (all sliding windows) in one script call; in mode 2 (another key

@@ -14,6 +14,7 @@ use crate::store::Op;
 /// The token bucket script.
 pub(super) fn script() -> Script {
     Script::new(concat!(
+        include_str!("../../../lua/deadline.lua"),
         include_str!("../../../lua/bucket.lua"),
         include_str!("../../../lua/token_bucket.lua")
     ))
