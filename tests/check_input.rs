@@ -1,5 +1,5 @@
-//! `POST /check` refusals over real HTTP: every bad input is a 400 (413 for an oversized body)
-//! naming the field, nothing is counted for it, and a request the store cannot answer is a 503
+//! `POST /check` refusals over real HTTP: every bad input, an oversized body included, is a 400
+//! naming the field; nothing is counted for it, and a request the store cannot answer is a 503
 //! with `Retry-After`.
 
 mod common;
@@ -110,7 +110,7 @@ async fn bad_input_is_400_naming_the_field_and_counts_nothing() {
     }
     let big = format!(r#"{{"client_key":"{}"}}"#, "k".repeat(300));
     let (status, _, v) = post(&s, big).await;
-    assert_eq!((status, &v["error"]), (413, &json!("body_too_large")));
+    assert_eq!((status, &v["error"]), (400, &json!("body_too_large")));
     // None of the refused requests was counted: the client "a" still has its whole limit.
     let (status, _, v) = post(&s, r#"{"client_key":"a"}"#).await;
     assert_eq!((status, &v["remaining"]), (200, &json!(1)));

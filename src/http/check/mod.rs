@@ -5,7 +5,7 @@
 //! request whose hits conform within that wait reserves its slot and is answered `200` with
 //! `delay_ms` > 0, the time the caller waits before proceeding (rounded up to whole ms).
 //!
-//! Bad input is `400` (`413` for a body over `CHECK_MAX_BODY_BYTES`) with
+//! Bad input, a body over `CHECK_MAX_BODY_BYTES` included, is `400` with
 //! `{"error": ..., "message": ...}` naming the field, and nothing is counted. A request the
 //! service cannot answer (store down with `failure_mode: error`, no configuration) is `503` with
 //! `Retry-After: 1`.
@@ -29,7 +29,7 @@ pub async fn handler(State(s): State<HttpState>, body: Body) -> Response {
     let max = s.edges.check_max_body_bytes;
     let Ok(bytes) = to_bytes(body, max).await else {
         let message = format!("body is over {max} bytes (CHECK_MAX_BODY_BYTES)");
-        return error(StatusCode::PAYLOAD_TOO_LARGE, "body_too_large", &message);
+        return error(StatusCode::BAD_REQUEST, "body_too_large", &message);
     };
     let req = match parse::parse(&bytes, &s.edges.check_domain) {
         Ok(req) => req,
