@@ -7,6 +7,8 @@
 
 mod common;
 
+use ratelimitd::clock::Stopwatch;
+
 use std::time::Duration;
 
 use common::chaos::{
@@ -212,6 +214,20 @@ async fn lost_master(fault: &str, hang: bool) {
         Some(p) => p.resume(),
         None => cluster.nodes[0].restart(),
     }
+    // A restarted master serves its slots only once it sees the cluster state as ok again
+    // (gossip); until then Redis is not reachable for those keys, whatever the client does.
+    let watch = Stopwatch::start();
+    while !cluster.nodes[0]
+        .cli(&["CLUSTER", "INFO"])
+        .contains("cluster_state:ok")
+    {
+        assert!(
+            watch.elapsed() < Duration::from_secs(20),
+            "the master rejoins"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    report(fault, "master serving again", &[watch.elapsed()]);
     let recovery = until_decided_within(&s, ("deny", lost[0]), Duration::from_secs(20)).await;
     report(fault, "recovery", &[recovery]);
     s.shutdown().await;
