@@ -23,6 +23,7 @@ async fn requests_over_a_cap_are_refused_naming_it_and_count_nothing() {
     let env = [
         ("MAX_DESCRIPTORS_PER_REQUEST", "4"),
         ("MAX_DESCRIPTOR_VALUE_BYTES", "64"),
+        ("GRPC_MAX_RECV_MESSAGE_BYTES", "2048"),
     ];
     let s = TestServer::start(&[("d.yaml", CFG)], &env).await;
     let many = vec![descriptor(&[("user", "a")]); 5];
@@ -44,6 +45,13 @@ async fn requests_over_a_cap_are_refused_naming_it_and_count_nothing() {
     assert_eq!(e.code(), tonic::Code::InvalidArgument);
     assert!(e.message().contains("MAX_DESCRIPTOR_VALUE_BYTES"), "{e}");
     assert!(!e.message().contains(&long), "the value is not echoed");
+    // A message over GRPC_MAX_RECV_MESSAGE_BYTES is refused before it is decoded.
+    let huge = "x".repeat(4096);
+    let e = s
+        .call(request("d", &[&[("user", &huge)]]))
+        .await
+        .unwrap_err();
+    assert_eq!(e.code(), tonic::Code::OutOfRange, "{e}");
     let body = format!(
         r#"{{"domain":"d","descriptors":[{{"entries":[{{"key":"user","value":"{long}"}}]}}]}}"#
     );

@@ -211,10 +211,13 @@ pub async fn start(settings: &Settings) -> Result<Running, AppError> {
     }
     let grpc_router = builder
         .add_service(Tracked(health_server))
-        .add_service(Tracked(RateLimitServiceServer::new(
-            RlsService::new(service.clone(), metrics.clone())
-                .with_standard_headers(settings.edges.grpc_standard_headers),
-        )));
+        .add_service(Tracked(
+            RateLimitServiceServer::new(
+                RlsService::new(service.clone(), metrics.clone())
+                    .with_standard_headers(settings.edges.grpc_standard_headers),
+            )
+            .max_decoding_message_size(settings.grpc.max_recv_message_bytes),
+        ));
     serve_grpc(
         &mut tasks,
         grpc,

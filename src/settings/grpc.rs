@@ -31,6 +31,9 @@ pub struct GrpcServerSettings {
     pub max_connection_age_grace: Option<Duration>,
     /// `GRPC_SERVER_USE_TLS` and the files; `None` for plaintext.
     pub tls: Option<TlsSettings>,
+    /// `GRPC_MAX_RECV_MESSAGE_BYTES` (ratelimitd): the largest request message decoded. Envoy's
+    /// requests are a few hundred bytes; a larger one is refused before it is buffered whole.
+    pub max_recv_message_bytes: usize,
 }
 
 /// A non-empty string variable as a path (`""` means unset, as in the Go service).
@@ -74,5 +77,8 @@ pub(super) fn from_vars(v: &Vars) -> Result<GrpcServerSettings, SettingsError> {
             parse::go_duration,
         )?),
         tls,
+        max_recv_message_bytes: v.parse("GRPC_MAX_RECV_MESSAGE_BYTES", 1 << 20, |s| {
+            parse::uint_in(s, 1024, 64 << 20).map(|n| n as usize)
+        })?,
     })
 }
