@@ -4,6 +4,7 @@
 
 mod coalesce;
 mod config_source;
+mod error;
 mod grpc_idle;
 mod grpc_listen;
 mod parts;
@@ -20,53 +21,20 @@ use tokio::net::TcpListener;
 use tokio::sync::watch;
 use tokio::task::JoinSet;
 
+pub use error::AppError;
 use grpc_idle::Tracked;
 use grpc_listen::{GrpcListener, bind_grpc, serve_grpc};
 use tasks::{serve_http, stopped, sweep_expired, watch_store_health};
 
 use crate::clock::{Clock, ManualClock, OffsetClock, SystemClock, Timestamp};
-use crate::grpc::tls::{ReloadingTls, TlsError};
+use crate::grpc::tls::ReloadingTls;
 use crate::grpc::{RateLimitServiceServer, RlsService};
 use crate::health::Health;
 use crate::limiter::RateLimiter;
 use crate::metrics::Metrics;
-use crate::reload::{
-    ConfigHandle, ConfigSource, ReloadOutcome, Reloading, WatchOptions, watch_loop,
-};
+use crate::reload::{ConfigHandle, ConfigSource, ReloadOutcome, Reloading, WatchOptions};
 use crate::service::Service;
 use crate::settings::{ConfigType, Settings};
-use crate::store::StoreError;
-use crate::xds::XdsError;
-
-/// Why the service could not start.
-#[derive(Debug, thiserror::Error)]
-pub enum AppError {
-    /// A listener could not be bound.
-    #[error("cannot listen on {what} address {addr}: {source}")]
-    Bind {
-        /// Which listener (gRPC, HTTP, debug).
-        what: &'static str,
-        /// The address asked for.
-        addr: String,
-        /// The OS error.
-        source: std::io::Error,
-    },
-    /// The store could not be set up (Redis unreachable for longer than allowed).
-    #[error("cannot start the store: {0}")]
-    Store(StoreError),
-    /// The stats sink could not start.
-    #[error(transparent)]
-    Metrics(#[from] crate::metrics::sinks::SinkError),
-    /// The gRPC TLS files are not a usable configuration.
-    #[error("gRPC TLS: {0}")]
-    Tls(#[from] TlsError),
-    /// The xDS client settings are not usable.
-    #[error(transparent)]
-    Xds(#[from] XdsError),
-    /// `ADMIN_TOKEN_FILE` cannot be used.
-    #[error(transparent)]
-    AdminTokens(crate::policy::auth::TokenError),
-}
 
 /// A started service: its bound addresses and handles, for `main` and for tests.
 #[derive(Debug)]
@@ -269,33 +237,7 @@ pub async fn start(settings: &Settings) -> Result<Running, AppError> {
     }
     let watch = WatchOptions::with_poll(settings.config_poll_interval);
     // Over xDS the management server pushes every change: no files to watch.
-    if from_files {
-        let r = reloading.clone();
-        tasks.spawn(watch_loop(
-            r.watch_targets(),
-            watch,
-            stopped(stop.clone()),
-            move || {
-                let r = r.clone();
-                async move {
-                    r.reload(false).await;
-                }
-            },
-        ));
-    }
-    if let Some(tls) = tls {
-        tasks.spawn(watch_loop(
-            tls.watch_targets(),
-            watch,
-            stopped(stop.clone()),
-            move || {
-                let tls = tls.clone();
-                async move {
-                    let _ = tokio::task::spawn_blocking(move || tls.reload()).await;
-                }
-            },
-        ));
-    }
+    tasks::spawn_watchers(&mut tasks, (&reloading, from_files), tls, watch, &stop);
     tasks.spawn(watch_store_health(
         health.clone(),
         store_probe,

@@ -11,9 +11,10 @@ use tokio::task::JoinSet;
 
 use crate::clock::Clock;
 use crate::config::FailureMode;
+use crate::grpc::tls::ReloadingTls;
 use crate::health::Health;
 use crate::limiter::fallback::LocalFallback;
-use crate::reload::ConfigHandle;
+use crate::reload::{ConfigHandle, Reloading, WatchOptions, watch_loop};
 use crate::settings::ConnLimits;
 use crate::settings::Settings;
 use crate::store::Store;
@@ -155,4 +156,42 @@ async fn heartbeat(
         }
     })
     .await;
+}
+
+/// Spawns the file watchers: the configuration files (not over xDS, where the management server
+/// pushes every change) and the gRPC TLS certificate files.
+pub(super) fn spawn_watchers(
+    tasks: &mut JoinSet<()>,
+    (reloading, from_files): (&Reloading, bool),
+    tls: Option<Arc<ReloadingTls>>,
+    watch: WatchOptions,
+    stop: &watch::Receiver<bool>,
+) {
+    if from_files {
+        let r = reloading.clone();
+        tasks.spawn(watch_loop(
+            r.watch_targets(),
+            watch,
+            stopped(stop.clone()),
+            move || {
+                let r = r.clone();
+                async move {
+                    r.reload(false).await;
+                }
+            },
+        ));
+    }
+    if let Some(tls) = tls {
+        tasks.spawn(watch_loop(
+            tls.watch_targets(),
+            watch,
+            stopped(stop.clone()),
+            move || {
+                let tls = tls.clone();
+                async move {
+                    let _ = tokio::task::spawn_blocking(move || tls.reload()).await;
+                }
+            },
+        ));
+    }
 }

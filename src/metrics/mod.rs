@@ -7,6 +7,7 @@
 //! Memory is bounded: per-limit keys and unknown domains each live in a [`table::KeyTable`] of at
 //! most `STATS_MAX_KEYS` entries (excess folded into `ratelimitd_overflow` and counted).
 
+mod families;
 pub mod prom;
 pub mod sinks;
 pub mod statsd;

@@ -1,0 +1,113 @@
+//! The Prometheus families ratelimitd exposes, as data: the Go default mapper's names and labels
+//! (SPEC §F) and ratelimitd's own. `prom.rs` builds and fills them at scrape time; keeping the
+//! table apart keeps that code short and the names easy to review.
+
+/// Per-limit stats the Go default mapper exposes (`over_limit_with_local_cache` is unmapped there).
+pub(super) const MAPPED: [(usize, &str); 5] = [
+    (2, "near_limit"),
+    (1, "over_limit"),
+    (0, "total_hits"),
+    (4, "within_limit"),
+    (5, "shadow_mode"),
+];
+
+pub(super) type Family = (&'static str, &'static str, &'static [&'static str]);
+
+/// Counter families built at scrape time: (name, help, labels).
+pub(super) const FAMILIES: &[Family] = &[
+    (
+        "ratelimit_service_rate_limit_near_limit",
+        "Hits above NEAR_LIMIT_RATIO of a limit",
+        &["domain", "key1", "key2"],
+    ),
+    (
+        "ratelimit_service_rate_limit_over_limit",
+        "Hits over a limit",
+        &["domain", "key1", "key2"],
+    ),
+    (
+        "ratelimit_service_rate_limit_total_hits",
+        "Hits on a limit",
+        &["domain", "key1", "key2"],
+    ),
+    (
+        "ratelimit_service_rate_limit_within_limit",
+        "Hits within a limit",
+        &["domain", "key1", "key2"],
+    ),
+    (
+        "ratelimit_service_rate_limit_shadow_mode",
+        "Over-limit hits let through by a shadow rule",
+        &["domain", "key1", "key2"],
+    ),
+    (
+        "ratelimit_service_rate_limit_domain_not_found",
+        "Descriptors naming an unknown domain",
+        &["domain"],
+    ),
+    (
+        "ratelimit_service_should_rate_limit_error",
+        "Failed ShouldRateLimit calls",
+        &["err_type"],
+    ),
+    (
+        "ratelimit_service_config_load_success",
+        "Successful configuration loads",
+        &[],
+    ),
+    (
+        "ratelimit_service_config_load_error",
+        "Failed configuration loads",
+        &[],
+    ),
+    (
+        "ratelimit_service_global_shadow_mode",
+        "Answers turned OK by SHADOW_MODE",
+        &[],
+    ),
+    ("ratelimitd_store_errors_total", "Failed store calls", &[]),
+    (
+        "ratelimitd_stats_keys_folded_total",
+        "Stat updates folded into the overflow key (STATS_MAX_KEYS)",
+        &[],
+    ),
+    (
+        "ratelimit_service_rate_limit_local_fallback",
+        "Hits decided by the local fallback while Redis did not answer",
+        &["domain", "key1", "key2"],
+    ),
+    (
+        "ratelimitd_redis_breaker_transitions_total",
+        "Redis circuit breaker transitions, by target and new state",
+        &["target", "to"],
+    ),
+    (
+        "ratelimit_service_rate_limit_total_negative_hits",
+        "Hits given back by refunds (is_negative_hits)",
+        &["domain", "key1", "key2"],
+    ),
+];
+
+/// The memory store's gauges: live keys, and the approximate bytes they take.
+pub(super) const MEMORY_GAUGES: [(&str, &str); 2] = [
+    (
+        "ratelimitd_memory_store_keys",
+        "Live keys in the memory store",
+    ),
+    (
+        "ratelimitd_memory_store_bytes",
+        "Approximate bytes of the memory store's keys and state (MEMORY_MAX_BYTES bounds it)",
+    ),
+];
+
+/// The gauge of each Redis target's breaker state.
+pub(super) const BREAKER_STATE: (&str, &str) = (
+    "ratelimitd_redis_breaker_state",
+    "Redis circuit breaker state by target: 0 closed, 1 half-open, 2 open",
+);
+
+/// Index in [`FAMILIES`] of `local_fallback` (stat 6), mapped like the Go stats above it.
+pub(super) const LOCAL_FALLBACK_FAMILY: usize = 12;
+
+/// Index in [`FAMILIES`] of `total_negative_hits` (stat 7), mapped like the Go stats above it.
+pub(super) const NEGATIVE_HITS_FAMILY: usize = FAMILIES.len() - 1;
