@@ -163,17 +163,7 @@ impl Reloading {
     /// the same pipeline, counters and health as a file round. `Err` carries every problem found;
     /// the configuration in service then stays.
     pub async fn apply(&self, files: Vec<ConfigFile>) -> Result<ReloadOutcome, String> {
-        let reloader = self.reloader.clone();
-        let clock = self.clock.clone();
-        let round =
-            tokio::task::spawn_blocking(move || reloader.lock().apply_at(files, clock.now()));
-        let outcome = round
-            .await
-            .unwrap_or_else(|e| Err(format!("configuration load crashed: {e}")))?;
-        if let ReloadOutcome::Loaded { domains, .. } = outcome {
-            self.health.set_domains_loaded(domains).await;
-        }
-        Ok(outcome)
+        self.publish(move |r, now| r.apply_at(files, now)).await
     }
 
     /// Checks that the files in service compile with `extra` as the policy database's documents
@@ -189,11 +179,20 @@ impl Reloading {
     /// Puts `extra` in service as the policy database's documents, compiled with the files into
     /// one snapshot and swapped in at once; on `Err` nothing changes.
     pub async fn set_extra(&self, extra: Vec<ConfigFile>) -> Result<ReloadOutcome, String> {
+        self.publish(move |r, now| r.set_extra_at(extra, now)).await
+    }
+
+    /// Runs one compile-and-publish `round` on the reloader off the async threads, then tells
+    /// health how many domains are loaded: what every source but the file watcher shares.
+    async fn publish(
+        &self,
+        round: impl FnOnce(&mut ConfigReloader, Timestamp) -> Result<ReloadOutcome, String>
+        + Send
+        + 'static,
+    ) -> Result<ReloadOutcome, String> {
         let reloader = self.reloader.clone();
         let clock = self.clock.clone();
-        let round =
-            tokio::task::spawn_blocking(move || reloader.lock().set_extra_at(extra, clock.now()));
-        let outcome = round
+        let outcome = tokio::task::spawn_blocking(move || round(&mut reloader.lock(), clock.now()))
             .await
             .unwrap_or_else(|e| Err(format!("configuration load crashed: {e}")))?;
         if let ReloadOutcome::Loaded { domains, .. } = outcome {
