@@ -8,7 +8,9 @@
 //!    policy, the open circuit breaker, or the local [`fallback`]);
 //! 4. [`outcome::settle`]: each descriptor reports its most restrictive outcome;
 //! 5. [`stats`] and [`finish`] (statuses, overall code, headers, metadata) fold from that;
-//!    [`headers`] turns a response into the standard rate limit headers every edge renders.
+//!    [`headers`] turns a response into the standard rate limit headers every edge renders;
+//! 6. [`observe`]: the settled decision is shown to the observers (violations, hot keys, the
+//!    decision log), which never block the request.
 
 pub mod error;
 pub mod failure;
@@ -16,6 +18,7 @@ pub mod fallback;
 pub mod finish;
 pub mod headers;
 pub mod key;
+pub mod observe;
 pub mod outcome;
 pub mod plan;
 pub mod request;
@@ -38,6 +41,7 @@ pub use error::RequestError;
 use failure::Degraded;
 use fallback::LocalFallback;
 pub use key::KeyBuilder;
+pub use observe::{Observed, Observer, Observers};
 pub use outcome::{Outcome, Source, Verdict};
 pub use plan::{Plan, Plans};
 pub use request::{Descriptor, Entry, Override, Request};
@@ -86,6 +90,7 @@ pub struct RateLimiter {
     fallback: Arc<LocalFallback>,
     failure_log: failure::FailureLog,
     overrides: Arc<Overrides>,
+    observers: Observers,
 }
 
 impl RateLimiter {
@@ -113,6 +118,7 @@ impl RateLimiter {
             fallback: Arc::new(LocalFallback::default()),
             failure_log: failure::FailureLog::default(),
             overrides: Arc::new(Overrides::default()),
+            observers: Observers::default(),
         }
     }
 
@@ -127,6 +133,12 @@ impl RateLimiter {
     /// the policy runtime; read once per request).
     pub fn with_overrides(mut self, overrides: Arc<Overrides>) -> RateLimiter {
         self.overrides = overrides;
+        self
+    }
+
+    /// Shows every decision to `observers` ([`observe`]).
+    pub fn with_observers(mut self, observers: Observers) -> RateLimiter {
+        self.observers = observers;
         self
     }
 
@@ -204,6 +216,14 @@ impl RateLimiter {
         let (response, global_shadow) = finish::respond(&self.options, req, &settled, now);
         if global_shadow {
             self.stats.global_shadow_mode();
+        }
+        if !self.observers.is_empty() {
+            self.observers.observe(&Observed {
+                request: req,
+                settled: &settled,
+                shadow_mode: self.options.shadow_mode,
+                now,
+            });
         }
         Ok(response)
     }

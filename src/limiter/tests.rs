@@ -223,3 +223,36 @@ async fn several_limits_fail_by_their_strictest_policy_and_are_replaced_by_any_n
         1
     );
 }
+
+/// Records what it is shown: per request, each descriptor's (reported over-limit?, source).
+#[derive(Debug, Default)]
+struct Recorder(std::sync::Mutex<Vec<Vec<Option<(bool, Source)>>>>);
+
+impl Observer for Recorder {
+    fn observe(&self, d: &Observed<'_>) {
+        assert_eq!(d.settled.len(), d.request.descriptors.len());
+        let seen = d.settled.iter();
+        let seen = seen.map(|s| s.reported.map(|(_, src, v)| (v.over_limit, src)));
+        self.0.lock().unwrap().push(seen.collect());
+    }
+}
+
+#[tokio::test]
+async fn observers_see_every_decided_request_but_not_refused_ones() {
+    let rec = Arc::new(Recorder::default());
+    let mut observers = Observers::default();
+    observers.push(rec.clone());
+    let l = limiter(Arc::new(MemoryStore::new(100)), LimiterOptions::default())
+        .with_observers(observers);
+    let cfg = config();
+    for _ in 0..3 {
+        let r = req(&[&[("a", "x")], &[("free", "y")]]);
+        l.should_rate_limit(Some(&cfg), &r).await.unwrap();
+    }
+    let invalid = Request::new("", vec![]);
+    assert!(l.should_rate_limit(Some(&cfg), &invalid).await.is_err());
+    let seen = rec.0.lock().unwrap().clone();
+    let ok = Some((false, Source::Store));
+    let over = Some((true, Source::Store));
+    assert_eq!(seen, [[ok, None], [ok, None], [over, None]]);
+}
