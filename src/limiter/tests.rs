@@ -224,9 +224,12 @@ async fn several_limits_fail_by_their_strictest_policy_and_are_replaced_by_any_n
     );
 }
 
-/// Records what it is shown: per request, each descriptor's (reported over-limit?, source).
+/// Per descriptor: reported over-limit?, and what decided it.
+type Seen = Vec<Option<(bool, Source)>>;
+
+/// Records what it is shown, one [`Seen`] per request.
 #[derive(Debug, Default)]
-struct Recorder(std::sync::Mutex<Vec<Vec<Option<(bool, Source)>>>>);
+struct Recorder(std::sync::Mutex<Vec<Seen>>);
 
 impl Observer for Recorder {
     fn observe(&self, d: &Observed<'_>) {
