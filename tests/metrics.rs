@@ -53,6 +53,10 @@ async fn s25_limit_20_after_25_calls() {
     assert_eq!(v("near_limit"), Some(4));
     assert_eq!(v("within_limit"), Some(20));
     assert_eq!(v("shadow_mode"), None, "zero series are not invented");
+    let decisions =
+        |code| format!("ratelimitd_decisions_total{{code=\"{code}\",source=\"store\"}}");
+    assert_eq!(sample(&m, &decisions("ok")), Some(20));
+    assert_eq!(sample(&m, &decisions("over_limit")), Some(5));
     assert_eq!(sample(&m, "ratelimit_service_config_load_success"), Some(1));
     assert_eq!(
         sample(

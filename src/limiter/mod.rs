@@ -217,6 +217,7 @@ impl RateLimiter {
         if global_shadow {
             self.stats.global_shadow_mode();
         }
+        self.stats.decision(response.overall_code, source);
         if !self.observers.is_empty() {
             self.observers.observe(&Observed {
                 request: req,

@@ -43,6 +43,26 @@ impl Source {
         }
     }
 
+    /// Every source, in [`Source::index`] order (for per-source counters).
+    pub const ALL: [Source; 5] = [
+        Source::Store,
+        Source::LocalCache,
+        Source::FailurePolicy,
+        Source::Breaker,
+        Source::LocalFallback,
+    ];
+
+    /// This source's position in [`Source::ALL`].
+    pub fn index(self) -> usize {
+        match self {
+            Source::Store => 0,
+            Source::LocalCache => 1,
+            Source::FailurePolicy => 2,
+            Source::Breaker => 3,
+            Source::LocalFallback => 4,
+        }
+    }
+
     /// True when the store did not decide: the failure policy, with or without the breaker.
     pub fn is_failure_policy(self) -> bool {
         matches!(self, Source::FailurePolicy | Source::Breaker)

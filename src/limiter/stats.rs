@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use super::outcome::{Settled, Source, Verdict};
 use super::plan::{Plan, Plans};
+use super::response::Code;
 
 /// How much each per-limit counter moves for one descriptor (SPEC §C.4).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -55,6 +56,9 @@ pub trait StatsSink: Send + Sync + std::fmt::Debug + 'static {
     fn error(&self, kind: ErrorKind);
     /// One batch went to the store and took `elapsed`.
     fn store_call(&self, elapsed: Duration, ok: bool);
+    /// One request was answered with `code`, decided by `source` (the first limit's source that
+    /// was not the store, else the store).
+    fn decision(&self, code: Code, source: Source);
 }
 
 /// A sink that drops everything (`DISABLE_STATS`, unit tests).
@@ -67,6 +71,7 @@ impl StatsSink for NoStats {
     fn global_shadow_mode(&self) {}
     fn error(&self, _: ErrorKind) {}
     fn store_call(&self, _: Duration, _: bool) {}
+    fn decision(&self, _: Code, _: Source) {}
 }
 
 /// `floor(float32(limit) * ratio)`: the product is taken in float32, as the Go service does, so

@@ -88,6 +88,14 @@ pub(super) const FAMILIES: &[Family] = &[
     ),
 ];
 
+/// Answered requests by overall code and by what decided them (a bounded label set: two codes
+/// × the limiter's sources).
+pub(super) const DECISIONS: Family = (
+    "ratelimitd_decisions_total",
+    "Answered rate limit requests by overall code and deciding source",
+    &["code", "source"],
+);
+
 /// The memory store's gauges: live keys, and the approximate bytes they take.
 pub(super) const MEMORY_GAUGES: [(&str, &str); 2] = [
     (

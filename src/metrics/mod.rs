@@ -20,7 +20,7 @@ use std::time::Duration;
 use parking_lot::Mutex;
 use prometheus::{Histogram, HistogramOpts, HistogramVec, IntCounterVec, Opts};
 
-use crate::limiter::{ErrorKind, LimitIncrements, StatsSink};
+use crate::limiter::{Code, ErrorKind, LimitIncrements, Source, StatsSink};
 use crate::resilience::BreakerReport;
 use table::KeyTable;
 
@@ -68,6 +68,8 @@ pub struct Metrics {
     pub(crate) store_full: AtomicU64,
     pub(crate) store_errors: AtomicU64,
     pub(crate) timings_dropped: AtomicU64,
+    /// Answered requests by code (OK, OVER_LIMIT) and deciding [`Source`] ([`Source::index`]).
+    pub(crate) decisions: [[AtomicU64; Source::ALL.len()]; 2],
     pub(crate) total_requests: IntCounterVec,
     pub(crate) response_time: HistogramVec,
     pub(crate) store_latency: Histogram,
@@ -130,6 +132,7 @@ impl Metrics {
             store_full: AtomicU64::new(0),
             store_errors: AtomicU64::new(0),
             timings_dropped: AtomicU64::new(0),
+            decisions: Default::default(),
             total_requests,
             response_time,
             store_latency,
@@ -267,6 +270,10 @@ impl StatsSink for Metrics {
         counter.fetch_add(1, Ordering::Relaxed);
     }
 
+    fn decision(&self, code: Code, source: Source) {
+        self.decisions[code_index(code)][source.index()].fetch_add(1, Ordering::Relaxed);
+    }
+
     fn store_call(&self, elapsed: Duration, ok: bool) {
         self.store_latency.observe(elapsed.as_secs_f64());
         if !ok {
@@ -274,3 +281,14 @@ impl StatsSink for Metrics {
         }
     }
 }
+
+/// A code's row in [`Metrics::decisions`].
+pub(crate) fn code_index(code: Code) -> usize {
+    match code {
+        Code::Ok => 0,
+        Code::OverLimit => 1,
+    }
+}
+
+/// The `code` label of each row of [`Metrics::decisions`].
+pub(crate) const CODE_LABELS: [&str; 2] = ["ok", "over_limit"];

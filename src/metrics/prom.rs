@@ -20,10 +20,12 @@ use prometheus::core::{Collector, Desc};
 use prometheus::proto::MetricFamily;
 use prometheus::{Encoder, IntCounterVec, IntGauge, IntGaugeVec, Opts, Registry, TextEncoder};
 
-use super::Metrics;
 use super::families::{
-    BREAKER_STATE, FAMILIES, LOCAL_FALLBACK_FAMILY, MAPPED, MEMORY_GAUGES, NEGATIVE_HITS_FAMILY,
+    BREAKER_STATE, DECISIONS, FAMILIES, LOCAL_FALLBACK_FAMILY, MAPPED, MEMORY_GAUGES,
+    NEGATIVE_HITS_FAMILY,
 };
+use super::{CODE_LABELS, Metrics};
+use crate::limiter::Source;
 
 /// Reads [`Metrics`] into metric families on every scrape.
 struct MetricsCollector {
@@ -46,6 +48,15 @@ impl MetricsCollector {
                 .ok()
             })
             .collect();
+        descs.extend(
+            Desc::new(
+                DECISIONS.0.into(),
+                DECISIONS.1.into(),
+                DECISIONS.2.iter().map(|l| l.to_string()).collect(),
+                Default::default(),
+            )
+            .ok(),
+        );
         descs.extend(
             Desc::new(
                 BREAKER_STATE.0.into(),
@@ -136,6 +147,7 @@ impl Collector for MetricsCollector {
             inc(13, &[r.target, "closed"], r.closed);
         }
         let mut out: Vec<MetricFamily> = vecs.iter().flatten().flat_map(|v| v.collect()).collect();
+        out.extend(decisions(m));
         if !breakers.is_empty()
             && let Ok(g) =
                 IntGaugeVec::new(Opts::new(BREAKER_STATE.0, BREAKER_STATE.1), &["target"])
@@ -156,6 +168,23 @@ impl Collector for MetricsCollector {
         }
         out
     }
+}
+
+/// `ratelimitd_decisions_total{code,source}`: only the pairs that happened have a series.
+fn decisions(m: &Metrics) -> Vec<MetricFamily> {
+    let (name, help, labels) = DECISIONS;
+    let Ok(vec) = IntCounterVec::new(Opts::new(name, help), labels) else {
+        return Vec::new();
+    };
+    for (row, code) in m.decisions.iter().zip(CODE_LABELS) {
+        for (count, source) in row.iter().zip(Source::ALL) {
+            let v = count.load(Ordering::Relaxed);
+            if v > 0 {
+                vec.with_label_values(&[code, source.as_str()]).inc_by(v);
+            }
+        }
+    }
+    vec.collect()
 }
 
 /// A registry exposing every metric of `metrics`.
