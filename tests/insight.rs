@@ -44,6 +44,32 @@ async fn hotkeys_need_the_token_and_rank_by_hits_and_denials() {
     s.shutdown().await;
 }
 
+#[tokio::test]
+async fn prometheus_exports_the_hot_key_counts_by_rank_without_the_keys() {
+    let data = tempfile::tempdir().unwrap();
+    let prom = [
+        ("USE_PROMETHEUS", "true"),
+        ("PROMETHEUS_ADDR", "127.0.0.1:0"),
+    ];
+    let s = common::policy::start(data.path(), &prom).await;
+    for _ in 0..3 {
+        s.rl("api", &[&[("client_key", "secret-client")]]).await;
+    }
+    let addr = s.running().metrics_addr.expect("Prometheus listens");
+    let url = format!("http://{addr}/metrics");
+    let text = s.http.get(url).send().await.unwrap().text().await.unwrap();
+    assert!(
+        text.contains(r#"ratelimitd_hot_key_count{by="hits",rank="1"} 3"#),
+        "{text}"
+    );
+    assert!(
+        text.contains(r#"ratelimitd_hot_key_count{by="denials",rank="1"} 1"#),
+        "{text}"
+    );
+    assert!(!text.contains("secret-client"), "{text}");
+    s.shutdown().await;
+}
+
 /// The DOM Chromium builds from `url`, within 60 s (the guard kills it otherwise).
 fn dump_dom(url: &str) -> String {
     let mut cmd = guard::guarded("chromium");
