@@ -7,6 +7,7 @@
 //! Access: the page only reads, so it is open to a loopback peer; any other peer needs a bearer
 //! token, as `/v1` does (the admin listener may be bound beyond loopback).
 
+mod html;
 mod render;
 
 use std::time::Duration;
@@ -18,7 +19,7 @@ use axum::response::{IntoResponse, Response};
 
 use super::{AdminState, error};
 use crate::listener::http::Peer;
-pub use render::escape;
+pub use html::escape;
 
 /// How many hot keys and violations the page lists.
 const ROWS: usize = 10;

@@ -4,6 +4,7 @@
 
 use std::fmt::Write;
 
+use super::html::{entries, escape, span, table};
 use super::{ROWS, Violations};
 use crate::clock::Timestamp;
 use crate::insight::Insight;
@@ -12,59 +13,6 @@ use crate::resilience::BreakerState;
 
 /// Most limits and overrides listed.
 const MAX_ROWS: usize = 500;
-
-/// `s` with `&`, `<`, `>`, `"` and `'` replaced by entities: safe in text and quoted attributes.
-pub fn escape(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for c in s.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&#39;"),
-            c => out.push(c),
-        }
-    }
-    out
-}
-
-/// `k=v, k=v` of descriptor entries, escaped.
-fn entries(e: &[(String, String)]) -> String {
-    let parts: Vec<String> = e.iter().map(|(k, v)| format!("{k}={v}")).collect();
-    escape(&parts.join(", "))
-}
-
-/// `1h 2m 3s` of a number of seconds.
-fn span(secs: u64) -> String {
-    let (h, m, s) = (secs / 3600, secs / 60 % 60, secs % 60);
-    match (h, m) {
-        (0, 0) => format!("{s}s"),
-        (0, _) => format!("{m}m {s}s"),
-        _ => format!("{h}h {m}m {s}s"),
-    }
-}
-
-/// A table with `head` columns and escaped-already `rows`; `empty` when there are none.
-fn table(out: &mut String, head: &[&str], rows: &[Vec<String>], empty: &str) {
-    if rows.is_empty() {
-        let _ = writeln!(out, "<p class=\"none\">{}</p>", escape(empty));
-        return;
-    }
-    out.push_str("<table><tr>");
-    for h in head {
-        let _ = write!(out, "<th>{}</th>", escape(h));
-    }
-    out.push_str("</tr>\n");
-    for r in rows {
-        out.push_str("<tr>");
-        for cell in r {
-            let _ = write!(out, "<td>{cell}</td>");
-        }
-        out.push_str("</tr>\n");
-    }
-    out.push_str("</table>\n");
-}
 
 /// The whole page.
 pub(super) fn page(i: &Insight, violations: &Violations, policy_on: bool) -> String {
@@ -297,20 +245,4 @@ fn breakers(out: &mut String, i: &Insight) {
         .collect();
     let head = ["target", "state", "opened / half-opened / closed"];
     table(out, &head, &rows, "no breakers (RESILIENCE breakers off)");
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn escapes_markup_and_quotes() {
-        assert_eq!(
-            escape(r#"<script>alert('x')</script>&"#),
-            "&lt;script&gt;alert(&#39;x&#39;)&lt;/script&gt;&amp;"
-        );
-        assert_eq!(escape("\"a\""), "&quot;a&quot;");
-        assert_eq!(span(3725), "1h 2m 5s");
-        assert_eq!(span(59), "59s");
-    }
 }
