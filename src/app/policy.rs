@@ -66,6 +66,7 @@ pub(super) async fn start(
         policy,
         tokens: Arc::new(tokens),
         reloading: reloading.clone(),
+        insight: None,
     };
     Ok((overrides, admin))
 }

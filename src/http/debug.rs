@@ -32,7 +32,12 @@ pub struct DebugState {
     pub admin: AdminState,
 }
 
-const ENDPOINTS: &[(&str, &str)] = &[
+/// The endpoints of the debug port, as its index lists them (the status page lists them too).
+pub const ENDPOINTS: &[(&str, &str)] = &[
+    (
+        "/",
+        "status page: limits, overrides, hot keys, breakers (token unless from loopback)",
+    ),
     (
         "/rlconfig",
         "print out the currently loaded configuration for debugging",
@@ -40,6 +45,10 @@ const ENDPOINTS: &[(&str, &str)] = &[
     (
         "/v1/overrides",
         "management API: stored overrides (bearer token required)",
+    ),
+    (
+        "/v1/hotkeys",
+        "hottest keys of the last minute, ?by=hits|denials&limit=N (bearer token required)",
     ),
 ];
 

@@ -1,7 +1,7 @@
 //! HTTP/1 servers (the main port, the debug port, Prometheus) under a connection cap and
 //! timeouts: [`serve`] accepts through a [`Gate`] into [`Guarded`] connections and marks each
 //! request in flight, so a keep-alive connection is closed after the idle timeout with no request
-//! running, never during one.
+//! running, never during one. Each request carries its connection's [`Peer`] address.
 
 use std::future::Future;
 use std::io;
@@ -62,16 +62,30 @@ impl axum::serve::Listener for GuardedListener {
     }
 }
 
-impl Connected<IncomingStream<'_, GuardedListener>> for Tracker {
-    fn connect_info(stream: IncomingStream<'_, GuardedListener>) -> Tracker {
-        stream.io().tracker()
+/// The address of the client of a request, in its extensions (the status page is open to
+/// loopback peers only).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Peer(pub SocketAddr);
+
+/// What each connection hands its requests: its activity and its peer.
+#[derive(Debug, Clone)]
+struct ConnInfo(Tracker, SocketAddr);
+
+impl Connected<IncomingStream<'_, GuardedListener>> for ConnInfo {
+    fn connect_info(stream: IncomingStream<'_, GuardedListener>) -> ConnInfo {
+        ConnInfo(stream.io().tracker(), *stream.remote_addr())
     }
 }
 
 /// Marks the request in flight on its connection while the handler runs (the responses here are
-/// whole bodies, written as soon as the handler returns).
-async fn track(ConnectInfo(t): ConnectInfo<Tracker>, req: Request, next: Next) -> Response {
+/// whole bodies, written as soon as the handler returns), and tags it with its [`Peer`].
+async fn track(
+    ConnectInfo(ConnInfo(t, peer)): ConnectInfo<ConnInfo>,
+    mut req: Request,
+    next: Next,
+) -> Response {
     let _busy = t.0.begin();
+    req.extensions_mut().insert(Peer(peer));
     next.run(req).await
 }
 
@@ -86,7 +100,7 @@ pub async fn serve(
 ) -> io::Result<()> {
     let app = router
         .layer(axum::middleware::from_fn(track))
-        .into_make_service_with_connect_info::<Tracker>();
+        .into_make_service_with_connect_info::<ConnInfo>();
     axum::serve(GuardedListener::new(name, listener, limits), app)
         .with_graceful_shutdown(stop)
         .await

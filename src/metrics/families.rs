@@ -114,6 +114,14 @@ pub(super) const BREAKER_STATE: (&str, &str) = (
     "Redis circuit breaker state by target: 0 closed, 1 half-open, 2 open",
 );
 
+/// The hot-key gauge: the count of the Nth hottest key of a ranking. Labels `by` and `rank` only
+/// (at most 2 × [`super::HOT_KEY_RANKS`] series): a label carrying the key would grow without bound
+/// under a key-cardinality attack, so the keys themselves are only at `/v1/hotkeys`.
+pub(super) const HOT_KEYS: (&str, &str) = (
+    "ratelimitd_hot_key_count",
+    "Estimated hits (by=hits) or hits over the limit (by=denials) of the rank-th hottest key over the last minute; the keys are at /v1/hotkeys",
+);
+
 /// Index in [`FAMILIES`] of `local_fallback` (stat 6), mapped like the Go stats above it.
 pub(super) const LOCAL_FALLBACK_FAMILY: usize = 12;
 

@@ -13,8 +13,8 @@ pub mod sinks;
 pub mod statsd;
 pub mod table;
 
-use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use parking_lot::Mutex;
@@ -45,6 +45,13 @@ pub type KeyCount = Arc<dyn Fn() -> (usize, usize) + Send + Sync>;
 
 /// Reads the state and transition counts of every Redis circuit breaker, at export time.
 pub type BreakerReports = Arc<dyn Fn() -> Vec<BreakerReport> + Send + Sync>;
+
+/// Reads the hot-key rankings at export time: per ranking (`hits`, `denials`), the counts of its
+/// hottest keys, hottest first (at most [`HOT_KEY_RANKS`]).
+pub type HotKeyCounts = Arc<dyn Fn() -> Vec<(&'static str, Vec<u64>)> + Send + Sync>;
+
+/// How many ranks of each hot-key ranking are exported as gauges.
+pub const HOT_KEY_RANKS: usize = 10;
 
 /// Configuration loads so far, for `config_load_success` and `config_load_error`.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -77,6 +84,8 @@ pub struct Metrics {
     pub(crate) memory_keys: Option<KeyCount>,
     /// Reads the Redis circuit breakers' states, when there are breakers.
     pub(crate) breakers: Option<BreakerReports>,
+    /// Reads the hot-key rankings, once they exist (they are built after the metrics).
+    pub(crate) hot_keys: OnceLock<HotKeyCounts>,
     /// Response times (ms) waiting for the next StatsD flush; `None` when StatsD is off.
     timings: Option<Mutex<Vec<(&'static str, f64)>>>,
 }
@@ -139,6 +148,7 @@ impl Metrics {
             config_loads,
             memory_keys,
             breakers: None,
+            hot_keys: OnceLock::new(),
             timings: statsd_timers.then(|| Mutex::new(Vec::new())),
         }
     }
@@ -147,6 +157,11 @@ impl Metrics {
     pub fn with_breakers(mut self, reports: BreakerReports) -> Metrics {
         self.breakers = Some(reports);
         self
+    }
+
+    /// Exports the hot-key rankings that `counts` reads (the first reader set stays).
+    pub fn set_hot_keys(&self, counts: HotKeyCounts) {
+        let _ = self.hot_keys.set(counts);
     }
 
     /// One gRPC call of `method` (e.g. `ShouldRateLimit`) that took `elapsed`.

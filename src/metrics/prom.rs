@@ -3,7 +3,8 @@
 //! `ratelimit_service_should_rate_limit_error{err_type}`, `ratelimit_service_total_requests`,
 //! `ratelimit_service_response_time_seconds`, `ratelimit_service_config_load_{success,error}`;
 //! plus ratelimitd's own store latency, memory-store key count, folded-key count, local-fallback
-//! hits per limit and the Redis circuit breakers (state gauge and transitions per target).
+//! hits per limit, the Redis circuit breakers (state gauge and transitions per target) and the
+//! hot-key gauges (by ranking and rank; the keys stay behind `/v1/hotkeys`).
 //!
 //! Per-limit counters are read from [`Metrics`] at scrape time by a [`Collector`], so the request
 //! path only bumps atomics and the scrape cost is bounded by `STATS_MAX_KEYS`.
@@ -21,7 +22,7 @@ use prometheus::proto::MetricFamily;
 use prometheus::{Encoder, IntCounterVec, IntGauge, IntGaugeVec, Opts, Registry, TextEncoder};
 
 use super::families::{
-    BREAKER_STATE, DECISIONS, FAMILIES, LOCAL_FALLBACK_FAMILY, MAPPED, MEMORY_GAUGES,
+    BREAKER_STATE, DECISIONS, FAMILIES, HOT_KEYS, LOCAL_FALLBACK_FAMILY, MAPPED, MEMORY_GAUGES,
     NEGATIVE_HITS_FAMILY,
 };
 use super::{CODE_LABELS, Metrics};
@@ -62,6 +63,15 @@ impl MetricsCollector {
                 BREAKER_STATE.0.into(),
                 BREAKER_STATE.1.into(),
                 vec!["target".into()],
+                Default::default(),
+            )
+            .ok(),
+        );
+        descs.extend(
+            Desc::new(
+                HOT_KEYS.0.into(),
+                HOT_KEYS.1.into(),
+                vec!["by".into(), "rank".into()],
                 Default::default(),
             )
             .ok(),
@@ -154,6 +164,18 @@ impl Collector for MetricsCollector {
         {
             for r in &breakers {
                 g.with_label_values(&[r.target]).set(r.state.gauge());
+            }
+            out.extend(g.collect());
+        }
+        if let Some(read) = m.hot_keys.get()
+            && let Ok(g) = IntGaugeVec::new(Opts::new(HOT_KEYS.0, HOT_KEYS.1), &["by", "rank"])
+        {
+            for (by, counts) in read() {
+                for (rank, count) in counts.iter().take(super::HOT_KEY_RANKS).enumerate() {
+                    let rank = (rank + 1).to_string();
+                    let count = i64::try_from(*count).unwrap_or(i64::MAX);
+                    g.with_label_values(&[by, rank.as_str()]).set(count);
+                }
             }
             out.extend(g.collect());
         }

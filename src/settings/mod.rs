@@ -4,6 +4,7 @@
 pub mod cli;
 pub mod edges;
 pub mod grpc;
+pub mod insight;
 pub mod kinds;
 pub mod limits;
 pub mod listeners;
@@ -117,6 +118,8 @@ pub struct Settings {
     pub edges: EdgeSettings,
     /// The policy database and its management API ([`policy`]).
     pub policy: PolicySettings,
+    /// Hot keys and the sampled decision log ([`insight`]).
+    pub insight: insight::InsightSettings,
 }
 
 /// Looks up variables, remembering for error messages where each value came from.
@@ -279,6 +282,7 @@ impl Settings {
             xds,
             edges: edges::from_vars(v)?,
             policy: policy::from_vars(v)?,
+            insight: insight::from_vars(v)?,
         })
     }
 }

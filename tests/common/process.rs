@@ -15,6 +15,8 @@ pub struct Spawned {
     pub debug_addr: String,
     /// The parsed JSON "listening" log line.
     pub log: serde_json::Value,
+    /// Every later stderr line, as the binary writes it.
+    pub lines: std::sync::mpsc::Receiver<String>,
 }
 
 /// Starts the binary with `env` on top of loopback/ephemeral-port settings and JSON info logs.
@@ -52,6 +54,7 @@ pub fn spawn(env: &[(String, String)]) -> Spawned {
                 debug_addr: field("debug_addr"),
                 child,
                 log: v,
+                lines: rx,
             };
         }
     }

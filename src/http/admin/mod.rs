@@ -1,9 +1,12 @@
 //! The management API on the debug/admin port (issue 16): `/v1/overrides` and `/v1/policies`. JSON in and out; every request needs a configured bearer token (none configured: every
 //! request is refused with 403 — the API is never open); the policy database being off or down
-//! answers 503; invalid input answers 422 with every field error.
+//! answers 503; invalid input answers 422 with every field error. Issue 17 adds the read-only
+//! `/v1/hotkeys` (token, no database needed) and the status page on `/` ([`status`]).
 
+pub mod hotkeys;
 pub mod overrides;
 pub mod policies;
+pub mod status;
 
 use std::sync::Arc;
 
@@ -24,11 +27,15 @@ pub struct AdminState {
     pub tokens: Arc<Tokens>,
     /// The configuration pipeline rules are compiled into.
     pub reloading: Reloading,
+    /// Hot keys and the status page's views; `None` until the service hands them in.
+    pub insight: Option<crate::insight::Insight>,
 }
 
 /// The admin routes, to merge into the debug router.
 pub fn router(state: AdminState) -> Router {
     Router::new()
+        .route("/", get(status::page))
+        .route("/v1/hotkeys", get(hotkeys::list))
         .route(
             "/v1/overrides",
             get(overrides::list).post(overrides::create),
@@ -74,6 +81,19 @@ impl AdminState {
     /// 403 without configured tokens, 401 for a missing or wrong token, 503 when the policy API
     /// is off.
     pub fn admit(&self, headers: &HeaderMap) -> Result<(String, &Arc<Policy>), Box<Response>> {
+        let name = self.authorize(headers)?;
+        match &self.policy {
+            Ok(p) => Ok((name, p)),
+            Err(why) => Err(Box::new(error(
+                StatusCode::SERVICE_UNAVAILABLE,
+                format!("the policy API is off: {why}"),
+            ))),
+        }
+    }
+
+    /// The caller's token name, or the answer that refuses the request: 403 without configured
+    /// tokens, 401 for a missing or wrong token.
+    pub fn authorize(&self, headers: &HeaderMap) -> Result<String, Box<Response>> {
         if !self.tokens.any() {
             return Err(Box::new(error(
                 StatusCode::FORBIDDEN,
@@ -91,12 +111,6 @@ impl AdminState {
             );
             return Err(Box::new(r));
         };
-        match &self.policy {
-            Ok(p) => Ok((name.to_string(), p)),
-            Err(why) => Err(Box::new(error(
-                StatusCode::SERVICE_UNAVAILABLE,
-                format!("the policy API is off: {why}"),
-            ))),
-        }
+        Ok(name.to_string())
     }
 }

@@ -1,0 +1,57 @@
+//! Issue 17's part of startup: the limiter's insight observers (hot keys, the sampled decision
+//! log), the hot-key gauges, and what the status page reads.
+
+use std::sync::Arc;
+
+use crate::clock::Clock;
+use crate::insight::hotkeys::{By, HotKeys};
+use crate::insight::{BreakerStates, Insight};
+use crate::limiter::Observers;
+use crate::metrics::{HOT_KEY_RANKS, HotKeyCounts, Metrics};
+use crate::policy::Overrides;
+use crate::reload::ConfigHandle;
+use crate::settings::Settings;
+use crate::store::redis::RedisStore;
+
+/// Reads the Redis store's breakers, for the status page (`None` on the memory store).
+pub(super) fn breakers(redis: Option<&Arc<RedisStore>>) -> Option<BreakerStates> {
+    let redis = redis?.clone();
+    Some(Arc::new(move || redis.breaker_reports()))
+}
+
+/// The observers to give the limiter, and the status page's views. `metrics` (when stats are on)
+/// starts exporting the hot-key gauges.
+pub(super) fn wire(
+    settings: &Settings,
+    clock: &Arc<dyn Clock>,
+    metrics: Option<&Metrics>,
+    breakers: Option<BreakerStates>,
+    (config, overrides): (&Arc<ConfigHandle>, &Arc<Overrides>),
+) -> (Observers, Insight) {
+    let mut observers = Observers::default();
+    let hot_keys = crate::insight::observers(&settings.insight, clock, &mut observers);
+    if let Some(m) = metrics {
+        m.set_hot_keys(gauges(hot_keys.clone()));
+    }
+    let insight = Insight {
+        hot_keys,
+        violations: None,
+        breakers,
+        config: config.clone(),
+        overrides: overrides.clone(),
+        clock: clock.clone(),
+    };
+    (observers, insight)
+}
+
+fn gauges(hot_keys: Arc<HotKeys>) -> HotKeyCounts {
+    Arc::new(move || {
+        By::ALL
+            .into_iter()
+            .map(|by| {
+                let top = hot_keys.top(by, HOT_KEY_RANKS);
+                (by.as_str(), top.iter().map(|r| r.count).collect())
+            })
+            .collect()
+    })
+}

@@ -1,0 +1,248 @@
+//! The status page's HTML. Everything that is not a literal of this file goes through
+//! [`escape`]; long lists are cut (with a count of what was left out) so a large configuration or
+//! an override flood cannot make the page unbounded.
+
+use std::fmt::Write;
+
+use super::html::{entries, escape, span, table};
+use super::{ROWS, Violations};
+use crate::clock::Timestamp;
+use crate::insight::Insight;
+use crate::insight::hotkeys::By;
+use crate::resilience::BreakerState;
+
+/// Most limits and overrides listed.
+const MAX_ROWS: usize = 500;
+
+/// The whole page.
+pub(super) fn page(i: &Insight, violations: &Violations, policy_on: bool) -> String {
+    let now = i.clock.now();
+    let mut out = String::from(
+        "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\">\
+         <meta http-equiv=\"refresh\" content=\"10\"><title>ratelimitd status</title>\
+         <style>body{font-family:sans-serif;margin:1.5em}table{border-collapse:collapse}\
+         td,th{border:1px solid #ccc;padding:2px 8px;text-align:left}.none{color:#777}\
+         .bad{color:#b00}</style></head><body>\n<h1>ratelimitd status</h1>\n",
+    );
+    let _ = writeln!(out, "<p>At {} (refreshes every 10 s)</p>", now.to_rfc3339());
+    config_status(&mut out, i);
+    limits(&mut out, i);
+    overrides(&mut out, i, now, policy_on);
+    hot_keys(&mut out, i);
+    violation_rows(&mut out, violations);
+    breakers(&mut out, i);
+    out.push_str("<h2 id=\"endpoints\">Endpoints</h2><ul>\n");
+    for (path, help) in crate::http::debug::ENDPOINTS {
+        let _ = writeln!(out, "<li>{}: {}</li>", escape(path), escape(help));
+    }
+    out.push_str("</ul></body></html>\n");
+    out
+}
+
+fn config_status(out: &mut String, i: &Insight) {
+    out.push_str("<h2 id=\"config\">Configuration</h2>\n<ul>");
+    match i.config.snapshot() {
+        Some(s) => {
+            let _ = write!(
+                out,
+                "<li>version {} loaded at {}</li><li>{} domain(s)</li>",
+                s.version,
+                s.loaded_at.to_rfc3339(),
+                s.config.domain_count()
+            );
+        }
+        None => out.push_str("<li class=\"bad\">no configuration loaded</li>"),
+    }
+    let _ = writeln!(
+        out,
+        "<li>loads: {} succeeded, {} failed</li></ul>",
+        i.config.load_successes(),
+        i.config.load_failures()
+    );
+    if let Some(f) = i.config.last_failure() {
+        let _ = writeln!(
+            out,
+            "<p class=\"bad\">Last load failed at {}; the configuration above stays in service:</p><pre>{}</pre>",
+            f.at.to_rfc3339(),
+            escape(&f.errors)
+        );
+    }
+}
+
+fn limits(out: &mut String, i: &Insight) {
+    out.push_str("<h2 id=\"limits\">Domains and limits</h2>\n");
+    let Some(s) = i.config.snapshot() else {
+        out.push_str("<p class=\"none\">none</p>\n");
+        return;
+    };
+    let domains: Vec<String> = s.config.domains().map(|d| escape(&d.name)).collect();
+    let _ = writeln!(out, "<p>Domains: {}</p>", domains.join(", "));
+    let all = s.config.limits();
+    let rows: Vec<Vec<String>> = (all.iter().take(MAX_ROWS))
+        .map(|l| {
+            let value = match l.unit {
+                _ if l.unlimited => "unlimited".to_string(),
+                Some(u) if l.unit_multiplier > 1 => {
+                    format!(
+                        "{} per {} {}",
+                        l.requests_per_unit,
+                        l.unit_multiplier,
+                        u.as_str()
+                    )
+                }
+                Some(u) => format!("{} per {}", l.requests_per_unit, u.as_str()),
+                None => "-".to_string(),
+            };
+            let mut flags = Vec::new();
+            if l.shadow_mode {
+                flags.push("shadow");
+            }
+            if l.quota_mode {
+                flags.push("quota");
+            }
+            vec![
+                escape(&l.full_key),
+                escape(&l.name),
+                escape(&value),
+                escape(l.algorithm.name()),
+                escape(&flags.join(", ")),
+            ]
+        })
+        .collect();
+    table(
+        out,
+        &["key", "name", "limit", "algorithm", "flags"],
+        &rows,
+        "no limits configured",
+    );
+    more(out, all.len());
+}
+
+fn more(out: &mut String, total: usize) {
+    if total > MAX_ROWS {
+        let _ = writeln!(out, "<p>… and {} more</p>", total - MAX_ROWS);
+    }
+}
+
+fn overrides(out: &mut String, i: &Insight, now: Timestamp, policy_on: bool) {
+    out.push_str("<h2 id=\"overrides\">Active overrides</h2>\n");
+    if !policy_on {
+        out.push_str("<p class=\"none\">the policy database is off</p>\n");
+        return;
+    }
+    let index = i.overrides.load();
+    let active: Vec<_> = index
+        .all()
+        .into_iter()
+        .filter(|o| o.active_at(now))
+        .collect();
+    let rows: Vec<Vec<String>> = (active.iter().take(MAX_ROWS))
+        .map(|o| {
+            let path: Vec<(String, String)> = (o.spec.descriptor.iter())
+                .map(|e| (e.key.clone(), e.value.clone()))
+                .collect();
+            let left = o.spec.valid_until.as_secs().saturating_sub(now.as_secs());
+            vec![
+                escape(&o.id),
+                escape(&o.spec.domain),
+                entries(&path),
+                escape(&format!(
+                    "{} per {}",
+                    o.spec.requests_per_unit,
+                    o.spec.unit.as_str()
+                )),
+                span(left),
+                escape(&o.spec.reason),
+                escape(&o.created_by),
+            ]
+        })
+        .collect();
+    let head = [
+        "id",
+        "domain",
+        "descriptor",
+        "limit",
+        "time left",
+        "reason",
+        "by",
+    ];
+    table(out, &head, &rows, "no active overrides");
+    more(out, active.len());
+}
+
+fn hot_keys(out: &mut String, i: &Insight) {
+    out.push_str("<h2 id=\"hotkeys\">Hot keys (last minute)</h2>\n");
+    for by in By::ALL {
+        let _ = writeln!(out, "<h3>by {}</h3>", by.as_str());
+        let rows: Vec<Vec<String>> = (i.hot_keys.top(by, ROWS).iter().enumerate())
+            .map(|(n, r)| {
+                vec![
+                    (n + 1).to_string(),
+                    escape(&r.key.domain),
+                    entries(&r.key.entries),
+                    escape(&r.key.limit),
+                    r.count.to_string(),
+                ]
+            })
+            .collect();
+        let head = ["rank", "domain", "descriptor", "limit", by.as_str()];
+        table(out, &head, &rows, "none in the last minute");
+    }
+}
+
+fn violation_rows(out: &mut String, v: &Violations) {
+    out.push_str("<h2 id=\"violations\">Recent violations</h2>\n");
+    let rows = match v {
+        Violations::NotWired => {
+            out.push_str(
+                "<p class=\"none\">the violation log is not enabled on this instance</p>\n",
+            );
+            return;
+        }
+        Violations::Failed(e) => {
+            let _ = writeln!(out, "<p class=\"bad\">unavailable: {}</p>", escape(e));
+            return;
+        }
+        Violations::Rows(rows) => rows,
+    };
+    let rows: Vec<Vec<String>> = rows
+        .iter()
+        .map(|r| {
+            vec![
+                r.at.to_rfc3339(),
+                escape(&r.domain),
+                entries(&r.entries),
+                escape(&r.limit),
+                r.hits.to_string(),
+                if r.shadow { "yes" } else { "no" }.to_string(),
+            ]
+        })
+        .collect();
+    let head = ["at", "domain", "descriptor", "limit", "hits", "shadow"];
+    table(out, &head, &rows, "none recorded");
+}
+
+fn breakers(out: &mut String, i: &Insight) {
+    out.push_str("<h2 id=\"breakers\">Redis circuit breakers</h2>\n");
+    let Some(read) = &i.breakers else {
+        out.push_str("<p class=\"none\">no Redis targets (memory store)</p>\n");
+        return;
+    };
+    let rows: Vec<Vec<String>> = read()
+        .iter()
+        .map(|r| {
+            let state = match r.state {
+                BreakerState::Closed => "closed",
+                BreakerState::HalfOpen => "half-open",
+                BreakerState::Open => "open",
+            };
+            vec![
+                escape(r.target),
+                state.to_string(),
+                format!("{} / {} / {}", r.opened, r.half_opened, r.closed),
+            ]
+        })
+        .collect();
+    let head = ["target", "state", "opened / half-opened / closed"];
+    table(out, &head, &rows, "no breakers (RESILIENCE breakers off)");
+}

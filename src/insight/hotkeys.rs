@@ -1,0 +1,221 @@
+//! Hot keys: who is hammering us right now. An [`Observer`] that feeds two fixed-memory
+//! space-saving sketches ([`super::sketch`]), one ranking keys by hits and one by hits over the
+//! limit (shadow-mode ones included). A key is the domain, the descriptor's entries and the name
+//! of the limit it reported (only descriptors a limit applied to are counted).
+//!
+//! "The last minute" is two half-minute epochs of the injected clock: the current one and the one
+//! before, summed when read. Counts therefore cover the last 30 to 60 seconds, and nothing older
+//! than 60 seconds is ever shown. Each ranking keeps at most `HOTKEYS_CAPACITY` keys per epoch.
+//!
+//! Cost on the request path: one short `parking_lot` lock per request, a hash per descriptor,
+//! and for a key already tracked no allocation.
+
+use std::collections::HashMap;
+use std::hash::{BuildHasher, Hash, Hasher, RandomState};
+use std::sync::Arc;
+
+use parking_lot::Mutex;
+
+use super::sketch::Sketch;
+use crate::clock::{Clock, Timestamp};
+use crate::limiter::{Observed, Observer, Plan};
+
+/// Length of one epoch: the window shown is this to twice this long.
+const EPOCH_SECS: u64 = 30;
+
+/// A ranking.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum By {
+    /// Hits counted, allowed or not.
+    Hits,
+    /// Hits over the limit.
+    Denials,
+}
+
+impl By {
+    /// Both rankings.
+    pub const ALL: [By; 2] = [By::Hits, By::Denials];
+
+    /// `hits` or `denials` (the `?by=` value and the gauge label).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            By::Hits => "hits",
+            By::Denials => "denials",
+        }
+    }
+
+    /// Parses `hits` or `denials`.
+    pub fn parse(s: &str) -> Option<By> {
+        By::ALL.into_iter().find(|b| b.as_str() == s)
+    }
+}
+
+/// What a hot key is: client data, so render it escaped. Ties rank in this order.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub struct HotKey {
+    /// The request's domain.
+    pub domain: String,
+    /// The descriptor's entries, outermost first.
+    pub entries: Vec<(String, String)>,
+    /// The name of the limit the descriptor reported (empty when unnamed).
+    pub limit: String,
+}
+
+/// One row of a ranking.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Ranked {
+    /// The key.
+    pub key: Arc<HotKey>,
+    /// Estimated count over the window (at most `error` above the true count).
+    pub count: u64,
+    /// How much `count` may overstate.
+    pub error: u64,
+}
+
+#[derive(Debug)]
+struct Epochs {
+    current: Sketch<Arc<HotKey>>,
+    previous: Sketch<Arc<HotKey>>,
+}
+
+#[derive(Debug)]
+struct State {
+    epoch: u64,
+    by: [Epochs; 2],
+}
+
+impl State {
+    /// Moves to the epoch of `now`; a clock that went back keeps counting in the current one.
+    fn roll(&mut self, now: Timestamp) {
+        let epoch = now.as_secs() / EPOCH_SECS;
+        if epoch <= self.epoch {
+            return;
+        }
+        for e in &mut self.by {
+            if epoch == self.epoch + 1 {
+                std::mem::swap(&mut e.current, &mut e.previous);
+            } else {
+                e.previous.clear();
+            }
+            e.current.clear();
+        }
+        self.epoch = epoch;
+    }
+}
+
+/// The hot-key rankings. Share it as `Arc<HotKeys>`; register it as an observer.
+#[derive(Debug)]
+pub struct HotKeys {
+    state: Mutex<State>,
+    seed: RandomState,
+    clock: Arc<dyn Clock>,
+}
+
+impl HotKeys {
+    /// Rankings of at most `capacity` keys each (per epoch), read at `clock`'s time.
+    pub fn new(capacity: usize, clock: Arc<dyn Clock>) -> HotKeys {
+        let epochs = || Epochs {
+            current: Sketch::new(capacity),
+            previous: Sketch::new(capacity),
+        };
+        HotKeys {
+            state: Mutex::new(State {
+                epoch: clock.now().as_secs() / EPOCH_SECS,
+                by: [epochs(), epochs()],
+            }),
+            seed: RandomState::new(),
+            clock,
+        }
+    }
+
+    /// The `limit` hottest keys of `by` now, hottest first.
+    pub fn top(&self, by: By, limit: usize) -> Vec<Ranked> {
+        let mut rows: Vec<Ranked> = Vec::new();
+        {
+            let mut state = self.state.lock();
+            state.roll(self.clock.now());
+            let e = &state.by[by as usize];
+            let mut at: HashMap<u64, usize> = HashMap::with_capacity(e.current.len());
+            for slot in e.current.slots().iter().chain(e.previous.slots()) {
+                match at.get(&slot.hash) {
+                    Some(&i) => {
+                        rows[i].count = rows[i].count.saturating_add(slot.count);
+                        rows[i].error = rows[i].error.saturating_add(slot.error);
+                    }
+                    None => {
+                        at.insert(slot.hash, rows.len());
+                        rows.push(Ranked {
+                            key: slot.key.clone(),
+                            count: slot.count,
+                            error: slot.error,
+                        });
+                    }
+                }
+            }
+        }
+        rows.sort_by(|a, b| b.count.cmp(&a.count).then_with(|| a.key.cmp(&b.key)));
+        rows.truncate(limit);
+        rows
+    }
+
+    /// Keys held in memory right now, both rankings and both epochs (bounded by four times the
+    /// capacity).
+    pub fn tracked(&self) -> usize {
+        let state = self.state.lock();
+        state
+            .by
+            .iter()
+            .map(|e| e.current.len() + e.previous.len())
+            .sum()
+    }
+}
+
+impl Observer for HotKeys {
+    fn observe(&self, d: &Observed<'_>) {
+        let mut state = self.state.lock();
+        state.roll(d.now);
+        for (settled, descriptor) in d.settled.iter().zip(&d.request.descriptors) {
+            let (Plan::Limited(plan), Some((limit, _, verdict))) = (settled.plan, settled.reported)
+            else {
+                continue;
+            };
+            if plan.refund || plan.hits == 0 {
+                continue;
+            }
+            let mut h = self.seed.build_hasher();
+            d.request.domain.hash(&mut h);
+            for e in &descriptor.entries {
+                e.key.hash(&mut h);
+                e.value.hash(&mut h);
+            }
+            limit.name.hash(&mut h);
+            let hash = h.finish();
+            // Built at most once, and only when the key enters a sketch.
+            let mut made: Option<Arc<HotKey>> = None;
+            let mut key = || {
+                made.get_or_insert_with(|| {
+                    Arc::new(HotKey {
+                        domain: d.request.domain.clone(),
+                        entries: (descriptor.entries.iter())
+                            .map(|e| (e.key.clone(), e.value.clone()))
+                            .collect(),
+                        limit: limit.name.clone(),
+                    })
+                })
+                .clone()
+            };
+            state.by[By::Hits as usize]
+                .current
+                .add(hash, plan.hits, &mut key);
+            if verdict.over_limit {
+                state.by[By::Denials as usize]
+                    .current
+                    .add(hash, plan.hits, &mut key);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+#[path = "hotkeys_tests.rs"]
+mod tests;

@@ -1,0 +1,126 @@
+//! Hot keys through a real limiter on the memory store, timed by a manual clock.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use super::*;
+use crate::clock::ManualClock;
+use crate::config::{self, CompileOptions, ConfigFile, RateLimitConfig};
+use crate::limiter::{Descriptor, LimiterOptions, Observers, RateLimiter, Request};
+use crate::store::memory::MemoryStore;
+
+const CFG: &str = r#"
+domain: api
+descriptors:
+  - key: client
+    rate_limit: {unit: hour, requests_per_unit: 3, name: per_client}
+  - key: free
+"#;
+
+struct Fixture {
+    clock: Arc<ManualClock>,
+    hot: Arc<HotKeys>,
+    limiter: RateLimiter,
+    config: RateLimitConfig,
+}
+
+fn fixture(capacity: usize) -> Fixture {
+    let clock = Arc::new(ManualClock::new(Timestamp::from_secs(1_200)));
+    let hot = Arc::new(HotKeys::new(capacity, clock.clone()));
+    let mut observers = Observers::default();
+    observers.push(hot.clone());
+    let store = Arc::new(MemoryStore::new(1_000_000));
+    let limiter =
+        RateLimiter::new(store, clock.clone(), LimiterOptions::default()).with_observers(observers);
+    let files = [ConfigFile {
+        name: "api.yaml".into(),
+        contents: CFG.into(),
+    }];
+    let config = config::compile(&files, &CompileOptions::default()).unwrap();
+    Fixture {
+        clock,
+        hot,
+        limiter,
+        config,
+    }
+}
+
+impl Fixture {
+    async fn hit(&self, key: &str, value: &str) {
+        let req = Request::new("api", vec![Descriptor::of(&[(key, value)])]);
+        self.limiter
+            .should_rate_limit(Some(&self.config), &req)
+            .await
+            .unwrap();
+    }
+
+    fn top(&self, by: By) -> Vec<(String, u64)> {
+        let rows = self.hot.top(by, 10);
+        rows.iter()
+            .map(|r| (r.key.entries[0].1.clone(), r.count))
+            .collect()
+    }
+}
+
+#[tokio::test]
+async fn ranks_by_hits_and_by_denials_with_the_full_key() {
+    let f = fixture(64);
+    for _ in 0..5 {
+        f.hit("client", "alice").await;
+    }
+    f.hit("client", "bob").await;
+    f.hit("free", "x").await; // no limit: not a hot key
+    assert_eq!(
+        f.top(By::Hits),
+        vec![("alice".into(), 5), ("bob".into(), 1)]
+    );
+    assert_eq!(f.top(By::Denials), vec![("alice".into(), 2)]);
+    let top = &f.hot.top(By::Hits, 1)[0];
+    assert_eq!(
+        *top.key,
+        HotKey {
+            domain: "api".into(),
+            entries: vec![("client".into(), "alice".into())],
+            limit: "per_client".into(),
+        }
+    );
+}
+
+#[tokio::test]
+async fn counts_age_out_after_a_minute() {
+    let f = fixture(64);
+    f.hit("client", "alice").await;
+    // Epochs are half-minutes of the clock: 1200 opens one, 1230 the next.
+    f.clock.advance(Duration::from_secs(30));
+    f.hit("client", "bob").await;
+    f.clock.advance(Duration::from_secs(29));
+    assert_eq!(
+        f.top(By::Hits),
+        vec![("alice".into(), 1), ("bob".into(), 1)]
+    );
+    // A minute after alice's hit she is gone; bob (30 s later) follows 30 s on.
+    f.clock.advance(Duration::from_secs(1));
+    assert_eq!(f.top(By::Hits), vec![("bob".into(), 1)]);
+    f.clock.advance(Duration::from_secs(30));
+    assert!(f.top(By::Hits).is_empty());
+    assert!(f.top(By::Denials).is_empty());
+}
+
+#[tokio::test]
+async fn memory_stays_bounded_under_100000_distinct_keys_and_the_heavy_hitter_stays_on_top() {
+    let f = fixture(64);
+    for i in 0..100_000u32 {
+        f.hit("client", &format!("attacker-{i}")).await;
+        if i % 5 == 0 {
+            f.hit("client", "heavy").await;
+        }
+    }
+    // 20 000 hits of one key among 120 000: far above the space-saving bound (total / 64).
+    let top = f.hot.top(By::Hits, 3);
+    assert_eq!(top[0].key.entries[0].1, "heavy");
+    assert!(top[0].count >= 20_000 && top[0].count - top[0].error <= 20_000);
+    assert!(f.hot.tracked() <= 2 * 64, "{}", f.hot.tracked());
+    assert_eq!(f.hot.top(By::Hits, 1_000).len(), 64);
+    let denials = f.hot.top(By::Denials, 1);
+    assert_eq!(denials[0].key.entries[0].1, "heavy");
+}

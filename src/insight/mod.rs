@@ -1,0 +1,95 @@
+//! Insight (issue 17): who is being limited and why, without slowing the request path. The
+//! features plug into the limiter as [`crate::limiter::Observer`]s: [`hotkeys`] (a fixed-memory
+//! ranking of the hottest keys over the last minute, `/v1/hotkeys` and the
+//! `ratelimitd_hot_key_count` gauges) and [`decision_log`] (`DECISION_LOG_SAMPLE_RATE`). The
+//! status page reads them through [`Insight`], with the other read-only views it shows.
+
+pub mod decision_log;
+pub mod hotkeys;
+pub mod sketch;
+
+use std::fmt::Debug;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+
+use crate::clock::{Clock, Timestamp};
+use crate::limiter::Observers;
+use crate::policy::Overrides;
+use crate::reload::ConfigHandle;
+use crate::resilience::BreakerReport;
+use crate::settings::insight::InsightSettings;
+use decision_log::DecisionLog;
+use hotkeys::HotKeys;
+
+/// One recorded violation, as the status page lists it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ViolationView {
+    /// When it happened.
+    pub at: Timestamp,
+    /// The request's domain.
+    pub domain: String,
+    /// The descriptor's entries.
+    pub entries: Vec<(String, String)>,
+    /// The name (or key) of the limit that was over.
+    pub limit: String,
+    /// The hits of the request.
+    pub hits: u64,
+    /// True when the limit was in shadow mode (not enforced).
+    pub shadow: bool,
+}
+
+/// The answer of a [`RecentViolations`] query.
+pub type ViolationsFuture<'a> =
+    Pin<Box<dyn Future<Output = Result<Vec<ViolationView>, String>> + Send + 'a>>;
+
+/// The hook the violation log fills for the status page: its newest records, newest first.
+pub trait RecentViolations: Send + Sync + Debug {
+    /// At most `limit` of the newest violations.
+    fn recent(&self, limit: usize) -> ViolationsFuture<'_>;
+}
+
+/// Reads every Redis circuit breaker's state, when the store is Redis.
+pub type BreakerStates = Arc<dyn Fn() -> Vec<BreakerReport> + Send + Sync>;
+
+/// What the status page and `/v1/hotkeys` read. Everything here is shared with the service.
+#[derive(Clone)]
+pub struct Insight {
+    /// The hot-key rankings.
+    pub hot_keys: Arc<HotKeys>,
+    /// The violation log's query; `None` until a violation log is wired in.
+    pub violations: Option<Arc<dyn RecentViolations>>,
+    /// The Redis breakers; `None` on the memory store.
+    pub breakers: Option<BreakerStates>,
+    /// The live configuration and its load status.
+    pub config: Arc<ConfigHandle>,
+    /// The stored overrides in service.
+    pub overrides: Arc<Overrides>,
+    /// The service's clock (time left of overrides, page time).
+    pub clock: Arc<dyn Clock>,
+}
+
+impl Debug for Insight {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Insight")
+            .field("hot_keys", &self.hot_keys)
+            .field("violations", &self.violations)
+            .field("breakers", &self.breakers.is_some())
+            .finish_non_exhaustive()
+    }
+}
+
+/// Builds the insight observers the settings ask for: hot keys always, the decision log when its
+/// sample rate is above 0. Returns the hot keys for the readers.
+pub fn observers(
+    settings: &InsightSettings,
+    clock: &Arc<dyn Clock>,
+    observers: &mut Observers,
+) -> Arc<HotKeys> {
+    let hot_keys = Arc::new(HotKeys::new(settings.hot_keys_capacity, clock.clone()));
+    observers.push(hot_keys.clone());
+    if let Some(log) = DecisionLog::new(settings.decision_log_sample_rate) {
+        observers.push(Arc::new(log));
+    }
+    hot_keys
+}

@@ -1,0 +1,197 @@
+//! A space-saving heavy-hitters sketch: at most `capacity` keys, each with an estimated count and
+//! the most that estimate can be over. A key already tracked costs one hash lookup and a sift in
+//! a min-heap (no allocation); a new key replaces the least counted one and inherits its count as
+//! error, so memory stays at `capacity` entries however many distinct keys arrive, and every key
+//! whose true count is above total/capacity is kept.
+//!
+//! Keys are found by a 64-bit hash the caller computes (with a per-process random seed), so the
+//! key itself is only built when it enters the sketch.
+
+use std::collections::HashMap;
+
+/// One tracked key.
+#[derive(Debug, Clone)]
+pub struct Slot<K> {
+    /// The key's hash.
+    pub hash: u64,
+    /// The key.
+    pub key: K,
+    /// Estimated count: the true count plus at most `error`.
+    pub count: u64,
+    /// The count the key inherited when it replaced another.
+    pub error: u64,
+}
+
+/// The sketch. `capacity` is at least 1.
+#[derive(Debug)]
+pub struct Sketch<K> {
+    capacity: usize,
+    slots: Vec<Slot<K>>,
+    /// Slot indices as a binary min-heap on `count`.
+    heap: Vec<usize>,
+    /// `pos[slot]` is the slot's place in `heap`.
+    pos: Vec<usize>,
+    index: HashMap<u64, usize>,
+}
+
+impl<K> Sketch<K> {
+    /// An empty sketch of `capacity` keys (1 when 0 is given).
+    pub fn new(capacity: usize) -> Sketch<K> {
+        let capacity = capacity.max(1);
+        Sketch {
+            capacity,
+            slots: Vec::with_capacity(capacity),
+            heap: Vec::with_capacity(capacity),
+            pos: Vec::with_capacity(capacity),
+            index: HashMap::with_capacity(capacity),
+        }
+    }
+
+    /// Adds `weight` to the key of `hash`; `key` builds it only when it is not tracked yet.
+    pub fn add(&mut self, hash: u64, weight: u64, key: impl FnOnce() -> K) {
+        if let Some(&s) = self.index.get(&hash) {
+            self.slots[s].count = self.slots[s].count.saturating_add(weight);
+            self.sift_down(self.pos[s]);
+            return;
+        }
+        if self.slots.len() < self.capacity {
+            let s = self.slots.len();
+            self.slots.push(Slot {
+                hash,
+                key: key(),
+                count: weight,
+                error: 0,
+            });
+            self.heap.push(s);
+            self.pos.push(s);
+            self.index.insert(hash, s);
+            self.sift_up(s);
+            return;
+        }
+        // Full: the least counted key makes room, and its count bounds the newcomer's error.
+        let s = self.heap[0];
+        let min = self.slots[s].count;
+        self.index.remove(&self.slots[s].hash);
+        self.slots[s] = Slot {
+            hash,
+            key: key(),
+            count: min.saturating_add(weight),
+            error: min,
+        };
+        self.index.insert(hash, s);
+        self.sift_down(0);
+    }
+
+    /// Every tracked key, in no order.
+    pub fn slots(&self) -> &[Slot<K>] {
+        &self.slots
+    }
+
+    /// Tracked keys (never above the capacity).
+    pub fn len(&self) -> usize {
+        self.slots.len()
+    }
+
+    /// True when nothing is tracked.
+    pub fn is_empty(&self) -> bool {
+        self.slots.is_empty()
+    }
+
+    /// Forgets every key, keeping the memory for reuse.
+    pub fn clear(&mut self) {
+        self.slots.clear();
+        self.heap.clear();
+        self.pos.clear();
+        self.index.clear();
+    }
+
+    fn count_at(&self, i: usize) -> u64 {
+        self.slots[self.heap[i]].count
+    }
+
+    fn swap(&mut self, a: usize, b: usize) {
+        self.heap.swap(a, b);
+        self.pos[self.heap[a]] = a;
+        self.pos[self.heap[b]] = b;
+    }
+
+    fn sift_up(&mut self, mut i: usize) {
+        while i > 0 {
+            let parent = (i - 1) / 2;
+            if self.count_at(parent) <= self.count_at(i) {
+                break;
+            }
+            self.swap(parent, i);
+            i = parent;
+        }
+    }
+
+    fn sift_down(&mut self, mut i: usize) {
+        let n = self.heap.len();
+        loop {
+            let (l, r) = (2 * i + 1, 2 * i + 2);
+            let mut least = i;
+            if l < n && self.count_at(l) < self.count_at(least) {
+                least = l;
+            }
+            if r < n && self.count_at(r) < self.count_at(least) {
+                least = r;
+            }
+            if least == i {
+                return;
+            }
+            self.swap(i, least);
+            i = least;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn counts_exactly_while_under_capacity() {
+        let mut s = Sketch::new(4);
+        for (h, w) in [(1, 3), (2, 1), (1, 2), (3, 7)] {
+            s.add(h, w, || h);
+        }
+        let mut got: Vec<_> = s
+            .slots()
+            .iter()
+            .map(|x| (x.key, x.count, x.error))
+            .collect();
+        got.sort();
+        assert_eq!(got, vec![(1, 5, 0), (2, 1, 0), (3, 7, 0)]);
+    }
+
+    #[test]
+    fn a_new_key_replaces_the_least_counted_and_inherits_its_count_as_error() {
+        let mut s = Sketch::new(2);
+        s.add(1, 5, || "a");
+        s.add(2, 2, || "b");
+        s.add(3, 1, || "c");
+        let mut got: Vec<_> = s
+            .slots()
+            .iter()
+            .map(|x| (x.key, x.count, x.error))
+            .collect();
+        got.sort();
+        assert_eq!(got, vec![("a", 5, 0), ("c", 3, 2)]);
+        s.clear();
+        assert!(s.is_empty());
+    }
+
+    #[test]
+    fn the_heap_keeps_its_order_under_many_updates() {
+        let mut s = Sketch::new(16);
+        let mut rng = fastrand::Rng::with_seed(7);
+        for _ in 0..10_000 {
+            let h = rng.u64(0..64);
+            s.add(h, rng.u64(1..4), || h);
+            let min = s.slots().iter().map(|x| x.count).min().unwrap();
+            assert_eq!(s.count_at(0), min);
+            assert!(s.len() <= 16 && s.index.len() == s.len());
+        }
+    }
+}
