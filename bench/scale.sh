@@ -91,6 +91,12 @@ run() {
   echo "$out" | sed 's/^/   /'
   local decisions calls
   decisions=$(echo "$out" | awk '/^requests/ {print $2}')
+  if echo "$out" | grep -q ' errors [1-9]' && echo "$out" | grep -q '(ok 0, over_limit 0,'; then
+    # Started but answers nothing: the configuration was not loaded (e.g. `lease` not known yet).
+    echo "   skipped: every request failed; the server's log ends: $(tail -c 300 "$work/server.log")"
+    stop_server
+    return 0
+  fi
   calls=$(($(redis_calls) - before))
   echo "   redis commands per decision: $(awk -v c="$calls" -v d="$decisions" 'BEGIN {printf "%.3f", c / (d > 0 ? d : 1)}')"
   echo "   RSS growth: $(($(awk '/^VmRSS/ {print $2}' "/proc/$server/status") - rss0)) kB over $keys keys"
