@@ -2,58 +2,48 @@
 //! and a hard bound on live keys.
 //!
 //! Each op locks only its key's shard for the few nanoseconds the pure algorithm takes, so requests
-//! on different keys run in parallel and a request never waits on I/O. Expired entries are removed by
-//! [`MemoryStore::sweep_at`] (called periodically by the server) and, when the bound is reached, by
-//! an immediate sweep of the shard that needs room, then of every shard (at most once a second, so a
-//! flood of new keys against a full store cannot turn each request into a full scan). "Full" is a
-//! key count (`MEMORY_MAX_KEYS`) or an approximate byte budget (`MEMORY_MAX_BYTES`: the key's text
-//! plus a fixed cost per entry), whichever comes first. If the store is still full, new keys are
-//! refused with [`StoreError::Full`]: existing counters are never evicted, so nothing already
+//! on different keys run in parallel and a request never waits on I/O. A key is held as a 128-bit
+//! keyed hash of its text and the smallest state of its algorithm ([`slots`]): about 50–70 bytes of
+//! memory for a fixed window counter. Expired entries are removed by [`MemoryStore::sweep_at`]
+//! (called periodically by the server) and, when the bound is reached, by an immediate sweep of the
+//! shard that needs room, then of every shard (at most once a second, so a flood of new keys
+//! against a full store cannot turn each request into a full scan). "Full" is a key count
+//! (`MEMORY_MAX_KEYS`) or an approximate byte budget (`MEMORY_MAX_BYTES`: a fixed cost per entry of
+//! each algorithm, [`slots::cost`]), whichever comes first. If the store is still full, new keys
+//! are refused with [`StoreError::Full`]: existing counters are never evicted, so nothing already
 //! counted is lost.
 
-use std::collections::HashMap;
+mod shard;
+mod slots;
+
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 
 use async_trait::async_trait;
 use parking_lot::Mutex;
 
 use super::{Answer, Op, Store, StoreError};
-use crate::algorithm::{self, AlgorithmState, Decision};
+use crate::algorithm::Decision;
 use crate::clock::Timestamp;
+use shard::Shard;
+use slots::{KeyId, cost};
 
 /// Number of shards: a power of two well above the core count, so lock contention stays rare.
 const SHARDS: usize = 64;
-
-/// Bytes an entry costs besides its key's text: the map slot (key `String` + [`Entry`]), its
-/// control byte and load-factor slack, and the allocator's rounding of the key. An estimate
-/// (measured RSS per key is in README); a sliding log's entries are not included (see `max_keys`).
-const ENTRY_OVERHEAD: usize = 112;
-
-/// What one key costs against the byte budget.
-fn cost(key: &str) -> usize {
-    key.len() + ENTRY_OVERHEAD
-}
-
-#[derive(Debug)]
-struct Entry {
-    state: Option<AlgorithmState>,
-    expires_at: Timestamp,
-}
-
-type Shard = HashMap<String, Entry, ahash::RandomState>;
 
 /// The embedded store. Cheap to share behind an `Arc`.
 #[derive(Debug)]
 pub struct MemoryStore {
     shards: Vec<Mutex<Shard>>,
-    // Random per process, so a caller cannot aim many keys at one shard.
-    hasher: ahash::RandomState,
+    // Two independently seeded hashes make a key's [`KeyId`]; random per process, so a caller
+    // can neither aim many keys at one shard nor two keys at one id.
+    hash_bucket: ahash::RandomState,
+    hash_check: ahash::RandomState,
     len: AtomicUsize,
     /// Approximate bytes of the live keys ([`cost`]).
     bytes: AtomicUsize,
     /// `MEMORY_MAX_BYTES`.
     max_bytes: usize,
-    /// Bounds keys (and with `max_bytes`, their approximate bytes). A counter key costs about a hundred bytes, but a sliding_log key
+    /// Bounds keys (and with `max_bytes`, their approximate bytes). A counter key costs 50–100 bytes, but a sliding_log key
     /// also holds 16 bytes per logged request, up to `sliding_log::MAX_LIMIT` (100 000) of them:
     /// 1.6 MB. The worst case is `MEMORY_MAX_KEYS` × 1.6 MB (1.6 TB at the default 10^6 keys);
     /// it needs that many distinct keys each admitted 100 000 times within its window, so in
@@ -78,10 +68,9 @@ impl MemoryStore {
     /// A store that tracks at most `max_keys` live keys taking about `max_bytes`.
     pub fn with_limits(max_keys: usize, max_bytes: usize) -> MemoryStore {
         MemoryStore {
-            shards: (0..SHARDS)
-                .map(|_| Mutex::new(Shard::with_hasher(ahash::RandomState::new())))
-                .collect(),
-            hasher: ahash::RandomState::new(),
+            shards: (0..SHARDS).map(|_| Mutex::default()).collect(),
+            hash_bucket: ahash::RandomState::new(),
+            hash_check: ahash::RandomState::new(),
             len: AtomicUsize::new(0),
             bytes: AtomicUsize::new(0),
             max_bytes,
@@ -95,7 +84,7 @@ impl MemoryStore {
         self.len.load(Ordering::Relaxed)
     }
 
-    /// Approximate bytes the held keys take (see [`ENTRY_OVERHEAD`]).
+    /// Approximate bytes the held keys take (see [`slots::cost`]).
     pub fn bytes(&self) -> usize {
         self.bytes.load(Ordering::Relaxed)
     }
@@ -114,15 +103,7 @@ impl MemoryStore {
     }
 
     fn sweep_shard(&self, shard: &mut Shard, now: Timestamp) -> usize {
-        let (mut removed, mut freed) = (0, 0);
-        shard.retain(|k, e| {
-            let keep = e.expires_at > now;
-            if !keep {
-                removed += 1;
-                freed += cost(k);
-            }
-            keep
-        });
+        let (removed, freed) = shard.sweep(now);
         self.len.fetch_sub(removed, Ordering::Relaxed);
         self.bytes.fetch_sub(freed, Ordering::Relaxed);
         removed
@@ -150,33 +131,28 @@ impl MemoryStore {
             .is_ok()
     }
 
+    /// The id under which `key` is held.
+    fn id(&self, key: &str) -> KeyId {
+        KeyId {
+            bucket: self.hash_bucket.hash_one(key),
+            check: self.hash_check.hash_one(key),
+        }
+    }
+
     /// Applies one op under its shard's lock.
     fn apply_in_shard(&self, op: &Op, now: Timestamp) -> Result<Decision, StoreError> {
-        let idx = (self.hasher.hash_one(&op.key) as usize) % SHARDS;
-        let mut shard = self.shards[idx].lock();
-        if let Some(entry) = shard.get_mut(&op.key) {
-            if entry.expires_at <= now {
-                entry.state = None;
-            }
-            let d = run(&mut entry.state, op, now);
-            entry.expires_at = d.expires_at;
+        let id = self.id(&op.key);
+        // The shard comes from `check`, the map bucket from `bucket`: independent bits.
+        let mut shard = self.shards[(id.check as usize) % SHARDS].lock();
+        if let Some(d) = shard.update(id, op, now) {
             return Ok(d);
         }
-        let mut state = None;
         if op.refund {
             // A missing key is already empty: the refund is answered without creating it.
-            return Ok(run(&mut state, op, now));
+            return Ok(shard::run(&mut None, op, now));
         }
-        self.reserve_slot(&mut shard, cost(&op.key), now)?;
-        let d = run(&mut state, op, now);
-        shard.insert(
-            op.key.clone(),
-            Entry {
-                state,
-                expires_at: d.expires_at,
-            },
-        );
-        Ok(d)
+        self.reserve_slot(&mut shard, cost(op.spec.algorithm), now)?;
+        Ok(shard.insert(id, op, now))
     }
 
     /// Counts a new key of `bytes` against both bounds, sweeping the shard first when one is
@@ -217,15 +193,6 @@ impl MemoryStore {
             return false;
         }
         true
-    }
-}
-
-/// Applies or refunds `op` on `state`.
-fn run(state: &mut Option<AlgorithmState>, op: &Op, now: Timestamp) -> Decision {
-    if op.refund {
-        algorithm::refund(state, &op.spec, op.hits, now)
-    } else {
-        algorithm::shape(state, &op.spec, op.hits, op.max_wait, now)
     }
 }
 

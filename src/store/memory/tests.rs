@@ -128,16 +128,90 @@ async fn a_full_store_sweeps_other_shards_at_most_once_a_second() {
 
 #[tokio::test]
 async fn the_byte_budget_refuses_new_keys_and_sweeping_gives_the_bytes_back() {
-    // Room for two keys of this length, not three.
-    let s = MemoryStore::with_limits(100, 2 * cost("a") + 1);
+    // Room for two fixed window keys, not three.
+    let fw = cost(Algorithm::FixedWindow);
+    let s = MemoryStore::with_limits(100, 2 * fw + 1);
     s.apply(&[op("a", 5, 60), op("b", 5, 1)], at(0))
         .await
         .unwrap();
-    assert_eq!(s.bytes(), 2 * cost("a"));
+    assert_eq!(s.bytes(), 2 * fw);
     let err = s.apply(&[op("c", 5, 60)], at(0)).await.unwrap_err();
     assert!(matches!(err, StoreError::Full { keys: 2, .. }), "{err}");
     // "b" expired at 1: the shard sweep on a full store makes room, and the bytes follow.
     s.apply(&[op("c", 5, 60)], at(1)).await.unwrap();
     s.sweep_at(at(60));
     assert_eq!((s.len(), s.bytes()), (0, 0));
+}
+
+#[tokio::test]
+async fn distinct_keys_never_share_a_counter() {
+    // Every key is held as a 128-bit hash of its text: 200 000 keys, one hit each, are 200 000
+    // counters at 1 (a merged pair would answer 2).
+    let s = MemoryStore::new(1_000_000);
+    let ops: Vec<Op> = (0..200_000).map(|i| op(&format!("k{i}"), 5, 60)).collect();
+    for chunk in ops.chunks(1000) {
+        for a in s.apply(chunk, at(0)).await.unwrap() {
+            assert_eq!(a.decision().unwrap().after, 1);
+        }
+    }
+    assert_eq!(s.len(), 200_000);
+}
+
+/// The limit of key `i` of the model test: each algorithm twice, with short windows.
+fn spec_of(i: usize) -> LimitSpec {
+    let algorithm = [
+        Algorithm::FixedWindow,
+        Algorithm::TokenBucket,
+        Algorithm::SlidingWindow,
+        Algorithm::LeakyBucket,
+        Algorithm::SlidingLog,
+    ][i % 5];
+    LimitSpec {
+        algorithm,
+        limit: 3,
+        window: crate::algorithm::Window::from_secs(1 + i as u64 / 5).unwrap(),
+        burst: if algorithm.has_burst() { 4 } else { 0 },
+    }
+}
+
+proptest::proptest! {
+    /// The compact slots decide exactly as the algorithms on their full state kept forever: on
+    /// every algorithm, through expiry, sweeps, refunds and shaping. (An expired state decides as
+    /// a fresh one, so the store may forget it; the model never does.)
+    #[test]
+    fn decides_as_the_algorithms_on_their_full_state(
+        events in proptest::collection::vec(
+            (0usize..10, 0u64..4, proptest::bool::weighted(0.2), 0u64..700_000, proptest::bool::weighted(0.1), proptest::bool::ANY),
+            1..300,
+        ),
+    ) {
+        let rt = tokio::runtime::Builder::new_current_thread().build().unwrap();
+        let s = MemoryStore::new(100);
+        let mut model: std::collections::HashMap<usize, Option<crate::algorithm::AlgorithmState>> =
+            Default::default();
+        let mut t = 1_700_000_000_000_000u64;
+        for (i, hits, refund, dt, sweep, shaping) in events {
+            t += dt;
+            let now = Timestamp::from_micros(t);
+            if sweep {
+                s.sweep_at(now);
+            }
+            let o = Op {
+                key: format!("key{i}"),
+                spec: spec_of(i),
+                hits,
+                refund,
+                max_wait: std::time::Duration::from_millis(if shaping { 900 } else { 0 }),
+            };
+            let got = *rt.block_on(s.apply(std::slice::from_ref(&o), now)).unwrap()[0]
+                .decision()
+                .unwrap();
+            let want = if refund && !model.contains_key(&i) {
+                shard::run(&mut None, &o, now)
+            } else {
+                shard::run(model.entry(i).or_default(), &o, now)
+            };
+            proptest::prop_assert_eq!(got, want, "key{} at {}", i, t);
+        }
+    }
 }

@@ -1,0 +1,189 @@
+//! How the embedded store lays out one key: a 128-bit keyed hash of its text instead of the text,
+//! and per algorithm the smallest state that decides exactly as [`AlgorithmState`] does.
+//!
+//! Each algorithm has its own map in a shard, so a fixed window counter (most keys) pays for a
+//! 32-byte slot — hash 16, count 8, window end 8 — and not for the largest state of any
+//! algorithm. The cache key names its algorithm, so a key text is only ever used by one map.
+//!
+//! Two keys are told apart by two independent 64-bit ahash values of their text, seeded randomly
+//! per process: 64 bits choose the bucket and are compared, 58 more (6 choose the shard) are
+//! compared too. With `n` live keys, the chance that a new key lands on an existing one is about
+//! `n / 2^122` (10^7 keys: 2·10^-30), so over 10^13 new keys — a year at 300 000 new keys a second —
+//! the chance of any merged pair stays below 10^-16. A merge would only make two clients share one
+//! counter (one could be limited early); aiming two keys at one slot needs the per-process seeds.
+
+use std::collections::HashMap;
+use std::hash::{BuildHasher, Hash, Hasher};
+use std::mem::size_of;
+
+use crate::algorithm::fixed_window::FixedWindowState;
+use crate::algorithm::leaky_bucket::LeakyBucketState;
+use crate::algorithm::sliding_log::SlidingLogState;
+use crate::algorithm::sliding_window::SlidingWindowState;
+use crate::algorithm::token_bucket::TokenBucketState;
+use crate::algorithm::{Algorithm, AlgorithmState, Decision, LimitSpec};
+use crate::clock::Timestamp;
+
+/// A key as the store remembers it: two keyed hashes of its text.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct KeyId {
+    /// Chooses the bucket in the map (and is compared).
+    pub bucket: u64,
+    /// Chooses the shard (low bits) and is compared.
+    pub check: u64,
+}
+
+impl Hash for KeyId {
+    fn hash<H: Hasher>(&self, h: &mut H) {
+        h.write_u64(self.bucket);
+    }
+}
+
+/// The maps' hasher: a [`KeyId`] is already a keyed hash, so its `bucket` half is used as is.
+#[derive(Debug, Clone, Copy, Default)]
+pub(super) struct PassThrough;
+
+impl BuildHasher for PassThrough {
+    type Hasher = PassThroughHasher;
+    fn build_hasher(&self) -> PassThroughHasher {
+        PassThroughHasher(0)
+    }
+}
+
+/// See [`PassThrough`].
+#[derive(Debug)]
+pub(super) struct PassThroughHasher(u64);
+
+impl Hasher for PassThroughHasher {
+    fn write(&mut self, bytes: &[u8]) {
+        // Only `write_u64` is used by `KeyId`; anything else still mixes every byte in.
+        for b in bytes {
+            self.0 = (self.0.rotate_left(8) ^ u64::from(*b)).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        }
+    }
+    fn write_u64(&mut self, v: u64) {
+        self.0 = v;
+    }
+    fn finish(&self) -> u64 {
+        self.0
+    }
+}
+
+/// The state of one key in its algorithm's map.
+pub(super) trait Slot: Default {
+    /// The state the algorithm runs on (`None`: fresh).
+    fn load(self, spec: &LimitSpec) -> Option<AlgorithmState>;
+    /// The slot holding `state` after a call that answered `d`.
+    fn store(state: Option<AlgorithmState>, spec: &LimitSpec, d: &Decision) -> Self;
+    /// After this instant a fresh state decides identically, so the slot may be dropped.
+    fn expires_at(&self) -> Timestamp;
+}
+
+/// A fixed window: its count and the end of its window (Unix seconds). The start is the end minus
+/// the limit's window, so it need not be stored.
+#[derive(Debug, Clone, Copy, Default)]
+pub(super) struct FixedSlot {
+    count: u64,
+    end: u64,
+}
+
+impl Slot for FixedSlot {
+    fn load(self, spec: &LimitSpec) -> Option<AlgorithmState> {
+        Some(AlgorithmState::FixedWindow(FixedWindowState {
+            window_start: self.end.saturating_sub(spec.window.secs()),
+            count: self.count,
+        }))
+    }
+    fn store(state: Option<AlgorithmState>, spec: &LimitSpec, _: &Decision) -> FixedSlot {
+        match state {
+            Some(AlgorithmState::FixedWindow(s)) => FixedSlot {
+                count: s.count,
+                end: s.window_start.saturating_add(spec.window.secs()),
+            },
+            _ => FixedSlot::default(),
+        }
+    }
+    fn expires_at(&self) -> Timestamp {
+        Timestamp::from_secs(self.end)
+    }
+}
+
+/// The state of any other algorithm, with the expiry its last decision named.
+#[derive(Debug, Default)]
+pub(super) struct Timed<S> {
+    state: S,
+    expires_at: Timestamp,
+}
+
+/// Moves an algorithm's own state in and out of [`AlgorithmState`].
+pub(super) trait Own: Default + Sized {
+    fn wrap(self) -> Option<AlgorithmState>;
+    fn unwrap(state: Option<AlgorithmState>) -> Self;
+}
+
+macro_rules! own {
+    ($t:ty, $variant:ident) => {
+        impl Own for $t {
+            fn wrap(self) -> Option<AlgorithmState> {
+                Some(AlgorithmState::$variant(self))
+            }
+            fn unwrap(state: Option<AlgorithmState>) -> $t {
+                match state {
+                    Some(AlgorithmState::$variant(s)) => s,
+                    _ => <$t>::default(),
+                }
+            }
+        }
+    };
+}
+own!(TokenBucketState, TokenBucket);
+own!(SlidingWindowState, SlidingWindow);
+own!(LeakyBucketState, LeakyBucket);
+
+/// A sliding log's state lives behind a box (it grows with the admitted hits); `None` until the
+/// first call, so taking a slot out to run it never allocates.
+impl Own for Option<Box<SlidingLogState>> {
+    fn wrap(self) -> Option<AlgorithmState> {
+        self.map(AlgorithmState::SlidingLog)
+    }
+    fn unwrap(state: Option<AlgorithmState>) -> Self {
+        match state {
+            Some(AlgorithmState::SlidingLog(s)) => Some(s),
+            _ => None,
+        }
+    }
+}
+
+impl<S: Own> Slot for Timed<S> {
+    fn load(self, _: &LimitSpec) -> Option<AlgorithmState> {
+        self.state.wrap()
+    }
+    fn store(state: Option<AlgorithmState>, _: &LimitSpec, d: &Decision) -> Timed<S> {
+        Timed {
+            state: S::unwrap(state),
+            expires_at: d.expires_at,
+        }
+    }
+    fn expires_at(&self) -> Timestamp {
+        self.expires_at
+    }
+}
+
+/// One algorithm's map.
+pub(super) type Map<S> = HashMap<KeyId, S, PassThrough>;
+
+/// Bytes one key of `algorithm` costs against `MEMORY_MAX_BYTES`: its map slot and control byte,
+/// doubled because a map is between 7/16 and 7/8 full (it doubles when it reaches 7/8), plus a
+/// sliding log's boxed header (its entries are not counted; see `MemoryStore`).
+pub(super) fn cost(algorithm: Algorithm) -> usize {
+    let slot = |size: usize| 2 * (size_of::<KeyId>() + size + 1);
+    match algorithm {
+        Algorithm::FixedWindow => slot(size_of::<FixedSlot>()),
+        Algorithm::TokenBucket => slot(size_of::<Timed<TokenBucketState>>()),
+        Algorithm::SlidingWindow => slot(size_of::<Timed<SlidingWindowState>>()),
+        Algorithm::LeakyBucket => slot(size_of::<Timed<LeakyBucketState>>()),
+        Algorithm::SlidingLog => {
+            slot(size_of::<Timed<Option<Box<SlidingLogState>>>>()) + size_of::<SlidingLogState>()
+        }
+    }
+}
