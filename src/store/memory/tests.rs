@@ -18,6 +18,7 @@ fn op(key: &str, limit: u64, window_secs: u64) -> Op {
         hits: 1,
         refund: false,
         max_wait: std::time::Duration::ZERO,
+        lease: None,
     }
 }
 
