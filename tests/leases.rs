@@ -21,7 +21,11 @@ fn config(rpu: u32, lease: u32) -> String {
 
 async fn start(redis: &RedisServer, rpu: u32, lease: u32) -> TestServer {
     let yaml = config(rpu, lease);
-    TestServer::start_on(&[("d.yaml", &yaml)], &[], Some(redis)).await
+    let prometheus = [
+        ("USE_PROMETHEUS", "true"),
+        ("PROMETHEUS_ADDR", "127.0.0.1:0"),
+    ];
+    TestServer::start_on(&[("d.yaml", &yaml)], &prometheus, Some(redis)).await
 }
 
 /// Script calls Redis has run so far (EVAL and EVALSHA).
@@ -150,6 +154,13 @@ async fn unspent_hits_go_back_on_reload_and_on_shutdown() {
         assert_eq!(overall(&s.rl("d", &[&[("k", "hot")]]).await), Code::Ok);
     }
     assert!(counter(&redis) > 260, "a new lease is held");
+    let metrics = common::chaos::scrape(&s).await;
+    for line in [
+        "ratelimitd_lease_served_hits_total 256",
+        "ratelimitd_lease_returned_hits_total 53",
+    ] {
+        assert!(metrics.contains(line), "{line} not in {metrics}");
+    }
     // The shutdown drain (what SIGTERM runs) gives them back too.
     s.shutdown().await;
     assert_eq!(counter(&redis), 260, "only the admitted hits stay counted");

@@ -46,6 +46,9 @@ pub type KeyCount = Arc<dyn Fn() -> (usize, usize) + Send + Sync>;
 /// Reads the state and transition counts of every Redis circuit breaker, at export time.
 pub type BreakerReports = Arc<dyn Fn() -> Vec<BreakerReport> + Send + Sync>;
 
+/// Reads the Redis store's lease totals (`store::lease`).
+pub type LeaseReport = Arc<dyn Fn() -> crate::store::lease::LeaseTotals + Send + Sync>;
+
 /// Configuration loads so far, for `config_load_success` and `config_load_error`.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct ConfigLoads {
@@ -75,6 +78,8 @@ pub struct Metrics {
     pub(crate) memory_keys: Option<KeyCount>,
     /// Reads the Redis circuit breakers' states, when there are breakers.
     pub(crate) breakers: Option<BreakerReports>,
+    /// Reads the token lease totals, on the Redis store.
+    pub(crate) leases: Option<LeaseReport>,
     /// Response times (ms) waiting for the next StatsD flush; `None` when StatsD is off.
     timings: Option<Mutex<Vec<(&'static str, f64)>>>,
 }
@@ -136,6 +141,7 @@ impl Metrics {
             config_loads,
             memory_keys,
             breakers: None,
+            leases: None,
             timings: statsd_timers.then(|| Mutex::new(Vec::new())),
         }
     }
@@ -143,6 +149,12 @@ impl Metrics {
     /// Exports the Redis circuit breakers that `reports` reads (state gauge, transitions).
     pub fn with_breakers(mut self, reports: BreakerReports) -> Metrics {
         self.breakers = Some(reports);
+        self
+    }
+
+    /// Exports the token lease totals that `report` reads (`ratelimitd_lease_*`).
+    pub fn with_leases(mut self, report: LeaseReport) -> Metrics {
+        self.leases = Some(report);
         self
     }
 
