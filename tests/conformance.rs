@@ -99,6 +99,8 @@ fn memory_and_redis_decide_identically() {
                             refund: refund == 0 && b == 0,
                             // Only leaky buckets shape; the others must ignore it alike.
                             max_wait: std::time::Duration::from_millis(waits[wait]),
+                            // Without leases both stores decide every hit themselves.
+                            lease: Some(0),
                         }
                     })
                     .collect();
@@ -185,6 +187,7 @@ async fn huge_buckets_decide_identically() {
                 refund: step % 5 == 4,
                 // Shaping with a minute's budget, where budgets reach the 2^52 cap.
                 max_wait: std::time::Duration::from_secs(60 * u64::from(step % 4 == 1)),
+                lease: Some(0),
             };
             stores.agree(&op, at, step).await;
         }
@@ -237,6 +240,7 @@ async fn sliding_logs_with_lowered_limits_and_a_stepping_clock_decide_identicall
             // Refunds of 3 and 7 forget whole entries and part of one.
             refund: step % 6 == 5,
             max_wait: std::time::Duration::ZERO,
+            lease: Some(0),
         };
         stores.agree(&op, now, step).await;
     }

@@ -8,6 +8,7 @@ mod error;
 mod grpc_idle;
 mod grpc_listen;
 mod insight;
+mod leases;
 mod parts;
 mod policy;
 mod server_time;
@@ -64,6 +65,7 @@ pub struct Running {
     shutdown: watch::Sender<bool>,
     tasks: JoinSet<()>,
     drain_timeout: Duration,
+    leases: leases::Release,
 }
 
 async fn bind(what: &'static str, host: &str, port: u16) -> Result<TcpListener, AppError> {
@@ -127,6 +129,15 @@ pub async fn start(settings: &Settings) -> Result<Running, AppError> {
         None => None,
     };
     let store_probe = store.clone();
+    let lease_release = leases::Release {
+        store: store.clone(),
+        clock: clock.clone(),
+    };
+    tasks.spawn(
+        lease_release
+            .clone()
+            .on_reload(config.clone(), stopped(stop.clone())),
+    );
     let (reporter, health_server) = tonic_health::server::health_reporter();
     let health = Arc::new(Health::new(
         store.clone(),
@@ -265,6 +276,7 @@ pub async fn start(settings: &Settings) -> Result<Running, AppError> {
         shutdown,
         tasks,
         drain_timeout: settings.drain_timeout,
+        leases: lease_release,
     })
 }
 
@@ -291,6 +303,8 @@ impl Running {
             tracing::warn!(timeout = ?self.drain_timeout, "drain timed out; aborting remaining work");
             self.tasks.abort_all();
         }
+        // No request is left to spend them: the unspent leases go back to the shared counters.
+        self.leases.now().await;
     }
 }
 

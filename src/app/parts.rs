@@ -72,7 +72,12 @@ pub(super) fn metrics(
         });
         let metrics = Metrics::new(settings.obs.stats_max_keys, loads, keys, statsd);
         Arc::new(match stores.redis.clone() {
-            Some(redis) => metrics.with_breakers(Arc::new(move || redis.breaker_reports())),
+            Some(redis) => {
+                let leases = redis.clone();
+                metrics
+                    .with_breakers(Arc::new(move || redis.breaker_reports()))
+                    .with_leases(Arc::new(move || leases.lease_totals()))
+            }
             None => metrics,
         })
     });

@@ -101,6 +101,9 @@ pub struct Limit {
     pub burst: Option<u32>,
     /// `rate_limit.unit_multiplier` (ratelimitd extension): the window is this many units (≥ 1).
     pub unit_multiplier: u32,
+    /// `rate_limit.lease` (ratelimitd extension): how many hits an instance may reserve from the
+    /// shared counter at once (`store::lease`); `None` = `LEASE_DEFAULT_SIZE`, `Some(0)` = off.
+    pub lease: Option<u32>,
     /// The other limits of `rate_limits` (ratelimitd extension) when this is its first entry: all
     /// apply to the same descriptor, and the most restrictive decision is reported. Empty for
     /// `rate_limit` and for the other entries themselves.

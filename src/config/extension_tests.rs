@@ -248,3 +248,32 @@ fn extensions_with_unlimited_and_every_error_at_once() {
         errs("unit: second, requests_per_unit: 1, algorithm: nope, burst: 0, unit_multiplier: 0");
     assert_eq!(all.len(), 3, "{all:?}");
 }
+
+#[test]
+fn lease_is_a_fixed_window_extension() {
+    let cfg = run(
+        &[(
+            "f.yaml",
+            &one("unit: hour, requests_per_unit: 1000, lease: 100"),
+        )],
+        false,
+    )
+    .unwrap();
+    assert_eq!(cfg.limits()[0].lease, Some(100));
+    let refused = errors(
+        &[(
+            "f.yaml",
+            &one("unit: hour, requests_per_unit: 9, algorithm: sliding_log, lease: 5"),
+        )],
+        false,
+    );
+    assert_eq!(
+        refused,
+        [(
+            "f.yaml".into(),
+            "descriptors[0].rate_limit.lease".into(),
+            "lease only applies to fixed_window (algorithm is sliding_log): see README \"Token leases\""
+                .into()
+        )]
+    );
+}

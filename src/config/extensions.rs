@@ -1,11 +1,12 @@
-//! Validation of the algorithm extensions of `rate_limit` (DESIGN §4): `algorithm`, `burst` and
-//! `unit_multiplier`. None of them appears in a Go config, and absent they mean exactly what Go
+//! Validation of the algorithm extensions of `rate_limit` (DESIGN §4): `algorithm`, `burst`,
+//! `unit_multiplier` and `lease`. None of them appears in a Go config, and absent they mean exactly what Go
 //! does (a fixed window of one unit), so a Go config keeps its meaning.
 
 use super::error::{Sink, field_path};
 use super::model::RawRateLimit;
 use super::unit::Unit;
 use crate::algorithm::{Algorithm, sliding_log, token_bucket};
+use crate::store::lease::MAX_LEASE;
 
 /// Longest window `unit_multiplier` may build: ten (365-day) years. Longer windows are almost
 /// certainly a typo, and bounding them keeps every time computation far from overflow.
@@ -17,6 +18,7 @@ pub(crate) struct Extensions {
     pub(crate) algorithm: Algorithm,
     pub(crate) burst: Option<u32>,
     pub(crate) unit_multiplier: u32,
+    pub(crate) lease: Option<u32>,
 }
 
 /// Checks the extensions of `rl` (whose unit is `unit`, `None` when unlimited or invalid),
@@ -28,6 +30,7 @@ pub(crate) fn check(rl: &RawRateLimit, unit: Option<Unit>, sink: &mut Sink<'_>) 
             ("algorithm", rl.algorithm.is_some()),
             ("burst", rl.burst.is_some()),
             ("unit_multiplier", rl.unit_multiplier.is_some()),
+            ("lease", rl.lease.is_some()),
         ];
         for (field, _) in set.iter().filter(|(_, is_set)| *is_set) {
             sink.push(
@@ -100,9 +103,32 @@ pub(crate) fn check(rl: &RawRateLimit, unit: Option<Unit>, sink: &mut Sink<'_>) 
             ),
         );
     }
+    check_lease(rl, algorithm, sink);
     Extensions {
         algorithm,
         burst: rl.burst,
         unit_multiplier: multiplier.max(1),
+        lease: rl.lease,
+    }
+}
+
+/// `lease` is only defined for fixed windows (`store::lease` says why the others are refused),
+/// and is bounded so one instance can never hold an absurd share of a counter.
+fn check_lease(rl: &RawRateLimit, algorithm: Algorithm, sink: &mut Sink<'_>) {
+    let Some(lease) = rl.lease else { return };
+    let at = field_path(&rl.path, "lease");
+    if algorithm != Algorithm::FixedWindow && lease > 0 {
+        sink.push(
+            &at,
+            format!(
+                "lease only applies to fixed_window (algorithm is {}): see README \"Token leases\"",
+                algorithm.name()
+            ),
+        );
+    } else if lease > MAX_LEASE {
+        sink.push(
+            &at,
+            format!("lease {lease} is too large (at most {MAX_LEASE})"),
+        );
     }
 }

@@ -30,13 +30,14 @@ const VALID_KEYS: [&str; 16] = [
 
 /// ratelimitd's opt-in extensions (shared/DESIGN.md §4). A Go config never uses them, so adding
 /// them to the allow-list cannot change what a Go config means.
-const EXTENSION_KEYS: [&str; 6] = [
+const EXTENSION_KEYS: [&str; 7] = [
     "failure_mode",
     "local_share",
     "algorithm",
     "burst",
     "unit_multiplier",
     "rate_limits",
+    "lease",
 ];
 
 /// Checks every key of `map` (at `path`) and below, reporting each problem.

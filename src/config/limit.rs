@@ -70,6 +70,7 @@ pub(super) fn build_limit(
         algorithm: ext.algorithm,
         burst: ext.burst,
         unit_multiplier: ext.unit_multiplier,
+        lease: ext.lease,
         failure_mode,
         local_share,
         full_key: full_key.to_owned(),

@@ -62,6 +62,8 @@ pub(crate) struct RawRateLimit {
     pub(crate) burst: Option<u32>,
     /// `unit_multiplier` (ratelimitd extension); `None` when absent or wrongly typed (reported).
     pub(crate) unit_multiplier: Option<u32>,
+    /// `lease` (ratelimitd extension); `None` when absent or wrongly typed (reported).
+    pub(crate) lease: Option<u32>,
 }
 
 /// Parses one file. `None` when the whole file is unusable (syntax error, non-map top level).
@@ -188,6 +190,7 @@ impl Typed<'_, '_> {
             algorithm: self.string(rl, &path, "algorithm"),
             burst: self.uint32(rl, &path, "burst"),
             unit_multiplier: self.uint32(rl, &path, "unit_multiplier"),
+            lease: self.uint32(rl, &path, "lease"),
             path,
         }
     }

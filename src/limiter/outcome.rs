@@ -1,6 +1,6 @@
 //! Steps 3 and 4 of a decision: one [`Outcome`] per limit of every plan, saying what decided it and what
 //! it came to. Each source of a decision is one [`Source`] variant with one producer:
-//! [`Outcome::from_answer`] for the store and its local over-limit cache,
+//! [`Outcome::from_answer`] for the store, its local over-limit cache and its leases,
 //! [`super::failure::resolve`] for the failure policy (with or without the breaker), and
 //! [`super::fallback::LocalFallback::outcome`] for the local fallback. Statuses, headers, metadata and stats are
 //! folded from outcomes ([`settle`]); nothing rewrites a plan or fakes an algorithm's decision.
@@ -29,6 +29,9 @@ pub enum Source {
     /// The store did not answer and this process's memory store decided, on its share of the
     /// limit (`failure_mode: local`).
     LocalFallback,
+    /// This instance's lease on the key: hits reserved from the shared counter earlier
+    /// (`lease`), spent without asking the store.
+    Lease,
 }
 
 impl Source {
@@ -40,16 +43,18 @@ impl Source {
             Source::FailurePolicy => "failure_policy",
             Source::Breaker => "breaker",
             Source::LocalFallback => "local_fallback",
+            Source::Lease => "lease",
         }
     }
 
     /// Every source, in [`Source::index`] order (for per-source counters).
-    pub const ALL: [Source; 5] = [
+    pub const ALL: [Source; 6] = [
         Source::Store,
         Source::LocalCache,
         Source::FailurePolicy,
         Source::Breaker,
         Source::LocalFallback,
+        Source::Lease,
     ];
 
     /// This source's position in [`Source::ALL`].
@@ -60,6 +65,7 @@ impl Source {
             Source::FailurePolicy => 2,
             Source::Breaker => 3,
             Source::LocalFallback => 4,
+            Source::Lease => 5,
         }
     }
 
@@ -102,6 +108,10 @@ impl Outcome {
             Answer::Unavailable { .. } => return None,
             Answer::Decided(d) => Outcome {
                 source: Source::Store,
+                verdict: Some(Verdict::from(d)),
+            },
+            Answer::Leased(d) => Outcome {
+                source: Source::Lease,
                 verdict: Some(Verdict::from(d)),
             },
             // The window ends at a whole second, so this is the fixed window's own reset.

@@ -142,6 +142,7 @@ impl<'a> Plans<'a> {
                 hits,
                 refund: d.refund,
                 max_wait: if shapes { req.max_wait } else { Duration::ZERO },
+                lease: l.lease,
             });
         }
         Plan::Limited(Limited {
@@ -294,6 +295,8 @@ fn override_limit(
         // A bucket's capacity is the overridden rate (the config's burst belongs to its rate).
         burst: None,
         unit_multiplier: 1,
+        // The service's default lease applies to overrides of fixed windows.
+        lease: None,
         also: Vec::new(),
     }
 }

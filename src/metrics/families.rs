@@ -108,6 +108,26 @@ pub(super) const MEMORY_GAUGES: [(&str, &str); 2] = [
     ),
 ];
 
+/// The token lease counters (`store::lease`), read from the Redis store at export time.
+pub(super) const LEASE_COUNTERS: [(&str, &str); 4] = [
+    (
+        "ratelimitd_lease_taken_total",
+        "Lease reservations that granted hits",
+    ),
+    (
+        "ratelimitd_lease_granted_hits_total",
+        "Hits granted to this instance's leases",
+    ),
+    (
+        "ratelimitd_lease_served_hits_total",
+        "Hits answered from a lease without a Redis call",
+    ),
+    (
+        "ratelimitd_lease_returned_hits_total",
+        "Unspent lease hits given back to Redis (reload, shutdown, a changed limit)",
+    ),
+];
+
 /// The gauge of each Redis target's breaker state.
 pub(super) const BREAKER_STATE: (&str, &str) = (
     "ratelimitd_redis_breaker_state",

@@ -52,6 +52,8 @@ pub type HotKeyCounts = Arc<dyn Fn() -> Vec<(&'static str, Vec<u64>)> + Send + S
 
 /// How many ranks of each hot-key ranking are exported as gauges.
 pub const HOT_KEY_RANKS: usize = 10;
+/// Reads the Redis store's lease totals (`store::lease`).
+pub type LeaseReport = Arc<dyn Fn() -> crate::store::lease::LeaseTotals + Send + Sync>;
 
 /// Configuration loads so far, for `config_load_success` and `config_load_error`.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -86,6 +88,8 @@ pub struct Metrics {
     pub(crate) breakers: Option<BreakerReports>,
     /// Reads the hot-key rankings, once they exist (they are built after the metrics).
     pub(crate) hot_keys: OnceLock<HotKeyCounts>,
+    /// Reads the token lease totals, on the Redis store.
+    pub(crate) leases: Option<LeaseReport>,
     /// Response times (ms) waiting for the next StatsD flush; `None` when StatsD is off.
     timings: Option<Mutex<Vec<(&'static str, f64)>>>,
 }
@@ -149,6 +153,7 @@ impl Metrics {
             memory_keys,
             breakers: None,
             hot_keys: OnceLock::new(),
+            leases: None,
             timings: statsd_timers.then(|| Mutex::new(Vec::new())),
         }
     }
@@ -162,6 +167,12 @@ impl Metrics {
     /// Exports the hot-key rankings that `counts` reads (the first reader set stays).
     pub fn set_hot_keys(&self, counts: HotKeyCounts) {
         let _ = self.hot_keys.set(counts);
+    }
+
+    /// Exports the token lease totals that `report` reads (`ratelimitd_lease_*`).
+    pub fn with_leases(mut self, report: LeaseReport) -> Metrics {
+        self.leases = Some(report);
+        self
     }
 
     /// One gRPC call of `method` (e.g. `ShouldRateLimit`) that took `elapsed`.

@@ -19,11 +19,13 @@ use axum::response::IntoResponse;
 use axum::routing::get;
 use prometheus::core::{Collector, Desc};
 use prometheus::proto::MetricFamily;
-use prometheus::{Encoder, IntCounterVec, IntGauge, IntGaugeVec, Opts, Registry, TextEncoder};
+use prometheus::{
+    Encoder, IntCounter, IntCounterVec, IntGauge, IntGaugeVec, Opts, Registry, TextEncoder,
+};
 
 use super::families::{
-    BREAKER_STATE, DECISIONS, FAMILIES, HOT_KEYS, LOCAL_FALLBACK_FAMILY, MAPPED, MEMORY_GAUGES,
-    NEGATIVE_HITS_FAMILY,
+    BREAKER_STATE, DECISIONS, FAMILIES, HOT_KEYS, LEASE_COUNTERS, LOCAL_FALLBACK_FAMILY, MAPPED,
+    MEMORY_GAUGES, NEGATIVE_HITS_FAMILY,
 };
 use super::{CODE_LABELS, Metrics};
 use crate::limiter::Source;
@@ -76,6 +78,15 @@ impl MetricsCollector {
             )
             .ok(),
         );
+        descs.extend(LEASE_COUNTERS.iter().filter_map(|(name, help)| {
+            Desc::new(
+                name.to_string(),
+                help.to_string(),
+                Vec::new(),
+                Default::default(),
+            )
+            .ok()
+        }));
         descs.extend(MEMORY_GAUGES.iter().filter_map(|(name, help)| {
             Desc::new(
                 name.to_string(),
@@ -178,6 +189,16 @@ impl Collector for MetricsCollector {
                 }
             }
             out.extend(g.collect());
+        }
+        if let Some(report) = &m.leases {
+            let t = report();
+            let values = [t.taken, t.granted, t.served, t.returned];
+            for ((name, help), value) in LEASE_COUNTERS.iter().zip(values) {
+                if let Ok(c) = IntCounter::with_opts(Opts::new(*name, *help)) {
+                    c.inc_by(value);
+                    out.extend(c.collect());
+                }
+            }
         }
         if let Some(count) = &m.memory_keys {
             let (keys, bytes) = count();

@@ -78,6 +78,9 @@ pub struct RedisConfig {
     pub stop_increment_when_over_limit: bool,
     /// `EXPIRATION_JITTER_MAX_SECONDS`.
     pub expiration_jitter_max_seconds: u64,
+    /// `LEASE_DEFAULT_SIZE` (ratelimitd): the token lease of fixed window limits that do not set
+    /// `lease` (0 = off; see `store::lease`).
+    pub lease_default_size: u32,
 }
 
 fn kind(s: &str) -> Result<RedisKind, String> {
@@ -194,6 +197,9 @@ impl RedisConfig {
             expiration_jitter_max_seconds: v.parse("EXPIRATION_JITTER_MAX_SECONDS", 300, |s| {
                 parse::uint_in(s, 0, u64::MAX)
             })?,
+            lease_default_size: v.parse("LEASE_DEFAULT_SIZE", 0, |s| {
+                parse::uint_in(s, 0, u64::from(crate::store::lease::MAX_LEASE))
+            })? as u32,
         })
     }
 }

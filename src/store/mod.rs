@@ -3,6 +3,7 @@
 //! A store receives all operations of one request in one batch and applies each atomically per key,
 //! in order, so a request costs one round trip whatever the store.
 
+pub mod lease;
 pub mod local_cache;
 pub mod memory;
 pub mod redis;
@@ -30,6 +31,10 @@ pub struct Op {
     /// `max_wait_ms`): a leaky bucket then reserves a later slot instead of denying
     /// ([`crate::algorithm::shape`]). Zero (policing) for every other op.
     pub max_wait: Duration,
+    /// The limit's `lease`: how many hits this instance may reserve from a shared counter at once
+    /// ([`lease`]); `None` = the store's default (`LEASE_DEFAULT_SIZE`), `Some(0)` = never.
+    /// Stores that keep their counters in this process ignore it.
+    pub lease: Option<u32>,
 }
 
 /// What a store answered for one op.
@@ -37,6 +42,9 @@ pub struct Op {
 pub enum Answer {
     /// The algorithm ran on the key's state.
     Decided(Decision),
+    /// Served from this instance's lease on the key ([`lease`]): the hits were reserved from the
+    /// shared counter earlier, so the backend was not asked. Never over the limit.
+    Leased(Decision),
     /// The local over-limit cache (`LOCAL_CACHE_SIZE_IN_BYTES`) knows the key is over its limit
     /// until `until`: the backend was not asked and nothing was counted.
     CachedOver {
@@ -57,7 +65,7 @@ impl Answer {
     /// The algorithm's decision, when the backend ran it.
     pub fn decision(&self) -> Option<&Decision> {
         match self {
-            Answer::Decided(d) => Some(d),
+            Answer::Decided(d) | Answer::Leased(d) => Some(d),
             Answer::CachedOver { .. } | Answer::Unavailable { .. } => None,
         }
     }
@@ -97,4 +105,10 @@ pub trait Store: Send + Sync + std::fmt::Debug + 'static {
 
     /// Re-checks the backend (e.g. PING) so health recovers or degrades while no request runs.
     async fn probe(&self) {}
+
+    /// Gives back every hit this instance reserved but did not spend ([`lease`]), on shutdown and
+    /// after a reload, at `now`; returns how many went back. Nothing to do for stores without leases.
+    async fn release_leases(&self, _now: Timestamp) -> u64 {
+        0
+    }
 }

@@ -18,6 +18,7 @@ fn op(key: &str, limit: u64, window_secs: u64) -> Op {
         hits: 1,
         refund: false,
         max_wait: std::time::Duration::ZERO,
+        lease: None,
     }
 }
 
@@ -202,6 +203,7 @@ proptest::proptest! {
                 hits,
                 refund,
                 max_wait: std::time::Duration::from_millis(if shaping { 900 } else { 0 }),
+                lease: None,
             };
             let got = *rt.block_on(s.apply(std::slice::from_ref(&o), now)).unwrap()[0]
                 .decision()

@@ -13,6 +13,7 @@ pub mod conn;
 mod fixed_window;
 pub mod heartbeat;
 mod leaky_bucket;
+mod lease;
 mod sliding_log;
 mod sliding_window;
 mod slots;
@@ -28,6 +29,7 @@ use async_trait::async_trait;
 use futures_util::future::join_all;
 use redis::{RedisError, Script};
 
+use super::lease::{Leases, Serve};
 use super::local_cache::OverLimitCache;
 use super::{Answer, Op, Store, StoreError};
 use crate::algorithm::{Algorithm, Decision, Window};
@@ -51,6 +53,9 @@ pub struct RedisStore {
     sliding_window: Script,
     leaky_bucket: Script,
     sliding_log: Script,
+    lease: Script,
+    /// This instance's token leases (fixed windows with `lease`).
+    leases: Leases,
     response_timeout: Duration,
     deadlines: Deadlines,
     stop_increment_when_over_limit: bool,
@@ -92,6 +97,8 @@ impl RedisStore {
             sliding_window: sliding_window::script(),
             leaky_bucket: leaky_bucket::script(),
             sliding_log: sliding_log::script(),
+            lease: lease::script(),
+            leases: Leases::new(cfg.lease_default_size),
             response_timeout: cfg.response_timeout,
             deadlines: Deadlines::new(cfg.response_timeout),
             stop_increment_when_over_limit: cfg.stop_increment_when_over_limit,
@@ -153,12 +160,13 @@ impl RedisStore {
         window.secs() + jitter
     }
 
-    /// Runs the script of `algorithm` for `indices` of `ops` on `conn`: one call.
+    /// Runs the script of `algorithm` (or, for `leased` ops, the reservation script) for
+    /// `indices` of `ops` on `conn`: one call.
     async fn run(
         &self,
         conn: &RedisConn,
         ops: &[Op],
-        (algorithm, indices): (Algorithm, &[usize]),
+        ((algorithm, leased), indices): ((Algorithm, bool), &[usize]),
         mode: u64,
         now: Timestamp,
     ) -> Result<Vec<(usize, Decision)>, RedisError> {
@@ -170,6 +178,9 @@ impl RedisStore {
             now,
             deadline: self.deadlines.next(),
         };
+        if leased {
+            return lease::run(&g, &self.lease, &self.leases, |w| self.ttl(w)).await;
+        }
         match algorithm {
             Algorithm::FixedWindow => {
                 fixed_window::run(&g, &self.fixed_window, |w| self.ttl(w)).await
@@ -193,6 +204,7 @@ impl Store for RedisStore {
     async fn apply(&self, ops: &[Op], now: Timestamp) -> Result<Vec<Answer>, StoreError> {
         let mut answers: Vec<Option<Answer>> = vec![None; ops.len()];
         let mut pending = Vec::with_capacity(ops.len());
+        let mut leased = vec![false; ops.len()];
         for (i, op) in ops.iter().enumerate() {
             // Only fixed windows are cached: their "over" lasts until a known instant, while a
             // bucket admits again as soon as one token is back. Refunds always reach Redis.
@@ -202,14 +214,27 @@ impl Store for RedisStore {
                 }
                 _ => None,
             };
-            match cached {
-                Some(until) => answers[i] = Some(Answer::CachedOver { until }),
-                None => pending.push(i),
+            // Leases need every op to add its hits (mode 0), so the stop-increment setting
+            // turns them off.
+            let serve = match cached {
+                Some(_) => Serve::Plain,
+                None if self.stop_increment_when_over_limit => Serve::Plain,
+                None => self.leases.serve(op, now),
+            };
+            match (cached, serve) {
+                (Some(until), _) => answers[i] = Some(Answer::CachedOver { until }),
+                (None, Serve::Served(d)) => answers[i] = Some(Answer::Leased(d)),
+                (None, serve) => {
+                    leased[i] = serve == Serve::Reserve;
+                    pending.push(i);
+                }
             }
         }
         // Go: with STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT, a request already over via the local
         // cache adds nothing to its other keys.
-        let cached_over = answers.iter().any(Option::is_some);
+        let cached_over = answers
+            .iter()
+            .any(|a| matches!(a, Some(Answer::CachedOver { .. })));
         let mode = match (self.stop_increment_when_over_limit, cached_over) {
             (true, true) => 2,
             (true, false) => 1,
@@ -217,7 +242,8 @@ impl Store for RedisStore {
         };
         // Group by target (on Cluster: each master), then by hash slot, then by algorithm; one
         // script call per group, all in flight at once, each target behind its breaker.
-        let mut groups: HashMap<(bool, &'static str, &str, Algorithm), Vec<usize>> = HashMap::new();
+        let mut groups: HashMap<(bool, &'static str, &str, (Algorithm, bool)), Vec<usize>> =
+            HashMap::new();
         for &i in &pending {
             let op = &ops[i];
             let per_second =
@@ -226,7 +252,7 @@ impl Store for RedisStore {
                 RedisConn::Cluster(_) => (slot_group(&op.key), self.master_of(per_second, op)),
                 _ => ("", targets::name(per_second)),
             };
-            let algorithm = op.spec.algorithm;
+            let algorithm = (op.spec.algorithm, leased[i]);
             groups
                 .entry((per_second, target, slot, algorithm))
                 .or_default()
@@ -295,5 +321,9 @@ impl Store for RedisStore {
 
     async fn probe(&self) {
         self.check_health().await;
+    }
+
+    async fn release_leases(&self, now: Timestamp) -> u64 {
+        self.give_back_leases(now).await
     }
 }

@@ -104,7 +104,7 @@ impl Breakers {
 }
 
 /// The calls of one target: the script groups (one algorithm each) of the ops it holds.
-pub(super) type TargetGroups = Vec<(Algorithm, Vec<usize>)>;
+pub(super) type TargetGroups = Vec<((Algorithm, bool), Vec<usize>)>;
 
 impl RedisStore {
     /// Puts a circuit breaker around each target, as `settings` ask, timed by `clock`.

@@ -1,0 +1,44 @@
+//! Giving unspent token leases back (`store::lease`): after a reload — a limit's rate or lease
+//! may have changed, and the new limit should start from the counter's truth — and once the
+//! drain has finished on shutdown, so a stopped instance leaves nothing reserved behind.
+
+use std::future::Future;
+use std::sync::Arc;
+
+use super::tasks::every_second;
+use crate::clock::Clock;
+use crate::reload::ConfigHandle;
+use crate::store::Store;
+
+/// What gives the leases back: the store that holds them and the clock of decisions.
+#[derive(Debug, Clone)]
+pub(super) struct Release {
+    pub(super) store: Arc<dyn Store>,
+    pub(super) clock: Arc<dyn Clock>,
+}
+
+impl Release {
+    /// Gives every unspent lease back now.
+    pub(super) async fn now(&self) {
+        self.store.release_leases(self.clock.now()).await;
+    }
+
+    /// Watches `config` once a second and gives the leases back after each new version (every
+    /// reload, whichever source published it), until `stop`.
+    pub(super) async fn on_reload(self, config: Arc<ConfigHandle>, stop: impl Future<Output = ()>) {
+        let version = || config.snapshot().map_or(0, |s| s.version);
+        let mut seen = version();
+        every_second(stop, || {
+            let current = version();
+            let changed = current != seen;
+            seen = current;
+            let release = self.clone();
+            async move {
+                if changed {
+                    release.now().await;
+                }
+            }
+        })
+        .await;
+    }
+}

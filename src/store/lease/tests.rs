@@ -1,0 +1,116 @@
+//! The lease table on its own: serving from a grant, honest remaining counts, window ends,
+//! changed limits and the drain on reload or shutdown.
+
+use std::time::Duration;
+
+use super::{Leases, Serve, Unspent};
+use crate::algorithm::{Algorithm, Decision, LimitSpec, Window, fixed_window};
+use crate::clock::Timestamp;
+use crate::store::Op;
+
+fn op(limit: u64, lease: Option<u32>) -> Op {
+    Op {
+        key: "k".into(),
+        spec: LimitSpec {
+            algorithm: Algorithm::FixedWindow,
+            limit,
+            window: Window::from_secs(60).unwrap(),
+            burst: limit,
+        },
+        hits: 1,
+        refund: false,
+        max_wait: Duration::ZERO,
+        lease,
+    }
+}
+
+fn at(secs: u64) -> Timestamp {
+    Timestamp::from_secs(secs)
+}
+
+/// Redis's answer to the reserving op at `now`: the count went from `after - 1` to `after`.
+fn answer(o: &Op, after: u64, now: Timestamp) -> Decision {
+    fixed_window::decide(after - 1, after, o.spec.limit, o.spec.window, now)
+}
+
+#[test]
+fn a_grant_is_spent_locally_with_the_remaining_count_going_down() {
+    let leases = Leases::new(0);
+    let o = op(1000, Some(100));
+    assert_eq!(leases.serve(&o, at(600)), Serve::Reserve);
+    // The op itself took the counter to 10; 100 more were granted (Redis now holds 110).
+    leases.granted(&o, &answer(&o, 10, at(600)), 100);
+    for n in 1..=100 {
+        let Serve::Served(d) = leases.serve(&o, at(610)) else {
+            panic!("hit {n} not served from the lease");
+        };
+        assert!(!d.over_limit);
+        assert_eq!(d.remaining, 990 - n, "remaining after local hit {n}");
+        assert_eq!(d.reset_after, Duration::from_secs(50));
+    }
+    assert_eq!(
+        leases.serve(&o, at(610)),
+        Serve::Reserve,
+        "spent: reserve again"
+    );
+    let t = leases.counters.read();
+    assert_eq!((t.taken, t.granted, t.served), (1, 100, 100));
+}
+
+#[test]
+fn a_lease_ends_with_its_window_and_only_serves_its_own_limit() {
+    let leases = Leases::new(50);
+    let o = op(1000, None);
+    assert_eq!(
+        leases.size(&o),
+        50,
+        "LEASE_DEFAULT_SIZE applies without `lease`"
+    );
+    assert_eq!(
+        leases.size(&op(1000, Some(0))),
+        0,
+        "`lease: 0` turns it off"
+    );
+    leases.granted(&o, &answer(&o, 1, at(600)), 50);
+    assert_eq!(leases.serve(&o, at(660)), Serve::Reserve, "window over");
+    assert_eq!(leases.drain(at(660)), Vec::new(), "nothing to give back");
+
+    leases.granted(&o, &answer(&o, 1, at(600)), 50);
+    let changed = op(500, None);
+    assert_eq!(leases.serve(&changed, at(601)), Serve::Reserve);
+    assert_eq!(leases.take_outdated("k"), 50, "the old grant goes back");
+    assert_eq!(leases.take_outdated("k"), 0, "once");
+}
+
+#[test]
+fn drain_hands_over_every_unspent_hit_once() {
+    let leases = Leases::new(0);
+    let o = op(1000, Some(100));
+    leases.granted(&o, &answer(&o, 1, at(600)), 100);
+    for _ in 0..30 {
+        assert!(matches!(leases.serve(&o, at(601)), Serve::Served(_)));
+    }
+    let unspent = leases.drain(at(602));
+    assert_eq!(
+        unspent,
+        vec![Unspent {
+            key: "k".into(),
+            spec: o.spec,
+            hits: 70
+        }]
+    );
+    assert_eq!(leases.drain(at(602)), Vec::new());
+    assert_eq!(leases.held(), 0);
+}
+
+#[test]
+fn only_fixed_windows_taking_hits_now_lease() {
+    let leases = Leases::new(100);
+    let mut refund = op(10, None);
+    refund.refund = true;
+    let mut bucket = op(10, None);
+    bucket.spec.algorithm = Algorithm::TokenBucket;
+    for o in [refund, bucket] {
+        assert_eq!(leases.serve(&o, at(1)), Serve::Plain, "{o:?}");
+    }
+}
