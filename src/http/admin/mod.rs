@@ -1,6 +1,8 @@
-//! The management API on the debug/admin port (issue 16): `/v1/overrides` and `/v1/policies`. JSON in and out; every request needs a configured bearer token (none configured: every
-//! request is refused with 403 — the API is never open); the policy database being off or down
-//! answers 503; invalid input answers 422 with every field error.
+//! The admin surface (issue 16) on its own listener, `ADMIN_HOST:ADMIN_PORT` (loopback by
+//! default, unlike the Go-compatible debug port): `/v1/overrides`, `/v1/policies` and
+//! `/v1/violations`. JSON in and out; every request needs a configured bearer token (none
+//! configured: every request is refused with 403 — the API is never open); the policy database
+//! being off or down answers 503; invalid input answers 422 with every field error.
 
 pub mod overrides;
 pub mod policies;
@@ -10,7 +12,7 @@ use std::sync::Arc;
 use axum::Router;
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use axum::routing::{delete, get};
+use axum::routing::get;
 
 use crate::policy::{FieldError, Policy, Tokens};
 use crate::reload::Reloading;
@@ -26,14 +28,17 @@ pub struct AdminState {
     pub reloading: Reloading,
 }
 
-/// The admin routes, to merge into the debug router.
+/// The admin routes, served on the admin listener.
 pub fn router(state: AdminState) -> Router {
     Router::new()
         .route(
             "/v1/overrides",
             get(overrides::list).post(overrides::create),
         )
-        .route("/v1/overrides/{id}", delete(overrides::remove))
+        .route(
+            "/v1/overrides/{id}",
+            get(overrides::get).delete(overrides::remove),
+        )
         .route("/v1/policies", get(policies::list))
         .route(
             "/v1/policies/{id}",
