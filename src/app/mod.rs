@@ -147,11 +147,13 @@ pub async fn start(settings: &Settings) -> Result<Running, AppError> {
 
     let (overrides, admin) =
         policy::start(settings, (&clock, &reloading), &mut tasks, &stop).await?;
+    let observers = policy::violation_log(settings, (&admin, &metrics, &clock), &mut tasks, &stop);
     let options = parts::limiter_options(settings);
     let service = Arc::new(Service {
         limiter: RateLimiter::with_stats(store, clock.clone(), options, sink)
             .with_fallback(fallback)
-            .with_overrides(overrides.clone()),
+            .with_overrides(overrides.clone())
+            .with_observers(observers),
         config: config.clone(),
     });
     let grpc = bind_grpc(settings).await?;

@@ -10,12 +10,14 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
+use sqlx::Postgres;
 use sqlx::postgres::{PgListener, PgPool, PgPoolOptions};
 
 use super::model::{NewOverride, StoredOverride};
 use super::rows::{micros, read_override, read_rule};
 use super::rules::Rule;
 use super::store::{PolicyStore, StoreError, migrator};
+use super::violations::{StoredViolation, ViolationQuery, sql};
 use crate::clock::Timestamp;
 
 /// The notification channel every instance listens on.
@@ -172,6 +174,35 @@ impl PolicyStore for PgStore {
             .await?;
         self.notify().await?;
         Ok(done.rows_affected() > 0)
+    }
+
+    async fn insert_violations(&self, batch: &[StoredViolation]) -> Result<u64, StoreError> {
+        if batch.is_empty() {
+            return Ok(0);
+        }
+        let mut q = sql::insert::<Postgres>(batch);
+        Ok(q.build()
+            .execute(self.ready().await?)
+            .await?
+            .rows_affected())
+    }
+
+    async fn violations(&self, q: &ViolationQuery) -> Result<Vec<StoredViolation>, StoreError> {
+        let mut b = sql::select::<Postgres>(q);
+        let rows = b.build().fetch_all(self.ready().await?).await?;
+        rows.iter().map(sql::read).collect()
+    }
+
+    async fn delete_violations_before(
+        &self,
+        before: Timestamp,
+        batch: u32,
+    ) -> Result<u64, StoreError> {
+        let mut b = sql::delete_before::<Postgres>(before, batch);
+        Ok(b.build()
+            .execute(self.ready().await?)
+            .await?
+            .rows_affected())
     }
 }
 

@@ -81,6 +81,11 @@ impl Policy {
         Ok(policy)
     }
 
+    /// The database (the violation log writes and reads through it).
+    pub fn store(&self) -> &Arc<dyn PolicyStore> {
+        &self.store
+    }
+
     /// The service clock (expiry and timestamps).
     pub fn clock(&self) -> &Arc<dyn Clock> {
         &self.clock

@@ -12,6 +12,7 @@ pub mod parse;
 pub mod policy;
 pub mod redis;
 pub mod resilience;
+pub mod violations;
 pub mod xds;
 
 use std::collections::HashMap;
@@ -28,6 +29,7 @@ pub use observability::{Observability, StatsSinkKind, TracingProtocol, TracingSe
 pub use policy::PolicySettings;
 pub use redis::{RedisConfig, RedisKind, RedisSettings};
 pub use resilience::{FailureMode, Resilience};
+pub use violations::{ViolationSettings, ViolationSinks};
 pub use xds::{BackoffSettings, ConfigType, XdsSettings, XdsTlsSettings};
 
 /// A bad setting.

@@ -6,6 +6,7 @@
 
 pub mod overrides;
 pub mod policies;
+pub mod violations;
 
 use std::sync::Arc;
 
@@ -40,6 +41,7 @@ pub fn router(state: AdminState) -> Router {
             get(overrides::get).delete(overrides::remove),
         )
         .route("/v1/policies", get(policies::list))
+        .route("/v1/violations", get(violations::list))
         .route(
             "/v1/policies/{id}",
             get(policies::get)
