@@ -36,10 +36,10 @@ printf 'domain: bc\ndescriptors:\n  - {key: k, rate_limit: {unit: hour, requests
 
 rss_kb() { awk '/^VmRSS/ {print $2}' "/proc/$1/status"; }
 
-# Starts ratelimitd with the extra environment "$@" on ports BASE_PORT+0..2; sets $server.
+# Starts ratelimitd with the extra environment "$@" on ports BASE_PORT+0..2 (+5 admin); sets $server.
 start_server() {
   env HOST=127.0.0.1 PORT=$BASE_PORT GRPC_HOST=127.0.0.1 GRPC_PORT=$((BASE_PORT + 1)) \
-    DEBUG_HOST=127.0.0.1 DEBUG_PORT=$((BASE_PORT + 2)) USE_STATSD=false \
+    DEBUG_HOST=127.0.0.1 DEBUG_PORT=$((BASE_PORT + 2)) ADMIN_PORT=$((BASE_PORT + 5)) USE_STATSD=false \
     RATELIMITD_CONFIG="$work/config" "$@" \
     target/release/ratelimitd >"$work/server.log" 2>&1 &
   server=$!

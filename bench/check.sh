@@ -27,7 +27,7 @@ printf 'domain: api\ndescriptors:\n  - {key: client_key, rate_limit: {unit: seco
   >"$cfg/api.yaml"
 
 HOST=127.0.0.1 PORT=$BASE_PORT GRPC_HOST=127.0.0.1 GRPC_PORT=$((BASE_PORT + 1)) \
-  DEBUG_HOST=127.0.0.1 DEBUG_PORT=$((BASE_PORT + 2)) USE_STATSD=false RATELIMITD_CONFIG="$cfg" \
+  DEBUG_HOST=127.0.0.1 DEBUG_PORT=$((BASE_PORT + 2)) ADMIN_PORT=$((BASE_PORT + 3)) USE_STATSD=false RATELIMITD_CONFIG="$cfg" \
   taskset -c 0 target/release/ratelimitd &
 pid=$!
 trap 'kill "$pid" 2>/dev/null; rm -rf "$cfg"' EXIT

@@ -69,6 +69,7 @@ async fn main() {
             hits: 1,
             refund: false,
             max_wait: std::time::Duration::ZERO,
+            lease: None,
         });
         if batch.len() == 64 || i + 1 == n {
             store.apply(&batch, now).await.expect("an unbounded store");

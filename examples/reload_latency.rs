@@ -102,6 +102,7 @@ async fn main() {
         ("GRPC_PORT", "0"),
         ("DEBUG_HOST", "127.0.0.1"),
         ("DEBUG_PORT", "0"),
+        ("ADMIN_PORT", "0"),
         ("CONFIG_POLL_INTERVAL", "0"),
         ("RUNTIME_IGNOREDOTFILES", "true"),
     ];

@@ -1,4 +1,5 @@
-//! The management API (issue 16) over real HTTP on the debug port: bearer tokens, 422 with every
+//! The management API (issue 16) over real HTTP on the admin listener (not the debug port):
+//! one override by id, overrides by domain, bearer tokens, 422 with every
 //! field error, 404, concurrent writers, and a service whose data directory is unusable (it
 //! starts, serves its files, and answers the API with 503).
 
@@ -10,6 +11,85 @@ use reqwest::Method;
 use serde_json::json;
 
 const UNTIL: &str = "1970-01-01T00:30:00Z";
+
+#[tokio::test]
+async fn overrides_are_read_by_id_and_by_domain_on_the_admin_listener_only() {
+    let data = tempfile::tempdir().unwrap();
+    let s = common::policy::start(data.path(), &[]).await;
+    let id = common::policy::create(&s, "user:1", 5, UNTIL).await;
+    let mut other = override_body("user:2", 6, UNTIL);
+    other["domain"] = json!("other");
+    let (status, created) = call(&s, Method::POST, "/v1/overrides", Some(TOKEN), Some(other)).await;
+    assert_eq!(status, 201, "{created}");
+
+    let (status, one) = call(
+        &s,
+        Method::GET,
+        &format!("/v1/overrides/{id}"),
+        Some(TOKEN),
+        None,
+    )
+    .await;
+    assert_eq!(status, 200, "{one}");
+    assert_eq!(
+        (one["id"].as_str(), one["requests_per_unit"].as_u64()),
+        (Some(id.as_str()), Some(5))
+    );
+    assert_eq!(
+        one["descriptor"],
+        json!([{"key": "client_key", "value": "user:1"}])
+    );
+    let (status, _) = call(&s, Method::GET, "/v1/overrides/ov_nope", Some(TOKEN), None).await;
+    assert_eq!(status, 404);
+    assert_eq!(
+        call(&s, Method::GET, &format!("/v1/overrides/{id}"), None, None)
+            .await
+            .0,
+        401
+    );
+
+    let (_, api) = call(
+        &s,
+        Method::GET,
+        "/v1/overrides?domain=api",
+        Some(TOKEN),
+        None,
+    )
+    .await;
+    let ids: Vec<_> = api["overrides"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|o| o["id"].clone())
+        .collect();
+    assert_eq!(ids, vec![json!(id)]);
+    let (_, all) = call(&s, Method::GET, "/v1/overrides", Some(TOKEN), None).await;
+    assert_eq!(all["overrides"].as_array().unwrap().len(), 2);
+    let (_, none) = call(
+        &s,
+        Method::GET,
+        "/v1/overrides?domain=nope",
+        Some(TOKEN),
+        None,
+    )
+    .await;
+    assert_eq!(none, json!({"overrides": []}));
+
+    // The debug port (0.0.0.0 by default, as in Go) does not serve the API.
+    let debug = s
+        .http
+        .get(s.debug_url("/v1/overrides"))
+        .bearer_auth(TOKEN)
+        .send()
+        .await
+        .unwrap();
+    let text = debug.text().await.unwrap();
+    assert!(
+        !text.contains("user:1") && text.contains("/rlconfig"),
+        "{text}"
+    );
+    s.shutdown().await;
+}
 
 #[tokio::test]
 async fn requests_without_the_right_token_are_refused() {

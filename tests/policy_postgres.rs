@@ -2,6 +2,8 @@
 //! rule or override written through one is enforced by the other within 1 s — by LISTEN/NOTIFY,
 //! since the refresh interval is left at 30 s — and deleting it restores the configured limit.
 //! A database killed under gRPC requests fails none of them; the API answers 503 and recovers.
+//! A database that is down when ratelimitd starts does not keep it from serving its files, and
+//! its rules and overrides are in service once it answers.
 
 mod common;
 
@@ -122,5 +124,49 @@ async fn a_killed_database_leaves_requests_alone_the_api_answers_503_and_recover
         limit_name(&s, "api", "user:43").await.map(|l| l.0),
         Some(10)
     );
+    s.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_database_down_at_startup_is_picked_up_once_it_answers() {
+    // Rules and overrides already in the database, written by a first instance.
+    let mut pg = Postgres::start();
+    let url = pg.url();
+    let unused = tempfile::tempdir().unwrap();
+    let env = [("POLICY_DB_URL", url.as_str())];
+    let first = common::policy::start(unused.path(), &env).await;
+    let id = create(&first, "user:42", 5, "1970-01-01T00:30:00Z").await;
+    first.shutdown().await;
+    pg.kill();
+
+    // Down at startup: the service starts at once on its files and the API answers 503.
+    let s = common::policy::start(unused.path(), &env).await;
+    assert_eq!(
+        limit_name(&s, "api", "user:42").await,
+        Some((2, String::new()))
+    );
+    let (status, body) = call(&s, Method::GET, "/v1/overrides", Some(TOKEN), None).await;
+    assert_eq!(status, 503, "{body}");
+
+    pg.restart();
+    // The notification listener reconnects with backoff (1 s, 2 s, 4 s, ...) and re-reads.
+    let want = Some((5, format!("override:{id}")));
+    let seen = within(Duration::from_secs(20), || async {
+        limit_name(&s, "api", "user:42").await == want
+    });
+    assert!(
+        seen.await,
+        "the stored override is in service once the database answers"
+    );
+    let (status, body) = call(
+        &s,
+        Method::GET,
+        &format!("/v1/overrides/{id}"),
+        Some(TOKEN),
+        None,
+    )
+    .await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["requests_per_unit"], 5);
     s.shutdown().await;
 }

@@ -5,10 +5,11 @@ use std::sync::Arc;
 
 use crate::clock::Clock;
 use crate::insight::hotkeys::{By, HotKeys};
-use crate::insight::{BreakerStates, Insight};
+use crate::insight::{BreakerStates, Insight, RecentViolations, ViolationView, ViolationsFuture};
 use crate::limiter::Observers;
 use crate::metrics::{HOT_KEY_RANKS, HotKeyCounts, Metrics};
-use crate::policy::Overrides;
+use crate::policy::violations::ViolationQuery;
+use crate::policy::{Overrides, Policy};
 use crate::reload::ConfigHandle;
 use crate::settings::Settings;
 use crate::store::redis::RedisStore;
@@ -35,7 +36,7 @@ pub(super) fn wire(
     }
     let insight = Insight {
         hot_keys,
-        violations: None,
+        violations: None, // set by `with_violations` when the violation log writes to a database
         breakers,
         config: config.clone(),
         overrides: overrides.clone(),
@@ -54,4 +55,45 @@ fn gauges(hot_keys: Arc<HotKeys>) -> HotKeyCounts {
             })
             .collect()
     })
+}
+
+/// The status page's recent violations, read from the policy database the violation log writes.
+#[derive(Debug)]
+struct FromDatabase(Arc<Policy>);
+
+impl RecentViolations for FromDatabase {
+    fn recent(&self, limit: usize) -> ViolationsFuture<'_> {
+        Box::pin(async move {
+            let q = ViolationQuery {
+                limit: u32::try_from(limit).unwrap_or(u32::MAX),
+                ..ViolationQuery::default()
+            };
+            let rows = self
+                .0
+                .store()
+                .violations(&q)
+                .await
+                .map_err(|e| e.to_string())?;
+            let rows = rows.into_iter().take(limit).map(|r| {
+                let v = r.violation;
+                ViolationView {
+                    at: v.at,
+                    domain: v.domain,
+                    entries: v.descriptor.into_iter().map(|e| (e.key, e.value)).collect(),
+                    limit: v.limit_name,
+                    hits: v.hits,
+                    shadow: v.shadow,
+                }
+            });
+            Ok(rows.collect())
+        })
+    }
+}
+
+/// Shows the violation log's newest records on the status page, when it writes to `policy`'s
+/// database (`logged`: the log has an observer and a database sink).
+pub(super) fn with_violations(insight: &mut Insight, policy: Option<&Arc<Policy>>, logged: bool) {
+    if let Some(p) = policy.filter(|_| logged) {
+        insight.violations = Some(Arc::new(FromDatabase(p.clone())));
+    }
 }

@@ -49,6 +49,8 @@ pub struct Running {
     pub http_addr: SocketAddr,
     /// Where the debug endpoints listen.
     pub debug_addr: SocketAddr,
+    /// Where the admin surface (`/v1/*`) listens.
+    pub admin_addr: SocketAddr,
     /// The live configuration.
     pub config: Arc<ConfigHandle>,
     /// Health components.
@@ -158,8 +160,13 @@ pub async fn start(settings: &Settings) -> Result<Running, AppError> {
 
     let (overrides, mut admin) =
         policy::start(settings, (&clock, &reloading), &mut tasks, &stop).await?;
+    let mut observers =
+        policy::violation_log(settings, (&admin, &metrics, &clock), &mut tasks, &stop);
     let views = (&config, &overrides);
-    let (observers, views) = insight::wire(settings, &clock, metrics.as_deref(), breakers, views);
+    let (hot, mut views) = insight::wire(settings, &clock, metrics.as_deref(), breakers, views);
+    observers.extend(hot);
+    let logged = settings.policy.violations.sinks.db();
+    insight::with_violations(&mut views, admin.policy.as_ref().ok(), logged);
     admin.insight = Some(views);
     let options = parts::limiter_options(settings);
     let service = Arc::new(Service {
@@ -172,6 +179,7 @@ pub async fn start(settings: &Settings) -> Result<Running, AppError> {
     let grpc = bind_grpc(settings).await?;
     let http = bind("HTTP", &settings.host, settings.port).await?;
     let debug = bind("debug", &settings.debug_host, settings.debug_port).await?;
+    let admin_listener = bind("admin", &settings.admin_host, settings.admin_port).await?;
     let addr = |l: &TcpListener, what| {
         l.local_addr().map_err(|source| AppError::Bind {
             what,
@@ -184,6 +192,7 @@ pub async fn start(settings: &Settings) -> Result<Running, AppError> {
         GrpcListener::Unix(_, path) => (SocketAddr::from(([0, 0, 0, 0], 0)), Some(path.clone())),
     };
     let (http_addr, debug_addr) = (addr(&http, "HTTP")?, addr(&debug, "debug")?);
+    let admin_addr = addr(&admin_listener, "admin")?;
 
     let mut builder = tonic::transport::Server::builder();
     let (age, grace) = (
@@ -229,7 +238,6 @@ pub async fn start(settings: &Settings) -> Result<Running, AppError> {
         config: config.clone(),
         manual_clock: manual_clock.clone(),
         overrides,
-        admin,
     });
     serve_http(
         &mut tasks,
@@ -237,6 +245,14 @@ pub async fn start(settings: &Settings) -> Result<Running, AppError> {
         debug,
         settings.listeners.debug,
         debug_router,
+        stopped(stop.clone()),
+    );
+    serve_http(
+        &mut tasks,
+        "admin",
+        admin_listener,
+        settings.listeners.admin,
+        crate::http::admin::router(admin),
         stopped(stop.clone()),
     );
     let metrics_addr = match &metrics {
@@ -260,12 +276,13 @@ pub async fn start(settings: &Settings) -> Result<Running, AppError> {
         store_probe,
         stopped(stop),
     ));
-    tracing::info!(%grpc_addr, %http_addr, %debug_addr, "ratelimitd listening");
+    tracing::info!(%grpc_addr, %http_addr, %debug_addr, %admin_addr, "ratelimitd listening");
     Ok(Running {
         grpc_addr,
         grpc_uds,
         http_addr,
         debug_addr,
+        admin_addr,
         config,
         health,
         manual_clock,

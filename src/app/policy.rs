@@ -1,6 +1,7 @@
 //! The policy database's part of startup: open it (or log why the policy API is off and carry on
 //! serving files), put its rules in service next to the files, start its refresh tasks, and hand
-//! the limiter its override index and the debug port its admin state.
+//! the limiter its override index and the admin listener its state; then the violation log
+//! ([`violation_log`]): its observer for the limiter, its writer and retention tasks.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -12,8 +13,11 @@ use super::AppError;
 use super::tasks::stopped;
 use crate::clock::Clock;
 use crate::http::admin::AdminState;
+use crate::limiter::Observers;
+use crate::metrics::Metrics;
 use crate::policy::postgres;
 use crate::policy::rules::{Rule, to_files};
+use crate::policy::violations::{ViolationLog, writer};
 use crate::policy::{Overrides, Policy, Tokens};
 use crate::reload::Reloading;
 use crate::settings::Settings;
@@ -127,4 +131,56 @@ async fn rules_loop(
         }
         applied = apply_rules(&policy, &reloading, applied).await;
     }
+}
+
+/// The violation log's observers (none when `VIOLATIONS_LOG=off`, or `db` without a database):
+/// its bounded queue, the writer draining it and, with a database, the retention task.
+pub(super) fn violation_log(
+    settings: &Settings,
+    (admin, metrics, clock): (&AdminState, &Option<Arc<Metrics>>, &Arc<dyn Clock>),
+    tasks: &mut JoinSet<()>,
+    stop: &watch::Receiver<bool>,
+) -> Observers {
+    let v = &settings.policy.violations;
+    let mut observers = Observers::default();
+    let db = match &admin.policy {
+        Ok(p) if v.sinks.db() => Some(p.store().clone()),
+        _ => None,
+    };
+    if db.is_none() && !v.sinks.json() {
+        tracing::info!(sinks = ?v.sinks, "violation log off (no policy database to write to)");
+        return observers;
+    }
+    let (tx, rx) = tokio::sync::mpsc::channel(v.queue_size);
+    let instance: Arc<str> = v.instance_id.clone().unwrap_or_else(host_name).into();
+    observers.push(Arc::new(ViolationLog::new(tx, instance, metrics.clone())));
+    if let Some(db) = &db
+        && v.retention_days > 0
+    {
+        let every = (v.retention_days, v.retention_interval);
+        let task = writer::retention(db.clone(), clock.clone(), every, stopped(stop.clone()));
+        tasks.spawn(task);
+    }
+    let sinks = writer::Sinks {
+        db,
+        json: v.sinks.json(),
+        metrics: metrics.clone(),
+    };
+    let batching = writer::Batching {
+        size: v.batch_size,
+        delay: v.batch_delay,
+    };
+    tasks.spawn(writer::run(rx, sinks, batching, stopped(stop.clone())));
+    observers
+}
+
+/// This host's name (`HOSTNAME`, else the kernel's), naming the instance in violation records.
+fn host_name() -> String {
+    let kernel = || std::fs::read_to_string("/proc/sys/kernel/hostname").ok();
+    std::env::var("HOSTNAME")
+        .ok()
+        .or_else(kernel)
+        .map(|h| h.trim().to_string())
+        .filter(|h| !h.is_empty())
+        .unwrap_or_else(|| "ratelimitd".to_string())
 }

@@ -1,7 +1,7 @@
 //! The debug port: `/rlconfig` (the loaded limits, one per line, as the Go service prints them,
-//! then the stored overrides in service), a list of endpoints on `/` and unknown paths, the
-//! management API ([`super::admin`]), and — only when the service runs on the test-only manual
-//! clock — `/test/clock` to read, set or advance it.
+//! then the stored overrides in service), a list of endpoints on `/` and unknown paths, and — only
+//! when the service runs on the test-only manual clock — `/test/clock` to read, set or advance it.
+//! The management API is not here: it has its own loopback listener ([`super::admin`]).
 
 use std::collections::HashMap;
 use std::fmt::Write;
@@ -14,7 +14,6 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::routing::{any, get};
 
-use super::admin::{self, AdminState};
 use crate::clock::{Clock, ManualClock, Timestamp};
 use crate::policy::Overrides;
 use crate::reload::ConfigHandle;
@@ -28,38 +27,20 @@ pub struct DebugState {
     pub manual_clock: Option<Arc<ManualClock>>,
     /// The stored overrides in service (listed by `/rlconfig`).
     pub overrides: Arc<Overrides>,
-    /// The management API.
-    pub admin: AdminState,
 }
 
-/// The endpoints of the debug port, as its index lists them (the status page lists them too).
-pub const ENDPOINTS: &[(&str, &str)] = &[
-    (
-        "/",
-        "status page: limits, overrides, hot keys, breakers (token unless from loopback)",
-    ),
-    (
-        "/rlconfig",
-        "print out the currently loaded configuration for debugging",
-    ),
-    (
-        "/v1/overrides",
-        "management API: stored overrides (bearer token required)",
-    ),
-    (
-        "/v1/hotkeys",
-        "hottest keys of the last minute, ?by=hits|denials&limit=N (bearer token required)",
-    ),
-];
+const ENDPOINTS: &[(&str, &str)] = &[(
+    "/rlconfig",
+    "print out the currently loaded configuration for debugging",
+)];
 
-/// The debug router, the management API included.
+/// The debug router.
 pub fn router(state: DebugState) -> Router {
-    let admin = admin::router(state.admin.clone());
     let mut r = Router::new().route("/rlconfig", get(rlconfig));
     if state.manual_clock.is_some() {
         r = r.route("/test/clock", any(clock));
     }
-    r.fallback(index).with_state(state).merge(admin)
+    r.fallback(index).with_state(state)
 }
 
 async fn index() -> String {

@@ -43,6 +43,11 @@ impl Observers {
         self.0.push(observer);
     }
 
+    /// Adds every observer of `more` after these.
+    pub fn extend(&mut self, more: Observers) {
+        self.0.extend(more.0);
+    }
+
     /// True when nobody watches (the limiter then builds no view at all).
     pub fn is_empty(&self) -> bool {
         self.0.is_empty()

@@ -86,6 +86,16 @@ pub(super) const FAMILIES: &[Family] = &[
         "Hits given back by refunds (is_negative_hits)",
         &["domain", "key1", "key2"],
     ),
+    (
+        "ratelimitd_violations_dropped",
+        "Violation records dropped: the queue was full or their batch failed to write",
+        &[],
+    ),
+    (
+        "ratelimitd_violations_written",
+        "Violation records written to the database and/or the JSON log",
+        &[],
+    ),
 ];
 
 /// Answered requests by overall code and by what decided them (a bounded label set: two codes
@@ -146,4 +156,7 @@ pub(super) const HOT_KEYS: (&str, &str) = (
 pub(super) const LOCAL_FALLBACK_FAMILY: usize = 12;
 
 /// Index in [`FAMILIES`] of `total_negative_hits` (stat 7), mapped like the Go stats above it.
-pub(super) const NEGATIVE_HITS_FAMILY: usize = FAMILIES.len() - 1;
+pub(super) const NEGATIVE_HITS_FAMILY: usize = 14;
+
+/// Indexes in [`FAMILIES`] of `violations_dropped` and `violations_written`.
+pub(super) const VIOLATION_FAMILIES: [usize; 2] = [15, 16];

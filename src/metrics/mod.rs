@@ -79,6 +79,10 @@ pub struct Metrics {
     pub(crate) timings_dropped: AtomicU64,
     /// Answered requests by code (OK, OVER_LIMIT) and deciding [`Source`] ([`Source::index`]).
     pub(crate) decisions: [[AtomicU64; Source::ALL.len()]; 2],
+    /// Violation records dropped (queue full, or their batch failed to write).
+    pub(crate) violations_dropped: AtomicU64,
+    /// Violation records written to their sinks.
+    pub(crate) violations_written: AtomicU64,
     pub(crate) total_requests: IntCounterVec,
     pub(crate) response_time: HistogramVec,
     pub(crate) store_latency: Histogram,
@@ -146,6 +150,8 @@ impl Metrics {
             store_errors: AtomicU64::new(0),
             timings_dropped: AtomicU64::new(0),
             decisions: Default::default(),
+            violations_dropped: AtomicU64::new(0),
+            violations_written: AtomicU64::new(0),
             total_requests,
             response_time,
             store_latency,
@@ -173,6 +179,20 @@ impl Metrics {
     pub fn with_leases(mut self, report: LeaseReport) -> Metrics {
         self.leases = Some(report);
         self
+    }
+
+    /// `n` violation records were dropped (`ratelimitd_violations_dropped`).
+    pub fn violations_dropped(&self, n: u64) {
+        if n > 0 {
+            self.violations_dropped.fetch_add(n, Ordering::Relaxed);
+        }
+    }
+
+    /// `n` violation records were written (`ratelimitd_violations_written`).
+    pub fn violations_written(&self, n: u64) {
+        if n > 0 {
+            self.violations_written.fetch_add(n, Ordering::Relaxed);
+        }
     }
 
     /// One gRPC call of `method` (e.g. `ShouldRateLimit`) that took `elapsed`.

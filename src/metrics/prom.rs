@@ -25,7 +25,7 @@ use prometheus::{
 
 use super::families::{
     BREAKER_STATE, DECISIONS, FAMILIES, HOT_KEYS, LEASE_COUNTERS, LOCAL_FALLBACK_FAMILY, MAPPED,
-    MEMORY_GAUGES, NEGATIVE_HITS_FAMILY,
+    MEMORY_GAUGES, NEGATIVE_HITS_FAMILY, VIOLATION_FAMILIES,
 };
 use super::{CODE_LABELS, Metrics};
 use crate::limiter::Source;
@@ -161,6 +161,9 @@ impl Collector for MetricsCollector {
         inc(9, &[], m.global_shadow.load(Ordering::Relaxed));
         inc(10, &[], m.store_errors.load(Ordering::Relaxed));
         inc(11, &[], m.limits.folded() + m.unknown_domains.folded());
+        let [dropped, written] = VIOLATION_FAMILIES;
+        inc(dropped, &[], m.violations_dropped.load(Ordering::Relaxed));
+        inc(written, &[], m.violations_written.load(Ordering::Relaxed));
         let breakers = m.breakers.as_ref().map(|b| b()).unwrap_or_default();
         for r in &breakers {
             inc(13, &[r.target, "open"], r.opened);

@@ -1,5 +1,6 @@
 //! The policy database (issue 16): rules and time-limited overrides managed at runtime
-//! over the admin API, kept in SQLite (a file in `RATELIMITD_DATA_DIR`) behind [`PolicyStore`].
+//! over the admin API, kept in SQLite (a file in `RATELIMITD_DATA_DIR`) or PostgreSQL behind
+//! [`PolicyStore`], and the violation log written to it ([`violations`], issue 17).
 //!
 //! The database never sits on the request path. [`Policy`] reads every active override into an
 //! [`OverrideIndex`] and swaps it into an [`Overrides`] handle the limiter reads once per request;
@@ -19,6 +20,7 @@ pub mod runtime;
 pub mod sqlite;
 mod sqlite_rules;
 pub mod store;
+pub mod violations;
 
 pub use auth::Tokens;
 pub use index::{OverrideIndex, Overrides};

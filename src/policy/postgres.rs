@@ -1,17 +1,23 @@
 //! The fleet backend: PostgreSQL (`POLICY_DB_URL`) through sqlx, shared by every instance and
-//! migrated at open by the same migrations as SQLite. Every write is followed by a
-//! `pg_notify` on [`CHANNEL`], so the other instances re-read at once ([`listen`]).
+//! migrated by the same migrations as SQLite. Every write is followed by a `pg_notify` on
+//! [`CHANNEL`], so the other instances re-read at once ([`listen`]).
+//!
+//! The pool connects lazily and the migrations run on the first call that reaches the database:
+//! a database that is down when ratelimitd starts does not stop it (files serve at once, the API
+//! answers 503) and is picked up when it answers.
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
+use sqlx::Postgres;
 use sqlx::postgres::{PgListener, PgPool, PgPoolOptions};
 
 use super::model::{NewOverride, StoredOverride};
 use super::rows::{micros, read_override, read_rule};
 use super::rules::Rule;
 use super::store::{PolicyStore, StoreError, migrator};
+use super::violations::{StoredViolation, ViolationQuery, sql};
 use crate::clock::Timestamp;
 
 /// The notification channel every instance listens on.
@@ -21,27 +27,40 @@ pub const CHANNEL: &str = "ratelimitd_policy";
 #[derive(Debug, Clone)]
 pub struct PgStore {
     pool: PgPool,
+    // Set once the migrations have run on this pool.
+    migrated: tokio::sync::OnceCell<()>,
 }
 
 const COLUMNS: &str =
     "id, domain, descriptor, requests_per_unit, unit, valid_until, reason, created_by, created_at";
 
 impl PgStore {
-    /// Connects to `url` and migrates (the migrator's advisory lock serialises instances).
-    pub async fn open(url: &str) -> Result<PgStore, StoreError> {
+    /// A store on `url` without connecting yet (only a malformed URL fails here); the first
+    /// call that reaches the database migrates it (the migrator's advisory lock serialises
+    /// instances).
+    pub fn open(url: &str) -> Result<PgStore, StoreError> {
         let pool = PgPoolOptions::new()
             .max_connections(4)
             .acquire_timeout(Duration::from_secs(2))
-            .connect(url)
+            .connect_lazy(url)?;
+        Ok(PgStore {
+            pool,
+            migrated: tokio::sync::OnceCell::new(),
+        })
+    }
+
+    /// The pool, once the schema is migrated (tried again on every call until it succeeds).
+    async fn ready(&self) -> Result<&PgPool, StoreError> {
+        self.migrated
+            .get_or_try_init(|| async { migrator().run(&self.pool).await })
             .await?;
-        migrator().run(&pool).await?;
-        Ok(PgStore { pool })
+        Ok(&self.pool)
     }
 
     async fn notify(&self) -> Result<(), StoreError> {
         sqlx::query("SELECT pg_notify($1, '')")
             .bind(CHANNEL)
-            .execute(&self.pool)
+            .execute(self.ready().await?)
             .await?;
         Ok(())
     }
@@ -68,7 +87,7 @@ impl PolicyStore for PgStore {
         .bind(&o.reason)
         .bind(who)
         .bind(micros(now))
-        .execute(&self.pool)
+        .execute(self.ready().await?)
         .await?;
         self.notify().await?;
         Ok(StoredOverride {
@@ -86,7 +105,7 @@ impl PolicyStore for PgStore {
         );
         let rows = sqlx::query(&sql)
             .bind(micros(now))
-            .fetch_all(&self.pool)
+            .fetch_all(self.ready().await?)
             .await?;
         rows.iter().map(read_override).collect()
     }
@@ -94,14 +113,14 @@ impl PolicyStore for PgStore {
     async fn all_overrides(&self) -> Result<Vec<StoredOverride>, StoreError> {
         let sql =
             format!("SELECT {COLUMNS} FROM rate_limit_overrides ORDER BY created_at DESC, id DESC");
-        let rows = sqlx::query(&sql).fetch_all(&self.pool).await?;
+        let rows = sqlx::query(&sql).fetch_all(self.ready().await?).await?;
         rows.iter().map(read_override).collect()
     }
 
     async fn delete_override(&self, id: &str) -> Result<bool, StoreError> {
         let done = sqlx::query("DELETE FROM rate_limit_overrides WHERE id = $1")
             .bind(id)
-            .execute(&self.pool)
+            .execute(self.ready().await?)
             .await?;
         self.notify().await?;
         Ok(done.rows_affected() > 0)
@@ -134,7 +153,7 @@ impl PolicyStore for PgStore {
         .bind(who)
         .bind(micros(now))
         .bind(serde_json::Value::Object(rule.rate_limit.clone()).to_string())
-        .execute(&self.pool)
+        .execute(self.ready().await?)
         .await?;
         self.notify().await
     }
@@ -143,7 +162,7 @@ impl PolicyStore for PgStore {
         let rows = sqlx::query(
             "SELECT id, domain, descriptor, rate_limit, enabled FROM rate_limit_rules ORDER BY id",
         )
-        .fetch_all(&self.pool)
+        .fetch_all(self.ready().await?)
         .await?;
         rows.iter().map(read_rule).collect()
     }
@@ -151,10 +170,39 @@ impl PolicyStore for PgStore {
     async fn delete_rule(&self, id: &str) -> Result<bool, StoreError> {
         let done = sqlx::query("DELETE FROM rate_limit_rules WHERE id = $1")
             .bind(id)
-            .execute(&self.pool)
+            .execute(self.ready().await?)
             .await?;
         self.notify().await?;
         Ok(done.rows_affected() > 0)
+    }
+
+    async fn insert_violations(&self, batch: &[StoredViolation]) -> Result<u64, StoreError> {
+        if batch.is_empty() {
+            return Ok(0);
+        }
+        let mut q = sql::insert::<Postgres>(batch);
+        Ok(q.build()
+            .execute(self.ready().await?)
+            .await?
+            .rows_affected())
+    }
+
+    async fn violations(&self, q: &ViolationQuery) -> Result<Vec<StoredViolation>, StoreError> {
+        let mut b = sql::select::<Postgres>(q);
+        let rows = b.build().fetch_all(self.ready().await?).await?;
+        rows.iter().map(sql::read).collect()
+    }
+
+    async fn delete_violations_before(
+        &self,
+        before: Timestamp,
+        batch: u32,
+    ) -> Result<u64, StoreError> {
+        let mut b = sql::delete_before::<Postgres>(before, batch);
+        Ok(b.build()
+            .execute(self.ready().await?)
+            .await?
+            .rows_affected())
     }
 }
 

@@ -1,5 +1,6 @@
 //! The policy database at run time: opened at startup (SQLite, or PostgreSQL with
-//! `POLICY_DB_URL`; or off, with the reason logged), written through by the admin API, and read
+//! `POLICY_DB_URL`, even when it is not reachable yet; or off, with the reason logged), written
+//! through by the admin API, and read
 //! into the [`Overrides`] index after every write, on every PostgreSQL notification and on a
 //! timer, retrying with backoff while the database fails (the last index stays in service).
 
@@ -49,11 +50,9 @@ impl Policy {
             return Err("POLICY_ENABLED is false".into());
         }
         let store: Arc<dyn PolicyStore> = match &settings.db_url {
-            Some(url) => Arc::new(
-                PgStore::open(&url.0)
-                    .await
-                    .map_err(|e| format!("POLICY_DB_URL: {e}"))?,
-            ),
+            Some(url) => {
+                Arc::new(PgStore::open(&url.0).map_err(|e| format!("POLICY_DB_URL: {e}"))?)
+            }
             None => {
                 let dir = &settings.data_dir;
                 let store = SqliteStore::open(dir)
@@ -69,8 +68,22 @@ impl Policy {
             max_overrides: settings.max_overrides,
             writes: tokio::sync::Mutex::new(()),
         };
-        policy.refresh().await.map_err(|e| e.to_string())?;
+        match policy.refresh().await {
+            Ok(_) => {}
+            // A shared database that is down at startup is retried by the refresh loop and the
+            // notification listener (with backoff); meanwhile the files serve and the API
+            // answers 503. An embedded one that cannot be read is a broken data directory.
+            Err(e) if settings.db_url.is_some() => {
+                tracing::warn!(error = %e, "policy database not reachable at startup; serving the files and retrying");
+            }
+            Err(e) => return Err(e.to_string()),
+        }
         Ok(policy)
+    }
+
+    /// The database (the violation log writes and reads through it).
+    pub fn store(&self) -> &Arc<dyn PolicyStore> {
+        &self.store
     }
 
     /// The service clock (expiry and timestamps).

@@ -5,12 +5,14 @@ use std::path::Path;
 use std::time::Duration;
 
 use async_trait::async_trait;
+use sqlx::Sqlite;
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions};
 
 use super::model::{NewOverride, StoredOverride};
 use super::rows::{micros, read_override};
 use super::rules::Rule;
 use super::store::{PolicyStore, StoreError, migrator};
+use super::violations::{StoredViolation, ViolationQuery, sql};
 use crate::clock::Timestamp;
 
 /// The policy database in a SQLite file.
@@ -109,6 +111,29 @@ impl PolicyStore for SqliteStore {
 
     async fn delete_rule(&self, id: &str) -> Result<bool, StoreError> {
         self.remove_rule(id).await
+    }
+
+    async fn insert_violations(&self, batch: &[StoredViolation]) -> Result<u64, StoreError> {
+        if batch.is_empty() {
+            return Ok(0);
+        }
+        let mut q = sql::insert::<Sqlite>(batch);
+        Ok(q.build().execute(&self.pool).await?.rows_affected())
+    }
+
+    async fn violations(&self, q: &ViolationQuery) -> Result<Vec<StoredViolation>, StoreError> {
+        let mut b = sql::select::<Sqlite>(q);
+        let rows = b.build().fetch_all(&self.pool).await?;
+        rows.iter().map(sql::read).collect()
+    }
+
+    async fn delete_violations_before(
+        &self,
+        before: Timestamp,
+        batch: u32,
+    ) -> Result<u64, StoreError> {
+        let mut b = sql::delete_before::<Sqlite>(before, batch);
+        Ok(b.build().execute(&self.pool).await?.rows_affected())
     }
 }
 

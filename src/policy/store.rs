@@ -8,6 +8,7 @@ use sqlx::migrate::{Migration, MigrationType, Migrator};
 
 use super::model::{NewOverride, StoredOverride};
 use super::rules::Rule;
+use super::violations::{StoredViolation, ViolationQuery};
 use crate::clock::Timestamp;
 
 /// Why the policy database could not answer.
@@ -29,7 +30,7 @@ pub enum StoreError {
     },
 }
 
-/// A policy database: overrides now, rules next (issue 16).
+/// A policy database: rules, overrides (issue 16) and the violation log (issue 17).
 #[async_trait]
 pub trait PolicyStore: Send + Sync + std::fmt::Debug + 'static {
     /// Stores `o` under `id`, created by `who` at `now`.
@@ -58,6 +59,20 @@ pub trait PolicyStore: Send + Sync + std::fmt::Debug + 'static {
 
     /// Deletes rule `id`; `false` when there is none.
     async fn delete_rule(&self, id: &str) -> Result<bool, StoreError>;
+
+    /// Writes a batch of violations (ids chosen by the caller) in one statement.
+    async fn insert_violations(&self, batch: &[StoredViolation]) -> Result<u64, StoreError>;
+
+    /// The violations `q` selects, newest first, at most `q.limit + 1` (the extra one says
+    /// whether there is a next page).
+    async fn violations(&self, q: &ViolationQuery) -> Result<Vec<StoredViolation>, StoreError>;
+
+    /// Deletes at most `batch` violations older than `before`; returns how many.
+    async fn delete_violations_before(
+        &self,
+        before: Timestamp,
+        batch: u32,
+    ) -> Result<u64, StoreError>;
 }
 
 /// The migrations of `migrations/`, in version order. Their SQL is portable between SQLite and
@@ -77,8 +92,15 @@ pub fn migrator() -> Migrator {
         Cow::Borrowed(include_str!("../../migrations/0002_rule_body.sql")),
         false,
     );
+    let violations = Migration::new(
+        3,
+        Cow::Borrowed("violations"),
+        MigrationType::Simple,
+        Cow::Borrowed(include_str!("../../migrations/0003_violations.sql")),
+        false,
+    );
     Migrator {
-        migrations: Cow::Owned(vec![baseline, rule_body]),
+        migrations: Cow::Owned(vec![baseline, rule_body, violations]),
         ..Migrator::DEFAULT
     }
 }

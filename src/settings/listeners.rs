@@ -30,11 +30,14 @@ pub struct Listeners {
     pub debug: ConnLimits,
     /// `PROMETHEUS_MAX_CONNECTIONS`, `HTTP_IDLE_TIMEOUT` (`PROMETHEUS_ADDR`).
     pub prometheus: ConnLimits,
+    /// `ADMIN_MAX_CONNECTIONS`, `HTTP_IDLE_TIMEOUT` (`ADMIN_PORT`).
+    pub admin: ConnLimits,
 }
 
 /// Default `GRPC_MAX_CONNECTIONS` and `HTTP_MAX_CONNECTIONS`.
 pub const DEFAULT_MAX_CONNECTIONS: usize = 10_000;
-/// Default `DEBUG_MAX_CONNECTIONS` and `PROMETHEUS_MAX_CONNECTIONS`: operators and scrapers.
+/// Default `DEBUG_MAX_CONNECTIONS`, `PROMETHEUS_MAX_CONNECTIONS` and `ADMIN_MAX_CONNECTIONS`:
+/// operators and scrapers.
 pub const DEFAULT_ADMIN_MAX_CONNECTIONS: usize = 100;
 /// Default `CONNECTION_FIRST_BYTE_TIMEOUT`.
 pub const DEFAULT_FIRST_BYTE_TIMEOUT: Duration = Duration::from_secs(10);
@@ -82,6 +85,10 @@ pub(super) fn from_vars(v: &Vars) -> Result<Listeners, SettingsError> {
             cap("PROMETHEUS_MAX_CONNECTIONS", DEFAULT_ADMIN_MAX_CONNECTIONS)?,
             http_idle,
         ),
+        admin: limits(
+            cap("ADMIN_MAX_CONNECTIONS", DEFAULT_ADMIN_MAX_CONNECTIONS)?,
+            http_idle,
+        ),
     })
 }
 
@@ -102,7 +109,7 @@ mod tests {
         assert_eq!(l.debug.max_connections, DEFAULT_ADMIN_MAX_CONNECTIONS);
         assert_eq!(l.http.idle_timeout, Some(DEFAULT_HTTP_IDLE));
         assert_eq!(l.grpc.idle_timeout, Some(DEFAULT_GRPC_IDLE));
-        for limits in [l.grpc, l.http, l.debug, l.prometheus] {
+        for limits in [l.grpc, l.http, l.debug, l.prometheus, l.admin] {
             assert_eq!(limits.first_byte_timeout, Some(DEFAULT_FIRST_BYTE_TIMEOUT));
         }
     }

@@ -13,6 +13,7 @@ pub mod parse;
 pub mod policy;
 pub mod redis;
 pub mod resilience;
+pub mod violations;
 pub mod xds;
 
 use std::collections::HashMap;
@@ -29,6 +30,7 @@ pub use observability::{Observability, StatsSinkKind, TracingProtocol, TracingSe
 pub use policy::PolicySettings;
 pub use redis::{RedisConfig, RedisKind, RedisSettings};
 pub use resilience::{FailureMode, Resilience};
+pub use violations::{ViolationSettings, ViolationSinks};
 pub use xds::{BackoffSettings, ConfigType, XdsSettings, XdsTlsSettings};
 
 /// A bad setting.
@@ -58,6 +60,11 @@ pub struct Settings {
     /// `DEBUG_HOST` / `DEBUG_PORT`.
     pub debug_host: String,
     pub debug_port: u16,
+    /// `ADMIN_HOST` (default `127.0.0.1`) / `ADMIN_PORT` (default 6071): the admin surface
+    /// (`/v1/*`), on its own listener so that it stays on loopback while the Go-compatible debug
+    /// port keeps `0.0.0.0` for probes and scrapers.
+    pub admin_host: String,
+    pub admin_port: u16,
     /// `LOG_LEVEL`, `LOG_FORMAT`.
     pub log_level: LogLevel,
     pub log_format: LogFormat,
@@ -231,6 +238,8 @@ impl Settings {
             grpc: grpc::from_vars(v)?,
             debug_host: v.string("DEBUG_HOST", "0.0.0.0"),
             debug_port: v.parse("DEBUG_PORT", 6070, parse::port)?,
+            admin_host: v.string("ADMIN_HOST", "127.0.0.1"),
+            admin_port: v.parse("ADMIN_PORT", 6071, parse::port)?,
             log_level: v.parse("LOG_LEVEL", LogLevel::Warn, log_level)?,
             log_format: v.parse("LOG_FORMAT", LogFormat::Text, |s| {
                 match s.to_ascii_lowercase().as_str() {

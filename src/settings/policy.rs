@@ -4,9 +4,10 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
+use super::violations::{self, ViolationSettings};
 use super::{SettingsError, Vars, kinds::Secret, parse};
 
-/// `POLICY_*`, `RATELIMITD_DATA_DIR`, `ADMIN_TOKEN[_FILE]`.
+/// `POLICY_*`, `RATELIMITD_DATA_DIR`, `ADMIN_TOKEN[_FILE]`, `VIOLATIONS_*`.
 #[derive(Debug, Clone)]
 pub struct PolicySettings {
     /// `POLICY_ENABLED` (default true): false turns the policy database and its API off.
@@ -25,6 +26,8 @@ pub struct PolicySettings {
     /// `POLICY_MAX_OVERRIDES` (default 10000): active overrides accepted, which bounds the stats
     /// names they add.
     pub max_overrides: usize,
+    /// The violation log written to this database ([`violations`]).
+    pub violations: ViolationSettings,
 }
 
 pub(super) fn from_vars(v: &Vars) -> Result<PolicySettings, SettingsError> {
@@ -48,6 +51,7 @@ pub(super) fn from_vars(v: &Vars) -> Result<PolicySettings, SettingsError> {
         max_overrides: v.parse("POLICY_MAX_OVERRIDES", 10_000, |s| {
             parse::uint_in(s, 1, 1_000_000).map(|n| n as usize)
         })?,
+        violations: violations::from_vars(v)?,
     })
 }
 

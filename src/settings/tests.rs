@@ -16,6 +16,9 @@ fn defaults_match_the_go_service() {
     let s = Settings::defaults();
     assert_eq!((s.port, s.grpc_port, s.debug_port), (8080, 8081, 6070));
     assert_eq!(s.host, "0.0.0.0");
+    // The debug port keeps Go's 0.0.0.0; the admin API (client data) is on loopback by default.
+    assert_eq!(s.debug_host, "0.0.0.0");
+    assert_eq!((s.admin_host.as_str(), s.admin_port), ("127.0.0.1", 6071));
     assert_eq!(s.log_level, LogLevel::Warn);
     assert_eq!(s.runtime_appdirectory, "config");
     assert!(s.runtime_watch_root);

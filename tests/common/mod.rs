@@ -45,13 +45,15 @@ pub struct TestServer {
 }
 
 /// Every listener on 127.0.0.1 with an ephemeral port: tests never bind anything else.
-pub const LOOPBACK: [(&str, &str); 6] = [
+pub const LOOPBACK: [(&str, &str); 8] = [
     ("HOST", "127.0.0.1"),
     ("PORT", "0"),
     ("GRPC_HOST", "127.0.0.1"),
     ("GRPC_PORT", "0"),
     ("DEBUG_HOST", "127.0.0.1"),
     ("DEBUG_PORT", "0"),
+    ("ADMIN_HOST", "127.0.0.1"),
+    ("ADMIN_PORT", "0"),
 ];
 
 /// Settings for a test: loopback, ephemeral ports, manual clock at `T0`, plus `env` overrides.
@@ -165,6 +167,11 @@ impl TestServer {
 
     pub fn debug_url(&self, path: &str) -> String {
         format!("http://{}{}", self.running().debug_addr, path)
+    }
+
+    /// A URL on the admin listener (`/v1/*`).
+    pub fn admin_url(&self, path: &str) -> String {
+        format!("http://{}{}", self.running().admin_addr, path)
     }
 
     pub async fn shutdown(mut self) {

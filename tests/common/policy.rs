@@ -38,7 +38,7 @@ pub async fn call(
     token: Option<&str>,
     body: Option<Value>,
 ) -> (u16, Value) {
-    let mut req = s.http.request(method, s.debug_url(path));
+    let mut req = s.http.request(method, s.admin_url(path));
     if let Some(t) = token {
         req = req.bearer_auth(t);
     }

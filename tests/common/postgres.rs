@@ -55,6 +55,14 @@ impl Postgres {
     /// Starts a server (panics with a clear message when PostgreSQL is not installed: run
     /// `tests/run.sh`, which installs it).
     pub fn start() -> Postgres {
+        let mut pg = Postgres::prepare();
+        pg.run();
+        pg
+    }
+
+    /// A server initialised on its port but not running yet (start it with
+    /// [`Postgres::restart`]): for a database that is down when ratelimitd starts.
+    pub fn prepare() -> Postgres {
         let bin = bin_dir()
             .expect("PostgreSQL is installed (apt-get install postgresql; tests/run.sh does it)");
         let dir = tempfile::tempdir().unwrap();
@@ -90,15 +98,13 @@ impl Postgres {
             .local_addr()
             .unwrap()
             .port();
-        let mut pg = Postgres {
+        Postgres {
             child: None,
             port,
             bin,
             root,
             dir,
-        };
-        pg.run();
-        pg
+        }
     }
 
     /// Starts the server on its data directory and port and waits until it accepts connections.
@@ -154,7 +160,8 @@ impl Postgres {
         }
     }
 
-    /// Starts it again on the same data and port (after [`Postgres::kill`]).
+    /// Starts it again on the same data and port (after [`Postgres::kill`] or
+    /// [`Postgres::prepare`]).
     pub fn restart(&mut self) {
         self.run();
     }

@@ -13,6 +13,7 @@ pub struct Spawned {
     pub grpc_addr: String,
     pub http_addr: String,
     pub debug_addr: String,
+    pub admin_addr: String,
     /// The parsed JSON "listening" log line.
     pub log: serde_json::Value,
     /// Every later stderr line, as the binary writes it.
@@ -52,6 +53,7 @@ pub fn spawn(env: &[(String, String)]) -> Spawned {
                 grpc_addr: field("grpc_addr"),
                 http_addr: field("http_addr"),
                 debug_addr: field("debug_addr"),
+                admin_addr: field("admin_addr"),
                 child,
                 log: v,
                 lines: rx,

@@ -1,19 +1,23 @@
-//! The management API on the debug/admin port (issue 16): `/v1/overrides` and `/v1/policies`. JSON in and out; every request needs a configured bearer token (none configured: every
-//! request is refused with 403 — the API is never open); the policy database being off or down
-//! answers 503; invalid input answers 422 with every field error. Issue 17 adds the read-only
-//! `/v1/hotkeys` (token, no database needed) and the status page on `/` ([`status`]).
+//! The admin surface (issue 16) on its own listener, `ADMIN_HOST:ADMIN_PORT` (loopback by
+//! default, unlike the Go-compatible debug port): `/v1/overrides`, `/v1/policies` and
+//! `/v1/violations`. JSON in and out; every request needs a configured bearer token (none
+//! configured: every request is refused with 403 — the API is never open); the policy database
+//! being off or down answers 503; invalid input answers 422 with every field error. Issue 17 adds
+//! the read-only `/v1/hotkeys` (token, no database needed) and the status page on `/`
+//! ([`status`]: open to loopback peers, token otherwise).
 
 pub mod hotkeys;
 pub mod overrides;
 pub mod policies;
 pub mod status;
+pub mod violations;
 
 use std::sync::Arc;
 
 use axum::Router;
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use axum::routing::{delete, get};
+use axum::routing::get;
 
 use crate::policy::{FieldError, Policy, Tokens};
 use crate::reload::Reloading;
@@ -31,7 +35,28 @@ pub struct AdminState {
     pub insight: Option<crate::insight::Insight>,
 }
 
-/// The admin routes, to merge into the debug router.
+/// The endpoints of the admin listener, as the status page lists them.
+pub const ENDPOINTS: &[(&str, &str)] = &[
+    (
+        "/",
+        "status page: limits, overrides, hot keys, violations, breakers (token unless from loopback)",
+    ),
+    ("/v1/policies", "rules (bearer token)"),
+    (
+        "/v1/overrides",
+        "stored overrides with expiry (bearer token)",
+    ),
+    (
+        "/v1/violations",
+        "over-limit decisions, newest first, ?domain=&client_key=&since=&until=&limit= (bearer token)",
+    ),
+    (
+        "/v1/hotkeys",
+        "hottest keys of the last minute, ?by=hits|denials&limit=N (bearer token)",
+    ),
+];
+
+/// The admin routes, served on the admin listener.
 pub fn router(state: AdminState) -> Router {
     Router::new()
         .route("/", get(status::page))
@@ -40,8 +65,12 @@ pub fn router(state: AdminState) -> Router {
             "/v1/overrides",
             get(overrides::list).post(overrides::create),
         )
-        .route("/v1/overrides/{id}", delete(overrides::remove))
+        .route(
+            "/v1/overrides/{id}",
+            get(overrides::get).delete(overrides::remove),
+        )
         .route("/v1/policies", get(policies::list))
+        .route("/v1/violations", get(violations::list))
         .route(
             "/v1/policies/{id}",
             get(policies::get)

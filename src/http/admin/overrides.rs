@@ -1,8 +1,9 @@
-//! `POST /v1/overrides` (201 `{"id"}`), `GET /v1/overrides`, `DELETE /v1/overrides/{id}` (204).
+//! `POST /v1/overrides` (201 `{"id"}`), `GET /v1/overrides[?domain=]`, `GET /v1/overrides/{id}`
+//! (404 when unknown), `DELETE /v1/overrides/{id}` (204).
 //! Every change is logged with the token's name and what changed.
 
 use axum::body::Bytes;
-use axum::extract::{Path, State};
+use axum::extract::{Path, Query, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 
@@ -41,8 +42,19 @@ pub async fn create(State(s): State<AdminState>, headers: HeaderMap, body: Bytes
     }
 }
 
-/// Lists every stored override, expired ones with `"active": false`.
-pub async fn list(State(s): State<AdminState>, headers: HeaderMap) -> Response {
+/// The filters of `GET /v1/overrides`.
+#[derive(Debug, serde::Deserialize)]
+pub struct ListQuery {
+    /// Only the overrides of this domain.
+    domain: Option<String>,
+}
+
+/// Lists every stored override (of `?domain=` when given), expired ones with `"active": false`.
+pub async fn list(
+    State(s): State<AdminState>,
+    headers: HeaderMap,
+    Query(q): Query<ListQuery>,
+) -> Response {
     let policy = match s.admit(&headers) {
         Ok((_, p)) => p,
         Err(refused) => return *refused,
@@ -50,9 +62,32 @@ pub async fn list(State(s): State<AdminState>, headers: HeaderMap) -> Response {
     match policy.list_overrides().await {
         Ok(all) => {
             let now = policy.clock().now();
-            let items: Vec<_> = all.iter().map(|o| o.to_json(now)).collect();
+            let items: Vec<_> = all
+                .iter()
+                .filter(|o| q.domain.as_ref().is_none_or(|d| *d == o.spec.domain))
+                .map(|o| o.to_json(now))
+                .collect();
             json(StatusCode::OK, serde_json::json!({ "overrides": items }))
         }
+        Err(e) => unavailable(e),
+    }
+}
+
+/// One stored override (expired ones too), 404 when unknown.
+pub async fn get(
+    State(s): State<AdminState>,
+    headers: HeaderMap,
+    Path(id): Path<String>,
+) -> Response {
+    let policy = match s.admit(&headers) {
+        Ok((_, p)) => p,
+        Err(refused) => return *refused,
+    };
+    match policy.list_overrides().await {
+        Ok(all) => match all.iter().find(|o| o.id == id) {
+            Some(o) => json(StatusCode::OK, o.to_json(policy.clock().now())),
+            None => error(StatusCode::NOT_FOUND, format!("no override '{id}'")),
+        },
         Err(e) => unavailable(e),
     }
 }

@@ -32,7 +32,7 @@ pub(super) fn page(i: &Insight, violations: &Violations, policy_on: bool) -> Str
     violation_rows(&mut out, violations);
     breakers(&mut out, i);
     out.push_str("<h2 id=\"endpoints\">Endpoints</h2><ul>\n");
-    for (path, help) in crate::http::debug::ENDPOINTS {
+    for (path, help) in crate::http::admin::ENDPOINTS {
         let _ = writeln!(out, "<li>{}: {}</li>", escape(path), escape(help));
     }
     out.push_str("</ul></body></html>\n");

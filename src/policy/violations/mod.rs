@@ -1,0 +1,84 @@
+//! The violation log (issue 17): every reported OVER_LIMIT descriptor becomes a [`Violation`]
+//! record. The [`ViolationLog`] observer hands records to a bounded queue without waiting (a full
+//! queue drops and counts them); the [`writer`] task writes them in batches to the policy
+//! database's `rate_limit_violations` table and/or as JSON lines, and deletes rows older than the
+//! retention. `GET /v1/violations` reads them back through [`ViolationQuery`], newest first.
+
+pub mod cursor;
+pub mod observer;
+pub mod query;
+pub(super) mod sql;
+pub mod writer;
+
+use std::borrow::Cow;
+use std::sync::Arc;
+
+use super::model::PathEntry;
+use crate::clock::Timestamp;
+
+pub use cursor::Cursor;
+pub use observer::ViolationLog;
+pub use query::ViolationQuery;
+
+/// One over-limit descriptor, as the request path saw it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Violation {
+    /// The request's domain.
+    pub domain: String,
+    /// The descriptor's entries, outermost first.
+    pub descriptor: Vec<PathEntry>,
+    /// The value of the descriptor's `client_key` entry, when it has one (indexed).
+    pub client_key: Option<String>,
+    /// The reported limit's name (its `name`, else its full key).
+    pub limit_name: String,
+    /// The limit's rate.
+    pub requests_per_unit: u32,
+    /// The limit's unit (`SECOND`, `MINUTE`, ...; empty when it has none).
+    pub unit: Cow<'static, str>,
+    /// The hits the descriptor asked for.
+    pub hits: u64,
+    /// The counter after the hits, when a counter was read (not for the local cache or the
+    /// failure policy).
+    pub usage: Option<u64>,
+    /// What decided it ([`crate::limiter::outcome::Source::as_str`]).
+    pub source: Cow<'static, str>,
+    /// True when it was not enforced: the limit's `shadow_mode` or the service's `SHADOW_MODE`.
+    pub shadow: bool,
+    /// When (the limiter's clock).
+    pub at: Timestamp,
+    /// The instance that decided it (`INSTANCE_ID`, else the host name).
+    pub instance: Arc<str>,
+}
+
+/// A violation with the id it is stored under.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StoredViolation {
+    /// Its id (`vi_` and 16 hex digits), which orders records of the same microsecond.
+    pub id: String,
+    /// The record.
+    pub violation: Violation,
+}
+
+impl StoredViolation {
+    /// Its JSON form: in `GET /v1/violations` answers and in the JSON log lines.
+    pub fn to_json(&self) -> serde_json::Value {
+        let v = &self.violation;
+        serde_json::json!({
+            "id": self.id,
+            "domain": v.domain,
+            "descriptor": v.descriptor,
+            "client_key": v.client_key,
+            "limit": {
+                "name": v.limit_name,
+                "requests_per_unit": v.requests_per_unit,
+                "unit": v.unit.to_ascii_lowercase(),
+            },
+            "hits": v.hits,
+            "count": v.usage,
+            "source": v.source,
+            "shadow": v.shadow,
+            "at": v.at.to_rfc3339(),
+            "instance": &*v.instance,
+        })
+    }
+}

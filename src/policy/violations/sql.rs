@@ -1,0 +1,144 @@
+//! The violation log's SQL, written once for both backends: [`QueryBuilder`] numbers the
+//! placeholders the way each database wants (`?` for SQLite, `$1…` for PostgreSQL), so the
+//! backends only execute what these functions build.
+
+use sqlx::{ColumnIndex, Database, Decode, Encode, QueryBuilder, Row, Type};
+
+use super::{StoredViolation, Violation, ViolationQuery};
+use crate::clock::Timestamp;
+use crate::policy::model::PathEntry;
+use crate::policy::rows::micros;
+use crate::policy::store::StoreError;
+
+const COLUMNS: &str = "id, domain, descriptor, client_key, at, request_count, limit_value, \
+     limit_name, unit, hits, usage, source, shadow, instance";
+
+fn int(n: u64) -> i64 {
+    i64::try_from(n).unwrap_or(i64::MAX)
+}
+
+/// One multi-row `INSERT` of `batch`.
+pub(in crate::policy) fn insert<'a, DB>(batch: &'a [StoredViolation]) -> QueryBuilder<'a, DB>
+where
+    DB: Database,
+    String: Encode<'a, DB> + Type<DB>,
+    &'a str: Encode<'a, DB> + Type<DB>,
+    Option<&'a str>: Encode<'a, DB> + Type<DB>,
+    i64: Encode<'a, DB> + Type<DB>,
+    Option<i64>: Encode<'a, DB> + Type<DB>,
+    bool: Encode<'a, DB> + Type<DB>,
+{
+    let mut q = QueryBuilder::new(format!("INSERT INTO rate_limit_violations ({COLUMNS}) "));
+    q.push_values(batch, |mut row, s| {
+        let v = &s.violation;
+        row.push_bind(s.id.as_str())
+            .push_bind(v.domain.as_str())
+            .push_bind(serde_json::to_string(&v.descriptor).unwrap_or_default())
+            .push_bind(v.client_key.as_deref())
+            .push_bind(micros(v.at))
+            .push_bind(int(v.usage.unwrap_or(v.hits)))
+            .push_bind(i64::from(v.requests_per_unit))
+            .push_bind(v.limit_name.as_str())
+            .push_bind(v.unit.as_ref())
+            .push_bind(int(v.hits))
+            .push_bind(v.usage.map(int))
+            .push_bind(v.source.as_ref())
+            .push_bind(v.shadow)
+            .push_bind(&*v.instance);
+    });
+    q
+}
+
+/// The `SELECT` of `q`: its filters, newest first, one row more than a page.
+pub(in crate::policy) fn select<'a, DB>(q: &'a ViolationQuery) -> QueryBuilder<'a, DB>
+where
+    DB: Database,
+    &'a str: Encode<'a, DB> + Type<DB>,
+    i64: Encode<'a, DB> + Type<DB>,
+{
+    let mut b = QueryBuilder::new(format!(
+        "SELECT {COLUMNS} FROM rate_limit_violations WHERE 1 = 1"
+    ));
+    if let Some(d) = &q.domain {
+        b.push(" AND domain = ").push_bind(d.as_str());
+    }
+    if let Some(c) = &q.client_key {
+        b.push(" AND client_key = ").push_bind(c.as_str());
+    }
+    if let Some(t) = q.since {
+        b.push(" AND at >= ").push_bind(micros(t));
+    }
+    if let Some(t) = q.until {
+        b.push(" AND at < ").push_bind(micros(t));
+    }
+    if let Some(c) = &q.after {
+        b.push(" AND (at < ").push_bind(micros(c.at));
+        b.push(" OR (at = ").push_bind(micros(c.at));
+        b.push(" AND id < ").push_bind(c.id.as_str()).push("))");
+    }
+    b.push(" ORDER BY at DESC, id DESC LIMIT ")
+        .push_bind(i64::from(q.limit) + 1);
+    b
+}
+
+/// Deletes at most `batch` rows older than `before` (a bounded statement, repeated by the
+/// retention task).
+pub(in crate::policy) fn delete_before<'a, DB>(
+    before: Timestamp,
+    batch: u32,
+) -> QueryBuilder<'a, DB>
+where
+    DB: Database,
+    i64: Encode<'a, DB> + Type<DB>,
+{
+    let mut b = QueryBuilder::new(
+        "DELETE FROM rate_limit_violations WHERE id IN \
+         (SELECT id FROM rate_limit_violations WHERE at < ",
+    );
+    b.push_bind(micros(before))
+        .push(" LIMIT ")
+        .push_bind(i64::from(batch))
+        .push(")");
+    b
+}
+
+/// A row of [`select`].
+pub(in crate::policy) fn read<R>(row: &R) -> Result<StoredViolation, StoreError>
+where
+    R: Row,
+    for<'a> &'a str: ColumnIndex<R>,
+    for<'r> String: Decode<'r, R::Database> + Type<R::Database>,
+    for<'r> Option<String>: Decode<'r, R::Database> + Type<R::Database>,
+    for<'r> i64: Decode<'r, R::Database> + Type<R::Database>,
+    for<'r> Option<i64>: Decode<'r, R::Database> + Type<R::Database>,
+    for<'r> bool: Decode<'r, R::Database> + Type<R::Database>,
+{
+    let id: String = row.try_get("id")?;
+    let descriptor: String = row.try_get("descriptor")?;
+    let descriptor: Vec<PathEntry> =
+        serde_json::from_str(&descriptor).map_err(|e| StoreError::BadRow {
+            id: id.clone(),
+            why: format!("descriptor: {e}"),
+        })?;
+    let uint = |v: i64| u64::try_from(v).unwrap_or(0);
+    let usage: Option<i64> = row.try_get("usage")?;
+    let rpu: i64 = row.try_get("limit_value")?;
+    let instance: String = row.try_get("instance")?;
+    Ok(StoredViolation {
+        violation: Violation {
+            domain: row.try_get("domain")?,
+            descriptor,
+            client_key: row.try_get("client_key")?,
+            limit_name: row.try_get("limit_name")?,
+            requests_per_unit: u32::try_from(rpu).unwrap_or(u32::MAX),
+            unit: row.try_get::<String, _>("unit")?.into(),
+            hits: uint(row.try_get("hits")?),
+            usage: usage.map(uint),
+            source: row.try_get::<String, _>("source")?.into(),
+            shadow: row.try_get("shadow")?,
+            at: crate::clock::Timestamp::from_micros(uint(row.try_get("at")?)),
+            instance: instance.into(),
+        },
+        id,
+    })
+}

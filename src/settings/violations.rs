@@ -1,0 +1,120 @@
+//! The violation log (issue 17): where records go, how they are queued and batched, and how long
+//! they are kept. ratelimitd's own settings.
+
+use std::time::Duration;
+
+use super::{SettingsError, Vars, parse};
+
+/// Where violation records are written (`VIOLATIONS_LOG`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ViolationSinks {
+    /// The policy database's `rate_limit_violations` (the default; nothing without a database).
+    Db,
+    /// One JSON line per record on standard error, with the logs.
+    Json,
+    /// Both.
+    Both,
+    /// Nowhere: no observer is registered at all.
+    Off,
+}
+
+impl ViolationSinks {
+    /// True when records go to the database.
+    pub fn db(self) -> bool {
+        matches!(self, ViolationSinks::Db | ViolationSinks::Both)
+    }
+
+    /// True when records are written as JSON lines.
+    pub fn json(self) -> bool {
+        matches!(self, ViolationSinks::Json | ViolationSinks::Both)
+    }
+}
+
+/// `VIOLATIONS_*`, `INSTANCE_ID`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ViolationSettings {
+    /// `VIOLATIONS_LOG` (`db`, `json`, `both`, `off`; default `db`).
+    pub sinks: ViolationSinks,
+    /// `VIOLATIONS_QUEUE_SIZE` (default 10000): records waiting for the writer; beyond it they
+    /// are dropped and counted.
+    pub queue_size: usize,
+    /// `VIOLATIONS_BATCH_SIZE` (default 500, at most 1000): records per database write.
+    pub batch_size: usize,
+    /// `VIOLATIONS_BATCH_DELAY` (default 1s): the longest a record waits for its batch to fill.
+    pub batch_delay: Duration,
+    /// `VIOLATIONS_RETENTION_DAYS` (default 7; 0 keeps every record).
+    pub retention_days: u32,
+    /// `VIOLATIONS_RETENTION_INTERVAL` (default 1h): how often old records are deleted.
+    pub retention_interval: Duration,
+    /// `INSTANCE_ID`: the instance named in records (default: the host name).
+    pub instance_id: Option<String>,
+}
+
+pub(super) fn from_vars(v: &Vars) -> Result<ViolationSettings, SettingsError> {
+    let positive = |s: &str| match parse::go_duration(s)? {
+        d if d.is_zero() => Err("must be above zero".to_string()),
+        d => Ok(d),
+    };
+    Ok(ViolationSettings {
+        sinks: v.parse("VIOLATIONS_LOG", ViolationSinks::Db, |s| {
+            match s.to_ascii_lowercase().as_str() {
+                "db" => Ok(ViolationSinks::Db),
+                "json" => Ok(ViolationSinks::Json),
+                "both" => Ok(ViolationSinks::Both),
+                "off" => Ok(ViolationSinks::Off),
+                _ => Err("must be db, json, both or off".to_string()),
+            }
+        })?,
+        queue_size: v.parse("VIOLATIONS_QUEUE_SIZE", 10_000, |s| {
+            parse::uint_in(s, 1, 10_000_000).map(|n| n as usize)
+        })?,
+        batch_size: v.parse("VIOLATIONS_BATCH_SIZE", 500, |s| {
+            parse::uint_in(s, 1, 1000).map(|n| n as usize)
+        })?,
+        batch_delay: v.parse("VIOLATIONS_BATCH_DELAY", Duration::from_secs(1), positive)?,
+        retention_days: v.parse("VIOLATIONS_RETENTION_DAYS", 7, |s| {
+            parse::uint_in(s, 0, 36_500).map(|n| n as u32)
+        })?,
+        retention_interval: v.parse(
+            "VIOLATIONS_RETENTION_INTERVAL",
+            Duration::from_secs(3600),
+            positive,
+        )?,
+        instance_id: v
+            .get("INSTANCE_ID")
+            .map(|(s, _)| s.clone())
+            .filter(|s| !s.is_empty()),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::settings::Settings;
+
+    fn env(pairs: &[(&str, &str)]) -> Result<ViolationSettings, SettingsError> {
+        let vars = pairs.iter().map(|(k, v)| (k.to_string(), v.to_string()));
+        Settings::from_env(vars).map(|s| s.policy.violations)
+    }
+
+    #[test]
+    fn defaults_values_and_errors_naming_the_variable() {
+        let d = env(&[]).unwrap();
+        assert_eq!(d.sinks, ViolationSinks::Db);
+        assert_eq!(
+            (d.queue_size, d.batch_size, d.retention_days),
+            (10_000, 500, 7)
+        );
+        let s = env(&[("VIOLATIONS_LOG", "both"), ("INSTANCE_ID", "pod-1")]).unwrap();
+        assert!(s.sinks.db() && s.sinks.json());
+        assert_eq!(s.instance_id.as_deref(), Some("pod-1"));
+        for (name, bad) in [
+            ("VIOLATIONS_LOG", "syslog"),
+            ("VIOLATIONS_QUEUE_SIZE", "0"),
+            ("VIOLATIONS_BATCH_SIZE", "1001"),
+            ("VIOLATIONS_BATCH_DELAY", "0s"),
+        ] {
+            assert_eq!(env(&[(name, bad)]).unwrap_err().name, name);
+        }
+    }
+}
