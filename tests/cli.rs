@@ -17,11 +17,12 @@ fn validate_accepts_every_example_config() {
     // envoy/envoy.yaml, one file per feature), found by listing so that a new one is not missed.
     // examples/k8s and examples/envoy-gateway hold Kubernetes manifests, not configs:
     // tests/k8s_recipes.rs checks the config inside the ConfigMap, and
-    // tests/envoy_gateway_recipe.rs the Envoy Gateway recipe.
+    // tests/envoy_gateway_recipe.rs the Envoy Gateway recipe; examples/grafana holds a dashboard
+    // (tests/grafana_dashboard.rs).
     let mut dirs: Vec<String> = std::fs::read_dir("examples")
         .unwrap()
         .map(|e| e.unwrap().path())
-        .filter(|p| p.is_dir() && !p.ends_with("k8s") && !p.ends_with("envoy-gateway"))
+        .filter(|p| p.is_dir() && !["k8s", "envoy-gateway", "grafana"].iter().any(|d| p.ends_with(d)))
         .map(|p| p.to_string_lossy().into_owned())
         .collect();
     dirs.sort();
