@@ -22,7 +22,12 @@ fn validate_accepts_every_example_config() {
     let mut dirs: Vec<String> = std::fs::read_dir("examples")
         .unwrap()
         .map(|e| e.unwrap().path())
-        .filter(|p| p.is_dir() && !["k8s", "envoy-gateway", "grafana"].iter().any(|d| p.ends_with(d)))
+        .filter(|p| {
+            p.is_dir()
+                && !["k8s", "envoy-gateway", "grafana"]
+                    .iter()
+                    .any(|d| p.ends_with(d))
+        })
         .map(|p| p.to_string_lossy().into_owned())
         .collect();
     dirs.sort();

@@ -65,7 +65,10 @@ fn every_metric_the_dashboard_queries_is_declared_by_ratelimitd() {
 
 #[tokio::test]
 async fn the_request_panels_have_series_after_traffic() {
-    let env = [("USE_PROMETHEUS", "true"), ("PROMETHEUS_ADDR", "127.0.0.1:0")];
+    let env = [
+        ("USE_PROMETHEUS", "true"),
+        ("PROMETHEUS_ADDR", "127.0.0.1:0"),
+    ];
     let s = TestServer::start(&[("another.yaml", CFG_INT_ANOTHER)], &env).await;
     for _ in 0..25 {
         s.rl("another", &[&[("key2", "R")]]).await;

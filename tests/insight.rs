@@ -103,7 +103,17 @@ async fn the_status_page_shows_the_domain_an_override_and_a_hot_key_escaped() {
     for _ in 0..3 {
         s.rl("api", &[&[("client_key", XSS)]]).await;
     }
-    let url = s.debug_url("/");
+    // The third hit is over 2/minute: wait (bounded) for the violation log to write it.
+    let watch = Stopwatch::start();
+    loop {
+        let (_, page) = call(&s, Method::GET, "/v1/violations", Some(TOKEN), None).await;
+        let written = page["violations"].as_array().is_some_and(|v| !v.is_empty());
+        if written || watch.elapsed() > Duration::from_secs(10) {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let url = s.admin_url("/");
     let dom = tokio::task::spawn_blocking(move || dump_dom(&url))
         .await
         .unwrap();
@@ -120,6 +130,12 @@ async fn the_status_page_shows_the_domain_an_override_and_a_hot_key_escaped() {
         "{dom}"
     );
     assert!(!dom.contains(XSS), "{dom}");
+    let violations = dom.split("id=\"violations\"").nth(1).unwrap_or_default();
+    assert!(
+        violations.contains("&lt;script&gt;alert(1)&lt;/script&gt;")
+            && !violations.contains("none recorded"),
+        "the recent violation: {dom}"
+    );
     s.shutdown().await;
 }
 
