@@ -183,3 +183,56 @@ async fn a_deny_storm_on_a_tiny_queue_drops_and_counts_and_answers_every_request
     assert!(dropped > 0, "{text}");
     s.shutdown().await;
 }
+
+/// `VIOLATIONS_LOG=json` without any database: each over-limit descriptor is one JSON line on the
+/// binary's output, with the record's fields; allowed requests write none.
+#[tokio::test]
+async fn json_lines_without_a_database_carry_each_violation() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("api.yaml"), common::policy::CFG_API).unwrap();
+    let env = [
+        ("RATELIMITD_CONFIG", dir.path().display().to_string()),
+        ("VIOLATIONS_LOG", "json".into()),
+        ("VIOLATIONS_BATCH_DELAY", "10ms".into()),
+        ("INSTANCE_ID", "json-1".into()),
+    ];
+    let env: Vec<(String, String)> = env.into_iter().map(|(k, v)| (k.into(), v)).collect();
+    let p = common::process::spawn(&env);
+    let client = reqwest::Client::new();
+    let body =
+        r#"{"domain":"api","descriptors":[{"entries":[{"key":"client_key","value":"u7"}]}]}"#;
+    for _ in 0..4 {
+        let url = format!("http://{}/json", p.http_addr);
+        client.post(url).body(body).send().await.unwrap();
+    }
+    // 2 per minute: the third and fourth calls are over.
+    let mut records = Vec::new();
+    let watch = Stopwatch::start();
+    while let Some(left) = Duration::from_secs(5).checked_sub(watch.elapsed()) {
+        let Ok(line) = p.lines.recv_timeout(left) else {
+            break;
+        };
+        let v: Value = serde_json::from_str(&line).unwrap_or_default();
+        if v["id"].as_str().is_some_and(|id| id.starts_with("vi_")) {
+            records.push(v);
+        }
+        if records.len() == 2 {
+            break;
+        }
+    }
+    assert_eq!(records.len(), 2, "{records:?}");
+    let r = &records[0];
+    assert_eq!(r["domain"], "api");
+    assert_eq!(r["client_key"], "u7");
+    assert_eq!(
+        r["descriptor"],
+        json!([{"key": "client_key", "value": "u7"}])
+    );
+    assert_eq!(r["limit"]["requests_per_unit"], 2);
+    assert_eq!(r["limit"]["unit"], "minute");
+    assert_eq!(r["source"], "store");
+    assert_eq!(r["shadow"], false);
+    assert_eq!(r["instance"], "json-1");
+    let counts: Vec<_> = records.iter().map(|r| r["count"].as_u64()).collect();
+    assert_eq!(counts, [Some(3), Some(4)]);
+}
