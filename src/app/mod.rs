@@ -9,6 +9,7 @@ mod grpc_idle;
 mod grpc_listen;
 mod parts;
 mod policy;
+mod rlqs;
 mod server_time;
 pub mod signals;
 mod tasks;
@@ -101,6 +102,7 @@ pub async fn start(settings: &Settings) -> Result<Running, AppError> {
         settings,
         &stop,
     );
+    let rlqs_board = rlqs::board(redis.as_ref());
     // The store's Redis clock (for call deadlines) is always kept in sync; with
     // REDIS_USE_SERVER_TIME, Redis's clock is also the clock of every decision (and reload stamp):
     // the same one when this host's wall clock is the base, else one shifted from the manual clock.
@@ -185,6 +187,12 @@ pub async fn start(settings: &Settings) -> Result<Running, AppError> {
                     .with_standard_headers(settings.edges.grpc_standard_headers),
             )
             .max_decoding_message_size(settings.grpc.max_recv_message_bytes),
+        ))
+        .add_optional_service(rlqs::service(
+            settings,
+            (&config, &overrides, &clock),
+            (rlqs_board, &metrics),
+            &stop,
         ));
     serve_grpc(
         &mut tasks,

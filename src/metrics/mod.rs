@@ -9,6 +9,7 @@
 
 mod families;
 pub mod prom;
+pub mod rlqs;
 pub mod sinks;
 pub mod statsd;
 pub mod table;
@@ -75,6 +76,8 @@ pub struct Metrics {
     pub(crate) memory_keys: Option<KeyCount>,
     /// Reads the Redis circuit breakers' states, when there are breakers.
     pub(crate) breakers: Option<BreakerReports>,
+    /// The Rate Limit Quota Service's streams, buckets and assignments.
+    pub rlqs: rlqs::RlqsMetrics,
     /// Response times (ms) waiting for the next StatsD flush; `None` when StatsD is off.
     timings: Option<Mutex<Vec<(&'static str, f64)>>>,
 }
@@ -136,6 +139,7 @@ impl Metrics {
             config_loads,
             memory_keys,
             breakers: None,
+            rlqs: rlqs::RlqsMetrics::default(),
             timings: statsd_timers.then(|| Mutex::new(Vec::new())),
         }
     }

@@ -12,6 +12,7 @@ pub mod parse;
 pub mod policy;
 pub mod redis;
 pub mod resilience;
+pub mod rlqs;
 pub mod xds;
 
 use std::collections::HashMap;
@@ -28,6 +29,7 @@ pub use observability::{Observability, StatsSinkKind, TracingProtocol, TracingSe
 pub use policy::PolicySettings;
 pub use redis::{RedisConfig, RedisKind, RedisSettings};
 pub use resilience::{FailureMode, Resilience};
+pub use rlqs::{RlqsSettings, Unmatched};
 pub use xds::{BackoffSettings, ConfigType, XdsSettings, XdsTlsSettings};
 
 /// A bad setting.
@@ -117,6 +119,8 @@ pub struct Settings {
     pub edges: EdgeSettings,
     /// The policy database and its management API ([`policy`]).
     pub policy: PolicySettings,
+    /// The Rate Limit Quota Service (`RLQS_*`).
+    pub rlqs: RlqsSettings,
 }
 
 /// Looks up variables, remembering for error messages where each value came from.
@@ -279,6 +283,7 @@ impl Settings {
             xds,
             edges: edges::from_vars(v)?,
             policy: policy::from_vars(v)?,
+            rlqs: rlqs::from_vars(v)?,
         })
     }
 }

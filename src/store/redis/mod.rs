@@ -13,6 +13,7 @@ pub mod conn;
 mod fixed_window;
 pub mod heartbeat;
 mod leaky_bucket;
+pub mod quota_demand;
 mod sliding_log;
 mod sliding_window;
 mod slots;
@@ -51,6 +52,8 @@ pub struct RedisStore {
     sliding_window: Script,
     leaky_bucket: Script,
     sliding_log: Script,
+    /// The RLQS demand exchange ([`quota_demand`]).
+    quota_demand: Script,
     response_timeout: Duration,
     deadlines: Deadlines,
     stop_increment_when_over_limit: bool,
@@ -92,6 +95,7 @@ impl RedisStore {
             sliding_window: sliding_window::script(),
             leaky_bucket: leaky_bucket::script(),
             sliding_log: sliding_log::script(),
+            quota_demand: quota_demand::script(),
             response_timeout: cfg.response_timeout,
             deadlines: Deadlines::new(cfg.response_timeout),
             stop_increment_when_over_limit: cfg.stop_increment_when_over_limit,
