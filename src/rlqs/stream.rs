@@ -13,6 +13,7 @@ use super::actions;
 use super::bucket::{self, BucketKey, Budget};
 use super::demand::Recent;
 use super::split::{self, Assignment};
+use crate::clock::Stopwatch;
 use crate::grpc::pb::envoy::service::rate_limit_quota::v3 as pb;
 use crate::reload::Snapshot;
 use crate::settings::Unmatched;
@@ -30,6 +31,9 @@ struct Tracked {
     /// `None`: no limit matched (the unmatched default applies).
     budget: Option<Budget>,
     sent: Option<Assignment>,
+    /// When the last action for this bucket went out (real time: Envoy's assignments expire on
+    /// Envoy's clock).
+    sent_at: Option<Stopwatch>,
 }
 
 /// One stream's buckets and domain.
@@ -63,7 +67,8 @@ impl Stream {
         (self.interval * TTL_INTERVALS).max(shared.settings.min_assignment_ttl)
     }
 
-    /// Answers one usage report (`None` when it names no bucket).
+    /// Answers one usage report: an action for each bucket whose assignment changed or is due
+    /// for renewal (`None` when there is none).
     pub async fn report(
         &mut self,
         shared: &Shared,
@@ -112,6 +117,7 @@ impl Stream {
                 recent: Recent::default(),
                 budget,
                 sent: None,
+                sent_at: None,
             });
             if is_new {
                 shared.metrics_buckets(1);
@@ -121,9 +127,22 @@ impl Stream {
             let budget_changed = tracked.budget != budget;
             tracked.budget = budget;
             let key_name = self.demand_key(shared, &key);
+            let previous = self.buckets[&key].sent;
             let a = self.assign(shared, &key, &key_name, budget_changed).await;
             let ttl = self.ttl(shared);
-            out.push(actions::assign(&self.buckets[&key].id, a, ttl));
+            // Envoy 1.40 rebuilds (and refills) its token bucket on every assignment it
+            // receives, so an unchanged one is only resent two reporting intervals before it
+            // would expire (at least half its TTL after it was sent).
+            let renew = ttl.saturating_sub(self.interval * 2).max(ttl / 2);
+            let Some(t) = self.buckets.get_mut(&key) else {
+                continue;
+            };
+            let due = t.sent_at.as_ref().is_none_or(|w| w.elapsed() >= renew);
+            if previous != Some(a) || due {
+                t.sent_at = Some(Stopwatch::start());
+                shared.metrics_assignment(a.strategy());
+                out.push(actions::assign(&t.id, a, ttl));
+            }
         }
         self.version = snapshot.version;
         Ok((!out.is_empty()).then_some(pb::RateLimitQuotaResponse { bucket_action: out }))
@@ -219,7 +238,6 @@ impl Stream {
             }
             Some(b) => split::assign(b, 1.0),
         };
-        shared.metrics_assignment(a.strategy());
         if let Some(t) = self.buckets.get_mut(key) {
             t.sent = Some(a);
         }
@@ -261,6 +279,10 @@ impl Stream {
             t.budget = budget;
             let name = self.demand_key(shared, &key);
             let a = self.assign(shared, &key, &name, true).await;
+            shared.metrics_assignment(a.strategy());
+            if let Some(t) = self.buckets.get_mut(&key) {
+                t.sent_at = Some(Stopwatch::start());
+            }
             out.push(actions::assign(&self.buckets[&key].id, a, ttl));
         }
         (!out.is_empty()).then_some(pb::RateLimitQuotaResponse { bucket_action: out })

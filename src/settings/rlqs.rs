@@ -29,8 +29,9 @@ pub struct RlqsSettings {
     /// `RLQS_MAX_REPORTS_PER_SECOND`: usage report messages per stream and second (default 20,
     /// bursts of twice that); a faster stream is ended with RESOURCE_EXHAUSTED.
     pub max_reports_per_second: u32,
-    /// `RLQS_MIN_ASSIGNMENT_TTL`: the shortest assignment time to live (default 2s); an
-    /// assignment lives three reporting intervals, never less than this.
+    /// `RLQS_MIN_ASSIGNMENT_TTL`: the shortest assignment time to live (default 10s); an
+    /// assignment lives three reporting intervals, never less than this; an unchanged one is
+    /// renewed two reporting intervals before it expires.
     pub min_assignment_ttl: Duration,
 }
 
@@ -51,7 +52,7 @@ pub(super) fn from_vars(v: &Vars) -> Result<RlqsSettings, SettingsError> {
         max_reports_per_second: v.parse("RLQS_MAX_REPORTS_PER_SECOND", 20, count(10_000))? as u32,
         min_assignment_ttl: v.parse(
             "RLQS_MIN_ASSIGNMENT_TTL",
-            Duration::from_secs(2),
+            Duration::from_secs(10),
             parse::go_duration,
         )?,
     })
