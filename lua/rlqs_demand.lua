@@ -2,12 +2,17 @@
 -- ratelimitd instance), value = "<demand>:<expires_at_ms>" with demand in thousandths of a
 -- request per second. Writes the caller's demand, drops fields past their expiry, and returns
 -- the demands still live, the caller's first, so every instance splits one global budget.
--- KEYS[1] the bucket's hash; ARGV: member, demand, now_ms, ttl_ms.
+-- KEYS[1] the bucket's hash; ARGV: member, demand, now_ms, ttl_ms. A ttl_ms of 0 is the
+-- stream's leave: its field is removed at once and nothing is returned.
 local key = KEYS[1]
 local member = ARGV[1]
 local demand = tonumber(ARGV[2])
 local now = tonumber(ARGV[3])
 local ttl = tonumber(ARGV[4])
+if ttl <= 0 then
+  redis.call("HDEL", key, member)
+  return {}
+end
 redis.call("HSET", key, member, demand .. ":" .. (now + ttl))
 local out = { demand }
 local all = redis.call("HGETALL", key)

@@ -102,11 +102,10 @@ async fn load(port: u16, warmup: Duration, total: Duration) -> (u64, u64) {
     (ok, denied)
 }
 
-/// Ignored for now: measured 27–28 admitted/s against 20/s (+35–42%), just outside the bound;
-/// Envoy 1.40 rebuilds a full token bucket on every assignment it receives, and the remaining
-/// excess is not yet explained. Run with `--ignored` to measure.
+/// Together the two Envoys admit the global 20/s within ±20% (measured 19–21/s): each holds a
+/// bucket of its share refilled every second, and a newcomer's arrival cuts the other's share
+/// within a second (ratelimitd re-splits on its own, not on Envoy's next report).
 #[tokio::test]
-#[ignore = "measures 27-28/s against a 20/s budget on Envoy 1.40; see the doc comment"]
 async fn two_envoys_share_one_global_budget() {
     let s = TestServer::start(&[("quota.yaml", CONFIG)], &[]).await;
     let rl_port = s.running().grpc_addr.port();
@@ -125,8 +124,8 @@ async fn two_envoys_share_one_global_budget() {
         "a demand of 80/s against 20/s is partly denied"
     );
     assert!(
-        (13.0..=27.0).contains(&rate),
-        "admitted {rate:.1}/s, expected 20/s ± 35%"
+        (16.0..=24.0).contains(&rate),
+        "admitted {rate:.1}/s, expected 20/s ± 20%"
     );
     s.shutdown().await;
 }

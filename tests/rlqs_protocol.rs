@@ -53,11 +53,11 @@ async fn demand_splits_the_budget(store: StoreKind) {
     let mut b = QuotaStream::open(addr(&s)).await.unwrap();
     let first = a.report("quota", usage(api(), 30, 0, 1)).await.unwrap();
     // Alone: the whole 20/s, living RLQS_MIN_ASSIGNMENT_TTL (more than three 1 s intervals).
-    assert_eq!(first, (Seen::Bucket(20, 200, 10), Some(10)));
+    assert_eq!(first, (Seen::Bucket(20, 20, 1), Some(10)));
     let (seen_b, _) = b.report("quota", usage(api(), 8, 2, 1)).await.unwrap();
-    assert_eq!(seen_b, Seen::Bucket(5, 50, 10), "a quarter of the budget");
+    assert_eq!(seen_b, Seen::Bucket(5, 5, 1), "a quarter of the budget");
     let (seen_a, _) = a.report("quota", usage(api(), 20, 10, 1)).await.unwrap();
-    assert_eq!(seen_a, Seen::Bucket(15, 150, 10), "three quarters");
+    assert_eq!(seen_a, Seen::Bucket(15, 15, 1), "three quarters");
     s.shutdown().await;
 }
 
@@ -78,9 +78,9 @@ async fn two_instances_on_one_redis_split_one_budget() {
     let mut b = QuotaStream::open(addr(&two)).await.unwrap();
     a.report("quota", usage(api(), 10, 0, 1)).await.unwrap();
     let (seen_b, _) = b.report("quota", usage(api(), 10, 0, 1)).await.unwrap();
-    assert_eq!(seen_b, Seen::Bucket(10, 100, 10), "half of one global 20/s");
+    assert_eq!(seen_b, Seen::Bucket(10, 10, 1), "half of one global 20/s");
     let (seen_a, _) = a.report("quota", usage(api(), 10, 0, 1)).await.unwrap();
-    assert_eq!(seen_a, Seen::Bucket(10, 100, 10));
+    assert_eq!(seen_a, Seen::Bucket(10, 10, 1));
     one.shutdown().await;
     two.shutdown().await;
 }
@@ -102,10 +102,10 @@ async fn deny_unlimited_unmatched_and_nested_buckets() {
         q.report("", one("nothing")).await.unwrap().0,
         Seen::AllowAll
     );
-    // Entries sorted by key: name, then tier — the nested 600/minute limit.
+    // Entries sorted by key: name, then tier — the nested 600/minute limit, as 10 a second.
     let pair = usage(bucket(&[("tier", "gold"), ("name", "pair")]), 1, 0, 0);
     let (seen, _) = q.report("quota", pair).await.unwrap();
-    assert_eq!(seen, Seen::Bucket(600, 6000, 600));
+    assert_eq!(seen, Seen::Bucket(10, 10, 1));
     s.shutdown().await;
 
     let s = TestServer::start(&[("quota.yaml", CONFIG)], &[("RLQS_UNMATCHED", "deny")]).await;
@@ -140,7 +140,7 @@ async fn reload_reassigns_and_abandons() {
     pushed.sort_by_key(|(id, _, _)| id.bucket.len());
     assert_eq!(pushed.len(), 2, "{pushed:?}");
     assert_eq!(pushed[0].0, api);
-    assert_eq!(pushed[0].1, Seen::Bucket(40, 400, 10));
+    assert_eq!(pushed[0].1, Seen::Bucket(40, 40, 1));
     assert_eq!(pushed[1].0, pair);
     assert_eq!(pushed[1].1, Seen::Abandon);
     s.shutdown().await;

@@ -79,10 +79,17 @@ impl Board {
         .collect()
     }
 
-    /// Forgets stream `member`'s demand for `key` (its stream ended) on this process's board.
-    pub fn leave(&self, key: &str, member: u64) {
+    /// Forgets stream `member`'s demand for `key` (its stream ended): on Redis too, so an
+    /// ended Envoy stops holding a share at once rather than after its demand's expiry.
+    pub async fn leave(&self, key: &str, member: u64) {
         match self {
-            Board::Memory(m) | Board::Redis(_, m) => m.leave(key, member),
+            Board::Memory(m) => m.leave(key, member),
+            Board::Redis(redis, m) => {
+                m.leave(key, member);
+                if let Err(e) = redis.leave_demand(key, member).await {
+                    tracing::warn!(error = %e, "RLQS demand leave failed; the entry expires on its own");
+                }
+            }
         }
     }
 }
@@ -157,7 +164,7 @@ mod tests {
         // Stream 1 has not reported for the TTL: only stream 2 is left.
         let later = Timestamp::from_secs(103);
         assert_eq!(board.exchange("b", (2, 1.0), later, ttl).await, [1.0]);
-        board.leave("b", 2);
+        board.leave("b", 2).await;
         assert_eq!(board.exchange("b", (3, 2.0), later, ttl).await, [2.0]);
     }
 }

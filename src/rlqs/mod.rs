@@ -6,10 +6,12 @@
 //! - [`demand`]: each stream's recent demand, posted to a board every instance reads (Redis, or
 //!   this process on the memory store).
 //! - [`split`]: the budget divided in proportion to demand, as the token bucket Envoy enforces.
-//! - [`stream`]: one stream's buckets; [`service`]: the gRPC service and its bounds.
+//! - [`stream`]: one stream's buckets ([`checks`]: of its reports); [`service`]: the gRPC
+//!   service and its bounds.
 
 pub mod actions;
 pub mod bucket;
+pub mod checks;
 pub mod demand;
 pub mod service;
 pub mod split;

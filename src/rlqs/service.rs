@@ -1,6 +1,6 @@
 //! `StreamRateLimitQuotas` on the gRPC port: at most `RLQS_MAX_STREAMS` open streams, each
-//! driven by one task that answers reports (at most `RLQS_MAX_REPORTS_PER_SECOND`), checks the
-//! configuration version once a second to re-assign or abandon buckets, and ends — closing the
+//! driven by one task that answers reports (at most `RLQS_MAX_REPORTS_PER_SECOND`), once a second
+//! re-splits its buckets (or, after a configuration change, re-assigns or abandons them), and ends — closing the
 //! response stream — when the client leaves, a report is bad, or the service drains.
 
 use std::sync::Arc;
@@ -133,7 +133,7 @@ async fn serve(
             // The guard `wait_for` returns is not Send: drop it before anything awaits.
             _ = async { stop.wait_for(|s| *s).await.map(|_| ()) } => break,
             _ = tx.closed() => break,
-            _ = recheck.tick() => stream.reassess(&shared).await.map(Ok),
+            _ = recheck.tick() => stream.tick(&shared).await.map(Ok),
             msg = inbound.message() => match msg {
                 Ok(Some(_)) if !rate.admit() => Some(Err(Status::resource_exhausted(format!(
                     "more than {} usage reports in one second (RLQS_MAX_REPORTS_PER_SECOND)",
@@ -152,5 +152,5 @@ async fn serve(
             break;
         }
     }
-    stream.close(&shared);
+    stream.close(&shared).await;
 }

@@ -3,21 +3,25 @@
 //! an idle Envoy still gets enough to start; then expressed as the token bucket Envoy enforces.
 //!
 //! Why a token bucket and not `requests_per_time_unit`: Envoy 1.40's filter does not implement
-//! `RequestsPerTimeUnit` (it logs "not yet supported" and ignores the assignment). Envoy computes
-//! the bucket's rate as `tokens_per_fill / whole seconds of fill_interval`, so the interval is
-//! always whole seconds: [`FILL_WINDOWS`] windows, which gives the rate a tenth-of-a-request
-//! resolution per window.
+//! `RequestsPerTimeUnit` (it logs "not yet supported" and ignores the assignment). Envoy builds a
+//! token bucket that starts FULL, refills continuously at `tokens_per_fill / whole seconds of
+//! fill_interval`, and is rebuilt (full again) whenever an assignment's numbers change. So the
+//! bucket is sized to hold one fill of the share, and one fill is the shortest whole number of
+//! seconds worth at least one token: a 10/s share is 10 tokens a second (a fresh bucket admits at
+//! most one second of the share at once), a share of 1 a minute is 1 token per 60 s. A limit's
+//! explicit `burst` above its rate adds its share of the difference to the capacity.
 
 use super::bucket::Budget;
 
 /// The least weight of a reporter, as a share of the average demand.
 pub const FLOOR: f64 = 0.1;
 
-/// Windows per fill interval: a share of 7.5 per window is 75 tokens per 10 windows.
-pub const FILL_WINDOWS: u64 = 10;
+/// The longest fill interval (a share below one request a day is one request a day).
+const MAX_FILL_SECS: f64 = 86_400.0;
 
-/// A change of an assignment's rate smaller than this fraction is not sent: Envoy rebuilds (and
-/// refills) its bucket whenever the numbers change, so jitter would admit extra bursts.
+/// A rise of an assignment's rate smaller than this fraction is not sent: Envoy rebuilds (and
+/// refills) its bucket whenever the numbers change, so jitter would admit extra bursts. A fall is
+/// always sent, so the shares of a bucket never add up to more than its budget for long.
 pub const HYSTERESIS: f64 = 0.1;
 
 /// The caller's fraction of the budget; `demands[0]` is the caller's, the rest the other live
@@ -83,21 +87,30 @@ pub fn assign(budget: Budget, fraction: f64) -> Assignment {
     };
     let fraction = fraction.clamp(0.0, 1.0);
     let clamp = |x: f64| x.clamp(1.0, f64::from(u32::MAX)) as u32;
+    let share = per_window as f64 * fraction / window_secs.max(1) as f64;
+    let secs = if share > 0.0 {
+        (1.0 / share - 1e-9).ceil().clamp(1.0, MAX_FILL_SECS)
+    } else {
+        MAX_FILL_SECS
+    };
+    let tokens_per_fill = clamp((share * secs).round());
+    let extra = burst.saturating_sub(per_window) as f64 * fraction;
     Assignment::Bucket(TokenBucket {
-        max_tokens: clamp((burst as f64 * fraction).ceil()),
-        tokens_per_fill: clamp((per_window as f64 * fraction * FILL_WINDOWS as f64).round()),
-        fill_interval_secs: window_secs.saturating_mul(FILL_WINDOWS),
+        max_tokens: tokens_per_fill.max(clamp(f64::from(tokens_per_fill) + extra.round())),
+        tokens_per_fill,
+        fill_interval_secs: secs as u64,
     })
 }
 
-/// `next`, unless it is a token bucket within [`HYSTERESIS`] of the `previous` one.
+/// `next`, unless it is a token bucket at most [`HYSTERESIS`] above the `previous` one.
 pub fn steady(previous: Option<Assignment>, next: Assignment) -> Assignment {
     match (previous, next) {
         (Some(Assignment::Bucket(p)), Assignment::Bucket(n))
-            if p.fill_interval_secs == n.fill_interval_secs =>
+            if p.fill_interval_secs == n.fill_interval_secs
+                && n.tokens_per_fill >= p.tokens_per_fill =>
         {
-            let diff = f64::from(p.tokens_per_fill.abs_diff(n.tokens_per_fill));
-            if diff <= HYSTERESIS * f64::from(p.tokens_per_fill) {
+            let rise = f64::from(n.tokens_per_fill - p.tokens_per_fill);
+            if rise <= HYSTERESIS * f64::from(p.tokens_per_fill) {
                 Assignment::Bucket(p)
             } else {
                 next
@@ -132,8 +145,8 @@ mod tests {
             a,
             Assignment::Bucket(TokenBucket {
                 max_tokens: 10,
-                tokens_per_fill: 100,
-                fill_interval_secs: 10
+                tokens_per_fill: 10,
+                fill_interval_secs: 1
             })
         );
     }
@@ -145,9 +158,9 @@ mod tests {
         let theirs = fraction(&[10.0, 30.0]);
         assert!((mine - 0.75).abs() < 1e-9, "{mine}");
         assert!((mine + theirs - 1.0).abs() < 1e-9);
-        // 15 and 5 requests a second: 150 and 50 tokens per ten seconds.
-        assert_eq!(tokens(assign(TWENTY, mine)), 150);
-        assert_eq!(tokens(assign(TWENTY, theirs)), 50);
+        // 15 and 5 requests a second, refilled every second.
+        assert_eq!(tokens(assign(TWENTY, mine)), 15);
+        assert_eq!(tokens(assign(TWENTY, theirs)), 5);
     }
 
     #[test]
@@ -169,24 +182,55 @@ mod tests {
     }
 
     #[test]
-    fn longer_windows_keep_whole_second_intervals() {
+    fn slow_shares_refill_one_token_per_whole_interval() {
         let per_minute = Budget::Rate {
             per_window: 100,
             window_secs: 60,
             burst: 100,
         };
+        // A third of 100 a minute is 0.56/s: one token every 2 s, holding one.
         let Assignment::Bucket(b) = assign(per_minute, 1.0 / 3.0) else {
             panic!("a bucket");
         };
-        assert_eq!(b.fill_interval_secs, 600);
-        assert_eq!(b.tokens_per_fill, 333);
-        assert_eq!(b.max_tokens, 34);
+        assert_eq!(
+            (b.max_tokens, b.tokens_per_fill, b.fill_interval_secs),
+            (1, 1, 2)
+        );
+        let one_a_minute = Budget::Rate {
+            per_window: 1,
+            window_secs: 60,
+            burst: 1,
+        };
+        let Assignment::Bucket(b) = assign(one_a_minute, 1.0) else {
+            panic!("a bucket");
+        };
+        assert_eq!(
+            (b.max_tokens, b.tokens_per_fill, b.fill_interval_secs),
+            (1, 1, 60)
+        );
+        // An explicit burst above the rate adds its share to the capacity only.
+        let bursty = Budget::Rate {
+            per_window: 20,
+            window_secs: 1,
+            burst: 60,
+        };
+        let Assignment::Bucket(b) = assign(bursty, 0.5) else {
+            panic!("a bucket");
+        };
+        assert_eq!(
+            (b.max_tokens, b.tokens_per_fill, b.fill_interval_secs),
+            (30, 10, 1)
+        );
     }
 
     #[test]
     fn small_changes_keep_the_previous_assignment() {
         let old = assign(TWENTY, 0.5);
+        // A rise within a tenth is held back (Envoy would refill its bucket for nothing)...
         assert_eq!(steady(Some(old), assign(TWENTY, 0.52)), old);
+        // ...a fall is always sent, so the shares never add up to more than the budget.
+        let fell = assign(TWENTY, 0.45);
+        assert_eq!(steady(Some(old), fell), fell);
         let moved = assign(TWENTY, 0.7);
         assert_eq!(steady(Some(old), moved), moved);
         assert_eq!(steady(Some(old), Assignment::DenyAll), Assignment::DenyAll);

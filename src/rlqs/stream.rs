@@ -11,6 +11,7 @@ use tonic::Status;
 use super::Shared;
 use super::actions;
 use super::bucket::{self, BucketKey, Budget};
+use super::checks;
 use super::demand::Recent;
 use super::split::{self, Assignment};
 use crate::clock::Stopwatch;
@@ -74,21 +75,7 @@ impl Stream {
         shared: &Shared,
         msg: pb::RateLimitQuotaUsageReports,
     ) -> Result<Option<pb::RateLimitQuotaResponse>, Status> {
-        let domain = match (&self.domain, msg.domain.as_str()) {
-            (None, "") => {
-                return Err(Status::invalid_argument(
-                    "the first usage report of a stream must name its domain",
-                ));
-            }
-            (None, d) => d.to_string(),
-            (Some(d), "") => d.clone(),
-            (Some(d), new) if d == new => d.clone(),
-            (Some(d), new) => {
-                return Err(Status::invalid_argument(format!(
-                    "the stream's domain is '{d}'; a report named '{new}' (open a new stream to change domains)"
-                )));
-            }
-        };
+        let domain = checks::domain(self.domain.as_deref(), &msg.domain)?;
         let snapshot = shared
             .config
             .snapshot()
@@ -99,7 +86,11 @@ impl Stream {
             )));
         }
         self.domain = Some(domain);
-        let usages = self.check(&msg.bucket_quota_usages, shared)?;
+        let usages = checks::usages(
+            &msg.bucket_quota_usages,
+            |k| self.buckets.contains_key(k),
+            (self.buckets.len(), shared.settings.max_buckets_per_stream),
+        )?;
         let mut out = Vec::with_capacity(usages.len());
         for (key, u) in usages {
             let elapsed = u
@@ -126,65 +117,54 @@ impl Stream {
             tracked.recent.add(requests, elapsed);
             let budget_changed = tracked.budget != budget;
             tracked.budget = budget;
-            let key_name = self.demand_key(shared, &key);
-            let previous = self.buckets[&key].sent;
-            let a = self.assign(shared, &key, &key_name, budget_changed).await;
-            let ttl = self.ttl(shared);
-            // Envoy 1.40 rebuilds (and refills) its token bucket on every assignment it
-            // receives, so an unchanged one is only resent two reporting intervals before it
-            // would expire (at least half its TTL after it was sent).
-            let renew = ttl.saturating_sub(self.interval * 2).max(ttl / 2);
-            let Some(t) = self.buckets.get_mut(&key) else {
-                continue;
-            };
-            let due = t.sent_at.as_ref().is_none_or(|w| w.elapsed() >= renew);
-            if previous != Some(a) || due {
-                t.sent_at = Some(Stopwatch::start());
-                shared.metrics_assignment(a.strategy());
-                out.push(actions::assign(&t.id, a, ttl));
-            }
+            out.extend(self.refresh(shared, &key, budget_changed).await);
         }
         self.version = snapshot.version;
         Ok((!out.is_empty()).then_some(pb::RateLimitQuotaResponse { bucket_action: out }))
     }
 
-    /// Checks every usage of a report before any is applied.
-    fn check<'u>(
-        &self,
-        usages: &'u [pb::rate_limit_quota_usage_reports::BucketQuotaUsage],
+    /// The action for tracked bucket `key` if its assignment changed (a rise within
+    /// [`split::HYSTERESIS`] does not count) or is due for renewal, remembered as sent.
+    async fn refresh(
+        &mut self,
         shared: &Shared,
-    ) -> Result<
-        Vec<(
-            BucketKey,
-            &'u pb::rate_limit_quota_usage_reports::BucketQuotaUsage,
-        )>,
-        Status,
-    > {
-        let mut checked = Vec::with_capacity(usages.len());
-        let mut added = 0usize;
-        for (i, u) in usages.iter().enumerate() {
-            let key = u
-                .bucket_id
-                .as_ref()
-                .and_then(|id| BucketKey::of(&id.bucket))
-                .ok_or_else(|| {
-                    Status::invalid_argument(format!(
-                        "bucket_quota_usages[{i}].bucket_id: missing, empty, or with an empty key or value"
-                    ))
-                })?;
-            if !self.buckets.contains_key(&key) {
-                added += 1;
-                let max = shared.settings.max_buckets_per_stream;
-                if self.buckets.len() + added > max {
-                    return Err(Status::resource_exhausted(format!(
-                        "bucket_quota_usages[{i}]: this stream already reports {} buckets (RLQS_MAX_BUCKETS_PER_STREAM={max})",
-                        self.buckets.len()
-                    )));
-                }
-            }
-            checked.push((key, u));
+        key: &BucketKey,
+        budget_changed: bool,
+    ) -> Option<pb::rate_limit_quota_response::BucketAction> {
+        let previous = self.buckets.get(key)?.sent;
+        let name = self.demand_key(shared, key);
+        let a = self.assign(shared, key, &name, budget_changed).await;
+        let ttl = self.ttl(shared);
+        // Envoy rebuilds (and refills) its token bucket whenever an assignment's numbers change;
+        // an unchanged one is resent two reporting intervals before it would expire (at least
+        // half its TTL after it was sent), so it never lapses while ratelimitd is reachable.
+        let renew = ttl.saturating_sub(self.interval * 2).max(ttl / 2);
+        let t = self.buckets.get_mut(key)?;
+        let due = t.sent_at.as_ref().is_none_or(|w| w.elapsed() >= renew);
+        if previous == Some(a) && !due {
+            return None;
         }
-        Ok(checked)
+        t.sent_at = Some(Stopwatch::start());
+        shared.metrics_assignment(a.strategy());
+        Some(actions::assign(&t.id, a, ttl))
+    }
+
+    /// Once a second: after a configuration change, [`Stream::reassess`]; otherwise every
+    /// bucket's share again from the board, so a new Envoy's arrival (or an old one's departure)
+    /// moves the others' assignments without waiting for their next report (Envoy 1.40 reports
+    /// every few seconds whatever its `reporting_interval`).
+    pub async fn tick(&mut self, shared: &Shared) -> Option<pb::RateLimitQuotaResponse> {
+        self.domain.as_ref()?;
+        if shared.config.snapshot()?.version != self.version {
+            return self.reassess(shared).await;
+        }
+        let mut keys: Vec<BucketKey> = self.buckets.keys().cloned().collect();
+        keys.sort();
+        let mut out = Vec::new();
+        for key in keys {
+            out.extend(self.refresh(shared, &key, false).await);
+        }
+        (!out.is_empty()).then_some(pb::RateLimitQuotaResponse { bucket_action: out })
     }
 
     fn budget_of(&self, shared: &Shared, snapshot: &Snapshot, key: &BucketKey) -> Option<Budget> {
@@ -245,55 +225,43 @@ impl Stream {
     }
 
     /// After a configuration change: new assignments for buckets whose budget changed, and
-    /// abandon actions for buckets whose limit disappeared (`None` when nothing changed).
-    pub async fn reassess(&mut self, shared: &Shared) -> Option<pb::RateLimitQuotaResponse> {
-        self.domain.as_ref()?;
+    /// abandon actions for buckets whose limit disappeared.
+    async fn reassess(&mut self, shared: &Shared) -> Option<pb::RateLimitQuotaResponse> {
         let snapshot = shared.config.snapshot()?;
-        if snapshot.version == self.version {
-            return None;
-        }
         self.version = snapshot.version;
-        let ttl = self.ttl(shared);
         let mut out = Vec::new();
         let mut keys: Vec<BucketKey> = self.buckets.keys().cloned().collect();
         keys.sort();
         for key in keys {
             let budget = self.budget_of(shared, &snapshot, &key);
-            let Some(t) = self.buckets.get_mut(&key) else {
-                continue;
-            };
+            let t = self.buckets.get_mut(&key)?;
             if t.budget == budget {
                 continue;
             }
             if t.budget.is_some() && budget.is_none() {
                 let id = t.id.clone();
                 self.buckets.remove(&key);
-                shared
-                    .board
-                    .leave(&self.demand_key(shared, &key), self.member);
+                let name = self.demand_key(shared, &key);
+                shared.board.leave(&name, self.member).await;
                 shared.metrics_buckets(-1);
                 shared.metrics_assignment("abandon");
                 out.push(actions::abandon(&id));
                 continue;
             }
             t.budget = budget;
-            let name = self.demand_key(shared, &key);
-            let a = self.assign(shared, &key, &name, true).await;
-            shared.metrics_assignment(a.strategy());
-            if let Some(t) = self.buckets.get_mut(&key) {
-                t.sent_at = Some(Stopwatch::start());
-            }
-            out.push(actions::assign(&self.buckets[&key].id, a, ttl));
+            out.extend(self.refresh(shared, &key, true).await);
         }
         (!out.is_empty()).then_some(pb::RateLimitQuotaResponse { bucket_action: out })
     }
 
-    /// The stream ended: its demand leaves this process's board and its buckets the gauge.
-    pub fn close(&mut self, shared: &Shared) {
+    /// The stream ended: its demand leaves the board (so the other Envoys get its share at
+    /// once, not after the demand's expiry) and its buckets the gauge.
+    pub async fn close(&mut self, shared: &Shared) {
         for key in self.buckets.keys() {
             shared
                 .board
-                .leave(&self.demand_key(shared, key), self.member);
+                .leave(&self.demand_key(shared, key), self.member)
+                .await;
         }
         shared.metrics_buckets(-(self.buckets.len() as i64));
         self.buckets.clear();

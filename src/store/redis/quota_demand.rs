@@ -45,4 +45,19 @@ impl RedisStore {
             ))),
         }
     }
+
+    /// Removes stream `member` from the bucket hash `key` (its stream ended or its limit went),
+    /// so the other streams' next split no longer counts it.
+    pub async fn leave_demand(&self, key: &str, member: u64) -> Result<(), StoreError> {
+        let (keys, args) = ([key], [member, 0, 0, 0, 0]);
+        let call = self.main.eval(&self.quota_demand, &keys, &args);
+        match tokio::time::timeout(self.response_timeout, call).await {
+            Ok(Ok(_)) => Ok(()),
+            Ok(Err(e)) => Err(unavailable("RLQS demand leave", &e)),
+            Err(_) => Err(StoreError::Unavailable(format!(
+                "redis did not answer the RLQS demand leave within {:?}",
+                self.response_timeout
+            ))),
+        }
+    }
 }
