@@ -1,7 +1,8 @@
 //! End to end with real Envoy 1.40 and its `rate_limit_quota` filter (`envoy/rlqs-envoy.yaml`):
-//! two Envoys against one ratelimitd share one global budget of 20 requests a second. Real time
-//! (Envoy's): a bounded load of ~12 s, measured after a 3 s warm-up in which the first
-//! assignments arrive.
+//! two Envoys share one global budget of 20 requests a second, against one ratelimitd or two on
+//! one Redis; a deny rule denies; a reload changes what Envoy admits; a stopped ratelimitd leaves
+//! Envoy on its fallback (ALLOW_ALL once the assignment expires). Real time (Envoy's): each load
+//! is bounded (at most 40 requests a second for a stated number of seconds).
 
 mod common;
 
@@ -12,6 +13,7 @@ use common::TestServer;
 use common::envoy::envoy_bin;
 use common::guard::{guarded, stop};
 use common::redis::free_port;
+use common::stores::{StoreKind, shared_redis};
 use ratelimitd::clock::Stopwatch;
 
 const CONFIG: &str = "domain: quota
@@ -111,7 +113,13 @@ async fn two_envoys_share_one_global_budget() {
     let rl_port = s.running().grpc_addr.port();
     let a = QuotaEnvoy::start(rl_port).await;
     let b = QuotaEnvoy::start(rl_port).await;
-    let (warmup, total) = (Duration::from_secs(3), Duration::from_secs(13));
+    // RLQS_E2E_SECONDS measures longer by hand (README: one minute); the suite measures 10 s.
+    let secs: u64 = std::env::var("RLQS_E2E_SECONDS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(10)
+        .clamp(1, 600);
+    let (warmup, total) = (Duration::from_secs(3), Duration::from_secs(3 + secs));
     let ((ok_a, den_a), (ok_b, den_b)) =
         tokio::join!(load(a.port, warmup, total), load(b.port, warmup, total));
     let secs = (total - warmup).as_secs_f64();
@@ -127,5 +135,88 @@ async fn two_envoys_share_one_global_budget() {
         (16.0..=24.0).contains(&rate),
         "admitted {rate:.1}/s, expected 20/s ± 20%"
     );
+    s.shutdown().await;
+}
+
+/// Sends requests through `port` until one is denied (within 5 s): the first assignment arrived.
+async fn until_denied(port: u16) {
+    let watch = Stopwatch::start();
+    while watch.elapsed() < Duration::from_secs(5) {
+        if load(port, Duration::ZERO, Duration::from_millis(100))
+            .await
+            .1
+            > 0
+        {
+            return;
+        }
+    }
+    panic!("no request denied within 5 s");
+}
+
+#[tokio::test]
+async fn two_envoys_on_two_instances_share_one_redis_budget() {
+    let _ = shared_redis();
+    let mut env = StoreKind::Redis.env();
+    // One key prefix for both instances: one fleet.
+    env.retain(|(k, _)| k != "CACHE_KEY_PREFIX");
+    env.push((
+        "CACHE_KEY_PREFIX".into(),
+        format!("rlqs-e2e-{}:", free_port()),
+    ));
+    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+    let one = TestServer::start(&[("quota.yaml", CONFIG)], &env).await;
+    let two = TestServer::start(&[("quota.yaml", CONFIG)], &env).await;
+    let a = QuotaEnvoy::start(one.running().grpc_addr.port()).await;
+    let b = QuotaEnvoy::start(two.running().grpc_addr.port()).await;
+    let (warmup, total) = (Duration::from_secs(3), Duration::from_secs(13));
+    let ((ok_a, _), (ok_b, _)) =
+        tokio::join!(load(a.port, warmup, total), load(b.port, warmup, total));
+    let rate = (ok_a + ok_b) as f64 / (total - warmup).as_secs_f64();
+    eprintln!("RLQS two Envoys, two instances: admitted {rate:.1}/s (A {ok_a}, B {ok_b})");
+    assert!(
+        (16.0..=24.0).contains(&rate),
+        "admitted {rate:.1}/s through two instances, expected one global 20/s ± 20%"
+    );
+    one.shutdown().await;
+    two.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_deny_rule_denies_and_a_stopped_ratelimitd_leaves_envoy_on_its_fallback() {
+    let deny = CONFIG.replace("requests_per_unit: 20}", "requests_per_unit: 0}");
+    // Short assignments, so the fallback shows within seconds of the stop.
+    let env = [("RLQS_MIN_ASSIGNMENT_TTL", "2s")];
+    let s = TestServer::start(&[("quota.yaml", &deny)], &env).await;
+    let envoy = QuotaEnvoy::start(s.running().grpc_addr.port()).await;
+    until_denied(envoy.port).await;
+    let (ok, denied) = load(envoy.port, Duration::ZERO, Duration::from_secs(2)).await;
+    assert_eq!(ok, 0, "DENY_ALL: every request is 429 ({denied} were)");
+    // ratelimitd stops: the stream breaks; the DENY_ALL expires after its 2 s and Envoy falls
+    // back to its expired_assignment_behavior, ALLOW_ALL.
+    s.shutdown().await;
+    tokio::time::sleep(Duration::from_secs(4)).await;
+    let (ok, denied) = load(envoy.port, Duration::ZERO, Duration::from_secs(2)).await;
+    assert_eq!(denied, 0, "the fallback allows every request ({ok} were)");
+    assert!(ok > 0);
+}
+
+#[tokio::test]
+async fn a_reload_changes_what_envoy_admits() {
+    let s = TestServer::start(&[("quota.yaml", CONFIG)], &[]).await;
+    let envoy = QuotaEnvoy::start(s.running().grpc_addr.port()).await;
+    until_denied(envoy.port).await;
+    let (ok, _) = load(envoy.port, Duration::ZERO, Duration::from_secs(4)).await;
+    let before = ok as f64 / 4.0;
+    let slower = CONFIG.replace("requests_per_unit: 20}", "requests_per_unit: 4}");
+    std::fs::write(s.dir.path().join("quota.yaml"), slower).unwrap();
+    let _ = s.running().reload_now().await;
+    // Pushed within a second (the stream checks the configuration once a second).
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    let (ok, _) = load(envoy.port, Duration::ZERO, Duration::from_secs(5)).await;
+    let after = ok as f64 / 5.0;
+    eprintln!("RLQS reload: admitted {before:.1}/s at 20/s, then {after:.1}/s at 4/s");
+    assert!((16.0..=24.0).contains(&before), "{before:.1}/s at 20/s");
+    // A fresh bucket of 4 tokens plus 4 a second: at most 4.8/s over 5 s.
+    assert!((3.0..=5.0).contains(&after), "{after:.1}/s at 4/s");
     s.shutdown().await;
 }
