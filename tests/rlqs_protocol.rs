@@ -81,6 +81,20 @@ async fn two_instances_on_one_redis_split_one_budget() {
     assert_eq!(seen_b, Seen::Bucket(10, 10, 1), "half of one global 20/s");
     let (seen_a, _) = a.report("quota", usage(api(), 10, 0, 1)).await.unwrap();
     assert_eq!(seen_a, Seen::Bucket(10, 10, 1));
+    // A's stream ends: its demand leaves Redis at once (the manual clock never expires it), and
+    // instance two re-splits B's bucket within a second, unasked: the whole budget.
+    drop(a);
+    let mut whole = false;
+    for _ in 0..3 {
+        let pushed = b.next().await.unwrap();
+        whole = pushed
+            .iter()
+            .any(|(_, seen, _)| *seen == Seen::Bucket(20, 20, 1));
+        if whole {
+            break;
+        }
+    }
+    assert!(whole, "B holds the whole 20/s once A's stream ended");
     one.shutdown().await;
     two.shutdown().await;
 }

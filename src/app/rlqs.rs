@@ -1,5 +1,7 @@
-//! Builds the Rate Limit Quota Service for the gRPC port (`RLQS_ENABLED`): its demand board
-//! (through Redis when the store is Redis, so the fleet splits one budget) and the service.
+//! The Rate Limit Quota Service's wiring for the gRPC port (`RLQS_ENABLED`): its demand board
+//! (through Redis when the store is Redis, so the fleet splits one budget), built while the store
+//! is at hand, and the service, added to the gRPC router once the overrides and the decision
+//! clock are known.
 
 use std::sync::Arc;
 
@@ -14,37 +16,60 @@ use crate::rlqs::{Board, MemoryBoard, RateLimitQuotaServiceServer, RlqsService, 
 use crate::settings::Settings;
 use crate::store::redis::RedisStore;
 
-/// The demand board: Redis's when there is one, else this process's.
-pub(super) fn board(redis: Option<&Arc<RedisStore>>) -> Board {
-    let local = Arc::new(MemoryBoard::default());
-    match redis {
-        Some(r) => Board::Redis(r.clone(), local),
-        None => Board::Memory(local),
-    }
+/// What the service is built from, gathered before the store's parts move on.
+pub(super) struct Wiring {
+    settings: Settings,
+    board: Board,
+    config: Arc<ConfigHandle>,
+    metrics: Option<Arc<Metrics>>,
+    stop: watch::Receiver<bool>,
 }
 
-/// The service, or `None` with `RLQS_ENABLED=false`.
-pub(super) fn service(
-    settings: &Settings,
-    (config, overrides, clock): (&Arc<ConfigHandle>, &Arc<Overrides>, &Arc<dyn Clock>),
-    (board, metrics): (Board, &Option<Arc<Metrics>>),
-    stop: &watch::Receiver<bool>,
-) -> Option<Tracked<RateLimitQuotaServiceServer<RlqsService>>> {
-    if !settings.rlqs.enabled {
-        return None;
+impl Wiring {
+    /// The demand board is Redis's when there is one, else this process's.
+    pub(super) fn new(
+        settings: &Settings,
+        redis: Option<&Arc<RedisStore>>,
+        (config, metrics): (&Arc<ConfigHandle>, &Option<Arc<Metrics>>),
+        stop: &watch::Receiver<bool>,
+    ) -> Wiring {
+        let local = Arc::new(MemoryBoard::default());
+        let board = match redis {
+            Some(r) => Board::Redis(r.clone(), local),
+            None => Board::Memory(local),
+        };
+        Wiring {
+            settings: settings.clone(),
+            board,
+            config: config.clone(),
+            metrics: metrics.clone(),
+            stop: stop.clone(),
+        }
     }
-    let shared = Arc::new(Shared {
-        config: config.clone(),
-        overrides: overrides.clone(),
-        keys: super::parts::limiter_options(settings).keys,
-        board,
-        clock: clock.clone(),
-        settings: settings.rlqs.clone(),
-        prefix: settings.cache_key_prefix.clone(),
-        metrics: metrics.clone(),
-    });
-    Some(Tracked(
-        RateLimitQuotaServiceServer::new(RlqsService::new(shared, stop.clone()))
-            .max_decoding_message_size(settings.grpc.max_recv_message_bytes),
-    ))
+
+    /// The service, or `None` with `RLQS_ENABLED=false`.
+    pub(super) fn service(
+        self,
+        overrides: &Arc<Overrides>,
+        clock: &Arc<dyn Clock>,
+    ) -> Option<Tracked<RateLimitQuotaServiceServer<RlqsService>>> {
+        let settings = self.settings;
+        if !settings.rlqs.enabled {
+            return None;
+        }
+        let shared = Arc::new(Shared {
+            config: self.config,
+            overrides: overrides.clone(),
+            keys: super::parts::limiter_options(&settings).keys,
+            board: self.board,
+            clock: clock.clone(),
+            settings: settings.rlqs.clone(),
+            prefix: settings.cache_key_prefix.clone(),
+            metrics: self.metrics,
+        });
+        Some(Tracked(
+            RateLimitQuotaServiceServer::new(RlqsService::new(shared, self.stop))
+                .max_decoding_message_size(settings.grpc.max_recv_message_bytes),
+        ))
+    }
 }
