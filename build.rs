@@ -1,4 +1,5 @@
 //! Compiles the Envoy protos in `proto/` with a vendored protoc, so a fresh machine needs no system protoc.
+//! RLS and RLQS share `envoy.type.v3`, so they are generated together.
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut config = prost_build::Config::new();
@@ -9,9 +10,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         .build_client(true)
         .compile_with_config(
             config,
-            &[std::path::PathBuf::from(
-                "proto/envoy/service/ratelimit/v3/rls.proto",
-            )],
+            &[
+                std::path::PathBuf::from("proto/envoy/service/ratelimit/v3/rls.proto"),
+                std::path::PathBuf::from("proto/envoy/service/rate_limit_quota/v3/rlqs.proto"),
+            ],
             &[std::path::PathBuf::from("proto"), include],
         )?;
     compile_xds(protoc_bin_vendored::include_path()?)?;

@@ -16,7 +16,7 @@ CONCURRENCY=${CONCURRENCY:-32}
 KEYS=${KEYS:-100}
 BASE_PORT=${BASE_PORT:-18280}
 
-cargo build --release --locked --bin ratelimitd --example loadgen
+[ -n "${SKIP_BUILD:-}" ] || cargo build --release --locked --bin ratelimitd --example loadgen
 
 work=$(mktemp -d)
 mkdir -p "$work/config"

@@ -21,6 +21,8 @@
 //! - [`service`]: one snapshot + the limiter; what both edges call.
 //! - [`grpc`], [`http`]: the edges (RLS v3 + health + TLS; `/json`, `/healthcheck`, debug port).
 //!   The generated Envoy protos live in [`grpc::pb`], and their unit numbers in [`grpc::unit`].
+//! - [`rlqs`]: the Rate Limit Quota Service (Envoy's `rate_limit_quota` filter): buckets planned
+//!   by the limiter, budgets split by demand shared through the store, served on the gRPC port.
 //! - [`xds`]: the xDS configuration source (`CONFIG_TYPE=GRPC_XDS_SOTW`), feeding `reload`'s
 //!   pipeline like the file watcher; its protos live in `xds::pb`.
 //! - [`app`]: composition root (listeners, store, config, watchers, signals, drain);
@@ -53,6 +55,7 @@ pub mod metrics;
 pub mod policy;
 pub mod reload;
 pub mod resilience;
+pub mod rlqs;
 pub mod service;
 pub mod settings;
 pub mod store;

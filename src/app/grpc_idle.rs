@@ -3,7 +3,7 @@
 //! `MaxConnectionIdle` does) rather than the time without bytes (HTTP/2 pings would keep an
 //! unused connection alive forever). The connection's [`Tracker`] arrives as tonic's connect info.
 //!
-//! A unary RPC is in flight until its response is ready. A health watch streams for as long as
+//! A unary RPC is in flight until its response is ready. A health watch (or an RLQS stream) streams for as long as
 //! the client keeps it and may stay silent for hours, so a connection that opened one counts as
 //! busy for the rest of its life; `GRPC_MAX_CONNECTION_AGE` still bounds it.
 
@@ -16,8 +16,11 @@ use tonic::server::NamedService;
 
 use crate::listener::Tracker;
 
-/// The one streaming RPC the service offers.
-const WATCH: &str = "/grpc.health.v1.Health/Watch";
+/// The long-lived streaming RPCs the service offers: the health watch and RLQS.
+const STREAMS: [&str; 2] = [
+    "/grpc.health.v1.Health/Watch",
+    "/envoy.service.rate_limit_quota.v3.RateLimitQuotaService/StreamRateLimitQuotas",
+];
 
 /// `S`, with its RPCs marked in flight on their connection.
 #[derive(Debug, Clone)]
@@ -42,7 +45,10 @@ where
 
     fn call(&mut self, req: http::Request<Body>) -> Self::Future {
         let activity = req.extensions().get::<Tracker>().map(|t| t.0.clone());
-        if let Some(a) = activity.as_ref().filter(|_| req.uri().path() == WATCH) {
+        if let Some(a) = activity
+            .as_ref()
+            .filter(|_| STREAMS.contains(&req.uri().path()))
+        {
             a.hold_open();
         }
         let busy = activity.map(|a| a.begin());

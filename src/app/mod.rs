@@ -11,6 +11,7 @@ mod insight;
 mod leases;
 mod parts;
 mod policy;
+mod rlqs;
 mod server_time;
 pub mod signals;
 mod tasks;
@@ -106,6 +107,7 @@ pub async fn start(settings: &Settings) -> Result<Running, AppError> {
         settings,
         &stop,
     );
+    let rlqs = rlqs::Wiring::new(settings, redis.as_ref(), (&config, &metrics), &stop);
     // The store's Redis clock (for call deadlines) is always kept in sync; with
     // REDIS_USE_SERVER_TIME, Redis's clock is also the clock of every decision (and reload stamp):
     // the same one when this host's wall clock is the base, else one shifted from the manual clock.
@@ -153,10 +155,8 @@ pub async fn start(settings: &Settings) -> Result<Running, AppError> {
     // event too, unless FORCE_START_WITHOUT_INITIAL_CONFIG).
     config_source::start(settings, &reloading, &mut tasks, stopped(stop.clone())).await?;
     health.publish().await;
-    let tls = match settings.grpc.tls.clone() {
-        Some(t) => Some(Arc::new(ReloadingTls::try_new(t)?)),
-        None => None,
-    };
+    let tls = settings.grpc.tls.clone().map(ReloadingTls::try_new);
+    let tls = tls.transpose()?.map(Arc::new);
 
     let (overrides, mut admin) =
         policy::start(settings, (&clock, &reloading), &mut tasks, &stop).await?;
@@ -211,7 +211,8 @@ pub async fn start(settings: &Settings) -> Result<Running, AppError> {
                     .with_standard_headers(settings.edges.grpc_standard_headers),
             )
             .max_decoding_message_size(settings.grpc.max_recv_message_bytes),
-        ));
+        ))
+        .add_optional_service(rlqs.service(&overrides, &clock));
     serve_grpc(
         &mut tasks,
         grpc,

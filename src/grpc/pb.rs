@@ -1,4 +1,4 @@
-//! Generated Envoy RLS v3 types (tonic/prost, compiled from `proto/` by `build.rs`). Only the
+//! Generated Envoy RLS v3 and RLQS v3 types (tonic/prost, compiled from `proto/` by `build.rs`). Only the
 //! gRPC edge and its clients (tests, examples) use them; `/json` borrows just the unit mapping in
 //! [`crate::grpc::unit`]. The limiter, the stores and the config never see a proto. The module tree
 //! mirrors the proto packages so the generated code's relative paths (`super::super::...`) resolve.
@@ -12,6 +12,13 @@ pub mod envoy {
             /// `envoy.service.ratelimit.v3`.
             pub mod v3 {
                 tonic::include_proto!("envoy.service.ratelimit.v3");
+            }
+        }
+        /// `envoy.service.rate_limit_quota.*`.
+        pub mod rate_limit_quota {
+            /// `envoy.service.rate_limit_quota.v3` (RLQS; served by `crate::rlqs`).
+            pub mod v3 {
+                tonic::include_proto!("envoy.service.rate_limit_quota.v3");
             }
         }
     }

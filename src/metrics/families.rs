@@ -160,3 +160,27 @@ pub(super) const NEGATIVE_HITS_FAMILY: usize = 14;
 
 /// Indexes in [`FAMILIES`] of `violations_dropped` and `violations_written`.
 pub(super) const VIOLATION_FAMILIES: [usize; 2] = [15, 16];
+
+/// `ratelimitd_rlqs_streams`: open RLQS streams.
+pub(super) const RLQS_STREAMS: (&str, &str) = (
+    "ratelimitd_rlqs_streams",
+    "Open Rate Limit Quota Service streams",
+);
+
+/// `ratelimitd_rlqs_buckets`: buckets tracked across the open RLQS streams.
+pub(super) const RLQS_BUCKETS: (&str, &str) = (
+    "ratelimitd_rlqs_buckets",
+    "Quota buckets tracked across the open RLQS streams",
+);
+
+/// `ratelimitd_rlqs_assignments_total{strategy}`.
+pub(super) const RLQS_ASSIGNMENTS: (&str, &str) = (
+    "ratelimitd_rlqs_assignments_total",
+    "RLQS bucket actions sent, by strategy (token_bucket, allow_all, deny_all, abandon)",
+);
+
+/// `ratelimitd_rlqs_reported_requests_total{outcome}`.
+pub(super) const RLQS_REPORTED: (&str, &str) = (
+    "ratelimitd_rlqs_reported_requests_total",
+    "Requests Envoys reported through RLQS, by outcome (allowed, denied)",
+);

@@ -9,6 +9,7 @@
 
 mod families;
 pub mod prom;
+pub mod rlqs;
 pub mod sinks;
 pub mod statsd;
 pub mod table;
@@ -94,6 +95,8 @@ pub struct Metrics {
     pub(crate) hot_keys: OnceLock<HotKeyCounts>,
     /// Reads the token lease totals, on the Redis store.
     pub(crate) leases: Option<LeaseReport>,
+    /// The Rate Limit Quota Service's streams, buckets and assignments.
+    pub rlqs: rlqs::RlqsMetrics,
     /// Response times (ms) waiting for the next StatsD flush; `None` when StatsD is off.
     timings: Option<Mutex<Vec<(&'static str, f64)>>>,
 }
@@ -160,6 +163,7 @@ impl Metrics {
             breakers: None,
             hot_keys: OnceLock::new(),
             leases: None,
+            rlqs: rlqs::RlqsMetrics::default(),
             timings: statsd_timers.then(|| Mutex::new(Vec::new())),
         }
     }

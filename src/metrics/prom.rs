@@ -239,6 +239,7 @@ pub fn registry(metrics: Arc<Metrics>) -> Result<Registry, prometheus::Error> {
     r.register(Box::new(metrics.total_requests.clone()))?;
     r.register(Box::new(metrics.response_time.clone()))?;
     r.register(Box::new(metrics.store_latency.clone()))?;
+    metrics.rlqs.register(&r)?;
     r.register(Box::new(MetricsCollector::new(metrics)))?;
     Ok(r)
 }

@@ -13,6 +13,7 @@ pub mod parse;
 pub mod policy;
 pub mod redis;
 pub mod resilience;
+pub mod rlqs;
 pub mod violations;
 pub mod xds;
 
@@ -30,6 +31,7 @@ pub use observability::{Observability, StatsSinkKind, TracingProtocol, TracingSe
 pub use policy::PolicySettings;
 pub use redis::{RedisConfig, RedisKind, RedisSettings};
 pub use resilience::{FailureMode, Resilience};
+pub use rlqs::{RlqsSettings, Unmatched};
 pub use violations::{ViolationSettings, ViolationSinks};
 pub use xds::{BackoffSettings, ConfigType, XdsSettings, XdsTlsSettings};
 
@@ -127,6 +129,8 @@ pub struct Settings {
     pub policy: PolicySettings,
     /// Hot keys and the sampled decision log ([`insight`]).
     pub insight: insight::InsightSettings,
+    /// The Rate Limit Quota Service (`RLQS_*`).
+    pub rlqs: RlqsSettings,
 }
 
 /// Looks up variables, remembering for error messages where each value came from.
@@ -292,6 +296,7 @@ impl Settings {
             edges: edges::from_vars(v)?,
             policy: policy::from_vars(v)?,
             insight: insight::from_vars(v)?,
+            rlqs: rlqs::from_vars(v)?,
         })
     }
 }

@@ -11,6 +11,7 @@ pub mod postgres;
 pub mod process;
 pub mod redis;
 pub mod reload;
+pub mod rlqs;
 pub mod sentinel;
 pub mod stores;
 pub mod xds;

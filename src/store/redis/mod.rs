@@ -14,6 +14,7 @@ mod fixed_window;
 pub mod heartbeat;
 mod leaky_bucket;
 mod lease;
+pub mod quota_demand;
 mod sliding_log;
 mod sliding_window;
 mod slots;
@@ -56,6 +57,8 @@ pub struct RedisStore {
     lease: Script,
     /// This instance's token leases (fixed windows with `lease`).
     leases: Leases,
+    /// The RLQS demand exchange ([`quota_demand`]).
+    quota_demand: Script,
     response_timeout: Duration,
     deadlines: Deadlines,
     stop_increment_when_over_limit: bool,
@@ -99,6 +102,7 @@ impl RedisStore {
             sliding_log: sliding_log::script(),
             lease: lease::script(),
             leases: Leases::new(cfg.lease_default_size),
+            quota_demand: quota_demand::script(),
             response_timeout: cfg.response_timeout,
             deadlines: Deadlines::new(cfg.response_timeout),
             stop_increment_when_over_limit: cfg.stop_increment_when_over_limit,

@@ -1,0 +1,83 @@
+//! The Rate Limit Quota Service (RLQS, `envoy.service.rate_limit_quota.v3`): Envoy's
+//! `rate_limit_quota` filter decides locally and streams usage reports; ratelimitd answers with
+//! quota assignments per bucket, from the same configuration `ShouldRateLimit` reads.
+//! - [`bucket`]: a report's `BucketId`, sorted by key, is one descriptor of the stream's domain,
+//!   planned by the limiter; its limit is the bucket's global budget.
+//! - [`demand`]: each stream's recent demand, posted to a board every instance reads (Redis, or
+//!   this process on the memory store).
+//! - [`split`]: the budget divided in proportion to demand, as the token bucket Envoy enforces.
+//! - [`stream`]: one stream's buckets ([`checks`]: of its reports); [`service`]: the gRPC
+//!   service and its bounds.
+
+pub mod actions;
+pub mod bucket;
+pub mod checks;
+pub mod demand;
+pub mod service;
+pub mod split;
+pub mod stream;
+
+use std::sync::Arc;
+
+use crate::clock::Clock;
+use crate::limiter::KeyBuilder;
+use crate::metrics::Metrics;
+use crate::policy::Overrides;
+use crate::reload::ConfigHandle;
+use crate::settings::RlqsSettings;
+pub use demand::{Board, MemoryBoard};
+pub use service::{RateLimitQuotaServiceServer, RlqsService};
+
+/// What every stream of the service reads.
+#[derive(Debug)]
+pub struct Shared {
+    /// The live configuration.
+    pub config: Arc<ConfigHandle>,
+    /// Stored overrides (the policy database), applied as for `ShouldRateLimit`.
+    pub overrides: Arc<Overrides>,
+    /// The limiter's cache-key builder (planning builds keys; RLQS does not count with them).
+    pub keys: KeyBuilder,
+    /// Where demands meet.
+    pub board: Board,
+    /// The clock of demand expiry and stored overrides.
+    pub clock: Arc<dyn Clock>,
+    /// Bounds and defaults.
+    pub settings: RlqsSettings,
+    /// `CACHE_KEY_PREFIX`, in front of the demand board's keys.
+    pub prefix: String,
+    /// Counters (`None` with `DISABLE_STATS`).
+    pub metrics: Option<Arc<Metrics>>,
+}
+
+impl Shared {
+    fn metrics_reported(&self, allowed: u64, denied: u64) {
+        if let Some(m) = &self.metrics {
+            m.rlqs
+                .reported
+                .with_label_values(&["allowed"])
+                .inc_by(allowed);
+            m.rlqs
+                .reported
+                .with_label_values(&["denied"])
+                .inc_by(denied);
+        }
+    }
+
+    fn metrics_buckets(&self, delta: i64) {
+        if let Some(m) = &self.metrics {
+            m.rlqs.buckets.add(delta);
+        }
+    }
+
+    fn metrics_assignment(&self, strategy: &str) {
+        if let Some(m) = &self.metrics {
+            m.rlqs.assignments.with_label_values(&[strategy]).inc();
+        }
+    }
+
+    fn metrics_streams(&self, delta: i64) {
+        if let Some(m) = &self.metrics {
+            m.rlqs.streams.add(delta);
+        }
+    }
+}

@@ -1,0 +1,123 @@
+//! An RLQS client for tests: one `StreamRateLimitQuotas` stream, reports sent as Envoy sends
+//! them, and the bucket actions read back (every wait bounded).
+
+use std::time::Duration;
+
+use pb::rate_limit_quota_response::bucket_action::BucketAction as Action;
+use pb::rate_limit_quota_service_client::RateLimitQuotaServiceClient;
+use pb::rate_limit_quota_usage_reports::BucketQuotaUsage;
+use ratelimitd::grpc::pb::envoy::service::rate_limit_quota::v3 as pb;
+use ratelimitd::grpc::pb::envoy::r#type::v3::rate_limit_strategy::{BlanketRule, Strategy};
+use tokio::sync::mpsc;
+use tokio_stream::wrappers::ReceiverStream;
+use tonic::Streaming;
+
+/// What a bucket action says, in a form tests compare.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Seen {
+    /// ALLOW_ALL.
+    AllowAll,
+    /// DENY_ALL.
+    DenyAll,
+    /// A token bucket: (max_tokens, tokens_per_fill, fill_interval seconds).
+    Bucket(u32, u32, i64),
+    /// The bucket was abandoned.
+    Abandon,
+}
+
+/// One open stream.
+pub struct QuotaStream {
+    tx: mpsc::Sender<pb::RateLimitQuotaUsageReports>,
+    rx: Streaming<pb::RateLimitQuotaResponse>,
+}
+
+/// A bucket id of `entries`.
+pub fn bucket(entries: &[(&str, &str)]) -> pb::BucketId {
+    pb::BucketId {
+        bucket: entries
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect(),
+    }
+}
+
+/// A usage of `allowed` + `denied` requests over `elapsed` seconds.
+pub fn usage(id: pb::BucketId, allowed: u64, denied: u64, elapsed: i64) -> BucketQuotaUsage {
+    BucketQuotaUsage {
+        bucket_id: Some(id),
+        time_elapsed: Some(prost_types::Duration {
+            seconds: elapsed,
+            nanos: 0,
+        }),
+        num_requests_allowed: allowed,
+        num_requests_denied: denied,
+    }
+}
+
+impl QuotaStream {
+    /// Opens a stream to the gRPC server at `addr`.
+    pub async fn open(addr: std::net::SocketAddr) -> Result<QuotaStream, tonic::Status> {
+        let mut client = RateLimitQuotaServiceClient::connect(format!("http://{addr}"))
+            .await
+            .expect("connects");
+        let (tx, out) = mpsc::channel(16);
+        let rx = client
+            .stream_rate_limit_quotas(ReceiverStream::new(out))
+            .await?
+            .into_inner();
+        Ok(QuotaStream { tx, rx })
+    }
+
+    /// Sends one report.
+    pub async fn send(&self, domain: &str, usages: Vec<BucketQuotaUsage>) {
+        let report = pb::RateLimitQuotaUsageReports {
+            domain: domain.to_string(),
+            bucket_quota_usages: usages,
+        };
+        self.tx.send(report).await.expect("the stream is open");
+    }
+
+    /// The next response (within 5 s): its actions, or the status that ended the stream.
+    pub async fn next(&mut self) -> Result<Vec<(pb::BucketId, Seen, Option<i64>)>, tonic::Status> {
+        let msg = tokio::time::timeout(Duration::from_secs(5), self.rx.message())
+            .await
+            .expect("an answer within 5 s")?
+            .ok_or_else(|| tonic::Status::cancelled("stream ended"))?;
+        Ok(msg.bucket_action.into_iter().map(seen).collect())
+    }
+
+    /// Sends one report and returns the answer's single action and TTL.
+    pub async fn report(
+        &mut self,
+        domain: &str,
+        usage: BucketQuotaUsage,
+    ) -> Result<(Seen, Option<i64>), tonic::Status> {
+        self.send(domain, vec![usage]).await;
+        let mut actions = self.next().await?;
+        assert_eq!(actions.len(), 1, "one action per reported bucket");
+        let (_, seen, ttl) = actions.remove(0);
+        Ok((seen, ttl))
+    }
+}
+
+fn seen(a: pb::rate_limit_quota_response::BucketAction) -> (pb::BucketId, Seen, Option<i64>) {
+    let id = a.bucket_id.unwrap_or_default();
+    match a.bucket_action {
+        Some(Action::AbandonAction(_)) => (id, Seen::Abandon, None),
+        Some(Action::QuotaAssignmentAction(q)) => {
+            let ttl = q.assignment_time_to_live.map(|d| d.seconds);
+            let s = match q.rate_limit_strategy.and_then(|s| s.strategy) {
+                Some(Strategy::BlanketRule(r)) if r == BlanketRule::DenyAll as i32 => Seen::DenyAll,
+                Some(Strategy::BlanketRule(_)) => Seen::AllowAll,
+                Some(Strategy::TokenBucket(b)) => Seen::Bucket(
+                    b.max_tokens,
+                    b.tokens_per_fill.unwrap_or(1),
+                    b.fill_interval.map_or(0, |d| d.seconds),
+                ),
+                other => panic!("unexpected strategy {other:?}"),
+            };
+            (id, s, ttl)
+        }
+        None => panic!("an action without a kind"),
+    }
+}
