@@ -12,6 +12,7 @@ pub mod prom;
 pub mod rlqs;
 pub mod sinks;
 pub mod statsd;
+mod statsd_names;
 pub mod table;
 
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -222,66 +223,6 @@ impl Metrics {
             .as_ref()
             .map(|t| std::mem::take(&mut *t.lock()))
             .unwrap_or_default()
-    }
-
-    /// Every counter under its StatsD name, with its cumulative value.
-    pub fn statsd_counters(&self) -> Vec<(String, u64)> {
-        let load = |a: &AtomicU64| a.load(Ordering::Relaxed);
-        let mut out = Vec::new();
-        for (key, values) in self.limits.snapshot() {
-            for (stat, v) in LIMIT_STATS.iter().zip(values) {
-                out.push((format!("ratelimit.service.rate_limit.{key}.{stat}"), v));
-            }
-        }
-        for (domain, [v]) in self.unknown_domains.snapshot() {
-            out.push((
-                format!("ratelimit.service.rate_limit.{domain}.domain_not_found"),
-                v,
-            ));
-        }
-        let loads = (self.config_loads)();
-        let service = [
-            ("config_load_success", loads.successes),
-            ("config_load_error", loads.failures),
-            ("global_shadow_mode", load(&self.global_shadow)),
-            (
-                "call.should_rate_limit.redis_error",
-                load(&self.redis_errors),
-            ),
-            (
-                "call.should_rate_limit.service_error",
-                load(&self.service_errors),
-            ),
-            ("call.should_rate_limit.store_full", load(&self.store_full)),
-        ];
-        for (name, v) in service {
-            out.push((format!("ratelimit.service.{name}"), v));
-        }
-        // Every method seen so far, read back from the Prometheus counter vec.
-        for family in prometheus::core::Collector::collect(&self.total_requests) {
-            for m in family.get_metric() {
-                let method = m.get_label().first().map_or("", |l| l.value());
-                let v = m.get_counter().get_value() as u64;
-                out.push((format!("ratelimit_server.{method}.total_requests"), v));
-            }
-        }
-        for r in self.breakers.as_ref().map(|b| b()).unwrap_or_default() {
-            // A Cluster master is named `host:port`: a colon would end a StatsD name and a dot
-            // would add levels, so both become `_` there (Prometheus labels keep the address).
-            let target = r.target.replace([':', '.'], "_");
-            for (to, v) in [
-                ("opened", r.opened),
-                ("half_opened", r.half_opened),
-                ("closed", r.closed),
-            ] {
-                out.push((format!("ratelimitd.redis_breaker.{target}.{to}"), v));
-            }
-        }
-        out.push((
-            "ratelimitd.stats_keys_folded".into(),
-            self.limits.folded() + self.unknown_domains.folded(),
-        ));
-        out
     }
 }
 
