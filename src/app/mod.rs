@@ -12,9 +12,12 @@ mod leases;
 mod parts;
 mod policy;
 mod rlqs;
+mod running;
 mod server_time;
 pub mod signals;
 mod tasks;
+
+pub use running::run;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -35,7 +38,7 @@ use crate::grpc::{RateLimitServiceServer, RlsService};
 use crate::health::Health;
 use crate::limiter::RateLimiter;
 use crate::metrics::Metrics;
-use crate::reload::{ConfigHandle, ConfigSource, ReloadOutcome, Reloading, WatchOptions};
+use crate::reload::{ConfigHandle, ConfigSource, Reloading, WatchOptions};
 use crate::service::Service;
 use crate::settings::{ConfigType, Settings};
 
@@ -296,42 +299,4 @@ pub async fn start(settings: &Settings) -> Result<Running, AppError> {
         drain_timeout: settings.drain_timeout,
         leases: lease_release,
     })
-}
-
-impl Running {
-    /// Re-reads the configuration now and publishes it even if unchanged (what SIGHUP does).
-    /// Over xDS there is nothing to re-read: the configuration is what the server last pushed.
-    pub async fn reload_now(&self) -> ReloadOutcome {
-        if !self.from_files {
-            return ReloadOutcome::Unchanged;
-        }
-        self.reloading.reload(true).await
-    }
-
-    /// Graceful stop: health turns unhealthy at once, listeners stop accepting, requests in flight
-    /// finish (for at most the drain timeout), then every task ends.
-    pub async fn shutdown(mut self) {
-        self.health.set_draining().await;
-        let _ = self.shutdown.send(true);
-        let drain = async { while self.tasks.join_next().await.is_some() {} };
-        if tokio::time::timeout(self.drain_timeout, drain)
-            .await
-            .is_err()
-        {
-            tracing::warn!(timeout = ?self.drain_timeout, "drain timed out; aborting remaining work");
-            self.tasks.abort_all();
-        }
-        // No request is left to spend them: the unspent leases go back to the shared counters.
-        self.leases.now().await;
-    }
-}
-
-/// Runs the service until SIGTERM or SIGINT, reloading the configuration on SIGHUP, then shuts
-/// it down gracefully.
-pub async fn run(settings: &Settings) -> Result<(), AppError> {
-    let running = start(settings).await?;
-    signals::serve_until_shutdown(&running).await;
-    tracing::info!("shutdown requested; draining");
-    running.shutdown().await;
-    Ok(())
 }

@@ -1,0 +1,44 @@
+//! A started service's life after [`super::start`]: SIGHUP's reload, the graceful stop (drain,
+//! then the unspent leases go back), and [`run`], which ties them to the process signals.
+
+use super::{AppError, Running, signals, start};
+use crate::reload::ReloadOutcome;
+use crate::settings::Settings;
+
+impl Running {
+    /// Re-reads the configuration now and publishes it even if unchanged (what SIGHUP does).
+    /// Over xDS there is nothing to re-read: the configuration is what the server last pushed.
+    pub async fn reload_now(&self) -> ReloadOutcome {
+        if !self.from_files {
+            return ReloadOutcome::Unchanged;
+        }
+        self.reloading.reload(true).await
+    }
+
+    /// Graceful stop: health turns unhealthy at once, listeners stop accepting, requests in flight
+    /// finish (for at most the drain timeout), then every task ends.
+    pub async fn shutdown(mut self) {
+        self.health.set_draining().await;
+        let _ = self.shutdown.send(true);
+        let drain = async { while self.tasks.join_next().await.is_some() {} };
+        if tokio::time::timeout(self.drain_timeout, drain)
+            .await
+            .is_err()
+        {
+            tracing::warn!(timeout = ?self.drain_timeout, "drain timed out; aborting remaining work");
+            self.tasks.abort_all();
+        }
+        // No request is left to spend them: the unspent leases go back to the shared counters.
+        self.leases.now().await;
+    }
+}
+
+/// Runs the service until SIGTERM or SIGINT, reloading the configuration on SIGHUP, then shuts
+/// it down gracefully.
+pub async fn run(settings: &Settings) -> Result<(), AppError> {
+    let running = start(settings).await?;
+    signals::serve_until_shutdown(&running).await;
+    tracing::info!("shutdown requested; draining");
+    running.shutdown().await;
+    Ok(())
+}
