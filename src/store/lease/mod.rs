@@ -17,7 +17,7 @@
 //! time the bucket takes to refill the grant), then its unspent tokens are given back — by the
 //! key's next reservation, or by [`Leases::drain_expired`] within a second; on reload and shutdown [`Leases::drain`] empties the table and the store
 //! refunds what was left. A lease whose limit changed (another rate or lease size) is given back
-//! inside the next reservation of its key. A killed instance cannot give back: up to `N` hits per
+//! inside the next reservation of its key, or by [`Leases::drain_expired`]. A killed instance cannot give back: up to `N` hits per
 //! key it held stay counted until that window ends — the under-admission bound of a crash.
 //!
 //! A refund of tokens never fills a bucket past its capacity. Only fixed windows and token buckets
@@ -87,7 +87,8 @@ pub struct Unspent {
 #[derive(Debug, Default)]
 pub struct Leases {
     table: Mutex<HashMap<String, Lease>>,
-    /// Unspent hits of leases whose limit changed, given back by the key's next reservation.
+    /// Unspent hits of retired leases (limit changed, bucket TTL passed), given back by the key's
+    /// next reservation or by [`Leases::drain_expired`].
     outdated: Mutex<HashMap<String, (LimitSpec, u64)>>,
     /// `LEASE_DEFAULT_SIZE`.
     default_size: u32,
