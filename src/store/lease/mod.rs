@@ -3,22 +3,24 @@
 //! the Redis store sends it with a reservation: one atomic script call (`lua/lease.lua`,
 //! `lua/bucket_lease.lua`) adds the op's hits and, when they fit, also takes a grant of
 //! `min(N, room / SHARE)` hits (tokens) from the same counter (bucket), where `room` is what is
-//! left of the limit (the whole tokens in the bucket) after the op. The grant is never more than remains, so the
-//! fleet can never admit more than the limit. This instance then answers the key's next hits from
-//! its grant under a short per-table lock, without a Redis call ([`Leases::serve`], reported as
-//! `Source::Lease`), and reserves again when the grant is spent.
+//! left of the limit (the whole tokens in the bucket) after the op. The grant is never more than remains, so
+//! the fleet can never admit more than the limit. This instance then answers the key's next hits
+//! from its grant under a short per-table lock, without a Redis call ([`Leases::serve`], reported
+//! as `Source::Lease`), and reserves again when the grant is spent.
 //!
-//! Near the limit the grant shrinks with the room (a quarter of it, so instances cannot starve
-//! each other), and once it would be below [`MIN_GRANT`] nothing is reserved: the last hits of a
-//! window are decided by Redis one by one, exactly.
+//! Near the limit the grant shrinks with the room (a quarter of it, so instances cannot starve each
+//! other), and once it would be below [`MIN_GRANT`] nothing is reserved: the last hits of a window
+//! are decided by Redis one by one, exactly.
 //!
 //! Unspent hits go back: a fixed window lease ends with its window (the counter key is per window,
 //! so there is nothing to give back); a token bucket lease lives for [`local::bucket_ttl`] (the
 //! time the bucket takes to refill the grant), then its unspent tokens are given back — by the
-//! key's next reservation, or by [`Leases::drain_expired`] within a second; on reload and shutdown [`Leases::drain`] empties the table and the store
-//! refunds what was left. A lease whose limit changed (another rate or lease size) is given back
-//! inside the next reservation of its key, or by [`Leases::drain_expired`]. A killed instance cannot give back: up to `N` hits per
-//! key it held stay counted until that window ends — the under-admission bound of a crash.
+//! key's next reservation, or by [`Leases::drain_expired`] within a second; on reload and shutdown
+//! [`Leases::drain`] empties the table and the store refunds what was left. A lease whose limit
+//! changed (another rate or lease size) is given back inside the next reservation of its key, or by
+//! [`Leases::drain_expired`]. A killed instance cannot give back: up to `N` hits per key it held
+//! stay counted until that window ends (a bucket refills them) — the under-admission bound of a
+//! crash.
 //!
 //! A refund of tokens never fills a bucket past its capacity. Only fixed windows and token buckets
 //! lease (validation refuses `lease` elsewhere): a sliding log stamps each hit with its own time, a
@@ -105,7 +107,7 @@ impl Leases {
         }
     }
 
-    /// The lease size of `op`: 0 unless it is a fixed window or token bucket op that takes hits now.
+    /// The lease size of `op`: 0 unless it is a fixed window or token bucket op taking hits now.
     pub fn size(&self, op: &Op) -> u32 {
         let leasable = matches!(
             op.spec.algorithm,
