@@ -8,11 +8,11 @@
 --                    horizon: the most any budget can be (Params::horizon). Both are 0 for token
 --                    buckets; capacity + horizon stays within 2^52.
 
--- The ten numbers of operation i.
-local function bucket_args(i)
+-- The ten numbers of operation i, whose arguments start every `stride` (default 10) numbers.
+local function bucket_args(i, stride)
   local n = {}
   for j = 1, 10 do
-    n[j] = tonumber(ARGV[10 * (i - 1) + j])
+    n[j] = tonumber(ARGV[(stride or 10) * (i - 1) + j])
   end
   return unpack(n)
 end

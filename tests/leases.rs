@@ -8,6 +8,7 @@ mod common;
 use std::sync::Arc;
 use std::time::Duration;
 
+use common::leases::{self, script_calls, stop_all};
 use common::redis::RedisServer;
 use common::{Code, TestServer, overall};
 use ratelimitd::clock::Stopwatch;
@@ -28,64 +29,14 @@ async fn start(redis: &RedisServer, rpu: u32, lease: u32) -> TestServer {
     TestServer::start_on(&[("d.yaml", &yaml)], &prometheus, Some(redis)).await
 }
 
-/// Script calls Redis has run so far (EVAL and EVALSHA).
-fn script_calls(redis: &RedisServer) -> u64 {
-    redis
-        .cli(&["INFO", "commandstats"])
-        .lines()
-        .filter(|l| l.starts_with("cmdstat_eval"))
-        .filter_map(|l| {
-            l.split("calls=")
-                .nth(1)?
-                .split(',')
-                .next()?
-                .parse::<u64>()
-                .ok()
-        })
-        .sum()
-}
-
 /// The hot key's counter in Redis (0 when absent).
 fn counter(redis: &RedisServer) -> u64 {
-    let keys = redis.cli(&["KEYS", "*"]);
-    let Some(key) = keys.lines().find(|k| k.contains("hot")) else {
-        return 0;
-    };
-    redis.cli(&["GET", key]).parse().unwrap_or(0)
+    leases::counter(redis, "hot")
 }
 
-/// `per_client` requests from each of 4 concurrent clients per server; how many were admitted.
+/// `per_client` requests on the hot key from each of 4 concurrent clients per server.
 async fn load(servers: &[Arc<TestServer>], per_client: usize) -> usize {
-    let mut clients = Vec::new();
-    for s in servers {
-        for _ in 0..4 {
-            let s = s.clone();
-            clients.push(tokio::spawn(async move {
-                let mut ok = 0;
-                for _ in 0..per_client {
-                    if overall(&s.rl("d", &[&[("k", "hot")]]).await) == Code::Ok {
-                        ok += 1;
-                    }
-                }
-                ok
-            }));
-        }
-    }
-    let mut admitted = 0;
-    for c in clients {
-        admitted += c.await.unwrap();
-    }
-    admitted
-}
-
-async fn stop_all(servers: Vec<Arc<TestServer>>) {
-    for s in servers {
-        Arc::try_unwrap(s)
-            .ok()
-            .expect("no client left")
-            .shutdown()
-            .await;
-    }
+    leases::load(servers, per_client, ("k", "hot")).await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

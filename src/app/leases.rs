@@ -1,6 +1,7 @@
 //! Giving unspent token leases back (`store::lease`): after a reload — a limit's rate or lease
 //! may have changed, and the new limit should start from the counter's truth — and once the
-//! drain has finished on shutdown, so a stopped instance leaves nothing reserved behind.
+//! drain has finished on shutdown, so a stopped instance leaves nothing reserved behind. Once a
+//! second, token bucket leases whose TTL passed give their unspent tokens back as well.
 
 use std::future::Future;
 use std::sync::Arc;
@@ -24,7 +25,7 @@ impl Release {
     }
 
     /// Watches `config` once a second and gives the leases back after each new version (every
-    /// reload, whichever source published it), until `stop`.
+    /// reload, whichever source published it), else only the expired ones, until `stop`.
     pub(super) async fn on_reload(self, config: Arc<ConfigHandle>, stop: impl Future<Output = ()>) {
         let version = || config.snapshot().map_or(0, |s| s.version);
         let mut seen = version();
@@ -36,6 +37,9 @@ impl Release {
             async move {
                 if changed {
                     release.now().await;
+                } else {
+                    let now = release.clock.now();
+                    release.store.expire_leases(now).await;
                 }
             }
         })

@@ -250,30 +250,31 @@ fn extensions_with_unlimited_and_every_error_at_once() {
 }
 
 #[test]
-fn lease_is_a_fixed_window_extension() {
-    let cfg = run(
-        &[(
-            "f.yaml",
-            &one("unit: hour, requests_per_unit: 1000, lease: 100"),
-        )],
-        false,
-    )
-    .unwrap();
-    assert_eq!(cfg.limits()[0].lease, Some(100));
-    let refused = errors(
-        &[(
-            "f.yaml",
-            &one("unit: hour, requests_per_unit: 9, algorithm: sliding_log, lease: 5"),
-        )],
-        false,
-    );
-    assert_eq!(
-        refused,
-        [(
-            "f.yaml".into(),
-            "descriptors[0].rate_limit.lease".into(),
-            "lease only applies to fixed_window (algorithm is sliding_log): see README \"Token leases\""
-                .into()
-        )]
-    );
+fn lease_is_a_fixed_window_and_token_bucket_extension() {
+    for algorithm in ["fixed_window", "token_bucket"] {
+        let yaml = one(&format!(
+            "unit: hour, requests_per_unit: 1000, algorithm: {algorithm}, lease: 100"
+        ));
+        let cfg = run(&[("f.yaml", &yaml)], false).unwrap();
+        assert_eq!(cfg.limits()[0].lease, Some(100), "{algorithm}");
+    }
+    for (algorithm, why) in [
+        ("sliding_log", "it stamps each hit with its own time"),
+        ("sliding_window", "it weighs each hit by when it came"),
+        ("leaky_bucket", "its answer is a time slot per hit"),
+    ] {
+        let yaml = one(&format!(
+            "unit: hour, requests_per_unit: 9, algorithm: {algorithm}, lease: 5"
+        ));
+        assert_eq!(
+            errors(&[("f.yaml", &yaml)], false),
+            [(
+                "f.yaml".into(),
+                "descriptors[0].rate_limit.lease".into(),
+                format!(
+                    "lease only applies to fixed_window and token_bucket, not {algorithm} ({why}, so a batch reserved now cannot be spent later): see README \"Token leases\""
+                )
+            )]
+        );
+    }
 }

@@ -112,16 +112,22 @@ pub(crate) fn check(rl: &RawRateLimit, unit: Option<Unit>, sink: &mut Sink<'_>) 
     }
 }
 
-/// `lease` is only defined for fixed windows (`store::lease` says why the others are refused),
-/// and is bounded so one instance can never hold an absurd share of a counter.
+/// `lease` is only defined for fixed windows and token buckets (`store::lease` says why the others
+/// are refused), and is bounded so one instance can never hold an absurd share of a counter.
 fn check_lease(rl: &RawRateLimit, algorithm: Algorithm, sink: &mut Sink<'_>) {
     let Some(lease) = rl.lease else { return };
     let at = field_path(&rl.path, "lease");
-    if algorithm != Algorithm::FixedWindow && lease > 0 {
+    let why = match algorithm {
+        Algorithm::FixedWindow | Algorithm::TokenBucket => None,
+        Algorithm::SlidingLog => Some("it stamps each hit with its own time"),
+        Algorithm::SlidingWindow => Some("it weighs each hit by when it came"),
+        Algorithm::LeakyBucket => Some("its answer is a time slot per hit"),
+    };
+    if let Some(why) = why.filter(|_| lease > 0) {
         sink.push(
             &at,
             format!(
-                "lease only applies to fixed_window (algorithm is {}): see README \"Token leases\"",
+                "lease only applies to fixed_window and token_bucket, not {} ({why}, so a batch reserved now cannot be spent later): see README \"Token leases\"",
                 algorithm.name()
             ),
         );

@@ -111,4 +111,10 @@ pub trait Store: Send + Sync + std::fmt::Debug + 'static {
     async fn release_leases(&self, _now: Timestamp) -> u64 {
         0
     }
+
+    /// Gives back what leases that stopped serving at `now` still hold (a token bucket lease's
+    /// TTL passed, a limit changed); called about once a second. Nothing to do without leases.
+    async fn expire_leases(&self, _now: Timestamp) -> u64 {
+        0
+    }
 }

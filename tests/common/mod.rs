@@ -6,6 +6,7 @@ pub mod certs;
 pub mod chaos;
 pub mod envoy;
 pub mod guard;
+pub mod leases;
 pub mod policy;
 pub mod postgres;
 pub mod process;

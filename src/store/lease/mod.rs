@@ -1,35 +1,41 @@
 //! Token leases for hot keys: a second tier in front of a shared (Redis) counter. When a fixed
-//! window op carries a lease (`lease: N` on its limit, or `LEASE_DEFAULT_SIZE`), the Redis store
-//! sends it with a reservation: one atomic script call (`lua/lease.lua`) adds the op's hits and,
-//! when they fit, also takes a grant of `min(N, room / SHARE)` hits from the same counter, where
-//! `room` is what is left of the limit after the op. The grant is never more than remains, so the
-//! fleet can never admit more than the limit. This instance then answers the key's next hits from
-//! its grant under a short per-table lock, without a Redis call ([`Leases::serve`], reported as
-//! `Source::Lease`), and reserves again when the grant is spent.
+//! window or token bucket op carries a lease (`lease: N` on its limit, or `LEASE_DEFAULT_SIZE`),
+//! the Redis store sends it with a reservation: one atomic script call (`lua/lease.lua`,
+//! `lua/bucket_lease.lua`) adds the op's hits and, when they fit, also takes a grant of
+//! `min(N, room / SHARE)` hits (tokens) from the same counter (bucket), where `room` is what is
+//! left of the limit (the whole tokens in the bucket) after the op. The grant is never more than remains, so
+//! the fleet can never admit more than the limit. This instance then answers the key's next hits
+//! from its grant under a short per-table lock, without a Redis call ([`Leases::serve`], reported
+//! as `Source::Lease`), and reserves again when the grant is spent.
 //!
-//! Near the limit the grant shrinks with the room (a quarter of it, so instances cannot starve
-//! each other), and once it would be below [`MIN_GRANT`] nothing is reserved: the last hits of a
-//! window are decided by Redis one by one, exactly.
+//! Near the limit the grant shrinks with the room (a quarter of it, so instances cannot starve each
+//! other), and once it would be below [`MIN_GRANT`] nothing is reserved: the last hits of a window
+//! are decided by Redis one by one, exactly.
 //!
-//! Unspent hits go back: a lease ends with its window (the counter key is per window, so there is
-//! nothing to give back); on reload and shutdown [`Leases::drain`] empties the table and the store
-//! refunds what was left. A lease whose limit changed (another rate or lease size) is given back
-//! inside the next reservation of its key. A killed instance cannot give back: up to `N` hits per
-//! key it held stay counted until that window ends — the under-admission bound of a crash.
+//! Unspent hits go back: a fixed window lease ends with its window (the counter key is per window,
+//! so there is nothing to give back); a token bucket lease lives for [`local::bucket_ttl`] (the
+//! time the bucket takes to refill the grant), then its unspent tokens are given back — by the
+//! key's next reservation, or by [`Leases::drain_expired`] within a second; on reload and shutdown
+//! [`Leases::drain`] empties the table and the store refunds what was left. A lease whose limit
+//! changed (another rate or lease size) is given back inside the next reservation of its key, or by
+//! [`Leases::drain_expired`]. A killed instance cannot give back: up to `N` hits per key it held
+//! stay counted until that window ends (a bucket refills them) — the under-admission bound of a
+//! crash.
 //!
-//! Only fixed windows lease (validation refuses `lease` elsewhere): a sliding log stamps each hit
-//! with its own time, a sliding window weighs hits by when they came, and a leaky bucket's answer
-//! is a time slot per hit, so a batch taken now would be spent at other times than it was counted
-//! at; token buckets would need a lease time-to-live and a refund of tokens — not done yet.
+//! A refund of tokens never fills a bucket past its capacity. Only fixed windows and token buckets
+//! lease (validation refuses `lease` elsewhere): a sliding log stamps each hit with its own time, a
+//! sliding window weighs hits by when they came, and a leaky bucket's answer is a time slot per
+//! hit, so a batch taken now would be spent at other times than it was counted at.
 
 pub mod counters;
+pub mod local;
 
 use std::collections::HashMap;
 
 use parking_lot::Mutex;
 
 use super::Op;
-use crate::algorithm::{Algorithm, Decision, LimitSpec, fixed_window};
+use crate::algorithm::{Algorithm, Decision, LimitSpec};
 use crate::clock::Timestamp;
 pub use counters::{LeaseCounters, LeaseTotals};
 
@@ -53,7 +59,7 @@ struct Lease {
     left: u64,
     /// What Redis said remained of the limit at the last reservation (the grant not counted).
     remaining: u64,
-    /// When its window ends.
+    /// When it stops serving: its window's end, or a token bucket lease's TTL.
     until: Timestamp,
 }
 
@@ -83,7 +89,8 @@ pub struct Unspent {
 #[derive(Debug, Default)]
 pub struct Leases {
     table: Mutex<HashMap<String, Lease>>,
-    /// Unspent hits of leases whose limit changed, given back by the key's next reservation.
+    /// Unspent hits of retired leases (limit changed, bucket TTL passed), given back by the key's
+    /// next reservation or by [`Leases::drain_expired`].
     outdated: Mutex<HashMap<String, (LimitSpec, u64)>>,
     /// `LEASE_DEFAULT_SIZE`.
     default_size: u32,
@@ -100,10 +107,13 @@ impl Leases {
         }
     }
 
-    /// The lease size of `op`: 0 unless it is a fixed window op that takes hits now.
+    /// The lease size of `op`: 0 unless it is a fixed window or token bucket op taking hits now.
     pub fn size(&self, op: &Op) -> u32 {
-        let leasable =
-            op.spec.algorithm == Algorithm::FixedWindow && !op.refund && op.max_wait.is_zero();
+        let leasable = matches!(
+            op.spec.algorithm,
+            Algorithm::FixedWindow | Algorithm::TokenBucket
+        ) && !op.refund
+            && op.max_wait.is_zero();
         if leasable {
             op.lease.unwrap_or(self.default_size).min(MAX_LEASE)
         } else {
@@ -120,25 +130,15 @@ impl Leases {
         }
         let mut table = self.table.lock();
         if let Some(l) = table.get_mut(&op.key) {
-            if l.until <= now {
-                // Its window is over: the counter it was taken from is gone with it.
+            if l.until <= now || l.spec != op.spec || l.size != size {
+                // Expired or taken for another limit: its reservation gives it back.
+                let l = *l;
                 table.remove(&op.key);
-            } else if l.spec != op.spec || l.size != size {
-                let (spec, left) = (l.spec, l.left);
-                table.remove(&op.key);
-                let mut outdated = self.outdated.lock();
-                outdated.entry(op.key.clone()).or_insert((spec, 0)).1 += left;
+                self.retire(&op.key, &l, now);
             } else if l.left >= op.hits {
                 l.left -= op.hits;
                 l.remaining = l.remaining.saturating_sub(op.hits);
-                let after = op.spec.limit.saturating_sub(l.remaining);
-                let d = fixed_window::decide(
-                    after.saturating_sub(op.hits),
-                    after,
-                    op.spec.limit,
-                    op.spec.window,
-                    now,
-                );
+                let d = local::decide(&op.spec, l.remaining, op.hits, now);
                 if l.left == 0 {
                     table.remove(&op.key);
                 }
@@ -148,7 +148,7 @@ impl Leases {
             }
         }
         if table.len() >= MAX_LEASED_KEYS {
-            table.retain(|_, l| l.until > now);
+            self.expire(&mut table, now);
             if table.len() >= MAX_LEASED_KEYS {
                 return Serve::Plain;
             }
@@ -156,14 +156,45 @@ impl Leases {
         Serve::Reserve
     }
 
-    /// The unspent hits of an outdated lease on `key`, for its next reservation to give back.
-    pub fn take_outdated(&self, key: &str) -> u64 {
-        self.outdated.lock().remove(key).map_or(0, |(_, hits)| hits)
+    /// Puts the unspent hits of a lease taken out of the table on `key` aside to be given back,
+    /// unless an ended fixed window took them along.
+    fn retire(&self, key: &str, l: &Lease, now: Timestamp) {
+        let gone = l.spec.algorithm == Algorithm::FixedWindow && l.until <= now;
+        if !gone && l.left > 0 {
+            let mut outdated = self.outdated.lock();
+            outdated.entry(key.to_owned()).or_insert((l.spec, 0)).1 += l.left;
+        }
+    }
+
+    /// Takes every lease that stopped serving at `now` out of `table`, retiring each.
+    fn expire(&self, table: &mut HashMap<String, Lease>, now: Timestamp) {
+        let ended: Vec<String> = table
+            .iter()
+            .filter(|(_, l)| l.until <= now)
+            .map(|(k, _)| k.clone())
+            .collect();
+        for key in ended {
+            if let Some(l) = table.remove(&key) {
+                self.retire(&key, &l, now);
+            }
+        }
+    }
+
+    /// The unspent hits of an outdated or expired lease on `key`, for the next reservation of
+    /// `op` to give back (only into a counter of the same algorithm: others wait for the drain).
+    pub fn take_outdated(&self, op: &Op) -> u64 {
+        let mut outdated = self.outdated.lock();
+        match outdated.get(&op.key) {
+            Some((spec, _)) if spec.algorithm == op.spec.algorithm => {
+                outdated.remove(&op.key).map_or(0, |(_, hits)| hits)
+            }
+            _ => 0,
+        }
     }
 
     /// Records a reservation's answer: `d` decided the op's own hits, `granted` more were taken
     /// for this instance (0: none). Grants that race on one key add up.
-    pub fn granted(&self, op: &Op, d: &Decision, granted: u64) {
+    pub fn granted(&self, op: &Op, d: &Decision, granted: u64, now: Timestamp) {
         if granted == 0 {
             return;
         }
@@ -175,7 +206,7 @@ impl Leases {
             size,
             left: 0,
             remaining: d.remaining,
-            until: d.expires_at,
+            until: local::until(&op.spec, size, d, now),
         });
         lease.left += granted;
         // The newest answer does not count this instance's older grant as remaining: never report
@@ -183,21 +214,27 @@ impl Leases {
         lease.remaining = lease.remaining.min(d.remaining).max(lease.left);
     }
 
-    /// Takes every lease still live at `now` out of the table (ended windows are dropped), for
-    /// the caller to refund.
+    /// Takes every lease out of the table (ended windows are dropped), for the caller to refund.
     pub fn drain(&self, now: Timestamp) -> Vec<Unspent> {
         let table = std::mem::take(&mut *self.table.lock());
-        let outdated = std::mem::take(&mut *self.outdated.lock());
-        let live = table
+        for (key, l) in table {
+            self.retire(&key, &l, now);
+        }
+        self.take_retired()
+    }
+
+    /// Takes the leases that stopped serving at `now` (token bucket TTLs) and those put aside
+    /// for another limit out of the table, for the caller to refund; live leases stay.
+    pub fn drain_expired(&self, now: Timestamp) -> Vec<Unspent> {
+        self.expire(&mut self.table.lock(), now);
+        self.take_retired()
+    }
+
+    fn take_retired(&self) -> Vec<Unspent> {
+        std::mem::take(&mut *self.outdated.lock())
             .into_iter()
-            .filter(|(_, l)| l.until > now)
-            .map(|(key, l)| (key, l.spec, l.left));
-        let outdated = outdated
-            .into_iter()
-            .map(|(key, (spec, hits))| (key, spec, hits));
-        live.chain(outdated)
-            .filter(|(_, _, hits)| *hits > 0)
-            .map(|(key, spec, hits)| Unspent { key, spec, hits })
+            .filter(|(_, (_, hits))| *hits > 0)
+            .map(|(key, (spec, hits))| Unspent { key, spec, hits })
             .collect()
     }
 

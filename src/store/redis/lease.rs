@@ -9,10 +9,10 @@ use std::time::Duration;
 use redis::{RedisError, Script};
 
 use super::call::Group;
-use crate::algorithm::{Decision, Window, fixed_window};
+use crate::algorithm::{Algorithm, Decision, Window, fixed_window};
 use crate::clock::Timestamp;
-use crate::store::lease::{LeaseTotals, Leases, MIN_GRANT, SHARE};
-use crate::store::{Answer, Op, Store};
+use crate::store::lease::{LeaseTotals, Leases, MIN_GRANT, SHARE, Unspent};
+use crate::store::{Op, Store};
 
 /// The reservation script.
 pub(super) fn script() -> Script {
@@ -34,7 +34,7 @@ pub(super) async fn run(
     args.extend([SHARE, MIN_GRANT]);
     for op in g.ops() {
         let size = u64::from(leases.size(op));
-        let give_back = leases.take_outdated(&op.key);
+        let give_back = leases.take_outdated(op);
         args.extend([op.hits, op.spec.limit, ttl(op.spec.window), size, give_back]);
     }
     g.eval(script, &args, 3, |op, c| {
@@ -49,7 +49,7 @@ pub(super) async fn run(
             g.now,
         );
         leases.counters.returned(returned);
-        leases.granted(op, &d, granted);
+        leases.granted(op, &d, granted, g.now);
         d
     })
     .await
@@ -58,11 +58,19 @@ pub(super) async fn run(
 impl super::RedisStore {
     /// Refunds every unspent lease of this instance at `now` (reload, shutdown) in one batch;
     /// returns the hits Redis took back. Leases whose call fails stay counted until their window
-    /// ends, like a killed instance's.
+    /// ends (a bucket refills them), like a killed instance's.
     pub(super) async fn give_back_leases(&self, now: Timestamp) -> u64 {
-        let ops: Vec<Op> = self
-            .leases
-            .drain(now)
+        self.give_back(self.leases.drain(now), now).await
+    }
+
+    /// Refunds the token bucket leases whose TTL passed at `now` and the leases of changed limits
+    /// that no reservation gave back yet.
+    pub(super) async fn give_back_expired(&self, now: Timestamp) -> u64 {
+        self.give_back(self.leases.drain_expired(now), now).await
+    }
+
+    async fn give_back(&self, unspent: Vec<Unspent>, now: Timestamp) -> u64 {
+        let ops: Vec<Op> = unspent
             .into_iter()
             .map(|u| Op {
                 key: u.key,
@@ -83,10 +91,16 @@ impl super::RedisStore {
                 return 0;
             }
         };
-        let returned = answers
+        // A fixed window's refund decision says how far its count went down; a bucket's only how
+        // full it is now, so its tokens count as sent (never past full: the rest was refilled).
+        let returned = ops
             .iter()
-            .filter_map(Answer::decision)
-            .map(|d| d.before.saturating_sub(d.after))
+            .zip(&answers)
+            .filter_map(|(op, a)| Some((op, a.decision()?)))
+            .map(|(op, d)| match op.spec.algorithm {
+                Algorithm::TokenBucket => op.hits,
+                _ => d.before.saturating_sub(d.after),
+            })
             .sum();
         self.leases.counters.returned(returned);
         tracing::info!(

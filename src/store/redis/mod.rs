@@ -8,6 +8,7 @@
 //! this).
 
 mod addr;
+mod bucket_lease;
 mod call;
 pub mod conn;
 mod fixed_window;
@@ -55,7 +56,9 @@ pub struct RedisStore {
     leaky_bucket: Script,
     sliding_log: Script,
     lease: Script,
-    /// This instance's token leases (fixed windows with `lease`).
+    /// The token bucket reservation script.
+    bucket_lease: Script,
+    /// This instance's token leases (fixed windows and token buckets with `lease`).
     leases: Leases,
     /// The RLQS demand exchange ([`quota_demand`]).
     quota_demand: Script,
@@ -101,6 +104,7 @@ impl RedisStore {
             leaky_bucket: leaky_bucket::script(),
             sliding_log: sliding_log::script(),
             lease: lease::script(),
+            bucket_lease: bucket_lease::script(),
             leases: Leases::new(cfg.lease_default_size),
             quota_demand: quota_demand::script(),
             response_timeout: cfg.response_timeout,
@@ -182,6 +186,9 @@ impl RedisStore {
             now,
             deadline: self.deadlines.next(),
         };
+        if leased && algorithm == Algorithm::TokenBucket {
+            return bucket_lease::run(&g, &self.bucket_lease, &self.leases).await;
+        }
         if leased {
             return lease::run(&g, &self.lease, &self.leases, |w| self.ttl(w)).await;
         }
@@ -329,5 +336,9 @@ impl Store for RedisStore {
 
     async fn release_leases(&self, now: Timestamp) -> u64 {
         self.give_back_leases(now).await
+    }
+
+    async fn expire_leases(&self, now: Timestamp) -> u64 {
+        self.give_back_expired(now).await
     }
 }

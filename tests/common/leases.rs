@@ -1,0 +1,85 @@
+//! Helpers of the token lease tests (`tests/leases*.rs`): many concurrent clients on one hot key
+//! over several instances, and what Redis holds for that key.
+
+use std::sync::Arc;
+
+use super::redis::RedisServer;
+use super::{Code, TestServer, overall};
+
+/// Script calls Redis has run so far (EVAL and EVALSHA).
+pub fn script_calls(redis: &RedisServer) -> u64 {
+    redis
+        .cli(&["INFO", "commandstats"])
+        .lines()
+        .filter(|l| l.starts_with("cmdstat_eval"))
+        .filter_map(|l| {
+            l.split("calls=")
+                .nth(1)?
+                .split(',')
+                .next()?
+                .parse::<u64>()
+                .ok()
+        })
+        .sum()
+}
+
+/// The name of the one key holding `part` (None when absent).
+pub fn key_with(redis: &RedisServer, part: &str) -> Option<String> {
+    let keys = redis.cli(&["KEYS", "*"]);
+    keys.lines().find(|k| k.contains(part)).map(str::to_owned)
+}
+
+/// The fixed window counter of the key holding `part` (0 when absent).
+pub fn counter(redis: &RedisServer, part: &str) -> u64 {
+    key_with(redis, part).map_or(0, |key| redis.cli(&["GET", &key]).parse().unwrap_or(0))
+}
+
+/// Whole tokens in the token bucket of the key holding `part`, whose `burst` refills over a
+/// window of `window_secs` (a missing key is a full bucket). The bucket is stored as a debt in
+/// units of `window_secs × 10^6 / quantum` per token; for the buckets of these tests (burst ×
+/// window under 2^52 µs) the quantum is 1 µs.
+pub fn tokens(redis: &RedisServer, part: &str, burst: u64, window_secs: u64) -> u64 {
+    let Some(key) = key_with(redis, part) else {
+        return burst;
+    };
+    let debt: u64 = redis.cli(&["HGET", &key, "d"]).parse().unwrap_or(0);
+    let cost = window_secs * 1_000_000;
+    (burst * cost).saturating_sub(debt) / cost
+}
+
+/// `per_client` requests for `entry` from each of 4 concurrent clients per server; how many
+/// were admitted.
+pub async fn load(servers: &[Arc<TestServer>], per_client: usize, entry: (&str, &str)) -> usize {
+    let (k, v) = (entry.0.to_owned(), entry.1.to_owned());
+    let mut clients = Vec::new();
+    for s in servers {
+        for _ in 0..4 {
+            let (s, k, v) = (s.clone(), k.clone(), v.clone());
+            clients.push(tokio::spawn(async move {
+                let mut ok = 0;
+                for _ in 0..per_client {
+                    if overall(&s.rl("d", &[&[(&k, &v)]]).await) == Code::Ok {
+                        ok += 1;
+                    }
+                }
+                ok
+            }));
+        }
+    }
+    let mut admitted = 0;
+    for c in clients {
+        admitted += c.await.unwrap();
+    }
+    admitted
+}
+
+/// Shuts every server down (its drain gives its leases back).
+pub async fn stop_all(servers: Vec<Arc<TestServer>>) {
+    for s in servers {
+        Arc::try_unwrap(s)
+            .ok()
+            .expect("no client left")
+            .shutdown()
+            .await;
+    }
+}
