@@ -21,7 +21,7 @@ CONC=${CONCURRENCY:-64}
 for tool in redis-server redis-cli redis-benchmark taskset; do
   command -v "$tool" >/dev/null || { echo "needs $tool" >&2; exit 1; }
 done
-cargo build --release --locked --bin ratelimitd --example loadgen --example memory_per_key
+[ -n "${SKIP_BUILD:-}" ] || cargo build --release --locked --bin ratelimitd --example loadgen --example memory_per_key
 bin=target/release/ratelimitd
 load=target/release/examples/loadgen
 
@@ -34,16 +34,14 @@ cleanup() {
 }
 trap cleanup EXIT
 
-# Domain `scale`: key `k`, a limit no run reaches; LEASE (if set) adds `lease: LEASE`.
+# Domain `scale`: key `k`, a limit no run reaches; an argument adds `lease: <it>` to the limit.
 write_config() {
   mkdir -p "$work/config"
   {
     echo 'domain: scale'
     echo 'descriptors:'
     echo '  - key: k'
-    echo '    rate_limit: {unit: hour, requests_per_unit: 1000000000}'
-    [ -n "${1:-}" ] && echo "    lease: $1"
-    true
+    echo "    rate_limit: {unit: hour, requests_per_unit: 1000000000${1:+, lease: $1}}"
   } >"$work/config/scale.yaml"
 }
 
@@ -51,7 +49,12 @@ rport=$((BASE_PORT + 4))
 redis-server --port "$rport" --save '' --appendonly no --dir "$work" >"$work/redis.log" 2>&1 &
 pids+=("$!")
 for _ in $(seq 100); do redis-cli -p "$rport" ping 2>/dev/null | grep -q PONG && break; sleep 0.1; done
+# Commands Redis ran (scripts' inner commands included), and script calls (the round trips).
 redis_calls() { redis-cli -p "$rport" info stats | awk -F: '/^total_commands_processed/ {print $2+0}'; }
+script_calls() {
+  redis-cli -p "$rport" info commandstats |
+    awk -F'[=,:]' '/^cmdstat_(evalsha|eval):/ {n += $3} END {print n + 0}'
+}
 
 # Starts ratelimitd on cores $1 with the extra environment "${@:2}"; sets $server, or returns 1
 # (with the server's own words) when it refuses the configuration.
@@ -83,13 +86,14 @@ run() {
   shift 3
   echo "== $name (server on cores $cores, $keys keys, $CONC in flight, ${SECS}s)"
   start_server "$cores" "$@" || return 0
-  local before rss0 out
+  local before scripts0 rss0 out
   before=$(redis_calls)
+  scripts0=$(script_calls)
   rss0=$(awk '/^VmRSS/ {print $2}' "/proc/$server/status")
   out=$(taskset -c 1 "$load" --target 127.0.0.1:$((BASE_PORT + 1)) --domain scale --key k \
     --concurrency "$CONC" --seconds "$SECS" --keys "$keys" --server-pid "$server")
   echo "$out" | sed 's/^/   /'
-  local decisions calls
+  local decisions calls scripts
   decisions=$(echo "$out" | awk '/^requests/ {print $2}')
   if echo "$out" | grep -q ' errors [1-9]' && echo "$out" | grep -q '(ok 0, over_limit 0,'; then
     # Started but answers nothing: the configuration was not loaded (e.g. `lease` not known yet).
@@ -98,7 +102,9 @@ run() {
     return 0
   fi
   calls=$(($(redis_calls) - before))
-  echo "   redis commands per decision: $(awk -v c="$calls" -v d="$decisions" 'BEGIN {printf "%.3f", c / (d > 0 ? d : 1)}')"
+  scripts=$(($(script_calls) - scripts0))
+  per() { awk -v c="$1" -v d="$decisions" 'BEGIN {printf "%.4f", c / (d > 0 ? d : 1)}'; }
+  echo "   redis commands per decision: $(per "$calls") (script calls: $(per "$scripts"))"
   echo "   RSS growth: $(($(awk '/^VmRSS/ {print $2}' "/proc/$server/status") - rss0)) kB over $keys keys"
   # A Redis call past REDIS_RESPONSE_TIMEOUT is counted as err_type="redis_error".
   curl -s "http://127.0.0.1:$((BASE_PORT + 3))/metrics" | grep -E 'redis_error|store_full' | grep -v '^#' | sed 's/^/   /' || true
