@@ -8,7 +8,7 @@ mod common;
 use std::sync::Arc;
 use std::time::Duration;
 
-use common::leases::{self, script_calls, stop_all};
+use common::leases::{self, stop_all};
 use common::redis::RedisServer;
 use common::{Code, TestServer, overall};
 use ratelimitd::clock::Stopwatch;
@@ -68,28 +68,8 @@ async fn three_instances_never_take_more_than_the_bucket_holds() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_bucket_lease_of_100_costs_under_a_twentieth_of_the_redis_calls() {
-    let mut calls = Vec::new();
-    for lease in [0, 100] {
-        let redis = RedisServer::start();
-        let mut servers = Vec::new();
-        for _ in 0..3 {
-            servers.push(Arc::new(start(&redis, 100_000, lease).await));
-        }
-        let before = script_calls(&redis);
-        let admitted = leases::load(&servers, 250, ("b", "hot")).await;
-        assert_eq!(admitted, 3000, "all within the bucket");
-        calls.push(script_calls(&redis) - before);
-        stop_all(servers).await;
-    }
-    let (plain, leased) = (calls[0], calls[1]);
-    assert!(
-        plain >= 3000,
-        "without leases every request calls Redis ({plain})"
-    );
-    assert!(
-        leased * 20 <= plain,
-        "with lease 100: {leased} script calls against {plain} without"
-    );
+    let start = |redis: Arc<RedisServer>, lease| async move { start(&redis, 100_000, lease).await };
+    leases::assert_a_lease_costs_under_a_twentieth(start, ("b", "hot")).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -83,3 +83,38 @@ pub async fn stop_all(servers: Vec<Arc<TestServer>>) {
             .await;
     }
 }
+
+/// Three instances, 4 clients each, 250 requests each on `entry` (within the limit), once without
+/// a lease and once with a lease of 100, each on a fresh Redis; asserts every request was admitted
+/// and that the leased run made at most a twentieth of the plain run's script calls.
+pub async fn assert_a_lease_costs_under_a_twentieth<F, Fut>(start: F, entry: (&str, &str))
+where
+    F: Fn(Arc<RedisServer>, u32) -> Fut,
+    Fut: std::future::Future<Output = TestServer>,
+{
+    let mut calls = Vec::new();
+    for lease in [0, 100] {
+        let redis = Arc::new(RedisServer::start());
+        let mut servers = Vec::new();
+        for _ in 0..3 {
+            servers.push(Arc::new(start(redis.clone(), lease).await));
+        }
+        let before = script_calls(&redis);
+        assert_eq!(
+            load(&servers, 250, entry).await,
+            3000,
+            "all within the limit"
+        );
+        calls.push(script_calls(&redis) - before);
+        stop_all(servers).await;
+    }
+    let (plain, leased) = (calls[0], calls[1]);
+    assert!(
+        plain >= 3000,
+        "without leases every request calls Redis ({plain})"
+    );
+    assert!(
+        leased * 20 <= plain,
+        "with lease 100: {leased} script calls against {plain} without"
+    );
+}
