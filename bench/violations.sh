@@ -7,6 +7,7 @@
 # reads the server's CPU time from /proc. Target: log on >= 90% of off.
 #
 #   bench/violations.sh            # RUN_SECONDS=8 CONCURRENCY=32 KEYS=100 by default
+#   SKIP_BUILD=1 bench/violations.sh  # use the release build already in target/release
 #
 # Needs taskset and curl; Linux only.
 set -euo pipefail
@@ -17,7 +18,7 @@ CONCURRENCY=${CONCURRENCY:-32}
 KEYS=${KEYS:-100}
 BASE_PORT=${BASE_PORT:-18280}
 
-cargo build --release --locked --bin ratelimitd --example loadgen
+[ -n "${SKIP_BUILD:-}" ] || cargo build --release --locked --bin ratelimitd --example loadgen
 
 work=$(mktemp -d)
 mkdir -p "$work/config"
