@@ -1,8 +1,9 @@
 //! The violation log (issue 17) against the real service: denials driven over real gRPC land in
 //! `rate_limit_violations` on a real SQLite file and a real PostgreSQL, and read back through
 //! `GET /v1/violations` with the right fields, newest first, filtered and paginated without
-//! duplicates or gaps; the token is required; retention deletes old rows (manual clock); a deny
-//! storm on a tiny queue drops and counts records while every request is still answered.
+//! duplicates or gaps; repeated denials of one key between two writes are one row with their
+//! request count; the token is required; retention deletes old rows (manual clock); a deny storm
+//! of many keys on a tiny queue drops and counts records while every request is still answered.
 
 mod common;
 
@@ -42,14 +43,24 @@ async fn deny(s: &TestServer, value: &str, times: usize) {
 }
 
 async fn scenario(s: &TestServer) {
-    // 2 per minute: user:1 is over 3 times, user:2 once, one second apart.
+    // 2 per minute: user:1 is over 3 times; one second later user:2 once and user:3 twice.
+    // Denials of one key before the writer runs are one row; the writer runs once the (manual)
+    // clock has moved by the batch delay.
     deny(s, "user:1", 5).await;
     s.advance(Duration::from_secs(1));
     deny(s, "user:2", 3).await;
-    let all = wait_for(s, "/v1/violations", 4).await;
+    deny(s, "user:3", 4).await;
+    s.advance(Duration::from_millis(10));
+    let all = wait_for(s, "/v1/violations", 3).await;
     let v = &all["violations"];
-    assert_eq!(v[0]["client_key"], "user:2", "newest first: {all}");
-    let first = &v[3];
+    let mut newest: Vec<_> = (0..2).map(|i| v[i]["client_key"].as_str()).collect();
+    newest.sort();
+    assert_eq!(
+        newest,
+        [Some("user:2"), Some("user:3")],
+        "newest first: {all}"
+    );
+    let first = &v[2];
     assert_eq!(first["domain"], "api");
     assert_eq!(
         first["descriptor"],
@@ -59,42 +70,60 @@ async fn scenario(s: &TestServer) {
         first["limit"],
         json!({"name": "api.client_key", "requests_per_unit": 2, "unit": "minute"})
     );
-    assert_eq!(first["hits"].as_u64(), Some(1));
-    // The three denials of one instant come in id order; their counters were 3, 4 and 5.
-    let mut counts: Vec<_> = (1..4).map(|i| v[i]["count"].as_u64().unwrap()).collect();
-    counts.sort();
-    assert_eq!(counts, [3, 4, 5]);
+    // The three denials of one instant are one row: 3 requests, their hits summed, the last
+    // counter (5).
+    assert_eq!(first["requests"].as_u64(), Some(3), "{first}");
+    assert_eq!(first["hits"].as_u64(), Some(3));
+    assert_eq!(first["count"].as_u64(), Some(5));
+    let by_key = |k: &str| v.as_array().unwrap().iter().find(|r| r["client_key"] == k);
+    let (u2, u3) = (by_key("user:2").unwrap(), by_key("user:3").unwrap());
+    assert_eq!(
+        (u2["requests"].as_u64(), u2["count"].as_u64()),
+        (Some(1), Some(3))
+    );
+    assert_eq!(
+        (u3["requests"].as_u64(), u3["count"].as_u64()),
+        (Some(2), Some(4))
+    );
     assert_eq!(
         (first["source"].as_str(), first["shadow"].as_bool()),
         (Some("store"), Some(false))
     );
     assert_eq!(first["instance"], "test-1");
     assert_eq!(first["at"], "1970-01-01T00:20:34.000000Z");
+    assert_eq!(first["last_at"], "1970-01-01T00:20:34.000000Z");
+    assert_eq!(u3["last_at"], "1970-01-01T00:20:35.000000Z");
     assert_eq!(all["next_cursor"], Value::Null);
 
     // Filters.
-    wait_for(s, "/v1/violations?client_key=user:1", 3).await;
+    wait_for(s, "/v1/violations?client_key=user:1", 1).await;
     wait_for(s, "/v1/violations?domain=api&client_key=user:2", 1).await;
     wait_for(s, "/v1/violations?domain=other", 0).await;
-    wait_for(s, "/v1/violations?since=1970-01-01T00:20:35Z", 1).await;
-    wait_for(s, "/v1/violations?until=1970-01-01T00:20:35Z", 3).await;
+    wait_for(s, "/v1/violations?since=1970-01-01T00:20:35Z", 2).await;
+    wait_for(s, "/v1/violations?until=1970-01-01T00:20:35Z", 1).await;
 
-    // Pages of 3, then 1: together exactly the 4 records, in order.
-    let p1 = wait_for(s, "/v1/violations?limit=3", 3).await;
-    let cursor = p1["next_cursor"].as_str().expect("a next page").to_string();
-    let p2 = wait_for(s, &format!("/v1/violations?limit=3&cursor={cursor}"), 1).await;
-    assert_eq!(p2["next_cursor"], Value::Null);
-    let ids = |p: &Value| -> Vec<Value> {
-        p["violations"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|r| r["id"].clone())
-            .collect()
-    };
-    let mut paged = ids(&p1);
-    paged.extend(ids(&p2));
-    assert_eq!(paged, ids(&all));
+    // Pages of 1: together exactly the 3 rows, in order; the first cursor lies between the two
+    // rows that share their time.
+    let mut paged = Vec::new();
+    let mut path = "/v1/violations?limit=1".to_string();
+    for page in 0..3 {
+        let p = wait_for(s, &path, 1).await;
+        paged.push(p["violations"][0]["id"].clone());
+        let next = p["next_cursor"].as_str();
+        if page < 2 {
+            let c = next.unwrap_or_else(|| panic!("a next page after page {page}: {p}"));
+            path = format!("/v1/violations?limit=1&cursor={c}");
+        } else {
+            assert_eq!(next, None, "no page after the third: {p}");
+        }
+    }
+    let ids: Vec<Value> = v
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["id"].clone())
+        .collect();
+    assert_eq!(paged, ids);
 
     // Token required; bad parameters are 422 with every error.
     assert_eq!(
@@ -120,9 +149,10 @@ async fn scenario(s: &TestServer) {
 
     // Retention (7 days): eight days later the old rows go, a new one stays.
     s.set_time(T0 + 8 * 86_400);
-    deny(s, "user:3", 3).await;
+    deny(s, "user:4", 3).await;
+    s.advance(Duration::from_millis(10));
     let left = wait_for(s, "/v1/violations", 1).await;
-    assert_eq!(left["violations"][0]["client_key"], "user:3");
+    assert_eq!(left["violations"][0]["client_key"], "user:4");
 }
 
 #[tokio::test]
@@ -155,13 +185,25 @@ async fn a_deny_storm_on_a_tiny_queue_drops_and_counts_and_answers_every_request
         ("PROMETHEUS_ADDR", "127.0.0.1:0"),
     ];
     let s = common::policy::start(data.path(), &env).await;
-    let calls = (0..200).map(|_| s.rl("api", &[&[("client_key", "user:9")]]));
+    // 50 clients, 4 calls each: 2 allowed and 2 denied per client. The (manual) clock stays put,
+    // so the writer never takes the map: the first denied client's record holds its one place
+    // and counts both its denials; every denial of the 49 others is dropped and counted.
+    let keys: Vec<String> = (0..50).map(|i| format!("user:{i}")).collect();
+    let server = &s;
+    let calls = keys
+        .iter()
+        .cycle()
+        .take(200)
+        .map(|k| async move { server.rl("api", &[&[("client_key", k.as_str())]]).await });
     let answers = futures_util::future::join_all(calls).await;
     let over = answers
         .iter()
         .filter(|r| st(r, 0).0 == Code::OverLimit)
         .count();
-    assert_eq!(over, 198, "two fit the limit, every other one is denied");
+    assert_eq!(
+        over, 100,
+        "two per client fit the limit, every other call is denied"
+    );
     let addr = s.running().metrics_addr.unwrap();
     let text = s
         .http
@@ -180,12 +222,13 @@ async fn a_deny_storm_on_a_tiny_queue_drops_and_counts_and_answers_every_request
                 .ok()
         })
         .expect("the dropped counter is exported");
-    assert!(dropped > 0, "{text}");
+    assert_eq!(dropped, 98, "{text}");
     s.shutdown().await;
 }
 
-/// `VIOLATIONS_LOG=json` without any database: each over-limit descriptor is one JSON line on the
-/// binary's output, with the record's fields; allowed requests write none.
+/// `VIOLATIONS_LOG=json` without any database: the over-limit descriptors are JSON lines on the
+/// binary's output, with the record's fields and how many denials each covers; allowed requests
+/// write none.
 #[tokio::test]
 async fn json_lines_without_a_database_carry_each_violation() {
     let dir = tempfile::tempdir().unwrap();
@@ -205,8 +248,11 @@ async fn json_lines_without_a_database_carry_each_violation() {
         let url = format!("http://{}/json", p.http_addr);
         client.post(url).body(body).send().await.unwrap();
     }
-    // 2 per minute: the third and fourth calls are over.
+    // 2 per minute: the third and fourth calls are over. They are one line with 2 requests,
+    // or two lines of 1 when the writer ran between them (real clock): read until both are in.
     let mut records = Vec::new();
+    let requests =
+        |records: &[Value]| -> u64 { records.iter().filter_map(|r| r["requests"].as_u64()).sum() };
     let watch = Stopwatch::start();
     while let Some(left) = Duration::from_secs(5).checked_sub(watch.elapsed()) {
         let Ok(line) = p.lines.recv_timeout(left) else {
@@ -216,11 +262,13 @@ async fn json_lines_without_a_database_carry_each_violation() {
         if v["id"].as_str().is_some_and(|id| id.starts_with("vi_")) {
             records.push(v);
         }
-        if records.len() == 2 {
+        if requests(&records) >= 2 {
             break;
         }
     }
-    assert_eq!(records.len(), 2, "{records:?}");
+    assert_eq!(requests(&records), 2, "{records:?}");
+    let hits: u64 = records.iter().filter_map(|r| r["hits"].as_u64()).sum();
+    assert_eq!(hits, 2, "{records:?}");
     let r = &records[0];
     assert_eq!(r["domain"], "api");
     assert_eq!(r["client_key"], "u7");
@@ -233,6 +281,11 @@ async fn json_lines_without_a_database_carry_each_violation() {
     assert_eq!(r["source"], "store");
     assert_eq!(r["shadow"], false);
     assert_eq!(r["instance"], "json-1");
-    let counts: Vec<_> = records.iter().map(|r| r["count"].as_u64()).collect();
-    assert_eq!(counts, [Some(3), Some(4)]);
+    assert!(
+        r["last_at"]
+            .as_str()
+            .is_some_and(|t| t >= r["at"].as_str().unwrap())
+    );
+    // The last line's counter is the fourth call's.
+    assert_eq!(records.last().unwrap()["count"].as_u64(), Some(4));
 }

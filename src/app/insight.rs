@@ -81,6 +81,7 @@ impl RecentViolations for FromDatabase {
                     domain: v.domain,
                     entries: v.descriptor.into_iter().map(|e| (e.key, e.value)).collect(),
                     limit: v.limit_name,
+                    requests: v.requests,
                     hits: v.hits,
                     shadow: v.shadow,
                 }

@@ -17,7 +17,7 @@ use crate::limiter::Observers;
 use crate::metrics::Metrics;
 use crate::policy::postgres;
 use crate::policy::rules::{Rule, to_files};
-use crate::policy::violations::{ViolationLog, writer};
+use crate::policy::violations::{Pending, ViolationLog, writer};
 use crate::policy::{Overrides, Policy, Tokens};
 use crate::reload::Reloading;
 use crate::settings::Settings;
@@ -134,7 +134,7 @@ async fn rules_loop(
 }
 
 /// The violation log's observers (none when `VIOLATIONS_LOG=off`, or `db` without a database):
-/// its bounded queue, the writer draining it and, with a database, the retention task.
+/// its bounded map of pending records, the writer draining it and, with a database, the retention task.
 pub(super) fn violation_log(
     settings: &Settings,
     (admin, metrics, clock): (&AdminState, &Option<Arc<Metrics>>, &Arc<dyn Clock>),
@@ -151,9 +151,10 @@ pub(super) fn violation_log(
         tracing::info!(sinks = ?v.sinks, "violation log off (no policy database to write to)");
         return observers;
     }
-    let (tx, rx) = tokio::sync::mpsc::channel(v.queue_size);
+    let pending = Arc::new(Pending::new(v.queue_size));
     let instance: Arc<str> = v.instance_id.clone().unwrap_or_else(host_name).into();
-    observers.push(Arc::new(ViolationLog::new(tx, instance, metrics.clone())));
+    let log = ViolationLog::new(pending.clone(), instance, metrics.clone());
+    observers.push(Arc::new(log));
     if let Some(db) = &db
         && v.retention_days > 0
     {
@@ -170,7 +171,14 @@ pub(super) fn violation_log(
         size: v.batch_size,
         delay: v.batch_delay,
     };
-    tasks.spawn(writer::run(rx, sinks, batching, stopped(stop.clone())));
+    let run = writer::run(
+        pending,
+        clock.clone(),
+        sinks,
+        batching,
+        stopped(stop.clone()),
+    );
+    tasks.spawn(run);
     observers
 }
 

@@ -33,7 +33,9 @@ pub struct ViolationView {
     pub entries: Vec<(String, String)>,
     /// The name (or key) of the limit that was over.
     pub limit: String,
-    /// The hits of the request.
+    /// How many denied requests the record covers (repeats between two writes are one record).
+    pub requests: u64,
+    /// The hits of those requests, summed.
     pub hits: u64,
     /// True when the limit was in shadow mode (not enforced).
     pub shadow: bool,

@@ -99,8 +99,15 @@ pub fn migrator() -> Migrator {
         Cow::Borrowed(include_str!("../../migrations/0003_violations.sql")),
         false,
     );
+    let requests = Migration::new(
+        4,
+        Cow::Borrowed("violation requests"),
+        MigrationType::Simple,
+        Cow::Borrowed(include_str!("../../migrations/0004_violation_requests.sql")),
+        false,
+    );
     Migrator {
-        migrations: Cow::Owned(vec![baseline, rule_body, violations]),
+        migrations: Cow::Owned(vec![baseline, rule_body, violations, requests]),
         ..Migrator::DEFAULT
     }
 }

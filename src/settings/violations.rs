@@ -35,12 +35,13 @@ impl ViolationSinks {
 pub struct ViolationSettings {
     /// `VIOLATIONS_LOG` (`db`, `json`, `both`, `off`; default `db`).
     pub sinks: ViolationSinks,
-    /// `VIOLATIONS_QUEUE_SIZE` (default 10000): records waiting for the writer; beyond it they
-    /// are dropped and counted.
+    /// `VIOLATIONS_QUEUE_SIZE` (default 10000): distinct violations (domain, descriptor, limit,
+    /// shadow) waiting for the writer; repeats of a waiting one are counted in it, new ones
+    /// beyond it are dropped and counted.
     pub queue_size: usize,
-    /// `VIOLATIONS_BATCH_SIZE` (default 500, at most 1000): records per database write.
+    /// `VIOLATIONS_BATCH_SIZE` (default 500, at most 1000): rows per database statement.
     pub batch_size: usize,
-    /// `VIOLATIONS_BATCH_DELAY` (default 1s): the longest a record waits for its batch to fill.
+    /// `VIOLATIONS_BATCH_DELAY` (default 1s): how often the waiting violations are written.
     pub batch_delay: Duration,
     /// `VIOLATIONS_RETENTION_DAYS` (default 7; 0 keeps every record).
     pub retention_days: u32,

@@ -1,11 +1,14 @@
-//! The violation log (issue 17): every reported OVER_LIMIT descriptor becomes a [`Violation`]
-//! record. The [`ViolationLog`] observer hands records to a bounded queue without waiting (a full
-//! queue drops and counts them); the [`writer`] task writes them in batches to the policy
+//! The violation log (issue 17): every reported OVER_LIMIT descriptor is counted in a
+//! [`Violation`] record. The [`ViolationLog`] observer notes it in the bounded [`Pending`] map
+//! without waiting: repeats of one (domain, descriptor, limit, shadow) between two writes share
+//! one record with a request count (a full map drops and counts new keys); the [`writer`] task
+//! takes the map every `VIOLATIONS_BATCH_DELAY` and writes one row per key to the policy
 //! database's `rate_limit_violations` table and/or as JSON lines, and deletes rows older than the
 //! retention. `GET /v1/violations` reads them back through [`ViolationQuery`], newest first.
 
 pub mod cursor;
 pub mod observer;
+pub mod pending;
 pub mod query;
 pub(super) mod sql;
 pub mod writer;
@@ -18,9 +21,11 @@ use crate::clock::Timestamp;
 
 pub use cursor::Cursor;
 pub use observer::ViolationLog;
+pub use pending::Pending;
 pub use query::ViolationQuery;
 
-/// One over-limit descriptor, as the request path saw it.
+/// One over-limit descriptor, as the request path saw it: its first denial, with the repeats
+/// that came before the writer took it counted in.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Violation {
     /// The request's domain.
@@ -35,17 +40,21 @@ pub struct Violation {
     pub requests_per_unit: u32,
     /// The limit's unit (`SECOND`, `MINUTE`, ...; empty when it has none).
     pub unit: Cow<'static, str>,
-    /// The hits the descriptor asked for.
+    /// The hits the denied requests asked for, summed.
     pub hits: u64,
-    /// The counter after the hits, when a counter was read (not for the local cache or the
-    /// failure policy).
+    /// The counter after the hits of the last denial that read one (none for the local cache or
+    /// the failure policy).
     pub usage: Option<u64>,
+    /// How many denied decisions this record covers (1 for rows older than aggregation).
+    pub requests: u64,
     /// What decided it ([`crate::limiter::outcome::Source::as_str`]).
     pub source: Cow<'static, str>,
     /// True when it was not enforced: the limit's `shadow_mode` or the service's `SHADOW_MODE`.
     pub shadow: bool,
-    /// When (the limiter's clock).
+    /// When the first of them was decided (the limiter's clock).
     pub at: Timestamp,
+    /// When the last of them was decided.
+    pub last_at: Timestamp,
     /// The instance that decided it (`INSTANCE_ID`, else the host name).
     pub instance: Arc<str>,
 }
@@ -74,10 +83,12 @@ impl StoredViolation {
                 "unit": v.unit.to_ascii_lowercase(),
             },
             "hits": v.hits,
+            "requests": v.requests,
             "count": v.usage,
             "source": v.source,
             "shadow": v.shadow,
             "at": v.at.to_rfc3339(),
+            "last_at": v.last_at.to_rfc3339(),
             "instance": &*v.instance,
         })
     }

@@ -1,13 +1,12 @@
-//! The request path's side of the violation log: an [`Observer`] that turns each reported
-//! OVER_LIMIT descriptor into a [`Violation`] and `try_send`s it to the writer's bounded queue.
-//! It never waits and takes no contended lock: when the queue is full the record is dropped and
-//! counted in `ratelimitd_violations_dropped`.
+//! The request path's side of the violation log: an [`Observer`] that notes each reported
+//! OVER_LIMIT descriptor in the [`Pending`] map the writer drains. It never waits: a repeat of a
+//! pending violation only bumps its counters (no allocation), a new one allocates its record
+//! once, and one that does not fit is dropped and counted in `ratelimitd_violations_dropped`.
 
 use std::sync::Arc;
 
-use tokio::sync::mpsc;
-
 use super::Violation;
+use super::pending::{Key, Pending, Repeat};
 use crate::limiter::{Observed, Observer};
 use crate::metrics::Metrics;
 use crate::policy::model::PathEntry;
@@ -15,21 +14,21 @@ use crate::policy::model::PathEntry;
 /// The violation log's observer.
 #[derive(Debug)]
 pub struct ViolationLog {
-    queue: mpsc::Sender<Violation>,
+    pending: Arc<Pending>,
     instance: Arc<str>,
     metrics: Option<Arc<Metrics>>,
 }
 
 impl ViolationLog {
-    /// An observer feeding `queue` (the writer's), naming `instance` in every record and counting
-    /// drops in `metrics`.
+    /// An observer feeding `pending` (the writer's), naming `instance` in every record and
+    /// counting drops in `metrics`.
     pub fn new(
-        queue: mpsc::Sender<Violation>,
+        pending: Arc<Pending>,
         instance: Arc<str>,
         metrics: Option<Arc<Metrics>>,
     ) -> ViolationLog {
         ViolationLog {
-            queue,
+            pending,
             instance,
             metrics,
         }
@@ -51,17 +50,26 @@ impl Observer for ViolationLog {
                 _ => 0,
             };
             let entries = &descriptor.entries;
-            let client_key = entries
-                .iter()
-                .find(|e| e.key == "client_key")
-                .map(|e| e.value.clone());
             let limit_name = if limit.name.is_empty() {
-                limit.full_key.clone()
+                &limit.full_key
             } else {
-                limit.name.clone()
+                &limit.name
             };
-            let record = Violation {
-                domain: d.request.domain.clone(),
+            let key = Key {
+                domain: &d.request.domain,
+                entries,
+                limit_name,
+                shadow: d.shadow_mode || limit.shadow_mode,
+            };
+            let usage = verdict.usage.map(|(_, after)| after);
+            let repeat = Repeat {
+                hits,
+                usage,
+                at: d.now,
+            };
+            // Only a key not pending yet pays for its record.
+            let first = || Violation {
+                domain: key.domain.to_string(),
                 descriptor: entries
                     .iter()
                     .map(|e| PathEntry {
@@ -69,18 +77,23 @@ impl Observer for ViolationLog {
                         value: e.value.clone(),
                     })
                     .collect(),
-                client_key,
-                limit_name,
+                client_key: entries
+                    .iter()
+                    .find(|e| e.key == "client_key")
+                    .map(|e| e.value.clone()),
+                limit_name: limit_name.clone(),
                 requests_per_unit: limit.requests_per_unit,
                 unit: limit.unit.map_or("", |u| u.as_str()).into(),
                 hits,
-                usage: verdict.usage.map(|(_, after)| after),
+                usage,
+                requests: 1,
                 source: source.as_str().into(),
-                shadow: d.shadow_mode || limit.shadow_mode,
+                shadow: key.shadow,
                 at: d.now,
+                last_at: d.now,
                 instance: self.instance.clone(),
             };
-            if self.queue.try_send(record).is_err()
+            if !self.pending.note(key, repeat, first)
                 && let Some(m) = &self.metrics
             {
                 m.violations_dropped(1);

@@ -11,7 +11,7 @@ use crate::policy::rows::micros;
 use crate::policy::store::StoreError;
 
 const COLUMNS: &str = "id, domain, descriptor, client_key, at, request_count, limit_value, \
-     limit_name, unit, hits, usage, source, shadow, instance";
+     limit_name, unit, hits, usage, source, shadow, instance, requests, last_at";
 
 fn int(n: u64) -> i64 {
     i64::try_from(n).unwrap_or(i64::MAX)
@@ -44,7 +44,9 @@ where
             .push_bind(v.usage.map(int))
             .push_bind(v.source.as_ref())
             .push_bind(v.shadow)
-            .push_bind(&*v.instance);
+            .push_bind(&*v.instance)
+            .push_bind(int(v.requests))
+            .push_bind(micros(v.last_at));
     });
     q
 }
@@ -124,6 +126,9 @@ where
     let usage: Option<i64> = row.try_get("usage")?;
     let rpu: i64 = row.try_get("limit_value")?;
     let instance: String = row.try_get("instance")?;
+    let at = crate::clock::Timestamp::from_micros(uint(row.try_get("at")?));
+    // Rows written before aggregation cover one request at `at`.
+    let last_at: Option<i64> = row.try_get("last_at")?;
     Ok(StoredViolation {
         violation: Violation {
             domain: row.try_get("domain")?,
@@ -136,7 +141,9 @@ where
             usage: usage.map(uint),
             source: row.try_get::<String, _>("source")?.into(),
             shadow: row.try_get("shadow")?,
-            at: crate::clock::Timestamp::from_micros(uint(row.try_get("at")?)),
+            requests: uint(row.try_get("requests")?),
+            at,
+            last_at: last_at.map_or(at, |t| Timestamp::from_micros(uint(t))),
             instance: instance.into(),
         },
         id,

@@ -1,16 +1,14 @@
-//! The violation log's background side: [`run`] drains the observer's queue in batches (up to
-//! `VIOLATIONS_BATCH_SIZE` records, or whatever arrived within `VIOLATIONS_BATCH_DELAY`) into the
-//! database in one multi-row statement and/or as JSON lines; [`retention`] deletes old rows.
-//! A batch the database refuses is dropped and counted, never retried: memory stays bounded by
-//! the queue whatever the database does.
+//! The violation log's background side: [`run`] takes the whole [`Pending`] map every
+//! `VIOLATIONS_BATCH_DELAY` and writes its records (one per key, with their request counts) to
+//! the database in multi-row statements of up to `VIOLATIONS_BATCH_SIZE` rows and/or as JSON
+//! lines; [`retention`] deletes old rows. A batch the database refuses is dropped and counted,
+//! never retried: memory stays bounded by the map whatever the database does.
 
 use std::io::Write;
 use std::sync::Arc;
 use std::time::Duration;
 
-use tokio::sync::mpsc;
-
-use super::{StoredViolation, Violation};
+use super::{Pending, StoredViolation, Violation};
 use crate::clock::Clock;
 use crate::metrics::Metrics;
 use crate::policy::PolicyStore;
@@ -26,62 +24,62 @@ pub struct Sinks {
     pub metrics: Option<Arc<Metrics>>,
 }
 
-/// Batches of `size` records at most, each waiting at most `delay` for the batch to fill.
+/// Rows of `size` per statement at most, the map taken every `delay`.
 #[derive(Debug, Clone, Copy)]
 pub struct Batching {
-    /// Records per batch.
+    /// Rows per statement.
     pub size: usize,
-    /// The longest the first record of a batch waits.
+    /// How often the pending records are written.
     pub delay: Duration,
 }
 
-/// Writes the records of `queue` until `stop`, then writes what is already queued and returns.
+/// Writes the records of `pending` until `stop`, then writes what is still pending and returns.
+/// The delay is measured on `clock` too (checked every `delay`): with the manual clock of tests,
+/// records wait until the test moves time on, so what they aggregate does not depend on timing.
 pub async fn run(
-    mut queue: mpsc::Receiver<Violation>,
+    pending: Arc<Pending>,
+    clock: Arc<dyn Clock>,
     sinks: Sinks,
     batching: Batching,
     stop: impl Future<Output = ()>,
 ) {
     tokio::pin!(stop);
-    let mut batch = Vec::with_capacity(batching.size);
     let mut db_failing = false;
+    let mut last = clock.now();
     loop {
-        batch.clear();
         tokio::select! {
             _ = &mut stop => break,
-            n = queue.recv_many(&mut batch, batching.size) => if n == 0 { return },
+            _ = tokio::time::sleep(batching.delay) => {}
         }
-        let fill = tokio::time::sleep(batching.delay);
-        tokio::pin!(fill);
-        while batch.len() < batching.size {
-            let room = batching.size - batch.len();
-            tokio::select! {
-                _ = &mut fill => break,
-                n = queue.recv_many(&mut batch, room) => if n == 0 { break },
-            }
+        let now = clock.now();
+        // Half the delay absorbs a system clock running a little behind the timer.
+        let due = last.saturating_add(batching.delay / 2);
+        if now >= last && now < due {
+            continue;
         }
-        write(&mut batch, &sinks, &mut db_failing).await;
+        last = now;
+        flush(&pending, &sinks, batching.size, &mut db_failing).await;
     }
-    // Shutting down: what is queued now, in batches (bounded by the queue's capacity).
+    // Shutting down: what is pending now (bounded by the map's capacity).
+    flush(&pending, &sinks, batching.size, &mut db_failing).await;
+}
+
+/// Takes every pending record and writes them in statements of `size` rows.
+async fn flush(pending: &Pending, sinks: &Sinks, size: usize, db_failing: &mut bool) {
+    let mut records = pending.take().into_iter();
     loop {
-        batch.clear();
-        while batch.len() < batching.size {
-            match queue.try_recv() {
-                Ok(v) => batch.push(v),
-                Err(_) => break,
-            }
-        }
+        let batch: Vec<Violation> = records.by_ref().take(size).collect();
         if batch.is_empty() {
             return;
         }
-        write(&mut batch, &sinks, &mut db_failing).await;
+        write(batch, sinks, db_failing).await;
     }
 }
 
 /// Writes one batch to every sink; logs the first failure of a run of failed batches only.
-async fn write(batch: &mut Vec<Violation>, sinks: &Sinks, db_failing: &mut bool) {
+async fn write(batch: Vec<Violation>, sinks: &Sinks, db_failing: &mut bool) {
     let stored: Vec<StoredViolation> = batch
-        .drain(..)
+        .into_iter()
         .map(|violation| StoredViolation {
             id: format!("vi_{:016x}", fastrand::u64(..)),
             violation,

@@ -213,12 +213,21 @@ fn violation_rows(out: &mut String, v: &Violations) {
                 escape(&r.domain),
                 entries(&r.entries),
                 escape(&r.limit),
+                r.requests.to_string(),
                 r.hits.to_string(),
                 if r.shadow { "yes" } else { "no" }.to_string(),
             ]
         })
         .collect();
-    let head = ["at", "domain", "descriptor", "limit", "hits", "shadow"];
+    let head = [
+        "at",
+        "domain",
+        "descriptor",
+        "limit",
+        "requests",
+        "hits",
+        "shadow",
+    ];
     table(out, &head, &rows, "none recorded");
 }
 
