@@ -46,7 +46,7 @@ impl RedisServer {
     /// Starts a server with extra `redis-server` arguments (e.g. `--requirepass x`).
     pub fn start_with(extra: &[&str]) -> RedisServer {
         let mut s = RedisServer::not_started(extra);
-        s.spawn();
+        s.spawn_first();
         s
     }
 
@@ -70,11 +70,32 @@ impl RedisServer {
             s.extra.extend(["--masterauth".into(), p.clone()]);
         }
         s.access = access.clone();
-        s.spawn();
+        s.spawn_first();
         s
     }
 
+    /// The first start: a port chosen by [`free_port`] is free only until it is released, so
+    /// another process may take it before redis-server binds it; on an exit at start, retry
+    /// (at most three times) on a fresh port. Restarts keep their port (clients reconnect to it).
+    fn spawn_first(&mut self) {
+        for _ in 0..2 {
+            if self.try_spawn().is_ok() {
+                return;
+            }
+            self.port = free_port();
+        }
+        self.spawn();
+    }
+
     fn spawn(&mut self) {
+        if let Err(status) = self.try_spawn() {
+            panic!(
+                "redis-server exited at start ({status}): bad arguments, or 127: not installed (tests/run.sh installs it)"
+            );
+        }
+    }
+
+    fn try_spawn(&mut self) -> Result<(), std::process::ExitStatus> {
         let port = self.port.to_string();
         let ports = if self.access.tls_only {
             vec!["--port", "0", "--tls-port", &port]
@@ -99,23 +120,24 @@ impl RedisServer {
             .spawn()
             .expect("sh runs");
         self.child = Some(child);
-        self.wait_ready();
+        self.wait_ready()
     }
 
-    fn wait_ready(&mut self) {
+    /// Waits for the socket and the port; the exit status when the server ended instead.
+    fn wait_ready(&mut self) -> Result<(), std::process::ExitStatus> {
         let watch = Stopwatch::start();
         while watch.elapsed() < Duration::from_secs(10) {
             if let Some(c) = self.child.as_mut()
                 && let Ok(Some(status)) = c.try_wait()
             {
-                panic!(
-                    "redis-server exited at start ({status}): bad arguments, or 127: not installed (tests/run.sh installs it)"
-                );
+                self.child = None;
+                let _ = std::fs::remove_file(self.socket());
+                return Err(status);
             }
             if self.socket().exists()
                 && std::net::TcpStream::connect(("127.0.0.1", self.port)).is_ok()
             {
-                return;
+                return Ok(());
             }
             std::thread::sleep(Duration::from_millis(10));
         }
