@@ -30,13 +30,8 @@ pub(super) async fn run(
     let mut args = Vec::with_capacity(14 * g.indices.len());
     for op in g.ops() {
         let p = Params::of(&op.spec);
+        args.extend(super::token_bucket::head_args(&p, g, op));
         args.extend([
-            p.quanta(g.now),
-            p.rate,
-            p.token_cost,
-            p.capacity,
-            p.burst,
-            g.hits(op),
             p.refill_secs(op.spec.window),
             0,
             0,

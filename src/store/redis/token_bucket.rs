@@ -42,6 +42,19 @@ pub(super) const TOKEN_BUCKET: Bucket = Bucket {
     decide_refund: token_bucket::decide_refund,
 };
 
+/// The arguments every bucket script starts an op with: its time in quanta, rate, token cost,
+/// capacity, burst and hits (`lua/bucket.lua`'s `bucket_args`).
+pub(super) fn head_args(p: &Params, g: &Group<'_>, op: &Op) -> [u64; 6] {
+    [
+        p.quanta(g.now),
+        p.rate,
+        p.token_cost,
+        p.capacity,
+        p.burst,
+        g.hits(op),
+    ]
+}
+
 /// Applies the operations of `g` (all buckets of one kind) in one script call; in mode 2 (another
 /// key of the request is already known to be over its limit) the buckets are only checked.
 pub(super) async fn run(
@@ -51,16 +64,8 @@ pub(super) async fn run(
     let mut args = Vec::with_capacity(10 * g.indices.len());
     for op in g.ops() {
         let p = Params::of(&op.spec);
-        args.extend([
-            p.quanta(g.now),
-            p.rate,
-            p.token_cost,
-            p.capacity,
-            p.burst,
-            g.hits(op),
-            (bucket.last_arg)(&p, &op.spec),
-            u64::from(op.refund),
-        ]);
+        args.extend(head_args(&p, g, op));
+        args.extend([(bucket.last_arg)(&p, &op.spec), u64::from(op.refund)]);
         args.extend((bucket.budget)(&p, op, g.now));
     }
     g.eval(script, &args, 3, |op, r| {
