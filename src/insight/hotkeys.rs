@@ -7,8 +7,11 @@
 //! before, summed when read. Counts therefore cover the last 30 to 60 seconds, and nothing older
 //! than 60 seconds is ever shown. Each ranking keeps at most `HOTKEYS_CAPACITY` keys per epoch.
 //!
-//! Cost on the request path: one short `parking_lot` lock per request, a hash per descriptor,
-//! and for a key already tracked no allocation.
+//! Cost on the request path: a hash per descriptor, computed before any lock, then one short
+//! `parking_lot` lock on the shard that hash picks (one of [`SHARDS`]), and for a key already
+//! tracked no allocation. Keys partition across shards by hash, so each shard's sketch sees every
+//! hit of its keys and the merged ranking is the same kind of estimate as one big sketch; two
+//! threads only meet when their keys land on the same shard.
 
 use std::collections::HashMap;
 use std::hash::{BuildHasher, Hash, Hasher, RandomState};
@@ -19,6 +22,10 @@ use parking_lot::Mutex;
 use super::sketch::Sketch;
 use crate::clock::{Clock, Timestamp};
 use crate::limiter::{Observed, Observer, Plan};
+
+/// Independent sketches the keys are spread over (by hash), so concurrent requests rarely share
+/// a lock. Each holds `capacity / SHARDS` keys (rounded up), keeping the total near `capacity`.
+pub const SHARDS: usize = 8;
 
 /// Length of one epoch: the window shown is this to twice this long.
 const EPOCH_SECS: u64 = 30;
@@ -106,7 +113,7 @@ impl State {
 /// The hot-key rankings. Share it as `Arc<HotKeys>`; register it as an observer.
 #[derive(Debug)]
 pub struct HotKeys {
-    state: Mutex<State>,
+    shards: [Mutex<State>; SHARDS],
     seed: RandomState,
     clock: Arc<dyn Clock>,
 }
@@ -114,14 +121,18 @@ pub struct HotKeys {
 impl HotKeys {
     /// Rankings of at most `capacity` keys each (per epoch), read at `clock`'s time.
     pub fn new(capacity: usize, clock: Arc<dyn Clock>) -> HotKeys {
+        let per_shard = capacity.div_ceil(SHARDS).max(1);
         let epochs = || Epochs {
-            current: Sketch::new(capacity),
-            previous: Sketch::new(capacity),
+            current: Sketch::new(per_shard),
+            previous: Sketch::new(per_shard),
         };
+        let epoch = clock.now().as_secs() / EPOCH_SECS;
         HotKeys {
-            state: Mutex::new(State {
-                epoch: clock.now().as_secs() / EPOCH_SECS,
-                by: [epochs(), epochs()],
+            shards: std::array::from_fn(|_| {
+                Mutex::new(State {
+                    epoch,
+                    by: [epochs(), epochs()],
+                })
             }),
             seed: RandomState::new(),
             clock,
@@ -131,9 +142,11 @@ impl HotKeys {
     /// The `limit` hottest keys of `by` now, hottest first.
     pub fn top(&self, by: By, limit: usize) -> Vec<Ranked> {
         let mut rows: Vec<Ranked> = Vec::new();
-        {
-            let mut state = self.state.lock();
-            state.roll(self.clock.now());
+        let now = self.clock.now();
+        // A key lives in one shard only, so merging the two epochs within each shard is enough.
+        for shard in &self.shards {
+            let mut state = shard.lock();
+            state.roll(now);
             let e = &state.by[by as usize];
             let mut at: HashMap<u64, usize> = HashMap::with_capacity(e.current.len());
             for slot in e.current.slots().iter().chain(e.previous.slots()) {
@@ -161,19 +174,19 @@ impl HotKeys {
     /// Keys held in memory right now, both rankings and both epochs (bounded by four times the
     /// capacity).
     pub fn tracked(&self) -> usize {
-        let state = self.state.lock();
-        state
-            .by
-            .iter()
-            .map(|e| e.current.len() + e.previous.len())
+        (self.shards.iter())
+            .map(|shard| {
+                let state = shard.lock();
+                (state.by.iter())
+                    .map(|e| e.current.len() + e.previous.len())
+                    .sum::<usize>()
+            })
             .sum()
     }
 }
 
 impl Observer for HotKeys {
     fn observe(&self, d: &Observed<'_>) {
-        let mut state = self.state.lock();
-        state.roll(d.now);
         for (settled, descriptor) in d.settled.iter().zip(&d.request.descriptors) {
             let (Plan::Limited(plan), Some((limit, _, verdict))) = (settled.plan, settled.reported)
             else {
@@ -190,6 +203,9 @@ impl Observer for HotKeys {
             }
             limit.name.hash(&mut h);
             let hash = h.finish();
+            // The high bits pick the shard; the sketch's own map uses all of them.
+            let mut state = self.shards[(hash >> 61) as usize % SHARDS].lock();
+            state.roll(d.now);
             // Built at most once, and only when the key enters a sketch.
             let mut made: Option<Arc<HotKey>> = None;
             let mut key = || {
