@@ -5,7 +5,8 @@
 //! `min(N, room / SHARE)` hits (tokens) from the same counter (bucket), where `room` is what is
 //! left of the limit (the whole tokens in the bucket) after the op. The grant is never more than remains, so
 //! the fleet can never admit more than the limit. This instance then answers the key's next hits
-//! from its grant under a short per-table lock, without a Redis call ([`Leases::serve`], reported
+//! from its grant under a short lock on one of [`SHARDS`] parts of the table (picked by the key's
+//! hash, so hot keys on different shards never wait for each other), without a Redis call ([`Leases::serve`], reported
 //! as `Source::Lease`), and reserves again when the grant is spent.
 //!
 //! Near the limit the grant shrinks with the room (a quarter of it, so instances cannot starve each
@@ -47,6 +48,10 @@ pub const SHARE: u64 = 4;
 pub const MIN_GRANT: u64 = 2;
 /// The most keys with a live lease; past it (after dropping ended windows) ops go to Redis alone.
 const MAX_LEASED_KEYS: usize = 100_000;
+/// Parts of the lease table, each with its own lock; a key always lives in the same one.
+pub const SHARDS: usize = 16;
+/// Live leases per shard (the table's bound spread evenly).
+const MAX_LEASED_PER_SHARD: usize = MAX_LEASED_KEYS / SHARDS;
 
 /// The hits one instance holds on one key.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -88,10 +93,14 @@ pub struct Unspent {
 /// This instance's leases, by counter key.
 #[derive(Debug, Default)]
 pub struct Leases {
-    table: Mutex<HashMap<String, Lease>>,
+    /// Live leases, sharded by key hash.
+    table: [Mutex<HashMap<String, Lease>>; SHARDS],
     /// Unspent hits of retired leases (limit changed, bucket TTL passed), given back by the key's
-    /// next reservation or by [`Leases::drain_expired`].
-    outdated: Mutex<HashMap<String, (LimitSpec, u64)>>,
+    /// next reservation or by [`Leases::drain_expired`]; same shards as `table`. A table shard
+    /// is always locked before its outdated shard.
+    outdated: [Mutex<HashMap<String, (LimitSpec, u64)>>; SHARDS],
+    /// Picks a key's shard.
+    hasher: ahash::RandomState,
     /// `LEASE_DEFAULT_SIZE`.
     default_size: u32,
     /// What the leases did, for metrics.
@@ -105,6 +114,11 @@ impl Leases {
             default_size: default_size.min(MAX_LEASE),
             ..Leases::default()
         }
+    }
+
+    /// The shard of `key`.
+    fn shard(&self, key: &str) -> usize {
+        (self.hasher.hash_one(key) >> 32) as usize % SHARDS
     }
 
     /// The lease size of `op`: 0 unless it is a fixed window or token bucket op taking hits now.
@@ -128,7 +142,7 @@ impl Leases {
         if size == 0 {
             return Serve::Plain;
         }
-        let mut table = self.table.lock();
+        let mut table = self.table[self.shard(&op.key)].lock();
         if let Some(l) = table.get_mut(&op.key) {
             if l.until <= now || l.spec != op.spec || l.size != size {
                 // Expired or taken for another limit: its reservation gives it back.
@@ -147,9 +161,9 @@ impl Leases {
                 return Serve::Served(d);
             }
         }
-        if table.len() >= MAX_LEASED_KEYS {
+        if table.len() >= MAX_LEASED_PER_SHARD {
             self.expire(&mut table, now);
-            if table.len() >= MAX_LEASED_KEYS {
+            if table.len() >= MAX_LEASED_PER_SHARD {
                 return Serve::Plain;
             }
         }
@@ -161,12 +175,12 @@ impl Leases {
     fn retire(&self, key: &str, l: &Lease, now: Timestamp) {
         let gone = l.spec.algorithm == Algorithm::FixedWindow && l.until <= now;
         if !gone && l.left > 0 {
-            let mut outdated = self.outdated.lock();
+            let mut outdated = self.outdated[self.shard(key)].lock();
             outdated.entry(key.to_owned()).or_insert((l.spec, 0)).1 += l.left;
         }
     }
 
-    /// Takes every lease that stopped serving at `now` out of `table`, retiring each.
+    /// Takes every lease that stopped serving at `now` out of `table` (one shard), retiring each.
     fn expire(&self, table: &mut HashMap<String, Lease>, now: Timestamp) {
         let ended: Vec<String> = table
             .iter()
@@ -183,7 +197,7 @@ impl Leases {
     /// The unspent hits of an outdated or expired lease on `key`, for the next reservation of
     /// `op` to give back (only into a counter of the same algorithm: others wait for the drain).
     pub fn take_outdated(&self, op: &Op) -> u64 {
-        let mut outdated = self.outdated.lock();
+        let mut outdated = self.outdated[self.shard(&op.key)].lock();
         match outdated.get(&op.key) {
             Some((spec, _)) if spec.algorithm == op.spec.algorithm => {
                 outdated.remove(&op.key).map_or(0, |(_, hits)| hits)
@@ -200,7 +214,7 @@ impl Leases {
         }
         self.counters.taken(granted);
         let size = self.size(op);
-        let mut table = self.table.lock();
+        let mut table = self.table[self.shard(&op.key)].lock();
         let lease = table.entry(op.key.clone()).or_insert(Lease {
             spec: op.spec,
             size,
@@ -216,23 +230,28 @@ impl Leases {
 
     /// Takes every lease out of the table (ended windows are dropped), for the caller to refund.
     pub fn drain(&self, now: Timestamp) -> Vec<Unspent> {
-        let table = std::mem::take(&mut *self.table.lock());
-        for (key, l) in table {
-            self.retire(&key, &l, now);
+        for shard in &self.table {
+            let table = std::mem::take(&mut *shard.lock());
+            for (key, l) in table {
+                self.retire(&key, &l, now);
+            }
         }
         self.take_retired()
     }
 
     /// Takes the leases that stopped serving at `now` (token bucket TTLs) and those put aside
-    /// for another limit out of the table, for the caller to refund; live leases stay.
+    /// for another limit out of the table, for the caller to refund; live leases stay. Shard by
+    /// shard, so requests on other shards go on during the sweep.
     pub fn drain_expired(&self, now: Timestamp) -> Vec<Unspent> {
-        self.expire(&mut self.table.lock(), now);
+        for shard in &self.table {
+            self.expire(&mut shard.lock(), now);
+        }
         self.take_retired()
     }
 
     fn take_retired(&self) -> Vec<Unspent> {
-        std::mem::take(&mut *self.outdated.lock())
-            .into_iter()
+        (self.outdated.iter())
+            .flat_map(|shard| std::mem::take(&mut *shard.lock()))
             .filter(|(_, (_, hits))| *hits > 0)
             .map(|(key, (spec, hits))| Unspent { key, spec, hits })
             .collect()
@@ -240,7 +259,9 @@ impl Leases {
 
     /// Hits held on every key now (tests).
     pub fn held(&self) -> u64 {
-        self.table.lock().values().map(|l| l.left).sum()
+        (self.table.iter())
+            .map(|shard| shard.lock().values().map(|l| l.left).sum::<u64>())
+            .sum()
     }
 }
 
