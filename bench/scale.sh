@@ -21,7 +21,7 @@ CONC=${CONCURRENCY:-64}
 for tool in redis-server redis-cli redis-benchmark taskset; do
   command -v "$tool" >/dev/null || { echo "needs $tool" >&2; exit 1; }
 done
-[ -n "${SKIP_BUILD:-}" ] || cargo build --release --locked --bin ratelimitd --example loadgen --example memory_per_key
+[ -n "${SKIP_BUILD:-}" ] || cargo build --release --locked --bin ratelimitd --example loadgen --example memory_per_key --example cores
 bin=target/release/ratelimitd
 load=target/release/examples/loadgen
 
@@ -125,6 +125,9 @@ echo "== memory per key (examples/memory_per_key, 1 000 000 keys each)"
 for a in fixed_window token_bucket sliding_window leaky_bucket sliding_log; do
   timeout 300 target/release/examples/memory_per_key "$a" 1000000 | sed 's/^/   /'
 done
+
+echo "== every core in process (examples/cores: one limiter, 1 then 2 threads, no network)"
+timeout 120 target/release/examples/cores 2000000 "$SECS" | sed 's/^/   /'
 
 echo "== redis-benchmark: the fixed-window script, EVALSHA, 50 clients, -P 16, 10 000 keys"
 sha=$(cat lua/deadline.lua lua/fixed_window.lua | redis-cli -p "$rport" -x script load)
