@@ -6,12 +6,10 @@
 mod common;
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use common::leases::{self, stop_all};
 use common::redis::RedisServer;
 use common::{Code, TestServer, overall};
-use ratelimitd::clock::Stopwatch;
 
 /// One hot key with `rpu` per hour, leased `lease` hits at a time.
 fn config(rpu: u32, lease: u32) -> String {
@@ -21,12 +19,7 @@ fn config(rpu: u32, lease: u32) -> String {
 }
 
 async fn start(redis: &RedisServer, rpu: u32, lease: u32) -> TestServer {
-    let yaml = config(rpu, lease);
-    let prometheus = [
-        ("USE_PROMETHEUS", "true"),
-        ("PROMETHEUS_ADDR", "127.0.0.1:0"),
-    ];
-    TestServer::start_on(&[("d.yaml", &yaml)], &prometheus, Some(redis)).await
+    leases::start(redis, &config(rpu, lease)).await
 }
 
 /// The hot key's counter in Redis (0 when absent).
@@ -42,10 +35,7 @@ async fn load(servers: &[Arc<TestServer>], per_client: usize) -> usize {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn three_instances_never_admit_more_than_the_limit_and_reach_it() {
     let redis = RedisServer::start();
-    let mut servers = Vec::new();
-    for _ in 0..3 {
-        servers.push(Arc::new(start(&redis, 1000, 100).await));
-    }
+    let servers = leases::start_three(&redis, &config(1000, 100)).await;
     // 3 × 4 clients × 250 = 3000 requests on one key limited to 1000 an hour.
     let admitted = load(&servers, 250).await;
     assert!(admitted <= 1000, "the fleet admitted {admitted} of 1000");
@@ -73,15 +63,10 @@ async fn unspent_hits_go_back_on_reload_and_on_shutdown() {
     // A reload that changes the limit gives the held hits back.
     std::fs::write(s.dir.path().join("d.yaml"), config(50_000, 100)).unwrap();
     s.running().reload_now().await;
-    let watch = Stopwatch::start();
-    while counter(&redis) != 250 {
-        assert!(
-            watch.elapsed() < Duration::from_secs(10),
-            "unspent hits not given back after the reload: {}",
-            counter(&redis)
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    leases::until("unspent hits given back after the reload", 250, || {
+        counter(&redis)
+    })
+    .await;
     for _ in 0..10 {
         assert_eq!(overall(&s.rl("d", &[&[("k", "hot")]]).await), Code::Ok);
     }
@@ -113,13 +98,9 @@ async fn the_last_hits_of_a_window_go_to_redis_one_by_one() {
         );
         held_after.push(counter(&redis) - n);
     }
-    let mut expected = Vec::new();
-    for grant in [9u64, 7, 5, 3, 2, 2] {
-        expected.extend((0..=grant).rev());
-    }
-    expected.extend([0; 6]);
     assert_eq!(
-        held_after, expected,
+        held_after,
+        leases::held_after_each_of_40(),
         "hits held by the lease after each hit"
     );
     assert_eq!(

@@ -11,7 +11,6 @@ use std::time::Duration;
 use common::leases::{self, stop_all};
 use common::redis::RedisServer;
 use common::{Code, TestServer, overall};
-use ratelimitd::clock::Stopwatch;
 
 /// One hot token bucket holding `rpu` tokens, refilled by `rpu` per hour, leased `lease` at once.
 fn config(rpu: u32, lease: u32) -> String {
@@ -21,12 +20,7 @@ fn config(rpu: u32, lease: u32) -> String {
 }
 
 async fn start(redis: &RedisServer, rpu: u32, lease: u32) -> TestServer {
-    let yaml = config(rpu, lease);
-    let prometheus = [
-        ("USE_PROMETHEUS", "true"),
-        ("PROMETHEUS_ADDR", "127.0.0.1:0"),
-    ];
-    TestServer::start_on(&[("d.yaml", &yaml)], &prometheus, Some(redis)).await
+    leases::start(redis, &config(rpu, lease)).await
 }
 
 /// Whole tokens in the hot bucket of 1000.
@@ -36,24 +30,13 @@ fn tokens(redis: &RedisServer) -> u64 {
 
 /// Polls (10 s at most) until the hot bucket holds `want` tokens.
 async fn until_tokens(redis: &RedisServer, want: u64, what: &str) {
-    let watch = Stopwatch::start();
-    while tokens(redis) != want {
-        assert!(
-            watch.elapsed() < Duration::from_secs(10),
-            "{what}: {} tokens, not {want}",
-            tokens(redis)
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    leases::until(what, want, || tokens(redis)).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn three_instances_never_take_more_than_the_bucket_holds() {
     let redis = RedisServer::start();
-    let mut servers = Vec::new();
-    for _ in 0..3 {
-        servers.push(Arc::new(start(&redis, 1000, 100).await));
-    }
+    let servers = leases::start_three(&redis, &config(1000, 100)).await;
     // 3000 requests on a bucket of 1000; the clock stands still, so nothing refills.
     let admitted = leases::load(&servers, 250, ("b", "hot")).await;
     assert!(admitted <= 1000, "the fleet admitted {admitted} of 1000");
@@ -141,13 +124,9 @@ async fn the_last_tokens_are_taken_from_redis_one_by_one() {
         );
         held_after.push(40 - n - leases::tokens(&redis, "hot", 40, 3600));
     }
-    let mut expected = Vec::new();
-    for grant in [9u64, 7, 5, 3, 2, 2] {
-        expected.extend((0..=grant).rev());
-    }
-    expected.extend([0; 6]);
     assert_eq!(
-        held_after, expected,
+        held_after,
+        leases::held_after_each_of_40(),
         "tokens held by the lease after each request"
     );
     assert_eq!(

@@ -32,7 +32,7 @@ use grpc_idle::Tracked;
 use grpc_listen::{GrpcListener, bind_grpc, serve_grpc};
 use tasks::{serve_http, stopped, sweep_expired, watch_store_health};
 
-use crate::clock::{Clock, ManualClock, OffsetClock, SystemClock, Timestamp};
+use crate::clock::{Clock, ManualClock, SystemClock, Timestamp};
 use crate::grpc::tls::ReloadingTls;
 use crate::grpc::{RateLimitServiceServer, RlsService};
 use crate::health::Health;
@@ -111,30 +111,9 @@ pub async fn start(settings: &Settings) -> Result<Running, AppError> {
         &stop,
     );
     let rlqs = rlqs::Wiring::new(settings, redis.as_ref(), (&config, &metrics), &stop);
-    // The store's Redis clock (for call deadlines) is always kept in sync; with
-    // REDIS_USE_SERVER_TIME, Redis's clock is also the clock of every decision (and reload stamp):
-    // the same one when this host's wall clock is the base, else one shifted from the manual clock.
     let breakers = insight::breakers(redis.as_ref());
-    let server_time = match redis {
-        Some(redis) => {
-            let decides = settings.redis.use_server_time;
-            let mut clocks = vec![redis.redis_clock()];
-            if decides {
-                if manual_clock.is_some() {
-                    clocks.push(Arc::new(OffsetClock::new(clock)));
-                }
-                clock = clocks[clocks.len() - 1].clone();
-            }
-            let st = server_time::ServerTime {
-                clocks,
-                redis,
-                decides,
-            };
-            st.sync().await;
-            Some(st)
-        }
-        None => None,
-    };
+    let decides = settings.redis.use_server_time;
+    let server_time = server_time::start(redis, decides, manual_clock.is_some(), &mut clock).await;
     let store_probe = store.clone();
     let lease_release = leases::Release {
         store: store.clone(),

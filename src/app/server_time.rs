@@ -11,8 +11,35 @@
 use std::future::Future;
 use std::sync::Arc;
 
-use crate::clock::OffsetClock;
+use crate::clock::{Clock, OffsetClock};
 use crate::store::redis::RedisStore;
+
+/// The clocks kept in sync with the main Redis (`None` without Redis), measured once. The store's
+/// Redis clock (for call deadlines) always is; when Redis's clock `decides` (REDIS_USE_SERVER_TIME)
+/// it also becomes `clock`, the clock of every decision and reload stamp: the store's own when
+/// this host's wall clock is the base, else one shifted from the `manual` clock.
+pub(super) async fn start(
+    redis: Option<Arc<RedisStore>>,
+    decides: bool,
+    manual: bool,
+    clock: &mut Arc<dyn Clock>,
+) -> Option<ServerTime> {
+    let redis = redis?;
+    let mut clocks = vec![redis.redis_clock()];
+    if decides {
+        if manual {
+            clocks.push(Arc::new(OffsetClock::new(clock.clone())));
+        }
+        *clock = clocks[clocks.len() - 1].clone();
+    }
+    let st = ServerTime {
+        clocks,
+        redis,
+        decides,
+    };
+    st.sync().await;
+    Some(st)
+}
 
 /// The clocks to keep in sync with one Redis.
 pub(super) struct ServerTime {

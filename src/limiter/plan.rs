@@ -18,8 +18,12 @@ use super::stats_key;
 use crate::algorithm::Algorithm;
 use crate::clock::Timestamp;
 use crate::config::{Domain, Limit, MatchKind};
-use crate::policy::{OverrideIndex, StoredOverride};
+use crate::policy::OverrideIndex;
 use crate::store::Op;
+
+mod overrides;
+
+use overrides::{override_algorithm, override_limit};
 
 /// What applies to one descriptor.
 #[derive(Debug, Clone)]
@@ -240,63 +244,4 @@ fn plain_entries(d: &Descriptor) -> Vec<(&str, &str)> {
         .iter()
         .map(|e| (e.key.as_str(), e.value.as_str()))
         .collect()
-}
-
-/// An override replaces the rate; the algorithm is the matched limit's, so an override on a
-/// token bucket descriptor is still a token bucket.
-fn override_algorithm(domain: &Domain, d: &Descriptor) -> Algorithm {
-    domain
-        .get_limit(&d.entries)
-        .filter(|m| !m.limit.unlimited)
-        .map_or(Algorithm::FixedWindow, |m| m.limit.algorithm)
-}
-
-/// The limit an override stands for. A request override's stats key carries the values (SPEC
-/// §B.3.2); a stored override (`stored`) is named `override:<id>` and reported under
-/// `<domain>.override_<id>`, a name bounded by `POLICY_MAX_OVERRIDES` however many values exist.
-fn override_limit(
-    domain: &str,
-    d: &Descriptor,
-    (requests_per_unit, unit, algorithm): (u32, crate::config::Unit, Algorithm),
-    stored: Option<&Arc<StoredOverride>>,
-) -> Limit {
-    let mut full_key = domain.to_string();
-    for e in &d.entries {
-        full_key.push('.');
-        full_key.push_str(&e.key);
-        if !e.value.is_empty() {
-            full_key.push('_');
-            full_key.push_str(&e.value);
-        }
-    }
-    let (stats_key, name) = match stored {
-        Some(o) => (
-            format!("{domain}.override_{}", o.id),
-            format!("override:{}", o.id),
-        ),
-        None => (full_key.clone(), String::new()),
-    };
-    Limit {
-        stats_key: crate::config::sanitize(stats_key.as_str().into()).into_owned(),
-        full_key,
-        name,
-        requests_per_unit,
-        unit: Some(unit),
-        unlimited: false,
-        replaces: Vec::new(),
-        shadow_mode: false,
-        quota_mode: false,
-        detailed_metric: false,
-        metadata: None,
-        // The service's default failure mode applies to overrides.
-        failure_mode: None,
-        local_share: None,
-        algorithm,
-        // A bucket's capacity is the overridden rate (the config's burst belongs to its rate).
-        burst: None,
-        unit_multiplier: 1,
-        // The service's default lease applies to overrides of fixed windows.
-        lease: None,
-        also: Vec::new(),
-    }
 }

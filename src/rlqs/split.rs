@@ -181,46 +181,27 @@ mod tests {
         assert_eq!(assign(Budget::AllowAll, 0.5), Assignment::AllowAll);
     }
 
+    /// The bucket a share of `per_window` hits per `window_secs` (capacity `burst`) becomes, as
+    /// (max tokens, tokens per fill, fill interval in seconds).
+    fn bucket_of(per_window: u64, window_secs: u64, burst: u64, share: f64) -> (u32, u32, u64) {
+        let budget = Budget::Rate {
+            per_window,
+            window_secs,
+            burst,
+        };
+        let Assignment::Bucket(b) = assign(budget, share) else {
+            panic!("a bucket");
+        };
+        (b.max_tokens, b.tokens_per_fill, b.fill_interval_secs)
+    }
+
     #[test]
     fn slow_shares_refill_one_token_per_whole_interval() {
-        let per_minute = Budget::Rate {
-            per_window: 100,
-            window_secs: 60,
-            burst: 100,
-        };
         // A third of 100 a minute is 0.56/s: one token every 2 s, holding one.
-        let Assignment::Bucket(b) = assign(per_minute, 1.0 / 3.0) else {
-            panic!("a bucket");
-        };
-        assert_eq!(
-            (b.max_tokens, b.tokens_per_fill, b.fill_interval_secs),
-            (1, 1, 2)
-        );
-        let one_a_minute = Budget::Rate {
-            per_window: 1,
-            window_secs: 60,
-            burst: 1,
-        };
-        let Assignment::Bucket(b) = assign(one_a_minute, 1.0) else {
-            panic!("a bucket");
-        };
-        assert_eq!(
-            (b.max_tokens, b.tokens_per_fill, b.fill_interval_secs),
-            (1, 1, 60)
-        );
+        assert_eq!(bucket_of(100, 60, 100, 1.0 / 3.0), (1, 1, 2));
+        assert_eq!(bucket_of(1, 60, 1, 1.0), (1, 1, 60));
         // An explicit burst above the rate adds its share to the capacity only.
-        let bursty = Budget::Rate {
-            per_window: 20,
-            window_secs: 1,
-            burst: 60,
-        };
-        let Assignment::Bucket(b) = assign(bursty, 0.5) else {
-            panic!("a bucket");
-        };
-        assert_eq!(
-            (b.max_tokens, b.tokens_per_fill, b.fill_interval_secs),
-            (30, 10, 1)
-        );
+        assert_eq!(bucket_of(20, 1, 60, 0.5), (30, 10, 1));
     }
 
     #[test]

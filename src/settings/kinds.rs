@@ -73,3 +73,28 @@ impl fmt::Display for Secret {
         fmt::Debug::fmt(self, f)
     }
 }
+
+/// `LOG_LEVEL`: a logrus level name, any case.
+pub(super) fn log_level(s: &str) -> Result<LogLevel, String> {
+    Ok(match s.to_ascii_lowercase().as_str() {
+        "panic" => LogLevel::Panic,
+        "fatal" => LogLevel::Fatal,
+        "error" => LogLevel::Error,
+        "warn" | "warning" => LogLevel::Warn,
+        "info" => LogLevel::Info,
+        "debug" => LogLevel::Debug,
+        "trace" => LogLevel::Trace,
+        _ => return Err("expected one of panic, fatal, error, warn, info, debug, trace".into()),
+    })
+}
+
+/// `BACKEND_TYPE`: empty (the default backend), `redis` or `memory`, any case.
+pub(super) fn backend(s: &str) -> Result<Option<Backend>, String> {
+    match s.to_ascii_lowercase().as_str() {
+        "" => Ok(None),
+        "memory" => Ok(Some(Backend::Memory)),
+        "redis" => Ok(Some(Backend::Redis)),
+        "memcache" => Err("memcache is not supported by ratelimitd (use redis or memory)".into()),
+        _ => Err("expected redis or memory".into()),
+    }
+}

@@ -14,6 +14,7 @@ pub mod policy;
 pub mod redis;
 pub mod resilience;
 pub mod rlqs;
+mod vars;
 pub mod violations;
 pub mod xds;
 
@@ -34,6 +35,9 @@ pub use resilience::{FailureMode, Resilience};
 pub use rlqs::{RlqsSettings, Unmatched};
 pub use violations::{ViolationSettings, ViolationSinks};
 pub use xds::{BackoffSettings, ConfigType, XdsSettings, XdsTlsSettings};
+
+use kinds::{backend, log_level};
+use vars::Vars;
 
 /// A bad setting.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -131,64 +135,6 @@ pub struct Settings {
     pub insight: insight::InsightSettings,
     /// The Rate Limit Quota Service (`RLQS_*`).
     pub rlqs: RlqsSettings,
-}
-
-/// Looks up variables, remembering for error messages where each value came from.
-struct Vars(HashMap<String, (String, String)>);
-
-impl Vars {
-    fn get(&self, name: &str) -> Option<&(String, String)> {
-        self.0.get(name)
-    }
-
-    fn string(&self, name: &str, default: &str) -> String {
-        self.get(name)
-            .map_or(default, |(v, _)| v.as_str())
-            .to_string()
-    }
-
-    fn parse<T>(
-        &self,
-        name: &str,
-        default: T,
-        f: impl Fn(&str) -> Result<T, String>,
-    ) -> Result<T, SettingsError> {
-        match self.get(name) {
-            None => Ok(default),
-            Some((value, source)) => f(value).map_err(|reason| SettingsError {
-                name: source.clone(),
-                value: value.clone(),
-                reason,
-            }),
-        }
-    }
-
-    fn bool(&self, name: &str, default: bool) -> Result<bool, SettingsError> {
-        self.parse(name, default, parse::go_bool)
-    }
-}
-
-fn log_level(s: &str) -> Result<LogLevel, String> {
-    Ok(match s.to_ascii_lowercase().as_str() {
-        "panic" => LogLevel::Panic,
-        "fatal" => LogLevel::Fatal,
-        "error" => LogLevel::Error,
-        "warn" | "warning" => LogLevel::Warn,
-        "info" => LogLevel::Info,
-        "debug" => LogLevel::Debug,
-        "trace" => LogLevel::Trace,
-        _ => return Err("expected one of panic, fatal, error, warn, info, debug, trace".into()),
-    })
-}
-
-fn backend(s: &str) -> Result<Option<Backend>, String> {
-    match s.to_ascii_lowercase().as_str() {
-        "" => Ok(None),
-        "memory" => Ok(Some(Backend::Memory)),
-        "redis" => Ok(Some(Backend::Redis)),
-        "memcache" => Err("memcache is not supported by ratelimitd (use redis or memory)".into()),
-        _ => Err("expected redis or memory".into()),
-    }
 }
 
 impl Settings {

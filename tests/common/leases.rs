@@ -2,9 +2,56 @@
 //! over several instances, and what Redis holds for that key.
 
 use std::sync::Arc;
+use std::time::Duration;
+
+use ratelimitd::clock::Stopwatch;
 
 use super::redis::RedisServer;
 use super::{Code, TestServer, overall};
+
+/// One instance on `redis` serving `yaml` as `d.yaml`, with Prometheus on (the lease counters
+/// are read from its scrape).
+pub async fn start(redis: &RedisServer, yaml: &str) -> TestServer {
+    let prometheus = [
+        ("USE_PROMETHEUS", "true"),
+        ("PROMETHEUS_ADDR", "127.0.0.1:0"),
+    ];
+    TestServer::start_on(&[("d.yaml", yaml)], &prometheus, Some(redis)).await
+}
+
+/// Three instances of [`start`] on the same Redis.
+pub async fn start_three(redis: &RedisServer, yaml: &str) -> Vec<Arc<TestServer>> {
+    let mut servers = Vec::new();
+    for _ in 0..3 {
+        servers.push(Arc::new(start(redis, yaml).await));
+    }
+    servers
+}
+
+/// Polls `read` (10 s at most, every 50 ms) until it gives `want`; `what` names the moment.
+pub async fn until(what: &str, want: u64, read: impl Fn() -> u64) {
+    let watch = Stopwatch::start();
+    while read() != want {
+        assert!(
+            watch.elapsed() < Duration::from_secs(10),
+            "{what}: {}, not {want}",
+            read()
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// What a lease holds after each of the 40 admitted hits of a limit of 40: a grant is a quarter
+/// of the room after the hit (9, 7, 5, 3, 2, 2), then none once that is under 2, so the last six
+/// hits go to Redis one by one.
+pub fn held_after_each_of_40() -> Vec<u64> {
+    let mut expected = Vec::new();
+    for grant in [9u64, 7, 5, 3, 2, 2] {
+        expected.extend((0..=grant).rev());
+    }
+    expected.extend([0; 6]);
+    expected
+}
 
 /// Script calls Redis has run so far (EVAL and EVALSHA).
 pub fn script_calls(redis: &RedisServer) -> u64 {

@@ -97,6 +97,45 @@ pub fn unavailable(e: impl std::fmt::Display) -> Response {
     error(StatusCode::SERVICE_UNAVAILABLE, e)
 }
 
+/// 404: no `what` (a policy, an override) has this `id`.
+pub fn not_found(what: &str, id: &str) -> Response {
+    error(StatusCode::NOT_FOUND, format!("no {what} '{id}'"))
+}
+
+/// The answer of a `GET` on a collection: `{"<field>": [...]}` (200) with the stored items `keep`
+/// lets through, each as `render` shows it; 503 when reading them failed.
+pub fn listed<T, E: std::fmt::Display>(
+    read: Result<Vec<T>, E>,
+    field: &str,
+    keep: impl Fn(&T) -> bool,
+    render: impl Fn(&T) -> serde_json::Value,
+) -> Response {
+    match read {
+        Ok(all) => {
+            let items: Vec<_> = all.iter().filter(|t| keep(t)).map(render).collect();
+            json(StatusCode::OK, serde_json::json!({ field: items }))
+        }
+        Err(e) => unavailable(e),
+    }
+}
+
+/// The answer of a `GET` on one item: the stored `what` whose id `has_id` recognises (200, as
+/// `render` shows it), 404 when there is none, 503 when reading them failed.
+pub fn one<T, E: std::fmt::Display>(
+    read: Result<Vec<T>, E>,
+    (what, id): (&str, &str),
+    has_id: impl Fn(&T, &str) -> bool,
+    render: impl Fn(&T) -> serde_json::Value,
+) -> Response {
+    match read {
+        Ok(all) => match all.iter().find(|t| has_id(t, id)) {
+            Some(t) => json(StatusCode::OK, render(t)),
+            None => not_found(what, id),
+        },
+        Err(e) => unavailable(e),
+    }
+}
+
 /// 422 with every field error.
 pub fn invalid(errors: &[FieldError]) -> Response {
     json(

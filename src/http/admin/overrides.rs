@@ -7,7 +7,7 @@ use axum::extract::{Path, Query, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 
-use super::{AdminState, error, invalid, json, unavailable};
+use super::{AdminState, invalid, json, listed, not_found, one, unavailable};
 use crate::policy::FieldError;
 use crate::policy::input::parse_override;
 use crate::policy::runtime::WriteError;
@@ -59,18 +59,13 @@ pub async fn list(
         Ok((_, p)) => p,
         Err(refused) => return *refused,
     };
-    match policy.list_overrides().await {
-        Ok(all) => {
-            let now = policy.clock().now();
-            let items: Vec<_> = all
-                .iter()
-                .filter(|o| q.domain.as_ref().is_none_or(|d| *d == o.spec.domain))
-                .map(|o| o.to_json(now))
-                .collect();
-            json(StatusCode::OK, serde_json::json!({ "overrides": items }))
-        }
-        Err(e) => unavailable(e),
-    }
+    let now = policy.clock().now();
+    listed(
+        policy.list_overrides().await,
+        "overrides",
+        |o| q.domain.as_ref().is_none_or(|d| *d == o.spec.domain),
+        |o| o.to_json(now),
+    )
 }
 
 /// One stored override (expired ones too), 404 when unknown.
@@ -83,13 +78,13 @@ pub async fn get(
         Ok((_, p)) => p,
         Err(refused) => return *refused,
     };
-    match policy.list_overrides().await {
-        Ok(all) => match all.iter().find(|o| o.id == id) {
-            Some(o) => json(StatusCode::OK, o.to_json(policy.clock().now())),
-            None => error(StatusCode::NOT_FOUND, format!("no override '{id}'")),
-        },
-        Err(e) => unavailable(e),
-    }
+    let now = policy.clock().now();
+    one(
+        policy.list_overrides().await,
+        ("override", &id),
+        |o, id| o.id == id,
+        |o| o.to_json(now),
+    )
 }
 
 /// Deletes an override: the configured limit applies again at once on this instance.
@@ -107,7 +102,7 @@ pub async fn remove(
             tracing::info!(who, id, "policy: override deleted");
             StatusCode::NO_CONTENT.into_response()
         }
-        Ok(false) => error(StatusCode::NOT_FOUND, format!("no override '{id}'")),
+        Ok(false) => not_found("override", &id),
         Err(e) => unavailable(e),
     }
 }

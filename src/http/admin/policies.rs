@@ -10,7 +10,7 @@ use axum::extract::{Path, Query, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 
-use super::{AdminState, error, invalid, json};
+use super::{AdminState, error, invalid, json, listed, not_found, one};
 use crate::policy::FieldError;
 use crate::policy::rules::{Rule, parse_rule, to_files};
 
@@ -24,17 +24,12 @@ pub async fn list(
         Ok((_, p)) => p,
         Err(refused) => return *refused,
     };
-    match policy.rules().await {
-        Ok(rules) => {
-            let items: Vec<_> = rules
-                .iter()
-                .filter(|r| q.get("domain").is_none_or(|d| *d == r.domain))
-                .map(Rule::to_json)
-                .collect();
-            json(StatusCode::OK, serde_json::json!({ "policies": items }))
-        }
-        Err(e) => super::unavailable(e),
-    }
+    listed(
+        policy.rules().await,
+        "policies",
+        |r| q.get("domain").is_none_or(|d| *d == r.domain),
+        Rule::to_json,
+    )
 }
 
 /// One rule, or 404.
@@ -47,13 +42,12 @@ pub async fn get(
         Ok((_, p)) => p,
         Err(refused) => return *refused,
     };
-    match policy.rules().await {
-        Ok(rules) => match rules.iter().find(|r| r.id == id) {
-            Some(r) => json(StatusCode::OK, r.to_json()),
-            None => error(StatusCode::NOT_FOUND, format!("no policy '{id}'")),
-        },
-        Err(e) => super::unavailable(e),
-    }
+    one(
+        policy.rules().await,
+        ("policy", &id),
+        |r, id| r.id == id,
+        Rule::to_json,
+    )
 }
 
 /// Creates (201) or replaces (200) a rule; in service on this instance when the answer is sent.
@@ -113,7 +107,7 @@ pub async fn remove(
         Err(e) => return super::unavailable(e),
     };
     if !rules.iter().any(|r| r.id == id) {
-        return error(StatusCode::NOT_FOUND, format!("no policy '{id}'"));
+        return not_found("policy", &id);
     }
     rules.retain(|r| r.id != id);
     if let Err(response) = check_then(&s, &rules).await {
