@@ -4,6 +4,7 @@
 //! - [`settings`]: Go environment variables and command-line flags, and the small value types they
 //!   name (key format, StatsD protocol, ...).
 //! - [`clock`]: the only reader of system time; [`clock::ManualClock`] for tests.
+//!   [`stripe`]: per-core stripes for state every request writes (stat counters, hot keys).
 //! - [`algorithm`]: pure rate limit algorithms, functions of (state, limit, hits, now).
 //! - [`config`]: YAML model, validation, compiled matching tree, file loader (pure except the loader).
 //! - [`resilience`]: the circuit breaker per Redis target and the live-instance count the local
@@ -30,6 +31,7 @@
 //!
 //! # Layering
 //! Dependencies point down the list above, never up. From the bottom: `settings`, `clock`,
+//! `stripe`,
 //! `algorithm`, `config` (config builds on algorithm), `resilience` (clock only); then `store`,
 //! `telemetry` and `policy`; `limiter` and `health`; `listener`; `metrics`, `reload`, `insight`
 //! (the limiter's observers), `service` (service reads reload's snapshot; metrics names neither:
@@ -59,6 +61,7 @@ pub mod rlqs;
 pub mod service;
 pub mod settings;
 pub mod store;
+pub mod stripe;
 pub mod telemetry;
 pub mod validate;
 pub mod xds;

@@ -7,11 +7,13 @@
 //! before, summed when read. Counts therefore cover the last 30 to 60 seconds, and nothing older
 //! than 60 seconds is ever shown. Each ranking keeps at most `HOTKEYS_CAPACITY` keys per epoch.
 //!
-//! Cost on the request path: a hash per descriptor, computed before any lock, then one short
-//! `parking_lot` lock on the shard that hash picks (one of [`SHARDS`]), and for a key already
-//! tracked no allocation. Keys partition across shards by hash, so each shard's sketch sees every
-//! hit of its keys and the merged ranking is the same kind of estimate as one big sketch; two
-//! threads only meet when their keys land on the same shard.
+//! Cost on the request path: a hash per descriptor, then one short `parking_lot` lock on the
+//! calling thread's own stripe ([`crate::stripe`]): every stripe has its own pair of sketches,
+//! so the worker threads of different cores never write the same memory, even when all of them
+//! count the same hot key. A key already tracked costs no allocation. Reading sums a key's counts
+//! (and errors) over the stripes, the usual merge of space-saving sketches: each stripe keeps
+//! `capacity` keys, so the error bound is what one sketch of the whole traffic would give, and a
+//! ranking shows at most `capacity` keys.
 
 use std::collections::HashMap;
 use std::hash::{BuildHasher, Hash, Hasher, RandomState};
@@ -22,10 +24,7 @@ use parking_lot::Mutex;
 use super::sketch::Sketch;
 use crate::clock::{Clock, Timestamp};
 use crate::limiter::{Observed, Observer, Plan};
-
-/// Independent sketches the keys are spread over (by hash), so concurrent requests rarely share
-/// a lock. Each holds `capacity / SHARDS` keys (rounded up), keeping the total near `capacity`.
-pub const SHARDS: usize = 8;
+use crate::stripe::{self, Padded};
 
 /// Length of one epoch: the window shown is this to twice this long.
 const EPOCH_SECS: u64 = 30;
@@ -113,7 +112,9 @@ impl State {
 /// The hot-key rankings. Share it as `Arc<HotKeys>`; register it as an observer.
 #[derive(Debug)]
 pub struct HotKeys {
-    shards: [Mutex<State>; SHARDS],
+    /// One per stripe.
+    stripes: Box<[Padded<Mutex<State>>]>,
+    capacity: usize,
     seed: RandomState,
     clock: Arc<dyn Clock>,
 }
@@ -121,19 +122,22 @@ pub struct HotKeys {
 impl HotKeys {
     /// Rankings of at most `capacity` keys each (per epoch), read at `clock`'s time.
     pub fn new(capacity: usize, clock: Arc<dyn Clock>) -> HotKeys {
-        let per_shard = capacity.div_ceil(SHARDS).max(1);
+        let capacity = capacity.max(1);
         let epochs = || Epochs {
-            current: Sketch::new(per_shard),
-            previous: Sketch::new(per_shard),
+            current: Sketch::new(capacity),
+            previous: Sketch::new(capacity),
         };
         let epoch = clock.now().as_secs() / EPOCH_SECS;
         HotKeys {
-            shards: std::array::from_fn(|_| {
-                Mutex::new(State {
-                    epoch,
-                    by: [epochs(), epochs()],
+            stripes: (0..stripe::count())
+                .map(|_| {
+                    Padded(Mutex::new(State {
+                        epoch,
+                        by: [epochs(), epochs()],
+                    }))
                 })
-            }),
+                .collect(),
+            capacity,
             seed: RandomState::new(),
             clock,
         }
@@ -143,12 +147,12 @@ impl HotKeys {
     pub fn top(&self, by: By, limit: usize) -> Vec<Ranked> {
         let mut rows: Vec<Ranked> = Vec::new();
         let now = self.clock.now();
-        // A key lives in one shard only, so merging the two epochs within each shard is enough.
-        for shard in &self.shards {
-            let mut state = shard.lock();
+        // A key's hits may be spread over every stripe and both epochs: sum them all.
+        let mut at: HashMap<u64, usize> = HashMap::with_capacity(self.capacity);
+        for stripe in self.stripes.iter() {
+            let mut state = stripe.0.lock();
             state.roll(now);
             let e = &state.by[by as usize];
-            let mut at: HashMap<u64, usize> = HashMap::with_capacity(e.current.len());
             for slot in e.current.slots().iter().chain(e.previous.slots()) {
                 match at.get(&slot.hash) {
                     Some(&i) => {
@@ -167,16 +171,16 @@ impl HotKeys {
             }
         }
         rows.sort_by(|a, b| b.count.cmp(&a.count).then_with(|| a.key.cmp(&b.key)));
-        rows.truncate(limit);
+        rows.truncate(limit.min(self.capacity));
         rows
     }
 
-    /// Keys held in memory right now, both rankings and both epochs (bounded by four times the
-    /// capacity).
+    /// Keys held in memory right now, both rankings and both epochs of every stripe (bounded by
+    /// four times the capacity per stripe).
     pub fn tracked(&self) -> usize {
-        (self.shards.iter())
-            .map(|shard| {
-                let state = shard.lock();
+        (self.stripes.iter())
+            .map(|stripe| {
+                let state = stripe.0.lock();
                 (state.by.iter())
                     .map(|e| e.current.len() + e.previous.len())
                     .sum::<usize>()
@@ -203,8 +207,7 @@ impl Observer for HotKeys {
             }
             limit.name.hash(&mut h);
             let hash = h.finish();
-            // The high bits pick the shard; the sketch's own map uses all of them.
-            let mut state = self.shards[(hash >> 61) as usize % SHARDS].lock();
+            let mut state = self.stripes[stripe::mine() % self.stripes.len()].0.lock();
             state.roll(d.now);
             // Built at most once, and only when the key enters a sketch.
             let mut made: Option<Arc<HotKey>> = None;

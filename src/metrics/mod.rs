@@ -13,6 +13,7 @@ pub mod rlqs;
 pub mod sinks;
 pub mod statsd;
 mod statsd_names;
+pub mod striped;
 pub mod table;
 
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -24,7 +25,8 @@ use prometheus::{Histogram, HistogramOpts, HistogramVec, IntCounterVec, Opts};
 
 use crate::limiter::{Code, ErrorKind, LimitIncrements, Source, StatsSink};
 use crate::resilience::BreakerReport;
-use table::KeyTable;
+use striped::Striped;
+use table::{Counters, KeyTable};
 
 /// Names of the per-limit counters, in [`table::Counters`] index order (Go stat names).
 pub const LIMIT_STATS: [&str; 8] = [
@@ -80,14 +82,15 @@ pub struct Metrics {
     pub(crate) store_errors: AtomicU64,
     pub(crate) timings_dropped: AtomicU64,
     /// Answered requests by code (OK, OVER_LIMIT) and deciding [`Source`] ([`Source::index`]).
-    pub(crate) decisions: [[AtomicU64; Source::ALL.len()]; 2],
+    /// Row-major: `code_index(code) * Source::ALL.len() + source.index()`.
+    pub(crate) decisions: Counters<{ 2 * Source::ALL.len() }>,
     /// Violation records dropped (queue full, or their batch failed to write).
     pub(crate) violations_dropped: AtomicU64,
     /// Violation records written to their sinks.
     pub(crate) violations_written: AtomicU64,
-    pub(crate) total_requests: IntCounterVec,
-    pub(crate) response_time: HistogramVec,
-    pub(crate) store_latency: Histogram,
+    pub(crate) total_requests: Striped<IntCounterVec>,
+    pub(crate) response_time: Striped<HistogramVec>,
+    pub(crate) store_latency: Striped<Histogram>,
     pub(crate) config_loads: LoadCounts,
     pub(crate) memory_keys: Option<KeyCount>,
     /// Reads the Redis circuit breakers' states, when there are breakers.
@@ -118,32 +121,38 @@ impl Metrics {
         statsd_timers: bool,
     ) -> Metrics {
         // The label names and buckets are static and valid, so these constructors cannot fail.
-        let total_requests = IntCounterVec::new(
-            Opts::new(
-                "ratelimit_service_total_requests",
-                "gRPC requests by method",
-            ),
-            &["grpc_method"],
-        )
-        .unwrap_or_else(|e| unreachable!("static metric: {e}"));
-        let response_time = HistogramVec::new(
-            HistogramOpts::new(
-                "ratelimit_service_response_time_seconds",
-                "gRPC response time by method",
-            ),
-            &["grpc_method"],
-        )
-        .unwrap_or_else(|e| unreachable!("static metric: {e}"));
-        let buckets = prometheus::exponential_buckets(0.000_05, 2.0, 16)
-            .unwrap_or_else(|e| unreachable!("static buckets: {e}"));
-        let store_latency = Histogram::with_opts(
-            HistogramOpts::new(
-                "ratelimitd_store_latency_seconds",
-                "Time of one batched store call",
+        let total_requests = Striped::new(|| {
+            IntCounterVec::new(
+                Opts::new(
+                    "ratelimit_service_total_requests",
+                    "gRPC requests by method",
+                ),
+                &["grpc_method"],
             )
-            .buckets(buckets),
-        )
-        .unwrap_or_else(|e| unreachable!("static metric: {e}"));
+            .unwrap_or_else(|e| unreachable!("static metric: {e}"))
+        });
+        let response_time = Striped::new(|| {
+            HistogramVec::new(
+                HistogramOpts::new(
+                    "ratelimit_service_response_time_seconds",
+                    "gRPC response time by method",
+                ),
+                &["grpc_method"],
+            )
+            .unwrap_or_else(|e| unreachable!("static metric: {e}"))
+        });
+        let store_latency = Striped::new(|| {
+            let buckets = prometheus::exponential_buckets(0.000_05, 2.0, 16)
+                .unwrap_or_else(|e| unreachable!("static buckets: {e}"));
+            Histogram::with_opts(
+                HistogramOpts::new(
+                    "ratelimitd_store_latency_seconds",
+                    "Time of one batched store call",
+                )
+                .buckets(buckets),
+            )
+            .unwrap_or_else(|e| unreachable!("static metric: {e}"))
+        });
         Metrics {
             limits: KeyTable::new(max_keys),
             unknown_domains: KeyTable::new(max_keys),
@@ -153,7 +162,7 @@ impl Metrics {
             store_full: AtomicU64::new(0),
             store_errors: AtomicU64::new(0),
             timings_dropped: AtomicU64::new(0),
-            decisions: Default::default(),
+            decisions: Counters::new(),
             violations_dropped: AtomicU64::new(0),
             violations_written: AtomicU64::new(0),
             total_requests,
@@ -202,9 +211,13 @@ impl Metrics {
 
     /// One gRPC call of `method` (e.g. `ShouldRateLimit`) that took `elapsed`.
     pub fn grpc_request(&self, method: &'static str, elapsed: Duration) {
-        self.total_requests.with_label_values(&[method]).inc();
+        self.total_requests
+            .mine()
+            .with_label_values(&[method])
+            .inc();
         let secs = elapsed.as_secs_f64();
         self.response_time
+            .mine()
             .with_label_values(&[method])
             .observe(secs);
         if let Some(t) = &self.timings {
@@ -228,24 +241,23 @@ impl Metrics {
 
 impl StatsSink for Metrics {
     fn limit(&self, key: &str, inc: &LimitIncrements) {
-        let c = self.limits.get(key);
-        let values = [
-            inc.total_hits,
-            inc.over_limit,
-            inc.near_limit,
-            inc.over_limit_with_local_cache,
-            inc.within_limit,
-            inc.shadow_mode,
-            inc.local_fallback,
-            inc.total_negative_hits,
-        ];
-        for (i, v) in values.into_iter().enumerate() {
-            c.add(i, v);
-        }
+        self.limits.add(
+            key,
+            [
+                inc.total_hits,
+                inc.over_limit,
+                inc.near_limit,
+                inc.over_limit_with_local_cache,
+                inc.within_limit,
+                inc.shadow_mode,
+                inc.local_fallback,
+                inc.total_negative_hits,
+            ],
+        );
     }
 
     fn domain_not_found(&self, domain: &str) {
-        self.unknown_domains.get(domain).add(0, 1);
+        self.unknown_domains.add(domain, [1]);
     }
 
     fn global_shadow_mode(&self) {
@@ -262,11 +274,12 @@ impl StatsSink for Metrics {
     }
 
     fn decision(&self, code: Code, source: Source) {
-        self.decisions[code_index(code)][source.index()].fetch_add(1, Ordering::Relaxed);
+        self.decisions
+            .add_one(code_index(code) * Source::ALL.len() + source.index(), 1);
     }
 
     fn store_call(&self, elapsed: Duration, ok: bool) {
-        self.store_latency.observe(elapsed.as_secs_f64());
+        self.store_latency.mine().observe(elapsed.as_secs_f64());
         if !ok {
             self.store_errors.fetch_add(1, Ordering::Relaxed);
         }

@@ -222,9 +222,9 @@ fn decisions(m: &Metrics) -> Vec<MetricFamily> {
     let Ok(vec) = IntCounterVec::new(Opts::new(name, help), labels) else {
         return Vec::new();
     };
-    for (row, code) in m.decisions.iter().zip(CODE_LABELS) {
-        for (count, source) in row.iter().zip(Source::ALL) {
-            let v = count.load(Ordering::Relaxed);
+    let counts = m.decisions.values();
+    for (row, code) in counts.chunks(Source::ALL.len()).zip(CODE_LABELS) {
+        for (&v, source) in row.iter().zip(Source::ALL) {
             if v > 0 {
                 vec.with_label_values(&[code, source.as_str()]).inc_by(v);
             }

@@ -10,12 +10,14 @@
 //! not wait for traffic or for a pool of broken connections to be tried one probe at a time.
 //!
 //! Pure state under a short lock, timed by the injected [`Clock`] (tests drive it with
-//! `ManualClock`). Transitions are counted for the metrics and logged once each: opening at
+//! `ManualClock`). A healthy breaker takes no lock at all: two atomic flags mirror "closed" and
+//! "closed with no failures counted", so the request path of every core only reads them (the
+//! lock is for state changes, which are rare). Transitions are counted for the metrics and logged once each: opening at
 //! `warn`, closing at `info`, the probes in between at `debug` (an outage logs two lines, not
 //! one per request or per probe).
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Duration;
 
 use parking_lot::Mutex;
@@ -87,6 +89,10 @@ pub struct Breaker {
     cooldown: Duration,
     clock: Arc<dyn Clock>,
     inner: Mutex<Inner>,
+    /// `inner.state == Closed`, readable without the lock.
+    closed: AtomicBool,
+    /// `inner.failures > 0`, readable without the lock.
+    failing: AtomicBool,
     counts: [AtomicU64; 3],
 }
 
@@ -109,12 +115,17 @@ impl Breaker {
                 failures: 0,
                 since: Timestamp::default(),
             }),
+            closed: AtomicBool::new(true),
+            failing: AtomicBool::new(false),
             counts: Default::default(),
         }
     }
 
     /// Whether a call may go to the target now.
     pub fn permit(&self) -> Permit {
+        if self.closed.load(Ordering::Acquire) {
+            return Permit::Call;
+        }
         let mut inner = self.inner.lock();
         match inner.state {
             BreakerState::Closed => Permit::Call,
@@ -134,7 +145,22 @@ impl Breaker {
 
     /// Records how a call let through by `permit` ended (`ok`: the target answered in time).
     pub fn record(&self, permit: Permit, ok: bool) {
+        // A success on a closed breaker with no failures counted changes nothing: the common
+        // case, decided from the flags. (Racing a failure recorded at the same moment, it reads
+        // as if the success came first, which the lock could not tell apart either.)
+        if permit == Permit::Call
+            && ok
+            && self.closed.load(Ordering::Acquire)
+            && !self.failing.load(Ordering::Acquire)
+        {
+            return;
+        }
         let mut inner = self.inner.lock();
+        self.record_locked(&mut inner, permit, ok);
+        self.failing.store(inner.failures > 0, Ordering::Release);
+    }
+
+    fn record_locked(&self, inner: &mut Inner, permit: Permit, ok: bool) {
         match (permit, ok, inner.state) {
             (Permit::Rejected, ..) => {}
             (Permit::Call, true, BreakerState::Closed) => inner.failures = 0,
@@ -142,18 +168,18 @@ impl Breaker {
                 inner.failures += 1;
                 if inner.failures >= self.threshold {
                     inner.since = self.clock.now();
-                    self.moved(&mut inner, BreakerState::Open);
+                    self.moved(inner, BreakerState::Open);
                 }
             }
             // A call let through before the breaker opened says nothing new once it has.
             (Permit::Call, ..) => {}
             (Permit::Probe, true, BreakerState::HalfOpen) => {
                 inner.failures = 0;
-                self.moved(&mut inner, BreakerState::Closed);
+                self.moved(inner, BreakerState::Closed);
             }
             (Permit::Probe, false, BreakerState::HalfOpen) => {
                 inner.since = self.clock.now();
-                self.moved(&mut inner, BreakerState::Open);
+                self.moved(inner, BreakerState::Open);
             }
             (Permit::Probe, ..) => {}
         }
@@ -166,6 +192,7 @@ impl Breaker {
         let mut inner = self.inner.lock();
         if ok && inner.state != BreakerState::Closed {
             inner.failures = 0;
+            self.failing.store(false, Ordering::Release);
             self.moved(&mut inner, BreakerState::Closed);
         }
     }
@@ -190,6 +217,8 @@ impl Breaker {
     fn moved(&self, inner: &mut Inner, to: BreakerState) {
         let from = inner.state;
         inner.state = to;
+        self.closed
+            .store(to == BreakerState::Closed, Ordering::Release);
         let target = self.target;
         match (from, to) {
             (BreakerState::Closed, _) => tracing::warn!(

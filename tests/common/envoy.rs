@@ -70,8 +70,21 @@ fn set_port(yaml: &str, from: u16, to: u16) -> String {
 
 impl Envoy {
     /// Starts Envoy in front of ratelimitd's gRPC `grpc_addr` (`127.0.0.1:port`) and waits for
-    /// its admin `/ready`.
+    /// its admin `/ready`. A free port can be taken by another process between being picked and
+    /// Envoy binding it (tests run in parallel): then Envoy exits with "Address already in use"
+    /// and is started again on fresh ports, at most three times in all.
     pub async fn start(grpc_addr: &str) -> Envoy {
+        let mut attempt = 1;
+        loop {
+            match Envoy::try_start(grpc_addr).await {
+                Ok(envoy) => return envoy,
+                Err(log) if attempt < 3 && log.contains("Address already in use") => attempt += 1,
+                Err(log) => panic!("Envoy not ready within 30s; log:\n{log}"),
+            }
+        }
+    }
+
+    async fn try_start(grpc_addr: &str) -> Result<Envoy, String> {
         let rl_port: u16 = grpc_addr.rsplit(':').next().unwrap().parse().unwrap();
         let (port, deny_port, admin_port) = (free_port(), free_port(), free_port());
         let yaml = std::fs::read_to_string(envoy_yaml_path()).unwrap();
@@ -99,18 +112,19 @@ impl Envoy {
             .stderr(log)
             .spawn()
             .unwrap_or_else(|e| panic!("cannot run {}: {e}", envoy_bin().display()));
-        let envoy = Envoy {
+        let mut envoy = Envoy {
             child,
             dir,
             port,
             deny_port,
             admin_port,
         };
-        envoy.wait_ready().await;
-        envoy
+        envoy.wait_ready().await?;
+        Ok(envoy)
     }
 
-    async fn wait_ready(&self) {
+    /// Waits for `/ready`; Envoy's log when it does not come (or Envoy exited first).
+    async fn wait_ready(&mut self) -> Result<(), String> {
         let http = reqwest::Client::new();
         let url = format!("http://127.0.0.1:{}/ready", self.admin_port);
         let watch = Stopwatch::start();
@@ -118,11 +132,14 @@ impl Envoy {
             if let Ok(r) = http.get(&url).send().await
                 && r.status() == 200
             {
-                return;
+                return Ok(());
+            }
+            if let Ok(Some(_)) = self.child.try_wait() {
+                break;
             }
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
-        panic!("Envoy not ready within 30s; log:\n{}", self.log());
+        Err(self.log())
     }
 
     /// Envoy's own log so far (for failure messages).
