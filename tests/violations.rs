@@ -48,6 +48,9 @@ async fn scenario(s: &TestServer) {
     // clock has moved by the batch delay.
     deny(s, "user:1", 5).await;
     s.advance(Duration::from_secs(1));
+    // The writer's next tick writes user:1's row; wait for it, so that the denials below cannot
+    // be split by that write (then they wait for the next move of the clock, all together).
+    wait_for(s, "/v1/violations", 1).await;
     deny(s, "user:2", 3).await;
     deny(s, "user:3", 4).await;
     s.advance(Duration::from_millis(10));
