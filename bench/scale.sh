@@ -127,7 +127,7 @@ for a in fixed_window token_bucket sliding_window leaky_bucket sliding_log; do
 done
 
 echo "== every core in process (examples/cores: one limiter, 1 then 2 threads, no network)"
-timeout 120 target/release/examples/cores 3000000 "$SECS" | sed 's/^/   /'
+timeout 300 target/release/examples/cores 1000000 2 11 | sed 's/^/   /'
 
 echo "== redis-benchmark: the fixed-window script, EVALSHA, 50 clients, -P 16, 10 000 keys"
 sha=$(cat lua/deadline.lua lua/fixed_window.lua | redis-cli -p "$rport" -x script load)
