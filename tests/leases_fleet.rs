@@ -1,6 +1,8 @@
 //! Token leases beyond one in-process Redis service: three instances on a 3-master Redis Cluster
 //! never admit more than the limit, for fixed windows and token buckets alike; and the real
-//! binary, stopped with SIGTERM, gives its unspent hits and tokens back to Redis before it exits.
+//! binary, stopped with SIGTERM, gives its unspent hits and tokens back to Redis before it exits;
+//! killed with SIGKILL, it leaves at most its lease counted, in a counter that expires with the
+//! window.
 
 mod common;
 
@@ -99,5 +101,46 @@ fn sigterm_gives_the_unspent_hits_back_before_the_binary_exits() {
     assert!(
         (750..=750 + refill).contains(&tokens),
         "only the admitted requests took tokens: {tokens} left"
+    );
+}
+
+#[test]
+fn a_killed_instance_leaves_at_most_its_lease_counted_and_only_until_the_window_ends() {
+    let redis = RedisServer::start();
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("d.yaml"), ONE).unwrap();
+    let mut env = redis.env();
+    env.push(("RATELIMITD_CONFIG".into(), dir.path().display().to_string()));
+    let mut s = process::spawn(&env);
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    rt.block_on(async {
+        let url = format!("http://{}", s.grpc_addr);
+        let mut c = RateLimitServiceClient::connect(url).await.unwrap();
+        let req = request("d", &[&[("k", "hot")]]);
+        for n in 0..10 {
+            let r = c.should_rate_limit(req.clone()).await.unwrap();
+            assert_eq!(r.into_inner().overall_code, Code::Ok as i32, "request {n}");
+        }
+    });
+    let counted = leases::counter(&redis, "k=3:hot");
+    let held = counted - 10;
+    assert!(
+        (1..=100).contains(&held),
+        "the instance holds part of a lease of 100: {held}"
+    );
+    // SIGKILL: no drain, nothing given back.
+    s.child.kill().unwrap();
+    s.child.wait().unwrap();
+    assert_eq!(
+        leases::counter(&redis, "k=3:hot"),
+        counted,
+        "a killed instance's unspent hits stay counted"
+    );
+    // ... but only in this window's counter, which Redis drops when the hour ends.
+    let key = leases::key_with(&redis, "k=3:hot").unwrap();
+    let ttl: i64 = redis.cli(&["TTL", &key]).trim().parse().unwrap();
+    assert!(
+        (1..=3600).contains(&ttl),
+        "the held hits expire with the window: TTL {ttl} s"
     );
 }
