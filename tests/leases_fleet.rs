@@ -47,14 +47,20 @@ async fn three_instances_on_a_cluster_never_admit_more_than_the_limit() {
 /// A fixed window `k` and a token bucket `b` (burst 1000), each 1000 an hour, leased 100 at once.
 const ONE: &str = "domain: d\ndescriptors:\n  - key: k\n    rate_limit: {unit: hour, requests_per_unit: 1000, lease: 100}\n  - key: b\n    rate_limit: {unit: hour, requests_per_unit: 1000, algorithm: token_bucket, lease: 100}\n";
 
-#[test]
-fn sigterm_gives_the_unspent_hits_back_before_the_binary_exits() {
+/// The real binary serving [`ONE`] on a Redis of its own (keep the directory while it runs).
+fn spawn_one() -> (RedisServer, tempfile::TempDir, process::Spawned) {
     let redis = RedisServer::start();
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join("d.yaml"), ONE).unwrap();
     let mut env = redis.env();
     env.push(("RATELIMITD_CONFIG".into(), dir.path().display().to_string()));
-    let mut s = process::spawn(&env);
+    let s = process::spawn(&env);
+    (redis, dir, s)
+}
+
+#[test]
+fn sigterm_gives_the_unspent_hits_back_before_the_binary_exits() {
+    let (redis, _dir, mut s) = spawn_one();
     let watch = Stopwatch::start();
     let rt = tokio::runtime::Runtime::new().unwrap();
     rt.block_on(async {
@@ -106,12 +112,7 @@ fn sigterm_gives_the_unspent_hits_back_before_the_binary_exits() {
 
 #[test]
 fn a_killed_instance_leaves_at_most_its_lease_counted_and_only_until_the_window_ends() {
-    let redis = RedisServer::start();
-    let dir = tempfile::tempdir().unwrap();
-    std::fs::write(dir.path().join("d.yaml"), ONE).unwrap();
-    let mut env = redis.env();
-    env.push(("RATELIMITD_CONFIG".into(), dir.path().display().to_string()));
-    let mut s = process::spawn(&env);
+    let (redis, _dir, mut s) = spawn_one();
     let rt = tokio::runtime::Runtime::new().unwrap();
     rt.block_on(async {
         let url = format!("http://{}", s.grpc_addr);
