@@ -9,7 +9,6 @@
 //! (one per core) land on different stripes; there are as many stripes as cores (at most
 //! [`MAX`]). Threads beyond that share stripes, which is still correct, only slower.
 
-use std::cell::Cell;
 use std::sync::OnceLock;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
@@ -26,19 +25,20 @@ pub fn count() -> usize {
     })
 }
 
-/// The calling thread's stripe, below [`count`].
-pub fn mine() -> usize {
+/// The calling thread's number: 0, 1, 2, ... in the order threads first ask, fixed for the
+/// thread's life. Pools that spread threads over their own members (the Redis connections) take
+/// it modulo their size.
+pub fn thread_number() -> usize {
     static NEXT: AtomicUsize = AtomicUsize::new(0);
     thread_local! {
-        static MINE: Cell<Option<usize>> = const { Cell::new(None) };
+        static NUMBER: usize = NEXT.fetch_add(1, Ordering::Relaxed);
     }
-    MINE.with(|m| {
-        m.get().unwrap_or_else(|| {
-            let i = NEXT.fetch_add(1, Ordering::Relaxed) % count();
-            m.set(Some(i));
-            i
-        })
-    })
+    NUMBER.with(|n| *n)
+}
+
+/// The calling thread's stripe, below [`count`].
+pub fn mine() -> usize {
+    thread_number() % count()
 }
 
 /// `T` alone on its cache lines (128 bytes: two 64-byte lines, as adjacent-line prefetch pairs
@@ -60,6 +60,10 @@ mod tests {
             .map(|_| std::thread::spawn(mine).join().unwrap())
             .collect();
         assert!(others.iter().all(|&i| i < count()), "{others:?}");
+        let number = thread_number();
+        assert_eq!(thread_number(), number, "a thread keeps its number");
+        let there = std::thread::spawn(thread_number).join().unwrap();
+        assert_ne!(there, number, "another thread gets another number");
         assert_eq!(std::mem::align_of::<Padded<u64>>(), 128);
     }
 }

@@ -7,7 +7,6 @@
 //! fails at once or within the timeout.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use arc_swap::ArcSwapOption;
@@ -25,11 +24,16 @@ use super::addr::{
 };
 use crate::clock::Timestamp;
 use crate::settings::{RedisKind, RedisSettings, redis::RedisTls};
+use crate::stripe;
 
 /// A ready connection of any kind.
 pub enum RedisConn {
     /// Single server: several auto-reconnecting multiplexed connections; each runtime thread
-    /// sends on one of them ([`thread_slot`]).
+    /// sends on one of them ([`stripe::thread_number`] modulo the pool). A multiplexed
+    /// connection writes every command queued since its last write in one `writev`, so the calls
+    /// a runtime thread makes in one scheduler pass share a write only when they share a
+    /// connection (round-robin per call made nearly one write per call, a fifth of the server's
+    /// CPU: README "Redis ceiling").
     Single {
         /// The connections.
         conns: Vec<ConnectionManager>,
@@ -73,21 +77,6 @@ impl SentinelConn {
         self.current.store(Some(Arc::new(conn.clone())));
         Ok(conn)
     }
-}
-
-/// This thread's connection of a pool (taken modulo the pool's size). A multiplexed connection
-/// writes every command queued since its last write in one `writev`, so the calls a runtime
-/// thread makes in one scheduler pass share a write only when they share a connection: spread
-/// round-robin over 8 connections, 64 concurrent calls went out nearly one write each, and those
-/// writes were a fifth of the server's CPU on the Redis path (profiled, README "Redis ceiling").
-/// Threads take the next slot on their first call, so on N runtime threads min(N, pool) of the
-/// connections carry the traffic.
-fn thread_slot() -> usize {
-    static NEXT: AtomicUsize = AtomicUsize::new(0);
-    thread_local! {
-        static SLOT: usize = NEXT.fetch_add(1, Ordering::Relaxed);
-    }
-    SLOT.with(|s| *s)
 }
 
 /// Connects to the deployment `s` describes. Fails if it cannot be reached now (the caller retries
@@ -208,7 +197,7 @@ impl RedisConn {
         }
         match self {
             RedisConn::Single { conns } => {
-                let mut c = conns[thread_slot() % conns.len()].clone();
+                let mut c = conns[stripe::thread_number() % conns.len()].clone();
                 inv.invoke_async(&mut c).await
             }
             RedisConn::Cluster(c) => inv.invoke_async(&mut c.clone()).await,
@@ -285,18 +274,5 @@ impl RedisConn {
             RedisConn::Cluster(c) => pipe.query_async(&mut c.clone()).await,
             RedisConn::Sentinel(s) => pipe.query_async(&mut s.connection().await?).await,
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::thread_slot;
-
-    #[test]
-    fn a_thread_keeps_its_slot_and_another_thread_gets_another() {
-        let here = thread_slot();
-        assert_eq!(thread_slot(), here, "same thread, same connection");
-        let there = std::thread::spawn(thread_slot).join().expect("thread ran");
-        assert_ne!(there, here, "another thread starts on another connection");
     }
 }
