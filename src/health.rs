@@ -18,6 +18,9 @@ pub struct Health {
     draining: AtomicBool,
     // `None` unless HEALTHY_WITH_AT_LEAST_ONE_CONFIG_LOADED: then healthy only with ≥ 1 domain.
     config_loaded: Option<AtomicBool>,
+    // The policy database component: false while it is enabled but cannot be opened (the
+    // stored overrides and rules are then not, or only from the last good copy, enforced).
+    policy_db_down: AtomicBool,
     store: Arc<dyn Store>,
     reporter: HealthReporter,
 }
@@ -28,6 +31,7 @@ impl Health {
         Health {
             draining: AtomicBool::new(false),
             config_loaded: require_config.then(|| AtomicBool::new(false)),
+            policy_db_down: AtomicBool::new(false),
             store,
             reporter,
         }
@@ -40,7 +44,19 @@ impl Health {
                 .config_loaded
                 .as_ref()
                 .is_none_or(|c| c.load(Ordering::SeqCst))
+            && self.policy_db_ready()
             && self.store.is_healthy()
+    }
+
+    /// The `policy_db` component: false while the policy database cannot be opened.
+    pub fn policy_db_ready(&self) -> bool {
+        !self.policy_db_down.load(Ordering::SeqCst)
+    }
+
+    /// Reports whether the policy database is open (`false` makes the service not ready).
+    pub async fn set_policy_db_ready(&self, ready: bool) {
+        self.policy_db_down.store(!ready, Ordering::SeqCst);
+        self.publish().await;
     }
 
     /// Marks the service as shutting down: unhealthy from now on. gRPC `Watch` streams receive

@@ -69,6 +69,7 @@ pub(super) fn metrics(
         let loads: LoadCounts = Arc::new(move || ConfigLoads {
             successes: config.load_successes(),
             failures: config.load_failures(),
+            rules_shadowed: config.clashes().len() as u64,
         });
         let metrics = Metrics::new(settings.obs.stats_max_keys, loads, keys, statsd);
         Arc::new(match stores.redis.clone() {

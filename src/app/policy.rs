@@ -1,5 +1,6 @@
-//! The policy database's part of startup: open it (or log why the policy API is off and carry on
-//! serving files), put its rules in service next to the files, start its refresh tasks, and hand
+//! The policy database's part of startup: open it (or say loudly that it cannot be, enforce its
+//! last good copy and retry), put its rules in service next to the files, start its refresh,
+//! copy and purge tasks, and hand
 //! the limiter its override index and the admin listener its state; then the violation log
 //! ([`violation_log`]): its observer for the limiter, its writer and retention tasks.
 
@@ -16,6 +17,7 @@ use crate::http::admin::AdminState;
 use crate::limiter::Observers;
 use crate::metrics::Metrics;
 use crate::policy::postgres;
+use crate::policy::purge::{Table, retention_loop};
 use crate::policy::rules::{Rule, to_files};
 use crate::policy::violations::{Pending, ViolationLog, writer};
 use crate::policy::{Overrides, Policy, Tokens};
@@ -23,8 +25,9 @@ use crate::reload::Reloading;
 use crate::settings::Settings;
 
 /// The override index the limiter reads and the admin API's state. A database that cannot be
-/// opened turns the policy API off (logged); only an unreadable token file stops startup, since
-/// it is a mistake the operator must see.
+/// opened is logged at ERROR, makes the service not ready until it opens (retried in the
+/// background) and has its last good copy enforced meanwhile; only an unreadable token file
+/// stops startup, since it is a mistake the operator must see.
 pub(super) async fn start(
     settings: &Settings,
     (clock, reloading): (&Arc<dyn Clock>, &Reloading),
@@ -33,13 +36,21 @@ pub(super) async fn start(
 ) -> Result<(Arc<Overrides>, AdminState), AppError> {
     let tokens = Tokens::from_settings(&settings.policy).map_err(AppError::AdminTokens)?;
     let overrides = Arc::new(Overrides::default());
-    let policy = match Policy::open(&settings.policy, clock.clone(), overrides.clone()).await {
+    let policy = match Policy::new(&settings.policy, clock.clone(), overrides.clone()) {
         Ok(p) => {
             let p = Arc::new(p);
+            let changed = Arc::new(Notify::new());
+            let applied = open_or_restore(&p, settings, reloading, &changed, (tasks, stop)).await;
             let interval = settings.policy.refresh_interval;
             tasks.spawn(p.clone().refresh_loop(interval, stopped(stop.clone())));
-            let applied = apply_rules(&p, reloading, None).await;
-            let changed = Arc::new(Notify::new());
+            tasks.spawn(p.clone().snapshot_loop(stopped(stop.clone())));
+            let purge = (
+                Table::ExpiredOverrides,
+                settings.policy.expired_retention,
+                settings.policy.purge_interval,
+            );
+            let (db, c) = (p.store().clone(), clock.clone());
+            tasks.spawn(retention_loop(db, c, purge, stopped(stop.clone())));
             if let Some(url) = &settings.policy.db_url {
                 let listen =
                     postgres::listen(url.0.clone(), changed.clone(), stopped(stop.clone()));
@@ -48,21 +59,10 @@ pub(super) async fn start(
             let (p2, r) = (p.clone(), reloading.clone());
             let sync = Triggers { changed, interval };
             tasks.spawn(rules_loop(p2, r, applied, sync, stopped(stop.clone())));
-            let backend = if settings.policy.db_url.is_some() {
-                "PostgreSQL"
-            } else {
-                "SQLite"
-            };
-            tracing::info!(
-                backend,
-                data_dir = %settings.policy.data_dir.display(),
-                admin_tokens = tokens.any(),
-                "policy API on"
-            );
             Ok(p)
         }
         Err(why) => {
-            tracing::warn!(reason = %why, "policy API is off; serving the configuration files only");
+            tracing::info!(reason = %why, "policy API is off; serving the configuration files only");
             Err(Arc::from(why.as_str()))
         }
     };
@@ -75,6 +75,70 @@ pub(super) async fn start(
     Ok((overrides, admin))
 }
 
+/// Opens the database and puts its rules in service; or, when it cannot be opened, says so at
+/// ERROR, turns the `policy_db` health component off, puts the last good copy in service and
+/// starts the background retry (which, once open, turns it on and has [`rules_loop`] re-read
+/// everything through `changed`). Returns the rules in service.
+async fn open_or_restore(
+    p: &Arc<Policy>,
+    settings: &Settings,
+    reloading: &Reloading,
+    changed: &Arc<Notify>,
+    (tasks, stop): (&mut JoinSet<()>, &watch::Receiver<bool>),
+) -> Option<Vec<Rule>> {
+    let why = match p.try_open(&settings.policy).await {
+        Ok(()) => {
+            tracing::info!(db = p.db_name(), "policy API on");
+            return apply_rules(p, reloading, None).await;
+        }
+        Err(why) => why,
+    };
+    let health = reloading.health().clone();
+    health.set_policy_db_ready(false).await;
+    let applied = match p.restore_snapshot().await {
+        Ok(copy) => {
+            tracing::error!(
+                db = p.db_name(),
+                reason = %why,
+                last_good_copy = %settings.policy.snapshot_path().unwrap_or_default().display(),
+                written_at = copy.written_at,
+                overrides = copy.overrides,
+                rules = copy.rules.len(),
+                "policy database cannot be opened: stored overrides and rules are NOT enforced from it; \
+                 enforcing its last good copy meanwhile; not ready; retrying in the background"
+            );
+            let rules = copy.rules;
+            match reloading.set_extra(to_files(&rules)).await {
+                Ok(_) => Some(rules),
+                Err(e) => {
+                    tracing::error!("the last good copy's rules do not compile with the files; not applied:\n{e}");
+                    None
+                }
+            }
+        }
+        Err(no_copy) => {
+            tracing::error!(
+                db = p.db_name(),
+                reason = %why,
+                last_good_copy = %no_copy,
+                "policy database cannot be opened: stored overrides and rules are NOT enforced; \
+                 not ready; retrying in the background"
+            );
+            None
+        }
+    };
+    let (p, policy) = (p.clone(), settings.policy.clone());
+    let (changed, stop) = (changed.clone(), stopped(stop.clone()));
+    tasks.spawn(async move {
+        if p.reopen_loop(&policy, policy.refresh_interval, stop).await {
+            tracing::info!(db = p.db_name(), "policy database open: its overrides and rules are enforced; ready");
+            health.set_policy_db_ready(true).await;
+            changed.notify_one();
+        }
+    });
+    applied
+}
+
 /// Reads the rules and, when they differ from `applied`, compiles them with the files into a new
 /// snapshot. Returns the rules in service afterwards (`applied` again when reading or compiling
 /// failed: the snapshot in service stays).
@@ -83,6 +147,10 @@ async fn apply_rules(
     reloading: &Reloading,
     applied: Option<Vec<Rule>>,
 ) -> Option<Vec<Rule>> {
+    if !policy.is_open() {
+        // The opener retries and logs; the rules in service (the last good copy's) stay.
+        return applied;
+    }
     let rules = match policy.rules().await {
         Ok(rules) => rules,
         Err(e) => {

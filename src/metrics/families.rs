@@ -138,6 +138,13 @@ pub(super) const LEASE_COUNTERS: [(&str, &str); 4] = [
     ),
 ];
 
+/// The gauge of policy-database domains left out of the configuration because a file (or an
+/// xDS push) defines them too.
+pub(super) const RULES_SHADOWED: (&str, &str) = (
+    "ratelimitd_policy_rules_shadowed",
+    "Policy database rule domains not enforced because a configuration file or xDS push defines the same domain (the file wins; see the WARN log)",
+);
+
 /// The gauge of each Redis target's breaker state.
 pub(super) const BREAKER_STATE: (&str, &str) = (
     "ratelimitd_redis_breaker_state",

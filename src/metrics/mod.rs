@@ -66,6 +66,9 @@ pub struct ConfigLoads {
     pub successes: u64,
     /// Loads that failed (the previous configuration stayed).
     pub failures: u64,
+    /// Policy-database domains the configuration in service leaves out, since a file defines
+    /// them too (a gauge).
+    pub rules_shadowed: u64,
 }
 
 /// Reads the configuration load counts, at export time.

@@ -25,7 +25,7 @@ use prometheus::{
 
 use super::families::{
     BREAKER_STATE, DECISIONS, FAMILIES, HOT_KEYS, LEASE_COUNTERS, LOCAL_FALLBACK_FAMILY, MAPPED,
-    MEMORY_GAUGES, NEGATIVE_HITS_FAMILY, VIOLATION_FAMILIES,
+    MEMORY_GAUGES, NEGATIVE_HITS_FAMILY, RULES_SHADOWED, VIOLATION_FAMILIES,
 };
 use super::{CODE_LABELS, Metrics};
 use crate::limiter::Source;
@@ -87,6 +87,15 @@ impl MetricsCollector {
             )
             .ok()
         }));
+        descs.extend(
+            Desc::new(
+                RULES_SHADOWED.0.into(),
+                RULES_SHADOWED.1.into(),
+                Vec::new(),
+                Default::default(),
+            )
+            .ok(),
+        );
         descs.extend(MEMORY_GAUGES.iter().filter_map(|(name, help)| {
             Desc::new(
                 name.to_string(),
@@ -158,6 +167,11 @@ impl Collector for MetricsCollector {
         let loads = (m.config_loads)();
         inc(7, &[], loads.successes);
         inc(8, &[], loads.failures);
+        let mut out: Vec<MetricFamily> = Vec::new();
+        if let Ok(g) = IntGauge::with_opts(Opts::new(RULES_SHADOWED.0, RULES_SHADOWED.1)) {
+            g.set(i64::try_from(loads.rules_shadowed).unwrap_or(i64::MAX));
+            out.extend(g.collect());
+        }
         inc(9, &[], m.global_shadow.load(Ordering::Relaxed));
         inc(10, &[], m.store_errors.load(Ordering::Relaxed));
         inc(11, &[], m.limits.folded() + m.unknown_domains.folded());
@@ -170,7 +184,7 @@ impl Collector for MetricsCollector {
             inc(13, &[r.target, "half_open"], r.half_opened);
             inc(13, &[r.target, "closed"], r.closed);
         }
-        let mut out: Vec<MetricFamily> = vecs.iter().flatten().flat_map(|v| v.collect()).collect();
+        out.extend(vecs.iter().flatten().flat_map(|v| v.collect()));
         out.extend(decisions(m));
         if !breakers.is_empty()
             && let Ok(g) =

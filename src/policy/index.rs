@@ -11,7 +11,7 @@ use crate::clock::Timestamp;
 use crate::config::EntryRef;
 
 /// Active overrides by domain, then by the descriptor's entries joined into one string.
-#[derive(Debug, Default)]
+#[derive(Debug, Default, Clone)]
 pub struct OverrideIndex {
     by_domain: HashMap<String, HashMap<String, Vec<Arc<StoredOverride>>>>,
     count: usize,
@@ -33,22 +33,54 @@ impl OverrideIndex {
     pub fn new(overrides: Vec<StoredOverride>) -> OverrideIndex {
         let mut index = OverrideIndex::default();
         for o in overrides {
-            let key = path_key(
-                o.spec
-                    .descriptor
-                    .iter()
-                    .map(|e| (e.key.as_str(), e.value.as_str())),
-            );
-            index
-                .by_domain
-                .entry(o.spec.domain.clone())
-                .or_default()
-                .entry(key)
-                .or_default()
-                .push(Arc::new(o));
+            index.slot(&o).push(Arc::new(o));
             index.count += 1;
         }
         index
+    }
+
+    /// The overrides of `o`'s domain and descriptor, newest first.
+    fn slot(&mut self, o: &StoredOverride) -> &mut Vec<Arc<StoredOverride>> {
+        let key = path_key(
+            o.spec
+                .descriptor
+                .iter()
+                .map(|e| (e.key.as_str(), e.value.as_str())),
+        );
+        self.by_domain
+            .entry(o.spec.domain.clone())
+            .or_default()
+            .entry(key)
+            .or_default()
+    }
+
+    /// A copy with `o` added as the newest override of its descriptor (those of the descriptor
+    /// that expired by `now` dropped): a create costs a copy of the index's map, not a database
+    /// read of every override.
+    pub fn with(&self, o: StoredOverride, now: Timestamp) -> OverrideIndex {
+        let mut next = self.clone();
+        let slot = next.slot(&o);
+        let before = slot.len();
+        slot.retain(|x| x.active_at(now));
+        slot.insert(0, Arc::new(o));
+        let after = slot.len();
+        next.count = next.count + after - before;
+        next
+    }
+
+    /// A copy without the override `id`.
+    pub fn without(&self, id: &str) -> OverrideIndex {
+        let mut next = self.clone();
+        for by_path in next.by_domain.values_mut() {
+            for list in by_path.values_mut() {
+                let before = list.len();
+                list.retain(|o| o.id != id);
+                next.count -= before - list.len();
+            }
+            by_path.retain(|_, list| !list.is_empty());
+        }
+        next.by_domain.retain(|_, by_path| !by_path.is_empty());
+        next
     }
 
     /// How many overrides it holds (expired ones not yet dropped included).
@@ -159,5 +191,13 @@ mod tests {
         assert_eq!(find(&[E("k", "w")], 50), None);
         assert!(index.find("web", &[E("k", "v")], at(50)).is_none());
         assert_eq!(index.len(), 3);
+        // Added in place: newest first, the expired one of the same descriptor dropped.
+        let added = index.with(ov("newer", &[("k", "v")], 300), at(150));
+        assert_eq!(added.len(), 3);
+        assert_eq!(added.find("api", &[E("k", "v")], at(150)).unwrap().id, "newer");
+        let removed = added.without("newer");
+        assert_eq!(removed.len(), 2);
+        assert_eq!(removed.find("api", &[E("k", "v")], at(150)).unwrap().id, "old");
+        assert_eq!(index.len(), 3, "the index in service is untouched");
     }
 }

@@ -4,19 +4,27 @@
 //!
 //! The database never sits on the request path. [`Policy`] reads every active override into an
 //! [`OverrideIndex`] and swaps it into an [`Overrides`] handle the limiter reads once per request;
-//! it re-reads after each change it writes and every `POLICY_REFRESH_INTERVAL`. Rules become YAML
-//! documents ([`rules::to_files`]) that the reload pipeline compiles with the files, with the same
-//! validator, into the one snapshot. When the database fails, the last index and snapshot stay in
-//! service and the API answers 503.
+//! each change it writes is applied to the index in place, and it re-reads every
+//! `POLICY_REFRESH_INTERVAL`. Rules become YAML documents ([`rules::to_files`]) that the reload
+//! pipeline compiles with the files, with the same validator, into the one snapshot. When the
+//! database fails, the last index and snapshot stay in service and the API answers 503; when it
+//! cannot be opened at all ([`opening`]), the service says so at ERROR, is not ready, enforces the
+//! last good copy ([`snapshot`]) and retries in the background. Expired overrides are deleted
+//! after a retention ([`purge`]).
 
 pub mod auth;
 pub mod index;
 pub mod input;
+pub mod lazy;
 pub mod model;
+pub mod opening;
+pub mod override_sql;
 pub mod postgres;
+pub mod purge;
 mod rows;
 pub mod rules;
 pub mod runtime;
+pub mod snapshot;
 pub mod sqlite;
 mod sqlite_rules;
 pub mod store;

@@ -14,6 +14,7 @@ use sqlx::Postgres;
 use sqlx::postgres::{PgListener, PgPool, PgPoolOptions};
 
 use super::model::{NewOverride, StoredOverride};
+use super::override_sql::{self, COLUMNS, OverridePage};
 use super::rows::{micros, read_override, read_rule};
 use super::rules::Rule;
 use super::store::{PolicyStore, StoreError, migrator};
@@ -31,8 +32,6 @@ pub struct PgStore {
     migrated: tokio::sync::OnceCell<()>,
 }
 
-const COLUMNS: &str =
-    "id, domain, descriptor, requests_per_unit, unit, valid_until, reason, created_by, created_at";
 
 impl PgStore {
     /// A store on `url` without connecting yet (only a malformed URL fails here); the first
@@ -115,6 +114,27 @@ impl PolicyStore for PgStore {
             format!("SELECT {COLUMNS} FROM rate_limit_overrides ORDER BY created_at DESC, id DESC");
         let rows = sqlx::query(&sql).fetch_all(self.ready().await?).await?;
         rows.iter().map(read_override).collect()
+    }
+
+    async fn count_active_overrides(&self, now: Timestamp) -> Result<u64, StoreError> {
+        let mut b = override_sql::count_active::<Postgres>(now);
+        let n: i64 = b.build_query_scalar().fetch_one(self.ready().await?).await?;
+        Ok(u64::try_from(n).unwrap_or(0))
+    }
+
+    async fn overrides_page(&self, page: &OverridePage) -> Result<Vec<StoredOverride>, StoreError> {
+        let mut b = override_sql::page::<Postgres>(page);
+        let rows = b.build().fetch_all(self.ready().await?).await?;
+        rows.iter().map(read_override).collect()
+    }
+
+    async fn delete_overrides_expired_before(
+        &self,
+        before: Timestamp,
+        batch: u32,
+    ) -> Result<u64, StoreError> {
+        let mut b = override_sql::delete_expired::<Postgres>(before, batch);
+        Ok(b.build().execute(self.ready().await?).await?.rows_affected())
     }
 
     async fn delete_override(&self, id: &str) -> Result<bool, StoreError> {

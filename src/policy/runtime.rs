@@ -1,17 +1,23 @@
 //! The policy database at run time: opened at startup (SQLite, or PostgreSQL with
-//! `POLICY_DB_URL`, even when it is not reachable yet; or off, with the reason logged), written
-//! through by the admin API, and read
-//! into the [`Overrides`] index after every write, on every PostgreSQL notification and on a
-//! timer, retrying with backoff while the database fails (the last index stays in service).
+//! `POLICY_DB_URL`; [`super::opening`] retries in the background while it cannot be, enforcing
+//! the last good copy meanwhile), written through by the admin API — each change applied to the
+//! [`Overrides`] index in place, without re-reading the others — and re-read into a new index on
+//! every PostgreSQL notification and every `POLICY_REFRESH_INTERVAL`, retrying with backoff while
+//! the database fails (the last index stays in service).
 
+use std::path::PathBuf;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
+use parking_lot::Mutex;
+use tokio::sync::Notify;
+
 use super::index::{OverrideIndex, Overrides};
+use super::lazy::LazyStore;
 use super::model::{NewOverride, StoredOverride};
-use super::postgres::PgStore;
+use super::override_sql::OverridePage;
 use super::rules::Rule;
-use super::sqlite::SqliteStore;
 use super::store::{PolicyStore, StoreError};
 use crate::clock::Clock;
 use crate::settings::PolicySettings;
@@ -27,21 +33,29 @@ pub enum WriteError {
     Store(#[from] StoreError),
 }
 
-/// The open policy database and the index it feeds.
+/// The policy database (open or still being opened) and the index it feeds.
 #[derive(Debug)]
 pub struct Policy {
     store: Arc<dyn PolicyStore>,
-    overrides: Arc<Overrides>,
+    pub(super) lazy: Arc<LazyStore>,
+    pub(super) overrides: Arc<Overrides>,
     clock: Arc<dyn Clock>,
     max_overrides: usize,
     // Writes one at a time, so the cap check and the insert cannot interleave.
     writes: tokio::sync::Mutex<()>,
+    /// Where the last good copy is written (`None`: `POLICY_SNAPSHOT_PATH=off`).
+    pub(super) snapshot: Option<PathBuf>,
+    /// The rules last read from the database (`None` before the first read), for the copy.
+    pub(super) rules_read: Mutex<Option<Vec<Rule>>>,
+    /// Set when the copy is behind the database; [`Policy::snapshot_loop`] writes it.
+    pub(super) dirty: AtomicBool,
+    pub(super) dirty_wake: Notify,
 }
 
 impl Policy {
-    /// Opens the database the settings name and loads the index; `Err` says why the policy API
-    /// is off (the caller logs it and serves files as before).
-    pub async fn open(
+    /// The policy runtime the settings describe, not open yet ([`Policy::try_open`] opens it);
+    /// `Err` says why the policy API is off (`POLICY_ENABLED=false`).
+    pub fn new(
         settings: &PolicySettings,
         clock: Arc<dyn Clock>,
         overrides: Arc<Overrides>,
@@ -49,36 +63,35 @@ impl Policy {
         if !settings.enabled {
             return Err("POLICY_ENABLED is false".into());
         }
-        let store: Arc<dyn PolicyStore> = match &settings.db_url {
-            Some(url) => {
-                Arc::new(PgStore::open(&url.0).map_err(|e| format!("POLICY_DB_URL: {e}"))?)
-            }
-            None => {
-                let dir = &settings.data_dir;
-                let store = SqliteStore::open(dir)
-                    .await
-                    .map_err(|e| format!("no usable data directory {}: {e}", dir.display()))?;
-                Arc::new(store)
-            }
-        };
-        let policy = Policy {
-            store,
+        let lazy = Arc::new(LazyStore::new(super::opening::db_name(settings)));
+        Ok(Policy {
+            store: lazy.clone(),
+            lazy,
             overrides,
             clock,
             max_overrides: settings.max_overrides,
             writes: tokio::sync::Mutex::new(()),
-        };
-        match policy.refresh().await {
-            Ok(_) => {}
-            // A shared database that is down at startup is retried by the refresh loop and the
-            // notification listener (with backoff); meanwhile the files serve and the API
-            // answers 503. An embedded one that cannot be read is a broken data directory.
-            Err(e) if settings.db_url.is_some() => {
-                tracing::warn!(error = %e, "policy database not reachable at startup; serving the files and retrying");
-            }
-            Err(e) => return Err(e.to_string()),
-        }
-        Ok(policy)
+            snapshot: settings.snapshot_path(),
+            rules_read: Mutex::new(None),
+            dirty: AtomicBool::new(false),
+            dirty_wake: Notify::new(),
+        })
+    }
+
+    /// True once the database is open (until then every call answers [`StoreError::NotOpen`]).
+    pub fn is_open(&self) -> bool {
+        self.lazy.is_open()
+    }
+
+    /// Which database this is (the SQLite file, or the PostgreSQL server), for logs.
+    pub fn db_name(&self) -> &str {
+        self.lazy.name()
+    }
+
+    /// Notes that the last good copy is behind what is in service.
+    pub(super) fn mark_dirty(&self) {
+        self.dirty.store(true, Ordering::SeqCst);
+        self.dirty_wake.notify_one();
     }
 
     /// The database (the violation log writes and reads through it).
@@ -96,6 +109,7 @@ impl Policy {
         let active = self.store.active_overrides(self.clock.now()).await?;
         let n = active.len();
         self.overrides.publish(OverrideIndex::new(active));
+        self.mark_dirty();
         Ok(n)
     }
 
@@ -107,13 +121,18 @@ impl Policy {
     ) -> Result<StoredOverride, WriteError> {
         let _one = self.writes.lock().await;
         let now = self.clock.now();
-        let active = self.store.active_overrides(now).await?.len();
+        // One COUNT, not a read of every active override.
+        let active = usize::try_from(self.store.count_active_overrides(now).await?)
+            .unwrap_or(usize::MAX);
         if active >= self.max_overrides {
             return Err(WriteError::TooMany(active));
         }
         let id = format!("ov_{:016x}", fastrand::u64(..));
         let stored = self.store.insert_override(&id, &o, who, now).await?;
-        self.refresh().await?;
+        // In service at once; the others are not re-read (the refresh timer does that).
+        self.overrides
+            .publish(self.overrides.load().with(stored.clone(), now));
+        self.mark_dirty();
         Ok(stored)
     }
 
@@ -122,12 +141,22 @@ impl Policy {
         self.store.all_overrides().await
     }
 
+    /// One page of stored overrides (expired ones included), newest first, with one row more
+    /// than the page when another page follows.
+    pub async fn overrides_page(
+        &self,
+        page: &OverridePage,
+    ) -> Result<Vec<StoredOverride>, StoreError> {
+        self.store.overrides_page(page).await
+    }
+
     /// Deletes override `id` and takes it out of service; `false` when there is none.
     pub async fn delete_override(&self, id: &str) -> Result<bool, StoreError> {
         let _one = self.writes.lock().await;
         let found = self.store.delete_override(id).await?;
         if found {
-            self.refresh().await?;
+            self.overrides.publish(self.overrides.load().without(id));
+            self.mark_dirty();
         }
         Ok(found)
     }
@@ -137,9 +166,14 @@ impl Policy {
         self.writes.lock().await
     }
 
-    /// Every rule, by id.
+    /// Every rule, by id (remembered for the last good copy).
     pub async fn rules(&self) -> Result<Vec<Rule>, StoreError> {
-        self.store.rules().await
+        let rules = self.store.rules().await?;
+        let changed = self.rules_read.lock().replace(rules.clone()).as_ref() != Some(&rules);
+        if changed {
+            self.mark_dirty();
+        }
+        Ok(rules)
     }
 
     /// Stores `rule` (under [`Policy::lock_writes`], after checking it compiles).
@@ -161,6 +195,10 @@ impl Policy {
             tokio::select! {
                 _ = &mut stop => return,
                 _ = tokio::time::sleep(wait) => {}
+            }
+            if !self.is_open() {
+                // The opener retries and logs; nothing to re-read yet.
+                continue;
             }
             wait = match self.refresh().await {
                 Ok(_) => interval,

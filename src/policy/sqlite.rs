@@ -9,6 +9,7 @@ use sqlx::Sqlite;
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions};
 
 use super::model::{NewOverride, StoredOverride};
+use super::override_sql::{self, COLUMNS, OverridePage};
 use super::rows::{micros, read_override};
 use super::rules::Rule;
 use super::store::{PolicyStore, StoreError, migrator};
@@ -21,8 +22,6 @@ pub struct SqliteStore {
     pub(super) pool: SqlitePool,
 }
 
-const COLUMNS: &str =
-    "id, domain, descriptor, requests_per_unit, unit, valid_until, reason, created_by, created_at";
 
 impl SqliteStore {
     /// Opens (creating it when missing) and migrates `dir/policy.db`; `dir` is created too.
@@ -91,6 +90,27 @@ impl PolicyStore for SqliteStore {
     async fn all_overrides(&self) -> Result<Vec<StoredOverride>, StoreError> {
         // `? IS NOT NULL` keeps one bind for both queries.
         self.select("WHERE ? IS NOT NULL", 0).await
+    }
+
+    async fn count_active_overrides(&self, now: Timestamp) -> Result<u64, StoreError> {
+        let mut b = override_sql::count_active::<Sqlite>(now);
+        let n: i64 = b.build_query_scalar().fetch_one(&self.pool).await?;
+        Ok(u64::try_from(n).unwrap_or(0))
+    }
+
+    async fn overrides_page(&self, page: &OverridePage) -> Result<Vec<StoredOverride>, StoreError> {
+        let mut b = override_sql::page::<Sqlite>(page);
+        let rows = b.build().fetch_all(&self.pool).await?;
+        rows.iter().map(read_override).collect()
+    }
+
+    async fn delete_overrides_expired_before(
+        &self,
+        before: Timestamp,
+        batch: u32,
+    ) -> Result<u64, StoreError> {
+        let mut b = override_sql::delete_expired::<Sqlite>(before, batch);
+        Ok(b.build().execute(&self.pool).await?.rows_affected())
     }
 
     async fn delete_override(&self, id: &str) -> Result<bool, StoreError> {

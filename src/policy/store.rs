@@ -7,6 +7,7 @@ use async_trait::async_trait;
 use sqlx::migrate::{Migration, MigrationType, Migrator};
 
 use super::model::{NewOverride, StoredOverride};
+use super::override_sql::OverridePage;
 use super::rules::Rule;
 use super::violations::{StoredViolation, ViolationQuery};
 use crate::clock::Timestamp;
@@ -20,6 +21,14 @@ pub enum StoreError {
     /// The schema could not be migrated.
     #[error("policy database migration failed: {0}")]
     Migrate(#[from] sqlx::migrate::MigrateError),
+    /// The database could not be opened (yet): the service retries in the background.
+    #[error("policy database {db} is not open: {why}")]
+    NotOpen {
+        /// Which database (the SQLite file, or `POLICY_DB_URL`).
+        db: String,
+        /// Why the last attempt failed.
+        why: String,
+    },
     /// A stored row that does not read back (edited by hand?).
     #[error("policy database row {id} is invalid: {why}")]
     BadRow {
@@ -47,6 +56,20 @@ pub trait PolicyStore: Send + Sync + std::fmt::Debug + 'static {
 
     /// Every stored override, expired ones included (newest first).
     async fn all_overrides(&self) -> Result<Vec<StoredOverride>, StoreError>;
+
+    /// How many overrides are active at `now` (one `COUNT`, no rows read).
+    async fn count_active_overrides(&self, now: Timestamp) -> Result<u64, StoreError>;
+
+    /// One page of stored overrides, expired ones included, newest first (by creation time,
+    /// then id): at most `page.limit + 1` (the extra one says whether there is a next page).
+    async fn overrides_page(&self, page: &OverridePage) -> Result<Vec<StoredOverride>, StoreError>;
+
+    /// Deletes at most `batch` overrides whose `valid_until` is before `before`; returns how many.
+    async fn delete_overrides_expired_before(
+        &self,
+        before: Timestamp,
+        batch: u32,
+    ) -> Result<u64, StoreError>;
 
     /// Deletes override `id`; `false` when there is none.
     async fn delete_override(&self, id: &str) -> Result<bool, StoreError>;

@@ -11,6 +11,7 @@
 //! [`Reloading::apply`]; rules from the policy database join every round as extra documents
 //! ([`Reloading::set_extra`]).
 
+pub mod clash;
 pub mod reloader;
 pub mod source;
 pub mod task;
@@ -26,6 +27,7 @@ use crate::clock::{Clock, Timestamp};
 use crate::config::{ConfigFile, RateLimitConfig};
 use crate::health::Health;
 
+pub use clash::Clash;
 pub use reloader::{ConfigReloader, ReloadOutcome};
 pub use source::ConfigSource;
 pub use task::{WatchOptions, watch_loop};
@@ -56,6 +58,8 @@ pub struct LoadFailure {
 pub struct ConfigHandle {
     current: ArcSwapOption<Snapshot>,
     last_failure: ArcSwapOption<LoadFailure>,
+    // Policy-database domains the configuration in service left out (a file defines them).
+    clashes: ArcSwapOption<Vec<Clash>>,
     versions: AtomicU64,
     successes: AtomicU64,
     failures: AtomicU64,
@@ -102,6 +106,34 @@ impl ConfigHandle {
         self.last_failure.load_full()
     }
 
+    /// Records the clashes of the configuration just published, logging each new one at WARN.
+    pub fn set_clashes(&self, clashes: Vec<Clash>) {
+        let before = self.clashes();
+        for c in clashes.iter().filter(|c| !before.contains(c)) {
+            tracing::warn!(
+                domain = %c.domain,
+                file = %c.file,
+                policy_rules = %c.rules,
+                "domain defined by both a configuration file and policy database rules: the file \
+                 wins, the rules of this domain are not enforced"
+            );
+        }
+        for c in before.iter().filter(|c| !clashes.contains(c)) {
+            tracing::info!(domain = %c.domain, "policy database rules no longer clash with a file");
+        }
+        self.clashes
+            .store((!clashes.is_empty()).then(|| Arc::new(clashes)));
+    }
+
+    /// The policy-database domains left out of the configuration in service because a file (or
+    /// an xDS push) defines them too.
+    pub fn clashes(&self) -> Vec<Clash> {
+        self.clashes
+            .load_full()
+            .map(|c| (*c).clone())
+            .unwrap_or_default()
+    }
+
     /// Successful loads so far (`config_load_success`).
     pub fn load_successes(&self) -> u64 {
         self.successes.load(Ordering::Relaxed)
@@ -136,6 +168,11 @@ impl Reloading {
             health,
             clock,
         }
+    }
+
+    /// The service's health, which reload rounds and the policy database report to.
+    pub fn health(&self) -> &Arc<Health> {
+        &self.health
     }
 
     /// What to watch for changes.

@@ -11,6 +11,7 @@ use crate::clock::Timestamp;
 use crate::config::ConfigFile;
 
 use super::ConfigHandle;
+use super::clash;
 use super::source::ConfigSource;
 
 /// What a reload round did.
@@ -121,17 +122,23 @@ impl ConfigReloader {
         files: Vec<ConfigFile>,
         now: Timestamp,
     ) -> Result<ReloadOutcome, String> {
-        let compiled = if self.extra.is_empty() {
-            self.source.compile(&files)
+        let (compiled, clashes) = if self.extra.is_empty() {
+            (self.source.compile(&files), Vec::new())
         } else {
+            let (kept, clashes) = if self.source.merges_domains() {
+                (self.extra.clone(), Vec::new())
+            } else {
+                clash::split(&files, &self.extra)
+            };
             let mut all = files.clone();
-            all.extend_from_slice(&self.extra);
-            self.source.compile(&all)
+            all.extend(kept);
+            (self.source.compile(&all), clashes)
         };
         match compiled {
             Ok(config) => {
                 let domains = config.domain_count();
                 let version = self.handle.publish(config, now);
+                self.handle.set_clashes(clashes);
                 self.handle.clear_failure();
                 self.applied = Some(files);
                 self.failed = None;

@@ -71,6 +71,11 @@ impl ConfigSource {
         }
     }
 
+    /// True with `MERGE_DOMAIN_CONFIG`: documents of one domain merge instead of clashing.
+    pub fn merges_domains(&self) -> bool {
+        self.options.merge_domains
+    }
+
     /// Parses, validates and compiles `files`; the error lists every problem, one per line.
     pub fn compile(&self, files: &[ConfigFile]) -> Result<RateLimitConfig, String> {
         config::compile(files, &self.options).map_err(|e| e.to_string())

@@ -1,14 +1,19 @@
-//! `POST /v1/overrides` (201 `{"id"}`), `GET /v1/overrides[?domain=]`, `GET /v1/overrides/{id}`
+//! `POST /v1/overrides` (201 `{"id"}`), `GET /v1/overrides[?domain=&limit=&cursor=]` (a page,
+//! newest first, with `next_cursor` like `/v1/violations`), `GET /v1/overrides/{id}`
 //! (404 when unknown), `DELETE /v1/overrides/{id}` (204).
 //! Every change is logged with the token's name and what changed.
+
+use std::collections::HashMap;
 
 use axum::body::Bytes;
 use axum::extract::{Path, Query, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 
-use super::{AdminState, invalid, json, listed, not_found, one, unavailable};
+use super::{AdminState, invalid, json, not_found, one, unavailable};
 use crate::policy::FieldError;
+use crate::policy::override_sql::OverridePage;
+use crate::policy::violations::Cursor;
 use crate::policy::input::parse_override;
 use crate::policy::runtime::WriteError;
 
@@ -42,29 +47,34 @@ pub async fn create(State(s): State<AdminState>, headers: HeaderMap, body: Bytes
     }
 }
 
-/// The filters of `GET /v1/overrides`.
-#[derive(Debug, serde::Deserialize)]
-pub struct ListQuery {
-    /// Only the overrides of this domain.
-    domain: Option<String>,
-}
-
-/// Lists every stored override (of `?domain=` when given), expired ones with `"active": false`.
+/// One page of stored overrides (of `?domain=` when given), newest first, expired ones with
+/// `"active": false`; `next_cursor` is set when more follow (`?limit=`, default 100, at most 1000).
 pub async fn list(
     State(s): State<AdminState>,
     headers: HeaderMap,
-    Query(q): Query<ListQuery>,
+    Query(params): Query<HashMap<String, String>>,
 ) -> Response {
     let policy = match s.admit(&headers) {
         Ok((_, p)) => p,
         Err(refused) => return *refused,
     };
+    let page = match OverridePage::parse(&params) {
+        Ok(page) => page,
+        Err(errors) => return invalid(&errors),
+    };
+    let mut rows = match policy.overrides_page(&page).await {
+        Ok(rows) => rows,
+        Err(e) => return unavailable(e),
+    };
+    let next = page.next_cursor(&mut rows, |o| Cursor {
+        at: o.created_at,
+        id: o.id.clone(),
+    });
     let now = policy.clock().now();
-    listed(
-        policy.list_overrides().await,
-        "overrides",
-        |o| q.domain.as_ref().is_none_or(|d| *d == o.spec.domain),
-        |o| o.to_json(now),
+    let items: Vec<_> = rows.iter().map(|o| o.to_json(now)).collect();
+    json(
+        StatusCode::OK,
+        serde_json::json!({ "overrides": items, "next_cursor": next }),
     )
 }
 

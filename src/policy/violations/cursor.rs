@@ -1,8 +1,45 @@
 //! The opaque cursor of `GET /v1/violations`: the position (time, id) of the last record of a
 //! page, hex-encoded so that clients treat it as a token. The next page starts strictly after it
 //! in newest-first order, so pages neither repeat nor skip records written meanwhile behind it.
+//! `GET /v1/overrides` pages the same way, on (creation time, id).
+
+use std::collections::HashMap;
 
 use crate::clock::Timestamp;
+use crate::policy::model::FieldError;
+
+/// Records per page unless `limit` says otherwise.
+pub const DEFAULT_LIMIT: u32 = 100;
+/// The largest `limit` accepted: a page stays a bounded read.
+pub const MAX_LIMIT: u32 = 1000;
+
+/// The paging parameters of a listing, `limit` (1 to [`MAX_LIMIT`], default [`DEFAULT_LIMIT`])
+/// and `cursor` (a previous page's `next_cursor`); each invalid one is added to `errors`.
+pub fn page_params(
+    params: &HashMap<String, String>,
+    errors: &mut Vec<FieldError>,
+) -> (u32, Option<Cursor>) {
+    let limit = match params.get("limit") {
+        None => DEFAULT_LIMIT,
+        Some(v) => match v.parse::<u32>() {
+            Ok(n) if (1..=MAX_LIMIT).contains(&n) => n,
+            _ => {
+                let msg = format!("'{v}' is not a whole number from 1 to {MAX_LIMIT}");
+                errors.push(FieldError::new("limit", msg));
+                DEFAULT_LIMIT
+            }
+        },
+    };
+    let after = params.get("cursor").filter(|c| !c.is_empty()).and_then(|c| {
+        let parsed = Cursor::decode(c);
+        if parsed.is_none() {
+            let msg = "not a cursor returned as next_cursor by this endpoint";
+            errors.push(FieldError::new("cursor", msg));
+        }
+        parsed
+    });
+    (limit, after)
+}
 
 /// Where a page ended.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -3,15 +3,11 @@
 
 use std::collections::HashMap;
 
-use super::cursor::Cursor;
+pub use super::cursor::{DEFAULT_LIMIT, MAX_LIMIT};
+use super::cursor::{Cursor, page_params};
 use crate::clock::Timestamp;
 use crate::policy::input::parse_rfc3339;
 use crate::policy::model::FieldError;
-
-/// Records per page unless `limit` says otherwise.
-pub const DEFAULT_LIMIT: u32 = 100;
-/// The largest `limit` accepted: a page stays a bounded read.
-pub const MAX_LIMIT: u32 = 1000;
 
 /// Which violations to read, newest first.
 #[derive(Debug, Clone, PartialEq, Default)]
@@ -59,25 +55,7 @@ impl ViolationQuery {
             t
         };
         let (since, until) = (time("since"), time("until"));
-        let limit = match params.get("limit") {
-            None => DEFAULT_LIMIT,
-            Some(v) => match v.parse::<u32>() {
-                Ok(n) if (1..=MAX_LIMIT).contains(&n) => n,
-                _ => {
-                    let msg = format!("'{v}' is not a whole number from 1 to {MAX_LIMIT}");
-                    errors.push(FieldError::new("limit", msg));
-                    DEFAULT_LIMIT
-                }
-            },
-        };
-        let after = text("cursor").and_then(|c| {
-            let parsed = Cursor::decode(&c);
-            if parsed.is_none() {
-                let msg = "not a cursor returned as next_cursor by this endpoint";
-                errors.push(FieldError::new("cursor", msg));
-            }
-            parsed
-        });
+        let (limit, after) = page_params(params, &mut errors);
         if let (Some(s), Some(u)) = (since, until)
             && s >= u
         {

@@ -12,6 +12,7 @@ use super::{Pending, StoredViolation, Violation};
 use crate::clock::Clock;
 use crate::metrics::Metrics;
 use crate::policy::PolicyStore;
+use crate::policy::purge::{Table, retention_loop};
 
 /// Where [`run`] writes.
 #[derive(Debug, Clone)]
@@ -120,10 +121,6 @@ fn count(sinks: &Sinks, written: u64, dropped: u64) {
     }
 }
 
-/// Rows deleted per statement, and statements per round at most (so one round is bounded).
-const DELETE_BATCH: u32 = 1000;
-const MAX_DELETES_PER_ROUND: usize = 1000;
-
 /// Every `interval` until `stop`, deletes the records older than `days` by `clock`, in batches.
 pub async fn retention(
     db: Arc<dyn PolicyStore>,
@@ -131,35 +128,7 @@ pub async fn retention(
     (days, interval): (u32, Duration),
     stop: impl Future<Output = ()>,
 ) {
-    tokio::pin!(stop);
     let keep = Duration::from_secs(u64::from(days) * 86_400);
-    loop {
-        tokio::select! {
-            _ = &mut stop => return,
-            _ = tokio::time::sleep(interval) => {}
-        }
-        let now = clock.now();
-        let Some(before) = now.as_micros().checked_sub(keep.as_micros() as u64) else {
-            continue;
-        };
-        let before = crate::clock::Timestamp::from_micros(before);
-        let mut deleted = 0;
-        for _ in 0..MAX_DELETES_PER_ROUND {
-            match db.delete_violations_before(before, DELETE_BATCH).await {
-                Ok(n) => {
-                    deleted += n;
-                    if n < u64::from(DELETE_BATCH) {
-                        break;
-                    }
-                }
-                Err(e) => {
-                    tracing::warn!(error = %e, "violation log: retention delete failed; next round retries");
-                    break;
-                }
-            }
-        }
-        if deleted > 0 {
-            tracing::info!(deleted, days, "violation log: old records deleted");
-        }
-    }
+    let every = (Table::Violations, keep, interval);
+    retention_loop(db, clock, every, stop).await;
 }
