@@ -126,15 +126,16 @@ mod tests {
         }
         let clock = ManualClock::new(Timestamp::from_secs(500));
         let keep = Duration::from_secs(600);
-        let purge = |c: &ManualClock| retention_round(&db, c, Table::ExpiredOverrides, keep);
+        let table = Table::ExpiredOverrides;
         // ov_a expired at 200, but 500 - 600 is before the epoch: nothing is old enough.
-        assert_eq!(purge(&clock).await.unwrap(), 0);
+        assert_eq!(retention_round(&db, &clock, table, keep).await.unwrap(), 0);
         clock.set(Timestamp::from_secs(800));
-        assert_eq!(purge(&clock).await.unwrap(), 0, "ov_a expired 600 s ago, not more");
+        let n = retention_round(&db, &clock, table, keep).await.unwrap();
+        assert_eq!(n, 0, "ov_a expired 600 s ago, not more");
         clock.set(Timestamp::from_secs(801));
-        assert_eq!(purge(&clock).await.unwrap(), 1);
+        assert_eq!(retention_round(&db, &clock, table, keep).await.unwrap(), 1);
         clock.set(Timestamp::from_secs(4_000));
-        assert_eq!(purge(&clock).await.unwrap(), 1);
+        assert_eq!(retention_round(&db, &clock, table, keep).await.unwrap(), 1);
         let left: Vec<_> = db.all_overrides().await.unwrap();
         assert_eq!(left.iter().map(|o| o.id.as_str()).collect::<Vec<_>>(), ["ov_c"]);
     }

@@ -38,7 +38,18 @@ pub async fn call(
     token: Option<&str>,
     body: Option<Value>,
 ) -> (u16, Value) {
-    let mut req = s.http.request(method, s.admin_url(path));
+    call_url(&s.http, method, &s.admin_url(path), token, body).await
+}
+
+/// As [`call`], on the admin API at `url` (a spawned binary's).
+pub async fn call_url(
+    http: &reqwest::Client,
+    method: Method,
+    url: &str,
+    token: Option<&str>,
+    body: Option<Value>,
+) -> (u16, Value) {
+    let mut req = http.request(method, url);
     if let Some(t) = token {
         req = req.bearer_auth(t);
     }

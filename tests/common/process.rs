@@ -16,6 +16,8 @@ pub struct Spawned {
     pub admin_addr: String,
     /// The parsed JSON "listening" log line.
     pub log: serde_json::Value,
+    /// The stderr lines written before it (startup).
+    pub startup: Vec<String>,
     /// Every later stderr line, as the binary writes it.
     pub lines: std::sync::mpsc::Receiver<String>,
 }
@@ -42,6 +44,7 @@ pub fn spawn(env: &[(String, String)]) -> Spawned {
         }
     });
     let watch = Stopwatch::start();
+    let mut startup = Vec::new();
     while let Some(left) = Duration::from_secs(30).checked_sub(watch.elapsed()) {
         let Ok(line) = rx.recv_timeout(left) else {
             break;
@@ -56,9 +59,11 @@ pub fn spawn(env: &[(String, String)]) -> Spawned {
                 admin_addr: field("admin_addr"),
                 child,
                 log: v,
+                startup,
                 lines: rx,
             };
         }
+        startup.push(line);
     }
     let _ = child.kill();
     let _ = child.wait();
