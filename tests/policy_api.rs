@@ -73,7 +73,7 @@ async fn overrides_are_read_by_id_and_by_domain_on_the_admin_listener_only() {
         None,
     )
     .await;
-    assert_eq!(none, json!({"overrides": []}));
+    assert_eq!(none, json!({"overrides": [], "next_cursor": null}));
 
     // The debug port (0.0.0.0 by default, as in Go) does not serve the API.
     let debug = s
@@ -107,7 +107,7 @@ async fn requests_without_the_right_token_are_refused() {
     let (status, list) = call(&s, Method::GET, "/v1/overrides", Some(TOKEN), None).await;
     assert_eq!(
         (status, list),
-        (200, json!({"overrides": []})),
+        (200, json!({"overrides": [], "next_cursor": null})),
         "nothing was written"
     );
     s.shutdown().await;
@@ -157,7 +157,7 @@ async fn invalid_input_gets_422_with_every_error_and_changes_nothing() {
     assert_eq!(status, 422);
     assert_eq!(json["errors"][0]["field"], "valid_until");
     let (_, list) = call(&s, Method::GET, "/v1/overrides", Some(TOKEN), None).await;
-    assert_eq!(list, json!({"overrides": []}));
+    assert_eq!(list, json!({"overrides": [], "next_cursor": null}));
     let missing = call(
         &s,
         Method::DELETE,
@@ -205,7 +205,7 @@ async fn concurrent_writers_all_land_and_the_cap_holds() {
 }
 
 #[tokio::test]
-async fn an_unusable_data_directory_turns_the_policy_api_off_and_files_still_serve() {
+async fn an_unusable_data_directory_makes_the_service_not_ready_and_files_still_serve() {
     let parent = tempfile::tempdir().unwrap();
     // A regular file where the directory should be: no user, root included, can create it.
     let blocker = parent.path().join("not-a-dir");
@@ -214,15 +214,12 @@ async fn an_unusable_data_directory_turns_the_policy_api_off_and_files_still_ser
     let s = common::policy::start(&data, &[]).await;
     let r = s.rl("api", &[&[("client_key", "user:1")]]).await;
     assert_eq!(st(&r, 0).0, Code::Ok);
+    assert!(!s.running().health.is_healthy(), "not ready without its database");
     let (status, json) = call(&s, Method::GET, "/v1/overrides", Some(TOKEN), None).await;
     assert_eq!(status, 503);
-    assert!(
-        json["error"]
-            .as_str()
-            .unwrap()
-            .starts_with("the policy API is off"),
-        "{json}"
-    );
+    let error = json["error"].as_str().unwrap();
+    let db = data.join("policy.db").display().to_string();
+    assert!(error.contains(&db) && error.contains("is not open"), "{json}");
     let (status, _) = call(
         &s,
         Method::POST,

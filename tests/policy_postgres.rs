@@ -133,30 +133,34 @@ async fn a_database_down_at_startup_is_picked_up_once_it_answers() {
     let mut pg = Postgres::start();
     let url = pg.url();
     let unused = tempfile::tempdir().unwrap();
-    let env = [("POLICY_DB_URL", url.as_str())];
+    // The open retry's backoff is capped at the refresh interval.
+    let env = [("POLICY_DB_URL", url.as_str()), ("POLICY_REFRESH_INTERVAL", "2s")];
     let first = common::policy::start(unused.path(), &env).await;
     let id = create(&first, "user:42", 5, "1970-01-01T00:30:00Z").await;
     first.shutdown().await;
     pg.kill();
 
-    // Down at startup: the service starts at once on its files and the API answers 503.
+    // Down at startup: the service starts at once, not ready, enforcing the last good copy the
+    // first instance wrote; the API answers 503.
     let s = common::policy::start(unused.path(), &env).await;
+    assert!(!s.running().health.is_healthy());
     assert_eq!(
         limit_name(&s, "api", "user:42").await,
-        Some((2, String::new()))
+        Some((5, format!("override:{id}")))
     );
     let (status, body) = call(&s, Method::GET, "/v1/overrides", Some(TOKEN), None).await;
     assert_eq!(status, 503, "{body}");
 
     pg.restart();
-    // The notification listener reconnects with backoff (1 s, 2 s, 4 s, ...) and re-reads.
-    let want = Some((5, format!("override:{id}")));
-    let seen = within(Duration::from_secs(20), || async {
-        limit_name(&s, "api", "user:42").await == want
+    // The opener retries with backoff (1 s, doubling up to POLICY_REFRESH_INTERVAL), then reads
+    // the database and turns ready.
+    let ready = within(Duration::from_secs(20), || async {
+        s.running().health.is_healthy()
     });
-    assert!(
-        seen.await,
-        "the stored override is in service once the database answers"
+    assert!(ready.await, "ready once the database answers");
+    assert_eq!(
+        limit_name(&s, "api", "user:42").await,
+        Some((5, format!("override:{id}")))
     );
     let (status, body) = call(
         &s,

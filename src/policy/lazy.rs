@@ -52,6 +52,11 @@ impl LazyStore {
         *self.why.lock() = why;
     }
 
+    /// Why the latest attempt to open failed.
+    pub fn failure(&self) -> String {
+        self.why.lock().clone()
+    }
+
     fn get(&self) -> Result<&Arc<dyn PolicyStore>, StoreError> {
         self.open.get().ok_or_else(|| StoreError::NotOpen {
             db: self.db.clone(),

@@ -42,8 +42,17 @@ pub struct Restored {
 }
 
 impl Policy {
-    /// Opens the backend and puts its active overrides in service; `Err` says why it could not.
+    /// Opens the backend and puts its active overrides in service; `Err` says why it could not
+    /// (and is what API calls answer with until it opens).
     pub async fn try_open(&self, settings: &PolicySettings) -> Result<(), String> {
+        let opened = self.open_backend(settings).await;
+        if let Err(why) = &opened {
+            self.lazy.set_failure(why.clone());
+        }
+        opened
+    }
+
+    async fn open_backend(&self, settings: &PolicySettings) -> Result<(), String> {
         let store: Arc<dyn PolicyStore> = match &settings.db_url {
             Some(url) => Arc::new(PgStore::open(&url.0).map_err(|e| e.to_string())?),
             None => Arc::new(
@@ -73,7 +82,8 @@ impl Policy {
     ) -> bool {
         tokio::pin!(stop);
         let mut wait = Duration::from_secs(1).min(max);
-        let mut last_reason = String::new();
+        // The first failure was logged at ERROR by the caller.
+        let mut last_reason = self.lazy.failure();
         loop {
             tokio::select! {
                 _ = &mut stop => return false,
@@ -85,7 +95,6 @@ impl Policy {
                     if why != last_reason {
                         tracing::warn!(db = self.db_name(), reason = %why, "policy database still cannot be opened; retrying");
                     }
-                    self.lazy.set_failure(why.clone());
                     last_reason = why;
                 }
             }
