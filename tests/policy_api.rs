@@ -214,12 +214,18 @@ async fn an_unusable_data_directory_makes_the_service_not_ready_and_files_still_
     let s = common::policy::start(&data, &[]).await;
     let r = s.rl("api", &[&[("client_key", "user:1")]]).await;
     assert_eq!(st(&r, 0).0, Code::Ok);
-    assert!(!s.running().health.is_healthy(), "not ready without its database");
+    assert!(
+        !s.running().health.is_healthy(),
+        "not ready without its database"
+    );
     let (status, json) = call(&s, Method::GET, "/v1/overrides", Some(TOKEN), None).await;
     assert_eq!(status, 503);
     let error = json["error"].as_str().unwrap();
     let db = data.join("policy.db").display().to_string();
-    assert!(error.contains(&db) && error.contains("is not open"), "{json}");
+    assert!(
+        error.contains(&db) && error.contains("is not open"),
+        "{json}"
+    );
     let (status, _) = call(
         &s,
         Method::POST,

@@ -54,7 +54,14 @@ async fn paging_walks_every_override_exactly_once_newest_first() {
     assert_eq!(seen.iter().collect::<HashSet<_>>().len(), 7, "no repeats");
     assert_eq!(seen.iter().collect::<HashSet<_>>(), ids.iter().collect());
     assert_eq!(seen[0], ids[6], "newest first");
-    let (status, errors) = call(&s, Method::GET, "/v1/overrides?limit=1001", Some(TOKEN), None).await;
+    let (status, errors) = call(
+        &s,
+        Method::GET,
+        "/v1/overrides?limit=1001",
+        Some(TOKEN),
+        None,
+    )
+    .await;
     assert_eq!(status, 422, "{errors}");
     assert_eq!(errors["errors"][0]["field"], "limit");
     s.shutdown().await;
@@ -113,7 +120,11 @@ async fn a_file_that_defines_a_rules_domain_loads_and_the_clash_is_reported() {
     assert_eq!(clashes[0].domain, "web");
     assert!(clashes[0].file.ends_with("web.yaml"), "{clashes:?}");
     assert_eq!(clashes[0].rules, "policy-db/web");
-    assert_eq!(s.running().config.load_failures(), 0, "the reload did not fail");
+    assert_eq!(
+        s.running().config.load_failures(),
+        0,
+        "the reload did not fail"
+    );
     let r = s.rl("api", &[&[("client_key", "x")]]).await;
     assert_eq!(st(&r, 0).0, Code::Ok);
     // The file goes again: the rule is back in service and the clash is gone.

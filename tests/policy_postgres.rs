@@ -134,7 +134,10 @@ async fn a_database_down_at_startup_is_picked_up_once_it_answers() {
     let url = pg.url();
     let unused = tempfile::tempdir().unwrap();
     // The open retry's backoff is capped at the refresh interval.
-    let env = [("POLICY_DB_URL", url.as_str()), ("POLICY_REFRESH_INTERVAL", "2s")];
+    let env = [
+        ("POLICY_DB_URL", url.as_str()),
+        ("POLICY_REFRESH_INTERVAL", "2s"),
+    ];
     let first = common::policy::start(unused.path(), &env).await;
     let id = create(&first, "user:42", 5, "1970-01-01T00:30:00Z").await;
     first.shutdown().await;

@@ -111,7 +111,9 @@ async fn open_or_restore(
             match reloading.set_extra(to_files(&rules)).await {
                 Ok(_) => Some(rules),
                 Err(e) => {
-                    tracing::error!("the last good copy's rules do not compile with the files; not applied:\n{e}");
+                    tracing::error!(
+                        "the last good copy's rules do not compile with the files; not applied:\n{e}"
+                    );
                     None
                 }
             }
@@ -131,7 +133,10 @@ async fn open_or_restore(
     let (changed, stop) = (changed.clone(), stopped(stop.clone()));
     tasks.spawn(async move {
         if p.reopen_loop(&policy, policy.refresh_interval, stop).await {
-            tracing::info!(db = p.db_name(), "policy database open: its overrides and rules are enforced; ready");
+            tracing::info!(
+                db = p.db_name(),
+                "policy database open: its overrides and rules are enforced; ready"
+            );
             health.set_policy_db_ready(true).await;
             changed.notify_one();
         }

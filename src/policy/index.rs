@@ -194,10 +194,16 @@ mod tests {
         // Added in place: newest first, the expired one of the same descriptor dropped.
         let added = index.with(ov("newer", &[("k", "v")], 300), at(150));
         assert_eq!(added.len(), 3);
-        assert_eq!(added.find("api", &[E("k", "v")], at(150)).unwrap().id, "newer");
+        assert_eq!(
+            added.find("api", &[E("k", "v")], at(150)).unwrap().id,
+            "newer"
+        );
         let removed = added.without("newer");
         assert_eq!(removed.len(), 2);
-        assert_eq!(removed.find("api", &[E("k", "v")], at(150)).unwrap().id, "old");
+        assert_eq!(
+            removed.find("api", &[E("k", "v")], at(150)).unwrap().id,
+            "old"
+        );
         assert_eq!(index.len(), 3, "the index in service is untouched");
     }
 }

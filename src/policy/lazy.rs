@@ -98,7 +98,9 @@ impl PolicyStore for LazyStore {
         before: Timestamp,
         batch: u32,
     ) -> Result<u64, StoreError> {
-        self.get()?.delete_overrides_expired_before(before, batch).await
+        self.get()?
+            .delete_overrides_expired_before(before, batch)
+            .await
     }
 
     async fn delete_override(&self, id: &str) -> Result<bool, StoreError> {

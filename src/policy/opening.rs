@@ -111,7 +111,11 @@ impl Policy {
         let read = tokio::task::spawn_blocking(move || snapshot::read(&path));
         let c = read.await.map_err(|e| e.to_string())??;
         let now = self.clock().now();
-        let active: Vec<_> = c.overrides.into_iter().filter(|o| o.active_at(now)).collect();
+        let active: Vec<_> = c
+            .overrides
+            .into_iter()
+            .filter(|o| o.active_at(now))
+            .collect();
         let overrides = active.len();
         self.overrides.publish(OverrideIndex::new(active));
         Ok(Restored {

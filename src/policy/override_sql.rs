@@ -56,7 +56,11 @@ impl OverridePage {
 
     /// The cursor of the page after `rows` (read with one row more than a page), and `rows`
     /// cut to the page.
-    pub fn next_cursor<T>(&self, rows: &mut Vec<T>, at_id: impl Fn(&T) -> Cursor) -> Option<String> {
+    pub fn next_cursor<T>(
+        &self,
+        rows: &mut Vec<T>,
+        at_id: impl Fn(&T) -> Cursor,
+    ) -> Option<String> {
         let more = rows.len() > self.limit as usize;
         rows.truncate(self.limit as usize);
         rows.last().filter(|_| more).map(|r| at_id(r).encode())
@@ -131,7 +135,12 @@ mod tests {
     fn paging_parameters_default_and_refuse_what_they_do_not_know() {
         let p = parse(&[]).unwrap();
         assert_eq!((p.limit, p.domain, p.after), (100, None, None));
-        assert_eq!(parse(&[("domain", "api"), ("limit", "1000")]).unwrap().limit, 1000);
+        assert_eq!(
+            parse(&[("domain", "api"), ("limit", "1000")])
+                .unwrap()
+                .limit,
+            1000
+        );
         let errors = parse(&[("limit", "0"), ("cursor", "zz"), ("sort", "id")]).unwrap_err();
         let fields: Vec<_> = errors.iter().map(|e| e.field.as_str()).collect();
         assert_eq!(fields, ["sort", "limit", "cursor"]);

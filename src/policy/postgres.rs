@@ -32,7 +32,6 @@ pub struct PgStore {
     migrated: tokio::sync::OnceCell<()>,
 }
 
-
 impl PgStore {
     /// A store on `url` without connecting yet (only a malformed URL fails here); the first
     /// call that reaches the database migrates it (the migrator's advisory lock serialises
@@ -118,7 +117,10 @@ impl PolicyStore for PgStore {
 
     async fn count_active_overrides(&self, now: Timestamp) -> Result<u64, StoreError> {
         let mut b = override_sql::count_active::<Postgres>(now);
-        let n: i64 = b.build_query_scalar().fetch_one(self.ready().await?).await?;
+        let n: i64 = b
+            .build_query_scalar()
+            .fetch_one(self.ready().await?)
+            .await?;
         Ok(u64::try_from(n).unwrap_or(0))
     }
 
@@ -134,7 +136,10 @@ impl PolicyStore for PgStore {
         batch: u32,
     ) -> Result<u64, StoreError> {
         let mut b = override_sql::delete_expired::<Postgres>(before, batch);
-        Ok(b.build().execute(self.ready().await?).await?.rows_affected())
+        Ok(b.build()
+            .execute(self.ready().await?)
+            .await?
+            .rows_affected())
     }
 
     async fn delete_override(&self, id: &str) -> Result<bool, StoreError> {

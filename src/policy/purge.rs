@@ -122,7 +122,9 @@ mod tests {
         let db = SqliteStore::open(dir.path()).await.unwrap();
         let t = Timestamp::from_secs(100);
         for (id, until) in [("ov_a", 200), ("ov_b", 1_000), ("ov_c", 5_000)] {
-            db.insert_override(id, &spec(until), "ops", t).await.unwrap();
+            db.insert_override(id, &spec(until), "ops", t)
+                .await
+                .unwrap();
         }
         let clock = ManualClock::new(Timestamp::from_secs(500));
         let keep = Duration::from_secs(600);
@@ -137,6 +139,9 @@ mod tests {
         clock.set(Timestamp::from_secs(4_000));
         assert_eq!(retention_round(&db, &clock, table, keep).await.unwrap(), 1);
         let left: Vec<_> = db.all_overrides().await.unwrap();
-        assert_eq!(left.iter().map(|o| o.id.as_str()).collect::<Vec<_>>(), ["ov_c"]);
+        assert_eq!(
+            left.iter().map(|o| o.id.as_str()).collect::<Vec<_>>(),
+            ["ov_c"]
+        );
     }
 }

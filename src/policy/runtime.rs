@@ -122,8 +122,8 @@ impl Policy {
         let _one = self.writes.lock().await;
         let now = self.clock.now();
         // One COUNT, not a read of every active override.
-        let active = usize::try_from(self.store.count_active_overrides(now).await?)
-            .unwrap_or(usize::MAX);
+        let active =
+            usize::try_from(self.store.count_active_overrides(now).await?).unwrap_or(usize::MAX);
         if active >= self.max_overrides {
             return Err(WriteError::TooMany(active));
         }

@@ -22,7 +22,6 @@ pub struct SqliteStore {
     pub(super) pool: SqlitePool,
 }
 
-
 impl SqliteStore {
     /// Opens (creating it when missing) and migrates `dir/policy.db`; `dir` is created too.
     pub async fn open(dir: &Path) -> Result<SqliteStore, StoreError> {

@@ -68,7 +68,10 @@ mod tests {
 
     #[test]
     fn a_rule_domain_a_file_defines_is_left_out_and_named() {
-        let files = [file("api.yaml", "domain: api\ndescriptors: []\n"), file("bad.yaml", ": :")];
+        let files = [
+            file("api.yaml", "domain: api\ndescriptors: []\n"),
+            file("bad.yaml", ": :"),
+        ];
         let extra = [
             file("policy-db/api", r#"{"domain":"api","descriptors":[]}"#),
             file("policy-db/web", r#"{"domain":"web","descriptors":[]}"#),

@@ -73,12 +73,20 @@ pub(super) fn from_vars(v: &Vars) -> Result<PolicySettings, SettingsError> {
             Duration::from_secs(7 * 86_400),
             parse::go_duration,
         )?,
-        purge_interval: v.parse("POLICY_PURGE_INTERVAL", Duration::from_secs(3600), above_zero)?,
+        purge_interval: v.parse(
+            "POLICY_PURGE_INTERVAL",
+            Duration::from_secs(3600),
+            above_zero,
+        )?,
         data_dir,
         db_url: nonempty("POLICY_DB_URL").map(Secret),
         admin_token: nonempty("ADMIN_TOKEN").map(Secret),
         admin_token_file: nonempty("ADMIN_TOKEN_FILE").map(PathBuf::from),
-        refresh_interval: v.parse("POLICY_REFRESH_INTERVAL", Duration::from_secs(30), above_zero)?,
+        refresh_interval: v.parse(
+            "POLICY_REFRESH_INTERVAL",
+            Duration::from_secs(30),
+            above_zero,
+        )?,
         max_overrides: v.parse("POLICY_MAX_OVERRIDES", 10_000, |s| {
             parse::uint_in(s, 1, 1_000_000).map(|n| n as usize)
         })?,
@@ -126,6 +134,10 @@ mod tests {
                 .contains("POLICY_REFRESH_INTERVAL")
         );
         let bad = Settings::from_env([("POLICY_PURGE_INTERVAL".into(), "0s".into())]);
-        assert!(bad.unwrap_err().to_string().contains("POLICY_PURGE_INTERVAL"));
+        assert!(
+            bad.unwrap_err()
+                .to_string()
+                .contains("POLICY_PURGE_INTERVAL")
+        );
     }
 }

@@ -12,10 +12,10 @@ use axum::response::{IntoResponse, Response};
 
 use super::{AdminState, invalid, json, not_found, one, unavailable};
 use crate::policy::FieldError;
-use crate::policy::override_sql::OverridePage;
-use crate::policy::violations::Cursor;
 use crate::policy::input::parse_override;
+use crate::policy::override_sql::OverridePage;
 use crate::policy::runtime::WriteError;
+use crate::policy::violations::Cursor;
 
 /// Creates an override; it is in service on this instance when the answer is sent.
 pub async fn create(State(s): State<AdminState>, headers: HeaderMap, body: Bytes) -> Response {

@@ -30,14 +30,17 @@ pub fn page_params(
             }
         },
     };
-    let after = params.get("cursor").filter(|c| !c.is_empty()).and_then(|c| {
-        let parsed = Cursor::decode(c);
-        if parsed.is_none() {
-            let msg = "not a cursor returned as next_cursor by this endpoint";
-            errors.push(FieldError::new("cursor", msg));
-        }
-        parsed
-    });
+    let after = params
+        .get("cursor")
+        .filter(|c| !c.is_empty())
+        .and_then(|c| {
+            let parsed = Cursor::decode(c);
+            if parsed.is_none() {
+                let msg = "not a cursor returned as next_cursor by this endpoint";
+                errors.push(FieldError::new("cursor", msg));
+            }
+            parsed
+        });
     (limit, after)
 }
 

@@ -3,8 +3,8 @@
 
 use std::collections::HashMap;
 
-pub use super::cursor::{DEFAULT_LIMIT, MAX_LIMIT};
 use super::cursor::{Cursor, page_params};
+pub use super::cursor::{DEFAULT_LIMIT, MAX_LIMIT};
 use crate::clock::Timestamp;
 use crate::policy::input::parse_rfc3339;
 use crate::policy::model::FieldError;
