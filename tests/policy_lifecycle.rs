@@ -100,7 +100,11 @@ async fn expired_overrides_are_purged_once_the_retention_passed_on_the_service_c
 #[tokio::test]
 async fn a_file_that_defines_a_rules_domain_loads_and_the_clash_is_reported() {
     let data = tempfile::tempdir().unwrap();
-    let s = common::policy::start(data.path(), &[]).await;
+    let env = [
+        ("USE_PROMETHEUS", "true"),
+        ("PROMETHEUS_ADDR", "127.0.0.1:0"),
+    ];
+    let s = common::policy::start(data.path(), &env).await;
     let rule = json!({
         "domain": "web",
         "descriptor": [{"key": "client_key", "value": "v"}],
@@ -131,5 +135,18 @@ async fn a_file_that_defines_a_rules_domain_loads_and_the_clash_is_reported() {
     std::fs::remove_file(s.dir.path().join("web.yaml")).unwrap();
     wait_limit(&s, "web", "client_key", Some(7)).await;
     assert!(s.running().config.clashes().is_empty());
+    assert_eq!(shadowed(&s).await, 0);
     s.shutdown().await;
+}
+
+/// `ratelimitd_policy_rules_shadowed` as Prometheus exports it.
+async fn shadowed(s: &common::TestServer) -> u64 {
+    let addr = s.running().metrics_addr.expect("Prometheus listens");
+    let url = format!("http://{addr}/metrics");
+    let text = s.http.get(url).send().await.unwrap().text().await.unwrap();
+    let line = text
+        .lines()
+        .find(|l| l.starts_with("ratelimitd_policy_rules_shadowed "))
+        .unwrap_or_else(|| panic!("no gauge in {text}"));
+    line.rsplit(' ').next().unwrap().parse().unwrap()
 }

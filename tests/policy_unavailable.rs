@@ -2,7 +2,8 @@
 //! corrupt, or that cannot be opened at all (a directory where the file should be), at startup.
 //! The binary says so at ERROR naming the file and what it means, is not ready (`/healthcheck`
 //! 500), keeps enforcing the stored override from the last good copy (2 stays 2, not the
-//! file's 200), and once the good database is back it opens it without a restart and turns ready.
+//! file's 200) and the stored rule, and once the good database is back it opens it without a
+//! restart and turns ready.
 
 mod common;
 
@@ -48,17 +49,23 @@ async fn health(http: &reqwest::Client, bin: &Spawned) -> u16 {
 /// (code, requests_per_unit, limit name) of one hit for `client_key=user:42` (2 an hour under
 /// the override).
 async fn hit(bin: &Spawned) -> (Code, u32, String) {
+    let (code, limit) = hit_in(bin, "api", "user:42").await;
+    let (rpu, name) = limit.expect("a current limit");
+    (code, rpu, name)
+}
+
+/// The code and current limit (requests_per_unit, name) of one hit for `client_key=value`.
+async fn hit_in(bin: &Spawned, domain: &str, value: &str) -> (Code, Option<(u32, String)>) {
     let mut c = RateLimitServiceClient::connect(format!("http://{}", bin.grpc_addr))
         .await
         .unwrap();
     let r = c
-        .should_rate_limit(request("api", &[&[("client_key", "user:42")]]))
+        .should_rate_limit(request(domain, &[&[("client_key", value)]]))
         .await
         .unwrap()
         .into_inner();
     let (code, limit, _) = st(&r, 0);
-    let (rpu, _, name) = limit.expect("a current limit");
-    (code, rpu, name)
+    (code, limit.map(|(rpu, _, name)| (rpu, name)))
 }
 
 /// Runs the scenario with `break_db` making the database unusable and `restore` undoing it
@@ -83,9 +90,18 @@ async fn lost_then_back(break_db: fn(&Path), what: &str) {
     let (status, created) = call_url(&http, Method::POST, &url, Some(TOKEN), Some(body)).await;
     assert_eq!(status, 201, "{created}");
     let id = created["id"].as_str().unwrap().to_string();
+    // And a rule: domain `tenants`, which no file has, 7 an hour for client_key=gold.
+    let rule = serde_json::json!({
+        "domain": "tenants",
+        "descriptor": [{"key": "client_key", "value": "gold"}],
+        "rate_limit": {"unit": "hour", "requests_per_unit": 7},
+    });
+    let url = admin(&bin, "/v1/policies/gold");
+    let (status, body) = call_url(&http, Method::PUT, &url, Some(TOKEN), Some(rule)).await;
+    assert_eq!(status, 201, "{body}");
     let copy = data.path().join("policy-last-good.json");
     eventually("the last good copy holds the override", || async {
-        std::fs::read_to_string(&copy).is_ok_and(|t| t.contains(&id))
+        std::fs::read_to_string(&copy).is_ok_and(|t| t.contains(&id) && t.contains("tenants"))
     })
     .await;
     drop(bin);
@@ -113,6 +129,12 @@ async fn lost_then_back(break_db: fn(&Path), what: &str) {
     assert_eq!(hit(&bin).await, (Code::Ok, 2, name.clone()), "{what}");
     assert_eq!(hit(&bin).await, (Code::Ok, 2, name.clone()));
     assert_eq!(hit(&bin).await, (Code::OverLimit, 2, name.clone()));
+    let gold = hit_in(&bin, "tenants", "gold").await;
+    assert_eq!(
+        gold.1.map(|l| l.0),
+        Some(7),
+        "{what}: the rule from the copy"
+    );
     let (status, body) = call_url(&http, Method::GET, &url_of(&bin), Some(TOKEN), None).await;
     assert_eq!(status, 503, "{body}");
 
@@ -126,6 +148,10 @@ async fn lost_then_back(break_db: fn(&Path), what: &str) {
     let (status, list) = call_url(&http, Method::GET, &url_of(&bin), Some(TOKEN), None).await;
     assert_eq!(status, 200, "{list}");
     assert_eq!(list["overrides"][0]["id"], id.as_str());
+    assert_eq!(
+        hit_in(&bin, "tenants", "gold").await.1.map(|l| l.0),
+        Some(7)
+    );
 }
 
 fn url_of(bin: &Spawned) -> String {

@@ -174,12 +174,21 @@ impl Policy {
             rules,
         };
         let to = path.to_path_buf();
-        match tokio::task::spawn_blocking(move || snapshot::write(&to, &c)).await {
-            Ok(Ok(())) => {}
-            Ok(Err(e)) => {
-                tracing::warn!(path = %path.display(), error = %e, "policy: the last good copy was not written");
+        let written = tokio::task::spawn_blocking(move || snapshot::write(&to, &c)).await;
+        let failed = match written {
+            Ok(Ok(())) => None,
+            Ok(Err(e)) => Some(e.to_string()),
+            Err(e) => Some(e.to_string()),
+        };
+        // Logged when it starts failing and when it works again, not on every write.
+        match failed {
+            Some(e) if !self.snapshot_failing.swap(true, Ordering::SeqCst) => {
+                tracing::warn!(path = %path.display(), error = %e, "policy: the last good copy cannot be written; a database that cannot be opened at the next start will leave the stored overrides unenforced");
             }
-            Err(e) => tracing::warn!(error = %e, "policy: writing the last good copy crashed"),
+            None if self.snapshot_failing.swap(false, Ordering::SeqCst) => {
+                tracing::info!(path = %path.display(), "policy: the last good copy is written again");
+            }
+            _ => {}
         }
     }
 }

@@ -50,6 +50,8 @@ pub struct Policy {
     /// Set when the copy is behind the database; [`Policy::snapshot_loop`] writes it.
     pub(super) dirty: AtomicBool,
     pub(super) dirty_wake: Notify,
+    /// Set while writing the copy fails (logged once).
+    pub(super) snapshot_failing: AtomicBool,
 }
 
 impl Policy {
@@ -75,6 +77,7 @@ impl Policy {
             rules_read: Mutex::new(None),
             dirty: AtomicBool::new(false),
             dirty_wake: Notify::new(),
+            snapshot_failing: AtomicBool::new(false),
         })
     }
 
