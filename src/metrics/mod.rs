@@ -11,6 +11,7 @@ pub mod check;
 mod families;
 pub mod prom;
 pub mod rlqs;
+mod scrape;
 pub mod sinks;
 pub mod statsd;
 mod statsd_names;

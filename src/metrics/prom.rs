@@ -23,12 +23,11 @@ use prometheus::{
     Encoder, IntCounter, IntCounterVec, IntGauge, IntGaugeVec, Opts, Registry, TextEncoder,
 };
 
+use super::Metrics;
 use super::families::{
     BREAKER_STATE, DECISIONS, FAMILIES, HOT_KEYS, HOT_KEYS_DEPRECATED, LEASE_COUNTERS,
     LOCAL_FALLBACK_FAMILY, MAPPED, MEMORY_GAUGES, NEGATIVE_HITS_FAMILY, VIOLATION_FAMILIES,
 };
-use super::{CODE_LABELS, Metrics};
-use crate::limiter::Source;
 
 /// Reads [`Metrics`] into metric families on every scrape.
 struct MetricsCollector {
@@ -183,7 +182,7 @@ impl Collector for MetricsCollector {
             inc(13, &[r.target, "closed"], r.closed);
         }
         let mut out: Vec<MetricFamily> = vecs.iter().flatten().flat_map(|v| v.collect()).collect();
-        out.extend(decisions(m));
+        out.extend(super::scrape::decisions(m));
         if !breakers.is_empty()
             && let Ok(g) =
                 IntGaugeVec::new(Opts::new(BREAKER_STATE.0, BREAKER_STATE.1), &["target"])
@@ -194,7 +193,7 @@ impl Collector for MetricsCollector {
             out.extend(g.collect());
         }
         if let Some(read) = m.hot_keys.get() {
-            out.extend(hot_keys(&read()));
+            out.extend(super::scrape::hot_keys(&read()));
         }
         if let Some(report) = &m.leases {
             let t = report();
@@ -217,42 +216,6 @@ impl Collector for MetricsCollector {
         }
         out
     }
-}
-
-/// `ratelimitd_decisions_total{code,source}`: only the pairs that happened have a series.
-fn decisions(m: &Metrics) -> Vec<MetricFamily> {
-    let (name, help, labels) = DECISIONS;
-    let Ok(vec) = IntCounterVec::new(Opts::new(name, help), labels) else {
-        return Vec::new();
-    };
-    let counts = m.decisions.values();
-    for (row, code) in counts.chunks(Source::ALL.len()).zip(CODE_LABELS) {
-        for (&v, source) in row.iter().zip(Source::ALL) {
-            if v > 0 {
-                vec.with_label_values(&[code, source.as_str()]).inc_by(v);
-            }
-        }
-    }
-    vec.collect()
-}
-
-/// The hot-key gauges from the rankings' counts, under the current and the deprecated name.
-fn hot_keys(rankings: &[(&'static str, Vec<u64>)]) -> Vec<MetricFamily> {
-    let mut out = Vec::new();
-    for (name, help) in [HOT_KEYS, HOT_KEYS_DEPRECATED] {
-        let Ok(g) = IntGaugeVec::new(Opts::new(name, help), &["by", "rank"]) else {
-            continue;
-        };
-        for (by, counts) in rankings {
-            for (rank, count) in counts.iter().take(super::HOT_KEY_RANKS).enumerate() {
-                let rank = (rank + 1).to_string();
-                let count = i64::try_from(*count).unwrap_or(i64::MAX);
-                g.with_label_values(&[by, rank.as_str()]).set(count);
-            }
-        }
-        out.extend(g.collect());
-    }
-    out
 }
 
 /// A registry exposing every metric of `metrics`.
