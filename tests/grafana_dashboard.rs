@@ -1,6 +1,7 @@
 //! The Grafana dashboard in `examples/grafana/` against what ratelimitd exposes: every metric a
 //! panel queries is one ratelimitd declares (a renamed metric would leave a panel silently empty),
-//! and the request panels' series appear on a real scrape after gRPC traffic.
+//! the request panels' series appear on a real scrape after gRPC traffic, and the dashboard links
+//! to the alert rules of `examples/prometheus/alerts.yaml` (each rule named by a panel).
 
 mod common;
 
@@ -53,7 +54,10 @@ fn declared_names() -> String {
 fn every_metric_the_dashboard_queries_is_declared_by_ratelimitd() {
     let names = queried_metrics();
     assert!(names.contains("ratelimitd_decisions_total"), "{names:?}");
-    assert!(names.contains("ratelimitd_violations_dropped"), "{names:?}");
+    assert!(
+        names.contains("ratelimitd_violations_dropped_total"),
+        "{names:?}"
+    );
     let declared = declared_names();
     for n in &names {
         assert!(
@@ -86,4 +90,43 @@ async fn the_request_panels_have_series_after_traffic() {
     ] {
         assert!(text.contains(n), "no {n} series after traffic:\n{text}");
     }
+}
+
+const ALERTS: &str = include_str!("../examples/prometheus/alerts.yaml");
+
+/// The `alert:` names of the alert rules file.
+fn alert_names() -> BTreeSet<String> {
+    let rules: serde_yaml::Value = serde_yaml::from_str(ALERTS).expect("alerts.yaml is YAML");
+    let mut names = BTreeSet::new();
+    for group in rules["groups"].as_sequence().expect("groups") {
+        for rule in group["rules"].as_sequence().expect("rules") {
+            names.insert(rule["alert"].as_str().expect("alert name").to_string());
+        }
+    }
+    names
+}
+
+#[test]
+fn the_dashboard_links_to_the_alert_rules_and_each_rule_has_a_panel() {
+    let dash: serde_json::Value = serde_json::from_str(DASHBOARD).expect("the dashboard is JSON");
+    let alerts = alert_names();
+    assert_eq!(alerts.len(), 8, "{alerts:?}");
+    // The dashboard link opens Grafana's alert list searched for the prefix every rule shares.
+    let links = dash["links"].as_array().expect("dashboard links");
+    let url = links
+        .iter()
+        .filter_map(|l| l["url"].as_str())
+        .find(|u| u.starts_with("/alerting/list"))
+        .expect("a link to the alert list");
+    let prefix = url.rsplit_once("search=").expect("a search").1;
+    assert!(alerts.iter().all(|a| a.starts_with(prefix)), "{prefix}");
+    // Every rule is named in the description of a panel showing its metric, and every rule
+    // name a panel gives exists.
+    let mut named = BTreeSet::new();
+    for p in dash["panels"].as_array().expect("panels") {
+        let text = p["description"].as_str().unwrap_or_default();
+        let words = text.split(|c: char| !c.is_ascii_alphanumeric());
+        named.extend(words.filter(|w| w.starts_with(prefix)).map(String::from));
+    }
+    assert_eq!(named, alerts);
 }

@@ -1,7 +1,9 @@
 //! The Kubernetes and Istio recipes in `examples/k8s/`: every manifest parses, has the expected
 //! kinds, the ConfigMap's ratelimitd config compiles and is mounted where the `RUNTIME_*` settings
 //! look, and each EnvoyFilter's filter and rate_limits patches are accepted by a real Envoy
-//! (`--mode validate` on a bootstrap built around them) and use the ConfigMap's domain.
+//! (`--mode validate` on a bootstrap built around them) and use the ConfigMap's domain; the
+//! Deployment runs the repository's `Dockerfile` image as that image expects (its user, ports,
+//! configuration directory and data directory).
 mod common;
 
 use std::collections::BTreeSet;
@@ -209,4 +211,69 @@ fn envoy_filters_are_accepted_by_envoy_and_use_the_configmap_domain() {
         let (ok, text) = common::envoy::validate(&path);
         assert!(ok, "{file}: {text}");
     }
+}
+
+#[test]
+fn the_deployment_runs_the_dockerfile_image_as_it_expects() {
+    let stage = common::dockerfile::runtime_stage();
+    let image_env = common::dockerfile::env(&stage);
+    let image = |k: &str| {
+        let found = image_env.iter().find(|(n, _)| n == k);
+        found
+            .map(|(_, v)| v.clone())
+            .unwrap_or_else(|| panic!("the image sets no {k}"))
+    };
+    let dep = of_kind("Deployment")
+        .into_iter()
+        .find(|(_, d)| d["metadata"]["name"] == "ratelimitd")
+        .unwrap()
+        .1;
+    let pod = &dep["spec"]["template"]["spec"];
+    let c = &pod["containers"][0];
+    let env = env_of(c);
+    // Where the manifest restates an image setting, it agrees with it.
+    for (k, v) in &env {
+        if let Some((_, iv)) = image_env.iter().find(|(n, _)| n == k) {
+            assert_eq!(v, iv, "{k}: the manifest and the image disagree");
+        }
+    }
+    let mounts = c["volumeMounts"].as_sequence().unwrap();
+    let mounted = |path: &str| mounts.iter().any(|m| s(&m["mountPath"]) == path);
+    let config = format!(
+        "{}/{}/{}",
+        image("RUNTIME_ROOT"),
+        image("RUNTIME_SUBDIRECTORY"),
+        image("RUNTIME_APPDIRECTORY")
+    );
+    assert!(mounted(&config), "no ConfigMap at the image's {config}");
+    // The root filesystem is read-only: the data directory must be a volume.
+    assert_eq!(c["securityContext"]["readOnlyRootFilesystem"], true);
+    assert!(mounted(&image("RATELIMITD_DATA_DIR")), "no data volume");
+    // The image's numeric user, which runAsNonRoot can check.
+    let user = common::dockerfile::args(&stage, "USER");
+    let (uid, gid) = user[0].split_once(':').expect("USER uid:gid");
+    let sc = &pod["securityContext"];
+    assert_eq!(sc["runAsNonRoot"], true);
+    assert_eq!(sc["runAsUser"].as_u64().unwrap().to_string(), uid);
+    assert_eq!(sc["runAsGroup"].as_u64().unwrap().to_string(), gid);
+    // Every port the image exposes is a container port; the only other is Prometheus's,
+    // which is on because the manifest turns it on.
+    let exposed: BTreeSet<u64> = common::dockerfile::args(&stage, "EXPOSE")
+        .iter()
+        .flat_map(|a| a.split_whitespace().map(|p| p.parse::<u64>().unwrap()))
+        .collect();
+    let ports: BTreeSet<u64> = c["ports"]
+        .as_sequence()
+        .unwrap()
+        .iter()
+        .map(|p| p["containerPort"].as_u64().unwrap())
+        .collect();
+    assert!(env.contains(&("USE_PROMETHEUS".into(), "true".into())));
+    let mut want = exposed.clone();
+    want.insert(9090);
+    assert_eq!(ports, want);
+    // Ready when /healthcheck answers, as the image's HEALTHCHECK asks.
+    assert_eq!(s(&c["readinessProbe"]["httpGet"]["path"]), "/healthcheck");
+    let health = common::dockerfile::args(&stage, "HEALTHCHECK");
+    assert!(health[0].contains("/healthcheck"), "{health:?}");
 }

@@ -253,3 +253,43 @@ async fn a_full_store_is_counted_as_store_full_and_still_counts_total_hits() {
     assert_eq!(sample(&m, "ratelimitd_store_errors_total"), Some(1));
     s.shutdown().await;
 }
+
+/// `POST /check` has its own request counter (by HTTP status) and response time histogram; its
+/// decisions count in `ratelimitd_decisions_total` like any other, and not as gRPC requests.
+#[tokio::test]
+async fn check_requests_are_counted_by_status_with_their_response_time() {
+    let config = include_str!("../examples/check/api.yaml");
+    let s = start(&[("api.yaml", config)], &[]).await;
+    // The search limit is 10 a minute: 10 answers 200, then 2 answers 429.
+    let search = r#"{"client_key": "u1", "endpoint": "/api/v1/search"}"#;
+    for i in 0..12 {
+        let want = if i < 10 { 200 } else { 429 };
+        assert_eq!(s.post("/check", search).await.status(), want);
+    }
+    // Bad input is answered before any decision, and counted too.
+    assert_eq!(s.post("/check", "{not json").await.status(), 400);
+    let m = scrape(&s).await;
+    let code = |c: &str| {
+        sample(
+            &m,
+            &format!("ratelimitd_check_requests_total{{code=\"{c}\"}}"),
+        )
+    };
+    assert_eq!(code("200"), Some(10), "{m}");
+    assert_eq!(code("429"), Some(2));
+    assert_eq!(code("400"), Some(1));
+    assert_eq!(code("503"), None, "zero series are not invented");
+    let seconds = "ratelimitd_check_response_time_seconds";
+    assert_eq!(sample(&m, &format!("{seconds}_count")), Some(13));
+    assert_eq!(
+        sample(&m, &format!("{seconds}_bucket{{le=\"+Inf\"}}")),
+        Some(13)
+    );
+    let decisions =
+        |code| format!("ratelimitd_decisions_total{{code=\"{code}\",source=\"store\"}}");
+    assert_eq!(sample(&m, &decisions("ok")), Some(10));
+    assert_eq!(sample(&m, &decisions("over_limit")), Some(2));
+    let grpc = "ratelimit_service_total_requests{grpc_method=\"ShouldRateLimit\"}";
+    assert_eq!(sample(&m, grpc), None, "/check is not a gRPC call");
+    s.shutdown().await;
+}

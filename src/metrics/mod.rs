@@ -1,15 +1,17 @@
 //! Metrics: the counters behind every stat of SPEC §F, kept format-free, and the two sinks that
 //! expose them ([`prom`]: Prometheus with the Go default mapper's names; [`statsd`]: the Go wire
 //! format). The limiter reports into [`Metrics`] through [`StatsSink`]; the gRPC edge reports
-//! requests and response times; config loads are read at export time through a [`LoadCounts`] reader the composition root
+//! requests and response times, the `/check` route its own ([`check`]); config loads are read at export time through a [`LoadCounts`] reader the composition root
 //! hands in (metrics sits beside `reload`, not above it, so it names no reload type).
 //!
 //! Memory is bounded: per-limit keys and unknown domains each live in a [`table::KeyTable`] of at
 //! most `STATS_MAX_KEYS` entries (excess folded into `ratelimitd_overflow` and counted).
 
+pub mod check;
 mod families;
 pub mod prom;
 pub mod rlqs;
+mod scrape;
 pub mod sinks;
 pub mod statsd;
 mod statsd_names;
@@ -104,6 +106,8 @@ pub struct Metrics {
     pub(crate) leases: Option<LeaseReport>,
     /// The Rate Limit Quota Service's streams, buckets and assignments.
     pub rlqs: rlqs::RlqsMetrics,
+    /// `POST /check` requests by status, and their response time.
+    pub check: check::CheckMetrics,
     /// Response times (ms) waiting for the next StatsD flush; `None` when StatsD is off.
     timings: Option<Mutex<Vec<(&'static str, f64)>>>,
 }
@@ -177,6 +181,7 @@ impl Metrics {
             hot_keys: OnceLock::new(),
             leases: None,
             rlqs: rlqs::RlqsMetrics::default(),
+            check: check::CheckMetrics::default(),
             timings: statsd_timers.then(|| Mutex::new(Vec::new())),
         }
     }
@@ -198,14 +203,14 @@ impl Metrics {
         self
     }
 
-    /// `n` violation records were dropped (`ratelimitd_violations_dropped`).
+    /// `n` violation records were dropped (`ratelimitd_violations_dropped_total`).
     pub fn violations_dropped(&self, n: u64) {
         if n > 0 {
             self.violations_dropped.fetch_add(n, Ordering::Relaxed);
         }
     }
 
-    /// `n` violation records were written (`ratelimitd_violations_written`).
+    /// `n` violation records were written (`ratelimitd_violations_written_total`).
     pub fn violations_written(&self, n: u64) {
         if n > 0 {
             self.violations_written.fetch_add(n, Ordering::Relaxed);

@@ -23,12 +23,12 @@ use prometheus::{
     Encoder, IntCounter, IntCounterVec, IntGauge, IntGaugeVec, Opts, Registry, TextEncoder,
 };
 
+use super::Metrics;
 use super::families::{
-    BREAKER_STATE, DECISIONS, FAMILIES, HOT_KEYS, LEASE_COUNTERS, LOCAL_FALLBACK_FAMILY, MAPPED,
-    MEMORY_GAUGES, NEGATIVE_HITS_FAMILY, RULES_SHADOWED, VIOLATION_FAMILIES,
+    BREAKER_STATE, DECISIONS, FAMILIES, HOT_KEYS, HOT_KEYS_DEPRECATED, LEASE_COUNTERS,
+    LOCAL_FALLBACK_FAMILY, MAPPED, MEMORY_GAUGES, NEGATIVE_HITS_FAMILY, RULES_SHADOWED,
+    VIOLATION_FAMILIES,
 };
-use super::{CODE_LABELS, Metrics};
-use crate::limiter::Source;
 
 /// Reads [`Metrics`] into metric families on every scrape.
 struct MetricsCollector {
@@ -70,13 +70,18 @@ impl MetricsCollector {
             .ok(),
         );
         descs.extend(
-            Desc::new(
-                HOT_KEYS.0.into(),
-                HOT_KEYS.1.into(),
-                vec!["by".into(), "rank".into()],
-                Default::default(),
-            )
-            .ok(),
+            [HOT_KEYS, HOT_KEYS_DEPRECATED]
+                .iter()
+                .filter_map(|(name, help)| {
+                    let labels = vec!["by".into(), "rank".into()];
+                    Desc::new(
+                        name.to_string(),
+                        help.to_string(),
+                        labels,
+                        Default::default(),
+                    )
+                    .ok()
+                }),
         );
         descs.extend(LEASE_COUNTERS.iter().filter_map(|(name, help)| {
             Desc::new(
@@ -175,9 +180,16 @@ impl Collector for MetricsCollector {
         inc(9, &[], m.global_shadow.load(Ordering::Relaxed));
         inc(10, &[], m.store_errors.load(Ordering::Relaxed));
         inc(11, &[], m.limits.folded() + m.unknown_domains.folded());
-        let [dropped, written] = VIOLATION_FAMILIES;
-        inc(dropped, &[], m.violations_dropped.load(Ordering::Relaxed));
-        inc(written, &[], m.violations_written.load(Ordering::Relaxed));
+        let [dropped, written, old_dropped, old_written] = VIOLATION_FAMILIES;
+        let (d, w) = (&m.violations_dropped, &m.violations_written);
+        for (i, v) in [
+            (dropped, d),
+            (written, w),
+            (old_dropped, d),
+            (old_written, w),
+        ] {
+            inc(i, &[], v.load(Ordering::Relaxed));
+        }
         let breakers = m.breakers.as_ref().map(|b| b()).unwrap_or_default();
         for r in &breakers {
             inc(13, &[r.target, "open"], r.opened);
@@ -185,7 +197,7 @@ impl Collector for MetricsCollector {
             inc(13, &[r.target, "closed"], r.closed);
         }
         out.extend(vecs.iter().flatten().flat_map(|v| v.collect()));
-        out.extend(decisions(m));
+        out.extend(super::scrape::decisions(m));
         if !breakers.is_empty()
             && let Ok(g) =
                 IntGaugeVec::new(Opts::new(BREAKER_STATE.0, BREAKER_STATE.1), &["target"])
@@ -195,17 +207,8 @@ impl Collector for MetricsCollector {
             }
             out.extend(g.collect());
         }
-        if let Some(read) = m.hot_keys.get()
-            && let Ok(g) = IntGaugeVec::new(Opts::new(HOT_KEYS.0, HOT_KEYS.1), &["by", "rank"])
-        {
-            for (by, counts) in read() {
-                for (rank, count) in counts.iter().take(super::HOT_KEY_RANKS).enumerate() {
-                    let rank = (rank + 1).to_string();
-                    let count = i64::try_from(*count).unwrap_or(i64::MAX);
-                    g.with_label_values(&[by, rank.as_str()]).set(count);
-                }
-            }
-            out.extend(g.collect());
+        if let Some(read) = m.hot_keys.get() {
+            out.extend(super::scrape::hot_keys(&read()));
         }
         if let Some(report) = &m.leases {
             let t = report();
@@ -230,29 +233,13 @@ impl Collector for MetricsCollector {
     }
 }
 
-/// `ratelimitd_decisions_total{code,source}`: only the pairs that happened have a series.
-fn decisions(m: &Metrics) -> Vec<MetricFamily> {
-    let (name, help, labels) = DECISIONS;
-    let Ok(vec) = IntCounterVec::new(Opts::new(name, help), labels) else {
-        return Vec::new();
-    };
-    let counts = m.decisions.values();
-    for (row, code) in counts.chunks(Source::ALL.len()).zip(CODE_LABELS) {
-        for (&v, source) in row.iter().zip(Source::ALL) {
-            if v > 0 {
-                vec.with_label_values(&[code, source.as_str()]).inc_by(v);
-            }
-        }
-    }
-    vec.collect()
-}
-
 /// A registry exposing every metric of `metrics`.
 pub fn registry(metrics: Arc<Metrics>) -> Result<Registry, prometheus::Error> {
     let r = Registry::new();
     r.register(Box::new(metrics.total_requests.clone()))?;
     r.register(Box::new(metrics.response_time.clone()))?;
     r.register(Box::new(metrics.store_latency.clone()))?;
+    metrics.check.register(&r)?;
     metrics.rlqs.register(&r)?;
     r.register(Box::new(MetricsCollector::new(metrics)))?;
     Ok(r)

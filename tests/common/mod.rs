@@ -4,6 +4,7 @@
 
 pub mod certs;
 pub mod chaos;
+pub mod dockerfile;
 pub mod envoy;
 pub mod guard;
 pub mod leases;

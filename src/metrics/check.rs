@@ -1,0 +1,76 @@
+//! `POST /check`'s own request and latency metrics (names and help in [`super::families`]):
+//! `ratelimitd_check_requests_total{code}` by HTTP status and the histogram
+//! `ratelimitd_check_response_time_seconds`, the HTTP counterparts of the gRPC
+//! `ratelimit_service_total_requests` and `ratelimit_service_response_time_seconds`.
+//!
+//! They are recorded by [`record`], a layer on the `/check` route: every answer counts, the early
+//! ones (a body over its cap, bad JSON) included, without the handler knowing about metrics. The
+//! `code` label only takes the statuses the route answers with, so the series stay few.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::extract::{Request, State};
+use axum::middleware::Next;
+use axum::response::Response;
+use prometheus::{Histogram, HistogramOpts, IntCounterVec, Opts, Registry};
+
+use super::Metrics;
+use super::families::{CHECK_REQUESTS, CHECK_RESPONSE_TIME};
+use super::striped::Striped;
+use crate::clock::Stopwatch;
+
+/// The `/check` counters, one collector per stripe (every request updates them).
+#[derive(Clone)]
+pub struct CheckMetrics {
+    requests: Striped<IntCounterVec>,
+    response_time: Striped<Histogram>,
+}
+
+impl Default for CheckMetrics {
+    fn default() -> CheckMetrics {
+        // The names, labels and buckets are static and valid, so these constructors cannot fail.
+        CheckMetrics {
+            requests: Striped::new(|| {
+                let (name, help) = CHECK_REQUESTS;
+                IntCounterVec::new(Opts::new(name, help), &["code"])
+                    .unwrap_or_else(|e| unreachable!("static metric: {e}"))
+            }),
+            response_time: Striped::new(|| {
+                let (name, help) = CHECK_RESPONSE_TIME;
+                Histogram::with_opts(HistogramOpts::new(name, help))
+                    .unwrap_or_else(|e| unreachable!("static metric: {e}"))
+            }),
+        }
+    }
+}
+
+impl CheckMetrics {
+    /// One `/check` answered with `status` after `elapsed`.
+    pub fn request(&self, status: u16, elapsed: Duration) {
+        let code = status.to_string();
+        self.requests.mine().with_label_values(&[&code]).inc();
+        self.response_time.mine().observe(elapsed.as_secs_f64());
+    }
+
+    /// Registers both metrics with `r`.
+    pub fn register(&self, r: &Registry) -> Result<(), prometheus::Error> {
+        r.register(Box::new(self.requests.clone()))?;
+        r.register(Box::new(self.response_time.clone()))
+    }
+}
+
+/// Route layer: times the request through the handler and records its status (nothing when
+/// stats are off).
+pub async fn record(
+    State(metrics): State<Option<Arc<Metrics>>>,
+    req: Request,
+    next: Next,
+) -> Response {
+    let watch = Stopwatch::start();
+    let response = next.run(req).await;
+    if let Some(m) = &metrics {
+        m.check.request(response.status().as_u16(), watch.elapsed());
+    }
+    response
+}

@@ -1,0 +1,47 @@
+//! The labelled families [`super::prom`] assembles at scrape time from counters and readers:
+//! decisions by code and source (only the pairs that happened), and the hot-key gauges (under
+//! their current and their deprecated name).
+
+use prometheus::core::Collector;
+use prometheus::proto::MetricFamily;
+use prometheus::{IntCounterVec, IntGaugeVec, Opts};
+
+use super::families::{DECISIONS, HOT_KEYS, HOT_KEYS_DEPRECATED};
+use super::{CODE_LABELS, Metrics};
+use crate::limiter::Source;
+
+/// `ratelimitd_decisions_total{code,source}`: only the pairs that happened have a series.
+pub(super) fn decisions(m: &Metrics) -> Vec<MetricFamily> {
+    let (name, help, labels) = DECISIONS;
+    let Ok(vec) = IntCounterVec::new(Opts::new(name, help), labels) else {
+        return Vec::new();
+    };
+    let counts = m.decisions.values();
+    for (row, code) in counts.chunks(Source::ALL.len()).zip(CODE_LABELS) {
+        for (&v, source) in row.iter().zip(Source::ALL) {
+            if v > 0 {
+                vec.with_label_values(&[code, source.as_str()]).inc_by(v);
+            }
+        }
+    }
+    vec.collect()
+}
+
+/// The hot-key gauges from the rankings' counts, under the current and the deprecated name.
+pub(super) fn hot_keys(rankings: &[(&'static str, Vec<u64>)]) -> Vec<MetricFamily> {
+    let mut out = Vec::new();
+    for (name, help) in [HOT_KEYS, HOT_KEYS_DEPRECATED] {
+        let Ok(g) = IntGaugeVec::new(Opts::new(name, help), &["by", "rank"]) else {
+            continue;
+        };
+        for (by, counts) in rankings {
+            for (rank, count) in counts.iter().take(super::HOT_KEY_RANKS).enumerate() {
+                let rank = (rank + 1).to_string();
+                let count = i64::try_from(*count).unwrap_or(i64::MAX);
+                g.with_label_values(&[by, rank.as_str()]).set(count);
+            }
+        }
+        out.extend(g.collect());
+    }
+    out
+}
