@@ -77,7 +77,10 @@ async fn a_newline_or_escape_in_client_input_is_escaped_in_text_logs() {
     let _ = child.wait();
     for line in &seen {
         assert!(!line.starts_with(FORGED), "forged line: {seen:#?}");
-        assert!(!line.contains(['\r', '\u{1b}', '\u{7}']), "raw control: {line:?}");
+        assert!(
+            !line.contains(['\r', '\u{1b}', '\u{7}']),
+            "raw control: {line:?}"
+        );
     }
     let decision = seen.last().unwrap();
     assert!(

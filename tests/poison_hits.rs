@@ -82,9 +82,16 @@ async fn huge_hits_on_a_redis_fixed_window_are_denials_not_a_breaker_trip() {
     for (i, hits) in HUGE.into_iter().enumerate() {
         for n in 0..4 {
             let who = format!("attacker-{i}-{n}");
-            assert_eq!(grpc(&s, "user", &who, hits).await, Code::OverLimit, "gRPC {hits}");
+            assert_eq!(
+                grpc(&s, "user", &who, hits).await,
+                Code::OverLimit,
+                "gRPC {hits}"
+            );
             let (status, v) = json_api(&s, "user", &format!("json-{who}"), hits).await;
-            assert_eq!((status, v["overallCode"].as_str()), (429, Some("OVER_LIMIT")));
+            assert_eq!(
+                (status, v["overallCode"].as_str()),
+                (429, Some("OVER_LIMIT"))
+            );
             let (status, retry) = check(&s, "user", &format!("check-{who}"), hits).await;
             assert_eq!(status, 429, "/check {hits}");
             // The rest of the attacker's own window, never more.
@@ -100,7 +107,11 @@ async fn huge_hits_on_a_redis_fixed_window_are_denials_not_a_breaker_trip() {
     assert_eq!(grpc(&s, "user", "bob", 1).await, Code::OverLimit);
     // The counter stopped at the limit + 1 per call: nothing near INCRBY's range.
     let keys = redis.cli(&["--scan", "--pattern", "*attacker-1-0*"]);
-    let key = keys.lines().next().expect("the attacker's counter").to_owned();
+    let key = keys
+        .lines()
+        .next()
+        .expect("the attacker's counter")
+        .to_owned();
     let count: u64 = redis.cli(&["GET", &key]).trim().parse().unwrap();
     assert_eq!(count, 31);
     // The attacker's key ends with its window.
@@ -121,7 +132,10 @@ async fn huge_hits_on_buckets_retry_within_a_refill(store: StoreKind) {
             // 30 a minute with a burst of 30: one hit per 2 s, so the burst plus one refills
             // within 62 s.
             let retry = retry.expect("a denial says when to retry");
-            assert!((1..=62).contains(&retry), "{key} {hits}: Retry-After {retry}");
+            assert!(
+                (1..=62).contains(&retry),
+                "{key} {hits}: Retry-After {retry}"
+            );
         }
         // The denied hits took nothing: the victim still has its whole burst.
         for n in 0..30 {

@@ -147,9 +147,15 @@ mod tests {
             count: MAX_COUNT - 3,
         };
         let d = apply(&mut s, 10, W60, 11, at(1201));
-        assert_eq!((d.over_limit, d.before, d.after), (true, MAX_COUNT - 3, MAX_COUNT));
+        assert_eq!(
+            (d.over_limit, d.before, d.after),
+            (true, MAX_COUNT - 3, MAX_COUNT)
+        );
         let d = apply(&mut s, 10, W60, 11, at(1202));
-        assert_eq!((d.over_limit, d.after, s.count), (true, MAX_COUNT, MAX_COUNT));
+        assert_eq!(
+            (d.over_limit, d.after, s.count),
+            (true, MAX_COUNT, MAX_COUNT)
+        );
         // The window still ends on time: the next one starts from zero.
         let d = apply(&mut s, 10, W60, 1, at(1260));
         assert_eq!((d.over_limit, d.before, d.after), (false, 0, 1));

@@ -151,5 +151,9 @@ async fn a_few_huge_hits_calls_do_not_evict_the_real_top_keys() {
     assert_eq!(names, ["alice", "bob"]);
     assert_eq!((top[0].count, top[1].count), (20, 15));
     let all = f.hot.top(By::Hits, 10);
-    assert!(all.iter().all(|r| r.count <= 20), "{:?}", all.iter().map(|r| r.count).collect::<Vec<_>>());
+    assert!(
+        all.iter().all(|r| r.count <= 20),
+        "{:?}",
+        all.iter().map(|r| r.count).collect::<Vec<_>>()
+    );
 }

@@ -69,7 +69,10 @@ impl Fixture {
             .should_rate_limit(Some(&self.config), &Request::new("d", vec![d]))
             .await
             .unwrap();
-        (r.overall_code, RateLimitHeaders::from_response(&r).retry_after)
+        (
+            r.overall_code,
+            RateLimitHeaders::from_response(&r).retry_after,
+        )
     }
 }
 
@@ -117,8 +120,16 @@ async fn a_huge_refund_empties_the_key_exactly() {
         assert_eq!(f.send(algorithm, 1, false).await.0, Code::OverLimit);
         assert_eq!(f.send(algorithm, u64::MAX, true).await.0, Code::Ok);
         // Given back in full (and never past empty): ten fit again, the eleventh does not.
-        assert_eq!(f.send(algorithm, 10, false).await.0, Code::Ok, "{algorithm}");
-        assert_eq!(f.send(algorithm, 1, false).await.0, Code::OverLimit, "{algorithm}");
+        assert_eq!(
+            f.send(algorithm, 10, false).await.0,
+            Code::Ok,
+            "{algorithm}"
+        );
+        assert_eq!(
+            f.send(algorithm, 1, false).await.0,
+            Code::OverLimit,
+            "{algorithm}"
+        );
     }
 }
 

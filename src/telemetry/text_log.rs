@@ -26,7 +26,11 @@ impl EscapedFields {
 }
 
 impl<'writer> FormatFields<'writer> for EscapedFields {
-    fn format_fields<R: RecordFields>(&self, mut writer: Writer<'writer>, fields: R) -> fmt::Result {
+    fn format_fields<R: RecordFields>(
+        &self,
+        mut writer: Writer<'writer>,
+        fields: R,
+    ) -> fmt::Result {
         // Rendered without colours (no escape sequences of our own), then escaped as a whole.
         let mut raw = String::new();
         self.inner.format_fields(Writer::new(&mut raw), fields)?;
@@ -116,6 +120,10 @@ mod tests {
         let out = String::from_utf8(buffer.0.lock().unwrap().clone()).unwrap();
         assert_eq!(out.lines().count(), 1, "{out}");
         assert!(!out.contains('\u{1b}'), "{out}");
-        assert_eq!(out.matches("d\\n2026-01-01T00:00:00Z ERROR forged\\u{1b}[2J").count(), 3);
+        assert_eq!(
+            out.matches("d\\n2026-01-01T00:00:00Z ERROR forged\\u{1b}[2J")
+                .count(),
+            3
+        );
     }
 }
