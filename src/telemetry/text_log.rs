@@ -6,7 +6,7 @@
 //! paragraph separators) `\u{…}`; a backslash is left alone, so ordinary text reads as before.
 //! (`LOG_FORMAT=json` needs nothing: JSON strings escape control characters already.)
 
-use std::fmt::{self, Write as _};
+use std::fmt;
 
 use tracing_subscriber::field::RecordFields;
 use tracing_subscriber::fmt::FormatFields;
