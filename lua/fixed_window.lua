@@ -13,6 +13,11 @@
 -- ARGV[4i-2 .. 4i+1]   hits, limit, TTL in seconds, refund (1: give the hits back) of operation i
 -- Returns {count_after_1, moved_1, count_after_2, moved_2, ...}, moved being the hits added, or for
 -- a refund the hits taken back (a refund never goes below zero and never creates a key).
+-- A counter stops at 2^52 (fixed_window::MAX_COUNT): INCRBY can never overflow, and every count
+-- and hit number stays an exact double here.
+-- Numbers go to Redis as "%.0f" text (a Lua number's own text is "%.14g", which INCRBY refuses
+-- past 10^14).
+local ceiling = 4503599627370496
 local mode = ARGV[1]
 local n = #KEYS
 local add = {}
@@ -22,7 +27,7 @@ for i = 1, n do
   if refund[i] or mode == "2" then
     add[i] = 0
   else
-    add[i] = tonumber(ARGV[4 * i - 2])
+    add[i] = math.min(tonumber(ARGV[4 * i - 2]), ceiling)
   end
 end
 if mode == "1" then
@@ -45,16 +50,24 @@ local out = {}
 for i = 1, n do
   if refund[i] then
     local current = tonumber(redis.call("GET", KEYS[i]) or "0")
-    local taken = math.min(current, tonumber(ARGV[4 * i - 2]))
+    local taken = math.min(current, tonumber(ARGV[4 * i - 2]), ceiling)
     if taken > 0 then
       -- DECRBY keeps the key's TTL; a missing or zero counter is left as it is.
-      current = redis.call("DECRBY", KEYS[i], taken)
+      current = redis.call("DECRBY", KEYS[i], string.format("%.0f", taken))
     end
     out[2 * i - 1] = current
     out[2 * i] = taken
   else
-    out[2 * i - 1] = redis.call("INCRBY", KEYS[i], add[i])
-    out[2 * i] = add[i]
+    local after = redis.call("INCRBY", KEYS[i], string.format("%.0f", add[i]))
+    local moved = add[i]
+    if after > ceiling then
+      moved = moved - (after - ceiling)
+      after = ceiling
+      redis.call("SET", KEYS[i], string.format("%.0f", ceiling))
+    end
+    out[2 * i - 1] = after
+    out[2 * i] = moved
+    -- Also restores the TTL a SET at the ceiling dropped.
     redis.call("EXPIRE", KEYS[i], tonumber(ARGV[4 * i]))
   end
 end

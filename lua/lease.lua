@@ -12,11 +12,14 @@
 -- ARGV[5i-2 .. 5i+2]   hits, limit, TTL in seconds, lease size, hits to give back of operation i
 -- Returns {count_after_1, granted_1, given_back_1, ...}: the count after the operation's own hits
 -- (the grant not included), the hits granted, and the hits given back (never below zero).
+-- A counter stops at 2^52 (fixed_window::MAX_COUNT), as in lua/fixed_window.lua: INCRBY can
+-- never overflow.
+local ceiling = 4503599627370496
 local share = tonumber(ARGV[1])
 local min = tonumber(ARGV[2])
 local out = {}
 for i = 1, #KEYS do
-  local hits = tonumber(ARGV[5 * i - 2])
+  local hits = math.min(tonumber(ARGV[5 * i - 2]), ceiling)
   local limit = tonumber(ARGV[5 * i - 1])
   local ttl = tonumber(ARGV[5 * i])
   local size = tonumber(ARGV[5 * i + 1])
@@ -25,16 +28,20 @@ for i = 1, #KEYS do
   if give_back > 0 then
     local current = tonumber(redis.call("GET", KEYS[i]) or "0")
     returned = math.min(current, give_back)
-    if returned > 0 then redis.call("DECRBY", KEYS[i], returned) end
+    if returned > 0 then redis.call("DECRBY", KEYS[i], string.format("%.0f", returned)) end
   end
-  local after = redis.call("INCRBY", KEYS[i], hits)
+  local after = redis.call("INCRBY", KEYS[i], string.format("%.0f", hits))
+  if after > ceiling then
+    after = ceiling
+    redis.call("SET", KEYS[i], string.format("%.0f", ceiling))
+  end
   local grant = 0
   if after < limit then
     grant = math.min(size, math.floor((limit - after) / share))
     if grant < min then
       grant = 0
     else
-      redis.call("INCRBY", KEYS[i], grant)
+      redis.call("INCRBY", KEYS[i], string.format("%.0f", grant))
     end
   end
   redis.call("EXPIRE", KEYS[i], ttl)

@@ -1,5 +1,6 @@
 //! Logs and traces. Logs: `LOG_LEVEL`, `LOG_FORMAT` (`json` writes the Go service's logrus shape:
-//! `@timestamp` RFC 3339, `@message`, `level`, then the event's fields). Traces: with
+//! `@timestamp` RFC 3339, `@message`, `level`, then the event's fields; `text` escapes control
+//! characters in every field, [`text_log`], so client input cannot forge a line). Traces: with
 //! `TRACING_ENABLED`, spans go to an OTLP collector (HTTP or gRPC) through a batch exporter that
 //! runs off the request path; the parent comes from the W3C `traceparent` the caller sent.
 //!
@@ -8,6 +9,9 @@
 //! whose lines pass at any level.
 
 pub mod json_log;
+pub mod text_log;
+
+use std::io::IsTerminal;
 
 use opentelemetry::propagation::Extractor;
 use opentelemetry::trace::TracerProvider as _;
@@ -76,10 +80,14 @@ fn level_filter(level: LogLevel) -> LevelFilter {
 /// Installs the global log subscriber (stderr) and, when enabled, the OTLP trace pipeline.
 /// Call once, from `main` (or once per test process).
 pub fn init(settings: &Settings) -> Result<Telemetry, TelemetryError> {
-    let fmt = tracing_subscriber::fmt::layer().with_writer(std::io::stderr);
+    // Colours only for a terminal: a file or a log collector gets plain text, where the only
+    // escape sequences could be a client's (and those are escaped, see `text_log`).
+    let fmt = tracing_subscriber::fmt::layer()
+        .with_writer(std::io::stderr)
+        .with_ansi(std::io::stderr().is_terminal());
     let fmt = match settings.log_format {
         LogFormat::Json => fmt.event_format(json_log::GoJson).boxed(),
-        LogFormat::Text => fmt.boxed(),
+        LogFormat::Text => fmt.fmt_fields(text_log::EscapedFields::new()).boxed(),
     };
     let fmt = fmt.with_filter(filter(settings.log_level));
     let t = &settings.obs.tracing;

@@ -248,3 +248,46 @@ async fn sliding_logs_with_lowered_limits_and_a_stepping_clock_decide_identicall
     let ttl: i64 = r.cli(&["TTL", "sl1"]).parse().unwrap();
     assert!((1..=6).contains(&ttl), "TTL {ttl}");
 }
+
+/// A fixed window counter stops at `fixed_window::MAX_COUNT` (2^52) on both stores: hits past it,
+/// even ones no limit lets through the limiter (2^63, 2^64 - 1, which `INCRBY` alone refuses),
+/// leave it there and over the limit; refunds of any size take back exactly what it holds; the key
+/// still ends with its window.
+#[tokio::test]
+async fn fixed_windows_stop_at_the_counter_ceiling_identically() {
+    use ratelimitd::algorithm::fixed_window::MAX_COUNT;
+    let (r, stores) = Both::start().await;
+    let spec = LimitSpec {
+        algorithm: Algorithm::FixedWindow,
+        limit: u64::from(u32::MAX),
+        window: Window::from_secs(60).unwrap(),
+        burst: 0,
+    };
+    let now = 1_700_000_040_000_000u64;
+    let steps: [(u64, bool); 9] = [
+        (MAX_COUNT - 5, false),
+        (3, false),
+        (10, false),
+        (1 << 63, false),
+        (u64::MAX, false),
+        (0, false),
+        (7, true),
+        (u64::MAX, true),
+        (4, false),
+    ];
+    for (step, (hits, refund)) in steps.into_iter().enumerate() {
+        let op = Op {
+            key: "fw:ceiling".into(),
+            spec,
+            hits,
+            refund,
+            max_wait: std::time::Duration::ZERO,
+            lease: Some(0),
+        };
+        stores.agree(&op, now + step as u64, step as u64).await;
+    }
+    // Emptied by the last refund, then 4: exact, and the TTL is the window's.
+    assert_eq!(r.cli(&["GET", "fw:ceiling"]), "4");
+    let ttl: i64 = r.cli(&["TTL", "fw:ceiling"]).parse().unwrap();
+    assert!((1..=60).contains(&ttl), "TTL {ttl}");
+}

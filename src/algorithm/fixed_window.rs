@@ -1,11 +1,18 @@
 //! Fixed window counter, epoch-aligned, exactly as envoyproxy/ratelimit: the window containing `now`
 //! starts at `now - now % window`; every hit increments the counter (even past the limit); the result
-//! is over the limit when the counter after the increment exceeds the limit.
+//! is over the limit when the counter after the increment exceeds the limit. The counter stops at
+//! [`MAX_COUNT`] (far past any limit, so no decision changes): Redis's 64-bit `INCRBY` can then
+//! never overflow, and every count stays an exact double in the Lua twin.
 
 use std::time::Duration;
 
 use super::{Decision, Window};
 use crate::clock::Timestamp;
+
+/// The most a window's counter holds: 2^52, far above any limit (a `u32`), below 2^53 so that
+/// the Lua twin's doubles hold it exactly. `lua/fixed_window.lua` and `lua/lease.lua` stop at the
+/// same number.
+pub const MAX_COUNT: u64 = 1 << 52;
 
 /// The counter of the current window.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -33,7 +40,7 @@ pub fn apply(
         };
     }
     let before = state.count;
-    state.count = before.saturating_add(hits);
+    state.count = before.saturating_add(hits).min(MAX_COUNT);
     decide(before, state.count, limit, window, now)
 }
 
@@ -131,6 +138,27 @@ mod tests {
             (true, 0, 2, 3)
         );
         assert_eq!(d.reset_after, Duration::from_secs(1));
+    }
+
+    #[test]
+    fn the_counter_stops_at_max_count_and_stays_over_the_limit() {
+        let mut s = FixedWindowState {
+            window_start: 1200,
+            count: MAX_COUNT - 3,
+        };
+        let d = apply(&mut s, 10, W60, 11, at(1201));
+        assert_eq!(
+            (d.over_limit, d.before, d.after),
+            (true, MAX_COUNT - 3, MAX_COUNT)
+        );
+        let d = apply(&mut s, 10, W60, 11, at(1202));
+        assert_eq!(
+            (d.over_limit, d.after, s.count),
+            (true, MAX_COUNT, MAX_COUNT)
+        );
+        // The window still ends on time: the next one starts from zero.
+        let d = apply(&mut s, 10, W60, 1, at(1260));
+        assert_eq!((d.over_limit, d.before, d.after), (false, 0, 1));
     }
 
     #[test]

@@ -47,7 +47,14 @@ fn fixture(capacity: usize) -> Fixture {
 
 impl Fixture {
     async fn hit(&self, key: &str, value: &str) {
-        let req = Request::new("api", vec![Descriptor::of(&[(key, value)])]);
+        self.hits(key, value, None).await;
+    }
+
+    /// One request on `key`=`value` whose descriptor claims `hits` (`None`: one hit).
+    async fn hits(&self, key: &str, value: &str, hits: Option<u64>) {
+        let mut d = Descriptor::of(&[(key, value)]);
+        d.hits_addend = hits;
+        let req = Request::new("api", vec![d]);
         self.limiter
             .should_rate_limit(Some(&self.config), &req)
             .await
@@ -123,4 +130,30 @@ async fn memory_stays_bounded_under_100000_distinct_keys_and_the_heavy_hitter_st
     assert_eq!(f.hot.top(By::Hits, 1_000).len(), 64);
     let denials = f.hot.top(By::Denials, 1);
     assert_eq!(denials[0].key.entries[0].1, "heavy");
+}
+
+#[tokio::test]
+async fn a_few_huge_hits_calls_do_not_evict_the_real_top_keys() {
+    let f = fixture(4);
+    for _ in 0..20 {
+        f.hit("client", "alice").await;
+    }
+    for _ in 0..15 {
+        f.hit("client", "bob").await;
+    }
+    // Three calls of 2^64 - 1 hits on new keys: each weighs what the limit (3/hour) can use, 4,
+    // so the third, replacing the least counted key, starts from 4 + 4.
+    for attacker in ["x", "y", "z"] {
+        f.hits("client", attacker, Some(u64::MAX)).await;
+    }
+    let top = f.hot.top(By::Hits, 2);
+    let names: Vec<_> = top.iter().map(|r| r.key.entries[0].1.as_str()).collect();
+    assert_eq!(names, ["alice", "bob"]);
+    assert_eq!((top[0].count, top[1].count), (20, 15));
+    let all = f.hot.top(By::Hits, 10);
+    assert!(
+        all.iter().all(|r| r.count <= 20),
+        "{:?}",
+        all.iter().map(|r| r.count).collect::<Vec<_>>()
+    );
 }

@@ -4,10 +4,19 @@
 //! error, so memory stays at `capacity` entries however many distinct keys arrive, and every key
 //! whose true count is above total/capacity is kept.
 //!
+//! One [`Sketch::add`] counts at most [`MAX_WEIGHT`], so a few requests claiming huge hits cannot
+//! lift their keys past the real top keys (or saturate a count): a key's count grows with its
+//! requests, each weighing at most what one request can use of a limit.
+//!
 //! Keys are found by a 64-bit hash the caller computes (with a per-process random seed), so the
 //! key itself is only built when it enters the sketch.
 
 use std::collections::HashMap;
+
+/// The most one [`Sketch::add`] counts: a limit's capacity + 1 for the largest limit
+/// (`requests_per_unit` is a `u32`), which is already the most hits the limiter lets reach a
+/// limit ([`crate::limiter::hits`]).
+pub const MAX_WEIGHT: u64 = 1 << 32;
 
 /// One tracked key.
 #[derive(Debug, Clone)]
@@ -47,8 +56,10 @@ impl<K> Sketch<K> {
         }
     }
 
-    /// Adds `weight` to the key of `hash`; `key` builds it only when it is not tracked yet.
+    /// Adds `weight` (at most [`MAX_WEIGHT`]) to the key of `hash`; `key` builds it only when it
+    /// is not tracked yet.
     pub fn add(&mut self, hash: u64, weight: u64, key: impl FnOnce() -> K) {
+        let weight = weight.min(MAX_WEIGHT);
         if let Some(&s) = self.index.get(&hash) {
             self.slots[s].count = self.slots[s].count.saturating_add(weight);
             self.sift_down(self.pos[s]);
@@ -163,6 +174,19 @@ mod tests {
             .collect();
         got.sort();
         assert_eq!(got, vec![(1, 5, 0), (2, 1, 0), (3, 7, 0)]);
+    }
+
+    #[test]
+    fn one_add_counts_at_most_max_weight() {
+        let mut s = Sketch::new(2);
+        s.add(1, u64::MAX, || "huge");
+        s.add(1, u64::MAX, || "huge");
+        s.add(2, 3, || "real");
+        s.add(3, u64::MAX, || "new");
+        let count = |k| s.slots().iter().find(|x| x.key == k).map(|x| x.count);
+        assert_eq!(count("huge"), Some(2 * MAX_WEIGHT));
+        // The newcomer replaced the least counted key and added one capped weight.
+        assert_eq!(count("new"), Some(3 + MAX_WEIGHT));
     }
 
     #[test]

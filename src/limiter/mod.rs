@@ -1,8 +1,9 @@
 //! The rate limiter: one config snapshot + one request → response, read top to bottom in
 //! [`RateLimiter::decide`]:
 //! 1. [`validate`]: the request is well formed (Go's messages) and within the caps;
-//! 2. [`plan`]: each descriptor once into a [`Plan`] — its limits, hits, stats key, and one store
-//!    op per limit with its cache key ([`key`]);
+//! 2. [`plan`]: each descriptor once into a [`Plan`] — its limits, hits (clamped to what can
+//!    change a decision, [`hits`]), stats key, and one store op per limit with its cache key
+//!    ([`key`]);
 //! 3. run the ops in one store batch; one [`Outcome`] per op, tagged with its [`Source`] (the
 //!    store, its local over-limit cache, or — for ops the store did not answer — the [`failure`]
 //!    policy, the open circuit breaker, or the local [`fallback`]);
@@ -17,6 +18,7 @@ pub mod failure;
 pub mod fallback;
 pub mod finish;
 pub mod headers;
+pub mod hits;
 pub mod key;
 pub mod observe;
 pub mod outcome;

@@ -1,7 +1,8 @@
 //! Step 2 of a decision: resolve every descriptor once into a [`Plan`] — the limits that apply
 //! (the request's override, else a stored override from the policy database, else the config
 //! match; then `replaces` and `unlimited` across the whole
-//! request: SPEC §B.3, §B.4, §C.2), the hits it adds (normalised here and nowhere else), the stats
+//! request: SPEC §B.3, §B.4, §C.2), the hits it adds (normalised and clamped here and nowhere
+//! else, by the rule of [`super::hits`]), the stats
 //! key it reports under, and one store [`Op`] per limit with its cache key. Nothing later rewrites
 //! a plan: the outcomes of its ops are folded next to it.
 
@@ -12,6 +13,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::RequestError;
+use super::hits;
 use super::key::KeyBuilder;
 use super::request::{Descriptor, Request};
 use super::stats_key;
@@ -43,7 +45,8 @@ pub struct Limited<'a> {
     /// The descriptor's limit; [`Limit::all`] lists every limit that applies.
     pub limit: Arc<Limit>,
     /// The hits this descriptor adds: its own `hits_addend` when set (0 checks only), else the
-    /// request's, where 0 means 1.
+    /// request's, where 0 means 1; clamped per limit ([`super::hits::clamp`]), this is the most
+    /// that reached any of its limits.
     pub hits: u64,
     /// `is_negative_hits`: the hits are given back (a refund) instead of added.
     pub refund: bool,
@@ -60,12 +63,6 @@ pub struct Plans<'a> {
     pub descriptors: Vec<Plan<'a>>,
     /// One op per applicable limit, in descriptor order; [`Limited::ops`] indexes it.
     pub ops: Vec<Op>,
-}
-
-/// The hits descriptor `d` of `req` adds (Envoy: a request `hits_addend` of 0 means 1; a
-/// descriptor's own 0 is a check that adds nothing).
-pub fn hits(req: &Request, d: &Descriptor) -> u64 {
-    d.hits_addend.unwrap_or(req.hits_addend.max(1))
 }
 
 /// Plans every descriptor of `req` against its `domain` of the config (`None`: not configured)
@@ -127,7 +124,8 @@ impl<'a> Plans<'a> {
         keys: &KeyBuilder,
         now: Timestamp,
     ) -> Plan<'a> {
-        let hits = hits(req, d);
+        let asked = hits::requested(req, d);
+        let mut most = 0;
         let start = self.ops.len();
         for (i, l) in m.limit.all().enumerate() {
             // Limits with a unit always have a spec; `unit_multiplier` 0 is refused at load.
@@ -140,6 +138,8 @@ impl<'a> Plans<'a> {
             };
             // Only a leaky bucket can shape; every other op polices, whatever the request asked.
             let shapes = spec.algorithm == Algorithm::LeakyBucket && !d.refund;
+            let hits = hits::clamp(&spec, asked, d.refund);
+            most = most.max(hits);
             self.ops.push(Op {
                 key,
                 spec,
@@ -151,7 +151,7 @@ impl<'a> Plans<'a> {
         }
         Plan::Limited(Limited {
             limit: m.limit,
-            hits,
+            hits: most,
             refund: d.refund,
             stats_key: m.stats_key,
             ops: start..self.ops.len(),
