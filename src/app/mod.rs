@@ -221,6 +221,7 @@ pub async fn start(settings: &Settings) -> Result<Running, AppError> {
         config: config.clone(),
         manual_clock: manual_clock.clone(),
         overrides,
+        tokens: admin.tokens.clone(),
     });
     serve_http(
         &mut tasks,
@@ -235,7 +236,7 @@ pub async fn start(settings: &Settings) -> Result<Running, AppError> {
         "admin",
         admin_listener,
         settings.listeners.admin,
-        crate::http::admin::router(admin),
+        crate::http::admin::router(admin, &settings.admin),
         stopped(stop.clone()),
     );
     let metrics_addr = match &metrics {

@@ -3,21 +3,18 @@
 //! Every change is logged with the token's name and what changed.
 
 use axum::body::Bytes;
-use axum::extract::{Path, Query, State};
-use axum::http::{HeaderMap, StatusCode};
+use axum::extract::{Path, Query};
+use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 
-use super::{AdminState, invalid, json, listed, not_found, one, unavailable};
+use super::auth::PolicyAdmin;
+use super::{invalid, json, listed, not_found, one, unavailable};
 use crate::policy::FieldError;
 use crate::policy::input::parse_override;
 use crate::policy::runtime::WriteError;
 
 /// Creates an override; it is in service on this instance when the answer is sent.
-pub async fn create(State(s): State<AdminState>, headers: HeaderMap, body: Bytes) -> Response {
-    let (who, policy) = match s.admit(&headers) {
-        Ok(ok) => ok,
-        Err(refused) => return *refused,
-    };
+pub async fn create(PolicyAdmin { who, policy }: PolicyAdmin, body: Bytes) -> Response {
     let spec = match parse_override(&body, policy.clock().now()) {
         Ok(spec) => spec,
         Err(errors) => return invalid(&errors),
@@ -50,15 +47,7 @@ pub struct ListQuery {
 }
 
 /// Lists every stored override (of `?domain=` when given), expired ones with `"active": false`.
-pub async fn list(
-    State(s): State<AdminState>,
-    headers: HeaderMap,
-    Query(q): Query<ListQuery>,
-) -> Response {
-    let policy = match s.admit(&headers) {
-        Ok((_, p)) => p,
-        Err(refused) => return *refused,
-    };
+pub async fn list(PolicyAdmin { policy, .. }: PolicyAdmin, Query(q): Query<ListQuery>) -> Response {
     let now = policy.clock().now();
     listed(
         policy.list_overrides().await,
@@ -69,15 +58,7 @@ pub async fn list(
 }
 
 /// One stored override (expired ones too), 404 when unknown.
-pub async fn get(
-    State(s): State<AdminState>,
-    headers: HeaderMap,
-    Path(id): Path<String>,
-) -> Response {
-    let policy = match s.admit(&headers) {
-        Ok((_, p)) => p,
-        Err(refused) => return *refused,
-    };
+pub async fn get(PolicyAdmin { policy, .. }: PolicyAdmin, Path(id): Path<String>) -> Response {
     let now = policy.clock().now();
     one(
         policy.list_overrides().await,
@@ -88,15 +69,7 @@ pub async fn get(
 }
 
 /// Deletes an override: the configured limit applies again at once on this instance.
-pub async fn remove(
-    State(s): State<AdminState>,
-    headers: HeaderMap,
-    Path(id): Path<String>,
-) -> Response {
-    let (who, policy) = match s.admit(&headers) {
-        Ok(ok) => ok,
-        Err(refused) => return *refused,
-    };
+pub async fn remove(PolicyAdmin { who, policy }: PolicyAdmin, Path(id): Path<String>) -> Response {
     match policy.delete_override(&id).await {
         Ok(true) => {
             tracing::info!(who, id, "policy: override deleted");
