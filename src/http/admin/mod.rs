@@ -1,11 +1,11 @@
-//! The admin surface (issue 16) on its own listener, `ADMIN_HOST:ADMIN_PORT` (loopback by
-//! default, unlike the Go-compatible debug port): `/v1/overrides`, `/v1/policies` and
-//! `/v1/violations`. JSON in and out; every request needs a configured bearer token (none
-//! configured: every request is refused with 403 — the API is never open); the policy database
-//! being off or down answers 503; invalid input answers 422 with every field error. Issue 17 adds
-//! the read-only `/v1/hotkeys` (token, no database needed) and the status page on `/`
-//! ([`status`]: token, or a loopback peer with `ADMIN_TRUST_LOOPBACK`). Every request first passes
-//! [`access`] (the `Host` allow-list); [`auth`] decides from the head, before any body is read.
+//! The admin surface on its own listener, `ADMIN_HOST:ADMIN_PORT` (loopback by default, unlike the
+//! Go-compatible debug port): `/v1/overrides`, `/v1/policies`, `/v1/violations` and the read-only
+//! `/v1/hotkeys` (no database needed), JSON in and out, and the status page on `/` ([`status`]).
+//! Every request first passes [`access`] (the `Host` allow-list); then [`auth`] decides from the
+//! request head, before any body is read: every `/v1` request needs a configured bearer token
+//! (none configured: 403 — the API is never open), the status page too unless loopback peers are
+//! trusted (`ADMIN_TRUST_LOOPBACK`). The policy database being off or down answers 503; invalid
+//! input answers 422 with every field error.
 
 pub mod access;
 pub mod auth;
