@@ -8,7 +8,7 @@ use std::sync::Arc;
 use axum::extract::FromRequestParts;
 use axum::http::request::Parts;
 use axum::http::{HeaderMap, StatusCode, header};
-use axum::response::Response;
+use axum::response::{IntoResponse, Response};
 
 use super::access::TrustedPeer;
 use super::{AdminState, error};
@@ -36,35 +36,32 @@ pub struct PolicyAdmin {
 pub struct Viewer;
 
 impl FromRequestParts<AdminState> for Admin {
-    type Rejection = Response;
+    type Rejection = Refusal;
 
-    async fn from_request_parts(parts: &mut Parts, s: &AdminState) -> Result<Admin, Response> {
+    async fn from_request_parts(parts: &mut Parts, s: &AdminState) -> Result<Admin, Refusal> {
         authorize(s, &parts.headers).map(|who| Admin { who })
     }
 }
 
 impl FromRequestParts<AdminState> for PolicyAdmin {
-    type Rejection = Response;
+    type Rejection = Refusal;
 
-    async fn from_request_parts(parts: &mut Parts, s: &AdminState) -> Result<Self, Response> {
+    async fn from_request_parts(parts: &mut Parts, s: &AdminState) -> Result<Self, Refusal> {
         let who = authorize(s, &parts.headers)?;
         match &s.policy {
             Ok(policy) => Ok(PolicyAdmin {
                 who,
                 policy: policy.clone(),
             }),
-            Err(why) => Err(error(
-                StatusCode::SERVICE_UNAVAILABLE,
-                format!("the policy API is off: {why}"),
-            )),
+            Err(why) => Err(Refusal::PolicyOff(why.clone())),
         }
     }
 }
 
 impl FromRequestParts<AdminState> for Viewer {
-    type Rejection = Response;
+    type Rejection = Refusal;
 
-    async fn from_request_parts(parts: &mut Parts, s: &AdminState) -> Result<Viewer, Response> {
+    async fn from_request_parts(parts: &mut Parts, s: &AdminState) -> Result<Viewer, Refusal> {
         if parts.extensions.get::<TrustedPeer>().is_some() {
             return Ok(Viewer);
         }
@@ -72,27 +69,50 @@ impl FromRequestParts<AdminState> for Viewer {
     }
 }
 
-/// The caller's token name, or the answer that refuses the request: 403 without configured
-/// tokens, 401 (with `WWW-Authenticate: Bearer`) for a missing or wrong token.
-fn authorize(s: &AdminState, headers: &HeaderMap) -> Result<String, Response> {
+/// Why a request is refused before its handler runs.
+#[derive(Debug, Clone)]
+pub enum Refusal {
+    /// No token is configured: 403, the API is never open.
+    NoTokens,
+    /// The token is missing, of another scheme or unknown: 401.
+    BadToken,
+    /// The policy database is off (why): 503.
+    PolicyOff(Arc<str>),
+}
+
+impl IntoResponse for Refusal {
+    fn into_response(self) -> Response {
+        match self {
+            Refusal::NoTokens => error(
+                StatusCode::FORBIDDEN,
+                "the management API is disabled: set ADMIN_TOKEN or ADMIN_TOKEN_FILE",
+            ),
+            Refusal::BadToken => {
+                let mut r = error(StatusCode::UNAUTHORIZED, "missing or unknown bearer token");
+                r.headers_mut().insert(
+                    header::WWW_AUTHENTICATE,
+                    header::HeaderValue::from_static("Bearer"),
+                );
+                r
+            }
+            Refusal::PolicyOff(why) => error(
+                StatusCode::SERVICE_UNAVAILABLE,
+                format!("the policy API is off: {why}"),
+            ),
+        }
+    }
+}
+
+/// The caller's token name, or why it is refused.
+fn authorize(s: &AdminState, headers: &HeaderMap) -> Result<String, Refusal> {
     if !s.tokens.any() {
-        return Err(error(
-            StatusCode::FORBIDDEN,
-            "the management API is disabled: set ADMIN_TOKEN or ADMIN_TOKEN_FILE",
-        ));
+        return Err(Refusal::NoTokens);
     }
     let given = headers
         .get(header::AUTHORIZATION)
         .and_then(|v| v.to_str().ok());
-    match s.tokens.check(given) {
-        Some(name) => Ok(name.to_string()),
-        None => {
-            let mut r = error(StatusCode::UNAUTHORIZED, "missing or unknown bearer token");
-            r.headers_mut().insert(
-                header::WWW_AUTHENTICATE,
-                header::HeaderValue::from_static("Bearer"),
-            );
-            Err(r)
-        }
-    }
+    s.tokens
+        .check(given)
+        .map(str::to_string)
+        .ok_or(Refusal::BadToken)
 }
