@@ -15,7 +15,7 @@ use std::time::Duration;
 
 use axum::Router;
 use axum::extract::{Query, State};
-use axum::http::{HeaderMap, StatusCode, header};
+use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{any, get};
 
@@ -108,10 +108,7 @@ pub fn render_rlconfig(config: &ConfigHandle, shown: bool) -> String {
 }
 
 async fn rlconfig(State(s): State<DebugState>, headers: HeaderMap) -> String {
-    let given = headers
-        .get(header::AUTHORIZATION)
-        .and_then(|v| v.to_str().ok());
-    let shown = s.tokens.check(given).is_some();
+    let shown = super::admin::auth::holder(&s.tokens, &headers).is_some();
     let mut out = render_rlconfig(&s.config, shown);
     render_overrides(&s.overrides, shown, &mut out);
     out

@@ -12,7 +12,7 @@ use axum::response::{IntoResponse, Response};
 
 use super::access::TrustedPeer;
 use super::{AdminState, error};
-use crate::policy::Policy;
+use crate::policy::{Policy, Tokens};
 
 /// A caller that presented one of the configured bearer tokens.
 #[derive(Debug, Clone)]
@@ -108,11 +108,16 @@ fn authorize(s: &AdminState, headers: &HeaderMap) -> Result<String, Refusal> {
     if !s.tokens.any() {
         return Err(Refusal::NoTokens);
     }
+    holder(&s.tokens, headers)
+        .map(str::to_string)
+        .ok_or(Refusal::BadToken)
+}
+
+/// The name of the token the `Authorization` header of `headers` carries, if it is one of
+/// `tokens` (also used by the debug port's `/rlconfig`).
+pub fn holder<'t>(tokens: &'t Tokens, headers: &HeaderMap) -> Option<&'t str> {
     let given = headers
         .get(header::AUTHORIZATION)
         .and_then(|v| v.to_str().ok());
-    s.tokens
-        .check(given)
-        .map(str::to_string)
-        .ok_or(Refusal::BadToken)
+    tokens.check(given)
 }
