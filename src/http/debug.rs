@@ -5,8 +5,8 @@
 //!
 //! The port keeps Go's `0.0.0.0` default and no authentication, so it shows no client data to an
 //! anonymous caller: the limits of stored rules and the stored overrides (descriptor values, the
-//! creating token's name) are listed only with a valid admin bearer token, else counted. Every value printed has its
-//! control characters escaped, so a newline in a stored value cannot forge a line.
+//! creating token's name) are listed only with a valid admin bearer token, else counted. Every
+//! value printed has its control characters escaped, so a newline in a value cannot forge a line.
 
 use std::collections::HashMap;
 use std::fmt::Write;
@@ -66,7 +66,7 @@ async fn index() -> String {
 /// as the Go service does — the limits of stored rules (their paths carry client values) only
 /// when `shown`, else counted in one line; then, as `# `-prefixed lines a Go-format parser can
 /// skip, the version, when it was loaded, the load counters and — while the files on disk fail to
-/// load — every error.
+/// load — every error (those in stored rules only when `shown`).
 pub fn render_rlconfig(config: &ConfigHandle, shown: bool) -> String {
     let mut out = String::new();
     let snapshot = config.snapshot();
@@ -100,8 +100,18 @@ pub fn render_rlconfig(config: &ConfigHandle, shown: bool) -> String {
     let _ = writeln!(out, "# config_load_error: {}", config.load_failures());
     if let Some(f) = config.last_failure() {
         let _ = writeln!(out, "# last_error_at: {}", f.at.to_rfc3339());
-        for line in f.errors.lines() {
+        // An error in a stored rule's document quotes its values, as the rule's limit would.
+        let (listed, hidden): (Vec<_>, Vec<_>) =
+            (f.errors.lines()).partition(|line| shown || !line.starts_with(FILE_PREFIX));
+        for line in listed {
             let _ = writeln!(out, "# last_error: {}", one_line(line));
+        }
+        if !hidden.is_empty() {
+            let _ = writeln!(
+                out,
+                "# last_error: {} in stored rules hidden{HIDDEN}",
+                hidden.len()
+            );
         }
     }
     out
@@ -114,8 +124,8 @@ async fn rlconfig(State(s): State<DebugState>, headers: HeaderMap) -> String {
     out
 }
 
-/// Appends one `# override:` line per stored override in service (expired ones still in the
-/// index until its next refresh are marked so) when `shown` (the caller holds an admin token);
+/// Appends one `# override:` line per stored override in service when `shown` (the caller holds
+/// an admin token);
 /// otherwise one line saying how many there are. Client data (domain, descriptor, the token's
 /// name) is printed as JSON strings, so quotes, spaces and control characters stay inside them.
 pub fn render_overrides(overrides: &Overrides, shown: bool, out: &mut String) {
@@ -188,4 +198,25 @@ async fn clock(State(s): State<DebugState>, Query(q): Query<HashMap<String, Stri
         }
     }
     format!("{}\n", c.now().as_micros()).into_response()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn errors_in_stored_rules_are_hidden_and_control_characters_escaped() {
+        let config = ConfigHandle::new();
+        let errors = "config.a.yaml: domain: bad\rline\npolicy-db/t: descriptors[0]: 'vip-7'";
+        config.record_failure(errors.to_string(), Timestamp::from_secs(1));
+        let anonymous = render_rlconfig(&config, false);
+        assert!(
+            anonymous.contains("# last_error: config.a.yaml: domain: bad\\u{d}line\n"),
+            "{anonymous}"
+        );
+        assert!(!anonymous.contains("vip-7"), "{anonymous}");
+        assert!(anonymous.contains("# last_error: 1 in stored rules hidden"));
+        let shown = render_rlconfig(&config, true);
+        assert!(shown.contains("# last_error: policy-db/t: descriptors[0]: 'vip-7'\n"));
+    }
 }
