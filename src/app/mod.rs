@@ -236,7 +236,7 @@ pub async fn start(settings: &Settings) -> Result<Running, AppError> {
         "admin",
         admin_listener,
         settings.listeners.admin,
-        crate::http::admin::router(admin, &settings.admin),
+        crate::http::admin::router(admin, &settings.admin, &settings.admin_host),
         stopped(stop.clone()),
     );
     let metrics_addr = match &metrics {

@@ -55,7 +55,9 @@ pub async fn guard(
 
 /// Logs what protects the admin listener, once at startup; a setting that opens it more than the
 /// default is a warning, so it shows at the default log level.
-pub fn log_in_force(access: &AdminSettings, tokens: &Tokens) {
+/// `host` is `ADMIN_HOST`: bound beyond loopback with only the default loopback names allowed,
+/// every remote caller would get 421, which is worth saying before the first one does.
+pub fn log_in_force(access: &AdminSettings, tokens: &Tokens, host: &str) {
     let hosts = access.allowed_hosts.describe();
     tracing::info!(
         allowed_hosts = %hosts,
@@ -63,6 +65,13 @@ pub fn log_in_force(access: &AdminSettings, tokens: &Tokens) {
         tokens = tokens.len(),
         "admin listener access"
     );
+    if !is_loopback_bind(host) && hosts == crate::settings::admin::DEFAULT_ALLOWED_HOSTS {
+        tracing::warn!(
+            admin_host = host,
+            "the admin listener is bound beyond loopback but ADMIN_ALLOWED_HOSTS allows only \
+             loopback names: remote callers get 421 until the names they use are added"
+        );
+    }
     if access.allowed_hosts == AllowedHosts::Any {
         tracing::warn!(
             "ADMIN_ALLOWED_HOSTS=*: the admin listener answers any Host name, so a DNS-rebinding \
@@ -74,5 +83,25 @@ pub fn log_in_force(access: &AdminSettings, tokens: &Tokens) {
             "ADMIN_TRUST_LOOPBACK=true: any loopback peer (a sidecar, a proxy, a port-forward) \
              reads the status page (hot keys, overrides, violations) without the admin token"
         );
+    }
+}
+
+/// True when `ADMIN_HOST` names a loopback address (`localhost`, `127.x.y.z`, `::1`).
+fn is_loopback_bind(host: &str) -> bool {
+    host == "localhost"
+        || (host.trim_matches(['[', ']']).parse::<std::net::IpAddr>())
+            .is_ok_and(|ip| ip.is_loopback())
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn loopback_binds() {
+        for host in ["localhost", "127.0.0.1", "127.0.0.2", "::1", "[::1]"] {
+            assert!(super::is_loopback_bind(host), "{host}");
+        }
+        for host in ["0.0.0.0", "::", "10.0.0.7", "admin.internal"] {
+            assert!(!super::is_loopback_bind(host), "{host}");
+        }
     }
 }

@@ -60,10 +60,10 @@ pub const ENDPOINTS: &[(&str, &str)] = &[
     ),
 ];
 
-/// The admin routes, served on the admin listener behind the `Host` check of `access` (whose
-/// settings are logged here, once).
-pub fn router(state: AdminState, access: &AdminSettings) -> Router {
-    access::log_in_force(access, &state.tokens);
+/// The admin routes, served on the admin listener (bound to `host`, `ADMIN_HOST`) behind the
+/// `Host` check of `access` (whose settings are logged here, once).
+pub fn router(state: AdminState, access: &AdminSettings, host: &str) -> Router {
+    access::log_in_force(access, &state.tokens, host);
     let guard = axum::middleware::from_fn_with_state(Arc::new(access.clone()), access::guard);
     Router::new()
         .route("/", get(status::page))
