@@ -165,6 +165,28 @@ async fn rlconfig_lists_every_limit_and_debug_index_lists_endpoints() {
 }
 
 #[tokio::test]
+async fn rlconfig_escapes_a_line_break_in_a_configured_value() {
+    let cfg = r#"
+domain: basic
+descriptors:
+  - key: k
+    value: "a\n# version: 99"
+    rate_limit: {unit: second, requests_per_unit: 5}
+"#;
+    let s = TestServer::start(&[("basic.yaml", cfg)], &[]).await;
+    let text = body(s.http.get(s.debug_url("/rlconfig"))).await;
+    let versions: Vec<&str> = text
+        .lines()
+        .filter(|l| l.starts_with("# version"))
+        .collect();
+    assert_eq!(versions, vec!["# version: 1"], "no forged line: {text}");
+    assert!(
+        text.starts_with("basic.k_a\\u{a}# version: 99: unit=SECOND requests_per_unit=5, "),
+        "{text}"
+    );
+}
+
+#[tokio::test]
 async fn test_clock_endpoint_moves_the_manual_clock() {
     let s = TestServer::start(&[("basic.yaml", CFG_INT_BASIC)], &[]).await;
     let t = body(s.http.post(s.debug_url("/test/clock?set=2000"))).await;

@@ -43,10 +43,10 @@ async fn an_override_replaces_the_configured_limit_until_valid_until_then_vanish
     assert_eq!(hit(&s, "user:42").await, (Code::OverLimit, 5, name.clone()));
     // Another client keeps the configured limit.
     assert_eq!(hit(&s, "user:7").await, (Code::Ok, 2, String::new()));
-    let rlconfig = s.http.get(s.debug_url("/rlconfig")).send().await.unwrap();
-    let text = rlconfig.text().await.unwrap();
+    let rlconfig = s.http.get(s.debug_url("/rlconfig")).bearer_auth(TOKEN);
+    let text = rlconfig.send().await.unwrap().text().await.unwrap();
     assert!(
-        text.contains(&format!("# override: {id} domain=api descriptor=client_key=user:42 unit=MINUTE requests_per_unit=5 valid_until=1970-01-01T00:30:00.000000Z by=admin")),
+        text.contains(&format!(r#"# override: {id} domain="api" descriptor=[{{"key":"client_key","value":"user:42"}}] unit=MINUTE requests_per_unit=5 valid_until=1970-01-01T00:30:00.000000Z by="admin""#)),
         "{text}"
     );
     // A second before valid_until it applies; at valid_until exactly it is gone.
@@ -86,6 +86,7 @@ async fn deleting_an_override_restores_the_configured_limit_and_keeps_the_counte
     let text = s
         .http
         .get(s.debug_url("/rlconfig"))
+        .bearer_auth(TOKEN)
         .send()
         .await
         .unwrap()

@@ -30,7 +30,9 @@ async fn hit(s: &TestServer, value: &str) -> (Code, Option<u32>) {
 }
 
 async fn rlconfig(s: &TestServer) -> String {
-    let r = s.http.get(s.debug_url("/rlconfig")).send().await.unwrap();
+    // The limits of stored rules are client data: listed to a token holder only.
+    let r = s.http.get(s.debug_url("/rlconfig")).bearer_auth(TOKEN);
+    let r = r.send().await.unwrap();
     r.text().await.unwrap()
 }
 

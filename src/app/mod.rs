@@ -222,6 +222,7 @@ pub async fn start(settings: &Settings) -> Result<Running, AppError> {
         config: config.clone(),
         manual_clock: manual_clock.clone(),
         overrides,
+        tokens: admin.tokens.clone(),
     });
     serve_http(
         &mut tasks,
@@ -236,7 +237,7 @@ pub async fn start(settings: &Settings) -> Result<Running, AppError> {
         "admin",
         admin_listener,
         settings.listeners.admin,
-        crate::http::admin::router(admin),
+        crate::http::admin::router(admin, &settings.admin, &settings.admin_host),
         stopped(stop.clone()),
     );
     let metrics_addr = match &metrics {

@@ -108,6 +108,9 @@ pub struct Limit {
     /// apply to the same descriptor, and the most restrictive decision is reported. Empty for
     /// `rate_limit` and for the other entries themselves.
     pub also: Vec<Arc<Limit>>,
+    /// The document it was compiled from (`config.basic.yaml`, `policy-db/tenants`), so a listing
+    /// can tell an operator's files from stored rules; empty for an override's limit.
+    pub file: Arc<str>,
 }
 
 impl Limit {

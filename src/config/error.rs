@@ -57,6 +57,11 @@ impl<'a> Sink<'a> {
         Sink { file, errors }
     }
 
+    /// The document being checked.
+    pub(crate) fn file(&self) -> &str {
+        self.file
+    }
+
     /// Records one error at `path`.
     pub(crate) fn push(&mut self, path: &str, message: impl Into<String>) {
         self.errors.push(ConfigError {

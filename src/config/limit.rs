@@ -85,5 +85,6 @@ pub(super) fn build_limit(
         detailed_metric: d.detailed_metric,
         metadata: d.metadata.clone(),
         also: Vec::new(),
+        file: sink.file().into(),
     }
 }

@@ -2,6 +2,11 @@
 //! then the stored overrides in service), a list of endpoints on `/` and unknown paths, and — only
 //! when the service runs on the test-only manual clock — `/test/clock` to read, set or advance it.
 //! The management API is not here: it has its own loopback listener ([`super::admin`]).
+//!
+//! The port keeps Go's `0.0.0.0` default and no authentication, so it shows no client data to an
+//! anonymous caller: the limits of stored rules and the stored overrides (descriptor values, the
+//! creating token's name) are listed only with a valid admin bearer token, else counted. Every
+//! value printed has its control characters escaped, so a newline in a value cannot forge a line.
 
 use std::collections::HashMap;
 use std::fmt::Write;
@@ -10,12 +15,13 @@ use std::time::Duration;
 
 use axum::Router;
 use axum::extract::{Query, State};
-use axum::http::StatusCode;
+use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{any, get};
 
 use crate::clock::{Clock, ManualClock, Timestamp};
-use crate::policy::Overrides;
+use crate::policy::rules::FILE_PREFIX;
+use crate::policy::{Overrides, Tokens};
 use crate::reload::ConfigHandle;
 
 /// State of the debug handlers.
@@ -25,9 +31,14 @@ pub struct DebugState {
     pub config: Arc<ConfigHandle>,
     /// The manual clock, when the service runs on one (tests only).
     pub manual_clock: Option<Arc<ManualClock>>,
-    /// The stored overrides in service (listed by `/rlconfig`).
+    /// The stored overrides in service (listed by `/rlconfig` to a token holder).
     pub overrides: Arc<Overrides>,
+    /// The admin tokens that unlock the override lines of `/rlconfig`.
+    pub tokens: Arc<Tokens>,
 }
+
+/// Why a count replaces the lines of stored rules and overrides.
+const HIDDEN: &str = " (client data: send the admin bearer token to list them)";
 
 const ENDPOINTS: &[(&str, &str)] = &[(
     "/rlconfig",
@@ -52,19 +63,30 @@ async fn index() -> String {
 }
 
 /// Renders the limits of the current configuration, one line each (nothing when none is loaded),
-/// as the Go service does; then, as `# `-prefixed lines a Go-format parser can skip, the version,
-/// when it was loaded, the load counters and — while the files on disk fail to load — every error.
-pub fn render_rlconfig(config: &ConfigHandle) -> String {
+/// as the Go service does — the limits of stored rules (their paths carry client values) only
+/// when `shown`, else counted in one line; then, as `# `-prefixed lines a Go-format parser can
+/// skip, the version, when it was loaded, the load counters and — while the files on disk fail to
+/// load — every error (those in stored rules only when `shown`).
+pub fn render_rlconfig(config: &ConfigHandle, shown: bool) -> String {
     let mut out = String::new();
     let snapshot = config.snapshot();
     if let Some(s) = &snapshot {
-        for l in s.config.limits() {
+        let (listed, hidden): (Vec<_>, Vec<_>) = (s.config.limits().into_iter())
+            .partition(|l| shown || !l.file.starts_with(FILE_PREFIX));
+        for l in listed {
             let unit = l.unit.map_or("UNKNOWN", |u| u.as_str());
             let _ = writeln!(
                 out,
                 "{}: unit={} requests_per_unit={}, shadow_mode: {}, quota_mode: {}",
-                l.full_key, unit, l.requests_per_unit, l.shadow_mode, l.quota_mode
+                one_line(&l.full_key),
+                unit,
+                l.requests_per_unit,
+                l.shadow_mode,
+                l.quota_mode
             );
+        }
+        if !hidden.is_empty() {
+            let _ = writeln!(out, "# rules: {} limits hidden{HIDDEN}", hidden.len());
         }
     }
     match &snapshot {
@@ -78,42 +100,79 @@ pub fn render_rlconfig(config: &ConfigHandle) -> String {
     let _ = writeln!(out, "# config_load_error: {}", config.load_failures());
     if let Some(f) = config.last_failure() {
         let _ = writeln!(out, "# last_error_at: {}", f.at.to_rfc3339());
-        for line in f.errors.lines() {
-            let _ = writeln!(out, "# last_error: {line}");
+        // An error in a stored rule's document quotes its values, as the rule's limit would.
+        let (listed, hidden): (Vec<_>, Vec<_>) =
+            (f.errors.lines()).partition(|line| shown || !line.starts_with(FILE_PREFIX));
+        for line in listed {
+            let _ = writeln!(out, "# last_error: {}", one_line(line));
+        }
+        if !hidden.is_empty() {
+            let _ = writeln!(
+                out,
+                "# last_error: {} in stored rules hidden{HIDDEN}",
+                hidden.len()
+            );
         }
     }
     out
 }
 
-async fn rlconfig(State(s): State<DebugState>) -> String {
-    let mut out = render_rlconfig(&s.config);
-    render_overrides(&s.overrides, &mut out);
+async fn rlconfig(State(s): State<DebugState>, headers: HeaderMap) -> String {
+    let shown = super::admin::auth::holder(&s.tokens, &headers).is_some();
+    let mut out = render_rlconfig(&s.config, shown);
+    render_overrides(&s.overrides, shown, &mut out);
     out
 }
 
-/// Appends one `# override:` line per stored override in service (expired ones still in the
-/// index until its next refresh are marked so).
-pub fn render_overrides(overrides: &Overrides, out: &mut String) {
+/// Appends one `# override:` line per stored override in service when `shown` (the caller holds
+/// an admin token);
+/// otherwise one line saying how many there are. Client data (domain, descriptor, the token's
+/// name) is printed as JSON strings, so quotes, spaces and control characters stay inside them.
+pub fn render_overrides(overrides: &Overrides, shown: bool, out: &mut String) {
     let index = overrides.load();
-    for o in index.all() {
-        let path: Vec<String> = o
-            .spec
-            .descriptor
-            .iter()
-            .map(|e| format!("{}={}", e.key, e.value))
-            .collect();
+    let all = index.all();
+    if !shown {
+        if !all.is_empty() {
+            let _ = writeln!(out, "# overrides: {} hidden{HIDDEN}", all.len());
+        }
+        return;
+    }
+    for o in all {
         let _ = writeln!(
             out,
             "# override: {} domain={} descriptor={} unit={} requests_per_unit={} valid_until={} by={}",
-            o.id,
-            o.spec.domain,
-            path.join(","),
+            one_line(&o.id),
+            quoted(&o.spec.domain),
+            serde_json::to_string(&o.spec.descriptor).unwrap_or_default(),
             o.spec.unit.as_str(),
             o.spec.requests_per_unit,
             o.spec.valid_until.to_rfc3339(),
-            o.created_by,
+            quoted(&o.created_by),
         );
     }
+}
+
+/// `s` as a JSON string: quoted, with quotes, backslashes and control characters escaped.
+fn quoted(s: &str) -> String {
+    serde_json::Value::from(s).to_string()
+}
+
+/// `s` with its control characters (line breaks first of all) escaped as `\u{..}`; text without
+/// any is returned as it is, so Go's lines print unchanged.
+pub fn one_line(s: &str) -> std::borrow::Cow<'_, str> {
+    if !s.chars().any(char::is_control) {
+        return s.into();
+    }
+    s.chars()
+        .map(|c| {
+            if c.is_control() {
+                c.escape_unicode().to_string()
+            } else {
+                c.to_string()
+            }
+        })
+        .collect::<String>()
+        .into()
 }
 
 /// `GET /test/clock` shows the time in microseconds; `?set=SECS` or `?advance_ms=MS` move it.
@@ -139,4 +198,25 @@ async fn clock(State(s): State<DebugState>, Query(q): Query<HashMap<String, Stri
         }
     }
     format!("{}\n", c.now().as_micros()).into_response()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn errors_in_stored_rules_are_hidden_and_control_characters_escaped() {
+        let config = ConfigHandle::new();
+        let errors = "config.a.yaml: domain: bad\rline\npolicy-db/t: descriptors[0]: 'vip-7'";
+        config.record_failure(errors.to_string(), Timestamp::from_secs(1));
+        let anonymous = render_rlconfig(&config, false);
+        assert!(
+            anonymous.contains("# last_error: config.a.yaml: domain: bad\\u{d}line\n"),
+            "{anonymous}"
+        );
+        assert!(!anonymous.contains("vip-7"), "{anonymous}");
+        assert!(anonymous.contains("# last_error: 1 in stored rules hidden"));
+        let shown = render_rlconfig(&config, true);
+        assert!(shown.contains("# last_error: policy-db/t: descriptors[0]: 'vip-7'\n"));
+    }
 }

@@ -1,15 +1,25 @@
 //! Bearer tokens of the management API: `ADMIN_TOKEN` (named `admin`) and `ADMIN_TOKEN_FILE`
 //! (`name:token` per line). With none configured every request is refused — the API is never
 //! open. A token's name is who the change log says made a change.
+//!
+//! Tokens are trimmed when loaded and when presented, so a Secret or file written with a trailing
+//! newline works. Only SHA-256 digests of them are kept: a presented token is hashed and compared
+//! with every configured digest over the digest's fixed 32 bytes, without an early exit, so neither
+//! the time of a refusal nor its cause tells a guesser the token's length or how much was right.
 
 use std::path::Path;
 
+use sha2::{Digest, Sha256};
+
 use crate::settings::PolicySettings;
 
-/// The accepted tokens and their names.
+/// A token's SHA-256.
+type Fingerprint = [u8; 32];
+
+/// The accepted tokens (as digests) and their names.
 #[derive(Clone, Default)]
 pub struct Tokens {
-    tokens: Vec<(String, String)>,
+    tokens: Vec<(String, Fingerprint)>,
 }
 
 impl std::fmt::Debug for Tokens {
@@ -38,19 +48,34 @@ pub enum TokenError {
         /// 1-based line number.
         line: usize,
     },
+    /// The file has no token line (only comments or blank lines).
+    #[error("ADMIN_TOKEN_FILE {path}: no name:token line (an empty file would leave the API off)")]
+    Empty {
+        /// The file.
+        path: String,
+    },
 }
 
 impl Tokens {
     /// The tokens the settings name (the file is read once, at startup).
     pub fn from_settings(s: &PolicySettings) -> Result<Tokens, TokenError> {
-        let mut tokens = Vec::new();
+        let mut named = Vec::new();
         if let Some(t) = &s.admin_token {
-            tokens.push(("admin".to_string(), t.0.clone()));
+            named.push(("admin".to_string(), t.0.clone()));
         }
         if let Some(path) = &s.admin_token_file {
-            tokens.extend(read_file(path)?);
+            named.extend(read_file(path)?);
         }
-        Ok(Tokens { tokens })
+        Ok(Tokens::new(named))
+    }
+
+    /// Tokens from `(name, token)` pairs; each token is trimmed.
+    pub fn new(named: impl IntoIterator<Item = (String, String)>) -> Tokens {
+        let tokens = named
+            .into_iter()
+            .map(|(name, token)| (name, fingerprint(token.trim())))
+            .collect();
+        Tokens { tokens }
     }
 
     /// True when at least one token is configured.
@@ -58,20 +83,47 @@ impl Tokens {
         !self.tokens.is_empty()
     }
 
-    /// The name of the token in an `Authorization` header value, if it is one of ours.
+    /// How many tokens are configured.
+    pub fn len(&self) -> usize {
+        self.tokens.len()
+    }
+
+    /// True when no token is configured.
+    pub fn is_empty(&self) -> bool {
+        self.tokens.is_empty()
+    }
+
+    /// The name of the token in an `Authorization` header value (`Bearer <token>`, the scheme in
+    /// any case), if it is one of ours.
     pub fn check(&self, header: Option<&str>) -> Option<&str> {
-        let given = header?.strip_prefix("Bearer ")?.trim();
-        self.tokens
-            .iter()
-            .find(|(_, t)| same(t.as_bytes(), given.as_bytes()))
-            .map(|(n, _)| n.as_str())
+        let given = fingerprint(bearer(header?)?);
+        // Every configured token is compared, whichever matches.
+        let mut found = None;
+        for (name, t) in &self.tokens {
+            if same(t, &given) {
+                found = Some(name.as_str());
+            }
+        }
+        found
     }
 }
 
-/// Compares without returning early on the first differing byte, so response time does not tell
-/// how much of a guess was right.
-fn same(a: &[u8], b: &[u8]) -> bool {
-    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+/// The token of a `Bearer` credential, trimmed; `None` for another scheme or an empty token.
+fn bearer(header: &str) -> Option<&str> {
+    let header = header.trim_start();
+    let (scheme, token) = header.split_once([' ', '\t'])?;
+    let token = token.trim();
+    (scheme.eq_ignore_ascii_case("bearer") && !token.is_empty()).then_some(token)
+}
+
+fn fingerprint(token: &str) -> Fingerprint {
+    Sha256::digest(token.as_bytes()).into()
+}
+
+/// Compares two digests over all their bytes, without returning early on the first difference.
+fn same(a: &Fingerprint, b: &Fingerprint) -> bool {
+    let diff = a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y));
+    std::hint::black_box(diff) == 0
 }
 
 fn read_file(path: &Path) -> Result<Vec<(String, String)>, TokenError> {
@@ -98,6 +150,9 @@ fn read_file(path: &Path) -> Result<Vec<(String, String)>, TokenError> {
             }
         }
     }
+    if out.is_empty() {
+        return Err(TokenError::Empty { path: shown });
+    }
     Ok(out)
 }
 
@@ -112,7 +167,7 @@ mod tests {
         let file = dir.path().join("tokens");
         std::fs::write(&file, "# ops team\nalice:a-secret\n\nci: c-secret \n").unwrap();
         let s = Settings::from_env([
-            ("ADMIN_TOKEN".to_string(), "env-secret".to_string()),
+            ("ADMIN_TOKEN".to_string(), "env-secret\n".to_string()),
             ("ADMIN_TOKEN_FILE".to_string(), file.display().to_string()),
         ])
         .unwrap();
@@ -126,6 +181,36 @@ mod tests {
         std::fs::write(&file, "alice\n").unwrap();
         let err = Tokens::from_settings(&s.policy).unwrap_err().to_string();
         assert!(err.ends_with("line 1: expected name:token"), "{err}");
+        std::fs::write(&file, "# nobody yet\n\n").unwrap();
+        let err = Tokens::from_settings(&s.policy).unwrap_err().to_string();
+        assert!(err.contains("no name:token line"), "{err}");
         assert!(!Tokens::default().any());
+    }
+
+    #[test]
+    fn scheme_in_any_case_and_both_sides_trimmed() {
+        let t = Tokens::new([("ops".to_string(), " s3cret\n".to_string())]);
+        for ok in [
+            "Bearer s3cret",
+            "bearer s3cret",
+            "BEARER  s3cret \r\n",
+            "\tbearer\ts3cret",
+        ] {
+            assert_eq!(t.check(Some(ok)), Some("ops"), "{ok:?}");
+        }
+        for refused in [
+            "Bearer",
+            "Bearer ",
+            "Basic s3cret",
+            "Bearers3cret",
+            "Token s3cret",
+        ] {
+            assert_eq!(t.check(Some(refused)), None, "{refused:?}");
+        }
+        // An empty configured token matches nothing presented.
+        assert_eq!(
+            Tokens::new([("x".into(), String::new())]).check(Some("Bearer ")),
+            None
+        );
     }
 }

@@ -1,6 +1,7 @@
 //! Settings: the Go service's environment variables (same names, same value syntax, same defaults),
 //! overridden by command-line flags. Invalid values are startup errors naming the variable.
 
+pub mod admin;
 pub mod cli;
 pub mod edges;
 pub mod grpc;
@@ -22,6 +23,7 @@ use std::collections::HashMap;
 use std::path::PathBuf;
 use std::time::Duration;
 
+pub use admin::{AdminSettings, AllowedHosts};
 pub use cli::{Cli, Command};
 pub use edges::EdgeSettings;
 pub use grpc::{GrpcServerSettings, TlsSettings};
@@ -71,6 +73,8 @@ pub struct Settings {
     /// port keeps `0.0.0.0` for probes and scrapers.
     pub admin_host: String,
     pub admin_port: u16,
+    /// `ADMIN_ALLOWED_HOSTS`, `ADMIN_TRUST_LOOPBACK`: who reaches the admin listener ([`admin`]).
+    pub admin: AdminSettings,
     /// `LOG_LEVEL`, `LOG_FORMAT`.
     pub log_level: LogLevel,
     pub log_format: LogFormat,
@@ -190,6 +194,7 @@ impl Settings {
             debug_port: v.parse("DEBUG_PORT", 6070, parse::port)?,
             admin_host: v.string("ADMIN_HOST", "127.0.0.1"),
             admin_port: v.parse("ADMIN_PORT", 6071, parse::port)?,
+            admin: admin::from_vars(v)?,
             log_level: v.parse("LOG_LEVEL", LogLevel::Warn, log_level)?,
             log_format: v.parse("LOG_FORMAT", LogFormat::Text, |s| {
                 match s.to_ascii_lowercase().as_str() {

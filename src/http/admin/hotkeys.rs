@@ -5,10 +5,11 @@
 use std::collections::HashMap;
 
 use axum::extract::{Query, State};
-use axum::http::{HeaderMap, StatusCode};
+use axum::http::StatusCode;
 use axum::response::Response;
 use serde_json::json;
 
+use super::auth::Admin;
 use super::{AdminState, error, json};
 use crate::insight::hotkeys::{By, Ranked};
 
@@ -17,13 +18,10 @@ const MAX_LIMIT: usize = 1000;
 
 /// The ranking asked for, as JSON.
 pub async fn list(
+    _: Admin,
     State(s): State<AdminState>,
-    headers: HeaderMap,
     Query(q): Query<HashMap<String, String>>,
 ) -> Response {
-    if let Err(refused) = s.authorize(&headers) {
-        return *refused;
-    }
     let by = match q.get("by").map(String::as_str) {
         None => By::Hits,
         Some(b) => match By::parse(b) {

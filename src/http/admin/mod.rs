@@ -1,11 +1,14 @@
-//! The admin surface (issue 16) on its own listener, `ADMIN_HOST:ADMIN_PORT` (loopback by
-//! default, unlike the Go-compatible debug port): `/v1/overrides`, `/v1/policies` and
-//! `/v1/violations`. JSON in and out; every request needs a configured bearer token (none
-//! configured: every request is refused with 403 — the API is never open); the policy database
-//! being off or down answers 503; invalid input answers 422 with every field error. Issue 17 adds
-//! the read-only `/v1/hotkeys` (token, no database needed) and the status page on `/`
-//! ([`status`]: open to loopback peers, token otherwise).
+//! The admin surface on its own listener, `ADMIN_HOST:ADMIN_PORT` (loopback by default, unlike the
+//! Go-compatible debug port): `/v1/overrides`, `/v1/policies`, `/v1/violations` and the read-only
+//! `/v1/hotkeys` (no database needed), JSON in and out, and the status page on `/` ([`status`]).
+//! Every request first passes [`access`] (the `Host` allow-list); then [`auth`] decides from the
+//! request head, before any body is read: every `/v1` request needs a configured bearer token
+//! (none configured: 403 — the API is never open), the status page too unless loopback peers are
+//! trusted (`ADMIN_TRUST_LOOPBACK`). The policy database being off or down answers 503; invalid
+//! input answers 422 with every field error.
 
+pub mod access;
+pub mod auth;
 pub mod hotkeys;
 pub mod overrides;
 pub mod policies;
@@ -15,12 +18,13 @@ pub mod violations;
 use std::sync::Arc;
 
 use axum::Router;
-use axum::http::{HeaderMap, StatusCode, header};
+use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 
 use crate::policy::{FieldError, Policy, Tokens};
 use crate::reload::Reloading;
+use crate::settings::AdminSettings;
 
 /// State of the admin handlers.
 #[derive(Debug, Clone)]
@@ -39,7 +43,7 @@ pub struct AdminState {
 pub const ENDPOINTS: &[(&str, &str)] = &[
     (
         "/",
-        "status page: limits, overrides, hot keys, violations, breakers (token unless from loopback)",
+        "status page: limits, overrides, hot keys, violations, breakers (bearer token; none from loopback with ADMIN_TRUST_LOOPBACK)",
     ),
     ("/v1/policies", "rules (bearer token)"),
     (
@@ -56,8 +60,11 @@ pub const ENDPOINTS: &[(&str, &str)] = &[
     ),
 ];
 
-/// The admin routes, served on the admin listener.
-pub fn router(state: AdminState) -> Router {
+/// The admin routes, served on the admin listener (bound to `host`, `ADMIN_HOST`) behind the
+/// `Host` check of `access` (whose settings are logged here, once).
+pub fn router(state: AdminState, access: &AdminSettings, host: &str) -> Router {
+    access::log_in_force(access, &state.tokens, host);
+    let guard = axum::middleware::from_fn_with_state(Arc::new(access.clone()), access::guard);
     Router::new()
         .route("/", get(status::page))
         .route("/v1/hotkeys", get(hotkeys::list))
@@ -78,6 +85,7 @@ pub fn router(state: AdminState) -> Router {
                 .delete(policies::remove),
         )
         .with_state(state)
+        .layer(guard)
 }
 
 /// A JSON answer.
@@ -142,43 +150,4 @@ pub fn invalid(errors: &[FieldError]) -> Response {
         StatusCode::UNPROCESSABLE_ENTITY,
         serde_json::json!({ "errors": errors }),
     )
-}
-
-impl AdminState {
-    /// The caller's token name and the open database, or the answer that refuses the request:
-    /// 403 without configured tokens, 401 for a missing or wrong token, 503 when the policy API
-    /// is off.
-    pub fn admit(&self, headers: &HeaderMap) -> Result<(String, &Arc<Policy>), Box<Response>> {
-        let name = self.authorize(headers)?;
-        match &self.policy {
-            Ok(p) => Ok((name, p)),
-            Err(why) => Err(Box::new(error(
-                StatusCode::SERVICE_UNAVAILABLE,
-                format!("the policy API is off: {why}"),
-            ))),
-        }
-    }
-
-    /// The caller's token name, or the answer that refuses the request: 403 without configured
-    /// tokens, 401 for a missing or wrong token.
-    pub fn authorize(&self, headers: &HeaderMap) -> Result<String, Box<Response>> {
-        if !self.tokens.any() {
-            return Err(Box::new(error(
-                StatusCode::FORBIDDEN,
-                "the management API is disabled: set ADMIN_TOKEN or ADMIN_TOKEN_FILE",
-            )));
-        }
-        let given = headers
-            .get(header::AUTHORIZATION)
-            .and_then(|v| v.to_str().ok());
-        let Some(name) = self.tokens.check(given) else {
-            let mut r = error(StatusCode::UNAUTHORIZED, "missing or unknown bearer token");
-            r.headers_mut().insert(
-                header::WWW_AUTHENTICATE,
-                "Bearer".parse().expect("static value"),
-            );
-            return Err(Box::new(r));
-        };
-        Ok(name.to_string())
-    }
 }

@@ -6,11 +6,12 @@
 use std::collections::HashMap;
 
 use axum::body::Bytes;
-use axum::extract::{Path, Query, State};
-use axum::http::{HeaderMap, StatusCode};
+use axum::extract::{Path, Query};
+use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 
-use super::{AdminState, invalid, json, not_found, one, unavailable};
+use super::auth::PolicyAdmin;
+use super::{invalid, json, not_found, one, unavailable};
 use crate::policy::FieldError;
 use crate::policy::input::parse_override;
 use crate::policy::override_sql::OverridePage;
@@ -18,11 +19,7 @@ use crate::policy::runtime::WriteError;
 use crate::policy::violations::Cursor;
 
 /// Creates an override; it is in service on this instance when the answer is sent.
-pub async fn create(State(s): State<AdminState>, headers: HeaderMap, body: Bytes) -> Response {
-    let (who, policy) = match s.admit(&headers) {
-        Ok(ok) => ok,
-        Err(refused) => return *refused,
-    };
+pub async fn create(PolicyAdmin { who, policy }: PolicyAdmin, body: Bytes) -> Response {
     let spec = match parse_override(&body, policy.clock().now()) {
         Ok(spec) => spec,
         Err(errors) => return invalid(&errors),
@@ -50,14 +47,9 @@ pub async fn create(State(s): State<AdminState>, headers: HeaderMap, body: Bytes
 /// One page of stored overrides (of `?domain=` when given), newest first, expired ones with
 /// `"active": false`; `next_cursor` is set when more follow (`?limit=`, default 100, at most 1000).
 pub async fn list(
-    State(s): State<AdminState>,
-    headers: HeaderMap,
+    PolicyAdmin { policy, .. }: PolicyAdmin,
     Query(params): Query<HashMap<String, String>>,
 ) -> Response {
-    let policy = match s.admit(&headers) {
-        Ok((_, p)) => p,
-        Err(refused) => return *refused,
-    };
     let page = match OverridePage::parse(&params) {
         Ok(page) => page,
         Err(errors) => return invalid(&errors),
@@ -79,15 +71,7 @@ pub async fn list(
 }
 
 /// One stored override (expired ones too), 404 when unknown.
-pub async fn get(
-    State(s): State<AdminState>,
-    headers: HeaderMap,
-    Path(id): Path<String>,
-) -> Response {
-    let policy = match s.admit(&headers) {
-        Ok((_, p)) => p,
-        Err(refused) => return *refused,
-    };
+pub async fn get(PolicyAdmin { policy, .. }: PolicyAdmin, Path(id): Path<String>) -> Response {
     let now = policy.clock().now();
     one(
         policy.list_overrides().await,
@@ -98,15 +82,7 @@ pub async fn get(
 }
 
 /// Deletes an override: the configured limit applies again at once on this instance.
-pub async fn remove(
-    State(s): State<AdminState>,
-    headers: HeaderMap,
-    Path(id): Path<String>,
-) -> Response {
-    let (who, policy) = match s.admit(&headers) {
-        Ok(ok) => ok,
-        Err(refused) => return *refused,
-    };
+pub async fn remove(PolicyAdmin { who, policy }: PolicyAdmin, Path(id): Path<String>) -> Response {
     match policy.delete_override(&id).await {
         Ok(true) => {
             tracing::info!(who, id, "policy: override deleted");

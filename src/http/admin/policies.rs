@@ -7,23 +7,19 @@ use std::collections::HashMap;
 
 use axum::body::Bytes;
 use axum::extract::{Path, Query, State};
-use axum::http::{HeaderMap, StatusCode};
+use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 
+use super::auth::PolicyAdmin;
 use super::{AdminState, error, invalid, json, listed, not_found, one};
 use crate::policy::FieldError;
 use crate::policy::rules::{Rule, parse_rule, to_files};
 
 /// Lists the rules, of one domain with `?domain=`.
 pub async fn list(
-    State(s): State<AdminState>,
-    headers: HeaderMap,
+    PolicyAdmin { policy, .. }: PolicyAdmin,
     Query(q): Query<HashMap<String, String>>,
 ) -> Response {
-    let policy = match s.admit(&headers) {
-        Ok((_, p)) => p,
-        Err(refused) => return *refused,
-    };
     listed(
         policy.rules().await,
         "policies",
@@ -33,15 +29,7 @@ pub async fn list(
 }
 
 /// One rule, or 404.
-pub async fn get(
-    State(s): State<AdminState>,
-    headers: HeaderMap,
-    Path(id): Path<String>,
-) -> Response {
-    let policy = match s.admit(&headers) {
-        Ok((_, p)) => p,
-        Err(refused) => return *refused,
-    };
+pub async fn get(PolicyAdmin { policy, .. }: PolicyAdmin, Path(id): Path<String>) -> Response {
     one(
         policy.rules().await,
         ("policy", &id),
@@ -52,15 +40,11 @@ pub async fn get(
 
 /// Creates (201) or replaces (200) a rule; in service on this instance when the answer is sent.
 pub async fn put(
+    PolicyAdmin { who, policy }: PolicyAdmin,
     State(s): State<AdminState>,
-    headers: HeaderMap,
     Path(id): Path<String>,
     body: Bytes,
 ) -> Response {
-    let (who, policy) = match s.admit(&headers) {
-        Ok(ok) => ok,
-        Err(refused) => return *refused,
-    };
     let rule = match parse_rule(&id, &body) {
         Ok(rule) => rule,
         Err(errors) => return invalid(&errors),
@@ -93,14 +77,10 @@ pub async fn put(
 
 /// Deletes a rule (204), or 404.
 pub async fn remove(
+    PolicyAdmin { who, policy }: PolicyAdmin,
     State(s): State<AdminState>,
-    headers: HeaderMap,
     Path(id): Path<String>,
 ) -> Response {
-    let (who, policy) = match s.admit(&headers) {
-        Ok(ok) => ok,
-        Err(refused) => return *refused,
-    };
     let _one = policy.lock_writes().await;
     let mut rules = match policy.rules().await {
         Ok(rules) => rules,

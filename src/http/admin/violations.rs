@@ -4,23 +4,19 @@
 
 use std::collections::HashMap;
 
-use axum::extract::{Query, State};
-use axum::http::{HeaderMap, StatusCode};
+use axum::extract::Query;
+use axum::http::StatusCode;
 use axum::response::Response;
 
-use super::{AdminState, invalid, json, unavailable};
+use super::auth::PolicyAdmin;
+use super::{invalid, json, unavailable};
 use crate::policy::violations::{Cursor, ViolationQuery};
 
 /// One page of violations; `next_cursor` is set when more records follow.
 pub async fn list(
-    State(s): State<AdminState>,
-    headers: HeaderMap,
+    PolicyAdmin { policy, .. }: PolicyAdmin,
     Query(params): Query<HashMap<String, String>>,
 ) -> Response {
-    let policy = match s.admit(&headers) {
-        Ok((_, p)) => p,
-        Err(refused) => return *refused,
-    };
     let q = match ViolationQuery::parse(&params) {
         Ok(q) => q,
         Err(errors) => return invalid(&errors),

@@ -65,5 +65,6 @@ pub(super) fn override_limit(
         // The service's default lease applies to overrides of fixed windows.
         lease: None,
         also: Vec::new(),
+        file: "".into(),
     }
 }

@@ -4,21 +4,20 @@
 //! hottest keys, recent violations, each Redis breaker's state, and the configuration's load
 //! status. Every value is HTML-escaped ([`render`]): descriptor values are client data.
 //!
-//! Access: the page only reads, so it is open to a loopback peer; any other peer needs a bearer
-//! token, as `/v1` does (the admin listener may be bound beyond loopback).
+//! Access: the bearer token, as `/v1`; with `ADMIN_TRUST_LOOPBACK=true` a loopback peer reads it
+//! without one ([`super::auth::Viewer`]). The `Host` check of [`super::access`] comes first.
 
 mod html;
 mod render;
 
 use std::time::Duration;
 
-use axum::Extension;
 use axum::extract::State;
-use axum::http::{HeaderMap, StatusCode, header};
+use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
 
+use super::auth::Viewer;
 use super::{AdminState, error};
-use crate::listener::http::Peer;
 pub use html::escape;
 
 /// How many hot keys and violations the page lists.
@@ -38,16 +37,8 @@ enum Violations {
     Failed(String),
 }
 
-/// Renders the page, after checking the peer or the token.
-pub async fn page(
-    State(s): State<AdminState>,
-    peer: Option<Extension<Peer>>,
-    headers: HeaderMap,
-) -> Response {
-    let loopback = peer.is_some_and(|Extension(Peer(a))| a.ip().to_canonical().is_loopback());
-    if !loopback && let Err(refused) = s.authorize(&headers) {
-        return *refused;
-    }
+/// Renders the page (the [`Viewer`] extractor has checked the token or the trusted peer).
+pub async fn page(_: Viewer, State(s): State<AdminState>) -> Response {
     let Some(insight) = &s.insight else {
         return error(
             StatusCode::SERVICE_UNAVAILABLE,
