@@ -201,13 +201,17 @@ pub async fn start(settings: &Settings) -> Result<Running, AppError> {
         grpc_router,
         tls.clone(),
         age.zip(grace).map(|(a, g)| a + g),
-        settings.listeners.grpc,
+        (
+            settings.listeners.grpc,
+            settings.listeners.grpc_stream_connections,
+        ),
         stopped(stop.clone()),
     );
     let http_router = crate::http::router(crate::http::HttpState {
         service: service.clone(),
         health: health.clone(),
         edges: Arc::new(settings.edges.clone()),
+        caps: settings.limits,
     });
     serve_http(
         &mut tasks,

@@ -13,6 +13,6 @@ mod gate;
 mod guarded;
 pub mod http;
 
-pub use activity::{Activity, Busy, Tracker};
+pub use activity::{Activity, Busy, StreamsFull, Tracker};
 pub use gate::Gate;
 pub use guarded::Guarded;
