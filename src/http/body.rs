@@ -1,16 +1,12 @@
 //! Request bodies on the main port: read up to a setting's byte cap (refused as soon as the
 //! count passes it, never buffered past it), within the listener's `HTTP_BODY_TIMEOUT` (which
-//! [`crate::listener::http`] puts on every body), and decoded off the runtime workers when large.
+//! [`crate::listener::http`] puts on every body); the handlers then decode them through
+//! [`crate::listener::offload`], off the runtime workers when large.
 
 use axum::body::{Body, Bytes};
 use futures_util::StreamExt;
 
 use crate::listener::http::BodyTimeout;
-
-/// Bodies up to this size are decoded on the worker that received them; larger ones on the
-/// blocking pool, so that a megabyte of JSON does not stall the other clients of that worker.
-/// A body this small decodes in tens of microseconds.
-pub const INLINE_DECODE_BYTES: usize = 16 * 1024;
 
 /// Why a body could not be read.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -70,21 +66,4 @@ fn classify(e: &axum::Error) -> BodyError {
         source = s.source();
     }
     BodyError::Read(e.to_string())
-}
-
-/// Runs `decode` over `bytes`: inline when they are at most [`INLINE_DECODE_BYTES`], on the
-/// blocking pool otherwise. `None` only when the runtime is shutting down.
-pub async fn decode<T, F>(bytes: Bytes, decode: F) -> Option<T>
-where
-    T: Send + 'static,
-    F: FnOnce(&[u8]) -> T + Send + 'static,
-{
-    if bytes.len() <= INLINE_DECODE_BYTES {
-        return Some(decode(&bytes));
-    }
-    match tokio::task::spawn_blocking(move || decode(&bytes)).await {
-        Ok(t) => Some(t),
-        Err(e) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),
-        Err(_) => None,
-    }
 }

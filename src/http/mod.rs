@@ -88,7 +88,7 @@ async fn json_handler(
         Err(_) => return text(StatusCode::BAD_REQUEST, "Bad Request\n"),
     };
     let caps = s.caps;
-    let parsed = body::decode(bytes, move |b| json::parse_request(b, &caps)).await;
+    let parsed = crate::listener::offload(bytes, move |b| json::parse_request(b, &caps)).await;
     let req = match parsed {
         Some(Ok(req)) => req,
         // A cap of ours says which one (Go has none, so no Go client reads this body).

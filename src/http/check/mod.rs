@@ -41,7 +41,7 @@ pub async fn handler(State(s): State<HttpState>, body: Body) -> Response {
         }
     };
     let (edges, caps) = (s.edges.clone(), s.caps);
-    let parsed = body::decode(bytes, move |b| parse::parse(b, &edges.check_domain, &caps)).await;
+    let parsed = crate::listener::offload(bytes, move |b| parse::parse(b, &edges.check_domain, &caps)).await;
     let req = match parsed {
         Some(Ok(req)) => req,
         Some(Err(e)) => return error(StatusCode::BAD_REQUEST, e.code(), &e.to_string()),

@@ -14,9 +14,10 @@ fn maps_client_key_and_endpoint_onto_two_descriptors() {
     let r = parse(
         br#"{"client_key":"user:42","endpoint":"/api/v1/search","cost":3}"#,
         "api",
+        &Limits::default(),
     )
     .unwrap();
-    assert_eq!(r.request.domain, "api", &Limits::default());
+    assert_eq!(r.request.domain, "api");
     let d = &r.request.descriptors;
     assert_eq!(d.len(), 2);
     assert_eq!(d[0].entries, vec![Entry::new("client_key", "user:42")]);
@@ -37,6 +38,7 @@ fn defaults_and_extra_descriptors() {
         br#"{"client_key":"k","domain":"edge","cost":0,"details":true,
              "descriptors":[{"entries":[{"key":"a","value":"b"}]},{"hitsAddend":5}]}"#,
         "api",
+        &Limits::default(),
     )
     .unwrap();
     assert_eq!(r.request.domain, "edge");
