@@ -219,7 +219,9 @@ async fn huge_bodies_and_messages_are_refused_while_read_and_others_are_served()
             let watch = Stopwatch::start();
             while !done.load(Ordering::Relaxed) && watch.elapsed() < Duration::from_secs(60) {
                 let call = Stopwatch::start();
-                let r = c.should_rate_limit(request("d", &[&[("user", "victim")]])).await;
+                let r = c
+                    .should_rate_limit(request("d", &[&[("user", "victim")]]))
+                    .await;
                 times.push(call.elapsed());
                 if let Err(e) = r {
                     errors.push(e.to_string());
@@ -236,23 +238,35 @@ async fn huge_bodies_and_messages_are_refused_while_read_and_others_are_served()
     let over = "more than 64 descriptors; at most 64 are accepted (MAX_DESCRIPTORS_PER_REQUEST)";
     for _ in 0..4 {
         // 1.8 MB of empty descriptors: over JSON_MAX_BODY_BYTES (1 MiB), refused while read.
-        let body = format!(r#"{{"domain":"d","descriptors":[{}]}}"#, empty_json_descriptors(600_000));
+        let body = format!(
+            r#"{{"domain":"d","descriptors":[{}]}}"#,
+            empty_json_descriptors(600_000)
+        );
         let r = http.post(&json).body(body).send().await.unwrap();
         assert_eq!(r.status(), 413);
         assert!(r.text().await.unwrap().contains("JSON_MAX_BODY_BYTES"));
         // 900 kB of them: within the byte cap, refused at the 65th descriptor.
-        let body = format!(r#"{{"domain":"d","descriptors":[{}]}}"#, empty_json_descriptors(300_000));
+        let body = format!(
+            r#"{{"domain":"d","descriptors":[{}]}}"#,
+            empty_json_descriptors(300_000)
+        );
         let r = http.post(&json).body(body).send().await.unwrap();
         assert_eq!(r.status(), 400);
         let text = r.text().await.unwrap();
         assert!(text.contains(over), "{text}");
         // /check: its 64 KiB of them, refused the same way, naming the field.
-        let body = format!(r#"{{"client_key":"a","descriptors":[{}]}}"#, empty_json_descriptors(21_000));
+        let body = format!(
+            r#"{{"client_key":"a","descriptors":[{}]}}"#,
+            empty_json_descriptors(21_000)
+        );
         let r = http.post(&check).body(body).send().await.unwrap();
         assert_eq!(r.status(), 400);
         let v: serde_json::Value = r.json().await.unwrap();
         let message = v["message"].as_str().unwrap();
-        assert!(message.starts_with("descriptors: request has") && message.contains(over), "{v}");
+        assert!(
+            message.starts_with("descriptors: request has") && message.contains(over),
+            "{v}"
+        );
         // gRPC: 520 000 empty descriptors in one 1 MiB message.
         let req = RateLimitRequest {
             domain: "d".into(),
@@ -267,7 +281,10 @@ async fn huge_bodies_and_messages_are_refused_while_read_and_others_are_served()
     done.store(true, Ordering::Relaxed);
     let (mut times, errors) = calls.await.unwrap();
     assert!(errors.is_empty(), "the victim's calls failed: {errors:?}");
-    assert!(!times.is_empty(), "the victim was answered during the attack");
+    assert!(
+        !times.is_empty(),
+        "the victim was answered during the attack"
+    );
     times.sort();
     let p99 = times[times.len() * 99 / 100];
     eprintln!(

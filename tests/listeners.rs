@@ -270,7 +270,9 @@ async fn health_watchers_do_not_hold_the_grpc_connection_cap() {
             "a new unary client is served"
         );
     }
-    let refused = watch(addr).await.expect_err("over GRPC_MAX_STREAM_CONNECTIONS");
+    let refused = watch(addr)
+        .await
+        .expect_err("over GRPC_MAX_STREAM_CONNECTIONS");
     assert_eq!(refused.code(), tonic::Code::ResourceExhausted, "{refused}");
     assert!(
         refused.message().contains("GRPC_MAX_STREAM_CONNECTIONS"),

@@ -13,9 +13,9 @@
 use std::convert::Infallible;
 use std::task::{Context, Poll};
 
+use tonic::Status;
 use tonic::body::Body;
 use tonic::codegen::{BoxFuture, Service, http};
-use tonic::Status;
 use tonic::server::NamedService;
 
 use crate::listener::Tracker;

@@ -116,7 +116,8 @@ async fn check(framed: Bytes, caps: Limits) -> Result<(), Status> {
     if framed.first() != Some(&0) {
         return Ok(());
     }
-    let scan = move |b: &[u8]| super::wire::check_counts(b.get(PREFIX..).unwrap_or_default(), &caps);
+    let scan =
+        move |b: &[u8]| super::wire::check_counts(b.get(PREFIX..).unwrap_or_default(), &caps);
     match crate::listener::offload(framed, scan).await {
         Some(Ok(())) => Ok(()),
         Some(Err(over)) => Err(Status::invalid_argument(over.to_string())),

@@ -101,7 +101,11 @@ impl<'de> DeserializeSeed<'de> for Descriptor<'_, '_> {
 }
 
 /// Sets `slot` once; a member given twice is refused, as serde's derive does.
-pub(super) fn once<T, E: de::Error>(slot: &mut Option<T>, name: &'static str, v: T) -> Result<(), E> {
+pub(super) fn once<T, E: de::Error>(
+    slot: &mut Option<T>,
+    name: &'static str,
+    v: T,
+) -> Result<(), E> {
     if slot.replace(v).is_some() {
         return Err(E::duplicate_field(name));
     }

@@ -312,7 +312,13 @@ mod tests {
         assert!(parse_request(b"", &caps()).is_err());
         assert!(parse_request(br#"{"hitsAddend":"x"}"#, &caps()).is_err());
         assert!(parse_request(br#"{"hitsAddend":4294967296}"#, &caps()).is_err());
-        assert!(parse_request(br#"{"descriptors":[{"limit":{"unit":"FORTNIGHT"}}]}"#, &caps()).is_err());
+        assert!(
+            parse_request(
+                br#"{"descriptors":[{"limit":{"unit":"FORTNIGHT"}}]}"#,
+                &caps()
+            )
+            .is_err()
+        );
     }
 
     #[test]
@@ -323,16 +329,18 @@ mod tests {
             ..Limits::default()
         };
         // Truncated after the cap: the decoder never reaches the end of the list.
-        let many = format!(r#"{{"domain":"d","descriptors":[{}"#, ["{}"; 100_000].join(","));
+        let many = format!(
+            r#"{{"domain":"d","descriptors":[{}"#,
+            ["{}"; 100_000].join(",")
+        );
         let e = parse_request(many.as_bytes(), &limits).unwrap_err();
         assert_eq!(
             e.to_string(),
             "request has more than 2 descriptors; at most 2 are accepted (MAX_DESCRIPTORS_PER_REQUEST)"
         );
         let entry = r#"{"key":"k","value":"v"}"#;
-        let wide = format!(
-            r#"{{"domain":"d","descriptors":[{{}},{{"entries":[{entry},{entry}]}}]}}"#
-        );
+        let wide =
+            format!(r#"{{"domain":"d","descriptors":[{{}},{{"entries":[{entry},{entry}]}}]}}"#);
         let e = parse_request(wide.as_bytes(), &limits).unwrap_err();
         assert!(matches!(
             e,
@@ -342,7 +350,13 @@ mod tests {
             })
         ));
         let at_caps = format!(r#"{{"domain":"d","descriptors":[{{}},{{"entries":[{entry}]}}]}}"#);
-        assert_eq!(parse_request(at_caps.as_bytes(), &limits).unwrap().descriptors.len(), 2);
+        assert_eq!(
+            parse_request(at_caps.as_bytes(), &limits)
+                .unwrap()
+                .descriptors
+                .len(),
+            2
+        );
         // Members given twice are refused, as before.
         assert!(parse_request(br#"{"domain":"a","domain":"b"}"#, &limits).is_err());
     }

@@ -80,10 +80,16 @@ async fn json_handler(
     let bytes = match body::read(body, max, "JSON_MAX_BODY_BYTES").await {
         Ok(bytes) => bytes,
         Err(e @ body::BodyError::TooLarge { .. }) => {
-            return text(StatusCode::PAYLOAD_TOO_LARGE, format!("Payload Too Large: {e}\n"));
+            return text(
+                StatusCode::PAYLOAD_TOO_LARGE,
+                format!("Payload Too Large: {e}\n"),
+            );
         }
         Err(e @ body::BodyError::TimedOut(_)) => {
-            return text(StatusCode::REQUEST_TIMEOUT, format!("Request Timeout: {e}\n"));
+            return text(
+                StatusCode::REQUEST_TIMEOUT,
+                format!("Request Timeout: {e}\n"),
+            );
         }
         Err(_) => return text(StatusCode::BAD_REQUEST, "Bad Request\n"),
     };

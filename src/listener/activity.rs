@@ -97,7 +97,9 @@ impl Activity {
     pub fn hold_open_for_stream(&self) -> Result<(), StreamsFull> {
         let mut slot = self.slot.lock();
         if let (false, Some(streams)) = (slot.moved, &slot.streams) {
-            let permit = streams.try_admit().ok_or(StreamsFull { max: streams.max() })?;
+            let permit = streams
+                .try_admit()
+                .ok_or(StreamsFull { max: streams.max() })?;
             if slot.permit.is_some() {
                 slot.permit = Some(permit);
             }

@@ -41,11 +41,18 @@ pub async fn handler(State(s): State<HttpState>, body: Body) -> Response {
         }
     };
     let (edges, caps) = (s.edges.clone(), s.caps);
-    let parsed = crate::listener::offload(bytes, move |b| parse::parse(b, &edges.check_domain, &caps)).await;
+    let parsed =
+        crate::listener::offload(bytes, move |b| parse::parse(b, &edges.check_domain, &caps)).await;
     let req = match parsed {
         Some(Ok(req)) => req,
         Some(Err(e)) => return error(StatusCode::BAD_REQUEST, e.code(), &e.to_string()),
-        None => return error(StatusCode::SERVICE_UNAVAILABLE, "unavailable", "shutting down"),
+        None => {
+            return error(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "unavailable",
+                "shutting down",
+            );
+        }
     };
     let resp = match s.service.should_rate_limit(&req.request).await {
         Ok(resp) => resp,
