@@ -278,7 +278,7 @@ async fn health_watchers_do_not_hold_the_grpc_connection_cap() {
         refused.message().contains("GRPC_MAX_STREAM_CONNECTIONS"),
         "{refused}"
     );
-    // The watches already open keep streaming, and the harness's client is still served.
+    // Closing the watches frees their slots; the harness's client was served throughout.
     drop(watchers);
     s.rl("test-domain", &[&[("a", "b")]]).await;
     s.shutdown().await;
