@@ -17,7 +17,7 @@
 #     HTTP_MAX_CONNECTIONS=20 while `/check` is called once a second; 40 health watchers against
 #     GRPC_MAX_CONNECTIONS=20, then 20 new unary clients.
 #
-#   bench/bounded_cost.sh
+#   bench/bounded_cost.sh            (or NO_BUILD=1 CARGO_TARGET_DIR=dir bench/bounded_cost.sh)
 #
 # Needs redis-server and redis-cli on PATH and /usr/bin/time (GNU time); Linux only.
 set -euo pipefail
@@ -26,7 +26,8 @@ cd "$(dirname "$0")/.."
 BASE_PORT=${BASE_PORT:-18180}
 target=${CARGO_TARGET_DIR:-target}
 command -v redis-server >/dev/null || { echo "needs redis-server" >&2; exit 1; }
-cargo build --release --locked --bin ratelimitd --example bounded_cost --example bounded_bodies
+# NO_BUILD=1 runs the binaries already in $target/release (a shared target dir may be rebuilt meanwhile).
+[ -n "${NO_BUILD:-}" ] || cargo build --release --locked --bin ratelimitd --example bounded_cost --example bounded_bodies
 probe=$target/release/examples/bounded_cost
 bodies="$target/release/examples/bounded_bodies --grpc 127.0.0.1:$((BASE_PORT + 1)) --http 127.0.0.1:$BASE_PORT"
 
