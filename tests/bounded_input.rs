@@ -1,14 +1,19 @@
 //! Hostile input costs bounded memory and time: request caps answered INVALID_ARGUMENT (gRPC) and
 //! 400 (`/json`) naming the cap, nothing counted for a refused request; and a burst of a million
 //! distinct keys against the real binary keeps the embedded store within `MEMORY_MAX_BYTES`, refuses
-//! what does not fit (counted as `store_full`), and loses nothing already counted.
+//! what does not fit (counted as `store_full`), and loses nothing already counted. Bodies and
+//! messages built to cost the most once decoded (`/json`, `/check`, gRPC) are refused by the
+//! caps while they are read, and a client calling meanwhile keeps being answered.
 mod common;
 
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use common::process::spawn;
 use common::{Code, TestServer, descriptor, request, st};
 use ratelimitd::clock::Stopwatch;
+use ratelimitd::grpc::pb::envoy::extensions::common::ratelimit::v3::RateLimitDescriptor;
 use ratelimitd::grpc::pb::envoy::service::ratelimit::v3::RateLimitRequest;
 use ratelimitd::grpc::pb::envoy::service::ratelimit::v3::rate_limit_service_client::RateLimitServiceClient;
 
@@ -188,4 +193,112 @@ async fn a_million_distinct_keys_stay_within_the_byte_budget() {
         3,
         "the counter taken before the burst was kept"
     );
+}
+
+/// `n` empty descriptors as a protojson list's members (`{}` each).
+fn empty_json_descriptors(n: usize) -> String {
+    vec!["{}"; n].join(",")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn huge_bodies_and_messages_are_refused_while_read_and_others_are_served() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("d.yaml"), CFG).unwrap();
+    let env = [("RATELIMITD_CONFIG", dir.path().display().to_string())];
+    let bin = spawn(&env.map(|(k, v)| (k.to_string(), v)));
+    let pid = bin.child.id();
+    let grpc = format!("http://{}", bin.grpc_addr);
+    let victim = RateLimitServiceClient::connect(grpc.clone()).await.unwrap();
+    let rss_before = rss_bytes(pid);
+    // A victim calls on its own connection until the attack is over (at most 60 s).
+    let done = Arc::new(AtomicBool::new(false));
+    let calls = {
+        let (done, mut c) = (done.clone(), victim.clone());
+        tokio::spawn(async move {
+            let (mut times, mut errors) = (Vec::new(), Vec::new());
+            let watch = Stopwatch::start();
+            while !done.load(Ordering::Relaxed) && watch.elapsed() < Duration::from_secs(60) {
+                let call = Stopwatch::start();
+                let r = c
+                    .should_rate_limit(request("d", &[&[("user", "victim")]]))
+                    .await;
+                times.push(call.elapsed());
+                if let Err(e) = r {
+                    errors.push(e.to_string());
+                }
+                tokio::time::sleep(Duration::from_millis(2)).await;
+            }
+            (times, errors)
+        })
+    };
+    let http = reqwest::Client::new();
+    let json = format!("http://{}/json", bin.http_addr);
+    let check = format!("http://{}/check", bin.http_addr);
+    let mut attacker = victim.clone();
+    let over = "more than 64 descriptors; at most 64 are accepted (MAX_DESCRIPTORS_PER_REQUEST)";
+    for _ in 0..4 {
+        // 1.8 MB of empty descriptors: over JSON_MAX_BODY_BYTES (1 MiB), refused while read.
+        let body = format!(
+            r#"{{"domain":"d","descriptors":[{}]}}"#,
+            empty_json_descriptors(600_000)
+        );
+        let r = http.post(&json).body(body).send().await.unwrap();
+        assert_eq!(r.status(), 413);
+        assert!(r.text().await.unwrap().contains("JSON_MAX_BODY_BYTES"));
+        // 900 kB of them: within the byte cap, refused at the 65th descriptor.
+        let body = format!(
+            r#"{{"domain":"d","descriptors":[{}]}}"#,
+            empty_json_descriptors(300_000)
+        );
+        let r = http.post(&json).body(body).send().await.unwrap();
+        assert_eq!(r.status(), 400);
+        let text = r.text().await.unwrap();
+        assert!(text.contains(over), "{text}");
+        // /check: its 64 KiB of them, refused the same way, naming the field.
+        let body = format!(
+            r#"{{"client_key":"a","descriptors":[{}]}}"#,
+            empty_json_descriptors(21_000)
+        );
+        let r = http.post(&check).body(body).send().await.unwrap();
+        assert_eq!(r.status(), 400);
+        let v: serde_json::Value = r.json().await.unwrap();
+        let message = v["message"].as_str().unwrap();
+        assert!(
+            message.starts_with("descriptors: request has") && message.contains(over),
+            "{v}"
+        );
+        // gRPC: 520 000 empty descriptors in one 1 MiB message.
+        let req = RateLimitRequest {
+            domain: "d".into(),
+            descriptors: vec![RateLimitDescriptor::default(); 520_000],
+            ..Default::default()
+        };
+        let e = attacker.should_rate_limit(req).await.unwrap_err();
+        assert_eq!(e.code(), tonic::Code::InvalidArgument, "{e}");
+        assert!(e.message().contains(over), "{e}");
+    }
+    let rss_after = rss_bytes(pid);
+    done.store(true, Ordering::Relaxed);
+    let (mut times, errors) = calls.await.unwrap();
+    assert!(errors.is_empty(), "the victim's calls failed: {errors:?}");
+    assert!(
+        !times.is_empty(),
+        "the victim was answered during the attack"
+    );
+    times.sort();
+    let p99 = times[times.len() * 99 / 100];
+    eprintln!(
+        "victim: {} calls, p99 {p99:?}, max {:?}; RSS {} MiB before, {} MiB after",
+        times.len(),
+        times.last().unwrap(),
+        rss_before >> 20,
+        rss_after >> 20
+    );
+    // A request within the caps is still decided as before.
+    let r = attacker
+        .should_rate_limit(request("d", &[&[("user", "after")]]))
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(st(&r, 0).0, Code::Ok);
 }

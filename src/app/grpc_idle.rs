@@ -3,13 +3,17 @@
 //! `MaxConnectionIdle` does) rather than the time without bytes (HTTP/2 pings would keep an
 //! unused connection alive forever). The connection's [`Tracker`] arrives as tonic's connect info.
 //!
-//! A unary RPC is in flight until its response is ready. A health watch (or an RLQS stream) streams for as long as
-//! the client keeps it and may stay silent for hours, so a connection that opened one counts as
-//! busy for the rest of its life; `GRPC_MAX_CONNECTION_AGE` still bounds it.
+//! A unary RPC is in flight until its response is ready. A health watch (or an RLQS stream)
+//! streams for as long as the client keeps it and may stay silent for hours, so a connection that
+//! opened one counts as busy for the rest of its life; `GRPC_MAX_CONNECTION_AGE` still bounds it.
+//! Such a connection moves from `GRPC_MAX_CONNECTIONS` to `GRPC_MAX_STREAM_CONNECTIONS`, so that
+//! watchers cannot take the slots of unary clients; with that cap full, the stream is refused
+//! with RESOURCE_EXHAUSTED.
 
 use std::convert::Infallible;
 use std::task::{Context, Poll};
 
+use tonic::Status;
 use tonic::body::Body;
 use tonic::codegen::{BoxFuture, Service, http};
 use tonic::server::NamedService;
@@ -32,7 +36,7 @@ impl<S: NamedService> NamedService for Tracked<S> {
 
 impl<S> Service<http::Request<Body>> for Tracked<S>
 where
-    S: Service<http::Request<Body>, Error = Infallible>,
+    S: Service<http::Request<Body>, Response = http::Response<Body>, Error = Infallible>,
     S::Future: Send + 'static,
 {
     type Response = S::Response;
@@ -48,8 +52,11 @@ where
         if let Some(a) = activity
             .as_ref()
             .filter(|_| STREAMS.contains(&req.uri().path()))
+            && let Err(full) = a.hold_open_for_stream()
         {
-            a.hold_open();
+            tracing::debug!(path = req.uri().path(), %full, "long-lived stream refused");
+            let refused = Status::resource_exhausted(full.to_string()).into_http();
+            return Box::pin(std::future::ready(Ok(refused)));
         }
         let busy = activity.map(|a| a.begin());
         let response = self.0.call(req);

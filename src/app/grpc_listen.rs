@@ -10,7 +10,8 @@
 //! Connection cap and timeouts: the loop takes a permit of `GRPC_MAX_CONNECTIONS` before each
 //! accept and wraps the socket in [`Guarded`] (below TLS, so handshakes count and are timed too);
 //! each connection's [`Tracker`] reaches the services as tonic's connect info, where
-//! [`super::grpc_idle::Tracked`] marks RPCs in flight for `GRPC_MAX_CONNECTION_IDLE`.
+//! [`super::grpc_idle::Tracked`] marks RPCs in flight for `GRPC_MAX_CONNECTION_IDLE` and moves a
+//! connection with a long-lived stream to the `GRPC_MAX_STREAM_CONNECTIONS` gate.
 
 use std::future::Future;
 use std::io;
@@ -121,10 +122,14 @@ const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
 
 impl GrpcListener {
     /// Accepts one connection under `gate`'s cap (waiting for room first) and `limits`.
-    async fn accept(&self, gate: &Gate, limits: &ConnLimits) -> io::Result<(Box<dyn Io>, Tracker)> {
+    async fn accept(
+        &self,
+        (gate, streams): (&Gate, &Arc<Gate>),
+        limits: &ConnLimits,
+    ) -> io::Result<(Box<dyn Io>, Tracker)> {
         let permit = gate.admit().await;
         let guard = |s: Box<dyn Io>| {
-            let s = Guarded::new(s, permit, limits);
+            let s = Guarded::with_streams(s, permit, limits, Some(streams.clone()));
             let tracker = s.tracker();
             (Box::new(s) as Box<dyn Io>, tracker)
         };
@@ -141,16 +146,18 @@ impl GrpcListener {
     }
 }
 
-/// Accepts connections (at most `limits.max_connections` at once) until `tx` is closed (tonic
-/// stopped listening) and sends them on `tx`; each may live at most `lifetime`.
+/// Accepts connections (at most `limits.max_connections` at once, plus at most
+/// `stream_connections` moved to the streams gate) until `tx` is closed (tonic stopped
+/// listening) and sends them on `tx`; each may live at most `lifetime`.
 async fn accept_loop(
     listener: GrpcListener,
     tls: Option<Arc<ReloadingTls>>,
     lifetime: Option<Duration>,
-    limits: ConnLimits,
+    (limits, stream_connections): (ConnLimits, usize),
     tx: mpsc::Sender<io::Result<Conn>>,
 ) {
     let gate = Gate::new("gRPC", limits.max_connections);
+    let streams = Arc::new(Gate::new("gRPC streams", stream_connections));
     let conn = move |io: Box<dyn Io>, tracker| Conn {
         io,
         deadline: lifetime.map(|d| Box::pin(tokio::time::sleep(d))),
@@ -159,7 +166,7 @@ async fn accept_loop(
     loop {
         let (io, tracker) = tokio::select! {
             _ = tx.closed() => return,
-            r = listener.accept(&gate, &limits) => match r {
+            r = listener.accept((&gate, &streams), &limits) => match r {
                 Ok(accepted) => accepted,
                 Err(e) => {
                     // Out of file descriptors and the like: back off instead of spinning.
@@ -213,14 +220,15 @@ pub(super) async fn bind_grpc(s: &Settings) -> Result<GrpcListener, AppError> {
 }
 
 /// Serves `router` on `listener` until `stop`, with TLS when `tls` is given; connections are
-/// closed `lifetime` after they were accepted, and capped and timed by `limits`.
+/// closed `lifetime` after they were accepted, and capped and timed by `limits` (with the cap on
+/// connections holding long-lived streams).
 pub(super) fn serve_grpc(
     tasks: &mut JoinSet<()>,
     listener: GrpcListener,
     router: tonic::transport::server::Router,
     tls: Option<Arc<ReloadingTls>>,
     lifetime: Option<Duration>,
-    limits: ConnLimits,
+    limits: (ConnLimits, usize),
     stop: impl Future<Output = ()> + Send + 'static,
 ) {
     tasks.spawn(async move {

@@ -33,6 +33,7 @@ use grpc_listen::{GrpcListener, bind_grpc, serve_grpc};
 use tasks::{serve_http, stopped, sweep_expired, watch_store_health};
 
 use crate::clock::{Clock, ManualClock, SystemClock, Timestamp};
+use crate::grpc::bounded::Bounded;
 use crate::grpc::tls::ReloadingTls;
 use crate::grpc::{RateLimitServiceServer, RlsService};
 use crate::health::Health;
@@ -187,13 +188,15 @@ pub async fn start(settings: &Settings) -> Result<Running, AppError> {
     }
     let grpc_router = builder
         .add_service(Tracked(health_server))
-        .add_service(Tracked(
+        .add_service(Tracked(Bounded::new(
             RateLimitServiceServer::new(
                 RlsService::new(service.clone(), metrics.clone())
                     .with_standard_headers(settings.edges.grpc_standard_headers),
             )
             .max_decoding_message_size(settings.grpc.max_recv_message_bytes),
-        ))
+            settings.limits,
+            settings.grpc.max_recv_message_bytes,
+        )))
         .add_optional_service(rlqs.service(&overrides, &clock));
     serve_grpc(
         &mut tasks,
@@ -201,7 +204,10 @@ pub async fn start(settings: &Settings) -> Result<Running, AppError> {
         grpc_router,
         tls.clone(),
         age.zip(grace).map(|(a, g)| a + g),
-        settings.listeners.grpc,
+        (
+            settings.listeners.grpc,
+            settings.listeners.grpc_stream_connections,
+        ),
         stopped(stop.clone()),
     );
     let http_router = crate::http::router(crate::http::HttpState {
@@ -209,6 +215,7 @@ pub async fn start(settings: &Settings) -> Result<Running, AppError> {
         health: health.clone(),
         edges: Arc::new(settings.edges.clone()),
         metrics: metrics.clone(),
+        caps: settings.limits,
     });
     serve_http(
         &mut tasks,

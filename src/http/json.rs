@@ -1,9 +1,17 @@
 //! The protojson mapping of `RateLimitRequest` / `RateLimitResponse` used by `/json` (SPEC §A.4):
 //! camelCase names (snake_case accepted on input), unknown fields rejected, 64-bit numbers as
-//! strings or numbers, enums by name or number, default values omitted on output.
+//! strings or numbers, enums by name or number, default values omitted on output. The body is
+//! decoded under the request caps ([`super::capped`]): it stops at the first descriptor or entry
+//! past its cap instead of building the whole list first.
+
+use std::fmt;
 
 use serde::Deserialize;
+use serde::de::{self, DeserializeSeed, MapAccess, Visitor};
 use serde_json::{Map, Value, json};
+
+use super::capped::{Caps, Descriptors, once};
+use crate::settings::{Limits, OverCap};
 
 use crate::config::Unit;
 use crate::grpc::unit::from_proto_number;
@@ -21,12 +29,15 @@ pub enum JsonError {
     /// An enum name that is not a unit.
     #[error("invalid unit {0:?}")]
     Unit(String),
+    /// More descriptors or entries than a cap allows; the rest of the body was not decoded.
+    #[error(transparent)]
+    OverCap(#[from] OverCap),
 }
 
 /// A protojson integer: JSON number or decimal string.
 #[derive(Deserialize)]
 #[serde(untagged)]
-enum Num {
+pub(super) enum Num {
     N(u64),
     S(String),
 }
@@ -43,41 +54,40 @@ impl Num {
 /// A protojson enum: name or number.
 #[derive(Deserialize)]
 #[serde(untagged)]
-enum EnumValue {
+pub(super) enum EnumValue {
     N(i32),
     S(String),
 }
 
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
+/// A request as sent, before its numbers and units are checked.
+#[derive(Default)]
 struct JsonRequest {
     domain: Option<String>,
     descriptors: Option<Vec<JsonDescriptor>>,
-    #[serde(rename = "hitsAddend", alias = "hits_addend")]
     hits_addend: Option<Num>,
 }
 
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct JsonDescriptor {
-    entries: Option<Vec<JsonEntry>>,
-    limit: Option<JsonOverride>,
-    #[serde(rename = "hitsAddend", alias = "hits_addend")]
-    hits_addend: Option<Num>,
-    #[serde(rename = "isNegativeHits", alias = "is_negative_hits")]
-    is_negative_hits: Option<bool>,
+/// One descriptor as sent (decoded by [`super::capped`], under the entry cap).
+#[derive(Default)]
+pub(super) struct JsonDescriptor {
+    pub(super) entries: Option<Vec<JsonEntry>>,
+    pub(super) limit: Option<JsonOverride>,
+    pub(super) hits_addend: Option<Num>,
+    pub(super) is_negative_hits: Option<bool>,
 }
 
+/// One descriptor entry as sent.
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
-struct JsonEntry {
+pub(super) struct JsonEntry {
     key: Option<String>,
     value: Option<String>,
 }
 
+/// A descriptor's limit override as sent.
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
-struct JsonOverride {
+pub(super) struct JsonOverride {
     #[serde(rename = "requestsPerUnit", alias = "requests_per_unit")]
     requests_per_unit: Option<Num>,
     unit: Option<EnumValue>,
@@ -101,9 +111,61 @@ fn unit_of(u: &Option<EnumValue>) -> Result<Option<Unit>, JsonError> {
     }
 }
 
-/// Parses a `/json` body into a limiter request.
-pub fn parse_request(body: &[u8]) -> Result<Request, JsonError> {
-    let r: JsonRequest = serde_json::from_slice(body)?;
+/// Seed for the request object.
+struct RequestSeed<'c, 'a>(&'c Caps<'a>);
+
+impl<'de> DeserializeSeed<'de> for RequestSeed<'_, '_> {
+    type Value = JsonRequest;
+
+    fn deserialize<D: de::Deserializer<'de>>(self, d: D) -> Result<JsonRequest, D::Error> {
+        d.deserialize_map(self)
+    }
+}
+
+impl<'de> Visitor<'de> for RequestSeed<'_, '_> {
+    type Value = JsonRequest;
+
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("a RateLimitRequest object")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<JsonRequest, A::Error> {
+        let mut r = JsonRequest::default();
+        while let Some(key) = map.next_key::<String>()? {
+            match key.as_str() {
+                "domain" => once(&mut r.domain, "domain", map.next_value()?)?,
+                "descriptors" => {
+                    let list = map.next_value_seed(Descriptors(self.0))?;
+                    once(&mut r.descriptors, "descriptors", list)?;
+                }
+                "hitsAddend" | "hits_addend" => {
+                    once(&mut r.hits_addend, "hitsAddend", map.next_value()?)?;
+                }
+                other => {
+                    const FIELDS: &[&str] = &["domain", "descriptors", "hitsAddend"];
+                    return Err(de::Error::unknown_field(other, FIELDS));
+                }
+            }
+        }
+        Ok(r)
+    }
+}
+
+/// Decodes `body` with `seed` under `caps`: a refusal by a cap is [`JsonError::OverCap`].
+pub(super) fn decode<'de, S: DeserializeSeed<'de>>(
+    body: &'de [u8],
+    caps: &Caps<'_>,
+    seed: S,
+) -> Result<S::Value, JsonError> {
+    let mut de = serde_json::Deserializer::from_slice(body);
+    let r = seed.deserialize(&mut de).and_then(|v| de.end().map(|()| v));
+    r.map_err(|e| caps.hit().map_or(JsonError::Syntax(e), JsonError::OverCap))
+}
+
+/// Parses a `/json` body into a limiter request, decoding at most what `limits` accept.
+pub fn parse_request(body: &[u8], limits: &Limits) -> Result<Request, JsonError> {
+    let caps = Caps::new(limits);
+    let r = decode(body, &caps, RequestSeed(&caps))?;
     let hits_addend = u64::from(u32_of(&r.hits_addend)?);
     Ok(Request {
         domain: r.domain.unwrap_or_default(),
@@ -113,13 +175,8 @@ pub fn parse_request(body: &[u8]) -> Result<Request, JsonError> {
     })
 }
 
-/// Parses a protojson descriptor list (the `descriptors` of a `/json` body), as `POST /check`
-/// accepts it.
-pub fn parse_descriptors(value: Value) -> Result<Vec<Descriptor>, JsonError> {
-    descriptors_of(serde_json::from_value(value)?)
-}
-
-fn descriptors_of(list: Vec<JsonDescriptor>) -> Result<Vec<Descriptor>, JsonError> {
+/// Checks the numbers and units of a decoded descriptor list (`/json`'s, or `POST /check`'s).
+pub(super) fn descriptors_of(list: Vec<JsonDescriptor>) -> Result<Vec<Descriptor>, JsonError> {
     let mut descriptors = Vec::with_capacity(list.len());
     for d in list {
         descriptors.push(Descriptor {
@@ -213,9 +270,13 @@ pub fn render_response(r: &Response) -> Value {
 mod tests {
     use super::*;
 
+    fn caps() -> Limits {
+        Limits::default()
+    }
+
     #[test]
     fn parses_camel_and_snake_case_and_normalises_hits() {
-        let r = parse_request(br#"{"domain":"d","descriptors":[{"entries":[{"key":"k","value":"v"}],"hits_addend":"0"}],"hitsAddend":0}"#).unwrap();
+        let r = parse_request(br#"{"domain":"d","descriptors":[{"entries":[{"key":"k","value":"v"}],"hits_addend":"0"}],"hitsAddend":0}"#, &caps()).unwrap();
         assert_eq!(r.domain, "d");
         assert_eq!(
             r.hits_addend, 0,
@@ -227,7 +288,7 @@ mod tests {
 
     #[test]
     fn parses_overrides_by_name_or_number() {
-        let r = parse_request(br#"{"domain":"d","descriptors":[{"limit":{"requestsPerUnit":10,"unit":"DAY"}},{"limit":{"requests_per_unit":"3","unit":2}}]}"#).unwrap();
+        let r = parse_request(br#"{"domain":"d","descriptors":[{"limit":{"requestsPerUnit":10,"unit":"DAY"}},{"limit":{"requests_per_unit":"3","unit":2}}]}"#, &caps()).unwrap();
         assert_eq!(
             r.descriptors[0].limit,
             Some(Override {
@@ -246,12 +307,58 @@ mod tests {
 
     #[test]
     fn rejects_unknown_fields_bad_numbers_and_bad_units() {
-        assert!(parse_request(br#"{"domain":"x","bogus":1}"#).is_err());
-        assert!(parse_request(b"}").is_err());
-        assert!(parse_request(b"").is_err());
-        assert!(parse_request(br#"{"hitsAddend":"x"}"#).is_err());
-        assert!(parse_request(br#"{"hitsAddend":4294967296}"#).is_err());
-        assert!(parse_request(br#"{"descriptors":[{"limit":{"unit":"FORTNIGHT"}}]}"#).is_err());
+        assert!(parse_request(br#"{"domain":"x","bogus":1}"#, &caps()).is_err());
+        assert!(parse_request(b"}", &caps()).is_err());
+        assert!(parse_request(b"", &caps()).is_err());
+        assert!(parse_request(br#"{"hitsAddend":"x"}"#, &caps()).is_err());
+        assert!(parse_request(br#"{"hitsAddend":4294967296}"#, &caps()).is_err());
+        assert!(
+            parse_request(
+                br#"{"descriptors":[{"limit":{"unit":"FORTNIGHT"}}]}"#,
+                &caps()
+            )
+            .is_err()
+        );
+    }
+
+    #[test]
+    fn decoding_stops_at_the_descriptor_and_entry_caps() {
+        let limits = Limits {
+            max_descriptors: 2,
+            max_entries: 1,
+            ..Limits::default()
+        };
+        // Truncated after the cap: the decoder never reaches the end of the list.
+        let many = format!(
+            r#"{{"domain":"d","descriptors":[{}"#,
+            ["{}"; 100_000].join(",")
+        );
+        let e = parse_request(many.as_bytes(), &limits).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "request has more than 2 descriptors; at most 2 are accepted (MAX_DESCRIPTORS_PER_REQUEST)"
+        );
+        let entry = r#"{"key":"k","value":"v"}"#;
+        let wide =
+            format!(r#"{{"domain":"d","descriptors":[{{}},{{"entries":[{entry},{entry}]}}]}}"#);
+        let e = parse_request(wide.as_bytes(), &limits).unwrap_err();
+        assert!(matches!(
+            e,
+            JsonError::OverCap(OverCap::Entries {
+                descriptor: 1,
+                max: 1
+            })
+        ));
+        let at_caps = format!(r#"{{"domain":"d","descriptors":[{{}},{{"entries":[{entry}]}}]}}"#);
+        assert_eq!(
+            parse_request(at_caps.as_bytes(), &limits)
+                .unwrap()
+                .descriptors
+                .len(),
+            2
+        );
+        // Members given twice are refused, as before.
+        assert!(parse_request(br#"{"domain":"a","domain":"b"}"#, &limits).is_err());
     }
 
     #[test]

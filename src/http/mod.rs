@@ -1,8 +1,11 @@
 //! The HTTP edges: the main port (`/json`, `/healthcheck`, as the Go service, and ratelimitd's
 //! `POST /check`) and the debug port (`/rlconfig`, the endpoint list, and the test-only clock
-//! control).
+//! control). Bodies are read under a byte cap and the listener's body timeout ([`body`]), and
+//! decoded under the request caps ([`capped`]).
 
 pub mod admin;
+pub mod body;
+mod capped;
 pub mod check;
 pub mod debug;
 pub mod json;
@@ -10,7 +13,7 @@ pub mod json;
 use std::sync::Arc;
 
 use axum::Router;
-use axum::body::Bytes;
+use axum::body::Body;
 use axum::http::{StatusCode, header};
 use axum::middleware::from_fn_with_state;
 use axum::response::{IntoResponse, Response};
@@ -22,7 +25,7 @@ use crate::limiter::headers::RateLimitHeaders;
 use crate::metrics::Metrics;
 use crate::metrics::check::record;
 use crate::service::Service;
-use crate::settings::EdgeSettings;
+use crate::settings::{EdgeSettings, Limits};
 
 /// State shared by the main-port handlers.
 #[derive(Debug, Clone)]
@@ -31,10 +34,12 @@ pub struct HttpState {
     pub service: Arc<Service>,
     /// Health components.
     pub health: Arc<Health>,
-    /// `/check` settings.
+    /// `/check` and `/json` settings.
     pub edges: Arc<EdgeSettings>,
     /// Where `/check` requests and response times are counted (`None`: stats are off).
     pub metrics: Option<Arc<Metrics>>,
+    /// The request caps bodies are decoded under.
+    pub caps: Limits,
 }
 
 /// The main HTTP router.
@@ -77,10 +82,35 @@ async fn healthcheck(axum::extract::State(s): axum::extract::State<HttpState>) -
 
 async fn json_handler(
     axum::extract::State(s): axum::extract::State<HttpState>,
-    body: Bytes,
+    body: Body,
 ) -> Response {
-    let Ok(req) = json::parse_request(&body) else {
-        return text(StatusCode::BAD_REQUEST, "Bad Request\n");
+    let max = s.edges.json_max_body_bytes;
+    let bytes = match body::read(body, max, "JSON_MAX_BODY_BYTES").await {
+        Ok(bytes) => bytes,
+        Err(e @ body::BodyError::TooLarge { .. }) => {
+            return text(
+                StatusCode::PAYLOAD_TOO_LARGE,
+                format!("Payload Too Large: {e}\n"),
+            );
+        }
+        Err(e @ body::BodyError::TimedOut(_)) => {
+            return text(
+                StatusCode::REQUEST_TIMEOUT,
+                format!("Request Timeout: {e}\n"),
+            );
+        }
+        Err(_) => return text(StatusCode::BAD_REQUEST, "Bad Request\n"),
+    };
+    let caps = s.caps;
+    let parsed = crate::listener::offload(bytes, move |b| json::parse_request(b, &caps)).await;
+    let req = match parsed {
+        Some(Ok(req)) => req,
+        // A cap of ours says which one (Go has none, so no Go client reads this body).
+        Some(Err(e @ json::JsonError::OverCap(_))) => {
+            return text(StatusCode::BAD_REQUEST, format!("Bad Request: {e}\n"));
+        }
+        Some(Err(_)) => return text(StatusCode::BAD_REQUEST, "Bad Request\n"),
+        None => return text(StatusCode::SERVICE_UNAVAILABLE, "Service Unavailable\n"),
     };
     match s.service.should_rate_limit(&req).await {
         Ok(resp) => {

@@ -1,12 +1,35 @@
 //! Requests in flight on one connection, and since when it has had none. The request path writes
 //! it (one atomic add and one subtract per request); the connection's transport reads it when its
-//! idle timer fires.
+//! idle timer fires. It also holds the connection's slot under its listener's cap, which a
+//! connection that opens a long-lived stream trades for a slot under the streams cap.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::time::Duration;
 
+use parking_lot::Mutex;
+use tokio::sync::OwnedSemaphorePermit;
+
+use super::Gate;
 use crate::clock::Stopwatch;
+
+/// A long-lived stream refused: the streams cap is full.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "{max} connections with long-lived streams are open, the most accepted (GRPC_MAX_STREAM_CONNECTIONS)"
+)]
+pub struct StreamsFull {
+    /// The cap.
+    pub max: usize,
+}
+
+/// The connection's slot: a permit of its listener's gate, or of the streams gate once moved.
+#[derive(Debug, Default)]
+struct Slot {
+    permit: Option<OwnedSemaphorePermit>,
+    streams: Option<Arc<Gate>>,
+    moved: bool,
+}
 
 /// What one connection is doing.
 #[derive(Debug)]
@@ -16,6 +39,7 @@ pub struct Activity {
     age: Stopwatch,
     /// Microseconds after accept at which the last request ended (0: none yet).
     idle_from_us: AtomicU64,
+    slot: Mutex<Slot>,
 }
 
 /// A request in flight: the connection is not idle while it lives.
@@ -33,7 +57,25 @@ impl Activity {
             open: AtomicUsize::new(0),
             age: Stopwatch::start(),
             idle_from_us: AtomicU64::new(0),
+            slot: Mutex::new(Slot::default()),
         })
+    }
+
+    /// A connection accepted now under `permit`; with `streams`, a long-lived stream moves it
+    /// there ([`Activity::hold_open_for_stream`]).
+    pub fn with_slot(permit: OwnedSemaphorePermit, streams: Option<Arc<Gate>>) -> Arc<Activity> {
+        let a = Activity::new();
+        *a.slot.lock() = Slot {
+            permit: Some(permit),
+            streams,
+            moved: false,
+        };
+        a
+    }
+
+    /// Returns the connection's slot (it closed).
+    pub fn release(&self) {
+        self.slot.lock().permit = None;
     }
 
     /// Marks a request in flight until the returned guard is dropped.
@@ -46,6 +88,25 @@ impl Activity {
     /// long, such as a health watch, is not idleness).
     pub fn hold_open(&self) {
         self.open.fetch_add(1, Ordering::AcqRel);
+    }
+
+    /// As [`Activity::hold_open`], for a long-lived stream: the first one moves the connection
+    /// from its listener's cap to the streams cap, where it stays for the rest of its life (its
+    /// old slot frees at once). `Err` when the streams cap is full: the stream is refused and
+    /// the connection stays as it was.
+    pub fn hold_open_for_stream(&self) -> Result<(), StreamsFull> {
+        let mut slot = self.slot.lock();
+        if let (false, Some(streams)) = (slot.moved, &slot.streams) {
+            let permit = streams
+                .try_admit()
+                .ok_or(StreamsFull { max: streams.max() })?;
+            if slot.permit.is_some() {
+                slot.permit = Some(permit);
+            }
+            slot.moved = true;
+        }
+        self.hold_open();
+        Ok(())
     }
 
     /// Time since the connection was accepted.
@@ -90,5 +151,19 @@ mod tests {
         assert!(a.idle_since().is_some());
         a.hold_open();
         assert_eq!(a.idle_since(), None);
+    }
+
+    #[tokio::test]
+    async fn a_stream_moves_its_connection_to_the_streams_cap() {
+        let (main, streams) = (Gate::new("main", 1), Arc::new(Gate::new("streams", 1)));
+        let a = Activity::with_slot(main.admit().await, Some(streams.clone()));
+        a.hold_open_for_stream().unwrap();
+        // The main slot is free again; the streams slot is taken for good.
+        let b = Activity::with_slot(main.admit().await, Some(streams.clone()));
+        assert_eq!(b.hold_open_for_stream(), Err(StreamsFull { max: 1 }));
+        a.hold_open_for_stream().unwrap();
+        a.release();
+        b.hold_open_for_stream().unwrap();
+        assert_eq!(b.idle_since(), None);
     }
 }

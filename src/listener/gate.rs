@@ -44,6 +44,20 @@ impl Gate {
         self.name
     }
 
+    /// The cap.
+    pub fn max(&self) -> usize {
+        self.max
+    }
+
+    /// A slot if one is free now (logged as a wait at the cap otherwise).
+    pub fn try_admit(&self) -> Option<OwnedSemaphorePermit> {
+        let p = self.permits.clone().try_acquire_owned().ok();
+        if p.is_none() {
+            self.note_full();
+        }
+        p
+    }
+
     /// Waits until the listener has room for one more connection.
     pub async fn admit(&self) -> OwnedSemaphorePermit {
         if let Ok(p) = self.permits.clone().try_acquire_owned() {

@@ -12,7 +12,9 @@ mod activity;
 mod gate;
 mod guarded;
 pub mod http;
+mod offload;
 
-pub use activity::{Activity, Busy, Tracker};
+pub use activity::{Activity, Busy, StreamsFull, Tracker};
 pub use gate::Gate;
 pub use guarded::Guarded;
+pub use offload::{INLINE_DECODE_BYTES, offload};

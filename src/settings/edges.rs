@@ -6,13 +6,19 @@ use super::{SettingsError, Vars, parse};
 /// The default `CHECK_MAX_BODY_BYTES`: far above any sensible `/check` body.
 pub const DEFAULT_CHECK_MAX_BODY_BYTES: u64 = 64 * 1024;
 
+/// The default `JSON_MAX_BODY_BYTES`: as `GRPC_MAX_RECV_MESSAGE_BYTES`, the largest request
+/// Envoy's protocol is accepted in.
+pub const DEFAULT_JSON_MAX_BODY_BYTES: u64 = 1 << 20;
+
 /// How `/check` reads requests and whether gRPC answers carry the standard headers.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct EdgeSettings {
     /// `CHECK_DOMAIN`: the domain of a `/check` request that names none (default `api`).
     pub check_domain: String,
-    /// `CHECK_MAX_BODY_BYTES`: a larger `/check` body is refused with 413 (default 64 KiB).
+    /// `CHECK_MAX_BODY_BYTES`: a larger `/check` body is refused with 400 `body_too_large` (default 64 KiB).
     pub check_max_body_bytes: usize,
+    /// `JSON_MAX_BODY_BYTES`: a larger `/json` body is refused with 413 (default 1 MiB).
+    pub json_max_body_bytes: usize,
     /// `LIMIT_RESPONSE_STANDARD_HEADERS_ENABLED`: gRPC answers add `Retry-After` (when over the
     /// limit) and the draft-10 `RateLimit-Policy` / `RateLimit` to `response_headers_to_add`.
     pub grpc_standard_headers: bool,
@@ -35,6 +41,9 @@ pub(super) fn from_vars(v: &Vars) -> Result<EdgeSettings, SettingsError> {
             DEFAULT_CHECK_MAX_BODY_BYTES,
             |s| parse::uint_in(s, 2, 64 * 1024 * 1024),
         )? as usize,
+        json_max_body_bytes: v.parse("JSON_MAX_BODY_BYTES", DEFAULT_JSON_MAX_BODY_BYTES, |s| {
+            parse::uint_in(s, 2, 64 * 1024 * 1024)
+        })? as usize,
         grpc_standard_headers: v.bool("LIMIT_RESPONSE_STANDARD_HEADERS_ENABLED", false)?,
     })
 }

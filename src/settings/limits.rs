@@ -31,6 +31,53 @@ impl Default for Limits {
     }
 }
 
+/// A request refused while it was being decoded, before it was built in full: the count named
+/// reached the cap, so the rest of the request was not read. The message names the setting.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum OverCap {
+    /// More descriptors than `MAX_DESCRIPTORS_PER_REQUEST`.
+    #[error(
+        "request has more than {max} descriptors; at most {max} are accepted (MAX_DESCRIPTORS_PER_REQUEST)"
+    )]
+    Descriptors {
+        /// The cap.
+        max: usize,
+    },
+    /// A descriptor with more entries than `MAX_ENTRIES_PER_DESCRIPTOR`.
+    #[error(
+        "descriptor {descriptor} has more than {max} entries; at most {max} are accepted (MAX_ENTRIES_PER_DESCRIPTOR)"
+    )]
+    Entries {
+        /// Index of the descriptor in the request.
+        descriptor: usize,
+        /// The cap.
+        max: usize,
+    },
+}
+
+impl Limits {
+    /// `Err` once a request's descriptor count `count` is past the cap.
+    pub fn descriptors(&self, count: usize) -> Result<(), OverCap> {
+        if count > self.max_descriptors {
+            return Err(OverCap::Descriptors {
+                max: self.max_descriptors,
+            });
+        }
+        Ok(())
+    }
+
+    /// `Err` once descriptor `descriptor`'s entry count `count` is past the cap.
+    pub fn entries(&self, descriptor: usize, count: usize) -> Result<(), OverCap> {
+        if count > self.max_entries {
+            return Err(OverCap::Entries {
+                descriptor,
+                max: self.max_entries,
+            });
+        }
+        Ok(())
+    }
+}
+
 /// Reads the caps; each must be at least 1.
 pub(super) fn from_vars(v: &Vars) -> Result<Limits, SettingsError> {
     let d = Limits::default();

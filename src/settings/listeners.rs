@@ -17,6 +17,13 @@ pub struct ConnLimits {
     pub first_byte_timeout: Option<Duration>,
     /// A connection with no request in flight for this long is closed; `None` when set to 0.
     pub idle_timeout: Option<Duration>,
+    /// `HTTP_HEADER_READ_TIMEOUT` (HTTP/1 listeners only): a request whose head is not complete
+    /// this long after its first byte closes the connection; `None` when set to 0 (and on gRPC,
+    /// whose HTTP/2 frames arrive between calls).
+    pub header_timeout: Option<Duration>,
+    /// `HTTP_BODY_TIMEOUT` (HTTP/1 listeners only): a request body not received in full this
+    /// long after its head is refused; `None` when set to 0.
+    pub body_timeout: Option<Duration>,
 }
 
 /// The limits of each listener.
@@ -32,6 +39,10 @@ pub struct Listeners {
     pub prometheus: ConnLimits,
     /// `ADMIN_MAX_CONNECTIONS`, `HTTP_IDLE_TIMEOUT` (`ADMIN_PORT`).
     pub admin: ConnLimits,
+    /// `GRPC_MAX_STREAM_CONNECTIONS`: gRPC connections that opened a long-lived stream (a health
+    /// watch, RLQS) move from `GRPC_MAX_CONNECTIONS` to this cap, so watchers cannot hold the
+    /// slots of unary clients; a stream beyond it is refused with RESOURCE_EXHAUSTED.
+    pub grpc_stream_connections: usize,
 }
 
 /// Default `GRPC_MAX_CONNECTIONS` and `HTTP_MAX_CONNECTIONS`.
@@ -47,6 +58,12 @@ pub const DEFAULT_FIRST_BYTE_TIMEOUT: Duration = Duration::from_secs(10);
 pub const DEFAULT_GRPC_IDLE: Duration = Duration::from_secs(2 * 3600);
 /// Default `HTTP_IDLE_TIMEOUT`: longer than the usual scrape and health-check intervals.
 pub const DEFAULT_HTTP_IDLE: Duration = Duration::from_secs(120);
+/// Default `HTTP_HEADER_READ_TIMEOUT` and `HTTP_BODY_TIMEOUT`: as `CONNECTION_FIRST_BYTE_TIMEOUT`,
+/// ample for a request head or a body of the sizes the edges accept, short enough that clients
+/// trickling a byte at a time cannot keep connection slots.
+pub const DEFAULT_REQUEST_READ_TIMEOUT: Duration = Duration::from_secs(10);
+/// Default `GRPC_MAX_STREAM_CONNECTIONS`: as `RLQS_MAX_STREAMS`.
+pub const DEFAULT_STREAM_CONNECTIONS: usize = 1000;
 
 fn nonzero(d: Duration) -> Option<Duration> {
     (!d.is_zero()).then_some(d)
@@ -63,16 +80,24 @@ pub(super) fn from_vars(v: &Vars) -> Result<Listeners, SettingsError> {
         |name: &str, default: Duration| v.parse(name, default, parse::go_duration).map(nonzero);
     let first_byte_timeout = duration("CONNECTION_FIRST_BYTE_TIMEOUT", DEFAULT_FIRST_BYTE_TIMEOUT)?;
     let http_idle = duration("HTTP_IDLE_TIMEOUT", DEFAULT_HTTP_IDLE)?;
+    let header_timeout = duration("HTTP_HEADER_READ_TIMEOUT", DEFAULT_REQUEST_READ_TIMEOUT)?;
+    let body_timeout = duration("HTTP_BODY_TIMEOUT", DEFAULT_REQUEST_READ_TIMEOUT)?;
     let limits = |max_connections, idle_timeout| ConnLimits {
         max_connections,
         first_byte_timeout,
         idle_timeout,
+        header_timeout,
+        body_timeout,
     };
     Ok(Listeners {
-        grpc: limits(
-            cap("GRPC_MAX_CONNECTIONS", DEFAULT_MAX_CONNECTIONS)?,
-            duration("GRPC_MAX_CONNECTION_IDLE", DEFAULT_GRPC_IDLE)?,
-        ),
+        grpc: ConnLimits {
+            header_timeout: None,
+            body_timeout: None,
+            ..limits(
+                cap("GRPC_MAX_CONNECTIONS", DEFAULT_MAX_CONNECTIONS)?,
+                duration("GRPC_MAX_CONNECTION_IDLE", DEFAULT_GRPC_IDLE)?,
+            )
+        },
         http: limits(
             cap("HTTP_MAX_CONNECTIONS", DEFAULT_MAX_CONNECTIONS)?,
             http_idle,
@@ -89,6 +114,7 @@ pub(super) fn from_vars(v: &Vars) -> Result<Listeners, SettingsError> {
             cap("ADMIN_MAX_CONNECTIONS", DEFAULT_ADMIN_MAX_CONNECTIONS)?,
             http_idle,
         ),
+        grpc_stream_connections: cap("GRPC_MAX_STREAM_CONNECTIONS", DEFAULT_STREAM_CONNECTIONS)?,
     })
 }
 
@@ -112,6 +138,12 @@ mod tests {
         for limits in [l.grpc, l.http, l.debug, l.prometheus, l.admin] {
             assert_eq!(limits.first_byte_timeout, Some(DEFAULT_FIRST_BYTE_TIMEOUT));
         }
+        for limits in [l.http, l.debug, l.prometheus, l.admin] {
+            assert_eq!(limits.header_timeout, Some(DEFAULT_REQUEST_READ_TIMEOUT));
+            assert_eq!(limits.body_timeout, Some(DEFAULT_REQUEST_READ_TIMEOUT));
+        }
+        assert_eq!((l.grpc.header_timeout, l.grpc.body_timeout), (None, None));
+        assert_eq!(l.grpc_stream_connections, DEFAULT_STREAM_CONNECTIONS);
     }
 
     #[test]

@@ -28,7 +28,7 @@ pub use cli::{Cli, Command};
 pub use edges::EdgeSettings;
 pub use grpc::{GrpcServerSettings, TlsSettings};
 pub use kinds::{Backend, KeyFormat, LogFormat, LogLevel, Secret, StatsdProtocol};
-pub use limits::Limits;
+pub use limits::{Limits, OverCap};
 pub use listeners::{ConnLimits, Listeners};
 pub use observability::{Observability, StatsSinkKind, TracingProtocol, TracingSettings};
 pub use policy::PolicySettings;

@@ -5,8 +5,9 @@
 //! request whose hits conform within that wait reserves its slot and is answered `200` with
 //! `delay_ms` > 0, the time the caller waits before proceeding (rounded up to whole ms).
 //!
-//! Bad input, a body over `CHECK_MAX_BODY_BYTES` included, is `400` with
-//! `{"error": ..., "message": ...}` naming the field, and nothing is counted. A request the
+//! Bad input, a body over `CHECK_MAX_BODY_BYTES` or a descriptor list over the request caps
+//! included, is `400` with `{"error": ..., "message": ...}` naming the field (or the setting),
+//! and nothing is counted; a body not received within `HTTP_BODY_TIMEOUT` is `408`. A request the
 //! service cannot answer (store down with `failure_mode: error`, no configuration) is `503` with
 //! `Retry-After: 1`.
 //!
@@ -14,26 +15,44 @@
 
 pub mod parse;
 
-use axum::body::{Body, to_bytes};
+use axum::body::Body;
 use axum::extract::State;
 use axum::http::{HeaderName, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use serde_json::{Value, json};
 
 use super::HttpState;
+use super::body::{self, BodyError};
 use crate::limiter::headers::RateLimitHeaders;
 use crate::limiter::{Code, RequestError};
 
 /// The `POST /check` handler.
 pub async fn handler(State(s): State<HttpState>, body: Body) -> Response {
     let max = s.edges.check_max_body_bytes;
-    let Ok(bytes) = to_bytes(body, max).await else {
-        let message = format!("body is over {max} bytes (CHECK_MAX_BODY_BYTES)");
-        return error(StatusCode::BAD_REQUEST, "body_too_large", &message);
+    let bytes = match body::read(body, max, "CHECK_MAX_BODY_BYTES").await {
+        Ok(bytes) => bytes,
+        Err(e) => {
+            let (status, code) = match e {
+                BodyError::TooLarge { .. } => (StatusCode::BAD_REQUEST, "body_too_large"),
+                BodyError::TimedOut(_) => (StatusCode::REQUEST_TIMEOUT, "body_timeout"),
+                BodyError::Read(_) => (StatusCode::BAD_REQUEST, "body_unreadable"),
+            };
+            return error(status, code, &e.to_string());
+        }
     };
-    let req = match parse::parse(&bytes, &s.edges.check_domain) {
-        Ok(req) => req,
-        Err(e) => return error(StatusCode::BAD_REQUEST, e.code(), &e.to_string()),
+    let (edges, caps) = (s.edges.clone(), s.caps);
+    let parsed =
+        crate::listener::offload(bytes, move |b| parse::parse(b, &edges.check_domain, &caps)).await;
+    let req = match parsed {
+        Some(Ok(req)) => req,
+        Some(Err(e)) => return error(StatusCode::BAD_REQUEST, e.code(), &e.to_string()),
+        None => {
+            return error(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "unavailable",
+                "shutting down",
+            );
+        }
     };
     let resp = match s.service.should_rate_limit(&req.request).await {
         Ok(resp) => resp,

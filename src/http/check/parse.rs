@@ -5,15 +5,23 @@
 //! `max_wait_ms` is the delay the caller accepts: leaky bucket limits then shape instead of deny.
 //!
 //! The body is read as a JSON object first and each field checked by hand, so every error names
-//! its field (serde's type errors only give a line and column).
+//! its field (serde's type errors only give a line and column). Reading it builds no more than
+//! the caps allow: scalar fields keep only their value (a nested list in `cost` is skipped, not
+//! built), and `descriptors` is decoded under `MAX_DESCRIPTORS_PER_REQUEST` /
+//! `MAX_ENTRIES_PER_DESCRIPTOR`, stopping at the first one past its cap.
 
+use std::cell::Cell;
+use std::fmt;
 use std::time::Duration;
 
+use serde::de::{self, DeserializeSeed, IgnoredAny, MapAccess, Visitor};
 use serde_json::{Map, Value};
 
 use crate::algorithm::token_bucket;
-use crate::http::json::parse_descriptors;
+use crate::http::capped::{Caps, Descriptors, ScalarSeed, once};
+use crate::http::json::{JsonDescriptor, JsonError, decode, descriptors_of};
 use crate::limiter::{Descriptor, Entry, Request};
+use crate::settings::Limits;
 
 /// The largest `cost` one request may carry.
 pub const MAX_COST: u64 = 1_000_000_000;
@@ -74,16 +82,99 @@ pub struct CheckRequest {
     pub details: bool,
 }
 
-/// Parses and checks a body; `default_domain` is `CHECK_DOMAIN`.
-pub fn parse(body: &[u8], default_domain: &str) -> Result<CheckRequest, CheckError> {
-    let value: Value =
-        serde_json::from_slice(body).map_err(|e| CheckError::Malformed(e.to_string()))?;
-    let Value::Object(mut obj) = value else {
-        return Err(CheckError::NotObject);
+/// A body's members as read: the scalars as values, the descriptor list as sent.
+#[derive(Default)]
+struct Members {
+    fields: Map<String, Value>,
+    descriptors: Option<Vec<JsonDescriptor>>,
+    /// The first member that is not one of [`FIELDS`] (the rest is skipped, unread).
+    unknown: Option<String>,
+}
+
+/// Seed for the body object; `in_descriptors` is set while the descriptor list is read, so an
+/// error there names the field.
+struct BodySeed<'c, 'a> {
+    caps: &'c Caps<'a>,
+    in_descriptors: &'c Cell<bool>,
+}
+
+impl<'de> DeserializeSeed<'de> for BodySeed<'_, '_> {
+    type Value = Members;
+
+    fn deserialize<D: de::Deserializer<'de>>(self, d: D) -> Result<Members, D::Error> {
+        d.deserialize_map(self)
+    }
+}
+
+impl<'de> Visitor<'de> for BodySeed<'_, '_> {
+    type Value = Members;
+
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("a JSON object")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Members, A::Error> {
+        let mut m = Members::default();
+        while let Some(key) = map.next_key::<String>()? {
+            if m.unknown.is_some() {
+                map.next_value::<IgnoredAny>()?;
+            } else if key == "descriptors" {
+                self.in_descriptors.set(true);
+                let list = map.next_value_seed(Descriptors(self.caps))?;
+                self.in_descriptors.set(false);
+                once(&mut m.descriptors, "descriptors", list)?;
+            } else if FIELDS.split(", ").any(|f| f == key) {
+                let value = map.next_value_seed(ScalarSeed)?;
+                if m.fields.insert(key, value).is_some() {
+                    return Err(de::Error::custom("a member is given twice"));
+                }
+            } else {
+                map.next_value::<IgnoredAny>()?;
+                m.unknown = Some(key);
+            }
+        }
+        Ok(m)
+    }
+}
+
+/// Reads the members of `body` under `limits`.
+fn members(body: &[u8], limits: &Limits) -> Result<Members, CheckError> {
+    let first = body.iter().find(|b| !b.is_ascii_whitespace());
+    if first != Some(&b'{') {
+        return Err(match serde_json::from_slice::<IgnoredAny>(body) {
+            Ok(_) => CheckError::NotObject,
+            Err(e) => CheckError::Malformed(e.to_string()),
+        });
+    }
+    let caps = Caps::new(limits);
+    let in_descriptors = Cell::new(false);
+    let seed = BodySeed {
+        caps: &caps,
+        in_descriptors: &in_descriptors,
     };
-    if let Some(unknown) = obj.keys().find(|k| !FIELDS.split(", ").any(|f| f == *k)) {
+    decode(body, &caps, seed).map_err(|e| match e {
+        JsonError::OverCap(over) => CheckError::field("descriptors", over.to_string()),
+        e if in_descriptors.get() => CheckError::field("descriptors", e.to_string()),
+        JsonError::Syntax(e) => CheckError::Malformed(e.to_string()),
+        e => CheckError::Malformed(e.to_string()),
+    })
+}
+
+/// Parses and checks a body under the request caps `limits`; `default_domain` is
+/// `CHECK_DOMAIN`.
+pub fn parse(
+    body: &[u8],
+    default_domain: &str,
+    limits: &Limits,
+) -> Result<CheckRequest, CheckError> {
+    let Members {
+        fields: obj,
+        descriptors: sent,
+        unknown,
+    } = members(body, limits)?;
+    if let Some(unknown) = unknown {
         return Err(CheckError::field(
-            unknown,
+            &unknown,
             format!("unknown field (expected one of {FIELDS})"),
         ));
     }
@@ -115,22 +206,13 @@ pub fn parse(body: &[u8], default_domain: &str) -> Result<CheckRequest, CheckErr
             refund: false,
         });
     }
-    match obj.remove("descriptors") {
-        None | Some(Value::Null) => {}
-        Some(list @ Value::Array(_)) => {
-            let sent = parse_descriptors(list)
-                .map_err(|e| CheckError::field("descriptors", e.to_string()))?;
-            descriptors.extend(sent.into_iter().map(|d| Descriptor {
-                hits_addend: d.hits_addend.or(Some(cost)),
-                ..d
-            }));
-        }
-        Some(_) => {
-            return Err(CheckError::field(
-                "descriptors",
-                "must be a list of descriptors",
-            ));
-        }
+    if let Some(list) = sent {
+        let sent =
+            descriptors_of(list).map_err(|e| CheckError::field("descriptors", e.to_string()))?;
+        descriptors.extend(sent.into_iter().map(|d| Descriptor {
+            hits_addend: d.hits_addend.or(Some(cost)),
+            ..d
+        }));
     }
     Ok(CheckRequest {
         request: Request {

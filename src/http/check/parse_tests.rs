@@ -3,7 +3,7 @@
 use super::*;
 
 fn field_of(body: &str) -> String {
-    match parse(body.as_bytes(), "api") {
+    match parse(body.as_bytes(), "api", &Limits::default()) {
         Err(CheckError::Field { field, .. }) => field,
         other => panic!("{body}: expected a field error, got {other:?}"),
     }
@@ -14,6 +14,7 @@ fn maps_client_key_and_endpoint_onto_two_descriptors() {
     let r = parse(
         br#"{"client_key":"user:42","endpoint":"/api/v1/search","cost":3}"#,
         "api",
+        &Limits::default(),
     )
     .unwrap();
     assert_eq!(r.request.domain, "api");
@@ -37,6 +38,7 @@ fn defaults_and_extra_descriptors() {
         br#"{"client_key":"k","domain":"edge","cost":0,"details":true,
              "descriptors":[{"entries":[{"key":"a","value":"b"}]},{"hitsAddend":5}]}"#,
         "api",
+        &Limits::default(),
     )
     .unwrap();
     assert_eq!(r.request.domain, "edge");
@@ -52,9 +54,14 @@ fn defaults_and_extra_descriptors() {
         [Some(0), Some(0), Some(5)],
         "cost unless a descriptor has its own"
     );
-    let r = parse(br#"{"client_key":"k","cost":2.0}"#, "api").unwrap();
+    let r = parse(
+        br#"{"client_key":"k","cost":2.0}"#,
+        "api",
+        &Limits::default(),
+    )
+    .unwrap();
     assert_eq!(r.request.descriptors[0].hits_addend, Some(2));
-    let r = parse(br#"{"client_key":"k"}"#, "api").unwrap();
+    let r = parse(br#"{"client_key":"k"}"#, "api", &Limits::default()).unwrap();
     assert_eq!(r.request.descriptors[0].hits_addend, Some(1));
 }
 
@@ -85,21 +92,72 @@ fn refusals_name_the_field() {
     ] {
         assert_eq!(field_of(body), field, "{body}");
     }
-    assert!(matches!(parse(b"{", "api"), Err(CheckError::Malformed(_))));
-    assert_eq!(parse(b"[1]", "api"), Err(CheckError::NotObject));
-    let e = parse(br#"{"client_key":"k","cost":-3}"#, "api").unwrap_err();
+    assert!(matches!(
+        parse(b"{", "api", &Limits::default()),
+        Err(CheckError::Malformed(_))
+    ));
+    assert_eq!(
+        parse(b"[1]", "api", &Limits::default()),
+        Err(CheckError::NotObject)
+    );
+    let e = parse(
+        br#"{"client_key":"k","cost":-3}"#,
+        "api",
+        &Limits::default(),
+    )
+    .unwrap_err();
     assert_eq!(e.to_string(), "cost: must not be negative");
-    let e = parse(br#"{"client_key":"k","max_wait_ms":60001}"#, "api").unwrap_err();
+    let e = parse(
+        br#"{"client_key":"k","max_wait_ms":60001}"#,
+        "api",
+        &Limits::default(),
+    )
+    .unwrap_err();
     assert_eq!(e.to_string(), "max_wait_ms: must be at most 60000");
 }
 
 #[test]
 fn max_wait_ms_is_carried_as_the_wait_budget() {
     use std::time::Duration;
-    let r = parse(br#"{"client_key":"k","max_wait_ms":250}"#, "api").unwrap();
+    let r = parse(
+        br#"{"client_key":"k","max_wait_ms":250}"#,
+        "api",
+        &Limits::default(),
+    )
+    .unwrap();
     assert_eq!(r.request.max_wait, Duration::from_millis(250));
-    let r = parse(br#"{"client_key":"k","max_wait_ms":60000.0}"#, "api").unwrap();
+    let r = parse(
+        br#"{"client_key":"k","max_wait_ms":60000.0}"#,
+        "api",
+        &Limits::default(),
+    )
+    .unwrap();
     assert_eq!(r.request.max_wait, Duration::from_secs(60));
-    let r = parse(br#"{"client_key":"k"}"#, "api").unwrap();
+    let r = parse(br#"{"client_key":"k"}"#, "api", &Limits::default()).unwrap();
     assert_eq!(r.request.max_wait, Duration::ZERO, "absent: policing");
+}
+
+#[test]
+fn descriptors_are_decoded_under_the_caps() {
+    let limits = Limits {
+        max_descriptors: 3,
+        ..Limits::default()
+    };
+    // Truncated past the cap: decoding stops before it reaches the end.
+    let body = format!(
+        r#"{{"client_key":"k","descriptors":[{}"#,
+        ["{}"; 10_000].join(",")
+    );
+    let e = parse(body.as_bytes(), "api", &limits).unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "descriptors: request has more than 3 descriptors; at most 3 are accepted (MAX_DESCRIPTORS_PER_REQUEST)"
+    );
+    // A nested list where a number belongs is refused by type, without being built.
+    let deep = format!(
+        r#"{{"client_key":"k","cost":{}1{}}}"#,
+        "[".repeat(100),
+        "]".repeat(100)
+    );
+    assert_eq!(field_of(&deep), "cost");
 }

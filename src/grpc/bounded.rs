@@ -1,0 +1,126 @@
+//! [`Bounded`]: the ShouldRateLimit service, with each request message read and checked before
+//! tonic decodes it. The message is buffered up to `GRPC_MAX_RECV_MESSAGE_BYTES` (refused with
+//! OUT_OF_RANGE as soon as its declared length is larger), then [`super::wire`] counts its
+//! descriptors and entries: past `MAX_DESCRIPTORS_PER_REQUEST` or `MAX_ENTRIES_PER_DESCRIPTOR`
+//! it is refused with INVALID_ARGUMENT naming the setting, before prost builds anything. The scan
+//! of a large message runs on the blocking pool ([`crate::listener::offload`]), so what remains
+//! on the runtime worker is the decode of a message within the caps.
+
+use std::convert::Infallible;
+use std::task::{Context, Poll};
+
+use axum::body::Bytes;
+use http_body_util::{BodyExt, Full};
+use tonic::Status;
+use tonic::body::Body;
+use tonic::codegen::{BoxFuture, Service, http};
+use tonic::server::NamedService;
+
+use crate::settings::Limits;
+
+/// The method whose messages are checked.
+const SHOULD_RATE_LIMIT: &str = "/envoy.service.ratelimit.v3.RateLimitService/ShouldRateLimit";
+/// A gRPC message's prefix: the compression flag and the length.
+const PREFIX: usize = 5;
+
+/// `S`, with its ShouldRateLimit messages checked before they are decoded.
+#[derive(Debug, Clone)]
+pub struct Bounded<S> {
+    inner: S,
+    caps: Limits,
+    max_message: usize,
+}
+
+impl<S> Bounded<S> {
+    /// Checks `inner`'s messages against `caps` and `max_message` (`GRPC_MAX_RECV_MESSAGE_BYTES`).
+    pub fn new(inner: S, caps: Limits, max_message: usize) -> Bounded<S> {
+        Bounded {
+            inner,
+            caps,
+            max_message,
+        }
+    }
+}
+
+impl<S: NamedService> NamedService for Bounded<S> {
+    const NAME: &'static str = S::NAME;
+}
+
+impl<S> Service<http::Request<Body>> for Bounded<S>
+where
+    S: Service<http::Request<Body>, Response = http::Response<Body>, Error = Infallible>,
+    S: Clone + Send + 'static,
+    S::Future: Send + 'static,
+{
+    type Response = http::Response<Body>;
+    type Error = Infallible;
+    type Future = BoxFuture<http::Response<Body>, Infallible>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
+        self.inner.poll_ready(cx)
+    }
+
+    fn call(&mut self, req: http::Request<Body>) -> Self::Future {
+        if req.uri().path() != SHOULD_RATE_LIMIT {
+            return Box::pin(self.inner.call(req));
+        }
+        // The ready service goes with this call; the clone waits for the next poll_ready.
+        let clone = self.inner.clone();
+        let mut inner = std::mem::replace(&mut self.inner, clone);
+        let (caps, max) = (self.caps, self.max_message);
+        Box::pin(async move {
+            let (parts, body) = req.into_parts();
+            let bytes = match read_message(body, max).await {
+                Ok(bytes) => bytes,
+                Err(status) => return Ok(status.into_http()),
+            };
+            if let Err(status) = check(bytes.clone(), caps).await {
+                return Ok(status.into_http());
+            }
+            let body = Body::new(Full::new(bytes).map_err(|e| match e {}));
+            inner.call(http::Request::from_parts(parts, body)).await
+        })
+    }
+}
+
+/// Reads a request body holding one message of at most `max` bytes.
+async fn read_message(mut body: Body, max: usize) -> Result<Bytes, Status> {
+    let too_large = |len: usize| {
+        Status::out_of_range(format!(
+            "message is {len} bytes; at most {max} are accepted (GRPC_MAX_RECV_MESSAGE_BYTES)"
+        ))
+    };
+    let mut buf = Vec::new();
+    while let Some(frame) = body.frame().await {
+        let Ok(data) = frame?.into_data() else {
+            continue;
+        };
+        buf.extend_from_slice(&data);
+        if let Some(prefix) = buf.get(1..PREFIX) {
+            let declared = u32::from_be_bytes([prefix[0], prefix[1], prefix[2], prefix[3]]);
+            let declared = declared as usize;
+            if declared > max {
+                return Err(too_large(declared));
+            }
+        }
+        if buf.len() > PREFIX + max {
+            return Err(too_large(buf.len() - PREFIX));
+        }
+    }
+    Ok(Bytes::from(buf))
+}
+
+/// Counts the descriptors and entries of the message in `framed` (a compressed or incomplete
+/// one is left to tonic, which refuses it).
+async fn check(framed: Bytes, caps: Limits) -> Result<(), Status> {
+    if framed.first() != Some(&0) {
+        return Ok(());
+    }
+    let scan =
+        move |b: &[u8]| super::wire::check_counts(b.get(PREFIX..).unwrap_or_default(), &caps);
+    match crate::listener::offload(framed, scan).await {
+        Some(Ok(())) => Ok(()),
+        Some(Err(over)) => Err(Status::invalid_argument(over.to_string())),
+        None => Err(Status::unavailable("shutting down")),
+    }
+}
