@@ -1,0 +1,237 @@
+//! The Redis breaker opens on a Redis that is failing, not on one slow moment of a healthy one
+//! nor on one client's bad data. Against a real redis-server with the default
+//! `REDIS_RESPONSE_TIMEOUT` (15 ms) and `REDIS_BREAKER_FAILURES` (3):
+//! - under bounded concurrent load (8 calls in flight, a new key on most calls), `DEBUG SLEEP
+//!   0.012` and `DEBUG SLEEP 0.02` cost the calls that were in flight, not a breaker cool-down: the
+//!   breaker never opens and under 0.5% of the decisions are answered by the failure mode;
+//! - the same load on a Redis that stops answering (SIGSTOP) still opens it;
+//! - counters holding the wrong type (a string that is not a number, a hash) make the script
+//!   fail with an error reply: that caller is answered by its failure policy, every other client
+//!   keeps getting Redis's decisions, the breaker stays closed and health stays SERVING / 200.
+
+mod common;
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::Duration;
+
+use common::chaos::{Paused, source, target_transitions, timed};
+use common::redis::RedisServer;
+use common::{Code, TestServer, overall};
+use ratelimitd::clock::Stopwatch;
+use tonic_health::pb::HealthCheckRequest;
+use tonic_health::pb::health_check_response::ServingStatus;
+use tonic_health::pb::health_client::HealthClient;
+
+const CFG: &str = r#"
+domain: stall
+descriptors:
+  - {key: k, rate_limit: {unit: second, requests_per_unit: 1000000, failure_mode: deny}}
+  - {key: poison, rate_limit: {unit: minute, requests_per_unit: 1000, failure_mode: deny}}
+"#;
+
+/// The service defaults for the Redis timeout and the breaker (the test harness's Redis settings
+/// have a generous timeout for a loaded machine: back to the default here); sources in the
+/// metadata, metrics on (the breaker's transition counts).
+const ENV: [(&str, &str); 4] = [
+    ("REDIS_RESPONSE_TIMEOUT", "15ms"),
+    ("RESPONSE_DYNAMIC_METADATA", "true"),
+    ("USE_PROMETHEUS", "true"),
+    ("PROMETHEUS_ADDR", "127.0.0.1:0"),
+];
+
+/// Calls in flight at once.
+const IN_FLIGHT: usize = 8;
+/// At most this many calls per load task: the load stops by itself.
+const MAX_CALLS_PER_TASK: u64 = 20_000;
+/// Real-time bound on every phase of the load.
+const PHASE_LIMIT: Duration = Duration::from_secs(30);
+
+/// Decisions of the load so far, by who answered.
+#[derive(Default)]
+struct Tally {
+    total: AtomicU64,
+    /// Answered by the failure policy after a failed call, or by the open breaker.
+    failure_mode: AtomicU64,
+    /// Refused with a gRPC error (none expected: every limit here names its failure mode).
+    errors: AtomicU64,
+}
+
+/// `IN_FLIGHT` tasks calling `k` with a new value on every call until `stop` (or their bound).
+fn start_load(
+    s: &Arc<TestServer>,
+    tally: &Arc<Tally>,
+    stop: &Arc<AtomicBool>,
+) -> Vec<tokio::task::JoinHandle<()>> {
+    (0..IN_FLIGHT)
+        .map(|task| {
+            let (s, tally, stop) = (s.clone(), tally.clone(), stop.clone());
+            tokio::spawn(async move {
+                for n in 0..MAX_CALLS_PER_TASK {
+                    if stop.load(Ordering::Relaxed) {
+                        break;
+                    }
+                    let value = format!("t{task}-{n}");
+                    match s.call(common::request("stall", &[&[("k", &value)]])).await {
+                        Ok(r) if source(&r) == "store" => {}
+                        Ok(_) => {
+                            tally.failure_mode.fetch_add(1, Ordering::Relaxed);
+                        }
+                        Err(_) => {
+                            tally.errors.fetch_add(1, Ordering::Relaxed);
+                        }
+                    }
+                    tally.total.fetch_add(1, Ordering::Relaxed);
+                }
+            })
+        })
+        .collect()
+}
+
+/// Waits (bounded) until the load has made `more` decisions beyond what it has made now.
+async fn until_decided(tally: &Tally, more: u64) {
+    let target = tally.total.load(Ordering::Relaxed) + more;
+    let watch = Stopwatch::start();
+    while tally.total.load(Ordering::Relaxed) < target {
+        assert!(watch.elapsed() < PHASE_LIMIT, "the load made {more} decisions");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
+
+/// `DEBUG SLEEP secs` on `redis`: blocks the server for that long, as an expire cycle or a fork
+/// does; returns when it answers again.
+async fn stall(redis: &RedisServer, secs: &str) {
+    let port = redis.port.to_string();
+    let secs = secs.to_string();
+    let status = tokio::task::spawn_blocking(move || {
+        std::process::Command::new("redis-cli")
+            .args(["-p", &port, "DEBUG", "SLEEP", &secs])
+            .stdout(std::process::Stdio::null())
+            .status()
+    })
+    .await
+    .unwrap()
+    .expect("redis-cli runs");
+    assert!(status.success());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_stall_of_a_healthy_redis_under_load_does_not_open_the_breaker() {
+    let redis = RedisServer::start_with(&["--enable-debug-command", "yes"]);
+    let s = Arc::new(TestServer::start_on(&[("c.yaml", CFG)], &ENV, Some(&redis)).await);
+    let (tally, stop) = (Arc::new(Tally::default()), Arc::new(AtomicBool::new(false)));
+    let load = start_load(&s, &tally, &stop);
+    until_decided(&tally, 2_000).await;
+    for secs in ["0.012", "0.02", "0.012", "0.02"] {
+        stall(&redis, secs).await;
+        until_decided(&tally, 3_000).await;
+    }
+    stop.store(true, Ordering::Relaxed);
+    for task in load {
+        task.await.unwrap();
+    }
+    let (total, failed, errors) = (
+        tally.total.load(Ordering::Relaxed),
+        tally.failure_mode.load(Ordering::Relaxed),
+        tally.errors.load(Ordering::Relaxed),
+    );
+    let share = failed as f64 / total as f64;
+    eprintln!(
+        "stall: {total} decisions, {failed} answered by the failure mode ({:.3}%), {errors} errors",
+        share * 100.0
+    );
+    assert_eq!(errors, 0, "every call answered");
+    assert_eq!(
+        target_transitions(&s, "main", "opened"),
+        0,
+        "four stalls of a healthy Redis did not open the breaker"
+    );
+    assert!(
+        share < 0.005,
+        "{failed} of {total} decisions answered by the failure mode"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_hung_redis_under_the_same_load_still_opens_the_breaker() {
+    let redis = RedisServer::start();
+    let s = Arc::new(TestServer::start_on(&[("c.yaml", CFG)], &ENV, Some(&redis)).await);
+    let (tally, stop) = (Arc::new(Tally::default()), Arc::new(AtomicBool::new(false)));
+    let load = start_load(&s, &tally, &stop);
+    until_decided(&tally, 500).await;
+    let opened = target_transitions(&s, "main", "opened");
+    let paused = Paused::stop(&redis);
+    let watch = Stopwatch::start();
+    while target_transitions(&s, "main", "opened") == opened {
+        assert!(
+            watch.elapsed() < Duration::from_secs(2),
+            "the breaker opens on a hung Redis"
+        );
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    eprintln!("hung under load: breaker open after {:?}", watch.elapsed());
+    // Open: answered at once, without a call.
+    let (t, r) = timed(&s, "stall", ("k", "probe")).await;
+    assert_eq!(source(&r.unwrap()), "breaker", "answered in {t:?}");
+    stop.store(true, Ordering::Relaxed);
+    for task in load {
+        task.await.unwrap();
+    }
+    paused.resume();
+}
+
+async fn healthcheck(s: &TestServer) -> u16 {
+    let r = s.http.get(s.http_url("/healthcheck")).send().await;
+    r.unwrap().status().as_u16()
+}
+
+async fn grpc_health(s: &TestServer) -> ServingStatus {
+    let url = format!("http://{}", s.running().grpc_addr);
+    let channel = tonic::transport::Channel::from_shared(url).unwrap();
+    let mut client = HealthClient::new(channel.connect().await.unwrap());
+    let request = HealthCheckRequest {
+        service: "ratelimit".into(),
+    };
+    let r = client.check(request).await.unwrap().into_inner();
+    ServingStatus::try_from(r.status).unwrap()
+}
+
+/// The Redis key of descriptor `poison=value`, made by one call.
+async fn counter_key(s: &TestServer, redis: &RedisServer, value: &str) -> String {
+    let (_, r) = timed(s, "stall", ("poison", value)).await;
+    assert_eq!(source(&r.unwrap()), "store");
+    let keys = redis.cli(&["--scan", "--pattern", &format!("*poison*{value}*")]);
+    let mut keys = keys.lines();
+    let key = keys.next().expect("the counter exists").to_string();
+    assert_eq!(keys.next(), None, "one counter");
+    key
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn script_error_replies_answer_their_caller_and_never_open_the_breaker() {
+    let redis = RedisServer::start();
+    let s = TestServer::start_on(&[("c.yaml", CFG)], &ENV, Some(&redis)).await;
+    // INCRBY on a string that is not a number: "ERR value is not an integer or out of range";
+    // on a hash: "WRONGTYPE Operation against a key holding the wrong kind of value".
+    let text = counter_key(&s, &redis, "text").await;
+    assert_eq!(redis.cli(&["SET", &text, "not-a-number"]), "OK");
+    let hash = counter_key(&s, &redis, "hash").await;
+    redis.cli(&["DEL", &hash]);
+    assert_eq!(redis.cli(&["HSET", &hash, "f", "1"]), "1");
+    for i in 0..20 {
+        // The bad counters, several calls in a row: each one fails in the script.
+        for value in ["text", "hash", "text"] {
+            let (_, r) = timed(&s, "stall", ("poison", value)).await;
+            let r = r.expect("answered by the limit's failure policy");
+            assert_eq!(source(&r), "failure_policy", "round {i}: {value}");
+            assert_eq!(overall(&r), Code::OverLimit, "deny: refused");
+        }
+        // The service stays healthy, and another client is decided by Redis.
+        assert_eq!(healthcheck(&s).await, 200, "round {i}");
+        assert_eq!(grpc_health(&s).await, ServingStatus::Serving, "round {i}");
+        let (_, r) = timed(&s, "stall", ("k", &format!("other-{i}"))).await;
+        assert_eq!(source(&r.unwrap()), "store", "round {i}: another client");
+    }
+    assert_eq!(target_transitions(&s, "main", "opened"), 0);
+    s.shutdown().await;
+}
