@@ -265,3 +265,73 @@ async fn script_error_replies_answer_their_caller_and_never_open_the_breaker() {
     assert_eq!(target_transitions(&s, "main", "opened"), 0);
     s.shutdown().await;
 }
+
+/// The store on its own, whatever the edges clamp: hits of 2^63 (past Redis's integers) on a fixed
+/// window make its script fail with an error reply, again and again. Those ops are answered as
+/// not decided; an op of another algorithm in the same request, and every later request, are
+/// decided by Redis; the breaker stays closed and the store healthy.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn hits_past_redis_integers_are_the_requests_error_not_a_redis_failure() {
+    use ratelimitd::algorithm::{Algorithm, LimitSpec, Window};
+    use ratelimitd::clock::{Clock, ManualClock, Timestamp};
+    use ratelimitd::resilience::BreakerState;
+    use ratelimitd::settings::Settings;
+    use ratelimitd::store::redis::RedisStore;
+    use ratelimitd::store::{Answer, Op, Store};
+
+    let redis = RedisServer::start();
+    let settings = Settings::from_env(redis.env()).unwrap();
+    let clock: Arc<dyn Clock> = Arc::new(ManualClock::new(Timestamp::from_secs(1_000)));
+    let store = RedisStore::connect(&settings.redis)
+        .await
+        .unwrap()
+        .with_breakers(&settings.resilience, &clock);
+    let op = |key: &str, algorithm, hits| Op {
+        key: key.into(),
+        spec: LimitSpec {
+            algorithm,
+            limit: 100,
+            window: Window::from_secs(60).unwrap(),
+            burst: 100,
+        },
+        hits,
+        refund: false,
+        max_wait: Duration::ZERO,
+        lease: Some(0),
+    };
+    let now = clock.now();
+    for i in 0..10u64 {
+        let ops = [
+            op("poison", Algorithm::FixedWindow, 1 << 63),
+            op("bucket", Algorithm::TokenBucket, 1),
+        ];
+        let answers = store.apply(&ops, now).await.expect("answers per op");
+        assert_eq!(
+            answers[0],
+            Answer::Unavailable {
+                target: "main",
+                breaker_open: false
+            },
+            "call {i}: not decided, and not by an open breaker"
+        );
+        let Answer::Decided(d) = answers[1] else {
+            panic!(
+                "call {i}: the token bucket is decided by Redis: {:?}",
+                answers[1]
+            );
+        };
+        assert_eq!(d.remaining, 99 - i, "call {i}");
+        assert!(store.is_healthy(), "call {i}");
+        let other = store
+            .apply(&[op("other", Algorithm::FixedWindow, 1)], now)
+            .await
+            .unwrap();
+        assert!(
+            matches!(other[0], Answer::Decided(_)),
+            "call {i}: {other:?}"
+        );
+    }
+    let states: Vec<BreakerState> = store.breaker_reports().iter().map(|r| r.state).collect();
+    assert_eq!(states, [BreakerState::Closed]);
+    assert_eq!(store.breaker_reports()[0].opened, 0);
+}

@@ -220,33 +220,24 @@ impl RedisStore {
             .map(|(algorithm, idx)| self.run(conn, ops, (*algorithm, idx), mode, now));
         let called = match tokio::time::timeout(self.response_timeout, join_all(calls)).await {
             Err(_) => Called::Failed,
-            Ok(results) => {
-                let mut answered = Vec::with_capacity(results.len());
-                for r in results {
-                    match r {
-                        Ok(decisions) => answered.push(Some(decisions)),
-                        Err(e) if refused_for_its_data(&e) => {
-                            // Per request, so debug: the limiter's failure log already notes
-                            // (throttled) that these limits were answered by their failure mode.
-                            tracing::debug!(
-                                target_redis = target,
-                                error = %e,
-                                "Redis refused a script call for its data; its limits answer by their failure mode"
-                            );
-                            answered.push(None);
-                        }
-                        Err(_) => {
-                            answered.clear();
-                            break;
-                        }
+            Ok(results) => results
+                .into_iter()
+                .map(|r| match r {
+                    Ok(decisions) => Some(Some(decisions)),
+                    Err(e) if refused_for_its_data(&e) => {
+                        // Per request, so debug: the limiter's failure log already notes
+                        // (throttled) that these limits were answered by their failure mode.
+                        tracing::debug!(
+                            target_redis = target,
+                            error = %e,
+                            "Redis refused a script call for its data; its limits answer by their failure mode"
+                        );
+                        Some(None)
                     }
-                }
-                if answered.len() == groups.len() {
-                    Called::Answered(answered)
-                } else {
-                    Called::Failed
-                }
-            }
+                    Err(_) => None,
+                })
+                .collect::<Option<Vec<_>>>()
+                .map_or(Called::Failed, Called::Answered),
         };
         if let (Some(b), Some(permit)) = (breaker, permit) {
             b.record(permit, !matches!(called, Called::Failed));
