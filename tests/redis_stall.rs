@@ -4,7 +4,8 @@
 //! - under bounded concurrent load on the real binary (8 calls in flight, a new key on every call),
 //!   `DEBUG SLEEP` of 0.8 and 1.33 times `REDIS_RESPONSE_TIMEOUT` (the 12 ms and 20 ms stalls of a
 //!   15 ms timeout) cost the calls that were in flight, not a breaker cool-down: the breaker never
-//!   opens and under 0.5% of the decisions are answered by the failure mode. The timeout is scaled
+//!   opens, `/healthcheck` stays 200, and under 0.5% of the decisions are answered by the failure
+//!   mode. The timeout is scaled
 //!   up to 100 ms as in the rest of the suite (a debug build on a loaded 2-core machine misses
 //!   15 ms on its own); `bench/stall.sh` measures the 15 ms default on a release build;
 //! - the same load on a Redis that stops answering (SIGSTOP) still opens it;
@@ -102,6 +103,22 @@ fn start_load(
         .collect()
 }
 
+/// Polls `url` every 5 ms until `stop`: (polls, answers other than 200).
+fn watch_health(url: String, stop: &Arc<AtomicBool>) -> tokio::task::JoinHandle<(u64, u64)> {
+    let stop = stop.clone();
+    tokio::spawn(async move {
+        let (http, mut polls, mut unhealthy) = (reqwest::Client::new(), 0, 0);
+        let watch = Stopwatch::start();
+        while !stop.load(Ordering::Relaxed) && watch.elapsed() < PHASE_LIMIT * 6 {
+            let status = http.get(&url).send().await.map(|r| r.status().as_u16());
+            polls += 1;
+            unhealthy += u64::from(status.ok() != Some(200));
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        (polls, unhealthy)
+    })
+}
+
 /// Waits (bounded) until the load has made `more` decisions beyond what it has made now.
 async fn until_decided(tally: &Tally, more: u64) {
     let target = tally.total.load(Ordering::Relaxed) + more;
@@ -146,6 +163,7 @@ async fn one_stall_of_a_healthy_redis_under_load_does_not_open_the_breaker() {
         .unwrap();
     let (tally, stop) = (Arc::new(Tally::default()), Arc::new(AtomicBool::new(false)));
     let load = start_load(&grpc, &tally, &stop);
+    let health = watch_health(format!("http://{}/healthcheck", binary.http_addr), &stop);
     until_decided(&tally, 2_000).await;
     for secs in STALLS {
         stall(&redis, secs).await;
@@ -166,6 +184,9 @@ async fn one_stall_of_a_healthy_redis_under_load_does_not_open_the_breaker() {
         share * 100.0
     );
     assert_eq!(errors, 0, "every call answered");
+    let (polls, unhealthy) = health.await.unwrap();
+    assert!(polls > 100, "health polled throughout: {polls}");
+    assert_eq!(unhealthy, 0, "/healthcheck stayed 200 through the stalls");
     let opened = binary
         .lines
         .try_iter()

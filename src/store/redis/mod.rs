@@ -294,9 +294,11 @@ impl Store for RedisStore {
         let calls = per_target
             .iter()
             .map(|(&target, groups)| self.call_target(target, groups, ops, mode, now));
-        // Health follows the calls made: any failure marks it down, all answered marks it up;
-        // ops the breaker answered say nothing new, and neither does a script Redis refused for
-        // its data (one client's bad input is not Redis being down).
+        // Health follows the calls made: a failure of Redis marks it down, all answered marks it
+        // up; ops the breaker answered say nothing new, and neither does a script Redis refused
+        // for its data (one client's bad input is not Redis being down). With breakers, a failed
+        // call marks it down only once its breaker has left "closed": the calls caught in one
+        // stall are not an outage (see `resilience::breaker`).
         let (mut called, mut failed) = (false, false);
         for (target, groups, result) in join_all(calls).await {
             let results = match result {
@@ -304,7 +306,7 @@ impl Store for RedisStore {
                 Called::Rejected | Called::Failed => {
                     let breaker_open = matches!(result, Called::Rejected);
                     called |= !breaker_open;
-                    failed |= !breaker_open;
+                    failed |= !breaker_open && self.failing(target);
                     let unanswered = groups.iter().flat_map(|(_, idx)| idx);
                     unavailable_for(&mut answers, unanswered, target, breaker_open);
                     continue;

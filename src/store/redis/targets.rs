@@ -18,7 +18,7 @@ use super::call::refused_for_its_data;
 use super::conn::RedisConn;
 use crate::algorithm::{Algorithm, Decision};
 use crate::clock::{Clock, Timestamp};
-use crate::resilience::{Breaker, BreakerReport, Permit};
+use crate::resilience::{Breaker, BreakerReport, BreakerState, Permit};
 use crate::settings::Resilience;
 use crate::store::Op;
 
@@ -189,6 +189,14 @@ impl RedisStore {
         // Ops whose slot was not mapped yet were counted against the whole target.
         self.probed(name(per_second), all_ok);
         all_ok
+    }
+
+    /// Whether a failed call to `target` means Redis is failing: its breaker is open or
+    /// half-open (always, without breakers).
+    pub(super) fn failing(&self, target: &'static str) -> bool {
+        self.breakers
+            .as_ref()
+            .is_none_or(|b| b.get(target).state() != BreakerState::Closed)
     }
 
     fn probed(&self, target: &'static str, ok: bool) {
