@@ -356,3 +356,58 @@ async fn hits_past_redis_integers_are_the_requests_error_not_a_redis_failure() {
     assert_eq!(states, [BreakerState::Closed]);
     assert_eq!(store.breaker_reports()[0].opened, 0);
 }
+
+/// A cut network (every connection to Redis closed, new ones dropped) is a Redis that is failing:
+/// the breaker opens within a few calls, each answered by the failure policy first and by the
+/// breaker after; once the network is back, Redis decides again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cut_connection_opens_the_breaker_and_redis_decides_once_it_is_back() {
+    let redis = RedisServer::start();
+    let proxy = common::chaos::Proxy::start(&redis).await;
+    let url = format!("127.0.0.1:{}", proxy.port);
+    let mut env = ENV.to_vec();
+    env.extend([("REDIS_SOCKET_TYPE", "tcp"), ("REDIS_URL", url.as_str())]);
+    let s = TestServer::start_on(&[("c.yaml", CFG)], &env, Some(&redis)).await;
+    let (_, r) = timed(&s, "stall", ("k", "before")).await;
+    assert_eq!(source(&r.unwrap()), "store");
+    proxy.cut();
+    let mut sources = Vec::new();
+    for i in 0..10 {
+        let (_, r) = timed(&s, "stall", ("k", &format!("cut-{i}"))).await;
+        sources.push(source(&r.expect("answered by the failure policy")));
+    }
+    let first_breaker = sources.iter().position(|s| s == "breaker");
+    assert!(
+        first_breaker.is_some_and(|i| i <= 3)
+            && sources[..first_breaker.unwrap()]
+                .iter()
+                .all(|s| s == "failure_policy"),
+        "policy, then the breaker within a few calls: {sources:?}"
+    );
+    assert!(
+        sources[first_breaker.unwrap()..]
+            .iter()
+            .all(|s| s == "breaker"),
+        "{sources:?}"
+    );
+    assert_eq!(target_transitions(&s, "main", "opened"), 1);
+    proxy.restore();
+    // The cool-down runs on the manual clock: advance it before each try, for at most 10 s.
+    let watch = Stopwatch::start();
+    loop {
+        s.advance(Duration::from_secs(1));
+        if let (_, Ok(r)) = timed(&s, "stall", ("k", "after")).await
+            && source(&r) == "store"
+        {
+            break;
+        }
+        assert!(
+            watch.elapsed() < Duration::from_secs(10),
+            "Redis decides again"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let recovery = watch.elapsed();
+    eprintln!("cut connection: Redis decides again {recovery:?} after the network is back");
+    s.shutdown().await;
+}
