@@ -10,6 +10,7 @@
 #   bench/stall.sh
 #   STALL=0.012 CONCURRENCY=64 bench/stall.sh
 #   RATELIMITD_BIN=/path/to/older/ratelimitd bench/stall.sh    # the same load on another build
+#   BUILD=0 bench/stall.sh                                      # use the binaries already built
 #
 # Needs redis-server, redis-cli and curl on PATH; Linux only. Everything binds 127.0.0.1 and stops
 # by itself after RUN_SECONDS.
@@ -22,7 +23,9 @@ CONCURRENCY=${CONCURRENCY:-8}
 KEYS=${KEYS:-10000}
 RUN_SECONDS=${RUN_SECONDS:-6}
 command -v redis-server >/dev/null || { echo "needs redis-server" >&2; exit 1; }
-cargo build --release --locked --bin ratelimitd --example loadgen
+if [ "${BUILD:-1}" != 0 ]; then
+  cargo build --release --locked --bin ratelimitd --example loadgen
+fi
 target=${CARGO_TARGET_DIR:-target}
 bin=${RATELIMITD_BIN:-$target/release/ratelimitd}
 loadgen=$target/release/examples/loadgen
