@@ -146,15 +146,27 @@ impl Clock for ManualClock {
 /// Another clock shifted by an offset learnt from a reference clock: with `REDIS_USE_SERVER_TIME`
 /// every instance tells Redis's time, so instances whose own clocks disagree still share windows
 /// and buckets. The offset is measured outside the request path (see `app::server_time`), so a
-/// decision costs no extra round trip; its error is half the round trip of the measurement.
+/// decision costs no extra round trip; its error is half the round trip of the measurement, plus
+/// what the two clocks may have drifted apart since.
+///
+/// A measurement taken while Redis or this process was busy (a stall, a loaded host) has a wide
+/// error bound; adopting it would shorten every call's deadline for a second. So a new
+/// measurement replaces the kept one only when its bound is no wider than the kept one's after
+/// ageing it by [`MAX_DRIFT_PPM`]; a good measurement is kept for a few seconds, a noisy one
+/// never displaces it.
 #[derive(Debug)]
 pub struct OffsetClock {
     base: Arc<dyn Clock>,
     offset_micros: AtomicI64,
-    /// Half the base-clock span of the last measurement (the offset's error bound); `u64::MAX`
-    /// until the first one.
+    /// Half the base-clock span of the kept measurement; `u64::MAX` until the first one.
     uncertainty_micros: AtomicU64,
+    /// When the kept measurement ended, on the base clock.
+    measured_at: AtomicU64,
 }
+
+/// How fast two clocks may drift apart, in parts per million: the fastest an NTP-disciplined
+/// Linux clock slews (500 ppm), so 0.5 ms per second a measurement is kept.
+pub const MAX_DRIFT_PPM: u64 = 500;
 
 impl OffsetClock {
     /// `base` with no offset yet.
@@ -163,6 +175,7 @@ impl OffsetClock {
             base,
             offset_micros: AtomicI64::new(0),
             uncertainty_micros: AtomicU64::new(u64::MAX),
+            measured_at: AtomicU64::new(0),
         }
     }
 
@@ -171,24 +184,41 @@ impl OffsetClock {
         self.base.now()
     }
 
-    /// Adopts `reference`, read between the base clock readings `before` and `after`: the
-    /// reference is taken to be the midpoint of the two.
+    /// Adopts `reference`, read between the base clock readings `before` and `after` (the
+    /// reference is taken to be the midpoint of the two), unless the kept measurement, aged to
+    /// `after`, is still the tighter one.
     pub fn sync(&self, reference: Timestamp, before: Timestamp, after: Timestamp) {
+        let half_span = after.0.saturating_sub(before.0) / 2;
+        if self
+            .uncertainty_at(after)
+            .is_some_and(|kept| kept < half_span)
+        {
+            return;
+        }
         let mid = (i128::from(before.0) + i128::from(after.0)) / 2;
         let offset = (i128::from(reference.0) - mid).clamp(i64::MIN.into(), i64::MAX.into());
         self.offset_micros.store(offset as i64, Ordering::Relaxed);
-        let half_span = after.0.saturating_sub(before.0) / 2;
         self.uncertainty_micros.store(half_span, Ordering::Relaxed);
+        self.measured_at.store(after.0, Ordering::Relaxed);
     }
 
-    /// How far the offset may be off (half the span of the reading that set it), or `None` before
-    /// the first [`OffsetClock::sync`]: a caller that needs the reference's time (a deadline on
-    /// Redis's clock) must not guess it.
+    /// How far the offset may be off now (half the span of the kept measurement, plus the drift
+    /// since), or `None` before the first [`OffsetClock::sync`]: a caller that needs the
+    /// reference's time (a deadline on Redis's clock) must not guess it.
     pub fn uncertainty(&self) -> Option<Duration> {
-        match self.uncertainty_micros.load(Ordering::Relaxed) {
-            u64::MAX => None,
-            us => Some(Duration::from_micros(us)),
+        self.uncertainty_at(self.base.now())
+            .map(Duration::from_micros)
+    }
+
+    /// [`OffsetClock::uncertainty`] at base time `at`, in microseconds.
+    fn uncertainty_at(&self, at: Timestamp) -> Option<u64> {
+        let kept = self.uncertainty_micros.load(Ordering::Relaxed);
+        if kept == u64::MAX {
+            return None;
         }
+        let age =
+            at.0.saturating_sub(self.measured_at.load(Ordering::Relaxed));
+        Some(kept.saturating_add(age.saturating_mul(MAX_DRIFT_PPM) / 1_000_000))
     }
 
     /// The current offset in microseconds (reference minus base).
@@ -244,6 +274,27 @@ mod tests {
             Timestamp::from_secs(200),
         );
         assert_eq!(c.now(), Timestamp::from_secs(0));
+    }
+
+    #[test]
+    fn offset_clock_keeps_a_tight_measurement_over_a_noisy_one_until_it_ages() {
+        let base = Arc::new(ManualClock::new(Timestamp::from_secs(100)));
+        let c = OffsetClock::new(base.clone());
+        let at = |ms: u64| Timestamp::from_micros(100_000_000 + ms * 1_000);
+        // A tight reading (±0.2 ms): Redis is 1 s ahead.
+        let before = Timestamp::from_micros(99_999_600);
+        c.sync(Timestamp::from_micros(100_999_800), before, at(0));
+        base.set(at(1_000));
+        assert_eq!(c.uncertainty(), Some(Duration::from_micros(200 + 500)));
+        // One second later a reading taken during a stall (±5 ms): the kept one is still tighter.
+        c.sync(Timestamp::from_secs(200), at(1_000), at(1_010));
+        assert_eq!(c.now(), Timestamp::from_micros(102_000_000));
+        assert_eq!(c.uncertainty(), Some(Duration::from_micros(700)));
+        // Ten seconds on, the kept one has aged past a ±2 ms reading, which replaces it.
+        base.set(at(11_004));
+        c.sync(Timestamp::from_micros(112_000_000), at(11_000), at(11_004));
+        assert_eq!(c.now(), Timestamp::from_micros(112_002_000));
+        assert_eq!(c.uncertainty(), Some(Duration::from_millis(2)));
     }
 
     #[test]

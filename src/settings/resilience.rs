@@ -40,11 +40,12 @@ impl FailureMode {
 /// The breaker and fallback settings.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Resilience {
-    /// `REDIS_BREAKER_FAILURES`: consecutive failed or timed-out calls to one Redis target that
-    /// open its breaker (0 = no breaker).
+    /// `REDIS_BREAKER_FAILURES`: failure events in a row on one Redis target that open its
+    /// breaker, and failed probes in a row that reopen it (0 = no breaker). Calls that fail
+    /// together are one event; see `resilience::breaker`.
     pub breaker_failures: u32,
     /// `REDIS_BREAKER_COOLDOWN`: how long an open breaker answers without trying Redis before it
-    /// lets one probe call through.
+    /// lets probe calls through, one at a time.
     pub breaker_cooldown: Duration,
     /// `DEFAULT_FAILURE_MODE`: the failure mode of limits that do not set `failure_mode`.
     pub default_failure_mode: FailureMode,

@@ -1,5 +1,6 @@
 //! Fault injection for the chaos tests: pausing a real redis-server (SIGSTOP) under a guard that
-//! always resumes it, timing calls, and reading which source decided a response; and what the
+//! always resumes it, a TCP proxy whose connections can be cut, timing calls, and reading which
+//! source decided a response; and what the
 //! chaos tests share: their limits and settings, the breaker metrics, a bounded load loop and
 //! a bounded wait for Redis to decide again.
 
@@ -218,4 +219,70 @@ pub fn policy_then_breaker(
         assert_eq!(src, want, "call {i} of {sources:?}");
     }
     (times[..3].to_vec(), times[3..].to_vec())
+}
+
+/// A loopback TCP proxy in front of a redis-server, whose connections can be cut: [`Proxy::cut`]
+/// closes every open connection and drops new ones as soon as they are accepted (a network
+/// partition as the client sees it), [`Proxy::restore`] lets them through again. Its tasks end
+/// when it is dropped.
+pub struct Proxy {
+    /// The port to point the service at.
+    pub port: u16,
+    cut: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    tasks: std::sync::Arc<std::sync::Mutex<Vec<tokio::task::AbortHandle>>>,
+}
+
+impl Proxy {
+    /// A proxy on 127.0.0.1 to `upstream`'s TCP port.
+    pub async fn start(upstream: &RedisServer) -> Proxy {
+        use std::sync::atomic::Ordering;
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let to = format!("127.0.0.1:{}", upstream.port);
+        let proxy = Proxy {
+            port,
+            cut: Default::default(),
+            tasks: Default::default(),
+        };
+        let (cut, tasks) = (proxy.cut.clone(), proxy.tasks.clone());
+        let accept = tokio::spawn(async move {
+            while let Ok((mut client, _)) = listener.accept().await {
+                if cut.load(Ordering::SeqCst) {
+                    continue; // dropped: closed at once
+                }
+                let to = to.clone();
+                let pipe = tokio::spawn(async move {
+                    if let Ok(mut server) = tokio::net::TcpStream::connect(&to).await {
+                        let _ = tokio::io::copy_bidirectional(&mut client, &mut server).await;
+                    }
+                });
+                tasks.lock().unwrap().push(pipe.abort_handle());
+            }
+        });
+        proxy.tasks.lock().unwrap().push(accept.abort_handle());
+        proxy
+    }
+
+    /// Closes every connection through the proxy and refuses new ones until [`Proxy::restore`].
+    pub fn cut(&self) {
+        self.cut.store(true, std::sync::atomic::Ordering::SeqCst);
+        let mut tasks = self.tasks.lock().unwrap();
+        // The first task accepts; the others are connections.
+        for pipe in tasks.drain(1..) {
+            pipe.abort();
+        }
+    }
+
+    /// Lets new connections through again.
+    pub fn restore(&self) {
+        self.cut.store(false, std::sync::atomic::Ordering::SeqCst);
+    }
+}
+
+impl Drop for Proxy {
+    fn drop(&mut self) {
+        for task in self.tasks.lock().unwrap().drain(..) {
+            task.abort();
+        }
+    }
 }

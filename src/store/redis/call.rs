@@ -132,6 +132,41 @@ impl Group<'_> {
     }
 }
 
+/// Error codes that mean Redis cannot do the work now, whatever the call's data: out of memory,
+/// a replica or a failing disk refusing writes, a script or a load keeping it busy, a cluster or a
+/// master down, no permission; and this service's own deadline refusal (`lua/deadline.lua`: the
+/// call reached Redis after its caller had given up, i.e. it timed out). Redis 7 keeps a command's
+/// code when it fails inside a script; older versions wrap it in `ERR Error running script`, so
+/// the codes are looked for in the text too.
+const REDIS_UNABLE: [&str; 12] = [
+    "OOM",
+    "READONLY",
+    "MISCONF",
+    "BUSY",
+    "LOADING",
+    "MASTERDOWN",
+    "NOREPLICAS",
+    "CLUSTERDOWN",
+    "TRYAGAIN",
+    "NOPERM",
+    "NOAUTH",
+    "ratelimitd:",
+];
+
+/// Whether Redis refused a script call for its data: an `ERR` or `WRONGTYPE` reply from inside the
+/// script (a counter holding a string that is not a number or a hash, `INCRBY` past 2^63) that
+/// names none of the [`REDIS_UNABLE`] codes. Redis answered, and would answer the next call with
+/// other keys: this is the calling request's error, never a failure of Redis (for the breaker or
+/// for health). Everything else — no connection, no reply in time, an error reply about Redis
+/// itself, a reply of the wrong shape — is.
+pub(super) fn refused_for_its_data(e: &RedisError) -> bool {
+    let code = e.code().unwrap_or_default();
+    let detail = e.detail().unwrap_or_default();
+    matches!(code, "ERR" | "WRONGTYPE")
+        && detail.contains("script")
+        && !REDIS_UNABLE.iter().any(|c| detail.contains(c))
+}
+
 /// The Redis Cluster hash tag of a key (the text inside the first `{…}`), or the key itself:
 /// operations with the same tag live in one slot and can share one script call.
 pub(super) fn slot_group(key: &str) -> &str {
@@ -149,7 +184,7 @@ mod tests {
     use std::sync::Arc;
     use std::time::Duration;
 
-    use super::{Deadlines, slot_group};
+    use super::{Deadlines, refused_for_its_data, slot_group};
     use crate::clock::{ManualClock, OffsetClock, Timestamp};
 
     #[test]
@@ -179,6 +214,44 @@ mod tests {
             .sync(Timestamp::from_secs(3_000), before, after);
         base.set(after);
         assert_eq!(d.next(), 3_000_150_000 + 25_000);
+    }
+
+    /// The error a Redis reply `line` (without its leading `-`) becomes.
+    fn reply_error(line: &str) -> redis::RedisError {
+        let value = redis::parse_redis_value(format!("-{line}\r\n").as_bytes()).unwrap();
+        value.extract_error().unwrap_err()
+    }
+
+    #[test]
+    fn only_errors_about_a_calls_data_are_not_failures_of_redis() {
+        let data = [
+            // Redis 7, from `INCRBY` inside the script on a string and on a hash.
+            "ERR value is not an integer or out of range script: 5f2a, on @user_script:12.",
+            "WRONGTYPE Operation against a key holding the wrong kind of value script: 5f2a, on @user_script:12.",
+            // Redis 6 wraps the command's error.
+            "ERR Error running script (call to f_5f2a): @user_script:12: @user_script: 12: -WRONGTYPE Operation against a key holding the wrong kind of value",
+            "ERR increment or decrement would overflow script: 5f2a, on @user_script:12.",
+        ];
+        for line in data {
+            assert!(refused_for_its_data(&reply_error(line)), "{line}");
+        }
+        let redis_unable = [
+            "ratelimitd: deadline passed",
+            "OOM command not allowed when used memory > 'maxmemory'. script: 5f2a, on @user_script:12.",
+            "ERR Error running script (call to f_5f2a): @user_script:12: -OOM command not allowed when used memory > 'maxmemory'",
+            "READONLY You can't write against a read only replica. script: 5f2a, on @user_script:12.",
+            "MISCONF Redis is configured to save RDB snapshots, but it's currently unable to persist to disk.",
+            "BUSY Redis is busy running a script. You can only call SCRIPT KILL or SHUTDOWN NOSCRIPT.",
+            "LOADING Redis is loading the dataset in memory",
+            "NOPERM User has no permissions to run the 'evalsha' command",
+            // Not from a script: the command itself is refused (renamed, disabled).
+            "ERR unknown command 'EVALSHA', with args beginning with: ",
+        ];
+        for line in redis_unable {
+            assert!(!refused_for_its_data(&reply_error(line)), "{line}");
+        }
+        let io = redis::RedisError::from(std::io::Error::from(std::io::ErrorKind::ConnectionReset));
+        assert!(!refused_for_its_data(&io));
     }
 
     #[test]

@@ -39,7 +39,7 @@ use crate::clock::{OffsetClock, Stopwatch, Timestamp};
 use crate::settings::RedisConfig;
 use call::{Deadlines, Group, slot_group};
 use conn::RedisConn;
-use targets::TargetGroups;
+use targets::{Called, TargetGroups};
 
 /// Windows shorter than this go to the per-second Redis when `REDIS_PERSECOND=true` (Go sends
 /// SECOND-unit limits there).
@@ -73,6 +73,21 @@ pub struct RedisStore {
     breakers: Option<targets::Breakers>,
     /// The Cluster slot map of the main and the per-second connection (empty unless Cluster).
     slots: [slots::SlotMap; 2],
+}
+
+/// Marks the ops at `indices` as not answered by `target`.
+fn unavailable_for<'i>(
+    answers: &mut [Option<Answer>],
+    indices: impl IntoIterator<Item = &'i usize>,
+    target: &'static str,
+    breaker_open: bool,
+) {
+    for &i in indices {
+        answers[i] = Some(Answer::Unavailable {
+            target,
+            breaker_open,
+        });
+    }
 }
 
 /// A failure text that names what failed but never carries credentials (the redis crate's errors
@@ -279,38 +294,45 @@ impl Store for RedisStore {
         let calls = per_target
             .iter()
             .map(|(&target, groups)| self.call_target(target, groups, ops, mode, now));
-        // Health follows the calls made: any failure marks it down, all answered marks it up;
-        // ops the breaker answered say nothing new.
+        // Health follows the calls made: a failure of Redis marks it down, all answered marks it
+        // up; ops the breaker answered say nothing new, and neither does a script Redis refused
+        // for its data (one client's bad input is not Redis being down). With breakers, a failed
+        // call marks it down only once its breaker has left "closed": the calls caught in one
+        // stall are not an outage (see `resilience::breaker`).
         let (mut called, mut failed) = (false, false);
         for (target, groups, result) in join_all(calls).await {
-            let decisions = match result {
-                Ok(decisions) => decisions,
-                Err(breaker_open) => {
+            let results = match result {
+                Called::Answered(results) => results,
+                Called::Rejected | Called::Failed => {
+                    let breaker_open = matches!(result, Called::Rejected);
                     called |= !breaker_open;
-                    failed |= !breaker_open;
-                    for i in groups.iter().flat_map(|(_, idx)| idx) {
-                        answers[*i] = Some(Answer::Unavailable {
-                            target,
-                            breaker_open,
-                        });
-                    }
+                    failed |= !breaker_open && self.failing(target);
+                    let unanswered = groups.iter().flat_map(|(_, idx)| idx);
+                    unavailable_for(&mut answers, unanswered, target, breaker_open);
                     continue;
                 }
             };
             called = true;
-            for (i, d) in decisions.into_iter().flatten() {
-                let op = &ops[i];
-                if op.spec.algorithm == Algorithm::FixedWindow
-                    && let Some(c) = &self.local_cache
-                {
-                    if d.over_limit {
-                        c.insert(&op.key, d.expires_at, now);
-                    } else if op.refund && d.remaining > 0 {
-                        // The refund made room: this instance stops answering from its cache.
-                        c.remove(&op.key);
+            for ((_, idx), decisions) in groups.iter().zip(results) {
+                // Refused for its data: those ops answer by their failure mode; Redis is fine.
+                let Some(decisions) = decisions else {
+                    unavailable_for(&mut answers, idx, target, false);
+                    continue;
+                };
+                for (i, d) in decisions {
+                    let op = &ops[i];
+                    if op.spec.algorithm == Algorithm::FixedWindow
+                        && let Some(c) = &self.local_cache
+                    {
+                        if d.over_limit {
+                            c.insert(&op.key, d.expires_at, now);
+                        } else if op.refund && d.remaining > 0 {
+                            // The refund made room: this instance stops answering from its cache.
+                            c.remove(&op.key);
+                        }
                     }
+                    answers[i] = Some(Answer::Decided(d));
                 }
-                answers[i] = Some(Answer::Decided(d));
             }
         }
         if called {

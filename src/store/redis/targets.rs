@@ -10,14 +10,15 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
-use futures_util::future::{join_all, try_join_all};
+use futures_util::future::join_all;
 use parking_lot::{Mutex, RwLock};
 
 use super::RedisStore;
+use super::call::refused_for_its_data;
 use super::conn::RedisConn;
 use crate::algorithm::{Algorithm, Decision};
 use crate::clock::{Clock, Timestamp};
-use crate::resilience::{Breaker, BreakerReport, Permit};
+use crate::resilience::{Breaker, BreakerReport, BreakerState, Permit};
 use crate::settings::Resilience;
 use crate::store::Op;
 
@@ -190,15 +191,24 @@ impl RedisStore {
         all_ok
     }
 
+    /// Whether a failed call to `target` means Redis is failing: its breaker is open or
+    /// half-open (always, without breakers).
+    pub(super) fn failing(&self, target: &'static str) -> bool {
+        self.breakers
+            .as_ref()
+            .is_none_or(|b| b.get(target).state() != BreakerState::Closed)
+    }
+
     fn probed(&self, target: &'static str, ok: bool) {
         if let Some(b) = &self.breakers {
             b.get(target).probed(ok);
         }
     }
 
-    /// Runs the `groups` of one target, unless its breaker is open: `Err(true)` when the breaker
-    /// answered without a call, `Err(false)` when the call failed or did not answer within
-    /// `REDIS_RESPONSE_TIMEOUT` (both recorded by the breaker).
+    /// Runs the `groups` of one target, unless its breaker is open, and tells the breaker how
+    /// it went. Redis refusing one group's script for its data (an error reply such as a counter
+    /// holding a value that is not a number: [`refused_for_its_data`]) is that group's own
+    /// answer, not a failure of Redis: the target answered.
     pub(super) async fn call_target<'g>(
         &self,
         (per_second, target): (bool, &'static str),
@@ -206,30 +216,54 @@ impl RedisStore {
         ops: &[Op],
         mode: u64,
         now: Timestamp,
-    ) -> (
-        &'static str,
-        &'g TargetGroups,
-        Result<Vec<Vec<(usize, Decision)>>, bool>,
-    ) {
+    ) -> (&'static str, &'g TargetGroups, Called) {
         let breaker = self.breakers.as_ref().map(|b| b.get(target));
-        let permit = breaker.as_ref().map_or(Permit::Call, |b| b.permit());
-        if permit == Permit::Rejected {
-            return (target, groups, Err(true));
+        let permit = breaker.as_ref().map(|b| b.permit());
+        if permit == Some(Permit::Rejected) {
+            return (target, groups, Called::Rejected);
         }
         let conn = self.conn(per_second);
         let calls = groups
             .iter()
             .map(|(algorithm, idx)| self.run(conn, ops, (*algorithm, idx), mode, now));
-        let result = tokio::time::timeout(self.response_timeout, try_join_all(calls)).await;
-        let result = match result {
-            Ok(Ok(decisions)) => Ok(decisions),
-            Ok(Err(_)) | Err(_) => Err(false),
+        let called = match tokio::time::timeout(self.response_timeout, join_all(calls)).await {
+            Err(_) => Called::Failed,
+            Ok(results) => results
+                .into_iter()
+                .map(|r| match r {
+                    Ok(decisions) => Some(Some(decisions)),
+                    Err(e) if refused_for_its_data(&e) => {
+                        // Per request, so debug: the limiter's failure log already notes
+                        // (throttled) that these limits were answered by their failure mode.
+                        tracing::debug!(
+                            target_redis = target,
+                            error = %e,
+                            "Redis refused a script call for its data; its limits answer by their failure mode"
+                        );
+                        Some(None)
+                    }
+                    Err(_) => None,
+                })
+                .collect::<Option<Vec<_>>>()
+                .map_or(Called::Failed, Called::Answered),
         };
-        if let Some(b) = breaker {
-            b.record(permit, result.is_ok());
+        if let (Some(b), Some(permit)) = (breaker, permit) {
+            b.record(permit, !matches!(called, Called::Failed));
         }
-        (target, groups, result)
+        (target, groups, called)
     }
+}
+
+/// How the calls of one target went ([`RedisStore::call_target`]).
+pub(super) enum Called {
+    /// The breaker is open: no call was made.
+    Rejected,
+    /// A call failed to reach Redis, Redis refused to work, or it did not answer within
+    /// `REDIS_RESPONSE_TIMEOUT` (a failure for the breaker and for health).
+    Failed,
+    /// Redis answered every group: its decisions, or `None` where it refused that group's script
+    /// for its data.
+    Answered(Vec<Option<Vec<(usize, Decision)>>>),
 }
 
 #[cfg(test)]
