@@ -14,6 +14,7 @@
 
 use std::future::Future;
 use std::io;
+use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::pin::Pin;
 use std::sync::Arc;
@@ -51,6 +52,15 @@ pub struct Conn {
     io: Box<dyn Io>,
     deadline: Option<Pin<Box<tokio::time::Sleep>>>,
     tracker: Tracker,
+    peer: Option<SocketAddr>,
+}
+
+/// What each gRPC connection hands its requests (tonic's connect info): its activity, and its
+/// client's address (TCP only), which [`super::grpc_idle::Tracked`] tags requests with.
+#[derive(Debug, Clone)]
+pub struct GrpcConnInfo {
+    pub(super) tracker: Tracker,
+    pub(super) peer: Option<SocketAddr>,
 }
 
 impl Conn {
@@ -109,10 +119,13 @@ impl AsyncWrite for Conn {
 }
 
 impl Connected for Conn {
-    type ConnectInfo = Tracker;
+    type ConnectInfo = GrpcConnInfo;
 
-    fn connect_info(&self) -> Tracker {
-        self.tracker.clone()
+    fn connect_info(&self) -> GrpcConnInfo {
+        GrpcConnInfo {
+            tracker: self.tracker.clone(),
+            peer: self.peer,
+        }
     }
 }
 
@@ -121,22 +134,28 @@ const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
 
 impl GrpcListener {
     /// Accepts one connection under `gate`'s cap (waiting for room first) and `limits`.
-    async fn accept(&self, gate: &Gate, limits: &ConnLimits) -> io::Result<(Box<dyn Io>, Tracker)> {
+    async fn accept(
+        &self,
+        gate: &Gate,
+        limits: &ConnLimits,
+    ) -> io::Result<(Box<dyn Io>, GrpcConnInfo)> {
         let permit = gate.admit().await;
-        let guard = |s: Box<dyn Io>| {
+        let guard = |s: Box<dyn Io>, peer| {
             let s = Guarded::new(s, permit, limits);
             let tracker = s.tracker();
-            (Box::new(s) as Box<dyn Io>, tracker)
+            (Box::new(s) as Box<dyn Io>, GrpcConnInfo { tracker, peer })
         };
         match self {
             GrpcListener::Tcp(l) => {
-                let (s, _) = l.accept().await?;
+                let (s, peer) = l.accept().await?;
                 // Small request/response messages: do not let Nagle delay them (Coalesce
                 // batches what is ready at once instead, without waiting for an ACK).
                 let _ = s.set_nodelay(true);
-                Ok(guard(Box::new(Coalesce::new(s))))
+                Ok(guard(Box::new(Coalesce::new(s)), Some(peer)))
             }
-            GrpcListener::Unix(l, _) => Ok(guard(Box::new(Coalesce::new(l.accept().await?.0)))),
+            GrpcListener::Unix(l, _) => {
+                Ok(guard(Box::new(Coalesce::new(l.accept().await?.0)), None))
+            }
         }
     }
 }
@@ -151,10 +170,11 @@ async fn accept_loop(
     tx: mpsc::Sender<io::Result<Conn>>,
 ) {
     let gate = Gate::new("gRPC", limits.max_connections);
-    let conn = move |io: Box<dyn Io>, tracker| Conn {
+    let conn = move |io: Box<dyn Io>, info: GrpcConnInfo| Conn {
         io,
         deadline: lifetime.map(|d| Box::pin(tokio::time::sleep(d))),
-        tracker,
+        tracker: info.tracker,
+        peer: info.peer,
     };
     loop {
         let (io, tracker) = tokio::select! {
