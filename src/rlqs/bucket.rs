@@ -159,3 +159,26 @@ fn per_second(b: &Budget) -> f64 {
         } => *per_window as f64 / *window_secs as f64,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::BucketKey;
+
+    #[test]
+    fn the_key_holds_the_entries_once_and_gives_them_back() {
+        // Separators and digits inside keys and values cannot confuse the reading.
+        let entries = [("a|1:", "x|2:yy"), ("name", "api"), ("z", "é:|")];
+        let key = BucketKey::new("p:", "do|main", &entries);
+        assert_eq!(key.entries(), entries);
+        assert_eq!(
+            key.demand_key(),
+            "p:rlqs_demand|7:do|main|4:a|1:|6:x|2:yy|4:name|3:api|1:z|4:é:|"
+        );
+        let id = key.id();
+        assert_eq!(id.bucket.len(), 3);
+        assert_eq!(id.bucket["name"], "api");
+        // Another split of the same characters is another bucket.
+        let other = BucketKey::new("p:", "do|main", &[("a|1:", "x"), ("2:yy", "v")]);
+        assert_ne!(other, key);
+    }
+}

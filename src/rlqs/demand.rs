@@ -69,8 +69,9 @@ impl Board {
         match self {
             Board::Memory(m) => m.exchange(key, (member, milli), at, post),
             Board::Redis(redis, local) => {
-                let name = key.demand_key();
-                match redis.exchange_demand(name, (member, milli), at, post).await {
+                // Boxed: the store call's future is deep, and every stream's future holds it.
+                let call = Box::pin(redis.exchange_demand(key.demand_key(), (member, milli), at, post));
+                match call.await {
                     Ok(values) => values,
                     Err(e) => {
                         tracing::warn!(error = %e, "RLQS demand exchange failed; splitting on this instance's view");
@@ -92,7 +93,7 @@ impl Board {
             Board::Memory(m) => m.leave(key, member),
             Board::Redis(redis, m) => {
                 m.leave(key, member);
-                if let Err(e) = redis.leave_demand(key.demand_key(), member).await {
+                if let Err(e) = Box::pin(redis.leave_demand(key.demand_key(), member)).await {
                     tracing::warn!(error = %e, "RLQS demand leave failed; the entry expires on its own");
                 }
             }
