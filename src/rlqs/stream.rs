@@ -20,6 +20,7 @@ use super::bucket::{self, BucketKey, Budget};
 use super::checks;
 use super::demand::{self, Recent};
 use super::split::{self, Assignment};
+use super::tracked::{Posted, Tracked};
 use crate::clock::{Stopwatch, Timestamp};
 use crate::grpc::pb::envoy::service::rate_limit_quota::v3 as pb;
 use crate::reload::Snapshot;
@@ -31,44 +32,6 @@ const TTL_INTERVALS: u32 = 3;
 
 /// The longest reporting interval taken into account (a stalled report must not stretch TTLs).
 const MAX_INTERVAL: Duration = Duration::from_secs(300);
-
-/// What the stream last posted on the board for a bucket.
-#[derive(Debug, Clone, Copy)]
-struct Posted {
-    /// The demand, in thousandths of a request per second.
-    milli: u64,
-    /// When (service clock), and until when the entry lives.
-    at: Timestamp,
-    until: Timestamp,
-}
-
-#[derive(Debug)]
-struct Tracked {
-    recent: Recent,
-    /// `None`: no limit matched (the unmatched default applies).
-    budget: Option<Budget>,
-    sent: Option<Assignment>,
-    /// When the last action for this bucket went out (real time: Envoy's assignments expire on
-    /// Envoy's clock).
-    sent_at: Option<Stopwatch>,
-    posted: Option<Posted>,
-    /// When the bucket was last reported (service clock).
-    reported: Timestamp,
-}
-
-impl Tracked {
-    /// Reported within `ttl`: the Envoy still holds the bucket, so its assignment is renewed.
-    fn live(&self, now: Timestamp, ttl: Duration) -> bool {
-        self.reported.saturating_add(ttl) > now
-    }
-
-    /// Live, under a rate, and with requests: its share follows the other reporters' demand.
-    fn active(&self, now: Timestamp, ttl: Duration) -> bool {
-        self.live(now, ttl)
-            && matches!(self.budget, Some(Budget::Rate { .. }))
-            && self.recent.per_second() > 0.0
-    }
-}
 
 /// One stream's buckets and domain.
 #[derive(Debug)]
@@ -257,8 +220,7 @@ impl Stream {
         let Some(t) = self.buckets.get(key) else {
             return Assignment::AllowAll;
         };
-        let (budget, demand, previous, posted) =
-            (t.budget, t.recent.per_second(), t.sent, t.posted);
+        let (budget, demand, previous) = (t.budget, t.recent.per_second(), t.sent);
         let a = match budget {
             None => match shared.settings.unmatched {
                 Unmatched::Allow => Assignment::AllowAll,
@@ -267,10 +229,7 @@ impl Stream {
             Some(b @ Budget::Rate { .. }) => {
                 let now = shared.clock.now();
                 let milli = demand::milli(demand);
-                let changed = posted.is_none_or(|p| p.milli != milli);
-                let stale =
-                    posted.is_some_and(|p| milli > 0 && now >= p.at.saturating_add(ttl / 2));
-                let post = changed || stale || budget_changed;
+                let post = t.post_due(milli, now, ttl) || budget_changed;
                 if let (false, false, Some(p)) = (post, resplit, previous) {
                     return p;
                 }
@@ -333,7 +292,7 @@ impl Stream {
     /// Takes bucket `key`'s demand off the board if an entry of this stream may still be live
     /// there (one that expired costs no call).
     async fn leave(&self, shared: &Shared, key: &BucketKey, t: &Tracked) {
-        if t.posted.is_some_and(|p| p.until > shared.clock.now()) {
+        if t.on_board(shared.clock.now()) {
             shared.board.leave(key, self.member).await;
         }
     }
@@ -342,10 +301,7 @@ impl Stream {
     /// once, not after the demand's expiry) and its buckets the gauge.
     pub async fn close(&mut self, shared: &Shared) {
         let now = shared.clock.now();
-        let posted = self
-            .buckets
-            .iter()
-            .filter(|(_, t)| t.posted.is_some_and(|p| p.until > now));
+        let posted = self.buckets.iter().filter(|(_, t)| t.on_board(now));
         let keys: Vec<BucketKey> = posted.map(|(k, _)| k.clone()).collect();
         for key in keys {
             shared.board.leave(&key, self.member).await;
