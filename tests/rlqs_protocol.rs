@@ -165,6 +165,8 @@ async fn bad_reports_end_the_stream_with_a_clear_status() {
     let env = [
         ("RLQS_MAX_BUCKETS_PER_STREAM", "2"),
         ("RLQS_MAX_STREAMS", "2"),
+        // Every stream here comes from 127.0.0.1: the whole cap is this peer's share.
+        ("RLQS_MAX_STREAMS_PER_PEER", "2"),
     ];
     let s = TestServer::start(&[("quota.yaml", CONFIG)], &env).await;
     let api = || usage(bucket(&[("name", "api")]), 1, 0, 0);

@@ -1,7 +1,8 @@
 //! [`Tracked`]: a gRPC service that marks each RPC in flight on its connection, so that
 //! `GRPC_MAX_CONNECTION_IDLE` measures the time with no RPC running (as grpc-go's
 //! `MaxConnectionIdle` does) rather than the time without bytes (HTTP/2 pings would keep an
-//! unused connection alive forever). The connection's [`Tracker`] arrives as tonic's connect info.
+//! unused connection alive forever). The connection's [`Tracker`](crate::listener::Tracker) and
+//! peer arrive as tonic's connect info ([`GrpcConnInfo`]).
 //!
 //! A unary RPC is in flight until its response is ready. A health watch (or an RLQS stream)
 //! streams for as long as the client keeps it and may stay silent for hours, so a connection that
@@ -18,7 +19,8 @@ use tonic::body::Body;
 use tonic::codegen::{BoxFuture, Service, http};
 use tonic::server::NamedService;
 
-use crate::listener::Tracker;
+use super::grpc_listen::GrpcConnInfo;
+use crate::listener::http::Peer;
 
 /// The long-lived streaming RPCs the service offers: the health watch and RLQS.
 const STREAMS: [&str; 2] = [
@@ -47,8 +49,14 @@ where
         self.0.poll_ready(cx)
     }
 
-    fn call(&mut self, req: http::Request<Body>) -> Self::Future {
-        let activity = req.extensions().get::<Tracker>().map(|t| t.0.clone());
+    fn call(&mut self, mut req: http::Request<Body>) -> Self::Future {
+        let info = req.extensions().get::<GrpcConnInfo>().cloned();
+        // As on the HTTP listeners, a request carries its client's address (RLQS shares its
+        // stream cap per peer).
+        if let Some(peer) = info.as_ref().and_then(|i| i.peer) {
+            req.extensions_mut().insert(Peer(peer));
+        }
+        let activity = info.map(|i| i.tracker.0);
         if let Some(a) = activity
             .as_ref()
             .filter(|_| STREAMS.contains(&req.uri().path()))

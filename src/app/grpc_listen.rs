@@ -15,6 +15,7 @@
 
 use std::future::Future;
 use std::io;
+use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::pin::Pin;
 use std::sync::Arc;
@@ -52,6 +53,15 @@ pub struct Conn {
     io: Box<dyn Io>,
     deadline: Option<Pin<Box<tokio::time::Sleep>>>,
     tracker: Tracker,
+    peer: Option<SocketAddr>,
+}
+
+/// What each gRPC connection hands its requests (tonic's connect info): its activity, and its
+/// client's address (TCP only), which [`super::grpc_idle::Tracked`] tags requests with.
+#[derive(Debug, Clone)]
+pub struct GrpcConnInfo {
+    pub(super) tracker: Tracker,
+    pub(super) peer: Option<SocketAddr>,
 }
 
 impl Conn {
@@ -110,10 +120,13 @@ impl AsyncWrite for Conn {
 }
 
 impl Connected for Conn {
-    type ConnectInfo = Tracker;
+    type ConnectInfo = GrpcConnInfo;
 
-    fn connect_info(&self) -> Tracker {
-        self.tracker.clone()
+    fn connect_info(&self) -> GrpcConnInfo {
+        GrpcConnInfo {
+            tracker: self.tracker.clone(),
+            peer: self.peer,
+        }
     }
 }
 
@@ -126,22 +139,24 @@ impl GrpcListener {
         &self,
         (gate, streams): (&Gate, &Arc<Gate>),
         limits: &ConnLimits,
-    ) -> io::Result<(Box<dyn Io>, Tracker)> {
+    ) -> io::Result<(Box<dyn Io>, GrpcConnInfo)> {
         let permit = gate.admit().await;
-        let guard = |s: Box<dyn Io>| {
+        let guard = |s: Box<dyn Io>, peer| {
             let s = Guarded::with_streams(s, permit, limits, Some(streams.clone()));
             let tracker = s.tracker();
-            (Box::new(s) as Box<dyn Io>, tracker)
+            (Box::new(s) as Box<dyn Io>, GrpcConnInfo { tracker, peer })
         };
         match self {
             GrpcListener::Tcp(l) => {
-                let (s, _) = l.accept().await?;
+                let (s, peer) = l.accept().await?;
                 // Small request/response messages: do not let Nagle delay them (Coalesce
                 // batches what is ready at once instead, without waiting for an ACK).
                 let _ = s.set_nodelay(true);
-                Ok(guard(Box::new(Coalesce::new(s))))
+                Ok(guard(Box::new(Coalesce::new(s)), Some(peer)))
             }
-            GrpcListener::Unix(l, _) => Ok(guard(Box::new(Coalesce::new(l.accept().await?.0)))),
+            GrpcListener::Unix(l, _) => {
+                Ok(guard(Box::new(Coalesce::new(l.accept().await?.0)), None))
+            }
         }
     }
 }
@@ -158,13 +173,14 @@ async fn accept_loop(
 ) {
     let gate = Gate::new("gRPC", limits.max_connections);
     let streams = Arc::new(Gate::new("gRPC streams", stream_connections));
-    let conn = move |io: Box<dyn Io>, tracker| Conn {
+    let conn = move |io: Box<dyn Io>, info: GrpcConnInfo| Conn {
         io,
         deadline: lifetime.map(|d| Box::pin(tokio::time::sleep(d))),
-        tracker,
+        tracker: info.tracker,
+        peer: info.peer,
     };
     loop {
-        let (io, tracker) = tokio::select! {
+        let (io, info) = tokio::select! {
             _ = tx.closed() => return,
             r = listener.accept((&gate, &streams), &limits) => match r {
                 Ok(accepted) => accepted,
@@ -177,7 +193,7 @@ async fn accept_loop(
             },
         };
         let Some(tls) = &tls else {
-            if tx.send(Ok(conn(io, tracker))).await.is_err() {
+            if tx.send(Ok(conn(io, info))).await.is_err() {
                 return;
             }
             continue;
@@ -187,7 +203,7 @@ async fn accept_loop(
         tokio::spawn(async move {
             match tokio::time::timeout(HANDSHAKE_TIMEOUT, acceptor.accept(io)).await {
                 Ok(Ok(stream)) => {
-                    let _ = tx.send(Ok(conn(Box::new(stream), tracker))).await;
+                    let _ = tx.send(Ok(conn(Box::new(stream), info))).await;
                 }
                 Ok(Err(e)) => tracing::debug!(error = %e, "TLS handshake failed"),
                 Err(_) => tracing::debug!("TLS handshake timed out"),

@@ -1,45 +1,88 @@
-//! A quota bucket as the limiter sees it: the report's `BucketId` entries sorted by key become
-//! one descriptor of the stream's domain, planned by the limiter's own [`plan`](crate::limiter::plan)
+//! A quota bucket as the limiter sees it: the report's `BucketId` entries sorted by key, held once
+//! as the bucket's demand name ([`BucketKey`]), become one descriptor of the stream's domain, planned by the limiter's own [`plan`](crate::limiter::plan)
 //! (request overrides aside: stored overrides, wildcards, defaults, `replaces` and `unlimited` all
 //! apply exactly as for `ShouldRateLimit`). The matched limit is the bucket's global budget.
 
-use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use crate::clock::Timestamp;
 use crate::config::Domain;
+use crate::grpc::pb::envoy::service::rate_limit_quota::v3 as pb;
 use crate::limiter::plan::{self, Plan};
 use crate::limiter::{Descriptor, Entry, KeyBuilder, Request};
 use crate::policy::OverrideIndex;
 
-/// A bucket's identity: its entries sorted by key (a `BucketId` map has no order).
+/// A bucket's identity, held once per stream: the name of its demand on the board
+/// (`{prefix}rlqs_demand|len:domain` then `|len:key|len:value` per entry, sorted by key — every
+/// piece length-prefixed, so the name is injective over domain and entries and no value can pose
+/// as a separator). The entries are read back from the name when a descriptor or a `BucketId`
+/// is needed, so neither is kept beside it.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct BucketKey(pub Vec<(String, String)>);
+pub struct BucketKey {
+    name: Arc<str>,
+    /// Where the entries start in `name`.
+    entries_at: usize,
+}
 
 impl BucketKey {
-    /// The key of a report's `bucket` map; `None` when it is empty or has an empty key or value
-    /// (the protocol requires both non-empty).
-    pub fn of(bucket: &std::collections::HashMap<String, String>) -> Option<BucketKey> {
-        let sorted: BTreeMap<&String, &String> = bucket.iter().collect();
-        let ok = !sorted.is_empty() && sorted.iter().all(|(k, v)| !k.is_empty() && !v.is_empty());
-        ok.then(|| {
-            BucketKey(
-                sorted
-                    .into_iter()
-                    .map(|(k, v)| (k.clone(), v.clone()))
-                    .collect(),
-            )
-        })
+    /// The key of `entries` (sorted by key, each key and value non-empty) of `domain`.
+    pub fn new(prefix: &str, domain: &str, entries: &[(&str, &str)]) -> BucketKey {
+        let mut name = format!("{prefix}rlqs_demand|{}:{domain}", domain.len());
+        let entries_at = name.len();
+        for (k, v) in entries {
+            name.push_str(&format!("|{}:{k}|{}:{v}", k.len(), v.len()));
+        }
+        BucketKey {
+            name: name.into(),
+            entries_at,
+        }
     }
 
-    /// A name for the bucket's shared demand, injective over domain and entries (every piece is
-    /// length-prefixed, so no value can pose as a separator).
-    pub fn demand_key(&self, prefix: &str, domain: &str) -> String {
-        let mut key = format!("{prefix}rlqs_demand|{}:{domain}", domain.len());
-        for (k, v) in &self.0 {
-            key.push_str(&format!("|{}:{k}|{}:{v}", k.len(), v.len()));
-        }
-        key
+    /// The name of the bucket's shared demand (the Redis hash of the fleet's board).
+    pub fn demand_key(&self) -> &str {
+        &self.name
     }
+
+    /// The shared name itself (the memory board keys its buckets by it, without a copy).
+    pub fn shared(&self) -> Arc<str> {
+        self.name.clone()
+    }
+
+    /// The entries, sorted by key.
+    pub fn entries(&self) -> Vec<(&str, &str)> {
+        let mut rest = self.name.get(self.entries_at..).unwrap_or_default();
+        let mut out = Vec::new();
+        // Each turn reads one `|len:key|len:value` pair and shortens `rest`.
+        while let Some((k, after)) = piece(rest).and_then(|(k, r)| Some((k, piece(r)?))) {
+            out.push((k, after.0));
+            rest = after.1;
+        }
+        out
+    }
+
+    /// The protocol's `BucketId` of these entries (for the actions sent back).
+    pub fn id(&self) -> pb::BucketId {
+        pb::BucketId {
+            bucket: self
+                .entries()
+                .into_iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
+        }
+    }
+
+    /// Bytes held for the identity (the gauge of what buckets cost).
+    pub fn bytes(&self) -> usize {
+        self.name.len()
+    }
+}
+
+/// `|len:text` at the start of `s`: the text and what follows it.
+fn piece(s: &str) -> Option<(&str, &str)> {
+    let s = s.strip_prefix('|')?;
+    let (len, rest) = s.split_once(':')?;
+    let len: usize = len.parse().ok()?;
+    Some((rest.get(..len)?, rest.get(len..)?))
 }
 
 /// What a bucket's limit allows, globally (before it is divided among the reporters).
@@ -72,7 +115,11 @@ pub fn budget(
     let req = Request {
         domain: name.to_string(),
         descriptors: vec![Descriptor {
-            entries: key.0.iter().map(|(k, v)| Entry::new(k, v)).collect(),
+            entries: key
+                .entries()
+                .into_iter()
+                .map(|(k, v)| Entry::new(k, v))
+                .collect(),
             ..Descriptor::default()
         }],
         ..Request::default()
@@ -110,5 +157,28 @@ fn per_second(b: &Budget) -> f64 {
             window_secs,
             ..
         } => *per_window as f64 / *window_secs as f64,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::BucketKey;
+
+    #[test]
+    fn the_key_holds_the_entries_once_and_gives_them_back() {
+        // Separators and digits inside keys and values cannot confuse the reading.
+        let entries = [("a|1:", "x|2:yy"), ("name", "api"), ("z", "é:|")];
+        let key = BucketKey::new("p:", "do|main", &entries);
+        assert_eq!(key.entries(), entries);
+        assert_eq!(
+            key.demand_key(),
+            "p:rlqs_demand|7:do|main|4:a|1:|6:x|2:yy|4:name|3:api|1:z|4:é:|"
+        );
+        let id = key.id();
+        assert_eq!(id.bucket.len(), 3);
+        assert_eq!(id.bucket["name"], "api");
+        // Another split of the same characters is another bucket.
+        let other = BucketKey::new("p:", "do|main", &[("a|1:", "x"), ("2:yy", "v")]);
+        assert_ne!(other, key);
     }
 }

@@ -1,8 +1,9 @@
 //! Demand: what one stream asked of a bucket lately ([`Recent`]), and the board where every
 //! stream of every ratelimitd instance posts it and reads the others' ([`Board`]): the Redis
 //! store's hash per bucket (one script call, `lua/rlqs_demand.lua`) or, on the memory store, a
-//! map in this process. Entries expire after a few reporting intervals, so a stream that stops
-//! reporting stops taking budget.
+//! map in this process. A stream posts a demand only when it changed (or its entry is half-way
+//! to expiry) and otherwise only reads; entries expire after a few reporting intervals, so a
+//! stream that stops reporting stops taking budget.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -10,6 +11,7 @@ use std::time::Duration;
 
 use parking_lot::Mutex;
 
+use super::bucket::BucketKey;
 use crate::clock::Timestamp;
 use crate::store::redis::RedisStore;
 
@@ -52,24 +54,29 @@ pub enum Board {
 }
 
 impl Board {
-    /// Posts `demand` (requests per second) of stream `member` for bucket `key` until
-    /// `now + ttl`; returns the live demands, the caller's first.
+    /// The live demands (requests per second) of bucket `key`, the caller's first; with `post`,
+    /// first records `demand` of stream `member` until `now + ttl` (without, `demand` is what the
+    /// caller last posted).
     pub async fn exchange(
         &self,
-        key: &str,
+        key: &BucketKey,
         (member, demand): (u64, f64),
-        now: Timestamp,
-        ttl: Duration,
+        (now, ttl): (Timestamp, Duration),
+        post: bool,
     ) -> Vec<f64> {
-        let milli = (demand.max(0.0) * 1000.0).round() as u64;
+        let milli = milli(demand);
+        let at = (now, ttl);
         match self {
-            Board::Memory(m) => m.exchange(key, (member, milli), now, ttl),
+            Board::Memory(m) => m.exchange(key, (member, milli), at, post),
             Board::Redis(redis, local) => {
-                match redis.exchange_demand(key, (member, milli), now, ttl).await {
+                // Boxed: the store call's future is deep, and every stream's future holds it.
+                let call = Box::pin(redis.exchange_demand(key.demand_key(), (member, milli), at, post));
+                match call.await {
                     Ok(values) => values,
                     Err(e) => {
                         tracing::warn!(error = %e, "RLQS demand exchange failed; splitting on this instance's view");
-                        local.exchange(key, (member, milli), now, ttl)
+                        // The fallback view posts every time: it has no earlier post to rely on.
+                        local.exchange(key, (member, milli), at, true)
                     }
                 }
             }
@@ -81,12 +88,12 @@ impl Board {
 
     /// Forgets stream `member`'s demand for `key` (its stream ended): on Redis too, so an
     /// ended Envoy stops holding a share at once rather than after its demand's expiry.
-    pub async fn leave(&self, key: &str, member: u64) {
+    pub async fn leave(&self, key: &BucketKey, member: u64) {
         match self {
             Board::Memory(m) => m.leave(key, member),
             Board::Redis(redis, m) => {
                 m.leave(key, member);
-                if let Err(e) = redis.leave_demand(key, member).await {
+                if let Err(e) = Box::pin(redis.leave_demand(key.demand_key(), member)).await {
                     tracing::warn!(error = %e, "RLQS demand leave failed; the entry expires on its own");
                 }
             }
@@ -94,27 +101,40 @@ impl Board {
     }
 }
 
+/// A demand in requests per second as the board holds it: thousandths, rounded. Two demands
+/// that round alike are the same demand (nothing is written for the change).
+pub fn milli(demand: f64) -> u64 {
+    (demand.max(0.0) * 1000.0).round() as u64
+}
+
 /// One bucket's streams: member → (demand in thousandths, expiry).
 type Streams = HashMap<u64, (u64, Timestamp)>;
 
-/// The in-process board: bucket → stream → (demand in thousandths, expiry). Bounded by the
-/// streams and buckets per stream the service admits; streams leave when they end.
+/// The in-process board: bucket → stream → (demand in thousandths, expiry), keyed by the
+/// buckets' shared names (no copy of the identity). Bounded by the streams and buckets per
+/// stream the service admits; streams leave when they end.
 #[derive(Debug, Default)]
 pub struct MemoryBoard {
-    buckets: Mutex<HashMap<String, Streams>>,
+    buckets: Mutex<HashMap<Arc<str>, Streams>>,
 }
 
 impl MemoryBoard {
     fn exchange(
         &self,
-        key: &str,
+        key: &BucketKey,
         (member, milli): (u64, u64),
-        now: Timestamp,
-        ttl: Duration,
+        (now, ttl): (Timestamp, Duration),
+        post: bool,
     ) -> Vec<u64> {
         let mut buckets = self.buckets.lock();
-        let streams = buckets.entry(key.to_string()).or_default();
-        streams.insert(member, (milli, now.saturating_add(ttl)));
+        let streams = match buckets.get_mut(key.demand_key()) {
+            Some(s) => s,
+            None if post => buckets.entry(key.shared()).or_default(),
+            None => return vec![milli],
+        };
+        if post {
+            streams.insert(member, (milli, now.saturating_add(ttl)));
+        }
         streams.retain(|_, (_, expires)| *expires > now);
         let mut out = vec![milli];
         out.extend(
@@ -123,15 +143,18 @@ impl MemoryBoard {
                 .filter(|(m, _)| **m != member)
                 .map(|(_, (d, _))| *d),
         );
+        if streams.is_empty() {
+            buckets.remove(key.demand_key());
+        }
         out
     }
 
-    fn leave(&self, key: &str, member: u64) {
+    fn leave(&self, key: &BucketKey, member: u64) {
         let mut buckets = self.buckets.lock();
-        if let Some(streams) = buckets.get_mut(key) {
+        if let Some(streams) = buckets.get_mut(key.demand_key()) {
             streams.remove(&member);
             if streams.is_empty() {
-                buckets.remove(key);
+                buckets.remove(key.demand_key());
             }
         }
     }
@@ -157,14 +180,27 @@ mod tests {
     #[tokio::test]
     async fn the_memory_board_expires_and_forgets_streams() {
         let board = Board::Memory(Arc::new(MemoryBoard::default()));
+        let b = BucketKey::new("", "d", &[("k", "v")]);
         let ttl = Duration::from_secs(3);
-        let t0 = Timestamp::from_secs(100);
-        assert_eq!(board.exchange("b", (1, 5.0), t0, ttl).await, [5.0]);
-        assert_eq!(board.exchange("b", (2, 7.5), t0, ttl).await, [7.5, 5.0]);
-        // Stream 1 has not reported for the TTL: only stream 2 is left.
-        let later = Timestamp::from_secs(103);
-        assert_eq!(board.exchange("b", (2, 1.0), later, ttl).await, [1.0]);
-        board.leave("b", 2).await;
-        assert_eq!(board.exchange("b", (3, 2.0), later, ttl).await, [2.0]);
+        let t0 = (Timestamp::from_secs(100), ttl);
+        assert_eq!(board.exchange(&b, (1, 5.0), t0, true).await, [5.0]);
+        assert_eq!(board.exchange(&b, (2, 7.5), t0, true).await, [7.5, 5.0]);
+        // A read does not write: stream 3's demand is not seen by the others.
+        let mut seen = board.exchange(&b, (3, 9.0), t0, false).await;
+        seen[1..].sort_by(f64::total_cmp);
+        assert_eq!(seen, [9.0, 5.0, 7.5]);
+        assert_eq!(board.exchange(&b, (1, 5.0), t0, false).await, [5.0, 7.5]);
+        // Stream 1 has not posted for the TTL: only stream 2 is left.
+        let later = (Timestamp::from_secs(103), ttl);
+        assert_eq!(board.exchange(&b, (2, 1.0), later, true).await, [1.0]);
+        board.leave(&b, 2).await;
+        assert_eq!(board.exchange(&b, (3, 2.0), later, false).await, [2.0]);
+        let Board::Memory(m) = &board else {
+            unreachable!()
+        };
+        assert!(
+            m.buckets.lock().is_empty(),
+            "a bucket nobody posts is forgotten"
+        );
     }
 }

@@ -6,16 +6,18 @@
 //! - [`demand`]: each stream's recent demand, posted to a board every instance reads (Redis, or
 //!   this process on the memory store).
 //! - [`split`]: the budget divided in proportion to demand, as the token bucket Envoy enforces.
-//! - [`stream`]: one stream's buckets ([`checks`]: of its reports); [`service`]: the gRPC
-//!   service and its bounds.
+//! - [`stream`]: one stream's buckets ([`tracked`]: each one's state; [`checks`]: of its reports); [`service`]: the gRPC
+//!   service and its bounds ([`slots`]: streams in all and per peer).
 
 pub mod actions;
 pub mod bucket;
 pub mod checks;
 pub mod demand;
 pub mod service;
+pub mod slots;
 pub mod split;
 pub mod stream;
+pub mod tracked;
 
 use std::sync::Arc;
 

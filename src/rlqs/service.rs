@@ -1,10 +1,11 @@
-//! `StreamRateLimitQuotas` on the gRPC port: at most `RLQS_MAX_STREAMS` open streams, each
-//! driven by one task that answers reports (at most `RLQS_MAX_REPORTS_PER_SECOND`), once a second
-//! re-splits its buckets (or, after a configuration change, re-assigns or abandons them), and ends — closing the
-//! response stream — when the client leaves, a report is bad, or the service drains.
+//! `StreamRateLimitQuotas` on the gRPC port: at most `RLQS_MAX_STREAMS` open streams and
+//! `RLQS_MAX_STREAMS_PER_PEER` per client address ([`Slots`]), each driven by one task that
+//! answers reports (at most `RLQS_MAX_REPORTS_PER_SECOND`), once a second re-splits its buckets
+//! with active demand (or, after a configuration change, re-assigns or abandons them), and ends —
+//! closing the response stream — when the client leaves, a report is bad, no report came for
+//! `RLQS_STREAM_IDLE_TIMEOUT`, or the service drains.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use tokio::sync::{mpsc, watch};
@@ -12,9 +13,11 @@ use tokio_stream::wrappers::ReceiverStream;
 use tonic::{Request, Response, Status, Streaming};
 
 use super::Shared;
+use super::slots::Slots;
 use super::stream::Stream;
 use crate::clock::Stopwatch;
 use crate::grpc::pb::envoy::service::rate_limit_quota::v3 as pb;
+use crate::listener::http::Peer;
 use pb::rate_limit_quota_service_server::RateLimitQuotaService;
 pub use pb::rate_limit_quota_service_server::RateLimitQuotaServiceServer;
 
@@ -28,7 +31,7 @@ const QUEUE: usize = 8;
 #[derive(Debug, Clone)]
 pub struct RlqsService {
     shared: Arc<Shared>,
-    open: Arc<AtomicUsize>,
+    slots: Arc<Slots>,
     stop: watch::Receiver<bool>,
 }
 
@@ -37,31 +40,9 @@ impl RlqsService {
     pub fn new(shared: Arc<Shared>, stop: watch::Receiver<bool>) -> RlqsService {
         RlqsService {
             shared,
-            open: Arc::new(AtomicUsize::new(0)),
+            slots: Arc::default(),
             stop,
         }
-    }
-}
-
-/// One open stream's place under `RLQS_MAX_STREAMS`, given back when dropped.
-struct Slot(Arc<AtomicUsize>, Arc<Shared>);
-
-impl Slot {
-    fn take(open: &Arc<AtomicUsize>, shared: &Arc<Shared>) -> Option<Slot> {
-        let max = shared.settings.max_streams;
-        open.fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| {
-            (n < max).then_some(n + 1)
-        })
-        .ok()?;
-        shared.metrics_streams(1);
-        Some(Slot(open.clone(), shared.clone()))
-    }
-}
-
-impl Drop for Slot {
-    fn drop(&mut self) {
-        self.0.fetch_sub(1, Ordering::AcqRel);
-        self.1.metrics_streams(-1);
     }
 }
 
@@ -91,12 +72,8 @@ impl RateLimitQuotaService for RlqsService {
         &self,
         request: Request<Streaming<pb::RateLimitQuotaUsageReports>>,
     ) -> Result<Response<Self::StreamRateLimitQuotasStream>, Status> {
-        let slot = Slot::take(&self.open, &self.shared).ok_or_else(|| {
-            Status::resource_exhausted(format!(
-                "too many RLQS streams are open (RLQS_MAX_STREAMS={})",
-                self.shared.settings.max_streams
-            ))
-        })?;
+        let peer = request.extensions().get::<Peer>().map(|p| p.0.ip());
+        let slot = self.slots.take(peer, &self.shared)?;
         let (tx, rx) = mpsc::channel(QUEUE);
         let run = serve(
             self.shared.clone(),
@@ -119,7 +96,8 @@ async fn serve(
     tx: mpsc::Sender<Result<pb::RateLimitQuotaResponse, Status>>,
     mut stop: watch::Receiver<bool>,
 ) {
-    let mut stream = Stream::new(fastrand::u64(..));
+    let mut stream = Stream::new(fastrand::u64(..), shared.clock.now());
+    let idle = shared.settings.stream_idle_timeout;
     let mut rate = ReportRate {
         window: Stopwatch::start(),
         count: 0,
@@ -133,7 +111,13 @@ async fn serve(
             // The guard `wait_for` returns is not Send: drop it before anything awaits.
             _ = async { stop.wait_for(|s| *s).await.map(|_| ()) } => break,
             _ = tx.closed() => break,
-            _ = recheck.tick() => stream.tick(&shared).await.map(Ok),
+            _ = recheck.tick() => if stream.silent_for(shared.clock.now()) >= idle {
+                Some(Err(Status::deadline_exceeded(format!(
+                    "no usage report for {idle:?} (RLQS_STREAM_IDLE_TIMEOUT); the stream is closed"
+                ))))
+            } else {
+                stream.tick(&shared).await.map(Ok)
+            },
             msg = inbound.message() => match msg {
                 Ok(Some(_)) if !rate.admit() => Some(Err(Status::resource_exhausted(format!(
                     "more than {} usage reports in one second (RLQS_MAX_REPORTS_PER_SECOND)",

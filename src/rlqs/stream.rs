@@ -1,7 +1,13 @@
 //! One RLQS stream's state: its domain (from the first report), the buckets it reported with
 //! their recent demand, budget and last assignment. A report is answered with one action per
-//! reported bucket; a configuration change re-assigns the buckets whose budget changed and
-//! abandons those whose limit disappeared. Bad reports become the gRPC status that ends the stream.
+//! reported bucket whose assignment changed or is due for renewal; a configuration change
+//! re-assigns the buckets whose budget changed and abandons those whose limit disappeared. Bad
+//! reports become the gRPC status that ends the stream.
+//!
+//! What the board costs: a bucket's demand is posted only when it changed (or its entry is
+//! half-way to expiry), and the once-a-second re-split reads the board only for buckets with
+//! active demand (reported within the assignment TTL, with requests, under a rate). A bucket that
+//! is not reported costs no store call, and after a TTL no work at all.
 
 use std::collections::HashMap;
 use std::time::Duration;
@@ -12,30 +18,20 @@ use super::Shared;
 use super::actions;
 use super::bucket::{self, BucketKey, Budget};
 use super::checks;
-use super::demand::Recent;
+use super::demand::{self, Recent};
 use super::split::{self, Assignment};
-use crate::clock::Stopwatch;
+use super::tracked::{Posted, Tracked};
+use crate::clock::{Stopwatch, Timestamp};
 use crate::grpc::pb::envoy::service::rate_limit_quota::v3 as pb;
 use crate::reload::Snapshot;
 use crate::settings::Unmatched;
+use pb::rate_limit_quota_response::BucketAction;
 
 /// An assignment lives this many reporting intervals (at least `RLQS_MIN_ASSIGNMENT_TTL`).
 const TTL_INTERVALS: u32 = 3;
 
 /// The longest reporting interval taken into account (a stalled report must not stretch TTLs).
 const MAX_INTERVAL: Duration = Duration::from_secs(300);
-
-#[derive(Debug)]
-struct Tracked {
-    id: pb::BucketId,
-    recent: Recent,
-    /// `None`: no limit matched (the unmatched default applies).
-    budget: Option<Budget>,
-    sent: Option<Assignment>,
-    /// When the last action for this bucket went out (real time: Envoy's assignments expire on
-    /// Envoy's clock).
-    sent_at: Option<Stopwatch>,
-}
 
 /// One stream's buckets and domain.
 #[derive(Debug)]
@@ -45,23 +41,31 @@ pub struct Stream {
     buckets: HashMap<BucketKey, Tracked>,
     interval: Duration,
     version: u64,
+    /// When the stream opened or last sent a report (service clock).
+    heard: Timestamp,
 }
 
 impl Stream {
-    /// A stream known on the demand board as `member` (unique across the fleet).
-    pub fn new(member: u64) -> Stream {
+    /// A stream known on the demand board as `member` (unique across the fleet), opened `now`.
+    pub fn new(member: u64, now: Timestamp) -> Stream {
         Stream {
             member,
             domain: None,
             buckets: HashMap::new(),
             interval: Duration::from_secs(1),
             version: 0,
+            heard: now,
         }
     }
 
     /// How many buckets the stream tracks.
     pub fn buckets(&self) -> usize {
         self.buckets.len()
+    }
+
+    /// How long the stream has sent no report, at `now`.
+    pub fn silent_for(&self, now: Timestamp) -> Duration {
+        Duration::from_micros(now.as_micros().saturating_sub(self.heard.as_micros()))
     }
 
     fn ttl(&self, shared: &Shared) -> Duration {
@@ -75,6 +79,8 @@ impl Stream {
         shared: &Shared,
         msg: pb::RateLimitQuotaUsageReports,
     ) -> Result<Option<pb::RateLimitQuotaResponse>, Status> {
+        let now = shared.clock.now();
+        self.heard = now;
         let domain = checks::domain(self.domain.as_deref(), &msg.domain)?;
         let snapshot = shared
             .config
@@ -85,12 +91,18 @@ impl Stream {
                 "unknown domain '{domain}': no rate limit configuration names it"
             )));
         }
-        self.domain = Some(domain);
+        let bounds = checks::Bounds {
+            prefix: &shared.prefix,
+            domain: &domain,
+            settings: &shared.settings,
+            tracked: self.buckets.len(),
+        };
         let usages = checks::usages(
             &msg.bucket_quota_usages,
             |k| self.buckets.contains_key(k),
-            (self.buckets.len(), shared.settings.max_buckets_per_stream),
+            &bounds,
         )?;
+        self.domain = Some(domain);
         let mut out = Vec::with_capacity(usages.len());
         for (key, u) in usages {
             let elapsed = u
@@ -102,38 +114,43 @@ impl Stream {
             }
             shared.metrics_reported(u.num_requests_allowed, u.num_requests_denied);
             let budget = self.budget_of(shared, &snapshot, &key);
-            let is_new = !self.buckets.contains_key(&key);
-            let tracked = self.buckets.entry(key.clone()).or_insert_with(|| Tracked {
-                id: u.bucket_id.clone().unwrap_or_default(),
-                recent: Recent::default(),
-                budget,
-                sent: None,
-                sent_at: None,
-            });
-            if is_new {
-                shared.metrics_buckets(1);
-            }
+            let tracked = match self.buckets.entry(key.clone()) {
+                std::collections::hash_map::Entry::Occupied(o) => o.into_mut(),
+                std::collections::hash_map::Entry::Vacant(v) => {
+                    shared.metrics_buckets(1);
+                    v.insert(Tracked {
+                        recent: Recent::default(),
+                        budget,
+                        sent: None,
+                        sent_at: None,
+                        posted: None,
+                        reported: now,
+                    })
+                }
+            };
             let requests = u.num_requests_allowed.saturating_add(u.num_requests_denied);
             tracked.recent.add(requests, elapsed);
+            tracked.reported = now;
             let budget_changed = tracked.budget != budget;
             tracked.budget = budget;
-            out.extend(self.refresh(shared, &key, budget_changed).await);
+            out.extend(self.refresh(shared, &key, budget_changed, false).await);
         }
         self.version = snapshot.version;
         Ok((!out.is_empty()).then_some(pb::RateLimitQuotaResponse { bucket_action: out }))
     }
 
     /// The action for tracked bucket `key` if its assignment changed (a rise within
-    /// [`split::HYSTERESIS`] does not count) or is due for renewal, remembered as sent.
+    /// [`split::HYSTERESIS`] does not count) or is due for renewal, remembered as sent. With
+    /// `resplit`, the board is read even when the stream has nothing new to post.
     async fn refresh(
         &mut self,
         shared: &Shared,
         key: &BucketKey,
         budget_changed: bool,
-    ) -> Option<pb::rate_limit_quota_response::BucketAction> {
+        resplit: bool,
+    ) -> Option<BucketAction> {
         let previous = self.buckets.get(key)?.sent;
-        let name = self.demand_key(shared, key);
-        let a = self.assign(shared, key, &name, budget_changed).await;
+        let a = self.assign(shared, key, budget_changed, resplit).await;
         let ttl = self.ttl(shared);
         // Envoy rebuilds (and refills) its token bucket whenever an assignment's numbers change;
         // an unchanged one is resent two reporting intervals before it would expire (at least
@@ -146,23 +163,30 @@ impl Stream {
         }
         t.sent_at = Some(Stopwatch::start());
         shared.metrics_assignment(a.strategy());
-        Some(actions::assign(&t.id, a, ttl))
+        Some(actions::assign(&key.id(), a, ttl))
     }
 
-    /// Once a second: after a configuration change, [`Stream::reassess`]; otherwise every
-    /// bucket's share again from the board, so a new Envoy's arrival (or an old one's departure)
-    /// moves the others' assignments without waiting for their next report (Envoy 1.40 reports
-    /// every few seconds whatever its `reporting_interval`).
+    /// Once a second: after a configuration change, [`Stream::reassess`]; otherwise the share of
+    /// every bucket with active demand again from the board, so a new Envoy's arrival (or an old
+    /// one's departure) moves the others' assignments without waiting for their next report
+    /// (Envoy 1.40 reports every few seconds whatever its `reporting_interval`), and renewals of
+    /// the other buckets still reported. Buckets not reported within a TTL cost nothing.
     pub async fn tick(&mut self, shared: &Shared) -> Option<pb::RateLimitQuotaResponse> {
         self.domain.as_ref()?;
         if shared.config.snapshot()?.version != self.version {
             return self.reassess(shared).await;
         }
-        let mut keys: Vec<BucketKey> = self.buckets.keys().cloned().collect();
-        keys.sort();
+        let (now, ttl) = (shared.clock.now(), self.ttl(shared));
+        let mut live: Vec<(BucketKey, bool)> = self
+            .buckets
+            .iter()
+            .filter(|(_, t)| t.live(now, ttl))
+            .map(|(k, t)| (k.clone(), t.active(now, ttl)))
+            .collect();
+        live.sort();
         let mut out = Vec::new();
-        for key in keys {
-            out.extend(self.refresh(shared, &key, false).await);
+        for (key, active) in live {
+            out.extend(self.refresh(shared, &key, false, active).await);
         }
         (!out.is_empty()).then_some(pb::RateLimitQuotaResponse { bucket_action: out })
     }
@@ -180,17 +204,16 @@ impl Stream {
         )
     }
 
-    fn demand_key(&self, shared: &Shared, key: &BucketKey) -> String {
-        key.demand_key(&shared.prefix, self.domain.as_deref().unwrap_or(""))
-    }
-
-    /// The assignment of tracked bucket `key` now, remembered as sent.
+    /// The assignment of tracked bucket `key` now, remembered as sent. The demand is posted when
+    /// it changed, when its entry is half-way to expiry, or when the budget changed; otherwise
+    /// the board is only read with `resplit`, and not at all without (the last assignment
+    /// stands).
     async fn assign(
         &mut self,
         shared: &Shared,
         key: &BucketKey,
-        demand_key: &str,
         budget_changed: bool,
+        resplit: bool,
     ) -> Assignment {
         let ttl = self.ttl(shared);
         let member = self.member;
@@ -205,10 +228,23 @@ impl Stream {
             },
             Some(b @ Budget::Rate { .. }) => {
                 let now = shared.clock.now();
+                let milli = demand::milli(demand);
+                let post = t.post_due(milli, now, ttl) || budget_changed;
+                if let (false, false, Some(p)) = (post, resplit, previous) {
+                    return p;
+                }
                 let demands = shared
                     .board
-                    .exchange(demand_key, (member, demand), now, ttl)
+                    .exchange(key, (member, demand), (now, ttl), post)
                     .await;
+                if post && let Some(t) = self.buckets.get_mut(key) {
+                    let until = now.saturating_add(ttl);
+                    t.posted = Some(Posted {
+                        milli,
+                        at: now,
+                        until,
+                    });
+                }
                 let next = split::assign(b, split::fraction(&demands));
                 if budget_changed {
                     next
@@ -239,29 +275,36 @@ impl Stream {
                 continue;
             }
             if t.budget.is_some() && budget.is_none() {
-                let id = t.id.clone();
-                self.buckets.remove(&key);
-                let name = self.demand_key(shared, &key);
-                shared.board.leave(&name, self.member).await;
+                if let Some(t) = self.buckets.remove(&key) {
+                    self.leave(shared, &key, &t).await;
+                }
                 shared.metrics_buckets(-1);
                 shared.metrics_assignment("abandon");
-                out.push(actions::abandon(&id));
+                out.push(actions::abandon(&key.id()));
                 continue;
             }
             t.budget = budget;
-            out.extend(self.refresh(shared, &key, true).await);
+            out.extend(self.refresh(shared, &key, true, false).await);
         }
         (!out.is_empty()).then_some(pb::RateLimitQuotaResponse { bucket_action: out })
+    }
+
+    /// Takes bucket `key`'s demand off the board if an entry of this stream may still be live
+    /// there (one that expired costs no call).
+    async fn leave(&self, shared: &Shared, key: &BucketKey, t: &Tracked) {
+        if t.on_board(shared.clock.now()) {
+            shared.board.leave(key, self.member).await;
+        }
     }
 
     /// The stream ended: its demand leaves the board (so the other Envoys get its share at
     /// once, not after the demand's expiry) and its buckets the gauge.
     pub async fn close(&mut self, shared: &Shared) {
-        for key in self.buckets.keys() {
-            shared
-                .board
-                .leave(&self.demand_key(shared, key), self.member)
-                .await;
+        let now = shared.clock.now();
+        let posted = self.buckets.iter().filter(|(_, t)| t.on_board(now));
+        let keys: Vec<BucketKey> = posted.map(|(k, _)| k.clone()).collect();
+        for key in keys {
+            shared.board.leave(&key, self.member).await;
         }
         shared.metrics_buckets(-(self.buckets.len() as i64));
         self.buckets.clear();

@@ -1,6 +1,7 @@
 //! An RLQS client for tests: one `StreamRateLimitQuotas` stream, reports sent as Envoy sends
 //! them, and the bucket actions read back (every wait bounded).
 
+use std::net::{IpAddr, SocketAddr};
 use std::time::Duration;
 
 use pb::rate_limit_quota_response::bucket_action::BucketAction as Action;
@@ -56,10 +57,33 @@ pub fn usage(id: pb::BucketId, allowed: u64, denied: u64, elapsed: i64) -> Bucke
 
 impl QuotaStream {
     /// Opens a stream to the gRPC server at `addr`.
-    pub async fn open(addr: std::net::SocketAddr) -> Result<QuotaStream, tonic::Status> {
-        let mut client = RateLimitQuotaServiceClient::connect(format!("http://{addr}"))
+    pub async fn open(addr: SocketAddr) -> Result<QuotaStream, tonic::Status> {
+        let client = RateLimitQuotaServiceClient::connect(format!("http://{addr}"))
             .await
             .expect("connects");
+        QuotaStream::start(client).await
+    }
+
+    /// Opens a stream to `addr` on a new connection from the loopback address `source` (e.g.
+    /// 127.0.0.2: another peer as the server sees it).
+    pub async fn open_from(addr: SocketAddr, source: IpAddr) -> Result<QuotaStream, tonic::Status> {
+        let connect = move |_: tonic::transport::Uri| async move {
+            let socket = tokio::net::TcpSocket::new_v4()?;
+            socket.bind(SocketAddr::new(source, 0))?;
+            let stream = socket.connect(addr).await?;
+            Ok::<_, std::io::Error>(hyper_util::rt::TokioIo::new(stream))
+        };
+        let channel = tonic::transport::Endpoint::from_shared(format!("http://{addr}"))
+            .expect("a valid URI")
+            .connect_with_connector(tower::service_fn(connect))
+            .await
+            .expect("connects");
+        QuotaStream::start(RateLimitQuotaServiceClient::new(channel)).await
+    }
+
+    async fn start(
+        mut client: RateLimitQuotaServiceClient<tonic::transport::Channel>,
+    ) -> Result<QuotaStream, tonic::Status> {
         let (tx, out) = mpsc::channel(16);
         let rx = client
             .stream_rate_limit_quotas(ReceiverStream::new(out))

@@ -1,7 +1,9 @@
-//! The RLQS demand exchange on the main Redis (`lua/rlqs_demand.lua`): each reporting stream
-//! writes its recent demand for a quota bucket into the bucket's hash and reads back every live
-//! demand, so all ratelimitd instances divide one global budget (`crate::rlqs`). One script call
-//! per report and bucket, off the `ShouldRateLimit` path, bounded by the response timeout.
+//! The RLQS demand exchange on the main Redis (`lua/rlqs_demand.lua`): a reporting stream writes
+//! its recent demand for a quota bucket into the bucket's hash when that demand changed (or its
+//! entry is half-way to expiry), and reads back every live demand, so all ratelimitd instances
+//! divide one global budget (`crate::rlqs`). One script call per changed demand or per re-split
+//! of a bucket with active demand, off the `ShouldRateLimit` path, bounded by the response
+//! timeout.
 
 use std::time::Duration;
 
@@ -20,42 +22,52 @@ pub(super) fn script() -> Script {
 }
 
 impl RedisStore {
-    /// Records `demand` (thousandths of a request per second) of stream `member` in the bucket
-    /// hash `key` until `now + ttl`, and returns the live demands, the caller's first.
+    /// Reads the live demands of the bucket hash `key`, the caller's first; with `post`, first
+    /// records `demand` (thousandths of a request per second) of stream `member` until
+    /// `now + ttl`. Without `post`, `demand` is only the caller's entry of the answer.
     pub async fn exchange_demand(
         &self,
         key: &str,
         (member, demand): (u64, u64),
-        now: Timestamp,
-        ttl: Duration,
+        (now, ttl): (Timestamp, Duration),
+        post: bool,
     ) -> Result<Vec<u64>, StoreError> {
         let now_ms = now.as_micros() / 1000;
         let ttl_ms = u64::try_from(ttl.as_millis()).unwrap_or(u64::MAX).max(1);
         // The last argument is the deadline the prelude checks; 0: none (a demand write that
         // lands late is harmless, unlike a counted hit).
-        let args = [member, demand, now_ms, ttl_ms, 0];
-        let keys = [key];
+        let (keys, args) = ([key], [member, demand, now_ms, ttl_ms, u64::from(post), 0]);
         let call = self.main.eval(&self.quota_demand, &keys, &args);
-        match tokio::time::timeout(self.response_timeout, call).await {
-            Ok(Ok(values)) => Ok(values.into_iter().map(|v| v.max(0) as u64).collect()),
-            Ok(Err(e)) => Err(unavailable("RLQS demand exchange", &e)),
-            Err(_) => Err(StoreError::Unavailable(format!(
-                "redis did not answer the RLQS demand exchange within {:?}",
-                self.response_timeout
-            ))),
-        }
+        let values = self.demand_reply(
+            "exchange",
+            tokio::time::timeout(self.response_timeout, call).await,
+        )?;
+        Ok(values.into_iter().map(|v| v.max(0) as u64).collect())
     }
 
     /// Removes stream `member` from the bucket hash `key` (its stream ended or its limit went),
     /// so the other streams' next split no longer counts it.
     pub async fn leave_demand(&self, key: &str, member: u64) -> Result<(), StoreError> {
-        let (keys, args) = ([key], [member, 0, 0, 0, 0]);
+        let (keys, args) = ([key], [member, 0, 0, 0, 0, 0]);
         let call = self.main.eval(&self.quota_demand, &keys, &args);
-        match tokio::time::timeout(self.response_timeout, call).await {
-            Ok(Ok(_)) => Ok(()),
-            Ok(Err(e)) => Err(unavailable("RLQS demand leave", &e)),
+        self.demand_reply(
+            "leave",
+            tokio::time::timeout(self.response_timeout, call).await,
+        )
+        .map(drop)
+    }
+
+    /// The outcome of one call of the script (`what` it did, for the error).
+    fn demand_reply(
+        &self,
+        what: &str,
+        reply: Result<Result<Vec<i64>, redis::RedisError>, tokio::time::error::Elapsed>,
+    ) -> Result<Vec<i64>, StoreError> {
+        match reply {
+            Ok(Ok(values)) => Ok(values),
+            Ok(Err(e)) => Err(unavailable(&format!("RLQS demand {what}"), &e)),
             Err(_) => Err(StoreError::Unavailable(format!(
-                "redis did not answer the RLQS demand leave within {:?}",
+                "redis did not answer the RLQS demand {what} within {:?}",
                 self.response_timeout
             ))),
         }

@@ -1,0 +1,69 @@
+//! What a stream keeps per bucket ([`Tracked`]): its recent demand, budget and last assignment,
+//! what it last posted on the demand board ([`Posted`]), and when it was last reported — which
+//! tells whether the bucket is still live (its assignment is renewed) and active (its share is
+//! re-split once a second).
+
+use std::time::Duration;
+
+use super::bucket::Budget;
+use super::demand::Recent;
+use super::split::Assignment;
+use crate::clock::{Stopwatch, Timestamp};
+
+/// What the stream last posted on the board for a bucket.
+#[derive(Debug, Clone, Copy)]
+pub struct Posted {
+    /// The demand, in thousandths of a request per second.
+    pub milli: u64,
+    /// When it was posted (service clock).
+    pub at: Timestamp,
+    /// When the entry expires on the board.
+    pub until: Timestamp,
+}
+
+/// One bucket a stream tracks.
+#[derive(Debug)]
+pub struct Tracked {
+    /// Requests over the last reports.
+    pub recent: Recent,
+    /// `None`: no limit matched (the unmatched default applies).
+    pub budget: Option<Budget>,
+    /// The last assignment sent.
+    pub sent: Option<Assignment>,
+    /// When the last action for this bucket went out (real time: Envoy's assignments expire on
+    /// Envoy's clock).
+    pub sent_at: Option<Stopwatch>,
+    /// The demand last posted on the board.
+    pub posted: Option<Posted>,
+    /// When the bucket was last reported (service clock).
+    pub reported: Timestamp,
+}
+
+impl Tracked {
+    /// Reported within `ttl`: the Envoy still holds the bucket, so its assignment is renewed.
+    pub fn live(&self, now: Timestamp, ttl: Duration) -> bool {
+        self.reported.saturating_add(ttl) > now
+    }
+
+    /// Live, under a rate, and with requests: its share follows the other reporters' demand.
+    pub fn active(&self, now: Timestamp, ttl: Duration) -> bool {
+        self.live(now, ttl)
+            && matches!(self.budget, Some(Budget::Rate { .. }))
+            && self.recent.per_second() > 0.0
+    }
+
+    /// Whether a demand of `milli` must be written to the board at `now`: it changed since the
+    /// last post, or that post is half-way to expiry (a demand of zero is left to lapse).
+    pub fn post_due(&self, milli: u64, now: Timestamp, ttl: Duration) -> bool {
+        match self.posted {
+            None => true,
+            Some(p) => p.milli != milli || (milli > 0 && now >= p.at.saturating_add(ttl / 2)),
+        }
+    }
+
+    /// Whether an entry this stream posted may still be live on the board at `now` (leaving
+    /// the board costs a store call only then).
+    pub fn on_board(&self, now: Timestamp) -> bool {
+        self.posted.is_some_and(|p| p.until > now)
+    }
+}
