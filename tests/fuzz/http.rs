@@ -10,24 +10,39 @@ use serde_json::Value;
 use crate::harness::{InProcess, KEYS, runtime};
 use crate::inputs::{J, any_json, deep_nesting, edits, mutate, nasty_string, number_text};
 
-/// A value for one field: mostly of the right kind, sometimes anything.
+/// A value for one field: mostly of the right kind (so that most bodies get past the decoder
+/// and reach the limiter), sometimes anything.
 fn field(right: BoxedStrategy<J>) -> BoxedStrategy<J> {
-    prop_oneof![4 => right, 1 => any_json()].boxed()
+    prop_oneof![16 => right, 1 => any_json()].boxed()
 }
 
 fn key() -> BoxedStrategy<String> {
     prop_oneof![
-        3 => prop::sample::select(KEYS.to_vec()).prop_map(str::to_string),
+        8 => prop::sample::select(KEYS.to_vec()).prop_map(str::to_string),
         1 => nasty_string(),
     ]
     .boxed()
+}
+
+/// An entry value: a few that share counters across calls, sometimes a hostile one.
+fn value() -> BoxedStrategy<String> {
+    prop_oneof![
+        8 => prop::sample::select(vec!["a", "b", "ab", "u1"]).prop_map(str::to_string),
+        1 => nasty_string(),
+    ]
+    .boxed()
+}
+
+/// A number token: a small count mostly, else one at an edge.
+fn count() -> BoxedStrategy<String> {
+    prop_oneof![6 => (0u64..6).prop_map(|n| n.to_string()), 1 => number_text()].boxed()
 }
 
 /// A `/json`-form descriptor with each field maybe present, maybe wrongly typed.
 fn json_descriptor() -> BoxedStrategy<J> {
     let entry = (
         field(key().prop_map(J::Str).boxed()),
-        field(nasty_string().prop_map(J::Str).boxed()),
+        field(value().prop_map(J::Str).boxed()),
         any::<(bool, bool)>(),
     )
         .prop_map(|(k, v, (has_k, has_v))| {
@@ -56,16 +71,13 @@ fn json_descriptor() -> BoxedStrategy<J> {
         .prop_map(J::s),
         (-2i64..10).prop_map(J::n),
     ];
-    let limit = (
-        field(number_text().prop_map(J::Num).boxed()),
-        field(unit.boxed()),
-    )
+    let limit = (field(count().prop_map(J::Num).boxed()), field(unit.boxed()))
         .prop_map(|(n, u)| J::Obj(vec![("requestsPerUnit".into(), n), ("unit".into(), u)]));
     (
-        field(prop::collection::vec(entry, 0..4).prop_map(J::Arr).boxed()),
-        prop::option::weighted(0.2, field(limit.boxed())),
-        prop::option::weighted(0.6, field(hits().boxed())),
-        prop::option::weighted(0.2, field(any::<bool>().prop_map(J::Bool).boxed())),
+        field(prop::collection::vec(entry, 1..4).prop_map(J::Arr).boxed()),
+        prop::option::weighted(0.1, field(limit.boxed())),
+        prop::option::weighted(0.5, field(hits().boxed())),
+        prop::option::weighted(0.1, field(any::<bool>().prop_map(J::Bool).boxed())),
         any::<bool>(),
     )
         .prop_map(|(entries, limit, hits, negative, snake)| {
@@ -88,17 +100,22 @@ fn json_descriptor() -> BoxedStrategy<J> {
 
 /// A protojson 64-bit number: a JSON number or a decimal string.
 fn hits() -> impl Strategy<Value = J> {
-    (number_text(), any::<bool>())
-        .prop_map(|(n, quoted)| if quoted { J::Str(n) } else { J::Num(n) })
+    (count(), any::<bool>()).prop_map(|(n, quoted)| if quoted { J::Str(n) } else { J::Num(n) })
 }
 
 /// `/check` bodies: an object of the documented fields, each maybe absent, wrongly typed or out
 /// of range, sometimes an unknown one.
 fn check_body() -> impl Strategy<Value = J> {
-    let s = || field(nasty_string().prop_map(J::Str).boxed());
-    let n = || field(number_text().prop_map(J::Num).boxed());
+    let s = || {
+        field(
+            prop_oneof![6 => "[a-z0-9:]{1,8}".boxed(), 1 => nasty_string()]
+                .prop_map(J::Str)
+                .boxed(),
+        )
+    };
+    let n = || field(count().prop_map(J::Num).boxed());
     (
-        prop::option::weighted(0.9, s()),
+        prop::option::weighted(0.97, s()),
         prop::option::weighted(0.4, s()),
         prop::option::weighted(0.5, n()),
         prop::option::weighted(0.3, n()),
@@ -119,7 +136,7 @@ fn check_body() -> impl Strategy<Value = J> {
             ),
         ),
         prop::option::weighted(0.3, field(any::<bool>().prop_map(J::Bool).boxed())),
-        prop::option::weighted(0.05, any_json()),
+        prop::option::weighted(0.02, any_json()),
     )
         .prop_map(|(ck, ep, cost, wait, domain, ds, details, unknown)| {
             let named = [
@@ -172,7 +189,7 @@ fn json_body() -> impl Strategy<Value = J> {
         prop::option::weighted(
             0.9,
             field(
-                prop_oneof![3 => Just("d".to_string()), 1 => nasty_string()]
+                prop_oneof![8 => Just("d".to_string()), 1 => nasty_string()]
                     .prop_map(J::Str)
                     .boxed(),
             ),
@@ -180,13 +197,13 @@ fn json_body() -> impl Strategy<Value = J> {
         prop::option::weighted(
             0.9,
             field(
-                prop::collection::vec(json_descriptor(), 0..5)
+                prop::collection::vec(json_descriptor(), 1..5)
                     .prop_map(J::Arr)
                     .boxed(),
             ),
         ),
         prop::option::weighted(0.4, field(hits().boxed())),
-        prop::option::weighted(0.05, any_json()),
+        prop::option::weighted(0.02, any_json()),
     )
         .prop_map(|(domain, ds, hits, unknown)| {
             let named = [
@@ -206,13 +223,13 @@ fn json_body() -> impl Strategy<Value = J> {
 
 /// Bytes of a body: the structured document (usually), any JSON, deep nesting, or a mutation of
 /// the document's text.
-fn bytes_of(doc: impl Strategy<Value = J>) -> impl Strategy<Value = Vec<u8>> {
+fn bytes_of(doc: impl Strategy<Value = J> + 'static) -> impl Strategy<Value = Vec<u8>> {
+    let doc = doc.boxed();
     prop_oneof![
-        6 => doc.prop_map(|j| j.text().into_bytes()),
+        12 => doc.clone().prop_map(|j| j.text().into_bytes()),
         1 => any_json().prop_map(|j| j.text().into_bytes()),
         1 => deep_nesting().prop_map(String::into_bytes),
-        2 => (json_body(), edits(4)).prop_map(|(j, e)| mutate(j.text().into_bytes(), &e)),
-        2 => (check_body(), edits(4)).prop_map(|(j, e)| mutate(j.text().into_bytes(), &e)),
+        3 => (doc, edits(3)).prop_map(|(j, e)| mutate(j.text().into_bytes(), &e)),
     ]
 }
 
@@ -314,6 +331,55 @@ proptest! {
             prop_assert_eq!(got.refund, *neg);
             prop_assert_eq!(got.limit.map(|l| l.requests_per_unit), limit.map(|l| l.0));
             prop_assert_eq!(got.limit.map(|l| l.unit.is_some()), limit.map(|_| true));
+        }
+    }
+}
+
+/// `/check` bodies whose own descriptors carry hits at every edge, on every algorithm.
+fn heavy_check_body() -> impl Strategy<Value = J> {
+    let descriptor = (
+        prop::sample::select(KEYS.to_vec()),
+        prop::sample::select(vec!["a", "b"]),
+        crate::inputs::edge_u64(),
+    )
+        .prop_map(|(k, v, hits)| {
+            J::obj([
+                (
+                    "entries",
+                    J::Arr(vec![J::obj([("key", J::s(k)), ("value", J::s(v))])]),
+                ),
+                ("hitsAddend", J::s(hits.to_string())),
+            ])
+        });
+    (prop::collection::vec(descriptor, 1..4), 0u64..=60_000).prop_map(|(ds, wait)| {
+        J::obj([
+            ("client_key", J::s("c")),
+            ("max_wait_ms", J::n(wait)),
+            ("descriptors", J::Arr(ds)),
+        ])
+    })
+}
+
+proptest! {
+    #![proptest_config(crate::cases(64))]
+
+    /// Every limit of the configuration refills within a day, so no answer may tell a caller to
+    /// wait longer: a `Retry-After` of 117 000 years (`hitsAddend` near 2^64 on a bucket) tells
+    /// the client never to come back.
+    #[test]
+    #[ignore = "open: descriptors[].hitsAddend is not clamped where hits enter the limiter; token and leaky buckets answer Retry-After of up to ~3.7e12 s (being fixed with the hits clamp)"]
+    fn retry_after_stays_within_the_longest_window(calls in prop::collection::vec(heavy_check_body(), 1..4)) {
+        let rt = runtime();
+        let app = InProcess::start();
+        for body in calls {
+            let (status, headers, answer) = rt.block_on(app.post("/check", body.text().into_bytes()));
+            let v = check_answer(status.as_u16(), &answer)?;
+            let longest = crate::harness::LONGEST_WINDOW.as_secs();
+            if let Some(h) = headers.get("retry-after") {
+                let secs: u64 = h.to_str().ok().and_then(|s| s.parse().ok()).unwrap_or(u64::MAX);
+                prop_assert!(secs <= longest, "Retry-After: {secs} for {}", body.text());
+            }
+            prop_assert!(v["retry_after"].as_u64().unwrap_or(0) <= longest, "{v} for {}", body.text());
         }
     }
 }
