@@ -39,7 +39,8 @@ fn descriptor() -> impl Strategy<Value = RateLimitDescriptor> {
         }
     });
     (
-        prop::collection::vec(entry(), 0..4),
+        // Now and then just past MAX_ENTRIES_PER_DESCRIPTOR (32).
+        prop_oneof![12 => prop::collection::vec(entry(), 0..4), 1 => prop::collection::vec(entry(), 31..34)],
         prop::option::weighted(0.15, limit),
         prop::option::weighted(0.6, edge_u64()),
         prop::bool::weighted(0.15),
@@ -58,13 +59,16 @@ fn request() -> impl Strategy<Value = RateLimitRequest> {
     let domain =
         prop_oneof![8 => Just("d".to_string()), 1 => Just(String::new()), 1 => nasty_string()];
     let hits = prop_oneof![3 => 0u32..4, 1 => any::<u32>()];
-    (domain, prop::collection::vec(descriptor(), 0..6), hits).prop_map(
-        |(domain, descriptors, hits_addend)| RateLimitRequest {
-            domain,
-            descriptors,
-            hits_addend,
-        },
-    )
+    // Now and then around MAX_DESCRIPTORS_PER_REQUEST (64).
+    let descriptors = prop_oneof![
+        12 => prop::collection::vec(descriptor(), 0..6),
+        1 => prop::collection::vec(descriptor(), 63..66),
+    ];
+    (domain, descriptors, hits).prop_map(|(domain, descriptors, hits_addend)| RateLimitRequest {
+        domain,
+        descriptors,
+        hits_addend,
+    })
 }
 
 /// Wire bytes: an encoded request, usually mutated, sometimes raw random bytes.

@@ -360,7 +360,28 @@ fn text() -> impl Strategy<Value = String> {
         4 => document(),
         3 => (document(), edits(4)).prop_map(|(d, e)| String::from_utf8_lossy(&mutate(d.into_bytes(), &e)).into_owned()),
         1 => aliased(),
+        1 => deep_yaml(),
     ]
+}
+
+/// Descriptors (or metadata) nested up to 300 levels, past serde_yaml's recursion limit (128).
+fn deep_yaml() -> impl Strategy<Value = String> {
+    (1usize..300, any::<bool>()).prop_map(|(depth, metadata)| {
+        let (open, close) = if metadata {
+            ("{m: ", "}")
+        } else {
+            (
+                "[{key: a, rate_limit: {unit: second, requests_per_unit: 1}, descriptors: ",
+                "}]",
+            )
+        };
+        let inner = format!("{}[]{}", open.repeat(depth), close.repeat(depth));
+        if metadata {
+            format!("domain: d\ndescriptors: [{{key: a, metadata: {inner}}}]\n")
+        } else {
+            format!("domain: d\ndescriptors: {inner}\n")
+        }
+    })
 }
 
 fn file(name: &str, contents: String) -> ConfigFile {
