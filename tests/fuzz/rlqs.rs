@@ -192,3 +192,36 @@ proptest! {
         })?;
     }
 }
+
+/// A report whose bucket id carries half a mebibyte is refused, not held: the stream would keep
+/// the key several times for as long as it lives.
+#[test]
+#[ignore = "open: RLQS bucket keys and values are not capped (only the 1 MiB message limit); a 512 KiB value is tracked (being fixed with the RLQS key/value caps)"]
+fn a_huge_bucket_value_is_refused() {
+    let rt = runtime();
+    let shared = shared();
+    let mut stream = Stream::new(7);
+    let huge = "v".repeat(512 * 1024);
+    let id = pb::BucketId {
+        bucket: HashMap::from([("fw".to_string(), huge)]),
+    };
+    let msg = pb::RateLimitQuotaUsageReports {
+        domain: "d".into(),
+        bucket_quota_usages: vec![BucketQuotaUsage {
+            bucket_id: Some(id),
+            time_elapsed: None,
+            num_requests_allowed: 1,
+            num_requests_denied: 0,
+        }],
+    };
+    let answer = rt.block_on(stream.report(&shared, msg));
+    let status = answer.expect_err("a 512 KiB bucket value is refused");
+    assert!(
+        matches!(
+            status.code(),
+            tonic::Code::InvalidArgument | tonic::Code::ResourceExhausted
+        ),
+        "{status:?}"
+    );
+    assert_eq!(stream.buckets(), 0, "nothing is tracked");
+}
