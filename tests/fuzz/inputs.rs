@@ -180,7 +180,7 @@ pub fn deep_nesting() -> impl Strategy<Value = String> {
     (1usize..3000, any::<bool>(), any::<bool>()).prop_map(|(depth, arrays, closed)| {
         let (open, close) = if arrays { ("[", "]") } else { ("{\"a\":", "}") };
         let mut s = open.repeat(depth);
-        s.push_str("1");
+        s.push('1');
         if closed {
             s.push_str(&close.repeat(depth));
         }
