@@ -229,7 +229,12 @@ fn bytes_of(doc: impl Strategy<Value = J> + 'static) -> impl Strategy<Value = Ve
         12 => doc.clone().prop_map(|j| j.text().into_bytes()),
         1 => any_json().prop_map(|j| j.text().into_bytes()),
         1 => deep_nesting().prop_map(String::into_bytes),
-        3 => (doc, edits(3)).prop_map(|(j, e)| mutate(j.text().into_bytes(), &e)),
+        3 => (doc.clone(), edits(3)).prop_map(|(j, e)| mutate(j.text().into_bytes(), &e)),
+        // Around CHECK_MAX_BODY_BYTES (64 KiB): leading whitespace keeps the document valid.
+        1 => (doc, 65_000usize..66_500).prop_map(|(j, pad)| {
+            let text = j.text();
+            format!("{}{text}", " ".repeat(pad.saturating_sub(text.len()))).into_bytes()
+        }),
     ]
 }
 
@@ -258,8 +263,12 @@ proptest! {
     fn check_answers_4xx_or_a_decision(body in bytes_of(check_body())) {
         let rt = runtime();
         let app = InProcess::start();
+        let over = body.len() > ratelimitd::settings::edges::DEFAULT_CHECK_MAX_BODY_BYTES as usize;
         let (status, _, answer) = rt.block_on(app.post("/check", body));
-        check_answer(status.as_u16(), &answer)?;
+        let v = check_answer(status.as_u16(), &answer)?;
+        if over {
+            prop_assert_eq!(&v["error"], "body_too_large", "{}", v);
+        }
     }
 
     #[test]
