@@ -19,10 +19,12 @@ mod admin;
 mod grpc;
 mod harness;
 mod http;
+mod http_bodies;
 mod inputs;
 mod rlqs;
 mod settings;
 mod yaml;
+mod yaml_docs;
 
 use proptest::test_runner::Config;
 
