@@ -85,15 +85,21 @@ fn tags(s: &str) -> Result<Vec<(String, String)>, String> {
 pub(super) fn from_vars(v: &Vars) -> Result<Observability, SettingsError> {
     let use_prometheus = v.bool("USE_PROMETHEUS", false)?;
     let statsd_explicit = v.parse("USE_STATSD", None, |s| parse::go_bool(s).map(Some))?;
-    let conflict = |name: &str, value: &str, reason: &str| SettingsError {
-        name: name.into(),
-        value: value.into(),
-        reason: reason.into(),
+    // Names the variable as set (or the flag that set it) with the value as written (`1`, `t`).
+    let conflict = |name: &str, reason: &str| {
+        let (value, source) = v
+            .get(name)
+            .cloned()
+            .unwrap_or_else(|| ("true".into(), name.into()));
+        SettingsError {
+            name: source,
+            value,
+            reason: reason.into(),
+        }
     };
     if v.bool("USE_DOG_STATSD", false)? {
         return Err(conflict(
             "USE_DOG_STATSD",
-            "true",
             "dogstatsd is not supported; use USE_STATSD or USE_PROMETHEUS",
         ));
     }
@@ -105,7 +111,6 @@ pub(super) fn from_vars(v: &Vars) -> Result<Observability, SettingsError> {
         if statsd_explicit == Some(true) {
             return Err(conflict(
                 "USE_STATSD",
-                "true",
                 "USE_STATSD and USE_PROMETHEUS cannot both be true",
             ));
         }
