@@ -118,6 +118,8 @@ impl InProcess {
             service: service.clone(),
             health,
             edges: Arc::new(settings.edges),
+            caps: settings.limits,
+            metrics: None,
         });
         InProcess {
             service,
