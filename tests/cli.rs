@@ -18,13 +18,13 @@ fn validate_accepts_every_example_config() {
     // examples/k8s and examples/envoy-gateway hold Kubernetes manifests, not configs:
     // tests/k8s_recipes.rs checks the config inside the ConfigMap, and
     // tests/envoy_gateway_recipe.rs the Envoy Gateway recipe; examples/grafana holds a dashboard
-    // (tests/grafana_dashboard.rs).
+    // (tests/grafana_dashboard.rs) and examples/prometheus alert rules (tests/promtool.rs).
     let mut dirs: Vec<String> = std::fs::read_dir("examples")
         .unwrap()
         .map(|e| e.unwrap().path())
         .filter(|p| {
             p.is_dir()
-                && !["k8s", "envoy-gateway", "grafana"]
+                && !["k8s", "envoy-gateway", "grafana", "prometheus"]
                     .iter()
                     .any(|d| p.ends_with(d))
         })

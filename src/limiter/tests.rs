@@ -259,3 +259,45 @@ async fn observers_see_every_decided_request_but_not_refused_ones() {
     let over = Some((true, Source::Store));
     assert_eq!(seen, [[ok, None], [ok, None], [over, None]]);
 }
+
+/// A request override beyond what a sliding log may hold is counted as a sliding window: a
+/// caller cannot make one key keep an entry per admitted request for a year (validation refuses
+/// such a configured limit, but an override is never validated that way).
+#[tokio::test]
+async fn an_override_a_sliding_log_cannot_hold_keeps_one_key_small() {
+    const SL: &str = "domain: d\ndescriptors:\n  - {key: sl, rate_limit: {unit: second, requests_per_unit: 100, algorithm: sliding_log}}\n";
+    let files = [ConfigFile {
+        name: "d.yaml".into(),
+        contents: SL.into(),
+    }];
+    let cfg = config::compile(&files, &CompileOptions::default()).unwrap();
+    let overridden = |value: &str, requests_per_unit: u32, unit: config::Unit| {
+        let mut d = Descriptor::of(&[("sl", value)]);
+        d.limit = Some(Override {
+            requests_per_unit,
+            unit: Some(unit),
+        });
+        Request::new("d", vec![d])
+    };
+    let store = Arc::new(MemoryStore::new(100));
+    let l = limiter(store.clone(), LimiterOptions::default());
+    let huge = overridden("a", u32::MAX, config::Unit::Year);
+    for _ in 0..2_000 {
+        let r = l.should_rate_limit(Some(&cfg), &huge).await.unwrap();
+        assert_eq!(r.overall_code, Code::Ok);
+    }
+    assert_eq!(store.len(), 1);
+    let one_key = store.bytes();
+    assert!(
+        one_key < 1_000,
+        "2 000 admitted requests made one key of {one_key} bytes: a log, not a window"
+    );
+    // Within the sliding log's maximum the override is still an exact log.
+    let small = overridden("b", 3, config::Unit::Minute);
+    for _ in 0..3 {
+        let r = l.should_rate_limit(Some(&cfg), &small).await.unwrap();
+        assert_eq!(r.overall_code, Code::Ok);
+    }
+    let r = l.should_rate_limit(Some(&cfg), &small).await.unwrap();
+    assert_eq!(r.overall_code, Code::OverLimit);
+}

@@ -1,11 +1,11 @@
 //! The limit an override stands for while planning: a request's own override (SPEC §B.3.2) or a
-//! stored one from the policy database. Both keep the matched limit's algorithm and report under a
-//! stats key of their own.
+//! stored one from the policy database. Both keep the matched limit's algorithm (but for a rate
+//! a sliding log cannot hold, see [`override_limit`]) and report under a stats key of their own.
 
 use std::sync::Arc;
 
 use super::super::request::Descriptor;
-use crate::algorithm::Algorithm;
+use crate::algorithm::{Algorithm, sliding_log};
 use crate::config::{Domain, Limit};
 use crate::policy::StoredOverride;
 
@@ -21,12 +21,25 @@ pub(super) fn override_algorithm(domain: &Domain, d: &Descriptor) -> Algorithm {
 /// The limit an override stands for. A request override's stats key carries the values (SPEC
 /// §B.3.2); a stored override (`stored`) is named `override:<id>` and reported under
 /// `<domain>.override_<id>`, a name bounded by `POLICY_MAX_OVERRIDES` however many values exist.
+///
+/// A sliding log keeps one entry per admitted request of its window, which is why a configured
+/// one is refused above [`sliding_log::MAX_LIMIT`]. An override comes from a caller (or an
+/// operator) at run time and is never validated that way, so a rate above that maximum on a
+/// sliding-log descriptor is counted as a sliding window instead — the algorithm validation names
+/// for such rates — and one key's memory stays bounded whatever the override says.
 pub(super) fn override_limit(
     domain: &str,
     d: &Descriptor,
     (requests_per_unit, unit, algorithm): (u32, crate::config::Unit, Algorithm),
     stored: Option<&Arc<StoredOverride>>,
 ) -> Limit {
+    let algorithm = if algorithm == Algorithm::SlidingLog
+        && u64::from(requests_per_unit) > sliding_log::MAX_LIMIT
+    {
+        Algorithm::SlidingWindow
+    } else {
+        algorithm
+    };
     let mut full_key = domain.to_string();
     for e in &d.entries {
         full_key.push('.');
