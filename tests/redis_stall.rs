@@ -287,12 +287,13 @@ async fn script_error_replies_answer_their_caller_and_never_open_the_breaker() {
     s.shutdown().await;
 }
 
-/// The store on its own, whatever the edges clamp: hits of 2^63 (past Redis's integers) on a fixed
-/// window make its script fail with an error reply, again and again. Those ops are answered as
-/// not decided; an op of another algorithm in the same request, and every later request, are
-/// decided by Redis; the breaker stays closed and the store healthy.
+/// The store on its own, whatever the edges clamp: a fixed window whose counter holds a hash makes
+/// its script fail with an error reply, again and again. Those ops are answered as not decided; an
+/// op of another algorithm in the same request, and every later request, are decided by Redis;
+/// the breaker stays closed and the store healthy. Hits of 2^63 (past Redis's integers) sent
+/// straight to the store are a denial: the counter stops at its ceiling instead of failing.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn hits_past_redis_integers_are_the_requests_error_not_a_redis_failure() {
+async fn script_errors_are_the_ops_own_answer_and_huge_hits_a_denial_at_the_store() {
     use ratelimitd::algorithm::{Algorithm, LimitSpec, Window};
     use ratelimitd::clock::{Clock, ManualClock, Timestamp};
     use ratelimitd::resilience::BreakerState;
@@ -321,9 +322,30 @@ async fn hits_past_redis_integers_are_the_requests_error_not_a_redis_failure() {
         lease: Some(0),
     };
     let now = clock.now();
+    let huge = store
+        .apply(&[op("huge", Algorithm::FixedWindow, 1 << 63)], now)
+        .await
+        .unwrap();
+    assert!(
+        matches!(huge[0], Answer::Decided(d) if d.over_limit),
+        "2^63 hits are a denial: {huge:?}"
+    );
+    // The counter of "poison" holds a hash: INCRBY on it is a WRONGTYPE error reply.
+    store
+        .apply(&[op("poison", Algorithm::FixedWindow, 1)], now)
+        .await
+        .unwrap();
+    let counter = redis.cli(&["--scan", "--pattern", "*poison*"]);
+    let counter = counter
+        .lines()
+        .next()
+        .expect("the counter's key")
+        .to_string();
+    redis.cli(&["DEL", &counter]);
+    assert_eq!(redis.cli(&["HSET", &counter, "f", "1"]), "1");
     for i in 0..10u64 {
         let ops = [
-            op("poison", Algorithm::FixedWindow, 1 << 63),
+            op("poison", Algorithm::FixedWindow, 1),
             op("bucket", Algorithm::TokenBucket, 1),
         ];
         let answers = store.apply(&ops, now).await.expect("answers per op");
