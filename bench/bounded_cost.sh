@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The bounded-cost figures of the README (issue 13): what hostile or unlucky clients cost a release
+# The bounded-cost figures of the README: what hostile or unlucky clients cost a release
 # build of ratelimitd. Starts its own redis-server and ratelimitd processes on loopback ports and
 # runs the probes of examples/bounded_cost.rs against them:
 #   - 150 concurrent gRPC requests with 4 MB values (refused by MAX_DESCRIPTOR_VALUE_BYTES): RSS after;

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Scale figures of issue 19: decisions per server CPU-second and per second, p50/p99, Redis
+# The README's scale figures: decisions per server CPU-second and per second, p50/p99, Redis
 # operations per decision and RSS per key, for the memory store, Redis, and Redis with leases
 # (`lease: 100`) on one hot key and on 10 000 keys; the server on one core and on two; and
 # redis-benchmark running the fixed-window script (EVALSHA, pipelined) as Redis's own ceiling.

@@ -1,6 +1,6 @@
-//! Hostile-client probes for the bounded-cost figures of the README (issue 13), run against a
-//! ratelimitd started by `bench/bounded_cost.sh` (domain `bc`, key `k` with any value, a huge hourly
-//! limit). Each probe prints one summary line; every loop is bounded in count and time.
+//! Hostile-client probes for the bounded-cost figures of the README, run against a ratelimitd
+//! started by `bench/bounded_cost.sh` (domain `bc`, key `k` with any value, a huge hourly limit).
+//! Each probe prints one summary line; every loop is bounded in count and time.
 //!
 //! ```sh
 //! bounded_cost --target 127.0.0.1:8081 big-values 150 4000000

@@ -1,5 +1,5 @@
-//! Service health: the AND of its components, served on `/healthcheck` and as gRPC
-//! `grpc.health.v1` status of the service `ratelimit` (SPEC §E.2).
+//! Service health: the AND of its components, served on `/healthcheck` and as gRPC `grpc.health.v1`
+//! status of the service `ratelimit` (`docs/design/contract.md#health`).
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};

@@ -42,6 +42,9 @@
 //! upper module hands the lower one a closure or value instead of being named by it. Protos never
 //! leave their edge (`grpc`, `xds`); time comes from `clock` (clippy's `disallowed-methods` in
 //! `clippy.toml` enforces that).
+//!
+//! The longer map, with the request paths and where each feature lives, is
+//! `docs/design/architecture.md`; the behaviour the tests check is `docs/design/contract.md`.
 
 pub mod algorithm;
 pub mod app;

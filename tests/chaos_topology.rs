@@ -1,4 +1,4 @@
-//! Chaos tests of the Redis deployments (issue 13): a Redis refusing connections (`maxclients`),
+//! Chaos tests of the Redis deployments: a Redis refusing connections (`maxclients`),
 //! a Sentinel failover with the primary killed, and a Redis Cluster losing one of its three
 //! masters. Meanwhile every call is answered by its limit's failure policy within the response
 //! timeout (at once once the breaker is open); a Cluster keeps deciding the ops of the masters

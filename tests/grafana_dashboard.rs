@@ -15,7 +15,7 @@ const DASHBOARD: &str = include_str!("../examples/grafana/ratelimitd.json");
 fn queried_metrics() -> BTreeSet<String> {
     let dash: serde_json::Value = serde_json::from_str(DASHBOARD).expect("the dashboard is JSON");
     let panels = dash["panels"].as_array().expect("panels");
-    assert!(panels.len() >= 8, "one panel per issue-17 question");
+    assert!(panels.len() >= 8, "one panel per insight question");
     let mut names = BTreeSet::new();
     for p in panels {
         for t in p["targets"].as_array().expect("targets") {

@@ -1,7 +1,7 @@
-//! SPEC §G acceptance scenarios over real gRPC on 127.0.0.1 with the manual clock, each on every
-//! store (memory, Redis, Redis Cluster: `common/stores.rs`): how hits are counted and reported
-//! (windows, several descriptors, `hits_addend`, shadow and quota modes, `replaces`, response
-//! headers).
+//! The acceptance scenarios of `docs/design/contract.md#scenarios` over real gRPC on 127.0.0.1 with
+//! the manual clock, each on every store (memory, Redis, Redis Cluster: `common/stores.rs`): how
+//! hits are counted and reported (windows, several descriptors, `hits_addend`, shadow and quota
+//! modes, `replaces`, response headers).
 
 mod common;
 

@@ -1,7 +1,7 @@
-//! SPEC §G acceptance scenarios over real gRPC on 127.0.0.1 with the manual clock, each on every
-//! store (memory, Redis, Redis Cluster: `common/stores.rs`): which limit a request matches
-//! (domains, nested keys, wildcards, shared counters, overrides), bad requests and configs, and
-//! response metadata. Counting and modes are in `grpc_counting.rs`.
+//! The acceptance scenarios of `docs/design/contract.md#scenarios` over real gRPC on 127.0.0.1 with
+//! the manual clock, each on every store (memory, Redis, Redis Cluster: `common/stores.rs`): which
+//! limit a request matches (domains, nested keys, wildcards, shared counters, overrides), bad
+//! requests and configs, and response metadata. Counting and modes are in `grpc_counting.rs`.
 
 mod common;
 

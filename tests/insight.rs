@@ -1,6 +1,6 @@
-//! Issue 17 against the real service: `/v1/hotkeys` over HTTP (token required), the status page
-//! rendered by headless Chromium (configured domain, override, hot key, escaped client data), and
-//! the sampled decision log written by the real binary.
+//! The insight features against the real service: `/v1/hotkeys` over HTTP (token required), the
+//! status page rendered by headless Chromium (configured domain, override, hot key, escaped client
+//! data), and the sampled decision log written by the real binary.
 
 mod common;
 

@@ -1,5 +1,6 @@
 //! Stats through the real service: gRPC traffic on 127.0.0.1, then a scrape of the Prometheus
-//! endpoint, with exact counter values for the SPEC §G scenarios that name stats.
+//! endpoint, with exact counter values for the scenarios of `docs/design/contract.md#scenarios`
+//! that name stats.
 
 mod common;
 
@@ -213,7 +214,7 @@ async fn s15_s19_wildcards_share_their_pattern_key() {
 #[tokio::test]
 async fn a_full_store_is_counted_as_store_full_and_still_counts_total_hits() {
     // A memory store bounded to one key refuses the second key: the store fails that call, and
-    // the failure is counted under its own name (issue 13), not as a Redis error.
+    // the failure is counted under its own name (`store_full`), not as a Redis error.
     let s = start(
         &[("another.yaml", CFG_INT_ANOTHER)],
         &[("MEMORY_MAX_KEYS", "1")],

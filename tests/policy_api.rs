@@ -1,4 +1,4 @@
-//! The management API (issue 16) over real HTTP on the admin listener (not the debug port):
+//! The policy database's management API over real HTTP on the admin listener (not the debug port):
 //! one override by id, overrides by domain, bearer tokens, 422 with every
 //! field error, 404, concurrent writers, and a service whose data directory is unusable (it
 //! starts, serves its files, and answers the API with 503).

@@ -1,6 +1,7 @@
-//! Stored overrides (issue 16) against the real service: written over the admin API into a real
-//! SQLite file, enforced over real gRPC, gone exactly at `valid_until` by the manual clock,
-//! listed in `/rlconfig`, and still there after a restart on the same data directory.
+//! Stored overrides (time-limited, from the policy database) against the real service: written over
+//! the admin API into a real SQLite file, enforced over real gRPC, gone exactly at `valid_until` by
+//! the manual clock, listed in `/rlconfig`, and still there after a restart on the same data
+//! directory.
 
 mod common;
 

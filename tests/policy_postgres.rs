@@ -1,4 +1,4 @@
-//! The policy database on a real PostgreSQL shared by two ratelimitd instances (issue 16): a
+//! The policy database on a real PostgreSQL shared by two ratelimitd instances: a
 //! rule or override written through one is enforced by the other within 1 s — by LISTEN/NOTIFY,
 //! since the refresh interval is left at 30 s — and deleting it restores the configured limit.
 //! A database killed under gRPC requests fails none of them; the API answers 503 and recovers.

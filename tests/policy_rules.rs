@@ -1,4 +1,4 @@
-//! Rules from the policy database (issue 16) against the real service: `PUT /v1/policies/{id}`
+//! Rules from the policy database against the real service: `PUT /v1/policies/{id}`
 //! over real HTTP, checked by the configuration validator with the files in service, stored in a
 //! real SQLite file, compiled into the one snapshot and enforced over real gRPC at once.
 

@@ -1,4 +1,4 @@
-//! A call the service reported as failed is never applied later (issue 13): while a real
+//! A call the service reported as failed is never applied later: while a real
 //! redis-server is hung (SIGSTOP), calls time out after `REDIS_RESPONSE_TIMEOUT` and are answered
 //! by the failure policy, but their script calls still wait in Redis's input buffer. When Redis
 //! resumes it runs them; each carries a deadline on Redis's clock (`lua/deadline.lua`), so none of

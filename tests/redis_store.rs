@@ -1,8 +1,9 @@
 //! The Redis store against real `redis-server` processes: the Go and default key formats, the
 //! per-second split, AUTH, the local cache, stop-increment, and Redis dying and coming back
-//! (decisions matching the memory store: `conformance.rs`; the SPEC §G scenarios, s25 among them,
-//! run on every store in `grpc_counting.rs` and `grpc_scenarios.rs`). Each test here starts its
-//! own server, because it reads or writes that server's keys, or kills it.
+//! (decisions matching the memory store: `conformance.rs`; the scenarios of
+//! `docs/design/contract.md#scenarios`, s25 among them, run on every store in `grpc_counting.rs`
+//! and `grpc_scenarios.rs`). Each test here starts its own server, because it reads or writes that
+//! server's keys, or kills it.
 
 mod common;
 

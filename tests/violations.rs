@@ -1,4 +1,4 @@
-//! The violation log (issue 17) against the real service: denials driven over real gRPC land in
+//! The violation log against the real service: denials driven over real gRPC land in
 //! `rate_limit_violations` on a real SQLite file and a real PostgreSQL, and read back through
 //! `GET /v1/violations` with the right fields, newest first, filtered and paginated without
 //! duplicates or gaps; repeated denials of one key between two writes are one row with their

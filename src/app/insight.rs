@@ -1,5 +1,5 @@
-//! Issue 17's part of startup: the limiter's insight observers (hot keys, the sampled decision
-//! log), the hot-key gauges, and what the status page reads.
+//! The insight features' part of startup: the limiter's insight observers (hot keys, the sampled
+//! decision log), the hot-key gauges, and what the status page reads.
 
 use std::sync::Arc;
 

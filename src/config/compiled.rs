@@ -1,8 +1,9 @@
 //! The compiled, immutable configuration: domain → descriptor tree, indexed for matching.
 //!
-//! Matching follows envoyproxy/ratelimit exactly (SPEC §B.3): at each level the exact composite key
-//! `key_value` first, then the first wildcard pattern in config order, then the key-only default; no
-//! backtracking; a limit applies only on the node matched by the request's last entry.
+//! Matching follows envoyproxy/ratelimit exactly (`docs/design/contract.md#matching`): at each
+//! level the exact composite key `key_value` first, then the first wildcard pattern in config
+//! order, then the key-only default; no backtracking; a limit applies only on the node matched by
+//! the request's last entry.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -66,7 +67,8 @@ pub struct Node {
 /// A configured limit, with everything the limiter needs to apply and report it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Limit {
-    /// The stats key / config path, e.g. `test-domain.key1_value1.subkey1` (SPEC §F).
+    /// The stats key / config path, e.g. `test-domain.key1_value1.subkey1`
+    /// (`docs/design/contract.md#stats-keys`).
     pub full_key: String,
     /// `full_key` sanitised for stats: the name this limit's counters are reported under unless
     /// `detailed_metric` or `value_to_metric` ask for runtime values. Computed once, at load.

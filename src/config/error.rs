@@ -3,11 +3,13 @@
 
 use std::fmt;
 
-/// One problem in one config file. `message` carries the Go reference's exact text (SPEC §B.2) so
-/// logs and NACKs stay recognisable; `path` is ours (Go has none) and locates the problem.
+/// One problem in one config file. `message` carries the Go reference's exact text
+/// (`docs/design/contract.md#validation`) so logs and NACKs stay recognisable; `path` is ours (Go
+/// has none) and locates the problem.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ConfigError {
-    /// The file's name: its goruntime key or path (SPEC §B.5), or the xDS resource name.
+    /// The file's name: its goruntime key or path (`docs/design/contract.md#config-files`), or the
+    /// xDS resource name.
     pub file: String,
     /// The YAML path, e.g. `descriptors[0].rate_limit.unit`; empty for whole-file problems.
     pub path: String,

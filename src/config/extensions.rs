@@ -1,6 +1,7 @@
-//! Validation of the algorithm extensions of `rate_limit` (DESIGN §4): `algorithm`, `burst`,
-//! `unit_multiplier` and `lease`. None of them appears in a Go config, and absent they mean exactly what Go
-//! does (a fixed window of one unit), so a Go config keeps its meaning.
+//! Validation of the algorithm extensions of `rate_limit` (`docs/design/contract.md#extensions`):
+//! `algorithm`, `burst`, `unit_multiplier` and `lease`. None of them appears in a Go config, and
+//! absent they mean exactly what Go does (a fixed window of one unit), so a Go config keeps its
+//! meaning.
 
 use super::error::{Sink, field_path};
 use super::model::RawRateLimit;

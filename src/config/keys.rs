@@ -1,6 +1,6 @@
-//! Stage 2 of SPEC §B.2: the generic key check Go runs on the untyped document before the typed
-//! unmarshal. Flat allow-list, recursive except inside `metadata`, lists must hold maps, leaves must
-//! be string, integer, bool or null.
+//! Check 2 of `docs/design/contract.md#validation`: the generic key check Go runs on the untyped
+//! document before the typed unmarshal. Flat allow-list, recursive except inside `metadata`, lists
+//! must hold maps, leaves must be string, integer, bool or null.
 
 use serde_yaml::Value;
 
@@ -28,8 +28,8 @@ const VALID_KEYS: [&str; 16] = [
     "metadata",
 ];
 
-/// ratelimitd's opt-in extensions (shared/DESIGN.md §4). A Go config never uses them, so adding
-/// them to the allow-list cannot change what a Go config means.
+/// ratelimitd's opt-in extensions (`docs/design/contract.md#extensions`). A Go config never uses
+/// them, so adding them to the allow-list cannot change what a Go config means.
 const EXTENSION_KEYS: [&str; 7] = [
     "failure_mode",
     "local_share",

@@ -1,6 +1,7 @@
-//! The only I/O in `config`: which files make up the config and their contents (SPEC §B.5).
-//! Names follow goruntime's snapshot keys — the path relative to the walk root with `/` turned
-//! into `.` — because error texts and the `config.` prefix filter depend on them.
+//! The only I/O in `config`: which files make up the config and their contents
+//! (`docs/design/contract.md#config-files`). Names follow goruntime's snapshot keys — the path
+//! relative to the walk root with `/` turned into `.` — because error texts and the `config.`
+//! prefix filter depend on them.
 
 use std::fs;
 use std::io;
@@ -44,7 +45,8 @@ pub fn load_path(path: &Path, ignore_dotfiles: bool) -> Result<Vec<ConfigFile>, 
     }])
 }
 
-/// Finds the runtime config files the Go service would load (SPEC §B.5).
+/// Finds the runtime config files the Go service would load
+/// (`docs/design/contract.md#config-files`).
 ///
 /// With `watch_root`, the walk root is `root/subdirectory` and only names starting with
 /// `appdirectory.` are kept (`config.basic.yaml`); an empty `subdirectory` loads nothing, as

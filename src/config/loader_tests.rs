@@ -1,4 +1,5 @@
-//! Loader: file discovery and naming on real temporary directory trees (SPEC §B.5).
+//! Loader: file discovery and naming on real temporary directory trees
+//! (`docs/design/contract.md#config-files`).
 
 use std::fs;
 use std::path::Path;

@@ -1,6 +1,6 @@
-//! `GetLimit` (SPEC §B.3): walk the tree one request entry per level — exact `key_value`, then the
-//! first wildcard in config order, then the key-only default — never backtracking, and return the
-//! limit only if it sits on the node matched by the last entry.
+//! `GetLimit` (`docs/design/contract.md#matching`): walk the tree one request entry per level —
+//! exact `key_value`, then the first wildcard in config order, then the key-only default — never
+//! backtracking, and return the limit only if it sits on the node matched by the last entry.
 
 use super::compiled::{Domain, EntryRef, Level, Match, MatchKind, MatchedLevel, Node};
 

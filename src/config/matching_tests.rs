@@ -1,5 +1,6 @@
-//! Matching scenarios from SPEC §G (CFG-BASIC, CFG-WILD) and the §B.3 quirks, built from the YAML
-//! fixtures in `tests/fixtures/config/`.
+//! Matching scenarios of `docs/design/contract.md#scenarios` (CFG-BASIC, CFG-WILD) and the quirks
+//! of `docs/design/contract.md#matching-quirks`, built from the YAML fixtures in
+//! `tests/fixtures/config/`.
 
 use super::*;
 

@@ -1,7 +1,8 @@
-//! Stages 1–3 of SPEC §B.2 for one file: YAML syntax, the generic key check (in `keys`), then a
-//! hand-written typed walk into raw descriptor types. Walking `serde_yaml::Value` by hand (rather
-//! than `#[derive(Deserialize)]`) lets every type mismatch be reported with its YAML path while the
-//! walk carries on, and lets scalars become strings the way yaml.v2 does (`value: 123` → `"123"`).
+//! Checks 1–3 of `docs/design/contract.md#validation` for one file: YAML syntax, the generic key
+//! check (in `keys`), then a hand-written typed walk into raw descriptor types. Walking
+//! `serde_yaml::Value` by hand (rather than `#[derive(Deserialize)]`) lets every type mismatch be
+//! reported with its YAML path while the walk carries on, and lets scalars become strings the way
+//! yaml.v2 does (`value: 123` → `"123"`).
 
 use serde::Deserialize;
 use serde_json::{Map, Value as Json};
@@ -195,7 +196,8 @@ impl Typed<'_, '_> {
         }
     }
 
-    /// `metadata` becomes a JSON object (it is returned as a protobuf Struct, SPEC §C.8).
+    /// `metadata` becomes a JSON object (it is returned as a protobuf Struct,
+    /// `docs/design/contract.md#dynamic-metadata`).
     fn metadata(&mut self, m: &Mapping, parent: &str) -> Option<Map<String, Json>> {
         let path = field_path(parent, "metadata");
         let v = m.get("metadata")?;

@@ -1,7 +1,8 @@
-//! `rate_limits` (ratelimitd extension, DESIGN §4): several limits on one descriptor, e.g. 10 per
-//! second with a burst *and* 10 000 per day. They all apply; the limiter reports the most
-//! restrictive. The first entry becomes the node's limit and carries the others in `also`, so
-//! matching, `replaces` and everything keyed on "the node's limit" work unchanged.
+//! `rate_limits` (ratelimitd extension, `docs/design/contract.md#extensions`): several limits on
+//! one descriptor, e.g. 10 per second with a burst *and* 10 000 per day. They all apply; the
+//! limiter reports the most restrictive. The first entry becomes the node's limit and carries the
+//! others in `also`, so matching, `replaces` and everything keyed on "the node's limit" work
+//! unchanged.
 
 use std::sync::Arc;
 

@@ -1,6 +1,7 @@
-//! Stages 4–5 of SPEC §B.2 and compilation: raw descriptors → the indexed tree, checking domains,
-//! keys, units and replaces on the way. Every file and every descriptor is checked even after an
-//! error (into a scratch tree), so one load reports all problems; any error rejects the whole load.
+//! Checks 4–5 of `docs/design/contract.md#validation` and compilation: raw descriptors → the
+//! indexed tree, checking domains, keys, units and replaces on the way. Every file and every
+//! descriptor is checked even after an error (into a scratch tree), so one load reports all
+//! problems; any error rejects the whole load.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -96,7 +97,8 @@ fn load_level(
             format!("{}_{}", d.key, d.value)
         };
         let full_key = format!("{parent_key}{composite}");
-        // `a`/`b_c` and `a_b`/`c` both give `a_b_c`: Go's collision, kept on purpose (SPEC §I.1).
+        // `a`/`b_c` and `a_b`/`c` both give `a_b_c`: Go's collision, kept on purpose
+        // (`docs/design/contract.md#validation`).
         let duplicate = level.by_key.contains_key(&composite);
         if duplicate {
             sink.push(

@@ -1,5 +1,5 @@
-//! Validation: every error class of SPEC §B.2 with its exact Go message, its YAML path and its
-//! file, plus error collection across descriptors and files.
+//! Validation: every error class of `docs/design/contract.md#validation` with its exact Go message,
+//! its YAML path and its file, plus error collection across descriptors and files.
 
 use super::*;
 

@@ -1,5 +1,5 @@
-//! TLS and mTLS for the gRPC server, with certificate hot reload (SPEC §D `GRPC_SERVER_*`,
-//! `GRPC_CLIENT_TLS_*`).
+//! TLS and mTLS for the gRPC server, with certificate hot reload (`GRPC_SERVER_*`,
+//! `GRPC_CLIENT_TLS_*`; `docs/design/contract.md#settings`).
 //!
 //! The whole rustls `ServerConfig` (certificate, key and client CA) is rebuilt from the files and
 //! swapped atomically; each new connection takes the current one, so established connections keep

@@ -1,8 +1,8 @@
-//! The protojson mapping of `RateLimitRequest` / `RateLimitResponse` used by `/json` (SPEC §A.4):
-//! camelCase names (snake_case accepted on input), unknown fields rejected, 64-bit numbers as
-//! strings or numbers, enums by name or number, default values omitted on output. The body is
-//! decoded under the request caps ([`super::capped`]): it stops at the first descriptor or entry
-//! past its cap instead of building the whole list first.
+//! The protojson mapping of `RateLimitRequest` / `RateLimitResponse` used by `/json`
+//! (`docs/design/contract.md#json-mapping`): camelCase names (snake_case accepted on input),
+//! unknown fields rejected, 64-bit numbers as strings or numbers, enums by name or number, default
+//! values omitted on output. The body is decoded under the request caps ([`super::capped`]): it
+//! stops at the first descriptor or entry past its cap instead of building the whole list first.
 
 use std::fmt;
 

@@ -1,4 +1,4 @@
-//! Insight (issue 17): who is being limited and why, without slowing the request path. The
+//! Insight: who is being limited and why, without slowing the request path. The
 //! features plug into the limiter as [`crate::limiter::Observer`]s: [`hotkeys`] (a fixed-memory
 //! ranking of the hottest keys over the last minute, `/v1/hotkeys` and the
 //! `ratelimitd_hot_key_count` gauges) and [`decision_log`] (`DECISION_LOG_SAMPLE_RATE`). The

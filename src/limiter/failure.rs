@@ -1,11 +1,11 @@
-//! The per-limit failure policy (`rate_limit.failure_mode`, DESIGN §6): what a limit gets when the
-//! store did not answer its op (the call failed or timed out, or the target's circuit breaker is
-//! open). By default (`error`) the request fails with UNAVAILABLE, as in the Go service, and
-//! Envoy's `failure_mode_deny` decides. When every unanswered limit says `allow`, `deny` or
-//! `local`, the service answers instead: `allow` limits are not enforced, `deny` limits are over
-//! the limit until their window ends, `local` limits are decided by the [`LocalFallback`]. A limit
-//! without a `failure_mode` takes the service's `DEFAULT_FAILURE_MODE`. This is the one producer
-//! of [`Source::FailurePolicy`] and [`Source::Breaker`] outcomes.
+//! The per-limit failure policy (`rate_limit.failure_mode`, `docs/design/contract.md#extensions`):
+//! what a limit gets when the store did not answer its op (the call failed or timed out, or the
+//! target's circuit breaker is open). By default (`error`) the request fails with UNAVAILABLE, as
+//! in the Go service, and Envoy's `failure_mode_deny` decides. When every unanswered limit says
+//! `allow`, `deny` or `local`, the service answers instead: `allow` limits are not enforced, `deny`
+//! limits are over the limit until their window ends, `local` limits are decided by the
+//! [`LocalFallback`]. A limit without a `failure_mode` takes the service's `DEFAULT_FAILURE_MODE`.
+//! This is the one producer of [`Source::FailurePolicy`] and [`Source::Breaker`] outcomes.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;

@@ -1,5 +1,6 @@
 //! Last step of a decision: statuses from the settled descriptors, the overall code (quota mode,
-//! global shadow mode), response headers and dynamic metadata (SPEC §C.4–§C.8).
+//! global shadow mode), response headers and dynamic metadata
+//! (`docs/design/contract.md#descriptor-status` to `docs/design/contract.md#dynamic-metadata`).
 
 use std::time::Duration;
 
@@ -53,7 +54,8 @@ fn status(s: &Settled<'_>) -> DescriptorStatus {
     let (Some(unit), Some(window)) = (limit.unit, limit.window()) else {
         return DescriptorStatus::unlimited();
     };
-    // A shadow rule reports OK but keeps the remaining count at 0 (SPEC §C.4).
+    // A shadow rule reports OK but keeps the remaining count at 0
+    // (`docs/design/contract.md#shadow-mode`).
     let code = if d.over_limit && !limit.shadow_mode {
         Code::OverLimit
     } else {
@@ -114,7 +116,8 @@ fn overall(
     }
 }
 
-/// The limit/remaining/reset headers of the most constrained descriptor (SPEC §C.5).
+/// The limit/remaining/reset headers of the most constrained descriptor
+/// (`docs/design/contract.md#headers`).
 fn headers(
     names: &super::HeaderNames,
     options: &LimiterOptions,
@@ -144,8 +147,8 @@ fn headers(
     ]
 }
 
-/// Dynamic metadata (SPEC §C.8): the request's domain and descriptors, and the merged config
-/// `metadata` of the descriptors that passed.
+/// Dynamic metadata (`docs/design/contract.md#dynamic-metadata`): the request's domain and
+/// descriptors, and the merged config `metadata` of the descriptors that passed.
 fn metadata(
     req: &Request,
     settled: &[Settled<'_>],

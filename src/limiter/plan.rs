@@ -1,10 +1,10 @@
-//! Step 2 of a decision: resolve every descriptor once into a [`Plan`] — the limits that apply
-//! (the request's override, else a stored override from the policy database, else the config
-//! match; then `replaces` and `unlimited` across the whole
-//! request: SPEC §B.3, §B.4, §C.2), the hits it adds (normalised and clamped here and nowhere
-//! else, by the rule of [`super::hits`]), the stats
-//! key it reports under, and one store [`Op`] per limit with its cache key. Nothing later rewrites
-//! a plan: the outcomes of its ops are folded next to it.
+//! Step 2 of a decision: resolve every descriptor once into a [`Plan`] — the limits that apply (the
+//! request's override, else a stored override from the policy database, else the config match; then
+//! `replaces` and `unlimited` across the whole request: `docs/design/contract.md#matching`,
+//! `#request-overrides`, `#replaces` and `#unlimited`), the hits it adds (normalised and clamped
+//! here and nowhere else, by the rule of [`super::hits`]), the stats key it reports under, and one
+//! store [`Op`] per limit with its cache key. Nothing later rewrites a plan: the outcomes of its
+//! ops are folded next to it.
 
 use std::borrow::Cow;
 use std::collections::HashSet;

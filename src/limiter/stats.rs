@@ -1,6 +1,7 @@
-//! Per-limit and service stats of one decision (SPEC §C.4, §F), counted in one place after the
-//! store answered, into an injected [`StatsSink`]. The limiter knows the stat *rules* (which
-//! counter moves by how much); the sink knows storage and exposition (Prometheus, StatsD).
+//! Per-limit and service stats of one decision (`docs/design/contract.md#descriptor-status`,
+//! `docs/design/contract.md#stats`), counted in one place after the store answered, into an
+//! injected [`StatsSink`]. The limiter knows the stat *rules* (which counter moves by how much);
+//! the sink knows storage and exposition (Prometheus, StatsD).
 
 use std::time::Duration;
 
@@ -8,7 +9,8 @@ use super::outcome::{Settled, Source, Verdict};
 use super::plan::{Plan, Plans};
 use super::response::Code;
 
-/// How much each per-limit counter moves for one descriptor (SPEC §C.4).
+/// How much each per-limit counter moves for one descriptor
+/// (`docs/design/contract.md#descriptor-status`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct LimitIncrements {
     /// `total_hits`.
@@ -81,8 +83,9 @@ pub fn near_threshold(limit: u64, ratio: f32) -> u64 {
     f64::from(product).floor() as u64
 }
 
-/// The counter increments of one decided descriptor (SPEC §C.4). A verdict reached without a
-/// counter (the local over-limit cache) counts as a key already over before these hits.
+/// The counter increments of one decided descriptor (`docs/design/contract.md#descriptor-status`).
+/// A verdict reached without a counter (the local over-limit cache) counts as a key already over
+/// before these hits.
 pub fn increments(
     v: &Verdict,
     source: Source,

@@ -1,6 +1,6 @@
-//! The stats key of a matched limit (SPEC §F "Per limit"): which name its counters are reported
-//! under. It depends on how each level was matched, so it is computed here, next to resolution,
-//! from the match path and the request's entries.
+//! The stats key of a matched limit (`docs/design/contract.md#stats-keys`): which name its counters
+//! are reported under. It depends on how each level was matched, so it is computed here, next to
+//! resolution, from the match path and the request's entries.
 //!
 //! - Default: the config path (`domain.key1_value1.subkey1`), i.e. [`Limit::full_key`].
 //! - `detailed_metric` on the limit: every level is `key_<runtime value>` (the wildcard pattern on

@@ -1,6 +1,6 @@
 //! The Prometheus families ratelimitd exposes, as data: the Go default mapper's names and labels
-//! (SPEC §F) and ratelimitd's own. `prom.rs` builds and fills them at scrape time; keeping the
-//! table apart keeps that code short and the names easy to review.
+//! (`docs/design/contract.md#stats`) and ratelimitd's own. `prom.rs` builds and fills them at
+//! scrape time; keeping the table apart keeps that code short and the names easy to review.
 
 /// Per-limit stats the Go default mapper exposes (`over_limit_with_local_cache` is unmapped there).
 pub(super) const MAPPED: [(usize, &str); 5] = [

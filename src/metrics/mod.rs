@@ -1,8 +1,9 @@
-//! Metrics: the counters behind every stat of SPEC §F, kept format-free, and the two sinks that
-//! expose them ([`prom`]: Prometheus with the Go default mapper's names; [`statsd`]: the Go wire
-//! format). The limiter reports into [`Metrics`] through [`StatsSink`]; the gRPC edge reports
-//! requests and response times, the `/check` route its own ([`check`]); config loads are read at export time through a [`LoadCounts`] reader the composition root
-//! hands in (metrics sits beside `reload`, not above it, so it names no reload type).
+//! Metrics: the counters behind every stat of `docs/design/contract.md#stats`, kept format-free,
+//! and the two sinks that expose them ([`prom`]: Prometheus with the Go default mapper's names;
+//! [`statsd`]: the Go wire format). The limiter reports into [`Metrics`] through [`StatsSink`]; the
+//! gRPC edge reports requests and response times, the `/check` route its own ([`check`]); config
+//! loads are read at export time through a [`LoadCounts`] reader the composition root hands in
+//! (metrics sits beside `reload`, not above it, so it names no reload type).
 //!
 //! Memory is bounded: per-limit keys and unknown domains each live in a [`table::KeyTable`] of at
 //! most `STATS_MAX_KEYS` entries (excess folded into `ratelimitd_overflow` and counted).

@@ -1,10 +1,11 @@
 //! Prometheus exposition with the names and labels of the Go service's default statsd_exporter
-//! mapping (SPEC §F): `ratelimit_service_rate_limit_<stat>{domain,key1,key2}`,
+//! mapping (`docs/design/contract.md#stats`):
+//! `ratelimit_service_rate_limit_<stat>{domain,key1,key2}`,
 //! `ratelimit_service_should_rate_limit_error{err_type}`, `ratelimit_service_total_requests`,
-//! `ratelimit_service_response_time_seconds`, `ratelimit_service_config_load_{success,error}`;
-//! plus ratelimitd's own store latency, memory-store key count, folded-key count, local-fallback
-//! hits per limit, the Redis circuit breakers (state gauge and transitions per target) and the
-//! hot-key gauges (by ranking and rank; the keys stay behind `/v1/hotkeys`).
+//! `ratelimit_service_response_time_seconds`, `ratelimit_service_config_load_{success,error}`; plus
+//! ratelimitd's own store latency, memory-store key count, folded-key count, local-fallback hits
+//! per limit, the Redis circuit breakers (state gauge and transitions per target) and the hot-key
+//! gauges (by ranking and rank; the keys stay behind `/v1/hotkeys`).
 //!
 //! Per-limit counters are read from [`Metrics`] at scrape time by a [`Collector`], so the request
 //! path only bumps atomics and the scrape cost is bounded by `STATS_MAX_KEYS`.

@@ -1,6 +1,6 @@
-//! The policy database (issue 16): rules and time-limited overrides managed at runtime
+//! The policy database: rules and time-limited overrides managed at runtime
 //! over the admin API, kept in SQLite (a file in `RATELIMITD_DATA_DIR`) or PostgreSQL behind
-//! [`PolicyStore`], and the violation log written to it ([`violations`], issue 17).
+//! [`PolicyStore`], and the violation log written to it ([`violations`], an insight feature).
 //!
 //! The database never sits on the request path. [`Policy`] reads every active override into an
 //! [`OverrideIndex`] and swaps it into an [`Overrides`] handle the limiter reads once per request;

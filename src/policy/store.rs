@@ -39,7 +39,7 @@ pub enum StoreError {
     },
 }
 
-/// A policy database: rules, overrides (issue 16) and the violation log (issue 17).
+/// A policy database: rules, time-limited overrides and the violation log.
 #[async_trait]
 pub trait PolicyStore: Send + Sync + std::fmt::Debug + 'static {
     /// Stores `o` under `id`, created by `who` at `now`.

@@ -1,4 +1,5 @@
-//! One reload round: read → compare → parse/validate/compile → one atomic swap (SPEC §B.6).
+//! One reload round: read → compare → parse/validate/compile → one atomic swap
+//! (`docs/design/contract.md#reload`).
 //!
 //! A round compares the files it read with those of the configuration in service and with those
 //! of the last failed attempt, so the periodic re-read and duplicate events cost one read and do not

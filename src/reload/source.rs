@@ -1,5 +1,6 @@
 //! Where the configuration comes from: the `--config` path or the Go `RUNTIME_*` discovery
-//! (SPEC §B.5), what to read, how to compile it, and which paths to watch for changes.
+//! (`docs/design/contract.md#config-files`), what to read, how to compile it, and which paths to
+//! watch for changes.
 //!
 //! The watch set is wider than the Go service's (which, with `RUNTIME_WATCH_ROOT`, reloads only when
 //! the root itself is swapped): any change under the walk root counts, as does a swap of the root.

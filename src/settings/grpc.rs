@@ -1,5 +1,6 @@
-//! gRPC server settings (SPEC §D): unix socket, connection age, and TLS / mTLS. Kept apart from
-//! the main settings table because they travel together into the gRPC listener.
+//! gRPC server settings (`docs/design/contract.md#settings`): unix socket, connection age, and TLS
+//! / mTLS. Kept apart from the main settings table because they travel together into the gRPC
+//! listener.
 
 use std::path::PathBuf;
 use std::time::Duration;

@@ -1,5 +1,5 @@
-//! Settings of the insight features (issue 17): how many keys each hot-key ranking tracks and
-//! which share of decisions the sampled decision log writes.
+//! Settings of the insight features (hot keys, the decision log): how many keys each hot-key
+//! ranking tracks and which share of decisions the sampled decision log writes.
 
 use super::{SettingsError, Vars, parse};
 

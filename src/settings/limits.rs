@@ -1,6 +1,7 @@
-//! Caps on what one request may ask and on what the embedded store may hold, so that no input
-//! can make a request, a script call or the store's memory grow without bound (DESIGN §1.7).
-//! ratelimitd's own settings: the Go service has none of these.
+//! Caps on what one request may ask and on what the embedded store may hold, so that no input can
+//! make a request, a script call or the store's memory grow without bound
+//! (`docs/design/architecture.md#bounded-input`). ratelimitd's own settings: the Go service has
+//! none of these.
 
 use super::{SettingsError, Vars, parse};
 

@@ -5,7 +5,8 @@ use std::time::Duration;
 
 use super::{SettingsError, StatsdProtocol, Vars, parse};
 
-/// Which stats sink runs (SPEC §D precedence: DISABLE_STATS > USE_STATSD > USE_PROMETHEUS).
+/// Which stats sink runs (precedence DISABLE_STATS > USE_STATSD > USE_PROMETHEUS,
+/// `docs/design/contract.md#stats`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum StatsSinkKind {
     /// `DISABLE_STATS=true`: nothing is counted.

@@ -1,4 +1,4 @@
-//! The policy database and its management API (issue 16): where rules and overrides are stored,
+//! The policy database and its management API: where rules and overrides are stored,
 //! how often they are re-read, and the bearer tokens of the admin API.
 
 use std::path::PathBuf;

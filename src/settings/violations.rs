@@ -1,5 +1,5 @@
-//! The violation log (issue 17): where records go, how they are queued and batched, and how long
-//! they are kept. ratelimitd's own settings.
+//! The violation log (which denials were reported, kept in the policy database): where records go,
+//! how they are queued and batched, and how long they are kept. ratelimitd's own settings.
 
 use std::time::Duration;
 

@@ -1,5 +1,6 @@
-//! `CONFIG_TYPE` and the xDS configuration client's settings (SPEC §D, §B.5): Go names, syntax and
-//! defaults. Only read by the service when `CONFIG_TYPE=GRPC_XDS_SOTW`, but always validated.
+//! `CONFIG_TYPE` and the xDS configuration client's settings (`docs/design/contract.md#settings`,
+//! `docs/design/contract.md#xds`): Go names, syntax and defaults. Only read by the service when
+//! `CONFIG_TYPE=GRPC_XDS_SOTW`, but always validated.
 
 use std::path::PathBuf;
 use std::time::Duration;

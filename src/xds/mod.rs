@@ -1,5 +1,6 @@
-//! The xDS configuration source (`CONFIG_TYPE=GRPC_XDS_SOTW`, SPEC §B.5): a state-of-the-world ADS
-//! stream of `RateLimitConfig` resources from a management server such as Envoy Gateway.
+//! The xDS configuration source (`CONFIG_TYPE=GRPC_XDS_SOTW`, `docs/design/contract.md#xds`): a
+//! state-of-the-world ADS stream of `RateLimitConfig` resources from a management server such as
+//! Envoy Gateway.
 //!
 //! Each response is the whole configuration. [`convert`] turns every resource into a configuration
 //! file named after the resource, and the files go through the reload pipeline

@@ -68,7 +68,7 @@ pub fn settings(dir: &std::path::Path, env: &[(&str, &str)]) -> Settings {
     vars.extend([
         ("RATELIMITD_CONFIG".into(), dir.display().to_string()),
         ("RATELIMITD_TEST_MANUAL_CLOCK".into(), T0.to_string()),
-        // As SPEC §G: no StatsD unless a test asks for it.
+        // As in `docs/design/contract.md#scenarios`: no StatsD unless a test asks for it.
         ("USE_STATSD".into(), "false".into()),
         // No policy database (it would default to ./data) unless a test asks for one.
         ("POLICY_ENABLED".into(), "false".into()),
@@ -241,7 +241,7 @@ pub fn dur(r: &RateLimitResponse, i: usize) -> Option<i64> {
         .map(|d| d.seconds)
 }
 
-/// CFG-BASIC from SPEC §G.
+/// CFG-BASIC of `docs/design/contract.md#cfg-basic`.
 pub const CFG_BASIC: &str = r#"
 domain: test-domain
 descriptors:
@@ -278,7 +278,7 @@ descriptors:
     detailed_metric: true
 "#;
 
-/// CFG-WILD from SPEC §G.
+/// CFG-WILD of `docs/design/contract.md#cfg-wild`.
 pub const CFG_WILD: &str = r#"
 domain: test-domain
 descriptors:
@@ -293,7 +293,7 @@ descriptors:
       - {key: wild, value: "goo*", rate_limit: {unit: minute, requests_per_unit: 20}}
 "#;
 
-/// CFG-INT from SPEC §G (two files).
+/// CFG-INT of `docs/design/contract.md#cfg-int` (two files).
 pub const CFG_INT_BASIC: &str = r#"
 domain: basic
 descriptors:

@@ -1,6 +1,7 @@
-//! The limit an override stands for while planning: a request's own override (SPEC §B.3.2) or a
-//! stored one from the policy database. Both keep the matched limit's algorithm (but for a rate
-//! a sliding log cannot hold, see [`override_limit`]) and report under a stats key of their own.
+//! The limit an override stands for while planning: a request's own override
+//! (`docs/design/contract.md#request-overrides`) or a stored one from the policy database. Both
+//! keep the matched limit's algorithm (but for a rate a sliding log cannot hold, see
+//! [`override_limit`]) and report under a stats key of their own.
 
 use std::sync::Arc;
 
@@ -18,9 +19,10 @@ pub(super) fn override_algorithm(domain: &Domain, d: &Descriptor) -> Algorithm {
         .map_or(Algorithm::FixedWindow, |m| m.limit.algorithm)
 }
 
-/// The limit an override stands for. A request override's stats key carries the values (SPEC
-/// §B.3.2); a stored override (`stored`) is named `override:<id>` and reported under
-/// `<domain>.override_<id>`, a name bounded by `POLICY_MAX_OVERRIDES` however many values exist.
+/// The limit an override stands for. A request override's stats key carries the values
+/// (`docs/design/contract.md#request-overrides`); a stored override (`stored`) is named
+/// `override:<id>` and reported under `<domain>.override_<id>`, a name bounded by
+/// `POLICY_MAX_OVERRIDES` however many values exist.
 ///
 /// A sliding log keeps one entry per admitted request of its window, which is why a configured
 /// one is refused above [`sliding_log::MAX_LIMIT`]. An override comes from a caller (or an

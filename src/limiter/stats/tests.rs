@@ -38,7 +38,8 @@ fn limit_20_after_25_calls() {
 
 #[test]
 fn shadow_rule_counts_over_and_shadow() {
-    // SPEC §G 40: 3/min shadow, 5 hits → over_limit = 2, shadow_mode = 2.
+    // Scenario 40 of `docs/design/contract.md#scenarios`: 3/min shadow, 5 hits → over_limit = 2,
+    // shadow_mode = 2.
     let s = run(3, 5, true, 0.8);
     assert_eq!((s.over_limit, s.shadow_mode, s.within_limit), (2, 2, 3));
 }

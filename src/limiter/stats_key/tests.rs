@@ -1,4 +1,4 @@
-//! Stats key rules of SPEC §F, on the SPEC's own examples.
+//! Stats key rules of `docs/design/contract.md#stats-keys`, on the Go reference's own examples.
 
 use std::borrow::Cow;
 
