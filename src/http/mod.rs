@@ -1,7 +1,7 @@
-//! The HTTP edges: the main port (`/json`, `/healthcheck`, as the Go service, and ratelimitd's
-//! `POST /check`) and the debug port (`/rlconfig`, the endpoint list, and the test-only clock
-//! control). Bodies are read under a byte cap and the listener's body timeout ([`body`]), and
-//! decoded under the request caps ([`capped`]).
+//! The HTTP edges: the main port (`/json`, `/healthcheck`, as the Go service, ratelimitd's
+//! `POST /check` and the [`openapi`] description) and the debug port (`/rlconfig`, the endpoint
+//! list, and the test-only clock control). Bodies are read under a byte cap and the listener's
+//! body timeout ([`body`]), and decoded under the request caps ([`capped`]).
 
 pub mod admin;
 pub mod body;
@@ -9,6 +9,7 @@ mod capped;
 pub mod check;
 pub mod debug;
 pub mod json;
+pub mod openapi;
 
 use std::sync::Arc;
 
@@ -17,7 +18,7 @@ use axum::body::Body;
 use axum::http::{StatusCode, header};
 use axum::middleware::from_fn_with_state;
 use axum::response::{IntoResponse, Response};
-use axum::routing::{any, post};
+use axum::routing::{any, get, post};
 
 use crate::health::Health;
 use crate::limiter::Code;
@@ -47,6 +48,7 @@ pub fn router(state: HttpState) -> Router {
     Router::new()
         .route("/json", any(json_handler))
         .route("/healthcheck", any(healthcheck))
+        .route("/openapi.json", get(openapi::handler))
         .route(
             "/check",
             post(check::handler).route_layer(from_fn_with_state(state.metrics.clone(), record)),

@@ -47,6 +47,10 @@ pub const ENDPOINTS: &[(&str, &str)] = &[
     ),
     ("/v1/policies", "rules (bearer token)"),
     (
+        "/openapi.json",
+        "the OpenAPI description of these endpoints",
+    ),
+    (
         "/v1/overrides",
         "stored overrides with expiry (bearer token)",
     ),
@@ -67,6 +71,7 @@ pub fn router(state: AdminState, access: &AdminSettings, host: &str) -> Router {
     let guard = axum::middleware::from_fn_with_state(Arc::new(access.clone()), access::guard);
     Router::new()
         .route("/", get(status::page))
+        .route("/openapi.json", get(super::openapi::handler))
         .route("/v1/hotkeys", get(hotkeys::list))
         .route(
             "/v1/overrides",
