@@ -17,14 +17,17 @@ fn names(files: &[ConfigFile]) -> Vec<&str> {
     files.iter().map(|f| f.name.as_str()).collect()
 }
 
-/// `root/sub/config/{basic.yaml, nested/deep.yml, notes.txt, .hidden.yaml, .dir/x.yaml}` plus
-/// `root/sub/config.top.yaml` and `root/sub/other/o.yaml`.
+/// `root/sub/config/{basic.yaml, nested/deep.yml, .hidden.yaml, .dir/x.yaml}` plus
+/// `root/sub/config.top.yaml` and `root/sub/other/o.yaml`, and files that are not YAML and must be
+/// skipped: `notes.txt`, a backup copy `basic.yaml.bak`, a script `tool.rs`.
 fn tree() -> tempfile::TempDir {
     let dir = tempfile::tempdir().expect("tempdir");
     let r = dir.path();
     write(r, "sub/config/basic.yaml", "domain: basic\n");
     write(r, "sub/config/nested/deep.yml", "domain: deep\n");
     write(r, "sub/config/notes.txt", "domain: notes\n");
+    write(r, "sub/config/basic.yaml.bak", "domain: basic\n");
+    write(r, "sub/config/tool.rs", "fn main() {}\n");
     write(r, "sub/config/.hidden.yaml", "domain: hidden\n");
     write(r, "sub/config/.dir/x.yaml", "domain: x\n");
     write(r, "sub/config.top.yaml", "domain: top\n");
@@ -50,7 +53,6 @@ fn load_path_walks_a_directory_with_dotted_relative_names() {
         [
             "config.basic.yaml",
             "config.nested.deep.yml",
-            "config.notes.txt",
             "config.top.yaml",
             "other.o.yaml",
         ]
@@ -77,12 +79,11 @@ fn runtime_watch_root_keeps_the_app_prefix() {
         [
             "config.basic.yaml",
             "config.nested.deep.yml",
-            "config.notes.txt",
             "config.top.yaml"
         ]
     );
     let with_dots = load_runtime(dir.path(), "sub", "config", true, false).expect("loads");
-    assert_eq!(with_dots.len(), 6);
+    assert_eq!(with_dots.len(), 5);
 }
 
 #[test]
@@ -99,10 +100,7 @@ fn runtime_watch_root_with_empty_subdirectory_loads_nothing() {
 fn runtime_app_directory_names_are_relative_to_it() {
     let dir = tree();
     let files = load_runtime(dir.path(), "sub", "config", false, true).expect("loads");
-    assert_eq!(
-        names(&files),
-        ["basic.yaml", "nested.deep.yml", "notes.txt"]
-    );
+    assert_eq!(names(&files), ["basic.yaml", "nested.deep.yml"]);
     let with_dots = load_runtime(dir.path(), "sub", "config", false, false).expect("loads");
     assert_eq!(
         names(&with_dots),
@@ -111,7 +109,6 @@ fn runtime_app_directory_names_are_relative_to_it() {
             ".hidden.yaml",
             "basic.yaml",
             "nested.deep.yml",
-            "notes.txt"
         ]
     );
 }
@@ -143,7 +140,7 @@ fn symlinked_files_are_followed_and_symlinked_dirs_skipped() {
     let files = load_runtime(dir.path(), "sub", "config", false, true).expect("loads");
     assert_eq!(
         names(&files),
-        ["basic.yaml", "link.yaml", "nested.deep.yml", "notes.txt"]
+        ["basic.yaml", "link.yaml", "nested.deep.yml"]
     );
     assert_eq!(files[1].contents, "domain: basic\n");
 }
