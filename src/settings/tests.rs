@@ -51,7 +51,10 @@ fn every_bad_value_is_reported_in_one_error() {
         .chain(e.also.iter().map(|o| o.name.as_str()))
         .collect();
     names.sort_unstable();
-    assert_eq!(names, ["GRPC_PORT", "REDIS_BREAKER_FAILURES", "SHADOW_MODE"]);
+    assert_eq!(
+        names,
+        ["GRPC_PORT", "REDIS_BREAKER_FAILURES", "SHADOW_MODE"]
+    );
     let text = e.to_string();
     assert_eq!(text.lines().count(), 3, "{text}");
     assert!(text.contains("\"maybe\" for SHADOW_MODE"), "{text}");
