@@ -25,16 +25,23 @@ pub fn run(
             }
         }
     }
-    if let Err(errors) = config::compile(&files, &CompileOptions { merge_domains }) {
-        for e in &errors.0 {
-            let _ = writeln!(err, "{e}");
+    let config = match config::compile(&files, &CompileOptions { merge_domains }) {
+        Ok(config) => config,
+        Err(errors) => {
+            for e in &errors.0 {
+                let _ = writeln!(err, "{e}");
+            }
+            let _ = writeln!(
+                err,
+                "error loading rate limit configs: {} error(s)",
+                errors.0.len()
+            );
+            return 1;
         }
-        let _ = writeln!(
-            err,
-            "error loading rate limit configs: {} error(s)",
-            errors.0.len()
-        );
-        return 1;
+    };
+    // Warnings do not fail the check (the server loads such a config too), but they are shown.
+    for w in config.warnings() {
+        let _ = writeln!(err, "warning: {w}");
     }
     if failed {
         return 1;

@@ -146,7 +146,7 @@ async fn rules_that_would_not_validate_are_refused_whole_with_the_validators_tex
     assert_eq!(status, 422);
     assert_eq!(
         body["errors"][0]["message"],
-        "policy-db/api: domain: duplicate domain 'api' in config file"
+        "policy-db/api: domain: duplicate domain 'api' in config file (already defined in api.yaml)"
     );
     // Two rules on one path: the second is refused.
     assert_eq!(put(&s, "one", rule("tenants", "u1", 5)).await.0, 201);

@@ -29,6 +29,9 @@ pub enum AppError {
     /// The xDS client settings are not usable.
     #[error(transparent)]
     Xds(#[from] XdsError),
+    /// The configuration source yielded no domain and nothing allows an empty start.
+    #[error("{0}")]
+    EmptyConfig(String),
     /// `ADMIN_TOKEN_FILE` cannot be used.
     #[error(transparent)]
     AdminTokens(crate::policy::auth::TokenError),

@@ -143,6 +143,7 @@ pub async fn start(settings: &Settings) -> Result<Running, AppError> {
 
     let (overrides, mut admin) =
         policy::start(settings, (&clock, &reloading), &mut tasks, &stop).await?;
+    config_source::refuse_empty(settings, &config)?;
     let mut observers =
         policy::violation_log(settings, (&admin, &metrics, &clock), &mut tasks, &stop);
     let views = (&config, &overrides);

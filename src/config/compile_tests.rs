@@ -18,7 +18,7 @@ fn one_file_reports_all_its_errors() {
             ("descriptors[2].bogus", "config error, unknown key 'bogus'"),
             (
                 "descriptors[0].rate_limit.unit",
-                "invalid rate limit unit 'foo'"
+                "invalid rate limit unit 'foo' (one of second, minute, hour, day, week, month, year, in any case)"
             ),
             ("descriptors[1].key", "descriptor has empty key"),
         ]

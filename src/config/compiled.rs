@@ -8,6 +8,7 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
+use super::error::ConfigError;
 use super::unit::Unit;
 use crate::algorithm::{Algorithm, LimitSpec, Window};
 pub use crate::settings::FailureMode;
@@ -25,6 +26,8 @@ pub trait EntryRef {
 #[derive(Debug, Default)]
 pub struct RateLimitConfig {
     pub(crate) domains: HashMap<String, Domain>,
+    /// What was accepted but looks like a mistake (e.g. a limit with no `requests_per_unit`).
+    pub(crate) warnings: Vec<ConfigError>,
 }
 
 /// One domain's descriptor tree.
@@ -172,6 +175,12 @@ impl RateLimitConfig {
     /// The domain called `name`, if configured.
     pub fn domain(&self, name: &str) -> Option<&Domain> {
         self.domains.get(name)
+    }
+
+    /// What compiled but looks like a mistake, each naming file and YAML path; the loader logs
+    /// them at WARN and `validate` prints them.
+    pub fn warnings(&self) -> &[ConfigError] {
+        &self.warnings
     }
 
     /// How many domains are configured.

@@ -15,14 +15,28 @@ pub struct ConfigError {
     pub path: String,
     /// The Go error text, e.g. `invalid rate limit unit 'foo'`.
     pub message: String,
+    /// Ours: what would fix it (the valid choices, the nearest key, the other file), shown after
+    /// the message in parentheses. Kept apart so `message` stays Go's exact text.
+    pub hint: Option<String>,
+}
+
+impl ConfigError {
+    /// The message with its hint, as the logs and `validate` show it (without file and path).
+    pub fn explained(&self) -> String {
+        match &self.hint {
+            Some(hint) => format!("{} ({hint})", self.message),
+            None => self.message.clone(),
+        }
+    }
 }
 
 impl fmt::Display for ConfigError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let message = self.explained();
         if self.path.is_empty() {
-            write!(f, "{}: {}", self.file, self.message)
+            write!(f, "{}: {message}", self.file)
         } else {
-            write!(f, "{}: {}: {}", self.file, self.path, self.message)
+            write!(f, "{}: {}: {message}", self.file, self.path)
         }
     }
 }
@@ -51,12 +65,32 @@ fn lines(errors: &[ConfigError]) -> String {
 pub(crate) struct Sink<'a> {
     file: &'a str,
     pub(crate) errors: &'a mut Vec<ConfigError>,
+    /// Problems that do not reject the load but that the operator should see.
+    warnings: &'a mut Vec<ConfigError>,
 }
 
 impl<'a> Sink<'a> {
-    /// A sink that tags everything with `file` and appends to `errors`.
-    pub(crate) fn new(file: &'a str, errors: &'a mut Vec<ConfigError>) -> Self {
-        Sink { file, errors }
+    /// A sink that tags everything with `file` and appends to `errors` (or `warnings`).
+    pub(crate) fn new(
+        file: &'a str,
+        errors: &'a mut Vec<ConfigError>,
+        warnings: &'a mut Vec<ConfigError>,
+    ) -> Self {
+        Sink {
+            file,
+            errors,
+            warnings,
+        }
+    }
+
+    /// Records one warning at `path`: reported, but the load goes ahead.
+    pub(crate) fn warn(&mut self, path: &str, message: impl Into<String>) {
+        self.warnings.push(ConfigError {
+            file: self.file.to_owned(),
+            path: path.to_owned(),
+            message: message.into(),
+            hint: None,
+        });
     }
 
     /// The document being checked.
@@ -66,10 +100,21 @@ impl<'a> Sink<'a> {
 
     /// Records one error at `path`.
     pub(crate) fn push(&mut self, path: &str, message: impl Into<String>) {
+        self.push_hinted(path, message, None);
+    }
+
+    /// Records one error at `path` with what would fix it.
+    pub(crate) fn push_hinted(
+        &mut self,
+        path: &str,
+        message: impl Into<String>,
+        hint: Option<String>,
+    ) {
         self.errors.push(ConfigError {
             file: self.file.to_owned(),
             path: path.to_owned(),
             message: message.into(),
+            hint,
         });
     }
 }
@@ -98,17 +143,19 @@ mod tests {
             file: "a.yaml".into(),
             path: String::new(),
             message: "boom".into(),
+            hint: None,
         };
         let b = ConfigError {
             file: "b.yaml".into(),
             path: "domain".into(),
             message: "bad".into(),
+            hint: Some("try this".into()),
         };
         assert_eq!(a.to_string(), "a.yaml: boom");
-        assert_eq!(b.to_string(), "b.yaml: domain: bad");
+        assert_eq!(b.to_string(), "b.yaml: domain: bad (try this)");
         assert_eq!(
             ConfigErrors(vec![a, b]).to_string(),
-            "a.yaml: boom\nb.yaml: domain: bad"
+            "a.yaml: boom\nb.yaml: domain: bad (try this)"
         );
     }
 }

@@ -52,7 +52,9 @@ pub(crate) fn check_keys(map: &serde_yaml::Mapping, path: &str, sink: &mut Sink<
         };
         let here = field_path(path, key);
         if !VALID_KEYS.contains(&key.as_str()) && !EXTENSION_KEYS.contains(&key.as_str()) {
-            sink.push(&here, format!("config error, unknown key '{key}'"));
+            let hint = super::suggest::nearest(key, VALID_KEYS.into_iter().chain(EXTENSION_KEYS))
+                .map(|k| format!("did you mean `{k}`?"));
+            sink.push_hinted(&here, format!("config error, unknown key '{key}'"), hint);
             continue;
         }
         // Metadata is free-form (it becomes a protobuf Struct), so Go skips it; `local_share` is

@@ -15,6 +15,12 @@ pub(super) fn build_limit(
     sink: &mut Sink<'_>,
 ) -> Limit {
     let unit_path = field_path(&rl.path, "unit");
+    if !rl.requests_per_unit_given && rl.unlimited == Some(false) {
+        sink.warn(
+            &field_path(&rl.path, "requests_per_unit"),
+            "requests_per_unit is missing, so the limit is 0 and every request is over it; write `requests_per_unit: 0` if that is meant",
+        );
+    }
     // A wrongly typed `unit` or `unlimited` was reported already; checking the unit again would
     // only add a confusing second error.
     let unit = match (&rl.unit, rl.unlimited) {
@@ -30,7 +36,16 @@ pub(super) fn build_limit(
         (Some(text), Some(false)) => {
             let unit = Unit::parse(text);
             if unit.is_none() {
-                sink.push(&unit_path, format!("invalid rate limit unit '{text}'"));
+                let hint = if text.is_empty() {
+                    format!("the unit is missing; {}", Unit::EXPECTED)
+                } else {
+                    Unit::EXPECTED.to_string()
+                };
+                sink.push_hinted(
+                    &unit_path,
+                    format!("invalid rate limit unit '{text}'"),
+                    Some(hint),
+                );
             }
             unit
         }

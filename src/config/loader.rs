@@ -31,8 +31,8 @@ impl LoadError {
 }
 
 /// Reads a config file or directory (`ratelimitd validate`, `config_check_cmd`). A file becomes one
-/// [`ConfigFile`] named by `path` as given; a directory is walked recursively and every regular
-/// file of any extension is read, named relative to it (`config/basic.yaml` → `config.basic.yaml`),
+/// [`ConfigFile`] named by `path` as given, whatever its extension; a directory is walked
+/// recursively and every `*.yaml`/`*.yml` file is read (other files are skipped), named relative to it (`config/basic.yaml` → `config.basic.yaml`),
 /// sorted by name.
 pub fn load_path(path: &Path, ignore_dotfiles: bool) -> Result<Vec<ConfigFile>, LoadError> {
     let meta = fs::metadata(path).map_err(LoadError::at(path))?;
@@ -51,7 +51,7 @@ pub fn load_path(path: &Path, ignore_dotfiles: bool) -> Result<Vec<ConfigFile>, 
 /// With `watch_root`, the walk root is `root/subdirectory` and only names starting with
 /// `appdirectory.` are kept (`config.basic.yaml`); an empty `subdirectory` loads nothing, as
 /// goruntime then uses a nil loader. Without it, the walk root is
-/// `root/subdirectory/appdirectory` and every file counts (`basic.yaml`). A missing walk root
+/// `root/subdirectory/appdirectory` and every YAML file counts (`basic.yaml`). A missing walk root
 /// gives no files, not an error.
 pub fn load_runtime(
     root: &Path,
@@ -124,10 +124,22 @@ fn walk(
         } else if !kind.is_file() {
             continue;
         }
+        if !is_yaml_name(&file_name) {
+            // goruntime reads every file whatever its name; skipping editor backups, `.bak`
+            // copies and stray scripts is what keeps `cp api.yaml api.yaml.bak` from freezing
+            // reloads with a duplicate domain.
+            continue;
+        }
         let contents = read_bounded(&path)?;
         out.push(ConfigFile { name, contents });
     }
     Ok(())
+}
+
+/// Whether a file in a config directory is read: `*.yaml` or `*.yml`, any case.
+fn is_yaml_name(file_name: &str) -> bool {
+    let lower = file_name.to_ascii_lowercase();
+    lower.ends_with(".yaml") || lower.ends_with(".yml")
 }
 
 /// Reads one config file, refusing (with the file named and the reason) one over

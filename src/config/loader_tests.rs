@@ -18,14 +18,17 @@ fn names(files: &[ConfigFile]) -> Vec<&str> {
     files.iter().map(|f| f.name.as_str()).collect()
 }
 
-/// `root/sub/config/{basic.yaml, nested/deep.yml, notes.txt, .hidden.yaml, .dir/x.yaml}` plus
-/// `root/sub/config.top.yaml` and `root/sub/other/o.yaml`.
+/// `root/sub/config/{basic.yaml, nested/deep.yml, .hidden.yaml, .dir/x.yaml}` plus
+/// `root/sub/config.top.yaml` and `root/sub/other/o.yaml`, and files that are not YAML and must be
+/// skipped: `notes.txt`, a backup copy `basic.yaml.bak`, a script `tool.rs`.
 fn tree() -> tempfile::TempDir {
     let dir = tempfile::tempdir().expect("tempdir");
     let r = dir.path();
     write(r, "sub/config/basic.yaml", "domain: basic\n");
     write(r, "sub/config/nested/deep.yml", "domain: deep\n");
     write(r, "sub/config/notes.txt", "domain: notes\n");
+    write(r, "sub/config/basic.yaml.bak", "domain: basic\n");
+    write(r, "sub/config/tool.rs", "fn main() {}\n");
     write(r, "sub/config/.hidden.yaml", "domain: hidden\n");
     write(r, "sub/config/.dir/x.yaml", "domain: x\n");
     write(r, "sub/config.top.yaml", "domain: top\n");
@@ -51,7 +54,6 @@ fn load_path_walks_a_directory_with_dotted_relative_names() {
         [
             "config.basic.yaml",
             "config.nested.deep.yml",
-            "config.notes.txt",
             "config.top.yaml",
             "other.o.yaml",
         ]
@@ -78,12 +80,11 @@ fn runtime_watch_root_keeps_the_app_prefix() {
         [
             "config.basic.yaml",
             "config.nested.deep.yml",
-            "config.notes.txt",
             "config.top.yaml"
         ]
     );
     let with_dots = load_runtime(dir.path(), "sub", "config", true, false).expect("loads");
-    assert_eq!(with_dots.len(), 6);
+    assert_eq!(with_dots.len(), 5);
 }
 
 #[test]
@@ -100,10 +101,7 @@ fn runtime_watch_root_with_empty_subdirectory_loads_nothing() {
 fn runtime_app_directory_names_are_relative_to_it() {
     let dir = tree();
     let files = load_runtime(dir.path(), "sub", "config", false, true).expect("loads");
-    assert_eq!(
-        names(&files),
-        ["basic.yaml", "nested.deep.yml", "notes.txt"]
-    );
+    assert_eq!(names(&files), ["basic.yaml", "nested.deep.yml"]);
     let with_dots = load_runtime(dir.path(), "sub", "config", false, false).expect("loads");
     assert_eq!(
         names(&with_dots),
@@ -112,7 +110,6 @@ fn runtime_app_directory_names_are_relative_to_it() {
             ".hidden.yaml",
             "basic.yaml",
             "nested.deep.yml",
-            "notes.txt"
         ]
     );
 }
@@ -144,7 +141,7 @@ fn symlinked_files_are_followed_and_symlinked_dirs_skipped() {
     let files = load_runtime(dir.path(), "sub", "config", false, true).expect("loads");
     assert_eq!(
         names(&files),
-        ["basic.yaml", "link.yaml", "nested.deep.yml", "notes.txt"]
+        ["basic.yaml", "link.yaml", "nested.deep.yml"]
     );
     assert_eq!(files[1].contents, "domain: basic\n");
 }

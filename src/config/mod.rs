@@ -16,6 +16,7 @@ mod matching;
 mod model;
 mod multi;
 mod stats_name;
+mod suggest;
 mod typed;
 pub mod unit;
 mod validate;

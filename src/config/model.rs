@@ -46,6 +46,9 @@ pub(crate) struct RawDescriptor {
 pub(crate) struct RawRateLimit {
     pub(crate) path: String,
     pub(crate) requests_per_unit: u32,
+    /// Whether `requests_per_unit` was written at all: a missing one is 0 (blocks everything), as
+    /// in Go, but is worth a warning; a deliberate `requests_per_unit: 0` is not.
+    pub(crate) requests_per_unit_given: bool,
     /// `None` when `unit` had the wrong type: the unit checks are then skipped, not doubled up.
     pub(crate) unit: Option<String>,
     /// `None` when `unlimited` had the wrong type, for the same reason.
@@ -176,6 +179,7 @@ impl Typed<'_, '_> {
             .collect();
         RawRateLimit {
             requests_per_unit: self.uint32(rl, &path, "requests_per_unit").unwrap_or(0),
+            requests_per_unit_given: rl.get("requests_per_unit").is_some(),
             unit: match rl.get("unit") {
                 None => Some(String::new()),
                 Some(_) => self.string(rl, &path, "unit"),

@@ -93,7 +93,7 @@ fn entries_are_checked_like_rate_limit() {
             ),
             (
                 "rate_limits[0].unit".into(),
-                "invalid rate limit unit 'fortnight'".into()
+                "invalid rate limit unit 'fortnight' (one of second, minute, hour, day, week, month, year, in any case)".into()
             ),
             (
                 "rate_limits[1].burst".into(),

@@ -36,6 +36,10 @@ impl Unit {
         Unit::Year,
     ];
 
+    /// The valid names, for error messages.
+    pub const EXPECTED: &'static str =
+        "one of second, minute, hour, day, week, month, year, in any case";
+
     /// Length of one window of this unit in seconds.
     pub fn seconds(self) -> u64 {
         match self {

@@ -33,9 +33,12 @@ pub fn compile(
     opts: &CompileOptions,
 ) -> Result<RateLimitConfig, ConfigErrors> {
     let mut errors: Vec<ConfigError> = Vec::new();
+    let mut warnings: Vec<ConfigError> = Vec::new();
     let mut domains: HashMap<String, Domain> = HashMap::new();
+    // The file that first defined each domain, for the duplicate error.
+    let mut first_file: HashMap<String, String> = HashMap::new();
     for file in files {
-        let mut sink = Sink::new(&file.name, &mut errors);
+        let mut sink = Sink::new(&file.name, &mut errors, &mut warnings);
         let Some(root) = parse_file(&file.contents, &mut sink) else {
             continue;
         };
@@ -47,13 +50,18 @@ pub fn compile(
         } else if domain_name.is_empty() {
             sink.push("domain", "config file cannot have empty domain");
             &mut scratch
-        } else if domains.contains_key(&domain_name) && !opts.merge_domains {
-            sink.push(
+        } else if let Some(first) = first_file.get(&domain_name).filter(|_| !opts.merge_domains) {
+            // Go names neither file; naming the first one finds a stray backup copy at once.
+            sink.push_hinted(
                 "domain",
                 format!("duplicate domain '{domain_name}' in config file"),
+                Some(format!("already defined in {first}")),
             );
             &mut scratch
         } else {
+            first_file
+                .entry(domain_name.clone())
+                .or_insert_with(|| file.name.clone());
             let domain = domains
                 .entry(domain_name.clone())
                 .or_insert_with(|| Domain {
@@ -72,7 +80,7 @@ pub fn compile(
         );
     }
     if errors.is_empty() {
-        Ok(RateLimitConfig { domains })
+        Ok(RateLimitConfig { domains, warnings })
     } else {
         Err(ConfigErrors(errors))
     }

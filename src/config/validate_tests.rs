@@ -23,7 +23,7 @@ pub(super) fn errors(files: &[(&str, &str)], merge_domains: bool) -> Vec<(String
         Ok(_) => panic!("expected errors"),
         Err(ConfigErrors(list)) => list
             .into_iter()
-            .map(|e| (e.file, e.path, e.message))
+            .map(|e| (e.file.clone(), e.path.clone(), e.explained()))
             .collect(),
     }
 }
@@ -75,12 +75,23 @@ fn unknown_keys() {
     is(
         &desc("    ratelimit: {unit: second}\n"),
         "descriptors[0].ratelimit",
-        "config error, unknown key 'ratelimit'",
+        "config error, unknown key 'ratelimit' (did you mean `rate_limit`?)",
     );
     is(
         &desc("    rate_limit: {unit: second, requestsperunit: 5}\n"),
         "descriptors[0].rate_limit.requestsperunit",
-        "config error, unknown key 'requestsperunit'",
+        "config error, unknown key 'requestsperunit' (did you mean `requests_per_unit`?)",
+    );
+    is(
+        &desc("    rate_limt: {unit: second}\n"),
+        "descriptors[0].rate_limt",
+        "config error, unknown key 'rate_limt' (did you mean `rate_limit`?)",
+    );
+    // Nothing close: no guess.
+    is(
+        &desc("    colour: red\n"),
+        "descriptors[0].colour",
+        "config error, unknown key 'colour'",
     );
 }
 
@@ -162,7 +173,7 @@ fn empty_domain_and_empty_file() {
 }
 
 #[test]
-fn duplicate_domain_names_the_second_file() {
+fn duplicate_domain_names_both_files() {
     let all = errors(
         &[("a.yaml", "domain: x\n"), ("b.yaml", "domain: x\n")],
         false,
@@ -172,7 +183,7 @@ fn duplicate_domain_names_the_second_file() {
         [(
             "b.yaml".into(),
             "domain".into(),
-            "duplicate domain 'x' in config file".into()
+            "duplicate domain 'x' in config file (already defined in a.yaml)".into()
         )]
     );
 }
@@ -208,17 +219,22 @@ fn invalid_units() {
     is(
         &desc("    rate_limit: {unit: foo, requests_per_unit: 1}\n"),
         "descriptors[0].rate_limit.unit",
-        "invalid rate limit unit 'foo'",
+        "invalid rate limit unit 'foo' (one of second, minute, hour, day, week, month, year, in any case)",
     );
     is(
         &desc("    rate_limit: {requests_per_unit: 1}\n"),
         "descriptors[0].rate_limit.unit",
-        "invalid rate limit unit ''",
+        "invalid rate limit unit '' (the unit is missing; one of second, minute, hour, day, week, month, year, in any case)",
     );
     is(
         &desc("    rate_limit: {unit: unknown, requests_per_unit: 1}\n"),
         "descriptors[0].rate_limit.unit",
-        "invalid rate limit unit 'unknown'",
+        "invalid rate limit unit 'unknown' (one of second, minute, hour, day, week, month, year, in any case)",
+    );
+    is(
+        &desc("    rate_limit: {unit: minutes, requests_per_unit: 1}\n"),
+        "descriptors[0].rate_limit.unit",
+        "invalid rate limit unit 'minutes' (one of second, minute, hour, day, week, month, year, in any case)",
     );
 }
 

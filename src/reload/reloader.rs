@@ -137,6 +137,9 @@ impl ConfigReloader {
         };
         match compiled {
             Ok(config) => {
+                for warning in config.warnings() {
+                    tracing::warn!("rate limit configuration: {warning}");
+                }
                 let domains = config.domain_count();
                 let version = self.handle.publish(config, now);
                 self.handle.set_clashes(clashes);

@@ -72,6 +72,45 @@ impl ConfigSource {
         }
     }
 
+    /// Every place [`ConfigSource::read`] looks, with the variable that chose it and why nothing
+    /// may have come of it, for the error (or warning) when no domain is loaded.
+    pub fn describe_searched(&self) -> String {
+        match &self.location {
+            Location::Path(p) => {
+                let why = match std::fs::metadata(p) {
+                    Err(_) => "does not exist",
+                    Ok(m) if m.is_dir() => "a directory; only *.yaml and *.yml files are read",
+                    Ok(_) => "a file",
+                };
+                format!("RATELIMITD_CONFIG={} ({why})", p.display())
+            }
+            Location::Runtime {
+                root,
+                subdirectory,
+                appdirectory,
+                watch_root,
+            } => {
+                let unset = "RATELIMITD_CONFIG is not set, so the RUNTIME_* settings apply";
+                if *watch_root && subdirectory.is_empty() {
+                    format!(
+                        "{unset}: RUNTIME_ROOT={} with RUNTIME_SUBDIRECTORY empty, which reads nothing",
+                        root.display()
+                    )
+                } else if *watch_root {
+                    format!(
+                        "{unset}: {} (files named {appdirectory}.*; RUNTIME_WATCH_ROOT=true)",
+                        root.join(subdirectory).display()
+                    )
+                } else {
+                    format!(
+                        "{unset}: {}",
+                        root.join(subdirectory).join(appdirectory).display()
+                    )
+                }
+            }
+        }
+    }
+
     /// True with `MERGE_DOMAIN_CONFIG`: documents of one domain merge instead of clashing.
     pub fn merges_domains(&self) -> bool {
         self.options.merge_domains

@@ -31,6 +31,7 @@ pub(super) fn from_vars(v: &Vars) -> Result<EdgeSettings, SettingsError> {
         return Err(SettingsError {
             name: "CHECK_DOMAIN".into(),
             value: check_domain,
+            also: Vec::new(),
             reason: "must not be empty".into(),
         });
     }

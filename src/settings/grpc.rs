@@ -57,6 +57,7 @@ pub(super) fn from_vars(v: &Vars) -> Result<GrpcServerSettings, SettingsError> {
             path(v, name).ok_or_else(|| SettingsError {
                 name: name.to_string(),
                 value: String::new(),
+                also: Vec::new(),
                 reason: "required when GRPC_SERVER_USE_TLS is true".into(),
             })
         };

@@ -41,9 +41,10 @@ pub use xds::{BackoffSettings, ConfigType, XdsSettings, XdsTlsSettings};
 use kinds::{backend, log_level};
 use vars::Vars;
 
-/// A bad setting.
+/// A bad setting, and every other bad setting found in the same pass (so a deploy is fixed in one
+/// round instead of one variable per restart).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("invalid value {value:?} for {name}: {reason}")]
+#[error("invalid value {value:?} for {name}: {reason}{}", others(.also))]
 pub struct SettingsError {
     /// The variable (and flag, when it came from one).
     pub name: String,
@@ -51,6 +52,13 @@ pub struct SettingsError {
     pub value: String,
     /// What was expected.
     pub reason: String,
+    /// The other bad settings, in the order they were read.
+    pub also: Vec<SettingsError>,
+}
+
+/// The other errors, one per line after the first.
+fn others(also: &[SettingsError]) -> String {
+    also.iter().map(|e| format!("\n{e}")).collect()
 }
 
 /// Every setting of the service. Field docs name the environment variable.
@@ -88,6 +96,9 @@ pub struct Settings {
     pub runtime_ignoredotfiles: bool,
     /// `MERGE_DOMAIN_CONFIG`.
     pub merge_domain_config: bool,
+    /// `ALLOW_EMPTY_CONFIG` (default false): start (with a warning) when the files yield no
+    /// domain, instead of refusing to.
+    pub allow_empty_config: bool,
     /// `CONFIG_POLL_INTERVAL`: how often config files are re-read in case a change event was
     /// missed; `None` when set to 0 (events only).
     pub config_poll_interval: Option<Duration>,
@@ -147,7 +158,7 @@ impl Settings {
         vars: impl IntoIterator<Item = (String, String)>,
     ) -> Result<Settings, SettingsError> {
         let vars = vars.into_iter().map(|(k, v)| (k.clone(), (v, k))).collect();
-        Settings::from_vars(&Vars(vars))
+        Settings::from_vars(&Vars::new(vars))
     }
 
     /// Settings from the environment, then the command-line flags of `cli` on top.
@@ -160,7 +171,7 @@ impl Settings {
         for (flag, var, value) in cli.overrides() {
             map.insert(var.to_string(), (value, format!("{flag} ({var})")));
         }
-        Settings::from_vars(&Vars(map))
+        Settings::from_vars(&Vars::new(map))
     }
 
     /// The defaults (no variables set).
@@ -168,7 +179,24 @@ impl Settings {
         Settings::from_env(Vec::new()).unwrap_or_else(|e| unreachable!("defaults are valid: {e}"))
     }
 
+    /// Reads every setting; a bad value is recorded and reading goes on (with the default in its
+    /// place), so the error names every bad variable at once.
     fn from_vars(v: &Vars) -> Result<Settings, SettingsError> {
+        let built = Settings::read(v);
+        let mut errors = v.take_errors();
+        match built {
+            // A check across settings may have tripped over a default standing in for a bad
+            // value; it is reported only when it is not already in the list.
+            Err(e) if !errors.contains(&e) => errors.push(e),
+            Ok(settings) if errors.is_empty() => return Ok(settings),
+            _ => {}
+        }
+        let mut first = errors.remove(0);
+        first.also = errors;
+        Err(first)
+    }
+
+    fn read(v: &Vars) -> Result<Settings, SettingsError> {
         // Without BACKEND_TYPE, a REDIS_URL picks Redis (the URL itself is read into `redis`).
         let backend =
             v.parse("BACKEND_TYPE", None, backend)?
@@ -210,6 +238,7 @@ impl Settings {
             runtime_watch_root: v.bool("RUNTIME_WATCH_ROOT", true)?,
             runtime_ignoredotfiles: v.bool("RUNTIME_IGNOREDOTFILES", false)?,
             merge_domain_config: v.bool("MERGE_DOMAIN_CONFIG", false)?,
+            allow_empty_config: v.bool("ALLOW_EMPTY_CONFIG", false)?,
             config_poll_interval: Some(v.parse(
                 "CONFIG_POLL_INTERVAL",
                 Duration::from_secs(2),

@@ -95,6 +95,7 @@ pub(super) fn from_vars(v: &Vars) -> Result<Observability, SettingsError> {
         SettingsError {
             name: source,
             value,
+            also: Vec::new(),
             reason: reason.into(),
         }
     };

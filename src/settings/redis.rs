@@ -121,6 +121,7 @@ fn one(v: &Vars, prefix: &str, default_url: &str) -> Result<RedisSettings, Setti
         return Err(SettingsError {
             name: name("URL"),
             value: s.url,
+            also: Vec::new(),
             reason: "sentinel needs master_name,host:port[,host:port...]".into(),
         });
     }
@@ -144,6 +145,7 @@ fn check_sentinel_tls(c: &RedisConfig) -> Result<(), SettingsError> {
         return Err(SettingsError {
             name: "REDIS_TLS_SKIP_HOSTNAME_VERIFICATION".into(),
             value: "true".into(),
+            also: Vec::new(),
             reason: "not supported with REDIS_TYPE=sentinel and REDIS_TLS=true (the primary's \
                      certificate is always checked against the address Sentinel reports); give \
                      it a certificate for that address or unset this variable"

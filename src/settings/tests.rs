@@ -40,6 +40,34 @@ fn set_but_empty_counts_as_set() {
 }
 
 #[test]
+fn every_bad_value_is_reported_in_one_error() {
+    let e = Settings::from_env(env(&[
+        ("GRPC_PORT", "eighty"),
+        ("SHADOW_MODE", "maybe"),
+        ("REDIS_BREAKER_FAILURES", "x"),
+    ]))
+    .unwrap_err();
+    let mut names: Vec<&str> = std::iter::once(e.name.as_str())
+        .chain(e.also.iter().map(|o| o.name.as_str()))
+        .collect();
+    names.sort_unstable();
+    assert_eq!(
+        names,
+        ["GRPC_PORT", "REDIS_BREAKER_FAILURES", "SHADOW_MODE"]
+    );
+    let text = e.to_string();
+    assert_eq!(text.lines().count(), 3, "{text}");
+    assert!(text.contains("\"maybe\" for SHADOW_MODE"), "{text}");
+}
+
+#[test]
+fn an_empty_start_is_refused_unless_allowed() {
+    assert!(!Settings::defaults().allow_empty_config);
+    let s = Settings::from_env(env(&[("ALLOW_EMPTY_CONFIG", "true")])).unwrap();
+    assert!(s.allow_empty_config);
+}
+
+#[test]
 fn invalid_values_name_the_variable_and_value() {
     let e = Settings::from_env(env(&[("SHADOW_MODE", "yes")])).unwrap_err();
     assert_eq!(

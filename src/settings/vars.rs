@@ -1,16 +1,34 @@
 //! The variables settings are read from: each value with where it came from (an environment
 //! variable or the flag that overrode it), so that an invalid value's error names its source.
 
+use std::cell::RefCell;
 use std::collections::HashMap;
 
 use super::{SettingsError, parse};
 
-/// Looks up variables, remembering for error messages where each value came from.
-pub(super) struct Vars(pub(super) HashMap<String, (String, String)>);
+/// Looks up variables, remembering for error messages where each value came from, and collecting
+/// every bad value instead of stopping at the first.
+pub(super) struct Vars {
+    values: HashMap<String, (String, String)>,
+    errors: RefCell<Vec<SettingsError>>,
+}
 
 impl Vars {
+    /// Variable name → (value, where it came from).
+    pub(super) fn new(values: HashMap<String, (String, String)>) -> Vars {
+        Vars {
+            values,
+            errors: RefCell::new(Vec::new()),
+        }
+    }
+
+    /// The bad values recorded so far, in the order they were read.
+    pub(super) fn take_errors(&self) -> Vec<SettingsError> {
+        std::mem::take(&mut self.errors.borrow_mut())
+    }
+
     pub(super) fn get(&self, name: &str) -> Option<&(String, String)> {
-        self.0.get(name)
+        self.values.get(name)
     }
 
     pub(super) fn string(&self, name: &str, default: &str) -> String {
@@ -25,13 +43,22 @@ impl Vars {
         default: T,
         f: impl Fn(&str) -> Result<T, String>,
     ) -> Result<T, SettingsError> {
-        match self.get(name) {
-            None => Ok(default),
-            Some((value, source)) => f(value).map_err(|reason| SettingsError {
-                name: source.clone(),
-                value: value.clone(),
-                reason,
-            }),
+        let Some((value, source)) = self.get(name) else {
+            return Ok(default);
+        };
+        match f(value) {
+            Ok(parsed) => Ok(parsed),
+            Err(reason) => {
+                // Recorded, and the default stands in so the other settings are still read;
+                // `Settings::from_vars` then reports every recorded error together.
+                self.errors.borrow_mut().push(SettingsError {
+                    name: source.clone(),
+                    value: value.clone(),
+                    also: Vec::new(),
+                    reason,
+                });
+                Ok(default)
+            }
         }
     }
 

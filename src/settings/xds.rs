@@ -124,6 +124,7 @@ fn tls(v: &Vars) -> Result<Option<XdsTlsSettings>, SettingsError> {
     let ca_cert = path(v, "CONFIG_GRPC_XDS_SERVER_TLS_CACERT").ok_or_else(|| SettingsError {
         name: "CONFIG_GRPC_XDS_SERVER_TLS_CACERT".into(),
         value: String::new(),
+        also: Vec::new(),
         reason: "required when CONFIG_GRPC_XDS_SERVER_USE_TLS is true".into(),
     })?;
     let cert = path(v, "CONFIG_GRPC_XDS_CLIENT_TLS_CERT");
@@ -146,6 +147,7 @@ fn tls(v: &Vars) -> Result<Option<XdsTlsSettings>, SettingsError> {
             return Err(SettingsError {
                 name: missing.into(),
                 value: String::new(),
+                also: Vec::new(),
                 reason: format!("required when {given} is set"),
             });
         }
