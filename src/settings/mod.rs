@@ -174,6 +174,17 @@ impl Settings {
         Settings::from_vars(&Vars::new(map))
     }
 
+    /// The names of the environment variables the settings read when `vars` are set (some are
+    /// read only when another setting asks for them, e.g. the xDS ones with
+    /// `CONFIG_TYPE=GRPC_XDS_SOTW`), whether or not their values are valid.
+    pub fn variables_read(
+        vars: impl IntoIterator<Item = (String, String)>,
+    ) -> std::collections::BTreeSet<String> {
+        let vars = Vars::new(vars.into_iter().map(|(k, v)| (k.clone(), (v, k))).collect());
+        let _ = Settings::read(&vars);
+        vars.asked()
+    }
+
     /// The defaults (no variables set).
     pub fn defaults() -> Settings {
         Settings::from_env(Vec::new()).unwrap_or_else(|e| unreachable!("defaults are valid: {e}"))

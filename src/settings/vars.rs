@@ -2,7 +2,7 @@
 //! variable or the flag that overrode it), so that an invalid value's error names its source.
 
 use std::cell::RefCell;
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap};
 
 use super::{SettingsError, parse};
 
@@ -11,6 +11,9 @@ use super::{SettingsError, parse};
 pub(super) struct Vars {
     values: HashMap<String, (String, String)>,
     errors: RefCell<Vec<SettingsError>>,
+    /// Every name looked up, set or not: the variables the settings read (the settings
+    /// reference in docs/ is checked against it).
+    asked: RefCell<BTreeSet<String>>,
 }
 
 impl Vars {
@@ -19,6 +22,7 @@ impl Vars {
         Vars {
             values,
             errors: RefCell::new(Vec::new()),
+            asked: RefCell::new(BTreeSet::new()),
         }
     }
 
@@ -28,7 +32,13 @@ impl Vars {
     }
 
     pub(super) fn get(&self, name: &str) -> Option<&(String, String)> {
+        self.asked.borrow_mut().insert(name.to_string());
         self.values.get(name)
+    }
+
+    /// The names looked up so far.
+    pub(super) fn asked(&self) -> BTreeSet<String> {
+        self.asked.borrow().clone()
     }
 
     pub(super) fn string(&self, name: &str, default: &str) -> String {
