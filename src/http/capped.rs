@@ -48,15 +48,60 @@ impl<'de> DeserializeSeed<'de> for Descriptors<'_, '_> {
     type Value = Vec<JsonDescriptor>;
 
     fn deserialize<D: de::Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
-        d.deserialize_option(self)
+        d.deserialize_option(List {
+            caps: self.0,
+            of: self,
+        })
     }
 }
 
-impl<'de> Visitor<'de> for Descriptors<'_, '_> {
-    type Value = Vec<JsonDescriptor>;
+/// What a [`List`] holds: how it reads its next element and how many it may hold.
+trait Item<'de> {
+    type Value;
+    /// What the list is, for serde's "invalid type" message.
+    const WHAT: &'static str;
+    /// The element at `index`, or `None` at the end of the list.
+    fn next<A: SeqAccess<'de>>(
+        &self,
+        seq: &mut A,
+        index: usize,
+    ) -> Result<Option<Self::Value>, A::Error>;
+    /// Whether `count` elements are within the cap.
+    fn within(&self, caps: &Caps<'_>, count: usize) -> Result<(), OverCap>;
+}
+
+impl<'de> Item<'de> for Descriptors<'_, '_> {
+    type Value = JsonDescriptor;
+    const WHAT: &'static str = "a list of descriptors";
+
+    fn next<A: SeqAccess<'de>>(
+        &self,
+        seq: &mut A,
+        index: usize,
+    ) -> Result<Option<JsonDescriptor>, A::Error> {
+        seq.next_element_seed(Descriptor {
+            caps: self.0,
+            index,
+        })
+    }
+
+    fn within(&self, caps: &Caps<'_>, count: usize) -> Result<(), OverCap> {
+        caps.limits.descriptors(count)
+    }
+}
+
+/// `null` (an empty list) or a list of `I`, refused at the first element past its cap: the
+/// elements beyond it are never built.
+struct List<'c, 'a, I> {
+    caps: &'c Caps<'a>,
+    of: I,
+}
+
+impl<'de, I: Item<'de>> Visitor<'de> for List<'_, '_, I> {
+    type Value = Vec<I::Value>;
 
     fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-        f.write_str("a list of descriptors")
+        f.write_str(I::WHAT)
     }
 
     fn visit_none<E: de::Error>(self) -> Result<Self::Value, E> {
@@ -73,12 +118,9 @@ impl<'de> Visitor<'de> for Descriptors<'_, '_> {
 
     fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
         let mut out = Vec::new();
-        while let Some(d) = seq.next_element_seed(Descriptor {
-            caps: self.0,
-            index: out.len(),
-        })? {
-            out.push(d);
-            self.0.check(self.0.limits.descriptors(out.len()))?;
+        while let Some(item) = self.of.next(&mut seq, out.len())? {
+            out.push(item);
+            self.caps.check(self.of.within(self.caps, out.len()))?;
         }
         Ok(out)
     }
@@ -154,37 +196,27 @@ impl<'de> DeserializeSeed<'de> for Entries<'_, '_> {
     type Value = Vec<JsonEntry>;
 
     fn deserialize<D: de::Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
-        d.deserialize_option(self)
+        d.deserialize_option(List {
+            caps: self.caps,
+            of: self,
+        })
     }
 }
 
-impl<'de> Visitor<'de> for Entries<'_, '_> {
-    type Value = Vec<JsonEntry>;
+impl<'de> Item<'de> for Entries<'_, '_> {
+    type Value = JsonEntry;
+    const WHAT: &'static str = "a list of entries";
 
-    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-        f.write_str("a list of entries")
+    fn next<A: SeqAccess<'de>>(
+        &self,
+        seq: &mut A,
+        _: usize,
+    ) -> Result<Option<JsonEntry>, A::Error> {
+        seq.next_element::<JsonEntry>()
     }
 
-    fn visit_none<E: de::Error>(self) -> Result<Self::Value, E> {
-        Ok(Vec::new())
-    }
-
-    fn visit_unit<E: de::Error>(self) -> Result<Self::Value, E> {
-        Ok(Vec::new())
-    }
-
-    fn visit_some<D: de::Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
-        d.deserialize_seq(self)
-    }
-
-    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
-        let mut out = Vec::new();
-        while let Some(e) = seq.next_element::<JsonEntry>()? {
-            out.push(e);
-            let count = self.caps.limits.entries(self.descriptor, out.len());
-            self.caps.check(count)?;
-        }
-        Ok(out)
+    fn within(&self, caps: &Caps<'_>, count: usize) -> Result<(), OverCap> {
+        caps.limits.entries(self.descriptor, count)
     }
 }
 
