@@ -264,6 +264,12 @@ impl Breaker {
         }
     }
 
+    /// Whether calls go through without probing, read without the lock (the store asks on every
+    /// failed call, which during a stall are many at once).
+    pub fn is_closed(&self) -> bool {
+        self.closed.load(Ordering::Acquire)
+    }
+
     /// The current state.
     pub fn state(&self) -> BreakerState {
         self.inner.lock().state

@@ -35,7 +35,16 @@ pub const CLIENT_KEY: &str = "client_key";
 /// The descriptor key `endpoint` maps to.
 pub const ENDPOINT: &str = "endpoint";
 
-const FIELDS: &str = "client_key, endpoint, cost, max_wait_ms, domain, descriptors, details";
+/// The members a `/check` body may have.
+const FIELD_NAMES: &[&str] = &[
+    "client_key",
+    "endpoint",
+    "cost",
+    "max_wait_ms",
+    "domain",
+    "descriptors",
+    "details",
+];
 
 /// Why a `/check` body was refused. Nothing is counted for it.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -87,7 +96,7 @@ pub struct CheckRequest {
 struct Members {
     fields: Map<String, Value>,
     descriptors: Option<Vec<JsonDescriptor>>,
-    /// The first member that is not one of [`FIELDS`] (the rest is skipped, unread).
+    /// The first member that is not one of [`FIELD_NAMES`] (the rest is skipped, unread).
     unknown: Option<String>,
 }
 
@@ -123,7 +132,7 @@ impl<'de> Visitor<'de> for BodySeed<'_, '_> {
                 let list = map.next_value_seed(Descriptors(self.caps))?;
                 self.in_descriptors.set(false);
                 once(&mut m.descriptors, "descriptors", list)?;
-            } else if FIELDS.split(", ").any(|f| f == key) {
+            } else if FIELD_NAMES.contains(&key.as_str()) {
                 let value = map.next_value_seed(ScalarSeed)?;
                 if m.fields.insert(key, value).is_some() {
                     return Err(de::Error::custom("a member is given twice"));
@@ -175,7 +184,7 @@ pub fn parse(
     if let Some(unknown) = unknown {
         return Err(CheckError::field(
             &unknown,
-            format!("unknown field (expected one of {FIELDS})"),
+            format!("unknown field (expected one of {})", FIELD_NAMES.join(", ")),
         ));
     }
     let client_key =

@@ -18,7 +18,7 @@ use super::call::refused_for_its_data;
 use super::conn::RedisConn;
 use crate::algorithm::{Algorithm, Decision};
 use crate::clock::{Clock, Timestamp};
-use crate::resilience::{Breaker, BreakerReport, BreakerState, Permit};
+use crate::resilience::{Breaker, BreakerReport, Permit};
 use crate::settings::Resilience;
 use crate::store::Op;
 
@@ -196,7 +196,7 @@ impl RedisStore {
     pub(super) fn failing(&self, target: &'static str) -> bool {
         self.breakers
             .as_ref()
-            .is_none_or(|b| b.get(target).state() != BreakerState::Closed)
+            .is_none_or(|b| !b.get(target).is_closed())
     }
 
     fn probed(&self, target: &'static str, ok: bool) {
