@@ -1,17 +1,19 @@
 //! OTLP tracing: a minimal OTLP/HTTP collector on 127.0.0.1 (axum, decoding the protobuf export
 //! request) receives the request span, whose parent is the `traceparent` the client sent.
-//! Its own test binary, because the tracing subscriber is process-global.
+//! Its own test binary, not a module of `it`, because the tracing subscriber it installs is
+//! process-global: in the shared binary every other test's spans and logs would go through it.
 
-mod common;
+#[path = "it/support/mod.rs"]
+mod support;
 
 use std::time::Duration;
 
 use axum::body::Bytes;
 use axum::routing::post;
-use common::*;
 use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
 use opentelemetry_proto::tonic::trace::v1::Span;
 use prost::Message;
+use support::*;
 use tokio::sync::mpsc;
 
 /// Starts the collector; every span it receives goes to the returned channel.

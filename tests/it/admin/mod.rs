@@ -1,0 +1,5 @@
+//! The admin listener and the insight features: who may reach them, the hot keys, the status
+//! page (headless Chromium) and the sampled decision log.
+
+mod access;
+mod insight;

@@ -1,0 +1,12 @@
+//! The HTTP side over real sockets: `POST /check` (answers, refusals, shaping), `/json` and the
+//! health endpoints, hostile input, listener caps and timeouts, and the OpenAPI description
+//! against the routers (and fuzzed by schemathesis).
+
+mod api;
+mod bounded_input;
+mod check;
+mod check_input;
+mod check_shaping;
+mod listeners;
+mod openapi;
+mod openapi_fuzz;

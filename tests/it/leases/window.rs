@@ -1,0 +1,114 @@
+//! Token leases on a real Redis (`lease:` on a fixed window, README "Token leases"): three
+//! instances never admit more than the limit together and reach it within the documented bound,
+//! cost a fraction of the Redis calls, give unspent hits back on reload and shutdown, and decide
+//! the last hits of a window on Redis one by one.
+
+use std::sync::Arc;
+
+use crate::support::leases::{self, stop_all};
+use crate::support::redis::RedisServer;
+use crate::support::require;
+use crate::support::{Code, TestServer, overall};
+
+/// One hot key with `rpu` per hour, leased `lease` hits at a time.
+fn config(rpu: u32, lease: u32) -> String {
+    format!(
+        "domain: d\ndescriptors:\n  - key: k\n    rate_limit: {{unit: hour, requests_per_unit: {rpu}, lease: {lease}}}\n"
+    )
+}
+
+async fn start(redis: &RedisServer, rpu: u32, lease: u32) -> TestServer {
+    leases::start(redis, &config(rpu, lease)).await
+}
+
+/// The hot key's counter in Redis (0 when absent).
+fn counter(redis: &RedisServer) -> u64 {
+    leases::counter(redis, "hot")
+}
+
+/// `per_client` requests on the hot key from each of 4 concurrent clients per server.
+async fn load(servers: &[Arc<TestServer>], per_client: usize) -> usize {
+    leases::load(servers, per_client, ("k", "hot")).await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn three_instances_never_admit_more_than_the_limit_and_reach_it() {
+    require!(Redis);
+    let redis = RedisServer::start();
+    let servers = leases::start_three(&redis, &config(1000, 100)).await;
+    // 3 × 4 clients × 250 = 3000 requests on one key limited to 1000 an hour.
+    let admitted = load(&servers, 250).await;
+    assert!(admitted <= 1000, "the fleet admitted {admitted} of 1000");
+    // README: unspent leases at the end of the traffic stay counted until they are given back;
+    // near the limit grants are a quarter of the room, so far below one lease per instance.
+    assert!(admitted >= 1000 - 3 * 100, "only {admitted} admitted");
+    stop_all(servers).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_lease_of_100_costs_under_a_twentieth_of_the_redis_calls() {
+    require!(Redis);
+    let start = |redis: Arc<RedisServer>, lease| async move { start(&redis, 100_000, lease).await };
+    leases::assert_a_lease_costs_under_a_twentieth(start, ("k", "hot")).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn unspent_hits_go_back_on_reload_and_on_shutdown() {
+    require!(Redis);
+    let redis = RedisServer::start();
+    let s = start(&redis, 100_000, 100).await;
+    for _ in 0..250 {
+        assert_eq!(overall(&s.rl("d", &[&[("k", "hot")]]).await), Code::Ok);
+    }
+    // 250 admitted, the rest of the third grant held by this instance.
+    assert_eq!(counter(&redis), 250 + 53, "three grants of 100 were taken");
+    // A reload that changes the limit gives the held hits back.
+    std::fs::write(s.dir.path().join("d.yaml"), config(50_000, 100)).unwrap();
+    s.running().reload_now().await;
+    leases::until("unspent hits given back after the reload", 250, || {
+        counter(&redis)
+    })
+    .await;
+    for _ in 0..10 {
+        assert_eq!(overall(&s.rl("d", &[&[("k", "hot")]]).await), Code::Ok);
+    }
+    assert!(counter(&redis) > 260, "a new lease is held");
+    let metrics = s.scrape().await;
+    for line in [
+        "ratelimitd_lease_served_hits_total 256",
+        "ratelimitd_lease_returned_hits_total 53",
+    ] {
+        assert!(metrics.contains(line), "{line} not in {metrics}");
+    }
+    // The shutdown drain (what SIGTERM runs) gives them back too.
+    s.shutdown().await;
+    assert_eq!(counter(&redis), 260, "only the admitted hits stay counted");
+}
+
+#[tokio::test]
+async fn the_last_hits_of_a_window_go_to_redis_one_by_one() {
+    require!(Redis);
+    let redis = RedisServer::start();
+    let s = start(&redis, 40, 100).await;
+    // The counter after each admitted hit: grants are a quarter of the room after the hit
+    // (9, 7, 5, 3, 2, 2), then none once that is under 2: hits 35 to 40 are counted one by one.
+    let mut held_after = Vec::new();
+    for n in 1..=40u64 {
+        assert_eq!(
+            overall(&s.rl("d", &[&[("k", "hot")]]).await),
+            Code::Ok,
+            "hit {n}"
+        );
+        held_after.push(counter(&redis) - n);
+    }
+    assert_eq!(
+        held_after,
+        leases::held_after_each_of_40(),
+        "hits held by the lease after each hit"
+    );
+    assert_eq!(
+        overall(&s.rl("d", &[&[("k", "hot")]]).await),
+        Code::OverLimit
+    );
+    s.shutdown().await;
+}

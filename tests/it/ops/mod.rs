@@ -1,0 +1,14 @@
+//! Operating the service: the real binary (CLI, loud configuration errors, signals, log
+//! injection), configuration reload and xDS, the settings reference, the container image and
+//! the Kubernetes recipes.
+
+mod cli;
+mod container_image;
+mod k8s_recipes;
+mod log_injection;
+mod loud_config;
+mod reload;
+mod reload_outcomes;
+mod settings_reference;
+mod signals;
+mod xds;

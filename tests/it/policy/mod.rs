@@ -1,0 +1,10 @@
+//! The policy database (SQLite and PostgreSQL): its management API, stored overrides and rules,
+//! their life, an unavailable database, and the violation log.
+
+mod api;
+mod lifecycle;
+mod overrides;
+mod postgres;
+mod rules;
+mod unavailable;
+mod violations;

@@ -1,0 +1,90 @@
+//! A call the service reported as failed is never applied later: while a real
+//! redis-server is hung (SIGSTOP), calls time out after `REDIS_RESPONSE_TIMEOUT` and are answered
+//! by the failure policy, but their script calls still wait in Redis's input buffer. When Redis
+//! resumes it runs them; each carries a deadline on Redis's clock (`lua/deadline.lua`), so none of
+//! them writes, for every algorithm. What a user notices: the counts after the hang are the counts
+//! before it plus what was admitted since.
+
+use std::time::Duration;
+
+use crate::support::chaos::{Paused, source, timed};
+use crate::support::redis::RedisServer;
+use crate::support::require;
+use crate::support::{TestServer, st};
+use futures_util::future::join_all;
+use ratelimitd::clock::Stopwatch;
+
+const CFG: &str = r#"
+domain: hang
+descriptors:
+  - {key: fw, rate_limit: {unit: minute, requests_per_unit: 100}}
+  - {key: sw, rate_limit: {unit: minute, requests_per_unit: 100, algorithm: sliding_window}}
+  - {key: sl, rate_limit: {unit: minute, requests_per_unit: 100, algorithm: sliding_log}}
+  - {key: tb, rate_limit: {unit: minute, requests_per_unit: 100, algorithm: token_bucket}}
+  - {key: lb, rate_limit: {unit: minute, requests_per_unit: 100, algorithm: leaky_bucket}}
+"#;
+
+const KEYS: [&str; 5] = ["fw", "sw", "sl", "tb", "lb"];
+/// Calls per key sent while Redis is hung, all at once.
+const HUNG_CALLS: usize = 8;
+const TIMEOUT: Duration = Duration::from_millis(250);
+/// Scheduling slack on a loaded 2-core machine, on top of the response timeout.
+const SLACK: Duration = Duration::from_millis(600);
+
+/// The remaining count Redis reports for `key` after one more admitted hit.
+async fn remaining_after_one(s: &TestServer, key: &str) -> u32 {
+    let (_, r) = timed(s, "hang", (key, "v")).await;
+    let r = r.expect("Redis answers");
+    assert_eq!(source(&r), "store", "{key}: decided by Redis");
+    st(&r, 0).2
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn calls_timed_out_while_redis_hung_are_not_counted_when_it_resumes() {
+    require!(Redis);
+    let redis = RedisServer::start();
+    // The breaker stays out of the way: every call during the hang reaches Redis's buffer.
+    let env = [
+        ("REDIS_RESPONSE_TIMEOUT", "250ms"),
+        ("REDIS_TIMEOUT", "250ms"),
+        ("REDIS_BREAKER_FAILURES", "0"),
+        ("RESPONSE_DYNAMIC_METADATA", "true"),
+    ];
+    let s = TestServer::start_on(&[("c.yaml", CFG)], &env, Some(&redis)).await;
+    let mut before = Vec::new();
+    for key in KEYS {
+        before.push(remaining_after_one(&s, key).await);
+    }
+
+    let paused = Paused::stop(&redis);
+    let server = &s;
+    let calls = KEYS
+        .iter()
+        .flat_map(|key| (0..HUNG_CALLS).map(move |_| timed(server, "hang", (key, "v"))));
+    let answers = join_all(calls).await;
+    for (t, r) in &answers {
+        assert!(*t < TIMEOUT + SLACK, "answered within the timeout: {t:?}");
+        // The default failure policy answers with an error; either way Redis did not decide.
+        if let Ok(r) = r {
+            assert_ne!(source(r), "store", "Redis is hung: {r:?}");
+        }
+    }
+    paused.resume();
+
+    // Redis runs the buffered calls as soon as it resumes; give it a bounded moment, then every
+    // key has counted exactly one more hit than before the hang (the one made now).
+    let watch = Stopwatch::start();
+    while redis.cli(&["PING"]) != "PONG" {
+        assert!(watch.elapsed() < Duration::from_secs(5), "Redis resumes");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    for (key, before) in KEYS.iter().zip(before) {
+        assert_eq!(
+            remaining_after_one(&s, key).await,
+            before - 1,
+            "{key}: none of the {HUNG_CALLS} calls answered during the hang was applied later"
+        );
+    }
+    s.shutdown().await;
+}

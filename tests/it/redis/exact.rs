@@ -1,0 +1,120 @@
+//! Exact counting across instances: three real ratelimitd processes share one Redis (and then one
+//! Redis Cluster); 64 concurrent clients hammer one key; exactly `requests_per_unit` are admitted.
+//! Not on `on_every_store!` (`support/stores.rs`): a memory store is per process, so it cannot be
+//! shared by three, and these tests count the keys they wrote: on a Redis of their own, or under a
+//! key prefix of their own on the run's shared Cluster.
+
+use crate::support::process::{self, Spawned};
+use crate::support::redis::RedisServer;
+use crate::support::stores::shared_cluster;
+use crate::support::*;
+use ratelimitd::grpc::pb::envoy::service::ratelimit::v3::rate_limit_service_client::RateLimitServiceClient;
+
+const LIMIT: u32 = 300;
+const CFG: &str = "domain: x\ndescriptors:\n  - {key: k, rate_limit: {unit: hour, requests_per_unit: 300}}\n  - {key: other, rate_limit: {unit: hour, requests_per_unit: 1000}}\n";
+
+/// Three binaries on `env`, 64 clients spread over them, 8 calls each (512 > 300).
+async fn admitted_by_three_instances(mut env: Vec<(String, String)>) -> u32 {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("x.yaml"), CFG).unwrap();
+    env.push(("RATELIMITD_CONFIG".into(), dir.path().display().to_string()));
+    // One fixed instant for all three, so the hour window cannot roll over mid-test.
+    env.push(("RATELIMITD_TEST_MANUAL_CLOCK".into(), "1000000".into()));
+    let servers: Vec<Spawned> = (0..3).map(|_| process::spawn(&env)).collect();
+    let mut clients = Vec::new();
+    for s in &servers {
+        clients.push(
+            RateLimitServiceClient::connect(format!("http://{}", s.grpc_addr))
+                .await
+                .unwrap(),
+        );
+    }
+    let mut tasks = Vec::new();
+    for i in 0..64 {
+        let client = clients[i % 3].clone();
+        tasks.push(tokio::spawn(async move {
+            let mut ok = 0;
+            for _ in 0..8 {
+                // Two descriptors per request: the hot key and a per-client one in another slot.
+                let req = request("x", &[&[("k", "hot")], &[("other", &i.to_string())]]);
+                let r = client
+                    .clone()
+                    .should_rate_limit(req)
+                    .await
+                    .unwrap()
+                    .into_inner();
+                ok += u32::from(st(&r, 0).0 == Code::Ok);
+                assert_eq!(st(&r, 1).0, Code::Ok);
+            }
+            ok
+        }));
+    }
+    let mut total = 0;
+    for t in tasks {
+        total += t.await.unwrap();
+    }
+    total
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn three_processes_on_one_redis_admit_exactly_the_limit() {
+    require!(Redis);
+    let r = RedisServer::start();
+    assert_eq!(admitted_by_three_instances(r.env()).await, LIMIT);
+    assert_eq!(
+        r.cli(&["GET", "{1:x|1:k=3:hot}:fw:3600:997200"]),
+        "512",
+        "every hit was counted once"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn three_processes_on_a_redis_cluster_admit_exactly_the_limit() {
+    require!(Redis);
+    let c = shared_cluster();
+    let mut env = c.env();
+    env.push(("CACHE_KEY_PREFIX".into(), "exact_cluster:".into()));
+    assert_eq!(admitted_by_three_instances(env).await, LIMIT);
+    let keys = c.keys_per_node("exact_cluster:*");
+    assert_eq!(
+        keys.iter().sum::<usize>(),
+        65,
+        "one hot key and 64 per-client keys: {keys:?}"
+    );
+    assert!(
+        keys.iter().filter(|k| **k > 0).count() >= 2,
+        "keys spread over the masters: {keys:?}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn startup_waits_for_redis_with_backoff() {
+    require!(Redis);
+    let mut r = RedisServer::not_started(&[]);
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("x.yaml"), CFG).unwrap();
+    let mut env = r.env();
+    env.push(("RATELIMITD_CONFIG".into(), dir.path().display().to_string()));
+    env.push(("REDIS_STARTUP_INITIAL_INTERVAL".into(), "50ms".into()));
+    env.push(("REDIS_STARTUP_MAX_INTERVAL".into(), "200ms".into()));
+    // The binary blocks in its startup backoff until Redis appears; spawn() waits for "listening".
+    let server = std::thread::spawn(move || process::spawn(&env));
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    assert!(
+        !server.is_finished(),
+        "the ports must not open before Redis answers"
+    );
+    r.restart();
+    let s = tokio::task::spawn_blocking(move || server.join().unwrap())
+        .await
+        .unwrap();
+    let mut client = RateLimitServiceClient::connect(format!("http://{}", s.grpc_addr))
+        .await
+        .unwrap();
+    let resp = client
+        .should_rate_limit(request("x", &[&[("k", "a")]]))
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(st(&resp, 0), (Code::Ok, lim(LIMIT, "HOUR"), LIMIT - 1));
+}

@@ -1,0 +1,14 @@
+//! The Redis store against real `redis-server` processes: keys and formats, deadlines, stalls and
+//! the breaker, chaos (kills, failovers, a lost Cluster master), TLS and Sentinel, exact counting
+//! across processes, server time and hits no limit can hold.
+
+mod chaos_breaker;
+mod chaos_topology;
+mod deadline;
+mod exact;
+mod poison_hits;
+mod server_time;
+mod stall;
+mod store;
+mod tls_modes;
+mod tls_sentinel;

@@ -1,0 +1,49 @@
+//! The embedded store through the real gRPC server: exact admission under concurrency, and the
+//! key bound answering UNAVAILABLE for new keys while existing counters keep counting.
+
+use crate::support::*;
+
+const CFG: &str =
+    "domain: c\ndescriptors:\n  - {key: k, rate_limit: {unit: minute, requests_per_unit: 100}}\n";
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn concurrent_clients_on_one_key_admit_exactly_the_limit() {
+    let s = TestServer::start(&[("c.yaml", CFG)], &[]).await;
+    let mut tasks = Vec::new();
+    for _ in 0..64 {
+        let grpc = s.grpc.clone();
+        tasks.push(tokio::spawn(async move {
+            let mut ok = 0u32;
+            for _ in 0..5 {
+                let r = grpc
+                    .clone()
+                    .should_rate_limit(request("c", &[&[("k", "hot")]]))
+                    .await
+                    .unwrap()
+                    .into_inner();
+                ok += u32::from(overall(&r) == Code::Ok);
+            }
+            ok
+        }));
+    }
+    let mut admitted = 0;
+    for t in tasks {
+        admitted += t.await.unwrap();
+    }
+    assert_eq!(admitted, 100, "320 concurrent requests on a 100/minute key");
+}
+
+#[tokio::test]
+async fn a_full_store_refuses_new_keys_but_keeps_old_counters() {
+    let s = TestServer::start(&[("c.yaml", CFG)], &[("MEMORY_MAX_KEYS", "2")]).await;
+    s.rl("c", &[&[("k", "a")]]).await;
+    s.rl("c", &[&[("k", "b")]]).await;
+    let e = s.call(request("c", &[&[("k", "c")]])).await.unwrap_err();
+    assert_eq!(e.code(), tonic::Code::Unavailable);
+    assert!(e.message().contains("MEMORY_MAX_KEYS"), "{}", e.message());
+    let r = s.rl("c", &[&[("k", "a")]]).await;
+    assert_eq!(st(&r, 0).2, 98, "the old counter kept counting");
+    // Once the minute is over the old keys expire and make room.
+    s.advance(std::time::Duration::from_secs(60));
+    assert_eq!(st(&s.rl("c", &[&[("k", "c")]]).await, 0).2, 99);
+}

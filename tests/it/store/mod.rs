@@ -1,0 +1,6 @@
+//! The stores side by side: the memory store's bounds, every algorithm deciding identically on
+//! memory, Redis and a Redis Cluster, and the shared test servers keeping services apart.
+
+mod conformance;
+mod memory;
+mod shared;

