@@ -7,7 +7,7 @@
 # The configuration is read the way the Go service's image reads it: every file of
 # /data/ratelimit/config (RUNTIME_ROOT/RUNTIME_SUBDIRECTORY/RUNTIME_APPDIRECTORY), which holds
 # examples/config/example.yaml until you mount your own directory (a Kubernetes ConfigMap) there.
-# tests/container_image.rs runs this runtime stage with podman.
+# tests/it/ops/container_image.rs runs this runtime stage with podman.
 
 FROM docker.io/library/rust:1.95-bookworm AS build
 WORKDIR /src

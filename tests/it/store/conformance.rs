@@ -50,7 +50,7 @@ fn memory_and_redis_decide_identically() {
             .build()
             .unwrap();
         rt.block_on(async {
-            let redis = RedisStore::connect(&redis_settings(&r).redis)
+            let redis = RedisStore::connect(&redis_settings(r).redis)
                 .await
                 .unwrap();
             let cluster_settings = Settings::from_env(c.env()).unwrap();

@@ -133,6 +133,7 @@ pub fn skip(needs: &[Need]) -> bool {
 
 /// `require!(Redis)`, `require!(Redis, Envoy)`: returns from the test when one of them is
 /// missing (see the module's doc). The names are [`Need`]'s variants.
+#[allow(unused_macros)] // The OTLP test binary shares the harness and needs nothing it could skip.
 macro_rules! require {
     ($($need:ident),+ $(,)?) => {
         if $crate::support::require::skip(&[$($crate::support::require::Need::$need),+]) {
