@@ -8,7 +8,7 @@
 use std::time::Duration;
 
 use crate::support::policy::create;
-use crate::support::postgres::Postgres;
+use crate::support::postgres::{Postgres, shared_database};
 use crate::support::require;
 use crate::support::{TestServer, st};
 use ratelimitd::clock::Stopwatch;
@@ -38,8 +38,7 @@ async fn limit_name(s: &TestServer, domain: &str, value: &str) -> Option<(u32, S
 #[tokio::test]
 async fn two_instances_on_one_postgres_see_each_others_changes_within_a_second() {
     require!(Postgres);
-    let pg = Postgres::start();
-    let url = pg.url();
+    let url = shared_database();
     let unused = tempfile::tempdir().unwrap();
     let env = [("POLICY_DB_URL", url.as_str())];
     let a = crate::support::policy::start(unused.path(), &env).await;

@@ -8,7 +8,7 @@
 use std::time::Duration;
 
 use crate::support::policy::call;
-use crate::support::postgres::Postgres;
+use crate::support::postgres::shared_database;
 use crate::support::require;
 use crate::support::{Code, T0, TestServer, st};
 use ratelimitd::clock::Stopwatch;
@@ -167,8 +167,7 @@ async fn violations_are_written_and_read_back_on_sqlite() {
 #[tokio::test]
 async fn violations_are_written_and_read_back_on_postgres() {
     require!(Postgres);
-    let pg = Postgres::start();
-    let url = pg.url();
+    let url = shared_database();
     let unused = tempfile::tempdir().unwrap();
     let mut env = FAST.to_vec();
     env.push(("POLICY_DB_URL", url.as_str()));

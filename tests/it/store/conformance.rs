@@ -50,9 +50,7 @@ fn memory_and_redis_decide_identically() {
             .build()
             .unwrap();
         rt.block_on(async {
-            let redis = RedisStore::connect(&redis_settings(r).redis)
-                .await
-                .unwrap();
+            let redis = RedisStore::connect(&redis_settings(r).redis).await.unwrap();
             let cluster_settings = Settings::from_env(c.env()).unwrap();
             let cluster = RedisStore::connect(&cluster_settings.redis).await.unwrap();
             let memory = MemoryStore::new(1000);

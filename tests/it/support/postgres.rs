@@ -1,10 +1,14 @@
 //! A real PostgreSQL for the policy tests: Debian's `postgresql` binaries
 //! (`/usr/lib/postgresql/<version>/bin`), a fresh cluster in a temp dir on a free loopback port,
 //! trust authentication, run as `nobody` when the tests run as root (PostgreSQL refuses root).
-//! The server runs under the process guard, so it dies with the test.
+//! The server runs under the process guard, so it dies with the test. A test that neither stops
+//! the server nor needs it down gets a database of its own on the run's shared server instead
+//! ([`shared_database`]): one `initdb` per run rather than one per test.
 
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
+use std::sync::OnceLock;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use ratelimitd::clock::Stopwatch;
@@ -175,6 +179,32 @@ impl Postgres {
     pub fn url(&self) -> String {
         format!("postgres://postgres@127.0.0.1:{}/postgres", self.port)
     }
+}
+
+/// The URL of a new, empty database on the PostgreSQL shared by the tests of this run (started
+/// on first use). Tables, rows and LISTEN/NOTIFY channels are per database, so tests sharing the
+/// server do not see each other. Like the shared Redis (`stores.rs`), the server is a static that
+/// is never dropped and dies with the test process under its guard; a sweeper removes its dir.
+pub fn shared_database() -> String {
+    static SHARED: OnceLock<(Postgres, Child)> = OnceLock::new();
+    static NEXT: AtomicUsize = AtomicUsize::new(0);
+    let (pg, _sweeper) = SHARED.get_or_init(|| {
+        let pg = Postgres::start();
+        let sweeper = guard::remove_at_exit(&[pg.dir.path()]);
+        (pg, sweeper)
+    });
+    let name = format!("test_{}", NEXT.fetch_add(1, Ordering::Relaxed));
+    let port = pg.port.to_string();
+    let out = Command::new(pg.bin.join("createdb"))
+        .args(["-h", "127.0.0.1", "-p", &port, "-U", "postgres", &name])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "createdb: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    format!("postgres://postgres@127.0.0.1:{port}/{name}")
 }
 
 impl Drop for Postgres {
