@@ -21,3 +21,4 @@ mod redis;
 mod rlqs;
 mod store;
 mod support;
+mod tiers;
