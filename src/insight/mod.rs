@@ -6,6 +6,7 @@
 
 pub mod decision_log;
 pub mod hotkeys;
+pub mod rates;
 pub mod sketch;
 
 use std::fmt::Debug;

@@ -96,7 +96,9 @@ pub fn valid_for(text: &str) -> Result<Duration, String> {
         rest = &rest[digits + 1..];
     }
     if total == 0 {
-        return Err(format!("'{text}' is zero: an override must last at least 1s"));
+        return Err(format!(
+            "'{text}' is zero: an override must last at least 1s"
+        ));
     }
     Ok(Duration::from_secs(total))
 }
@@ -117,7 +119,9 @@ mod tests {
 
     #[test]
     fn refused_forms_name_the_valid_ones() {
-        for bad in ["", "24", "h", "1.5h", "-1h", "24 h", "1w", "24H", "1h30", "+1h"] {
+        for bad in [
+            "", "24", "h", "1.5h", "-1h", "24 h", "1w", "24H", "1h30", "+1h",
+        ] {
             let e = valid_for(bad).unwrap_err();
             assert!(e.contains("30m, 24h or 7d"), "{bad}: {e}");
         }

@@ -227,7 +227,10 @@ mod tests {
         assert_eq!(limits[0].full_key, "api.client_key_u1");
         assert_eq!(limits[1].full_key, "api.client_key_u1.endpoint");
         // Unnamed rules are named after their id.
-        assert_eq!((limits[0].name.as_str(), limits[1].name.as_str()), ("b", "a"));
+        assert_eq!(
+            (limits[0].name.as_str(), limits[1].name.as_str()),
+            ("b", "a")
+        );
     }
 
     #[test]
