@@ -9,6 +9,7 @@
 
 pub mod access;
 pub mod auth;
+pub mod explain;
 pub mod hotkeys;
 pub mod overrides;
 pub mod policies;
@@ -20,7 +21,7 @@ use std::sync::Arc;
 use axum::Router;
 use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use axum::routing::get;
+use axum::routing::{get, post};
 
 use crate::policy::{FieldError, Policy, Tokens};
 use crate::reload::Reloading;
@@ -35,15 +36,17 @@ pub struct AdminState {
     pub tokens: Arc<Tokens>,
     /// The configuration pipeline rules are compiled into.
     pub reloading: Reloading,
-    /// Hot keys and the status page's views; `None` until the service hands them in.
+    /// Hot keys and the console's views; `None` until the service hands them in.
     pub insight: Option<crate::insight::Insight>,
+    /// Explain (`/v1/explain`, the console's key search); `None` until the service hands it in.
+    pub explainer: Option<crate::explain::Explainer>,
 }
 
 /// The endpoints of the admin listener, as the status page lists them.
 pub const ENDPOINTS: &[(&str, &str)] = &[
     (
         "/",
-        "status page: limits, overrides, hot keys, violations, breakers (bearer token; none from loopback with ADMIN_TRUST_LOOPBACK)",
+        "console: health, decision rates, limits nearest their thresholds, key search, overrides, hot keys, violations, breakers (bearer token; none from loopback with ADMIN_TRUST_LOOPBACK)",
     ),
     ("/v1/policies", "rules (bearer token)"),
     (
@@ -62,6 +65,10 @@ pub const ENDPOINTS: &[(&str, &str)] = &[
         "/v1/hotkeys",
         "hottest keys of the last minute, ?by=hits|denials&limit=N (bearer token)",
     ),
+    (
+        "/v1/explain",
+        "POST {domain, descriptors}: the limits, overrides, live counters and recent violations of each descriptor, counting no hit (bearer token)",
+    ),
 ];
 
 /// The admin routes, served on the admin listener (bound to `host`, `ADMIN_HOST`) behind the
@@ -73,6 +80,7 @@ pub fn router(state: AdminState, access: &AdminSettings, host: &str) -> Router {
         .route("/", get(status::page))
         .route("/openapi.json", get(super::openapi::handler))
         .route("/v1/hotkeys", get(hotkeys::list))
+        .route("/v1/explain", post(explain::explain))
         .route(
             "/v1/overrides",
             get(overrides::list).post(overrides::create),
