@@ -6,6 +6,8 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
+use crate::settings::ExplainArgs;
+
 /// Why the command failed.
 #[derive(Debug, thiserror::Error)]
 pub enum ClientError {
@@ -113,7 +115,12 @@ pub fn render(v: &Value) -> String {
         out += "  the configuration has no such domain: every descriptor is allowed\n";
     }
     let empty = Vec::new();
-    for (i, d) in v["descriptors"].as_array().unwrap_or(&empty).iter().enumerate() {
+    for (i, d) in v["descriptors"]
+        .as_array()
+        .unwrap_or(&empty)
+        .iter()
+        .enumerate()
+    {
         let entries: Vec<String> = (d["entries"].as_array().unwrap_or(&empty).iter())
             .map(|e| format!("{}={}", s(&e["key"]), s(&e["value"])))
             .collect();
@@ -137,7 +144,11 @@ pub fn render(v: &Value) -> String {
                 s(&l["key"]),
                 s(&l["requests_per_unit"]),
                 s(&l["algorithm"]),
-                if l["shadow"] == true { ", shadow mode" } else { "" },
+                if l["shadow"] == true {
+                    ", shadow mode"
+                } else {
+                    ""
+                },
             );
             let c = &l["counter"];
             if let Some(why) = c["unavailable"].as_str() {
@@ -187,6 +198,54 @@ pub fn render(v: &Value) -> String {
     out
 }
 
+/// Runs `ratelimitd explain` with `args`, the address and token defaulting to the `ADMIN_HOST`,
+/// `ADMIN_PORT` and `ADMIN_TOKEN` of `env`; prints the answer to `out`, problems to `err`.
+/// Returns the exit code: 0 answered, 1 refused or unreachable, 2 bad arguments.
+pub async fn run(
+    args: &ExplainArgs,
+    env: impl Fn(&str) -> Option<String>,
+    out: &mut impl std::io::Write,
+    err: &mut impl std::io::Write,
+) -> i32 {
+    let descriptors: Result<Vec<_>, _> = args
+        .descriptors
+        .iter()
+        .map(|d| parse_descriptor(d))
+        .collect();
+    let descriptors = match descriptors {
+        Ok(d) => d,
+        Err(e) => {
+            let _ = writeln!(err, "ratelimitd explain: {e}");
+            return 2;
+        }
+    };
+    let addr = args.admin.clone().unwrap_or_else(|| {
+        let host = match env("ADMIN_HOST").filter(|h| !h.is_empty()) {
+            // A wildcard listen address is reached on loopback.
+            Some(h) if h == "0.0.0.0" || h == "::" || h == "[::]" => "127.0.0.1".to_string(),
+            Some(h) => h,
+            None => "127.0.0.1".to_string(),
+        };
+        let port = env("ADMIN_PORT").unwrap_or_else(|| "6071".to_string());
+        format!("{host}:{port}")
+    });
+    let token = args.token.clone().or_else(|| env("ADMIN_TOKEN"));
+    match ask(&addr, token.as_deref(), &args.domain, &descriptors).await {
+        Ok(v) if args.json => {
+            let _ = writeln!(out, "{v:#}");
+            0
+        }
+        Ok(v) => {
+            let _ = write!(out, "{}", render(&v));
+            0
+        }
+        Err(e) => {
+            let _ = writeln!(err, "ratelimitd explain: {e}");
+            1
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -200,12 +259,18 @@ mod tests {
                 ("path".into(), "/a=b".into())
             ]
         );
-        assert_eq!(parse_descriptor("k=").unwrap(), vec![("k".into(), String::new())]);
+        assert_eq!(
+            parse_descriptor("k=").unwrap(),
+            vec![("k".into(), String::new())]
+        );
         for bad in ["", "alice", "=x", "a=1,,b=2"] {
             let e = parse_descriptor(bad).unwrap_err().to_string();
             assert!(e.contains("key=value pairs"), "{bad}: {e}");
         }
-        assert_eq!(explain_url("127.0.0.1:6071").unwrap(), "http://127.0.0.1:6071/v1/explain");
+        assert_eq!(
+            explain_url("127.0.0.1:6071").unwrap(),
+            "http://127.0.0.1:6071/v1/explain"
+        );
         assert_eq!(explain_url("http://h:1/").unwrap(), "http://h:1/v1/explain");
         assert!(explain_url("localhost").is_err());
     }

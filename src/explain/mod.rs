@@ -85,10 +85,16 @@ pub fn check(domain: &str, descriptors: &[Vec<(String, String)>]) -> Result<(), 
         for (j, (k, v)) in d.iter().enumerate() {
             let at = format!("descriptors[{i}].entries[{j}]");
             if k.is_empty() || k.len() > MAX_TEXT {
-                return bad(format!("{at}.key"), format!("expected 1 to {MAX_TEXT} bytes"));
+                return bad(
+                    format!("{at}.key"),
+                    format!("expected 1 to {MAX_TEXT} bytes"),
+                );
             }
             if v.len() > MAX_TEXT {
-                return bad(format!("{at}.value"), format!("expected at most {MAX_TEXT} bytes"));
+                return bad(
+                    format!("{at}.value"),
+                    format!("expected at most {MAX_TEXT} bytes"),
+                );
             }
         }
     }
@@ -101,6 +107,17 @@ impl Explainer {
         &self,
         domain: &str,
         descriptors: &[Vec<(String, String)>],
+    ) -> Result<Explained, ExplainError> {
+        self.explain_with(domain, descriptors, true).await
+    }
+
+    /// As [`Explainer::explain`]; the violation log is read only when `violations` is set (the
+    /// console's "nearest their thresholds" needs the counters alone).
+    pub async fn explain_with(
+        &self,
+        domain: &str,
+        descriptors: &[Vec<(String, String)>],
+        violations: bool,
     ) -> Result<Explained, ExplainError> {
         check(domain, descriptors)?;
         let now = self.clock.now();
@@ -162,7 +179,11 @@ impl Explainer {
                 .filter(|o| o.spec.domain == domain && same_path(&o.spec.descriptor, entries))
                 .map(|o| OverrideReport::new(o, now))
                 .collect();
-            let violations = self.violations_of(domain, entries).await;
+            let violations = if violations {
+                self.violations_of(domain, entries).await
+            } else {
+                Violations::NotWired
+            };
             out.push(DescriptorReport {
                 entries: entries.clone(),
                 applies,

@@ -145,7 +145,10 @@ impl LimitReport {
             unit_multiplier: l.unit_multiplier,
             requests_per_unit: l.requests_per_unit,
             algorithm: l.algorithm.name(),
-            burst: l.algorithm.has_burst().then(|| l.burst.unwrap_or(l.requests_per_unit)),
+            burst: l
+                .algorithm
+                .has_burst()
+                .then(|| l.burst.unwrap_or(l.requests_per_unit)),
             shadow: l.shadow_mode,
             counter,
         }
@@ -198,7 +201,11 @@ pub enum Violations {
 }
 
 fn entries_json(e: &[(String, String)]) -> Value {
-    Value::Array(e.iter().map(|(k, v)| json!({"key": k, "value": v})).collect())
+    Value::Array(
+        e.iter()
+            .map(|(k, v)| json!({"key": k, "value": v}))
+            .collect(),
+    )
 }
 
 impl Explained {

@@ -9,11 +9,11 @@
 
 pub mod access;
 pub mod auth;
+pub mod console;
 pub mod explain;
 pub mod hotkeys;
 pub mod overrides;
 pub mod policies;
-pub mod status;
 pub mod violations;
 
 use std::sync::Arc;
@@ -77,7 +77,7 @@ pub fn router(state: AdminState, access: &AdminSettings, host: &str) -> Router {
     access::log_in_force(access, &state.tokens, host);
     let guard = axum::middleware::from_fn_with_state(Arc::new(access.clone()), access::guard);
     Router::new()
-        .route("/", get(status::page))
+        .route("/", get(console::page))
         .route("/openapi.json", get(super::openapi::handler))
         .route("/v1/hotkeys", get(hotkeys::list))
         .route("/v1/explain", post(explain::explain))
