@@ -52,8 +52,8 @@ pub struct LimitReport {
     pub key: String,
     /// Where it comes from: the file, `policy-db/<domain>` for rules, empty for an override.
     pub source: String,
-    /// The unit.
-    pub unit: &'static str,
+    /// The unit, lower case as in YAML (`minute`).
+    pub unit: String,
     /// Units per window.
     pub unit_multiplier: u32,
     /// Requests per window.
@@ -141,7 +141,7 @@ impl LimitReport {
             name: l.name.clone(),
             key: l.full_key.clone(),
             source: l.file.to_string(),
-            unit: l.unit.map_or("", |u| u.as_str()),
+            unit: l.unit.map_or(String::new(), |u| u.as_str().to_ascii_lowercase()),
             unit_multiplier: l.unit_multiplier,
             requests_per_unit: l.requests_per_unit,
             algorithm: l.algorithm.name(),
@@ -162,8 +162,8 @@ pub struct OverrideReport {
     pub id: String,
     /// Its rate.
     pub requests_per_unit: u32,
-    /// Its unit.
-    pub unit: &'static str,
+    /// Its unit, lower case.
+    pub unit: String,
     /// When it ends.
     pub valid_until: Timestamp,
     /// Why it was made.
@@ -180,7 +180,7 @@ impl OverrideReport {
         OverrideReport {
             id: o.id.clone(),
             requests_per_unit: o.spec.requests_per_unit,
-            unit: o.spec.unit.as_str(),
+            unit: o.spec.unit.as_str().to_ascii_lowercase(),
             valid_until: o.spec.valid_until,
             reason: o.spec.reason.clone(),
             created_by: o.created_by.clone(),
