@@ -141,7 +141,9 @@ impl LimitReport {
             name: l.name.clone(),
             key: l.full_key.clone(),
             source: l.file.to_string(),
-            unit: l.unit.map_or(String::new(), |u| u.as_str().to_ascii_lowercase()),
+            unit: l
+                .unit
+                .map_or(String::new(), |u| u.as_str().to_ascii_lowercase()),
             unit_multiplier: l.unit_multiplier,
             requests_per_unit: l.requests_per_unit,
             algorithm: l.algorithm.name(),

@@ -49,23 +49,27 @@ impl Totals {
                 .iter()
                 .fold(0u64, |a, s| a.wrapping_add(at(code, *s)))
         };
-        let degraded = [
-            Source::FailurePolicy,
-            Source::Breaker,
-            Source::LocalFallback,
-        ]
-        .iter()
-        .fold(0u64, |a, s| {
-            a.wrapping_add(at(ok, *s)).wrapping_add(at(over, *s))
-        });
+        let of = |sources: &[Source]| {
+            (sources.iter()).fold(0u64, |a, s| {
+                a.wrapping_add(at(ok, *s)).wrapping_add(at(over, *s))
+            })
+        };
+        let answered_by_policy = of(&[Source::FailurePolicy, Source::Breaker]);
         let load = |a: &AtomicU64| a.load(Ordering::Relaxed);
+        // The store error counters count every request the store failed, once, whether its
+        // failure mode answered it (then it is also a FailurePolicy or Breaker decision) or it
+        // got an error: the difference is the calls that got an error.
+        let store_failed = load(&m.redis_errors).wrapping_add(load(&m.store_full));
         Totals {
             allowed: sum(ok),
             denied: sum(over),
-            degraded,
-            errors: load(&m.redis_errors)
-                .wrapping_add(load(&m.service_errors))
-                .wrapping_add(load(&m.store_full)),
+            degraded: of(&[
+                Source::FailurePolicy,
+                Source::Breaker,
+                Source::LocalFallback,
+            ]),
+            errors: load(&m.service_errors)
+                .wrapping_add(store_failed.saturating_sub(answered_by_policy)),
         }
     }
 
