@@ -7,6 +7,8 @@ use std::fmt::Write;
 use crate::insight::rates::{BUCKET_SECS, Point, Totals};
 
 const WIDTH: usize = 360;
+/// A chart: its name, its bar colour and what it counts.
+type Kind = (&'static str, &'static str, fn(&Totals) -> u64);
 const HEIGHT: usize = 48;
 
 /// The four charts, or a note that stats are off.
@@ -16,7 +18,7 @@ pub(super) fn render(out: &mut String, series: Option<&[Point]>) {
         out.push_str("<p class=\"none\">not counted: stats are off (DISABLE_STATS)</p>\n");
         return;
     };
-    let kinds: [(&str, &str, fn(&Totals) -> u64); 4] = [
+    let kinds: [Kind; 4] = [
         ("allowed", "#2a7", |t| t.allowed),
         ("denied", "#c80", |t| t.denied),
         ("failure mode", "#b00", |t| t.degraded),
