@@ -1,101 +1,17 @@
 //! Explain against the real binary: `POST /v1/explain` on the admin listener shows a key's limit,
 //! its live counter, its stored override and its violations while counting no hit (a following
 //! `/check` sees the same remaining), needs the token; `ratelimitd explain` prints the same for a
-//! person; overrides take a relative `valid_for`, and a bad one is refused naming the valid forms.
+//! person. A rule without a name is explained under its id.
 
 mod common;
 
 use std::time::Duration;
 
-use common::T0;
-use common::policy::{TOKEN, call_url};
-use common::process::{Spawned, spawn};
+use common::binary_admin::{Service, start};
+use common::policy::TOKEN;
 use ratelimitd::clock::Stopwatch;
 use reqwest::Method;
 use serde_json::{Value, json};
-
-const CFG: &str = r#"
-domain: api
-descriptors:
-  - key: client_key
-    rate_limit: {name: per_client, unit: hour, requests_per_unit: 3}
-"#;
-
-struct Service {
-    bin: Spawned,
-    http: reqwest::Client,
-    _dirs: (tempfile::TempDir, tempfile::TempDir),
-}
-
-fn start() -> Service {
-    let (config, data) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
-    std::fs::write(config.path().join("api.yaml"), CFG).unwrap();
-    let env: Vec<(String, String)> = [
-        ("RATELIMITD_CONFIG", config.path().display().to_string()),
-        ("RATELIMITD_TEST_MANUAL_CLOCK", T0.to_string()),
-        ("POLICY_ENABLED", "true".into()),
-        ("RATELIMITD_DATA_DIR", data.path().display().to_string()),
-        ("ADMIN_TOKEN", TOKEN.into()),
-    ]
-    .into_iter()
-    .map(|(k, v)| (k.to_string(), v))
-    .collect();
-    Service {
-        bin: spawn(&env),
-        http: reqwest::Client::new(),
-        _dirs: (config, data),
-    }
-}
-
-impl Service {
-    async fn admin(
-        &self,
-        method: Method,
-        path: &str,
-        token: Option<&str>,
-        body: Option<Value>,
-    ) -> (u16, Value) {
-        let url = format!("http://{}{path}", self.bin.admin_addr);
-        call_url(&self.http, method, &url, token, body).await
-    }
-
-    async fn explain(&self, value: &str) -> Value {
-        let body = json!({"domain": "api", "descriptors": [{"entries": [{"key": "client_key", "value": value}]}]});
-        let (status, v) = self
-            .admin(Method::POST, "/v1/explain", Some(TOKEN), Some(body))
-            .await;
-        assert_eq!(status, 200, "{v}");
-        v
-    }
-
-    /// One `/check` for `client_key=value`: (status, remaining).
-    async fn check(&self, value: &str) -> (u16, Value) {
-        let url = format!("http://{}/check", self.bin.http_addr);
-        let resp = self
-            .http
-            .post(url)
-            .body(json!({"client_key": value}).to_string())
-            .send()
-            .await
-            .unwrap();
-        let status = resp.status().as_u16();
-        let body: Value = resp.json().await.unwrap();
-        (status, body["remaining"].clone())
-    }
-
-    async fn advance(&self, ms: u64) {
-        let url = format!("http://{}/test/clock?advance_ms={ms}", self.bin.debug_addr);
-        assert!(
-            self.http
-                .get(url)
-                .send()
-                .await
-                .unwrap()
-                .status()
-                .is_success()
-        );
-    }
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn explain_counts_no_hit_and_shows_the_limit_override_and_violation() {
@@ -230,91 +146,6 @@ async fn explain_needs_the_token_and_refuses_bad_bodies_by_name() {
     );
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn valid_for_is_accepted_and_bad_durations_are_refused_naming_the_forms() {
-    let s = start();
-    let body = |extra: Value| {
-        let mut b = json!({"domain": "api", "descriptor": [{"key": "client_key", "value": "carol"}],
-            "requests_per_unit": 5, "unit": "minute"});
-        b.as_object_mut()
-            .unwrap()
-            .extend(extra.as_object().unwrap().clone());
-        b
-    };
-    for (valid_for, ends) in [
-        ("30m", "1970-01-01T00:50:34.000000Z"),
-        ("7d", "1970-01-08T00:20:34.000000Z"),
-        ("1d12h", "1970-01-02T12:20:34.000000Z"),
-    ] {
-        let (status, made) = s
-            .admin(
-                Method::POST,
-                "/v1/overrides",
-                Some(TOKEN),
-                Some(body(json!({"valid_for": valid_for}))),
-            )
-            .await;
-        assert_eq!(status, 201, "{valid_for}: {made}");
-        let path = format!("/v1/overrides/{}", made["id"].as_str().unwrap());
-        let (_, o) = s.admin(Method::GET, &path, Some(TOKEN), None).await;
-        assert_eq!(o["valid_until"], ends, "{valid_for}: {o}");
-    }
-    for bad in ["24", "1.5h", "1w", "24 h", "-1h"] {
-        let (status, v) = s
-            .admin(
-                Method::POST,
-                "/v1/overrides",
-                Some(TOKEN),
-                Some(body(json!({"valid_for": bad}))),
-            )
-            .await;
-        assert_eq!(status, 422, "{bad}: {v}");
-        assert_eq!(v["errors"][0]["field"], "valid_for");
-        let msg = v["errors"][0]["message"].as_str().unwrap();
-        assert!(
-            msg.contains(&format!("'{bad}'")) && msg.contains("such as 30m, 24h or 7d"),
-            "{msg}"
-        );
-    }
-    let (status, v) = s
-        .admin(
-            Method::POST,
-            "/v1/overrides",
-            Some(TOKEN),
-            Some(body(json!({"valid_for": "0s"}))),
-        )
-        .await;
-    assert_eq!(
-        (status, v["errors"][0]["message"].as_str().unwrap()),
-        (422, "'0s' is zero: an override must last at least 1s")
-    );
-    let both = json!({"valid_for": "1h", "valid_until": "1970-01-02T00:00:00Z"});
-    let (status, v) = s
-        .admin(Method::POST, "/v1/overrides", Some(TOKEN), Some(body(both)))
-        .await;
-    assert_eq!(status, 422);
-    assert!(
-        v["errors"][0]["message"]
-            .as_str()
-            .unwrap()
-            .contains("not both"),
-        "{v}"
-    );
-    let (status, v) = s
-        .admin(
-            Method::POST,
-            "/v1/overrides",
-            Some(TOKEN),
-            Some(body(json!({}))),
-        )
-        .await;
-    assert_eq!(
-        (status, &v["errors"][0]["field"]),
-        (422, &json!("valid_until")),
-        "{v}"
-    );
-}
-
 /// `ratelimitd explain` against the running binary, with the token from the environment.
 fn cli(s: &Service, token: Option<&str>, extra: &[&str]) -> (i32, String, String) {
     let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_ratelimitd"));
@@ -367,4 +198,26 @@ async fn the_explain_command_prints_the_limit_and_counter_of_a_running_instance(
     assert_eq!(code, 0);
     let v: Value = serde_json::from_str(&out).unwrap();
     assert_eq!(v["descriptors"][0]["limits"][0]["counter"]["used"], 2);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_rule_without_a_name_is_explained_under_its_id() {
+    let s = start();
+    let rule = json!({"domain": "tenants", "descriptor": [{"key": "client_key", "value": "user:42"}],
+        "rate_limit": {"unit": "minute", "requests_per_unit": 100}});
+    let (status, v) = s
+        .admin(Method::PUT, "/v1/policies/gold-u1", Some(TOKEN), Some(rule))
+        .await;
+    assert_eq!(status, 201, "{v}");
+    let body = json!({"domain": "tenants", "descriptors": [{"entries": [{"key": "client_key", "value": "user:42"}]}]});
+    let (status, v) = s
+        .admin(Method::POST, "/v1/explain", Some(TOKEN), Some(body))
+        .await;
+    assert_eq!(status, 200, "{v}");
+    let l = &v["descriptors"][0]["limits"][0];
+    assert_eq!(
+        (&l["name"], &l["source"], &l["requests_per_unit"]),
+        (&json!("gold-u1"), &json!("policy-db/tenants"), &json!(100)),
+        "{v}"
+    );
 }

@@ -2,6 +2,7 @@
 //! clock, with config files written to a temp dir, and talks to it over real gRPC and HTTP.
 #![allow(dead_code)]
 
+pub mod binary_admin;
 pub mod browser;
 pub mod certs;
 pub mod chaos;
