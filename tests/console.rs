@@ -13,7 +13,7 @@ use std::time::Duration;
 use common::browser::{dump_dom, screenshot};
 use common::chaos::{self, source};
 use common::redis::RedisServer;
-use common::{Code, TestServer, overall};
+use common::{Code, TestServer, overall, request};
 use ratelimitd::clock::Stopwatch;
 
 const XSS: &str = "<script>alert(1)</script>";
@@ -23,6 +23,8 @@ domain: console
 descriptors:
   - key: client_key
     rate_limit: {name: per_client, unit: minute, requests_per_unit: 5, failure_mode: allow}
+  - key: strict
+    rate_limit: {unit: minute, requests_per_unit: 5}
 "#;
 
 async fn start(redis: &RedisServer) -> TestServer {
@@ -119,6 +121,11 @@ async fn the_banner_is_red_while_redis_is_down_and_green_when_it_is_back() {
         let r = s.rl("console", &[&[("client_key", "during")]]).await;
         assert_eq!(overall(&r), Code::Ok, "failure_mode: allow answers");
     }
+    // The default failure mode (error, as Go) answers with an error instead.
+    for _ in 0..2 {
+        let r = s.call(request("console", &[&[("strict", "x")]])).await;
+        assert!(r.is_err(), "{r:?}");
+    }
     until_page_says(&s, "not answering").await;
     let dom = render(&s, "/", "redis-down").await;
     let top = banner(&dom);
@@ -137,9 +144,14 @@ async fn the_banner_is_red_while_redis_is_down_and_green_when_it_is_back() {
         dom.contains("data-kind=\"failure mode\" data-total=\"6\""),
         "{dom}"
     );
+    // Failure-mode answers are not errors; the two calls that got one are.
     assert!(
-        dom.contains("data-kind=\"errors\" data-total=\"0\""),
+        dom.contains("data-kind=\"errors\" data-total=\"2\""),
         "{dom}"
+    );
+    assert!(
+        top.contains("<b>errors</b>: 2 call(s) answered with an error in the last minute"),
+        "{top}"
     );
 
     redis.restart();
@@ -170,8 +182,8 @@ async fn the_banner_is_red_while_redis_is_down_and_green_when_it_is_back() {
         "{top}"
     );
     assert!(
-        top.contains("<b>errors</b>: none in 15 min"),
-        "failure mode answers are no errors: {top}"
+        top.contains("<b>errors</b>: none in the last minute; last <time"),
+        "{top}"
     );
     s.shutdown().await;
 }
