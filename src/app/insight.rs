@@ -23,7 +23,7 @@ use crate::settings::{Backend, RedisKind, Settings};
 use crate::store::Store;
 use crate::store::redis::RedisStore;
 
-/// Reads the Redis store's breakers, for the status page (`None` on the memory store).
+/// Reads the Redis store's breakers, for the console (`None` on the memory store).
 pub(super) fn breakers(redis: Option<&Arc<RedisStore>>) -> Option<BreakerStates> {
     let redis = redis?.clone();
     Some(Arc::new(move || redis.breaker_reports()))
@@ -114,7 +114,7 @@ fn gauges(hot_keys: Arc<HotKeys>) -> HotKeyCounts {
     })
 }
 
-/// The status page's recent violations, read from the policy database the violation log writes.
+/// The console's and explain's recent violations, read from the policy database the violation log writes.
 #[derive(Debug)]
 struct FromDatabase(Arc<Policy>);
 

@@ -24,7 +24,7 @@ use crate::settings::insight::InsightSettings;
 use decision_log::DecisionLog;
 use hotkeys::HotKeys;
 
-/// One recorded violation, as the status page lists it.
+/// One recorded violation, as the console lists it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ViolationView {
     /// When it happened.
@@ -68,7 +68,7 @@ pub trait RecentViolations: Send + Sync + Debug {
 /// Reads every Redis circuit breaker's state, when the store is Redis.
 pub type BreakerStates = Arc<dyn Fn() -> Vec<BreakerReport> + Send + Sync>;
 
-/// What the status page and `/v1/hotkeys` read. Everything here is shared with the service.
+/// What the console and `/v1/hotkeys` read. Everything here is shared with the service.
 #[derive(Clone)]
 pub struct Insight {
     /// The hot-key rankings.

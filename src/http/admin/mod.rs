@@ -1,11 +1,12 @@
 //! The admin surface on its own listener, `ADMIN_HOST:ADMIN_PORT` (loopback by default, unlike the
-//! Go-compatible debug port): `/v1/overrides`, `/v1/policies`, `/v1/violations` and the read-only
-//! `/v1/hotkeys` (no database needed), JSON in and out, and the status page on `/` ([`status`]).
-//! Every request first passes [`access`] (the `Host` allow-list); then [`auth`] decides from the
-//! request head, before any body is read: every `/v1` request needs a configured bearer token
-//! (none configured: 403 — the API is never open), the status page too unless loopback peers are
-//! trusted (`ADMIN_TRUST_LOOPBACK`). The policy database being off or down answers 503; invalid
-//! input answers 422 with every field error.
+//! Go-compatible debug port): `/v1/overrides`, `/v1/policies`, `/v1/violations`, the read-only
+//! `/v1/hotkeys` and `/v1/explain` (no database needed), JSON in and out, and the operator
+//! console on `/` ([`console`]). Every request first passes [`access`] (the `Host` allow-list);
+//! then [`auth`] decides from the request head, before any body is read: every `/v1` request needs
+//! a configured bearer token (none configured: 403 — the API is never open), the console too
+//! unless loopback peers are trusted (`ADMIN_TRUST_LOOPBACK`). The policy database being off or
+//! down answers 503; invalid input answers 422 with every field error (an explain body that cannot
+//! be read, 400).
 
 pub mod access;
 pub mod auth;
@@ -42,7 +43,7 @@ pub struct AdminState {
     pub explainer: Option<crate::explain::Explainer>,
 }
 
-/// The endpoints of the admin listener, as the status page lists them.
+/// The endpoints of the admin listener, as the console lists them.
 pub const ENDPOINTS: &[(&str, &str)] = &[
     (
         "/",
