@@ -20,6 +20,8 @@
 //! - [`metrics`]: stat counters (bounded), Prometheus and StatsD sinks.
 //! - [`reload`]: the live configuration snapshot, its atomic swap, and the file watcher that reloads it.
 //! - [`service`]: one snapshot + the limiter; what both edges call.
+//! - [`explain`]: which limits, overrides and counters apply to a request, counting no hit
+//!   (`/v1/explain`, the console's key search, `ratelimitd explain`).
 //! - [`grpc`], [`http`]: the edges (RLS v3 + health + TLS; `/json`, `/healthcheck`, debug port).
 //!   The generated Envoy protos live in [`grpc::pb`], and their unit numbers in [`grpc::unit`].
 //! - [`rlqs`]: the Rate Limit Quota Service (Envoy's `rate_limit_quota` filter): buckets planned
@@ -34,7 +36,8 @@
 //! `stripe`,
 //! `algorithm`, `config` (config builds on algorithm), `resilience` (clock only); then `store`,
 //! `telemetry` and `policy`; `limiter` and `health`; `listener`; `metrics`, `reload`, `insight`
-//! (the limiter's observers), `service` (service reads reload's snapshot; metrics names neither:
+//! (the limiter's observers), `service`, `explain` (explain plans like the limiter and reads
+//! insight's violation log; service reads reload's snapshot; metrics names neither:
 //! `app` hands it readers of the load counts and hot keys);
 //! the edges `grpc` and `http` and the `xds` config source (`/json` borrows gRPC's unit numbers,
 //! grpc never imports http); `app` and `validate` on top. A type that a lower module needs lives
@@ -50,6 +53,7 @@ pub mod algorithm;
 pub mod app;
 pub mod clock;
 pub mod config;
+pub mod explain;
 pub mod grpc;
 pub mod health;
 pub mod http;

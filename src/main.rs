@@ -1,5 +1,5 @@
 //! The `ratelimitd` binary: settings → logging → serve until SIGTERM/SIGINT, reloading on SIGHUP
-//! (or `validate` configs).
+//! (or `validate` configs, or `explain` a request to a running instance).
 
 use anyhow::Context;
 use clap::Parser;
@@ -25,6 +25,12 @@ async fn main() -> anyhow::Result<()> {
             &mut std::io::stdout(),
             &mut std::io::stderr(),
         );
+        std::process::exit(code);
+    }
+    if let Command::Explain(args) = cli.command() {
+        let env = |k: &str| std::env::var(k).ok();
+        let (mut out, mut err) = (std::io::stdout(), std::io::stderr());
+        let code = ratelimitd::explain::client::run(&args, env, &mut out, &mut err).await;
         std::process::exit(code);
     }
     // vars_os: a variable that is not UTF-8 must not panic the process; it is read lossily.

@@ -147,11 +147,20 @@ pub async fn start(settings: &Settings) -> Result<Running, AppError> {
     let mut observers =
         policy::violation_log(settings, (&admin, &metrics, &clock), &mut tasks, &stop);
     let views = (&config, &overrides);
-    let (hot, mut views) = insight::wire(settings, &clock, metrics.as_deref(), breakers, views);
+    let (hot, mut views, mut explainer) = insight::wire(
+        settings,
+        (&clock, &store),
+        metrics.as_ref(),
+        breakers,
+        views,
+        (&mut tasks, &stop),
+    );
     observers.extend(hot);
     let logged = settings.policy.violations.sinks.db();
-    insight::with_violations(&mut views, admin.policy.as_ref().ok(), logged);
+    let reads = (&mut views, &mut explainer);
+    insight::with_violations(reads, admin.policy.as_ref().ok(), logged);
     admin.insight = Some(views);
+    admin.explainer = Some(explainer);
     let options = parts::limiter_options(settings);
     let service = Arc::new(Service {
         limiter: RateLimiter::with_stats(store, clock.clone(), options, sink)

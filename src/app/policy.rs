@@ -71,6 +71,7 @@ pub(super) async fn start(
         tokens: Arc::new(tokens),
         reloading: reloading.clone(),
         insight: None,
+        explainer: None,
     };
     Ok((overrides, admin))
 }
@@ -256,7 +257,7 @@ pub(super) fn violation_log(
 }
 
 /// This host's name (`HOSTNAME`, else the kernel's), naming the instance in violation records.
-fn host_name() -> String {
+pub(super) fn host_name() -> String {
     let kernel = || std::fs::read_to_string("/proc/sys/kernel/hostname").ok();
     std::env::var("HOSTNAME")
         .ok()

@@ -143,33 +143,63 @@ impl HotKeys {
         }
     }
 
-    /// The `limit` hottest keys of `by` now, hottest first.
+    /// The `limit` hottest keys of `by` now, hottest first: the current and the previous epoch
+    /// summed (30 to 60 seconds).
     pub fn top(&self, by: By, limit: usize) -> Vec<Ranked> {
+        self.ranked(by, limit, |_| 1.0)
+    }
+
+    /// The `limit` hottest keys of `by` over a rolling half minute, hottest first: the current
+    /// epoch plus the previous one weighted by how much of it the last 30 seconds still cover
+    /// (the sliding-window estimate). Unlike [`HotKeys::top`] it does not drop by half when an
+    /// epoch ends, so a steady key keeps a steady count and rank.
+    pub fn top_rolling(&self, by: By, limit: usize) -> Vec<Ranked> {
+        self.ranked(by, limit, |now| {
+            let epoch_micros = EPOCH_SECS * 1_000_000;
+            let into = now.as_micros() % epoch_micros;
+            (epoch_micros - into) as f64 / epoch_micros as f64
+        })
+    }
+
+    /// Sums every stripe's counts of the current epoch and of the previous one (times
+    /// `previous_weight(now)`), sorted.
+    fn ranked(
+        &self,
+        by: By,
+        limit: usize,
+        previous_weight: impl Fn(Timestamp) -> f64,
+    ) -> Vec<Ranked> {
         let mut rows: Vec<Ranked> = Vec::new();
         let now = self.clock.now();
+        let weight = previous_weight(now).clamp(0.0, 1.0);
         // A key's hits may be spread over every stripe and both epochs: sum them all.
         let mut at: HashMap<u64, usize> = HashMap::with_capacity(self.capacity);
         for stripe in self.stripes.iter() {
             let mut state = stripe.0.lock();
             state.roll(now);
             let e = &state.by[by as usize];
-            for slot in e.current.slots().iter().chain(e.previous.slots()) {
+            let current = e.current.slots().iter().map(|s| (s, 1.0));
+            for (slot, w) in current.chain(e.previous.slots().iter().map(|s| (s, weight))) {
+                // Exact for weight 1; a weighted count is rounded down (below 2^53 it is exact).
+                let scale = |n: u64| if w >= 1.0 { n } else { (n as f64 * w) as u64 };
+                let (count, error) = (scale(slot.count), scale(slot.error));
                 match at.get(&slot.hash) {
                     Some(&i) => {
-                        rows[i].count = rows[i].count.saturating_add(slot.count);
-                        rows[i].error = rows[i].error.saturating_add(slot.error);
+                        rows[i].count = rows[i].count.saturating_add(count);
+                        rows[i].error = rows[i].error.saturating_add(error);
                     }
                     None => {
                         at.insert(slot.hash, rows.len());
                         rows.push(Ranked {
                             key: slot.key.clone(),
-                            count: slot.count,
-                            error: slot.error,
+                            count,
+                            error,
                         });
                     }
                 }
             }
         }
+        rows.retain(|r| r.count > 0);
         rows.sort_by(|a, b| b.count.cmp(&a.count).then_with(|| a.key.cmp(&b.key)));
         rows.truncate(limit.min(self.capacity));
         rows

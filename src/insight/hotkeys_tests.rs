@@ -157,3 +157,29 @@ async fn a_few_huge_hits_calls_do_not_evict_the_real_top_keys() {
         all.iter().map(|r| r.count).collect::<Vec<_>>()
     );
 }
+
+#[tokio::test]
+async fn the_rolling_view_of_a_steady_key_does_not_jump_when_an_epoch_ends() {
+    let f = fixture(64);
+    let rolling = |f: &Fixture| f.hot.top_rolling(By::Hits, 10).first().map(|r| r.count);
+    // Two hits a second on "steady" for 90 s: from second 30 on, the rolling half minute holds
+    // about 60 of them at every moment, across the epoch boundaries at 1230 and 1260.
+    let mut seen = Vec::new();
+    for second in 0..90 {
+        f.hit("client", "steady").await;
+        f.hit("client", "steady").await;
+        f.clock.advance(Duration::from_secs(1));
+        if second >= 30 {
+            seen.push((second, rolling(&f).unwrap_or(0), f.top(By::Hits)[0].1));
+        }
+    }
+    for (second, count, _) in &seen {
+        assert!((58..=62).contains(count), "second {second}: {count}");
+    }
+    // The plain "last minute" view halves at each boundary (what the console no longer shows).
+    let plain: Vec<u64> = seen.iter().map(|(_, _, p)| *p).collect();
+    assert!(
+        plain.iter().max().unwrap() - plain.iter().min().unwrap() >= 50,
+        "{plain:?}"
+    );
+}

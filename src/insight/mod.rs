@@ -2,10 +2,12 @@
 //! features plug into the limiter as [`crate::limiter::Observer`]s: [`hotkeys`] (a fixed-memory
 //! ranking of the hottest keys over the last minute, `/v1/hotkeys` and the
 //! `ratelimitd_hot_key_count` gauges) and [`decision_log`] (`DECISION_LOG_SAMPLE_RATE`). The
-//! status page reads them through [`Insight`], with the other read-only views it shows.
+//! console reads them through [`Insight`], with the other read-only views it shows, such as the
+//! decision rates of the last 15 minutes ([`rates`]).
 
 pub mod decision_log;
 pub mod hotkeys;
+pub mod rates;
 pub mod sketch;
 
 use std::fmt::Debug;
@@ -22,7 +24,7 @@ use crate::settings::insight::InsightSettings;
 use decision_log::DecisionLog;
 use hotkeys::HotKeys;
 
-/// One recorded violation, as the status page lists it.
+/// One recorded violation, as the console lists it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ViolationView {
     /// When it happened.
@@ -45,16 +47,28 @@ pub struct ViolationView {
 pub type ViolationsFuture<'a> =
     Pin<Box<dyn Future<Output = Result<Vec<ViolationView>, String>> + Send + 'a>>;
 
-/// The hook the violation log fills for the status page: its newest records, newest first.
+/// The hook the violation log fills for the console and explain: its newest records, newest
+/// first.
 pub trait RecentViolations: Send + Sync + Debug {
+    /// At most `limit` of the newest violations of `domain` (all when `None`) whose descriptor
+    /// has this `client_key` entry (any when `None`).
+    fn recent_of(
+        &self,
+        domain: Option<String>,
+        client_key: Option<String>,
+        limit: usize,
+    ) -> ViolationsFuture<'_>;
+
     /// At most `limit` of the newest violations.
-    fn recent(&self, limit: usize) -> ViolationsFuture<'_>;
+    fn recent(&self, limit: usize) -> ViolationsFuture<'_> {
+        self.recent_of(None, None, limit)
+    }
 }
 
 /// Reads every Redis circuit breaker's state, when the store is Redis.
 pub type BreakerStates = Arc<dyn Fn() -> Vec<BreakerReport> + Send + Sync>;
 
-/// What the status page and `/v1/hotkeys` read. Everything here is shared with the service.
+/// What the console and `/v1/hotkeys` read. Everything here is shared with the service.
 #[derive(Clone)]
 pub struct Insight {
     /// The hot-key rankings.
@@ -69,6 +83,23 @@ pub struct Insight {
     pub overrides: Arc<Overrides>,
     /// The service's clock (time left of overrides, page time).
     pub clock: Arc<dyn Clock>,
+    /// Decisions over the last 15 minutes; `None` when stats are off (`DISABLE_STATS`).
+    pub rates: Option<Arc<rates::RateHistory>>,
+    /// Who this instance is.
+    pub about: About,
+}
+
+/// What the console's header says about this instance.
+#[derive(Debug, Clone)]
+pub struct About {
+    /// The crate version.
+    pub version: &'static str,
+    /// `INSTANCE_ID`, else the host name.
+    pub instance: String,
+    /// Where counters live, e.g. `memory` or `redis single 127.0.0.1:6379` (no credentials).
+    pub backend: String,
+    /// When the service started (the service clock).
+    pub started_at: Timestamp,
 }
 
 impl Debug for Insight {

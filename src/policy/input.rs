@@ -12,7 +12,8 @@ const MAX_REASON: usize = 1024;
 /// Most entries in one descriptor path.
 const MAX_ENTRIES: usize = 32;
 
-/// Checks a `POST /v1/overrides` body; `now` is the service clock (`valid_until` must be later).
+/// Checks a `POST /v1/overrides` body; `now` is the service clock (`valid_until` must be later,
+/// `valid_for` counts from it: [`super::expiry`]).
 pub fn parse_override(body: &[u8], now: Timestamp) -> Result<NewOverride, Vec<FieldError>> {
     let mut errors = Vec::new();
     let obj = match serde_json::from_slice::<Value>(body) {
@@ -20,12 +21,13 @@ pub fn parse_override(body: &[u8], now: Timestamp) -> Result<NewOverride, Vec<Fi
         Ok(_) => return Err(vec![FieldError::new("", "expected a JSON object")]),
         Err(e) => return Err(vec![FieldError::new("", format!("invalid JSON: {e}"))]),
     };
-    const KNOWN: [&str; 6] = [
+    const KNOWN: [&str; 7] = [
         "domain",
         "descriptor",
         "requests_per_unit",
         "unit",
         "valid_until",
+        "valid_for",
         "reason",
     ];
     for key in obj.keys().filter(|k| !KNOWN.contains(&k.as_str())) {
@@ -64,20 +66,7 @@ pub fn parse_override(body: &[u8], now: Timestamp) -> Result<NewOverride, Vec<Fi
         }
         unit
     });
-    let valid_until =
-        string(&obj, "valid_until", &mut errors).and_then(|text| match parse_rfc3339(&text) {
-            Some(t) if t > now => Some(t),
-            Some(_) => {
-                let msg = format!("'{text}' is not in the future (now {})", now.to_rfc3339());
-                errors.push(FieldError::new("valid_until", msg));
-                None
-            }
-            None => {
-                let msg = format!("'{text}' is not an RFC 3339 time such as 2026-12-01T00:00:00Z");
-                errors.push(FieldError::new("valid_until", msg));
-                None
-            }
-        });
+    let valid_until = super::expiry::parse(&obj, now, &mut errors);
     let reason = match obj.get("reason") {
         None => Some(String::new()),
         Some(_) => string(&obj, "reason", &mut errors).filter(|r| {
@@ -245,7 +234,7 @@ mod tests {
     fn missing_fields_and_bad_json() {
         let errors = parse_override(b"{}", now()).unwrap_err();
         assert_eq!(errors.len(), 5, "{errors:?}");
-        assert!(errors.iter().all(|e| e.message == "is required"));
+        assert!(errors.iter().all(|e| e.message.starts_with("is required")));
         let bad = parse_override(b"{", now()).unwrap_err();
         assert!(bad[0].message.starts_with("invalid JSON"));
     }

@@ -13,6 +13,7 @@
 //! after a retention ([`purge`]).
 
 pub mod auth;
+pub mod expiry;
 pub mod index;
 pub mod input;
 pub mod lazy;

@@ -183,10 +183,16 @@ fn insert(level: &mut Vec<Node>, path: &[PathEntry], rl: &Map<String, Value>) {
 pub fn to_files(rules: &[Rule]) -> Vec<ConfigFile> {
     let mut domains: BTreeMap<&str, Vec<Node>> = BTreeMap::new();
     for r in rules.iter().filter(|r| r.enabled) {
+        // An unnamed rule's limit is named after the rule, so the console, the violation log and
+        // the hot keys can say which rule limited a client.
+        let mut rate_limit = r.rate_limit.clone();
+        rate_limit
+            .entry("name")
+            .or_insert_with(|| Value::String(r.id.clone()));
         insert(
             domains.entry(r.domain.as_str()).or_default(),
             &r.descriptor,
-            &r.rate_limit,
+            &rate_limit,
         );
     }
     domains
@@ -220,6 +226,18 @@ mod tests {
         assert_eq!(limits.len(), 2);
         assert_eq!(limits[0].full_key, "api.client_key_u1");
         assert_eq!(limits[1].full_key, "api.client_key_u1.endpoint");
+        // Unnamed rules are named after their id.
+        assert_eq!(
+            (limits[0].name.as_str(), limits[1].name.as_str()),
+            ("b", "a")
+        );
+    }
+
+    #[test]
+    fn a_named_rule_keeps_its_name() {
+        let r = parse_rule("r1", br#"{"domain":"api","descriptor":[{"key":"k"}],"rate_limit":{"unit":"second","requests_per_unit":1,"name":"per-key"}}"#).unwrap();
+        let compiled = config::compile(&to_files(&[r]), &CompileOptions::default()).unwrap();
+        assert_eq!(compiled.limits()[0].name, "per-key");
     }
 
     #[test]

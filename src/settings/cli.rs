@@ -70,6 +70,29 @@ pub enum Subcmd {
         #[arg(long)]
         merge_domain_config: bool,
     },
+    /// Ask a running instance which limits, overrides and counters apply to a request, and its
+    /// recent violations (POST /v1/explain on the admin listener; counts no hit).
+    Explain(ExplainArgs),
+}
+
+/// The arguments of `ratelimitd explain`.
+#[derive(Debug, Clone, PartialEq, Eq, clap::Args)]
+pub struct ExplainArgs {
+    /// The request's domain
+    #[arg(long)]
+    pub domain: String,
+    /// A descriptor as key=value[,key=value…]; repeat the flag for several descriptors
+    #[arg(long = "descriptor", required = true)]
+    pub descriptors: Vec<String>,
+    /// The admin listener, host:port or a URL [default: ADMIN_HOST:ADMIN_PORT, 127.0.0.1:6071]
+    #[arg(long)]
+    pub admin: Option<String>,
+    /// The bearer token [default: ADMIN_TOKEN]; prefer the variable (flags show in `ps`)
+    #[arg(long)]
+    pub token: Option<String>,
+    /// Print the API's JSON answer instead of text
+    #[arg(long)]
+    pub json: bool,
 }
 
 /// What the binary should do.
@@ -84,6 +107,8 @@ pub enum Command {
         /// Merge same-domain files.
         merge_domains: bool,
     },
+    /// Explain a request on a running instance.
+    Explain(ExplainArgs),
 }
 
 impl Cli {
@@ -98,6 +123,7 @@ impl Cli {
                 paths: paths.clone(),
                 merge_domains: *merge_domain_config,
             },
+            Some(Subcmd::Explain(args)) => Command::Explain(args.clone()),
         }
     }
 

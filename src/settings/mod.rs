@@ -24,7 +24,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 pub use admin::{AdminSettings, AllowedHosts};
-pub use cli::{Cli, Command};
+pub use cli::{Cli, Command, ExplainArgs};
 pub use edges::EdgeSettings;
 pub use grpc::{GrpcServerSettings, TlsSettings};
 pub use kinds::{Backend, KeyFormat, LogFormat, LogLevel, Secret, StatsdProtocol};

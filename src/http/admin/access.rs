@@ -2,7 +2,7 @@
 //! of `ADMIN_ALLOWED_HOSTS` (loopback names by default), else 421 — a page on a rebinding DNS
 //! name reaches the listener through an operator's browser or `kubectl port-forward` with its own
 //! name in `Host`, and is refused whatever the peer. A loopback peer is marked [`TrustedPeer`]
-//! only when `ADMIN_TRUST_LOOPBACK` is on; then it reads the status page without the token.
+//! only when `ADMIN_TRUST_LOOPBACK` is on; then it reads the console without the token.
 
 use std::sync::Arc;
 
@@ -81,7 +81,7 @@ pub fn log_in_force(access: &AdminSettings, tokens: &Tokens, host: &str) {
     if access.trust_loopback {
         tracing::warn!(
             "ADMIN_TRUST_LOOPBACK=true: any loopback peer (a sidecar, a proxy, a port-forward) \
-             reads the status page (hot keys, overrides, violations) without the admin token"
+             reads the console (hot keys, overrides, violations, key search) without the admin token"
         );
     }
 }

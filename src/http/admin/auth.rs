@@ -1,7 +1,7 @@
 //! Who may call an admin handler, decided from the request head alone, as axum extractors that
 //! run before the body is read: an unauthenticated request is answered 401/403 at once, however
 //! large a body it announces, and never costs its upload. Every `/v1` handler takes [`Admin`] or
-//! [`PolicyAdmin`] as its first argument; the status page takes [`Viewer`].
+//! [`PolicyAdmin`] as its first argument; the console takes [`Viewer`].
 
 use std::sync::Arc;
 
@@ -30,7 +30,7 @@ pub struct PolicyAdmin {
     pub policy: Arc<Policy>,
 }
 
-/// A reader of the status page: a token holder, or a loopback peer when `ADMIN_TRUST_LOOPBACK`
+/// A reader of the console: a token holder, or a loopback peer when `ADMIN_TRUST_LOOPBACK`
 /// is on.
 #[derive(Debug, Clone, Copy)]
 pub struct Viewer;

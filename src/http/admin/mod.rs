@@ -1,18 +1,20 @@
 //! The admin surface on its own listener, `ADMIN_HOST:ADMIN_PORT` (loopback by default, unlike the
-//! Go-compatible debug port): `/v1/overrides`, `/v1/policies`, `/v1/violations` and the read-only
-//! `/v1/hotkeys` (no database needed), JSON in and out, and the status page on `/` ([`status`]).
-//! Every request first passes [`access`] (the `Host` allow-list); then [`auth`] decides from the
-//! request head, before any body is read: every `/v1` request needs a configured bearer token
-//! (none configured: 403 — the API is never open), the status page too unless loopback peers are
-//! trusted (`ADMIN_TRUST_LOOPBACK`). The policy database being off or down answers 503; invalid
-//! input answers 422 with every field error.
+//! Go-compatible debug port): `/v1/overrides`, `/v1/policies`, `/v1/violations`, the read-only
+//! `/v1/hotkeys` and `/v1/explain` (no database needed), JSON in and out, and the operator
+//! console on `/` ([`console`]). Every request first passes [`access`] (the `Host` allow-list);
+//! then [`auth`] decides from the request head, before any body is read: every `/v1` request needs
+//! a configured bearer token (none configured: 403 — the API is never open), the console too
+//! unless loopback peers are trusted (`ADMIN_TRUST_LOOPBACK`). The policy database being off or
+//! down answers 503; invalid input answers 422 with every field error (an explain body that cannot
+//! be read, 400).
 
 pub mod access;
 pub mod auth;
+pub mod console;
+pub mod explain;
 pub mod hotkeys;
 pub mod overrides;
 pub mod policies;
-pub mod status;
 pub mod violations;
 
 use std::sync::Arc;
@@ -20,7 +22,7 @@ use std::sync::Arc;
 use axum::Router;
 use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use axum::routing::get;
+use axum::routing::{get, post};
 
 use crate::policy::{FieldError, Policy, Tokens};
 use crate::reload::Reloading;
@@ -35,15 +37,17 @@ pub struct AdminState {
     pub tokens: Arc<Tokens>,
     /// The configuration pipeline rules are compiled into.
     pub reloading: Reloading,
-    /// Hot keys and the status page's views; `None` until the service hands them in.
+    /// Hot keys and the console's views; `None` until the service hands them in.
     pub insight: Option<crate::insight::Insight>,
+    /// Explain (`/v1/explain`, the console's key search); `None` until the service hands it in.
+    pub explainer: Option<crate::explain::Explainer>,
 }
 
-/// The endpoints of the admin listener, as the status page lists them.
+/// The endpoints of the admin listener, as the console lists them.
 pub const ENDPOINTS: &[(&str, &str)] = &[
     (
         "/",
-        "status page: limits, overrides, hot keys, violations, breakers (bearer token; none from loopback with ADMIN_TRUST_LOOPBACK)",
+        "console: health, decision rates, limits nearest their thresholds, key search, overrides, hot keys, violations, breakers (bearer token; none from loopback with ADMIN_TRUST_LOOPBACK)",
     ),
     ("/v1/policies", "rules (bearer token)"),
     (
@@ -62,6 +66,10 @@ pub const ENDPOINTS: &[(&str, &str)] = &[
         "/v1/hotkeys",
         "hottest keys of the last minute, ?by=hits|denials&limit=N (bearer token)",
     ),
+    (
+        "/v1/explain",
+        "POST {domain, descriptors}: the limits, overrides, live counters and recent violations of each descriptor, counting no hit (bearer token)",
+    ),
 ];
 
 /// The admin routes, served on the admin listener (bound to `host`, `ADMIN_HOST`) behind the
@@ -70,9 +78,10 @@ pub fn router(state: AdminState, access: &AdminSettings, host: &str) -> Router {
     access::log_in_force(access, &state.tokens, host);
     let guard = axum::middleware::from_fn_with_state(Arc::new(access.clone()), access::guard);
     Router::new()
-        .route("/", get(status::page))
+        .route("/", get(console::page))
         .route("/openapi.json", get(super::openapi::handler))
         .route("/v1/hotkeys", get(hotkeys::list))
+        .route("/v1/explain", post(explain::explain))
         .route(
             "/v1/overrides",
             get(overrides::list).post(overrides::create),

@@ -2,10 +2,10 @@
 //! status page rendered by headless Chromium (configured domain, override, hot key, escaped client
 //! data), and the sampled decision log written by the real binary.
 
-use std::process::Stdio;
 use std::time::Duration;
 
-use crate::support::policy::{CFG_API, call, create};
+use crate::support::browser::dump_dom;
+use crate::support::policy::{CFG_API, TOKEN, call, create};
 use crate::support::require;
 use crate::support::{guard, process};
 use ratelimitd::clock::Stopwatch;
@@ -65,31 +65,6 @@ async fn prometheus_exports_the_hot_key_counts_by_rank_without_the_keys() {
     );
     assert!(!text.contains("secret-client"), "{text}");
     s.shutdown().await;
-}
-
-/// The DOM Chromium builds from `url`, within 60 s (the guard kills it otherwise).
-fn dump_dom(url: &str) -> String {
-    let mut cmd = guard::guarded("chromium");
-    cmd.args([
-        "--headless",
-        "--no-sandbox",
-        "--disable-gpu",
-        "--dump-dom",
-        url,
-    ])
-    .stdout(Stdio::piped())
-    .stderr(Stdio::null());
-    let mut child = cmd
-        .spawn()
-        .expect("chromium runs (tests/run.sh installs it)");
-    let out = child.stdout.take().unwrap();
-    let reader = std::thread::spawn(move || std::io::read_to_string(out).unwrap_or_default());
-    let watch = Stopwatch::start();
-    while !reader.is_finished() && watch.elapsed() < Duration::from_secs(60) {
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    guard::stop(&mut child);
-    reader.join().unwrap_or_default()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -2,4 +2,7 @@
 //! page (headless Chromium) and the sampled decision log.
 
 mod access;
+mod console;
+mod explain;
 mod insight;
+mod valid_for;

@@ -4,6 +4,8 @@
 //! The servers tests share and the programs they need: `stores`, `require`.
 #![allow(dead_code)]
 
+pub mod binary_admin;
+pub mod browser;
 pub mod certs;
 pub mod chaos;
 pub mod check;

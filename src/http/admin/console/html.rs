@@ -1,7 +1,9 @@
-//! HTML building blocks of the status page: escaping (every value that is not a literal goes
-//! through [`escape`]), descriptor entries, durations and tables.
+//! HTML building blocks of the console: escaping (every value that is not a literal goes
+//! through [`escape`]), descriptor entries, durations, relative times and tables.
 
 use std::fmt::Write;
+
+use crate::clock::Timestamp;
 
 /// `s` with `&`, `<`, `>`, `"` and `'` replaced by entities: safe in text and quoted attributes.
 pub fn escape(s: &str) -> String {
@@ -33,6 +35,29 @@ pub(super) fn span(secs: u64) -> String {
         (0, _) => format!("{m}m {s}s"),
         _ => format!("{h}h {m}m {s}s"),
     }
+}
+
+/// `t` relative to `now` in words ("just now", "3 min ago", "in 2 h"), in a `<time>` element
+/// whose tooltip is the exact RFC 3339 time.
+pub(super) fn ago(now: Timestamp, t: Timestamp) -> String {
+    let (past, secs) = if t <= now {
+        (true, now.as_secs() - t.as_secs())
+    } else {
+        (false, t.as_secs() - now.as_secs())
+    };
+    let amount = match secs {
+        0..5 => return format!("<time title=\"{}\">just now</time>", t.to_rfc3339()),
+        5..120 => format!("{secs} s"),
+        120..7_200 => format!("{} min", secs / 60),
+        7_200..172_800 => format!("{} h", secs / 3600),
+        _ => format!("{} d", secs / 86_400),
+    };
+    let words = if past {
+        format!("{amount} ago")
+    } else {
+        format!("in {amount}")
+    };
+    format!("<time title=\"{}\">{words}</time>", t.to_rfc3339())
 }
 
 /// A table with `head` columns and escaped-already `rows`; `empty` when there are none.
@@ -69,5 +94,17 @@ mod tests {
         assert_eq!(escape("\"a\""), "&quot;a&quot;");
         assert_eq!(span(3725), "1h 2m 5s");
         assert_eq!(span(59), "59s");
+    }
+
+    #[test]
+    fn times_are_relative_with_the_exact_time_as_tooltip() {
+        let now = Timestamp::from_secs(10_000);
+        let at = |s| ago(now, Timestamp::from_secs(s));
+        assert!(at(9_998).contains(">just now<"));
+        assert!(at(9_955).contains(">45 s ago<"));
+        assert!(at(9_800).contains(">3 min ago<"));
+        assert!(at(10_000 + 2_400).contains(">in 40 min<"));
+        assert!(ago(Timestamp::from_secs(400_000), now).contains(">4 d ago<"));
+        assert!(at(9_800).contains("title=\"1970-01-01T02:43:20"));
     }
 }

@@ -1,10 +1,11 @@
-//! The status page's HTML. Everything that is not a literal of this file goes through
-//! [`escape`]; long lists are cut (with a count of what was left out) so a large configuration or
-//! an override flood cannot make the page unbounded.
+//! The console's detail sections below the banner and the charts: configuration, limits, active
+//! overrides, hot keys, violations, breakers. Everything that is not a literal of this file goes
+//! through [`escape`]; long lists are cut (with a count of what was left out) so a large
+//! configuration or an override flood cannot make the page unbounded.
 
 use std::fmt::Write;
 
-use super::html::{entries, escape, span, table};
+use super::html::{ago, entries, escape, span, table};
 use super::{ROWS, Violations};
 use crate::clock::Timestamp;
 use crate::insight::Insight;
@@ -14,40 +15,15 @@ use crate::resilience::BreakerState;
 /// Most limits and overrides listed.
 const MAX_ROWS: usize = 500;
 
-/// The whole page.
-pub(super) fn page(i: &Insight, violations: &Violations, policy_on: bool) -> String {
-    let now = i.clock.now();
-    let mut out = String::from(
-        "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\">\
-         <meta http-equiv=\"refresh\" content=\"10\"><title>ratelimitd status</title>\
-         <style>body{font-family:sans-serif;margin:1.5em}table{border-collapse:collapse}\
-         td,th{border:1px solid #ccc;padding:2px 8px;text-align:left}.none{color:#777}\
-         .bad{color:#b00}</style></head><body>\n<h1>ratelimitd status</h1>\n",
-    );
-    let _ = writeln!(out, "<p>At {} (refreshes every 10 s)</p>", now.to_rfc3339());
-    config_status(&mut out, i);
-    limits(&mut out, i);
-    overrides(&mut out, i, now, policy_on);
-    hot_keys(&mut out, i);
-    violation_rows(&mut out, violations);
-    breakers(&mut out, i);
-    out.push_str("<h2 id=\"endpoints\">Endpoints</h2><ul>\n");
-    for (path, help) in crate::http::admin::ENDPOINTS {
-        let _ = writeln!(out, "<li>{}: {}</li>", escape(path), escape(help));
-    }
-    out.push_str("</ul></body></html>\n");
-    out
-}
-
-fn config_status(out: &mut String, i: &Insight) {
+pub(super) fn config_status(out: &mut String, i: &Insight, now: Timestamp) {
     out.push_str("<h2 id=\"config\">Configuration</h2>\n<ul>");
     match i.config.snapshot() {
         Some(s) => {
             let _ = write!(
                 out,
-                "<li>version {} loaded at {}</li><li>{} domain(s)</li>",
+                "<li>version {} loaded {}</li><li>{} domain(s)</li>",
                 s.version,
-                s.loaded_at.to_rfc3339(),
+                ago(now, s.loaded_at),
                 s.config.domain_count()
             );
         }
@@ -62,14 +38,14 @@ fn config_status(out: &mut String, i: &Insight) {
     if let Some(f) = i.config.last_failure() {
         let _ = writeln!(
             out,
-            "<p class=\"bad\">Last load failed at {}; the configuration above stays in service:</p><pre>{}</pre>",
-            f.at.to_rfc3339(),
+            "<p class=\"bad\">The last load failed {}; the configuration above stays in service:</p><pre>{}</pre>",
+            ago(now, f.at),
             escape(&f.errors)
         );
     }
 }
 
-fn limits(out: &mut String, i: &Insight) {
+pub(super) fn limits(out: &mut String, i: &Insight) {
     out.push_str("<h2 id=\"limits\">Domains and limits</h2>\n");
     let Some(s) = i.config.snapshot() else {
         out.push_str("<p class=\"none\">none</p>\n");
@@ -106,12 +82,13 @@ fn limits(out: &mut String, i: &Insight) {
                 escape(&value),
                 escape(l.algorithm.name()),
                 escape(&flags.join(", ")),
+                escape(&l.file),
             ]
         })
         .collect();
     table(
         out,
-        &["key", "name", "limit", "algorithm", "flags"],
+        &["key", "name", "limit", "algorithm", "flags", "from"],
         &rows,
         "no limits configured",
     );
@@ -124,7 +101,7 @@ fn more(out: &mut String, total: usize) {
     }
 }
 
-fn overrides(out: &mut String, i: &Insight, now: Timestamp, policy_on: bool) {
+pub(super) fn overrides(out: &mut String, i: &Insight, now: Timestamp, policy_on: bool) {
     out.push_str("<h2 id=\"overrides\">Active overrides</h2>\n");
     if !policy_on {
         out.push_str("<p class=\"none\">the policy database is off</p>\n");
@@ -170,11 +147,11 @@ fn overrides(out: &mut String, i: &Insight, now: Timestamp, policy_on: bool) {
     more(out, active.len());
 }
 
-fn hot_keys(out: &mut String, i: &Insight) {
-    out.push_str("<h2 id=\"hotkeys\">Hot keys (last minute)</h2>\n");
+pub(super) fn hot_keys(out: &mut String, i: &Insight) {
+    out.push_str("<h2 id=\"hotkeys\">Hot keys (rolling last 30 s)</h2>\n");
     for by in By::ALL {
         let _ = writeln!(out, "<h3>by {}</h3>", by.as_str());
-        let rows: Vec<Vec<String>> = (i.hot_keys.top(by, ROWS).iter().enumerate())
+        let rows: Vec<Vec<String>> = (i.hot_keys.top_rolling(by, ROWS).iter().enumerate())
             .map(|(n, r)| {
                 vec![
                     (n + 1).to_string(),
@@ -186,11 +163,11 @@ fn hot_keys(out: &mut String, i: &Insight) {
             })
             .collect();
         let head = ["rank", "domain", "descriptor", "limit", by.as_str()];
-        table(out, &head, &rows, "none in the last minute");
+        table(out, &head, &rows, "none in the last 30 s");
     }
 }
 
-fn violation_rows(out: &mut String, v: &Violations) {
+pub(super) fn violation_rows(out: &mut String, v: &Violations, now: Timestamp) {
     out.push_str("<h2 id=\"violations\">Recent violations</h2>\n");
     let rows = match v {
         Violations::NotWired => {
@@ -209,7 +186,7 @@ fn violation_rows(out: &mut String, v: &Violations) {
         .iter()
         .map(|r| {
             vec![
-                r.at.to_rfc3339(),
+                ago(now, r.at),
                 escape(&r.domain),
                 entries(&r.entries),
                 escape(&r.limit),
@@ -231,7 +208,7 @@ fn violation_rows(out: &mut String, v: &Violations) {
     table(out, &head, &rows, "none recorded");
 }
 
-fn breakers(out: &mut String, i: &Insight) {
+pub(super) fn breakers(out: &mut String, i: &Insight) {
     out.push_str("<h2 id=\"breakers\">Redis circuit breakers</h2>\n");
     let Some(read) = &i.breakers else {
         out.push_str("<p class=\"none\">no Redis targets (memory store)</p>\n");

@@ -1,0 +1,277 @@
+//! `ratelimitd explain`: asks a running instance's admin API (`POST /v1/explain`) about one
+//! request and prints the answer for a person: each descriptor's limits with their counters, the
+//! stored overrides on it and its recent violations. Counts no hit.
+
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+use crate::settings::ExplainArgs;
+
+/// Why the command failed.
+#[derive(Debug, thiserror::Error)]
+pub enum ClientError {
+    /// A `--descriptor` is not `key=value[,key=value…]`.
+    #[error(
+        "--descriptor '{0}': expected key=value pairs separated by commas, such as client_key=alice,path=/login"
+    )]
+    Descriptor(String),
+    /// The admin address is not a URL or `host:port`.
+    #[error("admin address '{0}': expected host:port or http://host:port")]
+    Address(String),
+    /// The instance could not be reached.
+    #[error("cannot reach the admin API at {url}: {source}")]
+    Unreachable {
+        /// The URL tried.
+        url: String,
+        /// Why.
+        source: reqwest::Error,
+    },
+    /// The instance refused the request.
+    #[error("the admin API answered {status}: {body}")]
+    Refused {
+        /// The HTTP status.
+        status: u16,
+        /// Its body.
+        body: String,
+    },
+}
+
+/// Parses `key=value[,key=value…]` (a value may be empty; the first `=` splits).
+pub fn parse_descriptor(text: &str) -> Result<Vec<(String, String)>, ClientError> {
+    let bad = || ClientError::Descriptor(text.to_string());
+    text.split(',')
+        .map(|pair| match pair.split_once('=') {
+            Some((k, v)) if !k.trim().is_empty() => Ok((k.trim().to_string(), v.to_string())),
+            _ => Err(bad()),
+        })
+        .collect()
+}
+
+/// The explain URL of the admin listener at `addr` (`host:port`, or a URL).
+pub fn explain_url(addr: &str) -> Result<String, ClientError> {
+    let base = if addr.starts_with("http://") || addr.starts_with("https://") {
+        addr.trim_end_matches('/').to_string()
+    } else if addr.contains(':') && !addr.contains('/') {
+        format!("http://{addr}")
+    } else {
+        return Err(ClientError::Address(addr.to_string()));
+    };
+    Ok(format!("{base}/v1/explain"))
+}
+
+/// Sends the request and returns the answer's JSON.
+pub async fn ask(
+    addr: &str,
+    token: Option<&str>,
+    domain: &str,
+    descriptors: &[Vec<(String, String)>],
+) -> Result<Value, ClientError> {
+    let url = explain_url(addr)?;
+    let body = json!({
+        "domain": domain,
+        "descriptors": descriptors.iter().map(|d| json!({
+            "entries": d.iter().map(|(k, v)| json!({"key": k, "value": v})).collect::<Vec<_>>()
+        })).collect::<Vec<_>>(),
+    });
+    let unreachable = |source| ClientError::Unreachable {
+        url: url.clone(),
+        source,
+    };
+    let http = reqwest::Client::builder()
+        .timeout(Duration::from_secs(10))
+        .build()
+        .map_err(unreachable)?;
+    let mut req = http.post(&url).body(body.to_string());
+    if let Some(t) = token {
+        req = req.bearer_auth(t);
+    }
+    let resp = req.send().await.map_err(unreachable)?;
+    let status = resp.status().as_u16();
+    let text = resp.text().await.map_err(unreachable)?;
+    match serde_json::from_str::<Value>(&text) {
+        Ok(v) if status == 200 => Ok(v),
+        _ => Err(ClientError::Refused {
+            status,
+            body: text.trim().to_string(),
+        }),
+    }
+}
+
+/// The answer of `POST /v1/explain` as text for a person.
+pub fn render(v: &Value) -> String {
+    let s = |v: &Value| match v {
+        Value::String(s) => s.clone(),
+        Value::Null => String::new(),
+        other => other.to_string(),
+    };
+    let mut out = format!("domain {}", s(&v["domain"]));
+    match v["config_version"].as_u64() {
+        Some(n) => out += &format!(" (configuration version {n})"),
+        None => out += " (no configuration loaded)",
+    }
+    out += &format!(" at {}\n", s(&v["at"]));
+    if v["domain_known"] == false {
+        out += "  the configuration has no such domain: every descriptor is allowed\n";
+    }
+    let empty = Vec::new();
+    for (i, d) in v["descriptors"]
+        .as_array()
+        .unwrap_or(&empty)
+        .iter()
+        .enumerate()
+    {
+        let entries: Vec<String> = (d["entries"].as_array().unwrap_or(&empty).iter())
+            .map(|e| format!("{}={}", s(&e["key"]), s(&e["value"])))
+            .collect();
+        out += &format!("descriptor {}: {}\n", i + 1, entries.join(", "));
+        match d["applies"].as_str() {
+            Some("unlimited") => out += "  unlimited (never counted)\n",
+            Some("no_limit") => out += "  no limit applies\n",
+            _ => {}
+        }
+        for l in d["limits"].as_array().unwrap_or(&empty) {
+            let name = match s(&l["name"]) {
+                n if n.is_empty() => "(unnamed)".to_string(),
+                n => n,
+            };
+            let per = match l["unit_multiplier"].as_u64() {
+                Some(m) if m > 1 => format!("{m} {}", s(&l["unit"])),
+                _ => s(&l["unit"]),
+            };
+            out += &format!(
+                "  limit {name} [{}]: {} per {per}, {}{}\n",
+                s(&l["key"]),
+                s(&l["requests_per_unit"]),
+                s(&l["algorithm"]),
+                if l["shadow"] == true {
+                    ", shadow mode"
+                } else {
+                    ""
+                },
+            );
+            let c = &l["counter"];
+            if let Some(why) = c["unavailable"].as_str() {
+                out += &format!("    counter unavailable: {why}\n");
+            } else {
+                let state = if c["over_limit"] == true {
+                    "at the limit"
+                } else {
+                    "within the limit"
+                };
+                out += &format!(
+                    "    counter: {} used, {} remaining, {state}, resets in {}s\n",
+                    s(&c["used"]),
+                    s(&c["remaining"]),
+                    c["reset_after_seconds"].as_f64().unwrap_or(0.0).ceil()
+                );
+            }
+        }
+        for o in d["overrides"].as_array().unwrap_or(&empty) {
+            out += &format!(
+                "  override {}: {} per {} until {}{} ({})\n",
+                s(&o["id"]),
+                s(&o["requests_per_unit"]),
+                s(&o["unit"]),
+                s(&o["valid_until"]),
+                if o["active"] == true { "" } else { ", expired" },
+                s(&o["reason"]),
+            );
+        }
+        let vio = &d["violations"];
+        match vio["recent"].as_array() {
+            Some(rows) if rows.is_empty() => out += "  no recent violations\n",
+            Some(rows) => {
+                for r in rows {
+                    out += &format!(
+                        "  violation at {}: {} over, {} requests ({} hits)\n",
+                        s(&r["at"]),
+                        s(&r["limit"]),
+                        s(&r["requests"]),
+                        s(&r["hits"]),
+                    );
+                }
+            }
+            None => out += &format!("  violations not available: {}\n", s(&vio["reason"])),
+        }
+    }
+    out
+}
+
+/// Runs `ratelimitd explain` with `args`, the address and token defaulting to the `ADMIN_HOST`,
+/// `ADMIN_PORT` and `ADMIN_TOKEN` of `env`; prints the answer to `out`, problems to `err`.
+/// Returns the exit code: 0 answered, 1 refused or unreachable, 2 bad arguments.
+pub async fn run(
+    args: &ExplainArgs,
+    env: impl Fn(&str) -> Option<String>,
+    out: &mut impl std::io::Write,
+    err: &mut impl std::io::Write,
+) -> i32 {
+    let descriptors: Result<Vec<_>, _> = args
+        .descriptors
+        .iter()
+        .map(|d| parse_descriptor(d))
+        .collect();
+    let descriptors = match descriptors {
+        Ok(d) => d,
+        Err(e) => {
+            let _ = writeln!(err, "ratelimitd explain: {e}");
+            return 2;
+        }
+    };
+    let addr = args.admin.clone().unwrap_or_else(|| {
+        let host = match env("ADMIN_HOST").filter(|h| !h.is_empty()) {
+            // A wildcard listen address is reached on loopback.
+            Some(h) if h == "0.0.0.0" || h == "::" || h == "[::]" => "127.0.0.1".to_string(),
+            Some(h) => h,
+            None => "127.0.0.1".to_string(),
+        };
+        let port = env("ADMIN_PORT").unwrap_or_else(|| "6071".to_string());
+        format!("{host}:{port}")
+    });
+    let token = args.token.clone().or_else(|| env("ADMIN_TOKEN"));
+    match ask(&addr, token.as_deref(), &args.domain, &descriptors).await {
+        Ok(v) if args.json => {
+            let _ = writeln!(out, "{v:#}");
+            0
+        }
+        Ok(v) => {
+            let _ = write!(out, "{}", render(&v));
+            0
+        }
+        Err(e) => {
+            let _ = writeln!(err, "ratelimitd explain: {e}");
+            1
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn descriptors_and_addresses_parse_or_say_what_is_expected() {
+        assert_eq!(
+            parse_descriptor("client_key=alice,path=/a=b").unwrap(),
+            vec![
+                ("client_key".into(), "alice".into()),
+                ("path".into(), "/a=b".into())
+            ]
+        );
+        assert_eq!(
+            parse_descriptor("k=").unwrap(),
+            vec![("k".into(), String::new())]
+        );
+        for bad in ["", "alice", "=x", "a=1,,b=2"] {
+            let e = parse_descriptor(bad).unwrap_err().to_string();
+            assert!(e.contains("key=value pairs"), "{bad}: {e}");
+        }
+        assert_eq!(
+            explain_url("127.0.0.1:6071").unwrap(),
+            "http://127.0.0.1:6071/v1/explain"
+        );
+        assert_eq!(explain_url("http://h:1/").unwrap(), "http://h:1/v1/explain");
+        assert!(explain_url("localhost").is_err());
+    }
+}

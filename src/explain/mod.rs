@@ -1,0 +1,233 @@
+//! Explain: for the descriptors of one request, which limits apply (from the configuration, a
+//! rule of the policy database, or a stored override), which stored overrides match, where each
+//! counter stands and the key's recent violations — **without counting a hit**.
+//!
+//! It plans the request exactly as the limiter does ([`crate::limiter::plan`], the same matching,
+//! overrides, `replaces` and keys) with every descriptor's `hits_addend` at 0, the limiter's own
+//! "check without consuming": each algorithm judges the state and adds nothing. Two things the
+//! request path would do are left out on purpose: no lease is taken (a reservation would move
+//! the shared counter), and nothing reaches the stats, the hot keys or the violation log.
+//! Served by `POST /v1/explain`, the console's key search and `ratelimitd explain` ([`client`]).
+
+pub mod client;
+mod report;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+pub use report::{Counter, DescriptorReport, Explained, LimitReport, OverrideReport, Violations};
+
+use crate::clock::Clock;
+use crate::insight::RecentViolations;
+use crate::limiter::plan::{self, Plan};
+use crate::limiter::{Descriptor, Entry, KeyBuilder, Request};
+use crate::policy::Overrides;
+use crate::reload::ConfigHandle;
+use crate::store::{Answer, Store};
+
+/// Most descriptors one explain request may carry.
+pub const MAX_DESCRIPTORS: usize = 16;
+/// Most entries per descriptor.
+pub const MAX_ENTRIES: usize = 32;
+/// Longest key or value, in bytes.
+pub const MAX_TEXT: usize = 1024;
+/// Recent violations listed per descriptor.
+pub const VIOLATION_ROWS: usize = 10;
+/// How long the store and the violation log may take before their part says "unavailable".
+const WAIT: Duration = Duration::from_secs(2);
+
+/// Why an explain request was refused (400).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ExplainError {
+    /// A field is missing, empty or too large; `.0` names it, `.1` says what is accepted.
+    #[error("{0}: {1}")]
+    Invalid(String, String),
+}
+
+/// What explain reads: everything is shared with the service.
+#[derive(Clone)]
+pub struct Explainer {
+    /// The configuration in service.
+    pub config: Arc<ConfigHandle>,
+    /// The stored overrides in service.
+    pub overrides: Arc<Overrides>,
+    /// The limiter's store (the same counters, behind the same breakers).
+    pub store: Arc<dyn Store>,
+    /// The limiter's cache key builder (`CACHE_KEY_PREFIX`, `CACHE_KEY_FORMAT`).
+    pub keys: KeyBuilder,
+    /// The service clock.
+    pub clock: Arc<dyn Clock>,
+    /// The violation log's reader, when it writes to the policy database.
+    pub violations: Option<Arc<dyn RecentViolations>>,
+}
+
+impl std::fmt::Debug for Explainer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Explainer").finish_non_exhaustive()
+    }
+}
+
+/// Checks an explain request's domain and descriptors (each a list of `(key, value)`).
+pub fn check(domain: &str, descriptors: &[Vec<(String, String)>]) -> Result<(), ExplainError> {
+    let bad = |what: String, why: String| Err(ExplainError::Invalid(what, why));
+    if domain.is_empty() || domain.len() > MAX_TEXT {
+        return bad("domain".into(), format!("expected 1 to {MAX_TEXT} bytes"));
+    }
+    if descriptors.is_empty() || descriptors.len() > MAX_DESCRIPTORS {
+        let why = format!("expected 1 to {MAX_DESCRIPTORS} descriptors");
+        return bad("descriptors".into(), why);
+    }
+    for (i, d) in descriptors.iter().enumerate() {
+        if d.is_empty() || d.len() > MAX_ENTRIES {
+            let why = format!("expected 1 to {MAX_ENTRIES} entries");
+            return bad(format!("descriptors[{i}].entries"), why);
+        }
+        for (j, (k, v)) in d.iter().enumerate() {
+            let at = format!("descriptors[{i}].entries[{j}]");
+            if k.is_empty() || k.len() > MAX_TEXT {
+                return bad(
+                    format!("{at}.key"),
+                    format!("expected 1 to {MAX_TEXT} bytes"),
+                );
+            }
+            if v.len() > MAX_TEXT {
+                return bad(
+                    format!("{at}.value"),
+                    format!("expected at most {MAX_TEXT} bytes"),
+                );
+            }
+        }
+    }
+    Ok(())
+}
+
+impl Explainer {
+    /// Explains `descriptors` of `domain` now (checked with [`check`] first).
+    pub async fn explain(
+        &self,
+        domain: &str,
+        descriptors: &[Vec<(String, String)>],
+    ) -> Result<Explained, ExplainError> {
+        self.explain_with(domain, descriptors, true).await
+    }
+
+    /// As [`Explainer::explain`]; the violation log is read only when `violations` is set (the
+    /// console's "nearest their thresholds" needs the counters alone).
+    pub async fn explain_with(
+        &self,
+        domain: &str,
+        descriptors: &[Vec<(String, String)>],
+        violations: bool,
+    ) -> Result<Explained, ExplainError> {
+        check(domain, descriptors)?;
+        let now = self.clock.now();
+        let snapshot = self.config.snapshot();
+        let config = snapshot.as_ref().map(|s| &s.config);
+        let req = Request::new(
+            domain,
+            (descriptors.iter())
+                .map(|d| Descriptor {
+                    entries: d.iter().map(|(k, v)| Entry::new(k, v)).collect(),
+                    // The limiter's check: judged, nothing added.
+                    hits_addend: Some(0),
+                    ..Descriptor::default()
+                })
+                .collect(),
+        );
+        let stored = self.overrides.load();
+        let found = config.and_then(|c| c.domain(domain));
+        let plans = plan::plan(found, &stored, &req, &self.keys, now)
+            .map_err(|e| ExplainError::Invalid("descriptors".into(), e.to_string()))?;
+        let mut ops = plans.ops.clone();
+        for op in &mut ops {
+            op.hits = 0;
+            op.lease = Some(0); // a reservation would move the shared counter
+        }
+        let answers: Result<Vec<Answer>, String> = if ops.is_empty() {
+            Ok(Vec::new())
+        } else {
+            match tokio::time::timeout(WAIT, self.store.apply(&ops, now)).await {
+                Ok(Ok(a)) if a.len() == ops.len() => Ok(a),
+                Ok(Ok(_)) => Err("the store answered a different number of counters".into()),
+                Ok(Err(e)) => Err(e.to_string()),
+                Err(_) => Err(format!("the store did not answer within {WAIT:?}")),
+            }
+        };
+        let mut out = Vec::with_capacity(descriptors.len());
+        for (i, entries) in descriptors.iter().enumerate() {
+            let counters = |range: std::ops::Range<usize>| -> Vec<Counter> {
+                range
+                    .map(|at| match &answers {
+                        Ok(a) => Counter::from_answer(&a[at]),
+                        Err(e) => Counter::Unavailable(e.clone()),
+                    })
+                    .collect()
+            };
+            let (applies, limits) = match &plans.descriptors[i] {
+                Plan::NoLimit => ("no_limit", Vec::new()),
+                Plan::Unlimited => ("unlimited", Vec::new()),
+                Plan::Limited(l) => {
+                    let counters = counters(l.ops.clone());
+                    let limits = (l.limit.all().filter(|x| x.spec().is_some()))
+                        .zip(counters)
+                        .map(|(limit, counter)| LimitReport::new(limit, counter))
+                        .collect();
+                    ("limited", limits)
+                }
+            };
+            let overrides = (stored.all().into_iter())
+                .filter(|o| o.spec.domain == domain && same_path(&o.spec.descriptor, entries))
+                .map(|o| OverrideReport::new(o, now))
+                .collect();
+            let violations = if violations {
+                self.violations_of(domain, entries).await
+            } else {
+                Violations::NotWired
+            };
+            out.push(DescriptorReport {
+                entries: entries.clone(),
+                applies,
+                limits,
+                overrides,
+                violations,
+            });
+        }
+        Ok(Explained {
+            at: now,
+            domain: domain.to_string(),
+            domain_known: found.is_some(),
+            config_version: snapshot.as_ref().map(|s| s.version),
+            descriptors: out,
+        })
+    }
+
+    /// The newest violations recorded for exactly these entries of `domain`.
+    async fn violations_of(&self, domain: &str, entries: &[(String, String)]) -> Violations {
+        let Some(log) = &self.violations else {
+            return Violations::NotWired;
+        };
+        let client_key = (entries.iter())
+            .find(|(k, _)| k == "client_key")
+            .map(|(_, v)| v.clone());
+        // Read a page of the domain's (or the client's) newest records and keep this key's.
+        let query = log.recent_of(Some(domain.to_string()), client_key, 200);
+        match tokio::time::timeout(WAIT, query).await {
+            Ok(Ok(rows)) => Violations::Rows(
+                rows.into_iter()
+                    .filter(|r| r.entries == entries)
+                    .take(VIOLATION_ROWS)
+                    .collect(),
+            ),
+            Ok(Err(e)) => Violations::Failed(e),
+            Err(_) => Violations::Failed("the violation log did not answer in time".into()),
+        }
+    }
+}
+
+fn same_path(path: &[crate::policy::model::PathEntry], entries: &[(String, String)]) -> bool {
+    path.len() == entries.len()
+        && path
+            .iter()
+            .zip(entries)
+            .all(|(p, (k, v))| p.key == *k && p.value == *v)
+}

@@ -1,0 +1,279 @@
+//! What explain found, and its JSON form (`POST /v1/explain`, `docs/openapi.json`). The console
+//! renders the same values as HTML.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+use crate::clock::Timestamp;
+use crate::config::Limit;
+use crate::insight::ViolationView;
+use crate::policy::StoredOverride;
+use crate::store::Answer;
+
+/// The answer for one request.
+#[derive(Debug, Clone)]
+pub struct Explained {
+    /// When (the service clock).
+    pub at: Timestamp,
+    /// The domain asked about.
+    pub domain: String,
+    /// False when the configuration in service has no such domain (every descriptor is then
+    /// allowed without a limit, as on the request path).
+    pub domain_known: bool,
+    /// The version of the configuration in service (`None`: none loaded).
+    pub config_version: Option<u64>,
+    /// One report per descriptor, in order.
+    pub descriptors: Vec<DescriptorReport>,
+}
+
+/// One descriptor's report.
+#[derive(Debug, Clone)]
+pub struct DescriptorReport {
+    /// Its entries.
+    pub entries: Vec<(String, String)>,
+    /// `limited`, `unlimited` or `no_limit` (no match, unknown domain, or replaced).
+    pub applies: &'static str,
+    /// The limits in force, each with its counter.
+    pub limits: Vec<LimitReport>,
+    /// Stored overrides on exactly these entries (active or not).
+    pub overrides: Vec<OverrideReport>,
+    /// The key's newest violations.
+    pub violations: Violations,
+}
+
+/// One limit in force and its counter.
+#[derive(Debug, Clone)]
+pub struct LimitReport {
+    /// `rate_limit.name`: the rule's id for unnamed rules, `override:<id>` for a stored override.
+    pub name: String,
+    /// The configuration path (`domain.key_value…`).
+    pub key: String,
+    /// Where it comes from: the file, `policy-db/<domain>` for rules, empty for an override.
+    pub source: String,
+    /// The unit, lower case as in YAML (`minute`).
+    pub unit: String,
+    /// Units per window.
+    pub unit_multiplier: u32,
+    /// Requests per window.
+    pub requests_per_unit: u32,
+    /// The algorithm.
+    pub algorithm: &'static str,
+    /// The bucket capacity, for bucket algorithms.
+    pub burst: Option<u32>,
+    /// Shadow mode: counted, never enforced.
+    pub shadow: bool,
+    /// Where its counter stands.
+    pub counter: Counter,
+}
+
+/// Where a counter stands now.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Counter {
+    /// The store read it.
+    Read {
+        /// Hits counted (for buckets: the capacity in use).
+        used: u64,
+        /// Hits that still fit now.
+        remaining: u64,
+        /// True when the next hit would be over the limit.
+        over_limit: bool,
+        /// Until the window resets or one more hit fits.
+        reset_after: Duration,
+    },
+    /// The local over-limit cache knows the key is over until this time.
+    CachedOver(Timestamp),
+    /// The store could not be read (down, breaker open, timeout).
+    Unavailable(String),
+}
+
+impl Counter {
+    /// The counter a store answer shows.
+    pub fn from_answer(a: &Answer) -> Counter {
+        match a {
+            Answer::Decided(d) | Answer::Leased(d) => Counter::Read {
+                used: d.after,
+                remaining: d.remaining,
+                // A check of 0 hits is never over: the key is full when nothing remains.
+                over_limit: d.over_limit || d.remaining == 0,
+                reset_after: d.reset_after,
+            },
+            Answer::CachedOver { until } => Counter::CachedOver(*until),
+            Answer::Unavailable {
+                target,
+                breaker_open,
+            } => Counter::Unavailable(if *breaker_open {
+                format!("the circuit breaker of Redis target {target} is open")
+            } else {
+                format!("Redis target {target} did not answer")
+            }),
+        }
+    }
+
+    fn to_json(&self) -> Value {
+        match self {
+            Counter::Read {
+                used,
+                remaining,
+                over_limit,
+                reset_after,
+            } => json!({
+                "used": used,
+                "remaining": remaining,
+                "over_limit": over_limit,
+                "reset_after_seconds": reset_after.as_secs_f64(),
+            }),
+            Counter::CachedOver(until) => json!({
+                "remaining": 0,
+                "over_limit": true,
+                "cached_until": until.to_rfc3339(),
+            }),
+            Counter::Unavailable(why) => json!({ "unavailable": why }),
+        }
+    }
+}
+
+impl LimitReport {
+    /// A limit in force with its counter.
+    pub fn new(l: &Arc<Limit>, counter: Counter) -> LimitReport {
+        LimitReport {
+            name: l.name.clone(),
+            key: l.full_key.clone(),
+            source: l.file.to_string(),
+            unit: l
+                .unit
+                .map_or(String::new(), |u| u.as_str().to_ascii_lowercase()),
+            unit_multiplier: l.unit_multiplier,
+            requests_per_unit: l.requests_per_unit,
+            algorithm: l.algorithm.name(),
+            burst: l
+                .algorithm
+                .has_burst()
+                .then(|| l.burst.unwrap_or(l.requests_per_unit)),
+            shadow: l.shadow_mode,
+            counter,
+        }
+    }
+}
+
+/// A stored override on the descriptor.
+#[derive(Debug, Clone)]
+pub struct OverrideReport {
+    /// Its id.
+    pub id: String,
+    /// Its rate.
+    pub requests_per_unit: u32,
+    /// Its unit, lower case.
+    pub unit: String,
+    /// When it ends.
+    pub valid_until: Timestamp,
+    /// Why it was made.
+    pub reason: String,
+    /// Who made it.
+    pub created_by: String,
+    /// False once `valid_until` passed.
+    pub active: bool,
+}
+
+impl OverrideReport {
+    /// `o` as seen at `now`.
+    pub fn new(o: &StoredOverride, now: Timestamp) -> OverrideReport {
+        OverrideReport {
+            id: o.id.clone(),
+            requests_per_unit: o.spec.requests_per_unit,
+            unit: o.spec.unit.as_str().to_ascii_lowercase(),
+            valid_until: o.spec.valid_until,
+            reason: o.spec.reason.clone(),
+            created_by: o.created_by.clone(),
+            active: o.active_at(now),
+        }
+    }
+}
+
+/// A descriptor's recent violations.
+#[derive(Debug, Clone)]
+pub enum Violations {
+    /// The violation log does not write to a database on this instance.
+    NotWired,
+    /// The newest records, newest first.
+    Rows(Vec<ViolationView>),
+    /// Reading them failed.
+    Failed(String),
+}
+
+fn entries_json(e: &[(String, String)]) -> Value {
+    Value::Array(
+        e.iter()
+            .map(|(k, v)| json!({"key": k, "value": v}))
+            .collect(),
+    )
+}
+
+impl Explained {
+    /// The `POST /v1/explain` answer.
+    pub fn to_json(&self) -> Value {
+        let descriptors: Vec<Value> = (self.descriptors.iter())
+            .map(|d| {
+                let limits: Vec<Value> = (d.limits.iter())
+                    .map(|l| {
+                        json!({
+                            "name": l.name,
+                            "key": l.key,
+                            "source": l.source,
+                            "unit": l.unit,
+                            "unit_multiplier": l.unit_multiplier,
+                            "requests_per_unit": l.requests_per_unit,
+                            "algorithm": l.algorithm,
+                            "burst": l.burst,
+                            "shadow": l.shadow,
+                            "counter": l.counter.to_json(),
+                        })
+                    })
+                    .collect();
+                let overrides: Vec<Value> = (d.overrides.iter())
+                    .map(|o| {
+                        json!({
+                            "id": o.id,
+                            "requests_per_unit": o.requests_per_unit,
+                            "unit": o.unit,
+                            "valid_until": o.valid_until.to_rfc3339(),
+                            "reason": o.reason,
+                            "created_by": o.created_by,
+                            "active": o.active,
+                        })
+                    })
+                    .collect();
+                let violations = match &d.violations {
+                    Violations::NotWired => json!({"available": false, "reason":
+                        "the violation log does not write to the policy database on this instance"}),
+                    Violations::Failed(e) => json!({"available": false, "reason": e}),
+                    Violations::Rows(rows) => json!({"available": true, "recent": rows
+                        .iter()
+                        .map(|r| json!({
+                            "at": r.at.to_rfc3339(),
+                            "limit": r.limit,
+                            "requests": r.requests,
+                            "hits": r.hits,
+                            "shadow": r.shadow,
+                        }))
+                        .collect::<Vec<_>>()}),
+                };
+                json!({
+                    "entries": entries_json(&d.entries),
+                    "applies": d.applies,
+                    "limits": limits,
+                    "overrides": overrides,
+                    "violations": violations,
+                })
+            })
+            .collect();
+        json!({
+            "at": self.at.to_rfc3339(),
+            "domain": self.domain,
+            "domain_known": self.domain_known,
+            "config_version": self.config_version,
+            "descriptors": descriptors,
+        })
+    }
+}

@@ -1,0 +1,161 @@
+//! The health banner at the top of the console: one line per component (configuration, store,
+//! breakers, failure mode, errors), red when anything is degraded — so an instance answering every
+//! call by its failure mode says so before anything else, whatever is below the fold.
+
+use std::fmt::Write;
+
+use super::html::{ago, escape};
+use crate::clock::Timestamp;
+use crate::insight::Insight;
+use crate::insight::rates::{BUCKET_SECS, Point, Totals};
+use crate::resilience::BreakerState;
+
+/// Buckets of the rate history the banner looks back over: the last minute.
+const RECENT_BUCKETS: usize = (60 / BUCKET_SECS) as usize;
+
+/// One line of the banner.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) struct Line {
+    /// What it is about.
+    pub what: &'static str,
+    /// What it says (escaped already).
+    pub html: String,
+    /// True when it is a problem.
+    pub bad: bool,
+}
+
+/// The banner's lines for the console at `now`; `store_healthy` is the store's health check,
+/// `series` the rate history (`None` with stats off).
+pub(super) fn lines(
+    i: &Insight,
+    store_healthy: bool,
+    series: Option<&[Point]>,
+    now: Timestamp,
+) -> Vec<Line> {
+    let mut out = Vec::new();
+    let line = |what, html, bad| Line { what, html, bad };
+    match i.config.snapshot() {
+        Some(s) => {
+            let mut html = format!(
+                "version {} loaded {}, {} domain(s)",
+                s.version,
+                ago(now, s.loaded_at),
+                s.config.domain_count()
+            );
+            let failed = i.config.last_failure();
+            if let Some(f) = &failed {
+                let _ = write!(
+                    html,
+                    "; the last reload failed {} and the version above stays in service",
+                    ago(now, f.at)
+                );
+            }
+            out.push(line("configuration", html, failed.is_some()));
+        }
+        None => out.push(line(
+            "configuration",
+            "none loaded: every call is answered with an error".into(),
+            true,
+        )),
+    }
+    let backend = escape(&i.about.backend);
+    out.push(if store_healthy {
+        line("store", format!("{backend}: healthy"), false)
+    } else {
+        line("store", format!("{backend}: not answering"), true)
+    });
+    if let Some(read) = &i.breakers {
+        let reports = read();
+        let open: Vec<String> = (reports.iter())
+            .filter(|r| r.state != BreakerState::Closed)
+            .map(|r| {
+                let state = match r.state {
+                    BreakerState::Open => "open",
+                    _ => "half-open",
+                };
+                format!("{} {state}", escape(r.target))
+            })
+            .collect();
+        out.push(if open.is_empty() {
+            line("breakers", format!("{} closed", reports.len()), false)
+        } else {
+            line("breakers", open.join(", "), true)
+        });
+    }
+    let Some(series) = series else {
+        out.push(line(
+            "decisions",
+            "not counted: stats are off (DISABLE_STATS)".into(),
+            false,
+        ));
+        return out;
+    };
+    let recent = series.iter().rev().take(RECENT_BUCKETS);
+    let last_minute = recent.fold(Totals::default(), |mut t, p| {
+        t.degraded += p.counts.degraded;
+        t.errors += p.counts.errors;
+        t
+    });
+    let newest = |f: fn(&Totals) -> u64| {
+        (series.iter().rev()).find(|p| f(&p.counts) > 0).map(|p| {
+            ago(
+                now,
+                p.start
+                    .saturating_add(std::time::Duration::from_secs(BUCKET_SECS)),
+            )
+        })
+    };
+    out.push(match newest(|t| t.degraded) {
+        _ if last_minute.degraded > 0 => line(
+            "failure mode",
+            format!(
+                "ACTIVE: {} decision(s) in the last minute were answered by the failure mode, \
+                 the open breaker or the local fallback, not by the store",
+                last_minute.degraded
+            ),
+            true,
+        ),
+        Some(when) => line("failure mode", format!("inactive; last used {when}"), false),
+        None => line("failure mode", "not used in 15 min".into(), false),
+    });
+    out.push(match newest(|t| t.errors) {
+        _ if last_minute.errors > 0 => line(
+            "errors",
+            format!(
+                "{} call(s) answered with an error in the last minute",
+                last_minute.errors
+            ),
+            true,
+        ),
+        Some(when) => line(
+            "errors",
+            format!("none in the last minute; last {when}"),
+            false,
+        ),
+        None => line("errors", "none in 15 min".into(), false),
+    });
+    out
+}
+
+/// The banner's HTML: green with every line when all is well, red with the problems first.
+pub(super) fn render(out: &mut String, lines: &[Line]) {
+    let bad = lines.iter().filter(|l| l.bad).count();
+    let (class, title) = if bad == 0 {
+        ("ok", "Healthy".to_string())
+    } else {
+        ("degraded", format!("DEGRADED: {bad} problem(s)"))
+    };
+    let _ = write!(
+        out,
+        "<section id=\"health\" class=\"banner {class}\"><strong>{title}</strong><ul>"
+    );
+    let problems_first = lines
+        .iter()
+        .filter(|l| l.bad)
+        .chain(lines.iter().filter(|l| !l.bad));
+    for l in problems_first {
+        let mark = if l.bad { " class=\"bad\"" } else { "" };
+        let _ = write!(out, "<li{mark}><b>{}</b>: {}</li>", l.what, l.html);
+    }
+    out.push_str("</ul></section>\n");
+}

@@ -1,0 +1,57 @@
+//! `POST /v1/explain` (bearer token): for `{domain, descriptors: [{entries: [{key, value}]}]}`
+//! — the shape of `POST /check` — which limits and overrides apply to each descriptor, their live
+//! counters and the key's recent violations, counting no hit ([`crate::explain`]). A malformed
+//! body answers 400 naming the field and what is accepted.
+
+use axum::body::Bytes;
+use axum::extract::State;
+use axum::http::StatusCode;
+use axum::response::Response;
+use serde::Deserialize;
+
+use super::auth::Admin;
+use super::{AdminState, error, json};
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Body {
+    domain: String,
+    descriptors: Vec<DescriptorBody>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct DescriptorBody {
+    entries: Vec<EntryBody>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct EntryBody {
+    key: String,
+    #[serde(default)]
+    value: String,
+}
+
+/// Explains the body's descriptors.
+pub async fn explain(_: Admin, State(s): State<AdminState>, body: Bytes) -> Response {
+    let Some(explainer) = &s.explainer else {
+        return error(StatusCode::SERVICE_UNAVAILABLE, "explain is not wired");
+    };
+    let body: Body = match serde_json::from_slice(&body) {
+        Ok(b) => b,
+        Err(e) => {
+            let msg = format!(
+                "invalid body: {e}; expected {{\"domain\": \"…\", \"descriptors\": [{{\"entries\": [{{\"key\": \"…\", \"value\": \"…\"}}]}}]}}"
+            );
+            return error(StatusCode::BAD_REQUEST, msg);
+        }
+    };
+    let descriptors: Vec<Vec<(String, String)>> = (body.descriptors.into_iter())
+        .map(|d| d.entries.into_iter().map(|e| (e.key, e.value)).collect())
+        .collect();
+    match explainer.explain(&body.domain, &descriptors).await {
+        Ok(found) => json(StatusCode::OK, found.to_json()),
+        Err(e) => error(StatusCode::BAD_REQUEST, e),
+    }
+}
