@@ -22,7 +22,9 @@ use ratelimitd_client::{Client, FailurePolicy, LocalLimit, RateLimitLayer, heade
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let url = std::env::var("RATELIMITD_URL").unwrap_or_else(|_| "http://127.0.0.1:8080".into());
     let listen = std::env::var("LISTEN").unwrap_or_else(|_| "127.0.0.1:3000".into());
-    let client = Client::builder(&url).timeout(Duration::from_millis(100)).build()?;
+    let client = Client::builder(&url)
+        .timeout(Duration::from_millis(100))
+        .build()?;
     let fallback = LocalLimit::new(100, Duration::from_secs(60));
     let limit = RateLimitLayer::new(client, header_key("x-api-key"))
         .failure_policy(FailurePolicy::Local(fallback.into()));

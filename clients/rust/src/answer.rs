@@ -101,7 +101,12 @@ mod tests {
         h.insert("retry-after", "7".parse().unwrap());
         h.insert("ratelimit", "\"a\";r=0;t=7".parse().unwrap());
         h.insert("x-other", "kept out".parse().unwrap());
-        read(StatusCode::from_u16(status).unwrap(), &h, body.as_bytes(), 100)
+        read(
+            StatusCode::from_u16(status).unwrap(),
+            &h,
+            body.as_bytes(),
+            100,
+        )
     }
 
     #[test]
@@ -122,11 +127,26 @@ mod tests {
         for (status, body) in [
             (200, "not json"),
             (200, r#"{"allowed":true}"#),
-            (200, r#"{"allowed":"yes","remaining":1,"reset_at":1,"retry_after":0,"delay_ms":0}"#),
-            (200, r#"{"allowed":false,"remaining":1,"reset_at":1,"retry_after":1,"delay_ms":0}"#),
-            (429, r#"{"allowed":false,"remaining":0,"reset_at":1,"retry_after":0,"delay_ms":0}"#),
-            (200, r#"{"allowed":true,"remaining":1,"reset_at":1,"retry_after":0,"delay_ms":101}"#),
-            (200, r#"{"allowed":true,"remaining":-1,"reset_at":1,"retry_after":0,"delay_ms":0}"#),
+            (
+                200,
+                r#"{"allowed":"yes","remaining":1,"reset_at":1,"retry_after":0,"delay_ms":0}"#,
+            ),
+            (
+                200,
+                r#"{"allowed":false,"remaining":1,"reset_at":1,"retry_after":1,"delay_ms":0}"#,
+            ),
+            (
+                429,
+                r#"{"allowed":false,"remaining":0,"reset_at":1,"retry_after":0,"delay_ms":0}"#,
+            ),
+            (
+                200,
+                r#"{"allowed":true,"remaining":1,"reset_at":1,"retry_after":0,"delay_ms":101}"#,
+            ),
+            (
+                200,
+                r#"{"allowed":true,"remaining":-1,"reset_at":1,"retry_after":0,"delay_ms":0}"#,
+            ),
             (302, ""),
             (500, "{}"),
             (400, "<html>"),
@@ -138,14 +158,20 @@ mod tests {
 
     #[test]
     fn refusals_and_unavailability_are_told_apart() {
-        let e = read_body(400, r#"{"error":"invalid_field","message":"client_key: empty"}"#)
-            .unwrap_err();
+        let e = read_body(
+            400,
+            r#"{"error":"invalid_field","message":"client_key: empty"}"#,
+        )
+        .unwrap_err();
         assert!(!e.is_unavailable(), "{e}");
         assert!(e.to_string().contains("client_key: empty"), "{e}");
         let e = read_body(503, r#"{"error":"no_config","message":"x"}"#).unwrap_err();
         match e {
             Error::Unavailable { code, retry_after } => {
-                assert_eq!((code.as_str(), retry_after), ("no_config", Some(Duration::from_secs(7))));
+                assert_eq!(
+                    (code.as_str(), retry_after),
+                    ("no_config", Some(Duration::from_secs(7)))
+                );
             }
             other => panic!("{other}"),
         }

@@ -139,9 +139,10 @@ impl ClientBuilder {
 
     /// The client, or [`Error::Config`] naming the bad setting.
     pub fn build(self) -> Result<Client, Error> {
-        let base: Uri = self.base_url.parse().map_err(|e| {
-            Error::Config(format!("base URL {:?}: {e}", self.base_url))
-        })?;
+        let base: Uri = self
+            .base_url
+            .parse()
+            .map_err(|e| Error::Config(format!("base URL {:?}: {e}", self.base_url)))?;
         if base.scheme_str() != Some("http") || base.authority().is_none() {
             return Err(Error::Config(format!(
                 "base URL {:?}: expected http://host:port",

@@ -10,20 +10,15 @@ use std::time::{Duration, Instant};
 use crate::clock::{Clock, SystemClock};
 
 /// The policy when ratelimitd cannot answer.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Default)]
 pub enum FailurePolicy {
     /// Let the request through (availability over the limit): the default.
+    #[default]
     Open,
     /// Refuse it with `503 Service Unavailable` and `Retry-After: 1`.
     Closed,
     /// Count it against a local per-key limit; over it, `429` with the local window's headers.
     Local(Arc<LocalLimit>),
-}
-
-impl Default for FailurePolicy {
-    fn default() -> Self {
-        FailurePolicy::Open
-    }
 }
 
 /// What the local limit says about one request.
@@ -107,9 +102,15 @@ impl LocalLimit {
         } else {
             OVERFLOW
         };
-        let w = windows.entry(key.to_owned()).or_insert(Window { start: now, used: 0 });
+        let w = windows.entry(key.to_owned()).or_insert(Window {
+            start: now,
+            used: 0,
+        });
         if now.saturating_duration_since(w.start) >= self.window {
-            *w = Window { start: now, used: 0 };
+            *w = Window {
+                start: now,
+                used: 0,
+            };
         }
         match w.used.checked_add(cost) {
             Some(used) if used <= self.limit => {
@@ -121,7 +122,10 @@ impl LocalLimit {
             _ => {
                 let left = (w.start + self.window).saturating_duration_since(now);
                 LocalVerdict::Denied {
-                    retry_after: Duration::from_secs(left.as_secs() + u64::from(left.subsec_nanos() > 0)).max(Duration::from_secs(1)),
+                    retry_after: Duration::from_secs(
+                        left.as_secs() + u64::from(left.subsec_nanos() > 0),
+                    )
+                    .max(Duration::from_secs(1)),
                 }
             }
         }
@@ -149,7 +153,9 @@ mod tests {
     use crate::clock::ManualClock;
 
     fn limit(clock: &Arc<ManualClock>) -> LocalLimit {
-        LocalLimit::new(2, Duration::from_secs(10)).max_keys(3).clock(clock.clone())
+        LocalLimit::new(2, Duration::from_secs(10))
+            .max_keys(3)
+            .clock(clock.clone())
     }
 
     #[test]
@@ -161,11 +167,20 @@ mod tests {
         clock.advance(Duration::from_millis(2_500));
         assert_eq!(
             l.check("a", 1),
-            LocalVerdict::Denied { retry_after: Duration::from_secs(8) },
+            LocalVerdict::Denied {
+                retry_after: Duration::from_secs(8)
+            },
             "7.5 s left, rounded up"
         );
-        assert_eq!(l.check("b", 1), LocalVerdict::Allowed { remaining: 1 }, "keys are apart");
-        assert!(matches!(l.check("b", 3), LocalVerdict::Denied { .. }), "a cost over the limit");
+        assert_eq!(
+            l.check("b", 1),
+            LocalVerdict::Allowed { remaining: 1 },
+            "keys are apart"
+        );
+        assert!(
+            matches!(l.check("b", 3), LocalVerdict::Denied { .. }),
+            "a cost over the limit"
+        );
         clock.advance(Duration::from_millis(7_500));
         assert_eq!(l.check("a", 1), LocalVerdict::Allowed { remaining: 1 });
     }
@@ -177,7 +192,11 @@ mod tests {
         for i in 0..1_000 {
             let _ = l.check(&format!("k{i}"), 1);
         }
-        assert_eq!(l.tracked_keys(), 4, "three keys and the shared overflow window");
+        assert_eq!(
+            l.tracked_keys(),
+            4,
+            "three keys and the shared overflow window"
+        );
         // The overflow window is itself limited.
         assert!(matches!(l.check("new", 1), LocalVerdict::Denied { .. }));
         // Once the windows expire, new keys get their own again.

@@ -43,7 +43,11 @@ pub(crate) struct ReleaseGuard {
 }
 
 impl ReleaseGuard {
-    pub(crate) fn new(hook: ReleaseHook, request: CheckRequest, decision: Option<Decision>) -> Self {
+    pub(crate) fn new(
+        hook: ReleaseHook,
+        request: CheckRequest,
+        decision: Option<Decision>,
+    ) -> Self {
         ReleaseGuard {
             hook,
             pending: Some((request, decision)),

@@ -3,6 +3,7 @@
 
 mod common;
 
+use std::convert::Infallible;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
@@ -12,36 +13,36 @@ use common::{scripted, silent, unreachable};
 use http::{Request, Response, StatusCode};
 use http_body_util::{BodyExt, Full};
 use ratelimitd_client::{
-    CheckRequest, Client, Error, FailurePolicy, LocalLimit, RateLimitLayer,
+    CheckRequest, Client, Error, FailurePolicy, LocalLimit, RateLimitLayer, ResponseBody,
 };
-use tower::{Service, ServiceExt, service_fn};
+use tower::util::BoxCloneService;
+use tower::{ServiceExt, service_fn};
 
 const TIMEOUT: Duration = Duration::from_millis(300);
 
+/// A rate-limited service as the tests drive it.
+type Svc = BoxCloneService<Request<Full<Bytes>>, Response<ResponseBody<Full<Bytes>>>, Infallible>;
+
 /// The layer over a handler that counts its calls, keyed on a fixed client.
-fn service(
-    url: &str,
-    policy: FailurePolicy,
-) -> (
-    impl Service<Request<Full<Bytes>>, Response = Response<ratelimitd_client::ResponseBody<Full<Bytes>>>, Error = std::convert::Infallible> + Clone,
-    Arc<AtomicUsize>,
-) {
+fn service(url: &str, policy: FailurePolicy) -> (Svc, Arc<AtomicUsize>) {
     let client = Client::builder(url).timeout(TIMEOUT).build().unwrap();
     let calls = Arc::new(AtomicUsize::new(0));
     let counted = calls.clone();
     let inner = service_fn(move |_req: Request<Full<Bytes>>| {
         counted.fetch_add(1, Ordering::SeqCst);
-        async { Ok::<_, std::convert::Infallible>(Response::new(Full::new(Bytes::from("ok")))) }
+        async { Ok::<_, Infallible>(Response::new(Full::new(Bytes::from("ok")))) }
     });
-    let layer = RateLimitLayer::new(client, |_: &Request<Full<Bytes>>| Some(CheckRequest::new("user:1")))
-        .failure_policy(policy);
-    (tower::Layer::layer(&layer, inner), calls)
+    let layer = RateLimitLayer::new(client, |_: &Request<Full<Bytes>>| {
+        Some(CheckRequest::new("user:1"))
+    })
+    .failure_policy(policy);
+    (
+        BoxCloneService::new(tower::Layer::layer(&layer, inner)),
+        calls,
+    )
 }
 
-async fn status_of<S>(svc: &S) -> (StatusCode, http::HeaderMap)
-where
-    S: Service<Request<Full<Bytes>>, Response = Response<ratelimitd_client::ResponseBody<Full<Bytes>>>, Error = std::convert::Infallible> + Clone,
-{
+async fn status_of(svc: &Svc) -> (StatusCode, http::HeaderMap) {
     let req = Request::new(Full::new(Bytes::new()));
     // Bounded: a layer that hung would fail here rather than stall the suite.
     let r = tokio::time::timeout(Duration::from_secs(10), svc.clone().oneshot(req))
@@ -54,19 +55,31 @@ where
 #[tokio::test]
 async fn an_unreachable_ratelimitd_follows_each_policy() {
     let url = unreachable().await;
-    let e = Client::new(&url).unwrap().check(&CheckRequest::new("k")).await.unwrap_err();
+    let e = Client::new(&url)
+        .unwrap()
+        .check(&CheckRequest::new("k"))
+        .await
+        .unwrap_err();
     assert!(matches!(e, Error::Transport(_)), "{e}");
     assert!(e.is_unavailable());
 
     let (open, calls) = service(&url, FailurePolicy::Open);
     assert_eq!(status_of(&open).await.0, StatusCode::OK);
-    assert_eq!(calls.load(Ordering::SeqCst), 1, "fail open: the handler runs");
+    assert_eq!(
+        calls.load(Ordering::SeqCst),
+        1,
+        "fail open: the handler runs"
+    );
 
     let (closed, calls) = service(&url, FailurePolicy::Closed);
     let (status, headers) = status_of(&closed).await;
     assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE);
     assert_eq!(headers["retry-after"], "1");
-    assert_eq!(calls.load(Ordering::SeqCst), 0, "fail closed: the handler does not run");
+    assert_eq!(
+        calls.load(Ordering::SeqCst),
+        0,
+        "fail closed: the handler does not run"
+    );
 
     let local = LocalLimit::new(2, Duration::from_secs(60));
     let (fallback, calls) = service(&url, FailurePolicy::Local(local.into()));
@@ -78,17 +91,24 @@ async fn an_unreachable_ratelimitd_follows_each_policy() {
     let retry: u64 = headers["retry-after"].to_str().unwrap().parse().unwrap();
     assert!((1..=60).contains(&retry), "{retry}");
     assert_eq!(headers["ratelimit"], format!("\"local\";r=0;t={retry}"));
-    assert_eq!(calls.load(Ordering::SeqCst), 2, "the local limit admitted two");
+    assert_eq!(
+        calls.load(Ordering::SeqCst),
+        2,
+        "the local limit admitted two"
+    );
 }
 
 #[tokio::test]
 async fn a_silent_ratelimitd_hits_the_client_timeout() {
     let url = silent().await;
     let client = Client::builder(&url).timeout(TIMEOUT).build().unwrap();
-    let e = tokio::time::timeout(Duration::from_secs(10), client.check(&CheckRequest::new("k")))
-        .await
-        .expect("the client's own deadline fires first")
-        .unwrap_err();
+    let e = tokio::time::timeout(
+        Duration::from_secs(10),
+        client.check(&CheckRequest::new("k")),
+    )
+    .await
+    .expect("the client's own deadline fires first")
+    .unwrap_err();
     assert!(matches!(e, Error::Timeout(d) if d == TIMEOUT), "{e}");
 
     let (closed, calls) = service(&url, FailurePolicy::Closed);
@@ -117,7 +137,11 @@ async fn garbage_answers_are_typed_errors_and_fail_by_policy() {
             .build()
             .unwrap();
         let e = client.check(&CheckRequest::new("k")).await.unwrap_err();
-        assert!(matches!(e, Error::Malformed(_)), "{}: {e}", String::from_utf8_lossy(answer));
+        assert!(
+            matches!(e, Error::Malformed(_)),
+            "{}: {e}",
+            String::from_utf8_lossy(answer)
+        );
         let (closed, _) = service(&url, FailurePolicy::Closed);
         assert_eq!(status_of(&closed).await.0, StatusCode::SERVICE_UNAVAILABLE);
     }
@@ -134,16 +158,26 @@ async fn checks_reuse_one_connection() {
     }
     let clone = client.clone();
     clone.check(&CheckRequest::new("k")).await.unwrap();
-    assert_eq!(accepted.load(Ordering::SeqCst), 1, "six sequential checks, one connection");
+    assert_eq!(
+        accepted.load(Ordering::SeqCst),
+        1,
+        "six sequential checks, one connection"
+    );
 }
 
 #[tokio::test]
 async fn a_refused_check_is_a_500_not_a_silent_pass() {
-    let server = common::Ratelimitd::start("domain: api\ndescriptors:\n  - key: client_key\n    rate_limit: {unit: minute, requests_per_unit: 5}\n");
+    let server = common::Ratelimitd::start(
+        "domain: api\ndescriptors:\n  - key: client_key\n    rate_limit: {unit: minute, requests_per_unit: 5}\n",
+    );
     let client = Client::new(&server.http).unwrap();
     let e = client.check(&CheckRequest::new("")).await.unwrap_err();
     match &e {
-        Error::Rejected { status: 400, code, message } => {
+        Error::Rejected {
+            status: 400,
+            code,
+            message,
+        } => {
             assert_eq!(code, "invalid_field");
             assert!(message.contains("client_key"), "{message}");
         }
@@ -153,15 +187,20 @@ async fn a_refused_check_is_a_500_not_a_silent_pass() {
     let counted = calls.clone();
     let inner = service_fn(move |_req: Request<Full<Bytes>>| {
         counted.fetch_add(1, Ordering::SeqCst);
-        async { Ok::<_, std::convert::Infallible>(Response::new(Full::new(Bytes::new()))) }
+        async { Ok::<_, Infallible>(Response::new(Full::new(Bytes::new()))) }
     });
-    let layer = RateLimitLayer::new(client, |_: &Request<Full<Bytes>>| Some(CheckRequest::new("")));
+    let layer = RateLimitLayer::new(client, |_: &Request<Full<Bytes>>| {
+        Some(CheckRequest::new(""))
+    });
     let r = tower::Layer::layer(&layer, inner)
         .oneshot(Request::new(Full::new(Bytes::new())))
         .await
         .unwrap();
     assert_eq!(r.status(), StatusCode::INTERNAL_SERVER_ERROR);
     let body = r.into_body().collect().await.unwrap().to_bytes();
-    assert!(String::from_utf8_lossy(&body).contains("client_key"), "{body:?}");
+    assert!(
+        String::from_utf8_lossy(&body).contains("client_key"),
+        "{body:?}"
+    );
     assert_eq!(calls.load(Ordering::SeqCst), 0);
 }

@@ -19,7 +19,10 @@ descriptors:
 fn request(domain: &str) -> RateLimitRequest {
     RateLimitRequest {
         domain: domain.into(),
-        descriptors: vec![RateLimitDescriptor::from_entries([("remote_address", "10.0.0.1")])],
+        descriptors: vec![RateLimitDescriptor::from_entries([(
+            "remote_address",
+            "10.0.0.1",
+        )])],
         hits_addend: 0,
     }
 }
@@ -34,7 +37,10 @@ async fn should_rate_limit_counts_then_denies() {
         let status = &r.statuses[0];
         assert_eq!(status.limit_remaining, remaining);
         let limit = status.current_limit.as_ref().unwrap();
-        assert_eq!((limit.name.as_str(), limit.requests_per_unit, limit.unit), ("per-address", 2, 2));
+        assert_eq!(
+            (limit.name.as_str(), limit.requests_per_unit, limit.unit),
+            ("per-address", 2, 2)
+        );
         assert_eq!(status.duration_until_reset.unwrap().seconds, 60);
     }
     let r = client.should_rate_limit(request("api")).await.unwrap();
@@ -50,10 +56,13 @@ async fn should_rate_limit_counts_then_denies() {
 async fn a_silent_peer_hits_the_deadline() {
     let url = silent().await;
     let client = GrpcClient::new(&url, Duration::from_millis(300)).unwrap();
-    let e = tokio::time::timeout(Duration::from_secs(10), client.should_rate_limit(request("api")))
-        .await
-        .expect("the client's own deadline fires first")
-        .unwrap_err();
+    let e = tokio::time::timeout(
+        Duration::from_secs(10),
+        client.should_rate_limit(request("api")),
+    )
+    .await
+    .expect("the client's own deadline fires first")
+    .unwrap_err();
     assert!(matches!(e, Error::Timeout(_)), "{e}");
     assert!(e.is_unavailable());
 }

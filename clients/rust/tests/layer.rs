@@ -4,8 +4,8 @@
 mod common;
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use axum::Router;
@@ -33,7 +33,9 @@ descriptors:
 "#;
 
 /// An axum app whose one handler counts its calls, behind the layer keyed by `x-api-key`.
-fn app(layer: RateLimitLayer<impl Fn(&Request<Body>) -> Option<CheckRequest> + Send + Sync + 'static>) -> (Router, Arc<AtomicUsize>) {
+fn app(
+    layer: RateLimitLayer<impl Fn(&Request<Body>) -> Option<CheckRequest> + Send + Sync + 'static>,
+) -> (Router, Arc<AtomicUsize>) {
     let calls = Arc::new(AtomicUsize::new(0));
     let counted = calls.clone();
     let handler = move || {
@@ -43,7 +45,10 @@ fn app(layer: RateLimitLayer<impl Fn(&Request<Body>) -> Option<CheckRequest> + S
             "found"
         }
     };
-    (Router::new().route("/search", get(handler)).layer(layer), calls)
+    (
+        Router::new().route("/search", get(handler)).layer(layer),
+        calls,
+    )
 }
 
 fn get_as(key: Option<&str>) -> Request<Body> {
@@ -64,7 +69,10 @@ fn header(r: &http::Response<Body>, name: &str) -> String {
 #[tokio::test]
 async fn an_axum_app_answers_200s_then_429_with_every_header() {
     let server = Ratelimitd::start(CONFIG);
-    let client = Client::builder(&server.http).timeout(Duration::from_secs(5)).build().unwrap();
+    let client = Client::builder(&server.http)
+        .timeout(Duration::from_secs(5))
+        .build()
+        .unwrap();
     let (app, calls) = app(RateLimitLayer::new(client, header_key("x-api-key")));
 
     for remaining in [2, 1, 0] {
@@ -76,7 +84,10 @@ async fn an_axum_app_answers_200s_then_429_with_every_header() {
             "\"per-client\";q=100;w=60, \"search\";q=3;w=60"
         );
         assert!(header(&r, "ratelimit").contains(&format!("\"search\";r={remaining};t=60")));
-        assert!(r.headers().get("retry-after").is_none(), "allowed: no Retry-After");
+        assert!(
+            r.headers().get("retry-after").is_none(),
+            "allowed: no Retry-After"
+        );
         let body = r.into_body().collect().await.unwrap().to_bytes();
         assert_eq!(body, "found");
     }
@@ -85,23 +96,40 @@ async fn an_axum_app_answers_200s_then_429_with_every_header() {
     let r = app.clone().oneshot(get_as(Some("user:42"))).await.unwrap();
     assert_eq!(r.status(), StatusCode::TOO_MANY_REQUESTS);
     assert_eq!(header(&r, "retry-after"), "60");
-    assert_eq!(header(&r, "ratelimit-policy"), "\"per-client\";q=100;w=60, \"search\";q=3;w=60");
-    assert!(header(&r, "ratelimit").contains("\"search\";r=0;t=60"), "{}", header(&r, "ratelimit"));
+    assert_eq!(
+        header(&r, "ratelimit-policy"),
+        "\"per-client\";q=100;w=60, \"search\";q=3;w=60"
+    );
+    assert!(
+        header(&r, "ratelimit").contains("\"search\";r=0;t=60"),
+        "{}",
+        header(&r, "ratelimit")
+    );
     assert_eq!(header(&r, "x-ratelimit-limit"), "3");
     assert_eq!(header(&r, "x-ratelimit-remaining"), "0");
     assert_eq!(header(&r, "x-ratelimit-reset"), (T0 + 60).to_string());
     assert_eq!(header(&r, "content-type"), "application/json");
     let body: serde_json::Value =
         serde_json::from_slice(&r.into_body().collect().await.unwrap().to_bytes()).unwrap();
-    assert_eq!((&body["error"], &body["retry_after"]), (&"rate_limited".into(), &60.into()));
-    assert_eq!(calls.load(Ordering::SeqCst), 3, "a denied request never reaches the handler");
+    assert_eq!(
+        (&body["error"], &body["retry_after"]),
+        (&"rate_limited".into(), &60.into())
+    );
+    assert_eq!(
+        calls.load(Ordering::SeqCst),
+        3,
+        "a denied request never reaches the handler"
+    );
 
     // Another client is counted apart; a request without a key is not checked.
     let r = app.clone().oneshot(get_as(Some("user:7"))).await.unwrap();
     assert_eq!(r.status(), StatusCode::OK);
     let r = app.clone().oneshot(get_as(None)).await.unwrap();
     assert_eq!(r.status(), StatusCode::OK);
-    assert!(r.headers().get("ratelimit").is_none(), "unchecked: no rate limit headers");
+    assert!(
+        r.headers().get("ratelimit").is_none(),
+        "unchecked: no rate limit headers"
+    );
     // The next window admits the first client again.
     server.set_time(T0 + 60);
     let r = app.oneshot(get_as(Some("user:42"))).await.unwrap();
@@ -112,7 +140,10 @@ async fn an_axum_app_answers_200s_then_429_with_every_header() {
 #[tokio::test]
 async fn a_shaped_request_waits_its_delay_before_the_handler() {
     let server = Ratelimitd::start(CONFIG);
-    let client = Client::builder(&server.http).timeout(Duration::from_secs(5)).build().unwrap();
+    let client = Client::builder(&server.http)
+        .timeout(Duration::from_secs(5))
+        .build()
+        .unwrap();
     // The waits are recorded (and skipped), and each notes how many handler calls preceded it.
     let waits: Arc<Mutex<Vec<Duration>>> = Arc::default();
     let recorded = waits.clone();

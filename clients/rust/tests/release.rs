@@ -7,8 +7,8 @@ mod common;
 use std::convert::Infallible;
 use std::future::pending;
 use std::pin::Pin;
-use std::task::{Context, Poll};
 use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll};
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -36,15 +36,23 @@ descriptors:
 type Log = Arc<Mutex<Vec<(String, ReleaseOutcome, bool)>>>;
 
 /// A layer keyed by the `x-key` header whose hook logs (client key, outcome, had a decision).
-fn layer(server: &Ratelimitd, log: &Log) -> RateLimitLayer<impl Fn(&Request<()>) -> Option<CheckRequest> + Send + Sync + 'static> {
-    let client = Client::builder(&server.http).timeout(Duration::from_secs(5)).build().unwrap();
+fn layer(
+    server: &Ratelimitd,
+    log: &Log,
+) -> RateLimitLayer<impl Fn(&Request<()>) -> Option<CheckRequest> + Send + Sync + 'static> {
+    let client = Client::builder(&server.http)
+        .timeout(Duration::from_secs(5))
+        .build()
+        .unwrap();
     let log = log.clone();
     RateLimitLayer::new(client, |req: &Request<()>| {
         let key = req.headers().get("x-key")?.to_str().ok()?;
         Some(CheckRequest::new(key).max_wait(Duration::from_secs(1)))
     })
     .on_release(move |r: Release| {
-        log.lock().unwrap().push((r.request.client_key, r.outcome, r.decision.is_some()));
+        log.lock()
+            .unwrap()
+            .push((r.request.client_key, r.outcome, r.decision.is_some()));
     })
 }
 
@@ -77,7 +85,10 @@ async fn a_streamed_body_is_released_when_it_ends_and_a_denial_never() {
     assert!(taken(&log).is_empty(), "still streaming: not released yet");
     drop(tx);
     assert!(body.frame().await.is_none());
-    assert_eq!(taken(&log), [("scarce".into(), ReleaseOutcome::Completed, true)]);
+    assert_eq!(
+        taken(&log),
+        [("scarce".into(), ReleaseOutcome::Completed, true)]
+    );
 
     // The second request is denied (one a minute): nothing was admitted, nothing is released.
     let r = svc.oneshot(req("scarce")).await.unwrap();
@@ -97,7 +108,9 @@ impl http_body::Body for ChannelBody {
         mut self: Pin<&mut Self>,
         cx: &mut Context<'_>,
     ) -> Poll<Option<Result<http_body::Frame<Bytes>, Infallible>>> {
-        self.0.poll_recv(cx).map(|m| m.map(|b| Ok(http_body::Frame::data(b))))
+        self.0
+            .poll_recv(cx)
+            .map(|m| m.map(|b| Ok(http_body::Frame::data(b))))
     }
 }
 
@@ -139,19 +152,37 @@ async fn a_failing_or_cancelled_request_is_released_once() {
     });
     let ran = Arc::new(Mutex::new(0));
     let counted = ran.clone();
-    let shaped = layer(&server, &log).sleeper(sleeper).layer(service_fn(move |_req: Request<()>| {
-        *counted.lock().unwrap() += 1;
-        async { Ok::<_, Infallible>(Response::new(Full::new(Bytes::new()))) }
-    }));
+    let shaped =
+        layer(&server, &log)
+            .sleeper(sleeper)
+            .layer(service_fn(move |_req: Request<()>| {
+                *counted.lock().unwrap() += 1;
+                async { Ok::<_, Infallible>(Response::new(Full::new(Bytes::new()))) }
+            }));
     // The first shaped request takes the free slot; the second waits 100 ms — and is cancelled.
-    assert_eq!(shaped.clone().oneshot(req("shaped")).await.unwrap().status(), StatusCode::OK);
+    assert_eq!(
+        shaped
+            .clone()
+            .oneshot(req("shaped"))
+            .await
+            .unwrap()
+            .status(),
+        StatusCode::OK
+    );
     let _ = taken(&log);
     let call = tokio::spawn(shaped.oneshot(req("shaped")));
     assert_eq!(waiting.await.unwrap(), Duration::from_millis(100));
     call.abort();
     assert!(call.await.unwrap_err().is_cancelled());
-    assert_eq!(taken(&log), [("shaped".into(), ReleaseOutcome::Cancelled, true)]);
-    assert_eq!(*ran.lock().unwrap(), 1, "the cancelled request never reached the service");
+    assert_eq!(
+        taken(&log),
+        [("shaped".into(), ReleaseOutcome::Cancelled, true)]
+    );
+    assert_eq!(
+        *ran.lock().unwrap(),
+        1,
+        "the cancelled request never reached the service"
+    );
 }
 
 #[tokio::test]

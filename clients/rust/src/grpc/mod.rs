@@ -43,15 +43,24 @@ impl GrpcClient {
     /// Calls `ShouldRateLimit`. An answer whose overall code is neither `OK` nor `OVER_LIMIT` is
     /// [`Error::Malformed`]; gRPC errors map onto [`Error`] (`UNAVAILABLE` and `FAILED_PRECONDITION`
     /// to [`Error::Unavailable`], `INVALID_ARGUMENT` to [`Error::Rejected`]).
-    pub async fn should_rate_limit(&self, req: RateLimitRequest) -> Result<RateLimitResponse, Error> {
+    pub async fn should_rate_limit(
+        &self,
+        req: RateLimitRequest,
+    ) -> Result<RateLimitResponse, Error> {
         let mut grpc = tonic::client::Grpc::new(self.channel.clone());
         let call = async {
-            grpc.ready().await.map_err(|e| Error::Transport(e.to_string()))?;
-            let codec = tonic_prost::ProstCodec::<RateLimitRequest, RateLimitResponse>::default();
-            grpc.unary(tonic::Request::new(req), PathAndQuery::from_static(PATH), codec)
+            grpc.ready()
                 .await
-                .map(tonic::Response::into_inner)
-                .map_err(|s| self.status_error(s))
+                .map_err(|e| Error::Transport(e.to_string()))?;
+            let codec = tonic_prost::ProstCodec::<RateLimitRequest, RateLimitResponse>::default();
+            grpc.unary(
+                tonic::Request::new(req),
+                PathAndQuery::from_static(PATH),
+                codec,
+            )
+            .await
+            .map(tonic::Response::into_inner)
+            .map_err(|s| self.status_error(s))
         };
         let answer = tokio::time::timeout(self.timeout, call)
             .await

@@ -109,6 +109,8 @@ impl<B> std::fmt::Debug for ResponseBody<B> {
             Kind::Inner { .. } => "inner",
             Kind::Refusal { .. } => "refusal",
         };
-        f.debug_struct("ResponseBody").field("kind", &kind).finish_non_exhaustive()
+        f.debug_struct("ResponseBody")
+            .field("kind", &kind)
+            .finish_non_exhaustive()
     }
 }

@@ -24,7 +24,9 @@ pub(crate) fn denied(d: &Decision) -> Response<Full<Bytes>> {
     d.apply_headers(r.headers_mut());
     // ratelimitd always sends Retry-After on 429; should a proxy have stripped it, the body's value
     // still reaches the caller.
-    r.headers_mut().entry(RETRY_AFTER).or_insert_with(|| seconds(d.retry_after));
+    r.headers_mut()
+        .entry(RETRY_AFTER)
+        .or_insert_with(|| seconds(d.retry_after));
     r
 }
 
@@ -54,7 +56,8 @@ pub(crate) fn closed(e: &Error) -> Response<Full<Bytes>> {
         StatusCode::SERVICE_UNAVAILABLE,
         json!({"error": "rate_limit_unavailable", "message": format!("the rate limit cannot be checked: {e}")}),
     );
-    r.headers_mut().insert(RETRY_AFTER, HeaderValue::from_static("1"));
+    r.headers_mut()
+        .insert(RETRY_AFTER, HeaderValue::from_static("1"));
     r
 }
 

@@ -125,7 +125,10 @@ where
                             parts.headers.insert(name.clone(), value.clone());
                         }
                     }
-                    Ok(Response::from_parts(parts, ResponseBody::inner(body, guard)))
+                    Ok(Response::from_parts(
+                        parts,
+                        ResponseBody::inner(body, guard),
+                    ))
                 }
                 Err(e) => {
                     if let Some(g) = guard.as_mut() {

@@ -15,8 +15,9 @@ use ratelimitd_client::clock::{Clock, SystemClock};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpListener;
 
-/// The manual clock's start, in Unix seconds (the start of a minute, so windows are whole).
-pub const T0: u64 = 1_800_000_000 - 1_800_000_000 % 60;
+/// The manual clock's start, in Unix seconds: a multiple of 60 (the start of a minute), so the
+/// windows the tests reason about are whole.
+pub const T0: u64 = 1_800_000_000;
 
 /// A running ratelimitd.
 pub struct Ratelimitd {
@@ -36,7 +37,10 @@ fn binary() -> PathBuf {
     }
     let exe = std::env::current_exe().expect("test binary path");
     // target/debug/deps/<test> -> target/debug/ratelimitd
-    let bin = exe.parent().and_then(|d| d.parent()).map(|d| d.join("ratelimitd"));
+    let bin = exe
+        .parent()
+        .and_then(|d| d.parent())
+        .map(|d| d.join("ratelimitd"));
     match bin {
         Some(b) if b.exists() => b,
         _ => panic!(
@@ -49,6 +53,7 @@ fn binary() -> PathBuf {
 
 impl Ratelimitd {
     /// Starts ratelimitd with `yaml` as its only configuration file, the clock at [`T0`].
+    #[allow(clippy::zombie_processes)] // The returned value waits for the child in its Drop.
     pub fn start(yaml: &str) -> Ratelimitd {
         let dir = tempfile::tempdir().unwrap();
         std::fs::write(dir.path().join("config.yaml"), yaml).unwrap();
@@ -82,7 +87,9 @@ impl Ratelimitd {
         let started = SystemClock.now();
         let mut seen = Vec::new();
         while let Some(left) = Duration::from_secs(30).checked_sub(started.elapsed()) {
-            let Ok(line) = rx.recv_timeout(left) else { break };
+            let Ok(line) = rx.recv_timeout(left) else {
+                break;
+            };
             if line.contains("ratelimitd listening") {
                 let v: serde_json::Value = serde_json::from_str(&line).unwrap();
                 let addr = |k: &str| format!("http://{}", v[k].as_str().unwrap_or_default());
@@ -97,7 +104,10 @@ impl Ratelimitd {
             seen.push(line);
         }
         let _ = child.kill();
-        panic!("ratelimitd did not report its addresses:\n{}", seen.join("\n"));
+        panic!(
+            "ratelimitd did not report its addresses:\n{}",
+            seen.join("\n")
+        );
     }
 
     /// Sets ratelimitd's manual clock to `secs` after the epoch.
@@ -106,7 +116,10 @@ impl Ratelimitd {
         write!(s, "GET /test/clock?set={secs} HTTP/1.0\r\nHost: x\r\n\r\n").unwrap();
         let mut answer = String::new();
         s.read_to_string(&mut answer).unwrap();
-        assert!(answer.starts_with("HTTP/1.0 200") || answer.starts_with("HTTP/1.1 200"), "{answer}");
+        assert!(
+            answer.starts_with("HTTP/1.0 200") || answer.starts_with("HTTP/1.1 200"),
+            "{answer}"
+        );
     }
 }
 
@@ -149,13 +162,17 @@ pub async fn scripted(answer: &'static [u8]) -> (String, Arc<AtomicUsize>) {
     let count = accepted.clone();
     tokio::spawn(async move {
         for _ in 0..64 {
-            let Ok((mut s, _)) = l.accept().await else { return };
+            let Ok((mut s, _)) = l.accept().await else {
+                return;
+            };
             count.fetch_add(1, Ordering::SeqCst);
             tokio::spawn(async move {
                 let mut buf = vec![0u8; 8192];
                 let mut pending = Vec::new();
                 loop {
-                    let Ok(n) = s.read(&mut buf).await else { return };
+                    let Ok(n) = s.read(&mut buf).await else {
+                        return;
+                    };
                     if n == 0 {
                         return;
                     }
