@@ -1,5 +1,6 @@
 //! A client for ratelimitd, a global rate limit service, and a
-//! `tower::Layer` that rate limits an axum, hyper or tonic server through it.
+//! `tower::Layer` that rate limits an axum or hyper server (any tower service over
+//! `http::Request`) through it.
 //!
 //! - [`Client`] asks `POST /check` on ratelimitd's HTTP port: pooled keep-alive connections, a
 //!   deadline per call, and a typed [`Error`] for every answer it cannot use (never a panic).

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import Callable, List, Optional, Tuple, Union
+from typing import Any, Callable, Dict, List, Optional, Tuple, Union
 
 from ._model import CheckRequest, Decision, RatelimitdError
 from .policy import FailurePolicy
@@ -61,7 +61,7 @@ class Release:
 ReleaseHook = Callable[[Release], None]
 
 
-def _json(status: int, reason: str, payload: dict, headers: List[Tuple[str, str]]) -> Refusal:
+def _json(status: int, reason: str, payload: Dict[str, Any], headers: List[Tuple[str, str]]) -> Refusal:
     return Refusal(
         status,
         reason,

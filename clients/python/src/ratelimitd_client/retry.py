@@ -34,10 +34,9 @@ def _header(headers: HeadersLike, name: str) -> Optional[str]:
         return None
     items = headers.items() if hasattr(headers, "items") else headers
     for k, v in items:
-        if isinstance(k, bytes):
-            k, v = k.decode("latin-1"), v.decode("latin-1")
-        if str(k).lower() == name:
-            return str(v)
+        key = k.decode("latin-1") if isinstance(k, bytes) else str(k)
+        if key.lower() == name:
+            return v.decode("latin-1") if isinstance(v, bytes) else str(v)
     return None
 
 
@@ -60,7 +59,9 @@ def parse_retry_after(value: Optional[str], now: float) -> Optional[float]:
 
 def _split_items(value: str) -> List[str]:
     """Splits a structured-field list on commas outside quoted strings."""
-    items, current, quoted, escaped = [], [], False, False
+    items: List[str] = []
+    current: List[str] = []
+    quoted = escaped = False
     for ch in value:
         if escaped:
             escaped = False
