@@ -135,3 +135,4 @@ def test_a_refused_check_is_a_500_not_a_pass(ratelimitd):
         r = http.get("/search")
     assert r.status_code == 500 and "client_key" in r.json()["message"]
     assert calls == []
+

@@ -47,7 +47,7 @@ def test_a_refused_question_is_not_an_outage(ratelimitd):
 
 def test_unreachable_and_silent_peers(unreachable, silent):
     with pytest.raises(TransportError) as e:
-        Client(unreachable).check(CheckRequest("k"))
+        Client(unreachable, timeout=5).check(CheckRequest("k"))
     assert e.value.unavailable
     with pytest.raises(Timeout):
         Client(silent, timeout=0.3).check(CheckRequest("k"))
@@ -123,7 +123,7 @@ OK = b'{"allowed":true,"remaining":9,"reset_at":60,"retry_after":0,"delay_ms":0}
 
 def test_connections_are_reused(scripted):
     scripted.answer = b"HTTP/1.1 200 OK\r\ncontent-length: %d\r\n\r\n%s" % (len(OK), OK)
-    client = Client(scripted.url)
+    client = Client(scripted.url, timeout=5)
     for _ in range(5):
         assert client.check(CheckRequest("k")).remaining == 9
     assert scripted.connections == 1
@@ -161,7 +161,7 @@ def test_the_async_client(ratelimitd, unreachable, silent):
             assert [d.allowed for d in results] == [True, True, True, False]
             assert results[-1].headers["retry-after"] == "60"
         with pytest.raises(TransportError):
-            await AsyncClient(unreachable).check(CheckRequest("k"))
+            await AsyncClient(unreachable, timeout=5).check(CheckRequest("k"))
         with pytest.raises(Timeout):
             await AsyncClient(silent, timeout=0.3).check(CheckRequest("k"))
 

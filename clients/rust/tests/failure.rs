@@ -42,6 +42,14 @@ fn service(url: &str, policy: FailurePolicy) -> (Svc, Arc<AtomicUsize>) {
     )
 }
 
+/// A client whose deadline a loaded machine never reaches, for tests about anything but the deadline.
+fn patient(url: &str) -> Client {
+    Client::builder(url)
+        .timeout(Duration::from_secs(5))
+        .build()
+        .unwrap()
+}
+
 async fn status_of(svc: &Svc) -> (StatusCode, http::HeaderMap) {
     let req = Request::new(Full::new(Bytes::new()));
     // Bounded: a layer that hung would fail here rather than stall the suite.
@@ -55,8 +63,7 @@ async fn status_of(svc: &Svc) -> (StatusCode, http::HeaderMap) {
 #[tokio::test]
 async fn an_unreachable_ratelimitd_follows_each_policy() {
     let url = unreachable().await;
-    let e = Client::new(&url)
-        .unwrap()
+    let e = patient(&url)
         .check(&CheckRequest::new("k"))
         .await
         .unwrap_err();
@@ -151,7 +158,7 @@ async fn garbage_answers_are_typed_errors_and_fail_by_policy() {
 async fn checks_reuse_one_connection() {
     const OK: &[u8] = b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: 73\r\n\r\n{\"allowed\":true,\"remaining\":9,\"reset_at\":60,\"retry_after\":0,\"delay_ms\":0}";
     let (url, accepted) = scripted(OK).await;
-    let client = Client::new(&url).unwrap();
+    let client = patient(&url);
     for _ in 0..5 {
         let d = client.check(&CheckRequest::new("k")).await.unwrap();
         assert_eq!(d.remaining, Some(9));
@@ -170,7 +177,7 @@ async fn a_refused_check_is_a_500_not_a_silent_pass() {
     let server = common::Ratelimitd::start(
         "domain: api\ndescriptors:\n  - key: client_key\n    rate_limit: {unit: minute, requests_per_unit: 5}\n",
     );
-    let client = Client::new(&server.http).unwrap();
+    let client = patient(&server.http);
     let e = client.check(&CheckRequest::new("")).await.unwrap_err();
     match &e {
         Error::Rejected {

@@ -188,7 +188,10 @@ async fn a_failing_or_cancelled_request_is_released_once() {
 #[tokio::test]
 async fn a_panicking_hook_does_not_break_the_request() {
     let server = Ratelimitd::start(CONFIG);
-    let client = Client::new(&server.http).unwrap();
+    let client = Client::builder(&server.http)
+        .timeout(Duration::from_secs(5))
+        .build()
+        .unwrap();
     let svc = RateLimitLayer::new(client, |_: &Request<()>| Some(CheckRequest::new("p")))
         .on_release(|_| panic!("hook bug"))
         .layer(service_fn(|_req: Request<()>| async {

@@ -15,8 +15,8 @@ _OVERFLOW = ""
 
 
 class LocalLimit:
-    """``limit`` hits per ``window`` seconds per key, in memory, at most ``max_keys`` keys (keys
-    beyond that, while every tracked window is current, share one overflow window)."""
+    """``limit`` hits per ``window`` seconds per key, in memory: at most ``max_keys`` keys, plus one
+    overflow window that every further key shares while all tracked windows are still current."""
 
     def __init__(
         self,
