@@ -37,6 +37,18 @@ def test_allowed_then_denied_with_the_headers(ratelimitd):
         assert d.headers["x-ratelimit-remaining"] == "0"
 
 
+def test_descriptors_of_another_domain_are_checked_alongside(ratelimitd):
+    server = ratelimitd(
+        "domain: edge\ndescriptors:\n  - key: remote_address\n"
+        "    rate_limit: {unit: second, requests_per_unit: 2}\n"
+    )
+    client = Client(server.url, timeout=5)
+    req = CheckRequest("10.0.0.1", domain="edge", descriptors=[[("remote_address", "10.0.0.1")]])
+    assert [client.check(req).allowed for _ in range(3)] == [True, True, False]
+    other = CheckRequest("10.0.0.2", domain="edge", descriptors=[[("remote_address", "10.0.0.2")]])
+    assert client.check(other).remaining == 1
+
+
 def test_a_refused_question_is_not_an_outage(ratelimitd):
     server = ratelimitd(CONFIG)
     with pytest.raises(Rejected) as e:

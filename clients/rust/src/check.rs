@@ -42,6 +42,25 @@ pub struct CheckRequest {
     /// How long the caller accepts to wait for a shaped (`leaky_bucket`) slot, in milliseconds.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub max_wait_ms: Option<u64>,
+    /// Descriptors checked alongside the `client_key` ones (the descriptor list of `/json`).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub descriptors: Vec<Descriptor>,
+}
+
+/// One descriptor of [`CheckRequest::descriptors`]: key/value entries, outermost first.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Descriptor {
+    /// The entries.
+    pub entries: Vec<Entry>,
+}
+
+/// One entry of a [`Descriptor`].
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Entry {
+    /// The descriptor key.
+    pub key: String,
+    /// Its value.
+    pub value: String,
 }
 
 impl CheckRequest {
@@ -53,7 +72,21 @@ impl CheckRequest {
             cost: None,
             domain: None,
             max_wait_ms: None,
+            descriptors: Vec::new(),
         }
+    }
+
+    /// Adds a descriptor of `(key, value)` entries, outermost first.
+    pub fn descriptor<'a>(mut self, entries: impl IntoIterator<Item = (&'a str, &'a str)>) -> Self {
+        let entries = entries
+            .into_iter()
+            .map(|(key, value)| Entry {
+                key: key.to_owned(),
+                value: value.to_owned(),
+            })
+            .collect();
+        self.descriptors.push(Descriptor { entries });
+        self
     }
 
     /// Sets the endpoint.

@@ -48,7 +48,7 @@ mod layer;
 mod policy;
 mod release;
 
-pub use check::{CheckRequest, Decision, FORWARDED_HEADERS};
+pub use check::{CheckRequest, Decision, Descriptor, Entry, FORWARDED_HEADERS};
 pub use client::{Client, ClientBuilder, DEFAULT_MAX_ANSWER_BYTES, DEFAULT_TIMEOUT};
 pub use error::Error;
 pub use layer::{BoxError, RateLimitLayer, RateLimitService, ResponseBody, header_key};

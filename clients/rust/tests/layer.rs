@@ -174,3 +174,32 @@ async fn a_shaped_request_waits_its_delay_before_the_handler() {
     assert_eq!(waits.lock().unwrap().len(), 2);
     assert_eq!(calls.load(Ordering::SeqCst), 3);
 }
+
+#[tokio::test]
+async fn descriptors_of_another_domain_are_checked_alongside() {
+    // The quick-start shape: a domain of its own and a remote_address descriptor.
+    let server = Ratelimitd::start(
+        "domain: edge\ndescriptors:\n  - key: remote_address\n    rate_limit: {unit: second, requests_per_unit: 2}\n",
+    );
+    let client = Client::builder(&server.http)
+        .timeout(Duration::from_secs(5))
+        .build()
+        .unwrap();
+    let req = CheckRequest::new("10.0.0.1")
+        .domain("edge")
+        .descriptor([("remote_address", "10.0.0.1")]);
+    let allowed: Vec<bool> = [
+        client.check(&req).await.unwrap(),
+        client.check(&req).await.unwrap(),
+        client.check(&req).await.unwrap(),
+    ]
+    .iter()
+    .map(|d| d.allowed)
+    .collect();
+    assert_eq!(allowed, [true, true, false]);
+    // Another address is apart.
+    let other = CheckRequest::new("10.0.0.2")
+        .domain("edge")
+        .descriptor([("remote_address", "10.0.0.2")]);
+    assert_eq!(client.check(&other).await.unwrap().remaining, Some(1));
+}

@@ -8,7 +8,7 @@ malformed answer: ``unavailable`` is true, a failure policy decides) or it *refu
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Dict, Optional
+from typing import Any, Dict, Optional, Sequence, Tuple
 
 #: The rate limit headers of an answer that a server passes on to its own caller.
 FORWARDED_HEADERS = (
@@ -31,6 +31,8 @@ class CheckRequest:
     domain: Optional[str] = None
     #: How long the caller accepts to wait for a shaped (leaky bucket) slot, in milliseconds.
     max_wait_ms: Optional[int] = None
+    #: Descriptors checked alongside the client_key ones: each a sequence of (key, value) entries.
+    descriptors: Sequence[Sequence[Tuple[str, str]]] = ()
 
     def to_json(self) -> Dict[str, Any]:
         """The request body, without the fields left to the server's defaults."""
@@ -39,6 +41,10 @@ class CheckRequest:
             value = getattr(self, name)
             if value is not None:
                 body[name] = value
+        if self.descriptors:
+            body["descriptors"] = [
+                {"entries": [{"key": k, "value": v} for k, v in d]} for d in self.descriptors
+            ]
         return body
 
 
