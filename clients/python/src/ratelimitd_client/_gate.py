@@ -1,0 +1,140 @@
+"""The decision both middlewares share: given ratelimitd's answer (or the error in its place) and
+the failure policy, does the request reach the application, and if not, what is its response?"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import Any, Callable, Dict, List, Optional, Tuple, Union
+
+from ._model import CheckRequest, Decision, RatelimitdError
+from .policy import FailurePolicy
+
+
+@dataclass(frozen=True)
+class Admit:
+    """The request reaches the application; ``decision`` is None when the failure policy let it."""
+
+    decision: Optional[Decision]
+
+    @property
+    def delay(self) -> float:
+        """Seconds to wait first (a shaped request)."""
+        return self.decision.delay if self.decision else 0.0
+
+    def extra_headers(self) -> List[Tuple[str, str]]:
+        """ratelimitd's rate limit headers for the application's response (no Retry-After)."""
+        if self.decision is None:
+            return []
+        return [(k, v) for k, v in self.decision.headers.items() if k != "retry-after"]
+
+
+@dataclass(frozen=True)
+class Refusal:
+    """The request does not reach the application: this is its response."""
+
+    status: int
+    reason: str
+    headers: List[Tuple[str, str]] = field(default_factory=list)
+    body: bytes = b""
+
+
+class Outcome(Enum):
+    """How an admitted request ended."""
+
+    COMPLETED = "completed"
+    FAILED = "failed"
+    CANCELLED = "cancelled"
+
+
+@dataclass(frozen=True)
+class Release:
+    """What the release hook is told about an admitted request when it ends. ratelimitd does not
+    hand out concurrency slots yet; this is where a client will give one back once it does."""
+
+    request: CheckRequest
+    decision: Optional[Decision]
+    outcome: Outcome
+
+
+ReleaseHook = Callable[[Release], None]
+
+
+def _json(status: int, reason: str, payload: Dict[str, Any], headers: List[Tuple[str, str]]) -> Refusal:
+    return Refusal(
+        status,
+        reason,
+        [("content-type", "application/json")] + headers,
+        json.dumps(payload).encode(),
+    )
+
+
+def on_answer(decision: Decision) -> Union[Admit, Refusal]:
+    """An answer: admitted, or 429 with every rate limit header of it."""
+    if decision.allowed:
+        return Admit(decision)
+    headers = list(decision.headers.items())
+    if "retry-after" not in decision.headers:
+        headers.append(("retry-after", str(decision.retry_after)))
+    return _json(
+        429,
+        "Too Many Requests",
+        {
+            "error": "rate_limited",
+            "message": f"over the rate limit: retry after {decision.retry_after} s",
+            "retry_after": decision.retry_after,
+        },
+        headers,
+    )
+
+
+def on_error(
+    error: RatelimitdError, request: CheckRequest, policy: FailurePolicy
+) -> Union[Admit, Refusal]:
+    """No answer: the failure policy decides; a refused question is a 500, not a silent pass."""
+    if not error.unavailable:
+        return _json(
+            500,
+            "Internal Server Error",
+            {"error": "rate_limit_misconfigured", "message": str(error)},
+            [],
+        )
+    if policy.kind == "closed":
+        return _json(
+            503,
+            "Service Unavailable",
+            {"error": "rate_limit_unavailable", "message": f"the rate limit cannot be checked: {error}"},
+            [("retry-after", "1")],
+        )
+    if policy.kind == "local" and policy.local_limit is not None:
+        limit = policy.local_limit
+        ok, n = limit.check(request.client_key, 1 if request.cost is None else request.cost)
+        if ok:
+            return Admit(None)
+        window = max(1, int(limit.window))
+        return _json(
+            429,
+            "Too Many Requests",
+            {
+                "error": "rate_limited",
+                "message": f"over the local fallback limit: retry after {n} s",
+                "retry_after": n,
+            },
+            [
+                ("retry-after", str(n)),
+                ("ratelimit-policy", f'"local";q={limit.limit};w={window}'),
+                ("ratelimit", f'"local";r=0;t={n}'),
+            ],
+        )
+    return Admit(None)
+
+
+def release(hook: Optional[ReleaseHook], admitted: Admit, request: CheckRequest, outcome: Outcome) -> None:
+    """Tells the hook; a failing hook is ignored (it must not break the response)."""
+    if hook is None:
+        return
+    try:
+        hook(Release(request, admitted.decision, outcome))
+    except Exception:  # noqa: BLE001 - a hook bug must not turn a served request into an error
+        pass

@@ -1,0 +1,113 @@
+"""The question asked of ``POST /check``, its answer, and the errors a client can meet.
+
+Errors are split as in the Rust client: ratelimitd *could not answer* (timeout, transport, 503, a
+malformed answer: ``unavailable`` is true, a failure policy decides) or it *refused the question*
+(400: a bug in the caller, which retrying or failing open would hide).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Dict, Optional, Sequence, Tuple
+
+#: The rate limit headers of an answer that a server passes on to its own caller.
+FORWARDED_HEADERS = (
+    "retry-after",
+    "ratelimit",
+    "ratelimit-policy",
+    "x-ratelimit-limit",
+    "x-ratelimit-remaining",
+    "x-ratelimit-reset",
+)
+
+
+@dataclass(frozen=True)
+class CheckRequest:
+    """One ``POST /check``: may ``client_key`` do this now?"""
+
+    client_key: str
+    endpoint: Optional[str] = None
+    cost: Optional[int] = None
+    domain: Optional[str] = None
+    #: How long the caller accepts to wait for a shaped (leaky bucket) slot, in milliseconds.
+    max_wait_ms: Optional[int] = None
+    #: Descriptors checked alongside the client_key ones: each a sequence of (key, value) entries.
+    descriptors: Sequence[Sequence[Tuple[str, str]]] = ()
+
+    def to_json(self) -> Dict[str, Any]:
+        """The request body, without the fields left to the server's defaults."""
+        body: Dict[str, Any] = {"client_key": self.client_key}
+        for name in ("endpoint", "cost", "domain", "max_wait_ms"):
+            value = getattr(self, name)
+            if value is not None:
+                body[name] = value
+        if self.descriptors:
+            body["descriptors"] = [
+                {"entries": [{"key": k, "value": v} for k, v in d]} for d in self.descriptors
+            ]
+        return body
+
+
+@dataclass(frozen=True)
+class Decision:
+    """ratelimitd's answer to a check."""
+
+    allowed: bool
+    #: Hits left on the most constrained limit; None when no limit applied.
+    remaining: Optional[int]
+    #: When that limit resets, in Unix seconds; None when no limit applied.
+    reset_at: Optional[int]
+    #: Seconds to wait before asking again: 0 when allowed, at least 1 when denied.
+    retry_after: int
+    #: Seconds to wait before proceeding (above 0 only for a shaped request).
+    delay: float
+    #: The answer's rate limit headers (lower-case names from FORWARDED_HEADERS), to pass on.
+    headers: Dict[str, str] = field(default_factory=dict)
+
+    @property
+    def status(self) -> int:
+        """The HTTP status ratelimitd answered: 200 or 429 (so Retrying can retry a denial)."""
+        return 200 if self.allowed else 429
+
+
+class RatelimitdError(Exception):
+    """Base of every client error."""
+
+    #: Whether ratelimitd could not answer (the cases a failure policy covers).
+    unavailable = True
+
+
+class Timeout(RatelimitdError):
+    """No answer within the client's timeout."""
+
+
+class TransportError(RatelimitdError):
+    """The connection could not be made or broke."""
+
+
+class Unavailable(RatelimitdError):
+    """ratelimitd answered 503: it cannot decide now (store down, no configuration)."""
+
+    def __init__(self, code: str, retry_after: Optional[int]) -> None:
+        super().__init__(f"ratelimitd is unavailable ({code}), retry after {retry_after}")
+        self.code = code
+        self.retry_after = retry_after
+        #: As the answer's, so that Retrying retries it after Retry-After.
+        self.status = 503
+        self.headers = {"retry-after": str(retry_after)} if retry_after is not None else {}
+
+
+class Malformed(RatelimitdError):
+    """The answer could not be understood (not JSON, wrong fields, too large, unknown status)."""
+
+
+class Rejected(RatelimitdError):
+    """ratelimitd refused the request as malformed (400, 408, 413): the caller's mistake."""
+
+    unavailable = False
+
+    def __init__(self, status: int, code: str, message: str) -> None:
+        super().__init__(f"ratelimitd refused the request ({status} {code}): {message}")
+        self.status = status
+        self.code = code
+        self.message = message

@@ -1,0 +1,107 @@
+"""The synchronous client for ``POST /check``, on the standard library's http.client.
+
+One keep-alive connection per thread is reused across calls; a connection the server closed while
+idle is reopened once, transparently. The timeout bounds connecting and every read; the answer's
+size is capped so a broken or hostile server cannot make the client buffer without end.
+"""
+
+from __future__ import annotations
+
+import http.client
+import json
+import socket
+import threading
+from typing import Optional, Union
+from urllib.parse import urlsplit
+
+from . import _answer
+from ._model import CheckRequest, Decision, Malformed, Timeout, TransportError
+
+#: Default timeout in seconds: ratelimitd answers in well under a millisecond on a LAN.
+DEFAULT_TIMEOUT = 0.25
+#: Largest answer read, in bytes.
+DEFAULT_MAX_ANSWER_BYTES = 64 * 1024
+
+Connection = Union[http.client.HTTPConnection, http.client.HTTPSConnection]
+
+
+def _target(base_url: str) -> "tuple[str, str, Optional[int], str]":
+    parts = urlsplit(base_url)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ValueError(f"base URL {base_url!r}: expected http://host:port or https://host:port")
+    return parts.scheme, parts.hostname, parts.port, parts.path.rstrip("/") + "/check"
+
+
+class Client:
+    """Asks ratelimitd's ``POST /check``. Thread-safe; call ``close()`` (or use ``with``) to end."""
+
+    def __init__(
+        self,
+        base_url: str,
+        *,
+        timeout: float = DEFAULT_TIMEOUT,
+        max_answer_bytes: int = DEFAULT_MAX_ANSWER_BYTES,
+    ) -> None:
+        if timeout <= 0:
+            raise ValueError(f"timeout: must be above 0 seconds, got {timeout!r}")
+        self._scheme, self._host, self._port, self._path = _target(base_url)
+        self.timeout = timeout
+        self._max = max_answer_bytes
+        self._local = threading.local()
+
+    def _connection(self) -> Connection:
+        conn: Optional[Connection] = getattr(self._local, "conn", None)
+        if conn is None:
+            cls = http.client.HTTPSConnection if self._scheme == "https" else http.client.HTTPConnection
+            conn = cls(self._host, self._port, timeout=self.timeout)
+            self._local.conn = conn
+        return conn
+
+    def _drop(self) -> None:
+        conn = getattr(self._local, "conn", None)
+        self._local.conn = None
+        if conn is not None:
+            conn.close()
+
+    def check(self, request: CheckRequest) -> Decision:
+        """ratelimitd's decision on ``request`` (allowed or denied), or a RatelimitdError."""
+        body = json.dumps(request.to_json()).encode()
+        headers = {"Content-Type": "application/json"}
+        for attempt in (0, 1):
+            reused = getattr(self._local, "conn", None) is not None
+            conn = self._connection()
+            try:
+                conn.request("POST", self._path, body=body, headers=headers)
+                response = conn.getresponse()
+                raw = response.read(self._max + 1)
+                if len(raw) > self._max:
+                    self._drop()
+                    raise Malformed(f"answer over {self._max} bytes")
+                if response.will_close:
+                    self._drop()
+                return _answer.read(
+                    response.status, response.getheaders(), raw, request.max_wait_ms or 0
+                )
+            except (socket.timeout, TimeoutError):
+                self._drop()
+                raise Timeout(f"ratelimitd did not answer within {self.timeout} s") from None
+            except (http.client.RemoteDisconnected, BrokenPipeError, ConnectionResetError) as e:
+                self._drop()
+                # A kept-alive connection the server closed while idle: one fresh try.
+                if reused and attempt == 0:
+                    continue
+                raise TransportError(f"cannot reach ratelimitd: {e!r}") from None
+            except (OSError, http.client.HTTPException) as e:
+                self._drop()
+                raise TransportError(f"cannot reach ratelimitd: {e!r}") from None
+        raise TransportError("cannot reach ratelimitd")  # pragma: no cover - the loop returns
+
+    def close(self) -> None:
+        """Closes this thread's connection."""
+        self._drop()
+
+    def __enter__(self) -> "Client":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

@@ -1,0 +1,127 @@
+"""WSGI middleware (Flask, Django, any WSGI app): one check per request before the app runs. A
+denied request is answered 429 with ratelimitd's headers and never reaches the app; an allowed one
+waits its shaping delay and gets ratelimitd's draft ``RateLimit`` headers on its response; when
+ratelimitd cannot answer, the failure policy decides.
+
+    app.wsgi_app = RateLimitMiddleware(app.wsgi_app, client=Client("http://127.0.0.1:8080"),
+                                       key=header_key("x-api-key"))
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Tuple
+
+from ._gate import Admit, Outcome, Refusal, ReleaseHook, on_answer, on_error, release
+from ._model import CheckRequest, RatelimitdError
+from .client import Client
+from .policy import FailurePolicy
+
+Environ = Dict[str, Any]
+StartResponse = Callable[..., Any]
+WSGIApp = Callable[[Environ, StartResponse], Iterable[bytes]]
+KeyFunc = Callable[[Environ], Optional[CheckRequest]]
+
+
+def header_key(name: str) -> KeyFunc:
+    """Checks requests carrying header ``name`` (its value is the client key, the path the
+    endpoint); requests without it pass unchecked."""
+    var = "HTTP_" + name.upper().replace("-", "_")
+
+    def key(environ: Environ) -> Optional[CheckRequest]:
+        value = environ.get(var)
+        return CheckRequest(value, endpoint=environ.get("PATH_INFO") or "/") if value else None
+
+    return key
+
+
+class RateLimitMiddleware:
+    """Rate limits a WSGI app through ratelimitd."""
+
+    def __init__(
+        self,
+        app: WSGIApp,
+        *,
+        client: Client,
+        key: KeyFunc,
+        failure_policy: Optional[FailurePolicy] = None,
+        on_release: Optional[ReleaseHook] = None,
+        sleep: Callable[[float], Any] = time.sleep,
+    ) -> None:
+        self.app = app
+        self.client = client
+        self.key = key
+        self.policy = failure_policy or FailurePolicy.open()
+        self.on_release = on_release
+        self.sleep = sleep
+
+    def __call__(self, environ: Environ, start_response: StartResponse) -> Iterable[bytes]:
+        request = self.key(environ)
+        if request is None:
+            return self.app(environ, start_response)
+        try:
+            verdict = on_answer(self.client.check(request))
+        except RatelimitdError as e:
+            verdict = on_error(e, request, self.policy)
+        if isinstance(verdict, Refusal):
+            headers = verdict.headers + [("content-length", str(len(verdict.body)))]
+            start_response(f"{verdict.status} {verdict.reason}", headers)
+            return [verdict.body]
+        return self._admitted(verdict, request, environ, start_response)
+
+    def _admitted(
+        self, admitted: Admit, request: CheckRequest, environ: Environ, start_response: StartResponse
+    ) -> Iterable[bytes]:
+        extra = admitted.extra_headers()
+
+        def start_with_headers(status: str, headers: List[Tuple[str, str]], *exc: Any) -> Any:
+            present = {k.lower() for k, _ in headers}
+            return start_response(status, headers + [(k, v) for k, v in extra if k not in present], *exc)
+
+        try:
+            if admitted.delay > 0:
+                self.sleep(admitted.delay)
+            body = self.app(environ, start_with_headers)
+        except BaseException:
+            release(self.on_release, admitted, request, Outcome.FAILED)
+            raise
+        return _Released(body, lambda outcome: release(self.on_release, admitted, request, outcome))
+
+
+class _Released:
+    """The app's body, releasing the request once the server has consumed it, closed it early, or
+    it failed. The server calls ``close()`` whatever happened, as WSGI requires."""
+
+    def __init__(self, body: Iterable[bytes], done: Callable[[Outcome], None]) -> None:
+        self._body = body
+        self._chunks: Optional[Iterator[bytes]] = None
+        self._done: Optional[Callable[[Outcome], None]] = done
+
+    def _end(self, outcome: Outcome) -> None:
+        done, self._done = self._done, None
+        if done is not None:
+            done(outcome)
+
+    def __iter__(self) -> "_Released":
+        return self
+
+    def __next__(self) -> bytes:
+        if self._chunks is None:
+            self._chunks = iter(self._body)
+        try:
+            return next(self._chunks)
+        except StopIteration:
+            self._end(Outcome.COMPLETED)
+            raise
+        except Exception:
+            self._end(Outcome.FAILED)
+            raise
+
+    def close(self) -> None:
+        try:
+            close = getattr(self._body, "close", None)
+            if close is not None:
+                close()
+        finally:
+            # Closed before the end (the client went away): the server stopped sending.
+            self._end(Outcome.CANCELLED)
