@@ -72,6 +72,7 @@ pub struct Running {
     shutdown: watch::Sender<bool>,
     tasks: JoinSet<()>,
     drain_timeout: Duration,
+    shutdown_delay: Duration,
     leases: leases::Release,
 }
 
@@ -126,11 +127,12 @@ pub async fn start(settings: &Settings) -> Result<Running, AppError> {
             .on_reload(config.clone(), stopped(stop.clone())),
     );
     let (reporter, health_server) = tonic_health::server::health_reporter();
-    let health = Arc::new(Health::new(
+    let health = Health::new(
         store.clone(),
         settings.healthy_with_at_least_one_config_loaded,
         reporter,
-    ));
+    );
+    let health = Arc::new(health.with_store_target(parts::store_target(settings)));
     let source = ConfigSource::from_settings(settings);
     let reloading = Reloading::new(source, config.clone(), health.clone(), clock.clone());
     let from_files = settings.config_type == ConfigType::File;
@@ -286,6 +288,7 @@ pub async fn start(settings: &Settings) -> Result<Running, AppError> {
         shutdown,
         tasks,
         drain_timeout: settings.drain_timeout,
+        shutdown_delay: settings.shutdown_delay,
         leases: lease_release,
     })
 }

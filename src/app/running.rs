@@ -15,10 +15,16 @@ impl Running {
         self.reloading.reload(true).await
     }
 
-    /// Graceful stop: health turns unhealthy at once, listeners stop accepting, requests in flight
-    /// finish (for at most the drain timeout), then every task ends.
+    /// Graceful stop: readiness turns false at once; the service keeps accepting and answering
+    /// for `SHUTDOWN_DELAY` (so whatever still routes here meanwhile is served), then listeners
+    /// stop accepting, requests in flight finish (for at most the drain timeout), and every task
+    /// ends.
     pub async fn shutdown(mut self) {
         self.health.set_draining().await;
+        if !self.shutdown_delay.is_zero() {
+            tracing::info!(delay = ?self.shutdown_delay, "not ready; still serving until the shutdown delay ends");
+            tokio::time::sleep(self.shutdown_delay).await;
+        }
         let _ = self.shutdown.send(true);
         let drain = async { while self.tasks.join_next().await.is_some() {} };
         if tokio::time::timeout(self.drain_timeout, drain)

@@ -136,6 +136,10 @@ pub struct Settings {
     pub test_manual_clock: Option<u64>,
     /// `DRAIN_TIMEOUT`: how long in-flight requests may finish at shutdown.
     pub drain_timeout: Duration,
+    /// `SHUTDOWN_DELAY`: how long, after SIGTERM, the service stays unready but keeps accepting
+    /// and answering before it drains (0 = drain at once), so load balancers that still route to
+    /// it during that time lose nothing.
+    pub shutdown_delay: Duration,
     /// Stats sinks, stat-key bound and tracing ([`observability`]).
     pub obs: Observability,
     /// `CONFIG_TYPE`: files (default) or xDS.
@@ -281,6 +285,7 @@ impl Settings {
                 uint(0, u64::MAX / 1_000_000)(s).map(Some)
             })?,
             drain_timeout: v.parse("DRAIN_TIMEOUT", Duration::from_secs(10), parse::go_duration)?,
+            shutdown_delay: v.parse("SHUTDOWN_DELAY", Duration::ZERO, parse::go_duration)?,
             obs: observability::from_vars(v)?,
             config_type,
             xds,
