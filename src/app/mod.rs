@@ -2,6 +2,7 @@
 //! the three listeners, starts the config and certificate watchers, and runs them until shutdown,
 //! then drains. [`signals`] maps process signals onto that (SIGTERM/SIGINT drain, SIGHUP reloads).
 
+mod banner;
 mod coalesce;
 mod config_source;
 mod error;
@@ -54,7 +55,8 @@ pub struct Running {
     pub http_addr: SocketAddr,
     /// Where the debug endpoints listen.
     pub debug_addr: SocketAddr,
-    /// Where the admin surface (`/v1/*`) listens.
+    /// Where the admin surface (`/v1/*`, the status page) listens; the unspecified address
+    /// `0.0.0.0:0` when it is not opened (see [`admin_served`]).
     pub admin_addr: SocketAddr,
     /// The live configuration.
     pub config: Arc<ConfigHandle>,
@@ -81,6 +83,21 @@ async fn bind(what: &'static str, host: &str, port: u16) -> Result<TcpListener, 
     TcpListener::bind(&addr)
         .await
         .map_err(|source| AppError::Bind { what, addr, source })
+}
+
+/// Whether to open the admin listener: when something on it can be served (an admin token is
+/// configured, or loopback peers may read the status page), or when `ADMIN_PORT` was asked for.
+/// Otherwise every request there would be refused, and a second instance on the same host would
+/// fail to start for a port it does not use.
+fn admin_served(settings: &Settings, tokens: usize) -> bool {
+    let served = tokens > 0 || settings.admin.trust_loopback || settings.admin_port_set;
+    if !served {
+        tracing::info!(
+            "admin listener not opened: no ADMIN_TOKEN or ADMIN_TOKEN_FILE, ADMIN_TRUST_LOOPBACK \
+             off and no ADMIN_PORT"
+        );
+    }
+    served
 }
 
 /// Starts the service described by `settings`: loads the configuration, binds every listener and
@@ -165,7 +182,10 @@ pub async fn start(settings: &Settings) -> Result<Running, AppError> {
     let grpc = bind_grpc(settings).await?;
     let http = bind("HTTP", &settings.host, settings.port).await?;
     let debug = bind("debug", &settings.debug_host, settings.debug_port).await?;
-    let admin_listener = bind("admin", &settings.admin_host, settings.admin_port).await?;
+    let admin_listener = match admin_served(settings, admin.tokens.len()) {
+        true => Some(bind("admin", &settings.admin_host, settings.admin_port).await?),
+        false => None,
+    };
     let addr = |l: &TcpListener, what| {
         l.local_addr().map_err(|source| AppError::Bind {
             what,
@@ -178,7 +198,10 @@ pub async fn start(settings: &Settings) -> Result<Running, AppError> {
         GrpcListener::Unix(_, path) => (SocketAddr::from(([0, 0, 0, 0], 0)), Some(path.clone())),
     };
     let (http_addr, debug_addr) = (addr(&http, "HTTP")?, addr(&debug, "debug")?);
-    let admin_addr = addr(&admin_listener, "admin")?;
+    let admin_bound = match &admin_listener {
+        Some(l) => Some(addr(l, "admin")?),
+        None => None,
+    };
 
     let mut builder = tonic::transport::Server::builder();
     let (age, grace) = (
@@ -242,14 +265,18 @@ pub async fn start(settings: &Settings) -> Result<Running, AppError> {
         debug_router,
         stopped(stop.clone()),
     );
-    serve_http(
-        &mut tasks,
-        "admin",
-        admin_listener,
-        settings.listeners.admin,
-        crate::http::admin::router(admin, &settings.admin, &settings.admin_host),
-        stopped(stop.clone()),
-    );
+    if let Some(listener) = admin_listener {
+        let router = crate::http::admin::router(admin, &settings.admin, &settings.admin_host);
+        let limits = settings.listeners.admin;
+        serve_http(
+            &mut tasks,
+            "admin",
+            listener,
+            limits,
+            router,
+            stopped(stop.clone()),
+        );
+    }
     let metrics_addr = match &metrics {
         Some(m) => {
             let (obs, limits) = (&settings.obs, settings.listeners.prometheus);
@@ -271,13 +298,23 @@ pub async fn start(settings: &Settings) -> Result<Running, AppError> {
         store_probe,
         stopped(stop),
     ));
-    tracing::info!(%grpc_addr, %http_addr, %debug_addr, %admin_addr, "ratelimitd listening");
+    banner::Banner {
+        settings,
+        grpc_addr,
+        grpc_uds: grpc_uds.as_deref(),
+        http_addr,
+        debug_addr,
+        admin_addr: admin_bound,
+        metrics_addr,
+        domains: config.snapshot().map_or(0, |s| s.config.domain_count()),
+    }
+    .log();
     Ok(Running {
         grpc_addr,
         grpc_uds,
         http_addr,
         debug_addr,
-        admin_addr,
+        admin_addr: admin_bound.unwrap_or(SocketAddr::from(([0, 0, 0, 0], 0))),
         config,
         health,
         manual_clock,

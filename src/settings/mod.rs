@@ -13,6 +13,7 @@ pub mod observability;
 pub mod parse;
 pub mod policy;
 pub mod redis;
+pub mod reference;
 pub mod resilience;
 pub mod rlqs;
 mod vars;
@@ -81,6 +82,9 @@ pub struct Settings {
     /// port keeps `0.0.0.0` for probes and scrapers.
     pub admin_host: String,
     pub admin_port: u16,
+    /// Whether `ADMIN_PORT` (or `--admin-port`) was given: the admin listener is then opened even
+    /// when nothing on it could be served (no admin token, loopback not trusted).
+    pub admin_port_set: bool,
     /// `ADMIN_ALLOWED_HOSTS`, `ADMIN_TRUST_LOOPBACK`: who reaches the admin listener ([`admin`]).
     pub admin: AdminSettings,
     /// `LOG_LEVEL`, `LOG_FORMAT`.
@@ -237,6 +241,7 @@ impl Settings {
             debug_port: v.parse("DEBUG_PORT", 6070, parse::port)?,
             admin_host: v.string("ADMIN_HOST", "127.0.0.1"),
             admin_port: v.parse("ADMIN_PORT", 6071, parse::port)?,
+            admin_port_set: v.get("ADMIN_PORT").is_some(),
             admin: admin::from_vars(v)?,
             log_level: v.parse("LOG_LEVEL", LogLevel::Warn, log_level)?,
             log_format: v.parse("LOG_FORMAT", LogFormat::Text, |s| {
