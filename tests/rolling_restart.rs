@@ -270,7 +270,7 @@ async fn restarting_each_instance_under_load_loses_no_decision() {
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join("rolling.yaml"), CFG).unwrap();
     let ports = [free_port(), free_port()];
-    let mut instances = vec![instance(ports[0], &dir), instance(ports[1], &dir)];
+    let mut instances = [instance(ports[0], &dir), instance(ports[1], &dir)];
     let envoy = start_envoy(ports).await;
     let stop_load = Arc::new(AtomicBool::new(false));
     let traffic = load(envoy.front, stop_load.clone());

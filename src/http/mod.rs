@@ -11,6 +11,7 @@ pub mod debug;
 mod health;
 pub mod json;
 pub mod openapi;
+mod strict;
 
 use std::sync::Arc;
 
@@ -109,6 +110,9 @@ async fn json_handler(
         Some(Err(_)) => return text(StatusCode::BAD_REQUEST, "Bad Request\n"),
         None => return text(StatusCode::SERVICE_UNAVAILABLE, "Service Unavailable\n"),
     };
+    if let Some(why) = strict::refusal(&s, &req.domain) {
+        return text(StatusCode::BAD_REQUEST, format!("Bad Request: {why}\n"));
+    }
     match s.service.should_rate_limit(&req).await {
         Ok(resp) => {
             let status = match resp.overall_code {
