@@ -106,6 +106,8 @@ pub struct Settings {
     /// `CONFIG_POLL_INTERVAL`: how often config files are re-read in case a change event was
     /// missed; `None` when set to 0 (events only).
     pub config_poll_interval: Option<Duration>,
+    /// `CONFIG_MAX_FILE_BYTES`: the largest config file read; larger ones are refused unread.
+    pub config_max_file_bytes: u64,
     /// `FORCE_START_WITHOUT_INITIAL_CONFIG`.
     pub force_start_without_initial_config: bool,
     /// `HEALTHY_WITH_AT_LEAST_ONE_CONFIG_LOADED`.
@@ -265,6 +267,11 @@ impl Settings {
                 parse::go_duration,
             )?)
             .filter(|d| !d.is_zero()),
+            config_max_file_bytes: v.parse(
+                "CONFIG_MAX_FILE_BYTES",
+                crate::config::DEFAULT_MAX_FILE_BYTES,
+                |s| parse::uint_in(s, 1024, 1 << 30),
+            )?,
             force_start_without_initial_config: v
                 .bool("FORCE_START_WITHOUT_INITIAL_CONFIG", false)?,
             healthy_with_at_least_one_config_loaded: v
