@@ -1,6 +1,7 @@
 //! Process signals: SIGTERM and SIGINT start the graceful shutdown (a second one cuts its
-//! `SHUTDOWN_DELAY` short); SIGHUP reloads the configuration. (The Go service shuts down on SIGHUP too; a reload is what operators of a file
-//! configured daemon expect, and the file watcher makes it rarely needed.)
+//! `SHUTDOWN_DELAY` short); SIGHUP reloads the configuration. (The Go service shuts down on
+//! SIGHUP too; a reload is what operators of a file configured daemon expect, and the file
+//! watcher makes it rarely needed.)
 
 use super::Running;
 
