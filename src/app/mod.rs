@@ -2,6 +2,7 @@
 //! the three listeners, starts the config and certificate watchers, and runs them until shutdown,
 //! then drains. [`signals`] maps process signals onto that (SIGTERM/SIGINT drain, SIGHUP reloads).
 
+mod admin_listener;
 mod banner;
 mod coalesce;
 mod config_source;
@@ -56,7 +57,7 @@ pub struct Running {
     /// Where the debug endpoints listen.
     pub debug_addr: SocketAddr,
     /// Where the admin surface (`/v1/*`, the status page) listens; the unspecified address
-    /// `0.0.0.0:0` when it is not opened (see [`admin_served`]).
+    /// `0.0.0.0:0` when it is not opened (see [`admin_listener::served`]).
     pub admin_addr: SocketAddr,
     /// The live configuration.
     pub config: Arc<ConfigHandle>,
@@ -83,21 +84,6 @@ async fn bind(what: &'static str, host: &str, port: u16) -> Result<TcpListener, 
     TcpListener::bind(&addr)
         .await
         .map_err(|source| AppError::Bind { what, addr, source })
-}
-
-/// Whether to open the admin listener: when something on it can be served (an admin token is
-/// configured, or loopback peers may read the status page), or when `ADMIN_PORT` was asked for.
-/// Otherwise every request there would be refused, and a second instance on the same host would
-/// fail to start for a port it does not use.
-fn admin_served(settings: &Settings, tokens: usize) -> bool {
-    let served = tokens > 0 || settings.admin.trust_loopback || settings.admin_port_set;
-    if !served {
-        tracing::info!(
-            "admin listener not opened: no ADMIN_TOKEN or ADMIN_TOKEN_FILE, ADMIN_TRUST_LOOPBACK \
-             off and no ADMIN_PORT"
-        );
-    }
-    served
 }
 
 /// Starts the service described by `settings`: loads the configuration, binds every listener and
@@ -183,7 +169,7 @@ pub async fn start(settings: &Settings) -> Result<Running, AppError> {
     let grpc = bind_grpc(settings).await?;
     let http = bind("HTTP", &settings.host, settings.port).await?;
     let debug = bind("debug", &settings.debug_host, settings.debug_port).await?;
-    let admin_listener = match admin_served(settings, admin.tokens.len()) {
+    let admin_socket = match admin_listener::served(settings, admin.tokens.len()) {
         true => Some(bind("admin", &settings.admin_host, settings.admin_port).await?),
         false => None,
     };
@@ -199,7 +185,7 @@ pub async fn start(settings: &Settings) -> Result<Running, AppError> {
         GrpcListener::Unix(_, path) => (SocketAddr::from(([0, 0, 0, 0], 0)), Some(path.clone())),
     };
     let (http_addr, debug_addr) = (addr(&http, "HTTP")?, addr(&debug, "debug")?);
-    let admin_bound = match &admin_listener {
+    let admin_bound = match &admin_socket {
         Some(l) => Some(addr(l, "admin")?),
         None => None,
     };
@@ -266,7 +252,7 @@ pub async fn start(settings: &Settings) -> Result<Running, AppError> {
         debug_router,
         stopped(stop.clone()),
     );
-    if let Some(listener) = admin_listener {
+    if let Some(listener) = admin_socket {
         let router = crate::http::admin::router(admin, &settings.admin, &settings.admin_host);
         let limits = settings.listeners.admin;
         serve_http(
