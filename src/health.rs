@@ -1,5 +1,8 @@
-//! Service health: the AND of its components, served on `/healthcheck` and as gRPC `grpc.health.v1`
-//! status of the service `ratelimit` (`docs/design/contract.md#health`).
+//! Service health: readiness is the AND of its components, served on `/readyz` and `/healthcheck`
+//! (Go's endpoint) and as the gRPC `grpc.health.v1` status of the service `ratelimit`; each
+//! unready answer says which components are down ([`Health::not_ready`]). Liveness — the process
+//! serves requests — depends on none of them, so a Redis outage never restarts a pod: `/livez`
+//! and the gRPC overall status (service `""`) stay up (`docs/operations.md#health`).
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -22,6 +25,8 @@ pub struct Health {
     // stored overrides and rules are then not, or only from the last good copy, enforced).
     policy_db_down: AtomicBool,
     store: Arc<dyn Store>,
+    // What the store is (`REDIS_URL=… with REDIS_SOCKET_TYPE=…`), for the "store down" reason.
+    store_target: String,
     reporter: HealthReporter,
 }
 
@@ -33,8 +38,40 @@ impl Health {
             config_loaded: require_config.then(|| AtomicBool::new(false)),
             policy_db_down: AtomicBool::new(false),
             store,
+            store_target: String::new(),
             reporter,
         }
+    }
+
+    /// Names the store's target in the "store down" reason.
+    pub fn with_store_target(mut self, target: String) -> Health {
+        self.store_target = target;
+        self
+    }
+
+    /// Why the service is not ready, one line per component that is down (empty when ready).
+    pub fn not_ready(&self) -> Vec<String> {
+        let mut why = Vec::new();
+        if self.draining.load(Ordering::SeqCst) {
+            why.push("draining: shutting down, no longer taking new work".to_string());
+        }
+        if let Some(c) = &self.config_loaded
+            && !c.load(Ordering::SeqCst)
+        {
+            why.push(
+                "config: no domain loaded (HEALTHY_WITH_AT_LEAST_ONE_CONFIG_LOADED=true)".into(),
+            );
+        }
+        if !self.policy_db_ready() {
+            why.push("policy_db: the policy database cannot be opened".into());
+        }
+        if !self.store.is_healthy() {
+            why.push(match self.store_target.as_str() {
+                "" => "store: not answering".to_string(),
+                target => format!("store: Redis not answering ({target})"),
+            });
+        }
+        why
     }
 
     /// True when every component is healthy.

@@ -2,7 +2,6 @@
 //! (or `validate` configs, or `explain` a request to a running instance).
 
 use anyhow::Context;
-use clap::Parser;
 use ratelimitd::settings::{Cli, Command, Settings};
 
 /// mimalloc instead of the system allocator: each decision allocates a handful of small, short-lived
@@ -13,7 +12,7 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
-    let cli = Cli::parse();
+    let cli = Cli::from_args();
     if let Command::Validate {
         paths,
         merge_domains,

@@ -8,7 +8,11 @@ use crate::xds::XdsError;
 #[derive(Debug, thiserror::Error)]
 pub enum AppError {
     /// A listener could not be bound.
-    #[error("cannot listen on {what} address {addr}: {source}")]
+    #[error(
+        "cannot listen on {what} address {addr} (set by {}): {source}{}",
+        setting_of(what),
+        taken_hint(what, source)
+    )]
     Bind {
         /// Which listener (gRPC, HTTP, debug).
         what: &'static str,
@@ -35,4 +39,27 @@ pub enum AppError {
     /// `ADMIN_TOKEN_FILE` cannot be used.
     #[error(transparent)]
     AdminTokens(crate::policy::auth::TokenError),
+}
+
+/// The settings (and flag) that choose a listener's address.
+fn setting_of(what: &str) -> &'static str {
+    match what {
+        "gRPC" => "GRPC_HOST / GRPC_PORT, --grpc-port, or GRPC_UDS",
+        "HTTP" => "HOST / PORT, --port",
+        "debug" => "DEBUG_HOST / DEBUG_PORT, --debug-port",
+        "admin" => "ADMIN_HOST / ADMIN_PORT, --admin-port",
+        _ => "its address setting",
+    }
+}
+
+/// For a port another process holds: what to do about it.
+fn taken_hint(what: &str, e: &std::io::Error) -> String {
+    match e.kind() {
+        std::io::ErrorKind::AddrInUse => format!(
+            " — another process (another ratelimitd on this host?) already listens there; give \
+             this instance a free port with {}",
+            setting_of(what)
+        ),
+        _ => String::new(),
+    }
 }

@@ -2,6 +2,8 @@
 //! the three listeners, starts the config and certificate watchers, and runs them until shutdown,
 //! then drains. [`signals`] maps process signals onto that (SIGTERM/SIGINT drain, SIGHUP reloads).
 
+mod admin_listener;
+mod banner;
 mod coalesce;
 mod config_source;
 mod error;
@@ -54,7 +56,8 @@ pub struct Running {
     pub http_addr: SocketAddr,
     /// Where the debug endpoints listen.
     pub debug_addr: SocketAddr,
-    /// Where the admin surface (`/v1/*`) listens.
+    /// Where the admin surface (`/v1/*`, the status page) listens; the unspecified address
+    /// `0.0.0.0:0` when it is not opened (see [`admin_listener::served`]).
     pub admin_addr: SocketAddr,
     /// The live configuration.
     pub config: Arc<ConfigHandle>,
@@ -72,6 +75,7 @@ pub struct Running {
     shutdown: watch::Sender<bool>,
     tasks: JoinSet<()>,
     drain_timeout: Duration,
+    shutdown_delay: Duration,
     leases: leases::Release,
 }
 
@@ -87,6 +91,7 @@ async fn bind(what: &'static str, host: &str, port: u16) -> Result<TcpListener, 
 pub async fn start(settings: &Settings) -> Result<Running, AppError> {
     // TLS (Redis) uses rustls with the ring provider; installing twice is harmless.
     let _ = rustls::crypto::ring::default_provider().install_default();
+    crate::config::set_max_file_bytes(settings.config_max_file_bytes);
     let manual_clock = settings
         .test_manual_clock
         .map(|secs| Arc::new(ManualClock::new(Timestamp::from_secs(secs))));
@@ -126,11 +131,12 @@ pub async fn start(settings: &Settings) -> Result<Running, AppError> {
             .on_reload(config.clone(), stopped(stop.clone())),
     );
     let (reporter, health_server) = tonic_health::server::health_reporter();
-    let health = Arc::new(Health::new(
+    let health = Health::new(
         store.clone(),
         settings.healthy_with_at_least_one_config_loaded,
         reporter,
-    ));
+    );
+    let health = Arc::new(health.with_store_target(parts::store_target(settings)));
     let source = ConfigSource::from_settings(settings);
     let reloading = Reloading::new(source, config.clone(), health.clone(), clock.clone());
     let from_files = settings.config_type == ConfigType::File;
@@ -172,7 +178,10 @@ pub async fn start(settings: &Settings) -> Result<Running, AppError> {
     let grpc = bind_grpc(settings).await?;
     let http = bind("HTTP", &settings.host, settings.port).await?;
     let debug = bind("debug", &settings.debug_host, settings.debug_port).await?;
-    let admin_listener = bind("admin", &settings.admin_host, settings.admin_port).await?;
+    let admin_socket = match admin_listener::served(settings, admin.tokens.len()) {
+        true => Some(bind("admin", &settings.admin_host, settings.admin_port).await?),
+        false => None,
+    };
     let addr = |l: &TcpListener, what| {
         l.local_addr().map_err(|source| AppError::Bind {
             what,
@@ -185,7 +194,10 @@ pub async fn start(settings: &Settings) -> Result<Running, AppError> {
         GrpcListener::Unix(_, path) => (SocketAddr::from(([0, 0, 0, 0], 0)), Some(path.clone())),
     };
     let (http_addr, debug_addr) = (addr(&http, "HTTP")?, addr(&debug, "debug")?);
-    let admin_addr = addr(&admin_listener, "admin")?;
+    let admin_bound = match &admin_socket {
+        Some(l) => Some(addr(l, "admin")?),
+        None => None,
+    };
 
     let mut builder = tonic::transport::Server::builder();
     let (age, grace) = (
@@ -249,14 +261,18 @@ pub async fn start(settings: &Settings) -> Result<Running, AppError> {
         debug_router,
         stopped(stop.clone()),
     );
-    serve_http(
-        &mut tasks,
-        "admin",
-        admin_listener,
-        settings.listeners.admin,
-        crate::http::admin::router(admin, &settings.admin, &settings.admin_host),
-        stopped(stop.clone()),
-    );
+    if let Some(listener) = admin_socket {
+        let router = crate::http::admin::router(admin, &settings.admin, &settings.admin_host);
+        let limits = settings.listeners.admin;
+        serve_http(
+            &mut tasks,
+            "admin",
+            listener,
+            limits,
+            router,
+            stopped(stop.clone()),
+        );
+    }
     let metrics_addr = match &metrics {
         Some(m) => {
             let (obs, limits) = (&settings.obs, settings.listeners.prometheus);
@@ -278,13 +294,23 @@ pub async fn start(settings: &Settings) -> Result<Running, AppError> {
         store_probe,
         stopped(stop),
     ));
-    tracing::info!(%grpc_addr, %http_addr, %debug_addr, %admin_addr, "ratelimitd listening");
+    banner::Banner {
+        settings,
+        grpc_addr,
+        grpc_uds: grpc_uds.as_deref(),
+        http_addr,
+        debug_addr,
+        admin_addr: admin_bound,
+        metrics_addr,
+        domains: config.snapshot().map_or(0, |s| s.config.domain_count()),
+    }
+    .log();
     Ok(Running {
         grpc_addr,
         grpc_uds,
         http_addr,
         debug_addr,
-        admin_addr,
+        admin_addr: admin_bound.unwrap_or(SocketAddr::from(([0, 0, 0, 0], 0))),
         config,
         health,
         manual_clock,
@@ -295,6 +321,7 @@ pub async fn start(settings: &Settings) -> Result<Running, AppError> {
         shutdown,
         tasks,
         drain_timeout: settings.drain_timeout,
+        shutdown_delay: settings.shutdown_delay,
         leases: lease_release,
     })
 }

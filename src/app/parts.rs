@@ -39,7 +39,8 @@ pub(super) async fn store(
             }
         }
         Backend::Redis => {
-            let redis = RedisStore::connect_with_backoff(&settings.redis)
+            // Boxed: the connect futures are deep, and the service's start future holds them.
+            let redis = Box::pin(RedisStore::start(&settings.redis))
                 .await
                 .map_err(AppError::Store)?
                 .with_breakers(&settings.resilience, clock);
@@ -51,6 +52,14 @@ pub(super) async fn store(
             }
         }
     })
+}
+
+/// What the store is, as the settings that chose it say (`memory`, or each Redis target).
+pub(super) fn store_target(settings: &Settings) -> String {
+    match settings.backend {
+        Backend::Memory => "memory".into(),
+        Backend::Redis => RedisStore::describe_targets(&settings.redis).join("; "),
+    }
 }
 
 /// The service's counters (`None` with `DISABLE_STATS`) and the sink the limiter reports to.

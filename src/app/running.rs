@@ -15,10 +15,29 @@ impl Running {
         self.reloading.reload(true).await
     }
 
-    /// Graceful stop: health turns unhealthy at once, listeners stop accepting, requests in flight
-    /// finish (for at most the drain timeout), then every task ends.
-    pub async fn shutdown(mut self) {
+    /// Graceful stop: readiness turns false at once; the service keeps accepting and answering
+    /// for `SHUTDOWN_DELAY` (so whatever still routes here meanwhile is served), then listeners
+    /// stop accepting, requests in flight finish (for at most the drain timeout), and every task
+    /// ends.
+    pub async fn shutdown(self) {
+        self.shutdown_unless(std::future::pending()).await;
+    }
+
+    /// [`Self::shutdown`], with the shutdown delay cut short when `hurry` resolves first (a second
+    /// SIGTERM or Ctrl-C: an operator who asks twice wants the process gone now).
+    pub async fn shutdown_unless(mut self, hurry: impl std::future::Future<Output = ()>) {
         self.health.set_draining().await;
+        if !self.shutdown_delay.is_zero() {
+            let delay = self.shutdown_delay;
+            tracing::info!(
+                ?delay,
+                "not ready; still serving until the shutdown delay ends"
+            );
+            tokio::select! {
+                _ = tokio::time::sleep(delay) => {}
+                _ = hurry => tracing::info!("stop asked again: the shutdown delay is cut short"),
+            }
+        }
         let _ = self.shutdown.send(true);
         let drain = async { while self.tasks.join_next().await.is_some() {} };
         if tokio::time::timeout(self.drain_timeout, drain)
@@ -39,6 +58,6 @@ pub async fn run(settings: &Settings) -> Result<(), AppError> {
     let running = start(settings).await?;
     signals::serve_until_shutdown(&running).await;
     tracing::info!("shutdown requested; draining");
-    running.shutdown().await;
+    running.shutdown_unless(signals::stop_requested()).await;
     Ok(())
 }

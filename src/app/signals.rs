@@ -1,6 +1,7 @@
-//! Process signals: SIGTERM and SIGINT start the graceful shutdown; SIGHUP reloads the
-//! configuration. (The Go service shuts down on SIGHUP too; a reload is what operators of a file
-//! configured daemon expect, and the file watcher makes it rarely needed.)
+//! Process signals: SIGTERM and SIGINT start the graceful shutdown (a second one cuts its
+//! `SHUTDOWN_DELAY` short); SIGHUP reloads the configuration. (The Go service shuts down on
+//! SIGHUP too; a reload is what operators of a file configured daemon expect, and the file
+//! watcher makes it rarely needed.)
 
 use super::Running;
 
@@ -26,5 +27,20 @@ pub async fn serve_until_shutdown(running: &Running) {
                 running.reload_now().await;
             }
         }
+    }
+}
+
+/// Returns at the next SIGTERM or SIGINT (never, if the handlers cannot be installed).
+pub async fn stop_requested() {
+    use tokio::signal::unix::{SignalKind, signal};
+    let (Ok(mut term), Ok(mut int)) = (
+        signal(SignalKind::terminate()),
+        signal(SignalKind::interrupt()),
+    ) else {
+        return std::future::pending().await;
+    };
+    tokio::select! {
+        _ = term.recv() => {}
+        _ = int.recv() => {}
     }
 }

@@ -8,7 +8,7 @@ use std::io;
 use std::path::{Path, PathBuf};
 
 use super::validate::ConfigFile;
-use super::yaml_budget::{self, MAX_FILE_BYTES};
+use super::yaml_budget;
 
 /// A file or directory that could not be read.
 #[derive(Debug, thiserror::Error)]
@@ -143,27 +143,30 @@ fn is_yaml_name(file_name: &str) -> bool {
 }
 
 /// Reads one config file, refusing (with the file named and the reason) one over
-/// [`MAX_FILE_BYTES`] or whose YAML expands past the node budget, before any value is built.
+/// `CONFIG_MAX_FILE_BYTES` ([`yaml_budget::max_file_bytes`]) or whose YAML expands past the node budget, before any value is built.
 /// Reading stops at the cap even if the file grows after its size was checked.
 fn read_bounded(path: &Path) -> Result<String, LoadError> {
     use std::io::Read;
     let refuse =
         |reason: String| LoadError::at(path)(io::Error::new(io::ErrorKind::InvalidData, reason));
+    let max = yaml_budget::max_file_bytes();
     let too_big = |size: u64| {
         refuse(format!(
-            "the file is {size} bytes, over the {MAX_FILE_BYTES}-byte limit for a config file"
+            "the file is {size} bytes, over the {max}-byte limit for a config file \
+             (CONFIG_MAX_FILE_BYTES); raise it, or split the domain's descriptors over several \
+             files with MERGE_DOMAIN_CONFIG=true"
         ))
     };
     let file = fs::File::open(path).map_err(LoadError::at(path))?;
     let size = file.metadata().map_err(LoadError::at(path))?.len();
-    if size > MAX_FILE_BYTES {
+    if size > max {
         return Err(too_big(size));
     }
     let mut contents = String::new();
-    file.take(MAX_FILE_BYTES + 1)
+    file.take(max.saturating_add(1))
         .read_to_string(&mut contents)
         .map_err(LoadError::at(path))?;
-    if contents.len() as u64 > MAX_FILE_BYTES {
+    if contents.len() as u64 > max {
         return Err(too_big(contents.len() as u64));
     }
     yaml_budget::check_nodes(&contents).map_err(refuse)?;

@@ -177,9 +177,15 @@ fn a_file_over_the_size_cap_is_refused_unread() {
     let dir = tempfile::tempdir().unwrap();
     fs::create_dir(dir.path().join("config")).unwrap();
     let path = dir.path().join("config").join("big.yaml");
-    fs::write(&path, "#".repeat(2 << 20)).unwrap();
+    // Sparse: the size is read from the metadata, so nothing needs writing.
+    let file = fs::File::create(&path).unwrap();
+    file.set_len(crate::config::DEFAULT_MAX_FILE_BYTES + 1)
+        .unwrap();
     let err = load_runtime(dir.path(), "", "config", false, true)
         .expect_err("refused")
         .to_string();
-    assert!(err.contains("big.yaml") && err.contains("limit"), "{err}");
+    assert!(
+        err.contains("big.yaml") && err.contains("limit") && err.contains("CONFIG_MAX_FILE_BYTES"),
+        "{err}"
+    );
 }

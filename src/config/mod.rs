@@ -43,3 +43,4 @@ pub use loader::{LoadError, load_path, load_runtime};
 pub use stats_name::sanitize;
 pub use unit::Unit;
 pub use validate::{CompileOptions, ConfigFile, compile};
+pub use yaml_budget::{DEFAULT_MAX_FILE_BYTES, set_max_file_bytes};

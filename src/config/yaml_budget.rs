@@ -1,6 +1,7 @@
 //! Limits on one config file checked before any YAML value is built, so a hostile file in the
-//! watched directory costs little: a size cap (checked on the file's metadata, before reading)
-//! and a node budget for the first document with aliases replayed.
+//! watched directory costs little: a size cap (checked on the file's metadata, before reading;
+//! `CONFIG_MAX_FILE_BYTES`) and a node budget for the first document with aliases replayed, in
+//! proportion to the file's own size.
 //!
 //! An alias bomb is small on disk and huge once expanded: ten anchors that each repeat the
 //! previous one ten times make ten billion nodes. serde_yaml replays aliases while building
@@ -10,38 +11,66 @@
 
 use std::cell::Cell;
 use std::fmt;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use serde::de::{
     self, DeserializeSeed, Deserializer, EnumAccess, MapAccess, SeqAccess, VariantAccess, Visitor,
 };
 
-/// Largest config file read, in bytes (1 MiB): larger files are refused unread.
-pub const MAX_FILE_BYTES: u64 = 1 << 20;
+/// Default largest config file, in bytes (16 MiB): about 190 000 per-client descriptors of one
+/// line each, or 100 000 written out over several lines (docs/configuration.md measures them).
+pub const DEFAULT_MAX_FILE_BYTES: u64 = 16 << 20;
 
-/// Most YAML nodes the first document of one file may have once aliases are replayed. A 1 MiB
-/// file without aliases has fewer (every node takes at least two bytes).
-pub const MAX_NODES: u64 = 1_000_000;
+/// `CONFIG_MAX_FILE_BYTES`, set once at startup ([`set_max_file_bytes`]).
+static MAX_FILE_BYTES: AtomicU64 = AtomicU64::new(DEFAULT_MAX_FILE_BYTES);
+
+/// Sets the largest config file read (`CONFIG_MAX_FILE_BYTES`); larger files are refused unread.
+pub fn set_max_file_bytes(bytes: u64) {
+    MAX_FILE_BYTES.store(bytes, Ordering::Relaxed);
+}
+
+/// The largest config file read, in bytes.
+pub fn max_file_bytes() -> u64 {
+    MAX_FILE_BYTES.load(Ordering::Relaxed)
+}
+
+/// The node budget of every file, however small: a million nodes once aliases are replayed.
+pub const MIN_NODES: u64 = 1_000_000;
+
+/// The node budget of a file of `len` bytes: [`MIN_NODES`], or one node per byte for a larger
+/// file. A file without aliases has fewer nodes than bytes (every node takes at least two), so
+/// only aliases can reach it, and they expand a file to at most its own size's worth of nodes:
+/// large honest files fit, and an alias bomb stays as small as the file it hides in.
+pub fn node_budget(len: usize) -> u64 {
+    MIN_NODES.max(len as u64)
+}
 
 /// Why a file is refused by [`check_nodes`].
-pub(crate) fn too_many_nodes() -> String {
+pub(crate) fn too_many_nodes(budget: u64) -> String {
     format!(
-        "YAML aliases expand too far (over {MAX_NODES} nodes, or past the parser's limit on \
+        "YAML aliases expand too far (over {budget} nodes, or past the parser's limit on \
          alias replays): an alias bomb? The file is not loaded"
     )
 }
 
-/// `Err` with the reason when the first document of `contents` expands to more than
-/// [`MAX_NODES`] nodes. Syntax errors pass: the real parse reports them with its own wording.
+/// `Err` with the reason when the first document of `contents` expands to more than its
+/// [`node_budget`]. Syntax errors pass: the real parse reports them with its own wording.
 pub(crate) fn check_nodes(contents: &str) -> Result<(), String> {
     let Some(doc) = serde_yaml::Deserializer::from_str(contents).next() else {
         return Ok(());
     };
+    let budget = node_budget(contents.len());
     let seen = Cell::new(0u64);
-    match Counter(&seen).deserialize(doc) {
+    match (Counter {
+        seen: &seen,
+        budget,
+    })
+    .deserialize(doc)
+    {
         // serde_yaml's own limit on alias replays can stop the walk first; the real parse would
         // stop at the same point, but only after building what it had replayed.
-        Err(e) if seen.get() > MAX_NODES || e.to_string().contains("repetition limit") => {
-            Err(too_many_nodes())
+        Err(e) if seen.get() > budget || e.to_string().contains("repetition limit") => {
+            Err(too_many_nodes(budget))
         }
         _ => Ok(()),
     }
@@ -49,12 +78,15 @@ pub(crate) fn check_nodes(contents: &str) -> Result<(), String> {
 
 /// Counts every node it is shown into the shared cell, and fails once past the budget.
 #[derive(Clone, Copy)]
-struct Counter<'a>(&'a Cell<u64>);
+struct Counter<'a> {
+    seen: &'a Cell<u64>,
+    budget: u64,
+}
 
 impl Counter<'_> {
     fn bump<E: de::Error>(self) -> Result<(), E> {
-        self.0.set(self.0.get() + 1);
-        if self.0.get() > MAX_NODES {
+        self.seen.set(self.seen.get() + 1);
+        if self.seen.get() > self.budget {
             return Err(E::custom("node budget exceeded"));
         }
         Ok(())

@@ -1,5 +1,5 @@
 //! The HTTP edges: the main port (`/json`, `/healthcheck`, as the Go service, ratelimitd's
-//! `POST /check` and the [`openapi`] description) and the debug port (`/rlconfig`, the endpoint
+//! `POST /check`, the `/livez` and `/readyz` probes and the [`openapi`] description) and the debug port (`/rlconfig`, the endpoint
 //! list, and the test-only clock control). Bodies are read under a byte cap and the listener's
 //! body timeout ([`body`]), and decoded under the request caps ([`capped`]).
 
@@ -8,8 +8,10 @@ pub mod body;
 mod capped;
 pub mod check;
 pub mod debug;
+mod health;
 pub mod json;
 pub mod openapi;
+mod strict;
 
 use std::sync::Arc;
 
@@ -47,7 +49,9 @@ pub struct HttpState {
 pub fn router(state: HttpState) -> Router {
     Router::new()
         .route("/json", any(json_handler))
-        .route("/healthcheck", any(healthcheck))
+        .route("/healthcheck", any(health::healthcheck))
+        .route("/livez", get(health::livez))
+        .route("/readyz", get(health::readyz))
         .route("/openapi.json", get(openapi::handler))
         .route(
             "/check",
@@ -72,14 +76,6 @@ pub fn text(status: StatusCode, body: impl Into<String>) -> Response {
 
 async fn not_found() -> Response {
     text(StatusCode::NOT_FOUND, "404 page not found\n")
-}
-
-async fn healthcheck(axum::extract::State(s): axum::extract::State<HttpState>) -> Response {
-    if s.health.is_healthy() {
-        (StatusCode::OK, "OK").into_response()
-    } else {
-        StatusCode::INTERNAL_SERVER_ERROR.into_response()
-    }
 }
 
 async fn json_handler(
@@ -114,6 +110,9 @@ async fn json_handler(
         Some(Err(_)) => return text(StatusCode::BAD_REQUEST, "Bad Request\n"),
         None => return text(StatusCode::SERVICE_UNAVAILABLE, "Service Unavailable\n"),
     };
+    if let Some(why) = strict::refusal(&s, &req.domain) {
+        return text(StatusCode::BAD_REQUEST, format!("Bad Request: {why}\n"));
+    }
     match s.service.should_rate_limit(&req).await {
         Ok(resp) => {
             let status = match resp.overall_code {

@@ -1,6 +1,6 @@
 //! `GET /openapi.json` on the main and admin listeners: the OpenAPI 3.1 description of every HTTP
 //! endpoint, `docs/openapi.json`, compiled into the binary so the served document is the one of
-//! the code that serves it (`tests/openapi.rs` checks it against the routers and fuzzes them).
+//! the code that serves it (`tests/it/http/openapi.rs` checks it against the routers and fuzzes them).
 
 use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};

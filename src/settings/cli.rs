@@ -3,22 +3,11 @@
 
 use std::path::PathBuf;
 
-use clap::{Parser, Subcommand};
-
-const AFTER_HELP: &str = "\
-Every setting is read from the environment variable of the Go envoyproxy/ratelimit service first;
-a flag overrides its variable. Other variables read: RUNTIME_ROOT, RUNTIME_SUBDIRECTORY,
-RUNTIME_APPDIRECTORY, RUNTIME_WATCH_ROOT, RUNTIME_IGNOREDOTFILES, MERGE_DOMAIN_CONFIG, ALLOW_EMPTY_CONFIG,
-HEALTHY_WITH_AT_LEAST_ONE_CONFIG_LOADED, FORCE_START_WITHOUT_INITIAL_CONFIG, REDIS_URL,
-CACHE_KEY_PREFIX, CACHE_KEY_FORMAT, EXPIRATION_JITTER_MAX_SECONDS, NEAR_LIMIT_RATIO, SHADOW_MODE,
-QUOTA_MODE, RESPONSE_DYNAMIC_METADATA, LIMIT_RESPONSE_HEADERS_ENABLED, LIMIT_LIMIT_HEADER,
-LIMIT_REMAINING_HEADER, LIMIT_RESET_HEADER, DRAIN_TIMEOUT, CONFIG_POLL_INTERVAL, GRPC_UDS,
-GRPC_MAX_CONNECTION_AGE, GRPC_MAX_CONNECTION_AGE_GRACE, GRPC_SERVER_USE_TLS, GRPC_SERVER_TLS_CERT,
-GRPC_SERVER_TLS_KEY, GRPC_CLIENT_TLS_CACERT, GRPC_CLIENT_TLS_SAN. Every variable, with its default: docs/settings.md.";
+use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 
 /// ratelimitd: a global rate limit service for Envoy (drop-in for envoyproxy/ratelimit).
 #[derive(Debug, Parser)]
-#[command(name = "ratelimitd", version, after_help = AFTER_HELP)]
+#[command(name = "ratelimitd", version)]
 pub struct Cli {
     /// Address for /json and /healthcheck [env: HOST, default 0.0.0.0]
     #[arg(long)]
@@ -38,6 +27,13 @@ pub struct Cli {
     /// Port for the debug endpoints (/rlconfig) [env: DEBUG_PORT, default 6070]
     #[arg(long)]
     pub debug_port: Option<String>,
+    /// Address for the admin API and status page [env: ADMIN_HOST, default 127.0.0.1]
+    #[arg(long)]
+    pub admin_host: Option<String>,
+    /// Port for the admin API and status page; without it (and ADMIN_PORT) the admin listener
+    /// opens only when an admin token is configured or ADMIN_TRUST_LOOPBACK is on [env: ADMIN_PORT, default 6071]
+    #[arg(long)]
+    pub admin_port: Option<String>,
     /// Config file or directory; overrides the RUNTIME_* discovery [env: RATELIMITD_CONFIG]
     #[arg(long)]
     pub config: Option<String>,
@@ -112,6 +108,13 @@ pub enum Command {
 }
 
 impl Cli {
+    /// Parses the process's arguments; `--help` ends with every variable of the settings
+    /// reference ([`super::reference`]). Exits with clap's message on bad arguments.
+    pub fn from_args() -> Cli {
+        let command = <Cli as CommandFactory>::command().after_help(super::reference::help());
+        Cli::from_arg_matches(&command.get_matches()).unwrap_or_else(|e| e.exit())
+    }
+
     /// The command asked for.
     pub fn command(&self) -> Command {
         match &self.command {
@@ -136,6 +139,8 @@ impl Cli {
             ("--grpc-port", "GRPC_PORT", &self.grpc_port),
             ("--debug-host", "DEBUG_HOST", &self.debug_host),
             ("--debug-port", "DEBUG_PORT", &self.debug_port),
+            ("--admin-host", "ADMIN_HOST", &self.admin_host),
+            ("--admin-port", "ADMIN_PORT", &self.admin_port),
             ("--config", "RATELIMITD_CONFIG", &self.config),
             ("--backend", "BACKEND_TYPE", &self.backend),
             ("--log-level", "LOG_LEVEL", &self.log_level),

@@ -22,6 +22,9 @@ pub struct EdgeSettings {
     /// `LIMIT_RESPONSE_STANDARD_HEADERS_ENABLED`: gRPC answers add `Retry-After` (when over the
     /// limit) and the draft-10 `RateLimit-Policy` / `RateLimit` to `response_headers_to_add`.
     pub grpc_standard_headers: bool,
+    /// `STRICT_DOMAINS` (default false, as Go): `/check` and `/json` refuse a domain the
+    /// configuration does not define with 400 naming it, instead of allowing it unlimited.
+    pub strict_domains: bool,
 }
 
 /// Reads the edge settings.
@@ -46,5 +49,6 @@ pub(super) fn from_vars(v: &Vars) -> Result<EdgeSettings, SettingsError> {
             parse::uint_in(s, 2, 64 * 1024 * 1024)
         })? as usize,
         grpc_standard_headers: v.bool("LIMIT_RESPONSE_STANDARD_HEADERS_ENABLED", false)?,
+        strict_domains: v.bool("STRICT_DOMAINS", false)?,
     })
 }

@@ -13,6 +13,7 @@ pub mod observability;
 pub mod parse;
 pub mod policy;
 pub mod redis;
+pub mod reference;
 pub mod resilience;
 pub mod rlqs;
 mod vars;
@@ -81,6 +82,9 @@ pub struct Settings {
     /// port keeps `0.0.0.0` for probes and scrapers.
     pub admin_host: String,
     pub admin_port: u16,
+    /// Whether `ADMIN_PORT` (or `--admin-port`) was given: the admin listener is then opened even
+    /// when nothing on it could be served (no admin token, loopback not trusted).
+    pub admin_port_set: bool,
     /// `ADMIN_ALLOWED_HOSTS`, `ADMIN_TRUST_LOOPBACK`: who reaches the admin listener ([`admin`]).
     pub admin: AdminSettings,
     /// `LOG_LEVEL`, `LOG_FORMAT`.
@@ -102,6 +106,8 @@ pub struct Settings {
     /// `CONFIG_POLL_INTERVAL`: how often config files are re-read in case a change event was
     /// missed; `None` when set to 0 (events only).
     pub config_poll_interval: Option<Duration>,
+    /// `CONFIG_MAX_FILE_BYTES`: the largest config file read; larger ones are refused unread.
+    pub config_max_file_bytes: u64,
     /// `FORCE_START_WITHOUT_INITIAL_CONFIG`.
     pub force_start_without_initial_config: bool,
     /// `HEALTHY_WITH_AT_LEAST_ONE_CONFIG_LOADED`.
@@ -136,6 +142,10 @@ pub struct Settings {
     pub test_manual_clock: Option<u64>,
     /// `DRAIN_TIMEOUT`: how long in-flight requests may finish at shutdown.
     pub drain_timeout: Duration,
+    /// `SHUTDOWN_DELAY`: how long, after SIGTERM, the service stays unready but keeps accepting
+    /// and answering before it drains (0 = drain at once), so load balancers that still route to
+    /// it during that time lose nothing.
+    pub shutdown_delay: Duration,
     /// Stats sinks, stat-key bound and tracing ([`observability`]).
     pub obs: Observability,
     /// `CONFIG_TYPE`: files (default) or xDS.
@@ -233,6 +243,7 @@ impl Settings {
             debug_port: v.parse("DEBUG_PORT", 6070, parse::port)?,
             admin_host: v.string("ADMIN_HOST", "127.0.0.1"),
             admin_port: v.parse("ADMIN_PORT", 6071, parse::port)?,
+            admin_port_set: v.get("ADMIN_PORT").is_some(),
             admin: admin::from_vars(v)?,
             log_level: v.parse("LOG_LEVEL", LogLevel::Warn, log_level)?,
             log_format: v.parse("LOG_FORMAT", LogFormat::Text, |s| {
@@ -256,6 +267,11 @@ impl Settings {
                 parse::go_duration,
             )?)
             .filter(|d| !d.is_zero()),
+            config_max_file_bytes: v.parse(
+                "CONFIG_MAX_FILE_BYTES",
+                crate::config::DEFAULT_MAX_FILE_BYTES,
+                |s| parse::uint_in(s, 1024, 1 << 30),
+            )?,
             force_start_without_initial_config: v
                 .bool("FORCE_START_WITHOUT_INITIAL_CONFIG", false)?,
             healthy_with_at_least_one_config_loaded: v
@@ -281,6 +297,7 @@ impl Settings {
                 uint(0, u64::MAX / 1_000_000)(s).map(Some)
             })?,
             drain_timeout: v.parse("DRAIN_TIMEOUT", Duration::from_secs(10), parse::go_duration)?,
+            shutdown_delay: v.parse("SHUTDOWN_DELAY", Duration::ZERO, parse::go_duration)?,
             obs: observability::from_vars(v)?,
             config_type,
             xds,

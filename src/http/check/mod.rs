@@ -54,6 +54,9 @@ pub async fn handler(State(s): State<HttpState>, body: Body) -> Response {
             );
         }
     };
+    if let Some(why) = super::strict::refusal(&s, &req.request.domain) {
+        return error(StatusCode::BAD_REQUEST, "unknown_domain", &why);
+    }
     let resp = match s.service.should_rate_limit(&req.request).await {
         Ok(resp) => resp,
         Err(e) if e.is_invalid_argument() => {

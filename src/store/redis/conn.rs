@@ -22,6 +22,7 @@ use tokio::sync::Mutex;
 use super::addr::{
     address, auth, certificates, has_tls_files, host_port, split_auth, without_hostname_check,
 };
+use super::pending::Pending;
 use crate::clock::Timestamp;
 use crate::settings::{RedisKind, RedisSettings, redis::RedisTls};
 use crate::stripe;
@@ -42,6 +43,8 @@ pub enum RedisConn {
     Cluster(ClusterConnection),
     /// The primary behind Sentinel, re-resolved after a failure (failover).
     Sentinel(Arc<SentinelConn>),
+    /// Not connected yet: dialled in the background; every call fails at once until then.
+    Pending(Arc<Pending>),
 }
 
 impl std::fmt::Debug for RedisConn {
@@ -50,6 +53,7 @@ impl std::fmt::Debug for RedisConn {
             RedisConn::Single { .. } => "RedisConn::Single",
             RedisConn::Cluster(_) => "RedisConn::Cluster",
             RedisConn::Sentinel(_) => "RedisConn::Sentinel",
+            RedisConn::Pending(_) => "RedisConn::Pending",
         })
     }
 }
@@ -181,6 +185,15 @@ pub async fn connect(
 }
 
 impl RedisConn {
+    /// The connection to call: for a [`Pending`] one, what it became once connected (itself until
+    /// then, which fails every call at once).
+    pub fn resolved(&self) -> &RedisConn {
+        match self {
+            RedisConn::Pending(p) => p.ready().unwrap_or(self),
+            c => c,
+        }
+    }
+
     /// Runs `script` (EVALSHA, loading it on NOSCRIPT) with `keys` and `args`.
     pub async fn eval(
         &self,
@@ -195,7 +208,7 @@ impl RedisConn {
         for a in args {
             inv.arg(*a);
         }
-        match self {
+        match self.resolved() {
             RedisConn::Single { conns } => {
                 let mut c = conns[stripe::thread_number() % conns.len()].clone();
                 inv.invoke_async(&mut c).await
@@ -212,16 +225,18 @@ impl RedisConn {
                 }
                 r
             }
+            RedisConn::Pending(p) => Err(p.not_connected()),
         }
     }
 
     /// The server's clock (`TIME`), for `REDIS_USE_SERVER_TIME`.
     pub async fn time(&self) -> Result<Timestamp, RedisError> {
         let cmd = redis::cmd("TIME");
-        let (secs, micros): (u64, u64) = match self {
+        let (secs, micros): (u64, u64) = match self.resolved() {
             RedisConn::Single { conns, .. } => cmd.query_async(&mut conns[0].clone()).await?,
             RedisConn::Cluster(c) => cmd.query_async(&mut c.clone()).await?,
             RedisConn::Sentinel(s) => cmd.query_async(&mut s.connection().await?).await?,
+            RedisConn::Pending(p) => return Err(p.not_connected()),
         };
         Ok(Timestamp::from_micros(
             secs.saturating_mul(1_000_000).saturating_add(micros),
@@ -231,7 +246,7 @@ impl RedisConn {
     /// PING, for health checks.
     pub async fn ping(&self) -> Result<(), RedisError> {
         let cmd = redis::cmd("PING");
-        match self {
+        match self.resolved() {
             RedisConn::Single { conns, .. } => cmd.query_async::<()>(&mut conns[0].clone()).await,
             RedisConn::Cluster(c) => cmd.query_async::<()>(&mut c.clone()).await,
             RedisConn::Sentinel(s) => {
@@ -241,6 +256,7 @@ impl RedisConn {
                 }
                 r
             }
+            RedisConn::Pending(p) => Err(p.not_connected()),
         }
     }
 }
@@ -250,7 +266,7 @@ impl RedisConn {
     /// broke while Redis was down starts reconnecting on its first failed command, so pinging
     /// them all off the request path lets each be ready again soon after Redis is.
     pub async fn ping_all(&self) -> Result<(), RedisError> {
-        match self {
+        match self.resolved() {
             RedisConn::Single { conns, .. } => {
                 let pings = conns.iter().map(|c| async move {
                     redis::cmd("PING").query_async::<()>(&mut c.clone()).await
@@ -260,7 +276,7 @@ impl RedisConn {
                     .into_iter()
                     .collect()
             }
-            _ => self.ping().await,
+            c => c.ping().await,
         }
     }
 
@@ -269,10 +285,11 @@ impl RedisConn {
         &self,
         pipe: &redis::Pipeline,
     ) -> Result<T, RedisError> {
-        match self {
+        match self.resolved() {
             RedisConn::Single { conns, .. } => pipe.query_async(&mut conns[0].clone()).await,
             RedisConn::Cluster(c) => pipe.query_async(&mut c.clone()).await,
             RedisConn::Sentinel(s) => pipe.query_async(&mut s.connection().await?).await,
+            RedisConn::Pending(p) => Err(p.not_connected()),
         }
     }
 }

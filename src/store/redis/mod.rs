@@ -11,14 +11,17 @@ mod addr;
 mod bucket_lease;
 mod call;
 pub mod conn;
+pub mod describe;
 mod fixed_window;
 pub mod heartbeat;
 mod leaky_bucket;
 mod lease;
+pub mod pending;
 pub mod quota_demand;
 mod sliding_log;
 mod sliding_window;
 mod slots;
+mod startup;
 mod targets;
 mod token_bucket;
 
@@ -35,8 +38,7 @@ use super::lease::{Leases, Serve};
 use super::local_cache::OverLimitCache;
 use super::{Answer, Op, Store, StoreError};
 use crate::algorithm::{Algorithm, Decision, Window};
-use crate::clock::{OffsetClock, Stopwatch, Timestamp};
-use crate::settings::RedisConfig;
+use crate::clock::{OffsetClock, Timestamp};
 use call::{Deadlines, Group, slot_group};
 use conn::RedisConn;
 use targets::{Called, TargetGroups};
@@ -97,65 +99,6 @@ fn unavailable(what: &str, e: &RedisError) -> StoreError {
 }
 
 impl RedisStore {
-    /// Connects once to every configured Redis.
-    pub async fn connect(cfg: &RedisConfig) -> Result<RedisStore, StoreError> {
-        let main = conn::connect(&cfg.main, &cfg.tls, cfg.response_timeout)
-            .await
-            .map_err(|e| unavailable("connect", &e))?;
-        let per_second = match &cfg.per_second {
-            Some(ps) => Some(
-                conn::connect(ps, &cfg.tls, cfg.response_timeout)
-                    .await
-                    .map_err(|e| unavailable("connect (per-second)", &e))?,
-            ),
-            None => None,
-        };
-        let store = RedisStore {
-            main,
-            per_second,
-            fixed_window: fixed_window::script(),
-            token_bucket: token_bucket::script(),
-            sliding_window: sliding_window::script(),
-            leaky_bucket: leaky_bucket::script(),
-            sliding_log: sliding_log::script(),
-            lease: lease::script(),
-            bucket_lease: bucket_lease::script(),
-            leases: Leases::new(cfg.lease_default_size),
-            quota_demand: quota_demand::script(),
-            response_timeout: cfg.response_timeout,
-            deadlines: Deadlines::new(cfg.response_timeout),
-            stop_increment_when_over_limit: cfg.stop_increment_when_over_limit,
-            jitter_max_secs: cfg.expiration_jitter_max_seconds,
-            local_cache: OverLimitCache::with_bytes(cfg.local_cache_size_in_bytes),
-            healthy: AtomicBool::new(true),
-            breakers: None,
-            slots: Default::default(),
-        };
-        store.check_health().await;
-        Ok(store)
-    }
-
-    /// Connects at startup, retrying with exponential backoff as the Go service does
-    /// (`REDIS_STARTUP_*`; a max elapsed time of 0 retries forever).
-    pub async fn connect_with_backoff(cfg: &RedisConfig) -> Result<RedisStore, StoreError> {
-        let started = Stopwatch::start();
-        let mut wait = cfg.startup_initial_interval.max(Duration::from_millis(10));
-        loop {
-            match RedisStore::connect(cfg).await {
-                Ok(s) => return Ok(s),
-                Err(e) => {
-                    let limit = cfg.startup_max_elapsed;
-                    if !limit.is_zero() && started.elapsed() + wait > limit {
-                        return Err(e);
-                    }
-                    tracing::warn!(error = %e, retry_in = ?wait, "cannot reach Redis yet");
-                    tokio::time::sleep(wait).await;
-                    wait = (wait * 2).min(cfg.startup_max_interval.max(wait));
-                }
-            }
-        }
-    }
-
     /// The main Redis's clock (`TIME`), bounded by the response timeout.
     pub async fn server_time(&self) -> Result<Timestamp, StoreError> {
         match tokio::time::timeout(self.response_timeout, self.main.time()).await {

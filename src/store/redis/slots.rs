@@ -125,7 +125,7 @@ impl RedisConn {
         nodes: &[&str],
         bound: Duration,
     ) -> Option<Result<redis::Value, RedisError>> {
-        let RedisConn::Cluster(c) = self else {
+        let RedisConn::Cluster(c) = self.resolved() else {
             return None;
         };
         let cmd = redis::cmd("CLUSTER").arg("SLOTS").clone();
@@ -154,7 +154,7 @@ impl RedisConn {
     /// PING to the Cluster node at `addr` (`host:port`), so each master's breaker hears about its
     /// own master; a plain PING for the other kinds.
     pub(super) async fn ping_node(&self, addr: &str) -> Result<(), RedisError> {
-        let RedisConn::Cluster(c) = self else {
+        let RedisConn::Cluster(c) = self.resolved() else {
             return self.ping().await;
         };
         let (host, port) = host_port(addr)?;

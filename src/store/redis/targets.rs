@@ -124,8 +124,8 @@ impl RedisStore {
 
     pub(super) fn conn(&self, per_second: bool) -> &RedisConn {
         match &self.per_second {
-            Some(ps) if per_second => ps,
-            _ => &self.main,
+            Some(ps) if per_second => ps.resolved(),
+            _ => self.main.resolved(),
         }
     }
 

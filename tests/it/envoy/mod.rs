@@ -5,3 +5,4 @@ mod e2e;
 mod gateway_recipe;
 mod refunds;
 mod rlqs;
+mod rolling_restart;

@@ -5,8 +5,10 @@
 mod api;
 mod bounded_input;
 mod check;
+mod check_client_example;
 mod check_input;
 mod check_shaping;
 mod listeners;
 mod openapi;
 mod openapi_fuzz;
+mod strict_domains;

@@ -48,13 +48,20 @@ fn s(v: &Value) -> &str {
     v.as_str().unwrap_or_else(|| panic!("not a string: {v:?}"))
 }
 
-/// `name=value` of a container's env.
+/// `name=value` of a container's env (`secret:<name>/<key>` for a value from a Secret).
 fn env_of(container: &Value) -> Vec<(String, String)> {
     container["env"]
         .as_sequence()
         .unwrap()
         .iter()
-        .map(|e| (s(&e["name"]).to_string(), s(&e["value"]).to_string()))
+        .map(|e| {
+            let secret = &e["valueFrom"]["secretKeyRef"];
+            let value = match secret.is_mapping() {
+                true => format!("secret:{}/{}", s(&secret["name"]), s(&secret["key"])),
+                false => s(&e["value"]).to_string(),
+            };
+            (s(&e["name"]).to_string(), value)
+        })
         .collect()
 }
 
@@ -273,8 +280,78 @@ fn the_deployment_runs_the_dockerfile_image_as_it_expects() {
     let mut want = exposed.clone();
     want.insert(9090);
     assert_eq!(ports, want);
-    // Ready when /healthcheck answers, as the image's HEALTHCHECK asks.
-    assert_eq!(s(&c["readinessProbe"]["httpGet"]["path"]), "/healthcheck");
+    // Ready when /readyz answers; the image's HEALTHCHECK asks /healthcheck, Go's name for it.
+    assert_eq!(s(&c["readinessProbe"]["httpGet"]["path"]), "/readyz");
     let health = crate::support::dockerfile::args(&stage, "HEALTHCHECK");
     assert!(health[0].contains("/healthcheck"), "{health:?}");
+}
+
+/// Seconds of a Go-style duration setting such as `5s` (whole seconds only).
+fn secs(v: &str) -> u64 {
+    v.strip_suffix('s')
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("{v}: expected whole seconds such as 5s"))
+}
+
+#[test]
+fn the_deployment_survives_redis_outages_and_rolling_updates_and_keeps_policy_shared() {
+    let dep = of_kind("Deployment")
+        .into_iter()
+        .find(|(_, d)| d["metadata"]["name"] == "ratelimitd")
+        .unwrap()
+        .1;
+    let pod = &dep["spec"]["template"]["spec"];
+    let c = &pod["containers"][0];
+    let env = env_of(c);
+    let get = |k: &str| {
+        let found = env.iter().find(|(n, _)| n == k);
+        found
+            .map(|(_, v)| v.clone())
+            .unwrap_or_else(|| panic!("{k} not set"))
+    };
+    let port_of = |name: &Value| {
+        c["ports"]
+            .as_sequence()
+            .unwrap()
+            .iter()
+            .find(|p| p["name"] == *name)
+            .unwrap_or_else(|| panic!("no port {name:?}"))["containerPort"]
+            .as_u64()
+            .unwrap()
+    };
+    // Liveness never depends on Redis: /livez on the HTTP port (8080).
+    let live = &c["livenessProbe"]["httpGet"];
+    assert_eq!(s(&live["path"]), "/livez");
+    assert_eq!(port_of(&live["port"]), 8080);
+    // Readiness may: /readyz on the same port.
+    let ready = &c["readinessProbe"]["httpGet"];
+    assert_eq!(s(&ready["path"]), "/readyz");
+    assert_eq!(port_of(&ready["port"]), 8080);
+    // SIGTERM: unready at once, still serving for SHUTDOWN_DELAY, then a drain of at most
+    // DRAIN_TIMEOUT, all inside the grace period before the kubelet's SIGKILL; and the delay
+    // outlasts the time readiness takes to notice (one probe period times its threshold).
+    let (delay, drain) = (secs(&get("SHUTDOWN_DELAY")), secs(&get("DRAIN_TIMEOUT")));
+    let grace = pod["terminationGracePeriodSeconds"].as_u64().unwrap();
+    assert!(
+        delay > 0 && delay + drain < grace,
+        "{delay} + {drain} < {grace}"
+    );
+    let probe = &c["readinessProbe"];
+    let noticed =
+        probe["periodSeconds"].as_u64().unwrap() * probe["failureThreshold"].as_u64().unwrap();
+    assert!(
+        noticed < delay,
+        "readiness noticed in {noticed}s, before the {delay}s delay ends"
+    );
+    let rolling = &dep["spec"]["strategy"]["rollingUpdate"];
+    assert_eq!(rolling["maxUnavailable"].as_u64(), Some(0));
+    // One policy database for every replica, and the admin token, both from the Secret.
+    assert_eq!(get("POLICY_DB_URL"), "secret:ratelimitd/policy-db-url");
+    assert_eq!(get("ADMIN_TOKEN"), "secret:ratelimitd/admin-token");
+    // Metrics exported: Prometheus on, and the scrape annotations point at its port.
+    assert_eq!(get("USE_PROMETHEUS"), "true");
+    let notes = &dep["spec"]["template"]["metadata"]["annotations"];
+    assert_eq!(notes["prometheus.io/scrape"], "true");
+    let scrape: u64 = s(&notes["prometheus.io/port"]).parse().unwrap();
+    assert_eq!(port_of(&"metrics".into()), scrape);
 }

@@ -5,10 +5,12 @@
 mod cli;
 mod container_image;
 mod k8s_recipes;
+mod large_config;
 mod log_injection;
 mod loud_config;
 mod reload;
 mod reload_outcomes;
 mod settings_reference;
 mod signals;
+mod startup_texts;
 mod xds;

@@ -105,3 +105,25 @@ fn every_variable_in_the_reference_is_read_or_listed_as_ignored() {
         "in docs/settings.md but read by no setting: {stale:?}"
     );
 }
+
+#[test]
+fn help_lists_every_variable_of_the_reference() {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_ratelimitd"))
+        .arg("--help")
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let help = String::from_utf8_lossy(&out.stdout);
+    let listed: BTreeSet<String> = help
+        .split(|c: char| !(c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_'))
+        .map(str::to_string)
+        .collect();
+    let missing: Vec<_> = documented()
+        .into_iter()
+        .filter(|v| !listed.contains(v))
+        .collect();
+    assert!(
+        missing.is_empty(),
+        "in docs/settings.md but not in --help: {missing:?}\n{help}"
+    );
+}

@@ -167,3 +167,44 @@ fn sigterm_during_traffic_fails_no_request_in_flight_and_exits_zero() {
         "no request sent before the signal failed"
     );
 }
+
+#[test]
+fn with_a_shutdown_delay_sigterm_turns_unready_but_keeps_serving_until_asked_again() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("d.yaml"), CFG).unwrap();
+    let env = [
+        ("RATELIMITD_CONFIG", dir.path().display().to_string()),
+        ("SHUTDOWN_DELAY", "60s".to_string()),
+    ];
+    let env: Vec<_> = env.into_iter().map(|(k, v)| (k.to_string(), v)).collect();
+    let mut s = process::spawn(&env);
+    assert!(http_get(&s.http_addr, "/readyz").starts_with("HTTP/1.1 200"));
+    signal(&s.child, "-TERM");
+    let watch = Stopwatch::start();
+    while !http_get(&s.http_addr, "/readyz").starts_with("HTTP/1.1 503") {
+        assert!(watch.elapsed() < Duration::from_secs(10), "still ready");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    // Unready, yet new connections are accepted and answered.
+    let ready = http_get(&s.http_addr, "/readyz");
+    assert!(ready.contains("draining"), "{ready}");
+    assert!(http_get(&s.http_addr, "/livez").starts_with("HTTP/1.1 200"));
+    let json = r#"{"domain":"d","descriptors":[{"entries":[{"key":"k"}]}]}"#;
+    let mut c = TcpStream::connect(&s.http_addr).unwrap();
+    c.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    let post = format!(
+        "POST /json HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Length: {}\r\n\r\n{json}",
+        json.len()
+    );
+    c.write_all(post.as_bytes()).unwrap();
+    let mut answer = String::new();
+    c.read_to_string(&mut answer).unwrap();
+    assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+    assert!(
+        s.child.try_wait().unwrap().is_none(),
+        "still running within the delay"
+    );
+    // Asked again: the delay is cut short and the process exits cleanly.
+    signal(&s.child, "-TERM");
+    assert_eq!(wait_exit(&mut s.child), Some(0));
+}

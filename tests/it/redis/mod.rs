@@ -9,6 +9,7 @@ mod exact;
 mod poison_hits;
 mod server_time;
 mod stall;
+mod start_without_redis;
 mod store;
 mod tls_modes;
 mod tls_sentinel;

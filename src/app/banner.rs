@@ -1,0 +1,70 @@
+//! The startup banner: one `info` line once every port is open, with what an operator checks
+//! first — the version, each listener's address, the store and its target, where the
+//! configuration comes from and how many domains it loaded. Its message stays
+//! `ratelimitd listening` and its address fields keep their names (`grpc_addr`, `http_addr`,
+//! `debug_addr`, `admin_addr`), which scripts and the tests read.
+
+use std::net::SocketAddr;
+
+use crate::settings::{Backend, ConfigType, Settings};
+
+/// What the banner reports, gathered by `start`.
+pub(super) struct Banner<'a> {
+    pub(super) settings: &'a Settings,
+    pub(super) grpc_addr: SocketAddr,
+    pub(super) grpc_uds: Option<&'a std::path::Path>,
+    pub(super) http_addr: SocketAddr,
+    pub(super) debug_addr: SocketAddr,
+    /// `None` when the admin listener is not opened.
+    pub(super) admin_addr: Option<SocketAddr>,
+    pub(super) metrics_addr: Option<SocketAddr>,
+    pub(super) domains: usize,
+}
+
+impl Banner<'_> {
+    /// Logs the line.
+    pub(super) fn log(&self) {
+        let s = self.settings;
+        let grpc = match self.grpc_uds {
+            Some(path) => format!("unix:{}", path.display()),
+            None => self.grpc_addr.to_string(),
+        };
+        let off = || "off".to_string();
+        let admin = self.admin_addr.map_or_else(off, |a| a.to_string());
+        let metrics = self.metrics_addr.map_or_else(off, |a| a.to_string());
+        let (backend, store) = match s.backend {
+            Backend::Memory => ("memory", "embedded".to_string()),
+            Backend::Redis => ("redis", super::parts::store_target(s)),
+        };
+        tracing::info!(
+            version = env!("CARGO_PKG_VERSION"),
+            grpc_addr = %grpc,
+            http_addr = %self.http_addr,
+            debug_addr = %self.debug_addr,
+            admin_addr = %admin,
+            metrics_addr = %metrics,
+            backend,
+            store = %store,
+            config = %config_source(s),
+            domains = self.domains,
+            "ratelimitd listening"
+        );
+    }
+}
+
+/// Where the configuration comes from, as the settings say.
+fn config_source(s: &Settings) -> String {
+    if s.config_type == ConfigType::GrpcXdsSotw {
+        return format!("xDS {}", s.xds.server_url);
+    }
+    match &s.config_path {
+        Some(p) => p.display().to_string(),
+        None => {
+            let dir = s.runtime_root.join(&s.runtime_subdirectory);
+            match s.runtime_watch_root {
+                true => format!("{} ({}.*)", dir.display(), s.runtime_appdirectory),
+                false => dir.join(&s.runtime_appdirectory).display().to_string(),
+            }
+        }
+    }
+}
