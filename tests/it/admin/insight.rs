@@ -5,9 +5,9 @@
 use std::time::Duration;
 
 use crate::support::browser::dump_dom;
-use crate::support::policy::{CFG_API, TOKEN, call, create};
+use crate::support::policy::{CFG_API, call, create};
 use crate::support::require;
-use crate::support::{guard, process};
+use crate::support::process;
 use ratelimitd::clock::Stopwatch;
 use reqwest::Method;
 
