@@ -1,8 +1,10 @@
-//! The startup banner: one `info` line once every port is open, with what an operator checks
+//! The startup banner: one line once every port is open, with what an operator checks
 //! first — the version, each listener's address, the store and its target, where the
 //! configuration comes from and how many domains it loaded. Its message stays
 //! `ratelimitd listening` and its address fields keep their names (`grpc_addr`, `http_addr`,
-//! `debug_addr`, `admin_addr`), which scripts and the tests read.
+//! `debug_addr`, `admin_addr`), which scripts and the tests read. It is logged at `warn`, the
+//! default level, as the Go service logs its "Listening for …" lines: the first thing an operator
+//! sees is what is running, not the first warning.
 
 use std::net::SocketAddr;
 
@@ -36,7 +38,7 @@ impl Banner<'_> {
             Backend::Memory => ("memory", "embedded".to_string()),
             Backend::Redis => ("redis", super::parts::store_target(s)),
         };
-        tracing::info!(
+        tracing::warn!(
             version = env!("CARGO_PKG_VERSION"),
             grpc_addr = %grpc,
             http_addr = %self.http_addr,

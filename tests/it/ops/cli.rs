@@ -126,7 +126,7 @@ fn json_logs_have_the_go_fields() {
     let server = spawn_examples();
     let v = &server.log;
     assert_eq!(v["@message"], "ratelimitd listening", "{v}");
-    assert_eq!(v["level"], "info", "{v}");
+    assert_eq!(v["level"], "warning", "{v}");
     let ts = v["@timestamp"].as_str().unwrap();
     // RFC 3339 in UTC with sub-second digits, e.g. 2026-01-02T03:04:05.000006Z.
     assert_eq!(ts.len(), 27, "{ts}");

@@ -77,9 +77,10 @@ fn the_banner_names_version_listeners_store_config_and_domains() {
     require!(Redis);
     let dir = config_dir();
     let path = dir.path().display().to_string();
-    let s = process::spawn(&env(&[("RATELIMITD_CONFIG", &path)]));
+    // At the default level (warn): the banner is what a new user sees first.
+    let s = process::spawn(&env(&[("RATELIMITD_CONFIG", &path), ("LOG_LEVEL", "warn")]));
     let log = &s.log;
-    assert_eq!(log["level"], "info");
+    assert_eq!(log["level"], "warning");
     assert_eq!(log["version"], env!("CARGO_PKG_VERSION"));
     for field in ["grpc_addr", "http_addr", "debug_addr", "admin_addr"] {
         let addr = log[field].as_str().unwrap_or_default();
