@@ -21,7 +21,7 @@ use super::striped::Striped;
 use crate::clock::Stopwatch;
 
 /// The `/check` counters, one collector per stripe (every request updates them).
-#[derive(Clone)]
+#[derive(Clone, Debug)]
 pub struct CheckMetrics {
     requests: Striped<IntCounterVec>,
     response_time: Striped<Histogram>,

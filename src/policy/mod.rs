@@ -13,7 +13,6 @@
 //! after a retention ([`purge`]).
 
 pub mod auth;
-pub mod index;
 pub mod input;
 pub mod lazy;
 pub mod model;
@@ -30,8 +29,8 @@ mod sqlite_rules;
 pub mod store;
 pub mod violations;
 
+pub use crate::limiter::{OverrideIndex, Overrides};
 pub use auth::Tokens;
-pub use index::{OverrideIndex, Overrides};
 pub use model::{FieldError, NewOverride, StoredOverride};
 pub use runtime::Policy;
 pub use store::{PolicyStore, StoreError};

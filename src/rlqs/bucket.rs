@@ -109,7 +109,8 @@ pub fn budget(
     domain: &Domain,
     name: &str,
     key: &BucketKey,
-    (stored, keys): (&OverrideIndex, &KeyBuilder),
+    stored: &OverrideIndex,
+    keys: &KeyBuilder,
     now: Timestamp,
 ) -> Option<Budget> {
     let req = Request {
