@@ -1,4 +1,4 @@
-//! `POST /check`'s own request and latency metrics (names and help in [`super::families`]):
+//! `POST /check`'s own request and latency metrics (names and help in `families`):
 //! `ratelimitd_check_requests_total{code}` by HTTP status and the histogram
 //! `ratelimitd_check_response_time_seconds`, the HTTP counterparts of the gRPC
 //! `ratelimit_service_total_requests` and `ratelimit_service_response_time_seconds`.

@@ -20,7 +20,7 @@ use crate::store::redis::quota_demand::DemandPost;
 const RECENT_REPORTS: usize = 3;
 
 /// A stream's recent demand for one bucket: requests (allowed and denied) over the time of its
-/// last [`RECENT_REPORTS`] reports.
+/// last `RECENT_REPORTS` reports.
 #[derive(Debug, Clone, Default)]
 pub struct Recent {
     reports: [(u64, f64); RECENT_REPORTS],

@@ -167,7 +167,7 @@ impl Stream {
         Some(actions::assign(&key.id(), a, ttl))
     }
 
-    /// Once a second: after a configuration change, [`Stream::reassess`]; otherwise the share of
+    /// Once a second: after a configuration change, `Stream::reassess`; otherwise the share of
     /// every bucket with active demand again from the board, so a new Envoy's arrival (or an old
     /// one's departure) moves the others' assignments without waiting for their next report
     /// (Envoy 1.40 reports every few seconds whatever its `reporting_interval`), and renewals of

@@ -2,7 +2,7 @@
 //! script, refreshed by `<meta http-equiv=refresh>` every 10 s) answering "what is in force and
 //! who is being limited": loaded domains and limits, active overrides with their time left, the
 //! hottest keys, recent violations, each Redis breaker's state, and the configuration's load
-//! status. Every value is HTML-escaped ([`render`]): descriptor values are client data.
+//! status. Every value is HTML-escaped (`render`): descriptor values are client data.
 //!
 //! Access: the bearer token, as `/v1`; with `ADMIN_TRUST_LOOPBACK=true` a loopback peer reads it
 //! without one ([`super::auth::Viewer`]). The `Host` check of [`super::access`] comes first.
