@@ -76,8 +76,8 @@
 //! in the workspace's `clippy.toml` enforces that).
 //!
 //! The modules are public because the server builds on their parts (its Redis store implements
-//! [`Store`] with the algorithms' scripts' counterparts, its edges read the limiter's types);
-//! an embedder needs only the names re-exported at the top of this crate.
+//! [`Store`] and decides with the algorithms' own functions; its edges convert to and from the
+//! limiter's types); an embedder needs only the names re-exported at the top of this crate.
 
 pub mod algorithm;
 pub mod clock;
