@@ -7,7 +7,10 @@ use super::error::{Sink, field_path};
 use super::model::RawRateLimit;
 use super::unit::Unit;
 use crate::algorithm::{Algorithm, sliding_log, token_bucket};
-use crate::store::lease::MAX_LEASE;
+
+/// The largest `lease` a limit may ask for (and the cap on `LEASE_DEFAULT_SIZE`): the config
+/// validates it, so it lives here, below the store's leases that apply it.
+pub const MAX_LEASE: u32 = 1_000_000;
 
 /// Longest window `unit_multiplier` may build: ten (365-day) years. Longer windows are almost
 /// certainly a typo, and bounding them keeps every time computation far from overflow.

@@ -40,6 +40,7 @@ pub use compiled::{
     Domain, EntryRef, FailureMode, Limit, Match, MatchKind, MatchedLevel, Node, RateLimitConfig,
 };
 pub use error::{ConfigError, ConfigErrors};
+pub use extensions::MAX_LEASE;
 pub use loader::{LoadError, load_path, load_runtime};
 pub use stats_name::sanitize;
 pub use unit::Unit;

@@ -40,8 +40,7 @@ use crate::algorithm::{Algorithm, Decision, LimitSpec};
 use crate::clock::Timestamp;
 pub use counters::{LeaseCounters, LeaseTotals};
 
-/// The largest `lease` a limit may ask for.
-pub const MAX_LEASE: u32 = 1_000_000;
+pub use crate::config::MAX_LEASE;
 /// A grant is at most one `SHARE`th of the room left in the window.
 pub const SHARE: u64 = 4;
 /// Grants smaller than this are not taken: the hit goes to Redis alone.
