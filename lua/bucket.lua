@@ -1,6 +1,6 @@
 -- Shared by the bucket scripts: Rust loads this file followed by token_bucket.lua or
 -- leaky_bucket.lua as one script. It reads one operation's numbers and holds the admission test,
--- the Lua twin of token_bucket::take in src/algorithm/token_bucket.rs (the same for both buckets).
+-- the Lua twin of token_bucket::take in crates/core/src/algorithm/token_bucket.rs (the same for both buckets).
 --
 -- ARGV[10i-9 .. 10i] now (quanta), rate, token cost, capacity, burst, hits, one number of the
 --                    script's own (see each script), 1 when the hits are a refund (else 0), the

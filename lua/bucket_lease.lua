@@ -1,4 +1,4 @@
--- Token bucket reservations for token leases (src/store/lease/mod.rs), for the operations of one
+-- Token bucket reservations for token leases (crates/core/src/store/lease/mod.rs), for the operations of one
 -- request (or, on Redis Cluster, of one hash slot). Runs after lua/bucket.lua (bucket_args, take,
 -- give_back). Like lua/token_bucket.lua each operation refills the bucket lazily and takes its
 -- hits when they fit; then, when it was admitted, this instance takes a grant of tokens out of the

@@ -1,5 +1,5 @@
 -- Fixed window counters for the operations of one request (or, on Redis Cluster, of one hash slot).
--- The Lua twin of src/algorithm/fixed_window.rs: Redis only increments (or, for a refund,
+-- The Lua twin of crates/core/src/algorithm/fixed_window.rs: Redis only increments (or, for a refund,
 -- decrements); the decision is computed from the returned counts by the same Rust function the
 -- memory store uses.
 --

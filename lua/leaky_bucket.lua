@@ -1,6 +1,6 @@
 -- Leaky buckets (GCRA) for the operations of one request (or, on Redis Cluster, of one hash slot).
 -- Runs after lua/bucket.lua (bucket_args, take). The Lua twin of leaky_bucket::apply in
--- src/algorithm/leaky_bucket.rs: every number is an integer below 2^53 (Rust chooses the time
+-- crates/core/src/algorithm/leaky_bucket.rs: every number is an integer below 2^53 (Rust chooses the time
 -- quantum so, and only TAT - now is ever multiplied), so Lua's doubles compute exactly what Rust
 -- does; Rust builds the decision from the returned numbers.
 --

@@ -1,4 +1,4 @@
--- Fixed window reservations for token leases (src/store/lease/mod.rs), for the operations of one
+-- Fixed window reservations for token leases (crates/core/src/store/lease/mod.rs), for the operations of one
 -- request (or, on Redis Cluster, of one hash slot). Like lua/fixed_window.lua each operation adds
 -- its hits (counted even over the limit, as the Go service does); then, when room is left, this
 -- instance takes a grant from the same counter in the same atomic step: a `share`th of the room,

@@ -1,5 +1,5 @@
 -- Sliding logs for the operations of one request (or, on Redis Cluster, of one hash slot).
--- The Lua twin of sliding_log::step in src/algorithm/sliding_log.rs: the same trim, admission and
+-- The Lua twin of sliding_log::step in crates/core/src/algorithm/sliding_log.rs: the same trim, admission and
 -- "when does one more hit fit" search, on a sorted set instead of a deque. Times are microseconds
 -- and running totals are hit counts, all below 2^53, so Lua's doubles are exact. Rust builds the
 -- decision from the returned numbers with the function the memory store uses.

@@ -1,5 +1,5 @@
 -- Sliding window counters for the operations of one request (or, on Redis Cluster, of one slot).
--- The Lua twin of src/algorithm/sliding_window.rs: Rust computes the previous window's weight (out
+-- The Lua twin of crates/core/src/algorithm/sliding_window.rs: Rust computes the previous window's weight (out
 -- of SCALE) from the time; every product here stays below 2^53, so Lua's doubles agree with Rust
 -- exactly. Denied hits are not counted. Rust builds the decision from the returned counters.
 --

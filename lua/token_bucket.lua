@@ -1,6 +1,6 @@
 -- Token buckets for the operations of one request (or, on Redis Cluster, of one hash slot).
 -- Runs after lua/bucket.lua (bucket_args, take). The Lua twin of token_bucket::step in
--- src/algorithm/token_bucket.rs: every number is an integer below 2^53 (Rust chooses the time
+-- crates/core/src/algorithm/token_bucket.rs: every number is an integer below 2^53 (Rust chooses the time
 -- quantum so), so Lua's doubles compute exactly what Rust does; Rust then builds the decision from
 -- the returned numbers with the function the memory store uses.
 --

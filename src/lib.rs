@@ -1,24 +1,24 @@
 //! ratelimitd — a global rate limit service for Envoy, a drop-in replacement for envoyproxy/ratelimit.
 //!
+//! The server crate: the edges, Redis, the policy database, RLQS, xDS, observability, settings
+//! and the composition root, on top of the core library `ratelimitd_core` (the limiter, its
+//! algorithms, the configuration model and the memory store). The core's modules are re-exported
+//! here under their own names ([`algorithm`], [`clock`], [`config`], [`limiter`], [`resilience`],
+//! [`stripe`]), and [`store`] is the core's store plus [`store::redis`]. Cargo keeps the core free
+//! of the server: it does not depend on this crate.
+//!
 //! # Layout
-//! - [`settings`]: Go environment variables and command-line flags, and the small value types they
-//!   name (key format, StatsD protocol, ...).
-//! - [`clock`]: the only reader of system time; [`clock::ManualClock`] for tests.
-//!   [`stripe`]: per-core stripes for state every request writes (stat counters, hot keys).
-//! - [`algorithm`]: pure rate limit algorithms, functions of (state, limit, hits, now).
-//! - [`config`]: YAML model, validation, compiled matching tree, file loader (pure except the loader).
-//! - [`resilience`]: the circuit breaker per Redis target and the live-instance count the local
-//!   fallback divides limits by.
-//! - [`store`]: the one store trait, the embedded memory store and Redis; [`telemetry`]: logging.
-//! - [`policy`]: the policy database (SQLite) behind one trait, and the index of stored
-//!   overrides the limiter reads; the admin API that writes it lives in `http::admin`.
-//! - [`limiter`]: request → plan per descriptor → one store batch → one outcome per limit (tagged
-//!   with its source) → statuses; request/response types without protos.
-//!   [`health`]: health components, mirrored to gRPC health.
+//! - [`settings`]: Go environment variables and command-line flags, translated into the options
+//!   of the parts they configure (many of them the core's types).
+//! - [`store`]: the core's store trait and memory store, and Redis; [`telemetry`]: logging.
+//! - [`policy`]: the policy database (SQLite or PostgreSQL) behind one trait, which builds the
+//!   core's index of stored overrides; the admin API that writes it lives in `http::admin`.
+//! - [`health`]: health components, mirrored to gRPC health.
 //! - [`listener`]: the connection cap and the silent/idle timeouts every server's connections go
 //!   through.
 //! - [`metrics`]: stat counters (bounded), Prometheus and StatsD sinks.
 //! - [`reload`]: the live configuration snapshot, its atomic swap, and the file watcher that reloads it.
+//! - [`insight`]: the limiter's observers (hot keys, decision log).
 //! - [`service`]: one snapshot + the limiter; what both edges call.
 //! - [`explain`]: which limits, overrides and counters apply to a request, counting no hit
 //!   (`/v1/explain`, the console's key search, `ratelimitd explain`).
@@ -31,44 +31,33 @@
 //! - [`app`]: composition root (listeners, store, config, watchers, signals, drain);
 //!   [`validate`]: the `ratelimitd validate` command.
 //!
-//! # Layering
-//! Dependencies point down the list above, never up. From the bottom: `settings`, `clock`,
-//! `stripe`,
-//! `algorithm`, `config` (config builds on algorithm), `resilience` (clock only); then `store`,
-//! `telemetry` and `policy`; `limiter` and `health`; `listener`; `metrics`, `reload`, `insight`
-//! (the limiter's observers), `service`, `explain` (explain plans like the limiter and reads
-//! insight's violation log; service reads reload's snapshot; metrics names neither:
-//! `app` hands it readers of the load counts and hot keys);
-//! the edges `grpc` and `http` and the `xds` config source (`/json` borrows gRPC's unit numbers,
-//! grpc never imports http); `app` and `validate` on top. A type that a lower module needs lives
-//! in that lower module (`settings::KeyFormat` is read by the limiter, not the reverse), and an
-//! upper module hands the lower one a closure or value instead of being named by it. Protos never
-//! leave their edge (`grpc`, `xds`); time comes from `clock` (clippy's `disallowed-methods` in
-//! `clippy.toml` enforces that).
+//! # Layering inside the server
+//! What Cargo does not enforce: dependencies point down the list above, never up. `store`,
+//! `telemetry` and `policy` at the bottom; `health`, `listener`; `metrics`, `reload`, `insight`,
+//! `service` (metrics names none of them: `app` hands it readers of the load counts and hot
+//! keys), `explain` (it plans like the limiter and reads insight's violation log); the edges `grpc`, `http` and `xds` (`/json` borrows gRPC's unit numbers, grpc never
+//! imports http); `app` and `validate` on top. `settings` is read by the modules it configures and
+//! names only the core. Protos never leave their edge (`grpc`, `xds`).
 //!
 //! The longer map, with the request paths and where each feature lives, is
 //! `docs/design/architecture.md`; the behaviour the tests check is `docs/design/contract.md`.
 
-pub mod algorithm;
+pub use ratelimitd_core::{algorithm, clock, config, limiter, resilience, stripe};
+
 pub mod app;
-pub mod clock;
-pub mod config;
 pub mod explain;
 pub mod grpc;
 pub mod health;
 pub mod http;
 pub mod insight;
-pub mod limiter;
 pub mod listener;
 pub mod metrics;
 pub mod policy;
 pub mod reload;
-pub mod resilience;
 pub mod rlqs;
 pub mod service;
 pub mod settings;
 pub mod store;
-pub mod stripe;
 pub mod telemetry;
 pub mod validate;
 pub mod xds;

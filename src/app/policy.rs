@@ -17,7 +17,7 @@ use crate::http::admin::AdminState;
 use crate::limiter::Observers;
 use crate::metrics::Metrics;
 use crate::policy::postgres;
-use crate::policy::purge::{Table, retention_loop};
+use crate::policy::purge::{Retention, Table, retention_loop};
 use crate::policy::rules::{Rule, to_files};
 use crate::policy::violations::{Pending, ViolationLog, writer};
 use crate::policy::{Overrides, Policy, Tokens};
@@ -44,11 +44,11 @@ pub(super) async fn start(
             let interval = settings.policy.refresh_interval;
             tasks.spawn(p.clone().refresh_loop(interval, stopped(stop.clone())));
             tasks.spawn(p.clone().snapshot_loop(stopped(stop.clone())));
-            let purge = (
-                Table::ExpiredOverrides,
-                settings.policy.expired_retention,
-                settings.policy.purge_interval,
-            );
+            let purge = Retention {
+                table: Table::ExpiredOverrides,
+                keep: settings.policy.expired_retention,
+                interval: settings.policy.purge_interval,
+            };
             let (db, c) = (p.store().clone(), clock.clone());
             tasks.spawn(retention_loop(db, c, purge, stopped(stop.clone())));
             if let Some(url) = &settings.policy.db_url {
@@ -232,8 +232,14 @@ pub(super) fn violation_log(
     if let Some(db) = &db
         && v.retention_days > 0
     {
-        let every = (v.retention_days, v.retention_interval);
-        let task = writer::retention(db.clone(), clock.clone(), every, stopped(stop.clone()));
+        let (days, every) = (v.retention_days, v.retention_interval);
+        let task = writer::retention(
+            db.clone(),
+            clock.clone(),
+            days,
+            every,
+            stopped(stop.clone()),
+        );
         tasks.spawn(task);
     }
     let sinks = writer::Sinks {

@@ -1,6 +1,6 @@
 //! [`Bounded`]: the ShouldRateLimit service, with each request message read and checked before
 //! tonic decodes it. The message is buffered up to `GRPC_MAX_RECV_MESSAGE_BYTES` (refused with
-//! OUT_OF_RANGE as soon as its declared length is larger), then [`super::wire`] counts its
+//! OUT_OF_RANGE as soon as its declared length is larger), then `wire` counts its
 //! descriptors and entries: past `MAX_DESCRIPTORS_PER_REQUEST` or `MAX_ENTRIES_PER_DESCRIPTOR`
 //! it is refused with INVALID_ARGUMENT naming the setting, before prost builds anything. The scan
 //! of a large message runs on the blocking pool ([`crate::listener::offload`]), so what remains

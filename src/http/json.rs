@@ -1,7 +1,7 @@
 //! The protojson mapping of `RateLimitRequest` / `RateLimitResponse` used by `/json`
 //! (`docs/design/contract.md#json-mapping`): camelCase names (snake_case accepted on input),
 //! unknown fields rejected, 64-bit numbers as strings or numbers, enums by name or number, default
-//! values omitted on output. The body is decoded under the request caps ([`super::capped`]): it
+//! values omitted on output. The body is decoded under the request caps (`capped`): it
 //! stops at the first descriptor or entry past its cap instead of building the whole list first.
 
 use std::fmt;
@@ -67,7 +67,7 @@ struct JsonRequest {
     hits_addend: Option<Num>,
 }
 
-/// One descriptor as sent (decoded by [`super::capped`], under the entry cap).
+/// One descriptor as sent (decoded by `capped`, under the entry cap).
 #[derive(Default)]
 pub(super) struct JsonDescriptor {
     pub(super) entries: Option<Vec<JsonEntry>>,

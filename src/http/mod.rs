@@ -1,7 +1,7 @@
 //! The HTTP edges: the main port (`/json`, `/healthcheck`, as the Go service, ratelimitd's
 //! `POST /check`, the `/livez` and `/readyz` probes and the [`openapi`] description) and the debug port (`/rlconfig`, the endpoint
 //! list, and the test-only clock control). Bodies are read under a byte cap and the listener's
-//! body timeout ([`body`]), and decoded under the request caps ([`capped`]).
+//! body timeout ([`body`]), and decoded under the request caps (`capped`).
 
 pub mod admin;
 pub mod body;

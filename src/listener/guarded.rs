@@ -28,6 +28,7 @@ use crate::settings::ConnLimits;
 const MAX_REARMS: usize = 8;
 
 /// An accepted connection under its listener's cap and timeouts.
+#[derive(Debug)]
 pub struct Guarded<S> {
     inner: S,
     activity: Arc<Activity>,

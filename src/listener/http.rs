@@ -5,7 +5,7 @@
 //!
 //! Slow clients: [`Guarded`] closes a connection whose request head is not complete within
 //! `HTTP_HEADER_READ_TIMEOUT` of its first byte, and every request body here must arrive within
-//! `HTTP_BODY_TIMEOUT` of its head ([`Deadline`]), or reading it fails with [`BodyTimeout`].
+//! `HTTP_BODY_TIMEOUT` of its head (`Deadline`), or reading it fails with [`BodyTimeout`].
 
 use std::future::Future;
 use std::io;

@@ -1,4 +1,4 @@
-//! `POST /check`'s own request and latency metrics (names and help in [`super::families`]):
+//! `POST /check`'s own request and latency metrics (names and help in `families`):
 //! `ratelimitd_check_requests_total{code}` by HTTP status and the histogram
 //! `ratelimitd_check_response_time_seconds`, the HTTP counterparts of the gRPC
 //! `ratelimit_service_total_requests` and `ratelimit_service_response_time_seconds`.
@@ -21,7 +21,7 @@ use super::striped::Striped;
 use crate::clock::Stopwatch;
 
 /// The `/check` counters, one collector per stripe (every request updates them).
-#[derive(Clone)]
+#[derive(Clone, Debug)]
 pub struct CheckMetrics {
     requests: Striped<IntCounterVec>,
     response_time: Striped<Histogram>,

@@ -1,5 +1,5 @@
 //! The Rate Limit Quota Service's metrics (`ratelimitd_rlqs_*`; names and help in
-//! [`super::families`]): open streams and tracked buckets (gauges), assignments sent by strategy,
+//! `families`): open streams and tracked buckets (gauges), assignments sent by strategy,
 //! and the requests Envoys reported allowed and denied.
 
 use prometheus::{IntCounterVec, IntGauge, Opts, Registry};

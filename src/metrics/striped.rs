@@ -13,7 +13,7 @@ use prometheus::proto::{Metric, MetricFamily, MetricType};
 use crate::stripe::{self, Padded};
 
 /// One `C` per stripe, exposed as one. Clones share the stripes (register a clone).
-#[derive(Clone)]
+#[derive(Clone, Debug)]
 pub struct Striped<C> {
     stripes: Arc<[Padded<C>]>,
 }

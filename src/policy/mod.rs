@@ -14,7 +14,6 @@
 
 pub mod auth;
 pub mod expiry;
-pub mod index;
 pub mod input;
 pub mod lazy;
 pub mod model;
@@ -31,8 +30,8 @@ mod sqlite_rules;
 pub mod store;
 pub mod violations;
 
+pub use crate::limiter::{OverrideIndex, Overrides};
 pub use auth::Tokens;
-pub use index::{OverrideIndex, Overrides};
 pub use model::{FieldError, NewOverride, StoredOverride};
 pub use runtime::Policy;
 pub use store::{PolicyStore, StoreError};

@@ -1,5 +1,5 @@
 //! The override listing's, counting's and purging's SQL, written once for both backends like the
-//! violation log's ([`super::violations::sql`]): [`QueryBuilder`] numbers the placeholders the way
+//! violation log's (`violations::sql`): [`QueryBuilder`] numbers the placeholders the way
 //! each database wants, so the backends only execute what these functions build.
 
 use std::collections::HashMap;

@@ -66,14 +66,31 @@ pub async fn retention_round(
     Ok(deleted)
 }
 
-/// Every `interval` until `stop`, one [`retention_round`] (a failure is logged; the next round
-/// retries).
+/// What a retention loop deletes: the rows of `table` older than `keep`, looked for every
+/// `interval`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Retention {
+    /// The table.
+    pub table: Table,
+    /// How long a row is kept.
+    pub keep: Duration,
+    /// How often old rows are looked for.
+    pub interval: Duration,
+}
+
+/// Every `retention.interval` until `stop`, one [`retention_round`] (a failure is logged; the
+/// next round retries).
 pub async fn retention_loop(
     db: Arc<dyn PolicyStore>,
     clock: Arc<dyn Clock>,
-    (table, keep, interval): (Table, Duration, Duration),
+    retention: Retention,
     stop: impl Future<Output = ()>,
 ) {
+    let Retention {
+        table,
+        keep,
+        interval,
+    } = retention;
     tokio::pin!(stop);
     loop {
         tokio::select! {

@@ -13,13 +13,13 @@ use std::time::Duration;
 use parking_lot::Mutex;
 use tokio::sync::Notify;
 
-use super::index::{OverrideIndex, Overrides};
 use super::lazy::LazyStore;
 use super::model::{NewOverride, StoredOverride};
 use super::override_sql::OverridePage;
 use super::rules::Rule;
 use super::store::{PolicyStore, StoreError};
 use crate::clock::Clock;
+use crate::limiter::{OverrideIndex, Overrides};
 use crate::settings::PolicySettings;
 
 /// Why a write was refused.

@@ -1,5 +1,5 @@
 //! A quota bucket as the limiter sees it: the report's `BucketId` entries sorted by key, held once
-//! as the bucket's demand name ([`BucketKey`]), become one descriptor of the stream's domain, planned by the limiter's own [`plan`](crate::limiter::plan)
+//! as the bucket's demand name ([`BucketKey`]), become one descriptor of the stream's domain, planned by the limiter's own [`plan`]
 //! (request overrides aside: stored overrides, wildcards, defaults, `replaces` and `unlimited` all
 //! apply exactly as for `ShouldRateLimit`). The matched limit is the bucket's global budget.
 
@@ -109,7 +109,8 @@ pub fn budget(
     domain: &Domain,
     name: &str,
     key: &BucketKey,
-    (stored, keys): (&OverrideIndex, &KeyBuilder),
+    stored: &OverrideIndex,
+    keys: &KeyBuilder,
     now: Timestamp,
 ) -> Option<Budget> {
     let req = Request {

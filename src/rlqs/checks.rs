@@ -24,6 +24,7 @@ pub fn domain(current: Option<&str>, named: &str) -> Result<String, Status> {
 }
 
 /// What a report's buckets are checked against, and what their keys are built of.
+#[derive(Debug)]
 pub struct Bounds<'a> {
     /// `CACHE_KEY_PREFIX`, in front of every bucket's demand name.
     pub prefix: &'a str,

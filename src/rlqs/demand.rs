@@ -14,12 +14,13 @@ use parking_lot::Mutex;
 use super::bucket::BucketKey;
 use crate::clock::Timestamp;
 use crate::store::redis::RedisStore;
+use crate::store::redis::quota_demand::DemandPost;
 
 /// Reports a demand is averaged over.
 const RECENT_REPORTS: usize = 3;
 
 /// A stream's recent demand for one bucket: requests (allowed and denied) over the time of its
-/// last [`RECENT_REPORTS`] reports.
+/// last `RECENT_REPORTS` reports.
 #[derive(Debug, Clone, Default)]
 pub struct Recent {
     reports: [(u64, f64); RECENT_REPORTS],
@@ -54,29 +55,21 @@ pub enum Board {
 }
 
 impl Board {
-    /// The live demands (requests per second) of bucket `key`, the caller's first; with `post`,
-    /// first records `demand` of stream `member` until `now + ttl` (without, `demand` is what the
-    /// caller last posted).
-    pub async fn exchange(
-        &self,
-        key: &BucketKey,
-        (member, demand): (u64, f64),
-        (now, ttl): (Timestamp, Duration),
-        post: bool,
-    ) -> Vec<f64> {
-        let milli = milli(demand);
-        let at = (now, ttl);
+    /// The live demands (requests per second) of bucket `key`, the caller's first; with
+    /// `turn.post`, first records the caller's demand until `now + ttl` (without, its demand is
+    /// what it last posted).
+    pub async fn exchange(&self, key: &BucketKey, turn: DemandPost) -> Vec<f64> {
         match self {
-            Board::Memory(m) => m.exchange(key, (member, milli), at, post),
+            Board::Memory(m) => m.exchange(key, turn),
             Board::Redis(redis, local) => {
                 // Boxed: the store call's future is deep, and every stream's future holds it.
-                let call = Box::pin(redis.exchange_demand(key.demand_key(), (member, milli), at, post));
+                let call = Box::pin(redis.exchange_demand(key.demand_key(), turn));
                 match call.await {
                     Ok(values) => values,
                     Err(e) => {
                         tracing::warn!(error = %e, "RLQS demand exchange failed; splitting on this instance's view");
                         // The fallback view posts every time: it has no earlier post to rely on.
-                        local.exchange(key, (member, milli), at, true)
+                        local.exchange(key, DemandPost { post: true, ..turn })
                     }
                 }
             }
@@ -119,13 +112,14 @@ pub struct MemoryBoard {
 }
 
 impl MemoryBoard {
-    fn exchange(
-        &self,
-        key: &BucketKey,
-        (member, milli): (u64, u64),
-        (now, ttl): (Timestamp, Duration),
-        post: bool,
-    ) -> Vec<u64> {
+    fn exchange(&self, key: &BucketKey, turn: DemandPost) -> Vec<u64> {
+        let DemandPost {
+            member,
+            milli,
+            now,
+            ttl,
+            post,
+        } = turn;
         let mut buckets = self.buckets.lock();
         let streams = match buckets.get_mut(key.demand_key()) {
             Some(s) => s,
@@ -183,18 +177,35 @@ mod tests {
         let b = BucketKey::new("", "d", &[("k", "v")]);
         let ttl = Duration::from_secs(3);
         let t0 = (Timestamp::from_secs(100), ttl);
-        assert_eq!(board.exchange(&b, (1, 5.0), t0, true).await, [5.0]);
-        assert_eq!(board.exchange(&b, (2, 7.5), t0, true).await, [7.5, 5.0]);
+        // Stream `member` asks `demand` requests per second at (now, ttl).
+        let turn = |(member, demand): (u64, f64), (now, ttl), post| DemandPost {
+            member,
+            milli: milli(demand),
+            now,
+            ttl,
+            post,
+        };
+        assert_eq!(board.exchange(&b, turn((1, 5.0), t0, true)).await, [5.0]);
+        assert_eq!(
+            board.exchange(&b, turn((2, 7.5), t0, true)).await,
+            [7.5, 5.0]
+        );
         // A read does not write: stream 3's demand is not seen by the others.
-        let mut seen = board.exchange(&b, (3, 9.0), t0, false).await;
+        let mut seen = board.exchange(&b, turn((3, 9.0), t0, false)).await;
         seen[1..].sort_by(f64::total_cmp);
         assert_eq!(seen, [9.0, 5.0, 7.5]);
-        assert_eq!(board.exchange(&b, (1, 5.0), t0, false).await, [5.0, 7.5]);
+        assert_eq!(
+            board.exchange(&b, turn((1, 5.0), t0, false)).await,
+            [5.0, 7.5]
+        );
         // Stream 1 has not posted for the TTL: only stream 2 is left.
         let later = (Timestamp::from_secs(103), ttl);
-        assert_eq!(board.exchange(&b, (2, 1.0), later, true).await, [1.0]);
+        assert_eq!(board.exchange(&b, turn((2, 1.0), later, true)).await, [1.0]);
         board.leave(&b, 2).await;
-        assert_eq!(board.exchange(&b, (3, 2.0), later, false).await, [2.0]);
+        assert_eq!(
+            board.exchange(&b, turn((3, 2.0), later, false)).await,
+            [2.0]
+        );
         let Board::Memory(m) = &board else {
             unreachable!()
         };

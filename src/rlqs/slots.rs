@@ -20,6 +20,7 @@ pub struct Slots {
 }
 
 /// One open stream's place, given back when dropped.
+#[derive(Debug)]
 pub struct Slot {
     slots: Arc<Slots>,
     peer: Option<IpAddr>,

@@ -25,6 +25,7 @@ use crate::clock::{Stopwatch, Timestamp};
 use crate::grpc::pb::envoy::service::rate_limit_quota::v3 as pb;
 use crate::reload::Snapshot;
 use crate::settings::Unmatched;
+use crate::store::redis::quota_demand::DemandPost;
 use pb::rate_limit_quota_response::BucketAction;
 
 /// An assignment lives this many reporting intervals (at least `RLQS_MIN_ASSIGNMENT_TTL`).
@@ -166,7 +167,7 @@ impl Stream {
         Some(actions::assign(&key.id(), a, ttl))
     }
 
-    /// Once a second: after a configuration change, [`Stream::reassess`]; otherwise the share of
+    /// Once a second: after a configuration change, `Stream::reassess`; otherwise the share of
     /// every bucket with active demand again from the board, so a new Envoy's arrival (or an old
     /// one's departure) moves the others' assignments without waiting for their next report
     /// (Envoy 1.40 reports every few seconds whatever its `reporting_interval`), and renewals of
@@ -195,13 +196,7 @@ impl Stream {
         let name = self.domain.as_deref()?;
         let domain = snapshot.config.domain(name)?;
         let stored = shared.overrides.load();
-        bucket::budget(
-            domain,
-            name,
-            key,
-            (&stored, &shared.keys),
-            shared.clock.now(),
-        )
+        bucket::budget(domain, name, key, &stored, &shared.keys, shared.clock.now())
     }
 
     /// The assignment of tracked bucket `key` now, remembered as sent. The demand is posted when
@@ -235,7 +230,16 @@ impl Stream {
                 }
                 let demands = shared
                     .board
-                    .exchange(key, (member, demand), (now, ttl), post)
+                    .exchange(
+                        key,
+                        DemandPost {
+                            member,
+                            milli,
+                            now,
+                            ttl,
+                            post,
+                        },
+                    )
                     .await;
                 if post && let Some(t) = self.buckets.get_mut(key) {
                     let until = now.saturating_add(ttl);

@@ -1,19 +1,27 @@
-//! Small value types of the settings: log level and format, backend, cache key format, StatsD
-//! protocol, and a redacting secret. They live here, at the bottom, so the modules that act on
-//! them (`limiter`, `metrics`) import them from settings and settings imports nothing above it.
+//! Small value types of the settings: log level and format, backend, StatsD protocol, and a
+//! redacting secret. The cache key format is the core limiter's own type ([`KeyFormat`]),
+//! re-exported here where the settings name it.
 
 use std::fmt;
 
+pub use crate::limiter::KeyFormat;
+
 /// `LOG_LEVEL` (logrus names).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[allow(missing_docs)]
 pub enum LogLevel {
+    /// `panic`: errors only, as `error` (no level is above it here).
     Panic,
+    /// `fatal`: errors only, as `error`.
     Fatal,
+    /// `error`.
     Error,
+    /// `warn`.
     Warn,
+    /// `info`.
     Info,
+    /// `debug`.
     Debug,
+    /// `trace`.
     Trace,
 }
 
@@ -33,16 +41,6 @@ pub enum Backend {
     Memory,
     /// Redis.
     Redis,
-}
-
-/// `CACHE_KEY_FORMAT`: which cache key layout the limiter builds (see `limiter::key`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum KeyFormat {
-    /// Injective, hash-tagged, algorithm-aware (the default).
-    #[default]
-    Safe,
-    /// envoyproxy/ratelimit's exact fixed-window key (collides; see `limiter::key`).
-    Go,
 }
 
 /// `STATSD_PROTOCOL`.

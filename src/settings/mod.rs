@@ -64,39 +64,47 @@ fn others(also: &[SettingsError]) -> String {
 
 /// Every setting of the service. Field docs name the environment variable.
 #[derive(Debug, Clone)]
-#[allow(missing_docs)]
 pub struct Settings {
-    /// `HOST` / `PORT`: `/json` and `/healthcheck`.
+    /// `HOST`: the address of `/json` and `/healthcheck`.
     pub host: String,
+    /// `PORT`: their port.
     pub port: u16,
-    /// `GRPC_HOST` / `GRPC_PORT`.
+    /// `GRPC_HOST`.
     pub grpc_host: String,
+    /// `GRPC_PORT`.
     pub grpc_port: u16,
     /// `GRPC_UDS`, `GRPC_MAX_CONNECTION_AGE[_GRACE]`, `GRPC_SERVER_USE_TLS` and the TLS files.
     pub grpc: GrpcServerSettings,
-    /// `DEBUG_HOST` / `DEBUG_PORT`.
+    /// `DEBUG_HOST`.
     pub debug_host: String,
+    /// `DEBUG_PORT`.
     pub debug_port: u16,
     /// `ADMIN_HOST` (default `127.0.0.1`) / `ADMIN_PORT` (default 6071): the admin surface
     /// (`/v1/*`), on its own listener so that it stays on loopback while the Go-compatible debug
     /// port keeps `0.0.0.0` for probes and scrapers.
     pub admin_host: String,
+    /// `ADMIN_PORT` (see `admin_host`).
     pub admin_port: u16,
     /// Whether `ADMIN_PORT` (or `--admin-port`) was given: the admin listener is then opened even
     /// when nothing on it could be served (no admin token, loopback not trusted).
     pub admin_port_set: bool,
     /// `ADMIN_ALLOWED_HOSTS`, `ADMIN_TRUST_LOOPBACK`: who reaches the admin listener ([`admin`]).
     pub admin: AdminSettings,
-    /// `LOG_LEVEL`, `LOG_FORMAT`.
+    /// `LOG_LEVEL`.
     pub log_level: LogLevel,
+    /// `LOG_FORMAT`.
     pub log_format: LogFormat,
     /// `RATELIMITD_CONFIG` / `--config`: explicit config file or directory.
     pub config_path: Option<PathBuf>,
-    /// `RUNTIME_*`: Go config discovery.
+    /// `RUNTIME_ROOT`: Go config discovery starts here.
     pub runtime_root: PathBuf,
+    /// `RUNTIME_SUBDIRECTORY`.
     pub runtime_subdirectory: String,
+    /// `RUNTIME_APPDIRECTORY`.
     pub runtime_appdirectory: String,
+    /// `RUNTIME_WATCH_ROOT`.
     pub runtime_watch_root: bool,
+    /// `RUNTIME_IGNOREDOTFILES`.
     pub runtime_ignoredotfiles: bool,
     /// `MERGE_DOMAIN_CONFIG`.
     pub merge_domain_config: bool,
@@ -124,19 +132,25 @@ pub struct Settings {
     pub limits: Limits,
     /// Connection caps and timeouts of every listener ([`listeners`]).
     pub listeners: Listeners,
-    /// `CACHE_KEY_PREFIX`, `CACHE_KEY_FORMAT`.
+    /// `CACHE_KEY_PREFIX`.
     pub cache_key_prefix: String,
+    /// `CACHE_KEY_FORMAT`.
     pub cache_key_format: KeyFormat,
     /// `NEAR_LIMIT_RATIO`.
     pub near_limit_ratio: f32,
-    /// `SHADOW_MODE`, `QUOTA_MODE`, `RESPONSE_DYNAMIC_METADATA`.
+    /// `SHADOW_MODE`.
     pub shadow_mode: bool,
+    /// `QUOTA_MODE`.
     pub quota_mode: bool,
+    /// `RESPONSE_DYNAMIC_METADATA`.
     pub response_dynamic_metadata: bool,
-    /// `LIMIT_RESPONSE_HEADERS_ENABLED` and the three header names.
+    /// `LIMIT_RESPONSE_HEADERS_ENABLED`.
     pub limit_response_headers_enabled: bool,
+    /// `LIMIT_LIMIT_HEADER`.
     pub limit_limit_header: String,
+    /// `LIMIT_REMAINING_HEADER`.
     pub limit_remaining_header: String,
+    /// `LIMIT_RESET_HEADER`.
     pub limit_reset_header: String,
     /// `RATELIMITD_TEST_MANUAL_CLOCK`: tests only; start on a manual clock at these Unix seconds.
     pub test_manual_clock: Option<u64>,

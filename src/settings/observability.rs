@@ -28,16 +28,16 @@ pub enum TracingProtocol {
 
 /// Tracing settings. Field docs name the variables (grouped ones share a doc).
 #[derive(Debug, Clone)]
-#[allow(missing_docs)]
 pub struct TracingSettings {
     /// `TRACING_ENABLED`.
     pub enabled: bool,
     /// `TRACING_EXPORTER_PROTOCOL`.
     pub protocol: TracingProtocol,
-    /// `TRACING_SERVICE_NAME`, `TRACING_SERVICE_NAMESPACE`, `TRACING_SERVICE_INSTANCE_ID`
-    /// (empty: a random id at startup).
+    /// `TRACING_SERVICE_NAME`.
     pub service_name: String,
+    /// `TRACING_SERVICE_NAMESPACE`.
     pub service_namespace: String,
+    /// `TRACING_SERVICE_INSTANCE_ID` (empty: a random id at startup).
     pub service_instance_id: String,
     /// `TRACING_SAMPLING_RATE`: ParentBased(TraceIdRatio).
     pub sampling_rate: f64,
@@ -45,21 +45,24 @@ pub struct TracingSettings {
     /// `/v1/traces` is appended for HTTP). Other `OTEL_EXPORTER_OTLP_*` variables are read by the
     /// exporter itself.
     pub traces_endpoint: Option<String>,
+    /// `OTEL_EXPORTER_OTLP_ENDPOINT` (see `traces_endpoint`).
     pub endpoint: Option<String>,
 }
 
 /// Stats and tracing settings.
 #[derive(Debug, Clone)]
-#[allow(missing_docs)]
 pub struct Observability {
     /// The sink chosen by the precedence rules.
     pub sink: StatsSinkKind,
-    /// `STATSD_HOST`, `STATSD_PORT`, `STATSD_PROTOCOL`.
+    /// `STATSD_HOST`.
     pub statsd_host: String,
+    /// `STATSD_PORT`.
     pub statsd_port: u16,
+    /// `STATSD_PROTOCOL`.
     pub statsd_protocol: StatsdProtocol,
-    /// `PROMETHEUS_ADDR` (`:9090` means every interface), `PROMETHEUS_PATH`.
+    /// `PROMETHEUS_ADDR` (`:9090` means every interface).
     pub prometheus_addr: String,
+    /// `PROMETHEUS_PATH`.
     pub prometheus_path: String,
     /// `EXTRA_TAGS` (`k:v,...`), sorted by key.
     pub extra_tags: Vec<(String, String)>,
@@ -67,6 +70,7 @@ pub struct Observability {
     pub stats_flush_interval: Duration,
     /// `STATS_MAX_KEYS`: distinct stat keys kept per table before folding into the overflow key.
     pub stats_max_keys: usize,
+    /// `TRACING_*` and the OTLP endpoint.
     pub tracing: TracingSettings,
 }
 

@@ -1,41 +1,13 @@
 //! What the service does when its store cannot answer: the circuit breaker put around each Redis
 //! target (`REDIS_BREAKER_*`), and the failure mode of limits that do not name their own
-//! (`DEFAULT_FAILURE_MODE`). The [`FailureMode`] type lives here, below `config`, because both the
-//! config (`rate_limit.failure_mode`) and this service-wide setting name it.
+//! (`DEFAULT_FAILURE_MODE`). The [`FailureMode`] type is the core config's
+//! (`rate_limit.failure_mode`), re-exported here where the service-wide setting names it.
 
 use std::time::Duration;
 
 use super::{SettingsError, Vars, parse};
 
-/// What a limit answers when the store cannot be reached (`rate_limit.failure_mode`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum FailureMode {
-    /// The request fails with UNAVAILABLE; Envoy's `failure_mode_deny` decides (Go's behaviour).
-    #[default]
-    Error,
-    /// This limit is not enforced while the store is down (fail open, per limit).
-    Allow,
-    /// This limit answers OVER_LIMIT while the store is down (fail closed, per limit).
-    Deny,
-    /// This limit is enforced by this process's memory store, on its share of the limit.
-    Local,
-}
-
-impl FailureMode {
-    /// Parses the config / setting value.
-    pub fn parse(s: &str) -> Option<FailureMode> {
-        match s {
-            "error" => Some(FailureMode::Error),
-            "allow" => Some(FailureMode::Allow),
-            "deny" => Some(FailureMode::Deny),
-            "local" => Some(FailureMode::Local),
-            _ => None,
-        }
-    }
-
-    /// The accepted spellings, for error messages.
-    pub const EXPECTED: &'static str = "expected error, allow, deny or local";
-}
+pub use crate::config::FailureMode;
 
 /// The breaker and fallback settings.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

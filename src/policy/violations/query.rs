@@ -1,5 +1,5 @@
 //! `GET /v1/violations` parameters: checked all at once (every problem is reported, as 422), and
-//! turned into the filters the backends' one query text ([`super::sql`]) applies.
+//! turned into the filters the backends' one query text (`sql`) applies.
 
 use std::collections::HashMap;
 

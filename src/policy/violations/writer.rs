@@ -12,7 +12,7 @@ use super::{Pending, StoredViolation, Violation};
 use crate::clock::Clock;
 use crate::metrics::Metrics;
 use crate::policy::PolicyStore;
-use crate::policy::purge::{Table, retention_loop};
+use crate::policy::purge::{Retention, Table, retention_loop};
 
 /// Where [`run`] writes.
 #[derive(Debug, Clone)]
@@ -125,10 +125,14 @@ fn count(sinks: &Sinks, written: u64, dropped: u64) {
 pub async fn retention(
     db: Arc<dyn PolicyStore>,
     clock: Arc<dyn Clock>,
-    (days, interval): (u32, Duration),
+    days: u32,
+    interval: Duration,
     stop: impl Future<Output = ()>,
 ) {
-    let keep = Duration::from_secs(u64::from(days) * 86_400);
-    let every = (Table::Violations, keep, interval);
+    let every = Retention {
+        table: Table::Violations,
+        keep: Duration::from_secs(u64::from(days) * 86_400),
+        interval,
+    };
     retention_loop(db, clock, every, stop).await;
 }

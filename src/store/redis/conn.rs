@@ -65,6 +65,15 @@ pub struct SentinelConn {
     config: AsyncConnectionConfig,
 }
 
+// By hand: the Sentinel client has no `Debug`.
+impl std::fmt::Debug for SentinelConn {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SentinelConn")
+            .field("connected", &self.current.load().is_some())
+            .finish_non_exhaustive()
+    }
+}
+
 impl SentinelConn {
     async fn connection(&self) -> Result<MultiplexedConnection, RedisError> {
         if let Some(c) = self.current.load_full() {

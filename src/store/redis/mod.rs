@@ -155,12 +155,10 @@ impl RedisStore {
                 fixed_window::run(&g, &self.fixed_window, |w| self.ttl(w)).await
             }
             Algorithm::TokenBucket => {
-                let script = (&self.token_bucket, &token_bucket::TOKEN_BUCKET);
-                token_bucket::run(&g, script).await
+                token_bucket::run(&g, &self.token_bucket, &token_bucket::TOKEN_BUCKET).await
             }
             Algorithm::LeakyBucket => {
-                let script = (&self.leaky_bucket, &leaky_bucket::LEAKY_BUCKET);
-                token_bucket::run(&g, script).await
+                token_bucket::run(&g, &self.leaky_bucket, &leaky_bucket::LEAKY_BUCKET).await
             }
             Algorithm::SlidingWindow => sliding_window::run(&g, &self.sliding_window).await,
             Algorithm::SlidingLog => sliding_log::run(&g, &self.sliding_log).await,
@@ -234,9 +232,9 @@ impl Store for RedisStore {
                 .or_default()
                 .push((algorithm, idx));
         }
-        let calls = per_target
-            .iter()
-            .map(|(&target, groups)| self.call_target(target, groups, ops, mode, now));
+        let calls = per_target.iter().map(|(&(per_second, target), groups)| {
+            self.call_target(per_second, target, groups, ops, mode, now)
+        });
         // Health follows the calls made: a failure of Redis marks it down, all answered marks it
         // up; ops the breaker answered say nothing new, and neither does a script Redis refused
         // for its data (one client's bad input is not Redis being down). With breakers, a failed

@@ -30,6 +30,15 @@ pub struct Pending {
     target: Target,
 }
 
+impl std::fmt::Debug for Pending {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Pending")
+            .field("target", &self.target.describe())
+            .field("connected", &self.ready.get().is_some())
+            .finish()
+    }
+}
+
 impl Pending {
     /// The connection, once the dial succeeded.
     pub(super) fn ready(&self) -> Option<&RedisConn> {

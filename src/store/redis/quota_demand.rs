@@ -21,17 +21,38 @@ pub(super) fn script() -> Script {
     ))
 }
 
+/// One stream's turn at a bucket's demand board: who, how much, when and for how long, and
+/// whether it writes its demand or only reads the others'.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DemandPost {
+    /// The stream (a member of the bucket's hash).
+    pub member: u64,
+    /// Its demand, in thousandths of a request per second.
+    pub milli: u64,
+    /// When the exchange happens.
+    pub now: Timestamp,
+    /// How long a written demand lives.
+    pub ttl: Duration,
+    /// Write the demand first; without, only read (`milli` is then just the caller's entry of
+    /// the answer).
+    pub post: bool,
+}
+
 impl RedisStore {
-    /// Reads the live demands of the bucket hash `key`, the caller's first; with `post`, first
-    /// records `demand` (thousandths of a request per second) of stream `member` until
-    /// `now + ttl`. Without `post`, `demand` is only the caller's entry of the answer.
+    /// Reads the live demands of the bucket hash `key`, the caller's first; with `turn.post`,
+    /// first records the caller's demand until `now + ttl`.
     pub async fn exchange_demand(
         &self,
         key: &str,
-        (member, demand): (u64, u64),
-        (now, ttl): (Timestamp, Duration),
-        post: bool,
+        turn: DemandPost,
     ) -> Result<Vec<u64>, StoreError> {
+        let DemandPost {
+            member,
+            milli: demand,
+            now,
+            ttl,
+            post,
+        } = turn;
         let now_ms = now.as_micros() / 1000;
         let ttl_ms = u64::try_from(ttl.as_millis()).unwrap_or(u64::MAX).max(1);
         // The last argument is the deadline the prelude checks; 0: none (a demand write that

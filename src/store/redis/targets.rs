@@ -211,7 +211,8 @@ impl RedisStore {
     /// answer, not a failure of Redis: the target answered.
     pub(super) async fn call_target<'g>(
         &self,
-        (per_second, target): (bool, &'static str),
+        per_second: bool,
+        target: &'static str,
         groups: &'g TargetGroups,
         ops: &[Op],
         mode: u64,

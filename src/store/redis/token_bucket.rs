@@ -59,7 +59,8 @@ pub(super) fn head_args(p: &Params, g: &Group<'_>, op: &Op) -> [u64; 6] {
 /// key of the request is already known to be over its limit) the buckets are only checked.
 pub(super) async fn run(
     g: &Group<'_>,
-    (script, bucket): (&Script, &Bucket),
+    script: &Script,
+    bucket: &Bucket,
 ) -> Result<Vec<(usize, Decision)>, RedisError> {
     let mut args = Vec::with_capacity(10 * g.indices.len());
     for op in g.ops() {

@@ -6,8 +6,8 @@ use std::time::Duration;
 
 use crate::support::browser::dump_dom;
 use crate::support::policy::{CFG_API, call, create};
-use crate::support::require;
 use crate::support::process;
+use crate::support::require;
 use ratelimitd::clock::Stopwatch;
 use reqwest::Method;
 

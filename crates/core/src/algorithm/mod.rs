@@ -1,0 +1,273 @@
+//! Pure rate limit algorithms: functions of `(state, limit, hits, now)` with no I/O and no clock.
+//!
+//! Each store keeps an [`AlgorithmState`] per key and calls [`apply`] under that key's lock (memory)
+//! or runs the Lua twin of the same function (Redis), so both stores decide identically.
+
+pub mod fixed_window;
+pub mod leaky_bucket;
+pub mod sliding_log;
+pub mod sliding_window;
+pub mod token_bucket;
+pub(crate) mod window;
+
+use std::time::Duration;
+
+use crate::clock::Timestamp;
+pub use window::Window;
+
+/// Which algorithm a limit uses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Algorithm {
+    /// Epoch-aligned fixed windows, exactly as envoyproxy/ratelimit.
+    FixedWindow,
+    /// Token bucket: capacity `burst`, refilled `limit` tokens per window (see [`token_bucket`]).
+    TokenBucket,
+    /// Sliding window counter: previous window weighted by overlap (see [`sliding_window`]).
+    SlidingWindow,
+    /// GCRA, a leaky bucket as a meter: capacity `burst`, one hit per `window / limit` (see
+    /// [`leaky_bucket`]).
+    LeakyBucket,
+    /// Sliding log: the exact sliding window, one log entry per admitted request (see
+    /// [`sliding_log`]).
+    SlidingLog,
+}
+
+impl Algorithm {
+    /// Parses the config name (`rate_limit.algorithm`). Only algorithms both stores implement are
+    /// known here, so validation can never accept one the Redis store would mishandle.
+    pub fn parse(name: &str) -> Option<Algorithm> {
+        match name {
+            "fixed_window" => Some(Algorithm::FixedWindow),
+            "token_bucket" => Some(Algorithm::TokenBucket),
+            "sliding_window" => Some(Algorithm::SlidingWindow),
+            "leaky_bucket" => Some(Algorithm::LeakyBucket),
+            "sliding_log" => Some(Algorithm::SlidingLog),
+            _ => None,
+        }
+    }
+
+    /// The config name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Algorithm::FixedWindow => "fixed_window",
+            Algorithm::TokenBucket => "token_bucket",
+            Algorithm::SlidingWindow => "sliding_window",
+            Algorithm::LeakyBucket => "leaky_bucket",
+            Algorithm::SlidingLog => "sliding_log",
+        }
+    }
+
+    /// True when the algorithm has a bucket capacity (`burst`).
+    pub fn has_burst(self) -> bool {
+        matches!(self, Algorithm::TokenBucket | Algorithm::LeakyBucket)
+    }
+
+    /// A short tag that goes into cache keys, so state of one algorithm is never read as another's.
+    pub fn key_tag(self) -> &'static str {
+        match self {
+            Algorithm::FixedWindow => "fw",
+            Algorithm::TokenBucket => "tb",
+            Algorithm::SlidingWindow => "sw",
+            Algorithm::LeakyBucket => "lb",
+            Algorithm::SlidingLog => "sl",
+        }
+    }
+}
+
+/// The parameters of one limit as the algorithms see them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LimitSpec {
+    /// The algorithm.
+    pub algorithm: Algorithm,
+    /// Requests allowed per window.
+    pub limit: u64,
+    /// Window length.
+    pub window: Window,
+    /// Bucket capacity for bucket algorithms (ignored by window algorithms).
+    pub burst: u64,
+}
+
+/// Per-key state kept by a store between calls.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum AlgorithmState {
+    /// State of a fixed window counter.
+    FixedWindow(fixed_window::FixedWindowState),
+    /// State of a token bucket.
+    TokenBucket(token_bucket::TokenBucketState),
+    /// State of a sliding window counter.
+    SlidingWindow(sliding_window::SlidingWindowState),
+    /// State of a leaky bucket (its theoretical arrival time).
+    LeakyBucket(leaky_bucket::LeakyBucketState),
+    /// The log of a sliding log, boxed so that the counters of the other algorithms (most keys)
+    /// do not pay for its size in every memory store entry.
+    SlidingLog(Box<sliding_log::SlidingLogState>),
+}
+
+/// The outcome of applying hits to a limit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Decision {
+    /// True when the hits took the key over its limit.
+    pub over_limit: bool,
+    /// Usage before these hits (the counter before the increment for windows).
+    pub before: u64,
+    /// Usage after these hits.
+    pub after: u64,
+    /// How many more hits fit right now (0 when over).
+    pub remaining: u64,
+    /// Time until the window resets (windows) or one more hit is allowed (buckets).
+    pub reset_after: Duration,
+    /// When the state may be forgotten: after this instant a fresh state decides identically.
+    pub expires_at: Timestamp,
+    /// How long from `now` until these hits conform. Admitted: zero, or for a leaky bucket that
+    /// reserved a later slot ([`shape`]) the delay before the caller may proceed. Denied: the
+    /// time until the same hits would fit, never early whatever their number. Only the buckets
+    /// compute it ([`token_bucket::decide`]); the window algorithms always report zero (their
+    /// `reset_after` says when the window frees up).
+    pub wait: Duration,
+}
+
+impl Decision {
+    /// This decision as the answer to a refund (`is_negative_hits`): giving hits back is never
+    /// over the limit and never has to wait.
+    pub fn refunded(self) -> Decision {
+        Decision {
+            over_limit: false,
+            wait: Duration::ZERO,
+            ..self
+        }
+    }
+}
+
+/// Applies `hits` to `state` (a fresh state when `None` or of another algorithm) and returns the
+/// decision. Fixed windows count hits even over the limit, like the Go service; the other
+/// algorithms record only admitted hits.
+pub fn apply(
+    state: &mut Option<AlgorithmState>,
+    spec: &LimitSpec,
+    hits: u64,
+    now: Timestamp,
+) -> Decision {
+    shape(state, spec, hits, Duration::ZERO, now)
+}
+
+/// [`apply`] for a caller that accepts a delay of up to `max_wait` before its hits proceed: a
+/// leaky bucket then admits hits that conform within that delay and reserves their slot
+/// ([`leaky_bucket::shape`], [`Decision::wait`] is the delay). The other algorithms police, so
+/// `max_wait` changes nothing for them.
+pub fn shape(
+    state: &mut Option<AlgorithmState>,
+    spec: &LimitSpec,
+    hits: u64,
+    max_wait: Duration,
+    now: Timestamp,
+) -> Decision {
+    run(state, spec, hits, Mode::Take(max_wait), now)
+}
+
+/// Gives `hits` back to `state` (`is_negative_hits`) and returns the decision, which is never over
+/// the limit. Each algorithm undoes what admitted hits did, never past its empty state: a fixed or
+/// sliding window decrements its current window's counter (not below zero), a token bucket gets
+/// tokens back up to its capacity, a leaky bucket moves its arrival time back (never before now),
+/// a sliding log forgets its newest hits. A fresh state is already empty, so a refund on it
+/// changes nothing: stores never create a key for a refund.
+pub fn refund(
+    state: &mut Option<AlgorithmState>,
+    spec: &LimitSpec,
+    hits: u64,
+    now: Timestamp,
+) -> Decision {
+    run(state, spec, hits, Mode::Refund, now)
+}
+
+/// What [`run`] does with the hits.
+#[derive(Clone, Copy)]
+enum Mode {
+    /// Take them, accepting a delay of up to this long (leaky buckets only).
+    Take(Duration),
+    /// Give them back.
+    Refund,
+}
+
+/// [`shape`] or [`refund`], on the state of `spec`'s algorithm.
+fn run(
+    state: &mut Option<AlgorithmState>,
+    spec: &LimitSpec,
+    hits: u64,
+    mode: Mode,
+    now: Timestamp,
+) -> Decision {
+    let give_back = matches!(mode, Mode::Refund);
+    match spec.algorithm {
+        Algorithm::FixedWindow => {
+            let mut s = match state.take() {
+                Some(AlgorithmState::FixedWindow(s)) => s,
+                _ => fixed_window::FixedWindowState::default(),
+            };
+            let f = if give_back {
+                fixed_window::refund
+            } else {
+                fixed_window::apply
+            };
+            let d = f(&mut s, spec.limit, spec.window, hits, now);
+            *state = Some(AlgorithmState::FixedWindow(s));
+            d
+        }
+        Algorithm::TokenBucket => {
+            let mut s = match state.take() {
+                Some(AlgorithmState::TokenBucket(s)) => s,
+                _ => token_bucket::TokenBucketState::default(),
+            };
+            let f = if give_back {
+                token_bucket::refund
+            } else {
+                token_bucket::apply
+            };
+            let d = f(&mut s, spec, hits, now);
+            *state = Some(AlgorithmState::TokenBucket(s));
+            d
+        }
+        Algorithm::SlidingWindow => {
+            let mut s = match state.take() {
+                Some(AlgorithmState::SlidingWindow(s)) => s,
+                _ => sliding_window::SlidingWindowState::default(),
+            };
+            let f = if give_back {
+                sliding_window::refund
+            } else {
+                sliding_window::apply
+            };
+            let d = f(&mut s, spec, hits, now);
+            *state = Some(AlgorithmState::SlidingWindow(s));
+            d
+        }
+        Algorithm::LeakyBucket => {
+            let mut s = match state.take() {
+                Some(AlgorithmState::LeakyBucket(s)) => s,
+                _ => leaky_bucket::LeakyBucketState::default(),
+            };
+            let d = match mode {
+                Mode::Refund => leaky_bucket::refund(&mut s, spec, hits, now),
+                Mode::Take(max_wait) => leaky_bucket::shape(&mut s, spec, hits, max_wait, now),
+            };
+            *state = Some(AlgorithmState::LeakyBucket(s));
+            d
+        }
+        Algorithm::SlidingLog => {
+            let mut s = match state.take() {
+                Some(AlgorithmState::SlidingLog(s)) => s,
+                _ => Box::default(),
+            };
+            let f = if give_back {
+                sliding_log::refund
+            } else {
+                sliding_log::apply
+            };
+            let d = f(&mut s, spec, hits, now);
+            *state = Some(AlgorithmState::SlidingLog(s));
+            d
+        }
+    }
+}
+
+#[cfg(test)]
+mod bucket_tests;

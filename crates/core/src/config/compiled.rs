@@ -1,0 +1,247 @@
+//! The compiled, immutable configuration: domain → descriptor tree, indexed for matching.
+//!
+//! Matching follows envoyproxy/ratelimit exactly (`docs/design/contract.md#matching`): at each
+//! level the exact composite key `key_value` first, then the first wildcard pattern in config
+//! order, then the key-only default; no backtracking; a limit applies only on the node matched by
+//! the request's last entry.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use super::error::ConfigError;
+pub use super::failure_mode::FailureMode;
+use super::unit::Unit;
+use crate::algorithm::{Algorithm, LimitSpec, Window};
+
+/// What matching needs from one request entry. The limiter's request type implements it, so this
+/// module stays free of request and wire types.
+pub trait EntryRef {
+    /// The entry's key.
+    fn key(&self) -> &str;
+    /// The entry's value (may be empty).
+    fn value(&self) -> &str;
+}
+
+/// The whole loaded configuration: every domain, compiled. Cheap to share behind an `Arc`.
+#[derive(Debug, Default)]
+pub struct RateLimitConfig {
+    pub(crate) domains: HashMap<String, Domain>,
+    /// What was accepted but looks like a mistake (e.g. a limit with no `requests_per_unit`).
+    pub(crate) warnings: Vec<ConfigError>,
+}
+
+/// One domain's descriptor tree.
+#[derive(Debug)]
+pub struct Domain {
+    /// The domain name from the YAML `domain:` field.
+    pub name: String,
+    pub(crate) root: Level,
+}
+
+/// One level of the tree: its nodes indexed by composite key, plus its wildcard nodes in config order.
+#[derive(Debug, Default)]
+pub(crate) struct Level {
+    /// Composite key (`key`, or `key_value`) → node. Wildcard nodes are in here too, so a request
+    /// value equal to the literal pattern matches exactly (a Go quirk kept on purpose).
+    pub(crate) by_key: HashMap<String, Node>,
+    /// Composite keys of the nodes whose composite key contains `*`, in config order, with the
+    /// pattern pre-split on `*`.
+    pub(crate) wildcards: Vec<(String, Vec<String>)>,
+    /// Composite keys in config order, so listings (`/rlconfig`) are deterministic.
+    pub(crate) order: Vec<String>,
+}
+
+/// One descriptor node.
+#[derive(Debug)]
+pub struct Node {
+    /// The descriptor key.
+    pub key: String,
+    /// The descriptor value; empty for a key-only default; contains `*` for a wildcard.
+    pub value: String,
+    /// The limit on this node, if any.
+    pub limit: Option<Arc<Limit>>,
+    /// `share_threshold: true`: every value this wildcard matches shares one counter.
+    pub share_threshold: bool,
+    /// `value_to_metric: true`: the stats key carries the runtime value of this level.
+    pub value_to_metric: bool,
+    pub(crate) children: Level,
+}
+
+/// A configured limit, with everything the limiter needs to apply and report it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Limit {
+    /// The stats key / config path, e.g. `test-domain.key1_value1.subkey1`
+    /// (`docs/design/contract.md#stats-keys`).
+    pub full_key: String,
+    /// `full_key` sanitised for stats: the name this limit's counters are reported under unless
+    /// `detailed_metric` or `value_to_metric` ask for runtime values. Computed once, at load.
+    pub stats_key: String,
+    /// `rate_limit.name`; empty when not set.
+    pub name: String,
+    /// `rate_limit.requests_per_unit` (0 blocks everything).
+    pub requests_per_unit: u32,
+    /// `rate_limit.unit`; `None` only for unlimited limits.
+    pub unit: Option<Unit>,
+    /// `rate_limit.unlimited`.
+    pub unlimited: bool,
+    /// Names of limits this one replaces when both match in one request.
+    pub replaces: Vec<String>,
+    /// `shadow_mode` of the node carrying this limit.
+    pub shadow_mode: bool,
+    /// `quota_mode` of the node carrying this limit.
+    pub quota_mode: bool,
+    /// `detailed_metric` of the node carrying this limit.
+    pub detailed_metric: bool,
+    /// `metadata` of the node carrying this limit, as a JSON object (returned in dynamic metadata).
+    pub metadata: Option<serde_json::Map<String, serde_json::Value>>,
+    /// `rate_limit.failure_mode` (ratelimitd extension): the answer when the store fails;
+    /// `None` when not written (the service's `DEFAULT_FAILURE_MODE` applies).
+    pub failure_mode: Option<FailureMode>,
+    /// `rate_limit.local_share` (ratelimitd extension): the share of the limit this instance
+    /// enforces on its own under `failure_mode: local`; `None` = one over the live instances.
+    pub local_share: Option<f64>,
+    /// `rate_limit.algorithm` (ratelimitd extension; fixed_window by default, as Go).
+    pub algorithm: Algorithm,
+    /// `rate_limit.burst` (ratelimitd extension): bucket capacity; `None` = `requests_per_unit`.
+    pub burst: Option<u32>,
+    /// `rate_limit.unit_multiplier` (ratelimitd extension): the window is this many units (≥ 1).
+    pub unit_multiplier: u32,
+    /// `rate_limit.lease` (ratelimitd extension): how many hits an instance may reserve from the
+    /// shared counter at once (`store::lease`); `None` = `LEASE_DEFAULT_SIZE`, `Some(0)` = off.
+    pub lease: Option<u32>,
+    /// The other limits of `rate_limits` (ratelimitd extension) when this is its first entry: all
+    /// apply to the same descriptor, and the most restrictive decision is reported. Empty for
+    /// `rate_limit` and for the other entries themselves.
+    pub also: Vec<Arc<Limit>>,
+    /// The document it was compiled from (`config.basic.yaml`, `policy-db/tenants`), so a listing
+    /// can tell an operator's files from stored rules; empty for an override's limit.
+    pub file: Arc<str>,
+}
+
+impl Limit {
+    /// The window: the unit times `unit_multiplier`; `None` for an unlimited limit (no unit).
+    pub fn window(&self) -> Option<Window> {
+        let unit_secs = self.unit?.seconds();
+        Window::from_secs(unit_secs.saturating_mul(u64::from(self.unit_multiplier)))
+    }
+
+    /// What the algorithms need of this limit; `None` for an unlimited limit.
+    pub fn spec(&self) -> Option<LimitSpec> {
+        Some(LimitSpec {
+            algorithm: self.algorithm,
+            limit: u64::from(self.requests_per_unit),
+            window: self.window()?,
+            burst: u64::from(self.burst.unwrap_or(self.requests_per_unit)),
+        })
+    }
+
+    /// This limit followed by the other limits of its descriptor (`rate_limits`).
+    pub fn all(self: &Arc<Limit>) -> impl Iterator<Item = &Arc<Limit>> {
+        std::iter::once(self).chain(self.also.iter())
+    }
+}
+
+/// How one request entry was matched.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MatchKind {
+    /// `key_value` matched a node exactly.
+    Exact,
+    /// A wildcard pattern matched.
+    Wildcard,
+    /// The key-only default matched.
+    Default,
+}
+
+/// One level of a successful match: the node and how it was reached.
+#[derive(Debug, Clone, Copy)]
+pub struct MatchedLevel<'a> {
+    /// The node matched at this level.
+    pub node: &'a Node,
+    /// How it was matched.
+    pub kind: MatchKind,
+}
+
+/// The result of matching a descriptor: the limit on the last node, and the path that led to it
+/// (one level per request entry), which the cache key (share_threshold) and stats keys need.
+#[derive(Debug, Clone)]
+pub struct Match<'a> {
+    /// The limit found.
+    pub limit: &'a Arc<Limit>,
+    /// The node matched for each request entry, in order.
+    pub path: Vec<MatchedLevel<'a>>,
+}
+
+impl RateLimitConfig {
+    /// The domain called `name`, if configured.
+    pub fn domain(&self, name: &str) -> Option<&Domain> {
+        self.domains.get(name)
+    }
+
+    /// What compiled but looks like a mistake, each naming file and YAML path; the loader logs
+    /// them at WARN and `validate` prints them.
+    pub fn warnings(&self) -> &[ConfigError] {
+        &self.warnings
+    }
+
+    /// How many domains are configured.
+    pub fn domain_count(&self) -> usize {
+        self.domains.len()
+    }
+
+    /// Every domain, sorted by name.
+    pub fn domains(&self) -> impl Iterator<Item = &Domain> {
+        let mut all: Vec<&Domain> = self.domains.values().collect();
+        all.sort_by(|a, b| a.name.cmp(&b.name));
+        all.into_iter()
+    }
+
+    /// Every limit in the config: domains by name, then each tree depth-first in config order.
+    pub fn limits(&self) -> Vec<&Limit> {
+        let mut out = Vec::new();
+        for domain in self.domains() {
+            domain.root.collect_limits(&mut out);
+        }
+        out
+    }
+}
+
+impl Level {
+    /// Adds `node` under `composite`, indexing it as a wildcard when the key contains `*`.
+    /// The caller has checked that `composite` is new at this level.
+    pub(crate) fn insert(&mut self, composite: String, node: Node) {
+        if composite.contains('*') {
+            let parts = composite.split('*').map(str::to_owned).collect();
+            self.wildcards.push((composite.clone(), parts));
+        }
+        self.order.push(composite.clone());
+        self.by_key.insert(composite, node);
+    }
+
+    /// Appends the limits of this level and below, depth-first in config order.
+    fn collect_limits<'a>(&'a self, out: &mut Vec<&'a Limit>) {
+        for node in self.order.iter().filter_map(|k| self.by_key.get(k)) {
+            if let Some(limit) = &node.limit {
+                out.extend(limit.all().map(|l| &**l));
+            }
+            node.children.collect_limits(out);
+        }
+    }
+}
+
+impl Node {
+    /// The nodes one level below this one, in config order.
+    pub fn children(&self) -> impl Iterator<Item = &Node> {
+        let level = &self.children;
+        level.order.iter().filter_map(|k| level.by_key.get(k))
+    }
+}
+
+impl Domain {
+    /// The top-level nodes of this domain, in config order.
+    pub fn descriptors(&self) -> impl Iterator<Item = &Node> {
+        self.root
+            .order
+            .iter()
+            .filter_map(|k| self.root.by_key.get(k))
+    }
+}

@@ -1,0 +1,144 @@
+//! Validation of the algorithm extensions of `rate_limit` (`docs/design/contract.md#extensions`):
+//! `algorithm`, `burst`, `unit_multiplier` and `lease`. None of them appears in a Go config, and
+//! absent they mean exactly what Go does (a fixed window of one unit), so a Go config keeps its
+//! meaning.
+
+use super::error::{Sink, field_path};
+use super::model::RawRateLimit;
+use super::unit::Unit;
+use crate::algorithm::{Algorithm, sliding_log, token_bucket};
+
+/// The largest `lease` a limit may ask for (and the cap on `LEASE_DEFAULT_SIZE`): the config
+/// validates it, so it lives here, below the store's leases that apply it.
+pub const MAX_LEASE: u32 = 1_000_000;
+
+/// Longest window `unit_multiplier` may build: ten (365-day) years. Longer windows are almost
+/// certainly a typo, and bounding them keeps every time computation far from overflow.
+pub(super) const MAX_WINDOW_SECS: u64 = 10 * 365 * 86_400;
+
+/// The checked extensions of one limit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Extensions {
+    pub(crate) algorithm: Algorithm,
+    pub(crate) burst: Option<u32>,
+    pub(crate) unit_multiplier: u32,
+    pub(crate) lease: Option<u32>,
+}
+
+/// Checks the extensions of `rl` (whose unit is `unit`, `None` when unlimited or invalid),
+/// reporting every misuse at its path.
+pub(crate) fn check(rl: &RawRateLimit, unit: Option<Unit>, sink: &mut Sink<'_>) -> Extensions {
+    let at = |field: &str| field_path(&rl.path, field);
+    if rl.unlimited == Some(true) {
+        let set = [
+            ("algorithm", rl.algorithm.is_some()),
+            ("burst", rl.burst.is_some()),
+            ("unit_multiplier", rl.unit_multiplier.is_some()),
+            ("lease", rl.lease.is_some()),
+        ];
+        for (field, _) in set.iter().filter(|(_, is_set)| *is_set) {
+            sink.push(
+                &at(field),
+                format!("should not specify {field} when unlimited"),
+            );
+        }
+    }
+    let algorithm = match rl.algorithm.as_deref() {
+        None => Algorithm::FixedWindow,
+        Some(text) => Algorithm::parse(text).unwrap_or_else(|| {
+            let message = format!(
+                "invalid algorithm '{text}' (expected fixed_window, sliding_window, sliding_log, token_bucket or leaky_bucket)"
+            );
+            sink.push(&at("algorithm"), message);
+            Algorithm::FixedWindow
+        }),
+    };
+    match rl.burst {
+        Some(_) if !algorithm.has_burst() => sink.push(
+            &at("burst"),
+            format!(
+                "burst only applies to token_bucket and leaky_bucket (algorithm is {})",
+                algorithm.name()
+            ),
+        ),
+        Some(0) => sink.push(&at("burst"), "burst must be at least 1"),
+        _ => {}
+    }
+    let multiplier = rl.unit_multiplier.unwrap_or(1);
+    let window_secs = unit
+        .map_or(1, Unit::seconds)
+        .saturating_mul(u64::from(multiplier));
+    if multiplier == 0 {
+        sink.push(&at("unit_multiplier"), "unit_multiplier must be at least 1");
+    } else if window_secs > MAX_WINDOW_SECS {
+        sink.push(
+            &at("unit_multiplier"),
+            format!(
+                "unit_multiplier {multiplier} makes a window of {window_secs} s; the longest allowed is {MAX_WINDOW_SECS} s (10 years)"
+            ),
+        );
+    }
+    if algorithm.has_burst() {
+        let burst = u64::from(rl.burst.unwrap_or(rl.requests_per_unit));
+        if burst.saturating_mul(window_secs) > token_bucket::MAX_BURST_WINDOW_SECS {
+            let field = if rl.burst.is_some() {
+                "burst"
+            } else {
+                "requests_per_unit"
+            };
+            sink.push(
+                &at(field),
+                format!(
+                    "{} capacity {burst} over a {window_secs} s window is too large to count exactly (burst × window seconds must be at most 2^52)",
+                    algorithm.name()
+                ),
+            );
+        }
+    }
+    if algorithm == Algorithm::SlidingLog
+        && u64::from(rl.requests_per_unit) > sliding_log::MAX_LIMIT
+    {
+        sink.push(
+            &at("requests_per_unit"),
+            format!(
+                "sliding_log keeps one entry per admitted request; requests_per_unit {} exceeds the maximum {} (use sliding_window for higher rates)",
+                rl.requests_per_unit,
+                sliding_log::MAX_LIMIT
+            ),
+        );
+    }
+    check_lease(rl, algorithm, sink);
+    Extensions {
+        algorithm,
+        burst: rl.burst,
+        unit_multiplier: multiplier.max(1),
+        lease: rl.lease,
+    }
+}
+
+/// `lease` is only defined for fixed windows and token buckets (`store::lease` says why the others
+/// are refused), and is bounded so one instance can never hold an absurd share of a counter.
+fn check_lease(rl: &RawRateLimit, algorithm: Algorithm, sink: &mut Sink<'_>) {
+    let Some(lease) = rl.lease else { return };
+    let at = field_path(&rl.path, "lease");
+    let why = match algorithm {
+        Algorithm::FixedWindow | Algorithm::TokenBucket => None,
+        Algorithm::SlidingLog => Some("it stamps each hit with its own time"),
+        Algorithm::SlidingWindow => Some("it weighs each hit by when it came"),
+        Algorithm::LeakyBucket => Some("its answer is a time slot per hit"),
+    };
+    if let Some(why) = why.filter(|_| lease > 0) {
+        sink.push(
+            &at,
+            format!(
+                "lease only applies to fixed_window and token_bucket, not {} ({why}, so a batch reserved now cannot be spent later): see README \"Token leases\"",
+                algorithm.name()
+            ),
+        );
+    } else if lease > MAX_LEASE {
+        sink.push(
+            &at,
+            format!("lease {lease} is too large (at most {MAX_LEASE})"),
+        );
+    }
+}

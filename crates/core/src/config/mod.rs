@@ -1,0 +1,48 @@
+//! Rate limit configuration: YAML parsing, validation with Go's error texts, the compiled matching
+//! tree, and the file loader.
+//!
+//! Flow: `loader` reads files (the only I/O) → `model` parses each YAML document, running Go's key
+//! check (`keys`) and a typed walk → `validate` checks the result and builds the `compiled` tree,
+//! collecting every error with its file and YAML path → `matching` answers `GetLimit`.
+
+pub(crate) mod compiled;
+mod convert;
+mod error;
+mod extensions;
+mod failure_mode;
+mod keys;
+mod limit;
+pub mod loader;
+mod matching;
+mod model;
+mod multi;
+mod stats_name;
+mod suggest;
+mod typed;
+pub(crate) mod unit;
+mod validate;
+mod yaml_budget;
+
+#[cfg(test)]
+mod compile_tests;
+#[cfg(test)]
+mod extension_tests;
+#[cfg(test)]
+mod loader_tests;
+#[cfg(test)]
+mod matching_tests;
+#[cfg(test)]
+mod multi_tests;
+#[cfg(test)]
+mod validate_tests;
+
+pub use compiled::{
+    Domain, EntryRef, FailureMode, Limit, Match, MatchKind, MatchedLevel, Node, RateLimitConfig,
+};
+pub use error::{ConfigError, ConfigErrors};
+pub use extensions::MAX_LEASE;
+pub use loader::{LoadError, load_path, load_runtime};
+pub use stats_name::sanitize;
+pub use unit::Unit;
+pub use validate::{CompileOptions, ConfigFile, compile};
+pub use yaml_budget::{DEFAULT_MAX_FILE_BYTES, set_max_file_bytes};

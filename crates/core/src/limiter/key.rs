@@ -1,0 +1,198 @@
+//! Cache keys: which counter a limit of a descriptor uses.
+//!
+//! The Go service's key, `PREFIX + domain + "_" + (key + "_" + value + "_")* + window_start`, is not
+//! injective: entries `a`/`b_c` and `a_b`/`c` share one counter, so a caller who controls a header
+//! value can spend someone else's budget. The default format here length-prefixes every part, which
+//! makes the key injective, wraps the identity in `{…}` so Redis Cluster puts all keys of one limit
+//! in one slot, and ends with the algorithm, the window length and (for fixed windows) the window
+//! start, so state is never read by the wrong algorithm and an old window's counter simply expires. [`KeyFormat::Go`] reproduces the Go key byte for byte, for fleets that mix Go and Rust
+//! instances on one Redis during a migration (and with it, the Go collision).
+
+use std::fmt::Write;
+
+use crate::algorithm::fixed_window::window_start;
+use crate::algorithm::{Algorithm, LimitSpec};
+use crate::clock::Timestamp;
+
+/// `CACHE_KEY_FORMAT`: which cache key layout the limiter builds (see this module).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum KeyFormat {
+    /// Injective, hash-tagged, algorithm-aware (the default).
+    #[default]
+    Safe,
+    /// envoyproxy/ratelimit's exact fixed-window key (collides; see this module).
+    Go,
+}
+
+/// Builds cache keys for one service: a prefix and a format.
+#[derive(Debug, Clone, Default)]
+pub struct KeyBuilder {
+    prefix: String,
+    format: KeyFormat,
+}
+
+impl KeyBuilder {
+    /// A builder prepending `prefix` (verbatim, as `CACHE_KEY_PREFIX`) to keys of `format`.
+    pub fn new(prefix: impl Into<String>, format: KeyFormat) -> KeyBuilder {
+        KeyBuilder {
+            prefix: prefix.into(),
+            format,
+        }
+    }
+
+    /// The key for `spec` over `entries` (key, value as counted: the wildcard pattern for
+    /// share_threshold levels) in `domain` at `now`.
+    pub fn build<'a>(
+        &self,
+        domain: &str,
+        entries: impl Iterator<Item = (&'a str, &'a str)>,
+        spec: &LimitSpec,
+        now: Timestamp,
+    ) -> String {
+        // The Go key names a window start, which only fixed windows have; other algorithms (which
+        // Go instances cannot share anyway) always use the default format.
+        let format = match spec.algorithm {
+            Algorithm::FixedWindow => self.format,
+            _ => KeyFormat::Safe,
+        };
+        self.build_as(format, domain, entries, spec, now)
+    }
+
+    /// The key of a further limit of `rate_limits` (not the first): always the default format,
+    /// because Go keys of two fixed windows of one descriptor can coincide (the start of a day is
+    /// also the start of a second), and Go instances never share such limits anyway.
+    pub fn build_extra<'a>(
+        &self,
+        domain: &str,
+        entries: impl Iterator<Item = (&'a str, &'a str)>,
+        spec: &LimitSpec,
+        now: Timestamp,
+    ) -> String {
+        self.build_as(KeyFormat::Safe, domain, entries, spec, now)
+    }
+
+    fn build_as<'a>(
+        &self,
+        format: KeyFormat,
+        domain: &str,
+        entries: impl Iterator<Item = (&'a str, &'a str)>,
+        spec: &LimitSpec,
+        now: Timestamp,
+    ) -> String {
+        let mut key = String::with_capacity(self.prefix.len() + domain.len() + 48);
+        key.push_str(&self.prefix);
+        match format {
+            KeyFormat::Go => {
+                key.push_str(domain);
+                key.push('_');
+                for (k, v) in entries {
+                    key.push_str(k);
+                    key.push('_');
+                    key.push_str(v);
+                    key.push('_');
+                }
+                let _ = write!(key, "{}", window_start(spec.window, now));
+            }
+            KeyFormat::Safe => {
+                // `{len:domain|len:key=len:value...}`: a length before every part makes any two
+                // different (domain, entries) lists give different strings.
+                let _ = write!(key, "{{{}:{}", domain.len(), domain);
+                for (k, v) in entries {
+                    let _ = write!(key, "|{}:{}={}:{}", k.len(), k, v.len(), v);
+                }
+                let _ = write!(
+                    key,
+                    "}}:{}:{}",
+                    spec.algorithm.key_tag(),
+                    spec.window.secs()
+                );
+                if spec.algorithm == Algorithm::FixedWindow {
+                    let _ = write!(key, ":{}", window_start(spec.window, now));
+                }
+            }
+        }
+        key
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn spec(window_secs: u64) -> LimitSpec {
+        LimitSpec {
+            algorithm: Algorithm::FixedWindow,
+            limit: 10,
+            window: crate::algorithm::Window::from_secs(window_secs).unwrap(),
+            burst: 0,
+        }
+    }
+
+    #[test]
+    fn go_format_is_byte_for_byte_the_go_key() {
+        let b = KeyBuilder::new("prefix:", KeyFormat::Go);
+        let k = b.build(
+            "domain",
+            [("key", "value")].into_iter(),
+            &spec(1),
+            Timestamp::from_secs(1234),
+        );
+        assert_eq!(k, "prefix:domain_key_value_1234");
+        let b = KeyBuilder::new("", KeyFormat::Go);
+        let entries = [("key2", "value2"), ("subkey2", "subvalue2")];
+        let k = b.build(
+            "domain",
+            entries.into_iter(),
+            &spec(60),
+            Timestamp::from_secs(1234),
+        );
+        assert_eq!(k, "domain_key2_value2_subkey2_subvalue2_1200");
+    }
+
+    #[test]
+    fn go_format_collides_and_the_default_does_not() {
+        let now = Timestamp::from_secs(0);
+        let go = KeyBuilder::new("", KeyFormat::Go);
+        let a = go.build("d", [("a", "b_c")].into_iter(), &spec(60), now);
+        let b = go.build("d", [("a_b", "c")].into_iter(), &spec(60), now);
+        assert_eq!(
+            a, b,
+            "the Go format shares one counter between different descriptors"
+        );
+        let safe = KeyBuilder::default();
+        let a = safe.build("d", [("a", "b_c")].into_iter(), &spec(60), now);
+        let b = safe.build("d", [("a_b", "c")].into_iter(), &spec(60), now);
+        assert_ne!(a, b);
+        assert_eq!(a, "{1:d|1:a=3:b_c}:fw:60:0");
+    }
+
+    #[test]
+    fn buckets_have_one_key_across_windows_even_in_go_format() {
+        let tb = LimitSpec {
+            algorithm: Algorithm::TokenBucket,
+            ..spec(60)
+        };
+        let go = KeyBuilder::new("p:", KeyFormat::Go);
+        let a = go.build("d", [("k", "v")].into_iter(), &tb, Timestamp::from_secs(0));
+        let b = go.build(
+            "d",
+            [("k", "v")].into_iter(),
+            &tb,
+            Timestamp::from_secs(600),
+        );
+        assert_eq!(a, b);
+        assert_eq!(a, "p:{1:d|1:k=1:v}:tb:60");
+    }
+
+    #[test]
+    fn default_format_separates_windows_and_delimiter_tricks() {
+        let now = Timestamp::from_secs(0);
+        let safe = KeyBuilder::default();
+        let one = safe.build("d", [("k", "v|1:x=1:y")].into_iter(), &spec(60), now);
+        let two = safe.build("d", [("k", "v"), ("x", "y")].into_iter(), &spec(60), now);
+        assert_ne!(one, two);
+        let minute = safe.build("d", [("k", "v")].into_iter(), &spec(60), now);
+        let hour = safe.build("d", [("k", "v")].into_iter(), &spec(3600), now);
+        assert_ne!(minute, hour);
+    }
+}

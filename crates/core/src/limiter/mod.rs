@@ -1,0 +1,257 @@
+//! The rate limiter: one config snapshot + one request → response, read top to bottom in
+//! `RateLimiter::decide`:
+//! 1. `validate`: the request is well formed (Go's messages) and within the caps;
+//! 2. [`plan`]: each descriptor once into a [`Plan`] — its limits, hits (clamped to what can
+//!    change a decision, [`hits`]), stats key, and one store op per limit with its cache key
+//!    ([`key`]);
+//! 3. run the ops in one store batch; one [`Outcome`] per op, tagged with its [`Source`] (the
+//!    store, its local over-limit cache, or — for ops the store did not answer — the `failure`
+//!    policy, the open circuit breaker, or the local [`fallback`]);
+//! 4. [`outcome::settle`]: each descriptor reports its most restrictive outcome;
+//! 5. `stats` and `finish` (statuses, overall code, headers, metadata) fold from that;
+//!    [`headers`] turns a response into the standard rate limit headers every edge renders;
+//! 6. `observe`: the settled decision is shown to the observers (violations, hot keys, the
+//!    decision log), which never block the request.
+
+pub(crate) mod error;
+pub(crate) mod failure;
+pub mod fallback;
+pub(crate) mod finish;
+pub mod headers;
+pub mod hits;
+pub mod key;
+pub(crate) mod limits;
+pub(crate) mod observe;
+pub mod outcome;
+pub(crate) mod override_index;
+pub mod plan;
+pub mod request;
+pub(crate) mod response;
+pub(crate) mod stats;
+pub(crate) mod stats_key;
+pub(crate) mod stored_override;
+pub(crate) mod validate;
+
+use std::sync::Arc;
+
+use tracing::Instrument;
+
+use crate::clock::{Clock, Stopwatch, Timestamp};
+use crate::config::FailureMode;
+use crate::config::RateLimitConfig;
+use crate::store::{Answer, Store, StoreError};
+pub use error::RequestError;
+use failure::Degraded;
+use fallback::LocalFallback;
+pub use key::{KeyBuilder, KeyFormat};
+pub use limits::{Limits, OverCap};
+pub use observe::{Observed, Observer, Observers};
+pub use outcome::{Outcome, Source, Verdict};
+pub use override_index::{OverrideIndex, Overrides};
+pub use plan::{Plan, Plans};
+pub use request::{Descriptor, Entry, Override, Request};
+pub use response::{Code, CurrentLimit, DescriptorStatus, Response};
+pub use stats::{ErrorKind, LimitIncrements, NoStats, StatsSink};
+pub use stored_override::{NewOverride, PathEntry, StoredOverride};
+
+/// Names of the headers added when `LIMIT_RESPONSE_HEADERS_ENABLED` is on.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HeaderNames {
+    /// `LIMIT_LIMIT_HEADER`.
+    pub limit: String,
+    /// `LIMIT_REMAINING_HEADER`.
+    pub remaining: String,
+    /// `LIMIT_RESET_HEADER`.
+    pub reset: String,
+}
+
+/// Service-wide behaviour switches (the Go settings of the same names).
+#[derive(Debug, Clone, Default)]
+pub struct LimiterOptions {
+    /// `SHADOW_MODE`: the overall code is never OVER_LIMIT.
+    pub shadow_mode: bool,
+    /// `QUOTA_MODE`: every descriptor is a quota descriptor.
+    pub quota_mode: bool,
+    /// `LIMIT_RESPONSE_HEADERS_ENABLED` with the header names.
+    pub headers: Option<HeaderNames>,
+    /// `RESPONSE_DYNAMIC_METADATA`.
+    pub dynamic_metadata: bool,
+    /// Cache key prefix and format.
+    pub keys: KeyBuilder,
+    /// `NEAR_LIMIT_RATIO`: the share of a limit above which hits count as `near_limit`.
+    pub near_limit_ratio: f32,
+    /// `DEFAULT_FAILURE_MODE`: the failure mode of limits that do not name one.
+    pub default_failure_mode: FailureMode,
+    /// Caps on one request (descriptors, entries, value lengths).
+    pub caps: Limits,
+}
+
+/// Decides requests against a store. Shared by the gRPC and HTTP edges.
+#[derive(Debug)]
+pub struct RateLimiter {
+    store: Arc<dyn Store>,
+    clock: Arc<dyn Clock>,
+    options: LimiterOptions,
+    stats: Arc<dyn StatsSink>,
+    fallback: Arc<LocalFallback>,
+    failure_log: failure::FailureLog,
+    overrides: Arc<Overrides>,
+    observers: Observers,
+}
+
+impl RateLimiter {
+    /// A limiter over `store`, reading time from `clock`, counting nothing.
+    pub fn new(
+        store: Arc<dyn Store>,
+        clock: Arc<dyn Clock>,
+        options: LimiterOptions,
+    ) -> RateLimiter {
+        RateLimiter::with_stats(store, clock, options, Arc::new(NoStats))
+    }
+
+    /// A limiter that reports its stats to `stats`.
+    pub fn with_stats(
+        store: Arc<dyn Store>,
+        clock: Arc<dyn Clock>,
+        options: LimiterOptions,
+        stats: Arc<dyn StatsSink>,
+    ) -> RateLimiter {
+        RateLimiter {
+            store,
+            clock,
+            options,
+            stats,
+            fallback: Arc::new(LocalFallback::default()),
+            failure_log: failure::FailureLog::default(),
+            overrides: Arc::new(Overrides::default()),
+            observers: Observers::default(),
+        }
+    }
+
+    /// Uses `fallback` for `failure_mode: local` (shared with the heartbeat task, which sets its
+    /// instance count and drops its counts when the store is back).
+    pub fn with_fallback(mut self, fallback: Arc<LocalFallback>) -> RateLimiter {
+        self.fallback = fallback;
+        self
+    }
+
+    /// Applies the stored overrides of `overrides` (the policy database's index, swapped in by
+    /// the policy runtime; read once per request).
+    pub fn with_overrides(mut self, overrides: Arc<Overrides>) -> RateLimiter {
+        self.overrides = overrides;
+        self
+    }
+
+    /// Shows every decision to `observers` (`observe`).
+    pub fn with_observers(mut self, observers: Observers) -> RateLimiter {
+        self.observers = observers;
+        self
+    }
+
+    /// Answers `req` using `config` (the snapshot taken when the request arrived; `None` when no
+    /// configuration has loaded). Every outcome, errors included, is counted in the stats sink.
+    pub async fn should_rate_limit(
+        &self,
+        config: Option<&RateLimitConfig>,
+        req: &Request,
+    ) -> Result<Response, RequestError> {
+        let span = tracing::info_span!("limiter.decide", source = tracing::field::Empty);
+        let result = self.decide(config, req).instrument(span).await;
+        match &result {
+            Err(RequestError::Store(_)) => {} // counted with its total_hits in `decide`
+            Err(_) => self.stats.error(ErrorKind::Service),
+            Ok(_) => {}
+        }
+        result
+    }
+
+    async fn decide(
+        &self,
+        config: Option<&RateLimitConfig>,
+        req: &Request,
+    ) -> Result<Response, RequestError> {
+        validate::check(req, &self.options.caps)?;
+        let config = config.ok_or(RequestError::NoConfig)?;
+        let domain = config.domain(&req.domain);
+        if domain.is_none() {
+            let domain = stats_key::sanitize(req.domain.as_str().into());
+            for _ in &req.descriptors {
+                self.stats.domain_not_found(&domain);
+            }
+        }
+        let now = self.clock.now();
+        let stored = self.overrides.load();
+        let plans = plan::plan(domain, &stored, req, &self.options.keys, now)?;
+        let answers = self.run(&plans, now).await;
+        let failed = failure::describe(&answers);
+        if let Some((_, why)) = &failed {
+            self.failure_log.note(why, now);
+        }
+        // Go counts total_hits before the store call, so they move on failure too.
+        let record_failure = || {
+            if let Some((kind, _)) = &failed {
+                stats::record_store_failure(self.stats.as_ref(), &plans, *kind);
+            }
+        };
+        let degraded = Degraded {
+            default_mode: self.options.default_failure_mode,
+            fallback: &self.fallback,
+        };
+        let outcomes = match failure::resolve(&plans, answers, degraded, now).await {
+            Ok(outcomes) => outcomes,
+            Err(e) => {
+                record_failure();
+                return Err(e.into());
+            }
+        };
+        let store_failed = outcomes.iter().any(|o| o.source.is_failure_policy());
+        if store_failed {
+            record_failure();
+        }
+        // The span says what decided the request: the first source that was not the store.
+        let source = outcomes
+            .iter()
+            .map(|o| o.source)
+            .find(|s| *s != Source::Store)
+            .unwrap_or(Source::Store);
+        tracing::Span::current().record("source", source.as_str());
+        let settled = outcome::settle(&plans, &outcomes);
+        if !store_failed {
+            stats::record(self.stats.as_ref(), self.options.near_limit_ratio, &settled);
+        }
+        let (response, global_shadow) = finish::respond(&self.options, req, &settled, now);
+        if global_shadow {
+            self.stats.global_shadow_mode();
+        }
+        self.stats.decision(response.overall_code, source);
+        if !self.observers.is_empty() {
+            self.observers.observe(&Observed {
+                request: req,
+                settled: &settled,
+                shadow_mode: self.options.shadow_mode,
+                now,
+            });
+        }
+        Ok(response)
+    }
+
+    /// Sends every op of `plans` to the store in one batch; one answer per op, in order.
+    async fn run(&self, plans: &Plans<'_>, now: Timestamp) -> Result<Vec<Answer>, StoreError> {
+        if plans.ops.is_empty() {
+            // Nothing to count: the store is not contacted (it may even be down).
+            return Ok(Vec::new());
+        }
+        let watch = Stopwatch::start();
+        let span = tracing::info_span!("store.apply", ops = plans.ops.len());
+        let result = self.store.apply(&plans.ops, now).instrument(span).await;
+        let ok = matches!(&result, Ok(a) if !failure::unanswered(a));
+        self.stats.store_call(watch.elapsed(), ok);
+        result
+    }
+}
+
+#[cfg(test)]
+mod tests;
+
+#[cfg(test)]
+mod fallback_tests;

@@ -1,0 +1,251 @@
+//! Step 2 of a decision: resolve every descriptor once into a [`Plan`] — the limits that apply (the
+//! request's override, else a stored override from the policy database, else the config match; then
+//! `replaces` and `unlimited` across the whole request: `docs/design/contract.md#matching`,
+//! `#request-overrides`, `#replaces` and `#unlimited`), the hits it adds (normalised and clamped
+//! here and nowhere else, by the rule of [`super::hits`]), the stats key it reports under, and one
+//! store [`Op`] per limit with its cache key. Nothing later rewrites a plan: the outcomes of its
+//! ops are folded next to it.
+
+use std::borrow::Cow;
+use std::collections::HashSet;
+use std::ops::Range;
+use std::sync::Arc;
+use std::time::Duration;
+
+use super::OverrideIndex;
+use super::RequestError;
+use super::hits;
+use super::key::KeyBuilder;
+use super::request::{Descriptor, Request};
+use super::stats_key;
+use crate::algorithm::Algorithm;
+use crate::clock::Timestamp;
+use crate::config::{Domain, Limit, MatchKind};
+use crate::store::Op;
+
+mod overrides;
+
+use overrides::{OverrideRate, override_algorithm, override_limit};
+
+/// What applies to one descriptor.
+#[derive(Debug, Clone)]
+pub enum Plan<'a> {
+    /// No limit: none configured, unknown domain, or replaced by another limit of the request.
+    NoLimit,
+    /// `unlimited: true`: always OK, never counted.
+    Unlimited,
+    /// Limits to apply.
+    Limited(Limited<'a>),
+}
+
+/// A descriptor with limits: the first (configured or the override) and, for `rate_limits`, its
+/// siblings ([`Limit::all`]), each with one op in the request's batch.
+#[derive(Debug, Clone)]
+pub struct Limited<'a> {
+    /// The descriptor's limit; [`Limit::all`] lists every limit that applies.
+    pub limit: Arc<Limit>,
+    /// The hits this descriptor adds: its own `hits_addend` when set (0 checks only), else the
+    /// request's, where 0 means 1; clamped per limit ([`super::hits::clamp`]), this is the most
+    /// that reached any of its limits.
+    pub hits: u64,
+    /// `is_negative_hits`: the hits are given back (a refund) instead of added.
+    pub refund: bool,
+    /// The (sanitised) stats key its counters are reported under (`stats_key`).
+    pub stats_key: Cow<'a, str>,
+    /// Where this descriptor's ops (and so its outcomes) sit in the request's batch.
+    pub ops: Range<usize>,
+}
+
+/// Every descriptor's plan, and the one batch of store ops they need.
+#[derive(Debug, Clone)]
+pub struct Plans<'a> {
+    /// One plan per request descriptor, in order.
+    pub descriptors: Vec<Plan<'a>>,
+    /// One op per applicable limit, in descriptor order; [`Limited::ops`] indexes it.
+    pub ops: Vec<Op>,
+}
+
+/// Plans every descriptor of `req` against its `domain` of the config (`None`: not configured)
+/// and the `stored` overrides active at `now`, keying counters with `keys`.
+pub fn plan<'a>(
+    domain: Option<&'a Domain>,
+    stored: &OverrideIndex,
+    req: &'a Request,
+    keys: &KeyBuilder,
+    now: Timestamp,
+) -> Result<Plans<'a>, RequestError> {
+    let mut plans = Plans {
+        descriptors: Vec::with_capacity(req.descriptors.len()),
+        ops: Vec::with_capacity(req.descriptors.len()),
+    };
+    let Some(domain) = domain else {
+        // An unknown domain is not an error: every descriptor is OK with no limit.
+        plans.descriptors = vec![Plan::NoLimit; req.descriptors.len()];
+        return Ok(plans);
+    };
+    let matched = match_all(domain, stored, req, now)?;
+    let replaced = replaced_names(&matched);
+    for (d, m) in req.descriptors.iter().zip(matched) {
+        let plan = match m {
+            None => Plan::NoLimit,
+            // Unlimited wins over replaced, as in the Go service (it marks unlimited first).
+            Some(Matched { limit, .. }) if limit.unlimited || limit.unit.is_none() => {
+                Plan::Unlimited
+            }
+            Some(Matched { limit, .. })
+                if limit
+                    .all()
+                    .any(|l| !l.name.is_empty() && replaced.contains(&l.name)) =>
+            {
+                Plan::NoLimit
+            }
+            Some(m) => plans.add(req, d, m, keys, now),
+        };
+        plans.descriptors.push(plan);
+    }
+    Ok(plans)
+}
+
+/// A descriptor's match before `replaces` and `unlimited` are settled.
+struct Matched<'a> {
+    limit: Arc<Limit>,
+    /// (key, value) per entry, as counted: the wildcard pattern on share_threshold levels.
+    key_entries: Vec<(&'a str, &'a str)>,
+    stats_key: Cow<'a, str>,
+}
+
+impl<'a> Plans<'a> {
+    /// Adds the ops of a matched descriptor and returns its plan.
+    fn add(
+        &mut self,
+        req: &Request,
+        d: &Descriptor,
+        m: Matched<'a>,
+        keys: &KeyBuilder,
+        now: Timestamp,
+    ) -> Plan<'a> {
+        let asked = hits::requested(req, d);
+        let mut most = 0;
+        let start = self.ops.len();
+        for (i, l) in m.limit.all().enumerate() {
+            // Limits with a unit always have a spec; `unit_multiplier` 0 is refused at load.
+            let Some(spec) = l.spec() else { continue };
+            let entries = m.key_entries.iter().copied();
+            let key = if i == 0 {
+                keys.build(&req.domain, entries, &spec, now)
+            } else {
+                keys.build_extra(&req.domain, entries, &spec, now)
+            };
+            // Only a leaky bucket can shape; every other op polices, whatever the request asked.
+            let shapes = spec.algorithm == Algorithm::LeakyBucket && !d.refund;
+            let hits = hits::clamp(&spec, asked, d.refund);
+            most = most.max(hits);
+            self.ops.push(Op {
+                key,
+                spec,
+                hits,
+                refund: d.refund,
+                max_wait: if shapes { req.max_wait } else { Duration::ZERO },
+                lease: l.lease,
+            });
+        }
+        Plan::Limited(Limited {
+            limit: m.limit,
+            hits: most,
+            refund: d.refund,
+            stats_key: m.stats_key,
+            ops: start..self.ops.len(),
+        })
+    }
+}
+
+/// Each descriptor's limit (request override, stored override or config match), in request order.
+fn match_all<'a>(
+    domain: &'a Domain,
+    stored: &OverrideIndex,
+    req: &'a Request,
+    now: Timestamp,
+) -> Result<Vec<Option<Matched<'a>>>, RequestError> {
+    let mut found = Vec::with_capacity(req.descriptors.len());
+    // The empty index (no policy database, or no overrides) costs one branch per descriptor.
+    let find_stored = |d: &Descriptor| {
+        (!stored.is_empty())
+            .then(|| stored.find(&req.domain, &d.entries, now))
+            .flatten()
+    };
+    for (i, d) in req.descriptors.iter().enumerate() {
+        found.push(match (&d.limit, find_stored(d)) {
+            (Some(o), _) => {
+                let unit = o
+                    .unit
+                    .ok_or(RequestError::InvalidOverrideUnit { descriptor: i })?;
+                let rate = OverrideRate {
+                    requests_per_unit: o.requests_per_unit,
+                    unit,
+                    algorithm: override_algorithm(domain, d),
+                };
+                let limit = Arc::new(override_limit(&req.domain, d, rate, None));
+                let stats_key = Cow::Owned(limit.stats_key.clone());
+                Some(Matched {
+                    limit,
+                    key_entries: plain_entries(d),
+                    stats_key,
+                })
+            }
+            (None, Some(o)) => {
+                let rate = OverrideRate {
+                    requests_per_unit: o.spec.requests_per_unit,
+                    unit: o.spec.unit,
+                    algorithm: override_algorithm(domain, d),
+                };
+                let limit = Arc::new(override_limit(&req.domain, d, rate, Some(o)));
+                let stats_key = Cow::Owned(limit.stats_key.clone());
+                Some(Matched {
+                    limit,
+                    key_entries: plain_entries(d),
+                    stats_key,
+                })
+            }
+            (None, None) => domain.get_limit(&d.entries).map(|m| {
+                let key_entries = d
+                    .entries
+                    .iter()
+                    .zip(&m.path)
+                    .map(|(e, level)| {
+                        let shared =
+                            level.kind == MatchKind::Wildcard && level.node.share_threshold;
+                        let value = if shared {
+                            level.node.value.as_str()
+                        } else {
+                            e.value.as_str()
+                        };
+                        (e.key.as_str(), value)
+                    })
+                    .collect();
+                let stats_key = stats_key::for_match(&req.domain, m.limit, &d.entries, &m.path);
+                Matched {
+                    limit: Arc::clone(m.limit),
+                    key_entries,
+                    stats_key,
+                }
+            }),
+        });
+    }
+    Ok(found)
+}
+
+/// Names any matched limit (unlimited ones included) replaces, across the whole request.
+fn replaced_names(matched: &[Option<Matched<'_>>]) -> HashSet<String> {
+    matched
+        .iter()
+        .flatten()
+        .flat_map(|m| m.limit.replaces.iter().cloned())
+        .collect()
+}
+
+fn plain_entries(d: &Descriptor) -> Vec<(&str, &str)> {
+    d.entries
+        .iter()
+        .map(|e| (e.key.as_str(), e.value.as_str()))
+        .collect()
+}

@@ -1,0 +1,107 @@
+//! The limit an override stands for while planning: a request's own override
+//! (`docs/design/contract.md#request-overrides`) or a stored one from the policy database. Both
+//! keep the matched limit's algorithm (but for a rate a sliding log cannot hold, see
+//! [`override_limit`]) and report under a stats key of their own.
+
+use std::sync::Arc;
+
+thread_local! {
+    /// The `file` of every override's limit.
+    static NO_FILE: Arc<str> = Arc::from("");
+}
+
+use super::super::StoredOverride;
+use super::super::request::Descriptor;
+use crate::algorithm::{Algorithm, sliding_log};
+use crate::config::{Domain, Limit, Unit};
+
+/// An override replaces the rate; the algorithm is the matched limit's, so an override on a
+/// token bucket descriptor is still a token bucket.
+pub(super) fn override_algorithm(domain: &Domain, d: &Descriptor) -> Algorithm {
+    domain
+        .get_limit(&d.entries)
+        .filter(|m| !m.limit.unlimited)
+        .map_or(Algorithm::FixedWindow, |m| m.limit.algorithm)
+}
+
+/// The rate an override sets, with the algorithm that counts it.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct OverrideRate {
+    /// Requests per unit.
+    pub(super) requests_per_unit: u32,
+    /// The unit.
+    pub(super) unit: Unit,
+    /// The matched limit's algorithm ([`override_algorithm`]).
+    pub(super) algorithm: Algorithm,
+}
+
+/// The limit an override stands for. A request override's stats key carries the values
+/// (`docs/design/contract.md#request-overrides`); a stored override (`stored`) is named
+/// `override:<id>` and reported under `<domain>.override_<id>`, a name bounded by
+/// `POLICY_MAX_OVERRIDES` however many values exist.
+///
+/// A sliding log keeps one entry per admitted request of its window, which is why a configured
+/// one is refused above [`sliding_log::MAX_LIMIT`]. An override comes from a caller (or an
+/// operator) at run time and is never validated that way, so a rate above that maximum on a
+/// sliding-log descriptor is counted as a sliding window instead — the algorithm validation names
+/// for such rates — and one key's memory stays bounded whatever the override says.
+pub(super) fn override_limit(
+    domain: &str,
+    d: &Descriptor,
+    rate: OverrideRate,
+    stored: Option<&Arc<StoredOverride>>,
+) -> Limit {
+    let OverrideRate {
+        requests_per_unit,
+        unit,
+        algorithm,
+    } = rate;
+    let algorithm = if algorithm == Algorithm::SlidingLog
+        && u64::from(requests_per_unit) > sliding_log::MAX_LIMIT
+    {
+        Algorithm::SlidingWindow
+    } else {
+        algorithm
+    };
+    let mut full_key = domain.to_string();
+    for e in &d.entries {
+        full_key.push('.');
+        full_key.push_str(&e.key);
+        if !e.value.is_empty() {
+            full_key.push('_');
+            full_key.push_str(&e.value);
+        }
+    }
+    let (stats_key, name) = match stored {
+        Some(o) => (
+            format!("{domain}.override_{}", o.id),
+            format!("override:{}", o.id),
+        ),
+        None => (full_key.clone(), String::new()),
+    };
+    Limit {
+        stats_key: crate::config::sanitize(stats_key.as_str().into()).into_owned(),
+        full_key,
+        name,
+        requests_per_unit,
+        unit: Some(unit),
+        unlimited: false,
+        replaces: Vec::new(),
+        shadow_mode: false,
+        quota_mode: false,
+        detailed_metric: false,
+        metadata: None,
+        // The service's default failure mode applies to overrides.
+        failure_mode: None,
+        local_share: None,
+        algorithm,
+        // A bucket's capacity is the overridden rate (the config's burst belongs to its rate).
+        burst: None,
+        unit_multiplier: 1,
+        // The service's default lease applies to overrides of fixed windows.
+        lease: None,
+        also: Vec::new(),
+        // Not from a file: a clone of this thread's empty name, not an allocation per override.
+        file: NO_FILE.with(Clone::clone),
+    }
+}

@@ -1,0 +1,176 @@
+//! Per-limit and service stats of one decision (`docs/design/contract.md#descriptor-status`,
+//! `docs/design/contract.md#stats`), counted in one place after the store answered, into an
+//! injected [`StatsSink`]. The limiter knows the stat *rules* (which counter moves by how much);
+//! the sink knows storage and exposition (Prometheus, StatsD).
+
+use std::time::Duration;
+
+use super::outcome::{Settled, Source, Verdict};
+use super::plan::{Plan, Plans};
+use super::response::Code;
+
+/// How much each per-limit counter moves for one descriptor
+/// (`docs/design/contract.md#descriptor-status`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct LimitIncrements {
+    /// `total_hits`.
+    pub total_hits: u64,
+    /// `over_limit`.
+    pub over_limit: u64,
+    /// `near_limit`.
+    pub near_limit: u64,
+    /// `over_limit_with_local_cache`: hits answered by the local over-limit cache.
+    pub over_limit_with_local_cache: u64,
+    /// `within_limit`.
+    pub within_limit: u64,
+    /// `shadow_mode`.
+    pub shadow_mode: u64,
+    /// `local_fallback` (ratelimitd): hits decided by the local fallback while the store did
+    /// not answer.
+    pub local_fallback: u64,
+    /// `total_negative_hits`: hits given back by refunds (`is_negative_hits`), which move no
+    /// other counter.
+    pub total_negative_hits: u64,
+}
+
+/// Why a `ShouldRateLimit` call failed, as the Go error counters name it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ErrorKind {
+    /// `call.should_rate_limit.redis_error`: the store failed.
+    Redis,
+    /// `call.should_rate_limit.service_error`: bad request or no configuration.
+    Service,
+    /// `call.should_rate_limit.store_full` (ratelimitd): the memory store refused a new key
+    /// (`MEMORY_MAX_KEYS` / `MEMORY_MAX_BYTES`); counted apart from backend failures.
+    StoreFull,
+}
+
+/// Where the limiter reports stats. Implementations must be cheap and must never block or fail:
+/// they run on the request path.
+pub trait StatsSink: Send + Sync + std::fmt::Debug + 'static {
+    /// Adds `inc` to the counters of stats key `key` (already sanitised).
+    fn limit(&self, key: &str, inc: &LimitIncrements);
+    /// One descriptor named the unknown `domain` (already sanitised).
+    fn domain_not_found(&self, domain: &str);
+    /// Global shadow mode turned an OVER_LIMIT answer into OK.
+    fn global_shadow_mode(&self);
+    /// A call failed.
+    fn error(&self, kind: ErrorKind);
+    /// One batch went to the store and took `elapsed`.
+    fn store_call(&self, elapsed: Duration, ok: bool);
+    /// One request was answered with `code`, decided by `source` (the first limit's source that
+    /// was not the store, else the store).
+    fn decision(&self, code: Code, source: Source);
+}
+
+/// A sink that drops everything (`DISABLE_STATS`, unit tests).
+#[derive(Debug, Default, Clone, Copy)]
+pub struct NoStats;
+
+impl StatsSink for NoStats {
+    fn limit(&self, _: &str, _: &LimitIncrements) {}
+    fn domain_not_found(&self, _: &str) {}
+    fn global_shadow_mode(&self) {}
+    fn error(&self, _: ErrorKind) {}
+    fn store_call(&self, _: Duration, _: bool) {}
+    fn decision(&self, _: Code, _: Source) {}
+}
+
+/// `floor(float32(limit) * ratio)`: the product is taken in float32, as the Go service does, so
+/// thresholds agree with it to the unit (e.g. limit 10, ratio 0.7 gives 7, not 6).
+pub(crate) fn near_threshold(limit: u64, ratio: f32) -> u64 {
+    let product = (limit as f32) * ratio;
+    f64::from(product).floor() as u64
+}
+
+/// The counter increments of one decided descriptor (`docs/design/contract.md#descriptor-status`).
+/// A verdict reached without a counter (the local over-limit cache) counts as a key already over
+/// before these hits.
+pub(crate) fn increments(
+    v: &Verdict,
+    source: Source,
+    limit: u64,
+    hits: u64,
+    shadow: bool,
+    ratio: f32,
+) -> LimitIncrements {
+    let near = near_threshold(limit, ratio);
+    let (before, after) = v.usage.unwrap_or((limit, limit.saturating_add(hits)));
+    let mut inc = LimitIncrements {
+        total_hits: hits,
+        ..LimitIncrements::default()
+    };
+    match source {
+        Source::LocalCache => inc.over_limit_with_local_cache = hits,
+        Source::LocalFallback => inc.local_fallback = hits,
+        _ => {}
+    }
+    if v.over_limit {
+        if before >= limit {
+            inc.over_limit = hits;
+        } else {
+            inc.over_limit = after.saturating_sub(limit);
+            inc.near_limit = limit.saturating_sub(near.max(before));
+        }
+        if shadow {
+            inc.shadow_mode = if before >= limit {
+                hits
+            } else {
+                after.saturating_sub(limit)
+            };
+        }
+    } else {
+        if after > near {
+            inc.near_limit = if before >= near { hits } else { after - near };
+        }
+        inc.within_limit = hits;
+    }
+    inc
+}
+
+/// The increments of a refund of `hits`: only `total_negative_hits` moves (a refund is neither a
+/// hit nor ever near or over a limit).
+pub(crate) fn refunded(hits: u64) -> LimitIncrements {
+    LimitIncrements {
+        total_negative_hits: hits,
+        ..LimitIncrements::default()
+    }
+}
+
+/// Reports the stats of a decided request, per descriptor under its reported limit. Unlimited
+/// and replaced descriptors count nothing.
+pub(crate) fn record(sink: &dyn StatsSink, ratio: f32, settled: &[Settled<'_>]) {
+    for s in settled {
+        if let (Plan::Limited(l), Some((limit, source, verdict))) = (s.plan, s.reported) {
+            if l.refund {
+                sink.limit(&l.stats_key, &refunded(l.hits));
+                continue;
+            }
+            let limit_n = u64::from(limit.requests_per_unit);
+            let inc = increments(verdict, source, limit_n, l.hits, limit.shadow_mode, ratio);
+            sink.limit(&l.stats_key, &inc);
+        }
+    }
+}
+
+/// Reports what is known when the store failed: `total_hits` is counted before the store call in
+/// the Go service, so it moves even when the call fails.
+pub(crate) fn record_store_failure(sink: &dyn StatsSink, plans: &Plans<'_>, kind: ErrorKind) {
+    for plan in &plans.descriptors {
+        if let Plan::Limited(l) = plan {
+            let inc = if l.refund {
+                refunded(l.hits)
+            } else {
+                LimitIncrements {
+                    total_hits: l.hits,
+                    ..LimitIncrements::default()
+                }
+            };
+            sink.limit(&l.stats_key, &inc);
+        }
+    }
+    sink.error(kind);
+}
+
+#[cfg(test)]
+mod tests;

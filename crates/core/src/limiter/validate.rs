@@ -1,0 +1,105 @@
+//! Step 1 of a decision: the request is well formed (Go's messages) and within the caps of
+//! [`Limits`], checked before anything is planned, keyed or counted. A request over a cap is the
+//! caller's error (INVALID_ARGUMENT, `/json` 400), and the message names the cap's setting but
+//! never echoes the oversized value.
+
+use super::Limits;
+use super::RequestError;
+use super::request::Request;
+
+/// Checks `req` against `caps`.
+pub(crate) fn check(req: &Request, caps: &Limits) -> Result<(), RequestError> {
+    if req.domain.is_empty() {
+        return Err(RequestError::EmptyDomain);
+    }
+    if req.descriptors.is_empty() {
+        return Err(RequestError::NoDescriptors);
+    }
+    let too_long = |what: String, len: usize| RequestError::TooLong {
+        what,
+        len,
+        max: caps.max_value_bytes,
+    };
+    if req.domain.len() > caps.max_value_bytes {
+        return Err(too_long("domain".into(), req.domain.len()));
+    }
+    if req.descriptors.len() > caps.max_descriptors {
+        return Err(RequestError::TooManyDescriptors {
+            count: req.descriptors.len(),
+            max: caps.max_descriptors,
+        });
+    }
+    for (i, d) in req.descriptors.iter().enumerate() {
+        if d.entries.len() > caps.max_entries {
+            return Err(RequestError::TooManyEntries {
+                descriptor: i,
+                count: d.entries.len(),
+                max: caps.max_entries,
+            });
+        }
+        for (j, e) in d.entries.iter().enumerate() {
+            if e.key.len() > caps.max_value_bytes {
+                return Err(too_long(
+                    format!("descriptor {i} entry {j} key"),
+                    e.key.len(),
+                ));
+            }
+            if e.value.len() > caps.max_value_bytes {
+                return Err(too_long(
+                    format!("descriptor {i} entry {j} value"),
+                    e.value.len(),
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::limiter::{Descriptor, Entry};
+
+    fn caps() -> Limits {
+        Limits {
+            max_descriptors: 2,
+            max_entries: 2,
+            max_value_bytes: 8,
+            ..Limits::default()
+        }
+    }
+
+    #[test]
+    fn every_cap_is_enforced_and_named() {
+        let ok = Request::new("d", vec![Descriptor::of(&[("k", "v")])]);
+        assert_eq!(check(&ok, &caps()), Ok(()));
+        let three = Request::new("d", vec![Descriptor::of(&[("k", "v")]); 3]);
+        let e = check(&three, &caps()).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "request has 3 descriptors; at most 2 are accepted (MAX_DESCRIPTORS_PER_REQUEST)"
+        );
+        let wide = Request::new(
+            "d",
+            vec![Descriptor::of(&[("a", ""), ("b", ""), ("c", "")])],
+        );
+        let e = check(&wide, &caps()).unwrap_err();
+        assert!(
+            e.to_string()
+                .contains("descriptor 0 has 3 entries; at most 2"),
+            "{e}"
+        );
+        let mut long = ok.clone();
+        long.descriptors[0]
+            .entries
+            .push(Entry::new("k2", "123456789"));
+        let e = check(&long, &caps()).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "descriptor 0 entry 1 value is 9 bytes; at most 8 are accepted (MAX_DESCRIPTOR_VALUE_BYTES)"
+        );
+        assert!(e.is_invalid_argument());
+        let e = check(&Request::new("123456789", ok.descriptors.clone()), &caps()).unwrap_err();
+        assert!(e.to_string().starts_with("domain is 9 bytes"), "{e}");
+    }
+}

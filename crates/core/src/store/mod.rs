@@ -1,0 +1,119 @@
+//! The one store trait and the embedded memory store; the server adds Redis behind the same trait.
+//!
+//! A store receives all operations of one request in one batch and applies each atomically per key,
+//! in order, so a request costs one round trip whatever the store.
+
+pub mod lease;
+pub mod local_cache;
+pub mod memory;
+
+use std::time::Duration;
+
+use async_trait::async_trait;
+
+use crate::algorithm::{Decision, LimitSpec};
+use crate::clock::Timestamp;
+
+/// One limit to apply: the key whose state it touches, the limit, and the hits to add.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Op {
+    /// The cache key (see `limiter::key`).
+    pub key: String,
+    /// The limit and algorithm.
+    pub spec: LimitSpec,
+    /// Hits to add (0 = check only), or to give back when `refund` is set.
+    pub hits: u64,
+    /// `is_negative_hits`: give `hits` back instead of adding them ([`crate::algorithm::refund`]).
+    /// A refund never creates a key and is never over the limit.
+    pub refund: bool,
+    /// How long the caller accepts to wait for its hits to conform (`POST /check`'s
+    /// `max_wait_ms`): a leaky bucket then reserves a later slot instead of denying
+    /// ([`crate::algorithm::shape`]). Zero (policing) for every other op.
+    pub max_wait: Duration,
+    /// The limit's `lease`: how many hits this instance may reserve from a shared counter at once
+    /// ([`lease`]); `None` = the store's default (`LEASE_DEFAULT_SIZE`), `Some(0)` = never.
+    /// Stores that keep their counters in this process ignore it.
+    pub lease: Option<u32>,
+}
+
+/// What a store answered for one op.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Answer {
+    /// The algorithm ran on the key's state.
+    Decided(Decision),
+    /// Served from this instance's lease on the key ([`lease`]): the hits were reserved from the
+    /// shared counter earlier, so the backend was not asked. Never over the limit.
+    Leased(Decision),
+    /// The local over-limit cache (`LOCAL_CACHE_SIZE_IN_BYTES`) knows the key is over its limit
+    /// until `until`: the backend was not asked and nothing was counted.
+    CachedOver {
+        /// When the key's window ends.
+        until: Timestamp,
+    },
+    /// The backend did not answer this op: its call failed or timed out, or the circuit breaker
+    /// of its target is open and no call was made. Nothing is known to have been counted.
+    Unavailable {
+        /// The target (`main`, `per_second`, or a Cluster master's `host:port`).
+        target: &'static str,
+        /// True when the breaker answered without a call.
+        breaker_open: bool,
+    },
+}
+
+impl Answer {
+    /// The algorithm's decision, when the backend ran it.
+    pub fn decision(&self) -> Option<&Decision> {
+        match self {
+            Answer::Decided(d) | Answer::Leased(d) => Some(d),
+            Answer::CachedOver { .. } | Answer::Unavailable { .. } => None,
+        }
+    }
+}
+
+/// Why a store could not decide.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum StoreError {
+    /// The memory store holds its maximum number of live keys or bytes; new keys are refused
+    /// rather than evicting live counters (which would silently reset someone's limit).
+    #[error(
+        "memory store is full: {keys} live keys of about {bytes} bytes tracked (MEMORY_MAX_KEYS, MEMORY_MAX_BYTES)"
+    )]
+    Full {
+        /// Keys held when the new key was refused.
+        keys: usize,
+        /// Their approximate bytes.
+        bytes: usize,
+    },
+    /// The backend could not be reached or failed; retrying later may succeed.
+    #[error("store unavailable: {0}")]
+    Unavailable(String),
+}
+
+/// A place where limit state lives. Object-safe: the server holds an `Arc<dyn Store>`.
+#[async_trait]
+pub trait Store: Send + Sync + std::fmt::Debug + 'static {
+    /// Applies `ops` in order at time `now`, each atomically per key, and returns one answer
+    /// per op in the same order; an op whose backend could not answer gets
+    /// [`Answer::Unavailable`] (Redis, per target). An error means no op was answered.
+    async fn apply(&self, ops: &[Op], now: Timestamp) -> Result<Vec<Answer>, StoreError>;
+
+    /// Whether the store can currently serve (for health checks).
+    fn is_healthy(&self) -> bool {
+        true
+    }
+
+    /// Re-checks the backend (e.g. PING) so health recovers or degrades while no request runs.
+    async fn probe(&self) {}
+
+    /// Gives back every hit this instance reserved but did not spend ([`lease`]), on shutdown and
+    /// after a reload, at `now`; returns how many went back. Nothing to do for stores without leases.
+    async fn release_leases(&self, _now: Timestamp) -> u64 {
+        0
+    }
+
+    /// Gives back what leases that stopped serving at `now` still hold (a token bucket lease's
+    /// TTL passed, a limit changed); called about once a second. Nothing to do without leases.
+    async fn expire_leases(&self, _now: Timestamp) -> u64 {
+        0
+    }
+}
