@@ -9,6 +9,7 @@ use crate::metrics::{ConfigLoads, KeyCount, LoadCounts, Metrics};
 use crate::reload::ConfigHandle;
 use crate::settings::{Backend, Settings, StatsSinkKind};
 use crate::store::Store;
+use crate::store::memcache::MemcacheStore;
 use crate::store::memory::MemoryStore;
 use crate::store::redis::RedisStore;
 
@@ -48,6 +49,18 @@ pub(super) async fn store(
                 store: redis.clone(),
                 memory: None,
                 redis: Some(redis),
+            }
+        }
+        Backend::Memcache => {
+            let memcache = MemcacheStore::new(settings, clock);
+            memcache.probe().await;
+            if !memcache.is_healthy() {
+                tracing::warn!(servers = ?settings.memcache.servers, "memcached does not answer yet; limits answer by their failure_mode until it does");
+            }
+            StoreParts {
+                store: Arc::new(memcache),
+                memory: None,
+                redis: None,
             }
         }
     })

@@ -90,8 +90,11 @@ fn backend_selection() {
         Ok(Backend::Memory)
     );
     assert_eq!(b(&[("BACKEND_TYPE", "redis")]), Ok(Backend::Redis));
-    let e = b(&[("BACKEND_TYPE", "memcache")]).unwrap_err();
-    assert!(e.reason.contains("not supported"));
+    let memcache = [
+        ("BACKEND_TYPE", "memcache"),
+        ("MEMCACHE_HOST_PORT", "h:11211"),
+    ];
+    assert_eq!(b(&memcache), Ok(Backend::Memcache));
     assert!(b(&[("BACKEND_TYPE", "etcd")]).is_err());
 }
 

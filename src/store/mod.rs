@@ -5,6 +5,7 @@
 
 pub mod lease;
 pub mod local_cache;
+pub mod memcache;
 pub mod memory;
 pub mod redis;
 
