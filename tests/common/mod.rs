@@ -8,6 +8,7 @@ pub mod dockerfile;
 pub mod envoy;
 pub mod guard;
 pub mod leases;
+pub mod memcached;
 pub mod openapi;
 pub mod policy;
 pub mod postgres;
