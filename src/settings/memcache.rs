@@ -106,14 +106,18 @@ pub(super) fn from_vars(v: &Vars, used: bool) -> Result<MemcacheSettings, Settin
     // Go's "charge nothing else once one key is over" needs the counts of every key of a request
     // before any is charged, which memcached cannot give atomically: refused, not ignored.
     if used {
-        let _ = v.parse("STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT", (), |s| {
-            match parse::go_bool(s)? {
+        let _ = v.parse(
+            "STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT",
+            (),
+            |s| match parse::go_bool(s)? {
                 false => Ok(()),
-                true => Err("not supported with BACKEND_TYPE=memcache (memcached cannot read \
+                true => Err(
+                    "not supported with BACKEND_TYPE=memcache (memcached cannot read \
                              every key of a request and charge them in one atomic step)"
-                    .into()),
-            }
-        });
+                        .into(),
+                ),
+            },
+        );
     }
     if used && servers.is_empty() && v.get("MEMCACHE_SRV").is_none() {
         let (value, name) = v
@@ -167,7 +171,11 @@ mod tests {
             ("MEMCACHE_TLS_CACERT", "/ca.pem", "TLS"),
             ("MEMCACHE_MAX_IDLE_CONNS", "-1", ""),
             ("MEMCACHE_TIMEOUT", "0s", "more than 0"),
-            ("STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT", "true", "memcache"),
+            (
+                "STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT",
+                "true",
+                "memcache",
+            ),
         ] {
             let e = Settings::from_env(env(&[
                 ("BACKEND_TYPE", "memcache"),
