@@ -10,6 +10,7 @@ pub mod guard;
 pub mod leases;
 pub mod memcached;
 pub mod openapi;
+pub mod otlp;
 pub mod policy;
 pub mod postgres;
 pub mod process;
