@@ -158,12 +158,19 @@ fn other_algorithms_are_refused_at_load() {
     }
 }
 
-/// With memcached gone, each limit answers by its failure mode: `allow` admits, `deny` refuses,
-/// and the default (`error`, as Go's Redis backend) fails the call with UNAVAILABLE.
-#[tokio::test]
+/// Health is OK while memcached answers (Go's memcache backend never reports OK). With
+/// memcached gone, each limit answers by its failure mode: `allow` admits, `deny` refuses, and
+/// the default (`error`, as Go's Redis backend) fails the call with UNAVAILABLE; health turns
+/// unhealthy once the once-a-second probe sees it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn memcached_down_is_answered_by_each_limits_failure_mode() {
     let m = Memcached::start();
     let s = start(&m, "down_").await;
+    let health = || async {
+        let r = reqwest::get(s.http_url("/healthcheck")).await.unwrap();
+        r.status().as_u16()
+    };
+    assert_eq!(health().await, 200);
     assert_eq!(overall(&s.rl("d", &[&[("strict", "x")]]).await), Code::Ok);
     m.kill();
     assert_eq!(overall(&s.rl("d", &[&[("open", "x")]]).await), Code::Ok);
