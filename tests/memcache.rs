@@ -185,3 +185,28 @@ async fn memcached_down_is_answered_by_each_limits_failure_mode() {
     assert_eq!(e.code(), tonic::Code::Unavailable, "{e:?}");
     s.shutdown().await;
 }
+
+/// A counter someone overwrote with text is one key's problem: memcached refuses to `incr` it,
+/// that limit answers by its failure mode, and the request's other keys and later requests are
+/// counted as usual (the server is not taken for down).
+#[tokio::test]
+async fn a_non_numeric_counter_is_answered_by_its_failure_mode_alone() {
+    let m = Memcached::start();
+    let s = start(&m, "poison_").await;
+    let poisoned = m.command("set poison_d_open_x_1200 0 0 5\r\nhello\r\n");
+    assert_eq!(poisoned.as_deref(), Some("STORED"));
+    for _ in 0..3 {
+        // `open` fails open; `k` (3 per minute) is counted each time.
+        let r = s.rl("d", &[&[("open", "x")], &[("k", "v")]]).await;
+        assert_eq!(st(&r, 0).0, Code::Ok);
+    }
+    assert_eq!(m.get("poison_d_k_v_1200").as_deref(), Some("3"));
+    let r = s.rl("d", &[&[("k", "v")]]).await;
+    assert_eq!(
+        st(&r, 0).0,
+        Code::OverLimit,
+        "still counted after the refusals"
+    );
+    assert_eq!(m.get("poison_d_open_x_1200").as_deref(), Some("hello"));
+    s.shutdown().await;
+}

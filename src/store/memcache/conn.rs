@@ -20,6 +20,9 @@ pub(super) enum Counted {
     Value(u64),
     /// The key does not exist.
     NotFound,
+    /// memcached refused the command for this key's data (`CLIENT_ERROR`, e.g. a value that is
+    /// not a number); the connection stays usable and the server is fine.
+    Refused,
 }
 
 /// One open connection to a memcached server.
@@ -81,6 +84,7 @@ impl Conn {
             let line = self.line().await?;
             replies.push(match line.as_slice() {
                 b"NOT_FOUND" => Counted::NotFound,
+                l if l.starts_with(b"CLIENT_ERROR ") => Counted::Refused,
                 digits => std::str::from_utf8(digits)
                     .ok()
                     .and_then(|s| s.trim().parse().ok())

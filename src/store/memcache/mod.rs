@@ -14,6 +14,7 @@
 //! behind the server's circuit breaker (`REDIS_BREAKER_*`, as for Redis targets). Ops of a server
 //! that does not answer are [`Answer::Unavailable`], so each limit's `failure_mode` decides.
 
+mod calls;
 mod conn;
 mod keys;
 
@@ -28,9 +29,9 @@ use super::local_cache::OverLimitCache;
 use super::{Answer, Op, Store, StoreError};
 use crate::algorithm::{Algorithm, Decision, fixed_window};
 use crate::clock::{Clock, Timestamp};
-use crate::resilience::{Breaker, Permit};
+use crate::resilience::Breaker;
 use crate::settings::Settings;
-use conn::{Conn, Counted, Pool};
+use conn::Pool;
 
 /// memcached reads an expiry above 30 days as an absolute Unix time.
 const RELATIVE_EXPIRY_MAX: u64 = 30 * 24 * 3600;
@@ -84,123 +85,6 @@ impl MemcacheStore {
             local_cache: OverLimitCache::with_bytes(settings.redis.local_cache_size_in_bytes),
             healthy: AtomicBool::new(true),
         }
-    }
-
-    /// The `add` expiry of a window starting a new key at `now`: the window plus jitter, as an
-    /// absolute time when memcached would otherwise misread it (windows above 30 days).
-    fn exptime(&self, window_secs: u64, now: Timestamp) -> u64 {
-        let jitter = match self.jitter_max_secs {
-            0 => 0,
-            max => fastrand::u64(0..max),
-        };
-        let ttl = window_secs + jitter;
-        if ttl > RELATIVE_EXPIRY_MAX {
-            now.as_secs() + ttl
-        } else {
-            ttl
-        }
-    }
-
-    /// Runs the ops at `indices` (all on `server`) on one connection: their `incr`/`decr` in
-    /// one write, then an `add` for each new key. Returns the count before and after each op.
-    async fn run(
-        &self,
-        conn: &mut Conn,
-        ops: &[Op],
-        indices: &[usize],
-        now: Timestamp,
-    ) -> std::io::Result<Vec<(u64, u64)>> {
-        let wire: Vec<_> = indices
-            .iter()
-            .map(|&i| keys::wire_key(&ops[i].key))
-            .collect();
-        let (incr, decr): (Vec<_>, Vec<_>) =
-            (0..indices.len()).partition(|&j| !ops[indices[j]].refund);
-        let mut counts = vec![(0, 0); indices.len()];
-        for (cmd, js) in [("incr", &incr), ("decr", &decr)] {
-            if js.is_empty() {
-                continue;
-            }
-            let batch: Vec<_> = js
-                .iter()
-                .map(|&j| (&*wire[j], ops[indices[j]].hits))
-                .collect();
-            for (&j, reply) in js.iter().zip(conn.count(cmd, &batch).await?) {
-                let hits = ops[indices[j]].hits;
-                counts[j] = match (reply, cmd) {
-                    // decr stops at 0: what was there before is at least what came off.
-                    (Counted::Value(after), "decr") => (after.saturating_add(hits), after),
-                    (Counted::Value(after), _) => (after.saturating_sub(hits), after),
-                    // A refund or a check (0 hits) never creates a key.
-                    (Counted::NotFound, _) if cmd == "decr" || hits == 0 => (0, 0),
-                    (Counted::NotFound, _) => {
-                        self.create(conn, &wire[j], &ops[indices[j]], now).await?
-                    }
-                };
-            }
-        }
-        Ok(counts)
-    }
-
-    /// Creates a missing key with `op.hits`, or counts on the key another instance created first.
-    async fn create(
-        &self,
-        conn: &mut Conn,
-        key: &str,
-        op: &Op,
-        now: Timestamp,
-    ) -> std::io::Result<(u64, u64)> {
-        for _ in 0..ADD_RACES {
-            if conn
-                .add(key, op.hits, self.exptime(op.spec.window.secs(), now))
-                .await?
-            {
-                return Ok((0, op.hits));
-            }
-            if let [Counted::Value(after)] = conn.count("incr", &[(key, op.hits)]).await?[..] {
-                return Ok((after.saturating_sub(op.hits), after));
-            }
-        }
-        Err(std::io::Error::other(format!(
-            "key {key} was created and evicted {ADD_RACES} times in one request (memcached out of memory?)"
-        )))
-    }
-
-    /// Calls `server` for the ops at `indices`, behind its breaker and within the timeout.
-    async fn call(
-        &self,
-        server: &Server,
-        ops: &[Op],
-        indices: &[usize],
-        now: Timestamp,
-    ) -> Result<Vec<(u64, u64)>, bool> {
-        let permit = match &server.breaker {
-            Some(b) => b.permit(),
-            None => Permit::Call { epoch: 0 },
-        };
-        if permit == Permit::Rejected {
-            return Err(true);
-        }
-        let attempt = async {
-            let mut conn = server.pool.take(self.timeout).await?;
-            let counts = self.run(&mut conn, ops, indices, now).await?;
-            server.pool.give_back(conn);
-            Ok::<_, std::io::Error>(counts)
-        };
-        let result = match tokio::time::timeout(self.timeout, attempt).await {
-            Ok(r) => r,
-            Err(_) => Err(std::io::Error::new(
-                std::io::ErrorKind::TimedOut,
-                format!("no answer within {:?}", self.timeout),
-            )),
-        };
-        if let Some(b) = &server.breaker {
-            b.record(permit, result.is_ok());
-        }
-        result.map_err(|e| {
-            tracing::warn!(server = server.pool.addr, error = %e, "memcached call failed");
-            false
-        })
     }
 }
 
@@ -256,7 +140,15 @@ impl Store for MemcacheStore {
                 }
             };
             called = true;
-            for (&i, (before, after)) in indices.iter().zip(counts) {
+            for (&i, counted) in indices.iter().zip(counts) {
+                let Some((before, after)) = counted else {
+                    let target = server.pool.addr;
+                    answers[i] = Some(Answer::Unavailable {
+                        target,
+                        breaker_open: false,
+                    });
+                    continue;
+                };
                 let (op, spec) = (&ops[i], &ops[i].spec);
                 let d: Decision = if op.refund {
                     fixed_window::decide_refund(before, after, spec.limit, spec.window, now)
