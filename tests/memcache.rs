@@ -210,3 +210,31 @@ async fn a_non_numeric_counter_is_answered_by_its_failure_mode_alone() {
     assert_eq!(m.get("poison_d_open_x_1200").as_deref(), Some("hello"));
     s.shutdown().await;
 }
+
+/// With two servers each key lives on server `crc32(key) % 2` in `MEMCACHE_HOST_PORT` order, as
+/// Go's client places it (the expected servers were computed with Python's `zlib.crc32`, the same
+/// IEEE CRC-32 as Go's `crc32.ChecksumIEEE`).
+#[tokio::test]
+async fn keys_are_spread_over_servers_as_gos_client_places_them() {
+    let (a, b) = (Memcached::start(), Memcached::start());
+    let hosts = format!("{},{}", a.addr(), b.addr());
+    let env = [
+        ("BACKEND_TYPE", "memcache"),
+        ("MEMCACHE_HOST_PORT", hosts.as_str()),
+        ("CACHE_KEY_PREFIX", "multi_"),
+    ];
+    let s = TestServer::start(&[("c.yaml", CONFIG)], &env).await;
+    let expected = [1, 0, 0, 1, 1, 0];
+    for (i, server) in expected.into_iter().enumerate() {
+        s.rl("d", &[&[("k", &format!("v{i}"))]]).await;
+        let key = format!("multi_d_k_v{i}_1200");
+        let (on, off) = if server == 0 { (&a, &b) } else { (&b, &a) };
+        assert_eq!(
+            on.get(&key).as_deref(),
+            Some("1"),
+            "{key} on server {server}"
+        );
+        assert_eq!(off.get(&key), None, "{key} only there");
+    }
+    s.shutdown().await;
+}
