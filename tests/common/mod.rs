@@ -18,6 +18,7 @@ pub mod redis;
 pub mod reload;
 pub mod rlqs;
 pub mod sentinel;
+pub mod statsd;
 pub mod stores;
 pub mod xds;
 
