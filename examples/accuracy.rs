@@ -1,57 +1,137 @@
-//! Accuracy of the approximate window algorithms against the exact sliding log, on a long
-//! synthetic trace (not a test: a measurement for README). Two comparisons per algorithm:
+//! Accuracy of the approximate window algorithms against the exact sliding log (not a test: a
+//! measurement for docs/configuration.md, *Accuracy*). Each traffic mix is a seeded synthetic trace
+//! of many clients, each with its own limit of `limit` hits per minute, and every request is
+//! decided by `sliding_window`, `fixed_window` and `sliding_log` (the pure functions of the core,
+//! no server). Two comparisons per algorithm:
 //! - *estimate*: each decision against the exact count of the hits this same algorithm admitted
 //!   in the last window (how often the estimate itself is wrong; Cloudflare's measure);
 //! - *trajectory*: each decision against an exact sliding log fed the same requests on its own,
 //!   as two deployments would see them (errors then compound, since histories diverge).
 //!
 //! "Wrongly allowed" means admitted although the exact count was at the limit, "wrongly denied"
-//! the reverse. Clients (seeded, so runs repeat): a share `abusive` is bursty (idle gaps of ~5
-//! minutes, then ~20-second bursts at 2–10× the rate); the others are steady (Poisson at 0.1× to
-//! `steady_max`× the rate).
+//! the reverse; both are shares of all requests of the row. Clients alternate between sending
+//! (Poisson arrivals at their rate) and silent periods, both of exponential length, so arrivals
+//! come in bursts; a client's rate while sending is drawn once, uniformly in its class's range.
+//! The same seed prints the same table.
 //!
-//! `cargo run --release --example accuracy [clients] [minutes] [abusive share] [steady_max]`
-//! (defaults: 1000 clients, 120 min, 0.6, 1.2)
+//! `cargo run --release --example accuracy [seed] [minutes]` (defaults: 20261121, 60)
 
-use ratelimitd::algorithm::{Algorithm, AlgorithmState, LimitSpec, apply};
+use std::collections::VecDeque;
+
+use ratelimitd::algorithm::fixed_window::window_start;
+use ratelimitd::algorithm::sliding_window::{SlidingWindowState, fits, previous_weight, roll};
+use ratelimitd::algorithm::{Algorithm, AlgorithmState, LimitSpec, Window, apply};
 use ratelimitd::clock::Timestamp;
 
-const LIMIT: u64 = 60;
 const WINDOW_SECS: u64 = 60;
+const WINDOW_MICROS: u64 = WINDOW_SECS * 1_000_000;
+
+/// One kind of client in a mix.
+struct Class {
+    name: &'static str,
+    /// Share of the mix's clients.
+    share: f64,
+    /// Rate while sending, in multiples of the limit (`limit` per minute = 1×).
+    level: (f64, f64),
+    /// Mean seconds of a sending period and of a silent one; silent 0 means always sending.
+    on_off: (f64, f64),
+}
+
+/// A traffic mix: its clients are drawn from `classes` by share.
+struct Mix {
+    name: &'static str,
+    clients: usize,
+    limit: u64,
+    classes: Vec<Class>,
+}
+
+/// Far under the limit even while sending: most clients of real traffic.
+const FAR_UNDER: Class = Class {
+    name: "far under (0.01–0.3×, bursts)",
+    share: 0.0,
+    level: (0.01, 0.3),
+    on_off: (60.0, 240.0),
+};
+/// Over the limit while sending, in bursts of about two minutes.
+const OVER: Class = Class {
+    name: "over (1–3×, bursts)",
+    share: 0.0,
+    level: (1.0, 3.0),
+    on_off: (120.0, 300.0),
+};
+/// The adversarial clients of the earlier traces: idle for ~5 minutes, then ~20 s at 2–10×.
+const SPIKY: Class = Class {
+    name: "spiky (2–10×, 20 s bursts)",
+    share: 0.0,
+    level: (2.0, 10.0),
+    on_off: (20.0, 300.0),
+};
+
+fn with_share(class: Class, share: f64) -> Class {
+    Class { share, ..class }
+}
+
+/// A client sending steadily (always on) at `lo`–`hi`× the limit.
+fn steady(name: &'static str, share: f64, hi: f64) -> Class {
+    Class {
+        name,
+        share,
+        level: (0.1, hi),
+        on_off: (1.0, 0.0),
+    }
+}
+
+fn mixes() -> Vec<Mix> {
+    let realistic = |name, over: f64| Mix {
+        name,
+        clients: 10_000,
+        limit: 60,
+        classes: vec![with_share(FAR_UNDER, 1.0 - over), with_share(OVER, over)],
+    };
+    let adversarial = |name, spiky: f64, hi: f64, steady_name| Mix {
+        name,
+        clients: 1_000,
+        limit: 60,
+        classes: vec![
+            steady(steady_name, 1.0 - spiky, hi),
+            with_share(SPIKY, spiky),
+        ],
+    };
+    vec![
+        realistic("realistic, 1% of clients over", 0.01),
+        realistic("realistic, 0.1% of clients over", 0.001),
+        adversarial("adversarial A", 0.01, 0.5, "steady (0.1–0.5×)"),
+        adversarial("adversarial B", 0.05, 1.2, "steady (0.1–1.2×)"),
+        adversarial("adversarial C", 0.6, 1.2, "steady (0.1–1.2×)"),
+    ]
+}
 
 /// Exponentially distributed waiting time with `mean` microseconds.
 fn exp(rng: &mut fastrand::Rng, mean: f64) -> u64 {
     (-(1.0 - rng.f64()).ln() * mean) as u64
 }
 
-/// Every request time of one client, in microseconds from 0 to `end`.
-fn client_trace(rng: &mut fastrand::Rng, end: u64, (abusive, steady_max): (f64, f64)) -> Vec<u64> {
-    let per_request = WINDOW_SECS as f64 * 1e6 / LIMIT as f64; // µs between requests at the limit
+/// Every request time of one client of `class`, in microseconds from 0 to `end`.
+fn client_trace(rng: &mut fastrand::Rng, class: &Class, limit: u64, end: u64) -> Vec<u64> {
+    let level = class.level.0 + (class.level.1 - class.level.0) * rng.f64();
+    let gap = WINDOW_MICROS as f64 / (limit as f64 * level); // mean µs between requests
+    let (on, off) = (class.on_off.0 * 1e6, class.on_off.1 * 1e6);
     let mut out = Vec::new();
-    if rng.f64() >= abusive {
-        let mean = per_request / (0.1 + (steady_max - 0.1) * rng.f64());
-        let mut t = exp(rng, mean);
-        while t < end {
+    let mut t = if off > 0.0 { exp(rng, off) } else { 0 };
+    while t < end {
+        let on_end = if off > 0.0 { t + exp(rng, on) } else { end };
+        t += exp(rng, gap);
+        while t < on_end.min(end) {
             out.push(t);
-            t += exp(rng, mean).max(1);
+            t += exp(rng, gap).max(1);
         }
-    } else {
-        let mut t = exp(rng, 300e6);
-        while t < end {
-            let burst_end = t + exp(rng, 20e6);
-            let mean = per_request / (2.0 + 8.0 * rng.f64());
-            while t < burst_end.min(end) {
-                out.push(t);
-                t += exp(rng, mean).max(1);
-            }
-            t = burst_end + exp(rng, 300e6);
-        }
+        t = on_end + exp(rng, off);
     }
     out
 }
 
-/// Counts of one algorithm's decisions compared with the sliding log's.
-#[derive(Default)]
+/// Wrong decisions of one algorithm, compared with the exact count.
+#[derive(Default, Clone, Copy)]
 struct Tally {
     wrongly_allowed: u64,
     wrongly_denied: u64,
@@ -66,85 +146,198 @@ impl Tally {
         }
     }
 
-    fn line(&self, n: f64) -> String {
-        let pct = |x: u64| 100.0 * x as f64 / n;
+    fn add(&mut self, other: &Tally) {
+        self.wrongly_allowed += other.wrongly_allowed;
+        self.wrongly_denied += other.wrongly_denied;
+    }
+
+    fn cell(&self, n: u64) -> String {
         format!(
-            "wrong {:>8.4}% (wrongly allowed {:.4}%, wrongly denied {:.4}%)",
-            pct(self.wrongly_allowed + self.wrongly_denied),
-            pct(self.wrongly_allowed),
-            pct(self.wrongly_denied)
+            "{} ({} / {})",
+            pct(self.wrongly_allowed + self.wrongly_denied, n),
+            pct(self.wrongly_allowed, n),
+            pct(self.wrongly_denied, n)
         )
     }
 }
 
-fn main() {
-    let mut args = std::env::args().skip(1);
-    let clients: usize = args.next().and_then(|a| a.parse().ok()).unwrap_or(1000);
-    let minutes: u64 = args.next().and_then(|a| a.parse().ok()).unwrap_or(120);
-    let abusive: f64 = args.next().and_then(|a| a.parse().ok()).unwrap_or(0.6);
-    let steady_max: f64 = args.next().and_then(|a| a.parse().ok()).unwrap_or(1.2);
-    let end = minutes * 60 * 1_000_000;
-    let mut rng = fastrand::Rng::with_seed(20_261_121);
-    let mut events: Vec<(u64, u32)> = Vec::new();
-    for c in 0..clients {
-        events.extend(
-            client_trace(&mut rng, end, (abusive, steady_max))
-                .into_iter()
-                .map(|t| (t, c as u32)),
+fn pct(x: u64, n: u64) -> String {
+    if x == 0 {
+        return "0".to_owned();
+    }
+    let p = 100.0 * x as f64 / n.max(1) as f64;
+    if p >= 0.1 {
+        format!("{p:.2}%")
+    } else {
+        format!("{p:.4}%")
+    }
+}
+
+/// Cloudflare's rule, for comparison: the same estimate over *every* request, denied or not (a
+/// client over its limit then stays far over it), against the exact count of every request in
+/// the last window. Built here from the core's own pieces; no store decides this way.
+#[derive(Default, Clone)]
+struct CountEvery {
+    counters: SlidingWindowState,
+    log: VecDeque<u64>,
+}
+
+impl CountEvery {
+    /// Counts one request at `t` (µs into the trace) and returns (estimate over, exact over).
+    fn step(&mut self, limit: u64, window: Window, t: u64, now: Timestamp) -> (bool, bool) {
+        roll(&mut self.counters, window_start(window, now), window);
+        let weight = previous_weight(window, now);
+        let over = !fits(
+            limit,
+            self.counters.previous,
+            self.counters.current,
+            weight,
+            1,
         );
+        self.counters.current += 1;
+        while self.log.front().is_some_and(|&a| a + WINDOW_MICROS <= t) {
+            self.log.pop_front();
+        }
+        let truth = self.log.len() as u64 >= limit;
+        self.log.push_back(t);
+        (over, truth)
+    }
+}
+
+/// What one class of clients (or a whole mix) saw. Index 0 is sliding_window, 1 fixed_window.
+#[derive(Default, Clone, Copy)]
+struct Row {
+    clients: u64,
+    requests: u64,
+    exact_denied: u64,
+    estimate: [Tally; 2],
+    trajectory: [Tally; 2],
+    every: Tally,
+}
+
+impl Row {
+    fn add(&mut self, other: &Row) {
+        self.clients += other.clients;
+        self.requests += other.requests;
+        self.exact_denied += other.exact_denied;
+        for i in 0..2 {
+            self.estimate[i].add(&other.estimate[i]);
+            self.trajectory[i].add(&other.trajectory[i]);
+        }
+        self.every.add(&other.every);
+    }
+
+    fn print(&self, mix: &str, class: &str, total: u64) {
+        let n = self.requests;
+        println!(
+            "| {mix} | {class} | {} | {} ({}) | {} | {} | {} | {} | {} | {} |",
+            self.clients,
+            n,
+            pct(n, total),
+            pct(self.exact_denied, n),
+            self.estimate[0].cell(n),
+            self.trajectory[0].cell(n),
+            self.estimate[1].cell(n),
+            self.trajectory[1].cell(n),
+            self.every.cell(n),
+        );
+    }
+}
+
+/// Runs one mix and returns a row per class.
+fn run(mix: &Mix, seed: u64, minutes: u64) -> Vec<Row> {
+    let end = minutes * 60 * 1_000_000;
+    let mut rng = fastrand::Rng::with_seed(seed);
+    let mut rows = vec![Row::default(); mix.classes.len()];
+    let mut class_of = Vec::with_capacity(mix.clients);
+    let mut events: Vec<(u64, u32)> = Vec::new();
+    for c in 0..mix.clients {
+        // Client c's class: the first whose cumulative share exceeds its position in the mix.
+        let at = (c as f64 + 0.5) / mix.clients as f64;
+        let mut cum = 0.0;
+        let k = (mix.classes.iter())
+            .position(|class| {
+                cum += class.share;
+                at < cum
+            })
+            .unwrap_or(mix.classes.len() - 1);
+        class_of.push(k);
+        rows[k].clients += 1;
+        let times = client_trace(&mut rng, &mix.classes[k], mix.limit, end);
+        events.extend(times.into_iter().map(|t| (t, c as u32)));
     }
     events.sort_unstable();
 
     let spec = |algorithm| LimitSpec {
         algorithm,
-        limit: LIMIT,
-        window: ratelimitd::algorithm::Window::from_secs(WINDOW_SECS).unwrap(),
-        burst: LIMIT,
+        limit: mix.limit,
+        window: Window::from_secs(WINDOW_SECS).expect("a minute is a valid window"),
+        burst: mix.limit,
     };
     let exact = spec(Algorithm::SlidingLog);
     let compared = [Algorithm::SlidingWindow, Algorithm::FixedWindow].map(spec);
-    let mut log_state: Vec<Option<AlgorithmState>> = vec![None; clients];
-    let mut states: Vec<Vec<Option<AlgorithmState>>> = vec![vec![None; clients]; compared.len()];
-    let mut trajectory: Vec<Tally> = compared.iter().map(|_| Tally::default()).collect();
-    let mut estimate: Vec<Tally> = compared.iter().map(|_| Tally::default()).collect();
+    let mut log_state: Vec<Option<AlgorithmState>> = vec![None; mix.clients];
+    let mut states = vec![vec![None; mix.clients]; 2];
     // Per algorithm and client: the times of the hits that algorithm admitted, oldest first.
-    let mut own: Vec<Vec<std::collections::VecDeque<u64>>> =
-        vec![vec![std::collections::VecDeque::new(); clients]; compared.len()];
-    let window = WINDOW_SECS * 1_000_000;
-    let mut exact_denied = 0u64;
+    let mut own = vec![vec![VecDeque::<u64>::new(); mix.clients]; 2];
+    let mut every = vec![CountEvery::default(); mix.clients];
     // A fixed start far from the epoch, so windows are not aligned with the trace start.
     let origin = 1_700_000_017_000_000u64;
     for &(t, c) in &events {
+        let (c, row) = (c as usize, &mut rows[class_of[c as usize]]);
         let now = Timestamp::from_micros(origin + t);
-        let truth = apply(&mut log_state[c as usize], &exact, 1, now).over_limit;
-        exact_denied += u64::from(truth);
+        let truth = apply(&mut log_state[c], &exact, 1, now).over_limit;
+        row.requests += 1;
+        row.exact_denied += u64::from(truth);
         for (i, s) in compared.iter().enumerate() {
-            let over = apply(&mut states[i][c as usize], s, 1, now).over_limit;
-            trajectory[i].count(over, truth);
-            let admitted = &mut own[i][c as usize];
-            while admitted.front().is_some_and(|&a| a + window <= t) {
+            let over = apply(&mut states[i][c], s, 1, now).over_limit;
+            row.trajectory[i].count(over, truth);
+            let admitted = &mut own[i][c];
+            while admitted.front().is_some_and(|&a| a + WINDOW_MICROS <= t) {
                 admitted.pop_front();
             }
-            estimate[i].count(over, admitted.len() as u64 >= LIMIT);
+            row.estimate[i].count(over, admitted.len() as u64 >= mix.limit);
             if !over {
                 admitted.push_back(t);
             }
         }
+        let (over, truth) = every[c].step(mix.limit, exact.window, t, now);
+        row.every.count(over, truth);
     }
-    let n = events.len() as f64;
+    rows
+}
+
+fn arg(args: &mut impl Iterator<Item = String>, name: &str, default: u64) -> u64 {
+    match args.next() {
+        None => default,
+        Some(a) => a.parse().unwrap_or_else(|_| {
+            eprintln!("accuracy: {name} must be a whole number, got {a:?}");
+            std::process::exit(2)
+        }),
+    }
+}
+
+fn main() {
+    let mut args = std::env::args().skip(1);
+    let seed = arg(&mut args, "seed", 20_261_121);
+    let minutes = arg(&mut args, "minutes", 60).max(1);
     println!(
-        "{} requests from {clients} clients ({:.0}% bursty, steady up to {steady_max}x) over \
-         {minutes} min; limit {LIMIT} per {WINDOW_SECS} s; the sliding log denied {:.2}%",
-        events.len(),
-        100.0 * abusive,
-        100.0 * exact_denied as f64 / n
+        "seed {seed}, {minutes} min per mix, window {WINDOW_SECS} s; wrong: all (allowed / denied)\n"
     );
-    for (i, s) in compared.iter().enumerate() {
-        println!(
-            "{:<15} estimate   {}",
-            s.algorithm.name(),
-            estimate[i].line(n)
-        );
-        println!("{:<15} trajectory {}", "", trajectory[i].line(n));
+    println!(
+        "| mix | client class | clients | requests (share) | exact log denies | sliding_window estimate \
+         | sliding_window trajectory | fixed_window estimate | fixed_window trajectory \
+         | every request counted (Cloudflare's rule) |"
+    );
+    println!("|---|---|---|---|---|---|---|---|---|---|");
+    for (m, mix) in mixes().iter().enumerate() {
+        let rows = run(mix, seed.wrapping_add(m as u64), minutes);
+        let mut all = Row::default();
+        rows.iter().for_each(|r| all.add(r));
+        for (row, class) in rows.iter().zip(&mix.classes) {
+            row.print(mix.name, class.name, all.requests);
+        }
+        let limit = format!("all (limit {}/min)", mix.limit);
+        all.print(mix.name, &limit, all.requests);
     }
 }
