@@ -14,7 +14,8 @@
 //! come in bursts; a client's rate while sending is drawn once, uniformly in its class's range.
 //! The same seed prints the same table.
 //!
-//! `cargo run --release --example accuracy [seed] [minutes]` (defaults: 20261121, 60)
+//! `cargo run --release --example accuracy [seed] [minutes]` (defaults: 20261121, 60; a dev build
+//! prints the same table, in about half a minute)
 
 use std::collections::VecDeque;
 
