@@ -203,6 +203,7 @@ pub fn parse(
         limit: None,
         hits_addend: Some(cost),
         refund: false,
+        holder: None,
     }];
     if let Some(endpoint) = endpoint {
         descriptors.push(Descriptor {
@@ -213,6 +214,7 @@ pub fn parse(
             limit: None,
             hits_addend: Some(cost),
             refund: false,
+            holder: None,
         });
     }
     if let Some(list) = sent {

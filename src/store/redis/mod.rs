@@ -18,6 +18,7 @@ mod leaky_bucket;
 mod lease;
 pub mod pending;
 pub mod quota_demand;
+mod concurrency;
 mod sliding_log;
 mod sliding_window;
 mod slots;
@@ -57,6 +58,7 @@ pub struct RedisStore {
     sliding_window: Script,
     leaky_bucket: Script,
     sliding_log: Script,
+    concurrency: Script,
     lease: Script,
     /// The token bucket reservation script.
     bucket_lease: Script,
@@ -162,6 +164,7 @@ impl RedisStore {
             }
             Algorithm::SlidingWindow => sliding_window::run(&g, &self.sliding_window).await,
             Algorithm::SlidingLog => sliding_log::run(&g, &self.sliding_log).await,
+            Algorithm::Concurrency => concurrency::run(&g, &self.concurrency).await,
         }
     }
 }

@@ -99,6 +99,7 @@ fn memory_and_redis_decide_identically() {
                             max_wait: std::time::Duration::from_millis(waits[wait]),
                             // Without leases both stores decide every hit themselves.
                             lease: Some(0),
+                            holder: String::new(),
                         }
                     })
                     .collect();
@@ -187,6 +188,7 @@ async fn huge_buckets_decide_identically() {
                 // Shaping with a minute's budget, where budgets reach the 2^52 cap.
                 max_wait: std::time::Duration::from_secs(60 * u64::from(step % 4 == 1)),
                 lease: Some(0),
+                holder: String::new(),
             };
             stores.agree(&op, at, step).await;
         }
@@ -242,6 +244,7 @@ async fn sliding_logs_with_lowered_limits_and_a_stepping_clock_decide_identicall
             refund: step % 6 == 5,
             max_wait: std::time::Duration::ZERO,
             lease: Some(0),
+            holder: String::new(),
         };
         stores.agree(&op, now, step).await;
     }
@@ -285,6 +288,7 @@ async fn fixed_windows_stop_at_the_counter_ceiling_identically() {
             refund,
             max_wait: std::time::Duration::ZERO,
             lease: Some(0),
+            holder: String::new(),
         };
         stores.agree(&op, now + step as u64, step as u64).await;
     }
