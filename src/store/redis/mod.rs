@@ -10,6 +10,7 @@
 mod addr;
 mod bucket_lease;
 mod call;
+mod concurrency;
 pub mod conn;
 pub mod describe;
 mod fixed_window;
@@ -18,7 +19,6 @@ mod leaky_bucket;
 mod lease;
 pub mod pending;
 pub mod quota_demand;
-mod concurrency;
 mod sliding_log;
 mod sliding_window;
 mod slots;

@@ -9,8 +9,8 @@ use redis::RedisError;
 
 use super::conn::{self, RedisConn};
 use super::{
-    Deadlines, RedisStore, bucket_lease, describe, fixed_window, leaky_bucket, lease, pending,
-    concurrency, quota_demand, sliding_log, sliding_window, token_bucket,
+    Deadlines, RedisStore, bucket_lease, concurrency, describe, fixed_window, leaky_bucket, lease,
+    pending, quota_demand, sliding_log, sliding_window, token_bucket,
 };
 use crate::clock::Stopwatch;
 use crate::settings::RedisConfig;

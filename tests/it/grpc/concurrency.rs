@@ -87,7 +87,59 @@ async fn without_a_holder_a_slot_frees_only_at_its_timeout(store: StoreKind) {
     }
     // Nobody to give back: the release names no holder.
     assert_eq!(overall(&s.call(plain(true)).await.unwrap()), Code::Ok);
-    assert_eq!(overall(&s.call(plain(false)).await.unwrap()), Code::OverLimit);
+    assert_eq!(
+        overall(&s.call(plain(false)).await.unwrap()),
+        Code::OverLimit
+    );
     s.advance(Duration::from_secs(60));
     assert_eq!(overall(&s.call(plain(false)).await.unwrap()), Code::Ok);
+}
+
+/// One slot per tenant beside a rate of two a minute on the same descriptor, and a closed gate.
+const WITH_RATE: &str = "domain: m
+descriptors:
+  - key: tenant
+    rate_limits:
+      - {name: in-flight, unit: minute, requests_per_unit: 1, algorithm: concurrency}
+      - {name: per-minute, unit: minute, requests_per_unit: 2}
+  - key: gate
+    rate_limit: {unit: minute, requests_per_unit: 0}
+";
+
+on_every_store!(a_refused_request_holds_no_slot);
+async fn a_refused_request_holds_no_slot(store: StoreKind) {
+    let s = TestServer::start_with_store(&[("m.yaml", WITH_RATE)], &[], store).await;
+    let call = |tenant: &'static str, holder: &'static str, gate: bool| {
+        let mut d: Vec<&[(&str, &str)]> = vec![&[]];
+        let entries = [("tenant", tenant), ("ratelimitd.holder", holder)];
+        d[0] = &entries;
+        let gate_entries = [("gate", "closed")];
+        if gate {
+            d.push(&gate_entries);
+        }
+        let req = request("m", &d);
+        let s = &s;
+        async move { overall(&s.call(req).await.expect("ShouldRateLimit succeeds")) }
+    };
+    // Refused by another descriptor: the slot taken in the same batch goes back at once.
+    assert_eq!(call("a", "h1", true).await, Code::OverLimit);
+    assert_eq!(call("a", "h2", false).await, Code::Ok, "h1 holds nothing");
+    // Refused by the rate limit beside it: b's slot is free, but b used its two requests of
+    // this minute, so h3 is refused and its slot goes back too.
+    for holder in ["h1", "h2"] {
+        assert_eq!(call("b", holder, false).await, Code::Ok);
+        let mut release = request("m", &[&[("tenant", "b"), ("ratelimitd.holder", holder)]]);
+        // 0 hits: the release gives nothing back to the rate limit of the same descriptor.
+        release.descriptors[0].is_negative_hits = true;
+        release.descriptors[0].hits_addend = Some(0);
+        s.call(release).await.unwrap();
+    }
+    assert_eq!(call("b", "h3", false).await, Code::OverLimit);
+    // T0 = 1234: the minute ends at 1260, long before a lease taken now would end.
+    s.advance(Duration::from_secs(30));
+    assert_eq!(
+        call("b", "h4", false).await,
+        Code::Ok,
+        "the next minute the one slot is free: h3's refused acquisition holds nothing"
+    );
 }

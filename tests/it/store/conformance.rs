@@ -1,7 +1,7 @@
 //! Conformance of the stores: every algorithm decides identically on the memory store, a single
 //! Redis and a Redis Cluster (the Lua twins compute what the Rust functions compute), including
 //! numbers past 2^53 in intermediate products, clocks that step back, lowered limits, refunds
-//! (`is_negative_hits`) and shaping requests (`max_wait`, leaky buckets reserving later slots)
+//! (`is_negative_hits`, releases of concurrency slots) and shaping requests (`max_wait`, leaky buckets reserving later slots)
 //! mixed into every sequence.
 
 use crate::support::redis::RedisServer;
@@ -37,7 +37,7 @@ fn memory_and_redis_decide_identically() {
             0u64..4,
             0u64..1500,
             0usize..3,
-            0usize..5,
+            0usize..6,
             1usize..3,
             0u8..4,
             0usize..4,
@@ -63,6 +63,7 @@ fn memory_and_redis_decide_identically() {
                 Algorithm::SlidingWindow,
                 Algorithm::LeakyBucket,
                 Algorithm::SlidingLog,
+                Algorithm::Concurrency,
             ];
             // Shaping budgets: none, under one interval, several intervals, the /check cap.
             let waits = [0u64, 150, 4_000, 60_000];
@@ -99,7 +100,8 @@ fn memory_and_redis_decide_identically() {
                             max_wait: std::time::Duration::from_millis(waits[wait]),
                             // Without leases both stores decide every hit themselves.
                             lease: Some(0),
-                            holder: String::new(),
+                            // Concurrency slots: four holders come and go.
+                            holder: format!("h{wait}"),
                         }
                     })
                     .collect();

@@ -93,14 +93,20 @@ pub fn step(
     }
 }
 
+/// How long a refused caller is told to wait (`reset_after`, hence `Retry-After`) while every
+/// slot is held. A slot frees at the next release, which nobody can predict (the earliest lease
+/// end is only an upper bound, usually far too late), so the answer is the shortest a
+/// `Retry-After` header can say: one second.
+pub const RETRY_AFTER: Duration = Duration::from_secs(1);
+
 /// The decision for a [`Step`] at `now` under `spec`: `remaining` is the free slots, and
-/// `reset_after` the time until the earliest lease ends while every slot is held (an upper bound
-/// on when one frees: a holder may release sooner), zero while one is free.
+/// `reset_after` while every slot is held [`RETRY_AFTER`], or less when the earliest lease ends
+/// sooner; zero while one is free.
 pub fn decide(step: &Step, spec: &LimitSpec, now: Timestamp) -> Decision {
     let now_us = now.as_micros();
     let remaining = spec.limit.saturating_sub(step.used_after);
     let reset_after = if remaining == 0 && step.first_end > now_us {
-        Duration::from_micros(step.first_end - now_us)
+        Duration::from_micros(step.first_end - now_us).min(RETRY_AFTER)
     } else {
         Duration::ZERO
     };

@@ -26,6 +26,8 @@ mod yaml_budget;
 #[cfg(test)]
 mod compile_tests;
 #[cfg(test)]
+mod concurrency_tests;
+#[cfg(test)]
 mod extension_tests;
 #[cfg(test)]
 mod loader_tests;
