@@ -2,23 +2,26 @@
 //! `@timestamp` RFC 3339, `@message`, `level`, then the event's fields; `text` escapes control
 //! characters in every field, [`text_log`], so client input cannot forge a line). Traces: with
 //! `TRACING_ENABLED`, spans go to an OTLP collector (HTTP or gRPC) through a batch exporter that
-//! runs off the request path; the parent comes from the W3C `traceparent` the caller sent.
+//! runs off the request path; the parent comes from what the caller sent, as in the Go service:
+//! W3C `traceparent`, B3 (`b3` or `x-b3-*`, [`b3`]; it wins when both are sent) and `baggage`.
 //!
 //! Nothing is logged per request at info or below warn, so the default level never costs a line
 //! per decision — except the sampled decision log (`DECISION_LOG_SAMPLE_RATE`, off by default),
 //! whose lines pass at any level.
 
+pub mod b3;
 pub mod json_log;
 pub mod text_log;
 
 use std::io::IsTerminal;
 
 use opentelemetry::propagation::Extractor;
+use opentelemetry::propagation::{TextMapCompositePropagator, TextMapPropagator};
 use opentelemetry::trace::TracerProvider as _;
 use opentelemetry::{KeyValue, global};
 use opentelemetry_otlp::{SpanExporter, WithExportConfig};
 use opentelemetry_sdk::Resource;
-use opentelemetry_sdk::propagation::TraceContextPropagator;
+use opentelemetry_sdk::propagation::{BaggagePropagator, TraceContextPropagator};
 use opentelemetry_sdk::trace::{Sampler, SdkTracerProvider};
 use tracing_opentelemetry::OpenTelemetrySpanExt;
 use tracing_subscriber::filter::{LevelFilter, Targets};
@@ -96,7 +99,7 @@ pub fn init(settings: &Settings) -> Result<Telemetry, TelemetryError> {
         return Ok(Telemetry::default());
     }
     let provider = provider(t)?;
-    global::set_text_map_propagator(TraceContextPropagator::new());
+    global::set_text_map_propagator(propagator());
     let otel = tracing_opentelemetry::layer()
         .with_tracer(provider.tracer("ratelimitd"))
         .with_filter(LevelFilter::INFO);
@@ -193,9 +196,22 @@ impl Extractor for Metadata<'_> {
     }
 }
 
-/// Makes `span` a child of the trace the caller propagated in `metadata` (`traceparent`), if any.
+/// The propagators the Go service reads, in its order (a later one wins): W3C trace context,
+/// B3, baggage.
+pub fn propagator() -> TextMapCompositePropagator {
+    let all: Vec<Box<dyn TextMapPropagator + Send + Sync>> = vec![
+        Box::new(TraceContextPropagator::new()),
+        Box::new(b3::B3Propagator),
+        Box::new(BaggagePropagator::new()),
+    ];
+    TextMapCompositePropagator::new(all)
+}
+
+/// Makes `span` a child of the trace the caller propagated in `metadata` (`traceparent`, `b3`
+/// or `x-b3-*`), if any.
 pub fn set_remote_parent(span: &tracing::Span, metadata: &tonic::metadata::MetadataMap) {
-    if metadata.get("traceparent").is_none() {
+    let sent = ["traceparent", "b3", "x-b3-traceid"];
+    if !sent.iter().any(|h| metadata.get(*h).is_some()) {
         return;
     }
     let cx = global::get_text_map_propagator(|p| p.extract(&Metadata(metadata)));

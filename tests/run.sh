@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Runs the whole ratelimitd test suite on this machine, nothing skipped, installing what the tests
-# need when it is missing: redis-server and redis-cli (Debian package redis-server), PostgreSQL's server binaries
+# need when it is missing: redis-server and redis-cli (Debian package redis-server), memcached
+# (Debian package memcached), PostgreSQL's server binaries
 # (Debian package postgresql; the policy tests start their own cluster in a temp dir), Chromium
 # (Debian package chromium, for the status page test), promtool (Debian package prometheus, for
 # the metric-name and alert-rule tests), podman and runc (Debian packages, for the container
@@ -16,6 +17,12 @@ if ! command -v redis-server >/dev/null || ! command -v redis-cli >/dev/null; th
   echo "installing redis-server (apt)"
   as_root apt-get update -qq
   as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq redis-server >/dev/null
+fi
+
+if ! command -v memcached >/dev/null; then
+  echo "installing memcached (apt; the memcache backend tests start their own)"
+  as_root apt-get update -qq
+  as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq memcached >/dev/null
 fi
 
 if ! ls /usr/lib/postgresql/*/bin/postgres >/dev/null 2>&1; then

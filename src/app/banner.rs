@@ -37,6 +37,7 @@ impl Banner<'_> {
         let (backend, store) = match s.backend {
             Backend::Memory => ("memory", "embedded".to_string()),
             Backend::Redis => ("redis", super::parts::store_target(s)),
+            Backend::Memcache => ("memcache", super::parts::store_target(s)),
         };
         tracing::warn!(
             version = env!("CARGO_PKG_VERSION"),

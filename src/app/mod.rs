@@ -57,7 +57,7 @@ pub struct Running {
     /// Where the debug endpoints listen.
     pub debug_addr: SocketAddr,
     /// Where the admin surface (`/v1/*`, the status page) listens; the unspecified address
-    /// `0.0.0.0:0` when it is not opened (see [`admin_listener::served`]).
+    /// `0.0.0.0:0` when it is not opened (see `admin_listener::served`).
     pub admin_addr: SocketAddr,
     /// The live configuration.
     pub config: Arc<ConfigHandle>,

@@ -9,6 +9,7 @@ use crate::metrics::{ConfigLoads, KeyCount, LoadCounts, Metrics};
 use crate::reload::ConfigHandle;
 use crate::settings::{Backend, Settings, StatsSinkKind};
 use crate::store::Store;
+use crate::store::memcache::MemcacheStore;
 use crate::store::memory::MemoryStore;
 use crate::store::redis::RedisStore;
 
@@ -51,14 +52,28 @@ pub(super) async fn store(
                 redis: Some(redis),
             }
         }
+        Backend::Memcache => {
+            let memcache = MemcacheStore::new(settings, clock);
+            memcache.probe().await;
+            if !memcache.is_healthy() {
+                tracing::warn!(servers = ?settings.memcache.servers, "memcached does not answer yet; limits answer by their failure_mode until it does");
+            }
+            StoreParts {
+                store: Arc::new(memcache),
+                memory: None,
+                redis: None,
+            }
+        }
     })
 }
 
-/// What the store is, as the settings that chose it say (`memory`, or each Redis target).
+/// What the store is, as the settings that chose it say (`memory`, each Redis target, or the
+/// memcached servers).
 pub(super) fn store_target(settings: &Settings) -> String {
     match settings.backend {
         Backend::Memory => "memory".into(),
         Backend::Redis => RedisStore::describe_targets(&settings.redis).join("; "),
+        Backend::Memcache => format!("MEMCACHE_HOST_PORT={}", settings.memcache.servers.join(",")),
     }
 }
 

@@ -93,7 +93,7 @@ impl Totals {
 /// Reads the cumulative counters.
 pub type ReadTotals = Arc<dyn Fn() -> Totals + Send + Sync>;
 
-/// One bucket of a [`Series`].
+/// One bucket of a `Series`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Point {
     /// When the bucket starts.

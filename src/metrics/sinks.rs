@@ -52,6 +52,7 @@ pub async fn start(
                 addr: format!("{}:{}", obs.statsd_host, obs.statsd_port),
                 protocol: obs.statsd_protocol,
                 tags: obs.extra_tags.clone(),
+                dogstatsd: obs.dogstatsd,
                 interval: obs.stats_flush_interval,
             };
             tasks.spawn(statsd::run(metrics.clone(), opts, stop));

@@ -1,6 +1,8 @@
 //! The StatsD sink, in the Go service's wire format (gostats): every `STATS_FLUSH_INTERVAL` each
 //! counter's delta goes out as `name:delta|c` (zero deltas skipped), response times as
-//! `name:ms|ms`, with `EXTRA_TAGS` appended to every name as `.__k=v` sorted by key.
+//! `name:ms|ms`, with `EXTRA_TAGS` appended to every name as `.__k=v` sorted by key. With
+//! `USE_DOG_STATSD` (gostats' Datadog flavour) the names stay and the tags go after the type as
+//! DogStatsD tags, `name:delta|c|#k:v,k2:v2`.
 //!
 //! The sink is fire-and-forget: it runs in its own task, never on the request path, and an
 //! unreachable or failing StatsD server only costs a log line (at warn once, then debug) and the
@@ -26,27 +28,57 @@ pub struct StatsdOptions {
     pub protocol: StatsdProtocol,
     /// `EXTRA_TAGS`, sorted by key.
     pub tags: Vec<(String, String)>,
+    /// `USE_DOG_STATSD`: tags in DogStatsD form instead of in the name.
+    pub dogstatsd: bool,
     /// `STATS_FLUSH_INTERVAL`.
     pub interval: Duration,
 }
 
-/// The `.__k=v` suffix for `tags` (already sorted).
-pub fn tag_suffix(tags: &[(String, String)]) -> String {
-    tags.iter().map(|(k, v)| format!(".__{k}={v}")).collect()
+/// Where the tags go on a line: the name's `.__k=v` suffix (gostats) or the DogStatsD `|#k:v,...`
+/// after the type.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Tags {
+    on_name: String,
+    on_line: String,
+}
+
+impl Tags {
+    /// `tags` (already sorted) in gostats' form, or DogStatsD's when `dogstatsd`.
+    pub fn new(tags: &[(String, String)], dogstatsd: bool) -> Tags {
+        if tags.is_empty() {
+            return Tags::default();
+        }
+        if dogstatsd {
+            let list: Vec<String> = tags.iter().map(|(k, v)| format!("{k}:{v}")).collect();
+            return Tags {
+                on_name: String::new(),
+                on_line: format!("|#{}", list.join(",")),
+            };
+        }
+        Tags {
+            on_name: tags.iter().map(|(k, v)| format!(".__{k}={v}")).collect(),
+            on_line: String::new(),
+        }
+    }
+
+    /// One line: `name`, `value` and the StatsD `kind` (`c`, `ms`), tagged.
+    pub fn line(&self, name: &str, value: impl std::fmt::Display, kind: &str) -> String {
+        format!("{name}{}:{value}|{kind}{}", self.on_name, self.on_line)
+    }
 }
 
 /// The counter lines for the deltas since `last` (updated in place); zero deltas are skipped.
 pub fn counter_lines(
     counters: Vec<(String, u64)>,
     last: &mut HashMap<String, u64>,
-    suffix: &str,
+    tags: &Tags,
 ) -> Vec<String> {
     let mut lines = Vec::new();
     for (name, value) in counters {
         let prev = last.insert(name.clone(), value).unwrap_or(0);
         let delta = value.saturating_sub(prev);
         if delta > 0 {
-            lines.push(format!("{name}{suffix}:{delta}|c"));
+            lines.push(tags.line(&name, delta, "c"));
         }
     }
     lines
@@ -130,7 +162,7 @@ impl Sender {
 
 /// Flushes `metrics` every interval until `stop` resolves, then flushes once more.
 pub async fn run(metrics: Arc<Metrics>, opts: StatsdOptions, stop: impl Future<Output = ()>) {
-    let suffix = tag_suffix(&opts.tags);
+    let tags = Tags::new(&opts.tags, opts.dogstatsd);
     let mut last = HashMap::new();
     let mut tick = tokio::time::interval(opts.interval.max(Duration::from_millis(10)));
     tick.tick().await; // the first tick is immediate: nothing to send yet
@@ -146,11 +178,10 @@ pub async fn run(metrics: Arc<Metrics>, opts: StatsdOptions, stop: impl Future<O
             _ = &mut stop => true,
             _ = tick.tick() => false,
         };
-        let mut lines = counter_lines(metrics.statsd_counters(), &mut last, &suffix);
+        let mut lines = counter_lines(metrics.statsd_counters(), &mut last, &tags);
         for (method, ms) in metrics.take_timings() {
-            lines.push(format!(
-                "ratelimit_server.{method}.response_time{suffix}:{ms}|ms"
-            ));
+            let name = format!("ratelimit_server.{method}.response_time");
+            lines.push(tags.line(&name, ms, "ms"));
         }
         sender.send(&lines).await;
         if stopping {
@@ -165,16 +196,32 @@ mod tests {
 
     #[test]
     fn deltas_with_sorted_tags_and_zero_skipped() {
-        let suffix = tag_suffix(&[("a".into(), "b".into()), ("foo".into(), "bar".into())]);
+        let tags = [("a".into(), "b".into()), ("foo".into(), "bar".into())];
         let mut last = HashMap::new();
         let first = counter_lines(
             vec![("x.total_hits".into(), 3), ("x.over_limit".into(), 0)],
             &mut last,
-            &suffix,
+            &Tags::new(&tags, false),
         );
         assert_eq!(first, vec!["x.total_hits.__a=b.__foo=bar:3|c"]);
-        let second = counter_lines(vec![("x.total_hits".into(), 5)], &mut last, "");
+        let none = Tags::default();
+        let second = counter_lines(vec![("x.total_hits".into(), 5)], &mut last, &none);
         assert_eq!(second, vec!["x.total_hits:2|c"]);
-        assert!(counter_lines(vec![("x.total_hits".into(), 5)], &mut last, "").is_empty());
+        assert!(counter_lines(vec![("x.total_hits".into(), 5)], &mut last, &none).is_empty());
+    }
+
+    #[test]
+    fn dogstatsd_puts_the_tags_after_the_type() {
+        let tags = [("env".into(), "prod".into()), ("zone".into(), "a".into())];
+        let dog = Tags::new(&tags, true);
+        assert_eq!(
+            dog.line("x.total_hits", 3, "c"),
+            "x.total_hits:3|c|#env:prod,zone:a"
+        );
+        assert_eq!(
+            dog.line("ratelimit_server.ShouldRateLimit.response_time", 7, "ms"),
+            "ratelimit_server.ShouldRateLimit.response_time:7|ms|#env:prod,zone:a"
+        );
+        assert_eq!(Tags::new(&[], true).line("x", 1, "c"), "x:1|c");
     }
 }

@@ -7,9 +7,10 @@
 
 use std::path::PathBuf;
 
+use crate::algorithm::Algorithm;
 use crate::config::loader::{self, LoadError};
 use crate::config::{self, CompileOptions, ConfigFile, RateLimitConfig};
-use crate::settings::Settings;
+use crate::settings::{Backend, Settings};
 
 use super::watch::WatchTarget;
 
@@ -30,6 +31,8 @@ pub struct ConfigSource {
     location: Location,
     ignore_dotfiles: bool,
     options: CompileOptions,
+    /// The backend keeps fixed windows only (memcached): other algorithms are load errors.
+    fixed_windows_only: bool,
 }
 
 impl ConfigSource {
@@ -50,6 +53,7 @@ impl ConfigSource {
             options: CompileOptions {
                 merge_domains: s.merge_domain_config,
             },
+            fixed_windows_only: s.backend == Backend::Memcache,
         }
     }
 
@@ -117,8 +121,13 @@ impl ConfigSource {
     }
 
     /// Parses, validates and compiles `files`; the error lists every problem, one per line.
+    /// On memcached, a limit of any algorithm but `fixed_window` is an error naming it.
     pub fn compile(&self, files: &[ConfigFile]) -> Result<RateLimitConfig, String> {
-        config::compile(files, &self.options).map_err(|e| e.to_string())
+        let config = config::compile(files, &self.options).map_err(|e| e.to_string())?;
+        if self.fixed_windows_only {
+            refuse_non_fixed_windows(&config)?;
+        }
+        Ok(config)
     }
 
     /// The paths whose changes may change what [`ConfigSource::read`] returns.
@@ -143,5 +152,29 @@ impl ConfigSource {
                 ]
             }
         }
+    }
+}
+
+/// One line per limit whose algorithm memcached cannot run: it has no atomic read-modify-write
+/// beyond `incr`, which is all a fixed window needs.
+fn refuse_non_fixed_windows(config: &RateLimitConfig) -> Result<(), String> {
+    let errors: Vec<String> = config
+        .limits()
+        .into_iter()
+        .filter(|l| !l.unlimited && l.algorithm != Algorithm::FixedWindow)
+        .map(|l| {
+            format!(
+                "{}: limit {}: algorithm {} is not available with BACKEND_TYPE=memcache \
+                 (memcached can only add to a counter atomically); use fixed_window or BACKEND_TYPE=redis",
+                l.file,
+                l.full_key,
+                l.algorithm.name()
+            )
+        })
+        .collect();
+    if errors.is_empty() {
+        Ok(())
+    } else {
+        Err(errors.join("\n"))
     }
 }

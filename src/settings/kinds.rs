@@ -41,6 +41,8 @@ pub enum Backend {
     Memory,
     /// Redis.
     Redis,
+    /// Memcached (`MEMCACHE_*`): fixed windows only, Go's keys.
+    Memcache,
 }
 
 /// `STATSD_PROTOCOL`.
@@ -86,13 +88,13 @@ pub(super) fn log_level(s: &str) -> Result<LogLevel, String> {
     })
 }
 
-/// `BACKEND_TYPE`: empty (the default backend), `redis` or `memory`, any case.
+/// `BACKEND_TYPE`: empty (the default backend), `redis`, `memcache` or `memory`, any case.
 pub(super) fn backend(s: &str) -> Result<Option<Backend>, String> {
     match s.to_ascii_lowercase().as_str() {
         "" => Ok(None),
         "memory" => Ok(Some(Backend::Memory)),
         "redis" => Ok(Some(Backend::Redis)),
-        "memcache" => Err("memcache is not supported by ratelimitd (use redis or memory)".into()),
-        _ => Err("expected redis or memory".into()),
+        "memcache" => Ok(Some(Backend::Memcache)),
+        _ => Err("expected redis, memcache or memory".into()),
     }
 }

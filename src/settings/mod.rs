@@ -9,6 +9,7 @@ pub mod insight;
 pub mod kinds;
 pub mod limits;
 pub mod listeners;
+pub mod memcache;
 pub mod observability;
 pub mod parse;
 pub mod policy;
@@ -31,6 +32,7 @@ pub use grpc::{GrpcServerSettings, TlsSettings};
 pub use kinds::{Backend, KeyFormat, LogFormat, LogLevel, Secret, StatsdProtocol};
 pub use limits::{Limits, OverCap};
 pub use listeners::{ConnLimits, Listeners};
+pub use memcache::MemcacheSettings;
 pub use observability::{Observability, StatsSinkKind, TracingProtocol, TracingSettings};
 pub use policy::PolicySettings;
 pub use redis::{RedisConfig, RedisKind, RedisSettings};
@@ -124,6 +126,8 @@ pub struct Settings {
     pub backend: Backend,
     /// Every `REDIS_*` setting (used when the backend is Redis).
     pub redis: RedisConfig,
+    /// Every `MEMCACHE_*` setting (used when the backend is memcache).
+    pub memcache: MemcacheSettings,
     /// The Redis circuit breakers and the default failure mode ([`resilience`]).
     pub resilience: Resilience,
     /// `MEMORY_MAX_KEYS`.
@@ -292,13 +296,22 @@ impl Settings {
                 .bool("HEALTHY_WITH_AT_LEAST_ONE_CONFIG_LOADED", false)?,
             backend,
             redis: RedisConfig::from_vars(v)?,
+            memcache: memcache::from_vars(v, backend == Backend::Memcache)?,
             resilience: resilience::from_vars(v)?,
             memory_max_keys: v.parse("MEMORY_MAX_KEYS", 1_000_000, uint(1, usize::MAX as u64))?
                 as usize,
             limits: limits::from_vars(v)?,
             listeners: listeners::from_vars(v)?,
             cache_key_prefix: v.string("CACHE_KEY_PREFIX", ""),
-            cache_key_format: v.parse("CACHE_KEY_FORMAT", KeyFormat::Safe, key_format)?,
+            // Memcached fleets share counters with Go's by default: Go's key layout.
+            cache_key_format: v.parse(
+                "CACHE_KEY_FORMAT",
+                match backend {
+                    Backend::Memcache => KeyFormat::Go,
+                    _ => KeyFormat::Safe,
+                },
+                key_format,
+            )?,
             near_limit_ratio: v.parse("NEAR_LIMIT_RATIO", 0.8, parse::ratio)?,
             shadow_mode: v.bool("SHADOW_MODE", false)?,
             quota_mode: v.bool("QUOTA_MODE", false)?,

@@ -5,13 +5,13 @@ use std::time::Duration;
 
 use super::{SettingsError, StatsdProtocol, Vars, parse};
 
-/// Which stats sink runs (precedence DISABLE_STATS > USE_STATSD > USE_PROMETHEUS,
+/// Which stats sink runs (precedence DISABLE_STATS > USE_DOG_STATSD > USE_STATSD > USE_PROMETHEUS,
 /// `docs/design/contract.md#stats`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum StatsSinkKind {
     /// `DISABLE_STATS=true`: nothing is counted.
     Disabled,
-    /// StatsD (the Go default).
+    /// StatsD (the Go default), or DogStatsD with `USE_DOG_STATSD` (see `Observability::dogstatsd`).
     Statsd,
     /// Prometheus on its own listener.
     Prometheus,
@@ -54,6 +54,8 @@ pub struct TracingSettings {
 pub struct Observability {
     /// The sink chosen by the precedence rules.
     pub sink: StatsSinkKind,
+    /// `USE_DOG_STATSD`: the StatsD sink sends DogStatsD tags (`|#k:v`) instead of tags in names.
+    pub dogstatsd: bool,
     /// `STATSD_HOST`.
     pub statsd_host: String,
     /// `STATSD_PORT`.
@@ -103,17 +105,54 @@ pub(super) fn from_vars(v: &Vars) -> Result<Observability, SettingsError> {
             reason: reason.into(),
         }
     };
-    if v.bool("USE_DOG_STATSD", false)? {
-        return Err(conflict(
-            "USE_DOG_STATSD",
-            "dogstatsd is not supported; use USE_STATSD or USE_PROMETHEUS",
-        ));
-    }
+    let dogstatsd = v.bool("USE_DOG_STATSD", false)?;
+    // The Prometheus names are those of Go's default mapper, built in; no other mapping is read.
+    let _ = v.parse("PROMETHEUS_MAPPER_YAML", (), |s| {
+        if s.is_empty() {
+            Ok(())
+        } else {
+            Err(
+                "a statsd_exporter mapping file is not supported; the metric names are those of \
+                 Go's default mapping (docs/operations.md#metrics)"
+                    .into(),
+            )
+        }
+    });
+    let _ = v.parse(
+        "PROMETHEUS_RESPONSE_TIME_AS_MILLISECONDS",
+        (),
+        |s| match parse::go_bool(s)? {
+            false => Ok(()),
+            true => Err("not supported: response_time is exported in seconds".into()),
+        },
+    );
+    // Name rewriting into tags (gostats mogrifiers) is not implemented: refused, not ignored.
+    let _ = v.parse("USE_DOG_STATSD_MOGRIFIERS", (), |s| {
+        if s.is_empty() {
+            Ok(())
+        } else {
+            Err("DogStatsD mogrifiers are not supported; tags come from EXTRA_TAGS".into())
+        }
+    });
+    // Go refuses two sinks at once; an *unset* USE_STATSD (default true) is not a conflict here,
+    // so USE_PROMETHEUS=true or USE_DOG_STATSD=true alone works (a documented divergence).
     let sink = if v.bool("DISABLE_STATS", false)? {
         StatsSinkKind::Disabled
+    } else if dogstatsd {
+        if use_prometheus {
+            return Err(conflict(
+                "USE_PROMETHEUS",
+                "USE_DOG_STATSD and USE_PROMETHEUS cannot both be true",
+            ));
+        }
+        if statsd_explicit == Some(true) {
+            return Err(conflict(
+                "USE_STATSD",
+                "USE_DOG_STATSD and USE_STATSD cannot both be true",
+            ));
+        }
+        StatsSinkKind::Statsd
     } else if use_prometheus {
-        // Go refuses both sinks at once; an *unset* USE_STATSD (default true) is not a conflict
-        // here, so USE_PROMETHEUS=true alone works (a documented divergence).
         if statsd_explicit == Some(true) {
             return Err(conflict(
                 "USE_STATSD",
@@ -150,6 +189,7 @@ pub(super) fn from_vars(v: &Vars) -> Result<Observability, SettingsError> {
     };
     Ok(Observability {
         sink,
+        dogstatsd,
         statsd_host: v.string("STATSD_HOST", "localhost"),
         statsd_port: v.parse("STATSD_PORT", 8125, parse::port)?,
         statsd_protocol: v.parse("STATSD_PROTOCOL", StatsdProtocol::Tcp, protocol)?,

@@ -78,6 +78,9 @@ pub struct RedisConfig {
     pub stop_increment_when_over_limit: bool,
     /// `EXPIRATION_JITTER_MAX_SECONDS`.
     pub expiration_jitter_max_seconds: u64,
+    /// `REDIS_HEALTH_CHECK_ACTIVE_CONNECTION`: read and kept for parity; health already follows
+    /// the connections' calls and a periodic PING whatever its value.
+    pub health_check_active_connection: bool,
     /// `LEASE_DEFAULT_SIZE` (ratelimitd): the token lease of fixed window limits that do not set
     /// `lease` (0 = off; see `store::lease`).
     pub lease_default_size: u32,
@@ -100,8 +103,33 @@ fn socket(s: &str) -> Result<bool, String> {
     }
 }
 
+/// Go's pool tuning (`*_POOL_ON_EMPTY_BEHAVIOR`, `*_PIPELINE_WINDOW`, `*_PIPELINE_LIMIT`,
+/// `*_CLUSTER_PIPELINE_PARALLELISM`): the connections here are multiplexed and never run empty,
+/// and commands are pipelined as they come, so there is nothing to tune; the values are still
+/// checked as Go checks them, so a value Go refuses is refused here too.
+fn go_pool_tuning(v: &Vars, prefix: &str) -> Result<(), SettingsError> {
+    let name = |n: &str| format!("{prefix}{n}");
+    v.parse(&name("POOL_ON_EMPTY_BEHAVIOR"), (), |s| {
+        match s.to_ascii_uppercase().as_str() {
+            "CREATE" | "ERROR" => Err("the Go service stops on CREATE and ERROR (its pool only \
+                 waits); unset it or use WAIT (connections here are multiplexed and never run out)"
+                .into()),
+            _ => Ok(()),
+        }
+    })?;
+    v.parse(&name("PIPELINE_WINDOW"), Duration::ZERO, parse::go_duration)?;
+    v.parse(&name("PIPELINE_LIMIT"), 0, |s| {
+        parse::uint_in(s, 0, u64::MAX)
+    })?;
+    v.parse(&name("CLUSTER_PIPELINE_PARALLELISM"), 1, |s| {
+        parse::uint_in(s, 0, u64::MAX).map_err(|e| format!("{e} (Go stops on a negative value)"))
+    })?;
+    Ok(())
+}
+
 fn one(v: &Vars, prefix: &str, default_url: &str) -> Result<RedisSettings, SettingsError> {
     let name = |n: &str| format!("{prefix}{n}");
+    go_pool_tuning(v, prefix)?;
     let s = RedisSettings {
         unix_socket: v.parse(&name("SOCKET_TYPE"), true, socket)?,
         kind: v.parse(&name("TYPE"), RedisKind::Single, kind)?,
@@ -194,6 +222,10 @@ impl RedisConfig {
                 parse::uint_in(s, 0, u64::MAX)
             })?,
             use_server_time: v.bool("REDIS_USE_SERVER_TIME", false)?,
+            // Go's active-connection health tracking: health here always follows the calls
+            // made and a periodic PING, so either value gives that behaviour.
+            health_check_active_connection: v
+                .bool("REDIS_HEALTH_CHECK_ACTIVE_CONNECTION", false)?,
             stop_increment_when_over_limit: v
                 .bool("STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT", false)?,
             expiration_jitter_max_seconds: v.parse("EXPIRATION_JITTER_MAX_SECONDS", 300, |s| {

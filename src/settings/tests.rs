@@ -90,8 +90,11 @@ fn backend_selection() {
         Ok(Backend::Memory)
     );
     assert_eq!(b(&[("BACKEND_TYPE", "redis")]), Ok(Backend::Redis));
-    let e = b(&[("BACKEND_TYPE", "memcache")]).unwrap_err();
-    assert!(e.reason.contains("not supported"));
+    let memcache = [
+        ("BACKEND_TYPE", "memcache"),
+        ("MEMCACHE_HOST_PORT", "h:11211"),
+    ];
+    assert_eq!(b(&memcache), Ok(Backend::Memcache));
     assert!(b(&[("BACKEND_TYPE", "etcd")]).is_err());
 }
 
@@ -197,8 +200,11 @@ fn edge_settings_default_off_and_name_the_variable_when_bad() {
 #[test]
 fn a_sink_conflict_shows_the_value_as_written() {
     // Found by the settings fuzz target: the error said "true" whatever the operator wrote.
-    let e = Settings::from_env(env(&[("USE_DOG_STATSD", "1")])).unwrap_err();
-    assert_eq!((e.name.as_str(), e.value.as_str()), ("USE_DOG_STATSD", "1"));
+    let dog = env(&[("USE_DOG_STATSD", "1"), ("USE_STATSD", "t")]);
+    let e = Settings::from_env(dog).unwrap_err();
+    assert_eq!((e.name.as_str(), e.value.as_str()), ("USE_STATSD", "t"));
+    let dog = Settings::from_env(env(&[("USE_DOG_STATSD", "1")])).unwrap();
+    assert!(dog.obs.dogstatsd && dog.obs.sink == crate::settings::StatsSinkKind::Statsd);
     let both = env(&[("USE_PROMETHEUS", "true"), ("USE_STATSD", "T")]);
     let e = Settings::from_env(both).unwrap_err();
     assert_eq!((e.name.as_str(), e.value.as_str()), ("USE_STATSD", "T"));

@@ -1,6 +1,7 @@
 //! The store: the core's [`Store`] trait, memory store, leases and local cache (re-exported, so
-//! `crate::store::…` names them as before), and the server's own implementation, [`redis`].
+//! `crate::store::…` names them as before), and the server's own implementations, [`redis`] and [`memcache`].
 
 pub use ratelimitd_core::store::*;
 
+pub mod memcache;
 pub mod redis;

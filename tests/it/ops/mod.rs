@@ -4,6 +4,7 @@
 
 mod cli;
 mod container_image;
+mod go_settings;
 mod k8s_recipes;
 mod large_config;
 mod log_injection;

@@ -2,5 +2,6 @@
 //! memory, Redis and a Redis Cluster, and the shared test servers keeping services apart.
 
 mod conformance;
+mod memcache;
 mod memory;
 mod shared;

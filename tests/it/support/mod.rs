@@ -13,7 +13,9 @@ pub mod dockerfile;
 pub mod envoy;
 pub mod guard;
 pub mod leases;
+pub mod memcached;
 pub mod openapi;
+pub mod otlp;
 pub mod policy;
 pub mod postgres;
 pub mod process;
@@ -23,6 +25,7 @@ pub mod require;
 pub mod rlqs;
 pub mod scrape;
 pub mod sentinel;
+pub mod statsd;
 pub mod stores;
 pub mod xds;
 

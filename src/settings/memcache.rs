@@ -1,0 +1,192 @@
+//! Memcached settings (`MEMCACHE_*`), with the Go service's names and defaults. The servers come
+//! from `MEMCACHE_HOST_PORT`; `MEMCACHE_SRV` (DNS SRV discovery) and `MEMCACHE_TLS*` are refused
+//! at startup rather than accepted and ignored (see docs/migration.md for why).
+
+use std::time::Duration;
+
+use super::{SettingsError, Vars, parse};
+
+/// How ratelimitd reaches memcached (`BACKEND_TYPE=memcache`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MemcacheSettings {
+    /// `MEMCACHE_HOST_PORT`: the servers, `host:port` each, in the order given; a key goes to
+    /// the server `crc32(key) % len` as Go's client picks it, so both fleets agree.
+    pub servers: Vec<String>,
+    /// `MEMCACHE_MAX_IDLE_CONNS` (default 2): idle connections kept per server.
+    pub max_idle_conns: usize,
+    /// `MEMCACHE_TIMEOUT` (default 500ms, the Go client's default): connect and whole-call
+    /// timeout of one server's commands of a request.
+    pub timeout: Duration,
+}
+
+impl Default for MemcacheSettings {
+    fn default() -> MemcacheSettings {
+        MemcacheSettings {
+            servers: Vec::new(),
+            max_idle_conns: 2,
+            timeout: Duration::from_millis(500),
+        }
+    }
+}
+
+/// A `MEMCACHE_HOST_PORT` list: non-empty `host:port` items with a numeric port.
+fn host_ports(s: &str) -> Result<Vec<String>, String> {
+    let mut out = Vec::new();
+    for item in s.split(',').map(str::trim).filter(|i| !i.is_empty()) {
+        match item.rsplit_once(':') {
+            Some((host, port)) if !host.is_empty() && parse::port(port).is_ok() => {
+                out.push(item.to_string())
+            }
+            _ => {
+                return Err(format!(
+                    "{item:?} is not host:port (a comma-separated list)"
+                ));
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// A setting that is refused whenever it is set to anything but `unset_like`.
+fn refuse(v: &Vars, name: &str, unset_like: &[&str], why: &str) {
+    let _ = v.parse(name, (), |s| {
+        if unset_like.contains(&s) {
+            Ok(())
+        } else {
+            Err(why.to_string())
+        }
+    });
+}
+
+/// Reads the memcached settings; `used` (the backend is memcache) makes an empty server list an
+/// error naming `MEMCACHE_HOST_PORT`.
+pub(super) fn from_vars(v: &Vars, used: bool) -> Result<MemcacheSettings, SettingsError> {
+    let d = MemcacheSettings::default();
+    let servers = v.parse("MEMCACHE_HOST_PORT", Vec::new(), host_ports)?;
+    refuse(
+        v,
+        "MEMCACHE_SRV",
+        &[""],
+        "SRV discovery is not supported (no DNS SRV resolver is built in); list the servers in MEMCACHE_HOST_PORT",
+    );
+    // Without MEMCACHE_SRV the refresh interval has no effect, in Go as here; it is still parsed.
+    v.parse("MEMCACHE_SRV_REFRESH", Duration::ZERO, parse::go_duration)?;
+    let no_tls =
+        "memcached over TLS is not supported; use plaintext memcached on a private network";
+    refuse(
+        v,
+        "MEMCACHE_TLS",
+        &["", "0", "f", "F", "false", "FALSE", "False"],
+        no_tls,
+    );
+    for name in [
+        "MEMCACHE_TLS_CLIENT_CERT",
+        "MEMCACHE_TLS_CLIENT_KEY",
+        "MEMCACHE_TLS_CACERT",
+    ] {
+        refuse(v, name, &[""], no_tls);
+    }
+    refuse(
+        v,
+        "MEMCACHE_TLS_SKIP_HOSTNAME_VERIFICATION",
+        &["", "0", "f", "F", "false", "FALSE", "False"],
+        no_tls,
+    );
+    let uint = |min, max| move |s: &str| parse::uint_in(s, min, max);
+    let max_idle_conns = v.parse("MEMCACHE_MAX_IDLE_CONNS", 2, uint(0, 1024))? as usize;
+    let timeout = v.parse("MEMCACHE_TIMEOUT", d.timeout, |s| {
+        parse::go_duration(s).and_then(|t| {
+            if t.is_zero() {
+                Err("must be more than 0 (every memcached call is bounded)".into())
+            } else {
+                Ok(t)
+            }
+        })
+    })?;
+    // Go's "charge nothing else once one key is over" needs the counts of every key of a request
+    // before any is charged, which memcached cannot give atomically: refused, not ignored.
+    if used {
+        let _ = v.parse(
+            "STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT",
+            (),
+            |s| match parse::go_bool(s)? {
+                false => Ok(()),
+                true => Err(
+                    "not supported with BACKEND_TYPE=memcache (memcached cannot read \
+                             every key of a request and charge them in one atomic step)"
+                        .into(),
+                ),
+            },
+        );
+    }
+    if used && servers.is_empty() && v.get("MEMCACHE_SRV").is_none() {
+        let (value, name) = v
+            .get("MEMCACHE_HOST_PORT")
+            .cloned()
+            .unwrap_or_else(|| (String::new(), "MEMCACHE_HOST_PORT".into()));
+        return Err(SettingsError {
+            name,
+            value,
+            reason: "BACKEND_TYPE=memcache needs at least one host:port".into(),
+            also: Vec::new(),
+        });
+    }
+    Ok(MemcacheSettings {
+        servers,
+        max_idle_conns,
+        timeout,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::settings::Settings;
+
+    fn env(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
+        pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
+    }
+
+    #[test]
+    fn host_port_list_and_defaults() {
+        let s = Settings::from_env(env(&[
+            ("BACKEND_TYPE", "memcache"),
+            ("MEMCACHE_HOST_PORT", "a:11211, b:11212"),
+        ]))
+        .unwrap();
+        assert_eq!(s.memcache.servers, ["a:11211", "b:11212"]);
+        assert_eq!(s.memcache.max_idle_conns, 2);
+        assert_eq!(s.memcache.timeout, Duration::from_millis(500));
+    }
+
+    #[test]
+    fn bad_or_unsupported_values_are_refused_by_name() {
+        for (name, value, says) in [
+            ("MEMCACHE_HOST_PORT", "nohost", "host:port"),
+            ("MEMCACHE_SRV", "_mc._tcp.example", "SRV"),
+            ("MEMCACHE_TLS", "true", "TLS"),
+            ("MEMCACHE_TLS_CACERT", "/ca.pem", "TLS"),
+            ("MEMCACHE_MAX_IDLE_CONNS", "-1", ""),
+            ("MEMCACHE_TIMEOUT", "0s", "more than 0"),
+            (
+                "STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT",
+                "true",
+                "memcache",
+            ),
+        ] {
+            let e = Settings::from_env(env(&[
+                ("BACKEND_TYPE", "memcache"),
+                ("MEMCACHE_HOST_PORT", "127.0.0.1:11211"),
+                (name, value),
+            ]))
+            .unwrap_err();
+            assert_eq!(e.name, name, "{e}");
+            assert!(e.reason.contains(says), "{e}");
+        }
+        let e = Settings::from_env(env(&[("BACKEND_TYPE", "memcache")])).unwrap_err();
+        assert_eq!(e.name, "MEMCACHE_HOST_PORT", "{e}");
+    }
+}

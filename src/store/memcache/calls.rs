@@ -1,0 +1,133 @@
+//! One server's part of a request: the `incr`/`decr` of its ops in one write, an `add` for each
+//! key that does not exist yet, all on one pooled connection, behind the server's breaker and
+//! within `MEMCACHE_TIMEOUT`.
+
+use super::conn::{Conn, Counted};
+use super::{ADD_RACES, MemcacheStore, RELATIVE_EXPIRY_MAX, Server, keys};
+use crate::clock::Timestamp;
+use crate::resilience::Permit;
+use crate::store::Op;
+
+impl MemcacheStore {
+    /// The `add` expiry of a window starting a new key at `now`: the window plus jitter, as an
+    /// absolute time when memcached would otherwise misread it (windows above 30 days).
+    fn exptime(&self, window_secs: u64, now: Timestamp) -> u64 {
+        let jitter = match self.jitter_max_secs {
+            0 => 0,
+            max => fastrand::u64(0..max),
+        };
+        let ttl = window_secs + jitter;
+        if ttl > RELATIVE_EXPIRY_MAX {
+            now.as_secs() + ttl
+        } else {
+            ttl
+        }
+    }
+
+    /// Runs the ops at `indices` (all on `server`) on one connection: their `incr`/`decr` in
+    /// one write, then an `add` for each new key. Returns the count before and after each op;
+    /// `None` for an op memcached refused for its key's data (a value that is not a number).
+    async fn run(
+        &self,
+        conn: &mut Conn,
+        ops: &[Op],
+        indices: &[usize],
+        now: Timestamp,
+    ) -> std::io::Result<Vec<Option<(u64, u64)>>> {
+        let wire: Vec<_> = indices
+            .iter()
+            .map(|&i| keys::wire_key(&ops[i].key))
+            .collect();
+        let (incr, decr): (Vec<_>, Vec<_>) =
+            (0..indices.len()).partition(|&j| !ops[indices[j]].refund);
+        let mut counts = vec![None; indices.len()];
+        for (cmd, js) in [("incr", &incr), ("decr", &decr)] {
+            if js.is_empty() {
+                continue;
+            }
+            let batch: Vec<_> = js
+                .iter()
+                .map(|&j| (&*wire[j], ops[indices[j]].hits))
+                .collect();
+            for (&j, reply) in js.iter().zip(conn.count(cmd, &batch).await?) {
+                let hits = ops[indices[j]].hits;
+                counts[j] = Some(match (reply, cmd) {
+                    (Counted::Refused, _) => {
+                        tracing::warn!(key = %wire[j], "memcached refused to count the key (its value is not a number?); answered by the failure mode");
+                        continue;
+                    }
+                    // decr stops at 0: what was there before is at least what came off.
+                    (Counted::Value(after), "decr") => (after.saturating_add(hits), after),
+                    (Counted::Value(after), _) => (after.saturating_sub(hits), after),
+                    // A refund or a check (0 hits) never creates a key.
+                    (Counted::NotFound, _) if cmd == "decr" || hits == 0 => (0, 0),
+                    (Counted::NotFound, _) => {
+                        self.create(conn, &wire[j], &ops[indices[j]], now).await?
+                    }
+                });
+            }
+        }
+        Ok(counts)
+    }
+
+    /// Creates a missing key with `op.hits`, or counts on the key another instance created first.
+    async fn create(
+        &self,
+        conn: &mut Conn,
+        key: &str,
+        op: &Op,
+        now: Timestamp,
+    ) -> std::io::Result<(u64, u64)> {
+        for _ in 0..ADD_RACES {
+            if conn
+                .add(key, op.hits, self.exptime(op.spec.window.secs(), now))
+                .await?
+            {
+                return Ok((0, op.hits));
+            }
+            if let [Counted::Value(after)] = conn.count("incr", &[(key, op.hits)]).await?[..] {
+                return Ok((after.saturating_sub(op.hits), after));
+            }
+        }
+        Err(std::io::Error::other(format!(
+            "key {key} was created and evicted {ADD_RACES} times in one request (memcached out of memory?)"
+        )))
+    }
+
+    /// Calls `server` for the ops at `indices`, behind its breaker and within the timeout.
+    pub(super) async fn call(
+        &self,
+        server: &Server,
+        ops: &[Op],
+        indices: &[usize],
+        now: Timestamp,
+    ) -> Result<Vec<Option<(u64, u64)>>, bool> {
+        let permit = match &server.breaker {
+            Some(b) => b.permit(),
+            None => Permit::Call { epoch: 0 },
+        };
+        if permit == Permit::Rejected {
+            return Err(true);
+        }
+        let attempt = async {
+            let mut conn = server.pool.take(self.timeout).await?;
+            let counts = self.run(&mut conn, ops, indices, now).await?;
+            server.pool.give_back(conn);
+            Ok::<_, std::io::Error>(counts)
+        };
+        let result = match tokio::time::timeout(self.timeout, attempt).await {
+            Ok(r) => r,
+            Err(_) => Err(std::io::Error::new(
+                std::io::ErrorKind::TimedOut,
+                format!("no answer within {:?}", self.timeout),
+            )),
+        };
+        if let Some(b) = &server.breaker {
+            b.record(permit, result.is_ok());
+        }
+        result.map_err(|e| {
+            tracing::warn!(server = server.pool.addr, error = %e, "memcached call failed");
+            false
+        })
+    }
+}
