@@ -91,7 +91,6 @@ async fn bind(what: &'static str, host: &str, port: u16) -> Result<TcpListener, 
 pub async fn start(settings: &Settings) -> Result<Running, AppError> {
     // TLS (Redis) uses rustls with the ring provider; installing twice is harmless.
     let _ = rustls::crypto::ring::default_provider().install_default();
-    crate::config::set_max_file_bytes(settings.config_max_file_bytes);
     let manual_clock = settings
         .test_manual_clock
         .map(|secs| Arc::new(ManualClock::new(Timestamp::from_secs(secs))));

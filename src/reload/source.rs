@@ -7,7 +7,7 @@
 
 use std::path::PathBuf;
 
-use crate::config::loader::{self, LoadError};
+use crate::config::loader::{self, LoadError, LoadOptions};
 use crate::config::{self, CompileOptions, ConfigFile, RateLimitConfig};
 use crate::settings::Settings;
 
@@ -28,7 +28,7 @@ enum Location {
 #[derive(Debug, Clone)]
 pub struct ConfigSource {
     location: Location,
-    ignore_dotfiles: bool,
+    load: LoadOptions,
     options: CompileOptions,
 }
 
@@ -46,7 +46,10 @@ impl ConfigSource {
         };
         ConfigSource {
             location,
-            ignore_dotfiles: s.runtime_ignoredotfiles,
+            load: LoadOptions {
+                ignore_dotfiles: s.runtime_ignoredotfiles,
+                max_file_bytes: s.config_max_file_bytes,
+            },
             options: CompileOptions {
                 merge_domains: s.merge_domain_config,
             },
@@ -56,19 +59,13 @@ impl ConfigSource {
     /// Reads every file of the configuration (I/O only; no parsing).
     pub fn read(&self) -> Result<Vec<ConfigFile>, LoadError> {
         match &self.location {
-            Location::Path(p) => loader::load_path(p, self.ignore_dotfiles),
+            Location::Path(p) => loader::load_path(p, &self.load),
             Location::Runtime {
                 root,
                 subdirectory,
                 appdirectory,
                 watch_root,
-            } => loader::load_runtime(
-                root,
-                subdirectory,
-                appdirectory,
-                *watch_root,
-                self.ignore_dotfiles,
-            ),
+            } => loader::load_runtime(root, subdirectory, appdirectory, *watch_root, &self.load),
         }
     }
 
