@@ -45,6 +45,7 @@
 pub use ratelimitd_core::{algorithm, clock, config, limiter, resilience, stripe};
 
 pub mod app;
+pub mod background;
 pub mod explain;
 pub mod grpc;
 pub mod health;

@@ -29,9 +29,11 @@ pub mod sqlite;
 mod sqlite_rules;
 pub mod store;
 pub mod violations;
+mod wiring;
 
 pub use crate::limiter::{OverrideIndex, Overrides};
 pub use auth::Tokens;
 pub use model::{FieldError, NewOverride, StoredOverride};
 pub use runtime::Policy;
 pub use store::{PolicyStore, StoreError};
+pub use wiring::{PolicyDeps, PolicyHandle, start};

@@ -35,7 +35,6 @@ pub use observability::{Observability, StatsSinkKind, TracingProtocol, TracingSe
 pub use policy::PolicySettings;
 pub use redis::{RedisConfig, RedisKind, RedisSettings};
 pub use resilience::{FailureMode, Resilience};
-pub use rlqs::{RlqsSettings, Unmatched};
 pub use violations::{ViolationSettings, ViolationSinks};
 pub use xds::{BackoffSettings, ConfigType, XdsSettings, XdsTlsSettings};
 
@@ -171,9 +170,9 @@ pub struct Settings {
     /// The policy database and its management API ([`policy`]).
     pub policy: PolicySettings,
     /// Hot keys and the sampled decision log ([`insight`]).
-    pub insight: insight::InsightSettings,
+    pub insight: crate::insight::InsightOptions,
     /// The Rate Limit Quota Service (`RLQS_*`).
-    pub rlqs: RlqsSettings,
+    pub rlqs: crate::rlqs::RlqsOptions,
 }
 
 impl Settings {

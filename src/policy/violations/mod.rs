@@ -11,6 +11,7 @@ pub mod observer;
 pub mod pending;
 pub mod query;
 pub(super) mod sql;
+mod wiring;
 pub mod writer;
 
 use std::borrow::Cow;
@@ -23,6 +24,7 @@ pub use cursor::Cursor;
 pub use observer::ViolationLog;
 pub use pending::Pending;
 pub use query::ViolationQuery;
+pub use wiring::{ViolationDeps, instance_name, start};
 
 /// One over-limit descriptor, as the request path saw it: its first denial, with the repeats
 /// that came before the writer took it counted in.
