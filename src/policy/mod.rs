@@ -10,7 +10,8 @@
 //! database fails, the last index and snapshot stay in service and the API answers 503; when it
 //! cannot be opened at all ([`opening`]), the service says so at ERROR, is not ready, enforces the
 //! last good copy ([`snapshot`]) and retries in the background. Expired overrides are deleted
-//! after a retention ([`purge`]).
+//! after a retention ([`purge`]). [`start`] opens it for the composition root and spawns its
+//! refresh, copy, purge and retry tasks.
 
 pub mod auth;
 pub mod expiry;

@@ -5,9 +5,11 @@
 //! takes the map every `VIOLATIONS_BATCH_DELAY` and writes one row per key to the policy
 //! database's `rate_limit_violations` table and/or as JSON lines, and deletes rows older than the
 //! retention. `GET /v1/violations` reads them back through [`ViolationQuery`], newest first.
+//! [`start`] builds the observer and spawns the writer from [`ViolationOptions`].
 
 pub mod cursor;
 pub mod observer;
+mod options;
 pub mod pending;
 pub mod query;
 pub(super) mod sql;
@@ -22,6 +24,7 @@ use crate::clock::Timestamp;
 
 pub use cursor::Cursor;
 pub use observer::ViolationLog;
+pub use options::{ViolationOptions, ViolationSinks};
 pub use pending::Pending;
 pub use query::ViolationQuery;
 pub use wiring::{ViolationDeps, instance_name, start};

@@ -3,13 +3,12 @@
 
 use std::sync::Arc;
 
-use super::{Pending, ViolationLog, writer};
+use super::{Pending, ViolationLog, ViolationOptions, writer};
 use crate::background::Background;
 use crate::clock::Clock;
 use crate::limiter::Observers;
 use crate::metrics::Metrics;
 use crate::policy::Policy;
-use crate::settings::ViolationSettings;
 
 /// What the violation log shares with the rest of the process.
 #[derive(Debug)]
@@ -27,7 +26,7 @@ pub struct ViolationDeps<'a> {
 /// Starts the violation log and returns its observers for the limiter (none when
 /// `VIOLATIONS_LOG=off`, or `db` without a database): its bounded map of pending records, the
 /// writer draining it and, with a database, the retention task.
-pub fn start(v: &ViolationSettings, deps: ViolationDeps<'_>) -> Observers {
+pub fn start(v: &ViolationOptions, deps: ViolationDeps<'_>) -> Observers {
     let ViolationDeps {
         policy,
         metrics,
@@ -70,7 +69,7 @@ pub fn start(v: &ViolationSettings, deps: ViolationDeps<'_>) -> Observers {
 
 /// The instance's name in violation records and on the console: `INSTANCE_ID`, else
 /// this host's name.
-pub fn instance_name(v: &ViolationSettings) -> String {
+pub fn instance_name(v: &ViolationOptions) -> String {
     v.instance_id.clone().unwrap_or_else(host_name)
 }
 
