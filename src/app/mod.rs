@@ -39,7 +39,7 @@ use crate::limiter::RateLimiter;
 use crate::metrics::Metrics;
 use crate::policy::PolicyDeps;
 use crate::policy::violations::ViolationDeps;
-use crate::reload::{ConfigHandle, ConfigSource, Reloading, WatchOptions};
+use crate::reload::{ConfigHandle, Reloading, WatchOptions};
 use crate::rlqs::RlqsDeps;
 use crate::service::Service;
 use crate::settings::{ConfigType, Settings};
@@ -108,7 +108,7 @@ pub async fn start(settings: &Settings) -> Result<Running, AppError> {
     let store = stores.store.clone();
     let leases = leases::Release::start(&store, &clock, &config, &mut bg);
     let (health, health_server) = parts::health(settings, &store);
-    let source = ConfigSource::from_settings(settings);
+    let source = settings.config_source();
     let reloading = Reloading::new(source, config.clone(), health.clone(), clock.clone());
     // The first load finishes before any port opens (the Go service waits for its first config
     // event too, unless FORCE_START_WITHOUT_INITIAL_CONFIG).

@@ -9,17 +9,23 @@ use std::path::PathBuf;
 
 use crate::config::loader::{self, LoadError, LoadOptions};
 use crate::config::{self, CompileOptions, ConfigFile, RateLimitConfig};
-use crate::settings::Settings;
 
 use super::watch::WatchTarget;
 
+/// Where the configuration files are.
 #[derive(Debug, Clone)]
-enum Location {
+pub enum Location {
+    /// A file or directory (`--config`, `RATELIMITD_CONFIG`).
     Path(PathBuf),
+    /// The Go service's discovery (`RUNTIME_*`).
     Runtime {
+        /// `RUNTIME_ROOT`.
         root: PathBuf,
+        /// `RUNTIME_SUBDIRECTORY`.
         subdirectory: String,
+        /// `RUNTIME_APPDIRECTORY`.
         appdirectory: String,
+        /// `RUNTIME_WATCH_ROOT`.
         watch_root: bool,
     },
 }
@@ -33,26 +39,12 @@ pub struct ConfigSource {
 }
 
 impl ConfigSource {
-    /// The source described by `--config`/`RATELIMITD_CONFIG`, or else by the `RUNTIME_*` settings.
-    pub fn from_settings(s: &Settings) -> ConfigSource {
-        let location = match &s.config_path {
-            Some(p) => Location::Path(p.clone()),
-            None => Location::Runtime {
-                root: s.runtime_root.clone(),
-                subdirectory: s.runtime_subdirectory.clone(),
-                appdirectory: s.runtime_appdirectory.clone(),
-                watch_root: s.runtime_watch_root,
-            },
-        };
+    /// The files at `location`, read under `load` and compiled with `options`.
+    pub fn new(location: Location, load: LoadOptions, options: CompileOptions) -> ConfigSource {
         ConfigSource {
             location,
-            load: LoadOptions {
-                ignore_dotfiles: s.runtime_ignoredotfiles,
-                max_file_bytes: s.config_max_file_bytes,
-            },
-            options: CompileOptions {
-                merge_domains: s.merge_domain_config,
-            },
+            load,
+            options,
         }
     }
 

@@ -3,6 +3,7 @@
 
 pub mod admin;
 pub mod cli;
+mod config_files;
 pub mod edges;
 pub mod grpc;
 pub mod insight;
@@ -207,23 +208,6 @@ impl Settings {
         vars.asked()
     }
 
-    /// How `ratelimitd validate` reads config files: under the server's size cap
-    /// (`CONFIG_MAX_FILE_BYTES`), so a file the server would refuse fails the check too. No other
-    /// setting is read: a check in CI needs none of the server's.
-    pub fn validate_load_options(
-        vars: impl IntoIterator<Item = (String, String)>,
-    ) -> Result<crate::config::LoadOptions, SettingsError> {
-        let vars = Vars::new(vars.into_iter().map(|(k, v)| (k.clone(), (v, k))).collect());
-        let max_file_bytes = config_max_file_bytes(&vars)?;
-        match vars.take_errors().into_iter().next() {
-            Some(bad) => Err(bad),
-            None => Ok(crate::config::LoadOptions {
-                ignore_dotfiles: false,
-                max_file_bytes,
-            }),
-        }
-    }
-
     /// The defaults (no variables set).
     pub fn defaults() -> Settings {
         Settings::from_env(Vec::new()).unwrap_or_else(|e| unreachable!("defaults are valid: {e}"))
@@ -296,7 +280,7 @@ impl Settings {
                 parse::go_duration,
             )?)
             .filter(|d| !d.is_zero()),
-            config_max_file_bytes: config_max_file_bytes(v)?,
+            config_max_file_bytes: config_files::max_file_bytes(v)?,
             force_start_without_initial_config: v
                 .bool("FORCE_START_WITHOUT_INITIAL_CONFIG", false)?,
             healthy_with_at_least_one_config_loaded: v
@@ -336,12 +320,3 @@ impl Settings {
 
 #[cfg(test)]
 mod tests;
-
-/// `CONFIG_MAX_FILE_BYTES`: the largest config file read (1 KiB to 1 GiB).
-fn config_max_file_bytes(v: &Vars) -> Result<u64, SettingsError> {
-    v.parse(
-        "CONFIG_MAX_FILE_BYTES",
-        crate::config::DEFAULT_MAX_FILE_BYTES,
-        |s| parse::uint_in(s, 1024, 1 << 30),
-    )
-}
