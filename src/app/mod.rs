@@ -14,7 +14,6 @@ mod parts;
 mod readers;
 mod running;
 mod serve;
-mod server_time;
 pub mod signals;
 mod tasks;
 
@@ -56,7 +55,7 @@ pub struct Running {
     /// Where the debug endpoints listen.
     pub debug_addr: SocketAddr,
     /// Where the admin surface (`/v1/*`, the status page) listens; the unspecified address
-    /// `0.0.0.0:0` when it is not opened (see [`admin_listener::served`]).
+    /// `0.0.0.0:0` when it is not opened (see `admin_listener::served`).
     pub admin_addr: SocketAddr,
     /// The live configuration.
     pub config: Arc<ConfigHandle>,
@@ -98,7 +97,7 @@ pub async fn start(settings: &Settings) -> Result<Running, AppError> {
     let redis = stores.redis.clone();
     let fallback = tasks::local_fallback(settings, redis.as_ref(), &config, &clock, &mut bg);
     let manual = manual_clock.is_some();
-    let server_time = server_time::start(
+    let server_time = crate::store::redis::server_time::start(
         redis.clone(),
         settings.redis.use_server_time,
         manual,
