@@ -6,7 +6,7 @@
 use std::future::Future;
 use std::sync::Arc;
 
-use super::tasks::every_second;
+use super::tasks::{Background, every_second};
 use crate::clock::Clock;
 use crate::reload::ConfigHandle;
 use crate::store::Store;
@@ -19,6 +19,22 @@ pub(super) struct Release {
 }
 
 impl Release {
+    /// The leases of `store`, given back on every reload of `config` by a task in `bg` (see
+    /// [`Release::on_reload`]) and, through the returned handle, after the drain.
+    pub(super) fn start(
+        store: &Arc<dyn Store>,
+        clock: &Arc<dyn Clock>,
+        config: &Arc<ConfigHandle>,
+        bg: &mut Background<'_>,
+    ) -> Release {
+        let release = Release {
+            store: store.clone(),
+            clock: clock.clone(),
+        };
+        bg.spawn(release.clone().on_reload(config.clone(), bg.stopped()));
+        release
+    }
+
     /// Gives every unspent lease back now.
     pub(super) async fn now(&self) {
         self.store.release_leases(self.clock.now()).await;
@@ -30,7 +46,7 @@ impl Release {
     /// The task starts before the first configuration is loaded, so the first version it sees
     /// is not a reload: no lease can predate it, and releasing then would hand back leases taken
     /// under the very configuration that just loaded.
-    pub(super) async fn on_reload(self, config: Arc<ConfigHandle>, stop: impl Future<Output = ()>) {
+    async fn on_reload(self, config: Arc<ConfigHandle>, stop: impl Future<Output = ()>) {
         let version = || config.snapshot().map_or(0, |s| s.version);
         let mut seen = version();
         every_second(stop, || {

@@ -43,8 +43,8 @@ pub use compiled::{
 };
 pub use error::{ConfigError, ConfigErrors};
 pub use extensions::MAX_LEASE;
-pub use loader::{LoadError, load_path, load_runtime};
+pub use loader::{LoadError, LoadOptions, load_path, load_runtime};
 pub use stats_name::sanitize;
 pub use unit::Unit;
 pub use validate::{CompileOptions, ConfigFile, compile};
-pub use yaml_budget::{DEFAULT_MAX_FILE_BYTES, set_max_file_bytes};
+pub use yaml_budget::DEFAULT_MAX_FILE_BYTES;
