@@ -43,15 +43,16 @@ impl Release {
     /// Watches `config` once a second and gives the leases back after each new version (every
     /// reload, whichever source published it), else only the expired ones, until `stop`.
     ///
-    /// The task starts before the first configuration is loaded, so the first version it sees
-    /// is not a reload: no lease can predate it, and releasing then would hand back leases taken
-    /// under the very configuration that just loaded.
+    /// The task may start before the first configuration is loaded; that first load (version 1,
+    /// the first a handle publishes) is not a reload: no lease can predate it, and releasing a
+    /// second later would hand back leases taken under the very configuration that just loaded.
     async fn on_reload(self, config: Arc<ConfigHandle>, stop: impl Future<Output = ()>) {
         let version = || config.snapshot().map_or(0, |s| s.version);
         let mut seen = version();
         every_second(stop, || {
             let current = version();
-            let changed = seen != 0 && current != seen;
+            let first_load = seen == 0 && current == 1;
+            let changed = current != seen && !first_load;
             seen = current;
             let release = self.clone();
             async move {
