@@ -9,6 +9,9 @@ jitter (so clients denied together do not all come back in the same second), at 
 times. Header names are case-insensitive in HTTP, and ratelimitd sends `retry-after` in lower
 case: the headers are kept as the case-insensitive message urllib returns, never copied into a
 plain dict, whose lookups would miss it.
+
+in_flight() shows the acquire/release pattern of a concurrency limit (algorithm: concurrency):
+hold a slot while the work runs, give it back in a `finally`.
 """
 import json
 import os
@@ -22,9 +25,11 @@ URL = os.environ.get("RATELIMITD_CHECK_URL", "http://127.0.0.1:8080/check")
 MAX_TRIES = 5
 
 
-def check(client_key, endpoint, cost=1, url=URL):
-    """One /check call: (status, headers (case-insensitive), JSON body)."""
-    body = json.dumps({"client_key": client_key, "endpoint": endpoint, "cost": cost}).encode()
+def check(client_key, endpoint, cost=1, url=URL, **fields):
+    """One /check call: (status, headers (case-insensitive), JSON body). `fields` go in the body
+    as they are (`holder`, `release`)."""
+    fields.update(client_key=client_key, endpoint=endpoint, cost=cost)
+    body = json.dumps(fields).encode()
     req = urllib.request.Request(url, body, {"Content-Type": "application/json"})
     try:
         with urllib.request.urlopen(req, timeout=2) as r:
@@ -55,6 +60,20 @@ def call_with_backoff(client_key, endpoint, url=URL, sleep=time.sleep, rng=rando
         print(f"{status}, retrying in {wait:.1f}s", file=sys.stderr)
         sleep(wait)
     raise RuntimeError(f"still limited after {MAX_TRIES} tries")
+
+
+def in_flight(client_key, endpoint, work, url=URL):
+    """Runs `work()` while holding a slot of a concurrency limit: acquires one (the answer names
+    its holder id), and gives it back when the work is done, even if it raised. A 429 means every
+    slot is held; call_with_backoff's loop is the place to wait for one instead."""
+    status, _, body = check(client_key, endpoint, url=url)
+    if status != 200:
+        raise RuntimeError(f"{status}: no slot free")
+    try:
+        return work()
+    finally:
+        # Without this call the slot is held until the limit's lease timeout.
+        check(client_key, endpoint, url=url, holder=body["holder"], release=True)
 
 
 if __name__ == "__main__":

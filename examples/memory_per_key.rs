@@ -70,6 +70,7 @@ async fn main() {
             refund: false,
             max_wait: std::time::Duration::ZERO,
             lease: None,
+            holder: String::new(),
         });
         if batch.len() == 64 || i + 1 == n {
             store.apply(&batch, now).await.expect("an unbounded store");

@@ -9,7 +9,7 @@
 //!
 //! # Layout
 //! - [`settings`]: Go environment variables and command-line flags, translated into the options
-//!   of the parts they configure (many of them the core's types).
+//!   of the parts they configure (the features' own options types and the core's).
 //! - [`store`]: the core's store trait and memory store, and Redis; [`telemetry`]: logging.
 //! - [`policy`]: the policy database (SQLite or PostgreSQL) behind one trait, which builds the
 //!   core's index of stored overrides; the admin API that writes it lives in `http::admin`.
@@ -35,9 +35,17 @@
 //! What Cargo does not enforce: dependencies point down the list above, never up. `store`,
 //! `telemetry` and `policy` at the bottom; `health`, `listener`; `metrics`, `reload`, `insight`,
 //! `service` (metrics names none of them: `app` hands it readers of the load counts and hot
-//! keys), `explain` (it plans like the limiter and reads insight's violation log); the edges `grpc`, `http` and `xds` (`/json` borrows gRPC's unit numbers, grpc never
-//! imports http); `app` and `validate` on top. `settings` is read by the modules it configures and
-//! names only the core. Protos never leave their edge (`grpc`, `xds`).
+//! keys), `explain` (it plans like the limiter and reads insight's violation log); the edges
+//! `grpc`, `http` and `xds` (`/json` borrows gRPC's unit numbers, grpc never imports http);
+//! `app` and `validate` on top. [`background`] (the tasks and the shutdown flag) is below them all.
+//! Protos never leave their edge (`grpc`, `xds`).
+//!
+//! A feature owns its wiring: `rlqs::start`, `policy::start`, `policy::violations::start` and
+//! `insight::start` each take the feature's own options type and a named struct of what it
+//! shares, and may name the modules it plugs into (the policy database's start compiles its rules
+//! through `reload`). `settings` sits at the top next to `app`: it translates environment
+//! variables and flags into those options and the core's; the features it configures do not name
+//! it (some, such as the Redis store and the edges, still read their settings types from it).
 //!
 //! The longer map, with the request paths and where each feature lives, is
 //! `docs/design/architecture.md`; the behaviour the tests check is `docs/design/contract.md`.
@@ -45,6 +53,7 @@
 pub use ratelimitd_core::{algorithm, clock, config, limiter, resilience, stripe};
 
 pub mod app;
+pub mod background;
 pub mod explain;
 pub mod grpc;
 pub mod health;

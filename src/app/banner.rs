@@ -6,34 +6,43 @@
 //! default level, as the Go service logs its "Listening for …" lines: the first thing an operator
 //! sees is what is running, not the first warning.
 
-use std::net::SocketAddr;
-
+use super::serve::Bound;
+use crate::reload::ConfigHandle;
 use crate::settings::{Backend, ConfigType, Settings};
 
 /// What the banner reports, gathered by `start`.
 pub(super) struct Banner<'a> {
-    pub(super) settings: &'a Settings,
-    pub(super) grpc_addr: SocketAddr,
-    pub(super) grpc_uds: Option<&'a std::path::Path>,
-    pub(super) http_addr: SocketAddr,
-    pub(super) debug_addr: SocketAddr,
-    /// `None` when the admin listener is not opened.
-    pub(super) admin_addr: Option<SocketAddr>,
-    pub(super) metrics_addr: Option<SocketAddr>,
-    pub(super) domains: usize,
+    settings: &'a Settings,
+    bound: &'a Bound,
+    domains: usize,
 }
 
 impl Banner<'_> {
+    /// The banner of a service started from `settings`, listening where `bound` says, with
+    /// `config` loaded.
+    pub(super) fn of<'a>(
+        settings: &'a Settings,
+        bound: &'a Bound,
+        config: &ConfigHandle,
+    ) -> Banner<'a> {
+        let domains = config.snapshot().map_or(0, |s| s.config.domain_count());
+        Banner {
+            settings,
+            bound,
+            domains,
+        }
+    }
+
     /// Logs the line.
     pub(super) fn log(&self) {
-        let s = self.settings;
-        let grpc = match self.grpc_uds {
+        let (s, b) = (self.settings, self.bound);
+        let grpc = match &b.grpc_uds {
             Some(path) => format!("unix:{}", path.display()),
-            None => self.grpc_addr.to_string(),
+            None => b.grpc_addr.to_string(),
         };
         let off = || "off".to_string();
-        let admin = self.admin_addr.map_or_else(off, |a| a.to_string());
-        let metrics = self.metrics_addr.map_or_else(off, |a| a.to_string());
+        let admin = b.admin_addr.map_or_else(off, |a| a.to_string());
+        let metrics = b.metrics_addr.map_or_else(off, |a| a.to_string());
         let (backend, store) = match s.backend {
             Backend::Memory => ("memory", "embedded".to_string()),
             Backend::Redis => ("redis", super::parts::store_target(s)),
@@ -42,8 +51,8 @@ impl Banner<'_> {
         tracing::warn!(
             version = env!("CARGO_PKG_VERSION"),
             grpc_addr = %grpc,
-            http_addr = %self.http_addr,
-            debug_addr = %self.debug_addr,
+            http_addr = %b.http_addr,
+            debug_addr = %b.debug_addr,
             admin_addr = %admin,
             metrics_addr = %metrics,
             backend,

@@ -6,7 +6,7 @@ use std::future::Future;
 use tokio::task::JoinSet;
 
 use super::AppError;
-use crate::reload::{ConfigHandle, ConfigSource, Reloading};
+use crate::reload::{ConfigHandle, Reloading};
 use crate::settings::{ConfigType, Settings};
 use crate::xds::XdsClient;
 
@@ -48,7 +48,7 @@ pub(super) fn refuse_empty(settings: &Settings, config: &ConfigHandle) -> Result
     {
         return Ok(());
     }
-    let searched = ConfigSource::from_settings(settings).describe_searched();
+    let searched = settings.config_source().describe_searched();
     let failure = config
         .last_failure()
         .map(|f| format!("; the load failed:\n{}", f.errors))

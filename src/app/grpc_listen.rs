@@ -137,7 +137,8 @@ impl GrpcListener {
     /// Accepts one connection under `gate`'s cap (waiting for room first) and `limits`.
     async fn accept(
         &self,
-        (gate, streams): (&Gate, &Arc<Gate>),
+        gate: &Gate,
+        streams: &Arc<Gate>,
         limits: &ConnLimits,
     ) -> io::Result<(Box<dyn Io>, GrpcConnInfo)> {
         let permit = gate.admit().await;
@@ -164,13 +165,14 @@ impl GrpcListener {
 /// Accepts connections (at most `limits.max_connections` at once, plus at most
 /// `stream_connections` moved to the streams gate) until `tx` is closed (tonic stopped
 /// listening) and sends them on `tx`; each may live at most `lifetime`.
-async fn accept_loop(
-    listener: GrpcListener,
-    tls: Option<Arc<ReloadingTls>>,
-    lifetime: Option<Duration>,
-    (limits, stream_connections): (ConnLimits, usize),
-    tx: mpsc::Sender<io::Result<Conn>>,
-) {
+async fn accept_loop(accepting: Accepting, tx: mpsc::Sender<io::Result<Conn>>) {
+    let Accepting {
+        listener,
+        tls,
+        lifetime,
+        limits,
+        stream_connections,
+    } = accepting;
     let gate = Gate::new("gRPC", limits.max_connections);
     let streams = Arc::new(Gate::new("gRPC streams", stream_connections));
     let conn = move |io: Box<dyn Io>, info: GrpcConnInfo| Conn {
@@ -182,7 +184,7 @@ async fn accept_loop(
     loop {
         let (io, info) = tokio::select! {
             _ = tx.closed() => return,
-            r = listener.accept((&gate, &streams), &limits) => match r {
+            r = listener.accept(&gate, &streams, &limits) => match r {
                 Ok(accepted) => accepted,
                 Err(e) => {
                     // Out of file descriptors and the like: back off instead of spinning.
@@ -216,7 +218,7 @@ async fn accept_loop(
 pub(super) async fn bind_grpc(s: &Settings) -> Result<GrpcListener, AppError> {
     let Some(path) = &s.grpc.uds else {
         return Ok(GrpcListener::Tcp(
-            super::bind("gRPC", &s.grpc_host, s.grpc_port).await?,
+            super::serve::bind("gRPC", &s.grpc_host, s.grpc_port).await?,
         ));
     };
     let err = |source| AppError::Bind {
@@ -235,22 +237,30 @@ pub(super) async fn bind_grpc(s: &Settings) -> Result<GrpcListener, AppError> {
     Ok(GrpcListener::Unix(l, path.clone()))
 }
 
-/// Serves `router` on `listener` until `stop`, with TLS when `tls` is given; connections are
-/// closed `lifetime` after they were accepted, and capped and timed by `limits` (with the cap on
-/// connections holding long-lived streams).
+/// How the gRPC port accepts connections.
+pub(super) struct Accepting {
+    pub(super) listener: GrpcListener,
+    /// The certificates, with `GRPC_SERVER_USE_TLS`.
+    pub(super) tls: Option<Arc<ReloadingTls>>,
+    /// How long after its accept a connection is closed (age + grace).
+    pub(super) lifetime: Option<Duration>,
+    /// The connection cap and timeouts.
+    pub(super) limits: ConnLimits,
+    /// The cap on connections holding long-lived streams (`GRPC_MAX_STREAM_CONNECTIONS`).
+    pub(super) stream_connections: usize,
+}
+
+/// Serves `router` on the connections `accepting` hands it until `stop`.
 pub(super) fn serve_grpc(
     tasks: &mut JoinSet<()>,
-    listener: GrpcListener,
+    accepting: Accepting,
     router: tonic::transport::server::Router,
-    tls: Option<Arc<ReloadingTls>>,
-    lifetime: Option<Duration>,
-    limits: (ConnLimits, usize),
     stop: impl Future<Output = ()> + Send + 'static,
 ) {
     tasks.spawn(async move {
         let (tx, rx) = mpsc::channel(64);
         // Ends when tonic drops the receiver at shutdown, which also closes the listener.
-        tokio::spawn(accept_loop(listener, tls, lifetime, limits, tx));
+        tokio::spawn(accept_loop(accepting, tx));
         let incoming = tokio_stream::wrappers::ReceiverStream::new(rx);
         if let Err(e) = router.serve_with_incoming_shutdown(incoming, stop).await {
             tracing::error!(error = %e, "gRPC server failed");

@@ -6,7 +6,7 @@
 use std::future::Future;
 use std::sync::Arc;
 
-use super::tasks::every_second;
+use super::tasks::{Background, every_second};
 use crate::clock::Clock;
 use crate::reload::ConfigHandle;
 use crate::store::Store;
@@ -19,6 +19,22 @@ pub(super) struct Release {
 }
 
 impl Release {
+    /// The leases of `store`, given back on every reload of `config` by a task in `bg` (see
+    /// [`Release::on_reload`]) and, through the returned handle, after the drain.
+    pub(super) fn start(
+        store: &Arc<dyn Store>,
+        clock: &Arc<dyn Clock>,
+        config: &Arc<ConfigHandle>,
+        bg: &mut Background<'_>,
+    ) -> Release {
+        let release = Release {
+            store: store.clone(),
+            clock: clock.clone(),
+        };
+        bg.spawn(release.clone().on_reload(config.clone(), bg.stopped()));
+        release
+    }
+
     /// Gives every unspent lease back now.
     pub(super) async fn now(&self) {
         self.store.release_leases(self.clock.now()).await;
@@ -27,15 +43,16 @@ impl Release {
     /// Watches `config` once a second and gives the leases back after each new version (every
     /// reload, whichever source published it), else only the expired ones, until `stop`.
     ///
-    /// The task starts before the first configuration is loaded, so the first version it sees
-    /// is not a reload: no lease can predate it, and releasing then would hand back leases taken
-    /// under the very configuration that just loaded.
-    pub(super) async fn on_reload(self, config: Arc<ConfigHandle>, stop: impl Future<Output = ()>) {
+    /// The task may start before the first configuration is loaded; that first load (version 1,
+    /// the first a handle publishes) is not a reload: no lease can predate it, and releasing a
+    /// second later would hand back leases taken under the very configuration that just loaded.
+    async fn on_reload(self, config: Arc<ConfigHandle>, stop: impl Future<Output = ()>) {
         let version = || config.snapshot().map_or(0, |s| s.version);
         let mut seen = version();
         every_second(stop, || {
             let current = version();
-            let changed = seen != 0 && current != seen;
+            let first_load = seen == 0 && current == 1;
+            let changed = current != seen && !first_load;
             seen = current;
             let release = self.clone();
             async move {

@@ -9,13 +9,11 @@ mod config_source;
 mod error;
 mod grpc_idle;
 mod grpc_listen;
-mod insight;
 mod leases;
 mod parts;
-mod policy;
-mod rlqs;
+mod readers;
 mod running;
-mod server_time;
+mod serve;
 pub mod signals;
 mod tasks;
 
@@ -25,23 +23,23 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
-use tokio::net::TcpListener;
 use tokio::sync::watch;
 use tokio::task::JoinSet;
 
 pub use error::AppError;
-use grpc_idle::Tracked;
-use grpc_listen::{GrpcListener, bind_grpc, serve_grpc};
-use tasks::{serve_http, stopped, sweep_expired, watch_store_health};
+use tasks::{Background, sweep_expired, watch_store_health};
 
-use crate::clock::{Clock, ManualClock, SystemClock, Timestamp};
-use crate::grpc::bounded::Bounded;
+use crate::clock::ManualClock;
 use crate::grpc::tls::ReloadingTls;
-use crate::grpc::{RateLimitServiceServer, RlsService};
 use crate::health::Health;
+use crate::http::admin::AdminState;
+use crate::insight::InsightDeps;
 use crate::limiter::RateLimiter;
 use crate::metrics::Metrics;
-use crate::reload::{ConfigHandle, ConfigSource, Reloading, WatchOptions};
+use crate::policy::PolicyDeps;
+use crate::policy::violations::ViolationDeps;
+use crate::reload::{ConfigHandle, Reloading, WatchOptions};
+use crate::rlqs::RlqsDeps;
 use crate::service::Service;
 use crate::settings::{ConfigType, Settings};
 
@@ -79,242 +77,144 @@ pub struct Running {
     leases: leases::Release,
 }
 
-async fn bind(what: &'static str, host: &str, port: u16) -> Result<TcpListener, AppError> {
-    let addr = format!("{host}:{port}");
-    TcpListener::bind(&addr)
-        .await
-        .map_err(|source| AppError::Bind { what, addr, source })
-}
-
 /// Starts the service described by `settings`: loads the configuration, binds every listener and
-/// spawns the servers. Returns once all ports accept connections.
+/// spawns the servers. Returns once all ports accept connections. Each feature starts from its
+/// own options and the parts it shares, in dependency order.
 pub async fn start(settings: &Settings) -> Result<Running, AppError> {
     // TLS (Redis) uses rustls with the ring provider; installing twice is harmless.
     let _ = rustls::crypto::ring::default_provider().install_default();
-    crate::config::set_max_file_bytes(settings.config_max_file_bytes);
-    let manual_clock = settings
-        .test_manual_clock
-        .map(|secs| Arc::new(ManualClock::new(Timestamp::from_secs(secs))));
-    let mut clock: Arc<dyn Clock> = match &manual_clock {
-        Some(c) => c.clone(),
-        None => Arc::new(SystemClock),
-    };
+    let (manual_clock, mut clock) = parts::clocks(settings);
     let config = Arc::new(ConfigHandle::new());
     let (shutdown, stop) = watch::channel(false);
     let mut tasks = JoinSet::new();
+    let mut bg = Background {
+        tasks: &mut tasks,
+        stop: &stop,
+    };
     let stores = parts::store(settings, &clock).await?;
     let (metrics, sink) = parts::metrics(settings, &stores, &config);
-    let parts::StoreParts {
-        store,
-        memory,
-        redis,
-    } = stores;
-    let fallback = tasks::local_fallback(
-        &mut tasks,
-        redis.as_ref(),
-        (&clock, &config),
-        settings,
-        &stop,
-    );
-    let rlqs = rlqs::Wiring::new(settings, redis.as_ref(), (&config, &metrics), &stop);
-    let breakers = insight::breakers(redis.as_ref());
-    let decides = settings.redis.use_server_time;
-    let server_time = server_time::start(redis, decides, manual_clock.is_some(), &mut clock).await;
-    let store_probe = store.clone();
-    let lease_release = leases::Release {
-        store: store.clone(),
-        clock: clock.clone(),
-    };
-    tasks.spawn(
-        lease_release
-            .clone()
-            .on_reload(config.clone(), stopped(stop.clone())),
-    );
-    let (reporter, health_server) = tonic_health::server::health_reporter();
-    let health = Health::new(
-        store.clone(),
-        settings.healthy_with_at_least_one_config_loaded,
-        reporter,
-    );
-    let health = Arc::new(health.with_store_target(parts::store_target(settings)));
-    let source = ConfigSource::from_settings(settings);
+    let limiter_options = parts::limiter_options(settings);
+    let redis = stores.redis.clone();
+    let fallback = tasks::local_fallback(settings, redis.as_ref(), &config, &clock, &mut bg);
+    let manual = manual_clock.is_some();
+    let server_time = crate::store::redis::server_time::start(
+        redis.clone(),
+        settings.redis.use_server_time,
+        manual,
+        &mut clock,
+    )
+    .await;
+    let store = stores.store.clone();
+    let leases = leases::Release::start(&store, &clock, &config, &mut bg);
+    let (health, health_server) = parts::health(settings, &store);
+    let source = settings.config_source();
     let reloading = Reloading::new(source, config.clone(), health.clone(), clock.clone());
-    let from_files = settings.config_type == ConfigType::File;
     // The first load finishes before any port opens (the Go service waits for its first config
     // event too, unless FORCE_START_WITHOUT_INITIAL_CONFIG).
-    config_source::start(settings, &reloading, &mut tasks, stopped(stop.clone())).await?;
+    config_source::start(settings, &reloading, bg.tasks, bg.stopped()).await?;
     health.publish().await;
     let tls = settings.grpc.tls.clone().map(ReloadingTls::try_new);
     let tls = tls.transpose()?.map(Arc::new);
-
-    let (overrides, mut admin) =
-        policy::start(settings, (&clock, &reloading), &mut tasks, &stop).await?;
+    let policy_deps = PolicyDeps {
+        clock: &clock,
+        reloading: &reloading,
+        background: bg.reborrow(),
+    };
+    let policy = crate::policy::start(&settings.policy, policy_deps)
+        .await
+        .map_err(AppError::AdminTokens)?;
     config_source::refuse_empty(settings, &config)?;
-    let mut observers =
-        policy::violation_log(settings, (&admin, &metrics, &clock), &mut tasks, &stop);
-    let views = (&config, &overrides);
-    let (hot, mut views, mut explainer) = insight::wire(
-        settings,
-        (&clock, &store),
-        metrics.as_ref(),
-        breakers,
-        views,
-        (&mut tasks, &stop),
+    let db = policy.policy.as_ref().ok();
+    let violations = &settings.policy.violations;
+    let violation_deps = ViolationDeps {
+        policy: db,
+        metrics: &metrics,
+        clock: &clock,
+        background: bg.reborrow(),
+    };
+    let mut observers = crate::policy::violations::start(violations, violation_deps);
+    let insight = crate::insight::start(
+        &settings.insight,
+        InsightDeps {
+            clock: &clock,
+            metrics: metrics.as_ref(),
+            breakers: readers::breakers(redis.as_ref()),
+            config: &config,
+            overrides: &policy.overrides,
+            violations_in: db.filter(|_| violations.sinks.db()),
+            about: readers::about(settings, &clock),
+            background: bg.reborrow(),
+        },
     );
-    observers.extend(hot);
-    let logged = settings.policy.violations.sinks.db();
-    let reads = (&mut views, &mut explainer);
-    insight::with_violations(reads, admin.policy.as_ref().ok(), logged);
-    admin.insight = Some(views);
-    admin.explainer = Some(explainer);
-    let options = parts::limiter_options(settings);
+    observers.extend(insight.observers);
+    let explainer = readers::explainer(&insight.insight, &store, &limiter_options);
+    let rlqs = crate::rlqs::start(
+        &settings.rlqs,
+        RlqsDeps {
+            redis: redis.as_ref(),
+            config: &config,
+            overrides: &policy.overrides,
+            clock: &clock,
+            keys: &limiter_options.keys,
+            prefix: &settings.cache_key_prefix,
+            metrics: &metrics,
+            max_recv_message_bytes: settings.grpc.max_recv_message_bytes,
+            stop: &stop,
+        },
+    );
+    let limiter = RateLimiter::with_stats(stores.store, clock.clone(), limiter_options, sink)
+        .with_fallback(fallback)
+        .with_overrides(policy.overrides.clone())
+        .with_observers(observers);
     let service = Arc::new(Service {
-        limiter: RateLimiter::with_stats(store, clock.clone(), options, sink)
-            .with_fallback(fallback)
-            .with_overrides(overrides.clone())
-            .with_observers(observers),
+        limiter,
         config: config.clone(),
     });
-    let grpc = bind_grpc(settings).await?;
-    let http = bind("HTTP", &settings.host, settings.port).await?;
-    let debug = bind("debug", &settings.debug_host, settings.debug_port).await?;
-    let admin_socket = match admin_listener::served(settings, admin.tokens.len()) {
-        true => Some(bind("admin", &settings.admin_host, settings.admin_port).await?),
-        false => None,
+    let admin = AdminState {
+        policy: policy.policy,
+        tokens: policy.tokens,
+        reloading: reloading.clone(),
+        insight: Some(insight.insight),
+        explainer: Some(explainer),
     };
-    let addr = |l: &TcpListener, what| {
-        l.local_addr().map_err(|source| AppError::Bind {
-            what,
-            addr: "bound socket".into(),
-            source,
-        })
-    };
-    let (grpc_addr, grpc_uds) = match &grpc {
-        GrpcListener::Tcp(l) => (addr(l, "gRPC")?, None),
-        GrpcListener::Unix(_, path) => (SocketAddr::from(([0, 0, 0, 0], 0)), Some(path.clone())),
-    };
-    let (http_addr, debug_addr) = (addr(&http, "HTTP")?, addr(&debug, "debug")?);
-    let admin_bound = match &admin_socket {
-        Some(l) => Some(addr(l, "admin")?),
-        None => None,
-    };
-
-    let mut builder = tonic::transport::Server::builder();
-    let (age, grace) = (
-        settings.grpc.max_connection_age,
-        settings.grpc.max_connection_age_grace,
-    );
-    if let Some(age) = age {
-        // GOAWAY at the age; the hard close after the grace is the listener's (see grpc_listen).
-        builder = builder.max_connection_age(age);
-    }
-    let grpc_router = builder
-        .add_service(Tracked(health_server))
-        .add_service(Tracked(Bounded::new(
-            RateLimitServiceServer::new(
-                RlsService::new(service.clone(), metrics.clone())
-                    .with_standard_headers(settings.edges.grpc_standard_headers),
-            )
-            .max_decoding_message_size(settings.grpc.max_recv_message_bytes),
-            settings.limits,
-            settings.grpc.max_recv_message_bytes,
-        )))
-        .add_optional_service(rlqs.service(&overrides, &clock));
-    serve_grpc(
-        &mut tasks,
-        grpc,
-        grpc_router,
-        tls.clone(),
-        age.zip(grace).map(|(a, g)| a + g),
-        (
-            settings.listeners.grpc,
-            settings.listeners.grpc_stream_connections,
-        ),
-        stopped(stop.clone()),
-    );
-    let http_router = crate::http::router(crate::http::HttpState {
-        service: service.clone(),
+    let routes = serve::Routes {
+        service,
         health: health.clone(),
-        edges: Arc::new(settings.edges.clone()),
+        health_server,
+        rlqs,
+        tls: tls.clone(),
         metrics: metrics.clone(),
-        caps: settings.limits,
-    });
-    serve_http(
-        &mut tasks,
-        "HTTP",
-        http,
-        settings.listeners.http,
-        http_router,
-        stopped(stop.clone()),
-    );
-    let debug_router = crate::http::debug::router(crate::http::debug::DebugState {
         config: config.clone(),
         manual_clock: manual_clock.clone(),
-        overrides,
-        tokens: admin.tokens.clone(),
-    });
-    serve_http(
-        &mut tasks,
-        "debug",
-        debug,
-        settings.listeners.debug,
-        debug_router,
-        stopped(stop.clone()),
-    );
-    if let Some(listener) = admin_socket {
-        let router = crate::http::admin::router(admin, &settings.admin, &settings.admin_host);
-        let limits = settings.listeners.admin;
-        serve_http(
-            &mut tasks,
-            "admin",
-            listener,
-            limits,
-            router,
-            stopped(stop.clone()),
-        );
-    }
-    let metrics_addr = match &metrics {
-        Some(m) => {
-            let (obs, limits) = (&settings.obs, settings.listeners.prometheus);
-            crate::metrics::sinks::start(obs, limits, m, &mut tasks, stopped(stop.clone())).await?
-        }
-        None => None,
+        overrides: policy.overrides,
+        admin,
     };
-    if let Some(m) = memory {
-        tasks.spawn(sweep_expired(m, clock, stopped(stop.clone())));
+    let bound = serve::start(settings, routes, &mut bg).await?;
+    if let Some(m) = stores.memory {
+        bg.spawn(sweep_expired(m, clock, bg.stopped()));
     }
     if let Some(st) = server_time {
-        tasks.spawn(st.keep_in_sync(stopped(stop.clone())));
+        bg.spawn(st.keep_in_sync(bg.stopped()));
     }
-    let watch = WatchOptions::with_poll(settings.config_poll_interval);
     // Over xDS the management server pushes every change: no files to watch.
-    tasks::spawn_watchers(&mut tasks, (&reloading, from_files), tls, watch, &stop);
-    tasks.spawn(watch_store_health(
-        health.clone(),
-        store_probe,
-        stopped(stop),
-    ));
-    banner::Banner {
-        settings,
-        grpc_addr,
-        grpc_uds: grpc_uds.as_deref(),
-        http_addr,
-        debug_addr,
-        admin_addr: admin_bound,
-        metrics_addr,
-        domains: config.snapshot().map_or(0, |s| s.config.domain_count()),
-    }
-    .log();
+    let from_files = settings.config_type == ConfigType::File;
+    let watch = WatchOptions::with_poll(settings.config_poll_interval);
+    let files = from_files.then_some(&reloading);
+    tasks::spawn_watchers(&mut bg, files, tls, watch);
+    bg.spawn(watch_store_health(health.clone(), store, bg.stopped()));
+    banner::Banner::of(settings, &bound, &config).log();
     Ok(Running {
-        grpc_addr,
-        grpc_uds,
-        http_addr,
-        debug_addr,
-        admin_addr: admin_bound.unwrap_or(SocketAddr::from(([0, 0, 0, 0], 0))),
+        grpc_addr: bound.grpc_addr,
+        grpc_uds: bound.grpc_uds,
+        http_addr: bound.http_addr,
+        debug_addr: bound.debug_addr,
+        admin_addr: bound
+            .admin_addr
+            .unwrap_or(SocketAddr::from(([0, 0, 0, 0], 0))),
         config,
         health,
         manual_clock,
-        metrics_addr,
+        metrics_addr: bound.metrics_addr,
         metrics,
         reloading,
         from_files,
@@ -322,6 +222,6 @@ pub async fn start(settings: &Settings) -> Result<Running, AppError> {
         tasks,
         drain_timeout: settings.drain_timeout,
         shutdown_delay: settings.shutdown_delay,
-        leases: lease_release,
+        leases,
     })
 }

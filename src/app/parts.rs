@@ -1,9 +1,14 @@
-//! The service's parts built from settings: the store, the stats sink, the limiter options.
+//! The service's parts built from settings: the clocks, the store, health, the stats sink, the
+//! limiter options.
 
 use std::sync::Arc;
 
+use tonic_health::pb::health_server::HealthServer;
+use tonic_health::server::{HealthReporter, HealthService};
+
 use super::AppError;
-use crate::clock::Clock;
+use crate::clock::{Clock, ManualClock, SystemClock, Timestamp};
+use crate::health::Health;
 use crate::limiter::{HeaderNames, KeyBuilder, LimiterOptions, NoStats, StatsSink};
 use crate::metrics::{ConfigLoads, KeyCount, LoadCounts, Metrics};
 use crate::reload::ConfigHandle;
@@ -12,6 +17,33 @@ use crate::store::Store;
 use crate::store::memcache::MemcacheStore;
 use crate::store::memory::MemoryStore;
 use crate::store::redis::RedisStore;
+
+/// The manual clock when the settings ask for one (tests), and the clock of decisions: that one,
+/// else the system's.
+pub(super) fn clocks(settings: &Settings) -> (Option<Arc<ManualClock>>, Arc<dyn Clock>) {
+    let manual = (settings.test_manual_clock)
+        .map(|secs| Arc::new(ManualClock::new(Timestamp::from_secs(secs))));
+    let clock: Arc<dyn Clock> = match &manual {
+        Some(c) => c.clone(),
+        None => Arc::new(SystemClock),
+    };
+    (manual, clock)
+}
+
+/// The health components over `store`, and the gRPC health service they are mirrored to.
+pub(super) fn health(
+    settings: &Settings,
+    store: &Arc<dyn Store>,
+) -> (Arc<Health>, HealthServer<HealthService>) {
+    let reporter = HealthReporter::new();
+    let server = HealthServer::new(HealthService::from_health_reporter(reporter.clone()));
+    let loaded = settings.healthy_with_at_least_one_config_loaded;
+    let health = Health::new(store.clone(), loaded, reporter);
+    (
+        Arc::new(health.with_store_target(store_target(settings))),
+        server,
+    )
+}
 
 /// The store the settings ask for, and typed handles on it for the tasks that need them.
 pub(super) struct StoreParts {

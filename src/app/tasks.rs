@@ -3,12 +3,11 @@
 
 use std::future::Future;
 use std::sync::Arc;
-use std::time::Duration;
 
 use tokio::net::TcpListener;
-use tokio::sync::watch;
 use tokio::task::JoinSet;
 
+pub(super) use crate::background::{Background, every_second};
 use crate::clock::Clock;
 use crate::config::FailureMode;
 use crate::grpc::tls::ReloadingTls;
@@ -37,27 +36,6 @@ pub(super) fn serve_http(
             tracing::error!(error = %e, "HTTP server failed");
         }
     });
-}
-
-/// Resolves when the shutdown flag turns true (or its sender is gone).
-pub(super) async fn stopped(mut rx: watch::Receiver<bool>) {
-    let _ = rx.wait_for(|s| *s).await;
-}
-
-/// Runs `round` once a second until `stop` (a round in progress finishes first).
-pub(super) async fn every_second<F, Fut>(stop: impl Future<Output = ()>, mut round: F)
-where
-    F: FnMut() -> Fut,
-    Fut: Future<Output = ()>,
-{
-    tokio::pin!(stop);
-    let mut tick = tokio::time::interval(Duration::from_secs(1));
-    loop {
-        tokio::select! {
-            _ = &mut stop => return,
-            _ = tick.tick() => round().await,
-        }
-    }
 }
 
 /// Reclaims expired memory-store entries once a second, so memory follows live keys only.
@@ -96,23 +74,24 @@ pub(super) async fn watch_store_health(
 /// (or `DEFAULT_FAILURE_MODE`) says `local` — a deployment that never falls back locally writes
 /// no instance key.
 pub(super) fn local_fallback(
-    tasks: &mut JoinSet<()>,
-    redis: Option<&Arc<RedisStore>>,
-    (clock, config): (&Arc<dyn Clock>, &Arc<ConfigHandle>),
     settings: &Settings,
-    stop: &watch::Receiver<bool>,
+    redis: Option<&Arc<RedisStore>>,
+    config: &Arc<ConfigHandle>,
+    clock: &Arc<dyn Clock>,
+    bg: &mut Background<'_>,
 ) -> Arc<LocalFallback> {
     let fallback = Arc::new(LocalFallback::default());
     if let Some(redis) = redis {
         let default_local = settings.resilience.default_failure_mode == FailureMode::Local;
         let config = config.clone();
         let wanted = move || default_local || uses_local(&config);
-        tasks.spawn(heartbeat(
-            (redis.clone(), fallback.clone(), clock.clone()),
-            instances_key(&settings.cache_key_prefix),
-            wanted,
-            stopped(stop.clone()),
-        ));
+        let beat = Heartbeat {
+            redis: redis.clone(),
+            fallback: fallback.clone(),
+            clock: clock.clone(),
+            key: instances_key(&settings.cache_key_prefix),
+        };
+        bg.spawn(heartbeat(beat, wanted, bg.stopped()));
     }
     fallback
 }
@@ -129,16 +108,26 @@ fn uses_local(config: &ConfigHandle) -> bool {
     })
 }
 
+/// What [`heartbeat`] announces through and updates.
+struct Heartbeat {
+    redis: Arc<RedisStore>,
+    fallback: Arc<LocalFallback>,
+    clock: Arc<dyn Clock>,
+    /// The instances' sorted set (`CACHE_KEY_PREFIX` in front).
+    key: String,
+}
+
 /// Announces this instance through Redis once a second and keeps the local fallback's instance
 /// count; once Redis answers every target again, drops the fallback's local counts (the store's
 /// counts are the truth again). A failed heartbeat keeps the last count and logs nothing (the
 /// breakers log the outage once).
-async fn heartbeat(
-    (redis, fallback, clock): (Arc<RedisStore>, Arc<LocalFallback>, Arc<dyn Clock>),
-    key: String,
-    wanted: impl Fn() -> bool,
-    stop: impl Future<Output = ()>,
-) {
+async fn heartbeat(beat: Heartbeat, wanted: impl Fn() -> bool, stop: impl Future<Output = ()>) {
+    let Heartbeat {
+        redis,
+        fallback,
+        clock,
+        key,
+    } = beat;
     let id = format!("{:016x}", fastrand::u64(..));
     every_second(stop, || async {
         if !wanted() {
@@ -158,21 +147,21 @@ async fn heartbeat(
     .await;
 }
 
-/// Spawns the file watchers: the configuration files (not over xDS, where the management server
+/// Spawns the file watchers: the configuration files (`files`, the reload pipeline; `None` over
+/// xDS, where the management server
 /// pushes every change) and the gRPC TLS certificate files.
 pub(super) fn spawn_watchers(
-    tasks: &mut JoinSet<()>,
-    (reloading, from_files): (&Reloading, bool),
+    bg: &mut Background<'_>,
+    files: Option<&Reloading>,
     tls: Option<Arc<ReloadingTls>>,
     watch: WatchOptions,
-    stop: &watch::Receiver<bool>,
 ) {
-    if from_files {
+    if let Some(reloading) = files {
         let r = reloading.clone();
-        tasks.spawn(watch_loop(
+        bg.spawn(watch_loop(
             r.watch_targets(),
             watch,
-            stopped(stop.clone()),
+            bg.stopped(),
             move || {
                 let r = r.clone();
                 async move {
@@ -182,10 +171,10 @@ pub(super) fn spawn_watchers(
         ));
     }
     if let Some(tls) = tls {
-        tasks.spawn(watch_loop(
+        bg.spawn(watch_loop(
             tls.watch_targets(),
             watch,
-            stopped(stop.clone()),
+            bg.stopped(),
             move || {
                 let tls = tls.clone();
                 async move {

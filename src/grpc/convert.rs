@@ -25,7 +25,7 @@ impl From<rls::RateLimitRequest> for Request {
 
 impl From<common::RateLimitDescriptor> for Descriptor {
     fn from(p: common::RateLimitDescriptor) -> Descriptor {
-        Descriptor {
+        let mut d = Descriptor {
             entries: p
                 .entries
                 .into_iter()
@@ -40,7 +40,12 @@ impl From<common::RateLimitDescriptor> for Descriptor {
             }),
             hits_addend: p.hits_addend,
             refund: p.is_negative_hits,
-        }
+            holder: None,
+        };
+        // The holder of a concurrency slot travels as a descriptor entry (Envoy can only send
+        // entries); it is taken out here so it never reaches matching or a cache key.
+        d.split_holder();
+        d
     }
 }
 

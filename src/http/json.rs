@@ -179,7 +179,7 @@ pub fn parse_request(body: &[u8], limits: &Limits) -> Result<Request, JsonError>
 pub(super) fn descriptors_of(list: Vec<JsonDescriptor>) -> Result<Vec<Descriptor>, JsonError> {
     let mut descriptors = Vec::with_capacity(list.len());
     for d in list {
-        descriptors.push(Descriptor {
+        let mut descriptor = Descriptor {
             entries: d
                 .entries
                 .unwrap_or_default()
@@ -195,7 +195,11 @@ pub(super) fn descriptors_of(list: Vec<JsonDescriptor>) -> Result<Vec<Descriptor
             },
             hits_addend: d.hits_addend.as_ref().map(Num::get).transpose()?,
             refund: d.is_negative_hits.unwrap_or(false),
-        });
+            holder: None,
+        };
+        // As over gRPC: a `ratelimitd.holder` entry names a concurrency slot's holder.
+        descriptor.split_holder();
+        descriptors.push(descriptor);
     }
     Ok(descriptors)
 }

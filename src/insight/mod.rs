@@ -3,12 +3,15 @@
 //! ranking of the hottest keys over the last minute, `/v1/hotkeys` and the
 //! `ratelimitd_hot_key_count` gauges) and [`decision_log`] (`DECISION_LOG_SAMPLE_RATE`). The
 //! console reads them through [`Insight`], with the other read-only views it shows, such as the
-//! decision rates of the last 15 minutes ([`rates`]).
+//! decision rates of the last 15 minutes ([`rates`]). [`start`] builds them all from
+//! [`InsightOptions`] for the composition root.
 
 pub mod decision_log;
 pub mod hotkeys;
+mod options;
 pub mod rates;
 pub mod sketch;
+mod wiring;
 
 use std::fmt::Debug;
 use std::future::Future;
@@ -20,9 +23,10 @@ use crate::limiter::Observers;
 use crate::policy::Overrides;
 use crate::reload::ConfigHandle;
 use crate::resilience::BreakerReport;
-use crate::settings::insight::InsightSettings;
 use decision_log::DecisionLog;
 use hotkeys::HotKeys;
+pub use options::InsightOptions;
+pub use wiring::{InsightDeps, InsightHandle, start};
 
 /// One recorded violation, as the console lists it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -115,13 +119,13 @@ impl Debug for Insight {
 /// Builds the insight observers the settings ask for: hot keys always, the decision log when its
 /// sample rate is above 0. Returns the hot keys for the readers.
 pub fn observers(
-    settings: &InsightSettings,
+    options: &InsightOptions,
     clock: &Arc<dyn Clock>,
     observers: &mut Observers,
 ) -> Arc<HotKeys> {
-    let hot_keys = Arc::new(HotKeys::new(settings.hot_keys_capacity, clock.clone()));
+    let hot_keys = Arc::new(HotKeys::new(options.hot_keys_capacity, clock.clone()));
     observers.push(hot_keys.clone());
-    if let Some(log) = DecisionLog::new(settings.decision_log_sample_rate) {
+    if let Some(log) = DecisionLog::new(options.decision_log_sample_rate) {
         observers.push(Arc::new(log));
     }
     hot_keys

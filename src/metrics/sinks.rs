@@ -68,6 +68,13 @@ pub async fn start(
             let listener = TcpListener::bind(&addr).await.map_err(bind_err)?;
             let local = listener.local_addr().map_err(bind_err)?;
             let path = obs.prometheus_path.clone();
+            if let Some(mapper) = &obs.prometheus_mapper_yaml {
+                tracing::warn!(
+                    PROMETHEUS_MAPPER_YAML = %mapper,
+                    "the mapping file is not read: the exported names are those of Go's default \
+                     statsd_exporter mapping (docs/operations.md#metrics)"
+                );
+            }
             tasks.spawn(prom::serve(
                 listener,
                 prometheus_limits,

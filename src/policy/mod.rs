@@ -10,7 +10,8 @@
 //! database fails, the last index and snapshot stay in service and the API answers 503; when it
 //! cannot be opened at all ([`opening`]), the service says so at ERROR, is not ready, enforces the
 //! last good copy ([`snapshot`]) and retries in the background. Expired overrides are deleted
-//! after a retention ([`purge`]).
+//! after a retention ([`purge`]). [`start`] opens it for the composition root and spawns its
+//! refresh, copy, purge and retry tasks.
 
 pub mod auth;
 pub mod expiry;
@@ -29,9 +30,11 @@ pub mod sqlite;
 mod sqlite_rules;
 pub mod store;
 pub mod violations;
+mod wiring;
 
 pub use crate::limiter::{OverrideIndex, Overrides};
 pub use auth::Tokens;
 pub use model::{FieldError, NewOverride, StoredOverride};
 pub use runtime::Policy;
 pub use store::{PolicyStore, StoreError};
+pub use wiring::{PolicyDeps, PolicyHandle, start};

@@ -8,19 +8,25 @@
 use std::path::PathBuf;
 
 use crate::algorithm::Algorithm;
-use crate::config::loader::{self, LoadError};
+use crate::config::loader::{self, LoadError, LoadOptions};
 use crate::config::{self, CompileOptions, ConfigFile, RateLimitConfig};
-use crate::settings::{Backend, Settings};
 
 use super::watch::WatchTarget;
 
+/// Where the configuration files are.
 #[derive(Debug, Clone)]
-enum Location {
+pub enum Location {
+    /// A file or directory (`--config`, `RATELIMITD_CONFIG`).
     Path(PathBuf),
+    /// The Go service's discovery (`RUNTIME_*`).
     Runtime {
+        /// `RUNTIME_ROOT`.
         root: PathBuf,
+        /// `RUNTIME_SUBDIRECTORY`.
         subdirectory: String,
+        /// `RUNTIME_APPDIRECTORY`.
         appdirectory: String,
+        /// `RUNTIME_WATCH_ROOT`.
         watch_root: bool,
     },
 }
@@ -29,50 +35,42 @@ enum Location {
 #[derive(Debug, Clone)]
 pub struct ConfigSource {
     location: Location,
-    ignore_dotfiles: bool,
+    load: LoadOptions,
     options: CompileOptions,
     /// The backend keeps fixed windows only (memcached): other algorithms are load errors.
     fixed_windows_only: bool,
 }
 
 impl ConfigSource {
-    /// The source described by `--config`/`RATELIMITD_CONFIG`, or else by the `RUNTIME_*` settings.
-    pub fn from_settings(s: &Settings) -> ConfigSource {
-        let location = match &s.config_path {
-            Some(p) => Location::Path(p.clone()),
-            None => Location::Runtime {
-                root: s.runtime_root.clone(),
-                subdirectory: s.runtime_subdirectory.clone(),
-                appdirectory: s.runtime_appdirectory.clone(),
-                watch_root: s.runtime_watch_root,
-            },
-        };
+    /// The same source for a backend that keeps fixed windows only (memcached): a limit with
+    /// another algorithm is then a load error naming it.
+    pub fn fixed_windows_only(self, yes: bool) -> ConfigSource {
+        ConfigSource {
+            fixed_windows_only: yes,
+            ..self
+        }
+    }
+
+    /// The files at `location`, read under `load` and compiled with `options`.
+    pub fn new(location: Location, load: LoadOptions, options: CompileOptions) -> ConfigSource {
         ConfigSource {
             location,
-            ignore_dotfiles: s.runtime_ignoredotfiles,
-            options: CompileOptions {
-                merge_domains: s.merge_domain_config,
-            },
-            fixed_windows_only: s.backend == Backend::Memcache,
+            load,
+            options,
+            fixed_windows_only: false,
         }
     }
 
     /// Reads every file of the configuration (I/O only; no parsing).
     pub fn read(&self) -> Result<Vec<ConfigFile>, LoadError> {
         match &self.location {
-            Location::Path(p) => loader::load_path(p, self.ignore_dotfiles),
+            Location::Path(p) => loader::load_path(p, &self.load),
             Location::Runtime {
                 root,
                 subdirectory,
                 appdirectory,
                 watch_root,
-            } => loader::load_runtime(
-                root,
-                subdirectory,
-                appdirectory,
-                *watch_root,
-                self.ignore_dotfiles,
-            ),
+            } => loader::load_runtime(root, subdirectory, appdirectory, *watch_root, &self.load),
         }
     }
 

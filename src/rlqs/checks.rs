@@ -6,7 +6,7 @@ use tonic::Status;
 
 use super::bucket::BucketKey;
 use crate::grpc::pb::envoy::service::rate_limit_quota::v3 as pb;
-use crate::settings::RlqsSettings;
+use crate::rlqs::RlqsOptions;
 use pb::rate_limit_quota_usage_reports::BucketQuotaUsage;
 
 /// The stream's domain after a report naming `named` (empty: the one already known).
@@ -30,8 +30,8 @@ pub struct Bounds<'a> {
     pub prefix: &'a str,
     /// The stream's domain.
     pub domain: &'a str,
-    /// The RLQS settings (`RLQS_MAX_BUCKET_*`).
-    pub settings: &'a RlqsSettings,
+    /// The RLQS options (`RLQS_MAX_BUCKET_*`).
+    pub options: &'a RlqsOptions,
     /// Buckets the stream tracks already.
     pub tracked: usize,
 }
@@ -45,7 +45,7 @@ pub fn usages<'u>(
     known: impl Fn(&BucketKey) -> bool,
     b: &Bounds<'_>,
 ) -> Result<Vec<(BucketKey, &'u BucketQuotaUsage)>, Status> {
-    let max = b.settings.max_buckets_per_stream;
+    let max = b.options.max_buckets_per_stream;
     let mut checked = Vec::with_capacity(usages.len().min(max));
     let mut added = 0usize;
     for (i, u) in usages.iter().enumerate() {
@@ -71,10 +71,7 @@ fn bucket_key(i: usize, id: Option<&pb::BucketId>, b: &Bounds<'_>) -> Result<Buc
     };
     let bucket = id.map(|id| &id.bucket).filter(|m| !m.is_empty());
     let bucket = bucket.ok_or_else(|| invalid("missing or empty".to_string()))?;
-    let (max_entries, max_bytes) = (
-        b.settings.max_bucket_entries,
-        b.settings.max_bucket_id_bytes,
-    );
+    let (max_entries, max_bytes) = (b.options.max_bucket_entries, b.options.max_bucket_id_bytes);
     if bucket.len() > max_entries {
         return Err(invalid(format!(
             "{} entries, more than RLQS_MAX_BUCKET_ENTRIES={max_entries}",

@@ -8,16 +8,20 @@
 //! - [`split`]: the budget divided in proportion to demand, as the token bucket Envoy enforces.
 //! - [`stream`]: one stream's buckets ([`tracked`]: each one's state; [`checks`]: of its reports); [`service`]: the gRPC
 //!   service and its bounds ([`slots`]: streams in all and per peer).
+//! - [`RlqsOptions`] (read from `RLQS_*` by `settings`) and [`start`], which builds the service
+//!   from them and what it shares with the rest of the process.
 
 pub mod actions;
 pub mod bucket;
 pub mod checks;
 pub mod demand;
+mod options;
 pub mod service;
 pub mod slots;
 pub mod split;
 pub mod stream;
 pub mod tracked;
+mod wiring;
 
 use std::sync::Arc;
 
@@ -26,9 +30,11 @@ use crate::limiter::KeyBuilder;
 use crate::metrics::Metrics;
 use crate::policy::Overrides;
 use crate::reload::ConfigHandle;
-use crate::settings::RlqsSettings;
+
 pub use demand::{Board, MemoryBoard};
+pub use options::{RlqsOptions, Unmatched};
 pub use service::{RateLimitQuotaServiceServer, RlqsService};
+pub use wiring::{RlqsDeps, start};
 
 /// What every stream of the service reads.
 #[derive(Debug)]
@@ -44,7 +50,7 @@ pub struct Shared {
     /// The clock of demand expiry and stored overrides.
     pub clock: Arc<dyn Clock>,
     /// Bounds and defaults.
-    pub settings: RlqsSettings,
+    pub options: RlqsOptions,
     /// `CACHE_KEY_PREFIX`, in front of the demand board's keys.
     pub prefix: String,
     /// Counters (`None` with `DISABLE_STATS`).

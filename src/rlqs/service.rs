@@ -97,11 +97,11 @@ async fn serve(
     mut stop: watch::Receiver<bool>,
 ) {
     let mut stream = Stream::new(fastrand::u64(..), shared.clock.now());
-    let idle = shared.settings.stream_idle_timeout;
+    let idle = shared.options.stream_idle_timeout;
     let mut rate = ReportRate {
         window: Stopwatch::start(),
         count: 0,
-        max: shared.settings.max_reports_per_second,
+        max: shared.options.max_reports_per_second,
     };
     let mut recheck = tokio::time::interval(RECHECK);
     recheck.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);

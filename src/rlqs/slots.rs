@@ -38,8 +38,8 @@ impl Slots {
         // An IPv4 client on a dual-stack socket is the same peer as over IPv4.
         let peer = peer.map(|ip| ip.to_canonical());
         let (max, per_peer) = (
-            shared.settings.max_streams,
-            shared.settings.max_streams_per_peer,
+            shared.options.max_streams,
+            shared.options.max_streams_per_peer,
         );
         let mut open = self.open.lock();
         if open.0 >= max {

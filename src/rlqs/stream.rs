@@ -24,7 +24,7 @@ use super::tracked::{Posted, Tracked};
 use crate::clock::{Stopwatch, Timestamp};
 use crate::grpc::pb::envoy::service::rate_limit_quota::v3 as pb;
 use crate::reload::Snapshot;
-use crate::settings::Unmatched;
+use crate::rlqs::Unmatched;
 use crate::store::redis::quota_demand::DemandPost;
 use pb::rate_limit_quota_response::BucketAction;
 
@@ -70,7 +70,7 @@ impl Stream {
     }
 
     fn ttl(&self, shared: &Shared) -> Duration {
-        (self.interval * TTL_INTERVALS).max(shared.settings.min_assignment_ttl)
+        (self.interval * TTL_INTERVALS).max(shared.options.min_assignment_ttl)
     }
 
     /// Answers one usage report: an action for each bucket whose assignment changed or is due
@@ -95,7 +95,7 @@ impl Stream {
         let bounds = checks::Bounds {
             prefix: &shared.prefix,
             domain: &domain,
-            settings: &shared.settings,
+            options: &shared.options,
             tracked: self.buckets.len(),
         };
         let usages = checks::usages(
@@ -217,7 +217,7 @@ impl Stream {
         };
         let (budget, demand, previous) = (t.budget, t.recent.per_second(), t.sent);
         let a = match budget {
-            None => match shared.settings.unmatched {
+            None => match shared.options.unmatched {
                 Unmatched::Allow => Assignment::AllowAll,
                 Unmatched::Deny => Assignment::DenyAll,
             },

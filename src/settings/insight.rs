@@ -1,31 +1,13 @@
-//! Settings of the insight features (hot keys, the decision log): how many keys each hot-key
-//! ranking tracks and which share of decisions the sampled decision log writes.
+//! The `HOTKEYS_CAPACITY` and `DECISION_LOG_SAMPLE_RATE` variables, translated into the insight
+//! features' options ([`crate::insight::InsightOptions`]): how many keys each hot-key ranking
+//! tracks and which share of decisions the sampled decision log writes.
 
 use super::{SettingsError, Vars, parse};
-
-/// `HOTKEYS_CAPACITY`, `DECISION_LOG_SAMPLE_RATE`.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct InsightSettings {
-    /// `HOTKEYS_CAPACITY` (default 256, 8 to 65536): keys tracked per ranking and per half-minute;
-    /// memory stays at this many entries whatever the number of distinct keys.
-    pub hot_keys_capacity: usize,
-    /// `DECISION_LOG_SAMPLE_RATE` (default 0, 0 to 1): the share of decisions written to the
-    /// decision log; 0 turns it off.
-    pub decision_log_sample_rate: f64,
-}
-
-impl Default for InsightSettings {
-    fn default() -> InsightSettings {
-        InsightSettings {
-            hot_keys_capacity: 256,
-            decision_log_sample_rate: 0.0,
-        }
-    }
-}
+use crate::insight::InsightOptions;
 
 /// Reads the insight settings; a capacity or rate out of range is refused with its name.
-pub(super) fn from_vars(v: &Vars) -> Result<InsightSettings, SettingsError> {
-    let d = InsightSettings::default();
+pub(super) fn from_vars(v: &Vars) -> Result<InsightOptions, SettingsError> {
+    let d = InsightOptions::default();
     let rate = |s: &str| {
         s.trim()
             .parse::<f64>()
@@ -33,7 +15,7 @@ pub(super) fn from_vars(v: &Vars) -> Result<InsightSettings, SettingsError> {
             .filter(|r| (0.0..=1.0).contains(r))
             .ok_or_else(|| "expected a number from 0 to 1 (the share of decisions logged)".into())
     };
-    Ok(InsightSettings {
+    Ok(InsightOptions {
         hot_keys_capacity: v.parse("HOTKEYS_CAPACITY", d.hot_keys_capacity, |s| {
             parse::uint_in(s, 8, 65_536).map(|n| n as usize)
         })?,

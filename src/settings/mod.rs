@@ -3,6 +3,7 @@
 
 pub mod admin;
 pub mod cli;
+mod config_files;
 pub mod edges;
 pub mod grpc;
 pub mod insight;
@@ -37,8 +38,6 @@ pub use observability::{Observability, StatsSinkKind, TracingProtocol, TracingSe
 pub use policy::PolicySettings;
 pub use redis::{RedisConfig, RedisKind, RedisSettings};
 pub use resilience::{FailureMode, Resilience};
-pub use rlqs::{RlqsSettings, Unmatched};
-pub use violations::{ViolationSettings, ViolationSinks};
 pub use xds::{BackoffSettings, ConfigType, XdsSettings, XdsTlsSettings};
 
 use kinds::{backend, log_level};
@@ -175,9 +174,9 @@ pub struct Settings {
     /// The policy database and its management API ([`policy`]).
     pub policy: PolicySettings,
     /// Hot keys and the sampled decision log ([`insight`]).
-    pub insight: insight::InsightSettings,
+    pub insight: crate::insight::InsightOptions,
     /// The Rate Limit Quota Service (`RLQS_*`).
-    pub rlqs: RlqsSettings,
+    pub rlqs: crate::rlqs::RlqsOptions,
 }
 
 impl Settings {
@@ -285,11 +284,7 @@ impl Settings {
                 parse::go_duration,
             )?)
             .filter(|d| !d.is_zero()),
-            config_max_file_bytes: v.parse(
-                "CONFIG_MAX_FILE_BYTES",
-                crate::config::DEFAULT_MAX_FILE_BYTES,
-                |s| parse::uint_in(s, 1024, 1 << 30),
-            )?,
+            config_max_file_bytes: config_files::max_file_bytes(v)?,
             force_start_without_initial_config: v
                 .bool("FORCE_START_WITHOUT_INITIAL_CONFIG", false)?,
             healthy_with_at_least_one_config_loaded: v

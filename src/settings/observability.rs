@@ -66,6 +66,10 @@ pub struct Observability {
     pub prometheus_addr: String,
     /// `PROMETHEUS_PATH`.
     pub prometheus_path: String,
+    /// `PROMETHEUS_MAPPER_YAML`: accepted (Envoy Gateway sets it to the statsd_exporter mapping it
+    /// ships) but not read — the exported names are those of Go's default mapping, built in — and
+    /// said at startup, at the default level, when the Prometheus sink serves.
+    pub prometheus_mapper_yaml: Option<String>,
     /// `EXTRA_TAGS` (`k:v,...`), sorted by key.
     pub extra_tags: Vec<(String, String)>,
     /// `STATS_FLUSH_INTERVAL`.
@@ -106,18 +110,6 @@ pub(super) fn from_vars(v: &Vars) -> Result<Observability, SettingsError> {
         }
     };
     let dogstatsd = v.bool("USE_DOG_STATSD", false)?;
-    // The Prometheus names are those of Go's default mapper, built in; no other mapping is read.
-    let _ = v.parse("PROMETHEUS_MAPPER_YAML", (), |s| {
-        if s.is_empty() {
-            Ok(())
-        } else {
-            Err(
-                "a statsd_exporter mapping file is not supported; the metric names are those of \
-                 Go's default mapping (docs/operations.md#metrics)"
-                    .into(),
-            )
-        }
-    });
     let _ = v.parse(
         "PROMETHEUS_RESPONSE_TIME_AS_MILLISECONDS",
         (),
@@ -195,6 +187,8 @@ pub(super) fn from_vars(v: &Vars) -> Result<Observability, SettingsError> {
         statsd_protocol: v.parse("STATSD_PROTOCOL", StatsdProtocol::Tcp, protocol)?,
         prometheus_addr: v.string("PROMETHEUS_ADDR", ":9090"),
         prometheus_path: v.string("PROMETHEUS_PATH", "/metrics"),
+        prometheus_mapper_yaml: Some(v.string("PROMETHEUS_MAPPER_YAML", ""))
+            .filter(|s| !s.is_empty()),
         extra_tags: v.parse("EXTRA_TAGS", Vec::new(), tags)?,
         stats_flush_interval: v.parse(
             "STATS_FLUSH_INTERVAL",

@@ -4,8 +4,9 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use super::violations::{self, ViolationSettings};
+use super::violations;
 use super::{SettingsError, Vars, kinds::Secret, parse};
+use crate::policy::violations::ViolationOptions;
 
 /// `POLICY_*`, `RATELIMITD_DATA_DIR`, `ADMIN_TOKEN[_FILE]`, `VIOLATIONS_*`.
 #[derive(Debug, Clone)]
@@ -35,8 +36,8 @@ pub struct PolicySettings {
     pub expired_retention: Duration,
     /// `POLICY_PURGE_INTERVAL` (default 1h): how often expired overrides are purged.
     pub purge_interval: Duration,
-    /// The violation log written to this database ([`violations`]).
-    pub violations: ViolationSettings,
+    /// The violation log written to this database.
+    pub violations: ViolationOptions,
 }
 
 impl PolicySettings {

@@ -1,54 +1,14 @@
-//! Settings of the Rate Limit Quota Service (RLQS, `crate::rlqs`): whether it is served, what an
-//! unmatched bucket gets, and the bounds on streams (in all and per peer), buckets, bucket ids,
-//! reports and idle time.
+//! The `RLQS_*` variables, translated into the Rate Limit Quota Service's options
+//! ([`crate::rlqs::RlqsOptions`]): whether it is served, what an unmatched bucket gets, and the
+//! bounds on streams (in all and per peer), buckets, bucket ids, reports and idle time.
 
 use std::time::Duration;
 
 use super::{SettingsError, Vars, parse};
-
-/// What a bucket no limit matches is assigned.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Unmatched {
-    /// ALLOW_ALL (the default: a bucket with no limit is not limited, as in `ShouldRateLimit`).
-    Allow,
-    /// DENY_ALL.
-    Deny,
-}
-
-/// How the RLQS service runs.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct RlqsSettings {
-    /// `RLQS_ENABLED`: serve `StreamRateLimitQuotas` on the gRPC port (default true).
-    pub enabled: bool,
-    /// `RLQS_UNMATCHED`: `allow` (default) or `deny`.
-    pub unmatched: Unmatched,
-    /// `RLQS_MAX_STREAMS`: open streams at most, per instance (default 1000); more are refused
-    /// with RESOURCE_EXHAUSTED.
-    pub max_streams: usize,
-    /// `RLQS_MAX_STREAMS_PER_PEER`: open streams at most from one client IP address (default a
-    /// tenth of `RLQS_MAX_STREAMS`, at least 1), so one client cannot lock the others out.
-    pub max_streams_per_peer: usize,
-    /// `RLQS_MAX_BUCKETS_PER_STREAM`: buckets one stream may report (default 1000).
-    pub max_buckets_per_stream: usize,
-    /// `RLQS_MAX_BUCKET_ENTRIES`: entries of one `bucket_id` at most (default 16).
-    pub max_bucket_entries: usize,
-    /// `RLQS_MAX_BUCKET_ID_BYTES`: the keys and values of one `bucket_id` together, in bytes, at
-    /// most (default 512).
-    pub max_bucket_id_bytes: usize,
-    /// `RLQS_MAX_REPORTS_PER_SECOND`: usage report messages per stream and second (default 20,
-    /// bursts of twice that); a faster stream is ended with RESOURCE_EXHAUSTED.
-    pub max_reports_per_second: u32,
-    /// `RLQS_MIN_ASSIGNMENT_TTL`: the shortest assignment time to live (default 10s); an
-    /// assignment lives three reporting intervals, never less than this; an unchanged one is
-    /// renewed two reporting intervals before it expires.
-    pub min_assignment_ttl: Duration,
-    /// `RLQS_STREAM_IDLE_TIMEOUT`: a stream that sent no usage report for this long (on the
-    /// service clock) is closed (default 2m).
-    pub stream_idle_timeout: Duration,
-}
+use crate::rlqs::{RlqsOptions, Unmatched};
 
 /// Reads the RLQS settings.
-pub(super) fn from_vars(v: &Vars) -> Result<RlqsSettings, SettingsError> {
+pub(super) fn from_vars(v: &Vars) -> Result<RlqsOptions, SettingsError> {
     let unmatched = |s: &str| match s {
         "allow" => Ok(Unmatched::Allow),
         "deny" => Ok(Unmatched::Deny),
@@ -70,7 +30,7 @@ pub(super) fn from_vars(v: &Vars) -> Result<RlqsSettings, SettingsError> {
         }
         Ok(d)
     };
-    Ok(RlqsSettings {
+    Ok(RlqsOptions {
         enabled: v.bool("RLQS_ENABLED", true)?,
         unmatched: v.parse("RLQS_UNMATCHED", Unmatched::Allow, unmatched)?,
         max_streams,
@@ -102,7 +62,7 @@ mod tests {
     use super::super::Settings;
     use std::time::Duration;
 
-    fn rlqs(pairs: &[(&str, &str)]) -> Result<super::RlqsSettings, super::SettingsError> {
+    fn rlqs(pairs: &[(&str, &str)]) -> Result<crate::rlqs::RlqsOptions, super::SettingsError> {
         let env = pairs.iter().map(|(k, v)| (k.to_string(), v.to_string()));
         Settings::from_env(env.collect::<Vec<_>>()).map(|s| s.rlqs)
     }

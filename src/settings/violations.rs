@@ -1,62 +1,18 @@
-//! The violation log (which denials were reported, kept in the policy database): where records go,
-//! how they are queued and batched, and how long they are kept. ratelimitd's own settings.
+//! The `VIOLATIONS_*` and `INSTANCE_ID` variables, translated into the violation log's options
+//! ([`crate::policy::violations::ViolationOptions`]): where records go, how they are queued and
+//! batched, and how long they are kept. ratelimitd's own settings.
 
 use std::time::Duration;
 
 use super::{SettingsError, Vars, parse};
+use crate::policy::violations::{ViolationOptions, ViolationSinks};
 
-/// Where violation records are written (`VIOLATIONS_LOG`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ViolationSinks {
-    /// The policy database's `rate_limit_violations` (the default; nothing without a database).
-    Db,
-    /// One JSON line per record on standard error, with the logs.
-    Json,
-    /// Both.
-    Both,
-    /// Nowhere: no observer is registered at all.
-    Off,
-}
-
-impl ViolationSinks {
-    /// True when records go to the database.
-    pub fn db(self) -> bool {
-        matches!(self, ViolationSinks::Db | ViolationSinks::Both)
-    }
-
-    /// True when records are written as JSON lines.
-    pub fn json(self) -> bool {
-        matches!(self, ViolationSinks::Json | ViolationSinks::Both)
-    }
-}
-
-/// `VIOLATIONS_*`, `INSTANCE_ID`.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ViolationSettings {
-    /// `VIOLATIONS_LOG` (`db`, `json`, `both`, `off`; default `db`).
-    pub sinks: ViolationSinks,
-    /// `VIOLATIONS_QUEUE_SIZE` (default 10000): distinct violations (domain, descriptor, limit,
-    /// shadow) waiting for the writer; repeats of a waiting one are counted in it, new ones
-    /// beyond it are dropped and counted.
-    pub queue_size: usize,
-    /// `VIOLATIONS_BATCH_SIZE` (default 500, at most 1000): rows per database statement.
-    pub batch_size: usize,
-    /// `VIOLATIONS_BATCH_DELAY` (default 1s): how often the waiting violations are written.
-    pub batch_delay: Duration,
-    /// `VIOLATIONS_RETENTION_DAYS` (default 7; 0 keeps every record).
-    pub retention_days: u32,
-    /// `VIOLATIONS_RETENTION_INTERVAL` (default 1h): how often old records are deleted.
-    pub retention_interval: Duration,
-    /// `INSTANCE_ID`: the instance named in records (default: the host name).
-    pub instance_id: Option<String>,
-}
-
-pub(super) fn from_vars(v: &Vars) -> Result<ViolationSettings, SettingsError> {
+pub(super) fn from_vars(v: &Vars) -> Result<ViolationOptions, SettingsError> {
     let positive = |s: &str| match parse::go_duration(s)? {
         d if d.is_zero() => Err("must be above zero".to_string()),
         d => Ok(d),
     };
-    Ok(ViolationSettings {
+    Ok(ViolationOptions {
         sinks: v.parse("VIOLATIONS_LOG", ViolationSinks::Db, |s| {
             match s.to_ascii_lowercase().as_str() {
                 "db" => Ok(ViolationSinks::Db),
@@ -93,7 +49,7 @@ mod tests {
     use super::*;
     use crate::settings::Settings;
 
-    fn env(pairs: &[(&str, &str)]) -> Result<ViolationSettings, SettingsError> {
+    fn env(pairs: &[(&str, &str)]) -> Result<ViolationOptions, SettingsError> {
         let vars = pairs.iter().map(|(k, v)| (k.to_string(), v.to_string()));
         Settings::from_env(vars).map(|s| s.policy.violations)
     }

@@ -5,6 +5,10 @@
 //! request whose hits conform within that wait reserves its slot and is answered `200` with
 //! `delay_ms` > 0, the time the caller waits before proceeding (rounded up to whole ms).
 //!
+//! With a concurrency limit, an acquisition holds its slot under `holder` (the caller's, or one
+//! the answer names) until `"release": true` with the same `holder` gives it back
+//! ([`holder`]); a refusal says `Retry-After: 1`, as a slot frees at an unpredictable release.
+//!
 //! Bad input, a body over `CHECK_MAX_BODY_BYTES` or a descriptor list over the request caps
 //! included, is `400` with `{"error": ..., "message": ...}` naming the field (or the setting),
 //! and nothing is counted; a body not received within `HTTP_BODY_TIMEOUT` is `408`. A request the
@@ -13,6 +17,7 @@
 //!
 //! [`Service`]: crate::service::Service
 
+pub mod holder;
 pub mod parse;
 
 use axum::body::Body;
@@ -82,6 +87,10 @@ pub async fn handler(State(s): State<HttpState>, body: Body) -> Response {
         "retry_after": headers.retry_after.unwrap_or(0),
         "delay_ms": ceil_millis(headers.delay),
     });
+    // The holder is news only to a caller whose request a concurrency limit saw.
+    if resp.holds_slots || req.holder.sent {
+        body["holder"] = Value::from(req.holder.id);
+    }
     if req.details {
         body["limits"] = headers
             .limits

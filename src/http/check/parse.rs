@@ -44,6 +44,8 @@ const FIELD_NAMES: &[&str] = &[
     "domain",
     "descriptors",
     "details",
+    "holder",
+    "release",
 ];
 
 /// Why a `/check` body was refused. Nothing is counted for it.
@@ -74,7 +76,7 @@ impl CheckError {
         }
     }
 
-    fn field(field: &str, reason: impl Into<String>) -> CheckError {
+    pub(super) fn field(field: &str, reason: impl Into<String>) -> CheckError {
         CheckError::Field {
             field: field.to_owned(),
             reason: reason.into(),
@@ -89,6 +91,8 @@ pub struct CheckRequest {
     pub request: Request,
     /// `details: true`: answer with every applied limit, not just the most constrained.
     pub details: bool,
+    /// The holder of any concurrency slot the request takes or (`release`) gives back.
+    pub holder: super::holder::Holder,
 }
 
 /// A body's members as read: the scalars as values, the descriptor list as sent.
@@ -203,6 +207,7 @@ pub fn parse(
         limit: None,
         hits_addend: Some(cost),
         refund: false,
+        holder: None,
     }];
     if let Some(endpoint) = endpoint {
         descriptors.push(Descriptor {
@@ -213,6 +218,7 @@ pub fn parse(
             limit: None,
             hits_addend: Some(cost),
             refund: false,
+            holder: None,
         });
     }
     if let Some(list) = sent {
@@ -223,7 +229,10 @@ pub fn parse(
             ..d
         }));
     }
+    let holder = super::holder::read(&obj)?;
+    super::holder::apply(&mut descriptors, &holder);
     Ok(CheckRequest {
+        holder,
         request: Request {
             domain,
             descriptors,

@@ -5,12 +5,15 @@
 //! takes the map every `VIOLATIONS_BATCH_DELAY` and writes one row per key to the policy
 //! database's `rate_limit_violations` table and/or as JSON lines, and deletes rows older than the
 //! retention. `GET /v1/violations` reads them back through [`ViolationQuery`], newest first.
+//! [`start`] builds the observer and spawns the writer from [`ViolationOptions`].
 
 pub mod cursor;
 pub mod observer;
+mod options;
 pub mod pending;
 pub mod query;
 pub(super) mod sql;
+mod wiring;
 pub mod writer;
 
 use std::borrow::Cow;
@@ -21,8 +24,10 @@ use crate::clock::Timestamp;
 
 pub use cursor::Cursor;
 pub use observer::ViolationLog;
+pub use options::{ViolationOptions, ViolationSinks};
 pub use pending::Pending;
 pub use query::ViolationQuery;
+pub use wiring::{ViolationDeps, instance_name, start};
 
 /// One over-limit descriptor, as the request path saw it: its first denial, with the repeats
 /// that came before the writer took it counted in.

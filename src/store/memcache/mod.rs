@@ -9,7 +9,7 @@
 //! the same slot. Every algorithm other than fixed windows is refused when the configuration
 //! loads (memcached has no atomic read-modify-write for them).
 //!
-//! A request's ops are grouped by server (see [`keys::pick`]); each server's `incr`s go in one
+//! A request's ops are grouped by server (see `keys::pick`); each server's `incr`s go in one
 //! write, every server is called at once, each call is bounded by `MEMCACHE_TIMEOUT` and sits
 //! behind the server's circuit breaker (`REDIS_BREAKER_*`, as for Redis targets). Ops of a server
 //! that does not answer are [`Answer::Unavailable`], so each limit's `failure_mode` decides.

@@ -112,9 +112,33 @@ impl Group<'_> {
         width: usize,
         decide: impl Fn(&Op, &[i64]) -> Decision,
     ) -> Result<Vec<(usize, Decision)>, RedisError> {
-        let keys: Vec<&str> = self.ops().map(|op| op.key.as_str()).collect();
         let args = [args, &[self.deadline]].concat();
-        let out = self.conn.eval(script, &keys, &args).await?;
+        self.eval_args(script, &args, width, decide).await
+    }
+
+    /// [`Group::eval`] for a script that also takes text (`args` then the deadline, as strings).
+    pub(super) async fn eval_text(
+        &self,
+        script: &Script,
+        mut args: Vec<String>,
+        width: usize,
+        decide: impl Fn(&Op, &[i64]) -> Decision,
+    ) -> Result<Vec<(usize, Decision)>, RedisError> {
+        args.push(self.deadline.to_string());
+        self.eval_args(script, &args, width, decide).await
+    }
+
+    /// Runs the call for [`Group::eval`] and [`Group::eval_text`] (whose args end with the
+    /// deadline).
+    async fn eval_args<A: redis::ToRedisArgs + Sync>(
+        &self,
+        script: &Script,
+        args: &[A],
+        width: usize,
+        decide: impl Fn(&Op, &[i64]) -> Decision,
+    ) -> Result<Vec<(usize, Decision)>, RedisError> {
+        let keys: Vec<&str> = self.ops().map(|op| op.key.as_str()).collect();
+        let out = self.conn.eval(script, &keys, args).await?;
         if out.len() != width * self.indices.len() {
             // A script of another version (or a proxy mangling replies): refuse rather than guess.
             return Err(RedisError::from((

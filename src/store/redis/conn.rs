@@ -203,19 +203,20 @@ impl RedisConn {
         }
     }
 
-    /// Runs `script` (EVALSHA, loading it on NOSCRIPT) with `keys` and `args`.
-    pub async fn eval(
+    /// Runs `script` (EVALSHA, loading it on NOSCRIPT) with `keys` and `args` (numbers, or
+    /// strings where a script takes text such as a holder id).
+    pub async fn eval<A: redis::ToRedisArgs + Sync>(
         &self,
         script: &Script,
         keys: &[&str],
-        args: &[u64],
+        args: &[A],
     ) -> Result<Vec<i64>, RedisError> {
         let mut inv = script.prepare_invoke();
         for k in keys {
             inv.key(*k);
         }
         for a in args {
-            inv.arg(*a);
+            inv.arg(a);
         }
         match self.resolved() {
             RedisConn::Single { conns } => {

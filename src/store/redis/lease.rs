@@ -79,6 +79,7 @@ impl super::RedisStore {
                 refund: true,
                 max_wait: Duration::ZERO,
                 lease: Some(0),
+                holder: String::new(),
             })
             .collect();
         if ops.is_empty() {

@@ -10,6 +10,7 @@
 mod addr;
 mod bucket_lease;
 mod call;
+mod concurrency;
 pub mod conn;
 pub mod describe;
 mod fixed_window;
@@ -18,6 +19,7 @@ mod leaky_bucket;
 mod lease;
 pub mod pending;
 pub mod quota_demand;
+pub mod server_time;
 mod sliding_log;
 mod sliding_window;
 mod slots;
@@ -57,6 +59,7 @@ pub struct RedisStore {
     sliding_window: Script,
     leaky_bucket: Script,
     sliding_log: Script,
+    concurrency: Script,
     lease: Script,
     /// The token bucket reservation script.
     bucket_lease: Script,
@@ -162,6 +165,7 @@ impl RedisStore {
             }
             Algorithm::SlidingWindow => sliding_window::run(&g, &self.sliding_window).await,
             Algorithm::SlidingLog => sliding_log::run(&g, &self.sliding_log).await,
+            Algorithm::Concurrency => concurrency::run(&g, &self.concurrency).await,
         }
     }
 }

@@ -9,8 +9,8 @@ use redis::RedisError;
 
 use super::conn::{self, RedisConn};
 use super::{
-    Deadlines, RedisStore, bucket_lease, describe, fixed_window, leaky_bucket, lease, pending,
-    quota_demand, sliding_log, sliding_window, token_bucket,
+    Deadlines, RedisStore, bucket_lease, concurrency, describe, fixed_window, leaky_bucket, lease,
+    pending, quota_demand, sliding_log, sliding_window, token_bucket,
 };
 use crate::clock::Stopwatch;
 use crate::settings::RedisConfig;
@@ -60,6 +60,7 @@ impl RedisStore {
             sliding_window: sliding_window::script(),
             leaky_bucket: leaky_bucket::script(),
             sliding_log: sliding_log::script(),
+            concurrency: concurrency::script(),
             lease: lease::script(),
             bucket_lease: bucket_lease::script(),
             leases: Leases::new(cfg.lease_default_size),

@@ -1,6 +1,7 @@
 //! ratelimitd behind a real Envoy: the HTTP filter's 200/429 and headers, refunds, the
 //! `rate_limit_quota` (RLQS) filter, and the Envoy Gateway recipe.
 
+mod concurrency;
 mod e2e;
 mod gateway_recipe;
 mod refunds;

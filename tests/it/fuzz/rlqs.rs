@@ -50,7 +50,7 @@ fn shared() -> Shared {
         keys: KeyBuilder::new("", settings.cache_key_format),
         board: Board::Memory(Arc::new(MemoryBoard::default())),
         clock: Arc::new(ManualClock::new(Timestamp::from_secs(T0))),
-        settings: settings.rlqs,
+        options: settings.rlqs,
         prefix: String::new(),
         metrics: None,
     }

@@ -8,7 +8,7 @@
 use std::collections::BTreeSet;
 
 use proptest::prelude::*;
-use ratelimitd::config::{CompileOptions, ConfigFile, compile, load_path};
+use ratelimitd::config::{CompileOptions, ConfigFile, LoadOptions, compile, load_path};
 
 use crate::fuzz::inputs::{edits, mutate};
 use crate::fuzz::yaml_docs::document;
@@ -196,7 +196,7 @@ proptest! {
         let dir = tempfile::tempdir().expect("a temp dir");
         let path = dir.path().join("fuzz.yaml");
         std::fs::write(&path, &contents).expect("written");
-        match load_path(&path, false) {
+        match load_path(&path, &LoadOptions::default()) {
             Ok(files) => compile_checked(&files, false)?,
             Err(e) => prop_assert!(e.to_string().contains("fuzz.yaml"), "{e}"),
         }
@@ -207,7 +207,7 @@ proptest! {
         let dir = tempfile::tempdir().expect("a temp dir");
         let path = dir.path().join("bomb.yaml");
         std::fs::write(&path, &contents).expect("written");
-        let loaded = load_path(&path, false);
+        let loaded = load_path(&path, &LoadOptions::default());
         // Far past the budget (a million nodes): refused, naming the reason.
         if nodes > 4_000_000 {
             let e = loaded.err().ok_or_else(|| TestCaseError::fail(format!("{nodes} nodes loaded")))?;

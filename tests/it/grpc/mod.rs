@@ -3,6 +3,7 @@
 //! server's transport (TLS, mTLS, unix socket).
 
 mod algorithms;
+mod concurrency;
 mod counting;
 mod multi_limits;
 mod refunds;

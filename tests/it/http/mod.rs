@@ -6,6 +6,7 @@ mod api;
 mod bounded_input;
 mod check;
 mod check_client_example;
+mod check_concurrency;
 mod check_input;
 mod check_shaping;
 mod listeners;

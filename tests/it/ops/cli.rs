@@ -82,6 +82,37 @@ fn validate_prints_every_error_with_file_and_path_and_fails() {
 }
 
 #[test]
+fn validate_refuses_a_file_over_config_max_file_bytes_as_the_server_would() {
+    let dir = tempfile::tempdir().unwrap();
+    let yaml = format!(
+        "domain: d\ndescriptors:\n  - key: k\n    rate_limit: {{unit: second, requests_per_unit: 1}}\n# {}\n",
+        "x".repeat(2000)
+    );
+    std::fs::write(dir.path().join("big.yaml"), yaml).unwrap();
+    let ok = bin().arg("validate").arg(dir.path()).output().unwrap();
+    assert_eq!(ok.status.code(), Some(0), "{ok:?}");
+    let capped = (bin().arg("validate").arg(dir.path()))
+        .env("CONFIG_MAX_FILE_BYTES", "1024")
+        .output()
+        .unwrap();
+    assert_eq!(capped.status.code(), Some(1), "{capped:?}");
+    let err = String::from_utf8_lossy(&capped.stderr);
+    assert!(
+        err.contains("big.yaml") && err.contains("CONFIG_MAX_FILE_BYTES"),
+        "{err}"
+    );
+    let bad = (bin().arg("validate").arg(dir.path()))
+        .env("CONFIG_MAX_FILE_BYTES", "lots")
+        .output()
+        .unwrap();
+    assert_ne!(bad.status.code(), Some(0), "{bad:?}");
+    assert!(
+        String::from_utf8_lossy(&bad.stderr).contains("CONFIG_MAX_FILE_BYTES"),
+        "{bad:?}"
+    );
+}
+
+#[test]
 fn help_lists_flags_and_the_env_vars_they_override() {
     let out = bin().arg("--help").output().unwrap();
     let help = String::from_utf8_lossy(&out.stdout);

@@ -1,12 +1,13 @@
 //! Exact counting across instances: three real ratelimitd processes share one Redis (and then one
-//! Redis Cluster); 64 concurrent clients hammer one key; exactly `requests_per_unit` are admitted.
+//! Redis Cluster; both again on Valkey); 64 concurrent clients hammer one key; exactly
+//! `requests_per_unit` are admitted.
 //! Not on `on_every_store!` (`support/stores.rs`): a memory store is per process, so it cannot be
 //! shared by three, and these tests count the keys they wrote: on a Redis of their own, or under a
 //! key prefix of their own on the run's shared Cluster.
 
 use crate::support::process::{self, Spawned};
-use crate::support::redis::RedisServer;
-use crate::support::stores::shared_cluster;
+use crate::support::redis::{Flavor, RedisServer};
+use crate::support::stores::shared_cluster_of;
 use crate::support::*;
 use ratelimitd::grpc::pb::envoy::service::ratelimit::v3::rate_limit_service_client::RateLimitServiceClient;
 
@@ -56,35 +57,61 @@ async fn admitted_by_three_instances(mut env: Vec<(String, String)>) -> u32 {
     total
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn three_processes_on_one_redis_admit_exactly_the_limit() {
-    require!(Redis);
-    let r = RedisServer::start();
-    assert_eq!(admitted_by_three_instances(r.env()).await, LIMIT);
+/// Three processes on one server of `flavor`: exactly the limit admitted, every hit counted.
+async fn exact_on_one_server(flavor: Flavor) {
+    let r = RedisServer::start_on(flavor, &[]);
+    assert_eq!(
+        admitted_by_three_instances(r.env()).await,
+        LIMIT,
+        "{flavor:?}"
+    );
     assert_eq!(
         r.cli(&["GET", "{1:x|1:k=3:hot}:fw:3600:997200"]),
         "512",
-        "every hit was counted once"
+        "{flavor:?}: every hit was counted once"
     );
+}
+
+/// Three processes on the run's shared Cluster of `flavor`, under a key prefix of their own.
+async fn exact_on_a_cluster(flavor: Flavor) {
+    let c = shared_cluster_of(flavor);
+    let mut env = c.env();
+    env.push(("CACHE_KEY_PREFIX".into(), "exact_cluster:".into()));
+    assert_eq!(admitted_by_three_instances(env).await, LIMIT, "{flavor:?}");
+    let keys = c.keys_per_node("exact_cluster:*");
+    assert_eq!(
+        keys.iter().sum::<usize>(),
+        65,
+        "{flavor:?}: one hot key and 64 per-client keys: {keys:?}"
+    );
+    assert!(
+        keys.iter().filter(|k| **k > 0).count() >= 2,
+        "{flavor:?}: keys spread over the masters: {keys:?}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn three_processes_on_one_redis_admit_exactly_the_limit() {
+    require!(Redis);
+    exact_on_one_server(Flavor::Redis).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn three_processes_on_a_redis_cluster_admit_exactly_the_limit() {
     require!(Redis);
-    let c = shared_cluster();
-    let mut env = c.env();
-    env.push(("CACHE_KEY_PREFIX".into(), "exact_cluster:".into()));
-    assert_eq!(admitted_by_three_instances(env).await, LIMIT);
-    let keys = c.keys_per_node("exact_cluster:*");
-    assert_eq!(
-        keys.iter().sum::<usize>(),
-        65,
-        "one hot key and 64 per-client keys: {keys:?}"
-    );
-    assert!(
-        keys.iter().filter(|k| **k > 0).count() >= 2,
-        "keys spread over the masters: {keys:?}"
-    );
+    exact_on_a_cluster(Flavor::Redis).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn three_processes_on_one_valkey_admit_exactly_the_limit() {
+    require!(Redis, Valkey);
+    exact_on_one_server(Flavor::Valkey).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn three_processes_on_a_valkey_cluster_admit_exactly_the_limit() {
+    require!(Redis, Valkey);
+    exact_on_a_cluster(Flavor::Valkey).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

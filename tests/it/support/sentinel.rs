@@ -1,5 +1,6 @@
 //! A real Redis Sentinel process (with, optionally, a password and TLS towards the primary) for
-//! tests; killed on drop.
+//! tests, run by the primary's program (`redis-server` or `valkey-server --sentinel`); killed on
+//! drop.
 
 use std::process::{Child, Stdio};
 use std::time::Duration;
@@ -43,7 +44,7 @@ impl Sentinel {
                 .map(|p| format!("requirepass {p}\n"))
                 .unwrap_or_default();
         std::fs::write(&conf_file, text).unwrap();
-        let child = guarded("redis-server")
+        let child = guarded(primary.flavor.program())
             .arg(&conf_file)
             .arg("--sentinel")
             .stdout(Stdio::null())

@@ -1,11 +1,13 @@
-//! One scenario, every store: the memory store, a single Redis and a 3-master Redis Cluster (as
-//! limitador runs one suite over each of its storages). A scenario is an `async fn(StoreKind)`
-//! that starts its server with [`TestServer::start_with_store`]; `on_every_store!(scenario)` turns
-//! it into three tests, `scenario::memory`, `scenario::redis` and `scenario::cluster` (the last two
-//! skipped, in the fast tier, without redis-server: `require.rs`).
+//! One scenario, every store: the memory store, a single Redis and a 3-master Redis Cluster, and
+//! the same two on Valkey (as limitador runs one suite over each of its storages). A scenario is an
+//! `async fn(StoreKind)` that starts its server with [`TestServer::start_with_store`];
+//! `on_every_store!(scenario)` turns it into five tests, `scenario::memory`, `scenario::redis`,
+//! `scenario::cluster`, `scenario::valkey` and `scenario::valkey_cluster` (all but the first
+//! skipped, in the fast tier, without redis-server, and the last two without valkey-server:
+//! `require.rs`).
 //!
-//! Starting a Cluster takes seconds, so the test binary starts one Redis and one Cluster, the
-//! first time a test asks, and every test of the run shares them. They are statics and never dropped; that leaks
+//! Starting a Cluster takes seconds, so the test binary starts one single server and one Cluster
+//! of each program, the first time a test asks, and every test of the run shares them. They are statics and never dropped; that leaks
 //! nothing, because every server runs under the shell guard (`guard.rs`), which kills it when the
 //! test process exits, and a sweeper removes their temp dirs then. Tests sharing a server must not see each other's counters: each service
 //! gets a `CACHE_KEY_PREFIX` of its own (a scenario that needs an empty server starts its own).
@@ -16,7 +18,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use super::TestServer;
 use super::guard::remove_at_exit;
-use super::redis::{RedisCluster, RedisServer};
+use super::redis::{Flavor, RedisCluster, RedisServer};
 
 /// Where a scenario's counters live.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -27,6 +29,10 @@ pub enum StoreKind {
     Redis,
     /// The run's shared Redis Cluster of 3 masters, over TCP.
     Cluster,
+    /// The run's shared single valkey-server, over its unix socket.
+    Valkey,
+    /// The run's shared Cluster of 3 valkey-server masters, over TCP.
+    ValkeyCluster,
 }
 
 /// A server kept in a static, with the process that removes its temp dirs at exit.
@@ -35,11 +41,24 @@ struct Shared<T> {
     _sweeper: Child,
 }
 
+/// The slot of `flavor` in the statics below.
+fn index(flavor: Flavor) -> usize {
+    match flavor {
+        Flavor::Redis => 0,
+        Flavor::Valkey => 1,
+    }
+}
+
 /// The single Redis shared by the tests of this run (started on first use).
 pub fn shared_redis() -> &'static RedisServer {
-    static REDIS: OnceLock<Shared<RedisServer>> = OnceLock::new();
-    let shared = REDIS.get_or_init(|| {
-        let server = RedisServer::start();
+    shared_single(Flavor::Redis)
+}
+
+/// The single server of `flavor` shared by the tests of this run (started on first use).
+pub fn shared_single(flavor: Flavor) -> &'static RedisServer {
+    static SINGLE: [OnceLock<Shared<RedisServer>>; 2] = [const { OnceLock::new() }; 2];
+    let shared = SINGLE[index(flavor)].get_or_init(|| {
+        let server = RedisServer::start_on(flavor, &[]);
         let _sweeper = remove_at_exit(&[server.dir.path()]);
         Shared { server, _sweeper }
     });
@@ -48,9 +67,14 @@ pub fn shared_redis() -> &'static RedisServer {
 
 /// The Redis Cluster shared by the tests of this run (started on first use).
 pub fn shared_cluster() -> &'static RedisCluster {
-    static CLUSTER: OnceLock<Shared<RedisCluster>> = OnceLock::new();
-    let shared = CLUSTER.get_or_init(|| {
-        let server = RedisCluster::start(3);
+    shared_cluster_of(Flavor::Redis)
+}
+
+/// The Cluster of 3 `flavor` masters shared by the tests of this run (started on first use).
+pub fn shared_cluster_of(flavor: Flavor) -> &'static RedisCluster {
+    static CLUSTER: [OnceLock<Shared<RedisCluster>>; 2] = [const { OnceLock::new() }; 2];
+    let shared = CLUSTER[index(flavor)].get_or_init(|| {
+        let server = RedisCluster::start_on(flavor, 3);
         let dirs: Vec<_> = server.nodes.iter().map(|n| n.dir.path()).collect();
         let _sweeper = remove_at_exit(&dirs);
         Shared { server, _sweeper }
@@ -84,6 +108,8 @@ impl StoreKind {
             StoreKind::Memory => return Vec::new(),
             StoreKind::Redis => shared_redis().env(),
             StoreKind::Cluster => shared_cluster().env(),
+            StoreKind::Valkey => shared_single(Flavor::Valkey).env(),
+            StoreKind::ValkeyCluster => shared_cluster_of(Flavor::Valkey).env(),
         };
         env.push(("CACHE_KEY_PREFIX".into(), unique_prefix()));
         env
@@ -106,7 +132,7 @@ impl TestServer {
 }
 
 /// `on_every_store!(scenario, …)`: for each `async fn scenario(StoreKind)` a module of the same
-/// name with three tests, `memory`, `redis` and `cluster`, each running the scenario on that
+/// name with five tests, `memory`, `redis`, `cluster`, `valkey` and `valkey_cluster`, each running the scenario on that
 /// store. (A module and a function may share a name: they live in different namespaces.)
 #[allow(unused_macros)] // Test binaries without such scenarios.
 macro_rules! on_every_store {
@@ -129,6 +155,18 @@ macro_rules! on_every_store {
             async fn cluster() {
                 $crate::support::require!(Redis);
                 super::$scenario(StoreKind::Cluster).await;
+            }
+
+            #[tokio::test]
+            async fn valkey() {
+                $crate::support::require!(Redis, Valkey);
+                super::$scenario(StoreKind::Valkey).await;
+            }
+
+            #[tokio::test]
+            async fn valkey_cluster() {
+                $crate::support::require!(Redis, Valkey);
+                super::$scenario(StoreKind::ValkeyCluster).await;
             }
         }
     )+};

@@ -154,7 +154,7 @@ fn unknown_algorithms_are_errors() {
             [(
                 "algorithm".into(),
                 format!(
-                    "invalid algorithm '{name}' (expected fixed_window, sliding_window, sliding_log, token_bucket or leaky_bucket)"
+                    "invalid algorithm '{name}' (expected fixed_window, sliding_window, sliding_log, token_bucket, leaky_bucket or concurrency)"
                 )
             )]
         );

@@ -6,7 +6,7 @@
 use super::error::{Sink, field_path};
 use super::model::RawRateLimit;
 use super::unit::Unit;
-use crate::algorithm::{Algorithm, sliding_log, token_bucket};
+use crate::algorithm::{Algorithm, concurrency, sliding_log, token_bucket};
 
 /// The largest `lease` a limit may ask for (and the cap on `LEASE_DEFAULT_SIZE`): the config
 /// validates it, so it lives here, below the store's leases that apply it.
@@ -47,7 +47,7 @@ pub(crate) fn check(rl: &RawRateLimit, unit: Option<Unit>, sink: &mut Sink<'_>) 
         None => Algorithm::FixedWindow,
         Some(text) => Algorithm::parse(text).unwrap_or_else(|| {
             let message = format!(
-                "invalid algorithm '{text}' (expected fixed_window, sliding_window, sliding_log, token_bucket or leaky_bucket)"
+                "invalid algorithm '{text}' (expected fixed_window, sliding_window, sliding_log, token_bucket, leaky_bucket or concurrency)"
             );
             sink.push(&at("algorithm"), message);
             Algorithm::FixedWindow
@@ -107,6 +107,18 @@ pub(crate) fn check(rl: &RawRateLimit, unit: Option<Unit>, sink: &mut Sink<'_>) 
             ),
         );
     }
+    if algorithm == Algorithm::Concurrency
+        && u64::from(rl.requests_per_unit) > concurrency::MAX_SLOTS
+    {
+        sink.push(
+            &at("requests_per_unit"),
+            format!(
+                "concurrency keeps one holder per slot; requests_per_unit {} exceeds the maximum {} slots",
+                rl.requests_per_unit,
+                concurrency::MAX_SLOTS
+            ),
+        );
+    }
     check_lease(rl, algorithm, sink);
     Extensions {
         algorithm,
@@ -126,6 +138,7 @@ fn check_lease(rl: &RawRateLimit, algorithm: Algorithm, sink: &mut Sink<'_>) {
         Algorithm::SlidingLog => Some("it stamps each hit with its own time"),
         Algorithm::SlidingWindow => Some("it weighs each hit by when it came"),
         Algorithm::LeakyBucket => Some("its answer is a time slot per hit"),
+        Algorithm::Concurrency => Some("each slot belongs to one holder id"),
     };
     if let Some(why) = why.filter(|_| lease > 0) {
         sink.push(

@@ -8,7 +8,7 @@ use std::io;
 use std::path::{Path, PathBuf};
 
 use super::validate::ConfigFile;
-use super::yaml_budget;
+use super::yaml_budget::{self, DEFAULT_MAX_FILE_BYTES};
 
 /// A file or directory that could not be read.
 #[derive(Debug, thiserror::Error)]
@@ -19,6 +19,27 @@ pub struct LoadError {
     /// The underlying error.
     #[source]
     pub source: io::Error,
+}
+
+/// How config files are read: which names are skipped and how large a file may be. Passed to
+/// every load, so `ratelimitd validate` and the server's reloads refuse the same files.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LoadOptions {
+    /// Skip files and directories whose name starts with `.` (`RUNTIME_IGNOREDOTFILES`).
+    pub ignore_dotfiles: bool,
+    /// The largest config file read, in bytes (`CONFIG_MAX_FILE_BYTES`); a larger one is
+    /// refused unread.
+    pub max_file_bytes: u64,
+}
+
+impl Default for LoadOptions {
+    /// Dotfiles are read; files up to [`DEFAULT_MAX_FILE_BYTES`].
+    fn default() -> LoadOptions {
+        LoadOptions {
+            ignore_dotfiles: false,
+            max_file_bytes: DEFAULT_MAX_FILE_BYTES,
+        }
+    }
 }
 
 impl LoadError {
@@ -34,14 +55,14 @@ impl LoadError {
 /// [`ConfigFile`] named by `path` as given, whatever its extension; a directory is walked
 /// recursively and every `*.yaml`/`*.yml` file is read (other files are skipped), named relative to it (`config/basic.yaml` → `config.basic.yaml`),
 /// sorted by name.
-pub fn load_path(path: &Path, ignore_dotfiles: bool) -> Result<Vec<ConfigFile>, LoadError> {
+pub fn load_path(path: &Path, options: &LoadOptions) -> Result<Vec<ConfigFile>, LoadError> {
     let meta = fs::metadata(path).map_err(LoadError::at(path))?;
     if meta.is_dir() {
-        return walk_sorted(path, ignore_dotfiles);
+        return walk_sorted(path, options);
     }
     Ok(vec![ConfigFile {
         name: path.to_string_lossy().into_owned(),
-        contents: read_bounded(path)?,
+        contents: read_bounded(path, options.max_file_bytes)?,
     }])
 }
 
@@ -58,7 +79,7 @@ pub fn load_runtime(
     subdirectory: &str,
     appdirectory: &str,
     watch_root: bool,
-    ignore_dotfiles: bool,
+    options: &LoadOptions,
 ) -> Result<Vec<ConfigFile>, LoadError> {
     if watch_root {
         if subdirectory.is_empty() {
@@ -66,27 +87,27 @@ pub fn load_runtime(
         }
         let prefix = format!("{appdirectory}.");
         let walk_root = root.join(subdirectory);
-        let mut files = walk_if_dir(&walk_root, ignore_dotfiles)?;
+        let mut files = walk_if_dir(&walk_root, options)?;
         files.retain(|f| f.name.starts_with(&prefix));
         Ok(files)
     } else {
-        walk_if_dir(&root.join(subdirectory).join(appdirectory), ignore_dotfiles)
+        walk_if_dir(&root.join(subdirectory).join(appdirectory), options)
     }
 }
 
 /// Walks `dir` if it is a directory; anything else (usually: missing) yields no files.
-fn walk_if_dir(dir: &Path, ignore_dotfiles: bool) -> Result<Vec<ConfigFile>, LoadError> {
+fn walk_if_dir(dir: &Path, options: &LoadOptions) -> Result<Vec<ConfigFile>, LoadError> {
     match fs::metadata(dir) {
-        Ok(meta) if meta.is_dir() => walk_sorted(dir, ignore_dotfiles),
+        Ok(meta) if meta.is_dir() => walk_sorted(dir, options),
         Ok(_) => Ok(Vec::new()),
         Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(Vec::new()),
         Err(e) => Err(LoadError::at(dir)(e)),
     }
 }
 
-fn walk_sorted(dir: &Path, ignore_dotfiles: bool) -> Result<Vec<ConfigFile>, LoadError> {
+fn walk_sorted(dir: &Path, options: &LoadOptions) -> Result<Vec<ConfigFile>, LoadError> {
     let mut files = Vec::new();
-    walk(dir, "", ignore_dotfiles, &mut files)?;
+    walk(dir, "", options, &mut files)?;
     // Go loads in map order (random); sorting makes merges and error order reproducible.
     files.sort_by(|a, b| a.name.cmp(&b.name));
     Ok(files)
@@ -96,21 +117,21 @@ fn walk_sorted(dir: &Path, ignore_dotfiles: bool) -> Result<Vec<ConfigFile>, Loa
 fn walk(
     dir: &Path,
     prefix: &str,
-    ignore_dotfiles: bool,
+    options: &LoadOptions,
     out: &mut Vec<ConfigFile>,
 ) -> Result<(), LoadError> {
     for entry in fs::read_dir(dir).map_err(LoadError::at(dir))? {
         let entry = entry.map_err(LoadError::at(dir))?;
         let file_name = entry.file_name();
         let file_name = file_name.to_string_lossy();
-        if ignore_dotfiles && file_name.starts_with('.') {
+        if options.ignore_dotfiles && file_name.starts_with('.') {
             continue;
         }
         let path = entry.path();
         let name = format!("{prefix}{file_name}");
         let kind = entry.file_type().map_err(LoadError::at(&path))?;
         if kind.is_dir() {
-            walk(&path, &format!("{name}."), ignore_dotfiles, out)?;
+            walk(&path, &format!("{name}."), options, out)?;
             continue;
         }
         if kind.is_symlink() {
@@ -130,7 +151,7 @@ fn walk(
             // reloads with a duplicate domain.
             continue;
         }
-        let contents = read_bounded(&path)?;
+        let contents = read_bounded(&path, options.max_file_bytes)?;
         out.push(ConfigFile { name, contents });
     }
     Ok(())
@@ -142,14 +163,13 @@ fn is_yaml_name(file_name: &str) -> bool {
     lower.ends_with(".yaml") || lower.ends_with(".yml")
 }
 
-/// Reads one config file, refusing (with the file named and the reason) one over
-/// `CONFIG_MAX_FILE_BYTES` ([`yaml_budget::max_file_bytes`]) or whose YAML expands past the node budget, before any value is built.
-/// Reading stops at the cap even if the file grows after its size was checked.
-fn read_bounded(path: &Path) -> Result<String, LoadError> {
+/// Reads one config file, refusing (with the file named and the reason) one over `max` bytes
+/// (`CONFIG_MAX_FILE_BYTES`) or whose YAML expands past the node budget, before any value is
+/// built. Reading stops at the cap even if the file grows after its size was checked.
+fn read_bounded(path: &Path, max: u64) -> Result<String, LoadError> {
     use std::io::Read;
     let refuse =
         |reason: String| LoadError::at(path)(io::Error::new(io::ErrorKind::InvalidData, reason));
-    let max = yaml_budget::max_file_bytes();
     let too_big = |size: u64| {
         refuse(format!(
             "the file is {size} bytes, over the {max}-byte limit for a config file \

@@ -14,6 +14,12 @@ fn write(root: &Path, rel: &str, contents: &str) {
     fs::write(path, contents).expect("write");
 }
 
+/// The server's defaults with `RUNTIME_IGNOREDOTFILES=true`.
+const DOTS_SKIPPED: LoadOptions = LoadOptions {
+    ignore_dotfiles: true,
+    max_file_bytes: crate::config::DEFAULT_MAX_FILE_BYTES,
+};
+
 fn names(files: &[ConfigFile]) -> Vec<&str> {
     files.iter().map(|f| f.name.as_str()).collect()
 }
@@ -40,7 +46,7 @@ fn tree() -> tempfile::TempDir {
 fn load_path_reads_a_single_file_under_its_given_name() {
     let dir = tree();
     let path = dir.path().join("sub/config/basic.yaml");
-    let files = load_path(&path, true).expect("loads");
+    let files = load_path(&path, &DOTS_SKIPPED).expect("loads");
     assert_eq!(names(&files), [path.to_string_lossy().as_ref()]);
     assert_eq!(files[0].contents, "domain: basic\n");
 }
@@ -48,7 +54,7 @@ fn load_path_reads_a_single_file_under_its_given_name() {
 #[test]
 fn load_path_walks_a_directory_with_dotted_relative_names() {
     let dir = tree();
-    let files = load_path(&dir.path().join("sub"), true).expect("loads");
+    let files = load_path(&dir.path().join("sub"), &DOTS_SKIPPED).expect("loads");
     assert_eq!(
         names(&files),
         [
@@ -58,7 +64,7 @@ fn load_path_walks_a_directory_with_dotted_relative_names() {
             "other.o.yaml",
         ]
     );
-    let all = load_path(&dir.path().join("sub"), false).expect("loads");
+    let all = load_path(&dir.path().join("sub"), &LoadOptions::default()).expect("loads");
     assert!(names(&all).contains(&"config..hidden.yaml"));
     assert!(names(&all).contains(&"config..dir.x.yaml"));
 }
@@ -67,14 +73,14 @@ fn load_path_walks_a_directory_with_dotted_relative_names() {
 fn load_path_on_a_missing_path_is_an_error_naming_it() {
     let dir = tree();
     let missing = dir.path().join("nope");
-    let err = load_path(&missing, true).expect_err("missing");
+    let err = load_path(&missing, &DOTS_SKIPPED).expect_err("missing");
     assert!(err.to_string().contains("nope"), "{err}");
 }
 
 #[test]
 fn runtime_watch_root_keeps_the_app_prefix() {
     let dir = tree();
-    let files = load_runtime(dir.path(), "sub", "config", true, true).expect("loads");
+    let files = load_runtime(dir.path(), "sub", "config", true, &DOTS_SKIPPED).expect("loads");
     assert_eq!(
         names(&files),
         [
@@ -83,7 +89,8 @@ fn runtime_watch_root_keeps_the_app_prefix() {
             "config.top.yaml"
         ]
     );
-    let with_dots = load_runtime(dir.path(), "sub", "config", true, false).expect("loads");
+    let with_dots =
+        load_runtime(dir.path(), "sub", "config", true, &LoadOptions::default()).expect("loads");
     assert_eq!(with_dots.len(), 5);
 }
 
@@ -91,7 +98,7 @@ fn runtime_watch_root_keeps_the_app_prefix() {
 fn runtime_watch_root_with_empty_subdirectory_loads_nothing() {
     let dir = tree();
     assert!(
-        load_runtime(dir.path(), "", "sub", true, true)
+        load_runtime(dir.path(), "", "sub", true, &DOTS_SKIPPED)
             .expect("ok")
             .is_empty()
     );
@@ -100,9 +107,10 @@ fn runtime_watch_root_with_empty_subdirectory_loads_nothing() {
 #[test]
 fn runtime_app_directory_names_are_relative_to_it() {
     let dir = tree();
-    let files = load_runtime(dir.path(), "sub", "config", false, true).expect("loads");
+    let files = load_runtime(dir.path(), "sub", "config", false, &DOTS_SKIPPED).expect("loads");
     assert_eq!(names(&files), ["basic.yaml", "nested.deep.yml"]);
-    let with_dots = load_runtime(dir.path(), "sub", "config", false, false).expect("loads");
+    let with_dots =
+        load_runtime(dir.path(), "sub", "config", false, &LoadOptions::default()).expect("loads");
     assert_eq!(
         names(&with_dots),
         [
@@ -119,12 +127,12 @@ fn missing_runtime_root_is_empty_not_an_error() {
     let dir = tree();
     let gone = dir.path().join("gone");
     assert!(
-        load_runtime(&gone, "sub", "config", true, true)
+        load_runtime(&gone, "sub", "config", true, &DOTS_SKIPPED)
             .expect("ok")
             .is_empty()
     );
     assert!(
-        load_runtime(&gone, "sub", "config", false, true)
+        load_runtime(&gone, "sub", "config", false, &DOTS_SKIPPED)
             .expect("ok")
             .is_empty()
     );
@@ -138,7 +146,7 @@ fn symlinked_files_are_followed_and_symlinked_dirs_skipped() {
     std::os::unix::fs::symlink(app.join("basic.yaml"), app.join("link.yaml")).expect("link");
     std::os::unix::fs::symlink(app.join("nested"), app.join("linkdir")).expect("link");
     std::os::unix::fs::symlink(app.join("missing"), app.join("dangling")).expect("link");
-    let files = load_runtime(dir.path(), "sub", "config", false, true).expect("loads");
+    let files = load_runtime(dir.path(), "sub", "config", false, &DOTS_SKIPPED).expect("loads");
     assert_eq!(
         names(&files),
         ["basic.yaml", "link.yaml", "nested.deep.yml"]
@@ -161,7 +169,9 @@ fn an_alias_bomb_is_refused_with_the_file_named() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("bomb.yaml");
     fs::write(&path, alias_bomb()).unwrap();
-    let err = load_path(&path, true).expect_err("refused").to_string();
+    let err = load_path(&path, &DOTS_SKIPPED)
+        .expect_err("refused")
+        .to_string();
     assert!(
         err.contains("bomb.yaml") && err.contains("aliases expand"),
         "{err}"
@@ -169,7 +179,7 @@ fn an_alias_bomb_is_refused_with_the_file_named() {
 
     // Aliases in moderation are fine.
     fs::write(&path, "a: &a [1, 2]\nb: [*a, *a]\n").unwrap();
-    assert_eq!(load_path(&path, true).expect("loads").len(), 1);
+    assert_eq!(load_path(&path, &DOTS_SKIPPED).expect("loads").len(), 1);
 }
 
 #[test]
@@ -181,11 +191,34 @@ fn a_file_over_the_size_cap_is_refused_unread() {
     let file = fs::File::create(&path).unwrap();
     file.set_len(crate::config::DEFAULT_MAX_FILE_BYTES + 1)
         .unwrap();
-    let err = load_runtime(dir.path(), "", "config", false, true)
+    let err = load_runtime(dir.path(), "", "config", false, &DOTS_SKIPPED)
         .expect_err("refused")
         .to_string();
     assert!(
         err.contains("big.yaml") && err.contains("limit") && err.contains("CONFIG_MAX_FILE_BYTES"),
+        "{err}"
+    );
+}
+
+#[test]
+fn the_size_cap_is_the_one_passed_in_the_options() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("api.yaml");
+    let yaml = format!("domain: api\n# {}\n", "x".repeat(2000));
+    fs::write(&path, &yaml).unwrap();
+    assert_eq!(
+        load_path(&path, &LoadOptions::default())
+            .expect("loads")
+            .len(),
+        1
+    );
+    let small = LoadOptions {
+        max_file_bytes: 1024,
+        ..LoadOptions::default()
+    };
+    let err = load_path(&path, &small).expect_err("refused").to_string();
+    assert!(
+        err.contains("api.yaml") && err.contains("over the 1024-byte limit"),
         "{err}"
     );
 }

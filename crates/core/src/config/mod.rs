@@ -26,6 +26,8 @@ mod yaml_budget;
 #[cfg(test)]
 mod compile_tests;
 #[cfg(test)]
+mod concurrency_tests;
+#[cfg(test)]
 mod extension_tests;
 #[cfg(test)]
 mod loader_tests;
@@ -41,8 +43,8 @@ pub use compiled::{
 };
 pub use error::{ConfigError, ConfigErrors};
 pub use extensions::MAX_LEASE;
-pub use loader::{LoadError, load_path, load_runtime};
+pub use loader::{LoadError, LoadOptions, load_path, load_runtime};
 pub use stats_name::sanitize;
 pub use unit::Unit;
 pub use validate::{CompileOptions, ConfigFile, compile};
-pub use yaml_budget::{DEFAULT_MAX_FILE_BYTES, set_max_file_bytes};
+pub use yaml_budget::DEFAULT_MAX_FILE_BYTES;

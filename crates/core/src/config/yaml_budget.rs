@@ -1,7 +1,7 @@
 //! Limits on one config file checked before any YAML value is built, so a hostile file in the
 //! watched directory costs little: a size cap (checked on the file's metadata, before reading;
-//! `CONFIG_MAX_FILE_BYTES`) and a node budget for the first document with aliases replayed, in
-//! proportion to the file's own size.
+//! `CONFIG_MAX_FILE_BYTES`, passed to each load in `loader::LoadOptions`) and a node budget for
+//! the first document with aliases replayed, in proportion to the file's own size.
 //!
 //! An alias bomb is small on disk and huge once expanded: ten anchors that each repeat the
 //! previous one ten times make ten billion nodes. serde_yaml replays aliases while building
@@ -11,7 +11,6 @@
 
 use std::cell::Cell;
 use std::fmt;
-use std::sync::atomic::{AtomicU64, Ordering};
 
 use serde::de::{
     self, DeserializeSeed, Deserializer, EnumAccess, MapAccess, SeqAccess, VariantAccess, Visitor,
@@ -20,19 +19,6 @@ use serde::de::{
 /// Default largest config file, in bytes (16 MiB): about 190 000 per-client descriptors of one
 /// line each, or 100 000 written out over several lines (docs/configuration.md measures them).
 pub const DEFAULT_MAX_FILE_BYTES: u64 = 16 << 20;
-
-/// `CONFIG_MAX_FILE_BYTES`, set once at startup ([`set_max_file_bytes`]).
-static MAX_FILE_BYTES: AtomicU64 = AtomicU64::new(DEFAULT_MAX_FILE_BYTES);
-
-/// Sets the largest config file read (`CONFIG_MAX_FILE_BYTES`); larger files are refused unread.
-pub fn set_max_file_bytes(bytes: u64) {
-    MAX_FILE_BYTES.store(bytes, Ordering::Relaxed);
-}
-
-/// The largest config file read, in bytes.
-pub(crate) fn max_file_bytes() -> u64 {
-    MAX_FILE_BYTES.load(Ordering::Relaxed)
-}
 
 /// The node budget of every file, however small: a million nodes once aliases are replayed.
 pub(crate) const MIN_NODES: u64 = 1_000_000;

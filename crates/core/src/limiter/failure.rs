@@ -105,7 +105,12 @@ pub(crate) async fn resolve(
             };
             let mut mode = limit.failure_mode.unwrap_or(degraded.default_mode);
             let op = &plans.ops[i];
-            if op.refund && mode != FailureMode::Error {
+            // A concurrency release under the local fallback frees the holder's local slot (a
+            // release never adds capacity, so it is safe there); its slot in the store ends with
+            // its lease.
+            let local_release = mode == FailureMode::Local
+                && op.spec.algorithm == crate::algorithm::Algorithm::Concurrency;
+            if op.refund && mode != FailureMode::Error && !local_release {
                 // A refund that could not be applied takes nothing and denies nothing.
                 mode = FailureMode::Allow;
             }

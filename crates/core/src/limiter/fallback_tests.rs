@@ -20,6 +20,7 @@ descriptors:
   - {key: loc, rate_limit: {unit: minute, requests_per_unit: 6, failure_mode: local}}
   - {key: half, rate_limit: {unit: minute, requests_per_unit: 6, failure_mode: local, local_share: 0.5}}
   - {key: deny, rate_limit: {unit: minute, requests_per_unit: 6, failure_mode: deny}}
+  - {key: slots, rate_limit: {unit: minute, requests_per_unit: 6, algorithm: concurrency, failure_mode: local, local_share: 0.5}}
 "#;
 
 /// A Redis whose breaker is open: every op answered without a call.
@@ -107,4 +108,36 @@ async fn the_default_failure_mode_applies_to_limits_without_one() {
     let r = l.should_rate_limit(Some(&cfg), &req("deny")).await.unwrap();
     assert_eq!(r.overall_code, Code::OverLimit);
     assert_eq!(r.dynamic_metadata.unwrap()["decisionSource"], "breaker");
+}
+
+#[tokio::test]
+async fn local_fallback_keeps_a_share_of_the_slots_and_releases_them() {
+    let (l, cfg) = setup(FailureMode::Error, 1);
+    let slot = |holder: &str, release: bool| {
+        let mut d = Descriptor::of(&[("slots", "x")]);
+        d.holder = Some(holder.into());
+        d.refund = release;
+        Request::new("d", vec![d])
+    };
+    let mut codes = Vec::new();
+    for h in ["h1", "h2", "h3", "h4"] {
+        let r = l
+            .should_rate_limit(Some(&cfg), &slot(h, false))
+            .await
+            .unwrap();
+        codes.push(r.overall_code);
+    }
+    assert_eq!(
+        codes,
+        [Code::Ok, Code::Ok, Code::Ok, Code::OverLimit],
+        "half of 6 slots on this instance"
+    );
+    l.should_rate_limit(Some(&cfg), &slot("h1", true))
+        .await
+        .unwrap();
+    let r = l
+        .should_rate_limit(Some(&cfg), &slot("h4", false))
+        .await
+        .unwrap();
+    assert_eq!(r.overall_code, Code::Ok, "h1's local slot went back");
 }

@@ -11,6 +11,7 @@ use super::outcome::{Settled, Source};
 use super::plan::Plan;
 use super::request::Request;
 use super::response::{Code, CurrentLimit, DescriptorStatus, Response};
+use crate::algorithm::Algorithm;
 use crate::clock::Timestamp;
 
 /// Builds the response from the settled descriptors. The flag tells whether global shadow mode
@@ -41,6 +42,10 @@ pub(crate) fn respond(
         response_headers,
         dynamic_metadata,
         decided_at: now,
+        holds_slots: settled.iter().any(|s| match s.plan {
+            Plan::Limited(l) => l.limit.all().any(|l| l.algorithm == Algorithm::Concurrency),
+            _ => false,
+        }),
     };
     (response, global_shadow)
 }

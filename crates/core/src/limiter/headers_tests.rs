@@ -30,6 +30,7 @@ fn response(code: Code, statuses: Vec<DescriptorStatus>, now_micros: u64) -> Res
         response_headers: Vec::new(),
         dynamic_metadata: None,
         decided_at: Timestamp::from_micros(now_micros),
+        holds_slots: false,
     }
 }
 

@@ -42,6 +42,8 @@ pub fn clamp(spec: &LimitSpec, hits: u64, refund: bool) -> u64 {
     let capacity = match spec.algorithm {
         Algorithm::TokenBucket | Algorithm::LeakyBucket => spec.burst,
         Algorithm::FixedWindow | Algorithm::SlidingWindow | Algorithm::SlidingLog => spec.limit,
+        // A request holds one slot whatever its hits (`algorithm::concurrency`).
+        Algorithm::Concurrency => 0,
     };
     hits.min(capacity.saturating_add(1))
 }

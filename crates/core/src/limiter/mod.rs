@@ -17,6 +17,7 @@ pub(crate) mod error;
 pub(crate) mod failure;
 pub mod fallback;
 pub(crate) mod finish;
+pub(crate) mod give_back;
 pub mod headers;
 pub mod hits;
 pub mod key;
@@ -183,6 +184,7 @@ impl RateLimiter {
         let stored = self.overrides.load();
         let plans = plan::plan(domain, &stored, req, &self.options.keys, now)?;
         let answers = self.run(&plans, now).await;
+        let taken = give_back::releases(&plans.ops, &answers);
         let failed = failure::describe(&answers);
         if let Some((_, why)) = &failed {
             self.failure_log.note(why, now);
@@ -222,6 +224,9 @@ impl RateLimiter {
         let (response, global_shadow) = finish::respond(&self.options, req, &settled, now);
         if global_shadow {
             self.stats.global_shadow_mode();
+        }
+        if response.overall_code == Code::OverLimit {
+            give_back::release(self.store.as_ref(), &taken, now).await;
         }
         self.stats.decision(response.overall_code, source);
         if !self.observers.is_empty() {

@@ -147,6 +147,11 @@ impl<'a> Plans<'a> {
                 refund: d.refund,
                 max_wait: if shapes { req.max_wait } else { Duration::ZERO },
                 lease: l.lease,
+                holder: if spec.algorithm == Algorithm::Concurrency {
+                    d.holder.clone().unwrap_or_else(anonymous_holder)
+                } else {
+                    String::new()
+                },
             });
         }
         Plan::Limited(Limited {
@@ -157,6 +162,20 @@ impl<'a> Plans<'a> {
             ops: start..self.ops.len(),
         })
     }
+}
+
+/// A holder id no other request of any instance uses: a random per-process prefix and a counter.
+/// A request without a holder takes its slot under it, so the slot frees at its lease timeout.
+fn anonymous_holder() -> String {
+    use std::sync::LazyLock;
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static PREFIX: LazyLock<(u64, u64)> = LazyLock::new(|| {
+        let seed = ahash::RandomState::new();
+        (seed.hash_one(1u8), seed.hash_one(2u8))
+    });
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    let n = NEXT.fetch_add(1, Ordering::Relaxed);
+    format!("anon-{:016x}{:016x}-{n}", PREFIX.0, PREFIX.1)
 }
 
 /// Each descriptor's limit (request override, stored override or config match), in request order.

@@ -55,9 +55,37 @@ pub struct Descriptor {
     pub hits_addend: Option<u64>,
     /// `is_negative_hits`: the descriptor's hits are given back instead of added.
     pub refund: bool,
+    /// Who holds the slot of a concurrency limit this descriptor acquires or releases
+    /// ([`crate::algorithm::concurrency`]); `None`: the request gets a fresh anonymous holder,
+    /// whose slot frees only at its lease timeout.
+    pub holder: Option<String>,
 }
 
+/// The descriptor entry key that names the holder over gRPC and `/json` (Envoy:
+/// `request_headers { header_name: x-request-id, descriptor_key: ratelimitd.holder }`). The
+/// entry is taken out of the descriptor before matching, so it never reaches a cache key.
+pub const HOLDER_ENTRY_KEY: &str = "ratelimitd.holder";
+
 impl Descriptor {
+    /// Moves the last [`HOLDER_ENTRY_KEY`] entry (and drops any other) out of the entries into
+    /// [`Descriptor::holder`]; an empty value names no holder.
+    pub fn split_holder(&mut self) {
+        if !self.entries.iter().any(|e| e.key == HOLDER_ENTRY_KEY) {
+            return;
+        }
+        let mut holder = None;
+        self.entries.retain_mut(|e| {
+            if e.key != HOLDER_ENTRY_KEY {
+                return true;
+            }
+            holder = Some(std::mem::take(&mut e.value)).filter(|v| !v.is_empty());
+            false
+        });
+        if holder.is_some() {
+            self.holder = holder;
+        }
+    }
+
     /// A descriptor with these entries and nothing else.
     pub fn of(entries: &[(&str, &str)]) -> Descriptor {
         Descriptor {

@@ -82,4 +82,7 @@ pub struct Response {
     /// The instant the decision was made at; every `duration_until_reset` counts from it, so an
     /// edge can turn them into reset instants ([`super::headers`]).
     pub decided_at: Timestamp,
+    /// True when a concurrency limit applied to the request: it took, checked or gave back a slot
+    /// under the request's holder id, which an edge then names in its answer.
+    pub holds_slots: bool,
 }

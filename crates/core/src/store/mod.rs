@@ -34,6 +34,9 @@ pub struct Op {
     /// ([`lease`]); `None` = the store's default (`LEASE_DEFAULT_SIZE`), `Some(0)` = never.
     /// Stores that keep their counters in this process ignore it.
     pub lease: Option<u32>,
+    /// Who holds the slot a concurrency limit's op acquires or releases
+    /// ([`crate::algorithm::concurrency`]); empty for every other algorithm.
+    pub holder: String,
 }
 
 /// What a store answered for one op.

@@ -56,6 +56,12 @@ pub(super) fn override_limit(
         unit,
         algorithm,
     } = rate;
+    // A concurrency override keeps at most the slots validation allows a configured limit.
+    let requests_per_unit = if algorithm == Algorithm::Concurrency {
+        requests_per_unit.min(crate::algorithm::concurrency::MAX_SLOTS as u32)
+    } else {
+        requests_per_unit
+    };
     let algorithm = if algorithm == Algorithm::SlidingLog
         && u64::from(requests_per_unit) > sliding_log::MAX_LIMIT
     {

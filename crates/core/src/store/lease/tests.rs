@@ -22,6 +22,7 @@ fn op(limit: u64, lease: Option<u32>) -> Op {
         refund: false,
         max_wait: Duration::ZERO,
         lease,
+        holder: String::new(),
     }
 }
 

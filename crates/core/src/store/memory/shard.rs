@@ -2,6 +2,7 @@
 //! things done to it under its lock — run an op on a held key, add a key, drop expired keys.
 
 use super::slots::{FixedSlot, KeyId, Map, Slot, Timed, cost};
+use crate::algorithm::concurrency::ConcurrencyState;
 use crate::algorithm::leaky_bucket::LeakyBucketState;
 use crate::algorithm::sliding_log::SlidingLogState;
 use crate::algorithm::sliding_window::SlidingWindowState;
@@ -18,6 +19,7 @@ pub(super) struct Shard {
     sliding: Map<Timed<SlidingWindowState>>,
     leaky: Map<Timed<LeakyBucketState>>,
     log: Map<Timed<Option<Box<SlidingLogState>>>>,
+    held: Map<Timed<Option<Box<ConcurrencyState>>>>,
 }
 
 /// Calls the generic `$f(map, args…)` on the map of `$algorithm`.
@@ -29,6 +31,7 @@ macro_rules! on_map {
             Algorithm::SlidingWindow => $f(&mut $shard.sliding, $($arg),*),
             Algorithm::LeakyBucket => $f(&mut $shard.leaky, $($arg),*),
             Algorithm::SlidingLog => $f(&mut $shard.log, $($arg),*),
+            Algorithm::Concurrency => $f(&mut $shard.held, $($arg),*),
         }
     };
 }
@@ -53,6 +56,7 @@ impl Shard {
             Algorithm::SlidingWindow,
             Algorithm::LeakyBucket,
             Algorithm::SlidingLog,
+            Algorithm::Concurrency,
         ] {
             let removed = on_map!(self, algorithm, sweep(now));
             total.0 += removed;
@@ -91,7 +95,9 @@ fn sweep<S: Slot>(map: &mut Map<S>, now: Timestamp) -> usize {
 
 /// Applies or refunds `op` on `state`.
 pub(super) fn run(state: &mut Option<AlgorithmState>, op: &Op, now: Timestamp) -> Decision {
-    if op.refund {
+    if op.spec.algorithm == Algorithm::Concurrency {
+        algorithm::hold(state, &op.spec, &op.holder, op.hits, op.refund, now)
+    } else if op.refund {
         algorithm::refund(state, &op.spec, op.hits, now)
     } else {
         algorithm::shape(state, &op.spec, op.hits, op.max_wait, now)

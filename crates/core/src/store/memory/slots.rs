@@ -16,6 +16,7 @@ use std::collections::HashMap;
 use std::hash::{BuildHasher, Hash, Hasher};
 use std::mem::size_of;
 
+use crate::algorithm::concurrency::ConcurrencyState;
 use crate::algorithm::fixed_window::FixedWindowState;
 use crate::algorithm::leaky_bucket::LeakyBucketState;
 use crate::algorithm::sliding_log::SlidingLogState;
@@ -140,6 +141,19 @@ own!(TokenBucketState, TokenBucket);
 own!(SlidingWindowState, SlidingWindow);
 own!(LeakyBucketState, LeakyBucket);
 
+/// A concurrency limit's holders live behind a box too, for the same reason.
+impl Own for Option<Box<ConcurrencyState>> {
+    fn wrap(self) -> Option<AlgorithmState> {
+        self.map(AlgorithmState::Concurrency)
+    }
+    fn unwrap(state: Option<AlgorithmState>) -> Self {
+        match state {
+            Some(AlgorithmState::Concurrency(s)) => Some(s),
+            _ => None,
+        }
+    }
+}
+
 /// A sliding log's state lives behind a box (it grows with the admitted hits); `None` until the
 /// first call, so taking a slot out to run it never allocates.
 impl Own for Option<Box<SlidingLogState>> {
@@ -182,6 +196,9 @@ pub(super) fn cost(algorithm: Algorithm) -> usize {
         Algorithm::TokenBucket => slot(size_of::<Timed<TokenBucketState>>()),
         Algorithm::SlidingWindow => slot(size_of::<Timed<SlidingWindowState>>()),
         Algorithm::LeakyBucket => slot(size_of::<Timed<LeakyBucketState>>()),
+        Algorithm::Concurrency => {
+            slot(size_of::<Timed<Option<Box<ConcurrencyState>>>>()) + size_of::<ConcurrencyState>()
+        }
         Algorithm::SlidingLog => {
             slot(size_of::<Timed<Option<Box<SlidingLogState>>>>()) + size_of::<SlidingLogState>()
         }

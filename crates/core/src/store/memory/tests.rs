@@ -19,6 +19,7 @@ fn op(key: &str, limit: u64, window_secs: u64) -> Op {
         refund: false,
         max_wait: std::time::Duration::ZERO,
         lease: None,
+        holder: String::new(),
     }
 }
 
@@ -204,6 +205,7 @@ proptest::proptest! {
                 refund,
                 max_wait: std::time::Duration::from_millis(if shaping { 900 } else { 0 }),
                 lease: None,
+                holder: String::new(),
             };
             let got = *rt.block_on(s.apply(std::slice::from_ref(&o), now)).unwrap()[0]
                 .decision()

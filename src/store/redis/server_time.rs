@@ -11,14 +11,15 @@
 use std::future::Future;
 use std::sync::Arc;
 
+use super::RedisStore;
+use crate::background::every_second;
 use crate::clock::{Clock, OffsetClock};
-use crate::store::redis::RedisStore;
 
 /// The clocks kept in sync with the main Redis (`None` without Redis), measured once. The store's
 /// Redis clock (for call deadlines) always is; when Redis's clock `decides` (REDIS_USE_SERVER_TIME)
 /// it also becomes `clock`, the clock of every decision and reload stamp: the store's own when
 /// this host's wall clock is the base, else one shifted from the `manual` clock.
-pub(super) async fn start(
+pub async fn start(
     redis: Option<Arc<RedisStore>>,
     decides: bool,
     manual: bool,
@@ -42,20 +43,21 @@ pub(super) async fn start(
 }
 
 /// The clocks to keep in sync with one Redis.
-pub(super) struct ServerTime {
+#[derive(Debug)]
+pub struct ServerTime {
     /// Shifted to Redis's time; each keeps its own base clock.
-    pub(super) clocks: Vec<Arc<OffsetClock>>,
+    clocks: Vec<Arc<OffsetClock>>,
     /// Where `TIME` is read.
-    pub(super) redis: Arc<RedisStore>,
+    redis: Arc<RedisStore>,
     /// Whether decisions follow Redis's clock (`REDIS_USE_SERVER_TIME`): then a failed measurement
     /// is a warning; otherwise only deadlines depend on it and the store reports the outage.
-    pub(super) decides: bool,
+    decides: bool,
 }
 
 impl ServerTime {
     /// Measures every offset once from one `TIME` reading; keeps the previous offsets when Redis
     /// does not answer.
-    pub(super) async fn sync(&self) {
+    async fn sync(&self) {
         let before: Vec<_> = self.clocks.iter().map(|c| c.base_now()).collect();
         match self.redis.server_time().await {
             Ok(reference) => {
@@ -73,7 +75,7 @@ impl ServerTime {
     }
 
     /// Re-measures once a second until `stop`.
-    pub(super) async fn keep_in_sync(self, stop: impl Future<Output = ()>) {
-        super::tasks::every_second(stop, || self.sync()).await;
+    pub async fn keep_in_sync(self, stop: impl Future<Output = ()>) {
+        every_second(stop, || self.sync()).await;
     }
 }

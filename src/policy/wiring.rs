@@ -1,64 +1,85 @@
 //! The policy database's part of startup: open it (or say loudly that it cannot be, enforce its
 //! last good copy and retry), put its rules in service next to the files, start its refresh,
-//! copy and purge tasks, and hand
-//! the limiter its override index and the admin listener its state; then the violation log
-//! ([`violation_log`]): its observer for the limiter, its writer and retention tasks.
+//! copy and purge tasks, and hand the limiter its override index and the admin listener the
+//! database and tokens. The violation log's part is `violations::start`.
 
 use std::sync::Arc;
 use std::time::Duration;
 
-use tokio::sync::{Notify, watch};
-use tokio::task::JoinSet;
+use tokio::sync::Notify;
 
-use super::AppError;
-use super::tasks::stopped;
+use super::auth::TokenError;
+use super::postgres;
+use super::purge::{Retention, Table, retention_loop};
+use super::rules::{Rule, to_files};
+use super::{Overrides, Policy, Tokens};
+use crate::background::Background;
 use crate::clock::Clock;
-use crate::http::admin::AdminState;
-use crate::limiter::Observers;
-use crate::metrics::Metrics;
-use crate::policy::postgres;
-use crate::policy::purge::{Retention, Table, retention_loop};
-use crate::policy::rules::{Rule, to_files};
-use crate::policy::violations::{Pending, ViolationLog, writer};
-use crate::policy::{Overrides, Policy, Tokens};
 use crate::reload::Reloading;
-use crate::settings::Settings;
+use crate::settings::PolicySettings;
 
-/// The override index the limiter reads and the admin API's state. A database that cannot be
-/// opened is logged at ERROR, makes the service not ready until it opens (retried in the
-/// background) and has its last good copy enforced meanwhile; only an unreadable token file
-/// stops startup, since it is a mistake the operator must see.
-pub(super) async fn start(
-    settings: &Settings,
-    (clock, reloading): (&Arc<dyn Clock>, &Reloading),
-    tasks: &mut JoinSet<()>,
-    stop: &watch::Receiver<bool>,
-) -> Result<(Arc<Overrides>, AdminState), AppError> {
-    let tokens = Tokens::from_settings(&settings.policy).map_err(AppError::AdminTokens)?;
+/// What the policy database shares with the rest of the process.
+#[derive(Debug)]
+pub struct PolicyDeps<'a> {
+    /// The clock of expiry and purges.
+    pub clock: &'a Arc<dyn Clock>,
+    /// The configuration pipeline the database's rules are compiled into.
+    pub reloading: &'a Reloading,
+    /// Where the refresh, copy, purge and retry tasks run.
+    pub background: Background<'a>,
+}
+
+/// The started policy database.
+#[derive(Debug)]
+pub struct PolicyHandle {
+    /// The stored overrides' index, which the limiter reads.
+    pub overrides: Arc<Overrides>,
+    /// The database (open, or being retried), or why the policy API is off.
+    pub policy: Result<Arc<Policy>, Arc<str>>,
+    /// The admin API's bearer tokens.
+    pub tokens: Arc<Tokens>,
+}
+
+/// Starts the policy database. A database that cannot be opened is logged at ERROR, makes the
+/// service not ready until it opens (retried in the background) and has its last good copy
+/// enforced meanwhile; only an unreadable token file stops startup, since it is a mistake the
+/// operator must see.
+pub async fn start(
+    options: &PolicySettings,
+    deps: PolicyDeps<'_>,
+) -> Result<PolicyHandle, TokenError> {
+    let PolicyDeps {
+        clock,
+        reloading,
+        background: mut bg,
+    } = deps;
+    let tokens = Tokens::from_settings(options)?;
     let overrides = Arc::new(Overrides::default());
-    let policy = match Policy::new(&settings.policy, clock.clone(), overrides.clone()) {
+    let policy = match Policy::new(options, clock.clone(), overrides.clone()) {
         Ok(p) => {
             let p = Arc::new(p);
             let changed = Arc::new(Notify::new());
-            let applied = open_or_restore(&p, settings, reloading, &changed, (tasks, stop)).await;
-            let interval = settings.policy.refresh_interval;
-            tasks.spawn(p.clone().refresh_loop(interval, stopped(stop.clone())));
-            tasks.spawn(p.clone().snapshot_loop(stopped(stop.clone())));
+            let applied = open_or_restore(&p, options, reloading, &changed, &mut bg).await;
+            let interval = options.refresh_interval;
+            bg.spawn(p.clone().refresh_loop(interval, bg.stopped()));
+            bg.spawn(p.clone().snapshot_loop(bg.stopped()));
             let purge = Retention {
                 table: Table::ExpiredOverrides,
-                keep: settings.policy.expired_retention,
-                interval: settings.policy.purge_interval,
+                keep: options.expired_retention,
+                interval: options.purge_interval,
             };
             let (db, c) = (p.store().clone(), clock.clone());
-            tasks.spawn(retention_loop(db, c, purge, stopped(stop.clone())));
-            if let Some(url) = &settings.policy.db_url {
-                let listen =
-                    postgres::listen(url.0.clone(), changed.clone(), stopped(stop.clone()));
-                tasks.spawn(listen);
+            bg.spawn(retention_loop(db, c, purge, bg.stopped()));
+            if let Some(url) = &options.db_url {
+                bg.spawn(postgres::listen(
+                    url.0.clone(),
+                    changed.clone(),
+                    bg.stopped(),
+                ));
             }
             let (p2, r) = (p.clone(), reloading.clone());
             let sync = Triggers { changed, interval };
-            tasks.spawn(rules_loop(p2, r, applied, sync, stopped(stop.clone())));
+            bg.spawn(rules_loop(p2, r, applied, sync, bg.stopped()));
             Ok(p)
         }
         Err(why) => {
@@ -66,14 +87,11 @@ pub(super) async fn start(
             Err(Arc::from(why.as_str()))
         }
     };
-    let admin = AdminState {
+    Ok(PolicyHandle {
+        overrides,
         policy,
         tokens: Arc::new(tokens),
-        reloading: reloading.clone(),
-        insight: None,
-        explainer: None,
-    };
-    Ok((overrides, admin))
+    })
 }
 
 /// Opens the database and puts its rules in service; or, when it cannot be opened, says so at
@@ -82,12 +100,12 @@ pub(super) async fn start(
 /// everything through `changed`). Returns the rules in service.
 async fn open_or_restore(
     p: &Arc<Policy>,
-    settings: &Settings,
+    options: &PolicySettings,
     reloading: &Reloading,
     changed: &Arc<Notify>,
-    (tasks, stop): (&mut JoinSet<()>, &watch::Receiver<bool>),
+    bg: &mut Background<'_>,
 ) -> Option<Vec<Rule>> {
-    let why = match p.try_open(&settings.policy).await {
+    let why = match p.try_open(options).await {
         Ok(()) => {
             tracing::info!(db = p.db_name(), "policy API on");
             return apply_rules(p, reloading, None).await;
@@ -101,7 +119,7 @@ async fn open_or_restore(
             tracing::error!(
                 db = p.db_name(),
                 reason = %why,
-                last_good_copy = %settings.policy.snapshot_path().unwrap_or_default().display(),
+                last_good_copy = %options.snapshot_path().unwrap_or_default().display(),
                 written_at = copy.written_at,
                 overrides = copy.overrides,
                 rules = copy.rules.len(),
@@ -130,9 +148,9 @@ async fn open_or_restore(
             None
         }
     };
-    let (p, policy) = (p.clone(), settings.policy.clone());
-    let (changed, stop) = (changed.clone(), stopped(stop.clone()));
-    tasks.spawn(async move {
+    let (p, policy) = (p.clone(), options.clone());
+    let (changed, stop) = (changed.clone(), bg.stopped());
+    bg.spawn(async move {
         if p.reopen_loop(&policy, policy.refresh_interval, stop).await {
             tracing::info!(
                 db = p.db_name(),
@@ -205,70 +223,4 @@ async fn rules_loop(
         }
         applied = apply_rules(&policy, &reloading, applied).await;
     }
-}
-
-/// The violation log's observers (none when `VIOLATIONS_LOG=off`, or `db` without a database):
-/// its bounded map of pending records, the writer draining it and, with a database, the retention task.
-pub(super) fn violation_log(
-    settings: &Settings,
-    (admin, metrics, clock): (&AdminState, &Option<Arc<Metrics>>, &Arc<dyn Clock>),
-    tasks: &mut JoinSet<()>,
-    stop: &watch::Receiver<bool>,
-) -> Observers {
-    let v = &settings.policy.violations;
-    let mut observers = Observers::default();
-    let db = match &admin.policy {
-        Ok(p) if v.sinks.db() => Some(p.store().clone()),
-        _ => None,
-    };
-    if db.is_none() && !v.sinks.json() {
-        tracing::info!(sinks = ?v.sinks, "violation log off (no policy database to write to)");
-        return observers;
-    }
-    let pending = Arc::new(Pending::new(v.queue_size));
-    let instance: Arc<str> = v.instance_id.clone().unwrap_or_else(host_name).into();
-    let log = ViolationLog::new(pending.clone(), instance, metrics.clone());
-    observers.push(Arc::new(log));
-    if let Some(db) = &db
-        && v.retention_days > 0
-    {
-        let (days, every) = (v.retention_days, v.retention_interval);
-        let task = writer::retention(
-            db.clone(),
-            clock.clone(),
-            days,
-            every,
-            stopped(stop.clone()),
-        );
-        tasks.spawn(task);
-    }
-    let sinks = writer::Sinks {
-        db,
-        json: v.sinks.json(),
-        metrics: metrics.clone(),
-    };
-    let batching = writer::Batching {
-        size: v.batch_size,
-        delay: v.batch_delay,
-    };
-    let run = writer::run(
-        pending,
-        clock.clone(),
-        sinks,
-        batching,
-        stopped(stop.clone()),
-    );
-    tasks.spawn(run);
-    observers
-}
-
-/// This host's name (`HOSTNAME`, else the kernel's), naming the instance in violation records.
-pub(super) fn host_name() -> String {
-    let kernel = || std::fs::read_to_string("/proc/sys/kernel/hostname").ok();
-    std::env::var("HOSTNAME")
-        .ok()
-        .or_else(kernel)
-        .map(|h| h.trim().to_string())
-        .filter(|h| !h.is_empty())
-        .unwrap_or_else(|| "ratelimitd".to_string())
 }

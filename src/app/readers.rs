@@ -1,0 +1,65 @@
+//! What the console and explain read that only the composition root can name: the store's
+//! breakers, the instance's description and the explainer over the limiter's own store and keys.
+
+use std::sync::Arc;
+
+use crate::clock::Clock;
+use crate::explain::Explainer;
+use crate::insight::{About, BreakerStates, Insight};
+use crate::limiter::LimiterOptions;
+use crate::policy::violations::instance_name;
+use crate::settings::{Backend, RedisKind, Settings};
+use crate::store::Store;
+use crate::store::redis::RedisStore;
+
+/// Reads the Redis store's breakers, for the console (`None` on the memory store).
+pub(super) fn breakers(redis: Option<&Arc<RedisStore>>) -> Option<BreakerStates> {
+    let redis = redis?.clone();
+    Some(Arc::new(move || redis.breaker_reports()))
+}
+
+/// The console's line about this instance: version, name, backend, start time.
+pub(super) fn about(settings: &Settings, clock: &Arc<dyn Clock>) -> About {
+    About {
+        version: env!("CARGO_PKG_VERSION"),
+        instance: instance_name(&settings.policy.violations),
+        backend: backend(settings),
+        started_at: clock.now(),
+    }
+}
+
+/// Explain over the limiter's store and keys, with the console's configuration, overrides and
+/// violation log.
+pub(super) fn explainer(
+    insight: &Insight,
+    store: &Arc<dyn Store>,
+    options: &LimiterOptions,
+) -> Explainer {
+    Explainer {
+        config: insight.config.clone(),
+        overrides: insight.overrides.clone(),
+        store: store.clone(),
+        keys: options.keys.clone(),
+        clock: insight.clock.clone(),
+        violations: insight.violations.clone(),
+    }
+}
+
+/// The backend in words, without credentials: `memory`, or `redis <kind> <address>`.
+fn backend(settings: &Settings) -> String {
+    if settings.backend != Backend::Redis {
+        return "memory (embedded)".to_string();
+    }
+    let main = &settings.redis.main;
+    // A URL may carry `user:password@`: only what follows the last '@' of each address is shown.
+    let addresses: Vec<&str> = (main.url.split(','))
+        .map(|a| a.rsplit('@').next().unwrap_or(a))
+        .collect();
+    let kind = match main.kind {
+        RedisKind::Single => "single",
+        RedisKind::Sentinel => "sentinel",
+        RedisKind::Cluster => "cluster",
+    };
+    let tls = if main.tls { " (TLS)" } else { "" };
+    format!("redis {kind} {}{tls}", addresses.join(","))
+}

@@ -1,0 +1,190 @@
+//! The listeners: gRPC (`ShouldRateLimit`, health, RLQS), HTTP (`/json`, `/check`,
+//! `/healthcheck`), debug, admin (when it is opened) and Prometheus. All are bound before any is
+//! served, so a port that cannot be bound stops startup with nothing half-open.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use tokio::net::TcpListener;
+use tonic_health::pb::health_server::HealthServer;
+use tonic_health::server::HealthService;
+
+use super::AppError;
+use super::admin_listener;
+use super::grpc_idle::Tracked;
+use super::grpc_listen::{Accepting, GrpcListener, bind_grpc, serve_grpc};
+use super::tasks::serve_http;
+use crate::background::Background;
+use crate::clock::ManualClock;
+use crate::grpc::bounded::Bounded;
+use crate::grpc::tls::ReloadingTls;
+use crate::grpc::{RateLimitServiceServer, RlsService};
+use crate::health::Health;
+use crate::http::admin::AdminState;
+use crate::metrics::Metrics;
+use crate::policy::Overrides;
+use crate::reload::ConfigHandle;
+use crate::rlqs::{RateLimitQuotaServiceServer, RlqsService};
+use crate::service::Service;
+use crate::settings::Settings;
+
+/// What the listeners serve.
+pub(super) struct Routes {
+    /// `ShouldRateLimit`, `/json` and `/check`.
+    pub(super) service: Arc<Service>,
+    /// Health components, for `/healthcheck`.
+    pub(super) health: Arc<Health>,
+    /// gRPC health, mirrored from [`Routes::health`].
+    pub(super) health_server: HealthServer<HealthService>,
+    /// RLQS, when it is served.
+    pub(super) rlqs: Option<RateLimitQuotaServiceServer<RlqsService>>,
+    /// The gRPC port's certificates (`GRPC_SERVER_USE_TLS`).
+    pub(super) tls: Option<Arc<ReloadingTls>>,
+    /// Counters (`None` with `DISABLE_STATS`).
+    pub(super) metrics: Option<Arc<Metrics>>,
+    /// The live configuration, for the debug endpoints.
+    pub(super) config: Arc<ConfigHandle>,
+    /// The manual clock the debug port moves (tests).
+    pub(super) manual_clock: Option<Arc<ManualClock>>,
+    /// The stored overrides, for the debug endpoints.
+    pub(super) overrides: Arc<Overrides>,
+    /// The admin surface's state.
+    pub(super) admin: AdminState,
+}
+
+/// Where each listener ended up.
+pub(super) struct Bound {
+    /// gRPC's TCP address (`0.0.0.0:0` on a unix socket).
+    pub(super) grpc_addr: SocketAddr,
+    /// gRPC's unix socket (`GRPC_UDS`).
+    pub(super) grpc_uds: Option<PathBuf>,
+    pub(super) http_addr: SocketAddr,
+    pub(super) debug_addr: SocketAddr,
+    /// `None` when the admin listener is not opened.
+    pub(super) admin_addr: Option<SocketAddr>,
+    /// Prometheus (`USE_PROMETHEUS`).
+    pub(super) metrics_addr: Option<SocketAddr>,
+}
+
+pub(super) async fn bind(
+    what: &'static str,
+    host: &str,
+    port: u16,
+) -> Result<TcpListener, AppError> {
+    let addr = format!("{host}:{port}");
+    TcpListener::bind(&addr)
+        .await
+        .map_err(|source| AppError::Bind { what, addr, source })
+}
+
+fn local_addr(l: &TcpListener, what: &'static str) -> Result<SocketAddr, AppError> {
+    l.local_addr().map_err(|source| AppError::Bind {
+        what,
+        addr: "bound socket".into(),
+        source,
+    })
+}
+
+/// Binds every listener, then serves each until shutdown.
+pub(super) async fn start(
+    settings: &Settings,
+    routes: Routes,
+    bg: &mut Background<'_>,
+) -> Result<Bound, AppError> {
+    let grpc = bind_grpc(settings).await?;
+    let http = bind("HTTP", &settings.host, settings.port).await?;
+    let debug = bind("debug", &settings.debug_host, settings.debug_port).await?;
+    let admin_socket = match admin_listener::served(settings, routes.admin.tokens.len()) {
+        true => Some(bind("admin", &settings.admin_host, settings.admin_port).await?),
+        false => None,
+    };
+    let (grpc_addr, grpc_uds) = match &grpc {
+        GrpcListener::Tcp(l) => (local_addr(l, "gRPC")?, None),
+        GrpcListener::Unix(_, path) => (SocketAddr::from(([0, 0, 0, 0], 0)), Some(path.clone())),
+    };
+    let (http_addr, debug_addr) = (local_addr(&http, "HTTP")?, local_addr(&debug, "debug")?);
+    let admin_addr = match &admin_socket {
+        Some(l) => Some(local_addr(l, "admin")?),
+        None => None,
+    };
+    let Routes {
+        service,
+        health,
+        health_server,
+        rlqs,
+        tls,
+        metrics,
+        config,
+        manual_clock,
+        overrides,
+        admin,
+    } = routes;
+
+    let mut builder = tonic::transport::Server::builder();
+    let (age, grace) = (
+        settings.grpc.max_connection_age,
+        settings.grpc.max_connection_age_grace,
+    );
+    if let Some(age) = age {
+        // GOAWAY at the age; the hard close after the grace is the listener's (see grpc_listen).
+        builder = builder.max_connection_age(age);
+    }
+    let grpc_router = builder
+        .add_service(Tracked(health_server))
+        .add_service(Tracked(Bounded::new(
+            RateLimitServiceServer::new(
+                RlsService::new(service.clone(), metrics.clone())
+                    .with_standard_headers(settings.edges.grpc_standard_headers),
+            )
+            .max_decoding_message_size(settings.grpc.max_recv_message_bytes),
+            settings.limits,
+            settings.grpc.max_recv_message_bytes,
+        )))
+        .add_optional_service(rlqs.map(Tracked));
+    let accepting = Accepting {
+        listener: grpc,
+        tls,
+        lifetime: age.zip(grace).map(|(a, g)| a + g),
+        limits: settings.listeners.grpc,
+        stream_connections: settings.listeners.grpc_stream_connections,
+    };
+    serve_grpc(bg.tasks, accepting, grpc_router, bg.stopped());
+    let http_router = crate::http::router(crate::http::HttpState {
+        service,
+        health,
+        edges: Arc::new(settings.edges.clone()),
+        metrics: metrics.clone(),
+        caps: settings.limits,
+    });
+    let limits = settings.listeners.http;
+    serve_http(bg.tasks, "HTTP", http, limits, http_router, bg.stopped());
+    let debug_router = crate::http::debug::router(crate::http::debug::DebugState {
+        config,
+        manual_clock,
+        overrides,
+        tokens: admin.tokens.clone(),
+    });
+    let limits = settings.listeners.debug;
+    serve_http(bg.tasks, "debug", debug, limits, debug_router, bg.stopped());
+    if let Some(listener) = admin_socket {
+        let router = crate::http::admin::router(admin, &settings.admin, &settings.admin_host);
+        let limits = settings.listeners.admin;
+        serve_http(bg.tasks, "admin", listener, limits, router, bg.stopped());
+    }
+    let metrics_addr = match &metrics {
+        Some(m) => {
+            let (obs, limits) = (&settings.obs, settings.listeners.prometheus);
+            crate::metrics::sinks::start(obs, limits, m, bg.tasks, bg.stopped()).await?
+        }
+        None => None,
+    };
+    Ok(Bound {
+        grpc_addr,
+        grpc_uds,
+        http_addr,
+        debug_addr,
+        admin_addr,
+        metrics_addr,
+    })
+}

@@ -1,0 +1,67 @@
+//! The Rate Limit Quota Service's part of startup (`RLQS_ENABLED`): its demand board (through
+//! Redis when the store is Redis, so the fleet splits one budget) and the service, for the
+//! composition root to add to the gRPC router.
+
+use std::sync::Arc;
+
+use tokio::sync::watch;
+
+use super::{Board, MemoryBoard, RateLimitQuotaServiceServer, RlqsOptions, RlqsService, Shared};
+use crate::clock::Clock;
+use crate::limiter::KeyBuilder;
+use crate::metrics::Metrics;
+use crate::policy::Overrides;
+use crate::reload::ConfigHandle;
+use crate::store::redis::RedisStore;
+
+/// What the service shares with the rest of the process.
+#[derive(Debug)]
+pub struct RlqsDeps<'a> {
+    /// The Redis store, whose demand board the fleet shares; `None` on the memory store.
+    pub redis: Option<&'a Arc<RedisStore>>,
+    /// The live configuration.
+    pub config: &'a Arc<ConfigHandle>,
+    /// Stored overrides, applied as for `ShouldRateLimit`.
+    pub overrides: &'a Arc<Overrides>,
+    /// The decision clock.
+    pub clock: &'a Arc<dyn Clock>,
+    /// The limiter's cache-key builder (planning builds keys; RLQS does not count with them).
+    pub keys: &'a KeyBuilder,
+    /// `CACHE_KEY_PREFIX`, in front of the demand board's keys.
+    pub prefix: &'a str,
+    /// Counters (`None` with `DISABLE_STATS`).
+    pub metrics: &'a Option<Arc<Metrics>>,
+    /// The gRPC port's largest request message (`GRPC_MAX_RECV_MSG_SIZE`).
+    pub max_recv_message_bytes: usize,
+    /// Shutdown: open streams end when it turns true.
+    pub stop: &'a watch::Receiver<bool>,
+}
+
+/// The service, or `None` with `RLQS_ENABLED=false`.
+pub fn start(
+    options: &RlqsOptions,
+    deps: RlqsDeps<'_>,
+) -> Option<RateLimitQuotaServiceServer<RlqsService>> {
+    if !options.enabled {
+        return None;
+    }
+    let local = Arc::new(MemoryBoard::default());
+    let board = match deps.redis {
+        Some(r) => Board::Redis(r.clone(), local),
+        None => Board::Memory(local),
+    };
+    let shared = Arc::new(Shared {
+        config: deps.config.clone(),
+        overrides: deps.overrides.clone(),
+        keys: deps.keys.clone(),
+        board,
+        clock: deps.clock.clone(),
+        options: options.clone(),
+        prefix: deps.prefix.to_string(),
+        metrics: deps.metrics.clone(),
+    });
+    Some(
+        RateLimitQuotaServiceServer::new(RlqsService::new(shared, deps.stop.clone()))
+            .max_decoding_message_size(deps.max_recv_message_bytes),
+    )
+}

@@ -1,0 +1,58 @@
+//! Where the configuration files are and how they are read, from the settings: the source the
+//! server reloads from, and the options `ratelimitd validate` reads files under.
+
+use super::{Settings, SettingsError, Vars, parse};
+use crate::config::{CompileOptions, LoadOptions};
+use crate::reload::{ConfigSource, Location};
+
+impl Settings {
+    /// How `ratelimitd validate` reads config files: under the server's size cap
+    /// (`CONFIG_MAX_FILE_BYTES`), so a file the server would refuse fails the check too. No other
+    /// setting is read: a check in CI needs none of the server's.
+    pub fn validate_load_options(
+        vars: impl IntoIterator<Item = (String, String)>,
+    ) -> Result<LoadOptions, SettingsError> {
+        let vars = Vars::new(vars.into_iter().map(|(k, v)| (k.clone(), (v, k))).collect());
+        let max_file_bytes = max_file_bytes(&vars)?;
+        match vars.take_errors().into_iter().next() {
+            Some(bad) => Err(bad),
+            None => Ok(LoadOptions {
+                ignore_dotfiles: false,
+                max_file_bytes,
+            }),
+        }
+    }
+
+    /// Where the configuration comes from: the `--config`/`RATELIMITD_CONFIG` path, or else the
+    /// `RUNTIME_*` discovery; read under `CONFIG_MAX_FILE_BYTES` and `RUNTIME_IGNOREDOTFILES`,
+    /// compiled with `MERGE_DOMAIN_CONFIG`; with `BACKEND_TYPE=memcache`, fixed windows only.
+    pub fn config_source(&self) -> ConfigSource {
+        let location = match &self.config_path {
+            Some(p) => Location::Path(p.clone()),
+            None => Location::Runtime {
+                root: self.runtime_root.clone(),
+                subdirectory: self.runtime_subdirectory.clone(),
+                appdirectory: self.runtime_appdirectory.clone(),
+                watch_root: self.runtime_watch_root,
+            },
+        };
+        let load = LoadOptions {
+            ignore_dotfiles: self.runtime_ignoredotfiles,
+            max_file_bytes: self.config_max_file_bytes,
+        };
+        let compile = CompileOptions {
+            merge_domains: self.merge_domain_config,
+        };
+        ConfigSource::new(location, load, compile)
+            .fixed_windows_only(self.backend == super::Backend::Memcache)
+    }
+}
+
+/// `CONFIG_MAX_FILE_BYTES`: the largest config file read (1 KiB to 1 GiB).
+pub(super) fn max_file_bytes(v: &Vars) -> Result<u64, SettingsError> {
+    v.parse(
+        "CONFIG_MAX_FILE_BYTES",
+        crate::config::DEFAULT_MAX_FILE_BYTES,
+        |s| parse::uint_in(s, 1024, 1 << 30),
+    )
+}
