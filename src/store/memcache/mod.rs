@@ -156,11 +156,7 @@ impl Store for MemcacheStore {
                     fixed_window::decide(before, after, spec.limit, spec.window, now)
                 };
                 if let Some(c) = &self.local_cache {
-                    if d.over_limit {
-                        c.insert(&op.key, d.expires_at, now);
-                    } else if op.refund && d.remaining > 0 {
-                        c.remove(&op.key);
-                    }
+                    c.learn(&op.key, op.refund, &d, now);
                 }
                 answers[i] = Some(Answer::Decided(d));
             }
@@ -168,14 +164,7 @@ impl Store for MemcacheStore {
         if called {
             self.healthy.store(!failed, Ordering::Relaxed);
         }
-        answers
-            .into_iter()
-            .map(|a| {
-                a.ok_or_else(|| {
-                    StoreError::Unavailable("memcached returned no count for an operation".into())
-                })
-            })
-            .collect()
+        crate::store::all_answered(answers, "memcached")
     }
 
     fn is_healthy(&self) -> bool {

@@ -269,12 +269,7 @@ impl Store for RedisStore {
                     if op.spec.algorithm == Algorithm::FixedWindow
                         && let Some(c) = &self.local_cache
                     {
-                        if d.over_limit {
-                            c.insert(&op.key, d.expires_at, now);
-                        } else if op.refund && d.remaining > 0 {
-                            // The refund made room: this instance stops answering from its cache.
-                            c.remove(&op.key);
-                        }
+                        c.learn(&op.key, op.refund, &d, now);
                     }
                     answers[i] = Some(Answer::Decided(d));
                 }
@@ -283,14 +278,7 @@ impl Store for RedisStore {
         if called {
             self.healthy.store(!failed, Ordering::Relaxed);
         }
-        answers
-            .into_iter()
-            .map(|d| {
-                d.ok_or_else(|| {
-                    StoreError::Unavailable("redis returned no count for an operation".into())
-                })
-            })
-            .collect()
+        crate::store::all_answered(answers, "redis")
     }
 
     fn is_healthy(&self) -> bool {

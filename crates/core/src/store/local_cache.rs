@@ -11,6 +11,7 @@ use std::collections::HashMap;
 
 use parking_lot::Mutex;
 
+use crate::algorithm::Decision;
 use crate::clock::Timestamp;
 
 /// Rough memory one entry takes (key text, map slot, timestamp), to turn bytes into entries.
@@ -67,6 +68,17 @@ impl OverLimitCache {
     /// Forgets `key` (a refund made room under its limit).
     pub fn remove(&self, key: &str) {
         self.shard(key).lock().map.remove(key);
+    }
+
+    /// Learns from a backend's decision on `key`: over its limit, the key is remembered until its
+    /// window ends; a refund that made room forgets it, so this instance stops answering from its
+    /// cache. Every store that counts outside this process calls it the same way.
+    pub fn learn(&self, key: &str, refund: bool, d: &Decision, now: Timestamp) {
+        if d.over_limit {
+            self.insert(key, d.expires_at, now);
+        } else if refund && d.remaining > 0 {
+            self.remove(key);
+        }
     }
 
     /// Remembers that `key` is over its limit until `until`.

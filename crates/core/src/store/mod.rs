@@ -73,6 +73,22 @@ impl Answer {
     }
 }
 
+/// The answers of a batch in which every op must have one: an op the backend left unanswered
+/// fails the batch (naming `backend`), never passes as an allow.
+pub fn all_answered(
+    answers: Vec<Option<Answer>>,
+    backend: &str,
+) -> Result<Vec<Answer>, StoreError> {
+    answers
+        .into_iter()
+        .map(|a| {
+            a.ok_or_else(|| {
+                StoreError::Unavailable(format!("{backend} returned no count for an operation"))
+            })
+        })
+        .collect()
+}
+
 /// Why a store could not decide.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum StoreError {
