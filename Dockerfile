@@ -37,7 +37,9 @@ USER 10001:10001
 # The admin API (6071) listens on 127.0.0.1 unless ADMIN_HOST says otherwise, and Prometheus
 # (9090, USE_PROMETHEUS=true) only when asked: publish those when you turn them on.
 EXPOSE 8080 8081 6070
-# /healthcheck on the HTTP port, with bash's /dev/tcp: the image needs no HTTP client.
+# /livez on the HTTP port, with bash's /dev/tcp: the image needs no HTTP client. Liveness, not
+# readiness (/readyz, Go's /healthcheck): a Redis outage must not mark the container unhealthy and
+# get it restarted while its failure modes and circuit breaker are answering.
 HEALTHCHECK --interval=10s --timeout=3s --start-period=10s --retries=3 \
-    CMD ["/bin/bash", "-c", "exec 3<>/dev/tcp/127.0.0.1/${PORT:-8080} && printf 'GET /healthcheck HTTP/1.0\\r\\n\\r\\n' >&3 && read -r status <&3 && [[ $status == *' 200 '* ]]"]
+    CMD ["/bin/bash", "-c", "exec 3<>/dev/tcp/127.0.0.1/${PORT:-8080} && printf 'GET /livez HTTP/1.0\\r\\n\\r\\n' >&3 && read -r status <&3 && [[ $status == *' 200 '* ]]"]
 ENTRYPOINT ["/usr/local/bin/ratelimitd"]

@@ -260,7 +260,7 @@ async fn the_image_runs_as_non_root_answers_and_reports_healthy() {
     assert!(db.exists(), "no policy.db in the data directory");
     assert_eq!(std::fs::metadata(&db).unwrap().uid(), 10001);
 
-    // The image's HEALTHCHECK passes, and its command fails where no /healthcheck answers 200.
+    // The image's HEALTHCHECK passes, and its command fails where no /livez answers 200.
     let (ok, out, err) = podman(
         &["healthcheck", "run", &guard.container],
         Duration::from_secs(30),

@@ -280,10 +280,11 @@ fn the_deployment_runs_the_dockerfile_image_as_it_expects() {
     let mut want = exposed.clone();
     want.insert(9090);
     assert_eq!(ports, want);
-    // Ready when /readyz answers; the image's HEALTHCHECK asks /healthcheck, Go's name for it.
+    // Ready when /readyz answers; the image's HEALTHCHECK asks liveness, /livez, as the pod's
+    // liveness probe does.
     assert_eq!(s(&c["readinessProbe"]["httpGet"]["path"]), "/readyz");
     let health = crate::support::dockerfile::args(&stage, "HEALTHCHECK");
-    assert!(health[0].contains("/healthcheck"), "{health:?}");
+    assert!(health[0].contains("/livez"), "{health:?}");
 }
 
 /// Seconds of a Go-style duration setting such as `5s` (whole seconds only).
