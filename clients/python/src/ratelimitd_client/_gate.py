@@ -50,8 +50,8 @@ class Outcome(Enum):
 
 @dataclass(frozen=True)
 class Release:
-    """What the release hook is told about an admitted request when it ends (after the middleware
-    gave back the concurrency slot the request held, if any)."""
+    """What the release hook is told about an admitted request when it ends (the middleware has
+    sent or queued the release of the concurrency slot it held, if any)."""
 
     request: CheckRequest
     decision: Optional[Decision]
