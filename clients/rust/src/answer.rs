@@ -18,6 +18,8 @@ struct Verdict {
     reset_at: Option<u64>,
     retry_after: u64,
     delay_ms: u64,
+    #[serde(default)]
+    holder: Option<String>,
 }
 
 /// The body of a `400`, `408`, `413` or `503`.
@@ -61,6 +63,7 @@ pub(crate) fn read(
                 retry_after: Duration::from_secs(v.retry_after),
                 delay: Duration::from_millis(v.delay_ms),
                 headers: forwarded(headers),
+                holder: v.holder,
             })
         }
         400 | 408 | 413 => {

@@ -45,6 +45,13 @@ pub struct CheckRequest {
     /// Descriptors checked alongside the `client_key` ones (the descriptor list of `/json`).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub descriptors: Vec<Descriptor>,
+    /// The id a concurrency slot is held under (1–128 bytes); `None` lets the server make one up
+    /// and name it in [`Decision::holder`].
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub holder: Option<String>,
+    /// Set by [`Client::release`](crate::Client::release): gives `holder`'s slot back.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub release: bool,
 }
 
 /// One descriptor of [`CheckRequest::descriptors`]: key/value entries, outermost first.
@@ -73,6 +80,8 @@ impl CheckRequest {
             domain: None,
             max_wait_ms: None,
             descriptors: Vec::new(),
+            holder: None,
+            release: false,
         }
     }
 
@@ -107,6 +116,12 @@ impl CheckRequest {
         self
     }
 
+    /// Holds a concurrency slot under `holder` (e.g. the request's id) instead of a server-made id.
+    pub fn holder(mut self, holder: impl Into<String>) -> Self {
+        self.holder = Some(holder.into());
+        self
+    }
+
     /// Accepts a shaping delay up to `wait` (whole milliseconds; the server caps it at 60 s).
     pub fn max_wait(mut self, wait: Duration) -> Self {
         self.max_wait_ms = Some(u64::try_from(wait.as_millis()).unwrap_or(u64::MAX));
@@ -129,6 +144,9 @@ pub struct Decision {
     pub delay: Duration,
     /// The answer's rate limit headers (the names in [`FORWARDED_HEADERS`]), to pass on.
     pub headers: HeaderMap,
+    /// The holder of the concurrency slot this request took, when a concurrency limit applied (or
+    /// the request named one): give it back with [`Client::release`](crate::Client::release).
+    pub holder: Option<String>,
 }
 
 impl Decision {

@@ -112,6 +112,22 @@ impl Client {
     }
 }
 
+impl Client {
+    /// Gives back the concurrency slot `holder` took with `req` (the same domain and descriptors):
+    /// `POST /check` with `"holder"` and `"release": true`. Releasing a holder that holds nothing
+    /// changes nothing; a release that fails leaves the slot to its lease timeout.
+    pub async fn release(&self, req: &CheckRequest, holder: &str) -> Result<(), Error> {
+        let mut release = req.clone();
+        release.holder = Some(holder.to_owned());
+        release.release = true;
+        release.max_wait_ms = None;
+        match self.check(&release).await? {
+            d if d.allowed => Ok(()),
+            _ => Err(Error::Malformed("a release answered as denied".into())),
+        }
+    }
+}
+
 impl ClientBuilder {
     /// The deadline of one check, connecting included (default [`DEFAULT_TIMEOUT`]).
     pub fn timeout(mut self, timeout: Duration) -> Self {

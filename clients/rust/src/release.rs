@@ -1,13 +1,15 @@
 //! The end of an admitted request, reported once: when its response body has been sent in full,
 //! when the service or the body failed, or when it was dropped half-way (client gone, timeout,
-//! cancelled while waiting a shaping delay). ratelimitd does not hand out concurrency slots yet;
-//! this is the seam where a client will give one back once it does, and where a caller can count
-//! in-flight requests today.
+//! cancelled while waiting a shaping delay). When ratelimitd's answer named a concurrency slot
+//! holder, the slot is given back here (a `/check` release, spawned so a `Drop` never blocks); a
+//! release that fails is ignored, as the slot's lease timeout frees it anyway. The caller's own hook
+//! is told too, e.g. to count in-flight requests.
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Arc;
 
 use crate::check::{CheckRequest, Decision};
+use crate::client::Client;
 
 /// How an admitted request ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -38,31 +40,45 @@ pub type ReleaseHook = Arc<dyn Fn(Release) + Send + Sync>;
 
 /// Calls the hook when finished, or as [`ReleaseOutcome::Cancelled`] when dropped first.
 pub(crate) struct ReleaseGuard {
-    hook: ReleaseHook,
+    hook: Option<ReleaseHook>,
+    client: Client,
     pending: Option<(CheckRequest, Option<Decision>)>,
 }
 
 impl ReleaseGuard {
+    /// A guard for an admitted request, or `None` when there is nothing to do at its end (no hook
+    /// and no slot held).
     pub(crate) fn new(
-        hook: ReleaseHook,
+        hook: Option<ReleaseHook>,
+        client: &Client,
         request: CheckRequest,
         decision: Option<Decision>,
-    ) -> Self {
-        ReleaseGuard {
+    ) -> Option<Self> {
+        let holds_slot = decision.as_ref().is_some_and(|d| d.holder.is_some());
+        (hook.is_some() || holds_slot).then(|| ReleaseGuard {
             hook,
+            client: client.clone(),
             pending: Some((request, decision)),
-        }
+        })
     }
 
     /// Reports `outcome` now; later calls and the drop do nothing.
     pub(crate) fn finish(&mut self, outcome: ReleaseOutcome) {
         if let Some((request, decision)) = self.pending.take() {
+            let holder = decision.as_ref().and_then(|d| d.holder.clone());
+            // Outside a Tokio runtime (a drop at shutdown) the lease timeout frees the slot.
+            if let (Some(holder), Ok(rt)) = (holder, tokio::runtime::Handle::try_current()) {
+                let (client, request) = (self.client.clone(), request.clone());
+                rt.spawn(async move {
+                    let _ = client.release(&request, &holder).await;
+                });
+            }
+            let Some(hook) = &self.hook else { return };
             let release = Release {
                 request,
                 decision,
                 outcome,
             };
-            let hook = &self.hook;
             let _ = catch_unwind(AssertUnwindSafe(|| hook(release)));
         }
     }

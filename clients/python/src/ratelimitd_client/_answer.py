@@ -52,6 +52,7 @@ def read(
             retry_after=retry_after,
             delay=delay_ms / 1000.0,
             headers=kept,
+            holder=body["holder"] if isinstance(body.get("holder"), str) else None,
         )
     if status in (400, 408, 413):
         body = _json(raw)

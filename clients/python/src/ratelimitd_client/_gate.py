@@ -50,8 +50,8 @@ class Outcome(Enum):
 
 @dataclass(frozen=True)
 class Release:
-    """What the release hook is told about an admitted request when it ends. ratelimitd does not
-    hand out concurrency slots yet; this is where a client will give one back once it does."""
+    """What the release hook is told about an admitted request when it ends (the middleware has
+    sent or queued the release of the concurrency slot it held, if any)."""
 
     request: CheckRequest
     decision: Optional[Decision]

@@ -33,14 +33,20 @@ class CheckRequest:
     max_wait_ms: Optional[int] = None
     #: Descriptors checked alongside the client_key ones: each a sequence of (key, value) entries.
     descriptors: Sequence[Sequence[Tuple[str, str]]] = ()
+    #: The id a concurrency slot is held under; None lets the server make one up (Decision.holder).
+    holder: Optional[str] = None
+    #: Set by the clients' ``release``: gives ``holder``'s slot back.
+    release: bool = False
 
     def to_json(self) -> Dict[str, Any]:
         """The request body, without the fields left to the server's defaults."""
         body: Dict[str, Any] = {"client_key": self.client_key}
-        for name in ("endpoint", "cost", "domain", "max_wait_ms"):
+        for name in ("endpoint", "cost", "domain", "max_wait_ms", "holder"):
             value = getattr(self, name)
             if value is not None:
                 body[name] = value
+        if self.release:
+            body["release"] = True
         if self.descriptors:
             body["descriptors"] = [
                 {"entries": [{"key": k, "value": v} for k, v in d]} for d in self.descriptors
@@ -63,6 +69,9 @@ class Decision:
     delay: float
     #: The answer's rate limit headers (lower-case names from FORWARDED_HEADERS), to pass on.
     headers: Dict[str, str] = field(default_factory=dict)
+    #: The holder of the concurrency slot taken, when a concurrency limit applied: give it back
+    #: with the client's ``release``.
+    holder: Optional[str] = None
 
     @property
     def status(self) -> int:

@@ -7,6 +7,7 @@ and ``await client.aclose()`` when done.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 from typing import Optional
 
 from . import _answer
@@ -72,6 +73,11 @@ class AsyncClient:
             raise Timeout(f"ratelimitd did not answer within {self.timeout} s") from None
         except httpx.HTTPError as e:
             raise TransportError(f"cannot reach ratelimitd: {e!r}") from None
+
+    async def release(self, request: CheckRequest, holder: str) -> None:
+        """Gives back the concurrency slot ``holder`` took with ``request`` (same domain and
+        descriptors). A holder that holds nothing changes nothing."""
+        await self.check(dataclasses.replace(request, holder=holder, release=True, max_wait_ms=None))
 
     async def aclose(self) -> None:
         """Closes the connection pool."""

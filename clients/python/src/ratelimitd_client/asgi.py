@@ -10,7 +10,7 @@ response; when ratelimitd cannot answer, the failure policy decides.
 from __future__ import annotations
 
 import asyncio
-from typing import Any, Awaitable, Callable, Dict, MutableMapping, Optional
+from typing import Any, Awaitable, Callable, Dict, MutableMapping, Optional, Set
 
 from ._gate import Admit, Outcome, Refusal, ReleaseHook, on_answer, on_error, release
 from ._model import CheckRequest, RatelimitdError
@@ -58,6 +58,7 @@ class RateLimitMiddleware:
         self.policy = failure_policy or FailurePolicy.open()
         self.on_release = on_release
         self.sleep = sleep
+        self._releases: Set["asyncio.Future[None]"] = set()
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         request = self.key(scope) if scope["type"] == "http" else None
@@ -99,7 +100,22 @@ class RateLimitMiddleware:
             outcome = Outcome.FAILED
             raise
         finally:
+            holder = admitted.decision.holder if admitted.decision else None
+            if holder is not None:
+                # A task, so a cancelled request still sends it; a failure leaves it to the lease.
+                task = asyncio.ensure_future(self.client.release(request, holder))
+                self._releases.add(task)
+                task.add_done_callback(_forget(self._releases))
             release(self.on_release, admitted, request, outcome)
+
+
+def _forget(pending: Set["asyncio.Future[None]"]) -> Callable[["asyncio.Future[None]"], None]:
+    def done(task: "asyncio.Future[None]") -> None:
+        pending.discard(task)
+        if not task.cancelled():
+            task.exception()  # retrieved, so a failed release is not reported as unhandled
+
+    return done
 
 
 async def _refuse(send: Send, r: Refusal) -> None:

@@ -7,6 +7,7 @@ size is capped so a broken or hostile server cannot make the client buffer witho
 
 from __future__ import annotations
 
+import dataclasses
 import http.client
 import json
 import socket
@@ -95,6 +96,11 @@ class Client:
                 self._drop()
                 raise TransportError(f"cannot reach ratelimitd: {e!r}") from None
         raise TransportError("cannot reach ratelimitd")  # pragma: no cover - the loop returns
+
+    def release(self, request: CheckRequest, holder: str) -> None:
+        """Gives back the concurrency slot ``holder`` took with ``request`` (same domain and
+        descriptors). A holder that holds nothing changes nothing."""
+        self.check(dataclasses.replace(request, holder=holder, release=True, max_wait_ms=None))
 
     def close(self) -> None:
         """Closes this thread's connection."""

@@ -78,14 +78,23 @@ class RateLimitMiddleware:
             present = {k.lower() for k, _ in headers}
             return start_response(status, headers + [(k, v) for k, v in extra if k not in present], *exc)
 
+        def done(outcome: Outcome) -> None:
+            holder = admitted.decision.holder if admitted.decision else None
+            if holder is not None:
+                try:
+                    self.client.release(request, holder)
+                except RatelimitdError:
+                    pass  # the slot's lease timeout frees it
+            release(self.on_release, admitted, request, outcome)
+
         try:
             if admitted.delay > 0:
                 self.sleep(admitted.delay)
             body = self.app(environ, start_with_headers)
         except BaseException:
-            release(self.on_release, admitted, request, Outcome.FAILED)
+            done(Outcome.FAILED)
             raise
-        return _Released(body, lambda outcome: release(self.on_release, admitted, request, outcome))
+        return _Released(body, done)
 
 
 class _Released:

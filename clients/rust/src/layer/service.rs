@@ -109,10 +109,7 @@ where
             let delay = decision.as_ref().map(|d| d.delay).unwrap_or_default();
             let headers = decision.as_ref().map(|d| d.headers.clone());
             // Made before the shaping wait, so a request cancelled while waiting is released too.
-            let mut guard = gate
-                .release
-                .clone()
-                .map(|hook| ReleaseGuard::new(hook, check, decision));
+            let mut guard = ReleaseGuard::new(gate.release.clone(), &gate.client, check, decision);
             if !delay.is_zero() {
                 (gate.sleeper)(delay).await;
             }
