@@ -91,7 +91,7 @@ async fn a_slow_request_holds_the_slot_until_it_finishes() {
     let server = Ratelimitd::start(CONFIG);
     let (addr, mut started, finish) = app(&server).await;
     let slow = send(&addr, "/slow").await;
-    started.recv().await.unwrap();
+    slow_started(&mut started).await;
     assert_eq!(
         status(send(&addr, "/fast").await).await,
         429,
@@ -103,11 +103,20 @@ async fn a_slow_request_holds_the_slot_until_it_finishes() {
         admitted_soon(&addr).await,
         "slot given back after the response"
     );
-    // /fast released its own slot too: another slow request gets in.
-    let slow = send(&addr, "/slow").await;
-    started.recv().await.unwrap();
-    finish.notify_one();
-    assert_eq!(status(slow).await, 200);
+    // The admitted /fast gave its own slot back too (its release follows its answer, so the next
+    // one may need a retry): without that release the slot would stay taken for a minute.
+    assert!(
+        admitted_soon(&addr).await,
+        "the admitted request gave its slot back"
+    );
+}
+
+/// Waits (at most 10 s) until the app's `/slow` handler has started.
+async fn slow_started(started: &mut mpsc::Receiver<()>) {
+    tokio::time::timeout(Duration::from_secs(10), started.recv())
+        .await
+        .expect("the slow request is admitted and starts within 10 s")
+        .unwrap();
 }
 
 #[tokio::test]
@@ -115,7 +124,7 @@ async fn a_request_whose_caller_hangs_up_gives_its_slot_back() {
     let server = Ratelimitd::start(CONFIG);
     let (addr, mut started, _finish) = app(&server).await;
     let slow = send(&addr, "/slow").await;
-    started.recv().await.unwrap();
+    slow_started(&mut started).await;
     assert_eq!(
         status(send(&addr, "/fast").await).await,
         429,
