@@ -218,6 +218,16 @@ fn instance(grpc_port: u16, dir: &tempfile::TempDir) -> Spawned {
     process::spawn(&env)
 }
 
+/// A free loopback port below the kernel's ephemeral range (32768 and up on Linux), for an
+/// instance restarted on the same port: a port from `free_port` could be handed to another test's
+/// port-0 bind while the instance is down, and the restart would then fail to listen.
+fn restart_port(from: u16) -> u16 {
+    let start = from + (std::process::id() % 2_000) as u16;
+    (start..from + 5_000)
+        .find(|p| std::net::TcpListener::bind(("127.0.0.1", *p)).is_ok())
+        .expect("a free port below the ephemeral range")
+}
+
 /// SIGTERM, then waits (bounded) for the exit code.
 fn terminate(s: &mut Spawned) -> Option<i32> {
     let ok = Command::new("kill")
@@ -269,7 +279,7 @@ async fn restarting_each_instance_under_load_loses_no_decision() {
     require!(Envoy);
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join("rolling.yaml"), CFG).unwrap();
-    let ports = [free_port(), free_port()];
+    let ports = [restart_port(20_000), restart_port(25_000)];
     let mut instances = [instance(ports[0], &dir), instance(ports[1], &dir)];
     let envoy = start_envoy(ports).await;
     let stop_load = Arc::new(AtomicBool::new(false));

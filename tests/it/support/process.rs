@@ -67,7 +67,10 @@ pub fn spawn(env: &[(String, String)]) -> Spawned {
     }
     let _ = child.kill();
     let _ = child.wait();
-    panic!("ratelimitd did not report its addresses");
+    panic!(
+        "ratelimitd did not report its addresses; it wrote:\n{}",
+        startup.join("\n")
+    );
 }
 
 impl Drop for Spawned {
