@@ -74,15 +74,24 @@ def test_a_slow_request_holds_the_slot_until_it_ends_or_is_cancelled(ratelimitd:
         started, finish = asyncio.Event(), asyncio.Event()
         app = _app(server.url, started, finish)
         slow = asyncio.ensure_future(_call(app, "/slow"))
-        await started.wait()
+        await asyncio.wait_for(started.wait(), 10)
         assert await _call(app, "/fast") == 429
         finish.set()
         assert await slow == 200
         assert await _admitted_soon(app), "slot given back after the response"
         started.clear()
         finish.clear()
-        slow = asyncio.ensure_future(_call(app, "/slow"))
-        await started.wait()
+        # The admitted /fast releases after its answer: retry until a slow request gets the slot.
+        for _ in range(100):
+            slow = asyncio.ensure_future(_call(app, "/slow"))
+            waiter = asyncio.ensure_future(started.wait())
+            await asyncio.wait({slow, waiter}, timeout=10, return_when=asyncio.FIRST_COMPLETED)
+            if started.is_set():
+                break
+            waiter.cancel()
+            assert slow.done() and slow.result() == 429
+            await asyncio.sleep(0.05)
+        assert started.is_set(), "a slow request gets the slot once it is free"
         assert await _call(app, "/fast") == 429
         slow.cancel()
         assert await _admitted_soon(app), "slot given back when the request was cancelled"
