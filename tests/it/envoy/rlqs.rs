@@ -4,12 +4,11 @@
 //! Envoy on its fallback (ALLOW_ALL once the assignment expires). Real time (Envoy's): each load
 //! is bounded (at most 40 requests a second for a stated number of seconds).
 
-use std::process::{Child, Stdio};
+use std::process::Child;
 use std::time::Duration;
 
 use crate::support::TestServer;
-use crate::support::envoy::envoy_bin;
-use crate::support::guard::{guarded, stop};
+use crate::support::guard::stop;
 use crate::support::redis::free_port;
 use crate::support::require;
 use crate::support::stores::{StoreKind, shared_redis};
@@ -47,18 +46,7 @@ impl QuotaEnvoy {
             )
             .replace("port_value: 9911 ", &format!("port_value: {admin} "))
             .replace("port_value: 8081 ", &format!("port_value: {rl_port} "));
-        let dir = tempfile::tempdir().unwrap();
-        let cfg = dir.path().join("envoy.yaml");
-        std::fs::write(&cfg, yaml).unwrap();
-        let log = std::fs::File::create(dir.path().join("envoy.log")).unwrap();
-        let child = guarded(envoy_bin())
-            .arg("-c")
-            .arg(&cfg)
-            .args(["--disable-hot-restart", "--concurrency", "1", "-l", "error"])
-            .stdout(Stdio::null())
-            .stderr(log)
-            .spawn()
-            .expect("envoy runs");
+        let (child, dir) = crate::support::envoy::spawn(&yaml, "error");
         // Owned at once, so a failed wait below still stops the process (Drop).
         let envoy = QuotaEnvoy {
             child,

@@ -5,13 +5,12 @@
 //! unready at once but keeps answering until Envoy has stopped sending to it, so Envoy's rate
 //! limit filter records no error and no failure-mode pass.
 
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Command};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Duration;
 
-use crate::support::envoy::envoy_bin;
-use crate::support::guard::{guarded, stop};
+use crate::support::guard::stop;
 use crate::support::process::{self, Spawned};
 use crate::support::redis::free_port;
 use crate::support::require;
@@ -165,24 +164,8 @@ impl Envoy {
 
 async fn start_envoy(instances: [u16; 2]) -> Envoy {
     let (front, backend, admin) = (free_port(), free_port(), free_port());
-    let dir = tempfile::tempdir().unwrap();
-    let cfg = dir.path().join("envoy.yaml");
-    std::fs::write(&cfg, envoy_yaml(front, backend, admin, instances)).unwrap();
-    let log = std::fs::File::create(dir.path().join("envoy.log")).unwrap();
-    let child = guarded(envoy_bin())
-        .arg("-c")
-        .arg(&cfg)
-        .args([
-            "--disable-hot-restart",
-            "--concurrency",
-            "1",
-            "-l",
-            "warning",
-        ])
-        .stdout(Stdio::null())
-        .stderr(log)
-        .spawn()
-        .unwrap();
+    let (child, dir) =
+        crate::support::envoy::spawn(&envoy_yaml(front, backend, admin, instances), "warning");
     let envoy = Envoy {
         child,
         dir,

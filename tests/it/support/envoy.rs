@@ -49,6 +49,25 @@ pub fn validate(path: &std::path::Path) -> (bool, String) {
     (out.status.success(), text)
 }
 
+/// Runs Envoy on `yaml` (written to a new temp dir, whose `envoy.log` gets its stderr at log
+/// `level`) under the guard: one worker and no hot-restart shared memory, since several tests run
+/// Envoys at once. The dir lives as long as the caller keeps it.
+pub fn spawn(yaml: &str, level: &str) -> (Child, tempfile::TempDir) {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = dir.path().join("envoy.yaml");
+    std::fs::write(&cfg, yaml).unwrap();
+    let log = std::fs::File::create(dir.path().join("envoy.log")).unwrap();
+    let child = guarded(envoy_bin())
+        .arg("-c")
+        .arg(&cfg)
+        .args(["--disable-hot-restart", "--concurrency", "1", "-l", level])
+        .stdout(Stdio::null())
+        .stderr(log)
+        .spawn()
+        .unwrap_or_else(|e| panic!("cannot run {}: {e}", envoy_bin().display()));
+    (child, dir)
+}
+
 /// The committed Envoy config.
 pub fn envoy_yaml_path() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("envoy/envoy.yaml")
@@ -97,25 +116,7 @@ impl Envoy {
         let yaml = set_port(&yaml, 10002, free_port());
         let yaml = set_port(&yaml, 9901, admin_port);
         let yaml = set_port(&yaml, 8081, rl_port);
-        let dir = tempfile::tempdir().unwrap();
-        let cfg = dir.path().join("envoy.yaml");
-        std::fs::write(&cfg, yaml).unwrap();
-        let log = std::fs::File::create(dir.path().join("envoy.log")).unwrap();
-        let child = guarded(envoy_bin())
-            .arg("-c")
-            .arg(&cfg)
-            // Several tests run Envoys at once: no shared-memory hot-restart region to fight over.
-            .args([
-                "--disable-hot-restart",
-                "--concurrency",
-                "1",
-                "-l",
-                "warning",
-            ])
-            .stdout(Stdio::null())
-            .stderr(log)
-            .spawn()
-            .unwrap_or_else(|e| panic!("cannot run {}: {e}", envoy_bin().display()));
+        let (child, dir) = spawn(&yaml, "warning");
         let mut envoy = Envoy {
             child,
             dir,
