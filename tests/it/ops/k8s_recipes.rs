@@ -44,6 +44,23 @@ fn of_kind(kind: &str) -> Vec<(String, Value)> {
         .collect()
 }
 
+/// The ratelimitd Deployment of the recipe.
+fn deployment() -> Value {
+    of_kind("Deployment")
+        .into_iter()
+        .find(|(_, d)| d["metadata"]["name"] == "ratelimitd")
+        .expect("a Deployment named ratelimitd")
+        .1
+}
+
+/// The value of `name` in a container's env (from [`env_of`]); panics when it is not set.
+fn env_var<'a>(env: &'a [(String, String)], name: &str) -> &'a str {
+    env.iter()
+        .find(|(n, _)| n == name)
+        .map(|(_, v)| v.as_str())
+        .unwrap_or_else(|| panic!("{name} not set"))
+}
+
 fn s(v: &Value) -> &str {
     v.as_str().unwrap_or_else(|| panic!("not a string: {v:?}"))
 }
@@ -112,20 +129,11 @@ fn configmap_files() -> Vec<ConfigFile> {
 #[test]
 fn configmap_compiles_and_is_mounted_where_runtime_settings_look() {
     compile(&configmap_files(), &CompileOptions::default()).expect("config compiles");
-    let dep = of_kind("Deployment")
-        .into_iter()
-        .find(|(_, d)| d["metadata"]["name"] == "ratelimitd")
-        .unwrap()
-        .1;
+    let dep = deployment();
     let pod = &dep["spec"]["template"]["spec"];
     let c = &pod["containers"][0];
     let env = env_of(c);
-    let get = |k: &str| {
-        env.iter()
-            .find(|(n, _)| n == k)
-            .map(|(_, v)| v.as_str())
-            .unwrap_or_else(|| panic!("{k} not set"))
-    };
+    let get = |k: &str| env_var(&env, k);
     // README "Running with a Kubernetes ConfigMap".
     assert_eq!(get("RUNTIME_IGNOREDOTFILES"), "true");
     assert_eq!(get("RUNTIME_WATCH_ROOT"), "false");
@@ -231,11 +239,7 @@ fn the_deployment_runs_the_dockerfile_image_as_it_expects() {
             .map(|(_, v)| v.clone())
             .unwrap_or_else(|| panic!("the image sets no {k}"))
     };
-    let dep = of_kind("Deployment")
-        .into_iter()
-        .find(|(_, d)| d["metadata"]["name"] == "ratelimitd")
-        .unwrap()
-        .1;
+    let dep = deployment();
     let pod = &dep["spec"]["template"]["spec"];
     let c = &pod["containers"][0];
     let env = env_of(c);
@@ -296,20 +300,11 @@ fn secs(v: &str) -> u64 {
 
 #[test]
 fn the_deployment_survives_redis_outages_and_rolling_updates_and_keeps_policy_shared() {
-    let dep = of_kind("Deployment")
-        .into_iter()
-        .find(|(_, d)| d["metadata"]["name"] == "ratelimitd")
-        .unwrap()
-        .1;
+    let dep = deployment();
     let pod = &dep["spec"]["template"]["spec"];
     let c = &pod["containers"][0];
     let env = env_of(c);
-    let get = |k: &str| {
-        let found = env.iter().find(|(n, _)| n == k);
-        found
-            .map(|(_, v)| v.clone())
-            .unwrap_or_else(|| panic!("{k} not set"))
-    };
+    let get = |k: &str| env_var(&env, k);
     let port_of = |name: &Value| {
         c["ports"]
             .as_sequence()
@@ -331,7 +326,7 @@ fn the_deployment_survives_redis_outages_and_rolling_updates_and_keeps_policy_sh
     // SIGTERM: unready at once, still serving for SHUTDOWN_DELAY, then a drain of at most
     // DRAIN_TIMEOUT, all inside the grace period before the kubelet's SIGKILL; and the delay
     // outlasts the time readiness takes to notice (one probe period times its threshold).
-    let (delay, drain) = (secs(&get("SHUTDOWN_DELAY")), secs(&get("DRAIN_TIMEOUT")));
+    let (delay, drain) = (secs(get("SHUTDOWN_DELAY")), secs(get("DRAIN_TIMEOUT")));
     let grace = pod["terminationGracePeriodSeconds"].as_u64().unwrap();
     assert!(
         delay > 0 && delay + drain < grace,
