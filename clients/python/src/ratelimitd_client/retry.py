@@ -222,27 +222,33 @@ class Retrying:
             return None
         return wait
 
-    def call(self, fn: Callable[[], T]) -> T:
-        """``fn()``, retried as described above."""
+    def _begin(self) -> None:
+        """A new call: its waits start empty and the budget counts it."""
         self.waits = []
         if self.budget is not None:
             self.budget.record_call()
+
+    def _wait_after(self, outcome: Any, attempt: int, waited: float) -> Optional[float]:
+        """The wait before the next attempt after ``outcome`` (a result or an exception), or
+        None when it is final or the retries are spent."""
+        headers = self._retryable(outcome)
+        if headers is None:
+            return None
+        return self._next(attempt, headers, waited)
+
+    def call(self, fn: Callable[[], T]) -> T:
+        """``fn()``, retried as described above."""
+        self._begin()
         attempt, waited = 0, 0.0
         while True:
             try:
                 result = fn()
             except Exception as e:
-                headers = self._retryable(e)
-                if headers is None:
-                    raise
-                wait = self._next(attempt, headers, waited)
+                wait = self._wait_after(e, attempt, waited)
                 if wait is None:
                     raise
             else:
-                headers = self._retryable(result)
-                if headers is None:
-                    return result
-                wait = self._next(attempt, headers, waited)
+                wait = self._wait_after(result, attempt, waited)
                 if wait is None:
                     return result
             self.waits.append(wait)
@@ -256,25 +262,17 @@ class Retrying:
         sleep: Callable[[float], Awaitable[Any]] = asyncio.sleep,
     ) -> T:
         """``await fn()``, retried as described above, waiting with ``sleep``."""
-        self.waits = []
-        if self.budget is not None:
-            self.budget.record_call()
+        self._begin()
         attempt, waited = 0, 0.0
         while True:
             try:
                 result = await fn()
             except Exception as e:
-                headers = self._retryable(e)
-                if headers is None:
-                    raise
-                wait = self._next(attempt, headers, waited)
+                wait = self._wait_after(e, attempt, waited)
                 if wait is None:
                     raise
             else:
-                headers = self._retryable(result)
-                if headers is None:
-                    return result
-                wait = self._next(attempt, headers, waited)
+                wait = self._wait_after(result, attempt, waited)
                 if wait is None:
                     return result
             self.waits.append(wait)
