@@ -30,8 +30,9 @@ pub fn sections() -> Vec<(&'static str, Vec<&'static str>)> {
     out
 }
 
-/// Names in backticks that look like environment variables.
-fn variables_in(text: &str) -> Vec<&str> {
+/// Names in backticks that look like environment variables (the settings test reads the
+/// reference's tables with it too).
+pub fn variables_in(text: &str) -> Vec<&str> {
     text.split('`')
         .skip(1)
         .step_by(2)

@@ -5,7 +5,7 @@
 
 use std::collections::BTreeSet;
 
-use ratelimitd::settings::Settings;
+use ratelimitd::settings::{Settings, reference};
 
 /// Settings that make more variables be read (each set alone on top of the defaults).
 const SWITCHES: &[&[(&str, &str)]] = &[
@@ -37,17 +37,10 @@ const SWITCHES: &[&[(&str, &str)]] = &[
     ],
 ];
 
-/// Names in backticks that look like environment variables.
+/// Names in backticks that look like environment variables, as `--help` reads the tables.
 fn variables_in(text: &str) -> BTreeSet<String> {
-    text.split('`')
-        .skip(1)
-        .step_by(2)
-        .filter(|w| {
-            w.len() > 2
-                && w.starts_with(|c: char| c.is_ascii_uppercase())
-                && w.chars()
-                    .all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_')
-        })
+    reference::variables_in(text)
+        .into_iter()
         .map(str::to_string)
         .collect()
 }
