@@ -1,5 +1,5 @@
 //! ratelimitd behind a real Envoy: the HTTP filter's 200/429 and headers, refunds, the
-//! `rate_limit_quota` (RLQS) filter, and the Envoy Gateway recipe.
+//! `rate_limit_quota` (RLQS) filter, the Envoy Gateway recipe, and which limit fired in an access log.
 
 mod concurrency;
 mod e2e;
@@ -7,3 +7,4 @@ mod gateway_recipe;
 mod refunds;
 mod rlqs;
 mod rolling_restart;
+mod which_limit;

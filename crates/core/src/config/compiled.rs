@@ -90,6 +90,10 @@ pub struct Limit {
     pub shadow_mode: bool,
     /// `quota_mode` of the node carrying this limit.
     pub quota_mode: bool,
+    /// `quota_group` (ratelimitd extension) of the node carrying this limit: the quota
+    /// descriptors of a request naming one group are over when any of them is
+    /// (`docs/design/contract.md#overall-code`); `None` when not written.
+    pub quota_group: Option<String>,
     /// `detailed_metric` of the node carrying this limit.
     pub detailed_metric: bool,
     /// `metadata` of the node carrying this limit, as a JSON object (returned in dynamic metadata).

@@ -97,6 +97,7 @@ pub(super) fn build_limit(
         replaces: rl.replaces.iter().map(|(_, n)| n.clone()).collect(),
         shadow_mode: d.shadow_mode,
         quota_mode: d.quota_mode,
+        quota_group: d.quota_group.clone(),
         detailed_metric: d.detailed_metric,
         metadata: d.metadata.clone(),
         also: Vec::new(),

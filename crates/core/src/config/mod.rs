@@ -36,6 +36,8 @@ mod matching_tests;
 #[cfg(test)]
 mod multi_tests;
 #[cfg(test)]
+mod quota_group_tests;
+#[cfg(test)]
 mod validate_tests;
 
 pub use compiled::{

@@ -35,6 +35,8 @@ pub(crate) struct RawDescriptor {
     pub(crate) descriptors: Vec<RawDescriptor>,
     pub(crate) shadow_mode: bool,
     pub(crate) quota_mode: bool,
+    /// `quota_group` (ratelimitd extension): the quota group this node's limit belongs to.
+    pub(crate) quota_group: Option<String>,
     pub(crate) detailed_metric: bool,
     pub(crate) value_to_metric: bool,
     pub(crate) share_threshold: bool,
@@ -130,6 +132,7 @@ impl Typed<'_, '_> {
             descriptors: self.descriptors(m, &path),
             shadow_mode: flag(self, "shadow_mode"),
             quota_mode: flag(self, "quota_mode"),
+            quota_group: self.string(m, &path, "quota_group"),
             detailed_metric: flag(self, "detailed_metric"),
             value_to_metric: flag(self, "value_to_metric"),
             share_threshold: flag(self, "share_threshold"),

@@ -123,6 +123,7 @@ fn load_level(
                 ),
             );
         }
+        check_quota_group(&d, sink);
         let mut node = Node {
             key: d.key,
             value: d.value,
@@ -140,5 +141,30 @@ fn load_level(
         if !duplicate {
             level.insert(composite, node);
         }
+    }
+}
+
+/// `quota_group` names a group of quota descriptors, so it means something only next to
+/// `quota_mode: true` and a limit on the same node; anything else is refused rather than ignored.
+fn check_quota_group(d: &RawDescriptor, sink: &mut Sink<'_>) {
+    let Some(group) = &d.quota_group else { return };
+    let path = field_path(&d.path, "quota_group");
+    if group.is_empty() {
+        sink.push(
+            &path,
+            "quota_group must not be empty (name the group, e.g. the model)",
+        );
+    } else if !d.quota_mode {
+        sink.push(
+            &path,
+            format!("quota_group '{group}' needs quota_mode: true on the same descriptor"),
+        );
+    } else if d.rate_limit.is_none() && d.rate_limits.is_none() {
+        sink.push(
+            &path,
+            format!(
+                "quota_group '{group}' needs a rate_limit (or rate_limits) on the same descriptor"
+            ),
+        );
     }
 }

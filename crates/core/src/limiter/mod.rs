@@ -17,6 +17,7 @@ pub(crate) mod error;
 pub(crate) mod failure;
 pub mod fallback;
 pub(crate) mod finish;
+pub mod fired;
 pub(crate) mod give_back;
 pub mod headers;
 pub mod hits;
@@ -26,6 +27,7 @@ pub(crate) mod observe;
 pub mod outcome;
 pub(crate) mod override_index;
 pub mod plan;
+pub(crate) mod quota;
 pub mod request;
 pub(crate) mod response;
 pub(crate) mod stats;
@@ -260,3 +262,5 @@ mod tests;
 
 #[cfg(test)]
 mod fallback_tests;
+#[cfg(test)]
+mod fired_tests;

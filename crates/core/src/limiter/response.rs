@@ -15,6 +15,16 @@ pub enum Code {
     OverLimit,
 }
 
+impl Code {
+    /// The code's name in the protocol (`OK`, `OVER_LIMIT`), as JSON and the metadata write it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Code::Ok => "OK",
+            Code::OverLimit => "OVER_LIMIT",
+        }
+    }
+}
+
 /// The limit reported back for a descriptor.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CurrentLimit {

@@ -95,6 +95,7 @@ pub(super) fn override_limit(
         replaces: Vec::new(),
         shadow_mode: false,
         quota_mode: false,
+        quota_group: None,
         detailed_metric: false,
         metadata: None,
         // The service's default failure mode applies to overrides.
