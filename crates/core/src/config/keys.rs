@@ -30,7 +30,7 @@ const VALID_KEYS: [&str; 16] = [
 
 /// ratelimitd's opt-in extensions (`docs/design/contract.md#extensions`). A Go config never uses
 /// them, so adding them to the allow-list cannot change what a Go config means.
-const EXTENSION_KEYS: [&str; 7] = [
+const EXTENSION_KEYS: [&str; 9] = [
     "failure_mode",
     "local_share",
     "algorithm",
@@ -38,6 +38,8 @@ const EXTENSION_KEYS: [&str; 7] = [
     "unit_multiplier",
     "rate_limits",
     "lease",
+    "calendar",
+    "time_zone",
 ];
 
 /// Checks every key of `map` (at `path`) and below, reporting each problem.

@@ -4,8 +4,8 @@
 //! injective: entries `a`/`b_c` and `a_b`/`c` share one counter, so a caller who controls a header
 //! value can spend someone else's budget. The default format here length-prefixes every part, which
 //! makes the key injective, wraps the identity in `{…}` so Redis Cluster puts all keys of one limit
-//! in one slot, and ends with the algorithm, the window length and (for fixed windows) the window
-//! start, so state is never read by the wrong algorithm and an old window's counter simply expires. [`KeyFormat::Go`] reproduces the Go key byte for byte, for fleets that mix Go and Rust
+//! in one slot, and ends with the algorithm, the window length (or calendar, `month@Europe/Paris`)
+//! and (for fixed windows) the window start, so state is never read by the wrong algorithm and an old window's counter simply expires. [`KeyFormat::Go`] reproduces the Go key byte for byte, for fleets that mix Go and Rust
 //! instances on one Redis during a migration (and with it, the Go collision).
 
 use std::fmt::Write;
@@ -100,12 +100,13 @@ impl KeyBuilder {
                 for (k, v) in entries {
                     let _ = write!(key, "|{}:{}={}:{}", k.len(), k, v.len(), v);
                 }
-                let _ = write!(
-                    key,
-                    "}}:{}:{}",
-                    spec.algorithm.key_tag(),
-                    spec.window.secs()
-                );
+                let _ = write!(key, "}}:{}:", spec.algorithm.key_tag());
+                // A calendar window names its calendar where others name their length, so a
+                // limit switched to or from a calendar never reads the other's counter.
+                let _ = match spec.window.calendar() {
+                    Some(calendar) => write!(key, "{calendar}"),
+                    None => write!(key, "{}", spec.window.secs()),
+                };
                 if spec.algorithm == Algorithm::FixedWindow {
                     let _ = write!(key, ":{}", window_start(spec.window, now));
                 }
