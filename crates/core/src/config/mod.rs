@@ -25,6 +25,8 @@ mod validate;
 mod yaml_budget;
 
 #[cfg(test)]
+mod calendar_tests;
+#[cfg(test)]
 mod compile_tests;
 #[cfg(test)]
 mod concurrency_tests;
