@@ -81,7 +81,11 @@ impl MemcacheStore {
     ) -> std::io::Result<(u64, u64)> {
         for _ in 0..ADD_RACES {
             if conn
-                .add(key, op.hits, self.exptime(op.spec.window.key_ttl_secs(now), now))
+                .add(
+                    key,
+                    op.hits,
+                    self.exptime(op.spec.window.key_ttl_secs(now), now),
+                )
                 .await?
             {
                 return Ok((0, op.hits));

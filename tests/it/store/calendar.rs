@@ -70,7 +70,10 @@ async fn a_daylight_saving_day_lasts_25_hours_and_retry_after_follows_it(store: 
     // 24 hours later an epoch day would have reset; this day still has half an hour to run.
     s.advance(Duration::from_secs(24 * HOUR));
     let denied = s.check(&body).await;
-    assert_eq!((denied.status, denied.retry_after()), (429, Some("1800".into())));
+    assert_eq!(
+        (denied.status, denied.retry_after()),
+        (429, Some("1800".into()))
+    );
     s.advance(Duration::from_secs(HOUR / 2));
     assert_eq!(s.check(&body).await.status, 200);
     s.shutdown().await;
@@ -84,7 +87,11 @@ async fn redis_keys_live_until_the_calendar_window_ends() {
     let r = RedisServer::start();
     // Without the expiration jitter (up to 300 s by default) the TTL is exactly the time left.
     let no_jitter = ("EXPIRATION_JITTER_MAX_SECONDS", "0");
-    let env = [("CACHE_KEY_FORMAT", "go"), ("CACHE_KEY_PREFIX", "p:"), no_jitter];
+    let env = [
+        ("CACHE_KEY_FORMAT", "go"),
+        ("CACHE_KEY_PREFIX", "p:"),
+        no_jitter,
+    ];
     let s = TestServer::start_on(&[("cal.yaml", CFG)], &env, Some(&r)).await;
     s.set_time(FEB_28_22H);
     s.rl("cal", &[&[("tenant", "acme")]]).await;
@@ -123,7 +130,10 @@ async fn memcached_counts_calendar_windows_until_their_end() {
         assert_eq!(st(&r, 0), (Code::Ok, lim(3, "MONTH"), remaining));
     }
     let r = s.rl("cal", &[&[("tenant", "acme")]]).await;
-    assert_eq!((st(&r, 0).0, dur(&r, 0)), (Code::OverLimit, Some(HOUR as i64)));
+    assert_eq!(
+        (st(&r, 0).0, dur(&r, 0)),
+        (Code::OverLimit, Some(HOUR as i64))
+    );
     let key = format!("m_cal_tenant_acme_{BERLIN_FEBRUARY}");
     assert_eq!(m.get(&key).as_deref(), Some("4"));
     // The meta get's `t` flag answers the seconds left to live: `HD t3600`.

@@ -33,7 +33,10 @@ pub(super) fn check(
         return None;
     }
     if rl.unlimited == Some(true) {
-        sink.push(&at("calendar"), "should not specify calendar when unlimited");
+        sink.push(
+            &at("calendar"),
+            "should not specify calendar when unlimited",
+        );
         return None;
     }
     let zone = zone(rl, sink);

@@ -19,7 +19,8 @@ fn at(field: &str) -> String {
 
 #[test]
 fn a_calendar_month_in_a_zone_reaches_the_window() {
-    let yaml = one("unit: month, requests_per_unit: 1000, calendar: true, time_zone: Europe/Berlin");
+    let yaml =
+        one("unit: month, requests_per_unit: 1000, calendar: true, time_zone: Europe/Berlin");
     let cfg = run(&[("f.yaml", &yaml)], false).unwrap();
     let window = cfg.limits()[0].window().unwrap();
     let calendar = window.calendar().expect("a calendar window");
@@ -31,13 +32,19 @@ fn a_calendar_month_in_a_zone_reaches_the_window() {
 #[test]
 fn without_a_zone_the_calendar_is_utc_and_without_calendar_the_window_is_gos() {
     let cfg = run(
-        &[("f.yaml", &one("unit: week, requests_per_unit: 1, calendar: true, unit_multiplier: 2"))],
+        &[(
+            "f.yaml",
+            &one("unit: week, requests_per_unit: 1, calendar: true, unit_multiplier: 2"),
+        )],
         false,
     )
     .unwrap();
     let window = cfg.limits()[0].window().unwrap();
     assert_eq!(window.calendar().unwrap().to_string(), "2week@UTC");
-    for go in ["unit: month, requests_per_unit: 1", "unit: month, requests_per_unit: 1, calendar: false"] {
+    for go in [
+        "unit: month, requests_per_unit: 1",
+        "unit: month, requests_per_unit: 1, calendar: false",
+    ] {
         let cfg = run(&[("f.yaml", &one(go))], false).unwrap();
         let window = cfg.limits()[0].window().unwrap();
         assert_eq!((window.calendar(), window.secs()), (None, 2_592_000));
@@ -67,15 +74,27 @@ fn a_calendar_is_refused_where_it_is_not_defined() {
     let minute = errs("unit: minute, requests_per_unit: 1, calendar: true");
     assert_eq!(minute.len(), 1);
     assert_eq!(minute[0].1, at("calendar"));
-    assert!(minute[0].2.starts_with("calendar applies to the units day, week, month and year, not minute"));
-    for algorithm in ["sliding_window", "sliding_log", "token_bucket", "leaky_bucket", "concurrency"] {
+    assert!(
+        minute[0]
+            .2
+            .starts_with("calendar applies to the units day, week, month and year, not minute")
+    );
+    for algorithm in [
+        "sliding_window",
+        "sliding_log",
+        "token_bucket",
+        "leaky_bucket",
+        "concurrency",
+    ] {
         let e = errs(&format!(
             "unit: day, requests_per_unit: 1, calendar: true, algorithm: {algorithm}"
         ));
         assert_eq!(e.len(), 1, "{e:?}");
         assert_eq!(e[0].1, at("calendar"));
         assert!(
-            e[0].2.starts_with(&format!("calendar only applies to fixed_window, not {algorithm} (")),
+            e[0].2.starts_with(&format!(
+                "calendar only applies to fixed_window, not {algorithm} ("
+            )),
             "{e:?}"
         );
     }
@@ -91,5 +110,8 @@ fn a_calendar_is_refused_where_it_is_not_defined() {
         )]
     );
     let typed = errs("unit: day, requests_per_unit: 1, calendar: monthly");
-    assert_eq!((typed.len(), typed[0].1.as_str()), (1, at("calendar").as_str()));
+    assert_eq!(
+        (typed.len(), typed[0].1.as_str()),
+        (1, at("calendar").as_str())
+    );
 }

@@ -127,7 +127,10 @@ impl Limit {
     /// when set; `None` for an unlimited limit (no unit).
     pub fn window(&self) -> Option<Window> {
         let unit = self.unit?;
-        let window = Window::from_secs(unit.seconds().saturating_mul(u64::from(self.unit_multiplier)))?;
+        let window = Window::from_secs(
+            unit.seconds()
+                .saturating_mul(u64::from(self.unit_multiplier)),
+        )?;
         Some(match (self.calendar, unit.calendar()) {
             (Some(zone), Some(unit)) => {
                 window.with_calendar(Calendar::new(unit, self.unit_multiplier, zone))

@@ -186,6 +186,27 @@ mod tests {
     }
 
     #[test]
+    fn a_calendar_window_names_its_calendar_and_ends_with_its_start() {
+        use crate::algorithm::calendar::{Calendar, CalendarUnit, Zone};
+        let zone = Zone::get("Europe/Berlin").unwrap();
+        let calendar = Calendar::new(CalendarUnit::Month, 1, zone);
+        let month = LimitSpec {
+            window: spec(2_592_000).window.with_calendar(calendar),
+            ..spec(2_592_000)
+        };
+        // 2026-02-28T22:00:00Z is in Berlin's February, which began at 2026-01-31T23:00:00Z.
+        let now = Timestamp::from_secs(1_772_316_000);
+        let safe = KeyBuilder::default().build("d", [("k", "v")].into_iter(), &month, now);
+        assert_eq!(safe, "{1:d|1:k=1:v}:fw:month@Europe/Berlin:1769900400");
+        let epoch =
+            KeyBuilder::default().build("d", [("k", "v")].into_iter(), &spec(2_592_000), now);
+        assert_eq!(epoch, "{1:d|1:k=1:v}:fw:2592000:1770336000");
+        let go =
+            KeyBuilder::new("", KeyFormat::Go).build("d", [("k", "v")].into_iter(), &month, now);
+        assert_eq!(go, "d_k_v_1769900400");
+    }
+
+    #[test]
     fn default_format_separates_windows_and_delimiter_tricks() {
         let now = Timestamp::from_secs(0);
         let safe = KeyBuilder::default();

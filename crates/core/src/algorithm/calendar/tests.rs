@@ -32,16 +32,28 @@ const DAY: u64 = 86_400;
 #[test]
 fn a_month_is_the_real_month_and_ends_at_local_midnight() {
     let paris = "Europe/Paris";
-    let jan = (at("2026-01-01T00:00:00+01:00"), at("2026-02-01T00:00:00+01:00"));
-    assert_eq!(bounds(CalendarUnit::Month, paris, "2026-01-31T23:59:59+01:00"), jan);
-    assert_eq!(bounds(CalendarUnit::Month, paris, "2026-01-01T00:00:00+01:00"), jan);
+    let jan = (
+        at("2026-01-01T00:00:00+01:00"),
+        at("2026-02-01T00:00:00+01:00"),
+    );
+    assert_eq!(
+        bounds(CalendarUnit::Month, paris, "2026-01-31T23:59:59+01:00"),
+        jan
+    );
+    assert_eq!(
+        bounds(CalendarUnit::Month, paris, "2026-01-01T00:00:00+01:00"),
+        jan
+    );
     // 23:30 UTC on the 31st is already February in Paris.
     let feb = bounds(CalendarUnit::Month, paris, "2026-01-31T23:30:00Z");
     assert_eq!(feb.0, jan.1);
     assert_eq!(feb.1 - feb.0, 28 * DAY);
     // A 30-day month, a 31-day month.
     let apr = bounds(CalendarUnit::Month, "UTC", "2026-04-30T12:00:00Z");
-    assert_eq!(apr, (at("2026-04-01T00:00:00Z"), at("2026-05-01T00:00:00Z")));
+    assert_eq!(
+        apr,
+        (at("2026-04-01T00:00:00Z"), at("2026-05-01T00:00:00Z"))
+    );
     let may = bounds(CalendarUnit::Month, "UTC", "2026-05-01T00:00:00Z");
     assert_eq!(may.1 - may.0, 31 * DAY);
 }
@@ -49,10 +61,16 @@ fn a_month_is_the_real_month_and_ends_at_local_midnight() {
 #[test]
 fn leap_years_have_a_29th_of_february_and_366_days() {
     let feb = bounds(CalendarUnit::Month, "UTC", "2028-02-29T12:00:00Z");
-    assert_eq!(feb, (at("2028-02-01T00:00:00Z"), at("2028-03-01T00:00:00Z")));
+    assert_eq!(
+        feb,
+        (at("2028-02-01T00:00:00Z"), at("2028-03-01T00:00:00Z"))
+    );
     assert_eq!(feb.1 - feb.0, 29 * DAY);
     let leap_day = bounds(CalendarUnit::Day, "UTC", "2028-02-29T23:59:59Z");
-    assert_eq!(leap_day, (at("2028-02-29T00:00:00Z"), at("2028-03-01T00:00:00Z")));
+    assert_eq!(
+        leap_day,
+        (at("2028-02-29T00:00:00Z"), at("2028-03-01T00:00:00Z"))
+    );
     let year = bounds(CalendarUnit::Year, "UTC", "2028-07-01T00:00:00Z");
     assert_eq!(year.1 - year.0, 366 * DAY);
     let plain = bounds(CalendarUnit::Month, "UTC", "2027-02-15T00:00:00Z");
@@ -65,7 +83,10 @@ fn leap_years_have_a_29th_of_february_and_366_days() {
 #[test]
 fn the_year_ends_at_local_new_year() {
     let utc = bounds(CalendarUnit::Year, "UTC", "2026-12-31T23:59:59Z");
-    assert_eq!(utc, (at("2026-01-01T00:00:00Z"), at("2027-01-01T00:00:00Z")));
+    assert_eq!(
+        utc,
+        (at("2026-01-01T00:00:00Z"), at("2027-01-01T00:00:00Z"))
+    );
     let next = bounds(CalendarUnit::Year, "UTC", "2027-01-01T00:00:00Z");
     assert_eq!(next.0, utc.1);
     // New Year comes an hour earlier in Paris (UTC+1 in winter).
@@ -78,41 +99,82 @@ fn the_year_ends_at_local_new_year() {
 #[test]
 fn daylight_saving_days_last_23_and_25_hours() {
     // Europe/Paris: clocks go forward at 02:00 on 29 March 2026 and back at 03:00 on 25 October.
-    let spring = bounds(CalendarUnit::Day, "Europe/Paris", "2026-03-29T12:00:00+02:00");
+    let spring = bounds(
+        CalendarUnit::Day,
+        "Europe/Paris",
+        "2026-03-29T12:00:00+02:00",
+    );
     assert_eq!(
         spring,
-        (at("2026-03-29T00:00:00+01:00"), at("2026-03-30T00:00:00+02:00"))
+        (
+            at("2026-03-29T00:00:00+01:00"),
+            at("2026-03-30T00:00:00+02:00")
+        )
     );
     assert_eq!(spring.1 - spring.0, 23 * HOUR);
     let autumn = bounds(CalendarUnit::Day, "Europe/Paris", "2026-10-25T01:30:00Z");
     assert_eq!(
         autumn,
-        (at("2026-10-25T00:00:00+02:00"), at("2026-10-26T00:00:00+01:00"))
+        (
+            at("2026-10-25T00:00:00+02:00"),
+            at("2026-10-26T00:00:00+01:00")
+        )
     );
     assert_eq!(autumn.1 - autumn.0, 25 * HOUR);
     // The weeks and months around them are an hour short and long too.
-    let week = bounds(CalendarUnit::Week, "Europe/Paris", "2026-03-29T23:00:00+02:00");
+    let week = bounds(
+        CalendarUnit::Week,
+        "Europe/Paris",
+        "2026-03-29T23:00:00+02:00",
+    );
     assert_eq!(week.1 - week.0, 7 * DAY - HOUR);
-    let october = bounds(CalendarUnit::Month, "Europe/Paris", "2026-10-31T23:59:59+01:00");
+    let october = bounds(
+        CalendarUnit::Month,
+        "Europe/Paris",
+        "2026-10-31T23:59:59+01:00",
+    );
     assert_eq!(october.1 - october.0, 31 * DAY + HOUR);
     // New York changes on other dates (8 March, 1 November 2026).
-    let ny = bounds(CalendarUnit::Day, "America/New_York", "2026-03-08T12:00:00-04:00");
+    let ny = bounds(
+        CalendarUnit::Day,
+        "America/New_York",
+        "2026-03-08T12:00:00-04:00",
+    );
     assert_eq!(ny.1 - ny.0, 23 * HOUR);
-    let ny = bounds(CalendarUnit::Day, "America/New_York", "2026-11-01T12:00:00-05:00");
+    let ny = bounds(
+        CalendarUnit::Day,
+        "America/New_York",
+        "2026-11-01T12:00:00-05:00",
+    );
     assert_eq!(ny.1 - ny.0, 25 * HOUR);
 }
 
 #[test]
 fn a_week_starts_on_monday_at_local_midnight() {
     // 27 November 2026 is a Friday; 23 November a Monday.
-    let week = bounds(CalendarUnit::Week, "Europe/Paris", "2026-11-27T10:00:00+01:00");
+    let week = bounds(
+        CalendarUnit::Week,
+        "Europe/Paris",
+        "2026-11-27T10:00:00+01:00",
+    );
     assert_eq!(
         week,
-        (at("2026-11-23T00:00:00+01:00"), at("2026-11-30T00:00:00+01:00"))
+        (
+            at("2026-11-23T00:00:00+01:00"),
+            at("2026-11-30T00:00:00+01:00")
+        )
     );
-    let sunday = bounds(CalendarUnit::Week, "Europe/Paris", "2026-11-29T23:59:59+01:00");
+    let sunday = bounds(
+        CalendarUnit::Week,
+        "Europe/Paris",
+        "2026-11-29T23:59:59+01:00",
+    );
     assert_eq!(sunday, week);
-    let monday = bounds(CalendarUnit::Week, "Europe/Paris", "2026-11-30T00:00:00+01:00");
+    let monday = bounds(
+        CalendarUnit::Week,
+        "Europe/Paris",
+        "2026-11-30T00:00:00+01:00",
+    );
     assert_eq!(monday.0, week.1);
     // A week across the year end belongs to neither year.
     let new_year = bounds(CalendarUnit::Week, "UTC", "2027-01-01T00:00:00Z");
@@ -161,16 +223,21 @@ fn zones_are_found_by_any_case_and_kept_once() {
 #[test]
 fn a_fixed_window_on_a_calendar_resets_at_the_real_boundary() {
     // A nominal month is 30 days: an epoch window would reset elsewhere.
-    let month = Window::from_secs(2_592_000)
-        .unwrap()
-        .with_calendar(cal(CalendarUnit::Month, 1, "Europe/Berlin"));
+    let month = Window::from_secs(2_592_000).unwrap().with_calendar(cal(
+        CalendarUnit::Month,
+        1,
+        "Europe/Berlin",
+    ));
     let now = Timestamp::from_secs(at("2026-02-28T22:00:00Z"));
     let mut state = fixed_window::FixedWindowState::default();
     let d = fixed_window::apply(&mut state, 2, month, 3, now);
     assert!(d.over_limit);
     // Berlin's March begins at 23:00 UTC.
     assert_eq!(d.reset_after, Duration::from_secs(HOUR));
-    assert_eq!(d.expires_at, Timestamp::from_secs(at("2026-02-28T23:00:00Z")));
+    assert_eq!(
+        d.expires_at,
+        Timestamp::from_secs(at("2026-02-28T23:00:00Z"))
+    );
     assert_eq!(state.window_start, at("2026-01-31T23:00:00Z"));
     assert_eq!(month.key_ttl_secs(now), HOUR);
     let march = Timestamp::from_secs(at("2026-02-28T23:00:00Z"));
