@@ -158,3 +158,17 @@ async fn rlconfig_names_the_calendar_zone() {
     assert!(text.contains("calendar: Europe/Paris\n"), "{text}");
     s.shutdown().await;
 }
+
+/// `CALENDAR_TIME_ZONE` is the zone of calendar windows that name none.
+#[tokio::test]
+async fn the_service_time_zone_applies_to_calendars_that_name_none() {
+    let cfg = "domain: cal\ndescriptors:\n  - {key: u, rate_limit: {unit: day, requests_per_unit: 1, calendar: true}}\n";
+    let env = [("CALENDAR_TIME_ZONE", "Europe/Paris")];
+    let s = TestServer::start(&[("cal.yaml", cfg)], &env).await;
+    s.set_time(PARIS_OCT_25_0030);
+    assert_eq!(st(&s.rl("cal", &[&[("u", "x")]]).await, 0).0, Code::Ok);
+    let r = s.rl("cal", &[&[("u", "x")]]).await;
+    let left = (PARIS_OCT_26 - PARIS_OCT_25_0030) as i64;
+    assert_eq!((st(&r, 0).0, dur(&r, 0)), (Code::OverLimit, Some(left)));
+    s.shutdown().await;
+}

@@ -69,6 +69,18 @@ impl Zone {
         Some(*zone)
     }
 
+    /// UTC, the zone of calendar windows when none is named.
+    pub fn utc() -> &'static Zone {
+        static UTC: OnceLock<Zone> = OnceLock::new();
+        // The bundled database always has it; the fixed zone stands in all the same.
+        Zone::get("UTC").unwrap_or_else(|| {
+            UTC.get_or_init(|| Zone {
+                name: "UTC",
+                tz: TimeZone::UTC,
+            })
+        })
+    }
+
     /// The zone's canonical IANA name.
     pub fn name(&self) -> &'static str {
         self.name

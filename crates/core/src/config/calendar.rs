@@ -8,9 +8,6 @@ use super::unit::Unit;
 use crate::algorithm::Algorithm;
 use crate::algorithm::calendar::Zone;
 
-/// The zone a limit without `time_zone` follows.
-const DEFAULT_ZONE: &str = "UTC";
-
 /// Checks `calendar` and `time_zone` of `rl` (unit `unit`, `None` when unlimited or invalid;
 /// algorithm `algorithm`), reporting every misuse at its path. Returns the zone whose calendar
 /// the window follows, `None` for an epoch window.
@@ -83,9 +80,14 @@ fn why_not(algorithm: Algorithm) -> &'static str {
     }
 }
 
-/// The zone named by `time_zone` (UTC when absent), or `None` after reporting an unknown name.
+/// The zone named by `time_zone` (when absent the service's `CALENDAR_TIME_ZONE`, else UTC), or
+/// `None` after reporting an unknown name.
 fn zone(rl: &RawRateLimit, sink: &mut Sink<'_>) -> Option<&'static Zone> {
-    let name = rl.time_zone.as_deref().unwrap_or(DEFAULT_ZONE);
+    let name = match (&rl.time_zone, sink.default_zone()) {
+        (Some(name), _) => name.as_str(),
+        (None, Some(zone)) => return Some(zone),
+        (None, None) => return Some(Zone::utc()),
+    };
     if let Some(zone) = Zone::get(name) {
         return Some(zone);
     }

@@ -115,3 +115,22 @@ fn a_calendar_is_refused_where_it_is_not_defined() {
         (1, at("calendar").as_str())
     );
 }
+
+#[test]
+fn the_service_zone_applies_to_calendars_that_name_none() {
+    use super::validate::{CompileOptions, ConfigFile, compile};
+    let yaml = "domain: d\ndescriptors:\n  - {key: a, rate_limit: {unit: day, requests_per_unit: 1, calendar: true}}\n  - {key: b, rate_limit: {unit: day, requests_per_unit: 1, calendar: true, time_zone: Asia/Tokyo}}\n  - {key: c, rate_limit: {unit: day, requests_per_unit: 1}}\n";
+    let files = [ConfigFile {
+        name: "f.yaml".into(),
+        contents: yaml.into(),
+    }];
+    let options = CompileOptions {
+        calendar_time_zone: crate::algorithm::calendar::Zone::get("Europe/Paris"),
+        ..CompileOptions::default()
+    };
+    let cfg = compile(&files, &options).unwrap();
+    let zones: Vec<Option<&str>> = (cfg.limits().iter())
+        .map(|l| l.window().unwrap().calendar().map(|c| c.zone().name()))
+        .collect();
+    assert_eq!(zones, [Some("Europe/Paris"), Some("Asia/Tokyo"), None]);
+}
