@@ -12,6 +12,7 @@ use std::collections::HashMap;
 use std::fmt;
 use std::hash::{Hash, Hasher};
 use std::sync::OnceLock;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use jiff::civil::Date;
 use jiff::tz::TimeZone;
@@ -50,6 +51,8 @@ impl CalendarUnit {
 pub struct Zone {
     name: &'static str,
     tz: TimeZone,
+    /// The last one-unit window placed in this zone, per [`CalendarUnit`]: see [`Calendar::bounds`].
+    recent: [AtomicU64; 4],
 }
 
 impl Zone {
@@ -64,21 +67,24 @@ impl Zone {
         let mut zones = ZONES.get_or_init(Mutex::default).lock();
         let zone = zones.entry(canonical).or_insert_with_key(|canonical| {
             let name = Box::leak(canonical.clone().into_boxed_str());
-            Box::leak(Box::new(Zone { name, tz }))
+            Box::leak(Box::new(Zone::new(name, tz)))
         });
         Some(*zone)
+    }
+
+    fn new(name: &'static str, tz: TimeZone) -> Zone {
+        Zone {
+            name,
+            tz,
+            recent: Default::default(),
+        }
     }
 
     /// UTC, the zone of calendar windows when none is named.
     pub fn utc() -> &'static Zone {
         static UTC: OnceLock<Zone> = OnceLock::new();
         // The bundled database always has it; the fixed zone stands in all the same.
-        Zone::get("UTC").unwrap_or_else(|| {
-            UTC.get_or_init(|| Zone {
-                name: "UTC",
-                tz: TimeZone::UTC,
-            })
-        })
+        Zone::get("UTC").unwrap_or_else(|| UTC.get_or_init(|| Zone::new("UTC", TimeZone::UTC)))
     }
 
     /// The zone's canonical IANA name.
@@ -165,7 +171,33 @@ impl Calendar {
 
     /// The window containing `now` (Unix seconds), or `None` when `now` is outside the years
     /// the calendar covers (−9999 to 9999, far from any clock a server runs on).
+    ///
+    /// Placing an instant in a zone's calendar costs about a microsecond, and a request asks
+    /// several times (key, decision, TTL), so the last one-unit window of each zone and unit is
+    /// kept, packed in one atomic word: any thread's window is a correct one, and it answers only
+    /// for the instants it contains (windows tile time).
     pub fn bounds(self, now: u64) -> Option<Bounds> {
+        let recent = (self.count == 1).then(|| &self.zone.recent[self.unit as usize]);
+        if let Some(packed) = recent.map(|r| r.load(Ordering::Relaxed)) {
+            let (start, end) = (packed >> 32, packed & u64::from(u32::MAX));
+            if start <= now && now < end {
+                return Some(Bounds { start, end });
+            }
+        }
+        let bounds = self.place(now)?;
+        // Windows past 2106 do not fit the packing and are simply not kept.
+        if let (Some(recent), Ok(start), Ok(end)) = (
+            recent,
+            u32::try_from(bounds.start),
+            u32::try_from(bounds.end),
+        ) {
+            recent.store((u64::from(start) << 32) | u64::from(end), Ordering::Relaxed);
+        }
+        Some(bounds)
+    }
+
+    /// [`Self::bounds`], computed.
+    fn place(self, now: u64) -> Option<Bounds> {
         let at = JiffTimestamp::from_second(i64::try_from(now).ok()?).ok()?;
         let today = at.to_zoned_datetime(self.zone.tz.clone()).date();
         let index = self.index_of(today)?;

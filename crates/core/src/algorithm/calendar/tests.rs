@@ -281,3 +281,20 @@ proptest! {
         prop_assert_eq!((b.start, b.end), (secs - secs % DAY, secs - secs % DAY + DAY));
     }
 }
+
+proptest! {
+    /// The window kept per zone and unit answers exactly what placing the instant computes,
+    /// whatever order instants come in and whatever windows of several units run alongside.
+    #[test]
+    fn the_kept_window_answers_as_the_computation(
+        times in proptest::collection::vec((100_000_000u64..4_102_444_800, 0u32..3), 1..50),
+    ) {
+        for (now, extra) in times {
+            for count in [1, 1 + extra] {
+                let c = cal(CalendarUnit::Month, count, "America/Santiago");
+                prop_assert_eq!(c.bounds(now), c.place(now));
+                prop_assert_eq!(c.bounds(now + 1), c.place(now + 1));
+            }
+        }
+    }
+}
