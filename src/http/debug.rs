@@ -75,9 +75,12 @@ pub fn render_rlconfig(config: &ConfigHandle, shown: bool) -> String {
             .partition(|l| shown || !l.file.starts_with(FILE_PREFIX));
         for l in listed {
             let unit = l.unit.map_or("UNKNOWN", |u| u.as_str());
+            // Go's fields first, so a Go-format parser still reads them; then ours, if set.
+            let calendar =
+                (l.calendar).map_or(String::new(), |z| format!(", calendar: {}", z.name()));
             let _ = writeln!(
                 out,
-                "{}: unit={} requests_per_unit={}, shadow_mode: {}, quota_mode: {}",
+                "{}: unit={} requests_per_unit={}, shadow_mode: {}, quota_mode: {}{calendar}",
                 one_line(&l.full_key),
                 unit,
                 l.requests_per_unit,

@@ -109,6 +109,8 @@ pub struct Settings {
     pub runtime_ignoredotfiles: bool,
     /// `MERGE_DOMAIN_CONFIG`.
     pub merge_domain_config: bool,
+    /// `CALENDAR_TIME_ZONE` (UTC): the zone of calendar windows that name no `time_zone`.
+    pub calendar_time_zone: &'static crate::algorithm::calendar::Zone,
     /// `ALLOW_EMPTY_CONFIG` (default false): start (with a warning) when the files yield no
     /// domain, instead of refusing to.
     pub allow_empty_config: bool,
@@ -277,6 +279,7 @@ impl Settings {
             runtime_watch_root: v.bool("RUNTIME_WATCH_ROOT", true)?,
             runtime_ignoredotfiles: v.bool("RUNTIME_IGNOREDOTFILES", false)?,
             merge_domain_config: v.bool("MERGE_DOMAIN_CONFIG", false)?,
+            calendar_time_zone: config_files::calendar_time_zone(v)?,
             allow_empty_config: v.bool("ALLOW_EMPTY_CONFIG", false)?,
             config_poll_interval: Some(v.parse(
                 "CONFIG_POLL_INTERVAL",

@@ -1,5 +1,5 @@
 //! Fixed window counter, epoch-aligned, exactly as envoyproxy/ratelimit: the window containing `now`
-//! starts at `now - now % window`; every hit increments the counter (even past the limit); the result
+//! starts at `now - now % window` (or at its calendar boundary, [`super::calendar`]); every hit increments the counter (even past the limit); the result
 //! is over the limit when the counter after the increment exceeds the limit. The counter stops at
 //! [`MAX_COUNT`] (far past any limit, so no decision changes): Redis's 64-bit `INCRBY` can then
 //! never overflow, and every count stays an exact double in the Lua twin.
@@ -81,26 +81,23 @@ pub fn decide_refund(
     }
 }
 
-/// Start (Unix seconds) of the window of length `window` that contains `now`.
+/// Start (Unix seconds) of the window that contains `now` (the key suffix of its counter).
 pub fn window_start(window: Window, now: Timestamp) -> u64 {
-    let now = now.as_secs();
-    now - now % window.secs()
+    window.bounds(now).start
 }
 
 /// The decision once the window's counter went from `before` to `after`. Shared by the memory
 /// store and the Redis store (whose Lua script only increments), so both decide identically.
 pub fn decide(before: u64, after: u64, limit: u64, window: Window, now: Timestamp) -> Decision {
-    let now_secs = now.as_secs();
-    let start = window_start(window, now);
-    let window = window.secs();
+    let end = window.bounds(now).end;
     let over_limit = after > limit;
     Decision {
         over_limit,
         before,
         after,
         remaining: if over_limit { 0 } else { limit - after },
-        reset_after: Duration::from_secs(window - now_secs % window),
-        expires_at: Timestamp::from_secs(start.saturating_add(window)),
+        reset_after: Duration::from_secs(end.saturating_sub(now.as_secs())),
+        expires_at: Timestamp::from_secs(end),
         wait: Duration::ZERO,
     }
 }

@@ -3,6 +3,7 @@
 //! Each store keeps an [`AlgorithmState`] per key and calls [`apply`] under that key's lock (memory)
 //! or runs the Lua twin of the same function (Redis), so both stores decide identically.
 
+pub mod calendar;
 pub mod concurrency;
 pub mod fixed_window;
 pub mod leaky_bucket;

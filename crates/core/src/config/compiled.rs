@@ -11,6 +11,7 @@ use std::sync::Arc;
 use super::error::ConfigError;
 pub use super::failure_mode::FailureMode;
 use super::unit::Unit;
+use crate::algorithm::calendar::{Calendar, Zone};
 use crate::algorithm::{Algorithm, LimitSpec, Window};
 
 /// What matching needs from one request entry. The limiter's request type implements it, so this
@@ -113,6 +114,9 @@ pub struct Limit {
     /// `rate_limit.lease` (ratelimitd extension): how many hits an instance may reserve from the
     /// shared counter at once (`store::lease`); `None` = `LEASE_DEFAULT_SIZE`, `Some(0)` = off.
     pub lease: Option<u32>,
+    /// `rate_limit.calendar` with `time_zone` (ratelimitd extensions): the zone whose calendar
+    /// the window follows (a real month, a week from Monday); `None` = Go's epoch windows.
+    pub calendar: Option<&'static Zone>,
     /// The other limits of `rate_limits` (ratelimitd extension) when this is its first entry: all
     /// apply to the same descriptor, and the most restrictive decision is reported. Empty for
     /// `rate_limit` and for the other entries themselves.
@@ -123,10 +127,20 @@ pub struct Limit {
 }
 
 impl Limit {
-    /// The window: the unit times `unit_multiplier`; `None` for an unlimited limit (no unit).
+    /// The window: the unit times `unit_multiplier`, following the calendar of [`Self::calendar`]
+    /// when set; `None` for an unlimited limit (no unit).
     pub fn window(&self) -> Option<Window> {
-        let unit_secs = self.unit?.seconds();
-        Window::from_secs(unit_secs.saturating_mul(u64::from(self.unit_multiplier)))
+        let unit = self.unit?;
+        let window = Window::from_secs(
+            unit.seconds()
+                .saturating_mul(u64::from(self.unit_multiplier)),
+        )?;
+        Some(match (self.calendar, unit.calendar()) {
+            (Some(zone), Some(unit)) => {
+                window.with_calendar(Calendar::new(unit, self.unit_multiplier, zone))
+            }
+            _ => window,
+        })
     }
 
     /// What the algorithms need of this limit; `None` for an unlimited limit.

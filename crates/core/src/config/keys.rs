@@ -30,7 +30,7 @@ const VALID_KEYS: [&str; 16] = [
 
 /// ratelimitd's opt-in extensions (`docs/design/contract.md#extensions`). A Go config never uses
 /// them, so adding them to the allow-list cannot change what a Go config means.
-const EXTENSION_KEYS: [&str; 8] = [
+const EXTENSION_KEYS: [&str; 10] = [
     "failure_mode",
     "local_share",
     "algorithm",
@@ -39,6 +39,8 @@ const EXTENSION_KEYS: [&str; 8] = [
     "rate_limits",
     "lease",
     "quota_group",
+    "calendar",
+    "time_zone",
 ];
 
 /// Checks every key of `map` (at `path`) and below, reporting each problem.

@@ -81,11 +81,13 @@ pub(super) fn build_limit(
         ok
     });
     let ext = super::extensions::check(rl, unit, sink);
+    let calendar = super::calendar::check(rl, unit, ext.algorithm, sink);
     Limit {
         algorithm: ext.algorithm,
         burst: ext.burst,
         unit_multiplier: ext.unit_multiplier,
         lease: ext.lease,
+        calendar,
         failure_mode,
         local_share,
         full_key: full_key.to_owned(),

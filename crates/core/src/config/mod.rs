@@ -5,6 +5,7 @@
 //! check (`keys`) and a typed walk → `validate` checks the result and builds the `compiled` tree,
 //! collecting every error with its file and YAML path → `matching` answers `GetLimit`.
 
+mod calendar;
 pub(crate) mod compiled;
 mod convert;
 mod error;
@@ -23,6 +24,8 @@ pub(crate) mod unit;
 mod validate;
 mod yaml_budget;
 
+#[cfg(test)]
+mod calendar_tests;
 #[cfg(test)]
 mod compile_tests;
 #[cfg(test)]

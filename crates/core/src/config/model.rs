@@ -70,6 +70,10 @@ pub(crate) struct RawRateLimit {
     pub(crate) unit_multiplier: Option<u32>,
     /// `lease` (ratelimitd extension); `None` when absent or wrongly typed (reported).
     pub(crate) lease: Option<u32>,
+    /// `calendar` (ratelimitd extension); `None` when absent or wrongly typed (reported).
+    pub(crate) calendar: Option<bool>,
+    /// `time_zone` (ratelimitd extension, with `calendar`), as written.
+    pub(crate) time_zone: Option<String>,
 }
 
 /// Parses one file. `None` when the whole file is unusable (syntax error, non-map top level).
@@ -199,6 +203,8 @@ impl Typed<'_, '_> {
             burst: self.uint32(rl, &path, "burst"),
             unit_multiplier: self.uint32(rl, &path, "unit_multiplier"),
             lease: self.uint32(rl, &path, "lease"),
+            calendar: self.bool(rl, &path, "calendar"),
+            time_zone: self.string(rl, &path, "time_zone"),
             path,
         }
     }

@@ -3,6 +3,7 @@
 //! descriptor is checked even after an error (into a scratch tree), so one load reports all
 //! problems; any error rejects the whole load.
 
+use crate::algorithm::calendar::Zone;
 use std::collections::HashMap;
 use std::sync::Arc;
 
@@ -25,6 +26,9 @@ pub struct CompileOptions {
     /// `MERGE_DOMAIN_CONFIG`: a domain seen again adds its top-level descriptors to the first one
     /// instead of being a `duplicate domain` error.
     pub merge_domains: bool,
+    /// `CALENDAR_TIME_ZONE`: the zone of the calendar windows (`calendar: true`) that name no
+    /// `time_zone`; `None` = UTC.
+    pub calendar_time_zone: Option<&'static Zone>,
 }
 
 /// Parses, validates and compiles `files`, in order. Returns every error found, or the config.
@@ -38,7 +42,8 @@ pub fn compile(
     // The file that first defined each domain, for the duplicate error.
     let mut first_file: HashMap<String, String> = HashMap::new();
     for file in files {
-        let mut sink = Sink::new(&file.name, &mut errors, &mut warnings);
+        let mut sink = Sink::new(&file.name, &mut errors, &mut warnings)
+            .with_default_zone(opts.calendar_time_zone);
         let Some(root) = parse_file(&file.contents, &mut sink) else {
             continue;
         };

@@ -14,7 +14,13 @@ pub(super) fn run(
             contents: (*contents).to_owned(),
         })
         .collect();
-    compile(&files, &CompileOptions { merge_domains })
+    compile(
+        &files,
+        &CompileOptions {
+            merge_domains,
+            ..CompileOptions::default()
+        },
+    )
 }
 
 /// `(file, path, message)` of every error.

@@ -105,6 +105,8 @@ pub(super) fn override_limit(
         // A bucket's capacity is the overridden rate (the config's burst belongs to its rate).
         burst: None,
         unit_multiplier: 1,
+        // An override's unit is its own, counted in Go's epoch windows.
+        calendar: None,
         // The service's default lease applies to overrides of fixed windows.
         lease: None,
         also: Vec::new(),
