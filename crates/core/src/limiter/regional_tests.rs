@@ -1,0 +1,93 @@
+//! Regional limits through the limiter: a region counts a worldwide limit against its share on
+//! its own store, reports the configured limit, and leaves other limits (and a process with no
+//! region) alone.
+
+use std::sync::Arc;
+
+use super::*;
+use crate::clock::ManualClock;
+use crate::config::{self, CompileOptions, ConfigFile};
+use crate::region::RegionShares;
+use crate::store::memory::MemoryStore;
+
+const CFG: &str = r#"
+domain: d
+descriptors:
+  - {key: world, rate_limit: {unit: minute, requests_per_unit: 10, regions: {shares: {eu: 0.6, us: 0.3}}}}
+  - {key: bucket, rate_limit: {unit: minute, requests_per_unit: 10, algorithm: token_bucket, burst: 20, regions: {shares: {eu: 0.5}}}}
+  - {key: plain, rate_limit: {unit: minute, requests_per_unit: 10}}
+  - key: both
+    rate_limits:
+      - {unit: minute, requests_per_unit: 100}
+      - {unit: hour, requests_per_unit: 10, regions: {shares: {eu: 0.2}}}
+"#;
+
+/// A limiter of `region` (none: `None`) on a memory store of its own, and the config.
+fn region(name: Option<&str>) -> (RateLimiter, RateLimitConfig) {
+    let files = [ConfigFile {
+        name: "d.yaml".into(),
+        contents: CFG.into(),
+    }];
+    let cfg = config::compile(&files, &CompileOptions::default()).unwrap();
+    let clock = Arc::new(ManualClock::new(Timestamp::from_secs(1_000)));
+    let store = Arc::new(MemoryStore::new(100));
+    let shares = name.map_or_else(RegionShares::default, RegionShares::new);
+    let limiter =
+        RateLimiter::new(store, clock, LimiterOptions::default()).with_regions(Arc::new(shares));
+    (limiter, cfg)
+}
+
+/// How many of `n` calls on `key` were admitted, and the last response.
+async fn admitted(
+    l: &RateLimiter,
+    cfg: &RateLimitConfig,
+    key: &str,
+    n: usize,
+) -> (usize, Response) {
+    let req = Request::new("d", vec![Descriptor::of(&[(key, "x")])]);
+    let mut ok = 0;
+    let mut last = None;
+    for _ in 0..n {
+        let r = l.should_rate_limit(Some(cfg), &req).await.unwrap();
+        ok += usize::from(r.overall_code == Code::Ok);
+        last = Some(r);
+    }
+    (ok, last.unwrap())
+}
+
+#[tokio::test]
+async fn each_region_admits_its_share_and_the_world_the_limit() {
+    let (eu, cfg) = region(Some("eu"));
+    let (us, _) = region(Some("us"));
+    let (ap, _) = region(Some("ap"));
+    let (eu_ok, first) = admitted(&eu, &cfg, "world", 1).await;
+    // The answer reports the worldwide limit; what is left is this region's.
+    let current = first.statuses[0].current_limit.clone().unwrap();
+    assert_eq!(current.requests_per_unit, 10);
+    assert_eq!(first.statuses[0].limit_remaining, 5);
+    let eu_ok = eu_ok + admitted(&eu, &cfg, "world", 19).await.0;
+    let us_ok = admitted(&us, &cfg, "world", 20).await.0;
+    // A region not listed gets what the others leave (0.1 of 10).
+    let ap_ok = admitted(&ap, &cfg, "world", 20).await.0;
+    assert_eq!((eu_ok, us_ok, ap_ok), (6, 3, 1));
+    assert_eq!(eu_ok + us_ok + ap_ok, 10, "the world admits the limit");
+}
+
+#[tokio::test]
+async fn a_bucket_shares_its_burst_and_other_limits_are_untouched() {
+    let (eu, cfg) = region(Some("eu"));
+    assert_eq!(
+        admitted(&eu, &cfg, "bucket", 30).await.0,
+        10,
+        "half the burst of 20"
+    );
+    assert_eq!(admitted(&eu, &cfg, "plain", 30).await.0, 10);
+    // Of `rate_limits`, only the regional one is scaled: 0.2 of 10 an hour.
+    assert_eq!(admitted(&eu, &cfg, "both", 30).await.0, 2);
+}
+
+#[tokio::test]
+async fn without_a_region_a_regional_limit_is_the_whole_limit() {
+    let (none, cfg) = region(None);
+    assert_eq!(admitted(&none, &cfg, "world", 30).await.0, 10);
+}
