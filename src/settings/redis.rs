@@ -127,7 +127,12 @@ fn go_pool_tuning(v: &Vars, prefix: &str) -> Result<(), SettingsError> {
     Ok(())
 }
 
-fn one(v: &Vars, prefix: &str, default_url: &str) -> Result<RedisSettings, SettingsError> {
+/// One Redis deployment's `{prefix}*` variables (the main, per-second and global Redis).
+pub(super) fn one(
+    v: &Vars,
+    prefix: &str,
+    default_url: &str,
+) -> Result<RedisSettings, SettingsError> {
     let name = |n: &str| format!("{prefix}{n}");
     go_pool_tuning(v, prefix)?;
     let s = RedisSettings {
@@ -166,10 +171,17 @@ fn path(v: &Vars, name: &str) -> Option<PathBuf> {
 /// with full verification before handing it over): refuse at startup rather than let the setting
 /// mean something else.
 fn check_sentinel_tls(c: &RedisConfig) -> Result<(), SettingsError> {
+    let targets = std::iter::once(&c.main).chain(c.per_second.as_ref());
+    refuse_sentinel_tls_skip(c.tls.skip_hostname_verification, targets)
+}
+
+/// The rule of [`check_sentinel_tls`] for any Redis deployments (the global store's too).
+pub(super) fn refuse_sentinel_tls_skip<'a>(
+    skip_hostname_verification: bool,
+    mut targets: impl Iterator<Item = &'a RedisSettings>,
+) -> Result<(), SettingsError> {
     let sentinel_tls = |s: &RedisSettings| s.kind == RedisKind::Sentinel && s.tls;
-    if c.tls.skip_hostname_verification
-        && (sentinel_tls(&c.main) || c.per_second.as_ref().is_some_and(sentinel_tls))
-    {
+    if skip_hostname_verification && targets.any(sentinel_tls) {
         return Err(SettingsError {
             name: "REDIS_TLS_SKIP_HOSTNAME_VERIFICATION".into(),
             value: "true".into(),

@@ -111,3 +111,56 @@ fn bad_shares_are_refused_with_their_path() {
         assert!(got[0].1.contains(message), "{yaml}: {got:?}");
     }
 }
+
+#[test]
+fn follow_demand_takes_defaults_or_checked_values() {
+    let follow = |yaml: &str| {
+        let cfg = run(&[("f.yaml", &one(yaml))], false).unwrap();
+        cfg.limits()[0].regions.as_ref().unwrap().follow
+    };
+    assert_eq!(
+        follow("regions: {shares: {eu: 0.5, us: 0.5}, follow_demand: true}"),
+        Some(crate::region::FollowDemand::DEFAULT)
+    );
+    let f = follow(
+        "regions: {shares: {eu: 0.5, us: 0.5}, follow_demand: {floor: 0.2, max_step: 0.25}}",
+    )
+    .unwrap();
+    assert_eq!((f.floor, f.max_step), (0.2, 0.25));
+    assert_eq!(
+        follow("regions: {shares: {eu: 0.5}, follow_demand: false}"),
+        None
+    );
+    for (yaml, path, message) in [
+        (
+            "regions: {shares: {eu: 0.5, us: 0.5}, follow_demand: {floor: 0.6}}",
+            "regions.follow_demand.floor",
+            "1 / the regions listed = 0.5",
+        ),
+        (
+            "regions: {shares: {eu: 0.5, us: 0.5}, follow_demand: {max_step: 0}}",
+            "regions.follow_demand.max_step",
+            "invalid max_step 0",
+        ),
+        (
+            "regions: {shares: {eu: 0.5, us: 0.5}, follow_demand: {flor: 0.1}}",
+            "regions.follow_demand.flor",
+            "unknown key 'flor'",
+        ),
+        (
+            "regions: {shares: {eu: 0.5, us: 0.5}, follow_demand: yes please}",
+            "regions.follow_demand",
+            "invalid follow_demand",
+        ),
+        (
+            "regions: {shares: {eu: 0.5}, default_share: 0.5, follow_demand: true}",
+            "regions.default_share",
+            "cannot be used with follow_demand",
+        ),
+    ] {
+        let got = errs(yaml);
+        assert_eq!(got.len(), 1, "{yaml}: {got:?}");
+        assert_eq!(got[0].0, path, "{yaml}: {got:?}");
+        assert!(got[0].1.contains(message), "{yaml}: {got:?}");
+    }
+}

@@ -11,10 +11,10 @@ use serde_yaml::{Mapping, Value};
 use super::convert::{go_fmt, untag};
 use super::error::field_path;
 use super::typed::Typed;
-use crate::region::Regions;
+use crate::region::{FollowDemand, Regions};
 
 /// The keys of a `regions` map.
-const KEYS: [&str; 2] = ["shares", "default_share"];
+const KEYS: [&str; 3] = ["shares", "default_share", "follow_demand"];
 
 /// Slack for decimal shares that sum to exactly 1 in writing (0.7 + 0.2 + 0.1).
 const SUM_SLACK: f64 = 1e-9;
@@ -42,7 +42,7 @@ impl Typed<'_, '_> {
                 let hint =
                     super::suggest::nearest(name, KEYS).map(|k| format!("did you mean `{k}`?"));
                 let msg = format!(
-                    "unknown key '{}' in regions (expected shares or default_share)",
+                    "unknown key '{}' in regions (expected shares, default_share or follow_demand)",
                     go_fmt(k)
                 );
                 self.sink.push_hinted(&path, msg, hint);
@@ -81,10 +81,20 @@ impl Typed<'_, '_> {
             );
             ok = false;
         }
+        let follow = self.follow_demand(m, &path, shares.len(), &mut ok);
+        if follow.is_some() && given.is_some() {
+            self.sink.push(
+                &field_path(&path, "default_share"),
+                "default_share cannot be used with follow_demand (every region must be listed \
+                 under shares, where its share starts)",
+            );
+            ok = false;
+        }
         ok.then(|| Regions {
             path,
             shares,
             default_share,
+            follow,
         })
     }
 
@@ -125,6 +135,56 @@ impl Typed<'_, '_> {
             }
         }
         out
+    }
+
+    /// `follow_demand`: `true` (the defaults), `false`, or `{floor, max_step}`.
+    fn follow_demand(
+        &mut self,
+        m: &Mapping,
+        parent: &str,
+        regions: usize,
+        ok: &mut bool,
+    ) -> Option<FollowDemand> {
+        let path = field_path(parent, "follow_demand");
+        let v = m.get("follow_demand")?;
+        let fields = match untag(v) {
+            Value::Bool(true) => return Some(FollowDemand::DEFAULT),
+            Value::Bool(false) | Value::Null => return None,
+            Value::Mapping(f) => f,
+            _ => {
+                let msg = format!(
+                    "invalid follow_demand {} (expected true, false or {{floor: 0.05, max_step: 0.1}})",
+                    go_fmt(v)
+                );
+                self.sink.push(&path, msg);
+                *ok = false;
+                return None;
+            }
+        };
+        let mut follow = FollowDemand::DEFAULT;
+        for (k, v) in fields {
+            let name = untag(k).as_str().unwrap_or_default();
+            let at = field_path(&path, name);
+            let n = match untag(v) {
+                Value::Number(n) => n.as_f64(),
+                _ => None,
+            };
+            let most_floor = 1.0 / regions.max(1) as f64;
+            let parsed = match name {
+                "floor" => n.filter(|f| (0.0..=most_floor).contains(f)).map(|f| follow.floor = f).ok_or_else(|| {
+                    format!("invalid floor {} (expected a number from 0 to 1 / the regions listed = {most_floor})", go_fmt(v))
+                }),
+                "max_step" => n.filter(|s| *s > 0.0 && *s <= 1.0).map(|s| follow.max_step = s).ok_or_else(|| {
+                    format!("invalid max_step {} (expected a number above 0, at most 1)", go_fmt(v))
+                }),
+                _ => Err(format!("unknown key '{}' in follow_demand (expected floor or max_step)", go_fmt(k))),
+            };
+            if let Err(msg) = parsed {
+                self.sink.push(&at, msg);
+                *ok = false;
+            }
+        }
+        Some(follow)
     }
 
     /// One share: a number above 0, at most 1 (reported otherwise).

@@ -20,7 +20,7 @@ pub(crate) fn scale(plans: &mut Plans<'_>, shares: &RegionShares) {
         // `plan` pushes one op per limit with a spec, in `Limit::all` order.
         let limits = limited.limit.all().filter(|l| l.spec().is_some());
         for (op, limit) in plans.ops[limited.ops.clone()].iter_mut().zip(limits) {
-            if let Some(share) = shares.share(limit) {
+            if let Some(share) = shares.share(limit, &op.key, if op.refund { 0 } else { op.hits }) {
                 op.spec.limit = effective(op.spec.limit, share);
                 op.spec.burst = effective(op.spec.burst, share);
             }

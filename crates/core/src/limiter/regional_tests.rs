@@ -20,10 +20,17 @@ descriptors:
     rate_limits:
       - {unit: minute, requests_per_unit: 100}
       - {unit: hour, requests_per_unit: 10, regions: {shares: {eu: 0.2}}}
+  - {key: moving, rate_limit: {unit: hour, requests_per_unit: 100, regions: {shares: {eu: 0.5, us: 0.5}, follow_demand: true}}}
 "#;
 
 /// A limiter of `region` (none: `None`) on a memory store of its own, and the config.
 fn region(name: Option<&str>) -> (RateLimiter, RateLimitConfig) {
+    let shares = name.map_or_else(RegionShares::default, RegionShares::new);
+    region_with(Arc::new(shares))
+}
+
+/// A limiter counting regional limits against `shares`, and the config.
+fn region_with(shares: Arc<RegionShares>) -> (RateLimiter, RateLimitConfig) {
     let files = [ConfigFile {
         name: "d.yaml".into(),
         contents: CFG.into(),
@@ -31,9 +38,7 @@ fn region(name: Option<&str>) -> (RateLimiter, RateLimitConfig) {
     let cfg = config::compile(&files, &CompileOptions::default()).unwrap();
     let clock = Arc::new(ManualClock::new(Timestamp::from_secs(1_000)));
     let store = Arc::new(MemoryStore::new(100));
-    let shares = name.map_or_else(RegionShares::default, RegionShares::new);
-    let limiter =
-        RateLimiter::new(store, clock, LimiterOptions::default()).with_regions(Arc::new(shares));
+    let limiter = RateLimiter::new(store, clock, LimiterOptions::default()).with_regions(shares);
     (limiter, cfg)
 }
 
@@ -90,4 +95,37 @@ async fn a_bucket_shares_its_burst_and_other_limits_are_untouched() {
 async fn without_a_region_a_regional_limit_is_the_whole_limit() {
     let (none, cfg) = region(None);
     assert_eq!(admitted(&none, &cfg, "world", 30).await.0, 10);
+}
+
+#[tokio::test]
+async fn a_demand_following_share_starts_as_listed_and_moves_when_a_sync_says() {
+    let shares = Arc::new(RegionShares::new("eu"));
+    let (eu, cfg) = region_with(shares.clone());
+    assert_eq!(admitted(&eu, &cfg, "moving", 30).await.0, 30);
+    // The sync round sees every hit asked for (admitted or not), once.
+    let round = shares.take_round();
+    assert_eq!(round.len(), 1);
+    assert_eq!(
+        (round[0].hits, round[0].vector.clone()),
+        (30, vec![0.5, 0.5])
+    );
+    assert_eq!(shares.take_round()[0].hits, 0);
+    // A sync moves eu (first by name) to 0.8: 80 of the 100 an hour.
+    shares.apply(&round[0].key, vec![0.8, 0.2]);
+    assert_eq!(admitted(&eu, &cfg, "moving", 100).await.0, 50);
+    let key = round[0].key.clone();
+    assert_eq!(shares.current(), vec![(key, "d.moving".to_string(), 0.8)]);
+    // Idle keys are forgotten after a while; their share goes back to the listed one.
+    for _ in 0..=crate::region::table::IDLE_ROUNDS + 1 {
+        shares.take_round();
+    }
+    assert!(shares.current().is_empty());
+}
+
+#[tokio::test]
+async fn keys_past_the_cap_keep_their_listed_share_and_are_not_synced() {
+    let shares = Arc::new(RegionShares::new("eu").with_max_keys(0));
+    let (eu, cfg) = region_with(shares.clone());
+    assert_eq!(admitted(&eu, &cfg, "moving", 60).await.0, 50);
+    assert!(shares.take_round().is_empty());
 }

@@ -6,10 +6,11 @@
 //! and [`RegionShares`] is what the limiter asks, per op, for the share of the region it runs in.
 
 pub mod share;
+pub mod table;
+
+pub use table::{DemandRound, RegionShares};
 
 use std::collections::BTreeMap;
-
-use crate::config::Limit;
 
 /// A limit's `regions`: its per-region shares of the configured (global) limit.
 #[derive(Debug, Clone, PartialEq)]
@@ -21,6 +22,25 @@ pub struct Regions {
     /// `default_share`, else what the listed regions leave (`1 − Σ shares`; may be 0): the share
     /// of a region that is not listed.
     pub default_share: f64,
+    /// `follow_demand`: the shares start as listed and then follow each region's demand.
+    pub follow: Option<FollowDemand>,
+}
+
+/// How demand-following shares move ([`share::demand_shares`], [`share::step_toward`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct FollowDemand {
+    /// `floor`: the least share a listed region keeps, however idle (at most 1 / regions).
+    pub floor: f64,
+    /// `max_step`: the most of the budget one sync moves between regions (bounds over-admission).
+    pub max_step: f64,
+}
+
+impl FollowDemand {
+    /// The defaults of `follow_demand: true`.
+    pub const DEFAULT: FollowDemand = FollowDemand {
+        floor: 0.05,
+        max_step: 0.1,
+    };
 }
 
 impl Regions {
@@ -31,31 +51,15 @@ impl Regions {
             .copied()
             .unwrap_or(self.default_share)
     }
-}
 
-/// The region this process serves, asked by the limiter for the share of each regional limit.
-/// Without a region (the default), no limit is scaled.
-#[derive(Debug, Default)]
-pub struct RegionShares {
-    region: Option<String>,
-}
-
-impl RegionShares {
-    /// Shares for the instances of `region`.
-    pub fn new(region: impl Into<String>) -> RegionShares {
-        RegionShares {
-            region: Some(region.into()),
-        }
+    /// Where `region` sits among the listed regions (the order every region uses for a share
+    /// vector: by name).
+    pub fn index_of(&self, region: &str) -> Option<usize> {
+        self.shares.keys().position(|r| r == region)
     }
 
-    /// The region, when one is set.
-    pub fn region(&self) -> Option<&str> {
-        self.region.as_deref()
-    }
-
-    /// This region's share of `limit`; `None` when the limit is global or no region is set.
-    pub fn share(&self, limit: &Limit) -> Option<f64> {
-        let region = self.region.as_deref()?;
-        limit.regions.as_ref().map(|r| r.share_of(region))
+    /// The listed shares in [`Regions::index_of`] order: where demand-following shares start.
+    pub fn starting_vector(&self) -> Vec<f64> {
+        self.shares.values().copied().collect()
     }
 }
