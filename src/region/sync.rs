@@ -1,7 +1,8 @@
 //! The sync of demand-following shares: every `REGION_SYNC_INTERVAL`, each instance posts its
 //! demand for every active key of a `follow_demand` limit to the global store and reads every
-//! listed region's, then moves the key's share vector toward the demand
-//! ([`share::demand_shares`], at most `max_step` per sync: [`share::step_toward`]).
+//! listed region's, then moves this region's share of the key toward its share of the demand
+//! ([`share::demand_shares`]; down by at most `max_step` per sync, up by less:
+//! [`share::step_own`]).
 //!
 //! The global store holds the quota service's demand board (`lua/rlqs_demand.lua`), one hash per
 //! key and region, `<key>:region:<region>`, with one field per instance of that region: a region's
@@ -129,6 +130,7 @@ impl RegionSync {
                 }
                 status.failing = false;
                 status.last_ok = Some(self.clock.now());
+                self.shares.mark_synced();
             }
             Some(e) => {
                 if !status.failing {
@@ -143,7 +145,7 @@ impl RegionSync {
 
     /// Exchanges one key's demand with every listed region and applies the new vector.
     async fn sync_key(&self, k: DemandRound, secs: f64, now: Timestamp) -> Result<(), String> {
-        let Some(follow) = k.regions.follow else {
+        let (Some(follow), Some(me)) = (k.regions.follow, k.regions.index_of(&self.region)) else {
             return Ok(());
         };
         let ttl = self.interval * ENTRY_INTERVALS;
@@ -165,8 +167,8 @@ impl RegionSync {
             let total: u64 = values.iter().skip(skip).sum();
             demands.push(total as f64 / 1000.0);
         }
-        let target = share::demand_shares(&demands, follow.floor);
-        let next = share::step_toward(&k.vector, &target, follow.max_step);
+        let target = share::demand_shares(&demands, follow.floor)[me];
+        let next = share::step_own(k.share, target, follow.max_step, demands.len());
         self.shares.apply(&k.key, next);
         Ok(())
     }

@@ -48,6 +48,7 @@ impl Settings {
             .fixed_windows_only(self.backend == super::Backend::Memcache)
             .regions(crate::region::RegionCheck {
                 region: self.region.region.clone(),
+                global_store: self.region.global.is_some(),
             })
     }
 }

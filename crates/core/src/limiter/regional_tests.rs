@@ -105,21 +105,23 @@ async fn a_demand_following_share_starts_as_listed_and_moves_when_a_sync_says() 
     // The sync round sees every hit asked for (admitted or not), once.
     let round = shares.take_round();
     assert_eq!(round.len(), 1);
-    assert_eq!(
-        (round[0].hits, round[0].vector.clone()),
-        (30, vec![0.5, 0.5])
-    );
+    assert_eq!((round[0].hits, round[0].share), (30, 0.5));
     assert_eq!(shares.take_round()[0].hits, 0);
-    // A sync moves eu (first by name) to 0.8: 80 of the 100 an hour.
-    shares.apply(&round[0].key, vec![0.8, 0.2]);
+    // A sync moves eu to 0.8: 80 of the 100 an hour.
+    shares.apply(&round[0].key, 0.8);
     assert_eq!(admitted(&eu, &cfg, "moving", 100).await.0, 50);
     let key = round[0].key.clone();
     assert_eq!(shares.current(), vec![(key, "d.moving".to_string(), 0.8)]);
-    // Idle keys are forgotten after a while; their share goes back to the listed one.
+    // Idle keys are forgotten after a while.
     for _ in 0..=crate::region::table::IDLE_ROUNDS + 1 {
         shares.take_round();
     }
     assert!(shares.current().is_empty());
+    // Once the region has synced, a key new to it starts at the floor (0.05 of 100).
+    shares.mark_synced();
+    let (_, r) = admitted(&eu, &cfg, "moving", 1).await;
+    assert_eq!(r.overall_code, Code::OverLimit, "80 counted already, 5 allowed");
+    assert_eq!(shares.current()[0].2, 0.05);
 }
 
 #[tokio::test]

@@ -26,7 +26,7 @@ pub struct Regions {
     pub follow: Option<FollowDemand>,
 }
 
-/// How demand-following shares move ([`share::demand_shares`], [`share::step_toward`]).
+/// How demand-following shares move ([`share::demand_shares`], [`share::step_own`]).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct FollowDemand {
     /// `floor`: the least share a listed region keeps, however idle (at most 1 / regions).
@@ -52,14 +52,8 @@ impl Regions {
             .unwrap_or(self.default_share)
     }
 
-    /// Where `region` sits among the listed regions (the order every region uses for a share
-    /// vector: by name).
+    /// Where `region` sits among the listed regions (by name: the order of a sync's demands).
     pub fn index_of(&self, region: &str) -> Option<usize> {
         self.shares.keys().position(|r| r == region)
-    }
-
-    /// The listed shares in [`Regions::index_of`] order: where demand-following shares start.
-    pub fn starting_vector(&self) -> Vec<f64> {
-        self.shares.values().copied().collect()
     }
 }

@@ -2,10 +2,16 @@
 //! Static shares come straight from the limit's [`Regions`]; demand-following ones are kept per
 //! active key (the cache key of one descriptor's counter), together with the hits seen since the
 //! last sync, which the sync task ([`RegionShares::take_round`]) turns into this instance's
-//! demand and answers with a new share vector ([`RegionShares::apply`]). Keys are bounded: past
-//! [`RegionShares::with_max_keys`] a new key keeps its starting share and is not synced.
+//! demand and answers with the key's new share ([`RegionShares::apply`]).
+//!
+//! A key new to this region starts at the limit's floor once the region has reached the global
+//! store ([`RegionShares::mark_synced`]): the others may already hold the rest, and the floor is
+//! what every region is always left. Before that (a region that starts cut off), it starts at the
+//! listed share. Keys are bounded: past [`RegionShares::with_max_keys`] a new key keeps its
+//! starting share and is not synced.
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
 use super::Regions;
@@ -25,8 +31,8 @@ struct Tracked {
     regions: Arc<Regions>,
     /// Hits seen since the last round.
     hits: u64,
-    /// The share vector in force (every listed region's, in [`Regions::index_of`] order).
-    vector: Vec<f64>,
+    /// This region's share in force.
+    share: f64,
     /// Rounds in a row without hits.
     idle: u32,
 }
@@ -40,8 +46,8 @@ pub struct DemandRound {
     pub regions: Arc<Regions>,
     /// Hits this instance saw since the previous round.
     pub hits: u64,
-    /// The share vector in force.
-    pub vector: Vec<f64>,
+    /// This region's share in force.
+    pub share: f64,
 }
 
 /// The region this process serves and its demand-following shares.
@@ -50,6 +56,7 @@ pub struct RegionShares {
     region: Option<String>,
     tracked: Mutex<HashMap<String, Tracked>>,
     max_keys: usize,
+    synced: AtomicBool,
 }
 
 impl RegionShares {
@@ -59,6 +66,7 @@ impl RegionShares {
             region: Some(region.into()),
             tracked: Mutex::default(),
             max_keys: MAX_KEYS,
+            synced: AtomicBool::new(false),
         }
     }
 
@@ -66,6 +74,11 @@ impl RegionShares {
     pub fn with_max_keys(mut self, max_keys: usize) -> RegionShares {
         self.max_keys = max_keys;
         self
+    }
+
+    /// The global store answered a sync round: keys new to this region start at the floor.
+    pub fn mark_synced(&self) {
+        self.synced.store(true, Ordering::Relaxed);
     }
 
     /// The region, when one is set.
@@ -79,26 +92,30 @@ impl RegionShares {
     pub fn share(&self, limit: &Limit, key: &str, hits: u64) -> Option<f64> {
         let region = self.region.as_deref()?;
         let regions = limit.regions.as_ref()?;
-        if regions.follow.is_none() {
+        let Some(follow) = regions.follow else {
             return Some(regions.share_of(region));
-        }
-        let me = regions.index_of(region)?;
+        };
         let mut tracked = self.lock();
         if let Some(t) = tracked.get_mut(key) {
             t.hits = t.hits.saturating_add(hits);
-            return t.vector.get(me).copied();
+            return Some(t.share);
         }
+        let share = if self.synced.load(Ordering::Relaxed) {
+            follow.floor
+        } else {
+            regions.share_of(region)
+        };
         if tracked.len() < self.max_keys {
             let t = Tracked {
                 limit: limit.full_key.clone(),
                 regions: regions.clone(),
                 hits,
-                vector: regions.starting_vector(),
+                share,
                 idle: 0,
             };
             tracked.insert(key.to_string(), t);
         }
-        Some(regions.share_of(region))
+        Some(share)
     }
 
     /// Every tracked key with the hits since the previous round (which start again from 0).
@@ -115,33 +132,25 @@ impl RegionShares {
                 key: key.clone(),
                 regions: t.regions.clone(),
                 hits: std::mem::take(&mut t.hits),
-                vector: t.vector.clone(),
+                share: t.share,
             })
             .collect()
     }
 
-    /// Puts `vector` in force for `key` (when it is still tracked, for the same regions).
-    pub fn apply(&self, key: &str, vector: Vec<f64>) {
+    /// Puts `share` in force for `key` (when it is still tracked).
+    pub fn apply(&self, key: &str, share: f64) {
         if let Some(t) = self.lock().get_mut(key) {
-            if t.vector.len() == vector.len() {
-                t.vector = vector;
-            }
+            t.share = share;
         }
     }
 
     /// This region's share of every tracked key, for listings: (key, limit's `full_key`, share),
     /// by key.
     pub fn current(&self) -> Vec<(String, String, f64)> {
-        let Some(region) = self.region.as_deref() else {
-            return Vec::new();
-        };
         let tracked = self.lock();
         let mut out: Vec<(String, String, f64)> = tracked
             .iter()
-            .filter_map(|(k, t)| {
-                let share = *t.vector.get(t.regions.index_of(region)?)?;
-                Some((k.clone(), t.limit.clone(), share))
-            })
+            .map(|(k, t)| (k.clone(), t.limit.clone(), t.share))
             .collect();
         out.sort_by(|a, b| a.0.cmp(&b.0));
         out
