@@ -120,7 +120,11 @@ async fn a_demand_following_share_starts_as_listed_and_moves_when_a_sync_says() 
     // Once the region has synced, a key new to it starts at the floor (0.05 of 100).
     shares.mark_synced();
     let (_, r) = admitted(&eu, &cfg, "moving", 1).await;
-    assert_eq!(r.overall_code, Code::OverLimit, "80 counted already, 5 allowed");
+    assert_eq!(
+        r.overall_code,
+        Code::OverLimit,
+        "80 counted already, 5 allowed"
+    );
     assert_eq!(shares.current()[0].2, 0.05);
 }
 

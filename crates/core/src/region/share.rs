@@ -145,8 +145,14 @@ mod tests {
         let close = |a: f64, b: f64| (a - b).abs() < 1e-9;
         assert!(close(step_own(0.9, 0.1, 0.2, 2), 0.7));
         assert!(close(step_own(0.1, 0.9, 0.2, 2), 0.3));
-        assert!(close(step_own(0.1, 0.9, 0.2, 3), 0.2), "up by 0.2 / 2 with three regions");
-        assert!(close(step_own(0.45, 0.5, 0.2, 2), 0.5), "a small move is made whole");
+        assert!(
+            close(step_own(0.1, 0.9, 0.2, 3), 0.2),
+            "up by 0.2 / 2 with three regions"
+        );
+        assert!(
+            close(step_own(0.45, 0.5, 0.2, 2), 0.5),
+            "a small move is made whole"
+        );
     }
 
     /// The sum of the shares in force never passes 1 while three regions follow one board whose
@@ -154,7 +160,12 @@ mod tests {
     #[test]
     fn shares_in_force_never_sum_above_one_and_the_window_stays_within_the_bound() {
         let (limit, window, interval, step) = (10_000u64, 10.0, 1.0, 0.05);
-        let demands = [[100.0, 0.0, 0.0], [0.0, 0.0, 100.0], [0.0, 50.0, 50.0], [1.0, 0.0, 0.0]];
+        let demands = [
+            [100.0, 0.0, 0.0],
+            [0.0, 0.0, 100.0],
+            [0.0, 50.0, 50.0],
+            [1.0, 0.0, 0.0],
+        ];
         let mut shares = vec![1.0 / 3.0; 3];
         let mut largest = shares.clone();
         for round in 0..(window / interval) as usize {
@@ -170,7 +181,10 @@ mod tests {
         }
         let world: u64 = largest.iter().map(|s| effective(limit, *s)).sum();
         let bound = over_admission_bound(limit, window, interval, step, 3);
-        assert!(world > limit, "shares moved, so the world admitted more: {world}");
+        assert!(
+            world > limit,
+            "shares moved, so the world admitted more: {world}"
+        );
         assert!(world <= bound, "world {world} above the bound {bound}");
         assert_eq!(over_admission_bound(limit, 3600.0, 1.0, 0.5, 2), 2 * limit);
     }
