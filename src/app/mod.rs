@@ -195,6 +195,7 @@ pub async fn start(settings: &Settings) -> Result<Running, AppError> {
         reloading: reloading.clone(),
         insight: Some(insight.insight),
         explainer: Some(explainer),
+        regions: Some(regions.clone()),
     };
     let routes = serve::Routes {
         service,

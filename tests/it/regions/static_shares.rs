@@ -10,7 +10,9 @@ const WORLD: &str = "domain: d\ndescriptors:\n  - key: k\n    rate_limit: {unit:
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn each_region_admits_its_share_and_the_world_the_limit() {
     require!(Redis);
-    let eu = Region::start("eu", 2, WORLD, &[]).await;
+    // The console reads without a token from loopback.
+    let trusted = [("ADMIN_TRUST_LOOPBACK".to_string(), "true".to_string())];
+    let eu = Region::start("eu", 2, WORLD, &trusted).await;
     let us = Region::start("us", 2, WORLD, &[]).await;
     // 4 instances × 80 requests on one key, 320 in all, at once.
     let (eu_ok, us_ok) = tokio::join!(eu.load("hot", 80), us.load("hot", 80));
@@ -22,5 +24,9 @@ async fn each_region_admits_its_share_and_the_world_the_limit() {
         assert_eq!(keys.trim(), "1", "{}: one counter", r.name);
     }
     assert_eq!(eu.share().await, 0.6);
+    let s = &eu.instances[0];
+    let page = s.http.get(s.admin_url("/")).send().await.unwrap();
+    let page = page.text().await.unwrap();
+    assert!(page.contains("<li>region_share: d.k eu=0.6000</li>"), "{page}");
     assert_eq!(us.share().await, 0.4);
 }
