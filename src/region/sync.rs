@@ -176,9 +176,10 @@ impl RegionSync {
     /// Runs a round every interval until `stop`.
     pub async fn run(self: Arc<Self>, stop: impl std::future::Future<Output = ()>) {
         tokio::pin!(stop);
-        let start = tokio::time::Instant::now() + self.interval;
-        let mut tick = tokio::time::interval_at(start, self.interval);
+        let mut tick = tokio::time::interval(self.interval);
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        // The first tick is immediate: the first round waits one interval, to have hits to post.
+        tick.tick().await;
         loop {
             tokio::select! {
                 _ = &mut stop => return,

@@ -59,6 +59,7 @@ pub async fn start(settings: &RegionSettings, mut deps: RegionDeps<'_>) -> Regio
         local_cache_size_in_bytes: 0,
         lease_default_size: 0,
         use_server_time: false,
+        main_prefix: "GLOBAL_REDIS_",
         ..deps.redis.clone()
     };
     let store = Box::pin(RedisStore::start(&cfg)).await;

@@ -84,6 +84,9 @@ pub struct RedisConfig {
     /// `LEASE_DEFAULT_SIZE` (ratelimitd): the token lease of fixed window limits that do not set
     /// `lease` (0 = off; see `store::lease`).
     pub lease_default_size: u32,
+    /// The prefix of the variables `main` was read from, for messages (`REDIS_`, or
+    /// `GLOBAL_REDIS_` for the regions' global store).
+    pub main_prefix: &'static str,
 }
 
 fn kind(s: &str) -> Result<RedisKind, String> {
@@ -246,6 +249,7 @@ impl RedisConfig {
             lease_default_size: v.parse("LEASE_DEFAULT_SIZE", 0, |s| {
                 parse::uint_in(s, 0, u64::from(crate::store::lease::MAX_LEASE))
             })? as u32,
+            main_prefix: "REDIS_",
         })
     }
 }

@@ -7,9 +7,16 @@ const WORLD: &str = "domain: d\ndescriptors:\n  - key: k\n    rate_limit: {unit:
 const MOVING: &str = "domain: d\ndescriptors:\n  - key: k\n    rate_limit: {unit: hour, requests_per_unit: 100, regions: {shares: {eu: 0.5, us: 0.5}, follow_demand: true}}\n";
 const BAD: &str = "domain: d\ndescriptors:\n  - key: k\n    rate_limit: {unit: hour, requests_per_unit: 100, regions: {shares: {eu: 0.6, us: 0.6}}}\n";
 
+/// A configuration, the settings it starts with, and a part of the error it must give.
+type Case = (
+    &'static str,
+    &'static [(&'static str, &'static str)],
+    &'static str,
+);
+
 #[tokio::test]
 async fn a_regional_limit_needs_a_region_a_share_and_for_demand_a_global_store() {
-    let cases: [(&str, &[(&str, &str)], &str); 4] = [
+    let cases: [Case; 4] = [
         (
             WORLD,
             &[],

@@ -27,6 +27,9 @@ async fn each_region_admits_its_share_and_the_world_the_limit() {
     let s = &eu.instances[0];
     let page = s.http.get(s.admin_url("/")).send().await.unwrap();
     let page = page.text().await.unwrap();
-    assert!(page.contains("<li>region_share: d.k eu=0.6000</li>"), "{page}");
+    assert!(
+        page.contains("<li>region_share: d.k eu=0.6000</li>"),
+        "{page}"
+    );
     assert_eq!(us.share().await, 0.4);
 }

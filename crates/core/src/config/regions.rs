@@ -90,7 +90,7 @@ impl Typed<'_, '_> {
             );
             ok = false;
         }
-        ok.then(|| Regions {
+        ok.then_some(Regions {
             path,
             shares,
             default_share,

@@ -27,7 +27,7 @@
 /// The limit a region enforces: `limit × share`, rounded down (so the regions' limits together
 /// never pass the global one).
 pub fn effective(limit: u64, share: f64) -> u64 {
-    if !(share > 0.0) {
+    if share.is_nan() || share <= 0.0 {
         return 0;
     }
     ((limit as f64) * share.min(1.0)).floor() as u64

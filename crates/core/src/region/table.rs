@@ -158,6 +158,8 @@ impl RegionShares {
 
     fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, Tracked>> {
         // A panic elsewhere cannot leave a share half-written: each update is one assignment.
-        self.tracked.lock().unwrap_or_else(|e| e.into_inner())
+        self.tracked
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 }
