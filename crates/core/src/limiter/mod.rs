@@ -4,7 +4,7 @@
 //! 2. [`plan`]: each descriptor once into a [`Plan`] — its limits, hits (clamped to what can
 //!    change a decision, [`hits`]), stats key, and one store op per limit with its cache key
 //!    ([`key`]);
-//!    [`regional`] scales the ops of worldwide limits to this region's share;
+//!    `regional` scales the ops of worldwide limits to this region's share;
 //! 3. run the ops in one store batch; one [`Outcome`] per op, tagged with its [`Source`] (the
 //!    store, its local over-limit cache, or — for ops the store did not answer — the `failure`
 //!    policy, the open circuit breaker, or the local [`fallback`]);
