@@ -38,14 +38,6 @@ pub(super) fn from_vars(v: &Vars) -> Result<RegionSettings, SettingsError> {
     };
     let skip = v.bool("REDIS_TLS_SKIP_HOSTNAME_VERIFICATION", false)?;
     redis::refuse_sentinel_tls_skip(skip, global.iter())?;
-    if let (Some(g), None) = (&global, &region) {
-        return Err(SettingsError {
-            name: "GLOBAL_REDIS_URL".into(),
-            value: g.url.clone(),
-            also: Vec::new(),
-            reason: "the global store is shared by regions: set REGION too".into(),
-        });
-    }
     let at_least = |min: Duration| {
         move |s: &str| {
             let d = parse::go_duration(s)?;
@@ -55,7 +47,7 @@ pub(super) fn from_vars(v: &Vars) -> Result<RegionSettings, SettingsError> {
             Ok(d)
         }
     };
-    Ok(RegionSettings {
+    let settings = RegionSettings {
         region,
         global,
         global_response_timeout: v.parse(
@@ -68,7 +60,18 @@ pub(super) fn from_vars(v: &Vars) -> Result<RegionSettings, SettingsError> {
             Duration::from_secs(1),
             at_least(Duration::from_millis(100)),
         )?,
-    })
+    };
+    // Checked last, so the other region settings are read (and reported) too; an invalid
+    // REGION was reported already and is not also "missing".
+    if let (Some(g), None) = (&settings.global, v.get("REGION")) {
+        return Err(SettingsError {
+            name: "GLOBAL_REDIS_URL".into(),
+            value: g.url.clone(),
+            also: Vec::new(),
+            reason: "the global store is shared by regions: set REGION too".into(),
+        });
+    }
+    Ok(settings)
 }
 
 #[cfg(test)]

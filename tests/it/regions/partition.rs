@@ -20,7 +20,13 @@ async fn a_cut_region_keeps_its_last_share_and_catches_up_after() {
     let global = RedisServer::start();
     let proxy = Proxy::start(&global).await;
     let direct = world::global(false, format!("127.0.0.1:{}", global.port));
-    let through_proxy = world::global(false, format!("127.0.0.1:{}", proxy.port));
+    let mut through_proxy = world::global(false, format!("127.0.0.1:{}", proxy.port));
+    for (k, v) in [
+        ("USE_PROMETHEUS", "true"),
+        ("PROMETHEUS_ADDR", "127.0.0.1:0"),
+    ] {
+        through_proxy.push((k.to_string(), v.to_string()));
+    }
     let eu = Region::start("eu", 2, MOVING, &direct).await;
     let us = Region::start("us", 2, MOVING, &through_proxy).await;
     // eu 3 times us's demand: the shares settle at 0.1 + 0.8 × (3/4, 1/4) = (0.7, 0.3).
@@ -66,6 +72,19 @@ async fn a_cut_region_keeps_its_last_share_and_catches_up_after() {
     assert!(
         line.starts_with("# region_sync: failing") && line.contains("6 failed rounds"),
         "{line}"
+    );
+    // The metrics say so too.
+    let m = us.instances[0].scrape().await;
+    let share = m.get("ratelimitd_region_share{limit=\"d.k\",region=\"us\"}");
+    assert!(
+        share.is_some_and(|s| (s - us_before).abs() < 1e-4),
+        "{share:?}"
+    );
+    assert_eq!(m.value("ratelimitd_region_sync_failures_total"), 6);
+    let age = m.get("ratelimitd_region_sync_age_seconds").unwrap();
+    assert!(
+        age >= 60.0,
+        "no success since the cut, a minute of rounds ago at least: {age}"
     );
     proxy.restore();
     // The next round reaches the global store: us's demand is posted and its share rises.
