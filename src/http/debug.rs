@@ -1,5 +1,5 @@
 //! The debug port: `/rlconfig` (the loaded limits, one per line, as the Go service prints them,
-//! then the stored overrides in service), a list of endpoints on `/` and unknown paths, and — only
+//! then the stored overrides in service and this region's shares), a list of endpoints on `/` and unknown paths, and — only
 //! when the service runs on the test-only manual clock — `/test/clock` to read, set or advance it.
 //! The management API is not here: it has its own loopback listener ([`super::admin`]).
 //!
@@ -35,6 +35,8 @@ pub struct DebugState {
     pub overrides: Arc<Overrides>,
     /// The admin tokens that unlock the override lines of `/rlconfig`.
     pub tokens: Arc<Tokens>,
+    /// This region's shares of regional limits and their sync (`# region...` lines).
+    pub regions: crate::region::Regional,
 }
 
 /// Why a count replaces the lines of stored rules and overrides.
@@ -124,6 +126,10 @@ async fn rlconfig(State(s): State<DebugState>, headers: HeaderMap) -> String {
     let shown = super::admin::auth::holder(&s.tokens, &headers).is_some();
     let mut out = render_rlconfig(&s.config, shown);
     render_overrides(&s.overrides, shown, &mut out);
+    let snapshot = s.config.snapshot();
+    for line in s.regions.describe(snapshot.as_ref().map(|s| &s.config)) {
+        let _ = writeln!(out, "# {}", one_line(&line));
+    }
     out
 }
 

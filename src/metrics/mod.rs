@@ -11,6 +11,7 @@
 pub mod check;
 mod families;
 pub mod prom;
+pub mod region;
 pub mod rlqs;
 mod scrape;
 pub mod sinks;
@@ -105,6 +106,8 @@ pub struct Metrics {
     pub(crate) hot_keys: OnceLock<HotKeyCounts>,
     /// Reads the token lease totals, on the Redis store.
     pub(crate) leases: Option<LeaseReport>,
+    /// Reads the regional shares and their sync, once they exist (built after the metrics).
+    pub(crate) regions: OnceLock<region::RegionReader>,
     /// The Rate Limit Quota Service's streams, buckets and assignments.
     pub rlqs: rlqs::RlqsMetrics,
     /// `POST /check` requests by status, and their response time.
@@ -181,6 +184,7 @@ impl Metrics {
             breakers: None,
             hot_keys: OnceLock::new(),
             leases: None,
+            regions: OnceLock::new(),
             rlqs: rlqs::RlqsMetrics::default(),
             check: check::CheckMetrics::default(),
             timings: statsd_timers.then(|| Mutex::new(Vec::new())),
@@ -191,6 +195,11 @@ impl Metrics {
     pub fn with_breakers(mut self, reports: BreakerReports) -> Metrics {
         self.breakers = Some(reports);
         self
+    }
+
+    /// Exports the regional shares and sync state that `read` reads (the first reader set stays).
+    pub fn set_regions(&self, read: region::RegionReader) {
+        let _ = self.regions.set(read);
     }
 
     /// Exports the hot-key rankings that `counts` reads (the first reader set stays).

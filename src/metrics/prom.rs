@@ -211,6 +211,9 @@ impl Collector for MetricsCollector {
         if let Some(read) = m.hot_keys.get() {
             out.extend(super::scrape::hot_keys(&read()));
         }
+        if let Some(read) = m.regions.get() {
+            out.extend(super::region::families(&read()));
+        }
         if let Some(report) = &m.leases {
             let t = report();
             let values = [t.taken, t.granted, t.served, t.returned];

@@ -39,6 +39,8 @@ pub struct ConfigSource {
     options: CompileOptions,
     /// The backend keeps fixed windows only (memcached): other algorithms are load errors.
     fixed_windows_only: bool,
+    /// What limits with `regions` are checked against (`REGION`).
+    regions: crate::region::RegionCheck,
 }
 
 impl ConfigSource {
@@ -51,6 +53,12 @@ impl ConfigSource {
         }
     }
 
+    /// The same source for an instance of `regions.region`: a limit with `regions` it cannot
+    /// enforce is then a load error naming it ([`crate::region::RegionCheck`]).
+    pub fn regions(self, regions: crate::region::RegionCheck) -> ConfigSource {
+        ConfigSource { regions, ..self }
+    }
+
     /// The files at `location`, read under `load` and compiled with `options`.
     pub fn new(location: Location, load: LoadOptions, options: CompileOptions) -> ConfigSource {
         ConfigSource {
@@ -58,6 +66,7 @@ impl ConfigSource {
             load,
             options,
             fixed_windows_only: false,
+            regions: Default::default(),
         }
     }
 
@@ -125,6 +134,7 @@ impl ConfigSource {
         if self.fixed_windows_only {
             refuse_non_fixed_windows(&config)?;
         }
+        self.regions.check(&config)?;
         Ok(config)
     }
 

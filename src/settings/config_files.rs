@@ -26,7 +26,8 @@ impl Settings {
 
     /// Where the configuration comes from: the `--config`/`RATELIMITD_CONFIG` path, or else the
     /// `RUNTIME_*` discovery; read under `CONFIG_MAX_FILE_BYTES` and `RUNTIME_IGNOREDOTFILES`,
-    /// compiled with `MERGE_DOMAIN_CONFIG` and `CALENDAR_TIME_ZONE`; with `BACKEND_TYPE=memcache`, fixed windows only.
+    /// compiled with `MERGE_DOMAIN_CONFIG` and `CALENDAR_TIME_ZONE`; with `BACKEND_TYPE=memcache`, fixed
+    /// windows only; limits with `regions` checked against `REGION`.
     pub fn config_source(&self) -> ConfigSource {
         let location = match &self.config_path {
             Some(p) => Location::Path(p.clone()),
@@ -47,6 +48,10 @@ impl Settings {
         };
         ConfigSource::new(location, load, compile)
             .fixed_windows_only(self.backend == super::Backend::Memcache)
+            .regions(crate::region::RegionCheck {
+                region: self.region.region.clone(),
+                global_store: self.region.global.is_some(),
+            })
     }
 }
 

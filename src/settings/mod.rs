@@ -16,6 +16,7 @@ pub mod parse;
 pub mod policy;
 pub mod redis;
 pub mod reference;
+pub mod region;
 pub mod resilience;
 pub mod rlqs;
 mod vars;
@@ -37,6 +38,7 @@ pub use memcache::MemcacheSettings;
 pub use observability::{Observability, StatsSinkKind, TracingProtocol, TracingSettings};
 pub use policy::PolicySettings;
 pub use redis::{RedisConfig, RedisKind, RedisSettings};
+pub use region::RegionSettings;
 pub use resilience::{FailureMode, Resilience};
 pub use xds::{BackoffSettings, ConfigType, XdsSettings, XdsTlsSettings};
 
@@ -179,6 +181,8 @@ pub struct Settings {
     pub insight: crate::insight::InsightOptions,
     /// The Rate Limit Quota Service (`RLQS_*`).
     pub rlqs: crate::rlqs::RlqsOptions,
+    /// `REGION`, `GLOBAL_REDIS_*`, `REGION_SYNC_INTERVAL` ([`region`]).
+    pub region: RegionSettings,
 }
 
 impl Settings {
@@ -330,6 +334,7 @@ impl Settings {
             policy: policy::from_vars(v)?,
             insight: insight::from_vars(v)?,
             rlqs: rlqs::from_vars(v)?,
+            region: region::from_vars(v)?,
         })
     }
 }

@@ -105,6 +105,9 @@ pub struct Limit {
     /// `rate_limit.local_share` (ratelimitd extension): the share of the limit this instance
     /// enforces on its own under `failure_mode: local`; `None` = one over the live instances.
     pub local_share: Option<f64>,
+    /// `rate_limit.regions` (ratelimitd extension): the limit is worldwide and each region
+    /// enforces its share of it on its own store ([`crate::region`]); `None` = not regional.
+    pub regions: Option<Arc<crate::region::Regions>>,
     /// `rate_limit.algorithm` (ratelimitd extension; fixed_window by default, as Go).
     pub algorithm: Algorithm,
     /// `rate_limit.burst` (ratelimitd extension): bucket capacity; `None` = `requests_per_unit`.

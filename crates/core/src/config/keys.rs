@@ -30,7 +30,7 @@ const VALID_KEYS: [&str; 16] = [
 
 /// ratelimitd's opt-in extensions (`docs/design/contract.md#extensions`). A Go config never uses
 /// them, so adding them to the allow-list cannot change what a Go config means.
-const EXTENSION_KEYS: [&str; 10] = [
+const EXTENSION_KEYS: [&str; 11] = [
     "failure_mode",
     "local_share",
     "algorithm",
@@ -41,6 +41,7 @@ const EXTENSION_KEYS: [&str; 10] = [
     "quota_group",
     "calendar",
     "time_zone",
+    "regions",
 ];
 
 /// Checks every key of `map` (at `path`) and below, reporting each problem.
@@ -61,8 +62,9 @@ pub(crate) fn check_keys(map: &serde_yaml::Mapping, path: &str, sink: &mut Sink<
             continue;
         }
         // Metadata is free-form (it becomes a protobuf Struct), so Go skips it; `local_share` is
-        // a fraction (a float, which Go's leaf check refuses) checked by its own reader.
-        if key != "metadata" && key != "local_share" {
+        // a fraction (a float, which Go's leaf check refuses) checked by its own reader, and so
+        // are `regions` (region names as keys, fractions as values).
+        if key != "metadata" && key != "local_share" && key != "regions" {
             check_value(v, &here, sink);
         }
     }

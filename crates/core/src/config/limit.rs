@@ -90,6 +90,7 @@ pub(super) fn build_limit(
         calendar,
         failure_mode,
         local_share,
+        regions: rl.regions.clone().map(std::sync::Arc::new),
         full_key: full_key.to_owned(),
         stats_key: super::sanitize(full_key.into()).into_owned(),
         name: rl.name.clone(),

@@ -17,6 +17,7 @@ pub mod loader;
 mod matching;
 mod model;
 mod multi;
+mod regions;
 mod stats_name;
 mod suggest;
 mod typed;
@@ -41,6 +42,8 @@ mod multi_tests;
 #[cfg(test)]
 mod quota_group_tests;
 #[cfg(test)]
+mod region_tests;
+#[cfg(test)]
 mod validate_tests;
 
 pub use compiled::{
@@ -49,6 +52,7 @@ pub use compiled::{
 pub use error::{ConfigError, ConfigErrors};
 pub use extensions::MAX_LEASE;
 pub use loader::{LoadError, LoadOptions, load_path, load_runtime};
+pub use regions::valid_region;
 pub use stats_name::sanitize;
 pub use unit::Unit;
 pub use validate::{CompileOptions, ConfigFile, compile};

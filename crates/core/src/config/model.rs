@@ -74,6 +74,8 @@ pub(crate) struct RawRateLimit {
     pub(crate) calendar: Option<bool>,
     /// `time_zone` (ratelimitd extension, with `calendar`), as written.
     pub(crate) time_zone: Option<String>,
+    /// `regions` (ratelimitd extension); `None` when absent or invalid (reported).
+    pub(crate) regions: Option<crate::region::Regions>,
 }
 
 /// Parses one file. `None` when the whole file is unusable (syntax error, non-map top level).
@@ -205,6 +207,7 @@ impl Typed<'_, '_> {
             lease: self.uint32(rl, &path, "lease"),
             calendar: self.bool(rl, &path, "calendar"),
             time_zone: self.string(rl, &path, "time_zone"),
+            regions: self.regions(rl, &path),
             path,
         }
     }

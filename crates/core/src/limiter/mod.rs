@@ -4,6 +4,7 @@
 //! 2. [`plan`]: each descriptor once into a [`Plan`] — its limits, hits (clamped to what can
 //!    change a decision, [`hits`]), stats key, and one store op per limit with its cache key
 //!    ([`key`]);
+//!    `regional` scales the ops of worldwide limits to this region's share;
 //! 3. run the ops in one store batch; one [`Outcome`] per op, tagged with its [`Source`] (the
 //!    store, its local over-limit cache, or — for ops the store did not answer — the `failure`
 //!    policy, the open circuit breaker, or the local [`fallback`]);
@@ -28,6 +29,7 @@ pub mod outcome;
 pub(crate) mod override_index;
 pub mod plan;
 pub(crate) mod quota;
+pub(crate) mod regional;
 pub mod request;
 pub(crate) mod response;
 pub(crate) mod stats;
@@ -42,6 +44,7 @@ use tracing::Instrument;
 use crate::clock::{Clock, Stopwatch, Timestamp};
 use crate::config::FailureMode;
 use crate::config::RateLimitConfig;
+use crate::region::RegionShares;
 use crate::store::{Answer, Store, StoreError};
 pub use error::RequestError;
 use failure::Degraded;
@@ -100,6 +103,7 @@ pub struct RateLimiter {
     failure_log: failure::FailureLog,
     overrides: Arc<Overrides>,
     observers: Observers,
+    regions: Arc<RegionShares>,
 }
 
 impl RateLimiter {
@@ -128,6 +132,7 @@ impl RateLimiter {
             failure_log: failure::FailureLog::default(),
             overrides: Arc::new(Overrides::default()),
             observers: Observers::default(),
+            regions: Arc::new(RegionShares::default()),
         }
     }
 
@@ -142,6 +147,12 @@ impl RateLimiter {
     /// the policy runtime; read once per request).
     pub fn with_overrides(mut self, overrides: Arc<Overrides>) -> RateLimiter {
         self.overrides = overrides;
+        self
+    }
+
+    /// Counts regional limits against `regions`' share of them ([`crate::region`]).
+    pub fn with_regions(mut self, regions: Arc<RegionShares>) -> RateLimiter {
+        self.regions = regions;
         self
     }
 
@@ -184,7 +195,8 @@ impl RateLimiter {
         }
         let now = self.clock.now();
         let stored = self.overrides.load();
-        let plans = plan::plan(domain, &stored, req, &self.options.keys, now)?;
+        let mut plans = plan::plan(domain, &stored, req, &self.options.keys, now)?;
+        regional::scale(&mut plans, &self.regions);
         let answers = self.run(&plans, now).await;
         let taken = give_back::releases(&plans.ops, &answers);
         let failed = failure::describe(&answers);
@@ -264,3 +276,6 @@ mod tests;
 mod fallback_tests;
 #[cfg(test)]
 mod fired_tests;
+
+#[cfg(test)]
+mod regional_tests;

@@ -101,6 +101,8 @@ pub(super) fn override_limit(
         // The service's default failure mode applies to overrides.
         failure_mode: None,
         local_share: None,
+        // An override is a limit of its own, not a share of the configured one.
+        regions: None,
         algorithm,
         // A bucket's capacity is the overridden rate (the config's burst belongs to its rate).
         burst: None,
