@@ -83,6 +83,7 @@ pub mod algorithm;
 pub mod clock;
 pub mod config;
 pub mod limiter;
+pub mod random;
 pub mod resilience;
 pub mod store;
 pub mod stripe;

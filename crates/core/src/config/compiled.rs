@@ -10,6 +10,7 @@ use std::sync::Arc;
 
 use super::error::ConfigError;
 pub use super::failure_mode::FailureMode;
+use super::shedding::Shedding;
 use super::unit::Unit;
 use crate::algorithm::{Algorithm, LimitSpec, Window};
 
@@ -116,6 +117,9 @@ pub struct Limit {
     /// The document it was compiled from (`config.basic.yaml`, `policy-db/tenants`), so a listing
     /// can tell an operator's files from stored rules; empty for an override's limit.
     pub file: Arc<str>,
+    /// `priorities` and `soft` (ratelimitd extensions, [`super::shedding`]); `None` for a plain
+    /// limit and for an override's.
+    pub shedding: Option<Arc<Shedding>>,
 }
 
 impl Limit {

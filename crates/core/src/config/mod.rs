@@ -16,6 +16,7 @@ pub mod loader;
 mod matching;
 mod model;
 mod multi;
+pub mod shedding;
 mod stats_name;
 mod suggest;
 mod typed;
@@ -36,6 +37,8 @@ mod matching_tests;
 #[cfg(test)]
 mod multi_tests;
 #[cfg(test)]
+mod shedding_tests;
+#[cfg(test)]
 mod validate_tests;
 
 pub use compiled::{
@@ -43,6 +46,7 @@ pub use compiled::{
 };
 pub use error::{ConfigError, ConfigErrors};
 pub use extensions::MAX_LEASE;
+pub use shedding::{Priorities, Shedding, Soft, effective_limit};
 pub use loader::{LoadError, LoadOptions, load_path, load_runtime};
 pub use stats_name::sanitize;
 pub use unit::Unit;

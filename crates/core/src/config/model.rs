@@ -68,6 +68,8 @@ pub(crate) struct RawRateLimit {
     pub(crate) unit_multiplier: Option<u32>,
     /// `lease` (ratelimitd extension); `None` when absent or wrongly typed (reported).
     pub(crate) lease: Option<u32>,
+    /// `priority_key`, `priorities` and `soft` (ratelimitd extensions, `config::shedding`).
+    pub(crate) shedding: super::shedding::RawShedding,
 }
 
 /// Parses one file. `None` when the whole file is unusable (syntax error, non-map top level).
@@ -196,6 +198,7 @@ impl Typed<'_, '_> {
             burst: self.uint32(rl, &path, "burst"),
             unit_multiplier: self.uint32(rl, &path, "unit_multiplier"),
             lease: self.uint32(rl, &path, "lease"),
+            shedding: self.shedding(rl, &path),
             path,
         }
     }
