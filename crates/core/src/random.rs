@@ -57,6 +57,17 @@ impl Random for SeededRandom {
     }
 }
 
+/// Always the same number: for a dry run (`/explain`, RLQS's look at a bucket's limit) that must
+/// not move a seeded sequence; `Fixed(0.0)` judges a soft zone as its hard limit.
+#[derive(Debug, Clone, Copy)]
+pub struct Fixed(pub f64);
+
+impl Random for Fixed {
+    fn unit(&self) -> f64 {
+        self.0
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -44,6 +44,27 @@ pub fn apply(
     decide(before, state.count, limit, window, now)
 }
 
+/// [`apply`] that adds the hits only when they fit: a denied request leaves the counter as it was
+/// (for limits that shed, `store::Op::only_admitted`). The decision is the same as [`apply`]'s.
+pub fn admit(
+    state: &mut FixedWindowState,
+    limit: u64,
+    window: Window,
+    hits: u64,
+    now: Timestamp,
+) -> Decision {
+    let start = window_start(window, now);
+    let before = if state.window_start == start {
+        state.count
+    } else {
+        0
+    };
+    if before.saturating_add(hits) > limit {
+        return decide(before, before.saturating_add(hits), limit, window, now);
+    }
+    apply(state, limit, window, hits, now)
+}
+
 /// Takes `hits` back from the counter of the window containing `now`, never below zero. A counter
 /// of another (older) window is left alone: the current window has nothing to give back. The answer
 /// is never over the limit; `remaining` is what fits after the refund.

@@ -23,6 +23,15 @@ pub trait EntryRef {
     fn value(&self) -> &str;
 }
 
+impl<T: EntryRef + ?Sized> EntryRef for &T {
+    fn key(&self) -> &str {
+        (**self).key()
+    }
+    fn value(&self) -> &str {
+        (**self).value()
+    }
+}
+
 /// The whole loaded configuration: every domain, compiled. Cheap to share behind an `Arc`.
 #[derive(Debug, Default)]
 pub struct RateLimitConfig {
@@ -37,6 +46,10 @@ pub struct Domain {
     /// The domain name from the YAML `domain:` field.
     pub name: String,
     pub(crate) root: Level,
+    /// The `priority_key`s of the domain's limits: a request entry with one of these keys names
+    /// the request's class and is taken out of its descriptor before matching
+    /// ([`super::shedding`]). Empty for a domain without priority classes (every Go config).
+    pub priority_keys: Vec<String>,
 }
 
 /// One level of the tree: its nodes indexed by composite key, plus its wildcard nodes in config order.
@@ -222,7 +235,7 @@ impl Level {
     }
 
     /// Appends the limits of this level and below, depth-first in config order.
-    fn collect_limits<'a>(&'a self, out: &mut Vec<&'a Limit>) {
+    pub(crate) fn collect_limits<'a>(&'a self, out: &mut Vec<&'a Limit>) {
         for node in self.order.iter().filter_map(|k| self.by_key.get(k)) {
             if let Some(limit) = &node.limit {
                 out.extend(limit.all().map(|l| &**l));

@@ -19,6 +19,7 @@
 
 use serde_yaml::{Mapping, Value};
 
+use super::compiled::Level;
 use super::convert::{go_fmt, untag};
 use super::error::{Sink, field_path};
 use super::typed::Typed;
@@ -90,6 +91,19 @@ pub struct Soft {
 pub fn effective_limit(limit: u64, share: f64, up_to: f64, u: f64) -> u64 {
     let x = limit as f64 * share * (1.0 + (up_to - 1.0) * u);
     (x + 1e-9).floor().min(u64::MAX as f64) as u64
+}
+
+/// The distinct `priority_key`s of the limits in `level` and below, in config order.
+pub(crate) fn priority_keys(level: &Level) -> Vec<String> {
+    let mut limits = Vec::new();
+    level.collect_limits(&mut limits);
+    let mut keys: Vec<String> = Vec::new();
+    for p in limits.iter().filter_map(|l| l.shedding.as_ref()?.priorities.as_ref()) {
+        if !keys.contains(&p.key) {
+            keys.push(p.key.clone());
+        }
+    }
+    keys
 }
 
 /// `priority_key`, `priorities` and `soft` as written, before checking.

@@ -10,6 +10,7 @@ use super::LimiterOptions;
 use super::outcome::{Settled, Source};
 use super::plan::Plan;
 use super::request::Request;
+use super::signals;
 use super::response::{Code, CurrentLimit, DescriptorStatus, Response};
 use crate::algorithm::Algorithm;
 use crate::clock::Timestamp;
@@ -28,14 +29,22 @@ pub(crate) fn respond(
     if global_shadow {
         overall_code = Code::Ok;
     }
-    let response_headers = options
+    let soft_breach = settled.iter().any(|s| signals::soft_breach(options, s));
+    let mut response_headers = options
         .headers
         .as_ref()
         .map(|names| headers(names, options, settled, &statuses))
         .unwrap_or_default();
-    let dynamic_metadata = options
-        .dynamic_metadata
-        .then(|| metadata(req, settled, &statuses));
+    if soft_breach && options.headers.is_some() {
+        response_headers.push((signals::SOFT_BREACH_HEADER.into(), "true".into()));
+    }
+    let dynamic_metadata = options.dynamic_metadata.then(|| {
+        let mut m = metadata(req, settled, &statuses);
+        if soft_breach {
+            m.insert("softBreach".into(), Value::Bool(true));
+        }
+        m
+    });
     let response = Response {
         overall_code,
         statuses,
@@ -46,6 +55,7 @@ pub(crate) fn respond(
             Plan::Limited(l) => l.limit.all().any(|l| l.algorithm == Algorithm::Concurrency),
             _ => false,
         }),
+        soft_breach,
     };
     (response, global_shadow)
 }
