@@ -8,4 +8,5 @@ mod counting;
 mod multi_limits;
 mod refunds;
 mod scenarios;
+mod shedding;
 mod tls;
