@@ -145,6 +145,23 @@ mod tests {
     }
 
     #[test]
+    fn admit_counts_only_the_hits_that_fit() {
+        let mut s = FixedWindowState::default();
+        for n in 1..=3 {
+            assert_eq!(admit(&mut s, 3, W60, 1, at(60)).after, n);
+        }
+        // Refused: judged as the 4th hit, but the counter stays at 3 (apply would make it 4).
+        let d = admit(&mut s, 3, W60, 1, at(61));
+        assert!(d.over_limit);
+        assert_eq!((d.before, d.after, s.count), (3, 4, 3));
+        // A larger limit (another class's share) still finds room on the same counter.
+        assert!(!admit(&mut s, 4, W60, 1, at(62)).over_limit);
+        assert_eq!(s.count, 4);
+        // A new window starts from zero.
+        assert_eq!(admit(&mut s, 3, W60, 2, at(120)).after, 2);
+    }
+
+    #[test]
     fn counts_until_the_limit_then_rejects() {
         let mut s = FixedWindowState::default();
         let d = apply(&mut s, 2, W60, 1, at(1234));

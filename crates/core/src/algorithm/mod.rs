@@ -173,17 +173,18 @@ pub fn shape(
     run(state, spec, hits, Mode::Take(max_wait), now)
 }
 
-/// [`apply`] that records the hits only when they are admitted: the rule of every algorithm but
+/// [`shape`] that records the hits only when they are admitted: the rule of every algorithm but
 /// the fixed window, which counts every hit (as Go) unless asked this way
 /// ([`fixed_window::admit`]; `store::Op::only_admitted`).
 pub fn admit(
     state: &mut Option<AlgorithmState>,
     spec: &LimitSpec,
     hits: u64,
+    max_wait: Duration,
     now: Timestamp,
 ) -> Decision {
     if spec.algorithm != Algorithm::FixedWindow {
-        return apply(state, spec, hits, now);
+        return shape(state, spec, hits, max_wait, now);
     }
     let mut s = match state.take() {
         Some(AlgorithmState::FixedWindow(s)) => s,

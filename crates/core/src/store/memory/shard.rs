@@ -100,7 +100,7 @@ pub(super) fn run(state: &mut Option<AlgorithmState>, op: &Op, now: Timestamp) -
     } else if op.refund {
         algorithm::refund(state, &op.spec, op.hits, now)
     } else if op.only_admitted {
-        algorithm::admit(state, &op.spec, op.hits, now)
+        algorithm::admit(state, &op.spec, op.hits, op.max_wait, now)
     } else {
         algorithm::shape(state, &op.spec, op.hits, op.max_wait, now)
     }
