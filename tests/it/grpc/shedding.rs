@@ -219,3 +219,38 @@ async fn three_instances_on_one_redis_shed_at_the_fleet_wide_usage() {
     }
     assert_eq!(overall(&hit(&fleet[1], Some("test")).await), Code::Ok);
 }
+
+/// The per-class counters and the soft-breach count, as Prometheus shows them.
+#[tokio::test]
+async fn shed_and_soft_breach_counts_are_exposed_per_limit_and_class() {
+    let files = [("shop.yaml", SHOP), ("soft.yaml", SOFT)];
+    let env = [
+        ("SOFT_BREACH_RATIO", "0.9"),
+        ("RATELIMITD_TEST_RANDOM_SEED", "1"),
+        ("USE_PROMETHEUS", "true"),
+        ("PROMETHEUS_ADDR", "127.0.0.1:0"),
+    ];
+    let s = TestServer::start(&files, &env).await;
+    s.set_time(window(0));
+    assert_eq!(admitted_in_a_row(&s, Some("read"), 20).await, 8);
+    assert_eq!(admitted_in_a_row(&s, Some("critical"), 20).await, 2);
+    // Past the top of its zone a soft limit denies hard; inside it, by the draw.
+    fill_to(&s, 0, 119, 5_000).await;
+    assert_eq!(soft_call(&s, None).await, Code::OverLimit);
+    let m = s.scrape().await;
+    let shed = |class: &str, outcome: &str, key: &str| {
+        m.count(&format!(
+            "ratelimitd_shed_total{{class=\"{class}\",key=\"{key}\",outcome=\"{outcome}\"}}"
+        ))
+    };
+    assert_eq!(shed("read", "admitted", "shop.service_api"), Some(8));
+    assert_eq!(shed("read", "shed", "shop.service_api"), Some(1));
+    assert_eq!(shed("critical", "admitted", "shop.service_api"), Some(2));
+    assert_eq!(shed("critical", "denied", "shop.service_api"), Some(1));
+    assert_eq!(shed("", "admitted", "soft.user"), Some(119));
+    assert_eq!(shed("", "denied", "soft.user"), Some(1), "usage 120 is the top");
+    assert!(shed("", "soft_denied", "soft.user").unwrap_or(0) > 0);
+    // Usage 9 of 10 and 10 of 10 (and the denial at 11) reached 0.9; read's shed at 9 too.
+    let breaches = m.value("ratelimitd_soft_breach_total{key=\"shop.service_api\"}");
+    assert_eq!(breaches, 4);
+}

@@ -146,10 +146,9 @@ impl<'a> Plans<'a> {
                 Some((spec, shed)) => (spec, Some(shed)),
                 None => (spec, None),
             };
-            if shed.is_some() && sheds.is_empty() {
-                sheds = vec![None; i];
-            }
-            if !sheds.is_empty() {
+            // Plain limits allocate nothing; from the first limit that sheds on, one per limit.
+            if shed.is_some() || !sheds.is_empty() {
+                sheds.resize(i, None);
                 sheds.push(shed);
             }
             let entries = m.key_entries.iter().copied();

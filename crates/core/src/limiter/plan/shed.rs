@@ -16,7 +16,8 @@ pub struct Shed {
     pub class: Option<usize>,
     /// The class's share of the limit, without the soft zone: usage above it is shed or soft.
     pub hard: u64,
-    /// The top of the soft zone (= `hard` without one): usage above it is always denied.
+    /// The highest usage the soft zone can admit (= `hard` without one): the draw `u` is below
+    /// 1, so usage at `up_to × limit` and above is always denied.
     pub top: u64,
     /// The limit this request was judged against, between `hard` and `top`.
     pub effective: u64,
@@ -75,10 +76,16 @@ pub(super) fn judge(
     };
     let up_to = shedding.soft.map_or(1.0, |s| s.up_to);
     let u = if up_to > 1.0 { random.unit() } else { 0.0 };
+    let hard = effective_limit(spec.limit, share, 1.0, 0.0);
     let shed = Shed {
         class,
-        hard: effective_limit(spec.limit, share, 1.0, 0.0),
-        top: effective_limit(spec.limit, share, up_to, 1.0),
+        hard,
+        top: if up_to > 1.0 {
+            let real = spec.limit as f64 * share * up_to;
+            ((real - 1e-9).ceil() as u64).saturating_sub(1).max(hard)
+        } else {
+            hard
+        },
         effective: effective_limit(spec.limit, share, up_to, u),
     };
     Some((
