@@ -46,14 +46,16 @@ pub(super) fn class_entry<'a>(domain: &Domain, d: &'a Descriptor) -> Option<&'a 
         .find(|e| domain.priority_keys.iter().any(|k| *k == e.key))
 }
 
-/// The entries of `d` that are matched and keyed: all but the class entry.
+/// The entries of `d` that are matched and keyed: all but those with the class entry's key. The
+/// first one names the class; later ones are fallbacks (Envoy sends the `x-priority` header's
+/// class before the one a route derives from the method), never matched.
 pub(super) fn matched_entries<'a>(
     d: &'a Descriptor,
     class: Option<&'a Entry>,
 ) -> impl Iterator<Item = &'a Entry> {
     d.entries
         .iter()
-        .filter(move |e| !class.is_some_and(|c| std::ptr::eq(*e, c)))
+        .filter(move |e| !class.is_some_and(|c| c.key == e.key))
 }
 
 /// Judges `spec` (of `limit`) for a request whose class entry is `class`: the spec with the
