@@ -74,7 +74,10 @@ impl ShedCounters {
                 } else {
                     format!(".{class}")
                 };
-                (format!("ratelimit.service.rate_limit.{key}{class}.{name}"), v)
+                (
+                    format!("ratelimit.service.rate_limit.{key}{class}.{name}"),
+                    v,
+                )
             })
             .collect()
     }
@@ -129,10 +132,22 @@ mod tests {
         assert_eq!(
             names,
             [
-                ("ratelimit.service.rate_limit.shop.service_api.critical.admitted".into(), 1),
-                ("ratelimit.service.rate_limit.shop.service_api.read.shed".into(), 2),
-                ("ratelimit.service.rate_limit.soft.user.soft_breach".into(), 1),
-                ("ratelimit.service.rate_limit.soft.user.soft_denied".into(), 1),
+                (
+                    "ratelimit.service.rate_limit.shop.service_api.critical.admitted".into(),
+                    1
+                ),
+                (
+                    "ratelimit.service.rate_limit.shop.service_api.read.shed".into(),
+                    2
+                ),
+                (
+                    "ratelimit.service.rate_limit.soft.user.soft_breach".into(),
+                    1
+                ),
+                (
+                    "ratelimit.service.rate_limit.soft.user.soft_denied".into(),
+                    1
+                ),
             ]
         );
         let families = c.families();

@@ -89,6 +89,9 @@ mod tests {
             buckets[(r.unit() * 10.0) as usize] += 1;
         }
         // 10 000 expected per tenth; a binomial sd is ~95, so ±500 is over 5 sd.
-        assert!(buckets.iter().all(|&n| (9_500..=10_500).contains(&n)), "{buckets:?}");
+        assert!(
+            buckets.iter().all(|&n| (9_500..=10_500).contains(&n)),
+            "{buckets:?}"
+        );
     }
 }

@@ -35,7 +35,11 @@ async fn reads_then_writes_are_shed_and_critical_keeps_the_rest(store: StoreKind
     }
     // POSTs are writes: one more fits (90%), then they are shed too.
     assert_eq!(status(http.post(&url)).await, 200);
-    assert_eq!(status(http.post(&url)).await, 429, "writes are shed from 90%");
+    assert_eq!(
+        status(http.post(&url)).await,
+        429,
+        "writes are shed from 90%"
+    );
     // The header names the class whatever the method: critical takes the last 10%.
     let critical = || http.get(&url).header("x-priority", "critical");
     assert_eq!(status(critical()).await, 200);

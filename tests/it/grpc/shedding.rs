@@ -60,11 +60,19 @@ async fn each_class_is_shed_at_its_share_and_critical_keeps_the_rest(store: Stor
         // Refused hits leave the counter alone: five more of them do not eat the rest.
         for _ in 0..5 {
             let r = hit(&s, class).await;
-            assert_eq!(st(&r, 0), (Code::OverLimit, lim(10, "MINUTE"), 0), "{class:?}");
+            assert_eq!(
+                st(&r, 0),
+                (Code::OverLimit, lim(10, "MINUTE"), 0),
+                "{class:?}"
+            );
         }
         // Critical traffic is admitted up to 100% of the one shared counter, not one hit more.
         let rest = admitted_in_a_row(&s, Some("critical"), 20).await;
-        assert_eq!(rest, 10 - share, "{class:?}: critical after the class filled its share");
+        assert_eq!(
+            rest,
+            10 - share,
+            "{class:?}: critical after the class filled its share"
+        );
     }
     // A class fills its share with the others: reads stop at 8 whoever used the first 7.
     s.set_time(window(10));
@@ -212,7 +220,10 @@ async fn three_instances_on_one_redis_shed_at_the_fleet_wide_usage() {
     for i in 0..30 {
         critical += usize::from(overall(&hit(&fleet[i % 3], Some("critical")).await) == Code::Ok);
     }
-    assert_eq!(critical, 2, "critical keeps exactly the last 20% fleet-wide");
+    assert_eq!(
+        critical, 2,
+        "critical keeps exactly the last 20% fleet-wide"
+    );
     // The next window starts over everywhere.
     for s in &fleet {
         s.advance(Duration::from_secs(60));
@@ -248,7 +259,11 @@ async fn shed_and_soft_breach_counts_are_exposed_per_limit_and_class() {
     assert_eq!(shed("critical", "admitted", "shop.service_api"), Some(2));
     assert_eq!(shed("critical", "denied", "shop.service_api"), Some(1));
     assert_eq!(shed("", "admitted", "soft.user"), Some(119));
-    assert_eq!(shed("", "denied", "soft.user"), Some(1), "usage 120 is the top");
+    assert_eq!(
+        shed("", "denied", "soft.user"),
+        Some(1),
+        "usage 120 is the top"
+    );
     assert!(shed("", "soft_denied", "soft.user").unwrap_or(0) > 0);
     // Usage 9 of 10 and 10 of 10 (and the denial at 11) reached 0.9; read's shed at 9 too.
     let breaches = m.value("ratelimitd_soft_breach_total{key=\"shop.service_api\"}");

@@ -20,7 +20,11 @@ async fn check_warns_from_the_breach_ratio_on() {
     let s = TestServer::start(&[("api.yaml", API)], &[]).await;
     for usage in 1..=11 {
         let r = s.check(&json!({"client_key": "c1"})).await;
-        assert_eq!(r.status, if usage <= 10 { 200 } else { 429 }, "usage {usage}");
+        assert_eq!(
+            r.status,
+            if usage <= 10 { 200 } else { 429 },
+            "usage {usage}"
+        );
         let warned = r.header("x-ratelimit-soft-breach") == Some("true");
         assert_eq!(warned, usage >= 7, "usage {usage}");
     }
@@ -41,8 +45,16 @@ async fn check_sheds_by_the_class_entry_of_its_descriptors() {
         statuses.push(s.check(&call(n, class)).await.status);
     }
     let (reads, critical) = statuses.split_at(7);
-    assert_eq!(reads, [200, 200, 200, 200, 200, 429, 429], "reads stop at 50%");
-    assert_eq!(critical, [200, 200, 200, 200, 200, 429, 429], "critical gets the rest");
+    assert_eq!(
+        reads,
+        [200, 200, 200, 200, 200, 429, 429],
+        "reads stop at 50%"
+    );
+    assert_eq!(
+        critical,
+        [200, 200, 200, 200, 200, 429, 429],
+        "critical gets the rest"
+    );
 }
 
 #[tokio::test]

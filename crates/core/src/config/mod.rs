@@ -46,8 +46,8 @@ pub use compiled::{
 };
 pub use error::{ConfigError, ConfigErrors};
 pub use extensions::MAX_LEASE;
-pub use shedding::{Priorities, Shedding, Soft, effective_limit};
 pub use loader::{LoadError, LoadOptions, load_path, load_runtime};
+pub use shedding::{Priorities, Shedding, Soft, effective_limit};
 pub use stats_name::sanitize;
 pub use unit::Unit;
 pub use validate::{CompileOptions, ConfigFile, compile};

@@ -98,7 +98,10 @@ pub(crate) fn priority_keys(level: &Level) -> Vec<String> {
     let mut limits = Vec::new();
     level.collect_limits(&mut limits);
     let mut keys: Vec<String> = Vec::new();
-    for p in limits.iter().filter_map(|l| l.shedding.as_ref()?.priorities.as_ref()) {
+    for p in limits
+        .iter()
+        .filter_map(|l| l.shedding.as_ref()?.priorities.as_ref())
+    {
         if !keys.contains(&p.key) {
             keys.push(p.key.clone());
         }
@@ -220,7 +223,9 @@ pub(crate) fn build(
         );
     }
     let priorities = build_priorities(raw, path, sink);
-    let soft = raw.soft.map(|(up_to, breach)| build_soft(up_to, breach, path, sink));
+    let soft = raw
+        .soft
+        .map(|(up_to, breach)| build_soft(up_to, breach, path, sink));
     Some(Shedding { priorities, soft })
 }
 
@@ -238,7 +243,10 @@ fn build_priorities(raw: &RawShedding, path: &str, sink: &mut Sink<'_>) -> Optio
         return None;
     };
     let at = field_path(path, "priorities");
-    let key = raw.priority_key.clone().unwrap_or(DEFAULT_PRIORITY_KEY.into());
+    let key = raw
+        .priority_key
+        .clone()
+        .unwrap_or(DEFAULT_PRIORITY_KEY.into());
     if key.is_empty() {
         sink.push(&key_path, "priority_key must not be empty");
     }
@@ -247,7 +255,10 @@ fn build_priorities(raw: &RawShedding, path: &str, sink: &mut Sink<'_>) -> Optio
     } else if classes.len() > MAX_CLASSES {
         sink.push(
             &at,
-            format!("{} classes is too many (at most {MAX_CLASSES})", classes.len()),
+            format!(
+                "{} classes is too many (at most {MAX_CLASSES})",
+                classes.len()
+            ),
         );
     }
     for (name, share) in classes {

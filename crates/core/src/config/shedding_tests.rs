@@ -51,7 +51,8 @@ fn a_class_called_default_takes_unknown_and_missing_classes() {
 
 #[test]
 fn soft_compiles_with_and_without_a_zone() {
-    let s = shedding("{unit: minute, requests_per_unit: 10, soft: {up_to: 1.2, breach_ratio: 0.8}}");
+    let s =
+        shedding("{unit: minute, requests_per_unit: 10, soft: {up_to: 1.2, breach_ratio: 0.8}}");
     assert_eq!(
         s.soft,
         Some(Soft {
@@ -126,7 +127,12 @@ fn bad_shedding_is_refused_with_file_and_yaml_path() {
 
 #[test]
 fn every_counting_algorithm_takes_priorities() {
-    for algorithm in ["fixed_window", "sliding_window", "sliding_log", "concurrency"] {
+    for algorithm in [
+        "fixed_window",
+        "sliding_window",
+        "sliding_log",
+        "concurrency",
+    ] {
         let s = shedding(&format!(
             "{{unit: second, requests_per_unit: 10, algorithm: {algorithm}, priorities: {{a: 1, b: 0.5}}, soft: {{up_to: 1.5}}}}"
         ));
@@ -158,12 +164,18 @@ fn the_soft_denial_share_follows_the_linear_curve() {
         let share = denied as f64 / 10_000.0;
         let curve = ((after as f64 - 100.0) / 20.0).clamp(0.0, 1.0);
         // A binomial share over 10 000 draws has an sd of at most 0.005: 0.02 is 4 sd.
-        assert!((share - curve).abs() <= 0.02, "usage {after}: {share} vs {curve}");
+        assert!(
+            (share - curve).abs() <= 0.02,
+            "usage {after}: {share} vs {curve}"
+        );
         if after <= 100 {
             assert_eq!(denied, 0, "nothing is denied up to the limit");
         }
         if after >= 120 {
-            assert_eq!(denied, 10_000, "everything is denied at the top of the zone");
+            assert_eq!(
+                denied, 10_000,
+                "everything is denied at the top of the zone"
+            );
         }
     }
 }

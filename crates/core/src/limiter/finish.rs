@@ -10,8 +10,8 @@ use super::LimiterOptions;
 use super::outcome::{Settled, Source};
 use super::plan::Plan;
 use super::request::Request;
-use super::signals;
 use super::response::{Code, CurrentLimit, DescriptorStatus, Response};
+use super::signals;
 use crate::algorithm::Algorithm;
 use crate::clock::Timestamp;
 

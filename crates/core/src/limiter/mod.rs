@@ -239,7 +239,10 @@ impl RateLimiter {
             for (key, class, outcome) in signals::outcomes(&settled) {
                 self.stats.shed(key, class, outcome);
             }
-            for s in settled.iter().filter(|s| signals::soft_breach(&self.options, s)) {
+            for s in settled
+                .iter()
+                .filter(|s| signals::soft_breach(&self.options, s))
+            {
                 if let Plan::Limited(l) = s.plan {
                     self.stats.soft_breach(&l.stats_key);
                 }

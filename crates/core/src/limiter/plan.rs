@@ -261,28 +261,28 @@ fn match_all<'a>(
                     }
                 };
                 found.map(|m| {
-                let key_entries = shed::matched_entries(d, class)
-                    .zip(&m.path)
-                    .map(|(e, level)| {
-                        let shared =
-                            level.kind == MatchKind::Wildcard && level.node.share_threshold;
-                        let value = if shared {
-                            level.node.value.as_str()
-                        } else {
-                            e.value.as_str()
-                        };
-                        (e.key.as_str(), value)
-                    })
-                    .collect();
-                let entries = shed::matched_entries(d, class);
-                let stats_key = stats_key::for_match(&req.domain, m.limit, entries, &m.path);
-                Matched {
-                    limit: Arc::clone(m.limit),
-                    key_entries,
-                    stats_key,
-                    class,
-                }
-            })
+                    let key_entries = shed::matched_entries(d, class)
+                        .zip(&m.path)
+                        .map(|(e, level)| {
+                            let shared =
+                                level.kind == MatchKind::Wildcard && level.node.share_threshold;
+                            let value = if shared {
+                                level.node.value.as_str()
+                            } else {
+                                e.value.as_str()
+                            };
+                            (e.key.as_str(), value)
+                        })
+                        .collect();
+                    let entries = shed::matched_entries(d, class);
+                    let stats_key = stats_key::for_match(&req.domain, m.limit, entries, &m.path);
+                    Matched {
+                        limit: Arc::clone(m.limit),
+                        key_entries,
+                        stats_key,
+                        class,
+                    }
+                })
             }
         });
     }

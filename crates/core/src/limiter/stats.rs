@@ -66,7 +66,8 @@ pub trait StatsSink: Send + Sync + std::fmt::Debug + 'static {
     /// the request's class (a name from the config, never a request value; empty without
     /// classes).
     fn shed(&self, _key: &str, _class: &str, _outcome: ShedOutcome) {}
-    /// A descriptor reached its limit's soft-breach ratio ([`super::signals::soft_breach`]).
+    /// A descriptor reached its limit's soft-breach ratio (`soft.breach_ratio`, else the
+    /// service's `SOFT_BREACH_RATIO`).
     fn soft_breach(&self, _key: &str) {}
 }
 

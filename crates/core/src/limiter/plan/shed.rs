@@ -43,7 +43,7 @@ pub(super) fn class_entry<'a>(domain: &Domain, d: &'a Descriptor) -> Option<&'a 
     }
     d.entries
         .iter()
-        .find(|e| domain.priority_keys.iter().any(|k| *k == e.key))
+        .find(|e| domain.priority_keys.contains(&e.key))
 }
 
 /// The entries of `d` that are matched and keyed: all but those with the class entry's key. The
@@ -55,7 +55,7 @@ pub(super) fn matched_entries<'a>(
 ) -> impl Iterator<Item = &'a Entry> {
     d.entries
         .iter()
-        .filter(move |e| !class.is_some_and(|c| c.key == e.key))
+        .filter(move |e| class.is_none_or(|c| c.key != e.key))
 }
 
 /// Judges `spec` (of `limit`) for a request whose class entry is `class`: the spec with the
