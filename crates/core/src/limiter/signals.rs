@@ -101,23 +101,30 @@ pub(crate) fn soft_breach(options: &LimiterOptions, s: &Settled<'_>) -> bool {
     counted && after.is_some_and(|a| breached(a, u64::from(limit.requests_per_unit), ratio))
 }
 
-/// The class (empty without classes) and outcome of every descriptor of a limit that sheds,
-/// with its stats key, for the per-class counters.
+/// The class (empty without classes) and outcome of descriptor `s`, when its reported limit
+/// sheds (`priorities` or `soft`); for the stats and the decision log.
+pub fn shed_outcome<'p>(s: &Settled<'p>) -> Option<(&'p str, ShedOutcome)> {
+    let (limit, verdict, shed) = reported(s)?;
+    let shed = shed?;
+    let priorities = limit.shedding.as_ref()?.priorities.as_ref();
+    let class = match (priorities, shed.class) {
+        (Some(p), Some(i)) => p.name(i),
+        _ => "",
+    };
+    let outcome = ShedOutcome::of(shed, verdict, u64::from(limit.requests_per_unit));
+    Some((class, outcome))
+}
+
+/// [`shed_outcome`] of every descriptor that has one, with its stats key, for the per-class
+/// counters.
 pub(crate) fn outcomes<'p>(
     settled: &'p [Settled<'p>],
 ) -> impl Iterator<Item = (&'p str, &'p str, ShedOutcome)> {
     settled.iter().filter_map(|s| {
-        let (limit, verdict, shed) = reported(s)?;
-        let shed = shed?;
+        let (class, outcome) = shed_outcome(s)?;
         let Plan::Limited(l) = s.plan else {
             return None;
         };
-        let priorities = limit.shedding.as_ref()?.priorities.as_ref();
-        let class = match (priorities, shed.class) {
-            (Some(p), Some(i)) => p.name(i),
-            _ => "",
-        };
-        let outcome = ShedOutcome::of(shed, verdict, u64::from(limit.requests_per_unit));
         Some((l.stats_key.as_ref(), class, outcome))
     })
 }
