@@ -52,7 +52,7 @@
 //! The longer map, with the request paths and where each feature lives, is
 //! `docs/design/architecture.md`; the behaviour the tests check is `docs/design/contract.md`.
 
-pub use ratelimitd_core::{algorithm, clock, config, limiter, resilience, stripe};
+pub use ratelimitd_core::{algorithm, clock, config, limiter, random, resilience, stripe};
 
 pub mod app;
 pub mod background;

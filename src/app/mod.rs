@@ -183,6 +183,7 @@ pub async fn start(settings: &Settings) -> Result<Running, AppError> {
     let limiter = RateLimiter::with_stats(stores.store, clock.clone(), limiter_options, sink)
         .with_regions(regions.shares.clone())
         .with_fallback(fallback)
+        .with_random(parts::random(settings))
         .with_overrides(policy.overrides.clone())
         .with_observers(observers);
     let service = Arc::new(Service {

@@ -14,6 +14,7 @@ pub mod prom;
 pub mod region;
 pub mod rlqs;
 mod scrape;
+pub mod shedding;
 pub mod sinks;
 pub mod statsd;
 mod statsd_names;
@@ -27,7 +28,7 @@ use std::time::Duration;
 use parking_lot::Mutex;
 use prometheus::{Histogram, HistogramOpts, HistogramVec, IntCounterVec, Opts};
 
-use crate::limiter::{Code, ErrorKind, LimitIncrements, Source, StatsSink};
+use crate::limiter::{Code, ErrorKind, LimitIncrements, ShedOutcome, Source, StatsSink};
 use crate::resilience::BreakerReport;
 use striped::Striped;
 use table::{Counters, KeyTable};
@@ -82,6 +83,8 @@ pub type LoadCounts = Arc<dyn Fn() -> ConfigLoads + Send + Sync>;
 pub struct Metrics {
     pub(crate) limits: KeyTable<8>,
     pub(crate) unknown_domains: KeyTable<1>,
+    /// Per limit and class: admitted, shed, soft-denied, denied, soft breaches.
+    pub(crate) shedding: shedding::ShedCounters,
     pub(crate) global_shadow: AtomicU64,
     pub(crate) redis_errors: AtomicU64,
     pub(crate) service_errors: AtomicU64,
@@ -167,6 +170,7 @@ impl Metrics {
         Metrics {
             limits: KeyTable::new(max_keys),
             unknown_domains: KeyTable::new(max_keys),
+            shedding: shedding::ShedCounters::new(max_keys),
             global_shadow: AtomicU64::new(0),
             redis_errors: AtomicU64::new(0),
             service_errors: AtomicU64::new(0),
@@ -272,6 +276,14 @@ impl StatsSink for Metrics {
                 inc.total_negative_hits,
             ],
         );
+    }
+
+    fn shed(&self, key: &str, class: &str, outcome: ShedOutcome) {
+        self.shedding.shed(key, class, outcome);
+    }
+
+    fn soft_breach(&self, key: &str) {
+        self.shedding.soft_breach(key);
     }
 
     fn domain_not_found(&self, domain: &str) {

@@ -198,6 +198,7 @@ impl Collector for MetricsCollector {
             inc(13, &[r.target, "closed"], r.closed);
         }
         out.extend(vecs.iter().flatten().flat_map(|v| v.collect()));
+        out.extend(m.shedding.families());
         out.extend(super::scrape::decisions(m));
         if !breakers.is_empty()
             && let Ok(g) =

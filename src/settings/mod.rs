@@ -161,6 +161,11 @@ pub struct Settings {
     pub limit_reset_header: String,
     /// `RATELIMITD_TEST_MANUAL_CLOCK`: tests only; start on a manual clock at these Unix seconds.
     pub test_manual_clock: Option<u64>,
+    /// `SOFT_BREACH_RATIO`: the share of a limit from which answers carry the soft-breach signal,
+    /// for limits that set no `soft.breach_ratio`; `None` (unset): only those limits raise it.
+    pub soft_breach_ratio: Option<f64>,
+    /// `RATELIMITD_TEST_RANDOM_SEED`: tests only; soft limits draw from a source seeded with this.
+    pub test_random_seed: Option<u64>,
     /// `DRAIN_TIMEOUT`: how long in-flight requests may finish at shutdown.
     pub drain_timeout: Duration,
     /// `SHUTDOWN_DELAY`: how long, after SIGTERM, the service stays unready but keeps accepting
@@ -324,6 +329,10 @@ impl Settings {
             limit_reset_header: v.string("LIMIT_RESET_HEADER", "RateLimit-Reset"),
             test_manual_clock: v.parse("RATELIMITD_TEST_MANUAL_CLOCK", None, |s| {
                 uint(0, u64::MAX / 1_000_000)(s).map(Some)
+            })?,
+            soft_breach_ratio: v.parse("SOFT_BREACH_RATIO", None, parse::breach_ratio)?,
+            test_random_seed: v.parse("RATELIMITD_TEST_RANDOM_SEED", None, |s| {
+                uint(0, u64::MAX)(s).map(Some)
             })?,
             drain_timeout: v.parse("DRAIN_TIMEOUT", Duration::from_secs(10), parse::go_duration)?,
             shutdown_delay: v.parse("SHUTDOWN_DELAY", Duration::ZERO, parse::go_duration)?,

@@ -71,6 +71,17 @@ pub fn ratio(s: &str) -> Result<f32, String> {
         .ok_or_else(|| "expected a number from 0 to 1".into())
 }
 
+/// Parses a soft-breach ratio: a share of a limit above 0, at most
+/// [`crate::config::shedding::MAX_SOFT_UP_TO`] (a limit's soft zone ends there at the latest).
+pub fn breach_ratio(s: &str) -> Result<Option<f64>, String> {
+    let max = crate::config::shedding::MAX_SOFT_UP_TO;
+    s.parse::<f64>()
+        .ok()
+        .filter(|v| *v > 0.0 && *v <= max)
+        .map(Some)
+        .ok_or_else(|| format!("expected a share of the limit above 0, at most {max} (e.g. 0.8)"))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -108,6 +119,11 @@ mod tests {
         assert!(port("").is_err());
         assert_eq!(ratio("0.8"), Ok(0.8));
         assert!(ratio("1.5").is_err());
+        assert_eq!(breach_ratio("0.8"), Ok(Some(0.8)));
+        assert_eq!(breach_ratio("1.1"), Ok(Some(1.1)));
+        for bad in ["0", "-1", "11", "x"] {
+            assert!(breach_ratio(bad).is_err(), "{bad}");
+        }
         assert!(uint_in("0", 1, 10).is_err());
     }
 }

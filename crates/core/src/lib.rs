@@ -85,6 +85,7 @@ pub mod clock;
 pub mod config;
 pub mod limiter;
 pub mod region;
+pub mod random;
 pub mod resilience;
 pub mod store;
 pub mod stripe;

@@ -182,7 +182,12 @@ impl Store for RedisStore {
             // Only fixed windows are cached: their "over" lasts until a known instant, while a
             // bucket admits again as soon as one token is back. Refunds always reach Redis.
             let cached = match &self.local_cache {
-                Some(c) if op.spec.algorithm == Algorithm::FixedWindow && !op.refund => {
+                // A limit that sheds is over for one class and not for another: never cached.
+                Some(c)
+                    if op.spec.algorithm == Algorithm::FixedWindow
+                        && !op.refund
+                        && !op.only_admitted =>
+                {
                     c.over_until(&op.key, now)
                 }
                 _ => None,
@@ -269,6 +274,7 @@ impl Store for RedisStore {
                 for (i, d) in decisions {
                     let op = &ops[i];
                     if op.spec.algorithm == Algorithm::FixedWindow
+                        && !op.only_admitted
                         && let Some(c) = &self.local_cache
                     {
                         c.learn(&op.key, op.refund, &d, now);

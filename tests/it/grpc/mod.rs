@@ -9,4 +9,5 @@ mod multi_limits;
 mod quota_groups;
 mod refunds;
 mod scenarios;
+mod shedding;
 mod tls;

@@ -9,6 +9,7 @@ mod check_client_example;
 mod check_concurrency;
 mod check_input;
 mod check_shaping;
+mod check_shedding;
 mod listeners;
 mod openapi;
 mod openapi_fuzz;

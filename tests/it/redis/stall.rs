@@ -324,6 +324,7 @@ async fn script_errors_are_the_ops_own_answer_and_huge_hits_a_denial_at_the_stor
         max_wait: Duration::ZERO,
         lease: Some(0),
         holder: String::new(),
+        only_admitted: false,
     };
     let now = clock.now();
     let huge = store

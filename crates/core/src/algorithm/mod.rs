@@ -174,6 +174,28 @@ pub fn shape(
     run(state, spec, hits, Mode::Take(max_wait), now)
 }
 
+/// [`shape`] that records the hits only when they are admitted: the rule of every algorithm but
+/// the fixed window, which counts every hit (as Go) unless asked this way
+/// ([`fixed_window::admit`]; `store::Op::only_admitted`).
+pub fn admit(
+    state: &mut Option<AlgorithmState>,
+    spec: &LimitSpec,
+    hits: u64,
+    max_wait: Duration,
+    now: Timestamp,
+) -> Decision {
+    if spec.algorithm != Algorithm::FixedWindow {
+        return shape(state, spec, hits, max_wait, now);
+    }
+    let mut s = match state.take() {
+        Some(AlgorithmState::FixedWindow(s)) => s,
+        _ => fixed_window::FixedWindowState::default(),
+    };
+    let d = fixed_window::admit(&mut s, spec.limit, spec.window, hits, now);
+    *state = Some(AlgorithmState::FixedWindow(s));
+    d
+}
+
 /// Gives `hits` back to `state` (`is_negative_hits`) and returns the decision, which is never over
 /// the limit. Each algorithm undoes what admitted hits did, never past its empty state: a fixed or
 /// sliding window decrements its current window's counter (not below zero), a token bucket gets

@@ -10,6 +10,7 @@ use std::sync::Arc;
 
 use super::error::ConfigError;
 pub use super::failure_mode::FailureMode;
+use super::shedding::Shedding;
 use super::unit::Unit;
 use crate::algorithm::calendar::{Calendar, Zone};
 use crate::algorithm::{Algorithm, LimitSpec, Window};
@@ -21,6 +22,15 @@ pub trait EntryRef {
     fn key(&self) -> &str;
     /// The entry's value (may be empty).
     fn value(&self) -> &str;
+}
+
+impl<T: EntryRef + ?Sized> EntryRef for &T {
+    fn key(&self) -> &str {
+        (**self).key()
+    }
+    fn value(&self) -> &str {
+        (**self).value()
+    }
 }
 
 /// The whole loaded configuration: every domain, compiled. Cheap to share behind an `Arc`.
@@ -37,6 +47,10 @@ pub struct Domain {
     /// The domain name from the YAML `domain:` field.
     pub name: String,
     pub(crate) root: Level,
+    /// The `priority_key`s of the domain's limits: a request entry with one of these keys names
+    /// the request's class and is taken out of its descriptor before matching
+    /// ([`super::shedding`]). Empty for a domain without priority classes (every Go config).
+    pub priority_keys: Vec<String>,
 }
 
 /// One level of the tree: its nodes indexed by composite key, plus its wildcard nodes in config order.
@@ -127,6 +141,9 @@ pub struct Limit {
     /// The document it was compiled from (`config.basic.yaml`, `policy-db/tenants`), so a listing
     /// can tell an operator's files from stored rules; empty for an override's limit.
     pub file: Arc<str>,
+    /// `priorities` and `soft` (ratelimitd extensions, [`super::shedding`]); `None` for a plain
+    /// limit and for an override's.
+    pub shedding: Option<Arc<Shedding>>,
 }
 
 impl Limit {
@@ -239,7 +256,7 @@ impl Level {
     }
 
     /// Appends the limits of this level and below, depth-first in config order.
-    fn collect_limits<'a>(&'a self, out: &mut Vec<&'a Limit>) {
+    pub(crate) fn collect_limits<'a>(&'a self, out: &mut Vec<&'a Limit>) {
         for node in self.order.iter().filter_map(|k| self.by_key.get(k)) {
             if let Some(limit) = &node.limit {
                 out.extend(limit.all().map(|l| &**l));

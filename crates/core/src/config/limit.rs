@@ -82,6 +82,8 @@ pub(super) fn build_limit(
     });
     let ext = super::extensions::check(rl, unit, sink);
     let calendar = super::calendar::check(rl, unit, ext.algorithm, sink);
+    let unlimited = rl.unlimited.unwrap_or(false);
+    let shedding = super::shedding::build(&rl.shedding, &rl.path, ext.algorithm, unlimited, sink);
     Limit {
         algorithm: ext.algorithm,
         burst: ext.burst,
@@ -96,7 +98,7 @@ pub(super) fn build_limit(
         name: rl.name.clone(),
         requests_per_unit: rl.requests_per_unit,
         unit,
-        unlimited: rl.unlimited.unwrap_or(false),
+        unlimited,
         replaces: rl.replaces.iter().map(|(_, n)| n.clone()).collect(),
         shadow_mode: d.shadow_mode,
         quota_mode: d.quota_mode,
@@ -105,5 +107,6 @@ pub(super) fn build_limit(
         metadata: d.metadata.clone(),
         also: Vec::new(),
         file: sink.file().into(),
+        shedding: shedding.map(std::sync::Arc::new),
     }
 }

@@ -18,6 +18,7 @@ mod matching;
 mod model;
 mod multi;
 mod regions;
+pub mod shedding;
 mod stats_name;
 mod suggest;
 mod typed;
@@ -44,6 +45,8 @@ mod quota_group_tests;
 #[cfg(test)]
 mod region_tests;
 #[cfg(test)]
+mod shedding_tests;
+#[cfg(test)]
 mod validate_tests;
 
 pub use compiled::{
@@ -53,6 +56,7 @@ pub use error::{ConfigError, ConfigErrors};
 pub use extensions::MAX_LEASE;
 pub use loader::{LoadError, LoadOptions, load_path, load_runtime};
 pub use regions::valid_region;
+pub use shedding::{Priorities, Shedding, Soft, effective_limit};
 pub use stats_name::sanitize;
 pub use unit::Unit;
 pub use validate::{CompileOptions, ConfigFile, compile};

@@ -76,6 +76,8 @@ pub(crate) struct RawRateLimit {
     pub(crate) time_zone: Option<String>,
     /// `regions` (ratelimitd extension); `None` when absent or invalid (reported).
     pub(crate) regions: Option<crate::region::Regions>,
+    /// `priority_key`, `priorities` and `soft` (ratelimitd extensions, `config::shedding`).
+    pub(crate) shedding: super::shedding::RawShedding,
 }
 
 /// Parses one file. `None` when the whole file is unusable (syntax error, non-map top level).
@@ -208,6 +210,7 @@ impl Typed<'_, '_> {
             calendar: self.bool(rl, &path, "calendar"),
             time_zone: self.string(rl, &path, "time_zone"),
             regions: self.regions(rl, &path),
+            shedding: self.shedding(rl, &path),
             path,
         }
     }

@@ -72,6 +72,7 @@ pub fn compile(
                 .or_insert_with(|| Domain {
                     name: domain_name.clone(),
                     root: Level::default(),
+                    priority_keys: Vec::new(),
                 });
             &mut domain.root
         };
@@ -83,6 +84,9 @@ pub fn compile(
             root.descriptors,
             &mut sink,
         );
+    }
+    for domain in domains.values_mut() {
+        domain.priority_keys = super::shedding::priority_keys(&domain.root);
     }
     if errors.is_empty() {
         Ok(RateLimitConfig { domains, warnings })

@@ -12,6 +12,7 @@ use super::plan::Plan;
 use super::quota::Role;
 use super::request::Request;
 use super::response::{Code, CurrentLimit, DescriptorStatus, Response};
+use super::signals;
 use crate::algorithm::Algorithm;
 use crate::clock::Timestamp;
 
@@ -29,14 +30,22 @@ pub(crate) fn respond(
     if global_shadow {
         overall_code = Code::Ok;
     }
-    let response_headers = options
+    let soft_breach = settled.iter().any(|s| signals::soft_breach(options, s));
+    let mut response_headers = options
         .headers
         .as_ref()
         .map(|names| headers(names, options, settled, &statuses))
         .unwrap_or_default();
-    let dynamic_metadata = options
-        .dynamic_metadata
-        .then(|| metadata(options, req, settled, &statuses));
+    if soft_breach && options.headers.is_some() {
+        response_headers.push((signals::SOFT_BREACH_HEADER.into(), "true".into()));
+    }
+    let dynamic_metadata = options.dynamic_metadata.then(|| {
+        let mut m = metadata(options, req, settled, &statuses);
+        if soft_breach {
+            m.insert("softBreach".into(), Value::Bool(true));
+        }
+        m
+    });
     let response = Response {
         overall_code,
         statuses,
@@ -47,6 +56,7 @@ pub(crate) fn respond(
             Plan::Limited(l) => l.limit.all().any(|l| l.algorithm == Algorithm::Concurrency),
             _ => false,
         }),
+        soft_breach,
     };
     (response, global_shadow)
 }

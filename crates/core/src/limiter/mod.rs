@@ -32,6 +32,7 @@ pub(crate) mod quota;
 pub(crate) mod regional;
 pub mod request;
 pub(crate) mod response;
+pub mod signals;
 pub(crate) mod stats;
 pub(crate) mod stats_key;
 pub(crate) mod stored_override;
@@ -45,6 +46,7 @@ use crate::clock::{Clock, Stopwatch, Timestamp};
 use crate::config::FailureMode;
 use crate::config::RateLimitConfig;
 use crate::region::RegionShares;
+use crate::random::{Random, SeededRandom};
 use crate::store::{Answer, Store, StoreError};
 pub use error::RequestError;
 use failure::Degraded;
@@ -57,6 +59,7 @@ pub use override_index::{OverrideIndex, Overrides};
 pub use plan::{Plan, Plans};
 pub use request::{Descriptor, Entry, Override, Request};
 pub use response::{Code, CurrentLimit, DescriptorStatus, Response};
+pub use signals::{SOFT_BREACH_HEADER, ShedOutcome};
 pub use stats::{ErrorKind, LimitIncrements, NoStats, StatsSink};
 pub use stored_override::{NewOverride, PathEntry, StoredOverride};
 
@@ -86,6 +89,9 @@ pub struct LimiterOptions {
     pub keys: KeyBuilder,
     /// `NEAR_LIMIT_RATIO`: the share of a limit above which hits count as `near_limit`.
     pub near_limit_ratio: f32,
+    /// `SOFT_BREACH_RATIO`: the share of a limit from which a descriptor raises the soft-breach
+    /// signal, for limits without their own `soft.breach_ratio`; `None`: only those do.
+    pub soft_breach_ratio: Option<f64>,
     /// `DEFAULT_FAILURE_MODE`: the failure mode of limits that do not name one.
     pub default_failure_mode: FailureMode,
     /// Caps on one request (descriptors, entries, value lengths).
@@ -100,6 +106,7 @@ pub struct RateLimiter {
     options: LimiterOptions,
     stats: Arc<dyn StatsSink>,
     fallback: Arc<LocalFallback>,
+    random: Arc<dyn Random>,
     failure_log: failure::FailureLog,
     overrides: Arc<Overrides>,
     observers: Observers,
@@ -129,6 +136,7 @@ impl RateLimiter {
             options,
             stats,
             fallback: Arc::new(LocalFallback::default()),
+            random: Arc::new(SeededRandom::from_entropy()),
             failure_log: failure::FailureLog::default(),
             overrides: Arc::new(Overrides::default()),
             observers: Observers::default(),
@@ -140,6 +148,13 @@ impl RateLimiter {
     /// instance count and drops its counts when the store is back).
     pub fn with_fallback(mut self, fallback: Arc<LocalFallback>) -> RateLimiter {
         self.fallback = fallback;
+        self
+    }
+
+    /// Draws the soft limits' numbers from `random` (a [`SeededRandom`] with a fixed seed in
+    /// tests; by default one seeded per process).
+    pub fn with_random(mut self, random: Arc<dyn Random>) -> RateLimiter {
+        self.random = random;
         self
     }
 
@@ -195,7 +210,8 @@ impl RateLimiter {
         }
         let now = self.clock.now();
         let stored = self.overrides.load();
-        let mut plans = plan::plan(domain, &stored, req, &self.options.keys, now)?;
+        let random = self.random.as_ref();
+        let mut plans = plan::plan(domain, &stored, req, &self.options.keys, now, random)?;
         regional::scale(&mut plans, &self.regions);
         let answers = self.run(&plans, now).await;
         let taken = give_back::releases(&plans.ops, &answers);
@@ -234,6 +250,17 @@ impl RateLimiter {
         let settled = outcome::settle(&plans, &outcomes);
         if !store_failed {
             stats::record(self.stats.as_ref(), self.options.near_limit_ratio, &settled);
+            for (key, class, outcome) in signals::outcomes(&settled) {
+                self.stats.shed(key, class, outcome);
+            }
+            for s in settled
+                .iter()
+                .filter(|s| signals::soft_breach(&self.options, s))
+            {
+                if let Plan::Limited(l) = s.plan {
+                    self.stats.soft_breach(&l.stats_key);
+                }
+            }
         }
         let (response, global_shadow) = finish::respond(&self.options, req, &settled, now);
         if global_shadow {

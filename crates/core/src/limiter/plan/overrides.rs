@@ -114,5 +114,7 @@ pub(super) fn override_limit(
         also: Vec::new(),
         // Not from a file: a clone of this thread's empty name, not an allocation per override.
         file: NO_FILE.with(Clone::clone),
+        // An override is a plain limit: its caller asked for a rate, not for classes.
+        shedding: None,
     }
 }
