@@ -14,6 +14,7 @@ pub mod prom;
 pub mod rlqs;
 mod scrape;
 pub mod sinks;
+mod slots;
 pub mod statsd;
 mod statsd_names;
 pub mod striped;
@@ -26,6 +27,7 @@ use std::time::Duration;
 use parking_lot::Mutex;
 use prometheus::{Histogram, HistogramOpts, HistogramVec, IntCounterVec, Opts};
 
+use crate::clock::{Clock, SystemClock, Timestamp};
 use crate::limiter::{Code, ErrorKind, LimitIncrements, Source, StatsSink};
 use crate::resilience::BreakerReport;
 use striped::Striped;
@@ -81,6 +83,10 @@ pub type LoadCounts = Arc<dyn Fn() -> ConfigLoads + Send + Sync>;
 pub struct Metrics {
     pub(crate) limits: KeyTable<8>,
     pub(crate) unknown_domains: KeyTable<1>,
+    /// Slots in use per concurrency limit, as the store last counted them.
+    pub(crate) slots: slots::SlotGauges,
+    /// The clock the slot gauges compare lease ends with (the limiter's).
+    pub(crate) clock: Arc<dyn Clock>,
     pub(crate) global_shadow: AtomicU64,
     pub(crate) redis_errors: AtomicU64,
     pub(crate) service_errors: AtomicU64,
@@ -164,6 +170,8 @@ impl Metrics {
         Metrics {
             limits: KeyTable::new(max_keys),
             unknown_domains: KeyTable::new(max_keys),
+            slots: slots::SlotGauges::new(max_keys),
+            clock: Arc::new(SystemClock),
             global_shadow: AtomicU64::new(0),
             redis_errors: AtomicU64::new(0),
             service_errors: AtomicU64::new(0),
@@ -190,6 +198,12 @@ impl Metrics {
     /// Exports the Redis circuit breakers that `reports` reads (state gauge, transitions).
     pub fn with_breakers(mut self, reports: BreakerReports) -> Metrics {
         self.breakers = Some(reports);
+        self
+    }
+
+    /// Reads time from `clock` (the limiter's) to tell when a concurrency limit's leases ended.
+    pub fn with_clock(mut self, clock: Arc<dyn Clock>) -> Metrics {
+        self.clock = clock;
         self
     }
 
@@ -285,6 +299,10 @@ impl StatsSink for Metrics {
     fn decision(&self, code: Code, source: Source) {
         self.decisions
             .add_one(code_index(code) * Source::ALL.len() + source.index(), 1);
+    }
+
+    fn slots_in_use(&self, key: &str, in_use: u64, until: Timestamp) {
+        self.slots.set(key, in_use, until);
     }
 
     fn store_call(&self, elapsed: Duration, ok: bool) {

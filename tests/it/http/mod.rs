@@ -9,6 +9,7 @@ mod check_client_example;
 mod check_concurrency;
 mod check_input;
 mod check_shaping;
+mod concurrency_display;
 mod listeners;
 mod openapi;
 mod openapi_fuzz;

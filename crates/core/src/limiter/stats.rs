@@ -8,6 +8,7 @@ use std::time::Duration;
 use super::outcome::{Settled, Source, Verdict};
 use super::plan::{Plan, Plans};
 use super::response::Code;
+use crate::clock::Timestamp;
 
 /// How much each per-limit counter moves for one descriptor
 /// (`docs/design/contract.md#descriptor-status`).
@@ -61,6 +62,12 @@ pub trait StatsSink: Send + Sync + std::fmt::Debug + 'static {
     /// One request was answered with `code`, decided by `source` (the first limit's source that
     /// was not the store, else the store).
     fn decision(&self, code: Code, source: Source);
+    /// The store counted `in_use` slots held on concurrency limit `key` (its configured stats
+    /// key), the latest of them until `until`: a gauge, replaced by the next report. Sinks
+    /// without gauges ignore it.
+    fn slots_in_use(&self, key: &str, in_use: u64, until: Timestamp) {
+        let _ = (key, in_use, until);
+    }
 }
 
 /// A sink that drops everything (`DISABLE_STATS`, unit tests).
