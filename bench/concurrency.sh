@@ -7,7 +7,7 @@
 # core 1; the server's CPU time is read from /proc before and after each run.
 #
 #   bench/concurrency.sh                # memory store
-#   REDIS_SOCKET_TYPE=tcp REDIS_URL=127.0.0.1:6379 bench/concurrency.sh   # Redis
+#   BACKEND_TYPE=redis REDIS_SOCKET_TYPE=tcp REDIS_URL=127.0.0.1:6379 bench/concurrency.sh   # Redis
 #
 # Needs wrk (Debian: apt-get install -y wrk), taskset and curl; Linux only.
 set -euo pipefail
@@ -32,7 +32,7 @@ printf 'wrk.method = "POST"\nwrk.headers["Content-Type"] = "application/json"\nl
 
 HOST=127.0.0.1 PORT=$BASE_PORT GRPC_HOST=127.0.0.1 GRPC_PORT=$((BASE_PORT + 1)) \
   DEBUG_HOST=127.0.0.1 DEBUG_PORT=$((BASE_PORT + 2)) ADMIN_PORT=$((BASE_PORT + 3)) USE_STATSD=false RATELIMITD_CONFIG="$cfg" \
-  taskset -c 0 target/release/ratelimitd &
+  taskset -c 0 "${CARGO_TARGET_DIR:-target}/release/ratelimitd" &
 pid=$!
 trap 'kill "$pid" 2>/dev/null; rm -rf "$cfg" "$plain"' EXIT
 
