@@ -95,7 +95,7 @@ pub async fn start(settings: &Settings) -> Result<Running, AppError> {
         stop: &stop,
     };
     let stores = parts::store(settings, &clock).await?;
-    let (metrics, sink) = parts::metrics(settings, &stores, &config);
+    let (metrics, sink) = parts::metrics(settings, &stores, &config, &clock);
     let limiter_options = parts::limiter_options(settings);
     let redis = stores.redis.clone();
     let fallback = tasks::local_fallback(settings, redis.as_ref(), &config, &clock, &mut bg);

@@ -124,6 +124,7 @@ pub(super) fn metrics(
     settings: &Settings,
     stores: &StoreParts,
     config: &Arc<ConfigHandle>,
+    clock: &Arc<dyn Clock>,
 ) -> (Option<Arc<Metrics>>, Arc<dyn StatsSink>) {
     let memory = stores.memory.as_ref();
     let metrics = (settings.obs.sink != StatsSinkKind::Disabled).then(|| {
@@ -137,7 +138,8 @@ pub(super) fn metrics(
             failures: config.load_failures(),
             rules_shadowed: config.clashes().len() as u64,
         });
-        let metrics = Metrics::new(settings.obs.stats_max_keys, loads, keys, statsd);
+        let metrics = Metrics::new(settings.obs.stats_max_keys, loads, keys, statsd)
+            .with_clock(clock.clone());
         Arc::new(match stores.redis.clone() {
             Some(redis) => {
                 let leases = redis.clone();

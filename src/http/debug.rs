@@ -19,7 +19,9 @@ use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{any, get};
 
+use crate::algorithm::Algorithm;
 use crate::clock::{Clock, ManualClock, Timestamp};
+use crate::config::Limit;
 use crate::policy::rules::FILE_PREFIX;
 use crate::policy::{Overrides, Tokens};
 use crate::reload::ConfigHandle;
@@ -77,6 +79,10 @@ pub fn render_rlconfig(config: &ConfigHandle, shown: bool) -> String {
             .partition(|l| shown || !l.file.starts_with(FILE_PREFIX));
         for l in listed {
             let unit = l.unit.map_or("UNKNOWN", |u| u.as_str());
+            if l.algorithm == Algorithm::Concurrency {
+                concurrency_line(&mut out, l);
+                continue;
+            }
             // Go's fields first, so a Go-format parser still reads them; then ours, if set.
             let calendar =
                 (l.calendar).map_or(String::new(), |z| format!(", calendar: {}", z.name()));
@@ -120,6 +126,21 @@ pub fn render_rlconfig(config: &ConfigHandle, shown: bool) -> String {
         }
     }
     out
+}
+
+/// The line of a concurrency limit: its slots and lease timeout instead of Go's
+/// `unit=… requests_per_unit=…`, which would read as a rate it does not have.
+fn concurrency_line(out: &mut String, l: &Limit) {
+    let timeout = l.window().map_or(0, |w| w.secs());
+    let _ = writeln!(
+        out,
+        "{}: algorithm=concurrency slots={} lease_timeout={}s, shadow_mode: {}, quota_mode: {}",
+        one_line(&l.full_key),
+        l.requests_per_unit,
+        timeout,
+        l.shadow_mode,
+        l.quota_mode
+    );
 }
 
 async fn rlconfig(State(s): State<DebugState>, headers: HeaderMap) -> String {

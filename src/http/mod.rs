@@ -11,6 +11,7 @@ pub mod debug;
 mod health;
 pub mod json;
 pub mod openapi;
+pub mod rate_text;
 mod strict;
 
 use std::sync::Arc;

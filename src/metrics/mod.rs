@@ -16,6 +16,7 @@ pub mod rlqs;
 mod scrape;
 pub mod shedding;
 pub mod sinks;
+mod slots;
 pub mod statsd;
 mod statsd_names;
 pub mod striped;
@@ -28,6 +29,7 @@ use std::time::Duration;
 use parking_lot::Mutex;
 use prometheus::{Histogram, HistogramOpts, HistogramVec, IntCounterVec, Opts};
 
+use crate::clock::{Clock, SystemClock, Timestamp};
 use crate::limiter::{Code, ErrorKind, LimitIncrements, ShedOutcome, Source, StatsSink};
 use crate::resilience::BreakerReport;
 use striped::Striped;
@@ -85,6 +87,10 @@ pub struct Metrics {
     pub(crate) unknown_domains: KeyTable<1>,
     /// Per limit and class: admitted, shed, soft-denied, denied, soft breaches.
     pub(crate) shedding: shedding::ShedCounters,
+    /// Slots in use per concurrency limit, as the store last counted them.
+    pub(crate) slots: slots::SlotGauges,
+    /// The clock the slot gauges compare lease ends with (the limiter's).
+    pub(crate) clock: Arc<dyn Clock>,
     pub(crate) global_shadow: AtomicU64,
     pub(crate) redis_errors: AtomicU64,
     pub(crate) service_errors: AtomicU64,
@@ -171,6 +177,8 @@ impl Metrics {
             limits: KeyTable::new(max_keys),
             unknown_domains: KeyTable::new(max_keys),
             shedding: shedding::ShedCounters::new(max_keys),
+            slots: slots::SlotGauges::new(max_keys),
+            clock: Arc::new(SystemClock),
             global_shadow: AtomicU64::new(0),
             redis_errors: AtomicU64::new(0),
             service_errors: AtomicU64::new(0),
@@ -204,6 +212,12 @@ impl Metrics {
     /// Exports the regional shares and sync state that `read` reads (the first reader set stays).
     pub fn set_regions(&self, read: region::RegionReader) {
         let _ = self.regions.set(read);
+    }
+
+    /// Reads time from `clock` (the limiter's) to tell when a concurrency limit's leases ended.
+    pub fn with_clock(mut self, clock: Arc<dyn Clock>) -> Metrics {
+        self.clock = clock;
+        self
     }
 
     /// Exports the hot-key rankings that `counts` reads (the first reader set stays).
@@ -306,6 +320,10 @@ impl StatsSink for Metrics {
     fn decision(&self, code: Code, source: Source) {
         self.decisions
             .add_one(code_index(code) * Source::ALL.len() + source.index(), 1);
+    }
+
+    fn slots_in_use(&self, key: &str, in_use: u64, until: Timestamp) {
+        self.slots.set(key, in_use, until);
     }
 
     fn store_call(&self, elapsed: Duration, ok: bool) {

@@ -10,6 +10,7 @@ mod check_concurrency;
 mod check_input;
 mod check_shaping;
 mod check_shedding;
+mod concurrency_display;
 mod listeners;
 mod openapi;
 mod openapi_fuzz;

@@ -33,6 +33,7 @@ pub(crate) mod regional;
 pub mod request;
 pub(crate) mod response;
 pub mod signals;
+pub(crate) mod slots;
 pub(crate) mod stats;
 pub(crate) mod stats_key;
 pub(crate) mod stored_override;
@@ -215,6 +216,7 @@ impl RateLimiter {
         regional::scale(&mut plans, &self.regions);
         let answers = self.run(&plans, now).await;
         let taken = give_back::releases(&plans.ops, &answers);
+        let slots_seen = slots::seen(&plans, &answers);
         let failed = failure::describe(&answers);
         if let Some((_, why)) = &failed {
             self.failure_log.note(why, now);
@@ -266,9 +268,11 @@ impl RateLimiter {
         if global_shadow {
             self.stats.global_shadow_mode();
         }
-        if response.overall_code == Code::OverLimit {
+        let refused = response.overall_code == Code::OverLimit;
+        if refused {
             give_back::release(self.store.as_ref(), &taken, now).await;
         }
+        slots::report(self.stats.as_ref(), &slots_seen, refused);
         self.stats.decision(response.overall_code, source);
         if !self.observers.is_empty() {
             self.observers.observe(&Observed {

@@ -9,6 +9,7 @@ use super::outcome::{Settled, Source, Verdict};
 use super::plan::{Plan, Plans};
 use super::response::Code;
 use super::signals::ShedOutcome;
+use crate::clock::Timestamp;
 
 /// How much each per-limit counter moves for one descriptor
 /// (`docs/design/contract.md#descriptor-status`).
@@ -69,6 +70,12 @@ pub trait StatsSink: Send + Sync + std::fmt::Debug + 'static {
     /// A descriptor reached its limit's soft-breach ratio (`soft.breach_ratio`, else the
     /// service's `SOFT_BREACH_RATIO`).
     fn soft_breach(&self, _key: &str) {}
+    /// The store counted `in_use` slots held on concurrency limit `key` (its configured stats
+    /// key), the latest of them until `until`: a gauge, replaced by the next report. Sinks
+    /// without gauges ignore it.
+    fn slots_in_use(&self, key: &str, in_use: u64, until: Timestamp) {
+        let _ = (key, in_use, until);
+    }
 }
 
 /// A sink that drops everything (`DISABLE_STATS`, unit tests).
