@@ -55,6 +55,7 @@ pub use ratelimitd_core::{algorithm, clock, config, limiter, resilience, stripe}
 pub mod app;
 pub mod background;
 pub mod explain;
+pub mod fleet;
 pub mod grpc;
 pub mod health;
 pub mod http;

@@ -59,6 +59,9 @@ pub type HotKeyCounts = Arc<dyn Fn() -> Vec<(&'static str, Vec<u64>)> + Send + S
 
 /// How many ranks of each hot-key ranking are exported as gauges.
 pub const HOT_KEY_RANKS: usize = 10;
+/// Reads a feature's own gauges at export time, `(name, help, value)` each (the fleet mode's).
+pub type GaugeReport = Arc<dyn Fn() -> Vec<(&'static str, &'static str, f64)> + Send + Sync>;
+
 /// Reads the Redis store's lease totals (`store::lease`).
 pub type LeaseReport = Arc<dyn Fn() -> crate::store::lease::LeaseTotals + Send + Sync>;
 
@@ -105,6 +108,8 @@ pub struct Metrics {
     pub(crate) hot_keys: OnceLock<HotKeyCounts>,
     /// Reads the token lease totals, on the Redis store.
     pub(crate) leases: Option<LeaseReport>,
+    /// Reads a feature's gauges, once it started (the fleet mode).
+    pub(crate) gauges: OnceLock<GaugeReport>,
     /// The Rate Limit Quota Service's streams, buckets and assignments.
     pub rlqs: rlqs::RlqsMetrics,
     /// `POST /check` requests by status, and their response time.
@@ -181,6 +186,7 @@ impl Metrics {
             breakers: None,
             hot_keys: OnceLock::new(),
             leases: None,
+            gauges: OnceLock::new(),
             rlqs: rlqs::RlqsMetrics::default(),
             check: check::CheckMetrics::default(),
             timings: statsd_timers.then(|| Mutex::new(Vec::new())),
@@ -202,6 +208,11 @@ impl Metrics {
     pub fn with_leases(mut self, report: LeaseReport) -> Metrics {
         self.leases = Some(report);
         self
+    }
+
+    /// Exports the gauges that `report` reads (the first reader set stays).
+    pub fn set_gauges(&self, report: GaugeReport) {
+        let _ = self.gauges.set(report);
     }
 
     /// `n` violation records were dropped (`ratelimitd_violations_dropped_total`).

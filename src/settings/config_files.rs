@@ -3,7 +3,7 @@
 
 use super::{Settings, SettingsError, Vars, parse};
 use crate::config::{CompileOptions, LoadOptions};
-use crate::reload::{ConfigSource, Location};
+use crate::reload::{ConfigSource, Location, Restriction};
 
 impl Settings {
     /// How `ratelimitd validate` reads config files: under the server's size cap
@@ -43,8 +43,12 @@ impl Settings {
         let compile = CompileOptions {
             merge_domains: self.merge_domain_config,
         };
-        ConfigSource::new(location, load, compile)
-            .fixed_windows_only(self.backend == super::Backend::Memcache)
+        let only = match self.backend {
+            super::Backend::Memcache => Some(Restriction::MEMCACHE),
+            _ if self.fleet.is_some() => Some(Restriction::FLEET),
+            _ => None,
+        };
+        ConfigSource::new(location, load, compile).restricted(only)
     }
 }
 

@@ -5,6 +5,7 @@ pub mod admin;
 pub mod cli;
 mod config_files;
 pub mod edges;
+pub mod fleet;
 pub mod grpc;
 pub mod insight;
 pub mod kinds;
@@ -177,6 +178,8 @@ pub struct Settings {
     pub insight: crate::insight::InsightOptions,
     /// The Rate Limit Quota Service (`RLQS_*`).
     pub rlqs: crate::rlqs::RlqsOptions,
+    /// The fleet mode of the embedded store (`FLEET_*`); `None` unless `FLEET_BIND` is set.
+    pub fleet: Option<crate::fleet::FleetOptions>,
 }
 
 impl Settings {
@@ -327,6 +330,7 @@ impl Settings {
             policy: policy::from_vars(v)?,
             insight: insight::from_vars(v)?,
             rlqs: rlqs::from_vars(v)?,
+            fleet: fleet::from_vars(v, backend)?,
         })
     }
 }

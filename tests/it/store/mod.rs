@@ -2,6 +2,7 @@
 //! memory, Redis and a Redis Cluster, and the shared test servers keeping services apart.
 
 mod conformance;
+mod fleet;
 mod memcache;
 mod memory;
 mod shared;
