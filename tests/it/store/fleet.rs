@@ -19,7 +19,7 @@ use ratelimitd::limiter::KeyBuilder;
 use crate::support::fleet::{
     Groups, INTERVAL, LIMIT, Relay, SECRET, env, free_udp, member, spread, until_membership,
 };
-use crate::support::{Code, T0, TestServer, process, request};
+use crate::support::{Code, T0, TestServer, process};
 
 /// Hits over the limit allowed by the bound of docs/fleet.md at these tests' rates: with a
 /// total rate R, peers' counts at most D old and N members, at most R × D × (N − 1) / N extra
@@ -232,4 +232,34 @@ async fn peers_without_the_secret_are_ignored() {
     assert_eq!(admitted, [LIMIT], "the unauthenticated claims of 1000 hits were ignored");
     let rejected = a.scrape().await.value("ratelimitd_fleet_messages_rejected");
     eprintln!("fleet auth: {rejected} forged datagrams rejected");
+}
+
+/// A token bucket in fleet mode is refused when the configuration loads, naming the limit, the
+/// algorithm and the fleet setting; the binary does not start on it.
+#[test]
+fn algorithms_without_window_counts_are_refused_at_load() {
+    let dir = tempfile::tempdir().unwrap();
+    let yaml = "domain: d\ndescriptors:\n  - key: k\n    rate_limit: {unit: second, requests_per_unit: 5, algorithm: token_bucket}\n";
+    std::fs::write(dir.path().join("c.yaml"), yaml).unwrap();
+    let bind = free_udp(1)[0];
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_ratelimitd"))
+        .envs(crate::support::LOOPBACK)
+        .envs([("USE_STATSD", "false"), ("POLICY_ENABLED", "false")])
+        .envs(env(bind, bind, &[]))
+        .env("RATELIMITD_CONFIG", dir.path())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let watch = Stopwatch::start();
+    while child.try_wait().unwrap().is_none() && watch.elapsed() < Duration::from_secs(30) {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let _ = child.kill();
+    let out = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "refused to start: {err}");
+    for says in ["d.k", "token_bucket", "FLEET_BIND", "c.yaml", "sliding_window"] {
+        assert!(err.contains(says), "names {says}: {err}");
+    }
 }
