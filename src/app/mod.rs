@@ -94,7 +94,8 @@ pub async fn start(settings: &Settings) -> Result<Running, AppError> {
     let mut stores = parts::store(settings, &clock).await?;
     let fleet = match (&settings.fleet, &stores.memory) {
         (Some(options), Some(memory)) => {
-            let started = crate::fleet::start(options, memory.clone(), clock.clone(), bg.reborrow());
+            let started =
+                crate::fleet::start(options, memory.clone(), clock.clone(), bg.reborrow());
             let fleet = started.await?;
             stores.store = fleet.store.clone();
             Some(fleet)

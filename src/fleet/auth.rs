@@ -34,7 +34,7 @@ pub struct AuthCounts {
     pub sent_bytes: AtomicU64,
 }
 
-/// Opens [`SignedSocket`]s keyed by one secret.
+/// Opens UDP sockets that seal and open datagrams with one secret.
 #[derive(Clone)]
 pub struct SignedTransport {
     key: Arc<[u8]>,
@@ -85,7 +85,9 @@ impl Transport for SignedTransport {
     async fn open(&self, listen_addr: SocketAddr) -> anyhow::Result<Box<dyn Socket>> {
         let socket = tokio::net::UdpSocket::bind(listen_addr)
             .await
-            .with_context(|| format!("cannot bind {listen_addr}/UDP for fleet gossip (FLEET_BIND)"))?;
+            .with_context(|| {
+                format!("cannot bind {listen_addr}/UDP for fleet gossip (FLEET_BIND)")
+            })?;
         Ok(Box::new(SignedSocket {
             transport: self.clone(),
             socket,
@@ -107,7 +109,10 @@ impl Socket for SignedSocket {
         let datagram = self.transport.seal(message.serialize_to_vec());
         if datagram.len() > MAX_DATAGRAM {
             // Chitchat sizes its deltas to a bare datagram; the next round sends another one.
-            self.transport.counts.oversize.fetch_add(1, Ordering::Relaxed);
+            self.transport
+                .counts
+                .oversize
+                .fetch_add(1, Ordering::Relaxed);
             return Ok(());
         }
         if let Err(e) = self.socket.send_to(&datagram, to).await {
@@ -115,7 +120,10 @@ impl Socket for SignedSocket {
             tracing::debug!(peer = %to, error = %e, "fleet gossip send failed");
         }
         let sent = datagram.len() as u64;
-        self.transport.counts.sent_bytes.fetch_add(sent, Ordering::Relaxed);
+        self.transport
+            .counts
+            .sent_bytes
+            .fetch_add(sent, Ordering::Relaxed);
         Ok(())
     }
 
@@ -130,13 +138,18 @@ impl Socket for SignedSocket {
                 }
             };
             let Some(mut payload) = self.transport.open(&self.buf[..len]) else {
-                self.transport.counts.rejected.fetch_add(1, Ordering::Relaxed);
+                self.transport
+                    .counts
+                    .rejected
+                    .fetch_add(1, Ordering::Relaxed);
                 tracing::debug!(peer = %from_addr, "fleet gossip datagram failed authentication; dropped");
                 continue;
             };
             match ChitchatMessage::deserialize(&mut payload) {
                 Ok(message) => return Ok((from_addr, message)),
-                Err(e) => tracing::warn!(peer = %from_addr, error = %e, "authenticated fleet gossip datagram did not decode"),
+                Err(e) => {
+                    tracing::warn!(peer = %from_addr, error = %e, "authenticated fleet gossip datagram did not decode")
+                }
             }
         }
     }

@@ -17,15 +17,51 @@ impl FleetHandle {
         Arc::new(move || {
             let get = |a: &std::sync::atomic::AtomicU64| a.load(Ordering::Relaxed) as f64;
             vec![
-                ("ratelimitd_fleet_peers_alive", "Fleet peers alive (this instance not included)", get(&stats.peers_alive)),
-                ("ratelimitd_fleet_members_known", "Fleet members the limit is split by (alive or not yet forgotten, this instance included)", get(&stats.members_known)),
-                ("ratelimitd_fleet_gossip_age_seconds", "Age of the stalest live peer's counts", get(&stats.gossip_age_ms) / 1000.0),
-                ("ratelimitd_fleet_keys_published", "Keys whose counts this instance publishes", tally.len() as f64),
-                ("ratelimitd_fleet_peer_keys", "Key counts read from live peers in the last round", get(&stats.peer_keys)),
-                ("ratelimitd_fleet_keys_dropped", "Keys dropped from publication at FLEET_MAX_KEYS since startup", tally.dropped() as f64),
-                ("ratelimitd_fleet_messages_rejected", "Gossip datagrams dropped because they failed authentication, since startup", get(&stats.auth.rejected)),
-                ("ratelimitd_fleet_sent_bytes", "Gossip bytes sent, since startup", get(&stats.auth.sent_bytes)),
-                ("ratelimitd_fleet_messages_oversize", "Gossip messages not sent because the tag took them past a datagram, since startup", get(&stats.auth.oversize)),
+                (
+                    "ratelimitd_fleet_peers_alive",
+                    "Fleet peers alive (this instance not included)",
+                    get(&stats.peers_alive),
+                ),
+                (
+                    "ratelimitd_fleet_members_known",
+                    "Fleet members the limit is split by (alive or not yet forgotten, this instance included)",
+                    get(&stats.members_known),
+                ),
+                (
+                    "ratelimitd_fleet_gossip_age_seconds",
+                    "Age of the stalest live peer's counts",
+                    get(&stats.gossip_age_ms) / 1000.0,
+                ),
+                (
+                    "ratelimitd_fleet_keys_published",
+                    "Keys whose counts this instance publishes",
+                    tally.len() as f64,
+                ),
+                (
+                    "ratelimitd_fleet_peer_keys",
+                    "Key counts read from live peers in the last round",
+                    get(&stats.peer_keys),
+                ),
+                (
+                    "ratelimitd_fleet_keys_dropped",
+                    "Keys dropped from publication at FLEET_MAX_KEYS since startup",
+                    tally.dropped() as f64,
+                ),
+                (
+                    "ratelimitd_fleet_messages_rejected",
+                    "Gossip datagrams dropped because they failed authentication, since startup",
+                    get(&stats.auth.rejected),
+                ),
+                (
+                    "ratelimitd_fleet_sent_bytes",
+                    "Gossip bytes sent, since startup",
+                    get(&stats.auth.sent_bytes),
+                ),
+                (
+                    "ratelimitd_fleet_messages_oversize",
+                    "Gossip messages not sent because the tag took them past a datagram, since startup",
+                    get(&stats.auth.oversize),
+                ),
             ]
         })
     }

@@ -28,8 +28,16 @@ pub struct FleetStore {
 
 impl FleetStore {
     /// A store deciding on `memory`, publishing into `tally`, reading the peers from `view`.
-    pub fn new(memory: Arc<MemoryStore>, tally: Arc<Tally>, view: Arc<ArcSwap<View>>) -> FleetStore {
-        FleetStore { memory, tally, view }
+    pub fn new(
+        memory: Arc<MemoryStore>,
+        tally: Arc<Tally>,
+        view: Arc<ArcSwap<View>>,
+    ) -> FleetStore {
+        FleetStore {
+            memory,
+            tally,
+            view,
+        }
     }
 
     /// Records what `op` changed in this instance's count of its window.
@@ -47,16 +55,16 @@ impl FleetStore {
                     .update(&op.key, op.spec.window, start, |c| c.current = after);
             }
             // A sliding window counts admitted hits only.
-            Algorithm::SlidingWindow if op.refund => self
-                .tally
-                .update(&op.key, op.spec.window, start, |c| {
+            Algorithm::SlidingWindow if op.refund => {
+                self.tally.update(&op.key, op.spec.window, start, |c| {
                     c.current = c.current.saturating_sub(hits)
-                }),
-            Algorithm::SlidingWindow if !local.over_limit => self
-                .tally
-                .update(&op.key, op.spec.window, start, |c| {
+                })
+            }
+            Algorithm::SlidingWindow if !local.over_limit => {
+                self.tally.update(&op.key, op.spec.window, start, |c| {
                     c.current = c.current.saturating_add(hits)
-                }),
+                })
+            }
             _ => {}
         }
     }
@@ -162,7 +170,10 @@ mod tests {
         assert!(d.over_limit, "the fleet's eleventh hit is over: {d:?}");
         let writes = tally.drain(now);
         let (_, p) = decode(writes[0].1.as_deref().unwrap()).unwrap();
-        assert_eq!(p.counts.current, 3, "the local count is published, not the fleet's");
+        assert_eq!(
+            p.counts.current, 3,
+            "the local count is published, not the fleet's"
+        );
     }
 
     #[tokio::test]
@@ -177,7 +188,10 @@ mod tests {
         let admitted = {
             let mut n = 0;
             for _ in 0..30 {
-                if !decide(&s, &op(Algorithm::SlidingWindow, 30, 1), now).await.over_limit {
+                if !decide(&s, &op(Algorithm::SlidingWindow, 30, 1), now)
+                    .await
+                    .over_limit
+                {
                     n += 1;
                 }
             }

@@ -191,7 +191,10 @@ mod tests {
         assert_eq!(writes.len(), 1);
         let (key, p) = decode(writes[0].1.as_deref().unwrap()).unwrap();
         assert_eq!((key, p.window_secs, p.counts.current), ("k 1", 60, 3));
-        assert!(t.drain(Timestamp::from_secs(131)).is_empty(), "unchanged keys are not re-sent");
+        assert!(
+            t.drain(Timestamp::from_secs(131)).is_empty(),
+            "unchanged keys are not re-sent"
+        );
         // The next window rolls the count into `previous`.
         t.update("k 1", window(60), 180, |c| c.current += 1);
         let writes = t.drain(Timestamp::from_secs(181));

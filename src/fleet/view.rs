@@ -4,9 +4,9 @@
 
 use std::collections::HashMap;
 
+use crate::algorithm::fixed_window::window_start;
 use crate::algorithm::sliding_window::{SCALE, previous_weight, roll};
 use crate::algorithm::{Algorithm, LimitSpec};
-use crate::algorithm::fixed_window::window_start;
 use crate::clock::Timestamp;
 
 use super::tally::Published;
@@ -35,10 +35,7 @@ impl Default for View {
 impl View {
     /// True when the fleet shares this algorithm's counts.
     pub fn shares(algorithm: Algorithm) -> bool {
-        matches!(
-            algorithm,
-            Algorithm::FixedWindow | Algorithm::SlidingWindow
-        )
+        matches!(algorithm, Algorithm::FixedWindow | Algorithm::SlidingWindow)
     }
 
     /// This side's part of `limit`: all of it while every known member is alive, else
@@ -67,7 +64,8 @@ impl View {
                 roll(&mut c, start, spec.window);
                 match spec.algorithm {
                     Algorithm::SlidingWindow => {
-                        let previous = (u128::from(c.previous) * weight).div_ceil(u128::from(SCALE));
+                        let previous =
+                            (u128::from(c.previous) * weight).div_ceil(u128::from(SCALE));
                         (previous as u64).saturating_add(c.current)
                     }
                     _ => c.current,
@@ -108,13 +106,23 @@ mod tests {
         let mut v = View::default();
         v.counts.insert(
             "k".into(),
-            vec![published(120, 7, 0), published(60, 50, 0), published(120, 3, 9)],
+            vec![
+                published(120, 7, 0),
+                published(60, 50, 0),
+                published(120, 3, 9),
+            ],
         );
         let now = Timestamp::from_secs(150);
         assert_eq!(v.used_by_peers("k", &spec(Algorithm::FixedWindow), now), 10);
-        assert_eq!(v.used_by_peers("other", &spec(Algorithm::FixedWindow), now), 0);
+        assert_eq!(
+            v.used_by_peers("other", &spec(Algorithm::FixedWindow), now),
+            0
+        );
         // Sliding: half of the previous window still overlaps at 150 s: 7 + 3 + ⌈(50 + 9) / 2⌉.
-        assert_eq!(v.used_by_peers("k", &spec(Algorithm::SlidingWindow), now), 40);
+        assert_eq!(
+            v.used_by_peers("k", &spec(Algorithm::SlidingWindow), now),
+            40
+        );
     }
 
     #[test]

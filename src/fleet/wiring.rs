@@ -6,7 +6,7 @@
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
 use arc_swap::ArcSwap;
 use chitchat::{Chitchat, ChitchatConfig, ChitchatHandle, ChitchatId, FailureDetectorConfig};
@@ -16,7 +16,7 @@ use super::tally::{Tally, decode};
 use super::view::View;
 use super::{FleetOptions, FleetStore};
 use crate::background::Background;
-use crate::clock::Clock;
+use crate::clock::{Clock, Stopwatch, SystemClock};
 use crate::store::memory::MemoryStore;
 
 /// Prefix of the gossip keys holding published counts (`s<slot>`).
@@ -68,10 +68,9 @@ pub async fn start(
 ) -> Result<FleetHandle, FleetError> {
     let stats = Arc::new(FleetStats::default());
     let transport = SignedTransport::new(options.secret.0.as_bytes(), stats.auth.clone());
-    // A new generation per start: peers tell a restarted instance from its previous life.
-    let generation = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_micros() as u64);
+    // A new generation per start, so peers tell a restarted instance from its previous life:
+    // the wall clock's microseconds (not the service clock, which a test may hold still).
+    let generation = SystemClock.now().as_micros();
     let id = ChitchatId::new(options.advertise.to_string(), generation, options.advertise);
     let config = ChitchatConfig {
         chitchat_id: id,
@@ -104,10 +103,15 @@ pub async fn start(
         clock,
         max_keys: options.max_keys,
         seen: HashMap::new(),
+        since: Stopwatch::start(),
     };
     bg.spawn(run(handle, round, options.interval, bg.stopped()));
     tracing::info!(bind = %options.bind, peers = ?options.peers, "fleet gossip started");
-    Ok(FleetHandle { store, tally, stats })
+    Ok(FleetHandle {
+        store,
+        tally,
+        stats,
+    })
 }
 
 /// What one gossip round reads and writes.
@@ -117,8 +121,10 @@ struct Round {
     stats: Arc<FleetStats>,
     clock: Arc<dyn Clock>,
     max_keys: usize,
-    /// Each live peer's last state version, and when it last changed.
-    seen: HashMap<ChitchatId, (u64, Instant)>,
+    /// Each live peer's last state version, and when it last changed (on `since`).
+    seen: HashMap<ChitchatId, (u64, Duration)>,
+    /// The monotonic time the gossip age is measured on.
+    since: Stopwatch,
 }
 
 /// Runs a round every `interval` until `stop`, then leaves the cluster's gossip.
@@ -161,7 +167,7 @@ impl Round {
             known: known.len() as u64,
             counts: HashMap::new(),
         };
-        let now = Instant::now();
+        let now = self.since.elapsed();
         let mut oldest = Duration::ZERO;
         let mut keys = 0u64;
         let peers: Vec<ChitchatId> = c
@@ -182,7 +188,10 @@ impl Round {
             // A peer publishes at most its own cap; more than ours is read up to ours.
             for (_, value) in state.iter_prefix(SLOT_PREFIX).take(self.max_keys) {
                 if let Some((key, published)) = decode(&value.value) {
-                    view.counts.entry(key.to_string()).or_default().push(published);
+                    view.counts
+                        .entry(key.to_string())
+                        .or_default()
+                        .push(published);
                     keys += 1;
                 }
             }
@@ -191,7 +200,8 @@ impl Round {
         let s = &self.stats;
         s.peers_alive.store(view.live - 1, Ordering::Relaxed);
         s.members_known.store(view.known, Ordering::Relaxed);
-        s.gossip_age_ms.store(oldest.as_millis() as u64, Ordering::Relaxed);
+        s.gossip_age_ms
+            .store(oldest.as_millis() as u64, Ordering::Relaxed);
         s.peer_keys.store(keys, Ordering::Relaxed);
         self.view.store(Arc::new(view));
     }

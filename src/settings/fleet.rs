@@ -27,7 +27,11 @@ fn peers(s: &str) -> Result<Vec<String>, String> {
             Some((host, port)) if !host.is_empty() && parse::port(port).is_ok() => {
                 out.push(item.to_string())
             }
-            _ => return Err(format!("{item:?} is not host:port (a comma-separated list)")),
+            _ => {
+                return Err(format!(
+                    "{item:?} is not host:port (a comma-separated list)"
+                ));
+            }
         }
     }
     Ok(out)
@@ -85,7 +89,11 @@ pub(super) fn from_vars(v: &Vars, backend: Backend) -> Result<Option<FleetOption
     if secret.0.len() < MIN_SECRET_BYTES {
         return Err(refused(
             "FLEET_SECRET",
-            if secret.0.is_empty() { "" } else { "<redacted>" },
+            if secret.0.is_empty() {
+                ""
+            } else {
+                "<redacted>"
+            },
             format!(
                 "FLEET_BIND is set, so FLEET_SECRET must be at least {MIN_SECRET_BYTES} bytes: \
                  every gossip message is authenticated with it, and without it anyone reaching \
@@ -139,7 +147,10 @@ mod tests {
         assert_eq!(f.advertise, f.bind);
         assert_eq!(f.peers, ["127.0.0.1:7947", "fleet.example:7946"]);
         assert_eq!(f.interval, Duration::from_millis(50));
-        assert_eq!((f.max_keys, f.forget_after), (1000, Duration::from_secs(600)));
+        assert_eq!(
+            (f.max_keys, f.forget_after),
+            (1000, Duration::from_secs(600))
+        );
     }
 
     #[test]
@@ -152,7 +163,10 @@ mod tests {
             ("BACKEND_TYPE", "redis"),
         ])
         .unwrap_err();
-        assert!(e.contains("FLEET_BIND") && e.contains("BACKEND_TYPE=memory"), "{e}");
+        assert!(
+            e.contains("FLEET_BIND") && e.contains("BACKEND_TYPE=memory"),
+            "{e}"
+        );
         let e = env(&[
             ("FLEET_BIND", "0.0.0.0:7946"),
             ("FLEET_SECRET", "0123456789abcdef"),
@@ -160,7 +174,10 @@ mod tests {
         .unwrap_err();
         assert!(e.contains("FLEET_ADVERTISE"), "{e}");
         let e = env(&[("FLEET_GOSSIP_INTERVAL", "1ms")]).unwrap_err();
-        assert!(e.contains("FLEET_GOSSIP_INTERVAL") && e.contains("10ms"), "{e}");
+        assert!(
+            e.contains("FLEET_GOSSIP_INTERVAL") && e.contains("10ms"),
+            "{e}"
+        );
         let e = env(&[("FLEET_PEERS", "nohost")]).unwrap_err();
         assert!(e.contains("FLEET_PEERS"), "{e}");
     }

@@ -57,15 +57,24 @@ async fn three_members_admit_the_limit_within_the_gossip_bound() {
         watch.elapsed(),
         (total as f64 - LIMIT as f64) * 100.0 / LIMIT as f64
     );
-    assert!(total >= LIMIT, "the fleet admitted less than its limit: {admitted:?}");
+    assert!(
+        total >= LIMIT,
+        "the fleet admitted less than its limit: {admitted:?}"
+    );
     assert!(total <= LIMIT + OVER, "over the bound: {admitted:?}");
-    assert!(admitted.iter().all(|n| *n > 0), "every member admitted some: {admitted:?}");
+    assert!(
+        admitted.iter().all(|n| *n > 0),
+        "every member admitted some: {admitted:?}"
+    );
 }
 
 /// Sends one hit on `k=value` to `s`; its code and the remaining hits it reports.
 async fn hit(s: &TestServer, value: &str) -> (Code, u32) {
     let r = s.rl("fleet", &[&[("k", value)]]).await;
-    (Code::try_from(r.overall_code).unwrap(), r.statuses[0].limit_remaining)
+    (
+        Code::try_from(r.overall_code).unwrap(),
+        r.statuses[0].limit_remaining,
+    )
 }
 
 /// Hits `s` once at a time until it reports the fleet's count of `k=value` as `counted` (before
@@ -117,8 +126,15 @@ async fn a_partition_enforces_each_sides_share_and_heals() {
         LIMIT * 2 / 3,
         LIMIT / 3
     );
-    assert_eq!(one_total, LIMIT / 3, "a lone member enforces exactly its share");
-    assert!((LIMIT * 2 / 3..=LIMIT * 2 / 3 + OVER).contains(&two_total), "{two:?}");
+    assert_eq!(
+        one_total,
+        LIMIT / 3,
+        "a lone member enforces exactly its share"
+    );
+    assert!(
+        (LIMIT * 2 / 3..=LIMIT * 2 / 3 + OVER).contains(&two_total),
+        "{two:?}"
+    );
 
     groups.heal();
     let healed = until_membership(&[a, b, c], (2, 3)).await;
@@ -146,7 +162,8 @@ fn spawn_member(dir: &std::path::Path, env: Vec<(String, String)>) -> process::S
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_killed_member_splits_the_limit_until_it_is_back() {
     let binds = free_udp(3);
-    let peers = |i: usize| -> Vec<SocketAddr> { (0..3).filter(|j| *j != i).map(|j| binds[j]).collect() };
+    let peers =
+        |i: usize| -> Vec<SocketAddr> { (0..3).filter(|j| *j != i).map(|j| binds[j]).collect() };
     let a = member(&env(binds[0], binds[0], &peers(0))).await;
     let b = member(&env(binds[1], binds[1], &peers(1))).await;
     let dir = tempfile::tempdir().unwrap();
@@ -159,7 +176,10 @@ async fn a_killed_member_splits_the_limit_until_it_is_back() {
     let noticed = until_membership(&[&a, &b], (1, 3)).await;
     let split = spread(&[&a, &b], "killed", 150, PAUSE).await;
     let split_total: u64 = split.iter().sum();
-    assert!((LIMIT * 2 / 3..=LIMIT * 2 / 3 + OVER).contains(&split_total), "{split:?}");
+    assert!(
+        (LIMIT * 2 / 3..=LIMIT * 2 / 3 + OVER).contains(&split_total),
+        "{split:?}"
+    );
 
     let c = spawn_member(dir.path(), env(binds[2], binds[2], &peers(2)));
     // Back as the same member (a new generation of it), not a fourth one.
@@ -182,12 +202,22 @@ fn key_of(value: &str) -> String {
         window: Window::from_secs(60).unwrap(),
         burst: 0,
     };
-    KeyBuilder::default().build("fleet", [("k", value)].into_iter(), &spec, Timestamp::from_secs(T0))
+    KeyBuilder::default().build(
+        "fleet",
+        [("k", value)].into_iter(),
+        &spec,
+        Timestamp::from_secs(T0),
+    )
 }
 
 /// A chitchat node on `bind` seeded with `seed`, over `transport`, claiming 1000 hits of
 /// `k=value` in the current window.
-async fn impostor(bind: SocketAddr, seed: SocketAddr, value: &str, transport: &dyn Transport) -> ChitchatHandle {
+async fn impostor(
+    bind: SocketAddr,
+    seed: SocketAddr,
+    value: &str,
+    transport: &dyn Transport,
+) -> ChitchatHandle {
     let window_start = T0 - T0 % 60;
     let claim = format!("{window_start} 60 1000 0 {}", key_of(value));
     let config = ChitchatConfig {
@@ -220,16 +250,30 @@ async fn peers_without_the_secret_are_ignored() {
     until_membership(&[&a], (1, 2)).await;
     let watch = Stopwatch::start();
     while a.scrape().await.value("ratelimitd_fleet_messages_rejected") == 0 {
-        assert!(watch.elapsed() < Duration::from_secs(15), "no forged datagram arrived");
+        assert!(
+            watch.elapsed() < Duration::from_secs(15),
+            "no forged datagram arrived"
+        );
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     while a.scrape().await.value("ratelimitd_fleet_peer_keys") == 0 {
-        assert!(watch.elapsed() < Duration::from_secs(15), "the authenticated claim never arrived");
+        assert!(
+            watch.elapsed() < Duration::from_secs(15),
+            "the authenticated claim never arrived"
+        );
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
-    assert_eq!(hit(&a, "control").await.0, Code::OverLimit, "the authenticated claim counts");
+    assert_eq!(
+        hit(&a, "control").await.0,
+        Code::OverLimit,
+        "the authenticated claim counts"
+    );
     let admitted = spread(&[&a], "forged", LIMIT as usize, Duration::from_millis(1)).await;
-    assert_eq!(admitted, [LIMIT], "the unauthenticated claims of 1000 hits were ignored");
+    assert_eq!(
+        admitted,
+        [LIMIT],
+        "the unauthenticated claims of 1000 hits were ignored"
+    );
     let rejected = a.scrape().await.value("ratelimitd_fleet_messages_rejected");
     eprintln!("fleet auth: {rejected} forged datagrams rejected");
 }
@@ -259,7 +303,13 @@ fn algorithms_without_window_counts_are_refused_at_load() {
     let out = child.wait_with_output().unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(!out.status.success(), "refused to start: {err}");
-    for says in ["d.k", "token_bucket", "FLEET_BIND", "c.yaml", "sliding_window"] {
+    for says in [
+        "d.k",
+        "token_bucket",
+        "FLEET_BIND",
+        "c.yaml",
+        "sliding_window",
+    ] {
         assert!(err.contains(says), "names {says}: {err}");
     }
 }

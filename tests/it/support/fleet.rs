@@ -95,7 +95,12 @@ pub async fn until_membership(members: &[&TestServer], want: (u64, u64)) -> Dura
 
 /// Sends `per_member` hits on `k=value` to each of `members` at once, each member's hits paced
 /// `pause` apart; returns how many each member admitted.
-pub async fn spread(members: &[&TestServer], value: &str, per_member: usize, pause: Duration) -> Vec<u64> {
+pub async fn spread(
+    members: &[&TestServer],
+    value: &str,
+    per_member: usize,
+    pause: Duration,
+) -> Vec<u64> {
     let mut tasks = JoinSet::new();
     for (i, s) in members.iter().enumerate() {
         let mut grpc = s.grpc.clone();
@@ -105,8 +110,14 @@ pub async fn spread(members: &[&TestServer], value: &str, per_member: usize, pau
             let mut admitted = 0;
             for _ in 0..per_member {
                 tick.tick().await;
-                let r = grpc.should_rate_limit(request("fleet", &[&[("k", &value)]])).await;
-                if r.expect("ShouldRateLimit succeeds").into_inner().overall_code == Code::Ok as i32 {
+                let r = grpc
+                    .should_rate_limit(request("fleet", &[&[("k", &value)]]))
+                    .await;
+                if r.expect("ShouldRateLimit succeeds")
+                    .into_inner()
+                    .overall_code
+                    == Code::Ok as i32
+                {
                     admitted += 1;
                 }
             }
@@ -189,6 +200,9 @@ impl Relay {
                 let _ = up.send_to(&buf[..len], target).await;
             }
         });
-        Relay { addr, _tasks: tasks }
+        Relay {
+            addr,
+            _tasks: tasks,
+        }
     }
 }
