@@ -17,7 +17,8 @@ use ratelimitd::fleet::auth::{AuthCounts, SignedTransport};
 use ratelimitd::limiter::KeyBuilder;
 
 use crate::support::fleet::{
-    Groups, INTERVAL, LIMIT, Relay, SECRET, env, free_udp, member, spread, until_membership,
+    Groups, INTERVAL, LIMIT, Relay, SECRET, env, free_udp, member, spread, spread_on, status_page,
+    until_membership,
 };
 use crate::support::{Code, T0, TestServer, process};
 
@@ -68,6 +69,21 @@ async fn three_members_admit_the_limit_within_the_gossip_bound() {
     );
 }
 
+/// The same with sliding windows: the members exchange their current and previous counts.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sliding_windows_are_shared_within_the_same_bound() {
+    let binds = free_udp(3);
+    let m = three(&binds, &binds).await;
+    let all: Vec<&TestServer> = m.iter().collect();
+    until_membership(&all, (2, 3)).await;
+    let admitted = spread_on(&all, "s", "bound", 130, PAUSE).await;
+    let total: u64 = admitted.iter().sum();
+    eprintln!(
+        "fleet sliding window: {admitted:?} admitted = {total} of 390 for a limit of {LIMIT}"
+    );
+    assert!((LIMIT..=LIMIT + OVER).contains(&total), "{admitted:?}");
+}
+
 /// Sends one hit on `k=value` to `s`; its code and the remaining hits it reports.
 async fn hit(s: &TestServer, value: &str) -> (Code, u32) {
     let r = s.rl("fleet", &[&[("k", value)]]).await;
@@ -112,6 +128,11 @@ async fn a_partition_enforces_each_sides_share_and_heals() {
     groups.set(binds[2], 1);
     let detected = until_membership(&[a, b], (1, 3)).await;
     until_membership(&[c], (0, 3)).await;
+    let page = status_page(a).await;
+    assert!(
+        page.contains("2 of 3 members alive"),
+        "the status page shows the split"
+    );
     // Counts made during the partition on another key, for the convergence check below.
     for _ in 0..40 {
         assert_eq!(hit(a, "heal").await.0, Code::Ok);
@@ -147,6 +168,7 @@ async fn a_partition_enforces_each_sides_share_and_heals() {
         watch.elapsed()
     );
     assert!(on_c >= 1);
+    assert!(status_page(c).await.contains("3 of 3 members alive"));
 }
 
 /// The real binary as a member with `env`, on the same window as the in-process members.

@@ -18,13 +18,16 @@ use super::{Code, TestServer, request};
 /// The shared secret of the test fleets.
 pub const SECRET: &str = "fleet-test-secret-0123456789";
 
-/// One domain, one limit of 300 hits a minute per value of `k` (the manual clocks stand still,
-/// so every hit of a test falls in one window).
+/// One domain, a fixed window of 300 hits a minute per value of `k` and a sliding window of as
+/// many per value of `s` (the manual clocks stand still, so every hit of a test falls in one
+/// window).
 pub const CONFIG: &str = r#"
 domain: fleet
 descriptors:
   - key: k
     rate_limit: {unit: minute, requests_per_unit: 300}
+  - key: s
+    rate_limit: {unit: minute, requests_per_unit: 300, algorithm: sliding_window}
 "#;
 
 /// The limit of [`CONFIG`].
@@ -52,6 +55,7 @@ pub fn env(bind: SocketAddr, advertise: SocketAddr, peers: &[SocketAddr]) -> Vec
         ("FLEET_GOSSIP_INTERVAL", INTERVAL.to_string()),
         ("USE_PROMETHEUS", "true".to_string()),
         ("PROMETHEUS_ADDR", "127.0.0.1:0".to_string()),
+        ("ADMIN_TRUST_LOOPBACK", "true".to_string()),
     ]
     .into_iter()
     .map(|(k, v)| (k.to_string(), v))
@@ -101,17 +105,30 @@ pub async fn spread(
     per_member: usize,
     pause: Duration,
 ) -> Vec<u64> {
+    spread_on(members, "k", value, per_member, pause).await
+}
+
+/// [`spread`] on the descriptor `key=value`.
+pub async fn spread_on(
+    members: &[&TestServer],
+    key: &str,
+    value: &str,
+    per_member: usize,
+    pause: Duration,
+) -> Vec<u64> {
     let mut tasks = JoinSet::new();
     for (i, s) in members.iter().enumerate() {
         let mut grpc = s.grpc.clone();
-        let value = value.to_string();
+        let (key, value) = (key.to_string(), value.to_string());
         tasks.spawn(async move {
             let mut tick = tokio::time::interval(pause);
+            // A late tick is not made up with a burst: the rate never exceeds the pace.
+            tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
             let mut admitted = 0;
             for _ in 0..per_member {
                 tick.tick().await;
                 let r = grpc
-                    .should_rate_limit(request("fleet", &[&[("k", &value)]]))
+                    .should_rate_limit(request("fleet", &[&[(&key, &value)]]))
                     .await;
                 if r.expect("ShouldRateLimit succeeds")
                     .into_inner()
@@ -130,6 +147,13 @@ pub async fn spread(
         out[i] = n;
     }
     out
+}
+
+/// The text of `s`'s status page (`ADMIN_TRUST_LOOPBACK`).
+pub async fn status_page(s: &TestServer) -> String {
+    let r = s.http.get(s.admin_url("/")).send().await.unwrap();
+    assert_eq!(r.status(), 200, "the status page answers");
+    r.text().await.unwrap()
 }
 
 /// Which group each member (by its bound gossip address) is in: members of different groups
