@@ -3,6 +3,7 @@
 
 mod conformance;
 mod fleet;
+mod fleet_security;
 mod memcache;
 mod memory;
 mod shared;
