@@ -131,11 +131,14 @@ impl Socket for SignedSocket {
         loop {
             let (len, from_addr) = match self.socket.recv_from(&mut self.buf).await {
                 Ok(r) => r,
-                Err(e) => {
-                    // ICMP errors of earlier sends surface here; they are not fatal.
+                // ICMP errors of earlier sends surface here; they are not fatal.
+                Err(e) if transient(&e) => {
                     tracing::debug!(error = %e, "fleet gossip receive error");
                     continue;
                 }
+                // Anything else ends the gossip (the status page then shows no peer alive)
+                // rather than spinning on a broken socket.
+                Err(e) => return Err(anyhow::Error::new(e).context("fleet gossip socket failed")),
             };
             let Some(mut payload) = self.transport.open(&self.buf[..len]) else {
                 self.transport
@@ -153,6 +156,15 @@ impl Socket for SignedSocket {
             }
         }
     }
+}
+
+/// Receive errors that say something about an earlier datagram, not about the socket.
+fn transient(e: &std::io::Error) -> bool {
+    use std::io::ErrorKind::{ConnectionRefused, ConnectionReset, Interrupted, OutOfMemory};
+    matches!(
+        e.kind(),
+        ConnectionRefused | ConnectionReset | Interrupted | OutOfMemory
+    )
 }
 
 #[cfg(test)]
