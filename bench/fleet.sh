@@ -7,6 +7,8 @@
 # asserts a time. Needs taskset and curl; Linux only.
 #
 #   bench/fleet.sh            # SECONDS_PER_RUN=8 CONCURRENCY=32 KEYS=1000 by default
+#   PROFILE=debug SKIP_BUILD=1 bench/fleet.sh   # with binaries already built (gossip bytes do
+#                                               # not depend on the build; CPU figures do)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -17,10 +19,11 @@ KEYS=${KEYS:-1000}
 for tool in taskset curl; do
   command -v "$tool" >/dev/null || { echo "needs $tool" >&2; exit 1; }
 done
+PROFILE=${PROFILE:-release}
 [ -n "${SKIP_BUILD:-}" ] || cargo build --release --locked --bin ratelimitd --example loadgen
 target=${CARGO_TARGET_DIR:-target}
-bin=$target/release/ratelimitd
-load=$target/release/examples/loadgen
+bin=$target/$PROFILE/ratelimitd
+load=$target/$PROFILE/examples/loadgen
 
 work=$(mktemp -d)
 pids=()

@@ -9,7 +9,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use arc_swap::ArcSwap;
-use chitchat::{Chitchat, ChitchatConfig, ChitchatHandle, ChitchatId, FailureDetectorConfig};
+use chitchat::{
+    Chitchat, ChitchatConfig, ChitchatHandle, ChitchatId, FailureDetectorConfig, Heartbeat,
+};
 
 use super::auth::{AuthCounts, SignedTransport};
 use super::tally::{Tally, decode};
@@ -121,8 +123,10 @@ struct Round {
     stats: Arc<FleetStats>,
     clock: Arc<dyn Clock>,
     max_keys: usize,
-    /// Each live peer's last state version, and when it last changed (on `since`).
-    seen: HashMap<ChitchatId, (u64, Duration)>,
+    /// Each live peer's last heartbeat, and when it last moved (on `since`). A peer beats once
+    /// per round and its counts travel with its heartbeat, so the time since the beat moved is
+    /// how old its counts are here.
+    seen: HashMap<ChitchatId, (Heartbeat, Duration)>,
     /// The monotonic time the gossip age is measured on.
     since: Stopwatch,
 }
@@ -179,10 +183,10 @@ impl Round {
             let Some(state) = c.node_state(id) else {
                 continue;
             };
-            let version = state.max_version();
-            let entry = self.seen.entry(id.clone()).or_insert((version, now));
-            if entry.0 != version {
-                *entry = (version, now);
+            let beat = state.heartbeat();
+            let entry = self.seen.entry(id.clone()).or_insert((beat, now));
+            if entry.0 != beat {
+                *entry = (beat, now);
             }
             oldest = oldest.max(now - entry.1);
             // A peer publishes at most its own cap; more than ours is read up to ours.
