@@ -57,6 +57,7 @@ pub use ratelimitd_core::{algorithm, clock, config, limiter, random, resilience,
 pub mod app;
 pub mod background;
 pub mod explain;
+pub mod fleet;
 pub mod grpc;
 pub mod health;
 pub mod http;

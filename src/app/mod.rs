@@ -94,8 +94,21 @@ pub async fn start(settings: &Settings) -> Result<Running, AppError> {
         tasks: &mut tasks,
         stop: &stop,
     };
-    let stores = parts::store(settings, &clock).await?;
+    let mut stores = parts::store(settings, &clock).await?;
+    let fleet = match (&settings.fleet, &stores.memory) {
+        (Some(options), Some(memory)) => {
+            let started =
+                crate::fleet::start(options, memory.clone(), clock.clone(), bg.reborrow());
+            let fleet = started.await?;
+            stores.store = fleet.store.clone();
+            Some(fleet)
+        }
+        _ => None,
+    };
     let (metrics, sink) = parts::metrics(settings, &stores, &config, &clock);
+    if let (Some(m), Some(f)) = (&metrics, &fleet) {
+        m.set_gauges(f.gauges());
+    }
     let limiter_options = parts::limiter_options(settings);
     let redis = stores.redis.clone();
     let fallback = tasks::local_fallback(settings, redis.as_ref(), &config, &clock, &mut bg);
@@ -142,6 +155,7 @@ pub async fn start(settings: &Settings) -> Result<Running, AppError> {
             clock: &clock,
             metrics: metrics.as_ref(),
             breakers: readers::breakers(redis.as_ref()),
+            fleet: fleet.as_ref().map(|f| f.status_line()),
             config: &config,
             overrides: &policy.overrides,
             violations_in: db.filter(|_| violations.sinks.db()),

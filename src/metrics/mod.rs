@@ -63,6 +63,9 @@ pub type HotKeyCounts = Arc<dyn Fn() -> Vec<(&'static str, Vec<u64>)> + Send + S
 
 /// How many ranks of each hot-key ranking are exported as gauges.
 pub const HOT_KEY_RANKS: usize = 10;
+/// Reads a feature's own gauges at export time, `(name, help, value)` each (the fleet mode's).
+pub type GaugeReport = Arc<dyn Fn() -> Vec<(&'static str, &'static str, f64)> + Send + Sync>;
+
 /// Reads the Redis store's lease totals (`store::lease`).
 pub type LeaseReport = Arc<dyn Fn() -> crate::store::lease::LeaseTotals + Send + Sync>;
 
@@ -117,6 +120,8 @@ pub struct Metrics {
     pub(crate) leases: Option<LeaseReport>,
     /// Reads the regional shares and their sync, once they exist (built after the metrics).
     pub(crate) regions: OnceLock<region::RegionReader>,
+    /// Reads a feature's gauges, once it started (the fleet mode).
+    pub(crate) gauges: OnceLock<GaugeReport>,
     /// The Rate Limit Quota Service's streams, buckets and assignments.
     pub rlqs: rlqs::RlqsMetrics,
     /// `POST /check` requests by status, and their response time.
@@ -197,6 +202,7 @@ impl Metrics {
             hot_keys: OnceLock::new(),
             leases: None,
             regions: OnceLock::new(),
+            gauges: OnceLock::new(),
             rlqs: rlqs::RlqsMetrics::default(),
             check: check::CheckMetrics::default(),
             timings: statsd_timers.then(|| Mutex::new(Vec::new())),
@@ -229,6 +235,11 @@ impl Metrics {
     pub fn with_leases(mut self, report: LeaseReport) -> Metrics {
         self.leases = Some(report);
         self
+    }
+
+    /// Exports the gauges that `report` reads (the first reader set stays).
+    pub fn set_gauges(&self, report: GaugeReport) {
+        let _ = self.gauges.set(report);
     }
 
     /// `n` violation records were dropped (`ratelimitd_violations_dropped_total`).

@@ -236,6 +236,14 @@ impl Collector for MetricsCollector {
                 }
             }
         }
+        if let Some(read) = m.gauges.get() {
+            for (name, help, value) in read() {
+                if let Ok(g) = prometheus::Gauge::with_opts(Opts::new(name, help)) {
+                    g.set(value);
+                    out.extend(g.collect());
+                }
+            }
+        }
         if let Some(count) = &m.memory_keys {
             let (keys, bytes) = count();
             for ((name, help), value) in MEMORY_GAUGES.iter().zip([keys, bytes]) {

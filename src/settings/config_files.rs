@@ -4,7 +4,7 @@
 use super::{Settings, SettingsError, Vars, parse};
 use crate::algorithm::calendar::Zone;
 use crate::config::{CompileOptions, LoadOptions};
-use crate::reload::{ConfigSource, Location};
+use crate::reload::{ConfigSource, Location, Restriction};
 
 impl Settings {
     /// How `ratelimitd validate` reads config files: under the server's size cap
@@ -46,8 +46,13 @@ impl Settings {
             merge_domains: self.merge_domain_config,
             calendar_time_zone: Some(self.calendar_time_zone),
         };
+        let only = match self.backend {
+            super::Backend::Memcache => Some(Restriction::MEMCACHE),
+            _ if self.fleet.is_some() => Some(Restriction::FLEET),
+            _ => None,
+        };
         ConfigSource::new(location, load, compile)
-            .fixed_windows_only(self.backend == super::Backend::Memcache)
+            .restricted(only)
             .regions(crate::region::RegionCheck {
                 region: self.region.region.clone(),
                 global_store: self.region.global.is_some(),

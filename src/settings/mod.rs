@@ -5,6 +5,7 @@ pub mod admin;
 pub mod cli;
 mod config_files;
 pub mod edges;
+pub mod fleet;
 pub mod grpc;
 pub mod insight;
 pub mod kinds;
@@ -188,6 +189,8 @@ pub struct Settings {
     pub rlqs: crate::rlqs::RlqsOptions,
     /// `REGION`, `GLOBAL_REDIS_*`, `REGION_SYNC_INTERVAL` ([`region`]).
     pub region: RegionSettings,
+    /// The fleet mode of the embedded store (`FLEET_*`); `None` unless `FLEET_BIND` is set.
+    pub fleet: Option<crate::fleet::FleetOptions>,
 }
 
 impl Settings {
@@ -344,6 +347,7 @@ impl Settings {
             insight: insight::from_vars(v)?,
             rlqs: rlqs::from_vars(v)?,
             region: region::from_vars(v)?,
+            fleet: fleet::from_vars(v, backend)?,
         })
     }
 }

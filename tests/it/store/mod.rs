@@ -4,6 +4,8 @@
 
 mod calendar;
 mod conformance;
+mod fleet;
+mod fleet_security;
 mod memcache;
 mod memory;
 mod shared;
