@@ -19,24 +19,6 @@ fn socket_addr(s: &str) -> Result<SocketAddr, String> {
         .map_err(|_| "expected an IP address and port, e.g. 10.0.0.5:7946 or [::1]:7946".into())
 }
 
-/// A comma-separated `host:port` list (DNS names allowed).
-fn peers(s: &str) -> Result<Vec<String>, String> {
-    let mut out = Vec::new();
-    for item in s.split(',').map(str::trim).filter(|i| !i.is_empty()) {
-        match item.rsplit_once(':') {
-            Some((host, port)) if !host.is_empty() && parse::port(port).is_ok() => {
-                out.push(item.to_string())
-            }
-            _ => {
-                return Err(format!(
-                    "{item:?} is not host:port (a comma-separated list)"
-                ));
-            }
-        }
-    }
-    Ok(out)
-}
-
 /// A setting error not tied to one value's syntax.
 fn refused(name: &str, value: &str, reason: impl Into<String>) -> SettingsError {
     SettingsError {
@@ -54,7 +36,7 @@ pub(super) fn from_vars(v: &Vars, backend: Backend) -> Result<Option<FleetOption
         s => socket_addr(s).map(Some),
     })?;
     let advertise = v.parse("FLEET_ADVERTISE", None, |s| socket_addr(s).map(Some))?;
-    let peers = v.parse("FLEET_PEERS", Vec::new(), peers)?;
+    let peers = v.parse("FLEET_PEERS", Vec::new(), parse::host_ports)?;
     let secret = Secret(v.string("FLEET_SECRET", ""));
     let cluster = v.string("FLEET_CLUSTER", "ratelimitd");
     let interval = v.parse("FLEET_GOSSIP_INTERVAL", Duration::from_millis(200), |s| {

@@ -63,6 +63,22 @@ pub fn port(s: &str) -> Result<u16, String> {
     uint_in(s, 0, u64::from(u16::MAX)).map(|v| v as u16)
 }
 
+/// A comma-separated `host:port` list (DNS names allowed, empty items skipped), each port numeric.
+pub fn host_ports(s: &str) -> Result<Vec<String>, String> {
+    let mut out = Vec::new();
+    for item in s.split(',').map(str::trim).filter(|i| !i.is_empty()) {
+        match item.rsplit_once(':') {
+            Some((host, p)) if !host.is_empty() && port(p).is_ok() => out.push(item.to_string()),
+            _ => {
+                return Err(format!(
+                    "{item:?} is not host:port (a comma-separated list)"
+                ));
+            }
+        }
+    }
+    Ok(out)
+}
+
 /// Parses a float within `[0, 1]`.
 pub fn ratio(s: &str) -> Result<f32, String> {
     s.parse::<f32>()

@@ -1,7 +1,7 @@
 //! `regions` on a rate limit: the shares reach the compiled limit, a region not listed gets the
 //! documented default, and every misuse is reported at its YAML path.
 
-use super::validate_tests::{errors, run};
+use super::validate_tests::{rate_limit_errors, run};
 
 fn one(rate_limit: &str) -> String {
     format!(
@@ -10,10 +10,7 @@ fn one(rate_limit: &str) -> String {
 }
 
 fn errs(rate_limit: &str) -> Vec<(String, String)> {
-    errors(&[("f.yaml", &one(rate_limit))], false)
-        .into_iter()
-        .map(|(_, path, message)| (path.replace("descriptors[0].rate_limit.", ""), message))
-        .collect()
+    rate_limit_errors(&one(rate_limit))
 }
 
 #[test]

@@ -34,6 +34,14 @@ pub(super) fn errors(files: &[(&str, &str)], merge_domains: bool) -> Vec<(String
     }
 }
 
+/// `(path below descriptors[0].rate_limit, message)` of every error of one file `f.yaml`.
+pub(super) fn rate_limit_errors(yaml: &str) -> Vec<(String, String)> {
+    errors(&[("f.yaml", yaml)], false)
+        .into_iter()
+        .map(|(_, path, message)| (path.replace("descriptors[0].rate_limit.", ""), message))
+        .collect()
+}
+
 /// Asserts `yaml`, as file `f.yaml`, gives exactly one error, and returns `(path, message)`.
 fn only(yaml: &str) -> (String, String) {
     let mut all = errors(&[("f.yaml", yaml)], false);
