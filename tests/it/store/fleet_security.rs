@@ -2,6 +2,7 @@
 //! are ignored while one with it is heard, and algorithms whose state cannot be summed across
 //! members are refused when the configuration loads.
 
+use crate::ops::loud_config::{refused, stderr};
 use std::net::SocketAddr;
 use std::time::Duration;
 
@@ -108,22 +109,11 @@ fn algorithms_without_window_counts_are_refused_at_load() {
     let yaml = "domain: d\ndescriptors:\n  - key: k\n    rate_limit: {unit: second, requests_per_unit: 5, algorithm: token_bucket}\n";
     std::fs::write(dir.path().join("c.yaml"), yaml).unwrap();
     let bind = free_udp(1)[0];
-    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_ratelimitd"))
-        .envs(crate::support::LOOPBACK)
-        .envs([("USE_STATSD", "false"), ("POLICY_ENABLED", "false")])
-        .envs(env(bind, bind, &[]))
-        .env("RATELIMITD_CONFIG", dir.path())
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    let watch = Stopwatch::start();
-    while child.try_wait().unwrap().is_none() && watch.elapsed() < Duration::from_secs(30) {
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    let _ = child.kill();
-    let out = child.wait_with_output().unwrap();
-    let err = String::from_utf8_lossy(&out.stderr);
+    let mut vars = env(bind, bind, &[]);
+    vars.push(("RATELIMITD_CONFIG".into(), dir.path().display().to_string()));
+    let vars: Vec<(&str, &str)> = vars.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+    let out = refused(&vars);
+    let err = stderr(&out);
     assert!(!out.status.success(), "refused to start: {err}");
     for says in [
         "d.k",
