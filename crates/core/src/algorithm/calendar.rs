@@ -170,7 +170,9 @@ impl Calendar {
     }
 
     /// The window containing `now` (Unix seconds), or `None` when `now` is outside the years
-    /// the calendar covers (−9999 to 9999, far from any clock a server runs on).
+    /// the calendar covers (−9999 to 9999) or its window would start before the Unix epoch (an
+    /// instant in the first window after 1970 local time, in a zone east of UTC) — both far from
+    /// any clock a server runs on.
     ///
     /// Placing an instant in a zone's calendar costs about a microsecond, and a request asks
     /// several times (key, decision, TTL), so the last one-unit window of each zone and unit is
