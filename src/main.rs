@@ -42,7 +42,7 @@ async fn main() -> anyhow::Result<()> {
         std::process::exit(code);
     }
     let settings = Settings::load(&cli, vars).context("invalid settings")?;
-    let telemetry = ratelimitd::telemetry::init(&settings)?;
+    let telemetry = ratelimitd::telemetry::init(&settings.telemetry())?;
     let result = ratelimitd::app::run(&settings).await;
     // The exporter blocks while it sends the last spans: keep that off the async workers.
     let _ = tokio::task::spawn_blocking(move || telemetry.shutdown()).await;

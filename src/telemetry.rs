@@ -11,6 +11,7 @@
 
 pub mod b3;
 pub mod json_log;
+mod options;
 pub mod text_log;
 
 use std::io::IsTerminal;
@@ -27,7 +28,7 @@ use tracing_opentelemetry::OpenTelemetrySpanExt;
 use tracing_subscriber::filter::{LevelFilter, Targets};
 use tracing_subscriber::prelude::*;
 
-use crate::settings::{LogFormat, LogLevel, Settings, TracingProtocol, TracingSettings};
+pub use options::{LogFormat, LogLevel, TelemetryOptions, TracingProtocol, TracingSettings};
 
 /// Tracing could not be set up.
 #[derive(Debug, thiserror::Error)]
@@ -82,18 +83,18 @@ fn level_filter(level: LogLevel) -> LevelFilter {
 
 /// Installs the global log subscriber (stderr) and, when enabled, the OTLP trace pipeline.
 /// Call once, from `main` (or once per test process).
-pub fn init(settings: &Settings) -> Result<Telemetry, TelemetryError> {
+pub fn init(options: &TelemetryOptions) -> Result<Telemetry, TelemetryError> {
     // Colours only for a terminal: a file or a log collector gets plain text, where the only
     // escape sequences could be a client's (and those are escaped, see `text_log`).
     let fmt = tracing_subscriber::fmt::layer()
         .with_writer(std::io::stderr)
         .with_ansi(std::io::stderr().is_terminal());
-    let fmt = match settings.log_format {
+    let fmt = match options.log_format {
         LogFormat::Json => fmt.event_format(json_log::GoJson).boxed(),
         LogFormat::Text => fmt.fmt_fields(text_log::EscapedFields::new()).boxed(),
     };
-    let fmt = fmt.with_filter(filter(settings.log_level));
-    let t = &settings.obs.tracing;
+    let fmt = fmt.with_filter(filter(options.log_level));
+    let t = &options.tracing;
     if !t.enabled {
         let _ = tracing_subscriber::registry().with(fmt).try_init();
         return Ok(Telemetry::default());

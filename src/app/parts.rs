@@ -95,7 +95,12 @@ pub(super) async fn store(
             }
         }
         Backend::Memcache => {
-            let memcache = MemcacheStore::new(settings, clock);
+            let memcache = MemcacheStore::new(
+                &settings.memcache,
+                &settings.resilience,
+                &settings.redis,
+                clock,
+            );
             memcache.probe().await;
             if !memcache.is_healthy() {
                 tracing::warn!(servers = ?settings.memcache.servers, "memcached does not answer yet; limits answer by their failure_mode until it does");

@@ -6,7 +6,25 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use crate::settings::ExplainArgs;
+/// The arguments of `ratelimitd explain`.
+#[derive(Debug, Clone, PartialEq, Eq, clap::Args)]
+pub struct ExplainArgs {
+    /// The request's domain
+    #[arg(long)]
+    pub domain: String,
+    /// A descriptor as key=value[,key=value…]; repeat the flag for several descriptors
+    #[arg(long = "descriptor", required = true)]
+    pub descriptors: Vec<String>,
+    /// The admin listener, host:port or a URL [default: ADMIN_HOST:ADMIN_PORT, 127.0.0.1:6071]
+    #[arg(long)]
+    pub admin: Option<String>,
+    /// The bearer token [default: ADMIN_TOKEN]; prefer the variable (flags show in `ps`)
+    #[arg(long)]
+    pub token: Option<String>,
+    /// Print the API's JSON answer instead of text
+    #[arg(long)]
+    pub json: bool,
+}
 
 /// Why the command failed.
 #[derive(Debug, thiserror::Error)]

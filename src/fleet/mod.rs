@@ -22,7 +22,7 @@ pub mod wiring;
 use std::net::SocketAddr;
 use std::time::Duration;
 
-use crate::settings::Secret;
+use crate::secret::Secret;
 
 pub use store::FleetStore;
 pub use wiring::{FleetError, FleetHandle, FleetStats, start};

@@ -16,7 +16,7 @@ use tonic::body::Body;
 use tonic::codegen::{BoxFuture, Service, http};
 use tonic::server::NamedService;
 
-use crate::settings::Limits;
+use crate::limiter::Limits;
 
 /// The method whose messages are checked.
 const SHOULD_RATE_LIMIT: &str = "/envoy.service.ratelimit.v3.RateLimitService/ShouldRateLimit";

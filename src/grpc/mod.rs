@@ -6,6 +6,7 @@
 
 pub mod bounded;
 pub mod convert;
+mod options;
 /// Generated protos; see the module's own doc.
 #[allow(missing_docs, clippy::all)]
 pub mod pb;
@@ -25,6 +26,7 @@ use self::pb::envoy::service::ratelimit::v3 as rls;
 use crate::limiter::RequestError;
 use crate::service::Service;
 
+pub use options::{GrpcServerSettings, TlsSettings};
 pub use rls::rate_limit_service_server::RateLimitServiceServer;
 
 /// The RLS v3 gRPC service.

@@ -18,8 +18,8 @@ use rustls::server::danger::{ClientCertVerified, ClientCertVerifier};
 use rustls::server::{ServerConfig, WebPkiClientVerifier};
 use rustls::{DigitallySignedStruct, DistinguishedName, SignatureScheme};
 
+use super::TlsSettings;
 use crate::reload::WatchTarget;
-use crate::settings::TlsSettings;
 
 /// Why a TLS configuration could not be built.
 #[derive(Debug, thiserror::Error)]

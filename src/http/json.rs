@@ -11,7 +11,7 @@ use serde::de::{self, DeserializeSeed, MapAccess, Visitor};
 use serde_json::{Map, Value, json};
 
 use super::capped::{Caps, Descriptors, once};
-use crate::settings::{Limits, OverCap};
+use crate::limiter::{Limits, OverCap};
 
 use crate::config::Unit;
 use crate::grpc::unit::from_proto_number;

@@ -11,6 +11,7 @@ pub mod debug;
 mod health;
 pub mod json;
 pub mod openapi;
+mod options;
 pub mod rate_text;
 mod strict;
 
@@ -24,12 +25,13 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{any, get, post};
 
 use crate::health::Health;
-use crate::limiter::Code;
 use crate::limiter::headers::RateLimitHeaders;
+use crate::limiter::{Code, Limits};
 use crate::metrics::Metrics;
 use crate::metrics::check::record;
 use crate::service::Service;
-use crate::settings::{EdgeSettings, Limits};
+
+pub use options::EdgeSettings;
 
 /// State shared by the main-port handlers.
 #[derive(Debug, Clone)]

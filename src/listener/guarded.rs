@@ -20,8 +20,7 @@ use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::sync::OwnedSemaphorePermit;
 use tokio::time::{Instant, Sleep};
 
-use super::{Activity, Gate, Tracker};
-use crate::settings::ConnLimits;
+use super::{Activity, ConnLimits, Gate, Tracker};
 
 /// Bound on timer re-arms in one poll (each moves the deadline past the present, so one or two
 /// are the norm).

@@ -25,8 +25,7 @@ use futures_util::Stream;
 use tokio::net::{TcpListener, TcpStream};
 use tokio::time::Sleep;
 
-use super::{Gate, Guarded, Tracker};
-use crate::settings::ConnLimits;
+use super::{ConnLimits, Gate, Guarded, Tracker};
 
 /// A TCP listener whose accepted connections are capped and timed.
 #[derive(Debug)]

@@ -13,8 +13,10 @@ mod gate;
 mod guarded;
 pub mod http;
 mod offload;
+mod options;
 
 pub use activity::{Activity, Busy, StreamsFull, Tracker};
 pub use gate::Gate;
 pub use guarded::Guarded;
 pub use offload::{INLINE_DECODE_BYTES, offload};
+pub use options::{ConnLimits, Listeners};

@@ -10,6 +10,7 @@
 
 pub mod check;
 mod families;
+mod options;
 pub mod prom;
 pub mod region;
 pub mod rlqs;
@@ -32,6 +33,7 @@ use prometheus::{Histogram, HistogramOpts, HistogramVec, IntCounterVec, Opts};
 use crate::clock::{Clock, SystemClock, Timestamp};
 use crate::limiter::{Code, ErrorKind, LimitIncrements, ShedOutcome, Source, StatsSink};
 use crate::resilience::BreakerReport;
+pub use options::{Observability, StatsSinkKind, StatsdProtocol};
 use striped::Striped;
 use table::{Counters, KeyTable};
 

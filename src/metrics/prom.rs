@@ -282,7 +282,7 @@ pub fn render(registry: &Registry) -> String {
 /// resolves.
 pub async fn serve(
     listener: tokio::net::TcpListener,
-    limits: crate::settings::ConnLimits,
+    limits: crate::listener::ConnLimits,
     path: String,
     registry: Registry,
     stop: impl Future<Output = ()> + Send + 'static,

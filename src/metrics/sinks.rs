@@ -8,8 +8,8 @@ use tokio::net::TcpListener;
 use tokio::task::JoinSet;
 
 use super::statsd::{self, StatsdOptions};
-use super::{Metrics, prom};
-use crate::settings::{ConnLimits, Observability, StatsSinkKind};
+use super::{Metrics, Observability, StatsSinkKind, prom};
+use crate::listener::ConnLimits;
 
 /// Why a sink could not start.
 #[derive(Debug, thiserror::Error)]

@@ -17,7 +17,7 @@ use tokio::io::AsyncWriteExt;
 use tokio::net::{TcpStream, UdpSocket};
 
 use super::Metrics;
-use crate::settings::StatsdProtocol;
+use super::StatsdProtocol;
 
 /// Where and how to send.
 #[derive(Debug, Clone)]

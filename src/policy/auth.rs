@@ -11,7 +11,8 @@ use std::path::Path;
 
 use sha2::{Digest, Sha256};
 
-use crate::settings::PolicySettings;
+use super::PolicySettings;
+use crate::secret::Secret;
 
 /// A token's SHA-256.
 type Fingerprint = [u8; 32];
@@ -57,13 +58,18 @@ pub enum TokenError {
 }
 
 impl Tokens {
-    /// The tokens the settings name (the file is read once, at startup).
+    /// The tokens the options name: `ADMIN_TOKEN` (named `admin`) and the lines of
+    /// `ADMIN_TOKEN_FILE` (the file is read once, at startup).
     pub fn from_settings(s: &PolicySettings) -> Result<Tokens, TokenError> {
+        Tokens::load(s.admin_token.as_ref(), s.admin_token_file.as_deref())
+    }
+
+    fn load(admin: Option<&Secret>, file: Option<&Path>) -> Result<Tokens, TokenError> {
         let mut named = Vec::new();
-        if let Some(t) = &s.admin_token {
+        if let Some(t) = admin {
             named.push(("admin".to_string(), t.0.clone()));
         }
-        if let Some(path) = &s.admin_token_file {
+        if let Some(path) = file {
             named.extend(read_file(path)?);
         }
         Ok(Tokens::new(named))
@@ -159,19 +165,15 @@ fn read_file(path: &Path) -> Result<Vec<(String, String)>, TokenError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::settings::Settings;
 
     #[test]
     fn env_token_and_file_tokens_with_names() {
         let dir = tempfile::tempdir().unwrap();
         let file = dir.path().join("tokens");
         std::fs::write(&file, "# ops team\nalice:a-secret\n\nci: c-secret \n").unwrap();
-        let s = Settings::from_env([
-            ("ADMIN_TOKEN".to_string(), "env-secret\n".to_string()),
-            ("ADMIN_TOKEN_FILE".to_string(), file.display().to_string()),
-        ])
-        .unwrap();
-        let t = Tokens::from_settings(&s.policy).unwrap();
+        let admin = Secret("env-secret".to_string());
+        let load = || Tokens::load(Some(&admin), Some(&file));
+        let t = load().unwrap();
         assert_eq!(t.check(Some("Bearer env-secret")), Some("admin"));
         assert_eq!(t.check(Some("Bearer a-secret")), Some("alice"));
         assert_eq!(t.check(Some("Bearer c-secret")), Some("ci"));
@@ -179,10 +181,10 @@ mod tests {
         assert_eq!(t.check(Some("a-secret")), None);
         assert_eq!(t.check(None), None);
         std::fs::write(&file, "alice\n").unwrap();
-        let err = Tokens::from_settings(&s.policy).unwrap_err().to_string();
+        let err = load().unwrap_err().to_string();
         assert!(err.ends_with("line 1: expected name:token"), "{err}");
         std::fs::write(&file, "# nobody yet\n\n").unwrap();
-        let err = Tokens::from_settings(&s.policy).unwrap_err().to_string();
+        let err = load().unwrap_err().to_string();
         assert!(err.contains("no name:token line"), "{err}");
         assert!(!Tokens::default().any());
     }

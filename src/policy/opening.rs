@@ -8,6 +8,7 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
+use super::PolicySettings;
 use super::postgres::PgStore;
 use super::rules::Rule;
 use super::runtime::Policy;
@@ -15,7 +16,6 @@ use super::snapshot::{self, Contents};
 use super::sqlite::SqliteStore;
 use super::store::PolicyStore;
 use crate::limiter::OverrideIndex;
-use crate::settings::PolicySettings;
 
 /// The database's name in logs and errors: the SQLite file, or the PostgreSQL server (the URL
 /// without its credentials).

@@ -13,6 +13,7 @@ use std::time::Duration;
 use parking_lot::Mutex;
 use tokio::sync::Notify;
 
+use super::PolicySettings;
 use super::lazy::LazyStore;
 use super::model::{NewOverride, StoredOverride};
 use super::override_sql::OverridePage;
@@ -20,7 +21,6 @@ use super::rules::Rule;
 use super::store::{PolicyStore, StoreError};
 use crate::clock::Clock;
 use crate::limiter::{OverrideIndex, Overrides};
-use crate::settings::PolicySettings;
 
 /// Why a write was refused.
 #[derive(Debug, thiserror::Error)]

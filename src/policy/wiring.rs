@@ -12,11 +12,10 @@ use super::auth::TokenError;
 use super::postgres;
 use super::purge::{Retention, Table, retention_loop};
 use super::rules::{Rule, to_files};
-use super::{Overrides, Policy, Tokens};
+use super::{Overrides, Policy, PolicySettings, Tokens};
 use crate::background::Background;
 use crate::clock::Clock;
 use crate::reload::Reloading;
-use crate::settings::PolicySettings;
 
 /// What the policy database shares with the rest of the process.
 #[derive(Debug)]

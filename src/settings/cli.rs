@@ -5,6 +5,8 @@ use std::path::PathBuf;
 
 use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 
+pub use crate::explain::client::ExplainArgs;
+
 /// ratelimitd: a global rate limit service for Envoy (drop-in for envoyproxy/ratelimit).
 #[derive(Debug, Parser)]
 #[command(name = "ratelimitd", version)]
@@ -69,26 +71,6 @@ pub enum Subcmd {
     /// Ask a running instance which limits, overrides and counters apply to a request, and its
     /// recent violations (POST /v1/explain on the admin listener; counts no hit).
     Explain(ExplainArgs),
-}
-
-/// The arguments of `ratelimitd explain`.
-#[derive(Debug, Clone, PartialEq, Eq, clap::Args)]
-pub struct ExplainArgs {
-    /// The request's domain
-    #[arg(long)]
-    pub domain: String,
-    /// A descriptor as key=value[,key=value…]; repeat the flag for several descriptors
-    #[arg(long = "descriptor", required = true)]
-    pub descriptors: Vec<String>,
-    /// The admin listener, host:port or a URL [default: ADMIN_HOST:ADMIN_PORT, 127.0.0.1:6071]
-    #[arg(long)]
-    pub admin: Option<String>,
-    /// The bearer token [default: ADMIN_TOKEN]; prefer the variable (flags show in `ps`)
-    #[arg(long)]
-    pub token: Option<String>,
-    /// Print the API's JSON answer instead of text
-    #[arg(long)]
-    pub json: bool,
 }
 
 /// What the binary should do.

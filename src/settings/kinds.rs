@@ -1,38 +1,12 @@
-//! Small value types of the settings: log level and format, backend, StatsD protocol, and a
-//! redacting secret. The cache key format is the core limiter's own type ([`KeyFormat`]),
-//! re-exported here where the settings name it.
-
-use std::fmt;
+//! Small value types of the settings: the backend, and the parsers of the log level and backend.
+//! The types the components own are re-exported here where the settings name them: the cache
+//! key format (the core limiter's [`KeyFormat`]), the log level and format (telemetry's), the
+//! StatsD protocol (metrics') and the redacting [`Secret`].
 
 pub use crate::limiter::KeyFormat;
-
-/// `LOG_LEVEL` (logrus names).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum LogLevel {
-    /// `panic`: errors only, as `error` (no level is above it here).
-    Panic,
-    /// `fatal`: errors only, as `error`.
-    Fatal,
-    /// `error`.
-    Error,
-    /// `warn`.
-    Warn,
-    /// `info`.
-    Info,
-    /// `debug`.
-    Debug,
-    /// `trace`.
-    Trace,
-}
-
-/// `LOG_FORMAT`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum LogFormat {
-    /// Human-readable lines.
-    Text,
-    /// One JSON object per line.
-    Json,
-}
+pub use crate::metrics::StatsdProtocol;
+pub use crate::secret::Secret;
+pub use crate::telemetry::{LogFormat, LogLevel};
 
 /// Where counters live.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -43,35 +17,6 @@ pub enum Backend {
     Redis,
     /// Memcached (`MEMCACHE_*`): fixed windows only, Go's keys.
     Memcache,
-}
-
-/// `STATSD_PROTOCOL`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum StatsdProtocol {
-    /// One TCP connection, re-dialled after a failure (the Go default).
-    Tcp,
-    /// Datagrams of whole lines.
-    Udp,
-}
-
-/// A secret value (password, token): never printed by `Debug` or `Display`.
-#[derive(Clone, PartialEq, Eq, Default)]
-pub struct Secret(pub String);
-
-impl fmt::Debug for Secret {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(if self.0.is_empty() {
-            "\"\""
-        } else {
-            "\"<redacted>\""
-        })
-    }
-}
-
-impl fmt::Display for Secret {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        fmt::Debug::fmt(self, f)
-    }
 }
 
 /// `LOG_LEVEL`: a logrus level name, any case.

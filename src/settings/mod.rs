@@ -202,6 +202,15 @@ impl Settings {
         Settings::from_vars(&Vars::new(vars))
     }
 
+    /// What logging and tracing are started with (`LOG_LEVEL`, `LOG_FORMAT`, `TRACING_*`).
+    pub fn telemetry(&self) -> crate::telemetry::TelemetryOptions {
+        crate::telemetry::TelemetryOptions {
+            log_level: self.log_level,
+            log_format: self.log_format,
+            tracing: self.obs.tracing.clone(),
+        }
+    }
+
     /// Settings from the environment, then the command-line flags of `cli` on top.
     pub fn load(
         cli: &Cli,

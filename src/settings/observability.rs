@@ -5,80 +5,8 @@ use std::time::Duration;
 
 use super::{SettingsError, StatsdProtocol, Vars, parse};
 
-/// Which stats sink runs (precedence DISABLE_STATS > USE_DOG_STATSD > USE_STATSD > USE_PROMETHEUS,
-/// `docs/design/contract.md#stats`).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum StatsSinkKind {
-    /// `DISABLE_STATS=true`: nothing is counted.
-    Disabled,
-    /// StatsD (the Go default), or DogStatsD with `USE_DOG_STATSD` (see `Observability::dogstatsd`).
-    Statsd,
-    /// Prometheus on its own listener.
-    Prometheus,
-}
-
-/// `TRACING_EXPORTER_PROTOCOL`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum TracingProtocol {
-    /// OTLP/HTTP with protobuf bodies.
-    Http,
-    /// OTLP/gRPC.
-    Grpc,
-}
-
-/// Tracing settings. Field docs name the variables (grouped ones share a doc).
-#[derive(Debug, Clone)]
-pub struct TracingSettings {
-    /// `TRACING_ENABLED`.
-    pub enabled: bool,
-    /// `TRACING_EXPORTER_PROTOCOL`.
-    pub protocol: TracingProtocol,
-    /// `TRACING_SERVICE_NAME`.
-    pub service_name: String,
-    /// `TRACING_SERVICE_NAMESPACE`.
-    pub service_namespace: String,
-    /// `TRACING_SERVICE_INSTANCE_ID` (empty: a random id at startup).
-    pub service_instance_id: String,
-    /// `TRACING_SAMPLING_RATE`: ParentBased(TraceIdRatio).
-    pub sampling_rate: f64,
-    /// `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT` (full URL) or `OTEL_EXPORTER_OTLP_ENDPOINT` (base URL;
-    /// `/v1/traces` is appended for HTTP). Other `OTEL_EXPORTER_OTLP_*` variables are read by the
-    /// exporter itself.
-    pub traces_endpoint: Option<String>,
-    /// `OTEL_EXPORTER_OTLP_ENDPOINT` (see `traces_endpoint`).
-    pub endpoint: Option<String>,
-}
-
-/// Stats and tracing settings.
-#[derive(Debug, Clone)]
-pub struct Observability {
-    /// The sink chosen by the precedence rules.
-    pub sink: StatsSinkKind,
-    /// `USE_DOG_STATSD`: the StatsD sink sends DogStatsD tags (`|#k:v`) instead of tags in names.
-    pub dogstatsd: bool,
-    /// `STATSD_HOST`.
-    pub statsd_host: String,
-    /// `STATSD_PORT`.
-    pub statsd_port: u16,
-    /// `STATSD_PROTOCOL`.
-    pub statsd_protocol: StatsdProtocol,
-    /// `PROMETHEUS_ADDR` (`:9090` means every interface).
-    pub prometheus_addr: String,
-    /// `PROMETHEUS_PATH`.
-    pub prometheus_path: String,
-    /// `PROMETHEUS_MAPPER_YAML`: accepted (Envoy Gateway sets it to the statsd_exporter mapping it
-    /// ships) but not read — the exported names are those of Go's default mapping, built in — and
-    /// said at startup, at the default level, when the Prometheus sink serves.
-    pub prometheus_mapper_yaml: Option<String>,
-    /// `EXTRA_TAGS` (`k:v,...`), sorted by key.
-    pub extra_tags: Vec<(String, String)>,
-    /// `STATS_FLUSH_INTERVAL`.
-    pub stats_flush_interval: Duration,
-    /// `STATS_MAX_KEYS`: distinct stat keys kept per table before folding into the overflow key.
-    pub stats_max_keys: usize,
-    /// `TRACING_*` and the OTLP endpoint.
-    pub tracing: TracingSettings,
-}
+pub use crate::metrics::{Observability, StatsSinkKind};
+pub use crate::telemetry::{TracingProtocol, TracingSettings};
 
 fn tags(s: &str) -> Result<Vec<(String, String)>, String> {
     let mut out = Vec::new();

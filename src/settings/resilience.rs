@@ -3,35 +3,10 @@
 //! (`DEFAULT_FAILURE_MODE`). The [`FailureMode`] type is the core config's
 //! (`rate_limit.failure_mode`), re-exported here where the service-wide setting names it.
 
-use std::time::Duration;
-
 use super::{SettingsError, Vars, parse};
 
 pub use crate::config::FailureMode;
-
-/// The breaker and fallback settings.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Resilience {
-    /// `REDIS_BREAKER_FAILURES`: failure events in a row on one Redis target that open its
-    /// breaker, and failed probes in a row that reopen it (0 = no breaker). Calls that fail
-    /// together are one event; see `resilience::breaker`.
-    pub breaker_failures: u32,
-    /// `REDIS_BREAKER_COOLDOWN`: how long an open breaker answers without trying Redis before it
-    /// lets probe calls through, one at a time.
-    pub breaker_cooldown: Duration,
-    /// `DEFAULT_FAILURE_MODE`: the failure mode of limits that do not set `failure_mode`.
-    pub default_failure_mode: FailureMode,
-}
-
-impl Default for Resilience {
-    fn default() -> Resilience {
-        Resilience {
-            breaker_failures: 3,
-            breaker_cooldown: Duration::from_millis(500),
-            default_failure_mode: FailureMode::Error,
-        }
-    }
-}
+pub use crate::store::Resilience;
 
 pub(super) fn from_vars(v: &Vars) -> Result<Resilience, SettingsError> {
     let d = Resilience::default();
@@ -52,6 +27,8 @@ pub(super) fn from_vars(v: &Vars) -> Result<Resilience, SettingsError> {
 
 #[cfg(test)]
 mod tests {
+    use std::time::Duration;
+
     use super::*;
     use crate::settings::Settings;
 

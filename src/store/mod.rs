@@ -4,4 +4,7 @@
 pub use ratelimitd_core::store::*;
 
 pub mod memcache;
+mod options;
 pub mod redis;
+
+pub use options::Resilience;

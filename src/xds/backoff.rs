@@ -8,7 +8,7 @@
 
 use std::time::Duration;
 
-use crate::settings::BackoffSettings;
+use super::BackoffSettings;
 
 /// Exponential backoff state: how many waits in a row so far.
 #[derive(Debug, Clone)]

@@ -13,6 +13,7 @@ use tokio_stream::wrappers::ReceiverStream;
 use tonic::metadata::{AsciiMetadataKey, AsciiMetadataValue};
 use tonic::transport::{Certificate, Channel, ClientTlsConfig, Endpoint, Identity};
 
+use super::XdsSettings;
 use super::backoff::{Backoff, connect_retry};
 use super::convert::{TYPE_URL, resource_to_file};
 use super::pb::envoy::config::core::v3::Node;
@@ -20,7 +21,6 @@ use super::pb::envoy::service::discovery::v3::aggregated_discovery_service_clien
 use super::pb::envoy::service::discovery::v3::{DiscoveryRequest, DiscoveryResponse};
 use super::pb::google::rpc::Status;
 use crate::reload::Reloading;
-use crate::settings::XdsSettings;
 
 /// gRPC `INVALID_ARGUMENT`: the code a NACK carries with its message.
 const INVALID_ARGUMENT: i32 = 3;

@@ -12,6 +12,8 @@
 pub mod backoff;
 pub mod client;
 pub mod convert;
+mod options;
 pub mod pb;
 
 pub use client::{XdsClient, XdsError};
+pub use options::{BackoffSettings, XdsSettings, XdsTlsSettings};

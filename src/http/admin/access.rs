@@ -11,10 +11,9 @@ use axum::http::{StatusCode, header};
 use axum::middleware::Next;
 use axum::response::Response;
 
-use super::error;
+use super::{AdminSettings, AllowedHosts, DEFAULT_ALLOWED_HOSTS, error};
 use crate::listener::http::Peer;
 use crate::policy::Tokens;
-use crate::settings::{AdminSettings, AllowedHosts};
 
 /// Marks a request from a loopback peer while `ADMIN_TRUST_LOOPBACK` is on.
 #[derive(Debug, Clone, Copy)]
@@ -65,7 +64,7 @@ pub fn log_in_force(access: &AdminSettings, tokens: &Tokens, host: &str) {
         tokens = tokens.len(),
         "admin listener access"
     );
-    if !is_loopback_bind(host) && hosts == crate::settings::admin::DEFAULT_ALLOWED_HOSTS {
+    if !is_loopback_bind(host) && hosts == DEFAULT_ALLOWED_HOSTS {
         tracing::warn!(
             admin_host = host,
             "the admin listener is bound beyond loopback but ADMIN_ALLOWED_HOSTS allows only \

@@ -13,6 +13,7 @@ pub mod auth;
 pub mod console;
 pub mod explain;
 pub mod hotkeys;
+mod options;
 pub mod overrides;
 pub mod policies;
 pub mod violations;
@@ -26,7 +27,8 @@ use axum::routing::{get, post};
 
 use crate::policy::{FieldError, Policy, Tokens};
 use crate::reload::Reloading;
-use crate::settings::AdminSettings;
+
+pub use options::{AdminSettings, AllowedHosts, DEFAULT_ALLOWED_HOSTS};
 
 /// State of the admin handlers.
 #[derive(Debug, Clone)]

@@ -20,8 +20,8 @@ use serde_json::{Map, Value};
 use crate::algorithm::token_bucket;
 use crate::http::capped::{Caps, Descriptors, ScalarSeed, once};
 use crate::http::json::{JsonDescriptor, JsonError, decode, descriptors_of};
+use crate::limiter::Limits;
 use crate::limiter::{Descriptor, Entry, Request};
-use crate::settings::Limits;
 
 /// The largest `cost` one request may carry.
 pub const MAX_COST: u64 = 1_000_000_000;

@@ -17,6 +17,7 @@
 mod calls;
 mod conn;
 mod keys;
+mod options;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -26,12 +27,14 @@ use async_trait::async_trait;
 use futures_util::future::join_all;
 
 use super::local_cache::OverLimitCache;
-use super::{Answer, Op, Store, StoreError};
+use super::redis::RedisConfig;
+use super::{Answer, Op, Resilience, Store, StoreError};
 use crate::algorithm::{Algorithm, Decision, fixed_window};
 use crate::clock::{Clock, Timestamp};
 use crate::resilience::Breaker;
-use crate::settings::Settings;
 use conn::Pool;
+
+pub use options::MemcacheSettings;
 
 /// memcached reads an expiry above 30 days as an absolute Unix time.
 const RELATIVE_EXPIRY_MAX: u64 = 30 * 24 * 3600;
@@ -58,12 +61,16 @@ pub struct MemcacheStore {
 }
 
 impl MemcacheStore {
-    /// A store on `settings.memcache`'s servers, with `LOCAL_CACHE_SIZE_IN_BYTES`,
-    /// `EXPIRATION_JITTER_MAX_SECONDS` and a breaker per server timed by `clock`. Connections
-    /// are opened when first needed (as Go's client does); [`Store::probe`] checks them.
-    pub fn new(settings: &Settings, clock: &Arc<dyn Clock>) -> MemcacheStore {
-        let m = &settings.memcache;
-        let r = &settings.resilience;
+    /// A store on `m`'s servers, with a breaker per server (`r`) timed by `clock`, and the two
+    /// Go settings it shares with the Redis store: `LOCAL_CACHE_SIZE_IN_BYTES` and
+    /// `EXPIRATION_JITTER_MAX_SECONDS` (read from `shared`). Connections are opened when first
+    /// needed (as Go's client does); [`Store::probe`] checks them.
+    pub fn new(
+        m: &MemcacheSettings,
+        r: &Resilience,
+        shared: &RedisConfig,
+        clock: &Arc<dyn Clock>,
+    ) -> MemcacheStore {
         let servers = m
             .servers
             .iter()
@@ -81,8 +88,8 @@ impl MemcacheStore {
         MemcacheStore {
             servers,
             timeout: m.timeout,
-            jitter_max_secs: settings.redis.expiration_jitter_max_seconds,
-            local_cache: OverLimitCache::with_bytes(settings.redis.local_cache_size_in_bytes),
+            jitter_max_secs: shared.expiration_jitter_max_seconds,
+            local_cache: OverLimitCache::with_bytes(shared.local_cache_size_in_bytes),
             healthy: AtomicBool::new(true),
         }
     }

@@ -6,7 +6,7 @@ use redis::{
     Client, ClientTlsConfig, ConnectionAddr, RedisConnectionInfo, RedisError, TlsCertificates,
 };
 
-use crate::settings::{RedisKind, RedisSettings, redis::RedisTls};
+use super::{RedisKind, RedisSettings, RedisTls};
 
 /// Splits `REDIS_AUTH` (`user:password` or a bare password) into `(user, password)`; `None`
 /// when it is empty. Every connection kind reads it this way.

@@ -23,8 +23,8 @@ use super::addr::{
     address, auth, certificates, has_tls_files, host_port, split_auth, without_hostname_check,
 };
 use super::pending::Pending;
+use super::{RedisKind, RedisSettings, RedisTls};
 use crate::clock::Timestamp;
-use crate::settings::{RedisKind, RedisSettings, redis::RedisTls};
 use crate::stripe;
 
 /// A ready connection of any kind.

@@ -5,7 +5,7 @@
 
 use redis::RedisError;
 
-use crate::settings::{RedisKind, RedisSettings};
+use super::{RedisKind, RedisSettings};
 
 /// One Redis target and the prefix of the settings that describe it (`REDIS_` or
 /// `REDIS_PERSECOND_`).
@@ -104,8 +104,8 @@ mod tests {
                 kind: RedisKind::Single,
                 url: url.into(),
                 pool_size: 1,
-                auth: crate::settings::Secret(String::new()),
-                sentinel_auth: crate::settings::Secret(String::new()),
+                auth: crate::secret::Secret(String::new()),
+                sentinel_auth: crate::secret::Secret(String::new()),
                 tls: false,
                 connect_timeout: Duration::from_secs(1),
             },

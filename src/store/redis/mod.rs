@@ -17,6 +17,7 @@ mod fixed_window;
 pub mod heartbeat;
 mod leaky_bucket;
 mod lease;
+mod options;
 pub mod pending;
 pub mod quota_demand;
 pub mod server_time;
@@ -44,6 +45,8 @@ use crate::clock::{OffsetClock, Timestamp};
 use call::{Deadlines, Group, slot_group};
 use conn::RedisConn;
 use targets::{Called, TargetGroups};
+
+pub use options::{RedisConfig, RedisKind, RedisSettings, RedisTls};
 
 /// Windows shorter than this go to the per-second Redis when `REDIS_PERSECOND=true` (Go sends
 /// SECOND-unit limits there).

@@ -10,9 +10,9 @@ use std::time::Duration;
 
 use redis::RedisError;
 
+use super::RedisTls;
 use super::conn::{RedisConn, connect};
 use super::describe::Target;
-use crate::settings::redis::RedisTls;
 
 /// The backoff of the background dial: `REDIS_STARTUP_INITIAL_INTERVAL` doubling up to
 /// `REDIS_STARTUP_MAX_INTERVAL`.

@@ -9,11 +9,10 @@ use redis::RedisError;
 
 use super::conn::{self, RedisConn};
 use super::{
-    Deadlines, RedisStore, bucket_lease, concurrency, describe, fixed_window, leaky_bucket, lease,
-    pending, quota_demand, sliding_log, sliding_window, token_bucket,
+    Deadlines, RedisConfig, RedisStore, bucket_lease, concurrency, describe, fixed_window,
+    leaky_bucket, lease, pending, quota_demand, sliding_log, sliding_window, token_bucket,
 };
 use crate::clock::Stopwatch;
-use crate::settings::RedisConfig;
 use crate::store::StoreError;
 use crate::store::lease::Leases;
 use crate::store::local_cache::OverLimitCache;

@@ -19,8 +19,7 @@ use super::conn::RedisConn;
 use crate::algorithm::{Algorithm, Decision};
 use crate::clock::{Clock, Timestamp};
 use crate::resilience::{Breaker, BreakerReport, Permit};
-use crate::settings::Resilience;
-use crate::store::Op;
+use crate::store::{Op, Resilience};
 
 /// The name of the main Redis in logs and metrics.
 pub(super) const MAIN: &str = "main";
@@ -274,7 +273,7 @@ mod tests {
     use super::{Breakers, intern};
     use crate::clock::{Clock, ManualClock, Timestamp};
     use crate::resilience::BreakerState;
-    use crate::settings::Resilience;
+    use crate::store::Resilience;
 
     #[test]
     fn each_master_has_its_own_breaker_until_it_holds_no_slot() {
