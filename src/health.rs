@@ -4,6 +4,8 @@
 //! serves requests — depends on none of them, so a Redis outage never restarts a pod: `/livez`
 //! and the gRPC overall status (service `""`) stay up (`docs/operations.md#health`).
 
+mod wiring;
+
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -11,6 +13,8 @@ use tonic_health::ServingStatus;
 use tonic_health::server::HealthReporter;
 
 use crate::store::Store;
+
+pub use wiring::{HealthDeps, HealthHandle, HealthOptions, start};
 
 /// The gRPC health service name the Go service registers.
 pub const SERVICE_NAME: &str = "ratelimit";

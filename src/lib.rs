@@ -42,8 +42,9 @@
 //! `app` and `validate` on top. [`background`] (the tasks and the shutdown flag) is below them all.
 //! Protos never leave their edge (`grpc`, `xds`).
 //!
-//! A feature owns its wiring: `rlqs::start`, `policy::start`, `policy::violations::start` and
-//! `insight::start` each take the feature's own options type and a named struct of what it
+//! A feature owns its wiring: `rlqs::start`, `policy::start`, `policy::violations::start`,
+//! `insight::start`, `metrics::start`, `health::start`, `xds::start`, `reload::start` (the files)
+//! and `store::leases::start` each take the part's own options type and a named struct of what it
 //! shares, and may name the modules it plugs into (the policy database's start compiles its rules
 //! through `reload`). `settings` sits at the top next to `app`: it translates environment
 //! variables and flags into those options and the core's; the components it configures define

@@ -1,19 +1,16 @@
-//! The service's parts built from settings: the clocks, the store, health, the stats sink, the
-//! limiter options.
+//! The service's parts built from settings: the clocks, the store (and the fleet around the
+//! memory store), health's options, the limiter options.
 
 use std::sync::Arc;
 
-use tonic_health::pb::health_server::HealthServer;
-use tonic_health::server::{HealthReporter, HealthService};
-
 use super::AppError;
+use crate::background::Background;
 use crate::clock::{Clock, ManualClock, SystemClock, Timestamp};
-use crate::health::Health;
-use crate::limiter::{HeaderNames, KeyBuilder, LimiterOptions, NoStats, StatsSink};
-use crate::metrics::{ConfigLoads, KeyCount, LoadCounts, Metrics};
+use crate::fleet::FleetHandle;
+use crate::health::HealthOptions;
+use crate::limiter::{HeaderNames, KeyBuilder, LimiterOptions};
 use crate::random::{Random, SeededRandom};
-use crate::reload::ConfigHandle;
-use crate::settings::{Backend, Settings, StatsSinkKind};
+use crate::settings::{Backend, Settings};
 use crate::store::Store;
 use crate::store::memcache::MemcacheStore;
 use crate::store::memory::MemoryStore;
@@ -38,21 +35,6 @@ pub(super) fn random(settings: &Settings) -> Arc<dyn Random> {
         Some(seed) => SeededRandom::new(seed),
         None => SeededRandom::from_entropy(),
     })
-}
-
-/// The health components over `store`, and the gRPC health service they are mirrored to.
-pub(super) fn health(
-    settings: &Settings,
-    store: &Arc<dyn Store>,
-) -> (Arc<Health>, HealthServer<HealthService>) {
-    let reporter = HealthReporter::new();
-    let server = HealthServer::new(HealthService::from_health_reporter(reporter.clone()));
-    let loaded = settings.healthy_with_at_least_one_config_loaded;
-    let health = Health::new(store.clone(), loaded, reporter);
-    (
-        Arc::new(health.with_store_target(store_target(settings))),
-        server,
-    )
 }
 
 /// The store the settings ask for, and typed handles on it for the tasks that need them.
@@ -114,6 +96,30 @@ pub(super) async fn store(
     })
 }
 
+/// With `FLEET_BIND` on the memory store: the fleet started around it, whose store (adding the
+/// peers' counts) then replaces the memory store as the limiter's.
+pub(super) async fn fleet(
+    settings: &Settings,
+    stores: &mut StoreParts,
+    clock: &Arc<dyn Clock>,
+    bg: Background<'_>,
+) -> Result<Option<FleetHandle>, AppError> {
+    let (Some(options), Some(memory)) = (&settings.fleet, &stores.memory) else {
+        return Ok(None);
+    };
+    let fleet = crate::fleet::start(options, memory.clone(), clock.clone(), bg).await?;
+    stores.store = fleet.store.clone();
+    Ok(Some(fleet))
+}
+
+/// How health is judged: `HEALTHY_WITH_AT_LEAST_ONE_CONFIG_LOADED`, and the store's target.
+pub(super) fn health_options(settings: &Settings) -> HealthOptions {
+    HealthOptions {
+        require_config: settings.healthy_with_at_least_one_config_loaded,
+        store_target: store_target(settings),
+    }
+}
+
 /// What the store is, as the settings that chose it say (`memory`, each Redis target, or the
 /// memcached servers).
 pub(super) fn store_target(settings: &Settings) -> String {
@@ -122,44 +128,6 @@ pub(super) fn store_target(settings: &Settings) -> String {
         Backend::Redis => RedisStore::describe_targets(&settings.redis).join("; "),
         Backend::Memcache => format!("MEMCACHE_HOST_PORT={}", settings.memcache.servers.join(",")),
     }
-}
-
-/// The service's counters (`None` with `DISABLE_STATS`) and the sink the limiter reports to.
-pub(super) fn metrics(
-    settings: &Settings,
-    stores: &StoreParts,
-    config: &Arc<ConfigHandle>,
-    clock: &Arc<dyn Clock>,
-) -> (Option<Arc<Metrics>>, Arc<dyn StatsSink>) {
-    let memory = stores.memory.as_ref();
-    let metrics = (settings.obs.sink != StatsSinkKind::Disabled).then(|| {
-        let keys: Option<KeyCount> = memory
-            .cloned()
-            .map(|m| -> KeyCount { Arc::new(move || (m.len(), m.bytes())) });
-        let statsd = settings.obs.sink == StatsSinkKind::Statsd;
-        let config = config.clone();
-        let loads: LoadCounts = Arc::new(move || ConfigLoads {
-            successes: config.load_successes(),
-            failures: config.load_failures(),
-            rules_shadowed: config.clashes().len() as u64,
-        });
-        let metrics = Metrics::new(settings.obs.stats_max_keys, loads, keys, statsd)
-            .with_clock(clock.clone());
-        Arc::new(match stores.redis.clone() {
-            Some(redis) => {
-                let leases = redis.clone();
-                metrics
-                    .with_breakers(Arc::new(move || redis.breaker_reports()))
-                    .with_leases(Arc::new(move || leases.lease_totals()))
-            }
-            None => metrics,
-        })
-    });
-    let sink: Arc<dyn StatsSink> = match &metrics {
-        Some(m) => m.clone(),
-        None => Arc::new(NoStats),
-    };
-    (metrics, sink)
 }
 
 /// Service-wide limiter switches from the Go settings.

@@ -1,5 +1,7 @@
-//! What the console and explain read that only the composition root can name: the store's
-//! breakers, the instance's description and the explainer over the limiter's own store and keys.
+//! What the parts read from each other that only the composition root can name: the store's
+//! breakers, the instance's description and the explainer over the limiter's own store and keys
+//! (for the console and explain), the configuration's load counts (for the stats) and its
+//! version (for the leases' release).
 
 use std::sync::Arc;
 
@@ -7,10 +9,30 @@ use crate::clock::Clock;
 use crate::explain::Explainer;
 use crate::insight::{About, BreakerStates, Insight};
 use crate::limiter::LimiterOptions;
+use crate::metrics::{ConfigLoads, LoadCounts};
 use crate::policy::violations::instance_name;
+use crate::reload::ConfigHandle;
 use crate::settings::{Backend, RedisKind, Settings};
 use crate::store::Store;
+use crate::store::leases::ConfigVersion;
 use crate::store::redis::RedisStore;
+
+/// Reads the configuration's load counts, for `config_load_success`, `config_load_error` and
+/// the shadowed policy rules gauge.
+pub(super) fn load_counts(config: &Arc<ConfigHandle>) -> LoadCounts {
+    let config = config.clone();
+    Arc::new(move || ConfigLoads {
+        successes: config.load_successes(),
+        failures: config.load_failures(),
+        rules_shadowed: config.clashes().len() as u64,
+    })
+}
+
+/// Reads the live configuration's version (0 before the first load).
+pub(super) fn config_version(config: &Arc<ConfigHandle>) -> ConfigVersion {
+    let config = config.clone();
+    Arc::new(move || config.snapshot().map_or(0, |s| s.version))
+}
 
 /// Reads the Redis store's breakers, for the console (`None` on the memory store).
 pub(super) fn breakers(redis: Option<&Arc<RedisStore>>) -> Option<BreakerStates> {

@@ -1,5 +1,5 @@
-//! The service's background tasks: HTTP servers, the memory-store sweeper, the store health
-//! probe and the instance heartbeat, each ending when the shutdown flag turns true.
+//! The service's background tasks that no part owns yet: HTTP servers, the memory-store sweeper
+//! and the instance heartbeat, each ending when the shutdown flag turns true.
 
 use std::future::Future;
 use std::sync::Arc;
@@ -10,11 +10,9 @@ use tokio::task::JoinSet;
 pub(super) use crate::background::{Background, every_second};
 use crate::clock::Clock;
 use crate::config::FailureMode;
-use crate::grpc::tls::ReloadingTls;
-use crate::health::Health;
 use crate::limiter::fallback::LocalFallback;
-use crate::reload::{ConfigHandle, Reloading, WatchOptions, watch_loop};
-use crate::settings::ConnLimits;
+use crate::listener::ConnLimits;
+use crate::reload::ConfigHandle;
 use crate::settings::Settings;
 use crate::store::Store;
 use crate::store::memory::MemoryStore;
@@ -47,24 +45,6 @@ pub(super) async fn sweep_expired(
     every_second(stop, || {
         store.sweep_at(clock.now());
         std::future::ready(())
-    })
-    .await;
-}
-
-/// Probes the store once a second and republishes health when it changed, so gRPC health
-/// watchers see Redis going away and coming back even when no request is running.
-pub(super) async fn watch_store_health(
-    health: Arc<Health>,
-    store: Arc<dyn Store>,
-    stop: impl Future<Output = ()>,
-) {
-    let last = std::sync::atomic::AtomicBool::new(health.is_healthy());
-    every_second(stop, || async {
-        store.probe().await;
-        let now = health.is_healthy();
-        if last.swap(now, std::sync::atomic::Ordering::Relaxed) != now {
-            health.publish().await;
-        }
     })
     .await;
 }
@@ -145,42 +125,4 @@ async fn heartbeat(beat: Heartbeat, wanted: impl Fn() -> bool, stop: impl Future
         }
     })
     .await;
-}
-
-/// Spawns the file watchers: the configuration files (`files`, the reload pipeline; `None` over
-/// xDS, where the management server
-/// pushes every change) and the gRPC TLS certificate files.
-pub(super) fn spawn_watchers(
-    bg: &mut Background<'_>,
-    files: Option<&Reloading>,
-    tls: Option<Arc<ReloadingTls>>,
-    watch: WatchOptions,
-) {
-    if let Some(reloading) = files {
-        let r = reloading.clone();
-        bg.spawn(watch_loop(
-            r.watch_targets(),
-            watch,
-            bg.stopped(),
-            move || {
-                let r = r.clone();
-                async move {
-                    r.reload(false).await;
-                }
-            },
-        ));
-    }
-    if let Some(tls) = tls {
-        bg.spawn(watch_loop(
-            tls.watch_targets(),
-            watch,
-            bg.stopped(),
-            move || {
-                let tls = tls.clone();
-                async move {
-                    let _ = tokio::task::spawn_blocking(move || tls.reload()).await;
-                }
-            },
-        ));
-    }
 }

@@ -19,7 +19,8 @@ use rustls::server::{ServerConfig, WebPkiClientVerifier};
 use rustls::{DigitallySignedStruct, DistinguishedName, SignatureScheme};
 
 use super::TlsSettings;
-use crate::reload::WatchTarget;
+use crate::background::Background;
+use crate::reload::{WatchOptions, WatchTarget, watch_loop};
 
 /// Why a TLS configuration could not be built.
 #[derive(Debug, thiserror::Error)]
@@ -82,6 +83,22 @@ impl ReloadingTls {
             .flatten()
             .map(|p| WatchTarget::entry(p.clone()))
             .collect()
+    }
+
+    /// Watches the files and re-reads them when they change (and every `watch.poll`), until
+    /// shutdown; connections opened after a change use the new certificate.
+    pub fn watch(self: Arc<Self>, watch: WatchOptions, bg: &mut Background<'_>) {
+        bg.spawn(watch_loop(
+            self.watch_targets(),
+            watch,
+            bg.stopped(),
+            move || {
+                let tls = self.clone();
+                async move {
+                    let _ = tokio::task::spawn_blocking(move || tls.reload()).await;
+                }
+            },
+        ));
     }
 
     /// Re-reads the files and swaps the configuration if they changed and are valid. Returns

@@ -22,6 +22,7 @@ pub mod statsd;
 mod statsd_names;
 pub mod striped;
 pub mod table;
+mod wiring;
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
@@ -36,6 +37,7 @@ use crate::resilience::BreakerReport;
 pub use options::{Observability, StatsSinkKind, StatsdProtocol};
 use striped::Striped;
 use table::{Counters, KeyTable};
+pub use wiring::{MetricsDeps, MetricsHandle, start};
 
 /// Names of the per-limit counters, in [`table::Counters`] index order (Go stat names).
 pub const LIMIT_STATS: [&str; 8] = [

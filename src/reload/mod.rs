@@ -16,6 +16,7 @@ pub mod reloader;
 pub mod source;
 pub mod task;
 pub mod watch;
+mod wiring;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -32,6 +33,7 @@ pub use reloader::{ConfigReloader, ReloadOutcome};
 pub use source::{ConfigSource, Location, Restriction};
 pub use task::{WatchOptions, watch_loop};
 pub use watch::WatchTarget;
+pub use wiring::{refuse_empty, start, watch_files};
 
 /// One loaded configuration and when it was loaded.
 #[derive(Debug)]

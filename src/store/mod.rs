@@ -3,6 +3,7 @@
 
 pub use ratelimitd_core::store::*;
 
+pub mod leases;
 pub mod memcache;
 mod options;
 pub mod redis;

@@ -14,6 +14,8 @@ pub mod client;
 pub mod convert;
 mod options;
 pub mod pb;
+mod wiring;
 
 pub use client::{XdsClient, XdsError};
 pub use options::{BackoffSettings, XdsSettings, XdsTlsSettings};
+pub use wiring::{XdsDeps, start};
