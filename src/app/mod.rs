@@ -1,6 +1,6 @@
 //! Composition root: starts each part from its options (its own `start`, with what it shares
-//! with the others) — the base parts ([`base`]), the configuration source, the policy database,
-//! the features ([`features`]), the limiter, the listeners and the watchers — and runs them until
+//! with the others) — the base parts (`base`), the configuration source, the policy database,
+//! the features (`features`), the limiter, the listeners and the watchers — and runs them until
 //! shutdown, then drains. [`signals`] maps process signals onto that (SIGTERM/SIGINT drain, SIGHUP reloads).
 
 mod admin_listener;
@@ -83,7 +83,7 @@ pub struct Running {
 /// Starts the service described by `settings`: loads the configuration, binds every listener and
 /// spawns the servers. Returns once all ports accept connections. Each part starts from its own
 /// options and what it shares with the others, in dependency order: the base parts
-/// ([`base`]), the configuration source, the policy database, the features ([`features`]), the
+/// (`base`), the configuration source, the policy database, the features (`features`), the
 /// limiter and the listeners, then the watchers.
 pub async fn start(settings: &Settings) -> Result<Running, AppError> {
     // TLS (Redis) uses rustls with the ring provider; installing twice is harmless.
@@ -94,7 +94,9 @@ pub async fn start(settings: &Settings) -> Result<Running, AppError> {
         tasks: &mut tasks,
         stop: &stop,
     };
-    let base = base::start(settings, &mut bg).await?;
+    // Boxed, as the deep futures of the store's connect and the features' starts would otherwise
+    // all be laid out inline in this one.
+    let base = Box::pin(base::start(settings, &mut bg)).await?;
     let (clock, config, health) = (&base.clock, &base.config, &base.health);
     let source = settings.config_source();
     let reloading = Reloading::new(source, config.clone(), health.clone(), clock.clone());
@@ -120,7 +122,7 @@ pub async fn start(settings: &Settings) -> Result<Running, AppError> {
         limiter: &limiter_options,
         stop: &stop,
     };
-    let features = features::start(settings, shared, bg.reborrow()).await;
+    let features = Box::pin(features::start(settings, shared, bg.reborrow())).await;
     let Base {
         manual_clock,
         clock,

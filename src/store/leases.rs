@@ -36,7 +36,7 @@ pub struct Release {
     clock: Arc<dyn Clock>,
 }
 
-/// Starts giving the leases back on every reload (each new `version`; see [`Release::on_reload`])
+/// Starts giving the leases back on every reload (each new `version`)
 /// and returns the handle that gives them back after the drain.
 pub fn start(version: ConfigVersion, deps: LeaseDeps<'_>) -> Release {
     let LeaseDeps {
