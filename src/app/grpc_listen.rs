@@ -37,7 +37,7 @@ use crate::settings::{ConnLimits, Settings};
 
 /// A bound gRPC socket.
 #[derive(Debug)]
-pub enum GrpcListener {
+pub(super) enum GrpcListener {
     /// `GRPC_HOST:GRPC_PORT`.
     Tcp(TcpListener),
     /// `GRPC_UDS`.
@@ -49,7 +49,7 @@ impl<T: AsyncRead + AsyncWrite + Send + Unpin + 'static> Io for T {}
 
 /// One accepted (and, with TLS, handshaken) connection, whatever the transport; it fails every
 /// read and write once its deadline (connection age + grace) has passed.
-pub struct Conn {
+pub(super) struct Conn {
     io: Box<dyn Io>,
     deadline: Option<Pin<Box<tokio::time::Sleep>>>,
     tracker: Tracker,
@@ -59,7 +59,7 @@ pub struct Conn {
 /// What each gRPC connection hands its requests (tonic's connect info): its activity, and its
 /// client's address (TCP only), which [`super::grpc_idle::Tracked`] tags requests with.
 #[derive(Debug, Clone)]
-pub struct GrpcConnInfo {
+pub(super) struct GrpcConnInfo {
     pub(super) tracker: Tracker,
     pub(super) peer: Option<SocketAddr>,
 }

@@ -12,7 +12,7 @@ const DESCRIPTORS: u64 = 2;
 const ENTRIES: u64 = 1;
 
 /// Checks the descriptor and entry counts of the encoded `RateLimitRequest` `msg` against `caps`.
-pub fn check_counts(msg: &[u8], caps: &Limits) -> Result<(), OverCap> {
+pub(super) fn check_counts(msg: &[u8], caps: &Limits) -> Result<(), OverCap> {
     let mut descriptors = 0;
     each_field(msg, |field, payload| {
         let (DESCRIPTORS, Some(descriptor)) = (field, payload) else {

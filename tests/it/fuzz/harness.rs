@@ -42,7 +42,7 @@ descriptors:
 "#;
 
 /// Descriptor keys the configuration knows (and one it does not).
-pub const KEYS: [&str; 12] = [
+pub(super) const KEYS: [&str; 12] = [
     "fw",
     "tb",
     "lb",
@@ -58,20 +58,20 @@ pub const KEYS: [&str; 12] = [
 ];
 
 /// The longest window of the configuration: a day.
-pub const LONGEST_WINDOW: Duration = Duration::from_secs(86_400);
+pub(super) const LONGEST_WINDOW: Duration = Duration::from_secs(86_400);
 
 /// The start of the manual clock.
-pub const T0: u64 = 1_700_000_000;
+pub(super) const T0: u64 = 1_700_000_000;
 
 /// The service on a fresh embedded store, with its clock.
-pub struct InProcess {
+pub(super) struct InProcess {
     pub service: Arc<Service>,
     pub clock: Arc<ManualClock>,
     pub router: Router,
 }
 
 /// The compiled configuration (domains `d` and `api`, then `extra`).
-pub fn config(extra: &[(&str, &str)]) -> config::RateLimitConfig {
+pub(super) fn config(extra: &[(&str, &str)]) -> config::RateLimitConfig {
     let shared = ["d", "api"].into_iter().map(|d| ConfigFile {
         name: format!("{d}.yaml"),
         contents: format!("domain: {d}\n{DESCRIPTORS}"),
@@ -86,7 +86,7 @@ pub fn config(extra: &[(&str, &str)]) -> config::RateLimitConfig {
 
 impl InProcess {
     /// The service with the default settings (caps included) and the rate limit headers on.
-    pub fn start() -> InProcess {
+    pub(super) fn start() -> InProcess {
         let settings = Settings::defaults();
         let clock = Arc::new(ManualClock::new(Timestamp::from_secs(T0)));
         let store = Arc::new(MemoryStore::with_limits(
@@ -129,7 +129,7 @@ impl InProcess {
     }
 
     /// `POST path` with `body`: the status and the body's bytes.
-    pub async fn post(
+    pub(super) async fn post(
         &self,
         path: &str,
         body: Vec<u8>,
@@ -155,7 +155,7 @@ impl InProcess {
 }
 
 /// A single-threaded runtime for one target's cases.
-pub fn runtime() -> tokio::runtime::Runtime {
+pub(super) fn runtime() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()

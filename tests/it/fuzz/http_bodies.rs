@@ -102,7 +102,7 @@ fn hits() -> impl Strategy<Value = J> {
 
 /// `/check` bodies: an object of the documented fields, each maybe absent, wrongly typed or out
 /// of range, sometimes an unknown one.
-pub fn check_body() -> impl Strategy<Value = J> {
+pub(super) fn check_body() -> impl Strategy<Value = J> {
     let s = || {
         field(
             prop_oneof![6 => "[a-z0-9:]{1,8}".boxed(), 1 => nasty_string()]
@@ -156,7 +156,7 @@ pub fn check_body() -> impl Strategy<Value = J> {
 }
 
 /// A `/check` body that is valid by construction: the model says it is decided (200 or 429).
-pub fn valid_check_body() -> impl Strategy<Value = J> {
+pub(super) fn valid_check_body() -> impl Strategy<Value = J> {
     (
         "[a-z0-9:]{1,12}",
         prop::option::of("[a-z/]{1,12}"),
@@ -181,7 +181,7 @@ pub fn valid_check_body() -> impl Strategy<Value = J> {
 }
 
 /// `/json` bodies: a RateLimitRequest with every field maybe absent or wrong.
-pub fn json_body() -> impl Strategy<Value = J> {
+pub(super) fn json_body() -> impl Strategy<Value = J> {
     (
         prop::option::weighted(
             0.9,
@@ -220,7 +220,7 @@ pub fn json_body() -> impl Strategy<Value = J> {
 
 /// Bytes of a body: the structured document (usually), any JSON, deep nesting, or a mutation of
 /// the document's text.
-pub fn bytes_of(doc: impl Strategy<Value = J> + 'static) -> impl Strategy<Value = Vec<u8>> {
+pub(super) fn bytes_of(doc: impl Strategy<Value = J> + 'static) -> impl Strategy<Value = Vec<u8>> {
     let doc = doc.boxed();
     prop_oneof![
         12 => doc.clone().prop_map(|j| j.text().into_bytes()),
@@ -236,7 +236,7 @@ pub fn bytes_of(doc: impl Strategy<Value = J> + 'static) -> impl Strategy<Value 
 }
 
 /// `/check` bodies whose own descriptors carry hits at every edge, on every algorithm.
-pub fn heavy_check_body() -> impl Strategy<Value = J> {
+pub(super) fn heavy_check_body() -> impl Strategy<Value = J> {
     let descriptor = (
         prop::sample::select(KEYS.to_vec()),
         prop::sample::select(vec!["a", "b"]),

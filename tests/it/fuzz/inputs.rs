@@ -7,7 +7,7 @@ use proptest::prelude::*;
 /// A JSON document as text is written: numbers are raw tokens (`1e400`, `-0`, 2^64), objects
 /// keep their order and may repeat a key.
 #[derive(Debug, Clone)]
-pub enum J {
+pub(super) enum J {
     Null,
     Bool(bool),
     Num(String),
@@ -18,22 +18,22 @@ pub enum J {
 
 impl J {
     /// An object from `(key, value)` pairs.
-    pub fn obj<const N: usize>(pairs: [(&str, J); N]) -> J {
+    pub(super) fn obj<const N: usize>(pairs: [(&str, J); N]) -> J {
         J::Obj(pairs.into_iter().map(|(k, v)| (k.to_string(), v)).collect())
     }
 
     /// A string value.
-    pub fn s(s: impl Into<String>) -> J {
+    pub(super) fn s(s: impl Into<String>) -> J {
         J::Str(s.into())
     }
 
     /// A number token.
-    pub fn n(n: impl ToString) -> J {
+    pub(super) fn n(n: impl ToString) -> J {
         J::Num(n.to_string())
     }
 
     /// The document's text.
-    pub fn text(&self) -> String {
+    pub(super) fn text(&self) -> String {
         let mut out = String::new();
         self.write(&mut out);
         out
@@ -73,7 +73,7 @@ impl J {
 
 /// Number tokens at the boundaries the decoders check (u32, u64, i64, f64, the `/check` caps),
 /// plus arbitrary integers and floats.
-pub fn number_text() -> impl Strategy<Value = String> {
+pub(super) fn number_text() -> impl Strategy<Value = String> {
     let edges = prop::sample::select(vec![
         "0",
         "1",
@@ -114,7 +114,7 @@ pub fn number_text() -> impl Strategy<Value = String> {
 
 /// Integers that reach every branch of a `u64` field: small counts, the u32 and i64 edges, the
 /// top of the range.
-pub fn edge_u64() -> impl Strategy<Value = u64> {
+pub(super) fn edge_u64() -> impl Strategy<Value = u64> {
     prop_oneof![
         4 => 0u64..8,
         1 => Just(u64::from(u32::MAX)),
@@ -129,7 +129,7 @@ pub fn edge_u64() -> impl Strategy<Value = u64> {
 
 /// Strings a hostile client sends: empty, control characters, separators of cache keys and log
 /// lines, wildcards, non-ASCII, over the 4 096-byte value cap, and arbitrary text.
-pub fn nasty_string() -> impl Strategy<Value = String> {
+pub(super) fn nasty_string() -> impl Strategy<Value = String> {
     let fixed = prop::sample::select(vec![
         "",
         "a",
@@ -160,7 +160,7 @@ pub fn nasty_string() -> impl Strategy<Value = String> {
 }
 
 /// Any JSON value, nested up to a few levels (wrong types for every field).
-pub fn any_json() -> impl Strategy<Value = J> {
+pub(super) fn any_json() -> impl Strategy<Value = J> {
     let leaf = prop_oneof![
         Just(J::Null),
         any::<bool>().prop_map(J::Bool),
@@ -176,7 +176,7 @@ pub fn any_json() -> impl Strategy<Value = J> {
 }
 
 /// Arrays or objects nested `depth` deep, past serde_json's recursion limit (128) on purpose.
-pub fn deep_nesting() -> impl Strategy<Value = String> {
+pub(super) fn deep_nesting() -> impl Strategy<Value = String> {
     (1usize..3000, any::<bool>(), any::<bool>()).prop_map(|(depth, arrays, closed)| {
         let (open, close) = if arrays { ("[", "]") } else { ("{\"a\":", "}") };
         let mut s = open.repeat(depth);
@@ -190,7 +190,7 @@ pub fn deep_nesting() -> impl Strategy<Value = String> {
 
 /// One byte-level edit of an encoded input.
 #[derive(Debug, Clone)]
-pub enum Edit {
+pub(super) enum Edit {
     Truncate(prop::sample::Index),
     Flip(prop::sample::Index, u8),
     Insert(prop::sample::Index, u8),
@@ -199,7 +199,7 @@ pub enum Edit {
 }
 
 /// Up to `max` edits.
-pub fn edits(max: usize) -> impl Strategy<Value = Vec<Edit>> {
+pub(super) fn edits(max: usize) -> impl Strategy<Value = Vec<Edit>> {
     let edit = prop_oneof![
         any::<prop::sample::Index>().prop_map(Edit::Truncate),
         (any::<prop::sample::Index>(), any::<u8>()).prop_map(|(i, b)| Edit::Flip(i, b)),
@@ -212,7 +212,7 @@ pub fn edits(max: usize) -> impl Strategy<Value = Vec<Edit>> {
 }
 
 /// `bytes` with `edits` applied in order.
-pub fn mutate(mut bytes: Vec<u8>, edits: &[Edit]) -> Vec<u8> {
+pub(super) fn mutate(mut bytes: Vec<u8>, edits: &[Edit]) -> Vec<u8> {
     for e in edits {
         let at = |i: &prop::sample::Index, len: usize| i.index(len + 1);
         match e {

@@ -30,7 +30,7 @@ use proptest::test_runner::Config;
 
 /// The proptest configuration of every target: `FUZZ_CASES` cases (else `default` — each
 /// target's share of the short CI run), failures persisted beside the module's source.
-pub fn cases(default: u32) -> Config {
+pub(crate) fn cases(default: u32) -> Config {
     let cases = std::env::var("FUZZ_CASES")
         .ok()
         .and_then(|v| v.parse().ok())

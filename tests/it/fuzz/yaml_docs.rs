@@ -276,7 +276,7 @@ fn descriptor() -> impl Strategy<Value = Y> {
     })
 }
 
-pub fn document() -> impl Strategy<Value = String> {
+pub(super) fn document() -> impl Strategy<Value = String> {
     (
         prop::option::weighted(
             0.95,

@@ -8,7 +8,7 @@ use reqwest::header::HeaderMap;
 use serde_json::{Value, json};
 
 /// Per client 5 a minute; the search endpoint 3 a minute; any export endpoint 2 an hour.
-pub const CFG: &str = r#"
+pub(super) const CFG: &str = r#"
 domain: api
 descriptors:
   - key: client_key

@@ -9,7 +9,7 @@ use crate::support::{TestServer, overall, request};
 use ratelimitd::grpc::pb::envoy::service::ratelimit::v3::rate_limit_response::Code;
 
 /// One region: its Redis and its instances.
-pub struct Region {
+pub(super) struct Region {
     pub name: &'static str,
     pub redis: RedisServer,
     pub instances: Vec<TestServer>,
@@ -18,7 +18,7 @@ pub struct Region {
 impl Region {
     /// `n` instances of region `name` serving `yaml` on a redis-server of their own, with `env`
     /// on top (the global store's settings).
-    pub async fn start(
+    pub(super) async fn start(
         name: &'static str,
         n: usize,
         yaml: &str,
@@ -44,7 +44,7 @@ impl Region {
     }
 
     /// `each` requests on descriptor `k=v` from every instance at once; how many were admitted.
-    pub async fn load(&self, v: &str, each: usize) -> usize {
+    pub(super) async fn load(&self, v: &str, each: usize) -> usize {
         let calls = self.instances.iter().map(|s| async move {
             let mut ok = 0;
             for _ in 0..each {
@@ -63,7 +63,7 @@ impl Region {
     }
 
     /// This region's share of limit `d.k` as each instance's `/rlconfig` prints it.
-    pub async fn shares(&self) -> Vec<f64> {
+    pub(super) async fn shares(&self) -> Vec<f64> {
         let mut out = Vec::new();
         for s in &self.instances {
             let text = reqwest::get(s.debug_url("/rlconfig"))
@@ -81,7 +81,7 @@ impl Region {
     }
 
     /// This region's share, the same on every instance.
-    pub async fn share(&self) -> f64 {
+    pub(super) async fn share(&self) -> f64 {
         let all = self.shares().await;
         assert!(
             all.windows(2).all(|w| (w[0] - w[1]).abs() < 1e-9),
@@ -92,7 +92,7 @@ impl Region {
     }
 
     /// The sync line of the first instance's `/rlconfig`.
-    pub async fn sync_line(&self) -> String {
+    pub(super) async fn sync_line(&self) -> String {
         let s = &self.instances[0];
         let text = reqwest::get(s.debug_url("/rlconfig"))
             .await
@@ -108,7 +108,7 @@ impl Region {
 }
 
 /// Moves every instance's clock by one sync interval, then runs a sync round on each.
-pub async fn round(regions: &[&Region]) {
+pub(super) async fn round(regions: &[&Region]) {
     for s in regions.iter().flat_map(|r| &r.instances) {
         s.advance(Duration::from_secs(10));
     }
@@ -124,7 +124,7 @@ pub async fn round(regions: &[&Region]) {
 }
 
 /// Env for the global store at `url` (a unix socket or `host:port`).
-pub fn global(socket: bool, url: String) -> Vec<(String, String)> {
+pub(super) fn global(socket: bool, url: String) -> Vec<(String, String)> {
     let kind = if socket { "unix" } else { "tcp" };
     vec![
         ("GLOBAL_REDIS_SOCKET_TYPE".into(), kind.into()),

@@ -10,7 +10,7 @@ use super::process::{Spawned, spawn};
 use reqwest::Method;
 
 /// The configuration: `per_client`, 3 an hour.
-pub const CFG: &str = r#"
+pub(crate) const CFG: &str = r#"
 domain: api
 descriptors:
   - key: client_key
@@ -18,7 +18,7 @@ descriptors:
 "#;
 
 /// A running binary and its temp dirs.
-pub struct Service {
+pub(crate) struct Service {
     /// The process.
     pub bin: Spawned,
     /// A client for it.
@@ -27,7 +27,7 @@ pub struct Service {
 }
 
 /// Starts the binary.
-pub fn start() -> Service {
+pub(crate) fn start() -> Service {
     let (config, data) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
     std::fs::write(config.path().join("api.yaml"), CFG).unwrap();
     let env: Vec<(String, String)> = [
@@ -49,7 +49,7 @@ pub fn start() -> Service {
 
 impl Service {
     /// One admin API call: status and JSON body.
-    pub async fn admin(
+    pub(crate) async fn admin(
         &self,
         method: Method,
         path: &str,
@@ -61,7 +61,7 @@ impl Service {
     }
 
     /// `POST /v1/explain` for `client_key=value` (200 asserted).
-    pub async fn explain(&self, value: &str) -> Value {
+    pub(crate) async fn explain(&self, value: &str) -> Value {
         let body = json!({"domain": "api", "descriptors": [{"entries": [{"key": "client_key", "value": value}]}]});
         let (status, v) = self
             .admin(Method::POST, "/v1/explain", Some(TOKEN), Some(body))
@@ -71,7 +71,7 @@ impl Service {
     }
 
     /// One `/check` for `client_key=value`: (status, remaining).
-    pub async fn check(&self, value: &str) -> (u16, Value) {
+    pub(crate) async fn check(&self, value: &str) -> (u16, Value) {
         let url = format!("http://{}/check", self.bin.http_addr);
         let resp = self
             .http
@@ -86,7 +86,7 @@ impl Service {
     }
 
     /// Moves the manual clock on by `ms`.
-    pub async fn advance(&self, ms: u64) {
+    pub(crate) async fn advance(&self, ms: u64) {
         let url = format!("http://{}/test/clock?advance_ms={ms}", self.bin.debug_addr);
         assert!(
             self.http

@@ -30,12 +30,12 @@ fn chromium(args: &[&str]) -> String {
 }
 
 /// The DOM Chromium builds from `url`.
-pub fn dump_dom(url: &str) -> String {
+pub(crate) fn dump_dom(url: &str) -> String {
     chromium(&["--dump-dom", url])
 }
 
 /// A 1280-pixel-wide screenshot of `url` into `png`; panics when none was written.
-pub fn screenshot(url: &str, png: &Path) {
+pub(crate) fn screenshot(url: &str, png: &Path) {
     let _ = std::fs::remove_file(png);
     let arg = format!("--screenshot={}", png.display());
     chromium(&["--window-size=1280,1400", "--hide-scrollbars", &arg, url]);

@@ -6,18 +6,18 @@ use rcgen::{
 };
 
 /// A CA that signs leaf certificates.
-pub struct Ca {
+pub(crate) struct Ca {
     issuer: CertifiedIssuer<'static, KeyPair>,
 }
 
 /// A PEM certificate and key.
-pub struct Leaf {
+pub(crate) struct Leaf {
     pub cert: String,
     pub key: String,
 }
 
 impl Ca {
-    pub fn new() -> Ca {
+    pub(crate) fn new() -> Ca {
         let mut params = CertificateParams::new(Vec::<String>::new()).unwrap();
         params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
         // Distinct subject names: OpenSSL (redis-server) takes a leaf whose subject equals its
@@ -30,12 +30,12 @@ impl Ca {
         }
     }
 
-    pub fn pem(&self) -> String {
+    pub(crate) fn pem(&self) -> String {
         self.issuer.pem()
     }
 
     /// A leaf for `names` (DNS names or IP literals), for a client or a server.
-    pub fn leaf(&self, names: &[&str], client: bool) -> Leaf {
+    pub(crate) fn leaf(&self, names: &[&str], client: bool) -> Leaf {
         let mut params =
             CertificateParams::new(names.iter().map(|n| n.to_string()).collect::<Vec<_>>())
                 .unwrap();
@@ -57,13 +57,13 @@ impl Ca {
 }
 
 /// A CA's files in a temp dir: `ca.crt`, `server.crt`/`server.key` and `client.crt`/`client.key`.
-pub struct TlsFiles {
+pub(crate) struct TlsFiles {
     pub dir: tempfile::TempDir,
 }
 
 impl TlsFiles {
     /// Files for a server certificate valid for `server_names`, signed by `ca`.
-    pub fn new(ca: &Ca, server_names: &[&str]) -> TlsFiles {
+    pub(crate) fn new(ca: &Ca, server_names: &[&str]) -> TlsFiles {
         let files = TlsFiles {
             dir: tempfile::tempdir().unwrap(),
         };
@@ -82,13 +82,13 @@ impl TlsFiles {
     }
 
     /// The path of one of the files.
-    pub fn path(&self, name: &str) -> String {
+    pub(crate) fn path(&self, name: &str) -> String {
         self.dir.path().join(name).display().to_string()
     }
 
     /// `redis-server` arguments serving these files (client certificates not required), TLS
     /// also towards replicas and, for a cluster node, on the cluster bus.
-    pub fn server_args(&self) -> Vec<String> {
+    pub(crate) fn server_args(&self) -> Vec<String> {
         let mut args: Vec<String> = [
             ("--tls-cert-file", "server.crt"),
             ("--tls-key-file", "server.key"),

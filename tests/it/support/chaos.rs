@@ -15,12 +15,12 @@ use super::{Code, TestServer, overall};
 
 /// A redis-server stopped with SIGSTOP; resumed (SIGCONT) on [`Paused::resume`] or on drop, so a
 /// failing test never leaves a stopped Redis behind.
-pub struct Paused {
+pub(crate) struct Paused {
     pid: Option<String>,
 }
 
 /// The redis-server's own pid (the test starts it under a shell guard).
-pub fn redis_pid(r: &RedisServer) -> String {
+pub(crate) fn redis_pid(r: &RedisServer) -> String {
     let info = r.cli(&["INFO", "server"]);
     info.lines()
         .find_map(|l| l.trim().strip_prefix("process_id:"))
@@ -35,14 +35,14 @@ fn signal(sig: &str, pid: &str) {
 
 impl Paused {
     /// Stops `r` (it keeps its connections open and answers nothing).
-    pub fn stop(r: &RedisServer) -> Paused {
+    pub(crate) fn stop(r: &RedisServer) -> Paused {
         let pid = redis_pid(r);
         signal("-STOP", &pid);
         Paused { pid: Some(pid) }
     }
 
     /// Lets it run again.
-    pub fn resume(mut self) {
+    pub(crate) fn resume(mut self) {
         if let Some(pid) = self.pid.take() {
             signal("-CONT", &pid);
         }
@@ -58,7 +58,7 @@ impl Drop for Paused {
 }
 
 /// What decided a response, from its dynamic metadata (`store` when none is named).
-pub fn source(r: &RateLimitResponse) -> String {
+pub(crate) fn source(r: &RateLimitResponse) -> String {
     use prost_types::value::Kind;
     let named = r.dynamic_metadata.as_ref().and_then(|md| {
         match md.fields.get("decisionSource")?.kind.as_ref()? {
@@ -70,7 +70,7 @@ pub fn source(r: &RateLimitResponse) -> String {
 }
 
 /// One timed call of descriptor `(key, value)` in `domain`.
-pub async fn timed(
+pub(crate) async fn timed(
     s: &TestServer,
     domain: &str,
     entry: (&str, &str),
@@ -81,7 +81,7 @@ pub async fn timed(
 }
 
 /// p50, p99 and max of `times`, for the report lines the README quotes.
-pub fn summary(times: &[Duration]) -> (Duration, Duration, Duration) {
+pub(crate) fn summary(times: &[Duration]) -> (Duration, Duration, Duration) {
     let mut t = times.to_vec();
     t.sort();
     if t.is_empty() {
@@ -92,7 +92,7 @@ pub fn summary(times: &[Duration]) -> (Duration, Duration, Duration) {
 }
 
 /// Prints one measurement line (`cargo test --test it redis::chaos -- --nocapture` shows them).
-pub fn report(fault: &str, phase: &str, times: &[Duration]) {
+pub(crate) fn report(fault: &str, phase: &str, times: &[Duration]) {
     let (p50, p99, max) = summary(times);
     eprintln!(
         "chaos {fault:<10} {phase:<14} n={:<4} p50={p50:>10.3?} p99={p99:>10.3?} max={max:>10.3?}",
@@ -101,7 +101,7 @@ pub fn report(fault: &str, phase: &str, times: &[Duration]) {
 }
 
 /// The limits every chaos test uses: one per failure mode, and a per-second one.
-pub const CFG: &str = r#"
+pub(crate) const CFG: &str = r#"
 domain: chaos
 descriptors:
   - {key: local, rate_limit: {unit: minute, requests_per_unit: 30, failure_mode: local}}
@@ -111,12 +111,12 @@ descriptors:
 "#;
 
 /// `REDIS_RESPONSE_TIMEOUT` of [`ENV`].
-pub const TIMEOUT: Duration = Duration::from_millis(250);
+pub(crate) const TIMEOUT: Duration = Duration::from_millis(250);
 /// Scheduling slack on a loaded 2-core CI machine, on top of the response timeout.
-pub const SLACK: Duration = Duration::from_millis(400);
+pub(crate) const SLACK: Duration = Duration::from_millis(400);
 
 /// Short timeouts, a breaker opening after 3 failures with a 1 s cool-down, sources in metadata.
-pub const ENV: [(&str, &str); 7] = [
+pub(crate) const ENV: [(&str, &str); 7] = [
     ("USE_PROMETHEUS", "true"),
     ("PROMETHEUS_ADDR", "127.0.0.1:0"),
     ("REDIS_RESPONSE_TIMEOUT", "250ms"),
@@ -128,7 +128,7 @@ pub const ENV: [(&str, &str); 7] = [
 
 /// The breaker transition counter `to` of Redis `target` (`main`, `per_second`, a Cluster
 /// master's `host:port`, which StatsD names with `_` for `:` and `.`).
-pub fn target_transitions(s: &TestServer, target: &str, to: &str) -> u64 {
+pub(crate) fn target_transitions(s: &TestServer, target: &str, to: &str) -> u64 {
     let target = target.replace([':', '.'], "_");
     let name = format!("ratelimitd.redis_breaker.{target}.{to}");
     let metrics = s.running().metrics.as_ref().expect("stats on");
@@ -141,7 +141,7 @@ pub fn target_transitions(s: &TestServer, target: &str, to: &str) -> u64 {
 
 /// Calls `key` until Redis decides again, advancing the manual clock by one cool-down before
 /// each try so the breaker may probe; returns the real time it took. Bounded.
-pub async fn until_redis_decides(s: &TestServer, key: &str) -> Duration {
+pub(crate) async fn until_redis_decides(s: &TestServer, key: &str) -> Duration {
     let watch = Stopwatch::start();
     for _ in 0..40 {
         s.advance(Duration::from_secs(1));
@@ -157,7 +157,7 @@ pub async fn until_redis_decides(s: &TestServer, key: &str) -> Duration {
 
 /// Calls `key` `n` times on `s`: every call answered (never an error), each within the bound;
 /// returns the times and how many were admitted.
-pub async fn load(
+pub(crate) async fn load(
     s: &TestServer,
     key: &str,
     value: &str,
@@ -178,7 +178,7 @@ pub async fn load(
 /// Calls `(key, value)` until Redis decides it, advancing the manual clock by one cool-down
 /// before each try, for at most `limit` of real time (a failover takes seconds of real time:
 /// the sentinels and cluster nodes run on their own clocks); returns the time it took.
-pub async fn until_decided_within(
+pub(crate) async fn until_decided_within(
     s: &TestServer,
     (key, value): (&str, &str),
     limit: Duration,
@@ -202,7 +202,7 @@ pub async fn until_decided_within(
 
 /// Checks that the first three calls of a fault were answered by the policy after a failed call
 /// and the rest by the open breaker; returns the times of the latter.
-pub fn policy_then_breaker(
+pub(crate) fn policy_then_breaker(
     times: &[Duration],
     sources: &[String],
     policy: &str,
@@ -218,7 +218,7 @@ pub fn policy_then_breaker(
 /// closes every open connection and drops new ones as soon as they are accepted (a network
 /// partition as the client sees it), [`Proxy::restore`] lets them through again. Its tasks end
 /// when it is dropped.
-pub struct Proxy {
+pub(crate) struct Proxy {
     /// The port to point the service at.
     pub port: u16,
     cut: std::sync::Arc<std::sync::atomic::AtomicBool>,
@@ -227,7 +227,7 @@ pub struct Proxy {
 
 impl Proxy {
     /// A proxy on 127.0.0.1 to `upstream`'s TCP port.
-    pub async fn start(upstream: &RedisServer) -> Proxy {
+    pub(crate) async fn start(upstream: &RedisServer) -> Proxy {
         use std::sync::atomic::Ordering;
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let port = listener.local_addr().unwrap().port();
@@ -257,7 +257,7 @@ impl Proxy {
     }
 
     /// Closes every connection through the proxy and refuses new ones until [`Proxy::restore`].
-    pub fn cut(&self) {
+    pub(crate) fn cut(&self) {
         self.cut.store(true, std::sync::atomic::Ordering::SeqCst);
         let mut tasks = self.tasks.lock().unwrap();
         // The first task accepts; the others are connections.
@@ -267,7 +267,7 @@ impl Proxy {
     }
 
     /// Lets new connections through again.
-    pub fn restore(&self) {
+    pub(crate) fn restore(&self) {
         self.cut.store(false, std::sync::atomic::Ordering::SeqCst);
     }
 }

@@ -8,7 +8,7 @@ use super::TestServer;
 
 /// One `/check` answer.
 #[derive(Debug)]
-pub struct Checked {
+pub(crate) struct Checked {
     /// The HTTP status.
     pub status: u16,
     /// Every response header.
@@ -19,17 +19,17 @@ pub struct Checked {
 
 impl Checked {
     /// Header `name` as text, if present.
-    pub fn header(&self, name: &str) -> Option<&str> {
+    pub(crate) fn header(&self, name: &str) -> Option<&str> {
         self.headers.get(name).map(|v| v.to_str().unwrap())
     }
 
     /// `Retry-After`, if present.
-    pub fn retry_after(&self) -> Option<String> {
+    pub(crate) fn retry_after(&self) -> Option<String> {
         self.header("retry-after").map(str::to_owned)
     }
 
     /// Status, `Retry-After` and body, for tests that assert on those three.
-    pub fn answer(self) -> (u16, Option<String>, Value) {
+    pub(crate) fn answer(self) -> (u16, Option<String>, Value) {
         let retry = self.retry_after();
         (self.status, retry, self.body)
     }
@@ -37,13 +37,13 @@ impl Checked {
 
 impl TestServer {
     /// `POST /check` with the JSON `body`.
-    pub async fn check(&self, body: &Value) -> Checked {
+    pub(crate) async fn check(&self, body: &Value) -> Checked {
         self.check_raw(body.to_string()).await
     }
 
     /// `POST /check` with `body` as given (which may be anything but JSON), sent as
     /// `application/json`; panics when the port does not answer or the answer is not JSON.
-    pub async fn check_raw(&self, body: impl Into<reqwest::Body>) -> Checked {
+    pub(crate) async fn check_raw(&self, body: impl Into<reqwest::Body>) -> Checked {
         let r = self
             .http
             .post(self.http_url("/check"))

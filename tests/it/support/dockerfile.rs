@@ -5,13 +5,13 @@
 use std::path::PathBuf;
 
 /// The Dockerfile's text.
-pub fn text() -> String {
+pub(crate) fn text() -> String {
     let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("Dockerfile");
     std::fs::read_to_string(path).expect("a Dockerfile at the repository root")
 }
 
 /// Every instruction of `text`: comments dropped, `\` continuations joined into one line.
-pub fn instructions(text: &str) -> Vec<String> {
+pub(crate) fn instructions(text: &str) -> Vec<String> {
     let mut out = Vec::new();
     let mut current = String::new();
     for line in text.lines() {
@@ -34,7 +34,7 @@ pub fn instructions(text: &str) -> Vec<String> {
 }
 
 /// The instructions of each stage, `FROM` first.
-pub fn stages(text: &str) -> Vec<Vec<String>> {
+pub(crate) fn stages(text: &str) -> Vec<Vec<String>> {
     let mut stages: Vec<Vec<String>> = Vec::new();
     for i in instructions(text) {
         if i.starts_with("FROM ") || stages.is_empty() {
@@ -46,12 +46,12 @@ pub fn stages(text: &str) -> Vec<Vec<String>> {
 }
 
 /// The last stage: what the image is.
-pub fn runtime_stage() -> Vec<String> {
+pub(crate) fn runtime_stage() -> Vec<String> {
     stages(&text()).pop().expect("a stage")
 }
 
 /// The arguments of `stage`'s instructions named `name` (e.g. `USER`, `EXPOSE`).
-pub fn args<'a>(stage: &'a [String], name: &str) -> Vec<&'a str> {
+pub(crate) fn args<'a>(stage: &'a [String], name: &str) -> Vec<&'a str> {
     let prefix = format!("{name} ");
     stage
         .iter()
@@ -60,7 +60,7 @@ pub fn args<'a>(stage: &'a [String], name: &str) -> Vec<&'a str> {
 }
 
 /// `KEY=value` pairs of the stage's `ENV` instructions.
-pub fn env(stage: &[String]) -> Vec<(String, String)> {
+pub(crate) fn env(stage: &[String]) -> Vec<(String, String)> {
     args(stage, "ENV")
         .into_iter()
         .flat_map(|a| a.split_whitespace())

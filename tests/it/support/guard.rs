@@ -20,14 +20,14 @@ kill "$watcher" 2>/dev/null
 exit "$status""#;
 
 /// A command for `program` under the guard; add arguments and output redirections as usual.
-pub fn guarded(program: impl AsRef<OsStr>) -> Command {
+pub(crate) fn guarded(program: impl AsRef<OsStr>) -> Command {
     let mut cmd = Command::new("sh");
     cmd.arg("-c").arg(GUARD).arg(program).stdin(Stdio::piped());
     cmd
 }
 
 /// Kills a program started with [`guarded`] (SIGKILL, as a crash would) and waits for it.
-pub fn stop(child: &mut Child) {
+pub(crate) fn stop(child: &mut Child) {
     drop(child.stdin.take());
     let _ = child.wait();
 }
@@ -36,7 +36,7 @@ pub fn stop(child: &mut Child) {
 /// For servers kept in statics, which are never dropped, so their temp dirs would stay behind
 /// (the servers themselves die with their guards). Keep the returned child for as long as the
 /// dirs are in use: dropping it closes the pipe, which removes them.
-pub fn remove_at_exit(dirs: &[&Path]) -> Child {
+pub(crate) fn remove_at_exit(dirs: &[&Path]) -> Child {
     Command::new("sh")
         .arg("-c")
         .arg(r#"cat >/dev/null; rm -rf -- "$@""#)

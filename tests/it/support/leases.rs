@@ -11,7 +11,7 @@ use super::{Code, TestServer, overall};
 
 /// One instance on `redis` serving `yaml` as `d.yaml`, with Prometheus on (the lease counters
 /// are read from its scrape).
-pub async fn start(redis: &RedisServer, yaml: &str) -> TestServer {
+pub(crate) async fn start(redis: &RedisServer, yaml: &str) -> TestServer {
     let prometheus = [
         ("USE_PROMETHEUS", "true"),
         ("PROMETHEUS_ADDR", "127.0.0.1:0"),
@@ -20,7 +20,7 @@ pub async fn start(redis: &RedisServer, yaml: &str) -> TestServer {
 }
 
 /// Three instances of [`start`] on the same Redis.
-pub async fn start_three(redis: &RedisServer, yaml: &str) -> Vec<Arc<TestServer>> {
+pub(crate) async fn start_three(redis: &RedisServer, yaml: &str) -> Vec<Arc<TestServer>> {
     let mut servers = Vec::new();
     for _ in 0..3 {
         servers.push(Arc::new(start(redis, yaml).await));
@@ -29,7 +29,7 @@ pub async fn start_three(redis: &RedisServer, yaml: &str) -> Vec<Arc<TestServer>
 }
 
 /// Polls `read` (10 s at most, every 50 ms) until it gives `want`; `what` names the moment.
-pub async fn until(what: &str, want: u64, read: impl Fn() -> u64) {
+pub(crate) async fn until(what: &str, want: u64, read: impl Fn() -> u64) {
     let watch = Stopwatch::start();
     while read() != want {
         assert!(
@@ -44,7 +44,7 @@ pub async fn until(what: &str, want: u64, read: impl Fn() -> u64) {
 /// What a lease holds after each of the 40 admitted hits of a limit of 40: a grant is a quarter
 /// of the room after the hit (9, 7, 5, 3, 2, 2), then none once that is under 2, so the last six
 /// hits go to Redis one by one.
-pub fn held_after_each_of_40() -> Vec<u64> {
+pub(crate) fn held_after_each_of_40() -> Vec<u64> {
     let mut expected = Vec::new();
     for grant in [9u64, 7, 5, 3, 2, 2] {
         expected.extend((0..=grant).rev());
@@ -54,7 +54,7 @@ pub fn held_after_each_of_40() -> Vec<u64> {
 }
 
 /// Script calls Redis has run so far (EVAL and EVALSHA).
-pub fn script_calls(redis: &RedisServer) -> u64 {
+pub(crate) fn script_calls(redis: &RedisServer) -> u64 {
     redis
         .cli(&["INFO", "commandstats"])
         .lines()
@@ -71,13 +71,13 @@ pub fn script_calls(redis: &RedisServer) -> u64 {
 }
 
 /// The name of the one key holding `part` (None when absent).
-pub fn key_with(redis: &RedisServer, part: &str) -> Option<String> {
+pub(crate) fn key_with(redis: &RedisServer, part: &str) -> Option<String> {
     let keys = redis.cli(&["KEYS", "*"]);
     keys.lines().find(|k| k.contains(part)).map(str::to_owned)
 }
 
 /// The fixed window counter of the key holding `part` (0 when absent).
-pub fn counter(redis: &RedisServer, part: &str) -> u64 {
+pub(crate) fn counter(redis: &RedisServer, part: &str) -> u64 {
     key_with(redis, part).map_or(0, |key| redis.cli(&["GET", &key]).parse().unwrap_or(0))
 }
 
@@ -85,7 +85,7 @@ pub fn counter(redis: &RedisServer, part: &str) -> u64 {
 /// window of `window_secs` (a missing key is a full bucket). The bucket is stored as a debt in
 /// units of `window_secs × 10^6 / quantum` per token; for the buckets of these tests (burst ×
 /// window under 2^52 µs) the quantum is 1 µs.
-pub fn tokens(redis: &RedisServer, part: &str, burst: u64, window_secs: u64) -> u64 {
+pub(crate) fn tokens(redis: &RedisServer, part: &str, burst: u64, window_secs: u64) -> u64 {
     let Some(key) = key_with(redis, part) else {
         return burst;
     };
@@ -96,7 +96,11 @@ pub fn tokens(redis: &RedisServer, part: &str, burst: u64, window_secs: u64) -> 
 
 /// `per_client` requests for `entry` from each of 4 concurrent clients per server; how many
 /// were admitted.
-pub async fn load(servers: &[Arc<TestServer>], per_client: usize, entry: (&str, &str)) -> usize {
+pub(crate) async fn load(
+    servers: &[Arc<TestServer>],
+    per_client: usize,
+    entry: (&str, &str),
+) -> usize {
     let (k, v) = (entry.0.to_owned(), entry.1.to_owned());
     let mut clients = Vec::new();
     for s in servers {
@@ -121,7 +125,7 @@ pub async fn load(servers: &[Arc<TestServer>], per_client: usize, entry: (&str, 
 }
 
 /// Shuts every server down (its drain gives its leases back).
-pub async fn stop_all(servers: Vec<Arc<TestServer>>) {
+pub(crate) async fn stop_all(servers: Vec<Arc<TestServer>>) {
     for s in servers {
         Arc::try_unwrap(s)
             .ok()
@@ -134,7 +138,7 @@ pub async fn stop_all(servers: Vec<Arc<TestServer>>) {
 /// Three instances, 4 clients each, 250 requests each on `entry` (within the limit), once without
 /// a lease and once with a lease of 100, each on a fresh Redis; asserts every request was admitted
 /// and that the leased run made at most a twentieth of the plain run's script calls.
-pub async fn assert_a_lease_costs_under_a_twentieth<F, Fut>(start: F, entry: (&str, &str))
+pub(crate) async fn assert_a_lease_costs_under_a_twentieth<F, Fut>(start: F, entry: (&str, &str))
 where
     F: Fn(Arc<RedisServer>, u32) -> Fut,
     Fut: std::future::Future<Output = TestServer>,

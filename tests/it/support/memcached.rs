@@ -13,14 +13,14 @@ use super::guard::{guarded, stop};
 use super::redis::free_port;
 
 /// One memcached.
-pub struct Memcached {
+pub(crate) struct Memcached {
     child: Child,
     pub port: u16,
 }
 
 impl Memcached {
     /// Starts a server (64 MiB, TCP only, loopback) and waits until it answers `version`.
-    pub fn start() -> Memcached {
+    pub(crate) fn start() -> Memcached {
         for _ in 0..3 {
             let port = free_port();
             let mut child = guarded("memcached")
@@ -57,17 +57,17 @@ impl Memcached {
     }
 
     /// `host:port` for `MEMCACHE_HOST_PORT`.
-    pub fn addr(&self) -> String {
+    pub(crate) fn addr(&self) -> String {
         format!("127.0.0.1:{}", self.port)
     }
 
     /// Sends `cmd` and returns the first reply line (without `\r\n`), or `None` if unreachable.
-    pub fn command(&self, cmd: &str) -> Option<String> {
+    pub(crate) fn command(&self, cmd: &str) -> Option<String> {
         ask(self.port, cmd)
     }
 
     /// The value stored under `key` (`get`), if any.
-    pub fn get(&self, key: &str) -> Option<String> {
+    pub(crate) fn get(&self, key: &str) -> Option<String> {
         let mut s = TcpStream::connect(("127.0.0.1", self.port)).ok()?;
         s.set_read_timeout(Some(Duration::from_secs(5))).ok()?;
         s.write_all(format!("get {key}\r\n").as_bytes()).ok()?;
@@ -83,7 +83,7 @@ impl Memcached {
     }
 
     /// Stops the server (SIGKILL, as a crash would).
-    pub fn kill(mut self) {
+    pub(crate) fn kill(mut self) {
         stop(&mut self.child);
         std::mem::forget(self);
     }

@@ -4,32 +4,32 @@
 //! The servers tests share and the programs they need: `stores`, `require`.
 #![allow(dead_code)]
 
-pub mod binary_admin;
-pub mod browser;
-pub mod certs;
-pub mod chaos;
-pub mod check;
-pub mod dockerfile;
-pub mod envoy;
-pub mod fleet;
-pub mod guard;
-pub mod leases;
-pub mod memcached;
-pub mod openapi;
-pub mod otlp;
-pub mod policy;
-pub mod postgres;
-pub mod process;
-pub mod redis;
-pub mod reload;
-pub mod require;
-pub mod rlqs;
-pub mod scrape;
-pub mod sentinel;
-pub mod statsd;
-pub mod stores;
-pub mod valkey;
-pub mod xds;
+pub(crate) mod binary_admin;
+pub(crate) mod browser;
+pub(crate) mod certs;
+pub(crate) mod chaos;
+pub(crate) mod check;
+pub(crate) mod dockerfile;
+pub(crate) mod envoy;
+pub(crate) mod fleet;
+pub(crate) mod guard;
+pub(crate) mod leases;
+pub(crate) mod memcached;
+pub(crate) mod openapi;
+pub(crate) mod otlp;
+pub(crate) mod policy;
+pub(crate) mod postgres;
+pub(crate) mod process;
+pub(crate) mod redis;
+pub(crate) mod reload;
+pub(crate) mod require;
+pub(crate) mod rlqs;
+pub(crate) mod scrape;
+pub(crate) mod sentinel;
+pub(crate) mod statsd;
+pub(crate) mod stores;
+pub(crate) mod valkey;
+pub(crate) mod xds;
 
 use std::time::Duration;
 
@@ -45,17 +45,17 @@ use ratelimitd::grpc::pb::envoy::service::ratelimit::v3::{
 use ratelimitd::settings::Settings;
 use tonic::transport::Channel;
 
-pub use rate_limit_response::Code;
+pub(crate) use rate_limit_response::Code;
 #[allow(unused_imports)] // The OTLP test binary uses the harness without skipping anything.
 pub(crate) use require::require;
 #[allow(unused_imports)] // Used by the files whose scenarios run on every store.
 pub(crate) use stores::{StoreKind, on_every_store};
 
 /// Start time of the manual clock unless a test says otherwise.
-pub const T0: u64 = 1234;
+pub(crate) const T0: u64 = 1234;
 
 /// A running service and clients for it.
-pub struct TestServer {
+pub(crate) struct TestServer {
     pub running: Option<Running>,
     pub dir: tempfile::TempDir,
     pub grpc: RateLimitServiceClient<Channel>,
@@ -63,7 +63,7 @@ pub struct TestServer {
 }
 
 /// Every listener on 127.0.0.1 with an ephemeral port: tests never bind anything else.
-pub const LOOPBACK: [(&str, &str); 8] = [
+pub(crate) const LOOPBACK: [(&str, &str); 8] = [
     ("HOST", "127.0.0.1"),
     ("PORT", "0"),
     ("GRPC_HOST", "127.0.0.1"),
@@ -75,7 +75,7 @@ pub const LOOPBACK: [(&str, &str); 8] = [
 ];
 
 /// Settings for a test: loopback, ephemeral ports, manual clock at `T0`, plus `env` overrides.
-pub fn settings(dir: &std::path::Path, env: &[(&str, &str)]) -> Settings {
+pub(crate) fn settings(dir: &std::path::Path, env: &[(&str, &str)]) -> Settings {
     let mut vars: Vec<(String, String)> = LOOPBACK
         .iter()
         .map(|(k, v)| (k.to_string(), v.to_string()))
@@ -97,7 +97,7 @@ pub fn settings(dir: &std::path::Path, env: &[(&str, &str)]) -> Settings {
 
 impl TestServer {
     /// Starts a service whose config dir holds `files` (name, YAML), on `redis` when given.
-    pub async fn start_on(
+    pub(crate) async fn start_on(
         files: &[(&str, &str)],
         env: &[(&str, &str)],
         redis: Option<&redis::RedisServer>,
@@ -109,14 +109,14 @@ impl TestServer {
     }
 
     /// Starts a service whose config dir holds `files` (name, YAML).
-    pub async fn start(files: &[(&str, &str)], env: &[(&str, &str)]) -> TestServer {
+    pub(crate) async fn start(files: &[(&str, &str)], env: &[(&str, &str)]) -> TestServer {
         TestServer::try_start(files, env)
             .await
             .expect("service starts")
     }
 
     /// As `start`, but a service that refuses to start gives its error text.
-    pub async fn try_start(
+    pub(crate) async fn try_start(
         files: &[(&str, &str)],
         env: &[(&str, &str)],
     ) -> Result<TestServer, String> {
@@ -138,12 +138,12 @@ impl TestServer {
         })
     }
 
-    pub fn running(&self) -> &Running {
+    pub(crate) fn running(&self) -> &Running {
         self.running.as_ref().unwrap()
     }
 
     /// Sets the manual clock to `secs` after the epoch.
-    pub fn set_time(&self, secs: u64) {
+    pub(crate) fn set_time(&self, secs: u64) {
         self.running()
             .manual_clock
             .as_ref()
@@ -152,12 +152,15 @@ impl TestServer {
     }
 
     /// Moves the manual clock forward.
-    pub fn advance(&self, d: Duration) {
+    pub(crate) fn advance(&self, d: Duration) {
         self.running().manual_clock.as_ref().unwrap().advance(d);
     }
 
     /// One ShouldRateLimit call.
-    pub async fn call(&self, req: RateLimitRequest) -> Result<RateLimitResponse, tonic::Status> {
+    pub(crate) async fn call(
+        &self,
+        req: RateLimitRequest,
+    ) -> Result<RateLimitResponse, tonic::Status> {
         self.grpc
             .clone()
             .should_rate_limit(req)
@@ -166,18 +169,26 @@ impl TestServer {
     }
 
     /// One call with plain descriptors and one hit; panics on a gRPC error.
-    pub async fn rl(&self, domain: &str, descriptors: &[&[(&str, &str)]]) -> RateLimitResponse {
+    pub(crate) async fn rl(
+        &self,
+        domain: &str,
+        descriptors: &[&[(&str, &str)]],
+    ) -> RateLimitResponse {
         self.call(request(domain, descriptors))
             .await
             .expect("ShouldRateLimit succeeds")
     }
 
-    pub fn http_url(&self, path: &str) -> String {
+    pub(crate) fn http_url(&self, path: &str) -> String {
         format!("http://{}{}", self.running().http_addr, path)
     }
 
     /// POSTs `body` to `path` on the HTTP port; panics when the request cannot be sent.
-    pub async fn post(&self, path: &str, body: impl Into<reqwest::Body>) -> reqwest::Response {
+    pub(crate) async fn post(
+        &self,
+        path: &str,
+        body: impl Into<reqwest::Body>,
+    ) -> reqwest::Response {
         self.http
             .post(self.http_url(path))
             .body(body)
@@ -186,16 +197,16 @@ impl TestServer {
             .expect("the HTTP port answers")
     }
 
-    pub fn debug_url(&self, path: &str) -> String {
+    pub(crate) fn debug_url(&self, path: &str) -> String {
         format!("http://{}{}", self.running().debug_addr, path)
     }
 
     /// A URL on the admin listener (`/v1/*`).
-    pub fn admin_url(&self, path: &str) -> String {
+    pub(crate) fn admin_url(&self, path: &str) -> String {
         format!("http://{}{}", self.running().admin_addr, path)
     }
 
-    pub async fn shutdown(mut self) {
+    pub(crate) async fn shutdown(mut self) {
         if let Some(r) = self.running.take() {
             r.shutdown().await;
         }
@@ -203,7 +214,7 @@ impl TestServer {
 }
 
 /// A descriptor of plain entries.
-pub fn descriptor(entries: &[(&str, &str)]) -> RateLimitDescriptor {
+pub(crate) fn descriptor(entries: &[(&str, &str)]) -> RateLimitDescriptor {
     RateLimitDescriptor {
         entries: entries
             .iter()
@@ -219,7 +230,7 @@ pub fn descriptor(entries: &[(&str, &str)]) -> RateLimitDescriptor {
 }
 
 /// A request of plain descriptors.
-pub fn request(domain: &str, descriptors: &[&[(&str, &str)]]) -> RateLimitRequest {
+pub(crate) fn request(domain: &str, descriptors: &[&[(&str, &str)]]) -> RateLimitRequest {
     RateLimitRequest {
         domain: domain.to_string(),
         descriptors: descriptors.iter().map(|d| descriptor(d)).collect(),
@@ -228,7 +239,7 @@ pub fn request(domain: &str, descriptors: &[&[(&str, &str)]]) -> RateLimitReques
 }
 
 /// `(code, Some((requests_per_unit, unit name, limit name)), remaining)` of status `i`, for compact asserts.
-pub fn st(r: &RateLimitResponse, i: usize) -> (Code, Option<(u32, String, String)>, u32) {
+pub(crate) fn st(r: &RateLimitResponse, i: usize) -> (Code, Option<(u32, String, String)>, u32) {
     let s = &r.statuses[i];
     let limit = s.current_limit.as_ref().map(|l| {
         let unit = rate_limit_response::rate_limit::Unit::try_from(l.unit).unwrap();
@@ -242,17 +253,17 @@ pub fn st(r: &RateLimitResponse, i: usize) -> (Code, Option<(u32, String, String
 }
 
 /// The overall code.
-pub fn overall(r: &RateLimitResponse) -> Code {
+pub(crate) fn overall(r: &RateLimitResponse) -> Code {
     Code::try_from(r.overall_code).unwrap()
 }
 
 /// `Some((rpu, "UNIT", ""))` shorthand.
-pub fn lim(rpu: u32, unit: &str) -> Option<(u32, String, String)> {
+pub(crate) fn lim(rpu: u32, unit: &str) -> Option<(u32, String, String)> {
     Some((rpu, unit.to_string(), String::new()))
 }
 
 /// Seconds of `duration_until_reset` of status `i`.
-pub fn dur(r: &RateLimitResponse, i: usize) -> Option<i64> {
+pub(crate) fn dur(r: &RateLimitResponse, i: usize) -> Option<i64> {
     r.statuses[i]
         .duration_until_reset
         .as_ref()
@@ -260,7 +271,7 @@ pub fn dur(r: &RateLimitResponse, i: usize) -> Option<i64> {
 }
 
 /// CFG-BASIC of `docs/design/contract.md#cfg-basic`.
-pub const CFG_BASIC: &str = r#"
+pub(crate) const CFG_BASIC: &str = r#"
 domain: test-domain
 descriptors:
   - key: key1
@@ -297,7 +308,7 @@ descriptors:
 "#;
 
 /// CFG-WILD of `docs/design/contract.md#cfg-wild`.
-pub const CFG_WILD: &str = r#"
+pub(crate) const CFG_WILD: &str = r#"
 domain: test-domain
 descriptors:
   - {key: wild, value: "foo*", rate_limit: {unit: minute, requests_per_unit: 20}}
@@ -312,7 +323,7 @@ descriptors:
 "#;
 
 /// CFG-INT of `docs/design/contract.md#cfg-int` (two files).
-pub const CFG_INT_BASIC: &str = r#"
+pub(crate) const CFG_INT_BASIC: &str = r#"
 domain: basic
 descriptors:
   - {key: key1, rate_limit: {unit: second, requests_per_unit: 50}}
@@ -320,7 +331,7 @@ descriptors:
 "#;
 
 /// The second CFG-INT file.
-pub const CFG_INT_ANOTHER: &str = r#"
+pub(crate) const CFG_INT_ANOTHER: &str = r#"
 domain: another
 descriptors:
   - {key: key2, rate_limit: {unit: minute, requests_per_unit: 20}}

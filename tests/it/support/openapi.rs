@@ -10,21 +10,21 @@ use serde_json::Value;
 use super::process::Spawned;
 
 /// The admin token of the spawned binary.
-pub const TOKEN: &str = "openapi-test-token";
+pub(crate) const TOKEN: &str = "openapi-test-token";
 
 /// The repository's root.
-pub fn root() -> PathBuf {
+pub(crate) fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
 
 /// `docs/openapi.json`, parsed.
-pub fn document() -> Value {
+pub(crate) fn document() -> Value {
     let text = std::fs::read_to_string(root().join("docs/openapi.json")).unwrap();
     serde_json::from_str(&text).expect("docs/openapi.json is JSON")
 }
 
 /// The described operations of the listener tagged `tag`: path → methods (lower case).
-pub fn described(doc: &Value, tag: &str) -> BTreeMap<String, BTreeSet<String>> {
+pub(crate) fn described(doc: &Value, tag: &str) -> BTreeMap<String, BTreeSet<String>> {
     let mut out = BTreeMap::<String, BTreeSet<String>>::new();
     for (path, item) in doc["paths"].as_object().unwrap() {
         for (method, op) in item.as_object().unwrap() {
@@ -39,7 +39,7 @@ pub fn described(doc: &Value, tag: &str) -> BTreeMap<String, BTreeSet<String>> {
 
 /// The binary's settings: the `/check` example configuration, a SQLite policy database in
 /// `data`, an admin token.
-pub fn env(data: &Path) -> Vec<(String, String)> {
+pub(crate) fn env(data: &Path) -> Vec<(String, String)> {
     [
         (
             "RATELIMITD_CONFIG",
@@ -55,7 +55,7 @@ pub fn env(data: &Path) -> Vec<(String, String)> {
 }
 
 /// The base URL of the listener tagged `tag`.
-pub fn base(s: &Spawned, tag: &str) -> String {
+pub(crate) fn base(s: &Spawned, tag: &str) -> String {
     let addr = match tag {
         "main" => &s.http_addr,
         "admin" => &s.admin_addr,

@@ -9,7 +9,7 @@ use prost::Message;
 use tokio::sync::mpsc;
 
 /// Starts the collector; every span it receives goes to the returned channel.
-pub async fn collector() -> (String, mpsc::UnboundedReceiver<Span>) {
+pub(crate) async fn collector() -> (String, mpsc::UnboundedReceiver<Span>) {
     let (tx, rx) = mpsc::unbounded_channel();
     let app = axum::Router::new().route(
         "/v1/traces",
@@ -35,6 +35,6 @@ pub async fn collector() -> (String, mpsc::UnboundedReceiver<Span>) {
 }
 
 /// Lowercase hex of an id's bytes.
-pub fn hex(b: &[u8]) -> String {
+pub(crate) fn hex(b: &[u8]) -> String {
     b.iter().map(|x| format!("{x:02x}")).collect()
 }

@@ -7,10 +7,10 @@ use serde_json::Value;
 use super::TestServer;
 
 /// The admin token of [`start`].
-pub const TOKEN: &str = "test-admin-token";
+pub(crate) const TOKEN: &str = "test-admin-token";
 
 /// CFG: domain `api`, every `client_key` 2 per minute.
-pub const CFG_API: &str = r#"
+pub(crate) const CFG_API: &str = r#"
 domain: api
 descriptors:
   - key: client_key
@@ -18,7 +18,7 @@ descriptors:
 "#;
 
 /// A service on `CFG_API` whose policy database lives in `data_dir`, with `ADMIN_TOKEN`, plus `env`.
-pub async fn start(data_dir: &std::path::Path, env: &[(&str, &str)]) -> TestServer {
+pub(crate) async fn start(data_dir: &std::path::Path, env: &[(&str, &str)]) -> TestServer {
     let dir = data_dir.display().to_string();
     let mut all = vec![
         ("POLICY_ENABLED", "true"),
@@ -31,7 +31,7 @@ pub async fn start(data_dir: &std::path::Path, env: &[(&str, &str)]) -> TestServ
 
 /// One admin API call with `token` (none: no Authorization header); the status and the JSON body
 /// (`Value::Null` when the body is empty).
-pub async fn call(
+pub(crate) async fn call(
     s: &TestServer,
     method: Method,
     path: &str,
@@ -44,13 +44,18 @@ pub async fn call(
 impl TestServer {
     /// One admin API call authenticated with [`TOKEN`] (the token [`start`] configures): the
     /// status and the JSON body. [`call`] sends another token, or none.
-    pub async fn admin(&self, method: Method, path: &str, body: Option<Value>) -> (u16, Value) {
+    pub(crate) async fn admin(
+        &self,
+        method: Method,
+        path: &str,
+        body: Option<Value>,
+    ) -> (u16, Value) {
         call(self, method, path, Some(TOKEN), body).await
     }
 }
 
 /// As [`call`], on the admin API at `url` (a spawned binary's).
-pub async fn call_url(
+pub(crate) async fn call_url(
     http: &reqwest::Client,
     method: Method,
     url: &str,
@@ -76,7 +81,7 @@ pub async fn call_url(
 }
 
 /// An override body for `client_key=value`.
-pub fn override_body(value: &str, rpu: u32, valid_until: &str) -> Value {
+pub(crate) fn override_body(value: &str, rpu: u32, valid_until: &str) -> Value {
     serde_json::json!({
         "domain": "api",
         "descriptor": [{"key": "client_key", "value": value}],
@@ -88,7 +93,7 @@ pub fn override_body(value: &str, rpu: u32, valid_until: &str) -> Value {
 }
 
 /// Creates an override with [`TOKEN`] and returns its id.
-pub async fn create(s: &TestServer, value: &str, rpu: u32, valid_until: &str) -> String {
+pub(crate) async fn create(s: &TestServer, value: &str, rpu: u32, valid_until: &str) -> String {
     let body = override_body(value, rpu, valid_until);
     let (status, json) = s.admin(Method::POST, "/v1/overrides", Some(body)).await;
     assert_eq!(status, 201, "{json}");

@@ -16,7 +16,7 @@ use ratelimitd::clock::Stopwatch;
 use super::guard;
 
 /// A running PostgreSQL server; killed and removed on drop.
-pub struct Postgres {
+pub(crate) struct Postgres {
     child: Option<Child>,
     port: u16,
     bin: PathBuf,
@@ -25,7 +25,7 @@ pub struct Postgres {
 }
 
 /// Whether PostgreSQL's server binaries are installed (what `require!(Postgres)` asks).
-pub fn installed() -> bool {
+pub(crate) fn installed() -> bool {
     bin_dir().is_some()
 }
 
@@ -63,7 +63,7 @@ fn command(program: PathBuf, as_nobody: bool, server: bool) -> Command {
 impl Postgres {
     /// Starts a server (panics with a clear message when PostgreSQL is not installed: run
     /// `tests/run.sh`, which installs it).
-    pub fn start() -> Postgres {
+    pub(crate) fn start() -> Postgres {
         let mut pg = Postgres::prepare();
         pg.run();
         pg
@@ -71,7 +71,7 @@ impl Postgres {
 
     /// A server initialised on its port but not running yet (start it with
     /// [`Postgres::restart`]): for a database that is down when ratelimitd starts.
-    pub fn prepare() -> Postgres {
+    pub(crate) fn prepare() -> Postgres {
         let bin = bin_dir()
             .expect("PostgreSQL is installed (apt-get install postgresql; tests/run.sh does it)");
         let dir = tempfile::tempdir().unwrap();
@@ -163,7 +163,7 @@ impl Postgres {
     }
 
     /// Kills the server as a crash would (SIGKILL); its backends exit when they notice.
-    pub fn kill(&mut self) {
+    pub(crate) fn kill(&mut self) {
         if let Some(mut child) = self.child.take() {
             guard::stop(&mut child);
         }
@@ -171,12 +171,12 @@ impl Postgres {
 
     /// Starts it again on the same data and port (after [`Postgres::kill`] or
     /// [`Postgres::prepare`]).
-    pub fn restart(&mut self) {
+    pub(crate) fn restart(&mut self) {
         self.run();
     }
 
     /// The URL of its `postgres` database.
-    pub fn url(&self) -> String {
+    pub(crate) fn url(&self) -> String {
         format!("postgres://postgres@127.0.0.1:{}/postgres", self.port)
     }
 }
@@ -185,7 +185,7 @@ impl Postgres {
 /// on first use). Tables, rows and LISTEN/NOTIFY channels are per database, so tests sharing the
 /// server do not see each other. Like the shared Redis (`stores.rs`), the server is a static that
 /// is never dropped and dies with the test process under its guard; a sweeper removes its dir.
-pub fn shared_database() -> String {
+pub(crate) fn shared_database() -> String {
     static SHARED: OnceLock<(Postgres, Child)> = OnceLock::new();
     static NEXT: AtomicUsize = AtomicUsize::new(0);
     let (pg, _sweeper) = SHARED.get_or_init(|| {

@@ -8,7 +8,7 @@ use std::time::Duration;
 use ratelimitd::clock::Stopwatch;
 
 /// A running binary.
-pub struct Spawned {
+pub(crate) struct Spawned {
     pub child: Child,
     pub grpc_addr: String,
     pub http_addr: String,
@@ -23,7 +23,7 @@ pub struct Spawned {
 }
 
 /// Starts the binary with `env` on top of loopback/ephemeral-port settings and JSON info logs.
-pub fn spawn(env: &[(String, String)]) -> Spawned {
+pub(crate) fn spawn(env: &[(String, String)]) -> Spawned {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_ratelimitd"));
     let logs = [
         ("LOG_LEVEL", "info"),

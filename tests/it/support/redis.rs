@@ -10,10 +10,10 @@ use std::time::Duration;
 use ratelimitd::clock::Stopwatch;
 
 use super::guard::{guarded, stop};
-pub use super::valkey::Flavor;
+pub(crate) use super::valkey::Flavor;
 
 /// One redis-server (or valkey-server).
-pub struct RedisServer {
+pub(crate) struct RedisServer {
     child: Option<Child>,
     pub dir: tempfile::TempDir,
     pub port: u16,
@@ -25,7 +25,7 @@ pub struct RedisServer {
 
 /// How a server is reached, beyond the defaults (plaintext TCP on `port`, no password).
 #[derive(Debug, Clone, Default)]
-pub struct Access {
+pub(crate) struct Access {
     /// `port` is a TLS port and there is no plaintext one (`--port 0`); `cli` uses the socket.
     pub tls_only: bool,
     /// `--requirepass`: `cli` authenticates with it.
@@ -33,7 +33,7 @@ pub struct Access {
 }
 
 /// A free TCP port on 127.0.0.1 (bound, then released for the server to take).
-pub fn free_port() -> u16 {
+pub(crate) fn free_port() -> u16 {
     TcpListener::bind("127.0.0.1:0")
         .unwrap()
         .local_addr()
@@ -43,17 +43,17 @@ pub fn free_port() -> u16 {
 
 impl RedisServer {
     /// Starts a plain server.
-    pub fn start() -> RedisServer {
+    pub(crate) fn start() -> RedisServer {
         RedisServer::start_with(&[])
     }
 
     /// Starts a server with extra `redis-server` arguments (e.g. `--requirepass x`).
-    pub fn start_with(extra: &[&str]) -> RedisServer {
+    pub(crate) fn start_with(extra: &[&str]) -> RedisServer {
         RedisServer::start_on(Flavor::Redis, extra)
     }
 
     /// Starts a server of `flavor` with extra arguments.
-    pub fn start_on(flavor: Flavor, extra: &[&str]) -> RedisServer {
+    pub(crate) fn start_on(flavor: Flavor, extra: &[&str]) -> RedisServer {
         let mut s = RedisServer::not_started(extra);
         s.flavor = flavor;
         s.spawn_first();
@@ -61,7 +61,7 @@ impl RedisServer {
     }
 
     /// A server whose port and socket are chosen but which is not running yet (see `restart`).
-    pub fn not_started(extra: &[&str]) -> RedisServer {
+    pub(crate) fn not_started(extra: &[&str]) -> RedisServer {
         RedisServer {
             child: None,
             dir: tempfile::tempdir().unwrap(),
@@ -74,12 +74,12 @@ impl RedisServer {
 
     /// Starts a server reached as `access` says; `extra` holds the matching `--tls-*` files and
     /// any other arguments (the password is passed here).
-    pub fn start_secure(extra: &[&str], access: &Access) -> RedisServer {
+    pub(crate) fn start_secure(extra: &[&str], access: &Access) -> RedisServer {
         RedisServer::start_secure_on(Flavor::Redis, extra, access)
     }
 
     /// [`start_secure`](RedisServer::start_secure) with a server of `flavor`.
-    pub fn start_secure_on(flavor: Flavor, extra: &[&str], access: &Access) -> RedisServer {
+    pub(crate) fn start_secure_on(flavor: Flavor, extra: &[&str], access: &Access) -> RedisServer {
         let mut s = RedisServer::not_started(extra);
         s.flavor = flavor;
         if let Some(p) = &access.password {
@@ -163,17 +163,17 @@ impl RedisServer {
     }
 
     /// The unix socket path.
-    pub fn socket(&self) -> PathBuf {
+    pub(crate) fn socket(&self) -> PathBuf {
         self.dir.path().join("redis.sock")
     }
 
     /// `host:port`.
-    pub fn addr(&self) -> String {
+    pub(crate) fn addr(&self) -> String {
         format!("127.0.0.1:{}", self.port)
     }
 
     /// Kills the server (as a crash would).
-    pub fn kill(&mut self) {
+    pub(crate) fn kill(&mut self) {
         if let Some(mut c) = self.child.take() {
             stop(&mut c);
         }
@@ -181,13 +181,13 @@ impl RedisServer {
     }
 
     /// Starts it again on the same port and socket (empty: no persistence).
-    pub fn restart(&mut self) {
+    pub(crate) fn restart(&mut self) {
         self.kill();
         self.spawn();
     }
 
     /// Runs `redis-cli` against this server and returns its trimmed output.
-    pub fn cli(&self, args: &[&str]) -> String {
+    pub(crate) fn cli(&self, args: &[&str]) -> String {
         let mut target = if self.access.tls_only {
             vec!["-s".to_string(), self.socket().display().to_string()]
         } else {
@@ -200,7 +200,7 @@ impl RedisServer {
     }
 
     /// Env for a ratelimitd using this server over its unix socket.
-    pub fn env(&self) -> Vec<(String, String)> {
+    pub(crate) fn env(&self) -> Vec<(String, String)> {
         vec![
             ("BACKEND_TYPE".into(), "redis".into()),
             ("REDIS_SOCKET_TYPE".into(), "unix".into()),
@@ -220,23 +220,23 @@ impl Drop for RedisServer {
 
 /// A Redis Cluster of `n` masters (no replicas), created with `redis-cli --cluster create`
 /// (also for a Cluster of valkey-server nodes).
-pub struct RedisCluster {
+pub(crate) struct RedisCluster {
     pub nodes: Vec<RedisServer>,
 }
 
 impl RedisCluster {
-    pub fn start(n: usize) -> RedisCluster {
+    pub(crate) fn start(n: usize) -> RedisCluster {
         RedisCluster::start_on(Flavor::Redis, n)
     }
 
     /// `n` masters of `flavor`, no replicas.
-    pub fn start_on(flavor: Flavor, n: usize) -> RedisCluster {
+    pub(crate) fn start_on(flavor: Flavor, n: usize) -> RedisCluster {
         RedisCluster::create(flavor, (n, 0), &[], &Access::default(), &[])
     }
 
     /// A cluster whose nodes take `extra` arguments and are reached as `access` says;
     /// `create_args` are what `redis-cli` needs to reach them (`--tls`, `--cacert`, `-a`).
-    pub fn start_secure(
+    pub(crate) fn start_secure(
         n: usize,
         extra: &[&str],
         access: &Access,
@@ -246,7 +246,7 @@ impl RedisCluster {
     }
 
     /// `masters` masters with one replica each (`nodes` holds both; ask a node's `ROLE`).
-    pub fn with_replicas(masters: usize, extra: &[&str]) -> RedisCluster {
+    pub(crate) fn with_replicas(masters: usize, extra: &[&str]) -> RedisCluster {
         RedisCluster::create(
             Flavor::Redis,
             (masters * 2, 1),
@@ -314,7 +314,7 @@ impl RedisCluster {
     }
 
     /// Env for a ratelimitd using this cluster.
-    pub fn env(&self) -> Vec<(String, String)> {
+    pub(crate) fn env(&self) -> Vec<(String, String)> {
         let urls: Vec<String> = self.nodes.iter().map(RedisServer::addr).collect();
         vec![
             ("BACKEND_TYPE".into(), "redis".into()),
@@ -328,7 +328,7 @@ impl RedisCluster {
 
     /// The number of keys matching `pattern` (`KEYS` syntax) on each node: what one test wrote
     /// under a key prefix of its own on a Cluster other tests share.
-    pub fn keys_per_node(&self, pattern: &str) -> Vec<usize> {
+    pub(crate) fn keys_per_node(&self, pattern: &str) -> Vec<usize> {
         self.nodes
             .iter()
             .map(|n| n.cli(&["KEYS", pattern]).lines().count())
@@ -336,7 +336,7 @@ impl RedisCluster {
     }
 
     /// The number of keys on each node.
-    pub fn key_count(&self) -> Vec<usize> {
+    pub(crate) fn key_count(&self) -> Vec<usize> {
         self.nodes
             .iter()
             .map(|n| n.cli(&["DBSIZE"]).parse().unwrap_or(0))

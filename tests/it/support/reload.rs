@@ -13,7 +13,7 @@ use ratelimitd::settings::Settings;
 use super::{TestServer, request};
 
 /// Polls `cond` every 20 ms for at most 10 s.
-pub async fn eventually<F, Fut>(what: &str, mut cond: F)
+pub(crate) async fn eventually<F, Fut>(what: &str, mut cond: F)
 where
     F: FnMut() -> Fut,
     Fut: Future<Output = bool>,
@@ -28,19 +28,19 @@ where
     panic!("timed out waiting for: {what}");
 }
 
-pub fn cfg(domain: &str, key: &str, rpu: u32) -> String {
+pub(crate) fn cfg(domain: &str, key: &str, rpu: u32) -> String {
     format!(
         "domain: {domain}\ndescriptors:\n  - key: {key}\n    rate_limit: {{unit: minute, requests_per_unit: {rpu}}}\n"
     )
 }
 
-pub async fn rlconfig(ts: &TestServer) -> String {
+pub(crate) async fn rlconfig(ts: &TestServer) -> String {
     let r = ts.http.get(ts.debug_url("/rlconfig")).send().await.unwrap();
     r.text().await.unwrap()
 }
 
 /// The `requests_per_unit` the service applies to `domain` / `key=v`, if any.
-pub async fn limit(ts: &TestServer, domain: &str, key: &str) -> Option<u32> {
+pub(crate) async fn limit(ts: &TestServer, domain: &str, key: &str) -> Option<u32> {
     let r = ts.call(request(domain, &[&[(key, "v")]])).await.ok()?;
     r.statuses[0]
         .current_limit
@@ -48,13 +48,13 @@ pub async fn limit(ts: &TestServer, domain: &str, key: &str) -> Option<u32> {
         .map(|l| l.requests_per_unit)
 }
 
-pub async fn wait_limit(ts: &TestServer, domain: &str, key: &str, want: Option<u32>) {
+pub(crate) async fn wait_limit(ts: &TestServer, domain: &str, key: &str, want: Option<u32>) {
     let what = format!("{domain}/{key} limit {want:?}");
     eventually(&what, || async { limit(ts, domain, key).await == want }).await;
 }
 
 /// Writes `contents` to a temp file beside `path` and renames it over `path` (atomic replace).
-pub fn replace(path: &Path, contents: &str) {
+pub(crate) fn replace(path: &Path, contents: &str) {
     let tmp = path.with_file_name(format!(
         ".{}.tmp",
         path.file_name().unwrap().to_string_lossy()
@@ -65,7 +65,7 @@ pub fn replace(path: &Path, contents: &str) {
 
 /// A server on the usual test settings plus `env`, but finding its configuration the Go way
 /// (`RUNTIME_*` discovery under `root`) instead of through `RATELIMITD_CONFIG`.
-pub async fn start_runtime(
+pub(crate) async fn start_runtime(
     dir: tempfile::TempDir,
     root: &Path,
     env: &[(&str, &str)],
@@ -76,7 +76,7 @@ pub async fn start_runtime(
     start_with(dir, s).await
 }
 
-pub async fn start_with(dir: tempfile::TempDir, settings: Settings) -> TestServer {
+pub(crate) async fn start_with(dir: tempfile::TempDir, settings: Settings) -> TestServer {
     let running = app::start(&settings).await.unwrap();
     let url = format!("http://{}", running.grpc_addr);
     TestServer {

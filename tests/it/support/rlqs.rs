@@ -15,7 +15,7 @@ use tonic::Streaming;
 
 /// What a bucket action says, in a form tests compare.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Seen {
+pub(crate) enum Seen {
     /// ALLOW_ALL.
     AllowAll,
     /// DENY_ALL.
@@ -27,13 +27,13 @@ pub enum Seen {
 }
 
 /// One open stream.
-pub struct QuotaStream {
+pub(crate) struct QuotaStream {
     tx: mpsc::Sender<pb::RateLimitQuotaUsageReports>,
     rx: Streaming<pb::RateLimitQuotaResponse>,
 }
 
 /// A bucket id of `entries`.
-pub fn bucket(entries: &[(&str, &str)]) -> pb::BucketId {
+pub(crate) fn bucket(entries: &[(&str, &str)]) -> pb::BucketId {
     pb::BucketId {
         bucket: entries
             .iter()
@@ -43,7 +43,7 @@ pub fn bucket(entries: &[(&str, &str)]) -> pb::BucketId {
 }
 
 /// A usage of `allowed` + `denied` requests over `elapsed` seconds.
-pub fn usage(id: pb::BucketId, allowed: u64, denied: u64, elapsed: i64) -> BucketQuotaUsage {
+pub(crate) fn usage(id: pb::BucketId, allowed: u64, denied: u64, elapsed: i64) -> BucketQuotaUsage {
     BucketQuotaUsage {
         bucket_id: Some(id),
         time_elapsed: Some(prost_types::Duration {
@@ -57,7 +57,7 @@ pub fn usage(id: pb::BucketId, allowed: u64, denied: u64, elapsed: i64) -> Bucke
 
 impl QuotaStream {
     /// Opens a stream to the gRPC server at `addr`.
-    pub async fn open(addr: SocketAddr) -> Result<QuotaStream, tonic::Status> {
+    pub(crate) async fn open(addr: SocketAddr) -> Result<QuotaStream, tonic::Status> {
         let client = RateLimitQuotaServiceClient::connect(format!("http://{addr}"))
             .await
             .expect("connects");
@@ -66,7 +66,10 @@ impl QuotaStream {
 
     /// Opens a stream to `addr` on a new connection from the loopback address `source` (e.g.
     /// 127.0.0.2: another peer as the server sees it).
-    pub async fn open_from(addr: SocketAddr, source: IpAddr) -> Result<QuotaStream, tonic::Status> {
+    pub(crate) async fn open_from(
+        addr: SocketAddr,
+        source: IpAddr,
+    ) -> Result<QuotaStream, tonic::Status> {
         let connect = move |_: tonic::transport::Uri| async move {
             let socket = tokio::net::TcpSocket::new_v4()?;
             socket.bind(SocketAddr::new(source, 0))?;
@@ -93,7 +96,7 @@ impl QuotaStream {
     }
 
     /// Sends one report.
-    pub async fn send(&self, domain: &str, usages: Vec<BucketQuotaUsage>) {
+    pub(crate) async fn send(&self, domain: &str, usages: Vec<BucketQuotaUsage>) {
         let report = pb::RateLimitQuotaUsageReports {
             domain: domain.to_string(),
             bucket_quota_usages: usages,
@@ -102,7 +105,9 @@ impl QuotaStream {
     }
 
     /// The next response (within 5 s): its actions, or the status that ended the stream.
-    pub async fn next(&mut self) -> Result<Vec<(pb::BucketId, Seen, Option<i64>)>, tonic::Status> {
+    pub(crate) async fn next(
+        &mut self,
+    ) -> Result<Vec<(pb::BucketId, Seen, Option<i64>)>, tonic::Status> {
         let msg = tokio::time::timeout(Duration::from_secs(5), self.rx.message())
             .await
             .expect("an answer within 5 s")?
@@ -111,7 +116,7 @@ impl QuotaStream {
     }
 
     /// Sends one report and returns the answer's single action and TTL.
-    pub async fn report(
+    pub(crate) async fn report(
         &mut self,
         domain: &str,
         usage: BucketQuotaUsage,

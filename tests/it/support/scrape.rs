@@ -9,7 +9,7 @@ use super::TestServer;
 /// One scrape: the text as served (it derefs to `str`, so `contains` and `lines` work on it) and
 /// its samples.
 #[derive(Debug, Clone)]
-pub struct Scrape {
+pub(crate) struct Scrape {
     text: String,
     samples: Vec<(String, f64)>,
 }
@@ -17,7 +17,7 @@ pub struct Scrape {
 impl Scrape {
     /// Parses exposition `text`: a sample line is `series value [timestamp]`, where the series is
     /// the metric name with its labels exactly as served (a label value may hold a space).
-    pub fn parse(text: String) -> Scrape {
+    pub(crate) fn parse(text: String) -> Scrape {
         let samples = text
             .lines()
             .filter(|l| !l.starts_with('#'))
@@ -32,20 +32,20 @@ impl Scrape {
 
     /// The value of `series` (name and labels as served, e.g. `ratelimitd_rlqs_streams` or
     /// `ratelimitd_decisions_total{code="ok",source="store"}`), if it is exposed.
-    pub fn get(&self, series: &str) -> Option<f64> {
+    pub(crate) fn get(&self, series: &str) -> Option<f64> {
         self.samples
             .iter()
             .find_map(|(s, v)| (s == series).then_some(*v))
     }
 
     /// As [`Scrape::get`] for a counter or gauge that holds a whole number.
-    pub fn count(&self, series: &str) -> Option<u64> {
+    pub(crate) fn count(&self, series: &str) -> Option<u64> {
         // Exposed values are whole numbers printed as floats; `as` is exact below 2^53.
         self.get(series).map(|v| v as u64)
     }
 
     /// [`Scrape::count`] of a series that must be exposed; panics with the scrape otherwise.
-    pub fn value(&self, series: &str) -> u64 {
+    pub(crate) fn value(&self, series: &str) -> u64 {
         self.count(series)
             .unwrap_or_else(|| panic!("no {series} in the scrape:\n{}", self.text))
     }
@@ -87,7 +87,7 @@ impl fmt::Display for Scrape {
 
 /// Scrapes `http://{addr}/metrics` (a spawned binary's Prometheus listener); panics unless it
 /// answers 200.
-pub async fn scrape_addr(http: &reqwest::Client, addr: impl fmt::Display) -> Scrape {
+pub(crate) async fn scrape_addr(http: &reqwest::Client, addr: impl fmt::Display) -> Scrape {
     let r = http
         .get(format!("http://{addr}/metrics"))
         .send()
@@ -100,7 +100,7 @@ pub async fn scrape_addr(http: &reqwest::Client, addr: impl fmt::Display) -> Scr
 impl TestServer {
     /// Scrapes this service's Prometheus listener (started with `USE_PROMETHEUS=true` and
     /// `PROMETHEUS_ADDR=127.0.0.1:0`).
-    pub async fn scrape(&self) -> Scrape {
+    pub(crate) async fn scrape(&self) -> Scrape {
         let addr = self.running().metrics_addr.expect("Prometheus listens");
         scrape_addr(&self.http, addr).await
     }

@@ -11,7 +11,7 @@ use super::guard::{guarded, stop};
 use super::redis::{RedisServer, cli, free_port};
 
 /// A Redis Sentinel process monitoring one primary.
-pub struct Sentinel {
+pub(crate) struct Sentinel {
     child: Child,
     _dir: tempfile::TempDir,
     pub port: u16,
@@ -20,13 +20,13 @@ pub struct Sentinel {
 
 impl Sentinel {
     /// Starts a sentinel (quorum 1, 1 s down-after) watching `primary` as `name`.
-    pub fn start(name: &str, primary: &RedisServer) -> Sentinel {
+    pub(crate) fn start(name: &str, primary: &RedisServer) -> Sentinel {
         Sentinel::start_with(name, primary, "", None)
     }
 
     /// A sentinel with `conf` appended to its config (TLS towards the primary, its password)
     /// and, with `password`, `requirepass` for its own clients.
-    pub fn start_with(
+    pub(crate) fn start_with(
         name: &str,
         primary: &RedisServer,
         conf: &str,
@@ -72,7 +72,7 @@ impl Sentinel {
     }
 
     /// Runs `redis-cli` against the sentinel.
-    pub fn cli(&self, args: &[&str]) -> String {
+    pub(crate) fn cli(&self, args: &[&str]) -> String {
         let mut target = vec!["-p".to_string(), self.port.to_string()];
         if let Some(p) = &self.password {
             target.extend(["-a".into(), p.clone(), "--no-auth-warning".into()]);

@@ -9,7 +9,7 @@ use super::{CFG_INT_ANOTHER, TestServer};
 
 /// Starts a service on `CFG_INT_ANOTHER` with `env` on top of a UDP StatsD sink pointed at a
 /// local listener, runs `requests` on it, shuts it down, and returns every line received.
-pub async fn flushed_lines(
+pub(crate) async fn flushed_lines(
     env: &[(&str, &str)],
     requests: impl AsyncFnOnce(&TestServer),
 ) -> Vec<String> {

@@ -22,7 +22,7 @@ use super::redis::{Flavor, RedisCluster, RedisServer};
 
 /// Where a scenario's counters live.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum StoreKind {
+pub(crate) enum StoreKind {
     /// The embedded in-process store (`BACKEND_TYPE` unset).
     Memory,
     /// The run's shared single Redis, over its unix socket.
@@ -50,12 +50,12 @@ fn index(flavor: Flavor) -> usize {
 }
 
 /// The single Redis shared by the tests of this run (started on first use).
-pub fn shared_redis() -> &'static RedisServer {
+pub(crate) fn shared_redis() -> &'static RedisServer {
     shared_single(Flavor::Redis)
 }
 
 /// The single server of `flavor` shared by the tests of this run (started on first use).
-pub fn shared_single(flavor: Flavor) -> &'static RedisServer {
+pub(crate) fn shared_single(flavor: Flavor) -> &'static RedisServer {
     static SINGLE: [OnceLock<Shared<RedisServer>>; 2] = [const { OnceLock::new() }; 2];
     let shared = SINGLE[index(flavor)].get_or_init(|| {
         let server = RedisServer::start_on(flavor, &[]);
@@ -66,12 +66,12 @@ pub fn shared_single(flavor: Flavor) -> &'static RedisServer {
 }
 
 /// The Redis Cluster shared by the tests of this run (started on first use).
-pub fn shared_cluster() -> &'static RedisCluster {
+pub(crate) fn shared_cluster() -> &'static RedisCluster {
     shared_cluster_of(Flavor::Redis)
 }
 
 /// The Cluster of 3 `flavor` masters shared by the tests of this run (started on first use).
-pub fn shared_cluster_of(flavor: Flavor) -> &'static RedisCluster {
+pub(crate) fn shared_cluster_of(flavor: Flavor) -> &'static RedisCluster {
     static CLUSTER: [OnceLock<Shared<RedisCluster>>; 2] = [const { OnceLock::new() }; 2];
     let shared = CLUSTER[index(flavor)].get_or_init(|| {
         let server = RedisCluster::start_on(flavor, 3);
@@ -103,7 +103,7 @@ fn unique_prefix() -> String {
 impl StoreKind {
     /// Env for a service on this store: the shared server's connection settings and a key
     /// prefix of its own; nothing for memory.
-    pub fn env(self) -> Vec<(String, String)> {
+    pub(crate) fn env(self) -> Vec<(String, String)> {
         let mut env = match self {
             StoreKind::Memory => return Vec::new(),
             StoreKind::Redis => shared_redis().env(),
@@ -119,7 +119,7 @@ impl StoreKind {
 impl TestServer {
     /// Starts a service whose config dir holds `files` (name, YAML) on `store`; `env` comes on
     /// top of the store's settings (so a test may still set its own `CACHE_KEY_PREFIX`).
-    pub async fn start_with_store(
+    pub(crate) async fn start_with_store(
         files: &[(&str, &str)],
         env: &[(&str, &str)],
         store: StoreKind,

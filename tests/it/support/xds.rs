@@ -24,7 +24,8 @@ use tonic::transport::{Certificate, Identity, ServerTlsConfig};
 use tonic::{Request, Response, Status, Streaming};
 
 /// The resource type the rate limit service subscribes to.
-pub const TYPE_URL: &str = "type.googleapis.com/ratelimit.config.ratelimit.v3.RateLimitConfig";
+pub(crate) const TYPE_URL: &str =
+    "type.googleapis.com/ratelimit.config.ratelimit.v3.RateLimitConfig";
 
 type Outbound = mpsc::Sender<Result<DiscoveryResponse, Status>>;
 
@@ -72,7 +73,7 @@ impl AggregatedDiscoveryService for Ads {
 }
 
 /// A running management server.
-pub struct AdsServer {
+pub(crate) struct AdsServer {
     pub addr: SocketAddr,
     state: Arc<State>,
     version: u64,
@@ -82,19 +83,19 @@ pub struct AdsServer {
 
 impl AdsServer {
     /// Starts on an ephemeral loopback port.
-    pub async fn start() -> AdsServer {
+    pub(crate) async fn start() -> AdsServer {
         AdsServer::start_at("127.0.0.1:0".parse().unwrap(), 0).await
     }
 
     /// Starts on `addr` (retrying the bind for a bounded time: the previous server on it may be
     /// closing), numbering its versions after `first_version`.
-    pub async fn start_at(addr: SocketAddr, first_version: u64) -> AdsServer {
+    pub(crate) async fn start_at(addr: SocketAddr, first_version: u64) -> AdsServer {
         AdsServer::serve(addr, first_version, None).await
     }
 
     /// Starts on an ephemeral loopback port with TLS: `identity` is the server's certificate and
     /// key, and clients must present a certificate signed by `client_ca` (mTLS).
-    pub async fn start_tls(identity: &super::certs::Leaf, client_ca: &str) -> AdsServer {
+    pub(crate) async fn start_tls(identity: &super::certs::Leaf, client_ca: &str) -> AdsServer {
         let tls = ServerTlsConfig::new()
             .identity(Identity::from_pem(&identity.cert, &identity.key))
             .client_ca_root(Certificate::from_pem(client_ca));
@@ -143,7 +144,7 @@ impl AdsServer {
 
     /// Makes `configs` the current snapshot and sends it to every open stream. Returns its
     /// `(version_info, nonce)`.
-    pub fn push(&mut self, configs: &[RateLimitConfig]) -> (String, String) {
+    pub(crate) fn push(&mut self, configs: &[RateLimitConfig]) -> (String, String) {
         self.version += 1;
         let (version, nonce) = (format!("v{}", self.version), format!("n{}", self.version));
         let response = DiscoveryResponse {
@@ -166,22 +167,25 @@ impl AdsServer {
     }
 
     /// Every request received so far.
-    pub fn requests(&self) -> Vec<DiscoveryRequest> {
+    pub(crate) fn requests(&self) -> Vec<DiscoveryRequest> {
         self.state.requests.lock().unwrap().clone()
     }
 
     /// The headers of every stream opened so far.
-    pub fn stream_headers(&self) -> Vec<tonic::metadata::MetadataMap> {
+    pub(crate) fn stream_headers(&self) -> Vec<tonic::metadata::MetadataMap> {
         self.state.headers.lock().unwrap().clone()
     }
 
     /// Waits (at most 10 s) for a request answering `nonce`.
-    pub async fn reply_to(&self, nonce: &str) -> DiscoveryRequest {
+    pub(crate) async fn reply_to(&self, nonce: &str) -> DiscoveryRequest {
         self.wait_for(|r| r.response_nonce == nonce).await
     }
 
     /// Waits (at most 10 s) for a request matching `pred`.
-    pub async fn wait_for(&self, pred: impl Fn(&DiscoveryRequest) -> bool) -> DiscoveryRequest {
+    pub(crate) async fn wait_for(
+        &self,
+        pred: impl Fn(&DiscoveryRequest) -> bool,
+    ) -> DiscoveryRequest {
         let watch = Stopwatch::start();
         loop {
             if let Some(r) = self.requests().into_iter().find(|r| pred(r)) {
@@ -197,7 +201,7 @@ impl AdsServer {
     }
 
     /// Goes away as a crashed server would: every stream fails with UNAVAILABLE and the port closes.
-    pub async fn stop(mut self) {
+    pub(crate) async fn stop(mut self) {
         for tx in self.state.streams.lock().unwrap().drain(..) {
             let _ = tx.try_send(Err(Status::unavailable("management server going away")));
         }
@@ -222,7 +226,7 @@ impl Drop for AdsServer {
 
 /// A resource: `domain` with one key-only descriptor per key, each blocking every request
 /// (`requests_per_unit: 0`), so one call shows whether the limit is in force.
-pub fn blocking(name: &str, domain: &str, keys: &[&str]) -> RateLimitConfig {
+pub(crate) fn blocking(name: &str, domain: &str, keys: &[&str]) -> RateLimitConfig {
     RateLimitConfig {
         name: name.into(),
         domain: domain.into(),
