@@ -105,14 +105,27 @@ pub async fn start(settings: &Settings) -> Result<Running, AppError> {
         }
         _ => None,
     };
-    let (metrics, sink) = parts::metrics(settings, &stores, &config, &clock);
+    let manual = manual_clock.is_some();
+    let regions = crate::region::start(
+        &settings.region,
+        RegionDeps {
+            clock: &clock,
+            redis: &settings.redis,
+            resilience: &settings.resilience,
+            manual,
+            background: bg.reborrow(),
+        },
+    )
+    .await;
+    // The regional store's breakers and the global store's, for the metrics and the console.
+    let breakers = readers::breakers(stores.redis.as_ref(), &regions);
+    let (metrics, sink) = parts::metrics(settings, &stores, breakers.clone(), &config, &clock);
     if let (Some(m), Some(f)) = (&metrics, &fleet) {
         m.set_gauges(f.gauges());
     }
     let limiter_options = parts::limiter_options(settings);
     let redis = stores.redis.clone();
     let fallback = tasks::local_fallback(settings, redis.as_ref(), &config, &clock, &mut bg);
-    let manual = manual_clock.is_some();
     let server_time = crate::store::redis::server_time::start(
         redis.clone(),
         settings.redis.use_server_time,
@@ -154,7 +167,7 @@ pub async fn start(settings: &Settings) -> Result<Running, AppError> {
         InsightDeps {
             clock: &clock,
             metrics: metrics.as_ref(),
-            breakers: readers::breakers(redis.as_ref()),
+            breakers,
             fleet: fleet.as_ref().map(|f| f.status_line()),
             config: &config,
             overrides: &policy.overrides,
@@ -179,17 +192,6 @@ pub async fn start(settings: &Settings) -> Result<Running, AppError> {
             stop: &stop,
         },
     );
-    let regions = crate::region::start(
-        &settings.region,
-        RegionDeps {
-            clock: &clock,
-            redis: &settings.redis,
-            resilience: &settings.resilience,
-            manual,
-            background: bg.reborrow(),
-        },
-    )
-    .await;
     if let Some(m) = &metrics {
         let (regions, config) = (regions.clone(), config.clone());
         m.set_regions(Arc::new(move || regions.report(&config)));

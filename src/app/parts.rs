@@ -10,7 +10,7 @@ use super::AppError;
 use crate::clock::{Clock, ManualClock, SystemClock, Timestamp};
 use crate::health::Health;
 use crate::limiter::{HeaderNames, KeyBuilder, LimiterOptions, NoStats, StatsSink};
-use crate::metrics::{ConfigLoads, KeyCount, LoadCounts, Metrics};
+use crate::metrics::{BreakerReports, ConfigLoads, KeyCount, LoadCounts, Metrics};
 use crate::random::{Random, SeededRandom};
 use crate::reload::ConfigHandle;
 use crate::settings::{Backend, Settings, StatsSinkKind};
@@ -123,6 +123,7 @@ pub(super) fn store_target(settings: &Settings) -> String {
 pub(super) fn metrics(
     settings: &Settings,
     stores: &StoreParts,
+    breakers: Option<BreakerReports>,
     config: &Arc<ConfigHandle>,
     clock: &Arc<dyn Clock>,
 ) -> (Option<Arc<Metrics>>, Arc<dyn StatsSink>) {
@@ -140,13 +141,12 @@ pub(super) fn metrics(
         });
         let metrics = Metrics::new(settings.obs.stats_max_keys, loads, keys, statsd)
             .with_clock(clock.clone());
+        let metrics = match breakers {
+            Some(read) => metrics.with_breakers(read),
+            None => metrics,
+        };
         Arc::new(match stores.redis.clone() {
-            Some(redis) => {
-                let leases = redis.clone();
-                metrics
-                    .with_breakers(Arc::new(move || redis.breaker_reports()))
-                    .with_leases(Arc::new(move || leases.lease_totals()))
-            }
+            Some(leases) => metrics.with_leases(Arc::new(move || leases.lease_totals())),
             None => metrics,
         })
     });

@@ -19,6 +19,7 @@ mod leaky_bucket;
 mod lease;
 pub mod pending;
 pub mod quota_demand;
+pub mod region_demand;
 pub mod server_time;
 mod sliding_log;
 mod sliding_window;

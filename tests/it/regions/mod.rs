@@ -8,4 +8,5 @@ mod demand;
 mod partition;
 mod refused;
 mod static_shares;
+mod traffic;
 mod world;

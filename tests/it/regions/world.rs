@@ -91,6 +91,17 @@ impl Region {
         all[0]
     }
 
+    /// This region's share of the key of descriptor `k=v`, as the first instance holds it.
+    pub fn key_share(&self, v: &str) -> f64 {
+        let shares = self.instances[0].running().regions.shares.current();
+        let found = shares
+            .iter()
+            .find(|(key, _, _)| key.contains(&format!(":{v}}}")));
+        found
+            .unwrap_or_else(|| panic!("{}: no key {v} in {shares:?}", self.name))
+            .2
+    }
+
     /// The sync line of the first instance's `/rlconfig`.
     pub async fn sync_line(&self) -> String {
         let s = &self.instances[0];
