@@ -4,8 +4,9 @@
 -- KEYS: the key's boards, one per listed region, by region name (all in one hash slot: the names
 -- wrap the key in a hash tag).
 -- ARGV: member, demand, now_ms, ttl_ms, own (1-based index of the caller's region in KEYS), mode:
---   0 read only; 1 post the caller's demand; 2 post it only if another region's board holds a
---   live demand above 0 (the key is contested); 3 leave (remove the caller's entry), then read.
+--   0 read only; 1 post the caller's demand; 2 post it only if another region's board, or another
+--   instance's entry on its own, holds a live demand above 0; 3 leave (remove the caller's
+--   entry), then read.
 -- Only a post or a leave writes: a read-only call of a key no other region uses writes nothing.
 -- Returns, as strings: "1" if it posted else "0", then per board (in KEYS order) the number of
 -- live entries n and n pairs of member, demand. Expired entries are skipped, and removed from the
@@ -47,6 +48,19 @@ for i = 1, #KEYS do
   end
 end
 local mine = KEYS[own]
+-- Another instance of the caller's own region asking counts too: a region's instances then post,
+-- and move their shares, together.
+if mode == 2 and not contested then
+  local all = redis.call("HGETALL", mine)
+  for i = 1, #all, 2 do
+    local v = all[i + 1]
+    local sep = string.find(v, ":", 1, true)
+    if all[i] ~= member and sep and tonumber(string.sub(v, sep + 1)) > now
+        and (tonumber(string.sub(v, 1, sep - 1)) or 0) > 0 then
+      contested = true
+    end
+  end
+end
 local post = mode == 1 or (mode == 2 and contested)
 if mode == 3 then
   redis.call("HDEL", mine, member)

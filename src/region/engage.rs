@@ -3,8 +3,8 @@
 //!
 //! An instance is *on the board* of a key while its demand entry is live there. It starts posting
 //! when its demand presses on its share ([`share::presses`]) and the share can still grow (below
-//! [`share::alone`]), or — read every round — as soon as another region's board holds a demand
-//! for the key (the script posts in that same call). It leaves (removes its entry) once no other
+//! [`share::alone`]), or — read every round — as soon as another region's board (or another
+//! instance of its own region) holds a demand for the key (the script posts in that same call). It leaves (removes its entry) once no other
 //! region shows demand and its region either holds all it can or no longer presses. While on the
 //! board it writes only when its demand changed or its entry is half-way to expiry.
 //!

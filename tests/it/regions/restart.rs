@@ -31,7 +31,10 @@ async fn a_restarted_instance_s_old_demand_stops_counting_after_two_intervals() 
     us.add(MOVING, &env).await;
     let mut shares = Vec::new();
     for _ in 0..4 {
-        tokio::join!(eu.load("hot", 30), world::load_one(&us.instances[0], "hot", 30));
+        tokio::join!(
+            eu.load("hot", 30),
+            world::load_one(&us.instances[0], "hot", 30)
+        );
         round(&[&eu, &us]).await;
         shares.push(eu.share().await);
     }
