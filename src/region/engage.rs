@@ -3,8 +3,10 @@
 //!
 //! An instance is *on the board* of a key while its demand entry is live there. It starts posting
 //! when its demand presses on its share ([`share::presses`]) and the share can still grow (below
-//! [`share::alone`]), or — read every round — as soon as another region's board (or another
-//! instance of its own region) holds a demand for the key (the script posts in that same call). It leaves (removes its entry) once no other
+//! [`share::alone`]), or as soon as another region's board (or another instance of its own region)
+//! holds a demand for the key: an instance whose demand starts showing on a board announces the
+//! key, every instance holding the key looks at its boards in the round it reads the announcement,
+//! and the script posts in that same call. It leaves (removes its entry) once no other
 //! region shows demand and its region either holds all it can or no longer presses. While on the
 //! board it writes only when its demand changed or its entry is half-way to expiry.
 //!
@@ -12,7 +14,7 @@
 //! so all of them compute the same targets; a share rises only after its instance's entry has
 //! shown a demand above 0 for [`RISE_AFTER`] rounds — by then every instance of the other regions
 //! that holds a share of the key without being on the board (it climbed earlier, alone, or left
-//! when nobody else asked) has read that demand and posted its own — and never while a region that
+//! when nobody else asked) has read the announcement and posted its own — and never while a region that
 //! is cut off as a whole shows nothing on the key's board (it may hold a share nobody can see). An
 //! instance off the board keeps its share. So the shares in force still add up to at most 1 at
 //! every instant, as `docs/regions.md` derives.

@@ -1,8 +1,10 @@
 //! The sync of demand-following shares: every `REGION_SYNC_INTERVAL`, each instance records that
-//! it is alive (`lua/region_members.lua`, one call) and runs every active key of a `follow_demand`
-//! limit through the key's demand boards (`lua/region_demand.lua`, one script call per key, all
-//! of them pipelined), then moves its region's share of each key it is on the board for
-//! ([`super::engage`]: who posts, who leaves, when a share may rise).
+//! it is alive and announces the keys it starts posting (`lua/region_members.lua`, one call,
+//! which also answers the keys other instances announced), then runs through the key's demand
+//! boards (`lua/region_demand.lua`, one script call per key, all of them pipelined) every active
+//! key of a `follow_demand` limit that it is on the board of, starts posting, or saw announced,
+//! and moves its region's share of each key it is on the board for ([`super::engage`]: who
+//! posts, who leaves, when a share may rise). A key no other instance asks for costs no call.
 //!
 //! The global store holds the quota service's demand board format, one hash per key and region,
 //! with one field per instance: a region's demand is the sum of its instances' (so N instances of
@@ -30,7 +32,7 @@ use crate::clock::{Clock, Timestamp};
 use crate::region::{DemandRound, RegionShares};
 use crate::resilience::{Breaker, BreakerReport, Permit};
 use crate::store::redis::RedisStore;
-use crate::store::redis::region_demand::{BoardTurn, board_name};
+use crate::store::redis::region_demand::{BoardMode, BoardTurn, board_name};
 
 /// Intervals a posted demand lives on the board.
 pub const ENTRY_INTERVALS: u32 = 30;
@@ -66,6 +68,8 @@ pub struct RegionSync {
     clock: Arc<dyn Clock>,
     breaker: Option<Arc<Breaker>>,
     last_round: Mutex<Option<Timestamp>>,
+    /// When the last round read the announced keys.
+    last_read: Mutex<Option<Timestamp>>,
     standings: Mutex<HashMap<String, Standing>>,
     status: Mutex<SyncStatus>,
 }
@@ -89,6 +93,7 @@ impl RegionSync {
             clock,
             breaker: breaker.map(Arc::new),
             last_round: Mutex::new(None),
+            last_read: Mutex::new(None),
             standings: Mutex::default(),
             status: Mutex::new(SyncStatus::default()),
         }
@@ -182,29 +187,66 @@ impl RegionSync {
         let names: Vec<String> = names.into_iter().map(str::to_string).collect();
         let own = names.iter().position(|n| *n == self.region).unwrap_or(0);
         let hold = self.interval * ENTRY_INTERVALS;
-        let call = self
-            .global
-            .region_members(&names, own, self.member, now, hold);
-        let members = Box::pin(call).await.map_err(|e| e.to_string())?;
+        let mut standings = std::mem::take(&mut *self.standings.lock());
+        let planned: Vec<(u64, BoardMode)> = (keys.iter())
+            .map(|(k, _)| {
+                let per_second = k.hits as f64 / secs;
+                let milli = milli(per_second);
+                let standing = standings.entry(k.key.clone()).or_default();
+                (milli, standing.mode(k, milli, per_second, ENTRY_INTERVALS))
+            })
+            .collect();
+        // A demand that starts showing on a board is announced, so that every instance holding a
+        // share of the key off the board looks at it this round (and joins).
+        let starts = |k: &DemandRound, milli: u64, mode: BoardMode| {
+            mode == BoardMode::Post
+                && milli > 0
+                && standings.get(&k.key).is_none_or(|s| s.asking == 0)
+        };
+        let announce: Vec<String> = (keys.iter().zip(&planned))
+            .filter(|((k, _), (milli, mode))| starts(k, *milli, *mode))
+            .map(|((k, _), _)| k.key.clone())
+            .collect();
+        // A margin of two intervals for the instances' clocks; at first, all that is kept.
+        let since = self
+            .last_read
+            .lock()
+            .map_or(now.as_micros().saturating_sub(micros(hold)), |t| {
+                t.as_micros().saturating_sub(2 * micros(self.interval))
+            });
+        let times = (now, Timestamp::from_micros(since), hold);
+        let call = (self.global).region_members((&names, own), self.member, times, &announce);
+        let (asked, members) = match Box::pin(call).await {
+            Ok(r) => r,
+            Err(e) => {
+                *self.standings.lock() = standings;
+                return Err(e.to_string());
+            }
+        };
+        *self.last_read.lock() = Some(now);
+        let asked: HashSet<String> = asked.into_iter().collect();
         let (now_ms, interval_ms) = (now.as_micros() / 1000, millis(self.interval));
         let presence: HashMap<&str, Presence> = (names.iter())
             .zip(members.iter().map(|m| Presence::of(m, now_ms, interval_ms)))
             .map(|(n, p)| (n.as_str(), p))
             .collect();
-        let mut standings = std::mem::take(&mut *self.standings.lock());
-        let turns: Vec<BoardTurn> = (keys.iter())
-            .map(|(k, me)| {
-                let per_second = k.hits as f64 / secs;
-                let milli = milli(per_second);
-                let standing = standings.entry(k.key.clone()).or_default();
-                BoardTurn {
-                    boards: (k.regions.shares.keys())
-                        .map(|r| board_name(&k.key, r))
-                        .collect(),
-                    own: *me,
-                    milli,
-                    mode: standing.mode(k, milli, per_second, ENTRY_INTERVALS),
-                }
+        // Only keys this instance is on the board of, starts posting, or another instance
+        // announced cost a call: a key nobody else asks for costs nothing global.
+        let calling: Vec<(&(DemandRound, usize), (u64, BoardMode))> = (keys.iter().zip(planned))
+            .filter(|((k, _), (_, mode))| {
+                *mode != BoardMode::PostIfContested
+                    || standings.get(&k.key).is_some_and(|s| s.rounds_on > 0)
+                    || asked.contains(&k.key)
+            })
+            .collect();
+        let turns: Vec<BoardTurn> = (calling.iter())
+            .map(|((k, me), (milli, mode))| BoardTurn {
+                boards: (k.regions.shares.keys())
+                    .map(|r| board_name(&k.key, r))
+                    .collect(),
+                own: *me,
+                milli: *milli,
+                mode: *mode,
             })
             .collect();
         let ttl = hold;
@@ -219,7 +261,8 @@ impl RegionSync {
         };
         let unseen = Presence::Unseen;
         let mut on_board = 0;
-        for ((k, me), (turn, reply)) in keys.iter().zip(turns.iter().zip(&replies)) {
+        for ((k, me), (turn, reply)) in calling.iter().map(|c| c.0).zip(turns.iter().zip(&replies))
+        {
             let presence: Vec<&Presence> = (k.regions.shares.keys())
                 .map(|r| presence.get(r.as_str()).unwrap_or(&unseen))
                 .collect();
@@ -259,4 +302,8 @@ fn milli(per_second: f64) -> u64 {
 
 fn millis(d: Duration) -> u64 {
     u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
+}
+
+fn micros(d: Duration) -> u64 {
+    u64::try_from(d.as_micros()).unwrap_or(u64::MAX)
 }

@@ -2,7 +2,9 @@
 //! `lua/region_members.lua`): one script call per key over the key's boards of every listed region,
 //! the calls of one sync round sent together (one pipeline per [`CHUNK`] keys; on Redis Cluster,
 //! where a pipeline must stay in one hash slot, one call per key, [`CONCURRENT`] at a time), and
-//! one call per round that says which instances of each region are alive. Off the request path;
+//! one call per round that says which instances of each region are alive and which keys an
+//! instance started posting (only those, and the keys an instance is on the board of, cost
+//! calls). Off the request path;
 //! each pipeline or call is bounded by the global store's response timeout.
 
 use std::sync::LazyLock;
@@ -95,6 +97,9 @@ pub fn members_name(region: &str) -> String {
     format!("{{ratelimitd_regions}}:members:{region}")
 }
 
+/// The keys instances started posting, by when (in the members' hash slot).
+const ASKING: &str = "{ratelimitd_regions}:asking";
+
 impl RedisStore {
     /// Runs every turn of a round as instance `member` at `now`, entries living `ttl`; one reply
     /// per turn, in order.
@@ -116,7 +121,7 @@ impl RedisStore {
                 t.mode.code(),
                 0,
             ];
-            (t.boards.clone(), args.to_vec())
+            (t.boards.clone(), args.iter().map(u64::to_string).collect())
         });
         let replies = self.invoke_all(&BOARD, calls.collect(), "demand").await?;
         replies
@@ -129,36 +134,42 @@ impl RedisStore {
             .collect()
     }
 
-    /// Records that instance `member` of region `regions[own]` runs a round at `now` and reads
-    /// every region's live instances (instance, last round in ms); instances silent for `hold`
-    /// are dropped.
+    /// Records that instance `member` of region `regions[own]` runs a round at `now` and starts
+    /// posting the keys `announce`; reads the keys announced since `since` and every region's
+    /// live instances (instance, last round in ms). Instances silent for `hold`, and keys
+    /// announced longer ago, are dropped.
     pub async fn region_members(
         &self,
-        regions: &[String],
-        own: usize,
+        (regions, own): (&[String], usize),
         member: u64,
-        now: Timestamp,
-        hold: Duration,
-    ) -> Result<Entries, StoreError> {
-        let keys = regions.iter().map(|r| members_name(r)).collect();
-        let args = vec![
-            own as u64 + 1,
-            member,
-            now.as_micros() / 1000,
-            millis(hold),
-            0,
+        (now, since, hold): (Timestamp, Timestamp, Duration),
+        announce: &[String],
+    ) -> Result<(Vec<String>, Entries), StoreError> {
+        let mut keys: Vec<String> = regions.iter().map(|r| members_name(r)).collect();
+        keys.push(ASKING.to_string());
+        let ms = |t: Timestamp| (t.as_micros() / 1000).to_string();
+        let mut args = vec![
+            (own + 1).to_string(),
+            member.to_string(),
+            ms(now),
+            millis(hold).to_string(),
+            ms(since),
         ];
-        let mut replies = self
-            .invoke_all(&MEMBERS, vec![(keys, args)], "members")
-            .await?;
-        entries(&replies.pop().unwrap_or_default())
+        args.extend(announce.iter().cloned());
+        args.push("0".into());
+        let mut replies = (self.invoke_all(&MEMBERS, vec![(keys, args)], "members")).await?;
+        let flat = replies.pop().unwrap_or_default();
+        let bad = || StoreError::Unavailable(format!("the global store answered {flat:?}"));
+        let n: usize = flat.first().and_then(|n| n.parse().ok()).ok_or_else(bad)?;
+        let asked = flat.get(1..=n).ok_or_else(bad)?.to_vec();
+        Ok((asked, entries(&flat[n + 1..])?))
     }
 
     /// Runs `script` once per (keys, args): pipelined in chunks, or on Cluster one call each.
     async fn invoke_all(
         &self,
         script: &'static Script,
-        calls: Vec<(Vec<String>, Vec<u64>)>,
+        calls: Vec<(Vec<String>, Vec<String>)>,
         what: &str,
     ) -> Result<Vec<Vec<String>>, StoreError> {
         let conn = self.main.resolved();
@@ -201,7 +212,7 @@ impl RedisStore {
 }
 
 /// One call of `script` with `keys` and `args`.
-fn invocation<'s>(script: &'s Script, keys: &[String], args: &[u64]) -> ScriptInvocation<'s> {
+fn invocation<'s>(script: &'s Script, keys: &[String], args: &[String]) -> ScriptInvocation<'s> {
     let mut inv = script.prepare_invoke();
     for k in keys {
         inv.key(k);
