@@ -29,7 +29,7 @@ use crate::store::redis::region_demand::{BoardMode, BoardReply};
 pub const RISE_AFTER: u32 = 3;
 
 /// One instance's standing on one key's board, across rounds.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct Standing {
     /// Rounds in a row its entry has been on the board.
     pub rounds_on: u32,
@@ -39,9 +39,27 @@ pub struct Standing {
     pub written: Option<(u64, u32)>,
     /// Leave at the next round.
     pub leave: bool,
+    /// The hits and seconds of its last [`DEMAND_ROUNDS`] rounds, oldest first overwritten.
+    recent: [(u64, f64); DEMAND_ROUNDS],
+    /// Rounds recorded so far.
+    rounds: usize,
 }
 
+/// Rounds a demand is measured over: a key asked less than once a round still shows a steady
+/// demand, instead of one that comes and goes (and a post and a leave each time).
+pub const DEMAND_ROUNDS: usize = 8;
+
 impl Standing {
+    /// Records this round's `hits` over `secs`; the demand in requests per second over the last
+    /// [`DEMAND_ROUNDS`] rounds.
+    pub fn demand(&mut self, hits: u64, secs: f64) -> f64 {
+        self.recent[self.rounds % DEMAND_ROUNDS] = (hits, secs);
+        self.rounds = self.rounds.saturating_add(1);
+        let seen = &self.recent[..self.rounds.min(DEMAND_ROUNDS)];
+        let (hits, secs) = (seen.iter()).fold((0, 0.0), |(h, s), r| (h + r.0, s + r.1));
+        hits as f64 / f64::max(secs, 0.001)
+    }
+
     /// What to do on the key's own board this round, with a demand of `milli` thousandths and
     /// entries living `ttl_rounds` rounds.
     pub fn mode(&self, k: &DemandRound, milli: u64, per_second: f64, ttl_rounds: u32) -> BoardMode {
@@ -50,7 +68,10 @@ impl Standing {
         }
         if self.rounds_on > 0 {
             return match self.written {
-                Some((w, age)) if w == milli && age < ttl_rounds / 2 => BoardMode::Read,
+                // Within an eighth of what is on the board: not worth a write.
+                Some((w, age)) if w.abs_diff(milli) <= w / 8 && age < ttl_rounds / 2 => {
+                    BoardMode::Read
+                }
                 _ => BoardMode::Post,
             };
         }
@@ -81,7 +102,11 @@ impl Standing {
         };
         let mine = (reply.regions.get(me)).and_then(|e| e.iter().find(|(m, _)| *m == member));
         let Some(&(_, asked)) = mine else {
-            *self = Standing::default();
+            *self = Standing {
+                recent: self.recent,
+                rounds: self.rounds,
+                ..Standing::default()
+            };
             return None;
         };
         self.rounds_on = self.rounds_on.saturating_add(1);
@@ -226,5 +251,18 @@ mod tests {
         }
         let next = s.settle(&k, (0, 7, 5_000), &asks, &both).unwrap();
         assert!((next - 0.2).abs() < 1e-9, "{next}");
+    }
+
+    /// A key asked once every four rounds of a second shows a quarter of a request a second in
+    /// every round, not 1 and 0 by turns.
+    #[test]
+    fn demand_is_measured_over_the_last_rounds() {
+        let mut s = Standing::default();
+        let got: Vec<f64> = (0..12)
+            .map(|i| s.demand(u64::from(i % 4 == 3), 1.0))
+            .collect();
+        assert_eq!(&got[..4], &[0.0, 0.0, 0.0, 0.25]);
+        assert!(got[7..].iter().all(|d| (d - 0.25).abs() < 1e-9), "{got:?}");
+        assert_eq!(Standing::default().demand(30, 10.0), 3.0);
     }
 }

@@ -190,9 +190,9 @@ impl RegionSync {
         let mut standings = std::mem::take(&mut *self.standings.lock());
         let planned: Vec<(u64, BoardMode)> = (keys.iter())
             .map(|(k, _)| {
-                let per_second = k.hits as f64 / secs;
-                let milli = milli(per_second);
                 let standing = standings.entry(k.key.clone()).or_default();
+                let per_second = standing.demand(k.hits, secs);
+                let milli = milli(per_second);
                 (milli, standing.mode(k, milli, per_second, ENTRY_INTERVALS))
             })
             .collect();
