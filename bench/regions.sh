@@ -6,11 +6,13 @@
 #     the server pinned to core 0, the load generator to core 1; the ratio of the means;
 #  2. global-store commands per second per region for 10 000 active keys, counted by the global
 #     redis-server (INFO commandstats): the keys used in one region only (eu), then every key
-#     used in two regions (eu and us), each under a small limit their demand presses on.
+#     used in two regions (eu and us), each under a small limit their demand presses on, after
+#     WARM_SECONDS for the keys' shares to settle (a key used alone climbs to its whole share).
 # Every run is bounded by its seconds; nothing here asserts a time. Needs redis-server,
 # redis-cli, taskset and curl; Linux only.
 #
 #   bench/regions.sh          # ROUNDS=3 SECONDS_PER_RUN=8 CONCURRENCY=64 KEYS=10000 RATE=2000
+#                             # WARM_SECONDS=40; ONLY=2 runs the second part only
 #   PROFILE=debug SKIP_BUILD=1 bench/regions.sh   # with binaries already built (the command
 #                                                 # counts do not depend on the build; CPU does)
 set -euo pipefail
@@ -22,7 +24,7 @@ SECS=${SECONDS_PER_RUN:-8}
 CONC=${CONCURRENCY:-64}
 KEYS=${KEYS:-10000}
 RATE=${RATE:-2000}
-WARM=${WARM_SECONDS:-15}
+WARM=${WARM_SECONDS:-40}
 for tool in redis-server redis-cli taskset curl; do
   command -v "$tool" >/dev/null || { echo "needs $tool" >&2; exit 1; }
 done
@@ -62,7 +64,7 @@ limit() { printf 'domain: bench\ndescriptors:\n  - key: k\n    rate_limit: {unit
 mkdir -p "$work/plain" "$work/world" "$work/small"
 limit hour 1000000000 '' >"$work/plain/bench.yaml"
 limit hour 1000000000 ', regions: {shares: {eu: 0.5, us: 0.5}, follow_demand: true}' >"$work/world/bench.yaml"
-limit minute 10 ', regions: {shares: {eu: 0.5, us: 0.5}, follow_demand: true}' >"$work/small/bench.yaml"
+limit minute 2 ', regions: {shares: {eu: 0.5, us: 0.5}, follow_demand: true}' >"$work/small/bench.yaml"
 
 # Starts instance $1 (ports BASE_PORT + 10 × $1 …) on cores $2, config dir $3, regional Redis $4,
 # with the extra environment "${@:5}"; sets server$1.
@@ -87,6 +89,7 @@ start() {
 stop() { local p; p=$(eval echo "\$server$1"); kill "$p"; wait "$p" 2>/dev/null || true; }
 region() { echo REGION="$1" GLOBAL_REDIS_SOCKET_TYPE=tcp GLOBAL_REDIS_URL="$global"; }
 
+if [ "${ONLY:-}" != 2 ]; then
 echo "== 1. decisions per server CPU-second, a worldwide limit with regions against the same without"
 echo "   ($KEYS keys, $CONC in flight, ${SECS}s a run, $ROUNDS rounds each, alternating; $PROFILE build)"
 for r in $(seq "$ROUNDS"); do
@@ -108,6 +111,7 @@ awk '{sum[$1] += $2; n[$1]++} END {
   p = sum["plain"] / n["plain"]; w = sum["world"] / n["world"]
   printf "   mean: without regions %.0f, with regions %.0f: ratio %.3f\n", p, w, w / p
 }' "$work/cpu"
+fi
 
 # Commands the global store ran per second since the last reset, by name, over $1 seconds.
 commands() {
@@ -130,7 +134,7 @@ measure() {
 }
 
 echo "== 2. global-store commands per second for $KEYS active keys (${RATE}/s per region," \
-  "a limit of 10 a minute, REGION_SYNC_INTERVAL=1s; counted over ${SECS}s after ${WARM}s)"
+  "a limit of 2 a minute, REGION_SYNC_INTERVAL=1s; counted over ${SECS}s after ${WARM}s)"
 rcli 9 flushall >/dev/null
 # shellcheck disable=SC2046
 start 1 0 small 1 $(region eu)

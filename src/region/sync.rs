@@ -40,6 +40,10 @@ pub const ENTRY_INTERVALS: u32 = 30;
 /// The global store's breaker, in logs and metrics.
 pub const BREAKER_TARGET: &str = "global";
 
+/// A key that goes through the boards this round (with this region's index among its listed
+/// ones), its demand in thousandths and what it does on its own board.
+type Calling<'k> = (&'k (DemandRound, usize), (u64, BoardMode));
+
 /// How the last rounds went, for the status page, `/rlconfig` and the metrics.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct SyncStatus {
@@ -137,9 +141,10 @@ impl RegionSync {
         let keys = self.shares.take_round();
         let permit = self.breaker.as_ref().map(|b| b.permit());
         let result = match permit {
-            Some(Permit::Rejected) => Err(format!(
+            Some(Permit::Rejected) => Err(
                 "the global store's circuit breaker is open; no call until its cool-down passes"
-            )),
+                    .to_string(),
+            ),
             _ => self.exchange(keys, secs, now).await,
         };
         if let (Some(b), Some(p)) = (&self.breaker, permit) {
@@ -232,7 +237,7 @@ impl RegionSync {
             .collect();
         // Only keys this instance is on the board of, starts posting, or another instance
         // announced cost a call: a key nobody else asks for costs nothing global.
-        let calling: Vec<(&(DemandRound, usize), (u64, BoardMode))> = (keys.iter().zip(planned))
+        let calling: Vec<Calling<'_>> = (keys.iter().zip(planned))
             .filter(|((k, _), (_, mode))| {
                 *mode != BoardMode::PostIfContested
                     || standings.get(&k.key).is_some_and(|s| s.rounds_on > 0)

@@ -1,7 +1,7 @@
 //! The regions' demand exchange on the global store (`lua/region_demand.lua`,
 //! `lua/region_members.lua`): one script call per key over the key's boards of every listed region,
 //! the calls of one sync round sent together (one pipeline per [`CHUNK`] keys; on Redis Cluster,
-//! where a pipeline must stay in one hash slot, one call per key, [`CONCURRENT`] at a time), and
+//! where a pipeline must stay in one hash slot, one call per key, 32 at a time), and
 //! one call per round that says which instances of each region are alive and which keys an
 //! instance started posting (only those, and the keys an instance is on the board of, cost
 //! calls). Off the request path;

@@ -172,7 +172,7 @@ impl RegionShares {
 
 /// `limit` in requests per second (0 for a limit without a unit, which never presses).
 fn rate_of(limit: &Limit) -> f64 {
-    let secs = limit.unit.map_or(0, |u| u.seconds());
+    let secs = limit.unit.map_or(0, crate::config::Unit::seconds);
     if secs == 0 {
         return 0.0;
     }
