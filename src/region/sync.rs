@@ -55,7 +55,7 @@ pub struct SyncStatus {
     pub failing: bool,
     /// The last failure's error.
     pub last_error: Option<String>,
-    /// Keys the last successful round ran through the boards.
+    /// Active keys of `follow_demand` limits at the last successful round.
     pub keys: usize,
     /// Of those, the keys this instance is on the board for (contested, or climbing).
     pub on_board: usize,
