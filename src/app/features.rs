@@ -59,6 +59,23 @@ pub(super) async fn start(
     } = shared;
     let (clock, config, metrics) = (&base.clock, &base.config, &base.metrics);
     let redis = base.stores.redis.as_ref();
+    let region_deps = RegionDeps {
+        clock,
+        redis: &settings.redis,
+        resilience: &settings.resilience,
+        manual: base.manual_clock.is_some(),
+        background: bg.reborrow(),
+    };
+    let regions = crate::region::start(&settings.region, region_deps).await;
+    if let Some(m) = metrics {
+        let (regions, config) = (regions.clone(), config.clone());
+        m.set_regions(Arc::new(move || regions.report(&config)));
+    }
+    // The regional store's breakers and the global store's, for the metrics and the console.
+    let breakers = readers::breakers(redis, &regions);
+    if let (Some(m), Some(b)) = (metrics, &breakers) {
+        m.set_breakers(b.clone());
+    }
     let db = policy.policy.as_ref().ok();
     let violations = &settings.policy.violations;
     let violation_deps = ViolationDeps {
@@ -71,7 +88,7 @@ pub(super) async fn start(
     let insight_deps = InsightDeps {
         clock,
         metrics: metrics.as_ref(),
-        breakers: readers::breakers(redis),
+        breakers,
         fleet: base.fleet.as_ref().map(|f| f.status_line()),
         config,
         overrides: &policy.overrides,
@@ -94,18 +111,6 @@ pub(super) async fn start(
         stop,
     };
     let rlqs = crate::rlqs::start(&settings.rlqs, rlqs_deps);
-    let region_deps = RegionDeps {
-        clock,
-        redis: &settings.redis,
-        resilience: &settings.resilience,
-        manual: base.manual_clock.is_some(),
-        background: bg.reborrow(),
-    };
-    let regions = crate::region::start(&settings.region, region_deps).await;
-    if let Some(m) = metrics {
-        let (regions, config) = (regions.clone(), config.clone());
-        m.set_regions(Arc::new(move || regions.report(&config)));
-    }
     Features {
         observers,
         insight: insight.insight,

@@ -11,6 +11,7 @@ use crate::insight::{About, BreakerStates, Insight};
 use crate::limiter::LimiterOptions;
 use crate::metrics::{ConfigLoads, LoadCounts};
 use crate::policy::violations::instance_name;
+use crate::region::Regional;
 use crate::reload::ConfigHandle;
 use crate::settings::{Backend, RedisKind, Settings};
 use crate::store::Store;
@@ -34,10 +35,25 @@ pub(super) fn config_version(config: &Arc<ConfigHandle>) -> ConfigVersion {
     Arc::new(move || config.snapshot().map_or(0, |s| s.version))
 }
 
-/// Reads the Redis store's breakers, for the console (`None` on the memory store).
-pub(super) fn breakers(redis: Option<&Arc<RedisStore>>) -> Option<BreakerStates> {
-    let redis = redis?.clone();
-    Some(Arc::new(move || redis.breaker_reports()))
+/// Reads the Redis store's breakers and the global store's (`None` when there are neither: the
+/// memory store without regions).
+pub(super) fn breakers(
+    redis: Option<&Arc<RedisStore>>,
+    regions: &Regional,
+) -> Option<BreakerStates> {
+    let global = regions.sync.is_some().then(|| regions.clone());
+    if redis.is_none() && global.is_none() {
+        return None;
+    }
+    let redis = redis.cloned();
+    Some(Arc::new(move || {
+        let mut all = redis
+            .as_ref()
+            .map(|r| r.breaker_reports())
+            .unwrap_or_default();
+        all.extend(global.iter().flat_map(Regional::breaker_reports));
+        all
+    }))
 }
 
 /// The console's line about this instance: version, name, backend, start time.

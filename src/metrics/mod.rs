@@ -116,8 +116,9 @@ pub struct Metrics {
     pub(crate) store_latency: Striped<Histogram>,
     pub(crate) config_loads: LoadCounts,
     pub(crate) memory_keys: Option<KeyCount>,
-    /// Reads the Redis circuit breakers' states, when there are breakers.
-    pub(crate) breakers: Option<BreakerReports>,
+    /// Reads the circuit breakers' states (the Redis store's, the global store's), once they
+    /// exist (the global store's sync is built after the metrics).
+    pub(crate) breakers: OnceLock<BreakerReports>,
     /// Reads the hot-key rankings, once they exist (they are built after the metrics).
     pub(crate) hot_keys: OnceLock<HotKeyCounts>,
     /// Reads the token lease totals, on the Redis store.
@@ -202,7 +203,7 @@ impl Metrics {
             store_latency,
             config_loads,
             memory_keys,
-            breakers: None,
+            breakers: OnceLock::new(),
             hot_keys: OnceLock::new(),
             leases: None,
             regions: OnceLock::new(),
@@ -213,10 +214,10 @@ impl Metrics {
         }
     }
 
-    /// Exports the Redis circuit breakers that `reports` reads (state gauge, transitions).
-    pub fn with_breakers(mut self, reports: BreakerReports) -> Metrics {
-        self.breakers = Some(reports);
-        self
+    /// Exports the circuit breakers that `reports` reads (state gauge, transitions; the first
+    /// reader set stays).
+    pub fn set_breakers(&self, reports: BreakerReports) {
+        let _ = self.breakers.set(reports);
     }
 
     /// Exports the regional shares and sync state that `read` reads (the first reader set stays).

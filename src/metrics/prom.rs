@@ -201,7 +201,7 @@ impl Collector for MetricsCollector {
         ] {
             inc(i, &[], v.load(Ordering::Relaxed));
         }
-        let breakers = m.breakers.as_ref().map(|b| b()).unwrap_or_default();
+        let breakers = m.breakers.get().map(|b| b()).unwrap_or_default();
         for r in &breakers {
             inc(13, &[r.target, "open"], r.opened);
             inc(13, &[r.target, "half_open"], r.half_opened);

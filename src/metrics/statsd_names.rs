@@ -48,7 +48,7 @@ impl Metrics {
                 out.push((format!("ratelimit_server.{method}.total_requests"), v));
             }
         }
-        for r in self.breakers.as_ref().map(|b| b()).unwrap_or_default() {
+        for r in self.breakers.get().map(|b| b()).unwrap_or_default() {
             // A Cluster master is named `host:port`: a colon would end a StatsD name and a dot
             // would add levels, so both become `_` there (Prometheus labels keep the address).
             let target = r.target.replace([':', '.'], "_");

@@ -1,6 +1,7 @@
 //! The stats' part of startup: the counters the settings ask for (none with `DISABLE_STATS`),
 //! with the readers they export at scrape or flush time (configuration loads, the memory store's
-//! size, the Redis breakers and leases, the fleet's gauges), and the sink the limiter reports
+//! size, the Redis leases, the fleet's gauges; the breakers are set once the global store's
+//! sync exists), and the sink the limiter reports
 //! each decision to. The sink's listener or flusher starts with the other listeners
 //! ([`super::sinks::start`]).
 
@@ -18,7 +19,7 @@ pub struct MetricsDeps<'a> {
     pub loads: LoadCounts,
     /// The memory store, whose keys and bytes are gauges.
     pub memory: Option<&'a Arc<MemoryStore>>,
-    /// The Redis store, whose breakers and lease totals are exported.
+    /// The Redis store, whose lease totals are exported.
     pub redis: Option<&'a Arc<RedisStore>>,
     /// Gauges of another part (the fleet's peers).
     pub gauges: Option<GaugeReport>,
@@ -62,12 +63,7 @@ pub fn start(options: &Observability, deps: MetricsDeps<'_>) -> MetricsHandle {
         let metrics = Metrics::new(options.stats_max_keys, deps.loads, keys, statsd)
             .with_clock(deps.clock.clone());
         let metrics = match deps.redis.cloned() {
-            Some(redis) => {
-                let leases = redis.clone();
-                metrics
-                    .with_breakers(Arc::new(move || redis.breaker_reports()))
-                    .with_leases(Arc::new(move || leases.lease_totals()))
-            }
+            Some(redis) => metrics.with_leases(Arc::new(move || redis.lease_totals())),
             None => metrics,
         };
         if let Some(gauges) = deps.gauges {

@@ -8,12 +8,14 @@
 //!   lines, [`Regional::gauges`] the metrics.
 
 mod check;
+mod engage;
+mod members;
 mod sync;
 mod view;
 mod wiring;
 
 pub use check::RegionCheck;
 pub use ratelimitd_core::region::{DemandRound, FollowDemand, RegionShares, Regions, share, table};
-pub use sync::{ENTRY_INTERVALS, RegionSync, SyncStatus};
+pub use sync::{BREAKER_TARGET, ENTRY_INTERVALS, RegionSync, SyncStatus};
 pub use view::ShareGauge;
 pub use wiring::{RegionDeps, Regional, start};

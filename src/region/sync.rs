@@ -1,52 +1,64 @@
-//! The sync of demand-following shares: every `REGION_SYNC_INTERVAL`, each instance posts its
-//! demand for every active key of a `follow_demand` limit to the global store and reads every
-//! listed region's, then moves this region's share of the key toward its share of the demand
-//! ([`share::demand_shares`]; down by at most `max_step` per sync, up by less:
-//! [`share::step_own`]).
+//! The sync of demand-following shares: every `REGION_SYNC_INTERVAL`, each instance records that
+//! it is alive and announces the keys it starts posting (`lua/region_members.lua`, one call,
+//! which also answers the keys other instances announced), then runs through the key's demand
+//! boards (`lua/region_demand.lua`, one script call per key, all of them pipelined) every active
+//! key of a `follow_demand` limit that it is on the board of, starts posting, or saw announced,
+//! and moves its region's share of each key it is on the board for ([`super::engage`]: who
+//! posts, who leaves, when a share may rise). A key no other instance asks for costs no call.
 //!
-//! The global store holds the quota service's demand board (`lua/rlqs_demand.lua`), one hash per
-//! key and region, `<key>:region:<region>`, with one field per instance of that region: a region's
-//! demand is the sum of its instances' (so N instances of a region never count it N times, and no
-//! instance needs to be elected). An entry lives [`ENTRY_INTERVALS`] intervals: a region cut off
-//! from the global store keeps its last demand on the board that long, so the others keep its
-//! share instead of taking it. A key active in one region only still costs that region one
-//! post and one read per listed region each interval; keys idle for
+//! The global store holds the quota service's demand board format, one hash per key and region,
+//! with one field per instance: a region's demand is the sum of its instances' (so N instances of
+//! a region never count it N times, and no instance needs to be elected). An entry lives
+//! [`ENTRY_INTERVALS`] intervals; entries of an instance that stopped running rounds while its
+//! region goes on stop counting after two ([`super::members`]), so a restarted instance's old
+//! demand does not linger, while a region cut off as a whole keeps its demand on the board that
+//! long and the others do not take its share. Keys idle for
 //! [`crate::region::table::IDLE_ROUNDS`] rounds are dropped.
 //!
-//! A round that cannot reach the global store changes no share: the region keeps enforcing the
-//! last one (never the whole limit, never zero), and the next round catches up.
+//! The calls go through the global store's own circuit breaker (target `global`, settings
+//! `REDIS_BREAKER_*`): once it opens, rounds make no call until its cool-down has passed, then one
+//! round probes. A round that cannot reach the global store changes no share: the region keeps
+//! enforcing the last one (never the whole limit, never zero), and the next round catches up.
 
+use std::collections::{BTreeSet, HashMap, HashSet};
 use std::sync::Arc;
 use std::time::Duration;
 
-use futures_util::StreamExt;
 use parking_lot::Mutex;
 
+use super::engage::Standing;
+use super::members::Presence;
 use crate::clock::{Clock, Timestamp};
-use crate::region::share;
 use crate::region::{DemandRound, RegionShares};
+use crate::resilience::{Breaker, BreakerReport, Permit};
 use crate::store::redis::RedisStore;
-use crate::store::redis::quota_demand::DemandPost;
+use crate::store::redis::region_demand::{BoardMode, BoardTurn, board_name};
 
 /// Intervals a posted demand lives on the board.
 pub const ENTRY_INTERVALS: u32 = 30;
 
-/// Keys exchanged at once in a round.
-const CONCURRENT_KEYS: usize = 32;
+/// The global store's breaker, in logs and metrics.
+pub const BREAKER_TARGET: &str = "global";
+
+/// A key that goes through the boards this round (with this region's index among its listed
+/// ones), its demand in thousandths and what it does on its own board.
+type Calling<'k> = (&'k (DemandRound, usize), (u64, BoardMode));
 
 /// How the last rounds went, for the status page, `/rlconfig` and the metrics.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct SyncStatus {
-    /// When the last round that reached the global store for every key ended.
+    /// When the last round that reached the global store ended.
     pub last_ok: Option<Timestamp>,
-    /// Rounds that failed for at least one key.
+    /// Rounds that failed (or that the open breaker kept from the global store).
     pub failures: u64,
     /// Whether the last round failed.
     pub failing: bool,
     /// The last failure's error.
     pub last_error: Option<String>,
-    /// Keys synced by the last round.
+    /// Active keys of `follow_demand` limits at the last successful round.
     pub keys: usize,
+    /// Of those, the keys this instance is on the board for (contested, or climbing).
+    pub on_board: usize,
 }
 
 /// One instance's sync with the global store.
@@ -58,18 +70,23 @@ pub struct RegionSync {
     member: u64,
     interval: Duration,
     clock: Arc<dyn Clock>,
+    breaker: Option<Arc<Breaker>>,
     last_round: Mutex<Option<Timestamp>>,
+    /// When the last round read the announced keys.
+    last_read: Mutex<Option<Timestamp>>,
+    standings: Mutex<HashMap<String, Standing>>,
     status: Mutex<SyncStatus>,
 }
 
 impl RegionSync {
-    /// A sync of `shares` (whose region is set) through `global`, as instance `member`.
+    /// A sync of `shares` (whose region is set) through `global`, as instance `member`, behind
+    /// `breaker` (none: every round calls).
     pub fn new(
         shares: Arc<RegionShares>,
         global: Arc<RedisStore>,
         member: u64,
-        interval: Duration,
-        clock: Arc<dyn Clock>,
+        (interval, clock): (Duration, Arc<dyn Clock>),
+        breaker: Option<Breaker>,
     ) -> RegionSync {
         RegionSync {
             region: shares.region().unwrap_or_default().to_string(),
@@ -78,7 +95,10 @@ impl RegionSync {
             member,
             interval,
             clock,
+            breaker: breaker.map(Arc::new),
             last_round: Mutex::new(None),
+            last_read: Mutex::new(None),
+            standings: Mutex::default(),
             status: Mutex::new(SyncStatus::default()),
         }
     }
@@ -93,6 +113,11 @@ impl RegionSync {
         &self.shares
     }
 
+    /// The global store's breaker (none when `REDIS_BREAKER_FAILURES` is 0).
+    pub fn breaker_reports(&self) -> Vec<BreakerReport> {
+        self.breaker.iter().map(|b| b.report()).collect()
+    }
+
     /// How long ago the last successful round ended (`None`: never).
     pub fn age(&self) -> Option<Duration> {
         let last = self.status.lock().last_ok?;
@@ -100,8 +125,8 @@ impl RegionSync {
         Some(Duration::from_micros(now.saturating_sub(last.as_micros())))
     }
 
-    /// One round: posts this instance's demand per active key, reads every region's, moves the
-    /// shares. Keys the global store does not answer for keep their shares.
+    /// One round: says this instance is alive, runs every active key through its boards, moves
+    /// the shares. Without an answer (or with the breaker open) no share changes.
     pub async fn round(&self) {
         let now = self.clock.now();
         let elapsed = {
@@ -114,25 +139,30 @@ impl RegionSync {
         };
         let secs = elapsed.as_secs_f64().max(0.001);
         let keys = self.shares.take_round();
-        let count = keys.len();
-        let results: Vec<Result<(), String>> = futures_util::stream::iter(keys)
-            .map(|k| self.sync_key(k, secs, now))
-            .buffer_unordered(CONCURRENT_KEYS)
-            .collect()
-            .await;
-        let error = results.into_iter().find_map(Result::err);
+        let permit = self.breaker.as_ref().map(|b| b.permit());
+        let result = match permit {
+            Some(Permit::Rejected) => Err(
+                "the global store's circuit breaker is open; no call until its cool-down passes"
+                    .to_string(),
+            ),
+            _ => self.exchange(keys, secs, now).await,
+        };
+        if let (Some(b), Some(p)) = (&self.breaker, permit) {
+            b.record(p, result.is_ok());
+        }
         let mut status = self.status.lock();
-        status.keys = count;
-        match error {
-            None => {
+        match result {
+            Ok((keys, on_board)) => {
                 if status.failing {
                     tracing::info!(region = %self.region, "the global store answers again; region shares follow demand again");
                 }
                 status.failing = false;
                 status.last_ok = Some(self.clock.now());
+                status.keys = keys;
+                status.on_board = on_board;
                 self.shares.mark_synced();
             }
-            Some(e) => {
+            Err(e) => {
                 if !status.failing {
                     tracing::warn!(region = %self.region, error = %e, "cannot reach the global store; this region keeps its last shares until it can");
                 }
@@ -143,34 +173,115 @@ impl RegionSync {
         }
     }
 
-    /// Exchanges one key's demand with every listed region and applies the new vector.
-    async fn sync_key(&self, k: DemandRound, secs: f64, now: Timestamp) -> Result<(), String> {
-        let (Some(follow), Some(me)) = (k.regions.follow, k.regions.index_of(&self.region)) else {
-            return Ok(());
+    /// The round's calls and what they move: (keys run, keys on the board).
+    async fn exchange(
+        &self,
+        keys: Vec<DemandRound>,
+        secs: f64,
+        now: Timestamp,
+    ) -> Result<(usize, usize), String> {
+        let keys: Vec<(DemandRound, usize)> = (keys.into_iter())
+            .filter(|k| k.regions.follow.is_some())
+            .filter_map(|k| Some((k.regions.index_of(&self.region)?, k)))
+            .map(|(me, k)| (k, me))
+            .collect();
+        let mut names: BTreeSet<&str> = (keys.iter())
+            .flat_map(|(k, _)| k.regions.shares.keys().map(String::as_str))
+            .collect();
+        names.insert(&self.region);
+        let names: Vec<String> = names.into_iter().map(str::to_string).collect();
+        let own = names.iter().position(|n| *n == self.region).unwrap_or(0);
+        let hold = self.interval * ENTRY_INTERVALS;
+        let mut standings = std::mem::take(&mut *self.standings.lock());
+        let planned: Vec<(u64, BoardMode)> = (keys.iter())
+            .map(|(k, _)| {
+                let standing = standings.entry(k.key.clone()).or_default();
+                let per_second = standing.demand(k.hits, secs);
+                let milli = milli(per_second);
+                (milli, standing.mode(k, milli, per_second, ENTRY_INTERVALS))
+            })
+            .collect();
+        // A demand that starts showing on a board is announced, so that every instance holding a
+        // share of the key off the board looks at it this round (and joins).
+        let starts = |k: &DemandRound, milli: u64, mode: BoardMode| {
+            mode == BoardMode::Post
+                && milli > 0
+                && standings.get(&k.key).is_none_or(|s| s.asking == 0)
         };
-        let ttl = self.interval * ENTRY_INTERVALS;
-        let mut demands = Vec::with_capacity(k.regions.shares.len());
-        for region in k.regions.shares.keys() {
-            let mine = *region == self.region;
-            let turn = DemandPost {
-                member: self.member,
-                milli: if mine { milli(k.hits as f64 / secs) } else { 0 },
-                now,
-                ttl,
-                post: mine,
-            };
-            let board = format!("{}:region:{region}", k.key);
-            let call = Box::pin(self.global.exchange_demand(&board, turn));
-            let values = call.await.map_err(|e| e.to_string())?;
-            // The caller's own entry leads the answer; on another region's board it is not one.
-            let skip = usize::from(!mine);
-            let total: u64 = values.iter().skip(skip).sum();
-            demands.push(total as f64 / 1000.0);
+        let announce: Vec<String> = (keys.iter().zip(&planned))
+            .filter(|((k, _), (milli, mode))| starts(k, *milli, *mode))
+            .map(|((k, _), _)| k.key.clone())
+            .collect();
+        // A margin of two intervals for the instances' clocks; at first, all that is kept.
+        let since = self
+            .last_read
+            .lock()
+            .map_or(now.as_micros().saturating_sub(micros(hold)), |t| {
+                t.as_micros().saturating_sub(2 * micros(self.interval))
+            });
+        let times = (now, Timestamp::from_micros(since), hold);
+        let call = (self.global).region_members((&names, own), self.member, times, &announce);
+        let (asked, members) = match Box::pin(call).await {
+            Ok(r) => r,
+            Err(e) => {
+                *self.standings.lock() = standings;
+                return Err(e.to_string());
+            }
+        };
+        *self.last_read.lock() = Some(now);
+        let asked: HashSet<String> = asked.into_iter().collect();
+        let (now_ms, interval_ms) = (now.as_micros() / 1000, millis(self.interval));
+        let presence: HashMap<&str, Presence> = (names.iter())
+            .zip(members.iter().map(|m| Presence::of(m, now_ms, interval_ms)))
+            .map(|(n, p)| (n.as_str(), p))
+            .collect();
+        // Only keys this instance is on the board of, starts posting, or another instance
+        // announced cost a call: a key nobody else asks for costs nothing global.
+        let calling: Vec<Calling<'_>> = (keys.iter().zip(planned))
+            .filter(|((k, _), (_, mode))| {
+                *mode != BoardMode::PostIfContested
+                    || standings.get(&k.key).is_some_and(|s| s.rounds_on > 0)
+                    || asked.contains(&k.key)
+            })
+            .collect();
+        let turns: Vec<BoardTurn> = (calling.iter())
+            .map(|((k, me), (milli, mode))| BoardTurn {
+                boards: (k.regions.shares.keys())
+                    .map(|r| board_name(&k.key, r))
+                    .collect(),
+                own: *me,
+                milli: *milli,
+                mode: *mode,
+            })
+            .collect();
+        let ttl = hold;
+        let call = self.global.exchange_boards(self.member, now, ttl, &turns);
+        let replies = match Box::pin(call).await {
+            Ok(r) => r,
+            Err(e) => {
+                // Nothing happened on the boards: every standing stays as it was.
+                *self.standings.lock() = standings;
+                return Err(e.to_string());
+            }
+        };
+        let unseen = Presence::Unseen;
+        let mut on_board = 0;
+        for ((k, me), (turn, reply)) in calling.iter().map(|c| c.0).zip(turns.iter().zip(&replies))
+        {
+            let presence: Vec<&Presence> = (k.regions.shares.keys())
+                .map(|r| presence.get(r.as_str()).unwrap_or(&unseen))
+                .collect();
+            let standing = standings.entry(k.key.clone()).or_default();
+            let at = (*me, self.member, turn.milli);
+            if let Some(next) = standing.settle(k, at, reply, &presence) {
+                self.shares.apply(&k.key, next);
+                on_board += 1;
+            }
         }
-        let target = share::demand_shares(&demands, follow.floor)[me];
-        let next = share::step_own(k.share, target, follow.max_step, demands.len());
-        self.shares.apply(&k.key, next);
-        Ok(())
+        let active: HashSet<&str> = keys.iter().map(|(k, _)| k.key.as_str()).collect();
+        standings.retain(|key, _| active.contains(key.as_str()));
+        *self.standings.lock() = standings;
+        Ok((keys.len(), on_board))
     }
 
     /// Runs a round every interval until `stop`.
@@ -192,4 +303,12 @@ impl RegionSync {
 /// A demand in requests per second as the board holds it: thousandths.
 fn milli(per_second: f64) -> u64 {
     (per_second.max(0.0) * 1000.0).round() as u64
+}
+
+fn millis(d: Duration) -> u64 {
+    u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
+}
+
+fn micros(d: Duration) -> u64 {
+    u64::try_from(d.as_micros()).unwrap_or(u64::MAX)
 }

@@ -1,6 +1,6 @@
 //! What an operator sees of the regions: per regional limit, this region's share (the listed one,
 //! or with `follow_demand` the mean over the keys active here and how many there are), and how the
-//! sync with the global store goes. `/rlconfig` and the status page print [`Regional::describe`];
+//! sync with the global store goes (with its breaker's state). `/rlconfig` and the status page print [`Regional::describe`];
 //! the metrics export [`Regional::gauges`].
 
 use std::collections::HashMap;
@@ -10,6 +10,7 @@ use super::Regional;
 use crate::config::RateLimitConfig;
 use crate::metrics::region::RegionReport;
 use crate::reload::ConfigHandle;
+use crate::resilience::BreakerState;
 
 /// This region's share of one limit.
 #[derive(Debug, Clone, PartialEq)]
@@ -87,9 +88,17 @@ impl Regional {
                 .map_or("never".to_string(), |a| format!("{:.1}s ago", secs(a)));
             let state = if s.failing { "failing" } else { "ok" };
             let mut line = format!(
-                "region_sync: {state}, last success {age}, {} keys, {} failed rounds",
-                s.keys, s.failures
+                "region_sync: {state}, last success {age}, {} keys ({} on the board), {} failed rounds",
+                s.keys, s.on_board, s.failures
             );
+            for b in sync.breaker_reports() {
+                let breaker = match b.state {
+                    BreakerState::Closed => "closed",
+                    BreakerState::HalfOpen => "half-open",
+                    BreakerState::Open => "open",
+                };
+                line.push_str(&format!(", breaker {breaker}"));
+            }
             if let (true, Some(e)) = (s.failing, &s.last_error) {
                 line.push_str(&format!(", last error: {e}"));
             }

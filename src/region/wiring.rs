@@ -8,9 +8,10 @@ use std::hash::{BuildHasher, Hasher};
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::{RegionShares, RegionSync};
+use super::{BREAKER_TARGET, RegionShares, RegionSync};
 use crate::background::Background;
 use crate::clock::Clock;
+use crate::resilience::{Breaker, BreakerReport};
 use crate::settings::{RedisConfig, RegionSettings, Resilience};
 use crate::store::redis::RedisStore;
 
@@ -21,7 +22,7 @@ pub struct RegionDeps<'a> {
     pub clock: &'a Arc<dyn Clock>,
     /// The regional Redis settings, whose TLS files and timeouts the global store uses too.
     pub redis: &'a RedisConfig,
-    /// The circuit breaker settings, for the global store's breaker.
+    /// The circuit breaker settings, for the global store's own breaker.
     pub resilience: &'a Resilience,
     /// On the manual clock (tests), rounds run only when asked ([`RegionSync::round`]).
     pub manual: bool,
@@ -64,7 +65,7 @@ pub async fn start(settings: &RegionSettings, mut deps: RegionDeps<'_>) -> Regio
     };
     let store = Box::pin(RedisStore::start(&cfg)).await;
     let store = match store {
-        Ok(s) => Arc::new(s.with_breakers(deps.resilience, deps.clock)),
+        Ok(s) => Arc::new(s),
         Err(e) => {
             tracing::error!(error = %e, "the global store (GLOBAL_REDIS_URL) cannot be used; regional shares stay as listed");
             return Regional { shares, sync: None };
@@ -73,13 +74,20 @@ pub async fn start(settings: &RegionSettings, mut deps: RegionDeps<'_>) -> Regio
     let member = std::collections::hash_map::RandomState::new()
         .build_hasher()
         .finish();
-    let sync = Arc::new(RegionSync::new(
-        shares.clone(),
-        store,
-        member,
-        settings.sync_interval,
-        deps.clock.clone(),
-    ));
+    // Its own breaker: the global store failing says nothing about the regional one.
+    let r = deps.resilience;
+    let breaker = (r.breaker_failures > 0).then(|| {
+        let clock = deps.clock.clone();
+        Breaker::new(
+            BREAKER_TARGET,
+            r.breaker_failures,
+            r.breaker_cooldown,
+            clock,
+        )
+    });
+    let timing = (settings.sync_interval, deps.clock.clone());
+    let sync = RegionSync::new(shares.clone(), store, member, timing, breaker);
+    let sync = Arc::new(sync);
     if !deps.manual {
         let stopped = deps.background.stopped();
         deps.background.spawn(sync.clone().run(stopped));
@@ -87,5 +95,14 @@ pub async fn start(settings: &RegionSettings, mut deps: RegionDeps<'_>) -> Regio
     Regional {
         shares,
         sync: Some(sync),
+    }
+}
+
+impl Regional {
+    /// The global store's breaker (target `global`; none without a global store or breakers).
+    pub fn breaker_reports(&self) -> Vec<BreakerReport> {
+        (self.sync.iter())
+            .flat_map(|s| s.breaker_reports())
+            .collect()
     }
 }

@@ -20,6 +20,7 @@ mod lease;
 mod options;
 pub mod pending;
 pub mod quota_demand;
+pub mod region_demand;
 pub mod server_time;
 mod sliding_log;
 mod sliding_window;

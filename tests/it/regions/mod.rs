@@ -7,5 +7,7 @@
 mod demand;
 mod partition;
 mod refused;
+mod restart;
 mod static_shares;
+mod traffic;
 mod world;

@@ -1,7 +1,9 @@
 //! A region cut off from the global store (an in-test TCP proxy between us and the global Redis):
-//! us keeps enforcing its last share, eu keeps us's last demand and so does not take the whole
-//! limit, the cut shows in `/rlconfig`; once the proxy lets connections through again, us syncs
-//! at its next round and the shares converge on the demand.
+//! the global store's own breaker opens and the rounds stop calling it, us keeps enforcing its last
+//! share and stays ready (`/healthcheck`), eu keeps us's last demand and so does not take the whole
+//! limit, the cut shows in `/rlconfig`, the metrics and the status page; once the proxy lets
+//! connections through again, us's next round closes the breaker and syncs, and the shares
+//! converge on the demand.
 
 use std::time::Duration;
 
@@ -24,6 +26,10 @@ async fn a_cut_region_keeps_its_last_share_and_catches_up_after() {
     for (k, v) in [
         ("USE_PROMETHEUS", "true"),
         ("PROMETHEUS_ADDR", "127.0.0.1:0"),
+        // Longer than two rounds: an open breaker then keeps whole rounds from the global store.
+        ("REDIS_BREAKER_COOLDOWN", "25s"),
+        // The status page reads without a token from loopback.
+        ("ADMIN_TRUST_LOOPBACK", "true"),
     ] {
         through_proxy.push((k.to_string(), v.to_string()));
     }
@@ -53,10 +59,21 @@ async fn a_cut_region_keeps_its_last_share_and_catches_up_after() {
     }
     // All the load moves to us while it is cut off: 80 a round, 480 in the window.
     let mut admitted = 0;
-    for _ in 0..6 {
+    for i in 0..6 {
         admitted += us.load("hot", 40).await;
         round(&[&eu, &us]).await;
-        let (eu_now, us_now) = (eu.share().await, us.share().await);
+        if i == 3 {
+            // Three failed rounds opened the breaker: this round made no call at all.
+            let line = us.sync_line().await;
+            assert!(
+                line.ends_with("breaker open, last error: the global store's circuit breaker is open; no call until its cool-down passes"),
+                "{line}"
+            );
+        }
+        // eu's instances round one after the other while eu's demand fades out (it is measured
+        // over the last rounds), so each may read the other's last post or the one before.
+        let eu_now = eu.shares().await.into_iter().fold(0.0, f64::max);
+        let us_now = us.share().await;
         assert_eq!(us_now, us_before, "us keeps its last share");
         assert!(
             eu_now <= eu_before + 1e-9,
@@ -86,6 +103,33 @@ async fn a_cut_region_keeps_its_last_share_and_catches_up_after() {
         age >= 60.0,
         "no success since the cut, a minute of rounds ago at least: {age}"
     );
+    // The global store's breaker under its own label, apart from the regional Redis's.
+    let breaker = |m: &crate::support::scrape::Scrape, target: &str| {
+        m.get(&format!(
+            "ratelimitd_redis_breaker_state{{target=\"{target}\"}}"
+        ))
+    };
+    assert_eq!(breaker(&m, "main"), Some(0.0), "the regional Redis answers");
+    assert!(
+        breaker(&m, "global").is_some_and(|s| s >= 1.0),
+        "open or probing: {:?}",
+        breaker(&m, "global")
+    );
+    let opened = "ratelimitd_redis_breaker_transitions_total{target=\"global\",to=\"open\"}";
+    assert!(m.value(opened) >= 1);
+    // Still ready: the region decides on its own Redis and its last shares.
+    for s in &us.instances {
+        let health = s.http.get(s.http_url("/healthcheck")).send().await.unwrap();
+        assert_eq!(health.status(), 200, "{}", health.text().await.unwrap());
+    }
+    let s = &us.instances[0];
+    let page = s.http.get(s.admin_url("/")).send().await.unwrap();
+    let page = page.text().await.unwrap();
+    assert!(
+        page.contains("<tr><td>global</td><td>half-open</td>"),
+        "{page}"
+    );
+    assert!(page.contains("region_sync: failing"), "{page}");
     proxy.restore();
     // The next round reaches the global store: us's demand is posted and its share rises.
     us.load("hot", 30).await;
@@ -99,6 +143,8 @@ async fn a_cut_region_keeps_its_last_share_and_catches_up_after() {
         us.share().await > us_before + 0.09,
         "us catches up within one interval"
     );
+    let m = us.instances[0].scrape().await;
+    assert_eq!(breaker(&m, "global"), Some(0.0), "the probe closed it");
     // eu is idle: the shares converge on (0.1, 0.9).
     for _ in 0..8 {
         us.load("hot", 30).await;

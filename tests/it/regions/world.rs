@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use crate::support::redis::RedisServer;
 use crate::support::{TestServer, overall, request};
+use ratelimitd::clock::Clock;
 use ratelimitd::grpc::pb::envoy::service::ratelimit::v3::rate_limit_response::Code;
 
 /// One region: its Redis and its instances.
@@ -24,38 +25,38 @@ impl Region {
         yaml: &str,
         env: &[(String, String)],
     ) -> Region {
-        let redis = RedisServer::start();
+        let mut region = Region {
+            name,
+            redis: RedisServer::start(),
+            instances: Vec::new(),
+        };
+        for _ in 0..n {
+            region.add(yaml, env).await;
+        }
+        region
+    }
+
+    /// One more instance of this region (a new identity), its manual clock at the others' time.
+    pub(super) async fn add(&mut self, yaml: &str, env: &[(String, String)]) {
         let mut all = vec![
-            ("REGION".to_string(), name.to_string()),
+            ("REGION".to_string(), self.name.to_string()),
             // The tests drive the rounds; this is the interval the bound is derived from.
             ("REGION_SYNC_INTERVAL".to_string(), "10s".to_string()),
         ];
         all.extend(env.iter().cloned());
         let env: Vec<(&str, &str)> = all.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
-        let mut instances = Vec::new();
-        for _ in 0..n {
-            instances.push(TestServer::start_on(&[("d.yaml", yaml)], &env, Some(&redis)).await);
+        let s = TestServer::start_on(&[("d.yaml", yaml)], &env, Some(&self.redis)).await;
+        if let Some(first) = self.instances.first() {
+            let now = |s: &TestServer| s.running().manual_clock.as_ref().unwrap().now();
+            let behind = now(first).as_micros().saturating_sub(now(&s).as_micros());
+            s.advance(Duration::from_micros(behind));
         }
-        Region {
-            name,
-            redis,
-            instances,
-        }
+        self.instances.push(s);
     }
 
     /// `each` requests on descriptor `k=v` from every instance at once; how many were admitted.
     pub(super) async fn load(&self, v: &str, each: usize) -> usize {
-        let calls = self.instances.iter().map(|s| async move {
-            let mut ok = 0;
-            for _ in 0..each {
-                let r = s
-                    .call(request("d", &[&[("k", v)]]))
-                    .await
-                    .expect("ShouldRateLimit");
-                ok += usize::from(overall(&r) == Code::Ok);
-            }
-            ok
-        });
+        let calls = self.instances.iter().map(|s| load_one(s, v, each));
         futures_util::future::join_all(calls)
             .await
             .into_iter()
@@ -91,6 +92,17 @@ impl Region {
         all[0]
     }
 
+    /// This region's share of the key of descriptor `k=v`, as the first instance holds it.
+    pub(super) fn key_share(&self, v: &str) -> f64 {
+        let shares = self.instances[0].running().regions.shares.current();
+        let found = shares
+            .iter()
+            .find(|(key, _, _)| key.contains(&format!(":{v}}}")));
+        found
+            .unwrap_or_else(|| panic!("{}: no key {v} in {shares:?}", self.name))
+            .2
+    }
+
     /// The sync line of the first instance's `/rlconfig`.
     pub(super) async fn sync_line(&self) -> String {
         let s = &self.instances[0];
@@ -105,6 +117,20 @@ impl Region {
             .unwrap_or_else(|| panic!("no sync line in:\n{text}"))
             .to_string()
     }
+}
+
+/// `each` requests on descriptor `k=v` to instance `s`, one after the other; how many were
+/// admitted.
+pub(super) async fn load_one(s: &TestServer, v: &str, each: usize) -> usize {
+    let mut ok = 0;
+    for _ in 0..each {
+        let r = s
+            .call(request("d", &[&[("k", v)]]))
+            .await
+            .expect("ShouldRateLimit");
+        ok += usize::from(overall(&r) == Code::Ok);
+    }
+    ok
 }
 
 /// Moves every instance's clock by one sync interval, then runs a sync round on each.

@@ -79,6 +79,24 @@ pub fn demand_shares(demands: &[f64], floor: f64) -> Vec<f64> {
     clean.iter().map(|d| floor + rest * d / total).collect()
 }
 
+/// The fraction of its budget a region's demand must reach before it asks for more
+/// ([`presses`]).
+pub const PRESS: f64 = 0.5;
+
+/// The largest share one region can hold: every other region keeps its `floor`
+/// (`1 − (R − 1)·floor`, the floor capped at `1 / R` as in [`demand_shares`]).
+pub fn alone(floor: f64, regions: usize) -> f64 {
+    let n = regions.max(1) as f64;
+    1.0 - (n - 1.0) * floor.clamp(0.0, 1.0 / n)
+}
+
+/// Whether a demand of `per_second` presses on `share` of a worldwide limit of `rate` requests
+/// per second: it asks at least [`PRESS`] of the region's budget. Below that the region has no
+/// use for more, so it need not tell the other regions about the key.
+pub fn presses(per_second: f64, share: f64, rate: f64) -> bool {
+    per_second > 0.0 && per_second >= PRESS * share * rate
+}
+
 /// A region's own share `from` moved toward `to`: down by at most `max_step`, up by at most
 /// `max_step / (regions − 1)` (see the module's derivation of why rising slower bounds the sum).
 pub fn step_own(from: f64, to: f64, max_step: f64, regions: usize) -> f64 {
@@ -138,6 +156,17 @@ mod tests {
         ] {
             assert!((s.iter().sum::<f64>() - 1.0).abs() < 1e-9, "{s:?}");
         }
+    }
+
+    #[test]
+    fn a_region_alone_holds_all_but_the_others_floors_and_asks_when_pressed() {
+        assert!((alone(0.1, 2) - 0.9).abs() < 1e-9);
+        assert!((alone(0.05, 3) - 0.9).abs() < 1e-9);
+        assert!((alone(0.9, 2) - 0.5).abs() < 1e-9, "the floor is capped");
+        // 200 a minute: 3.33 a second; a share of 0.3 is a budget of 1 a second.
+        let rate = 200.0 / 60.0;
+        assert!(presses(0.5, 0.3, rate) && presses(3.0, 0.3, rate));
+        assert!(!presses(0.49, 0.3, rate) && !presses(0.0, 0.0, rate));
     }
 
     #[test]

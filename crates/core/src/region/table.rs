@@ -29,6 +29,8 @@ struct Tracked {
     /// The limit's `full_key`, for listings per limit.
     limit: String,
     regions: Arc<Regions>,
+    /// The worldwide limit in requests per second, to tell when demand presses on a share.
+    rate: f64,
     /// Hits seen since the last round.
     hits: u64,
     /// This region's share in force.
@@ -44,6 +46,8 @@ pub struct DemandRound {
     pub key: String,
     /// The limit's regions.
     pub regions: Arc<Regions>,
+    /// The worldwide limit in requests per second (`requests_per_unit` over its unit).
+    pub rate: f64,
     /// Hits this instance saw since the previous round.
     pub hits: u64,
     /// This region's share in force.
@@ -109,6 +113,7 @@ impl RegionShares {
             let t = Tracked {
                 limit: limit.full_key.clone(),
                 regions: regions.clone(),
+                rate: rate_of(limit),
                 hits,
                 share,
                 idle: 0,
@@ -131,6 +136,7 @@ impl RegionShares {
             .map(|(key, t)| DemandRound {
                 key: key.clone(),
                 regions: t.regions.clone(),
+                rate: t.rate,
                 hits: std::mem::take(&mut t.hits),
                 share: t.share,
             })
@@ -162,4 +168,13 @@ impl RegionShares {
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
+}
+
+/// `limit` in requests per second (0 for a limit without a unit, which never presses).
+fn rate_of(limit: &Limit) -> f64 {
+    let secs = limit.unit.map_or(0, crate::config::Unit::seconds);
+    if secs == 0 {
+        return 0.0;
+    }
+    f64::from(limit.requests_per_unit) / secs as f64
 }
