@@ -13,7 +13,9 @@
 //! [chitchat]: https://docs.rs/chitchat
 
 pub mod auth;
+pub mod estimate;
 mod report;
+mod round;
 pub mod store;
 pub mod tally;
 pub mod view;
