@@ -12,11 +12,11 @@ use std::time::Duration;
 use ratelimitd::clock::Stopwatch;
 
 use super::fleet::{OVER, PAUSE};
+use crate::support::TestServer;
 use crate::support::fleet::{
     INTERVAL, LIMIT, config_dir, env, free_udp, hit_spawned, member, spawn_member, spread,
     status_page, until_membership,
 };
-use crate::support::TestServer;
 use crate::support::process::{signal, wait_exit};
 
 /// The seeds of member `i` of `binds`: the others.

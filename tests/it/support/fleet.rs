@@ -1,5 +1,5 @@
 //! Fleet-mode members for tests: free loopback UDP ports for `FLEET_BIND`, a member's settings,
-//! its gossip figures read from Prometheus, bounded waits for the membership to settle, paced
+//! in-process members and the real binary as one, its gossip figures read from Prometheus, bounded waits for the membership to settle, paced
 //! load spread over members, and a UDP relay in front of each member that can cut the traffic
 //! between two groups of members (a partition) and heal it.
 
@@ -9,8 +9,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use parking_lot::Mutex;
-use ratelimitd::grpc::pb::envoy::service::ratelimit::v3::rate_limit_service_client::RateLimitServiceClient;
 use ratelimitd::clock::Stopwatch;
+use ratelimitd::grpc::pb::envoy::service::ratelimit::v3::rate_limit_service_client::RateLimitServiceClient;
 use tokio::net::UdpSocket;
 use tokio::task::JoinSet;
 
