@@ -10,6 +10,8 @@
 # Needs taskset and curl; Linux only.
 #
 #   bench/fleet.sh            # ROUNDS=3 SECONDS_PER_RUN=8 CONCURRENCY=32 KEYS=1000 by default
+#   SERVER_CORES=0,1 bench/fleet.sh   # the measured servers on both cores (lock contention shows
+#                                     # only when a server decides on several cores at once)
 #   PROFILE=debug SKIP_BUILD=1 bench/fleet.sh   # with binaries already built (gossip bytes do
 #                                               # not depend on the build; CPU figures do)
 set -euo pipefail
@@ -20,6 +22,7 @@ SECS=${SECONDS_PER_RUN:-8}
 ROUNDS=${ROUNDS:-3}
 CONC=${CONCURRENCY:-32}
 KEYS=${KEYS:-1000}
+SERVER_CORES=${SERVER_CORES:-0}
 for tool in taskset curl; do
   command -v "$tool" >/dev/null || { echo "needs $tool" >&2; exit 1; }
 done
@@ -80,9 +83,9 @@ fleet() {
     FLEET_SECRET=bench-secret-0123456789
 }
 echo "uptime before: $(uptime)"
-start 0 0
+start 0 "$SERVER_CORES"
 # shellcheck disable=SC2046
-start 1 0 $(fleet 1)
+start 1 "$SERVER_CORES" $(fleet 1)
 # shellcheck disable=SC2046
 start 2 1 $(fleet 2)
 # shellcheck disable=SC2046
