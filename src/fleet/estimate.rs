@@ -18,12 +18,25 @@ use super::tally::Published;
 /// A key's peers' hits are considered no longer arriving below this rate (hits per second).
 const IDLE_RATE: f64 = 0.01;
 
+/// A peer's last published count of a key.
+#[derive(Debug)]
+struct Seen {
+    /// Its window's start.
+    start: u64,
+    /// The count.
+    count: u64,
+    /// The round that read it.
+    round: u64,
+}
+
 /// The smoothed rate of the live peers' hits per key; `P` names a peer (one life of it: a
 /// restarted member's generations are different peers).
 #[derive(Debug)]
 pub struct Estimate<P> {
-    /// Per peer, per key: the last window start and count seen.
-    last: HashMap<P, HashMap<String, (u64, u64)>>,
+    /// Per peer, per key: the last window start and count seen, and the round that saw them.
+    last: HashMap<P, HashMap<String, Seen>>,
+    /// Rounds observed so far.
+    round: u64,
     /// Per key: the peers' hits per second, smoothed over `smoothing`.
     rates: HashMap<String, f64>,
     /// The previous round's instant.
@@ -39,6 +52,7 @@ impl<P: Hash + Eq + Clone> Estimate<P> {
     pub fn new(interval: Duration) -> Estimate<P> {
         Estimate {
             last: HashMap::new(),
+            round: 0,
             rates: HashMap::new(),
             at: None,
             smoothing: (interval * 5).max(Duration::from_secs(1)),
@@ -49,7 +63,7 @@ impl<P: Hash + Eq + Clone> Estimate<P> {
     /// and updates each key's rate with how much the counts grew since the previous round. A
     /// pair seen for the first time is a baseline, not a burst of hits; a count in a newer window
     /// grew by all of it; pairs not seen again are forgotten, so the state stays as small as the
-    /// view.
+    /// view. Only pairs seen for the first time allocate.
     pub fn observe<'a>(
         &mut self,
         now: Duration,
@@ -57,22 +71,45 @@ impl<P: Hash + Eq + Clone> Estimate<P> {
     ) where
         P: 'a,
     {
+        self.round += 1;
+        let round = self.round;
         let mut grown: HashMap<&str, u64> = HashMap::new();
-        let mut next: HashMap<P, HashMap<String, (u64, u64)>> = HashMap::new();
         for (peer, key, p) in counts {
-            let seen = (p.counts.window_start, p.counts.current);
-            let before = self.last.get(peer).and_then(|keys| keys.get(key));
-            let delta = match before {
-                Some(&(start, count)) if start == seen.0 => seen.1.saturating_sub(count),
-                Some(&(start, _)) if start < seen.0 => seen.1,
-                _ => 0,
+            let (start, count) = (p.counts.window_start, p.counts.current);
+            let keys = match self.last.get_mut(peer) {
+                Some(keys) => keys,
+                None => self.last.entry(peer.clone()).or_default(),
+            };
+            let delta = match keys.get_mut(key) {
+                Some(seen) => {
+                    let delta = match seen.start {
+                        s if s == start => count.saturating_sub(seen.count),
+                        s if s < start => count,
+                        _ => 0,
+                    };
+                    *seen = Seen {
+                        start,
+                        count,
+                        round,
+                    };
+                    delta
+                }
+                None => {
+                    let seen = Seen {
+                        start,
+                        count,
+                        round,
+                    };
+                    keys.insert(key.to_string(), seen);
+                    0
+                }
             };
             *grown.entry(key).or_default() += delta;
-            next.entry(peer.clone())
-                .or_default()
-                .insert(key.to_string(), seen);
         }
-        self.last = next;
+        for keys in self.last.values_mut() {
+            keys.retain(|_, seen| seen.round == round);
+        }
+        self.last.retain(|_, keys| !keys.is_empty());
         let Some(dt) = self.at.replace(now).and_then(|at| now.checked_sub(at)) else {
             return;
         };
