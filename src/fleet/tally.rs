@@ -4,12 +4,6 @@
 //! leaves no tombstone behind: the slot is simply reused or cleared. When a new key arrives at
 //! the cap, the least recently used key is dropped (and counted): from then on its hits are
 //! counted here only, so the fleet may admit that key's count on this instance once more.
-//!
-//! Every decision on a shared key updates its entry, so the tally is striped like the memory
-//! store's shards: a keyed hash picks a key's stripe, each stripe holds its part of the cap and of
-//! the slots under its own lock, and decisions on different keys rarely wait on each other or
-//! move one lock's cache line between cores. The least recently used key is therefore the least
-//! recently used of its stripe.
 
 use std::num::NonZeroUsize;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -41,53 +35,24 @@ struct Inner {
     free: Vec<u32>,
 }
 
-/// Stripes of a tally: a power of two above the core count, as the memory store's shards.
-const STRIPES: usize = 16;
-
-/// Keys a stripe holds at least: a small cap is not split, so a few keys hashed unevenly cannot
-/// leave much of it unused.
-const MIN_PER_STRIPE: usize = 64;
-
-/// The published counts; one short lock of the key's stripe per shared op.
+/// The published counts; one short lock per shared op.
 #[derive(Debug)]
 pub struct Tally {
-    stripes: Vec<Mutex<Inner>>,
-    /// Seeded per process, so a caller cannot aim many keys at one stripe.
-    hash: ahash::RandomState,
+    inner: Mutex<Inner>,
     dropped: AtomicU64,
 }
 
 impl Tally {
     /// A tally of at most `max_keys` keys (at least 1).
     pub fn new(max_keys: usize) -> Tally {
-        Tally::with_stripes(max_keys, STRIPES)
-    }
-
-    /// A tally of at most `max_keys` keys over at most `stripes` stripes of at least 64 keys
-    /// each (one stripe below 128), each holding an equal part of the cap and of the slots.
-    pub fn with_stripes(max_keys: usize, stripes: usize) -> Tally {
-        let max_keys = max_keys.max(1);
-        let n = stripes.min(max_keys / MIN_PER_STRIPE).max(1);
-        let stripes = (0..n)
-            .map(|i| {
-                let (start, end) = (i * max_keys / n, (i + 1) * max_keys / n);
-                let cap = NonZeroUsize::new(end - start).unwrap_or(NonZeroUsize::MIN);
-                Mutex::new(Inner {
-                    keys: LruCache::new(cap),
-                    free: (start as u32..end as u32).rev().collect(),
-                })
-            })
-            .collect();
+        let cap = NonZeroUsize::new(max_keys).unwrap_or(NonZeroUsize::MIN);
         Tally {
-            stripes,
-            hash: ahash::RandomState::new(),
+            inner: Mutex::new(Inner {
+                keys: LruCache::new(cap),
+                free: (0..cap.get() as u32).rev().collect(),
+            }),
             dropped: AtomicU64::new(0),
         }
-    }
-
-    /// `key`'s stripe.
-    fn stripe(&self, key: &str) -> &Mutex<Inner> {
-        &self.stripes[self.hash.hash_one(key) as usize % self.stripes.len()]
     }
 
     /// Keys dropped at the cap since startup.
@@ -97,7 +62,7 @@ impl Tally {
 
     /// Keys published now.
     pub fn len(&self) -> usize {
-        self.stripes.iter().map(|s| s.lock().keys.len()).sum()
+        self.inner.lock().keys.len()
     }
 
     /// True when no key is published.
@@ -113,7 +78,7 @@ impl Tally {
         start: u64,
         change: impl FnOnce(&mut SlidingWindowState),
     ) {
-        let mut inner = self.stripe(key).lock();
+        let mut inner = self.inner.lock();
         if !inner.keys.contains(key) {
             let slot = match inner.free.pop() {
                 Some(slot) => slot,
@@ -146,25 +111,23 @@ impl Tally {
     /// The slot writes since the last call: changed keys' values, and the slots of keys whose
     /// counts no longer weigh on any decision at `now` (their previous window is over) cleared.
     pub fn drain(&self, now: Timestamp) -> Vec<SlotWrite> {
+        let mut inner = self.inner.lock();
+        let inner = &mut *inner;
         let mut out: Vec<SlotWrite> = Vec::new();
-        for stripe in &self.stripes {
-            let mut inner = stripe.lock();
-            let inner = &mut *inner;
-            let mut expired = Vec::new();
-            for (key, entry) in inner.keys.iter_mut() {
-                let len = entry.window.secs();
-                if entry.counts.window_start.saturating_add(2 * len) <= now.as_secs() {
-                    expired.push(key.clone());
-                } else if entry.dirty {
-                    entry.dirty = false;
-                    out.push((entry.slot, Some(encode(key, entry))));
-                }
+        let mut expired = Vec::new();
+        for (key, entry) in inner.keys.iter_mut() {
+            let len = entry.window.secs();
+            if entry.counts.window_start.saturating_add(2 * len) <= now.as_secs() {
+                expired.push(key.clone());
+            } else if entry.dirty {
+                entry.dirty = false;
+                out.push((entry.slot, Some(encode(key, entry))));
             }
-            for key in expired {
-                if let Some(entry) = inner.keys.pop(&key) {
-                    inner.free.push(entry.slot);
-                    out.push((entry.slot, None));
-                }
+        }
+        for key in expired {
+            if let Some(entry) = inner.keys.pop(&key) {
+                inner.free.push(entry.slot);
+                out.push((entry.slot, None));
             }
         }
         out
@@ -241,7 +204,7 @@ mod tests {
 
     #[test]
     fn drops_the_oldest_key_at_the_cap_and_clears_expired_slots() {
-        let t = Tally::with_stripes(2, 1);
+        let t = Tally::new(2);
         for key in ["a", "b", "c"] {
             t.update(key, window(1), 100, |c| c.current += 1);
         }
@@ -259,28 +222,5 @@ mod tests {
         let writes = t.drain(Timestamp::from_secs(102));
         assert!(writes.iter().all(|(_, v)| v.is_none()) && writes.len() == 2);
         assert!(t.is_empty());
-    }
-
-    #[test]
-    fn stripes_share_the_cap_and_the_slots() {
-        let t = Tally::with_stripes(300, 4);
-        for i in 0..3000 {
-            t.update(&format!("k{i}"), window(60), 120, |c| c.current += 1);
-        }
-        assert_eq!(t.len(), 300, "the cap holds over all stripes");
-        assert_eq!(t.dropped(), 2700);
-        let writes = t.drain(Timestamp::from_secs(130));
-        let slots: std::collections::HashSet<u32> = writes.iter().map(|w| w.0).collect();
-        assert_eq!(
-            slots,
-            (0..300).collect(),
-            "each slot once, none beyond the cap"
-        );
-        // A small cap is one stripe: eight keys fill a cap of eight.
-        let t = Tally::new(8);
-        for i in 0..8 {
-            t.update(&format!("k{i}"), window(60), 120, |c| c.current += 1);
-        }
-        assert_eq!((t.len(), t.dropped()), (8, 0));
     }
 }
