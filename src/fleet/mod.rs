@@ -5,7 +5,8 @@
 //! the key's current window to the local count. Peers that the failure detector holds dead are
 //! not counted; the limit is split by the last known membership instead (live over known
 //! instances, as `failure_mode: local` splits it), so the side of a partition holding K of N
-//! instances admits about K/N of the limit. Only window algorithms are shared (`fixed_window`
+//! instances admits about K/N of the limit. A member that shuts down announces its leave in its
+//! gossip state first, and the others take back its part at once. Only window algorithms are shared (`fixed_window`
 //! exchanges the current window's count, `sliding_window` the current and previous counts);
 //! every other algorithm is refused when the configuration loads. Every gossip datagram carries
 //! an HMAC keyed by `FLEET_SECRET` ([`auth`]); anything else is dropped before chitchat sees it.
@@ -13,7 +14,9 @@
 //! [chitchat]: https://docs.rs/chitchat
 
 pub mod auth;
+pub mod estimate;
 mod report;
+mod round;
 pub mod store;
 pub mod tally;
 pub mod view;

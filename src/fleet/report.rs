@@ -9,8 +9,9 @@ use crate::insight::StatusLine;
 use crate::metrics::GaugeReport;
 
 impl FleetHandle {
-    /// The gauges: peers alive, members known, gossip age, keys published and read, keys
-    /// dropped at the cap, datagrams refused by authentication, messages too large to send.
+    /// The gauges: peers alive, members known, gossip age, the estimated error, keys published
+    /// and read, the gossip state's size, keys dropped at the cap, datagrams refused by
+    /// authentication, messages too large to send.
     pub fn gauges(&self) -> GaugeReport {
         let stats = self.stats.clone();
         let tally = self.tally.clone();
@@ -33,6 +34,11 @@ impl FleetHandle {
                     get(&stats.gossip_age_ms) / 1000.0,
                 ),
                 (
+                    "ratelimitd_fleet_estimated_overadmission",
+                    "Hits a key at its limit may be admitted over it here: the busiest key's peer hit rate × (gossip age + one interval)",
+                    f64::from_bits(stats.estimated_error.load(Ordering::Relaxed)),
+                ),
+                (
                     "ratelimitd_fleet_keys_published",
                     "Keys whose counts this instance publishes",
                     tally.len() as f64,
@@ -41,6 +47,16 @@ impl FleetHandle {
                     "ratelimitd_fleet_peer_keys",
                     "Key counts read from live peers in the last round",
                     get(&stats.peer_keys),
+                ),
+                (
+                    "ratelimitd_fleet_gossip_states",
+                    "Node states held in the gossip state (members' generations not yet forgotten, this one included)",
+                    get(&stats.states),
+                ),
+                (
+                    "ratelimitd_fleet_gossip_entries",
+                    "Key-values held in the gossip state, all node states together",
+                    get(&stats.entries),
                 ),
                 (
                     "ratelimitd_fleet_keys_dropped",
@@ -66,8 +82,9 @@ impl FleetHandle {
         })
     }
 
-    /// The status page's line: membership, gossip age and what was refused; degraded while a
-    /// known member is not answering (the limit is then split).
+    /// The status page's line: membership, gossip age, keys exchanged, the estimated error and
+    /// what was refused; degraded while a known member is not answering (the limit is then
+    /// split).
     pub fn status_line(&self) -> StatusLine {
         let stats = self.stats.clone();
         let tally = self.tally.clone();
@@ -76,10 +93,12 @@ impl FleetHandle {
             let alive = s.peers_alive.load(Ordering::Relaxed) + 1;
             let known = s.members_known.load(Ordering::Relaxed).max(alive);
             let text = format!(
-                "{alive} of {known} members alive; peers' counts at most {} ms old; {} keys published ({} dropped at FLEET_MAX_KEYS); {} datagrams failed authentication",
+                "{alive} of {known} members alive; peers' counts at most {} ms old; {} keys published ({} dropped at FLEET_MAX_KEYS), {} read from peers; estimated over-admission {:.1} hits per limit; {} datagrams failed authentication",
                 s.gossip_age_ms.load(Ordering::Relaxed),
                 tally.len(),
                 tally.dropped(),
+                s.peer_keys.load(Ordering::Relaxed),
+                f64::from_bits(s.estimated_error.load(Ordering::Relaxed)),
                 s.auth.rejected.load(Ordering::Relaxed),
             );
             (text, alive < known)

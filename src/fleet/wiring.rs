@@ -1,28 +1,31 @@
 //! The fleet mode's part of startup: binds the gossip socket (`FLEET_BIND` only), starts
 //! chitchat with the seeds of `FLEET_PEERS`, wraps the memory store in a [`FleetStore`], and
 //! runs the round that publishes this instance's changed counts and rebuilds the view of the
-//! peers every `FLEET_GOSSIP_INTERVAL`, until shutdown.
+//! peers every `FLEET_GOSSIP_INTERVAL`, until shutdown. At shutdown the member announces that it
+//! is leaving in its own gossip state and keeps gossiping for two intervals before it stops, so
+//! the others take back its part of the limit at once (chitchat 0.11 has no leave message).
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::AtomicU64;
 use std::time::Duration;
 
 use arc_swap::ArcSwap;
-use chitchat::{
-    Chitchat, ChitchatConfig, ChitchatHandle, ChitchatId, FailureDetectorConfig, Heartbeat,
-};
+use chitchat::{ChitchatConfig, ChitchatHandle, ChitchatId, FailureDetectorConfig};
 
 use super::auth::{AuthCounts, SignedTransport};
-use super::tally::{Tally, decode};
+use super::estimate::Estimate;
+use super::round::{LEAVING, Round};
+use super::tally::Tally;
 use super::view::View;
 use super::{FleetOptions, FleetStore};
 use crate::background::Background;
 use crate::clock::{Clock, Stopwatch, SystemClock};
 use crate::store::memory::MemoryStore;
 
-/// Prefix of the gossip keys holding published counts (`s<slot>`).
-const SLOT_PREFIX: &str = "s";
+/// How many gossip intervals a member announces its leave before it stops gossiping: one round
+/// to reach the peers (chitchat exchanges with up to three of them a round), one to spare.
+const LEAVE_ROUNDS: u32 = 2;
 
 /// Why the fleet mode could not start.
 #[derive(Debug, thiserror::Error)]
@@ -45,6 +48,13 @@ pub struct FleetStats {
     pub gossip_age_ms: AtomicU64,
     /// Keys read from the peers in the last round.
     pub peer_keys: AtomicU64,
+    /// Node states in the gossip state (every member's generations not yet forgotten, this one
+    /// included).
+    pub states: AtomicU64,
+    /// Key-values in the gossip state, all node states together.
+    pub entries: AtomicU64,
+    /// Hits a key at its limit may be admitted over it here, as `f64` bits ([`Estimate`]).
+    pub estimated_error: AtomicU64,
     /// Datagrams refused by authentication, messages too large to send.
     pub auth: Arc<AuthCounts>,
 }
@@ -104,8 +114,10 @@ pub async fn start(
         stats: stats.clone(),
         clock,
         max_keys: options.max_keys,
+        interval: options.interval,
         seen: HashMap::new(),
         since: Stopwatch::start(),
+        estimate: Estimate::new(options.interval),
     };
     bg.spawn(run(handle, round, options.interval, bg.stopped()));
     tracing::info!(bind = %options.bind, peers = ?options.peers, "fleet gossip started");
@@ -116,22 +128,9 @@ pub async fn start(
     })
 }
 
-/// What one gossip round reads and writes.
-struct Round {
-    tally: Arc<Tally>,
-    view: Arc<ArcSwap<View>>,
-    stats: Arc<FleetStats>,
-    clock: Arc<dyn Clock>,
-    max_keys: usize,
-    /// Each live peer's last heartbeat, and when it last moved (on `since`). A peer beats once
-    /// per round and its counts travel with its heartbeat, so the time since the beat moved is
-    /// how old its counts are here.
-    seen: HashMap<ChitchatId, (Heartbeat, Duration)>,
-    /// The monotonic time the gossip age is measured on.
-    since: Stopwatch,
-}
-
-/// Runs a round every `interval` until `stop`, then leaves the cluster's gossip.
+/// Runs a round every `interval` until `stop`; then announces the leave, keeps the rounds going
+/// for [`LEAVE_ROUNDS`] intervals (requests still draining publish their counts meanwhile), and
+/// leaves the cluster's gossip. The shutdown's drain timeout bounds it all.
 async fn run(
     handle: ChitchatHandle,
     mut round: Round,
@@ -146,67 +145,20 @@ async fn run(
             _ = tick.tick() => handle.with_chitchat(|c| round.run(c)).await,
         }
     }
+    handle
+        .with_chitchat(|c| c.self_node_state().set(LEAVING, "1"))
+        .await;
+    let announced = interval * LEAVE_ROUNDS;
+    tracing::info!(?announced, "fleet: announcing the leave to the peers");
+    let done = tokio::time::sleep(announced);
+    tokio::pin!(done);
+    loop {
+        tokio::select! {
+            _ = &mut done => break,
+            _ = tick.tick() => handle.with_chitchat(|c| round.run(c)).await,
+        }
+    }
     if let Err(e) = handle.shutdown().await {
         tracing::warn!(error = %e, "fleet gossip did not shut down cleanly");
-    }
-}
-
-impl Round {
-    /// Publishes the changed counts, then rebuilds the view from the live peers' states.
-    fn run(&mut self, c: &mut Chitchat) {
-        let me = c.self_node_state();
-        for (slot, value) in self.tally.drain(self.clock.now()) {
-            me.set(format!("{SLOT_PREFIX}{slot}"), value.unwrap_or_default());
-        }
-        let self_id = c.self_chitchat_id().clone();
-        let live: HashSet<&str> = c.live_nodes().map(|id| &*id.node_id).collect();
-        let known: HashSet<&str> = c
-            .node_states()
-            .keys()
-            .map(|id| &*id.node_id)
-            .chain(std::iter::once(&*self_id.node_id))
-            .collect();
-        let mut view = View {
-            live: live.len() as u64,
-            known: known.len() as u64,
-            counts: HashMap::new(),
-        };
-        let now = self.since.elapsed();
-        let mut oldest = Duration::ZERO;
-        let mut keys = 0u64;
-        let peers: Vec<ChitchatId> = c
-            .live_nodes()
-            .filter(|id| id.node_id != self_id.node_id)
-            .cloned()
-            .collect();
-        for id in &peers {
-            let Some(state) = c.node_state(id) else {
-                continue;
-            };
-            let beat = state.heartbeat();
-            let entry = self.seen.entry(id.clone()).or_insert((beat, now));
-            if entry.0 != beat {
-                *entry = (beat, now);
-            }
-            oldest = oldest.max(now - entry.1);
-            // A peer publishes at most its own cap; more than ours is read up to ours.
-            for (_, value) in state.iter_prefix(SLOT_PREFIX).take(self.max_keys) {
-                if let Some((key, published)) = decode(&value.value) {
-                    view.counts
-                        .entry(key.to_string())
-                        .or_default()
-                        .push(published);
-                    keys += 1;
-                }
-            }
-        }
-        self.seen.retain(|id, _| peers.contains(id));
-        let s = &self.stats;
-        s.peers_alive.store(view.live - 1, Ordering::Relaxed);
-        s.members_known.store(view.known, Ordering::Relaxed);
-        s.gossip_age_ms
-            .store(oldest.as_millis() as u64, Ordering::Relaxed);
-        s.peer_keys.store(keys, Ordering::Relaxed);
-        self.view.store(Arc::new(view));
     }
 }

@@ -3,12 +3,11 @@
 
 use std::io::{Read, Write};
 use std::net::TcpStream;
-use std::process::{Child, Command};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Duration;
 
-use crate::support::process::{self, Spawned};
+use crate::support::process::{self, Spawned, signal, wait_exit};
 use crate::support::request;
 use ratelimitd::clock::Stopwatch;
 use ratelimitd::grpc::pb::envoy::service::ratelimit::v3::rate_limit_service_client::RateLimitServiceClient;
@@ -29,14 +28,6 @@ fn spawn() -> (Spawned, tempfile::TempDir) {
     (process::spawn(&env), dir)
 }
 
-fn signal(child: &Child, sig: &str) {
-    let ok = Command::new("kill")
-        .args([sig, &child.id().to_string()])
-        .status()
-        .unwrap();
-    assert!(ok.success());
-}
-
 /// A raw HTTP/1.1 exchange; returns the response text.
 fn http_get(addr: &str, path: &str) -> String {
     let mut s = TcpStream::connect(addr).unwrap();
@@ -46,18 +37,6 @@ fn http_get(addr: &str, path: &str) -> String {
     let mut out = String::new();
     s.read_to_string(&mut out).unwrap();
     out
-}
-
-fn wait_exit(child: &mut Child) -> Option<i32> {
-    let watch = Stopwatch::start();
-    while watch.elapsed() < Duration::from_secs(20) {
-        if let Some(status) = child.try_wait().unwrap() {
-            return status.code();
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    let _ = child.kill();
-    panic!("did not exit");
 }
 
 #[test]

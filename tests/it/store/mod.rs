@@ -5,6 +5,7 @@
 mod calendar;
 mod conformance;
 mod fleet;
+mod fleet_membership;
 mod fleet_security;
 mod memcache;
 mod memory;

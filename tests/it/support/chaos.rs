@@ -10,6 +10,7 @@ use std::time::Duration;
 use ratelimitd::clock::Stopwatch;
 use ratelimitd::grpc::pb::envoy::service::ratelimit::v3::RateLimitResponse;
 
+use super::process::kill;
 use super::redis::RedisServer;
 use super::{Code, TestServer, overall};
 
@@ -28,23 +29,18 @@ pub(crate) fn redis_pid(r: &RedisServer) -> String {
         .to_string()
 }
 
-fn signal(sig: &str, pid: &str) {
-    let ok = Command::new("kill").args([sig, pid]).status().unwrap();
-    assert!(ok.success(), "kill {sig} {pid}");
-}
-
 impl Paused {
     /// Stops `r` (it keeps its connections open and answers nothing).
     pub(crate) fn stop(r: &RedisServer) -> Paused {
         let pid = redis_pid(r);
-        signal("-STOP", &pid);
+        kill("-STOP", &pid);
         Paused { pid: Some(pid) }
     }
 
     /// Lets it run again.
     pub(crate) fn resume(mut self) {
         if let Some(pid) = self.pid.take() {
-            signal("-CONT", &pid);
+            kill("-CONT", &pid);
         }
     }
 }

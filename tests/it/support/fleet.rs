@@ -1,5 +1,5 @@
 //! Fleet-mode members for tests: free loopback UDP ports for `FLEET_BIND`, a member's settings,
-//! its gossip figures read from Prometheus, bounded waits for the membership to settle, paced
+//! in-process members and the real binary as one, its gossip figures read from Prometheus, bounded waits for the membership to settle, paced
 //! load spread over members, and a UDP relay in front of each member that can cut the traffic
 //! between two groups of members (a partition) and heal it.
 
@@ -10,10 +10,11 @@ use std::time::Duration;
 
 use parking_lot::Mutex;
 use ratelimitd::clock::Stopwatch;
+use ratelimitd::grpc::pb::envoy::service::ratelimit::v3::rate_limit_service_client::RateLimitServiceClient;
 use tokio::net::UdpSocket;
 use tokio::task::JoinSet;
 
-use super::{Code, TestServer, request};
+use super::{Code, T0, TestServer, process, request};
 
 /// The shared secret of the test fleets.
 pub(crate) const SECRET: &str = "fleet-test-secret-0123456789";
@@ -233,4 +234,40 @@ impl Relay {
             _tasks: tasks,
         }
     }
+}
+
+/// The real binary as a member with `env` and the configuration in `dir` (a `fleet.yaml` of
+/// [`CONFIG`]), on the same standing-still window as the in-process members.
+pub fn spawn_member(dir: &std::path::Path, env: Vec<(String, String)>) -> process::Spawned {
+    let mut env = env;
+    env.extend([
+        ("RATELIMITD_CONFIG".to_string(), dir.display().to_string()),
+        ("RATELIMITD_TEST_MANUAL_CLOCK".to_string(), T0.to_string()),
+    ]);
+    process::spawn(&env)
+}
+
+/// A directory holding [`CONFIG`] for [`spawn_member`].
+pub fn config_dir() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("fleet.yaml"), CONFIG).unwrap();
+    dir
+}
+
+/// Sends one hit on `k=value` for each of `values` to the spawned member `s`; returns how many
+/// were admitted.
+pub async fn hit_spawned(s: &process::Spawned, values: &[String]) -> u64 {
+    let url = format!("http://{}", s.grpc_addr);
+    let mut grpc = RateLimitServiceClient::connect(url).await.unwrap();
+    let mut admitted = 0;
+    for v in values {
+        let r = grpc
+            .should_rate_limit(request("fleet", &[&[("k", v)]]))
+            .await
+            .expect("ShouldRateLimit succeeds");
+        if r.into_inner().overall_code == Code::Ok as i32 {
+            admitted += 1;
+        }
+    }
+    admitted
 }
