@@ -23,13 +23,13 @@ use super::wiring::FleetStats;
 use crate::clock::{Clock, Stopwatch};
 
 /// Prefix of the gossip keys holding published counts (`s<slot>`).
-pub const SLOT_PREFIX: &str = "s";
+pub(super) const SLOT_PREFIX: &str = "s";
 
 /// The gossip key a member sets in its own state when it shuts down.
-pub const LEAVING: &str = "leaving";
+pub(super) const LEAVING: &str = "leaving";
 
 /// What one gossip round reads and writes.
-pub struct Round {
+pub(super) struct Round {
     pub tally: Arc<Tally>,
     pub view: Arc<ArcSwap<View>>,
     pub stats: Arc<FleetStats>,
@@ -48,7 +48,7 @@ pub struct Round {
 
 impl Round {
     /// Publishes the changed counts, then rebuilds the view from the peers' states.
-    pub fn run(&mut self, c: &mut Chitchat) {
+    pub(super) fn run(&mut self, c: &mut Chitchat) {
         let me = c.self_node_state();
         for (slot, value) in self.tally.drain(self.clock.now()) {
             me.set(format!("{SLOT_PREFIX}{slot}"), value.unwrap_or_default());

@@ -238,7 +238,7 @@ impl Relay {
 
 /// The real binary as a member with `env` and the configuration in `dir` (a `fleet.yaml` of
 /// [`CONFIG`]), on the same standing-still window as the in-process members.
-pub fn spawn_member(dir: &std::path::Path, env: Vec<(String, String)>) -> process::Spawned {
+pub(crate) fn spawn_member(dir: &std::path::Path, env: Vec<(String, String)>) -> process::Spawned {
     let mut env = env;
     env.extend([
         ("RATELIMITD_CONFIG".to_string(), dir.display().to_string()),
@@ -248,7 +248,7 @@ pub fn spawn_member(dir: &std::path::Path, env: Vec<(String, String)>) -> proces
 }
 
 /// A directory holding [`CONFIG`] for [`spawn_member`].
-pub fn config_dir() -> tempfile::TempDir {
+pub(crate) fn config_dir() -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join("fleet.yaml"), CONFIG).unwrap();
     dir
@@ -256,7 +256,7 @@ pub fn config_dir() -> tempfile::TempDir {
 
 /// Sends one hit on `k=value` for each of `values` to the spawned member `s`; returns how many
 /// were admitted.
-pub async fn hit_spawned(s: &process::Spawned, values: &[String]) -> u64 {
+pub(crate) async fn hit_spawned(s: &process::Spawned, values: &[String]) -> u64 {
     let url = format!("http://{}", s.grpc_addr);
     let mut grpc = RateLimitServiceClient::connect(url).await.unwrap();
     let mut admitted = 0;

@@ -81,19 +81,19 @@ impl Drop for Spawned {
 }
 
 /// Sends `sig` (`-TERM`, `-HUP`, `-STOP`, ...) to process `pid` with kill(1).
-pub fn kill(sig: &str, pid: &str) {
+pub(crate) fn kill(sig: &str, pid: &str) {
     let ok = Command::new("kill").args([sig, pid]).status().unwrap();
     assert!(ok.success(), "kill {sig} {pid}");
 }
 
 /// Sends `sig` to `child` ([`kill`]).
-pub fn signal(child: &Child, sig: &str) {
+pub(crate) fn signal(child: &Child, sig: &str) {
     kill(sig, &child.id().to_string());
 }
 
 /// Waits (at most 20 s, polling) for `child` to exit and returns its exit code; kills it and
 /// panics if it does not.
-pub fn wait_exit(child: &mut Child) -> Option<i32> {
+pub(crate) fn wait_exit(child: &mut Child) -> Option<i32> {
     let watch = Stopwatch::start();
     while watch.elapsed() < Duration::from_secs(20) {
         if let Some(status) = child.try_wait().unwrap() {
