@@ -6,5 +6,6 @@ mod lifecycle;
 mod overrides;
 mod postgres;
 mod rules;
+mod shedding_overrides;
 mod unavailable;
 mod violations;
