@@ -7,5 +7,6 @@ mod conformance;
 mod fleet;
 mod fleet_security;
 mod memcache;
+mod memcache_shedding;
 mod memory;
 mod shared;
