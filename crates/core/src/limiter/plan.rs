@@ -142,7 +142,7 @@ impl<'a> Plans<'a> {
         for (i, l) in m.limit.all().enumerate() {
             // Limits with a unit always have a spec; `unit_multiplier` 0 is refused at load.
             let Some(spec) = l.spec() else { continue };
-            let (spec, shed) = match shed::judge(l, spec, m.class, random) {
+            let (spec, shed) = match shed::judge(l, spec, m.class, d.priority.as_deref(), random) {
                 Some((spec, shed)) => (spec, Some(shed)),
                 None => (spec, None),
             };
