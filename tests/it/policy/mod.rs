@@ -9,3 +9,4 @@ mod rules;
 mod shedding_overrides;
 mod unavailable;
 mod violations;
+mod violations_shedding;
