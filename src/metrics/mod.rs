@@ -31,9 +31,7 @@ use parking_lot::Mutex;
 use prometheus::{Histogram, HistogramOpts, HistogramVec, IntCounterVec, Opts};
 
 use crate::clock::{Clock, SystemClock, Timestamp};
-use crate::limiter::{
-    Code, ErrorKind, LimitIncrements, ShedOutcome, ShedUsage, Source, StatsSink,
-};
+use crate::limiter::{Code, ErrorKind, LimitIncrements, ShedOutcome, ShedUsage, Source, StatsSink};
 use crate::resilience::BreakerReport;
 use striped::Striped;
 use table::{Counters, KeyTable};

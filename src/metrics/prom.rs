@@ -189,7 +189,10 @@ impl Collector for MetricsCollector {
         }
         inc(9, &[], m.global_shadow.load(Ordering::Relaxed));
         inc(10, &[], m.store_errors.load(Ordering::Relaxed));
-        let folded = m.limits.folded() + m.unknown_domains.folded() + m.slots.dropped() + m.shed_usage.dropped();
+        let folded = m.limits.folded()
+            + m.unknown_domains.folded()
+            + m.slots.dropped()
+            + m.shed_usage.dropped();
         inc(11, &[], folded);
         let [dropped, written, old_dropped, old_written] = VIOLATION_FAMILIES;
         let (d, w) = (&m.violations_dropped, &m.violations_written);

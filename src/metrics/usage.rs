@@ -118,11 +118,18 @@ mod tests {
         let [(key, usage, current)] = &g.snapshot(now)[..] else {
             panic!("one limit");
         };
-        assert_eq!((key.as_str(), usage.usage, usage.limit, *current), ("shop.service_api", 85, 100, true));
+        assert_eq!(
+            (key.as_str(), usage.usage, usage.limit, *current),
+            ("shop.service_api", 85, 100, true)
+        );
         let families = g.families(now);
         assert_eq!(families[0].get_metric()[0].get_gauge().value(), 0.85);
         // From the window's end on, the count is of a past window: no series.
         assert!(!g.snapshot(Timestamp::from_secs(60))[0].2);
-        assert!(g.families(Timestamp::from_secs(60))[0].get_metric().is_empty());
+        assert!(
+            g.families(Timestamp::from_secs(60))[0]
+                .get_metric()
+                .is_empty()
+        );
     }
 }

@@ -273,7 +273,9 @@ fn priority(obj: &Map<String, Value>) -> Result<Option<String>, CheckError> {
     if class.as_ref().is_some_and(|c| c.len() > MAX_CLASS_NAME) {
         return Err(CheckError::field(
             "priority",
-            format!("must be at most {MAX_CLASS_NAME} bytes (a class name of the limit's priorities)"),
+            format!(
+                "must be at most {MAX_CLASS_NAME} bytes (a class name of the limit's priorities)"
+            ),
         ));
     }
     Ok(class)

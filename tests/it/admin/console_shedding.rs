@@ -18,7 +18,10 @@ descriptors:
 const GAUGE: &str = "ratelimitd_shed_usage_ratio{key=\"shop.service_api\"}";
 
 async fn hit(s: &TestServer, class: &str) -> Code {
-    overall(&s.rl("shop", &[&[("service", "api"), ("priority", class)]]).await)
+    overall(
+        &s.rl("shop", &[&[("service", "api"), ("priority", class)]])
+            .await,
+    )
 }
 
 /// The page's row of the shop's limit (its `<tr>` line).
@@ -48,7 +51,11 @@ async fn the_status_page_shows_usage_against_each_class_threshold() {
     let s = TestServer::start(&[("shop.yaml", SHOP)], &env).await;
     // The first second of the next minute window (T0 = 1234).
     s.set_time(1260);
-    assert!(row(&s).await.contains("no decision on a limit with priorities yet"));
+    assert!(
+        row(&s)
+            .await
+            .contains("no decision on a limit with priorities yet")
+    );
     for _ in 0..8 {
         assert_eq!(hit(&s, "critical").await, Code::Ok);
     }
@@ -64,11 +71,17 @@ async fn the_status_page_shows_usage_against_each_class_threshold() {
     assert_eq!(hit(&s, "write").await, Code::Ok);
     let r = row(&s).await;
     assert!(r.contains("usage 90% of 10"), "{r}");
-    assert!(r.contains("test (70%), read (80%) and write (90%) shed; critical (100%) admitted"), "{r}");
+    assert!(
+        r.contains("test (70%), read (80%) and write (90%) shed; critical (100%) admitted"),
+        "{r}"
+    );
     // The window of that decision ends at 1320: the page says so and the gauge has no series.
     s.set_time(1320);
     let r = row(&s).await;
-    assert!(r.contains("no decision in the current window (the last one: 90% of 10)"), "{r}");
+    assert!(
+        r.contains("no decision in the current window (the last one: 90% of 10)"),
+        "{r}"
+    );
     assert_eq!(s.scrape().await.get(GAUGE), None);
     s.shutdown().await;
 }

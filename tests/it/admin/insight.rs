@@ -227,7 +227,8 @@ descriptors:
 ";
     std::fs::write(dir.path().join("api.yaml"), yaml).unwrap();
     let cfg = dir.path().display().to_string();
-    let body = r#"{"domain":"api","descriptors":[{"entries":[{"key":"client_key","value":"u1"}]}]}"#;
+    let body =
+        r#"{"domain":"api","descriptors":[{"entries":[{"key":"client_key","value":"u1"}]}]}"#;
     let lines = decision_lines_of(&cfg, "1", 3, body).await;
     let seen: Vec<&str> = lines
         .iter()

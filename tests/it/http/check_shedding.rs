@@ -95,7 +95,11 @@ async fn check_takes_the_class_from_its_priority_field_unless_an_entry_names_one
     // Without a class a request is the lowest (read): shed from 5 of 10.
     assert_eq!(default, [200, 200, 200, 200, 200, 429], "no priority");
     // `priority: critical` is admitted up to the full 10.
-    assert_eq!(critical, [200, 200, 200, 200, 200, 429], "priority critical");
+    assert_eq!(
+        critical,
+        [200, 200, 200, 200, 200, 429],
+        "priority critical"
+    );
     // An entry of the descriptor names the class: it wins over the field.
     let sent = json!({"domain": "shop", "client_key": "q", "priority": "critical",
         "descriptors": [{"entries": [{"key": "client_key", "value": "q"},
@@ -105,7 +109,11 @@ async fn check_takes_the_class_from_its_priority_field_unless_an_entry_names_one
         .iter()
         .map(|r| r.status)
         .collect();
-    assert_eq!(statuses.iter().filter(|c| **c == 200).count(), 5, "{statuses:?}");
+    assert_eq!(
+        statuses.iter().filter(|c| **c == 200).count(),
+        5,
+        "{statuses:?}"
+    );
     // A priority that is no string is refused, naming the field.
     let r = s.check(&json!({"client_key": "p", "priority": 1})).await;
     assert_eq!(r.status, 400);

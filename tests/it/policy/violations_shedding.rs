@@ -72,7 +72,10 @@ async fn scenario(s: &TestServer) {
     for _ in 0..60 {
         admitted += usize::from(hit(vec![("client_key", "soft")]).await == Code::Ok);
     }
-    assert_eq!(admitted, 7, "the soft zone of 4 up to 8 admits up to usage 7");
+    assert_eq!(
+        admitted, 7,
+        "the soft zone of 4 up to 8 admits up to usage 7"
+    );
     s.advance(Duration::from_millis(10));
     let list = records(s, 3).await;
     assert_eq!(list.len(), 3, "{list:?}");
@@ -88,9 +91,19 @@ async fn scenario(s: &TestServer) {
         "{shed}"
     );
     let (soft, hard) = (find("soft", true), find("soft", false));
-    assert_eq!((&soft["class"], &hard["class"]), (&Value::Null, &Value::Null));
-    let (soft_n, hard_n) = (soft["requests"].as_u64().unwrap(), hard["requests"].as_u64().unwrap());
-    assert_eq!(soft_n + hard_n, 60 - 7, "every denial in one of the two records");
+    assert_eq!(
+        (&soft["class"], &hard["class"]),
+        (&Value::Null, &Value::Null)
+    );
+    let (soft_n, hard_n) = (
+        soft["requests"].as_u64().unwrap(),
+        hard["requests"].as_u64().unwrap(),
+    );
+    assert_eq!(
+        soft_n + hard_n,
+        60 - 7,
+        "every denial in one of the two records"
+    );
     assert!(soft_n > 0 && hard_n > 0, "{soft_n} soft, {hard_n} hard");
 }
 

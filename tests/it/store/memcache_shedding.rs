@@ -34,7 +34,10 @@ async fn start(m: &Memcached) -> TestServer {
 }
 
 async fn hit(s: &TestServer, class: &str) -> Code {
-    overall(&s.rl("shop", &[&[("service", "api"), ("priority", class)]]).await)
+    overall(
+        &s.rl("shop", &[&[("service", "api"), ("priority", class)]])
+            .await,
+    )
 }
 
 #[tokio::test]

@@ -214,14 +214,16 @@ fn match_all<'a>(
         // The class entry is not part of what is matched, overridden or counted: every class of a
         // descriptor shares one limit, one override and one counter.
         let class = shed::class_entry(domain, d);
-        found.push(match class {
-            None => match_one(domain, stored, req, d, &d.entries, None, now),
-            Some(_) => {
-                let entries: Vec<&Entry> = shed::matched_entries(d, class).collect();
-                match_one(domain, stored, req, d, &entries, class, now)
+        found.push(
+            match class {
+                None => match_one(domain, stored, req, d, &d.entries, None, now),
+                Some(_) => {
+                    let entries: Vec<&Entry> = shed::matched_entries(d, class).collect();
+                    match_one(domain, stored, req, d, &entries, class, now)
+                }
             }
-        }
-        .map_err(|()| RequestError::InvalidOverrideUnit { descriptor: i })?);
+            .map_err(|()| RequestError::InvalidOverrideUnit { descriptor: i })?,
+        );
     }
     Ok(found)
 }
@@ -290,7 +292,12 @@ fn config_match<'a, E: EntryRef>(
             (e.key.as_str(), value)
         })
         .collect();
-    let stats_key = stats_key::for_match(&req.domain, m.limit, shed::matched_entries(d, class), &m.path);
+    let stats_key = stats_key::for_match(
+        &req.domain,
+        m.limit,
+        shed::matched_entries(d, class),
+        &m.path,
+    );
     Some(Matched {
         limit: Arc::clone(m.limit),
         key_entries,

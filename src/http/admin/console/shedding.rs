@@ -4,7 +4,6 @@
 //! "usage 84% of 100" with "test (70%) and read (80%) shed; write (90%) and critical (100%)
 //! admitted". Keys and class names come from the config; every one is escaped.
 
-
 use super::html::{escape, table};
 use crate::clock::Timestamp;
 use crate::config::effective_limit;
@@ -37,7 +36,11 @@ pub(super) fn render(out: &mut String, i: &Insight, now: Timestamp) {
                     usage.limit
                 )
             };
-            let classes = if current { classes(&usage) } else { String::new() };
+            let classes = if current {
+                classes(&usage)
+            } else {
+                String::new()
+            };
             vec![escape(&key), state, escape(&classes)]
         })
         .collect();
@@ -61,7 +64,10 @@ fn classes(u: &Usage) -> String {
         .into_iter()
         .map(|(name, share)| {
             let threshold = effective_limit(u.limit, *share, 1.0, 0.0);
-            (format!("{name} ({}%)", percent(*share)), u.usage >= threshold)
+            (
+                format!("{name} ({}%)", percent(*share)),
+                u.usage >= threshold,
+            )
         })
         .partition(|(_, shed)| *shed);
     let list = |v: Vec<(String, bool)>| {
