@@ -123,7 +123,7 @@ mod tests {
             ("shop.service_api", 85, 100, true)
         );
         let families = g.families(now);
-        assert_eq!(families[0].get_metric()[0].get_gauge().value(), 0.85);
+        assert_eq!(families[0].get_metric()[0].get_gauge().get_value(), 0.85);
         // From the window's end on, the count is of a past window: no series.
         assert!(!g.snapshot(Timestamp::from_secs(60))[0].2);
         assert!(

@@ -179,6 +179,8 @@ mod tests {
             entries,
             limit_name: "per_client",
             shadow: false,
+            class: None,
+            soft: false,
         };
         let at_t = Timestamp::from_secs(at);
         let repeat = Repeat {

@@ -252,7 +252,7 @@ fn match_one<'a, E: EntryRef>(
     };
     let configured = domain
         .get_limit(entries)
-        .map(|m| m.limit)
+        .map(|m| &**m.limit)
         .filter(|l| !l.unlimited);
     let key_entries: Vec<(&str, &str)> = shed::matched_entries(d, class)
         .map(|e| (e.key.as_str(), e.value.as_str()))
@@ -260,7 +260,7 @@ fn match_one<'a, E: EntryRef>(
     let rate = OverrideRate {
         requests_per_unit: rate.0,
         unit: rate.1,
-        configured: configured.map(|l| l.as_ref()),
+        configured,
     };
     let limit = Arc::new(override_limit(&req.domain, &key_entries, rate, stored));
     Ok(Some(Matched {
