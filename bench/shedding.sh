@@ -4,6 +4,7 @@
 # memory store (crates/core/examples/shedding_cost.rs; its docs say how it measures). The figures
 # are the limiter's alone: a server adds the same gRPC or HTTP cost to each, so the relative cost
 # in a server is smaller still.
+# bench/shedding_server.sh measures the three through the real server (POST /check).
 #
 #   bench/shedding.sh
 #

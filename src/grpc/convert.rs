@@ -41,6 +41,7 @@ impl From<common::RateLimitDescriptor> for Descriptor {
             hits_addend: p.hits_addend,
             refund: p.is_negative_hits,
             holder: None,
+            priority: None,
         };
         // The holder of a concurrency slot travels as a descriptor entry (Envoy can only send
         // entries); it is taken out here so it never reaches matching or a cache key.

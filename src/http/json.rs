@@ -197,6 +197,7 @@ pub(super) fn descriptors_of(list: Vec<JsonDescriptor>) -> Result<Vec<Descriptor
             hits_addend: d.hits_addend.as_ref().map(Num::get).transpose()?,
             refund: d.is_negative_hits.unwrap_or(false),
             holder: None,
+            priority: None,
         };
         // As over gRPC: a `ratelimitd.holder` entry names a concurrency slot's holder.
         descriptor.split_holder();

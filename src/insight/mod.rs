@@ -94,6 +94,8 @@ pub struct Insight {
     pub clock: Arc<dyn Clock>,
     /// Decisions over the last 15 minutes; `None` when stats are off (`DISABLE_STATS`).
     pub rates: Option<Arc<rates::RateHistory>>,
+    /// The latest usage of each limit with priority classes; `None` when stats are off.
+    pub shed_usage: Option<Arc<crate::metrics::usage::UsageGauges>>,
     /// Who this instance is.
     pub about: About,
 }

@@ -98,6 +98,7 @@ pub fn start(options: &InsightOptions, deps: InsightDeps<'_>) -> InsightHandle {
         overrides: overrides.clone(),
         clock: clock.clone(),
         rates,
+        shed_usage: metrics.map(|m| m.shed_usage.clone()),
         about,
     };
     InsightHandle { observers, insight }

@@ -22,6 +22,7 @@ pub mod statsd;
 mod statsd_names;
 pub mod striped;
 pub mod table;
+pub mod usage;
 mod wiring;
 
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -32,7 +33,7 @@ use parking_lot::Mutex;
 use prometheus::{Histogram, HistogramOpts, HistogramVec, IntCounterVec, Opts};
 
 use crate::clock::{Clock, SystemClock, Timestamp};
-use crate::limiter::{Code, ErrorKind, LimitIncrements, ShedOutcome, Source, StatsSink};
+use crate::limiter::{Code, ErrorKind, LimitIncrements, ShedOutcome, ShedUsage, Source, StatsSink};
 use crate::resilience::BreakerReport;
 pub use options::{Observability, StatsSinkKind, StatsdProtocol};
 use striped::Striped;
@@ -96,6 +97,8 @@ pub struct Metrics {
     pub(crate) shedding: shedding::ShedCounters,
     /// Slots in use per concurrency limit, as the store last counted them.
     pub(crate) slots: slots::SlotGauges,
+    /// Usage per limit with priority classes, as the store last counted it.
+    pub shed_usage: Arc<usage::UsageGauges>,
     /// The clock the slot gauges compare lease ends with (the limiter's).
     pub(crate) clock: Arc<dyn Clock>,
     pub(crate) global_shadow: AtomicU64,
@@ -188,6 +191,7 @@ impl Metrics {
             unknown_domains: KeyTable::new(max_keys),
             shedding: shedding::ShedCounters::new(max_keys),
             slots: slots::SlotGauges::new(max_keys),
+            shed_usage: Arc::new(usage::UsageGauges::new(max_keys)),
             clock: Arc::new(SystemClock),
             global_shadow: AtomicU64::new(0),
             redis_errors: AtomicU64::new(0),
@@ -340,6 +344,10 @@ impl StatsSink for Metrics {
 
     fn slots_in_use(&self, key: &str, in_use: u64, until: Timestamp) {
         self.slots.set(key, in_use, until);
+    }
+
+    fn shed_usage(&self, usage: &ShedUsage<'_>) {
+        self.shed_usage.set(usage);
     }
 
     fn store_call(&self, elapsed: Duration, ok: bool) {

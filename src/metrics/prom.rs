@@ -189,7 +189,10 @@ impl Collector for MetricsCollector {
         }
         inc(9, &[], m.global_shadow.load(Ordering::Relaxed));
         inc(10, &[], m.store_errors.load(Ordering::Relaxed));
-        let folded = m.limits.folded() + m.unknown_domains.folded() + m.slots.dropped();
+        let folded = m.limits.folded()
+            + m.unknown_domains.folded()
+            + m.slots.dropped()
+            + m.shed_usage.dropped();
         inc(11, &[], folded);
         let [dropped, written, old_dropped, old_written] = VIOLATION_FAMILIES;
         let (d, w) = (&m.violations_dropped, &m.violations_written);
@@ -211,6 +214,7 @@ impl Collector for MetricsCollector {
         out.extend(m.shedding.families());
         out.extend(super::scrape::decisions(m));
         out.extend(super::scrape::slots(m));
+        out.extend(m.shed_usage.families(m.clock.now()));
         if !breakers.is_empty()
             && let Ok(g) =
                 IntGaugeVec::new(Opts::new(BREAKER_STATE.0, BREAKER_STATE.1), &["target"])

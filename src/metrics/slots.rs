@@ -18,21 +18,24 @@ use parking_lot::{Mutex, RwLock};
 
 use crate::clock::Timestamp;
 
-/// The last report of one limit: slots in use, and until when (µs) that count can hold.
+/// The last report of one limit: its value (slots in use by default), and until when (µs)
+/// that value can hold.
 #[derive(Debug, Default)]
-struct Slot(Mutex<(u64, u64)>);
+struct Slot<T>(Mutex<(T, u64)>);
 
-/// Limit stats key → its last report, bounded.
+/// Limit stats key → its last report, bounded. The value is the slots in use of a concurrency
+/// limit by default; the usage gauge of limits with priority classes keeps its own value
+/// (`metrics::usage`) under the same rules.
 #[derive(Debug)]
-pub(crate) struct SlotGauges {
-    keys: RwLock<HashMap<Box<str>, Arc<Slot>, ahash::RandomState>>,
+pub(crate) struct SlotGauges<T = u64> {
+    keys: RwLock<HashMap<Box<str>, Arc<Slot<T>>, ahash::RandomState>>,
     max_keys: usize,
     dropped: AtomicU64,
 }
 
-impl SlotGauges {
+impl<T: Clone + Default> SlotGauges<T> {
     /// An empty table of at most `max_keys` limits.
-    pub(crate) fn new(max_keys: usize) -> SlotGauges {
+    pub(crate) fn new(max_keys: usize) -> SlotGauges<T> {
         SlotGauges {
             keys: RwLock::new(HashMap::default()),
             max_keys,
@@ -40,8 +43,8 @@ impl SlotGauges {
         }
     }
 
-    /// Records that `key` had `in_use` slots held, the last of them until `until`.
-    pub(crate) fn set(&self, key: &str, in_use: u64, until: Timestamp) {
+    /// Records that `key` had `value` (e.g. slots held), which holds until `until`.
+    pub(crate) fn set(&self, key: &str, value: T, until: Timestamp) {
         let slot = self.keys.read().get(key).cloned();
         let slot = match slot {
             Some(s) => s,
@@ -51,10 +54,12 @@ impl SlotGauges {
                     self.dropped.fetch_add(1, Ordering::Relaxed);
                     return;
                 }
-                keys.entry(key.into()).or_default().clone()
+                keys.entry(key.into())
+                    .or_insert_with(|| Arc::new(Slot(Mutex::new((T::default(), 0)))))
+                    .clone()
             }
         };
-        *slot.0.lock() = (in_use, until.as_micros());
+        *slot.0.lock() = (value, until.as_micros());
     }
 
     /// Reports dropped because the table was full.
@@ -62,22 +67,29 @@ impl SlotGauges {
         self.dropped.load(Ordering::Relaxed)
     }
 
+    /// Every limit with its last value and until when it holds, sorted by key.
+    pub(crate) fn latest(&self) -> Vec<(String, T, Timestamp)> {
+        let keys = self.keys.read();
+        let mut out: Vec<(String, T, Timestamp)> = keys
+            .iter()
+            .map(|(k, s)| {
+                let (value, until) = s.0.lock().clone();
+                (k.to_string(), value, Timestamp::from_micros(until))
+            })
+            .collect();
+        out.sort_by(|a, b| a.0.cmp(&b.0));
+        out
+    }
+}
+
+impl SlotGauges {
     /// Every limit with its slots in use at `now`: the last count, or 0 once its latest lease
     /// has ended.
     pub(crate) fn snapshot(&self, now: Timestamp) -> Vec<(String, u64)> {
-        let keys = self.keys.read();
-        let mut out: Vec<(String, u64)> = keys
-            .iter()
-            .map(|(k, s)| {
-                let (in_use, until) = *s.0.lock();
-                (
-                    k.to_string(),
-                    if until > now.as_micros() { in_use } else { 0 },
-                )
-            })
-            .collect();
-        out.sort();
-        out
+        self.latest()
+            .into_iter()
+            .map(|(k, in_use, until)| (k, if until > now { in_use } else { 0 }))
+            .collect()
     }
 }
 

@@ -129,8 +129,15 @@ pub fn migrator() -> Migrator {
         Cow::Borrowed(include_str!("../../migrations/0004_violation_requests.sql")),
         false,
     );
+    let class = Migration::new(
+        5,
+        Cow::Borrowed("violation class"),
+        MigrationType::Simple,
+        Cow::Borrowed(include_str!("../../migrations/0005_violation_class.sql")),
+        false,
+    );
     Migrator {
-        migrations: Cow::Owned(vec![baseline, rule_body, violations, requests]),
+        migrations: Cow::Owned(vec![baseline, rule_body, violations, requests, class]),
         ..Migrator::DEFAULT
     }
 }

@@ -3,6 +3,8 @@
 //! endpoint is given, then any descriptors sent in `/json` form. `cost` becomes every
 //! descriptor's `hits_addend` (0 checks without counting), unless a sent descriptor has its own.
 //! `max_wait_ms` is the delay the caller accepts: leaky bucket limits then shape instead of deny.
+//! `priority` names the request's class for every limit with priorities whose `priority_key`
+//! entry a descriptor does not carry itself.
 //!
 //! The body is read as a JSON object first and each field checked by hand, so every error names
 //! its field (serde's type errors only give a line and column). Reading it builds no more than
@@ -18,6 +20,7 @@ use serde::de::{self, DeserializeSeed, IgnoredAny, MapAccess, Visitor};
 use serde_json::{Map, Value};
 
 use crate::algorithm::token_bucket;
+use crate::config::shedding::MAX_CLASS_NAME;
 use crate::http::capped::{Caps, Descriptors, ScalarSeed, once};
 use crate::http::json::{JsonDescriptor, JsonError, decode, descriptors_of};
 use crate::limiter::Limits;
@@ -46,6 +49,7 @@ const FIELD_NAMES: &[&str] = &[
     "details",
     "holder",
     "release",
+    "priority",
 ];
 
 /// Why a `/check` body was refused. Nothing is counted for it.
@@ -208,6 +212,7 @@ pub fn parse(
         hits_addend: Some(cost),
         refund: false,
         holder: None,
+        priority: None,
     }];
     if let Some(endpoint) = endpoint {
         descriptors.push(Descriptor {
@@ -219,6 +224,7 @@ pub fn parse(
             hits_addend: Some(cost),
             refund: false,
             holder: None,
+            priority: None,
         });
     }
     if let Some(list) = sent {
@@ -231,6 +237,11 @@ pub fn parse(
     }
     let holder = super::holder::read(&obj)?;
     super::holder::apply(&mut descriptors, &holder);
+    if let Some(class) = priority(&obj)? {
+        for d in &mut descriptors {
+            d.priority = Some(class.clone());
+        }
+    }
     Ok(CheckRequest {
         holder,
         request: Request {
@@ -253,6 +264,21 @@ fn string(obj: &Map<String, Value>, field: &str) -> Result<Option<String>, Check
         Some(Value::String(s)) => Ok(Some(s.clone())),
         Some(_) => Err(CheckError::field(field, "must be a string")),
     }
+}
+
+/// `priority`: the request's class for the limits with priorities (a class name, so at most
+/// [`MAX_CLASS_NAME`] bytes); `None` when absent or null.
+fn priority(obj: &Map<String, Value>) -> Result<Option<String>, CheckError> {
+    let class = string(obj, "priority")?;
+    if class.as_ref().is_some_and(|c| c.len() > MAX_CLASS_NAME) {
+        return Err(CheckError::field(
+            "priority",
+            format!(
+                "must be at most {MAX_CLASS_NAME} bytes (a class name of the limit's priorities)"
+            ),
+        ));
+    }
+    Ok(class)
 }
 
 /// A whole number from 0 to `max` (`cost`, `max_wait_ms`); `None` when absent or null.

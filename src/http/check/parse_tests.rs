@@ -161,3 +161,31 @@ fn descriptors_are_decoded_under_the_caps() {
     );
     assert_eq!(field_of(&deep), "cost");
 }
+
+#[test]
+fn priority_names_the_class_of_every_descriptor() {
+    let r = parse(
+        br#"{"client_key":"k","endpoint":"/e","priority":"read",
+             "descriptors":[{"entries":[{"key":"a","value":"b"}]}]}"#,
+        "api",
+        &Limits::default(),
+    )
+    .unwrap();
+    let classes: Vec<_> = r
+        .request
+        .descriptors
+        .iter()
+        .map(|d| d.priority.as_deref())
+        .collect();
+    assert_eq!(classes, vec![Some("read"); 3]);
+    let none = parse(br#"{"client_key":"k"}"#, "api", &Limits::default()).unwrap();
+    assert_eq!(none.request.descriptors[0].priority, None);
+    for bad in [
+        r#"{"client_key":"k","priority":7}"#,
+        r#"{"client_key":"k","priority":""}"#,
+    ] {
+        assert_eq!(field_of(bad), "priority", "{bad}");
+    }
+    let long = format!(r#"{{"client_key":"k","priority":"{}"}}"#, "x".repeat(65));
+    assert_eq!(field_of(&long), "priority");
+}

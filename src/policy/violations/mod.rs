@@ -1,6 +1,6 @@
 //! The violation log: every reported OVER_LIMIT descriptor is counted in a
 //! [`Violation`] record. The [`ViolationLog`] observer notes it in the bounded [`Pending`] map
-//! without waiting: repeats of one (domain, descriptor, limit, shadow) between two writes share
+//! without waiting: repeats of one (domain, descriptor, limit, shadow, class, soft) between two writes share
 //! one record with a request count (a full map drops and counts new keys); the [`writer`] task
 //! takes the map every `VIOLATIONS_BATCH_DELAY` and writes one row per key to the policy
 //! database's `rate_limit_violations` table and/or as JSON lines, and deletes rows older than the
@@ -56,6 +56,10 @@ pub struct Violation {
     pub source: Cow<'static, str>,
     /// True when it was not enforced: the limit's `shadow_mode` or the service's `SHADOW_MODE`.
     pub shadow: bool,
+    /// The request's class, for a limit with priority classes (a name from the config).
+    pub class: Option<String>,
+    /// True when the denial came from the soft zone's draw (a soft limit), not from a bound.
+    pub soft: bool,
     /// When the first of them was decided (the limiter's clock).
     pub at: Timestamp,
     /// When the last of them was decided.
@@ -92,6 +96,8 @@ impl StoredViolation {
             "count": v.usage,
             "source": v.source,
             "shadow": v.shadow,
+            "class": v.class,
+            "soft": v.soft,
             "at": v.at.to_rfc3339(),
             "last_at": v.last_at.to_rfc3339(),
             "instance": &*v.instance,

@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use super::Violation;
 use super::pending::{Key, Pending, Repeat};
-use crate::limiter::{Observed, Observer};
+use crate::limiter::{Observed, Observer, ShedOutcome, signals};
 use crate::metrics::Metrics;
 use crate::policy::model::PathEntry;
 
@@ -55,11 +55,16 @@ impl Observer for ViolationLog {
             } else {
                 &limit.name
             };
+            // A limit with priority classes or a soft zone: the class (from the config) and
+            // whether the soft zone's draw refused it.
+            let shed = signals::shed_outcome(settled);
             let key = Key {
                 domain: &d.request.domain,
                 entries,
                 limit_name,
                 shadow: d.shadow_mode || limit.shadow_mode,
+                class: shed.map(|(class, _)| class).filter(|c| !c.is_empty()),
+                soft: shed.is_some_and(|(_, o)| o == ShedOutcome::SoftDenied),
             };
             let usage = verdict.usage.map(|(_, after)| after);
             let repeat = Repeat {
@@ -89,6 +94,8 @@ impl Observer for ViolationLog {
                 requests: 1,
                 source: source.as_str().into(),
                 shadow: key.shadow,
+                class: key.class.map(str::to_owned),
+                soft: key.soft,
                 at: d.now,
                 last_at: d.now,
                 instance: self.instance.clone(),

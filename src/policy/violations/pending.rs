@@ -1,7 +1,7 @@
 //! The violations waiting for the writer, aggregated: under a deny storm the same client breaks
 //! the same limit thousands of times a second, and one record per denial would cost the request
 //! path an allocation and a queue slot each, and the database a row each. [`Pending`] keeps one
-//! record per (domain, descriptor entries, limit name, shadow) instead: a repeat only bumps its
+//! record per (domain, descriptor entries, limit name, shadow, class, soft) instead: a repeat only bumps its
 //! counters, found by a hash computed from the borrowed request (no allocation). The map is
 //! bounded (`VIOLATIONS_QUEUE_SIZE` keys) and sharded so that concurrent requests rarely share a
 //! lock; the writer swaps every shard out at once per batch.
@@ -30,6 +30,10 @@ pub struct Key<'a> {
     pub limit_name: &'a str,
     /// True when it was not enforced.
     pub shadow: bool,
+    /// The request's class of a limit with priorities (a name from the config).
+    pub class: Option<&'a str>,
+    /// True for a denial by the soft zone's draw.
+    pub soft: bool,
 }
 
 impl Key<'_> {
@@ -42,6 +46,8 @@ impl Key<'_> {
         }
         self.limit_name.hash(&mut h);
         self.shadow.hash(&mut h);
+        self.class.hash(&mut h);
+        self.soft.hash(&mut h);
         h.finish()
     }
 
@@ -53,6 +59,8 @@ impl Key<'_> {
         v.domain == self.domain
             && v.limit_name == self.limit_name
             && v.shadow == self.shadow
+            && v.class.as_deref() == self.class
+            && v.soft == self.soft
             && same_entries
     }
 }
@@ -157,6 +165,8 @@ mod tests {
             requests: 1,
             source: "store".into(),
             shadow: false,
+            class: None,
+            soft: false,
             at: Timestamp::from_secs(at),
             last_at: Timestamp::from_secs(at),
             instance: Arc::from("t"),
@@ -169,6 +179,8 @@ mod tests {
             entries,
             limit_name: "per_client",
             shadow: false,
+            class: None,
+            soft: false,
         };
         let at_t = Timestamp::from_secs(at);
         let repeat = Repeat {

@@ -11,7 +11,7 @@ use crate::policy::rows::micros;
 use crate::policy::store::StoreError;
 
 const COLUMNS: &str = "id, domain, descriptor, client_key, at, request_count, limit_value, \
-     limit_name, unit, hits, usage, source, shadow, instance, requests, last_at";
+     limit_name, unit, hits, usage, source, shadow, instance, requests, last_at, class, soft";
 
 fn int(n: u64) -> i64 {
     i64::try_from(n).unwrap_or(i64::MAX)
@@ -46,7 +46,9 @@ where
             .push_bind(v.shadow)
             .push_bind(&*v.instance)
             .push_bind(int(v.requests))
-            .push_bind(micros(v.last_at));
+            .push_bind(micros(v.last_at))
+            .push_bind(v.class.as_deref())
+            .push_bind(v.soft);
     });
     q
 }
@@ -141,6 +143,8 @@ where
             usage: usage.map(uint),
             source: row.try_get::<String, _>("source")?.into(),
             shadow: row.try_get("shadow")?,
+            class: row.try_get("class")?,
+            soft: row.try_get("soft")?,
             requests: uint(row.try_get("requests")?),
             at,
             last_at: last_at.map_or(at, |t| Timestamp::from_micros(uint(t))),

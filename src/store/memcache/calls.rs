@@ -1,6 +1,7 @@
 //! One server's part of a request: the `incr`/`decr` of its ops in one write, an `add` for each
-//! key that does not exist yet, all on one pooled connection, behind the server's breaker and
-//! within `MEMCACHE_TIMEOUT`.
+//! key that does not exist yet, and the `decr` that takes back the hits a limit that sheds
+//! refused, all on one pooled connection, behind the server's breaker and within
+//! `MEMCACHE_TIMEOUT`.
 
 use super::conn::{Conn, Counted};
 use super::{ADD_RACES, MemcacheStore, RELATIVE_EXPIRY_MAX, Server, keys};
@@ -68,7 +69,40 @@ impl MemcacheStore {
                 });
             }
         }
+        self.take_back(conn, ops, indices, &wire, &counts).await?;
         Ok(counts)
+    }
+
+    /// Takes back, in one `decr` write on the same connection, the hits of every op that counts
+    /// only when admitted ([`Op::only_admitted`]: a limit that sheds) and that its `incr` put over
+    /// the request's limit: memcached has no conditional increment, so a refused request is
+    /// counted and then uncounted. Until the `decr` lands the counter reads too high by the
+    /// refused hits in flight, which can only refuse more (never admit more); if it fails, the
+    /// server's ops answer as unavailable and those hits stay counted until the window ends
+    /// (`docs/stores.md#memcached`).
+    async fn take_back(
+        &self,
+        conn: &mut Conn,
+        ops: &[Op],
+        indices: &[usize],
+        wire: &[std::borrow::Cow<'_, str>],
+        counts: &[Option<(u64, u64)>],
+    ) -> std::io::Result<()> {
+        let batch: Vec<(&str, u64)> = indices
+            .iter()
+            .zip(counts)
+            .zip(wire)
+            .filter_map(|((&i, counted), key)| {
+                let op = &ops[i];
+                let (_, after) = (*counted)?;
+                let refused = op.only_admitted && !op.refund && op.hits > 0;
+                (refused && after > op.spec.limit).then_some((&**key, op.hits))
+            })
+            .collect();
+        if !batch.is_empty() {
+            conn.count("decr", &batch).await?;
+        }
+        Ok(())
     }
 
     /// Creates a missing key with `op.hits`, or counts on the key another instance created first.

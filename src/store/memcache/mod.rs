@@ -7,7 +7,9 @@
 //! count first and increments later, so concurrent instances can over-admit; here the count a
 //! decision uses is the one this request's `incr` produced, so no two requests are admitted on
 //! the same slot. Every algorithm other than fixed windows is refused when the configuration
-//! loads (memcached has no atomic read-modify-write for them).
+//! loads (memcached has no atomic read-modify-write for them). A limit that sheds counts only
+//! admitted hits: a refused request's hits are taken back with a `decr` right after its `incr`
+//! (`calls.rs`).
 //!
 //! A request's ops are grouped by server (see `keys::pick`); each server's `incr`s go in one
 //! write, every server is called at once, each call is bounded by `MEMCACHE_TIMEOUT` and sits
@@ -113,7 +115,8 @@ impl Store for MemcacheStore {
             if let Some(until) = self
                 .local_cache
                 .as_ref()
-                .filter(|_| !op.refund)
+                // A limit that sheds is over for one class and not for another: never cached.
+                .filter(|_| !op.refund && !op.only_admitted)
                 .and_then(|c| c.over_until(&op.key, now))
             {
                 answers[i] = Some(Answer::CachedOver { until });
@@ -162,7 +165,7 @@ impl Store for MemcacheStore {
                 } else {
                     fixed_window::decide(before, after, spec.limit, spec.window, now)
                 };
-                if let Some(c) = &self.local_cache {
+                if let Some(c) = self.local_cache.as_ref().filter(|_| !op.only_admitted) {
                     c.learn(&op.key, op.refund, &d, now);
                 }
                 answers[i] = Some(Answer::Decided(d));

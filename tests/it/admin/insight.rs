@@ -134,6 +134,8 @@ async fn decision_lines_of(
     let env = [
         ("RATELIMITD_CONFIG".to_string(), cfg.to_string()),
         ("DECISION_LOG_SAMPLE_RATE".to_string(), rate.to_string()),
+        // Soft limits draw from a seeded source: their outcomes repeat run after run.
+        ("RATELIMITD_TEST_RANDOM_SEED".to_string(), "27".to_string()),
     ];
     let p = process::spawn(&env);
     let client = reqwest::Client::new();
@@ -210,4 +212,27 @@ descriptors:
     let admitted = ("OK", "read", "admitted");
     let shed = ("OVER_LIMIT", "read", "shed");
     assert_eq!(seen, [admitted, shed, shed], "a read may use half of 2");
+}
+
+/// A soft limit: a denial in the soft zone's draw says `soft_denied` (limit 1, zone up to 2.4:
+/// a hit at usage 2 is admitted when the draw `u` gives `floor(1 + 1.4·u) ≥ 2`, i.e. `u ≥ 5/7`;
+/// seed 27 draws 0.59, 0.67 and 0.10, so the second and third hits are soft denials).
+#[tokio::test]
+async fn the_decision_log_says_when_a_denial_was_soft() {
+    let dir = tempfile::tempdir().unwrap();
+    let yaml = "domain: api
+descriptors:
+  - key: client_key
+    rate_limit: {unit: minute, requests_per_unit: 1, soft: {up_to: 2.4}}
+";
+    std::fs::write(dir.path().join("api.yaml"), yaml).unwrap();
+    let cfg = dir.path().display().to_string();
+    let body =
+        r#"{"domain":"api","descriptors":[{"entries":[{"key":"client_key","value":"u1"}]}]}"#;
+    let lines = decision_lines_of(&cfg, "1", 3, body).await;
+    let seen: Vec<&str> = lines
+        .iter()
+        .map(|l| l["shed"].as_str().unwrap_or("?"))
+        .collect();
+    assert_eq!(seen, ["admitted", "soft_denied", "soft_denied"], "seed 27");
 }

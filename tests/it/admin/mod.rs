@@ -3,6 +3,7 @@
 
 mod access;
 mod console;
+mod console_shedding;
 mod explain;
 mod insight;
 mod valid_for;

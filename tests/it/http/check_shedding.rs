@@ -1,5 +1,5 @@
 //! Priority classes and the soft-breach warning over HTTP: `POST /check` sends the class as a
-//! descriptor entry and carries `x-ratelimit-soft-breach` from the limit's ratio on, on 200 and
+//! descriptor entry or in its `priority` field (an entry wins) and carries `x-ratelimit-soft-breach` from the limit's ratio on, on 200 and
 //! 429; `/json`'s 200 carries the warning too.
 
 use serde_json::json;
@@ -67,4 +67,56 @@ async fn json_200_carries_the_warning() {
         let warned = r.headers().get("x-ratelimit-soft-breach").is_some();
         assert_eq!(warned, usage >= 7, "usage {usage}");
     }
+}
+
+const SHOP: &str = "domain: shop
+descriptors:
+  - key: client_key
+    descriptors:
+      - key: endpoint
+        rate_limit: {unit: minute, requests_per_unit: 10, priorities: {critical: 1.0, read: 0.5}}
+";
+
+#[tokio::test]
+async fn check_takes_the_class_from_its_priority_field_unless_an_entry_names_one() {
+    let s = TestServer::start(&[("shop.yaml", SHOP)], &[]).await;
+    let pay = |priority: Option<&str>| {
+        let mut body = json!({"domain": "shop", "client_key": "p", "endpoint": "/pay"});
+        if let Some(p) = priority {
+            body["priority"] = json!(p);
+        }
+        body
+    };
+    let mut statuses = Vec::new();
+    for priority in [None; 6].into_iter().chain([Some("critical"); 6]) {
+        statuses.push(s.check(&pay(priority)).await.status);
+    }
+    let (default, critical) = statuses.split_at(6);
+    // Without a class a request is the lowest (read): shed from 5 of 10.
+    assert_eq!(default, [200, 200, 200, 200, 200, 429], "no priority");
+    // `priority: critical` is admitted up to the full 10.
+    assert_eq!(
+        critical,
+        [200, 200, 200, 200, 200, 429],
+        "priority critical"
+    );
+    // An entry of the descriptor names the class: it wins over the field.
+    let sent = json!({"domain": "shop", "client_key": "q", "priority": "critical",
+        "descriptors": [{"entries": [{"key": "client_key", "value": "q"},
+            {"key": "endpoint", "value": "/pay"}, {"key": "priority", "value": "read"}]}]});
+    let statuses: Vec<u16> = futures_util::future::join_all((0..6).map(|_| s.check(&sent)))
+        .await
+        .iter()
+        .map(|r| r.status)
+        .collect();
+    assert_eq!(
+        statuses.iter().filter(|c| **c == 200).count(),
+        5,
+        "{statuses:?}"
+    );
+    // A priority that is no string is refused, naming the field.
+    let r = s.check(&json!({"client_key": "p", "priority": 1})).await;
+    assert_eq!(r.status, 400);
+    assert_eq!(r.body["error"], "invalid_field");
+    assert_eq!(r.body["message"], "priority: must be a string");
 }

@@ -6,5 +6,7 @@ mod lifecycle;
 mod overrides;
 mod postgres;
 mod rules;
+mod shedding_overrides;
 mod unavailable;
 mod violations;
+mod violations_shedding;

@@ -8,5 +8,6 @@ mod fleet;
 mod fleet_membership;
 mod fleet_security;
 mod memcache;
+mod memcache_shedding;
 mod memory;
 mod shared;

@@ -61,7 +61,7 @@ pub use plan::{Plan, Plans};
 pub use request::{Descriptor, Entry, Override, Request};
 pub use response::{Code, CurrentLimit, DescriptorStatus, Response};
 pub use signals::{SOFT_BREACH_HEADER, ShedOutcome};
-pub use stats::{ErrorKind, LimitIncrements, NoStats, StatsSink};
+pub use stats::{ErrorKind, LimitIncrements, NoStats, ShedUsage, StatsSink};
 pub use stored_override::{NewOverride, PathEntry, StoredOverride};
 
 /// Names of the headers added when `LIMIT_RESPONSE_HEADERS_ENABLED` is on.
@@ -254,6 +254,9 @@ impl RateLimiter {
             stats::record(self.stats.as_ref(), self.options.near_limit_ratio, &settled);
             for (key, class, outcome) in signals::outcomes(&settled) {
                 self.stats.shed(key, class, outcome);
+            }
+            for usage in signals::usages(&settled, now) {
+                self.stats.shed_usage(&usage);
             }
             for s in settled
                 .iter()

@@ -20,14 +20,14 @@ use super::request::{Descriptor, Entry, Request};
 use super::stats_key;
 use crate::algorithm::Algorithm;
 use crate::clock::Timestamp;
-use crate::config::{Domain, Limit, MatchKind};
+use crate::config::{Domain, EntryRef, Limit, MatchKind};
 use crate::random::Random;
 use crate::store::Op;
 
 mod overrides;
 mod shed;
 
-use overrides::{OverrideRate, override_algorithm, override_limit};
+use overrides::{OverrideRate, override_limit};
 pub use shed::Shed;
 
 /// What applies to one descriptor.
@@ -142,7 +142,7 @@ impl<'a> Plans<'a> {
         for (i, l) in m.limit.all().enumerate() {
             // Limits with a unit always have a spec; `unit_multiplier` 0 is refused at load.
             let Some(spec) = l.spec() else { continue };
-            let (spec, shed) = match shed::judge(l, spec, m.class, random) {
+            let (spec, shed) = match shed::judge(l, spec, m.class, d.priority.as_deref(), random) {
                 Some((spec, shed)) => (spec, Some(shed)),
                 None => (spec, None),
             };
@@ -210,83 +210,100 @@ fn match_all<'a>(
     now: Timestamp,
 ) -> Result<Vec<Option<Matched<'a>>>, RequestError> {
     let mut found = Vec::with_capacity(req.descriptors.len());
-    // The empty index (no policy database, or no overrides) costs one branch per descriptor.
-    let find_stored = |d: &Descriptor| {
-        (!stored.is_empty())
-            .then(|| stored.find(&req.domain, &d.entries, now))
-            .flatten()
-    };
     for (i, d) in req.descriptors.iter().enumerate() {
-        found.push(match (&d.limit, find_stored(d)) {
-            (Some(o), _) => {
-                let unit = o
-                    .unit
-                    .ok_or(RequestError::InvalidOverrideUnit { descriptor: i })?;
-                let rate = OverrideRate {
-                    requests_per_unit: o.requests_per_unit,
-                    unit,
-                    algorithm: override_algorithm(domain, d),
-                };
-                let limit = Arc::new(override_limit(&req.domain, d, rate, None));
-                let stats_key = Cow::Owned(limit.stats_key.clone());
-                Some(Matched {
-                    limit,
-                    key_entries: plain_entries(d),
-                    stats_key,
-                    class: None,
-                })
+        // The class entry is not part of what is matched, overridden or counted: every class of a
+        // descriptor shares one limit, one override and one counter.
+        let class = shed::class_entry(domain, d);
+        found.push(
+            match class {
+                None => match_one(domain, stored, req, d, &d.entries, None, now),
+                Some(_) => {
+                    let entries: Vec<&Entry> = shed::matched_entries(d, class).collect();
+                    match_one(domain, stored, req, d, &entries, class, now)
+                }
             }
-            (None, Some(o)) => {
-                let rate = OverrideRate {
-                    requests_per_unit: o.spec.requests_per_unit,
-                    unit: o.spec.unit,
-                    algorithm: override_algorithm(domain, d),
-                };
-                let limit = Arc::new(override_limit(&req.domain, d, rate, Some(o)));
-                let stats_key = Cow::Owned(limit.stats_key.clone());
-                Some(Matched {
-                    limit,
-                    key_entries: plain_entries(d),
-                    stats_key,
-                    class: None,
-                })
-            }
-            (None, None) => {
-                let class = shed::class_entry(domain, d);
-                let found = match class {
-                    None => domain.get_limit(&d.entries),
-                    Some(_) => {
-                        let entries: Vec<&Entry> = shed::matched_entries(d, class).collect();
-                        domain.get_limit(&entries)
-                    }
-                };
-                found.map(|m| {
-                    let key_entries = shed::matched_entries(d, class)
-                        .zip(&m.path)
-                        .map(|(e, level)| {
-                            let shared =
-                                level.kind == MatchKind::Wildcard && level.node.share_threshold;
-                            let value = if shared {
-                                level.node.value.as_str()
-                            } else {
-                                e.value.as_str()
-                            };
-                            (e.key.as_str(), value)
-                        })
-                        .collect();
-                    let entries = shed::matched_entries(d, class);
-                    let stats_key = stats_key::for_match(&req.domain, m.limit, entries, &m.path);
-                    Matched {
-                        limit: Arc::clone(m.limit),
-                        key_entries,
-                        stats_key,
-                        class,
-                    }
-                })
-            }
-        });
+            .map_err(|()| RequestError::InvalidOverrideUnit { descriptor: i })?,
+        );
     }
     Ok(found)
+}
+
+/// The limit of descriptor `d`, matched on `entries` (its entries but the class entry `class`):
+/// its request override, else a stored override of those entries, else the config match. An
+/// override changes the rate and keeps the matched limit's algorithm, classes and soft zone
+/// ([`overrides::override_limit`]). `Err` for a request override without a unit.
+fn match_one<'a, E: EntryRef>(
+    domain: &'a Domain,
+    stored: &OverrideIndex,
+    req: &'a Request,
+    d: &'a Descriptor,
+    entries: &[E],
+    class: Option<&'a Entry>,
+    now: Timestamp,
+) -> Result<Option<Matched<'a>>, ()> {
+    // The empty index (no policy database, or no overrides) costs one branch per descriptor.
+    let stored = (!stored.is_empty())
+        .then(|| stored.find(&req.domain, entries, now))
+        .flatten();
+    let (rate, stored) = match (&d.limit, stored) {
+        (Some(o), _) => ((o.requests_per_unit, o.unit.ok_or(())?), None),
+        (None, Some(o)) => ((o.spec.requests_per_unit, o.spec.unit), Some(o)),
+        (None, None) => return Ok(config_match(domain, req, d, entries, class)),
+    };
+    let configured = domain
+        .get_limit(entries)
+        .map(|m| &**m.limit)
+        .filter(|l| !l.unlimited);
+    let key_entries: Vec<(&str, &str)> = shed::matched_entries(d, class)
+        .map(|e| (e.key.as_str(), e.value.as_str()))
+        .collect();
+    let rate = OverrideRate {
+        requests_per_unit: rate.0,
+        unit: rate.1,
+        configured,
+    };
+    let limit = Arc::new(override_limit(&req.domain, &key_entries, rate, stored));
+    Ok(Some(Matched {
+        stats_key: Cow::Owned(limit.stats_key.clone()),
+        limit,
+        key_entries,
+        class,
+    }))
+}
+
+/// The config's limit for `entries` of `d`, keyed by the values it counts.
+fn config_match<'a, E: EntryRef>(
+    domain: &'a Domain,
+    req: &'a Request,
+    d: &'a Descriptor,
+    entries: &[E],
+    class: Option<&'a Entry>,
+) -> Option<Matched<'a>> {
+    let m = domain.get_limit(entries)?;
+    let key_entries = shed::matched_entries(d, class)
+        .zip(&m.path)
+        .map(|(e, level)| {
+            let shared = level.kind == MatchKind::Wildcard && level.node.share_threshold;
+            let value = if shared {
+                level.node.value.as_str()
+            } else {
+                e.value.as_str()
+            };
+            (e.key.as_str(), value)
+        })
+        .collect();
+    let stats_key = stats_key::for_match(
+        &req.domain,
+        m.limit,
+        shed::matched_entries(d, class),
+        &m.path,
+    );
+    Some(Matched {
+        limit: Arc::clone(m.limit),
+        key_entries,
+        stats_key,
+        class,
+    })
 }
 
 /// Names any matched limit (unlimited ones included) replaces, across the whole request.
@@ -295,12 +312,5 @@ fn replaced_names(matched: &[Option<Matched<'_>>]) -> HashSet<String> {
         .iter()
         .flatten()
         .flat_map(|m| m.limit.replaces.iter().cloned())
-        .collect()
-}
-
-fn plain_entries(d: &Descriptor) -> Vec<(&str, &str)> {
-    d.entries
-        .iter()
-        .map(|e| (e.key.as_str(), e.value.as_str()))
         .collect()
 }

@@ -59,6 +59,10 @@ pub struct Descriptor {
     /// ([`crate::algorithm::concurrency`]); `None`: the request gets a fresh anonymous holder,
     /// whose slot frees only at its lease timeout.
     pub holder: Option<String>,
+    /// The class the caller named for the whole request (`POST /check`'s `priority`): it stands
+    /// for the `priority_key` entry of a limit with priorities when the descriptor has no such
+    /// entry (an entry in the descriptor wins: it is the more specific statement).
+    pub priority: Option<String>,
 }
 
 /// The descriptor entry key that names the holder over gRPC and `/json` (Envoy:

@@ -128,3 +128,29 @@ pub(crate) fn outcomes<'p>(
         Some((l.stats_key.as_ref(), class, outcome))
     })
 }
+
+/// The usage of every descriptor whose reported limit has priority classes and was decided by
+/// the store, for the usage gauge ([`super::StatsSink::shed_usage`]); the window's end is
+/// `now` plus the verdict's time to reset.
+pub(crate) fn usages<'p>(
+    settled: &'p [Settled<'p>],
+    now: crate::clock::Timestamp,
+) -> impl Iterator<Item = super::stats::ShedUsage<'p>> {
+    settled.iter().filter_map(move |s| {
+        let (limit, source, verdict) = s.reported?;
+        let shedding = limit.shedding.as_ref()?;
+        shedding.priorities.as_ref()?;
+        let (before, after) = verdict.usage?;
+        if source != super::outcome::Source::Store {
+            return None;
+        }
+        Some(super::stats::ShedUsage {
+            key: &limit.stats_key,
+            // A refused request of a limit that sheds counted nothing.
+            usage: if verdict.over_limit { before } else { after },
+            limit: u64::from(limit.requests_per_unit),
+            shedding,
+            until: now.saturating_add(verdict.reset_after),
+        })
+    })
+}

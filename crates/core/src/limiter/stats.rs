@@ -76,6 +76,29 @@ pub trait StatsSink: Send + Sync + std::fmt::Debug + 'static {
     fn slots_in_use(&self, key: &str, in_use: u64, until: Timestamp) {
         let _ = (key, in_use, until);
     }
+    /// The store counted `usage` of `limit` on limit `key` (its configured stats key), which
+    /// has priority classes (`shedding`): the counter after this instance's latest decision on
+    /// it, as of a window that ends at `until`. A gauge, replaced by the next report; sinks
+    /// without gauges ignore it.
+    fn shed_usage(&self, usage: &ShedUsage<'_>) {
+        let _ = usage;
+    }
+}
+
+/// One report of [`StatsSink::shed_usage`].
+#[derive(Debug, Clone, Copy)]
+pub struct ShedUsage<'a> {
+    /// The limit's configured stats key (its config path; `<domain>.override_<id>` for a stored
+    /// override), never a request value.
+    pub key: &'a str,
+    /// The counter after the decision: a refused request counted nothing.
+    pub usage: u64,
+    /// The limit (`requests_per_unit`) the classes' shares are of.
+    pub limit: u64,
+    /// The limit's classes and soft zone (from the config).
+    pub shedding: &'a std::sync::Arc<crate::config::Shedding>,
+    /// When the window of that count ends: past it the count says nothing of the new window.
+    pub until: Timestamp,
 }
 
 /// A sink that drops everything (`DISABLE_STATS`, unit tests).

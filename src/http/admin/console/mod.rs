@@ -4,7 +4,8 @@
 //! second over 15 minutes as inline SVG (`charts`), a client-key search answered by explain
 //! (`search`, `?domain=&descriptor=key=value,…`, counting no hit), the limits nearest their
 //! thresholds (`nearest`), and the details (`sections`): configuration, limits, overrides,
-//! hot keys, violations, breakers, region shares. Every value is HTML-escaped ([`html::escape`]): descriptor
+//! hot keys, violations, breakers, region shares, and the usage of limits with priority classes against
+//! each class's threshold (`shedding`). Every value is HTML-escaped ([`html::escape`]): descriptor
 //! values are client data; the CSP forbids any script even if one slipped through.
 //!
 //! Access: the bearer token, as `/v1`; with `ADMIN_TRUST_LOOPBACK=true` a loopback peer reads it
@@ -17,6 +18,7 @@ mod nearest;
 mod render;
 mod search;
 mod sections;
+mod shedding;
 
 use std::collections::HashMap;
 use std::time::Duration;

@@ -79,6 +79,7 @@ pub(super) fn page(v: &View<'_>) -> String {
     sections::hot_keys(&mut out, i);
     sections::violation_rows(&mut out, &v.violations, now);
     sections::breakers(&mut out, i);
+    super::shedding::render(&mut out, i, now);
     if !v.regions.is_empty() {
         out.push_str("<h2 id=\"regions\">Regions</h2><ul>\n");
         for line in &v.regions {

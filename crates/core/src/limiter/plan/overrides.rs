@@ -1,7 +1,7 @@
 //! The limit an override stands for while planning: a request's own override
 //! (`docs/design/contract.md#request-overrides`) or a stored one from the policy database. Both
 //! keep the matched limit's algorithm (but for a rate a sliding log cannot hold, see
-//! [`override_limit`]) and report under a stats key of their own.
+//! [`override_limit`]), priority classes and soft zone, and report under a stats key of their own.
 
 use std::sync::Arc;
 
@@ -11,31 +11,26 @@ thread_local! {
 }
 
 use super::super::StoredOverride;
-use super::super::request::Descriptor;
 use crate::algorithm::{Algorithm, sliding_log};
-use crate::config::{Domain, Limit, Unit};
+use crate::config::{Limit, Unit};
 
-/// An override replaces the rate; the algorithm is the matched limit's, so an override on a
-/// token bucket descriptor is still a token bucket.
-pub(super) fn override_algorithm(domain: &Domain, d: &Descriptor) -> Algorithm {
-    domain
-        .get_limit(&d.entries)
-        .filter(|m| !m.limit.unlimited)
-        .map_or(Algorithm::FixedWindow, |m| m.limit.algorithm)
-}
-
-/// The rate an override sets, with the algorithm that counts it.
+/// The rate an override sets, and the configured limit it overrides.
 #[derive(Debug, Clone, Copy)]
-pub(super) struct OverrideRate {
+pub(super) struct OverrideRate<'a> {
     /// Requests per unit.
     pub(super) requests_per_unit: u32,
     /// The unit.
     pub(super) unit: Unit,
-    /// The matched limit's algorithm ([`override_algorithm`]).
-    pub(super) algorithm: Algorithm,
+    /// The config's limit for the descriptor (matched without its class entry), `None` when
+    /// none applies or it is unlimited.
+    pub(super) configured: Option<&'a Limit>,
 }
 
-/// The limit an override stands for. A request override's stats key carries the values
+/// The limit an override stands for, keyed by `entries` (the descriptor's, but its class entry).
+/// An override replaces the number and keeps the rest of the policy of the configured limit it
+/// overrides: its algorithm (an override on a token bucket descriptor is still a token bucket),
+/// and its priority classes and soft zone, which are shares of whatever the number is. Without a
+/// configured limit it is a fixed window. A request override's stats key carries the values
 /// (`docs/design/contract.md#request-overrides`); a stored override (`stored`) is named
 /// `override:<id>` and reported under `<domain>.override_<id>`, a name bounded by
 /// `POLICY_MAX_OVERRIDES` however many values exist.
@@ -47,15 +42,16 @@ pub(super) struct OverrideRate {
 /// for such rates — and one key's memory stays bounded whatever the override says.
 pub(super) fn override_limit(
     domain: &str,
-    d: &Descriptor,
-    rate: OverrideRate,
+    entries: &[(&str, &str)],
+    rate: OverrideRate<'_>,
     stored: Option<&Arc<StoredOverride>>,
 ) -> Limit {
     let OverrideRate {
         requests_per_unit,
         unit,
-        algorithm,
+        configured,
     } = rate;
+    let algorithm = configured.map_or(Algorithm::FixedWindow, |l| l.algorithm);
     // A concurrency override keeps at most the slots validation allows a configured limit.
     let requests_per_unit = if algorithm == Algorithm::Concurrency {
         requests_per_unit.min(crate::algorithm::concurrency::MAX_SLOTS as u32)
@@ -70,12 +66,12 @@ pub(super) fn override_limit(
         algorithm
     };
     let mut full_key = domain.to_string();
-    for e in &d.entries {
+    for (key, value) in entries {
         full_key.push('.');
-        full_key.push_str(&e.key);
-        if !e.value.is_empty() {
+        full_key.push_str(key);
+        if !value.is_empty() {
             full_key.push('_');
-            full_key.push_str(&e.value);
+            full_key.push_str(value);
         }
     }
     let (stats_key, name) = match stored {
@@ -114,7 +110,7 @@ pub(super) fn override_limit(
         also: Vec::new(),
         // Not from a file: a clone of this thread's empty name, not an allocation per override.
         file: NO_FILE.with(Clone::clone),
-        // An override is a plain limit: its caller asked for a rate, not for classes.
-        shedding: None,
+        // The classes and the soft zone are shares of the limit: they follow the new number.
+        shedding: configured.and_then(|l| l.shedding.clone()),
     }
 }

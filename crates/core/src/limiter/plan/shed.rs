@@ -58,19 +58,25 @@ pub(super) fn matched_entries<'a>(
         .filter(move |e| class.is_none_or(|c| c.key != e.key))
 }
 
-/// Judges `spec` (of `limit`) for a request whose class entry is `class`: the spec with the
-/// request's effective limit, and how it was drawn; `None` (the spec unchanged) for a limit that
-/// does not shed. Draws from `random` only when the limit has a soft zone.
+/// Judges `spec` (of `limit`) for a request whose class entry is `class`, or whose descriptor
+/// names the class `fallback` ([`Descriptor::priority`]) when it has no entry of the limit's
+/// `priority_key`: the spec with the request's effective limit, and how it was drawn; `None`
+/// (the spec unchanged) for a limit that does not shed. Draws from `random` only when the limit
+/// has a soft zone.
 pub(super) fn judge(
     limit: &Limit,
     spec: LimitSpec,
     class: Option<&Entry>,
+    fallback: Option<&str>,
     random: &dyn Random,
 ) -> Option<(LimitSpec, Shed)> {
     let shedding = limit.shedding.as_deref()?;
     let (class, share) = match &shedding.priorities {
         Some(p) => {
-            let value = class.filter(|e| e.key == p.key).map(|e| e.value.as_str());
+            let value = class
+                .filter(|e| e.key == p.key)
+                .map(|e| e.value.as_str())
+                .or(fallback);
             let index = p.class_of(value);
             (Some(index), p.share(index))
         }
