@@ -1,0 +1,194 @@
+#!/usr/bin/env bash
+# ratelimitd and Kuadrant limitador side by side, in one run on one machine: decisions per server
+# CPU-second, p50/p99 at saturation and p99 at half load, and the ratios, for the memory store and
+# for Redis, under two load generators:
+#
+#   loadgen  examples/loadgen: 64 tonic clients on one HTTP/2 connection, 10 000 descriptor values
+#   h2load   nghttp2's h2load (Debian: apt-get install nghttp2-client), which we did not write:
+#            4 connections x 64 streams posting one pre-encoded gRPC message (so one descriptor
+#            value: h2load sends the same body every time)
+#
+#   bench/peers.sh            # ROUNDS=3 SECONDS_PER_RUN=8; SKIP_BUILD=1 reuses the release build
+#
+# Both servers get the same limit (domain `bench`, descriptor key `k`, 10^9 per hour, a counter per
+# value; fixed window in both) and the same Redis, flushed before each run. Each server is pinned
+# with taskset to core 0, the load generator to core 1, Redis is unpinned. Runs alternate between
+# the servers (ratelimitd then limitador in odd rounds, the other way in even ones) so that both see
+# the same background load; `uptime`'s load average is printed with every run. Server CPU is
+# utime+stime from /proc/<pid>/stat over the run. Half load is examples/loadgen paced (`--rate`) at
+# half of what that server sustained at saturation in the same round. Every run is bounded by
+# SECONDS_PER_RUN; nothing here asserts a time.
+#
+# limitador is not part of this repository and is never built by this script: it expects the
+# binary at $LIMITADOR_BIN (default ~/.cache/ratelimitd-bench/limitador-server) and says how to
+# build it when it is missing. Linux only; needs redis-server, redis-cli, taskset, h2load, curl.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+LIMITADOR_BIN=${LIMITADOR_BIN:-$HOME/.cache/ratelimitd-bench/limitador-server}
+ROUNDS=${ROUNDS:-3}
+SECS=${SECONDS_PER_RUN:-8}
+BASE_PORT=${BASE_PORT:-18380}
+target=${CARGO_TARGET_DIR:-target}
+
+if [ ! -x "$LIMITADOR_BIN" ]; then
+  cat >&2 <<EOF
+limitador-server not found at $LIMITADOR_BIN (set LIMITADOR_BIN). Build it from its source,
+outside this repository, with its default features:
+  git clone https://github.com/Kuadrant/limitador /tmp/limitador
+  cd /tmp/limitador && cargo build --release -p limitador-server
+  mkdir -p ~/.cache/ratelimitd-bench && cp target/release/limitador-server ~/.cache/ratelimitd-bench/
+and note its commit (git -C /tmp/limitador log -1 --format=%h) next to the figures. Its default
+features include disk storage (RocksDB, which needs libclang and a long C++ build); neither store
+measured here uses it, so where it cannot be built, give limitador-server's dependency on
+limitador \`default-features = false, features = ["redis_storage"]\` and take out its "disk"
+storage branch, and say so next to the figures.
+EOF
+  exit 1
+fi
+for tool in redis-server redis-cli taskset h2load curl; do
+  command -v "$tool" >/dev/null || { echo "needs $tool" >&2; exit 1; }
+done
+[ -n "${SKIP_BUILD:-}" ] || cargo build --release --locked --bin ratelimitd --example loadgen
+bin=$target/release/ratelimitd
+load=$target/release/examples/loadgen
+
+work=$(mktemp -d)
+pids=()
+cleanup() {
+  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+  wait 2>/dev/null || true
+  rm -rf "$work"
+}
+trap cleanup EXIT
+
+# The same limit for both servers.
+mkdir -p "$work/config"
+printf '%s\n' 'domain: bench' 'descriptors:' '  - key: k' \
+  '    rate_limit: {unit: hour, requests_per_unit: 1000000000}' >"$work/config/bench.yaml"
+printf '%s\n' '- namespace: bench' '  max_value: 1000000000' '  seconds: 3600' '  conditions: []' \
+  '  variables:' "    - descriptors[0]['k']" >"$work/limits.yaml"
+# RateLimitRequest{domain "bench", descriptors [{entries [{k, "10.0.7"}]}], hits_addend 1} in
+# a gRPC frame (uncompressed, 24-byte message), for h2load.
+printf '\x00\x00\x00\x00\x18\x0a\x05bench\x12\x0d\x0a\x0b\x0a\x01k\x12\x0610.0.7\x18\x01' >"$work/frame"
+
+rport=$((BASE_PORT + 9))
+redis-server --port "$rport" --bind 127.0.0.1 --save '' --appendonly no --dir "$work" \
+  >"$work/redis.log" 2>&1 &
+pids+=("$!")
+for _ in $(seq 100); do redis-cli -p "$rport" ping 2>/dev/null | grep -q PONG && break; sleep 0.1; done
+
+grpc_port=$((BASE_PORT + 1))
+# Starts server $1 (ratelimitd|limitador) on store $2 (memory|redis), pinned to core 0; sets $server.
+start() {
+  local who=$1 store=$2
+  redis-cli -p "$rport" flushall >/dev/null
+  if [ "$who" = ratelimitd ]; then
+    local extra=()
+    [ "$store" = memory ] || extra=(REDIS_SOCKET_TYPE=tcp REDIS_URL=127.0.0.1:$rport)
+    env HOST=127.0.0.1 PORT=$BASE_PORT GRPC_HOST=127.0.0.1 GRPC_PORT=$grpc_port \
+      DEBUG_HOST=127.0.0.1 DEBUG_PORT=$((BASE_PORT + 2)) USE_STATSD=false \
+      RATELIMITD_CONFIG="$work/config" "${extra[@]}" \
+      taskset -c 0 "$bin" >"$work/server.log" 2>&1 &
+  else
+    local storage=(memory)
+    [ "$store" = memory ] || storage=(redis "redis://127.0.0.1:$rport")
+    taskset -c 0 "$LIMITADOR_BIN" -b 127.0.0.1 -p "$grpc_port" -B 127.0.0.1 -P "$BASE_PORT" \
+      "$work/limits.yaml" "${storage[@]}" >"$work/server.log" 2>&1 &
+  fi
+  server=$!
+  pids+=("$server")
+  for _ in $(seq 100); do
+    # Ready when it answers a decision.
+    "$load" --target "127.0.0.1:$grpc_port" --domain bench --key k --concurrency 1 --seconds 1 \
+      --max-requests 1 2>/dev/null | grep -q '(ok 1,' && return 0
+    kill -0 "$server" 2>/dev/null || break
+    sleep 0.2
+  done
+  echo "$who ($store) did not start: $(tail -c 400 "$work/server.log")" >&2
+  exit 1
+}
+stop() { kill "$server"; wait "$server" 2>/dev/null || true; }
+cpu() { awk '{sub(/.*\) /, ""); print $12 + $13}' "/proc/$1/stat"; }
+tck=$(getconf CLK_TCK)
+per_cpu() { awk -v n="$1" -v a="$2" -v b="$3" -v t="$tck" 'BEGIN {printf "%.0f", n / ((b - a) / t)}'; }
+pct() { sort -n | awk -v p="$1" '{v[NR] = $1} END {i = int((NR - 1) * p + 0.5) + 1; printf "%.2f", v[i] / 1000}'; }
+
+# One saturated run of generator $1 against the running server; prints
+# "decisions/s per-cpu-second p50-ms p99-ms".
+saturate() {
+  local before after out
+  before=$(cpu "$server")
+  if [ "$1" = loadgen ]; then
+    out=$(taskset -c 1 "$load" --target "127.0.0.1:$grpc_port" --domain bench --key k \
+      --concurrency 64 --seconds "$SECS" --keys 10000)
+    after=$(cpu "$server")
+    echo "$out" | grep -q 'errors 0)' || { echo "errors: $out" >&2; exit 1; }
+    local n rate p50 p99
+    n=$(echo "$out" | awk '/^requests/ {print $2}')
+    rate=$(echo "$out" | awk '/^requests/ {print $5}')
+    p50=$(echo "$out" | awk '/^latency/ {print $4}')
+    p99=$(echo "$out" | awk '/^latency/ {print $8}')
+    echo "$rate $(per_cpu "$n" "$before" "$after") $p50 $p99"
+  else
+    rm -f "$work/h2.log"
+    taskset -c 1 h2load -t 1 -c 4 -m 64 -D "$SECS" -d "$work/frame" \
+      -H 'content-type: application/grpc' -H 'te: trailers' --log-file="$work/h2.log" \
+      "http://127.0.0.1:$grpc_port/envoy.service.ratelimit.v3.RateLimitService/ShouldRateLimit" \
+      >"$work/h2.out"
+    after=$(cpu "$server")
+    local n bad
+    n=$(awk '$2 == 200' "$work/h2.log" | wc -l)
+    bad=$(awk '$2 != 200' "$work/h2.log" | wc -l)
+    [ "$bad" -eq 0 ] || { echo "h2load: $bad failed streams" >&2; exit 1; }
+    echo "$(awk -v n="$n" -v s="$SECS" 'BEGIN {printf "%.0f", n / s}') $(per_cpu "$n" "$before" "$after")" \
+      "$(cut -f3 "$work/h2.log" | pct 0.5) $(cut -f3 "$work/h2.log" | pct 0.99)"
+  fi
+}
+
+# p99 (ms) of examples/loadgen paced at $1 decisions/s.
+half() {
+  taskset -c 1 "$load" --target "127.0.0.1:$grpc_port" --domain bench --key k --concurrency 64 \
+    --seconds "$SECS" --keys 10000 --rate "$1" | awk '/^latency/ {print $8}'
+}
+
+results=$work/results
+echo "# $(date -u '+%F %H:%M UTC'), $(nproc) cores: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2)"
+echo "# limitador: $LIMITADOR_BIN ($("$LIMITADOR_BIN" --version 2>/dev/null | head -1))"
+printf '%-6s %-5s %-8s %-10s %10s %12s %8s %8s %12s  %s\n' round store gen server \
+  decisions/s per-cpu-s p50-ms p99-ms half-p99-ms load-avg
+for round in $(seq "$ROUNDS"); do
+  order=(ratelimitd limitador)
+  [ $((round % 2)) -eq 1 ] || order=(limitador ratelimitd)
+  for store in memory redis; do
+    for who in "${order[@]}"; do
+      start "$who" "$store"
+      for gen in loadgen h2load; do
+        read -r rate per p50 p99 < <(saturate "$gen")
+        h=$(half $((rate / 2)))
+        line=$(printf '%-6s %-5s %-8s %-10s %10s %12s %8s %8s %12s  %s' "$round" "$store" "$gen" \
+          "$who" "$rate" "$per" "$p50" "$p99" "$h" "$(cut -d' ' -f1-3 /proc/loadavg)")
+        echo "$line"
+        echo "$line" >>"$results"
+      done
+      stop
+    done
+  done
+done
+
+# Per store and generator: each server's best and median decisions per server CPU-second, p99,
+# and the ratios ratelimitd / limitador of the best and of the medians.
+echo
+printf '%-6s %-8s %24s %24s %14s\n' store gen 'ratelimitd best/median' 'limitador best/median' 'ratio best/med'
+for store in memory redis; do
+  for gen in loadgen h2load; do
+    stats() {
+      awk -v s="$store" -v g="$gen" -v w="$1" '$2 == s && $3 == g && $4 == w {print $6}' "$results" |
+        sort -n | awk '{v[NR] = $1} END {printf "%d %d", v[NR], v[int((NR + 1) / 2)]}'
+    }
+    read -r rb rm < <(stats ratelimitd)
+    read -r lb lm < <(stats limitador)
+    printf '%-6s %-8s %24s %24s %14s\n' "$store" "$gen" "$rb / $rm" "$lb / $lm" \
+      "$(awk -v a="$rb" -v b="$lb" -v c="$rm" -v d="$lm" 'BEGIN {printf "%.2fx / %.2fx", a / b, c / d}')"
+  done
+done
