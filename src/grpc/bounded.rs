@@ -4,9 +4,12 @@
 //! descriptors and entries: past `MAX_DESCRIPTORS_PER_REQUEST` or `MAX_ENTRIES_PER_DESCRIPTOR`
 //! it is refused with INVALID_ARGUMENT naming the setting, before prost builds anything. The scan
 //! of a large message runs on the blocking pool ([`crate::listener::offload`]), so what remains
-//! on the runtime worker is the decode of a message within the caps.
+//! on the runtime worker is the decode of a message within the caps. A message within the caps is
+//! then answered on [`super::unary`]'s direct path from the bytes read here, without a second
+//! pass through tonic's codec.
 
 use std::convert::Infallible;
+use std::sync::Arc;
 use std::task::{Context, Poll};
 
 use axum::body::Bytes;
@@ -16,6 +19,7 @@ use tonic::body::Body;
 use tonic::codegen::{BoxFuture, Service, http};
 use tonic::server::NamedService;
 
+use super::RlsService;
 use crate::settings::Limits;
 
 /// The method whose messages are checked.
@@ -29,6 +33,8 @@ pub struct Bounded<S> {
     inner: S,
     caps: Limits,
     max_message: usize,
+    /// The handler the direct path answers with; `None` hands every message to `inner`.
+    direct: Option<Arc<RlsService>>,
 }
 
 impl<S> Bounded<S> {
@@ -38,7 +44,15 @@ impl<S> Bounded<S> {
             inner,
             caps,
             max_message,
+            direct: None,
         }
+    }
+
+    /// Answers the messages the direct path can take with `service` (the handler `inner` wraps),
+    /// leaving the others to `inner`.
+    pub fn answered_by(mut self, service: RlsService) -> Bounded<S> {
+        self.direct = Some(Arc::new(service));
+        self
     }
 }
 
@@ -67,7 +81,7 @@ where
         // The ready service goes with this call; the clone waits for the next poll_ready.
         let clone = self.inner.clone();
         let mut inner = std::mem::replace(&mut self.inner, clone);
-        let (caps, max) = (self.caps, self.max_message);
+        let (caps, max, direct) = (self.caps, self.max_message, self.direct.clone());
         Box::pin(async move {
             let (parts, body) = req.into_parts();
             let bytes = match read_message(body, max).await {
@@ -76,6 +90,11 @@ where
             };
             if let Err(status) = check(bytes.clone(), caps).await {
                 return Ok(status.into_http());
+            }
+            if let Some(service) = direct
+                && let Some(message) = super::unary::decode(&parts.headers, &bytes)
+            {
+                return Ok(super::unary::answer(&service, parts, message).await);
             }
             let body = Body::new(Full::new(bytes).map_err(|e| match e {}));
             inner.call(http::Request::from_parts(parts, body)).await

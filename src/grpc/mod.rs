@@ -10,6 +10,7 @@ pub mod convert;
 #[allow(missing_docs, clippy::all)]
 pub mod pb;
 pub mod tls;
+pub mod unary;
 pub mod unit;
 mod wire;
 

@@ -9,3 +9,4 @@ mod multi_limits;
 mod refunds;
 mod scenarios;
 mod tls;
+mod wire;
