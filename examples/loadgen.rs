@@ -8,6 +8,12 @@
 //! `examples/config/example.yaml`), spread over `--keys` distinct values. Loopback targets only are
 //! expected; the run stops by itself after `--seconds` (and after `--max-requests`, if given).
 //!
+//! `--connections N` spreads the clients over N HTTP/2 connections (default 1). `--rate R` paces
+//! the run at R requests per second in total (open loop: each client keeps its own schedule, and a
+//! request's latency counts from when the schedule said to send it, so a stalled server shows in
+//! the percentiles instead of slowing the load down); without it every client sends as fast as
+//! its answers come back.
+//!
 //! `--server-pid PID` also reports the CPU time the server used during the run (Linux, from
 //! `/proc/PID/stat`) and the decisions per server CPU-second: on a small machine the load generator
 //! competes for the same cores, so decisions/s alone measures both programs, while decisions per
@@ -31,6 +37,8 @@ struct Args {
     key: String,
     max_requests: u64,
     server_pid: Option<u32>,
+    connections: usize,
+    rate: Option<u64>,
 }
 
 fn args() -> Args {
@@ -43,6 +51,8 @@ fn args() -> Args {
         key: "remote_address".into(),
         max_requests: u64::MAX,
         server_pid: None,
+        connections: 1,
+        rate: None,
     };
     let argv: Vec<String> = std::env::args().skip(1).collect();
     for pair in argv.chunks(2) {
@@ -60,6 +70,8 @@ fn args() -> Args {
             "--key" => a.key = v.clone(),
             "--max-requests" => a.max_requests = num(),
             "--server-pid" => a.server_pid = Some(num() as u32),
+            "--connections" => a.connections = (num() as usize).clamp(1, 64),
+            "--rate" => a.rate = Some(num().max(1)),
             other => panic!("unknown flag {other}"),
         }
     }
@@ -100,25 +112,40 @@ fn cpu_seconds(pid: u32) -> f64 {
 #[tokio::main]
 async fn main() {
     let a = args();
-    let channel = tonic::transport::Endpoint::from_shared(format!("http://{}", a.target))
-        .expect("valid target")
-        .connect()
-        .await
-        .expect("ratelimitd is listening on --target");
+    let endpoint = tonic::transport::Endpoint::from_shared(format!("http://{}", a.target))
+        .expect("valid target");
+    let mut channels = Vec::new();
+    for _ in 0..a.connections {
+        // `connect` on each: clones of one channel would share its single connection.
+        let channel = endpoint.connect().await;
+        channels.push(channel.expect("ratelimitd is listening on --target"));
+    }
+    // Each client's gap between two sends with `--rate`.
+    let gap = a
+        .rate
+        .map(|r| Duration::from_secs_f64(a.concurrency.max(1) as f64 / r as f64));
     let run_for = Duration::from_secs(a.seconds);
     let watch = Stopwatch::start();
     let per_worker = a.max_requests / a.concurrency.max(1) as u64;
     let cpu_before = a.server_pid.map(cpu_seconds);
     let started = Stopwatch::start();
     let mut workers = Vec::new();
+    let clients = a.concurrency.max(1);
     for w in 0..a.concurrency {
-        let client = RateLimitServiceClient::new(channel.clone());
+        let client = RateLimitServiceClient::new(channels[w % channels.len()].clone());
         let (domain, key, keys) = (a.domain.clone(), a.key.clone(), a.keys);
         workers.push(tokio::spawn(async move {
             let mut samples: Vec<u32> = Vec::with_capacity(100_000);
             let (mut ok, mut over, mut errors) = (0u64, 0u64, 0u64);
             let mut n = w as u64;
+            // Clients start spread over one gap, so a paced run does not send in bursts.
+            let mut due =
+                gap.map(|g| tokio::time::Instant::now() + g.mul_f64(w as f64 / clients as f64));
             while watch.elapsed() < run_for && ok + over + errors < per_worker.max(1) {
+                if let (Some(at), Some(g)) = (due.as_mut(), gap) {
+                    tokio::time::sleep_until(*at).await;
+                    *at += g;
+                }
                 n = n
                     .wrapping_mul(6364136223846793005)
                     .wrapping_add(1442695040888963407);
@@ -136,7 +163,10 @@ async fn main() {
                     }],
                     hits_addend: 1,
                 };
-                let t = Stopwatch::start();
+                let sent = tokio::time::Instant::now();
+                let t = due
+                    .map_or(sent, |next| next - gap.unwrap_or_default())
+                    .min(sent);
                 match client.clone().should_rate_limit(req).await {
                     Ok(r) if r.get_ref().overall_code == 1 => ok += 1,
                     Ok(_) => over += 1,
