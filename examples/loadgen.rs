@@ -138,12 +138,13 @@ async fn main() {
             let mut samples: Vec<u32> = Vec::with_capacity(100_000);
             let (mut ok, mut over, mut errors) = (0u64, 0u64, 0u64);
             let mut n = w as u64;
-            // Clients start spread over one gap, so a paced run does not send in bursts.
-            let mut due =
-                gap.map(|g| tokio::time::Instant::now() + g.mul_f64(w as f64 / clients as f64));
+            // When this client's next request is due, as an offset from the start of the run;
+            // clients start spread over one gap, so a paced run does not send in bursts.
+            let mut due = gap.map(|g| g.mul_f64(w as f64 / clients as f64));
             while watch.elapsed() < run_for && ok + over + errors < per_worker.max(1) {
+                let scheduled = due;
                 if let (Some(at), Some(g)) = (due.as_mut(), gap) {
-                    tokio::time::sleep_until(*at).await;
+                    tokio::time::sleep(at.saturating_sub(watch.elapsed())).await;
                     *at += g;
                 }
                 n = n
@@ -163,17 +164,16 @@ async fn main() {
                     }],
                     hits_addend: 1,
                 };
-                let sent = tokio::time::Instant::now();
-                let t = due
-                    .map_or(sent, |next| next - gap.unwrap_or_default())
-                    .min(sent);
+                let sent = watch.elapsed();
+                let from = scheduled.map_or(sent, |at| at.min(sent));
                 match client.clone().should_rate_limit(req).await {
                     Ok(r) if r.get_ref().overall_code == 1 => ok += 1,
                     Ok(_) => over += 1,
                     Err(_) => errors += 1,
                 }
                 if samples.len() < 2_000_000 {
-                    samples.push(t.elapsed().as_micros().min(u128::from(u32::MAX)) as u32);
+                    let took = watch.elapsed() - from;
+                    samples.push(took.as_micros().min(u128::from(u32::MAX)) as u32);
                 }
             }
             (samples, ok, over, errors)

@@ -78,6 +78,9 @@ fn only(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
         .collect()
 }
 
+/// A request tonic refuses: extra headers, body, grpc-status, words of tonic's message.
+type Refused<'a> = (&'a [(&'a str, &'a str)], Vec<u8>, &'a str, &'a str);
+
 async fn channel(s: &TestServer) -> Channel {
     Endpoint::from_shared(format!("http://{}", s.running().grpc_addr))
         .unwrap()
@@ -125,10 +128,9 @@ async fn requests_the_direct_path_leaves_alone_get_tonics_answers() {
     let s = TestServer::start(&[("d.yaml", CFG)], &[]).await;
     let mut ch = channel(&s).await;
     let message = request("d", &[&[("k", "v")]]).encode_to_vec();
-    // (extra headers, body, grpc-status, words of tonic's message)
     let mut two = framed(0, &message);
     two.extend(framed(0, &message));
-    let cases: [(&[(&str, &str)], Vec<u8>, &str, &str); 4] = [
+    let cases: [Refused; 4] = [
         (&[], framed(1, &message), "13", "compressed-flag"),
         (
             &[("grpc-encoding", "gzip")],
