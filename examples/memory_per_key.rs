@@ -71,6 +71,7 @@ async fn main() {
             max_wait: std::time::Duration::ZERO,
             lease: None,
             holder: String::new(),
+            only_admitted: false,
         });
         if batch.len() == 64 || i + 1 == n {
             store.apply(&batch, now).await.expect("an unbounded store");

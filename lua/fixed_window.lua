@@ -10,7 +10,9 @@
 --                increments later, which races)
 --           "2": add nothing (another key of the request is already known to be over its limit)
 --           Refunds are given back in every mode, and never count as going over.
--- ARGV[4i-2 .. 4i+1]   hits, limit, TTL in seconds, refund (1: give the hits back) of operation i
+-- ARGV[4i-2 .. 4i+1]   hits, limit, TTL in seconds, refund (1: give the hits back; 2: add the hits
+--           only if the counter stays within the limit, for limits that shed by priority or in a
+--           soft zone: a refused hit must not use up capacity) of operation i
 -- Returns {count_after_1, moved_1, count_after_2, moved_2, ...}, moved being the hits added, or for
 -- a refund the hits taken back (a refund never goes below zero and never creates a key).
 -- A counter stops at 2^52 (fixed_window::MAX_COUNT): INCRBY can never overflow, and every count
@@ -28,6 +30,10 @@ for i = 1, n do
     add[i] = 0
   else
     add[i] = math.min(tonumber(ARGV[4 * i - 2]), ceiling)
+    if ARGV[4 * i + 1] == "2" and add[i] > 0
+      and tonumber(redis.call("GET", KEYS[i]) or "0") + add[i] > tonumber(ARGV[4 * i - 1]) then
+      add[i] = 0
+    end
   end
 end
 if mode == "1" then

@@ -17,6 +17,8 @@
 //! - [`listener`]: the connection cap and the silent/idle timeouts every server's connections go
 //!   through.
 //! - [`metrics`]: stat counters (bounded), Prometheus and StatsD sinks.
+//! - [`region`]: limits shared by regions: the load check against `REGION`, and the sync that
+//!   moves demand-following shares through the global store (`GLOBAL_REDIS_*`).
 //! - [`reload`]: the live configuration snapshot, its atomic swap, and the file watcher that reloads it.
 //! - [`insight`]: the limiter's observers (hot keys, decision log).
 //! - [`service`]: one snapshot + the limiter; what both edges call.
@@ -33,7 +35,7 @@
 //!
 //! # Layering inside the server
 //! What Cargo does not enforce: dependencies point down the list above, never up. `store`,
-//! `telemetry` and `policy` at the bottom; `health`, `listener`; `metrics`, `reload`, `insight`,
+//! `telemetry` and `policy` at the bottom, `region` on `store`; `health`, `listener`; `metrics`, `reload`, `insight`,
 //! `service` (metrics names none of them: `app` hands it readers of the load counts and hot
 //! keys), `explain` (it plans like the limiter and reads insight's violation log); the edges
 //! `grpc`, `http` and `xds` (`/json` borrows gRPC's unit numbers, grpc never imports http);
@@ -50,11 +52,12 @@
 //! The longer map, with the request paths and where each feature lives, is
 //! `docs/design/architecture.md`; the behaviour the tests check is `docs/design/contract.md`.
 
-pub use ratelimitd_core::{algorithm, clock, config, limiter, resilience, stripe};
+pub use ratelimitd_core::{algorithm, clock, config, limiter, random, resilience, stripe};
 
 pub mod app;
 pub mod background;
 pub mod explain;
+pub mod fleet;
 pub mod grpc;
 pub mod health;
 pub mod http;
@@ -62,6 +65,7 @@ pub mod insight;
 pub mod listener;
 pub mod metrics;
 pub mod policy;
+pub mod region;
 pub mod reload;
 pub mod rlqs;
 pub mod service;

@@ -27,7 +27,12 @@ pub fn run(
             }
         }
     }
-    let config = match config::compile(&files, &CompileOptions { merge_domains }) {
+    // A default calendar zone (`CALENDAR_TIME_ZONE`) changes no file's validity: left out here.
+    let options = CompileOptions {
+        merge_domains,
+        ..CompileOptions::default()
+    };
+    let config = match config::compile(&files, &options) {
         Ok(config) => config,
         Err(errors) => {
             for e in &errors.0 {

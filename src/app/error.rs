@@ -36,6 +36,9 @@ pub enum AppError {
     /// The configuration source yielded no domain and nothing allows an empty start.
     #[error("{0}")]
     EmptyConfig(String),
+    /// The fleet gossip could not start (`FLEET_BIND`).
+    #[error(transparent)]
+    Fleet(#[from] crate::fleet::FleetError),
     /// `ADMIN_TOKEN_FILE` cannot be used.
     #[error(transparent)]
     AdminTokens(crate::policy::auth::TokenError),

@@ -38,6 +38,7 @@ use crate::limiter::RateLimiter;
 use crate::metrics::Metrics;
 use crate::policy::PolicyDeps;
 use crate::policy::violations::ViolationDeps;
+use crate::region::RegionDeps;
 use crate::reload::{ConfigHandle, Reloading, WatchOptions};
 use crate::rlqs::RlqsDeps;
 use crate::service::Service;
@@ -67,6 +68,8 @@ pub struct Running {
     pub metrics_addr: Option<SocketAddr>,
     /// The service's counters (`None` with `DISABLE_STATS`).
     pub metrics: Option<Arc<Metrics>>,
+    /// The regional shares and their sync (`REGION`, `GLOBAL_REDIS_*`).
+    pub regions: crate::region::Regional,
     reloading: Reloading,
     // False over xDS: SIGHUP then has no files to re-read.
     from_files: bool,
@@ -91,8 +94,21 @@ pub async fn start(settings: &Settings) -> Result<Running, AppError> {
         tasks: &mut tasks,
         stop: &stop,
     };
-    let stores = parts::store(settings, &clock).await?;
-    let (metrics, sink) = parts::metrics(settings, &stores, &config);
+    let mut stores = parts::store(settings, &clock).await?;
+    let fleet = match (&settings.fleet, &stores.memory) {
+        (Some(options), Some(memory)) => {
+            let started =
+                crate::fleet::start(options, memory.clone(), clock.clone(), bg.reborrow());
+            let fleet = started.await?;
+            stores.store = fleet.store.clone();
+            Some(fleet)
+        }
+        _ => None,
+    };
+    let (metrics, sink) = parts::metrics(settings, &stores, &config, &clock);
+    if let (Some(m), Some(f)) = (&metrics, &fleet) {
+        m.set_gauges(f.gauges());
+    }
     let limiter_options = parts::limiter_options(settings);
     let redis = stores.redis.clone();
     let fallback = tasks::local_fallback(settings, redis.as_ref(), &config, &clock, &mut bg);
@@ -139,6 +155,7 @@ pub async fn start(settings: &Settings) -> Result<Running, AppError> {
             clock: &clock,
             metrics: metrics.as_ref(),
             breakers: readers::breakers(redis.as_ref()),
+            fleet: fleet.as_ref().map(|f| f.status_line()),
             config: &config,
             overrides: &policy.overrides,
             violations_in: db.filter(|_| violations.sinks.db()),
@@ -162,8 +179,25 @@ pub async fn start(settings: &Settings) -> Result<Running, AppError> {
             stop: &stop,
         },
     );
+    let regions = crate::region::start(
+        &settings.region,
+        RegionDeps {
+            clock: &clock,
+            redis: &settings.redis,
+            resilience: &settings.resilience,
+            manual,
+            background: bg.reborrow(),
+        },
+    )
+    .await;
+    if let Some(m) = &metrics {
+        let (regions, config) = (regions.clone(), config.clone());
+        m.set_regions(Arc::new(move || regions.report(&config)));
+    }
     let limiter = RateLimiter::with_stats(stores.store, clock.clone(), limiter_options, sink)
+        .with_regions(regions.shares.clone())
         .with_fallback(fallback)
+        .with_random(parts::random(settings))
         .with_overrides(policy.overrides.clone())
         .with_observers(observers);
     let service = Arc::new(Service {
@@ -176,6 +210,7 @@ pub async fn start(settings: &Settings) -> Result<Running, AppError> {
         reloading: reloading.clone(),
         insight: Some(insight.insight),
         explainer: Some(explainer),
+        regions: Some(regions.clone()),
     };
     let routes = serve::Routes {
         service,
@@ -188,6 +223,7 @@ pub async fn start(settings: &Settings) -> Result<Running, AppError> {
         manual_clock: manual_clock.clone(),
         overrides: policy.overrides,
         admin,
+        regions: regions.clone(),
     };
     let bound = serve::start(settings, routes, &mut bg).await?;
     if let Some(m) = stores.memory {
@@ -216,6 +252,7 @@ pub async fn start(settings: &Settings) -> Result<Running, AppError> {
         manual_clock,
         metrics_addr: bound.metrics_addr,
         metrics,
+        regions,
         reloading,
         from_files,
         shutdown,

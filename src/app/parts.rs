@@ -11,6 +11,7 @@ use crate::clock::{Clock, ManualClock, SystemClock, Timestamp};
 use crate::health::Health;
 use crate::limiter::{HeaderNames, KeyBuilder, LimiterOptions, NoStats, StatsSink};
 use crate::metrics::{ConfigLoads, KeyCount, LoadCounts, Metrics};
+use crate::random::{Random, SeededRandom};
 use crate::reload::ConfigHandle;
 use crate::settings::{Backend, Settings, StatsSinkKind};
 use crate::store::Store;
@@ -28,6 +29,15 @@ pub(super) fn clocks(settings: &Settings) -> (Option<Arc<ManualClock>>, Arc<dyn 
         None => Arc::new(SystemClock),
     };
     (manual, clock)
+}
+
+/// The source soft limits draw from: seeded by `RATELIMITD_TEST_RANDOM_SEED` (tests), else per
+/// process.
+pub(super) fn random(settings: &Settings) -> Arc<dyn Random> {
+    Arc::new(match settings.test_random_seed {
+        Some(seed) => SeededRandom::new(seed),
+        None => SeededRandom::from_entropy(),
+    })
 }
 
 /// The health components over `store`, and the gRPC health service they are mirrored to.
@@ -114,6 +124,7 @@ pub(super) fn metrics(
     settings: &Settings,
     stores: &StoreParts,
     config: &Arc<ConfigHandle>,
+    clock: &Arc<dyn Clock>,
 ) -> (Option<Arc<Metrics>>, Arc<dyn StatsSink>) {
     let memory = stores.memory.as_ref();
     let metrics = (settings.obs.sink != StatsSinkKind::Disabled).then(|| {
@@ -127,7 +138,8 @@ pub(super) fn metrics(
             failures: config.load_failures(),
             rules_shadowed: config.clashes().len() as u64,
         });
-        let metrics = Metrics::new(settings.obs.stats_max_keys, loads, keys, statsd);
+        let metrics = Metrics::new(settings.obs.stats_max_keys, loads, keys, statsd)
+            .with_clock(clock.clone());
         Arc::new(match stores.redis.clone() {
             Some(redis) => {
                 let leases = redis.clone();
@@ -158,6 +170,7 @@ pub(super) fn limiter_options(s: &Settings) -> LimiterOptions {
         dynamic_metadata: s.response_dynamic_metadata,
         keys: KeyBuilder::new(s.cache_key_prefix.clone(), s.cache_key_format),
         near_limit_ratio: s.near_limit_ratio,
+        soft_breach_ratio: s.soft_breach_ratio,
         caps: s.limits,
         default_failure_mode: s.resilience.default_failure_mode,
     }

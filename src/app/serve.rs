@@ -51,6 +51,8 @@ pub(super) struct Routes {
     pub(super) overrides: Arc<Overrides>,
     /// The admin surface's state.
     pub(super) admin: AdminState,
+    /// The regional shares and their sync, for `/rlconfig`.
+    pub(super) regions: crate::region::Regional,
 }
 
 /// Where each listener ended up.
@@ -119,6 +121,7 @@ pub(super) async fn start(
         manual_clock,
         overrides,
         admin,
+        regions,
     } = routes;
 
     let mut builder = tonic::transport::Server::builder();
@@ -166,6 +169,7 @@ pub(super) async fn start(
         manual_clock,
         overrides,
         tokens: admin.tokens.clone(),
+        regions,
     });
     let limits = settings.listeners.debug;
     serve_http(bg.tasks, "debug", debug, limits, debug_router, bg.stopped());

@@ -136,7 +136,9 @@ impl Explainer {
         );
         let stored = self.overrides.load();
         let found = config.and_then(|c| c.domain(domain));
-        let plans = plan::plan(found, &stored, &req, &self.keys, now)
+        // A dry run draws nothing: a soft zone is judged at its hard limit.
+        let still = crate::random::Fixed(0.0);
+        let plans = plan::plan(found, &stored, &req, &self.keys, now, &still)
             .map_err(|e| ExplainError::Invalid("descriptors".into(), e.to_string()))?;
         let mut ops = plans.ops.clone();
         for op in &mut ops {

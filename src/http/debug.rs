@@ -1,5 +1,5 @@
 //! The debug port: `/rlconfig` (the loaded limits, one per line, as the Go service prints them,
-//! then the stored overrides in service), a list of endpoints on `/` and unknown paths, and — only
+//! then the stored overrides in service and this region's shares), a list of endpoints on `/` and unknown paths, and — only
 //! when the service runs on the test-only manual clock — `/test/clock` to read, set or advance it.
 //! The management API is not here: it has its own loopback listener ([`super::admin`]).
 //!
@@ -19,7 +19,9 @@ use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{any, get};
 
+use crate::algorithm::Algorithm;
 use crate::clock::{Clock, ManualClock, Timestamp};
+use crate::config::Limit;
 use crate::policy::rules::FILE_PREFIX;
 use crate::policy::{Overrides, Tokens};
 use crate::reload::ConfigHandle;
@@ -35,6 +37,8 @@ pub struct DebugState {
     pub overrides: Arc<Overrides>,
     /// The admin tokens that unlock the override lines of `/rlconfig`.
     pub tokens: Arc<Tokens>,
+    /// This region's shares of regional limits and their sync (`# region...` lines).
+    pub regions: crate::region::Regional,
 }
 
 /// Why a count replaces the lines of stored rules and overrides.
@@ -75,9 +79,16 @@ pub fn render_rlconfig(config: &ConfigHandle, shown: bool) -> String {
             .partition(|l| shown || !l.file.starts_with(FILE_PREFIX));
         for l in listed {
             let unit = l.unit.map_or("UNKNOWN", |u| u.as_str());
+            if l.algorithm == Algorithm::Concurrency {
+                concurrency_line(&mut out, l);
+                continue;
+            }
+            // Go's fields first, so a Go-format parser still reads them; then ours, if set.
+            let calendar =
+                (l.calendar).map_or(String::new(), |z| format!(", calendar: {}", z.name()));
             let _ = writeln!(
                 out,
-                "{}: unit={} requests_per_unit={}, shadow_mode: {}, quota_mode: {}",
+                "{}: unit={} requests_per_unit={}, shadow_mode: {}, quota_mode: {}{calendar}",
                 one_line(&l.full_key),
                 unit,
                 l.requests_per_unit,
@@ -117,10 +128,29 @@ pub fn render_rlconfig(config: &ConfigHandle, shown: bool) -> String {
     out
 }
 
+/// The line of a concurrency limit: its slots and lease timeout instead of Go's
+/// `unit=… requests_per_unit=…`, which would read as a rate it does not have.
+fn concurrency_line(out: &mut String, l: &Limit) {
+    let timeout = l.window().map_or(0, |w| w.secs());
+    let _ = writeln!(
+        out,
+        "{}: algorithm=concurrency slots={} lease_timeout={}s, shadow_mode: {}, quota_mode: {}",
+        one_line(&l.full_key),
+        l.requests_per_unit,
+        timeout,
+        l.shadow_mode,
+        l.quota_mode
+    );
+}
+
 async fn rlconfig(State(s): State<DebugState>, headers: HeaderMap) -> String {
     let shown = super::admin::auth::holder(&s.tokens, &headers).is_some();
     let mut out = render_rlconfig(&s.config, shown);
     render_overrides(&s.overrides, shown, &mut out);
+    let snapshot = s.config.snapshot();
+    for line in s.regions.describe(snapshot.as_ref().map(|s| &s.config)) {
+        let _ = writeln!(out, "# {}", one_line(&line));
+    }
     out
 }
 

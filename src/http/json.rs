@@ -15,7 +15,8 @@ use crate::settings::{Limits, OverCap};
 
 use crate::config::Unit;
 use crate::grpc::unit::from_proto_number;
-use crate::limiter::{Code, Descriptor, Entry, Override, Request, Response};
+use crate::limiter::fired::duration_text;
+use crate::limiter::{Descriptor, Entry, Override, Request, Response};
 
 /// Why a `/json` body was not a valid request.
 #[derive(Debug, thiserror::Error)]
@@ -204,35 +205,16 @@ pub(super) fn descriptors_of(list: Vec<JsonDescriptor>) -> Result<Vec<Descriptor
     Ok(descriptors)
 }
 
-fn code_name(c: Code) -> &'static str {
-    match c {
-        Code::Ok => "OK",
-        Code::OverLimit => "OVER_LIMIT",
-    }
-}
-
-/// A protojson Duration: seconds with up to 9 fractional digits and an `s`.
-fn duration_text(d: std::time::Duration) -> String {
-    match d.subsec_nanos() {
-        0 => format!("{}s", d.as_secs()),
-        n => format!(
-            "{}.{}s",
-            d.as_secs(),
-            format!("{n:09}").trim_end_matches('0')
-        ),
-    }
-}
-
 /// Renders a response as protojson, omitting fields that hold their default value.
 pub fn render_response(r: &Response) -> Value {
     let mut out = Map::new();
-    out.insert("overallCode".into(), json!(code_name(r.overall_code)));
+    out.insert("overallCode".into(), json!(r.overall_code.as_str()));
     let statuses: Vec<Value> = r
         .statuses
         .iter()
         .map(|s| {
             let mut m = Map::new();
-            m.insert("code".into(), json!(code_name(s.code)));
+            m.insert("code".into(), json!(s.code.as_str()));
             if let Some(l) = &s.current_limit {
                 let mut lim = Map::new();
                 if !l.name.is_empty() {
@@ -363,14 +345,5 @@ mod tests {
         );
         // Members given twice are refused, as before.
         assert!(parse_request(br#"{"domain":"a","domain":"b"}"#, &limits).is_err());
-    }
-
-    #[test]
-    fn durations_use_protojson_text() {
-        assert_eq!(duration_text(std::time::Duration::from_secs(58)), "58s");
-        assert_eq!(
-            duration_text(std::time::Duration::from_millis(1500)),
-            "1.5s"
-        );
     }
 }

@@ -11,6 +11,7 @@ pub mod debug;
 mod health;
 pub mod json;
 pub mod openapi;
+pub mod rate_text;
 mod strict;
 
 use std::sync::Arc;
@@ -125,6 +126,10 @@ async fn json_handler(
             // A real 429 carries the standard headers, as `/check` does; a 200 stays Go's.
             if status == StatusCode::TOO_MANY_REQUESTS {
                 check::add_headers(&mut r, &RateLimitHeaders::from_response(&resp).pairs());
+            } else if resp.soft_breach {
+                // The one header a 200 adds: the warning comes before anything is denied.
+                let pair = [(crate::limiter::SOFT_BREACH_HEADER, "true".to_string())];
+                check::add_headers(&mut r, &pair);
             }
             r
         }

@@ -7,7 +7,7 @@
 //! Sampling is one draw of a thread-local fast RNG per request (none at rate 1); nothing is
 //! built for a request that is not sampled.
 
-use crate::limiter::{Observed, Observer, Plan};
+use crate::limiter::{Observed, Observer, Plan, signals};
 
 /// The tracing target of decision lines (let through at info whatever `LOG_LEVEL` says).
 pub const TARGET: &str = "ratelimitd::decision";
@@ -65,6 +65,9 @@ impl Observer for DecisionLog {
             } else {
                 "OK"
             };
+            // A limit with priority classes or a soft zone: the class and how it came out
+            // (`shed`, `soft_denied`...); empty for a plain limit.
+            let (class, shed) = signals::shed_outcome(s).map_or(("", ""), |(c, o)| (c, o.as_str()));
             tracing::info!(
                 target: TARGET,
                 domain = %req.domain,
@@ -83,6 +86,8 @@ impl Observer for DecisionLog {
                 reset_ms = u64::try_from(v.reset_after.as_millis()).unwrap_or(u64::MAX),
                 hits,
                 source = source.as_str(),
+                class,
+                shed,
                 "decision"
             );
         }

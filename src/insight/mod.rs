@@ -72,6 +72,9 @@ pub trait RecentViolations: Send + Sync + Debug {
 /// Reads every Redis circuit breaker's state, when the store is Redis.
 pub type BreakerStates = Arc<dyn Fn() -> Vec<BreakerReport> + Send + Sync>;
 
+/// A feature's line on the status page: its text, and whether it shows a degraded state.
+pub type StatusLine = Arc<dyn Fn() -> (String, bool) + Send + Sync>;
+
 /// What the console and `/v1/hotkeys` read. Everything here is shared with the service.
 #[derive(Clone)]
 pub struct Insight {
@@ -81,6 +84,8 @@ pub struct Insight {
     pub violations: Option<Arc<dyn RecentViolations>>,
     /// The Redis breakers; `None` on the memory store.
     pub breakers: Option<BreakerStates>,
+    /// The fleet mode's status line, when it runs.
+    pub fleet: Option<StatusLine>,
     /// The live configuration and its load status.
     pub config: Arc<ConfigHandle>,
     /// The stored overrides in service.

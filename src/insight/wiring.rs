@@ -7,7 +7,7 @@ use std::sync::Arc;
 use super::hotkeys::{By, HotKeys};
 use super::rates::{RateHistory, Totals};
 use super::{
-    About, BreakerStates, Insight, InsightOptions, RecentViolations, ViolationView,
+    About, BreakerStates, Insight, InsightOptions, RecentViolations, StatusLine, ViolationView,
     ViolationsFuture,
 };
 use crate::background::{Background, every_second};
@@ -27,6 +27,8 @@ pub struct InsightDeps<'a> {
     pub metrics: Option<&'a Arc<Metrics>>,
     /// The Redis store's breakers (`None` on the memory store).
     pub breakers: Option<BreakerStates>,
+    /// The fleet mode's status line, when it runs.
+    pub fleet: Option<StatusLine>,
     /// The live configuration.
     pub config: &'a Arc<ConfigHandle>,
     /// The stored overrides in service.
@@ -62,6 +64,7 @@ pub fn start(options: &InsightOptions, deps: InsightDeps<'_>) -> InsightHandle {
         clock,
         metrics,
         breakers,
+        fleet,
         config,
         overrides,
         violations_in,
@@ -90,6 +93,7 @@ pub fn start(options: &InsightOptions, deps: InsightDeps<'_>) -> InsightHandle {
         hot_keys,
         violations,
         breakers,
+        fleet,
         config: config.clone(),
         overrides: overrides.clone(),
         clock: clock.clone(),

@@ -155,6 +155,13 @@ pub(super) const RULES_SHADOWED: (&str, &str) = (
     "Policy database rule domains not enforced because a configuration file or xDS push defines the same domain (the file wins; see the WARN log)",
 );
 
+/// The gauge of each concurrency limit's slots in use (`metrics::slots`), labelled like the
+/// per-limit counters: one series per configured concurrency limit.
+pub(super) const SLOTS_IN_USE: (&str, &str) = (
+    "ratelimitd_concurrency_slots_in_use",
+    "Slots held on a concurrency limit, as the store counted them at this instance's last decision on it (0 once every lease it saw has ended)",
+);
+
 /// The gauge of each Redis target's breaker state.
 pub(super) const BREAKER_STATE: (&str, &str) = (
     "ratelimitd_redis_breaker_state",

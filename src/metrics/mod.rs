@@ -11,9 +11,12 @@
 pub mod check;
 mod families;
 pub mod prom;
+pub mod region;
 pub mod rlqs;
 mod scrape;
+pub mod shedding;
 pub mod sinks;
+mod slots;
 pub mod statsd;
 mod statsd_names;
 pub mod striped;
@@ -26,7 +29,8 @@ use std::time::Duration;
 use parking_lot::Mutex;
 use prometheus::{Histogram, HistogramOpts, HistogramVec, IntCounterVec, Opts};
 
-use crate::limiter::{Code, ErrorKind, LimitIncrements, Source, StatsSink};
+use crate::clock::{Clock, SystemClock, Timestamp};
+use crate::limiter::{Code, ErrorKind, LimitIncrements, ShedOutcome, Source, StatsSink};
 use crate::resilience::BreakerReport;
 use striped::Striped;
 use table::{Counters, KeyTable};
@@ -59,6 +63,9 @@ pub type HotKeyCounts = Arc<dyn Fn() -> Vec<(&'static str, Vec<u64>)> + Send + S
 
 /// How many ranks of each hot-key ranking are exported as gauges.
 pub const HOT_KEY_RANKS: usize = 10;
+/// Reads a feature's own gauges at export time, `(name, help, value)` each (the fleet mode's).
+pub type GaugeReport = Arc<dyn Fn() -> Vec<(&'static str, &'static str, f64)> + Send + Sync>;
+
 /// Reads the Redis store's lease totals (`store::lease`).
 pub type LeaseReport = Arc<dyn Fn() -> crate::store::lease::LeaseTotals + Send + Sync>;
 
@@ -81,6 +88,12 @@ pub type LoadCounts = Arc<dyn Fn() -> ConfigLoads + Send + Sync>;
 pub struct Metrics {
     pub(crate) limits: KeyTable<8>,
     pub(crate) unknown_domains: KeyTable<1>,
+    /// Per limit and class: admitted, shed, soft-denied, denied, soft breaches.
+    pub(crate) shedding: shedding::ShedCounters,
+    /// Slots in use per concurrency limit, as the store last counted them.
+    pub(crate) slots: slots::SlotGauges,
+    /// The clock the slot gauges compare lease ends with (the limiter's).
+    pub(crate) clock: Arc<dyn Clock>,
     pub(crate) global_shadow: AtomicU64,
     pub(crate) redis_errors: AtomicU64,
     pub(crate) service_errors: AtomicU64,
@@ -105,6 +118,10 @@ pub struct Metrics {
     pub(crate) hot_keys: OnceLock<HotKeyCounts>,
     /// Reads the token lease totals, on the Redis store.
     pub(crate) leases: Option<LeaseReport>,
+    /// Reads the regional shares and their sync, once they exist (built after the metrics).
+    pub(crate) regions: OnceLock<region::RegionReader>,
+    /// Reads a feature's gauges, once it started (the fleet mode).
+    pub(crate) gauges: OnceLock<GaugeReport>,
     /// The Rate Limit Quota Service's streams, buckets and assignments.
     pub rlqs: rlqs::RlqsMetrics,
     /// `POST /check` requests by status, and their response time.
@@ -164,6 +181,9 @@ impl Metrics {
         Metrics {
             limits: KeyTable::new(max_keys),
             unknown_domains: KeyTable::new(max_keys),
+            shedding: shedding::ShedCounters::new(max_keys),
+            slots: slots::SlotGauges::new(max_keys),
+            clock: Arc::new(SystemClock),
             global_shadow: AtomicU64::new(0),
             redis_errors: AtomicU64::new(0),
             service_errors: AtomicU64::new(0),
@@ -181,6 +201,8 @@ impl Metrics {
             breakers: None,
             hot_keys: OnceLock::new(),
             leases: None,
+            regions: OnceLock::new(),
+            gauges: OnceLock::new(),
             rlqs: rlqs::RlqsMetrics::default(),
             check: check::CheckMetrics::default(),
             timings: statsd_timers.then(|| Mutex::new(Vec::new())),
@@ -193,6 +215,17 @@ impl Metrics {
         self
     }
 
+    /// Exports the regional shares and sync state that `read` reads (the first reader set stays).
+    pub fn set_regions(&self, read: region::RegionReader) {
+        let _ = self.regions.set(read);
+    }
+
+    /// Reads time from `clock` (the limiter's) to tell when a concurrency limit's leases ended.
+    pub fn with_clock(mut self, clock: Arc<dyn Clock>) -> Metrics {
+        self.clock = clock;
+        self
+    }
+
     /// Exports the hot-key rankings that `counts` reads (the first reader set stays).
     pub fn set_hot_keys(&self, counts: HotKeyCounts) {
         let _ = self.hot_keys.set(counts);
@@ -202,6 +235,11 @@ impl Metrics {
     pub fn with_leases(mut self, report: LeaseReport) -> Metrics {
         self.leases = Some(report);
         self
+    }
+
+    /// Exports the gauges that `report` reads (the first reader set stays).
+    pub fn set_gauges(&self, report: GaugeReport) {
+        let _ = self.gauges.set(report);
     }
 
     /// `n` violation records were dropped (`ratelimitd_violations_dropped_total`).
@@ -265,6 +303,14 @@ impl StatsSink for Metrics {
         );
     }
 
+    fn shed(&self, key: &str, class: &str, outcome: ShedOutcome) {
+        self.shedding.shed(key, class, outcome);
+    }
+
+    fn soft_breach(&self, key: &str) {
+        self.shedding.soft_breach(key);
+    }
+
     fn domain_not_found(&self, domain: &str) {
         self.unknown_domains.add(domain, [1]);
     }
@@ -285,6 +331,10 @@ impl StatsSink for Metrics {
     fn decision(&self, code: Code, source: Source) {
         self.decisions
             .add_one(code_index(code) * Source::ALL.len() + source.index(), 1);
+    }
+
+    fn slots_in_use(&self, key: &str, in_use: u64, until: Timestamp) {
+        self.slots.set(key, in_use, until);
     }
 
     fn store_call(&self, elapsed: Duration, ok: bool) {

@@ -28,7 +28,7 @@ use super::Metrics;
 use super::families::{
     BREAKER_STATE, DECISIONS, FAMILIES, HOT_KEYS, HOT_KEYS_DEPRECATED, LEASE_COUNTERS,
     LOCAL_FALLBACK_FAMILY, MAPPED, MEMORY_GAUGES, NEGATIVE_HITS_FAMILY, RULES_SHADOWED,
-    VIOLATION_FAMILIES,
+    SLOTS_IN_USE, VIOLATION_FAMILIES,
 };
 
 /// Reads [`Metrics`] into metric families on every scrape.
@@ -57,6 +57,15 @@ impl MetricsCollector {
                 DECISIONS.0.into(),
                 DECISIONS.1.into(),
                 DECISIONS.2.iter().map(|l| l.to_string()).collect(),
+                Default::default(),
+            )
+            .ok(),
+        );
+        descs.extend(
+            Desc::new(
+                SLOTS_IN_USE.0.into(),
+                SLOTS_IN_USE.1.into(),
+                ["domain", "key1", "key2"].map(String::from).to_vec(),
                 Default::default(),
             )
             .ok(),
@@ -123,7 +132,7 @@ fn vec_of(i: usize) -> Option<IntCounterVec> {
 
 /// `domain`, `key1`, `key2` of a stats key: its first three dot-separated levels; deeper levels
 /// are dropped (and their counts summed into the shared series), as the Go mapper does.
-fn labels(key: &str) -> [&str; 3] {
+pub(super) fn labels(key: &str) -> [&str; 3] {
     let mut it = key.splitn(4, '.');
     [
         it.next().unwrap_or(""),
@@ -180,7 +189,8 @@ impl Collector for MetricsCollector {
         }
         inc(9, &[], m.global_shadow.load(Ordering::Relaxed));
         inc(10, &[], m.store_errors.load(Ordering::Relaxed));
-        inc(11, &[], m.limits.folded() + m.unknown_domains.folded());
+        let folded = m.limits.folded() + m.unknown_domains.folded() + m.slots.dropped();
+        inc(11, &[], folded);
         let [dropped, written, old_dropped, old_written] = VIOLATION_FAMILIES;
         let (d, w) = (&m.violations_dropped, &m.violations_written);
         for (i, v) in [
@@ -198,7 +208,9 @@ impl Collector for MetricsCollector {
             inc(13, &[r.target, "closed"], r.closed);
         }
         out.extend(vecs.iter().flatten().flat_map(|v| v.collect()));
+        out.extend(m.shedding.families());
         out.extend(super::scrape::decisions(m));
+        out.extend(super::scrape::slots(m));
         if !breakers.is_empty()
             && let Ok(g) =
                 IntGaugeVec::new(Opts::new(BREAKER_STATE.0, BREAKER_STATE.1), &["target"])
@@ -211,6 +223,9 @@ impl Collector for MetricsCollector {
         if let Some(read) = m.hot_keys.get() {
             out.extend(super::scrape::hot_keys(&read()));
         }
+        if let Some(read) = m.regions.get() {
+            out.extend(super::region::families(&read()));
+        }
         if let Some(report) = &m.leases {
             let t = report();
             let values = [t.taken, t.granted, t.served, t.returned];
@@ -218,6 +233,14 @@ impl Collector for MetricsCollector {
                 if let Ok(c) = IntCounter::with_opts(Opts::new(*name, *help)) {
                     c.inc_by(value);
                     out.extend(c.collect());
+                }
+            }
+        }
+        if let Some(read) = m.gauges.get() {
+            for (name, help, value) in read() {
+                if let Ok(g) = prometheus::Gauge::with_opts(Opts::new(name, help)) {
+                    g.set(value);
+                    out.extend(g.collect());
                 }
             }
         }

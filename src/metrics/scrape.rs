@@ -1,12 +1,12 @@
 //! The labelled families [`super::prom`] assembles at scrape time from counters and readers:
 //! decisions by code and source (only the pairs that happened), and the hot-key gauges (under
-//! their current and their deprecated name).
+//! their current and their deprecated name), and the slots in use of each concurrency limit.
 
 use prometheus::core::Collector;
 use prometheus::proto::MetricFamily;
 use prometheus::{IntCounterVec, IntGaugeVec, Opts};
 
-use super::families::{DECISIONS, HOT_KEYS, HOT_KEYS_DEPRECATED};
+use super::families::{DECISIONS, HOT_KEYS, HOT_KEYS_DEPRECATED, SLOTS_IN_USE};
 use super::{CODE_LABELS, Metrics};
 use crate::limiter::Source;
 
@@ -44,4 +44,19 @@ pub(super) fn hot_keys(rankings: &[(&'static str, Vec<u64>)]) -> Vec<MetricFamil
         out.extend(g.collect());
     }
     out
+}
+
+/// `ratelimitd_concurrency_slots_in_use{domain,key1,key2}`: one series per concurrency limit
+/// decided so far; limits whose labels coincide (deeper config paths) are summed.
+pub(super) fn slots(m: &Metrics) -> Vec<MetricFamily> {
+    let (name, help) = SLOTS_IN_USE;
+    let Ok(g) = IntGaugeVec::new(Opts::new(name, help), &["domain", "key1", "key2"]) else {
+        return Vec::new();
+    };
+    for (key, in_use) in m.slots.snapshot(m.clock.now()) {
+        let labels = super::prom::labels(&key);
+        g.with_label_values(&labels)
+            .add(i64::try_from(in_use).unwrap_or(i64::MAX));
+    }
+    g.collect()
 }

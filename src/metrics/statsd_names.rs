@@ -60,6 +60,7 @@ impl Metrics {
                 out.push((format!("ratelimitd.redis_breaker.{target}.{to}"), v));
             }
         }
+        out.extend(self.shedding.statsd());
         out.push((
             "ratelimitd.stats_keys_folded".into(),
             self.limits.folded() + self.unknown_domains.folded(),

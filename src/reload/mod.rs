@@ -29,7 +29,7 @@ use crate::health::Health;
 
 pub use clash::Clash;
 pub use reloader::{ConfigReloader, ReloadOutcome};
-pub use source::{ConfigSource, Location};
+pub use source::{ConfigSource, Location, Restriction};
 pub use task::{WatchOptions, watch_loop};
 pub use watch::WatchTarget;
 

@@ -37,18 +37,51 @@ pub struct ConfigSource {
     location: Location,
     load: LoadOptions,
     options: CompileOptions,
-    /// The backend keeps fixed windows only (memcached): other algorithms are load errors.
-    fixed_windows_only: bool,
+    /// The algorithms the backend can run, when it cannot run them all: others are load errors.
+    only: Option<Restriction>,
+    /// What limits with `regions` are checked against (`REGION`).
+    regions: crate::region::RegionCheck,
+}
+
+/// The algorithms a backend can run (memcached: fixed windows; the fleet mode: the window
+/// algorithms), and what a refusal says.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Restriction {
+    /// The algorithms allowed.
+    pub allowed: &'static [Algorithm],
+    /// The setting that restricts them, e.g. `BACKEND_TYPE=memcache`.
+    pub by: &'static str,
+    /// Why, and what to use instead.
+    pub why: &'static str,
+}
+
+impl Restriction {
+    /// memcached: it can only add to a counter atomically.
+    pub const MEMCACHE: Restriction = Restriction {
+        allowed: &[Algorithm::FixedWindow],
+        by: "BACKEND_TYPE=memcache",
+        why: "(memcached can only add to a counter atomically); use fixed_window or BACKEND_TYPE=redis",
+    };
+    /// The fleet mode: instances exchange window counts only.
+    pub const FLEET: Restriction = Restriction {
+        allowed: &[Algorithm::FixedWindow, Algorithm::SlidingWindow],
+        by: "the fleet mode (FLEET_BIND)",
+        why: "(instances exchange window counts, which other algorithms cannot be summed from); \
+              use fixed_window or sliding_window, or BACKEND_TYPE=redis",
+    };
 }
 
 impl ConfigSource {
-    /// The same source for a backend that keeps fixed windows only (memcached): a limit with
-    /// another algorithm is then a load error naming it.
-    pub fn fixed_windows_only(self, yes: bool) -> ConfigSource {
-        ConfigSource {
-            fixed_windows_only: yes,
-            ..self
-        }
+    /// The same source for a backend that runs only some algorithms: a limit with another
+    /// algorithm is then a load error naming it.
+    pub fn restricted(self, only: Option<Restriction>) -> ConfigSource {
+        ConfigSource { only, ..self }
+    }
+
+    /// The same source for an instance of `regions.region`: a limit with `regions` it cannot
+    /// enforce is then a load error naming it ([`crate::region::RegionCheck`]).
+    pub fn regions(self, regions: crate::region::RegionCheck) -> ConfigSource {
+        ConfigSource { regions, ..self }
     }
 
     /// The files at `location`, read under `load` and compiled with `options`.
@@ -57,7 +90,8 @@ impl ConfigSource {
             location,
             load,
             options,
-            fixed_windows_only: false,
+            only: None,
+            regions: Default::default(),
         }
     }
 
@@ -119,12 +153,14 @@ impl ConfigSource {
     }
 
     /// Parses, validates and compiles `files`; the error lists every problem, one per line.
-    /// On memcached, a limit of any algorithm but `fixed_window` is an error naming it.
+    /// On a backend that runs only some algorithms ([`Restriction`]), a limit of another
+    /// algorithm is an error naming it.
     pub fn compile(&self, files: &[ConfigFile]) -> Result<RateLimitConfig, String> {
         let config = config::compile(files, &self.options).map_err(|e| e.to_string())?;
-        if self.fixed_windows_only {
-            refuse_non_fixed_windows(&config)?;
+        if let Some(only) = &self.only {
+            refuse_others(&config, only)?;
         }
+        self.regions.check(&config)?;
         Ok(config)
     }
 
@@ -153,20 +189,21 @@ impl ConfigSource {
     }
 }
 
-/// One line per limit whose algorithm memcached cannot run: it has no atomic read-modify-write
-/// beyond `incr`, which is all a fixed window needs.
-fn refuse_non_fixed_windows(config: &RateLimitConfig) -> Result<(), String> {
+/// One line per limit whose algorithm the backend cannot run (memcached has no atomic
+/// read-modify-write beyond `incr`, which is all a fixed window needs).
+fn refuse_others(config: &RateLimitConfig, only: &Restriction) -> Result<(), String> {
     let errors: Vec<String> = config
         .limits()
         .into_iter()
-        .filter(|l| !l.unlimited && l.algorithm != Algorithm::FixedWindow)
+        .filter(|l| !l.unlimited && !only.allowed.contains(&l.algorithm))
         .map(|l| {
             format!(
-                "{}: limit {}: algorithm {} is not available with BACKEND_TYPE=memcache \
-                 (memcached can only add to a counter atomically); use fixed_window or BACKEND_TYPE=redis",
+                "{}: limit {}: algorithm {} is not available with {} {}",
                 l.file,
                 l.full_key,
-                l.algorithm.name()
+                l.algorithm.name(),
+                only.by,
+                only.why
             )
         })
         .collect();

@@ -126,7 +126,9 @@ pub fn budget(
         ..Request::default()
     };
     // Without a request override, planning cannot fail; an error would mean no limit.
-    let plans = plan::plan(Some(domain), stored, &req, keys, now).ok()?;
+    // The bucket's budget is the limit as configured: no soft zone is drawn.
+    let still = crate::random::Fixed(0.0);
+    let plans = plan::plan(Some(domain), stored, &req, keys, now, &still).ok()?;
     match plans.descriptors.into_iter().next()? {
         Plan::NoLimit => None,
         Plan::Unlimited => Some(Budget::AllowAll),

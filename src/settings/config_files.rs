@@ -2,8 +2,9 @@
 //! server reloads from, and the options `ratelimitd validate` reads files under.
 
 use super::{Settings, SettingsError, Vars, parse};
+use crate::algorithm::calendar::Zone;
 use crate::config::{CompileOptions, LoadOptions};
-use crate::reload::{ConfigSource, Location};
+use crate::reload::{ConfigSource, Location, Restriction};
 
 impl Settings {
     /// How `ratelimitd validate` reads config files: under the server's size cap
@@ -25,7 +26,8 @@ impl Settings {
 
     /// Where the configuration comes from: the `--config`/`RATELIMITD_CONFIG` path, or else the
     /// `RUNTIME_*` discovery; read under `CONFIG_MAX_FILE_BYTES` and `RUNTIME_IGNOREDOTFILES`,
-    /// compiled with `MERGE_DOMAIN_CONFIG`; with `BACKEND_TYPE=memcache`, fixed windows only.
+    /// compiled with `MERGE_DOMAIN_CONFIG` and `CALENDAR_TIME_ZONE`; with `BACKEND_TYPE=memcache`, fixed
+    /// windows only; limits with `regions` checked against `REGION`.
     pub fn config_source(&self) -> ConfigSource {
         let location = match &self.config_path {
             Some(p) => Location::Path(p.clone()),
@@ -42,10 +44,30 @@ impl Settings {
         };
         let compile = CompileOptions {
             merge_domains: self.merge_domain_config,
+            calendar_time_zone: Some(self.calendar_time_zone),
+        };
+        let only = match self.backend {
+            super::Backend::Memcache => Some(Restriction::MEMCACHE),
+            _ if self.fleet.is_some() => Some(Restriction::FLEET),
+            _ => None,
         };
         ConfigSource::new(location, load, compile)
-            .fixed_windows_only(self.backend == super::Backend::Memcache)
+            .restricted(only)
+            .regions(crate::region::RegionCheck {
+                region: self.region.region.clone(),
+                global_store: self.region.global.is_some(),
+            })
     }
+}
+
+/// `CALENDAR_TIME_ZONE`: the zone of calendar windows that name none (default UTC); an IANA name
+/// the bundled time zone database knows.
+pub(super) fn calendar_time_zone(v: &Vars) -> Result<&'static Zone, SettingsError> {
+    v.parse("CALENDAR_TIME_ZONE", Zone::utc(), |s| {
+        Zone::get(s).ok_or_else(|| {
+            "expected an IANA time zone name such as Europe/Paris, America/New_York or UTC".into()
+        })
+    })
 }
 
 /// `CONFIG_MAX_FILE_BYTES`: the largest config file read (1 KiB to 1 GiB).

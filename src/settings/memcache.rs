@@ -29,24 +29,6 @@ impl Default for MemcacheSettings {
     }
 }
 
-/// A `MEMCACHE_HOST_PORT` list: non-empty `host:port` items with a numeric port.
-fn host_ports(s: &str) -> Result<Vec<String>, String> {
-    let mut out = Vec::new();
-    for item in s.split(',').map(str::trim).filter(|i| !i.is_empty()) {
-        match item.rsplit_once(':') {
-            Some((host, port)) if !host.is_empty() && parse::port(port).is_ok() => {
-                out.push(item.to_string())
-            }
-            _ => {
-                return Err(format!(
-                    "{item:?} is not host:port (a comma-separated list)"
-                ));
-            }
-        }
-    }
-    Ok(out)
-}
-
 /// A setting that is refused whenever it is set to anything but `unset_like`.
 fn refuse(v: &Vars, name: &str, unset_like: &[&str], why: &str) {
     let _ = v.parse(name, (), |s| {
@@ -62,7 +44,7 @@ fn refuse(v: &Vars, name: &str, unset_like: &[&str], why: &str) {
 /// error naming `MEMCACHE_HOST_PORT`.
 pub(super) fn from_vars(v: &Vars, used: bool) -> Result<MemcacheSettings, SettingsError> {
     let d = MemcacheSettings::default();
-    let servers = v.parse("MEMCACHE_HOST_PORT", Vec::new(), host_ports)?;
+    let servers = v.parse("MEMCACHE_HOST_PORT", Vec::new(), parse::host_ports)?;
     refuse(
         v,
         "MEMCACHE_SRV",

@@ -5,6 +5,7 @@ pub mod admin;
 pub mod cli;
 mod config_files;
 pub mod edges;
+pub mod fleet;
 pub mod grpc;
 pub mod insight;
 pub mod kinds;
@@ -16,6 +17,7 @@ pub mod parse;
 pub mod policy;
 pub mod redis;
 pub mod reference;
+pub mod region;
 pub mod resilience;
 pub mod rlqs;
 mod vars;
@@ -37,6 +39,7 @@ pub use memcache::MemcacheSettings;
 pub use observability::{Observability, StatsSinkKind, TracingProtocol, TracingSettings};
 pub use policy::PolicySettings;
 pub use redis::{RedisConfig, RedisKind, RedisSettings};
+pub use region::RegionSettings;
 pub use resilience::{FailureMode, Resilience};
 pub use xds::{BackoffSettings, ConfigType, XdsSettings, XdsTlsSettings};
 
@@ -109,6 +112,8 @@ pub struct Settings {
     pub runtime_ignoredotfiles: bool,
     /// `MERGE_DOMAIN_CONFIG`.
     pub merge_domain_config: bool,
+    /// `CALENDAR_TIME_ZONE` (UTC): the zone of calendar windows that name no `time_zone`.
+    pub calendar_time_zone: &'static crate::algorithm::calendar::Zone,
     /// `ALLOW_EMPTY_CONFIG` (default false): start (with a warning) when the files yield no
     /// domain, instead of refusing to.
     pub allow_empty_config: bool,
@@ -157,6 +162,11 @@ pub struct Settings {
     pub limit_reset_header: String,
     /// `RATELIMITD_TEST_MANUAL_CLOCK`: tests only; start on a manual clock at these Unix seconds.
     pub test_manual_clock: Option<u64>,
+    /// `SOFT_BREACH_RATIO`: the share of a limit from which answers carry the soft-breach signal,
+    /// for limits that set no `soft.breach_ratio`; `None` (unset): only those limits raise it.
+    pub soft_breach_ratio: Option<f64>,
+    /// `RATELIMITD_TEST_RANDOM_SEED`: tests only; soft limits draw from a source seeded with this.
+    pub test_random_seed: Option<u64>,
     /// `DRAIN_TIMEOUT`: how long in-flight requests may finish at shutdown.
     pub drain_timeout: Duration,
     /// `SHUTDOWN_DELAY`: how long, after SIGTERM, the service stays unready but keeps accepting
@@ -177,6 +187,10 @@ pub struct Settings {
     pub insight: crate::insight::InsightOptions,
     /// The Rate Limit Quota Service (`RLQS_*`).
     pub rlqs: crate::rlqs::RlqsOptions,
+    /// `REGION`, `GLOBAL_REDIS_*`, `REGION_SYNC_INTERVAL` ([`region`]).
+    pub region: RegionSettings,
+    /// The fleet mode of the embedded store (`FLEET_*`); `None` unless `FLEET_BIND` is set.
+    pub fleet: Option<crate::fleet::FleetOptions>,
 }
 
 impl Settings {
@@ -277,6 +291,7 @@ impl Settings {
             runtime_watch_root: v.bool("RUNTIME_WATCH_ROOT", true)?,
             runtime_ignoredotfiles: v.bool("RUNTIME_IGNOREDOTFILES", false)?,
             merge_domain_config: v.bool("MERGE_DOMAIN_CONFIG", false)?,
+            calendar_time_zone: config_files::calendar_time_zone(v)?,
             allow_empty_config: v.bool("ALLOW_EMPTY_CONFIG", false)?,
             config_poll_interval: Some(v.parse(
                 "CONFIG_POLL_INTERVAL",
@@ -318,6 +333,10 @@ impl Settings {
             test_manual_clock: v.parse("RATELIMITD_TEST_MANUAL_CLOCK", None, |s| {
                 uint(0, u64::MAX / 1_000_000)(s).map(Some)
             })?,
+            soft_breach_ratio: v.parse("SOFT_BREACH_RATIO", None, parse::breach_ratio)?,
+            test_random_seed: v.parse("RATELIMITD_TEST_RANDOM_SEED", None, |s| {
+                uint(0, u64::MAX)(s).map(Some)
+            })?,
             drain_timeout: v.parse("DRAIN_TIMEOUT", Duration::from_secs(10), parse::go_duration)?,
             shutdown_delay: v.parse("SHUTDOWN_DELAY", Duration::ZERO, parse::go_duration)?,
             obs: observability::from_vars(v)?,
@@ -327,6 +346,8 @@ impl Settings {
             policy: policy::from_vars(v)?,
             insight: insight::from_vars(v)?,
             rlqs: rlqs::from_vars(v)?,
+            region: region::from_vars(v)?,
+            fleet: fleet::from_vars(v, backend)?,
         })
     }
 }

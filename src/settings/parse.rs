@@ -63,12 +63,39 @@ pub fn port(s: &str) -> Result<u16, String> {
     uint_in(s, 0, u64::from(u16::MAX)).map(|v| v as u16)
 }
 
+/// A comma-separated `host:port` list (DNS names allowed, empty items skipped), each port numeric.
+pub fn host_ports(s: &str) -> Result<Vec<String>, String> {
+    let mut out = Vec::new();
+    for item in s.split(',').map(str::trim).filter(|i| !i.is_empty()) {
+        match item.rsplit_once(':') {
+            Some((host, p)) if !host.is_empty() && port(p).is_ok() => out.push(item.to_string()),
+            _ => {
+                return Err(format!(
+                    "{item:?} is not host:port (a comma-separated list)"
+                ));
+            }
+        }
+    }
+    Ok(out)
+}
+
 /// Parses a float within `[0, 1]`.
 pub fn ratio(s: &str) -> Result<f32, String> {
     s.parse::<f32>()
         .ok()
         .filter(|v| (0.0..=1.0).contains(v))
         .ok_or_else(|| "expected a number from 0 to 1".into())
+}
+
+/// Parses a soft-breach ratio: a share of a limit above 0, at most
+/// [`crate::config::shedding::MAX_SOFT_UP_TO`] (a limit's soft zone ends there at the latest).
+pub fn breach_ratio(s: &str) -> Result<Option<f64>, String> {
+    let max = crate::config::shedding::MAX_SOFT_UP_TO;
+    s.parse::<f64>()
+        .ok()
+        .filter(|v| *v > 0.0 && *v <= max)
+        .map(Some)
+        .ok_or_else(|| format!("expected a share of the limit above 0, at most {max} (e.g. 0.8)"))
 }
 
 #[cfg(test)]
@@ -108,6 +135,11 @@ mod tests {
         assert!(port("").is_err());
         assert_eq!(ratio("0.8"), Ok(0.8));
         assert!(ratio("1.5").is_err());
+        assert_eq!(breach_ratio("0.8"), Ok(Some(0.8)));
+        assert_eq!(breach_ratio("1.1"), Ok(Some(1.1)));
+        for bad in ["0", "-1", "11", "x"] {
+            assert!(breach_ratio(bad).is_err(), "{bad}");
+        }
         assert!(uint_in("0", 1, 10).is_err());
     }
 }

@@ -84,6 +84,9 @@ pub struct RedisConfig {
     /// `LEASE_DEFAULT_SIZE` (ratelimitd): the token lease of fixed window limits that do not set
     /// `lease` (0 = off; see `store::lease`).
     pub lease_default_size: u32,
+    /// The prefix of the variables `main` was read from, for messages (`REDIS_`, or
+    /// `GLOBAL_REDIS_` for the regions' global store).
+    pub main_prefix: &'static str,
 }
 
 fn kind(s: &str) -> Result<RedisKind, String> {
@@ -127,7 +130,12 @@ fn go_pool_tuning(v: &Vars, prefix: &str) -> Result<(), SettingsError> {
     Ok(())
 }
 
-fn one(v: &Vars, prefix: &str, default_url: &str) -> Result<RedisSettings, SettingsError> {
+/// One Redis deployment's `{prefix}*` variables (the main, per-second and global Redis).
+pub(super) fn one(
+    v: &Vars,
+    prefix: &str,
+    default_url: &str,
+) -> Result<RedisSettings, SettingsError> {
     let name = |n: &str| format!("{prefix}{n}");
     go_pool_tuning(v, prefix)?;
     let s = RedisSettings {
@@ -166,10 +174,17 @@ fn path(v: &Vars, name: &str) -> Option<PathBuf> {
 /// with full verification before handing it over): refuse at startup rather than let the setting
 /// mean something else.
 fn check_sentinel_tls(c: &RedisConfig) -> Result<(), SettingsError> {
+    let targets = std::iter::once(&c.main).chain(c.per_second.as_ref());
+    refuse_sentinel_tls_skip(c.tls.skip_hostname_verification, targets)
+}
+
+/// The rule of [`check_sentinel_tls`] for any Redis deployments (the global store's too).
+pub(super) fn refuse_sentinel_tls_skip<'a>(
+    skip_hostname_verification: bool,
+    mut targets: impl Iterator<Item = &'a RedisSettings>,
+) -> Result<(), SettingsError> {
     let sentinel_tls = |s: &RedisSettings| s.kind == RedisKind::Sentinel && s.tls;
-    if c.tls.skip_hostname_verification
-        && (sentinel_tls(&c.main) || c.per_second.as_ref().is_some_and(sentinel_tls))
-    {
+    if skip_hostname_verification && targets.any(sentinel_tls) {
         return Err(SettingsError {
             name: "REDIS_TLS_SKIP_HOSTNAME_VERIFICATION".into(),
             value: "true".into(),
@@ -234,6 +249,7 @@ impl RedisConfig {
             lease_default_size: v.parse("LEASE_DEFAULT_SIZE", 0, |s| {
                 parse::uint_in(s, 0, u64::from(crate::store::lease::MAX_LEASE))
             })? as u32,
+            main_prefix: "REDIS_",
         })
     }
 }

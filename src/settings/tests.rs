@@ -210,3 +210,15 @@ fn a_sink_conflict_shows_the_value_as_written() {
     assert_eq!((e.name.as_str(), e.value.as_str()), ("USE_STATSD", "T"));
     assert!(e.reason.contains("cannot both be true"), "{e}");
 }
+
+#[test]
+fn the_calendar_time_zone_is_utc_unless_set_and_must_exist() {
+    assert_eq!(Settings::defaults().calendar_time_zone.name(), "UTC");
+    let s = Settings::from_env(env(&[("CALENDAR_TIME_ZONE", "europe/paris")])).unwrap();
+    assert_eq!(s.calendar_time_zone.name(), "Europe/Paris");
+    let e = Settings::from_env(env(&[("CALENDAR_TIME_ZONE", "Europe/Pari")])).unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "invalid value \"Europe/Pari\" for CALENDAR_TIME_ZONE: expected an IANA time zone name such as Europe/Paris, America/New_York or UTC"
+    );
+}

@@ -18,6 +18,7 @@ mod observability;
 mod ops;
 mod policy;
 mod redis;
+mod regions;
 mod rlqs;
 mod store;
 mod support;

@@ -67,6 +67,7 @@
 //!   live-instance count the local fallback divides limits by.
 //! - [`store`]: the one [`Store`] trait, the embedded [`MemoryStore`], the local side of leases
 //!   and the local over-limit cache.
+//! - [`region`]: the shares of worldwide limits each region enforces, and their bounds.
 //! - [`limiter`]: request → plan per descriptor → one store batch → one outcome per limit →
 //!   statuses; the request and response types, the caps, the cache key format and the index of
 //!   stored overrides it reads.
@@ -83,6 +84,8 @@ pub mod algorithm;
 pub mod clock;
 pub mod config;
 pub mod limiter;
+pub mod random;
+pub mod region;
 pub mod resilience;
 pub mod store;
 pub mod stripe;

@@ -41,13 +41,15 @@ pub struct AdminState {
     pub insight: Option<crate::insight::Insight>,
     /// Explain (`/v1/explain`, the console's key search); `None` until the service hands it in.
     pub explainer: Option<crate::explain::Explainer>,
+    /// This region's shares of regional limits and their sync, for the console.
+    pub regions: Option<crate::region::Regional>,
 }
 
 /// The endpoints of the admin listener, as the console lists them.
 pub const ENDPOINTS: &[(&str, &str)] = &[
     (
         "/",
-        "console: health, decision rates, limits nearest their thresholds, key search, overrides, hot keys, violations, breakers (bearer token; none from loopback with ADMIN_TRUST_LOOPBACK)",
+        "console: health, decision rates, limits nearest their thresholds, key search, overrides, hot keys, violations, breakers, region shares (bearer token; none from loopback with ADMIN_TRUST_LOOPBACK)",
     ),
     ("/v1/policies", "rules (bearer token)"),
     (

@@ -9,14 +9,15 @@ use crate::resilience::Permit;
 use crate::store::Op;
 
 impl MemcacheStore {
-    /// The `add` expiry of a window starting a new key at `now`: the window plus jitter, as an
-    /// absolute time when memcached would otherwise misread it (windows above 30 days).
-    fn exptime(&self, window_secs: u64, now: Timestamp) -> u64 {
+    /// The `add` expiry of a key created at `now` to live `key_ttl_secs` (the window's length, or
+    /// what is left of a calendar window) plus jitter, as an absolute time when memcached would
+    /// otherwise misread it (above 30 days).
+    fn exptime(&self, key_ttl_secs: u64, now: Timestamp) -> u64 {
         let jitter = match self.jitter_max_secs {
             0 => 0,
             max => fastrand::u64(0..max),
         };
-        let ttl = window_secs + jitter;
+        let ttl = key_ttl_secs + jitter;
         if ttl > RELATIVE_EXPIRY_MAX {
             now.as_secs() + ttl
         } else {
@@ -80,7 +81,11 @@ impl MemcacheStore {
     ) -> std::io::Result<(u64, u64)> {
         for _ in 0..ADD_RACES {
             if conn
-                .add(key, op.hits, self.exptime(op.spec.window.secs(), now))
+                .add(
+                    key,
+                    op.hits,
+                    self.exptime(op.spec.window.key_ttl_secs(now), now),
+                )
                 .await?
             {
                 return Ok((0, op.hits));

@@ -25,7 +25,12 @@ pub(super) async fn run(
     let mut args = Vec::with_capacity(1 + 3 * g.indices.len());
     args.push(g.mode);
     for op in g.ops() {
-        let refund = u64::from(op.refund);
+        // The script's refund slot: 1 gives back, 2 adds only what fits (`Op::only_admitted`).
+        let refund = if op.refund {
+            1
+        } else {
+            2 * u64::from(op.only_admitted)
+        };
         args.extend([op.hits, op.spec.limit, ttl(op.spec.window), refund]);
     }
     g.eval(script, &args, 2, |op, c| {
@@ -34,6 +39,11 @@ pub(super) async fn run(
         if op.refund {
             let before = after.saturating_add(moved);
             return fixed_window::decide_refund(before, after, spec.limit, spec.window, g.now);
+        }
+        // A refused op of a limit that sheds added nothing: judged as the hits it asked for.
+        if op.only_admitted && moved == 0 && after.saturating_add(op.hits) > spec.limit {
+            let asked = after.saturating_add(op.hits);
+            return fixed_window::decide(after, asked, spec.limit, spec.window, g.now);
         }
         fixed_window::decide(
             after.saturating_sub(moved),

@@ -80,6 +80,7 @@ impl super::RedisStore {
                 max_wait: Duration::ZERO,
                 lease: Some(0),
                 holder: String::new(),
+                only_admitted: false,
             })
             .collect();
         if ops.is_empty() {

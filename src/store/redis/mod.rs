@@ -120,13 +120,15 @@ impl RedisStore {
         self.deadlines.redis_clock()
     }
 
-    fn ttl(&self, window: Window) -> u64 {
+    /// The lifetime of the counter key of `window` at `now`: Go's (the window's length), or for
+    /// a calendar window the time left until it ends; plus the expiration jitter.
+    fn ttl(&self, window: Window, now: Timestamp) -> u64 {
         let jitter = if self.jitter_max_secs > 0 {
             fastrand::u64(0..self.jitter_max_secs)
         } else {
             0
         };
-        window.secs() + jitter
+        window.key_ttl_secs(now) + jitter
     }
 
     /// Runs the script of `algorithm` (or, for `leased` ops, the reservation script) for
@@ -151,11 +153,11 @@ impl RedisStore {
             return bucket_lease::run(&g, &self.bucket_lease, &self.leases).await;
         }
         if leased {
-            return lease::run(&g, &self.lease, &self.leases, |w| self.ttl(w)).await;
+            return lease::run(&g, &self.lease, &self.leases, |w| self.ttl(w, now)).await;
         }
         match algorithm {
             Algorithm::FixedWindow => {
-                fixed_window::run(&g, &self.fixed_window, |w| self.ttl(w)).await
+                fixed_window::run(&g, &self.fixed_window, |w| self.ttl(w, now)).await
             }
             Algorithm::TokenBucket => {
                 token_bucket::run(&g, &self.token_bucket, &token_bucket::TOKEN_BUCKET).await
@@ -180,7 +182,12 @@ impl Store for RedisStore {
             // Only fixed windows are cached: their "over" lasts until a known instant, while a
             // bucket admits again as soon as one token is back. Refunds always reach Redis.
             let cached = match &self.local_cache {
-                Some(c) if op.spec.algorithm == Algorithm::FixedWindow && !op.refund => {
+                // A limit that sheds is over for one class and not for another: never cached.
+                Some(c)
+                    if op.spec.algorithm == Algorithm::FixedWindow
+                        && !op.refund
+                        && !op.only_admitted =>
+                {
                     c.over_until(&op.key, now)
                 }
                 _ => None,
@@ -267,6 +274,7 @@ impl Store for RedisStore {
                 for (i, d) in decisions {
                     let op = &ops[i];
                     if op.spec.algorithm == Algorithm::FixedWindow
+                        && !op.only_admitted
                         && let Some(c) = &self.local_cache
                     {
                         c.learn(&op.key, op.refund, &d, now);

@@ -3,7 +3,8 @@
 //! entry is half-way to expiry), and reads back every live demand, so all ratelimitd instances
 //! divide one global budget (`crate::rlqs`). One script call per changed demand or per re-split
 //! of a bucket with active demand, off the `ShouldRateLimit` path, bounded by the response
-//! timeout.
+//! timeout. The regions' sync (`crate::region`) exchanges demand on the same board, in the global
+//! store, one hash per key and region.
 
 use std::time::Duration;
 

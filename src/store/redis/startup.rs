@@ -114,7 +114,7 @@ const FIRST_DIAL: Duration = Duration::from_secs(2);
 /// The main Redis, named by its settings' prefix.
 fn main_target(cfg: &RedisConfig) -> describe::Target {
     describe::Target {
-        prefix: "REDIS_",
+        prefix: cfg.main_prefix,
         settings: cfg.main.clone(),
     }
 }

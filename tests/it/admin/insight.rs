@@ -119,14 +119,24 @@ async fn the_status_page_shows_the_domain_an_override_and_a_hot_key_escaped() {
 /// The decision lines of the binary at `rate` after three `/json` calls (waiting at most 5 s
 /// for `expect` of them).
 async fn decision_lines(cfg: &str, rate: &str, expect: usize) -> Vec<serde_json::Value> {
+    let body =
+        r#"{"domain":"api","descriptors":[{"entries":[{"key":"client_key","value":"u1"}]}]}"#;
+    decision_lines_of(cfg, rate, expect, body).await
+}
+
+/// [`decision_lines`] for three `/json` calls with `body`.
+async fn decision_lines_of(
+    cfg: &str,
+    rate: &str,
+    expect: usize,
+    body: &'static str,
+) -> Vec<serde_json::Value> {
     let env = [
         ("RATELIMITD_CONFIG".to_string(), cfg.to_string()),
         ("DECISION_LOG_SAMPLE_RATE".to_string(), rate.to_string()),
     ];
     let p = process::spawn(&env);
     let client = reqwest::Client::new();
-    let body =
-        r#"{"domain":"api","descriptors":[{"entries":[{"key":"client_key","value":"u1"}]}]}"#;
     for _ in 0..3 {
         let url = format!("http://{}/json", p.http_addr);
         client.post(url).body(body).send().await.unwrap();
@@ -170,4 +180,34 @@ async fn the_decision_log_writes_every_decision_at_rate_1_and_none_at_0() {
     assert_eq!(lines[0]["code"], "OK");
     assert_eq!(lines[0]["remaining"], 1);
     assert!(decision_lines(&cfg, "0", 0).await.is_empty());
+    assert_eq!(
+        (&lines[2]["class"], &lines[2]["shed"]),
+        (&"".into(), &"".into())
+    );
+}
+
+/// A limit with priority classes: each decision line names the request's class and whether it
+/// was admitted or shed.
+#[tokio::test]
+async fn the_decision_log_names_the_class_and_the_shed_outcome() {
+    let dir = tempfile::tempdir().unwrap();
+    let yaml = "domain: api
+descriptors:
+  - key: client_key
+    rate_limit: {unit: minute, requests_per_unit: 2, priorities: {critical: 1.0, read: 0.5}}
+";
+    std::fs::write(dir.path().join("api.yaml"), yaml).unwrap();
+    let cfg = dir.path().display().to_string();
+    let body = r#"{"domain":"api","descriptors":[{"entries":[{"key":"client_key","value":"u1"},{"key":"priority","value":"read"}]}]}"#;
+    let lines = decision_lines_of(&cfg, "1", 3, body).await;
+    let seen: Vec<(&str, &str, &str)> = lines
+        .iter()
+        .map(|l| {
+            let s = |k: &str| l[k].as_str().unwrap_or("?");
+            (s("code"), s("class"), s("shed"))
+        })
+        .collect();
+    let admitted = ("OK", "read", "admitted");
+    let shed = ("OVER_LIMIT", "read", "shed");
+    assert_eq!(seen, [admitted, shed, shed], "a read may use half of 2");
 }

@@ -86,6 +86,7 @@ fn file(name: &str, contents: String) -> ConfigFile {
 fn compile_checked(files: &[ConfigFile], merge: bool) -> Result<(), TestCaseError> {
     let opts = CompileOptions {
         merge_domains: merge,
+        ..CompileOptions::default()
     };
     let first = compile(files, &opts);
     if let Err(errors) = &first {

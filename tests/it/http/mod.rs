@@ -9,6 +9,8 @@ mod check_client_example;
 mod check_concurrency;
 mod check_input;
 mod check_shaping;
+mod check_shedding;
+mod concurrency_display;
 mod listeners;
 mod openapi;
 mod openapi_fuzz;

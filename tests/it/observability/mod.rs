@@ -1,6 +1,7 @@
 //! What ratelimitd publishes for operators: Prometheus counters, StatsD, promtool's checks and the
 //! Grafana dashboard against the metrics that exist.
 
+mod concurrency_gauge;
 mod dogstatsd;
 mod grafana_dashboard;
 mod metrics;

@@ -19,7 +19,7 @@ fn bin() -> Command {
 
 /// Runs the server with `env` on loopback ports and expects it to exit by itself (a server that
 /// starts instead is killed after 30 s and fails the test).
-fn refused(env: &[(&str, &str)]) -> Output {
+pub(crate) fn refused(env: &[(&str, &str)]) -> Output {
     let mut cmd = bin();
     cmd.envs(crate::support::LOOPBACK)
         .envs([("USE_STATSD", "false"), ("POLICY_ENABLED", "false")])
@@ -42,7 +42,7 @@ fn refused(env: &[(&str, &str)]) -> Output {
     );
 }
 
-fn stderr(out: &Output) -> String {
+pub(crate) fn stderr(out: &Output) -> String {
     String::from_utf8_lossy(&out.stderr).into_owned()
 }
 

@@ -8,7 +8,7 @@ mod go_settings;
 mod k8s_recipes;
 mod large_config;
 mod log_injection;
-mod loud_config;
+pub(crate) mod loud_config;
 mod reload;
 mod reload_outcomes;
 mod settings_reference;

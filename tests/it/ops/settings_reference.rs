@@ -27,6 +27,7 @@ const SWITCHES: &[&[(&str, &str)]] = &[
         ("REDIS_URL", "m,127.0.0.1:26379"),
     ],
     &[("REDIS_TLS", "true"), ("REDIS_URL", "127.0.0.1:6379")],
+    &[("REGION", "eu"), ("GLOBAL_REDIS_URL", "127.0.0.1:6379")],
     &[("USE_STATSD", "true")],
     &[("USE_DOG_STATSD", "true")],
     &[("TRACING_ENABLED", "true")],

@@ -5,6 +5,7 @@
 mod chaos_breaker;
 mod chaos_topology;
 mod concurrency_exact;
+mod concurrency_outage;
 mod deadline;
 mod exact;
 mod poison_hits;

@@ -102,6 +102,8 @@ fn memory_and_redis_decide_identically() {
                             lease: Some(0),
                             // Concurrency slots: four holders come and go.
                             holder: format!("h{wait}"),
+                            // Half the keys shed: a refused hit must not count on either store.
+                            only_admitted: key % 2 == 1,
                         }
                     })
                     .collect();
@@ -191,6 +193,7 @@ async fn huge_buckets_decide_identically() {
                 max_wait: std::time::Duration::from_secs(60 * u64::from(step % 4 == 1)),
                 lease: Some(0),
                 holder: String::new(),
+                only_admitted: false,
             };
             stores.agree(&op, at, step).await;
         }
@@ -247,6 +250,7 @@ async fn sliding_logs_with_lowered_limits_and_a_stepping_clock_decide_identicall
             max_wait: std::time::Duration::ZERO,
             lease: Some(0),
             holder: String::new(),
+            only_admitted: false,
         };
         stores.agree(&op, now, step).await;
     }
@@ -291,6 +295,7 @@ async fn fixed_windows_stop_at_the_counter_ceiling_identically() {
             max_wait: std::time::Duration::ZERO,
             lease: Some(0),
             holder: String::new(),
+            only_admitted: false,
         };
         stores.agree(&op, now + step as u64, step as u64).await;
     }

@@ -3,7 +3,7 @@
 //! memcached admitting exactly the limit under concurrent load, other algorithms refused when the
 //! configuration loads, and a memcached that is down answered by each limit's `failure_mode`.
 
-use std::process::{Command, Stdio};
+use crate::ops::loud_config::{refused, stderr};
 use std::time::Duration;
 
 use crate::support::memcached::Memcached;
@@ -11,7 +11,6 @@ use crate::support::process::spawn;
 use crate::support::require;
 use crate::support::*;
 use futures_util::future::join_all;
-use ratelimitd::clock::Stopwatch;
 use ratelimitd::grpc::pb::envoy::service::ratelimit::v3::rate_limit_service_client::RateLimitServiceClient;
 
 const CONFIG: &str = r#"
@@ -138,23 +137,11 @@ fn other_algorithms_are_refused_at_load() {
     let dir = tempfile::tempdir().unwrap();
     let yaml = "domain: d\ndescriptors:\n  - key: k\n    rate_limit: {unit: second, requests_per_unit: 5, algorithm: token_bucket}\n";
     std::fs::write(dir.path().join("c.yaml"), yaml).unwrap();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_ratelimitd"))
-        .envs(LOOPBACK)
-        .envs([("USE_STATSD", "false"), ("POLICY_ENABLED", "false")])
-        .envs(env(&m, ""))
-        .env("RATELIMITD_CONFIG", dir.path())
-        .env_remove("ALLOW_EMPTY_CONFIG")
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let watch = Stopwatch::start();
-    while child.try_wait().unwrap().is_none() && watch.elapsed() < Duration::from_secs(30) {
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    let _ = child.kill();
-    let out = child.wait_with_output().unwrap();
-    let err = String::from_utf8_lossy(&out.stderr);
+    let mut vars = env(&m, "");
+    vars.push(("RATELIMITD_CONFIG".into(), dir.path().display().to_string()));
+    let vars: Vec<(&str, &str)> = vars.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+    let out = refused(&vars);
+    let err = stderr(&out);
     assert!(!out.status.success(), "refused to start: {err}");
     for says in ["d.k", "token_bucket", "BACKEND_TYPE=memcache", "c.yaml"] {
         assert!(err.contains(says), "names {says}: {err}");

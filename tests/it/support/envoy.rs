@@ -73,6 +73,56 @@ pub fn envoy_yaml_path() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("envoy/envoy.yaml")
 }
 
+/// Waits up to 30 s for the admin `/ready` on `admin_port` of the Envoy `child` (log in
+/// `dir/envoy.log`); its log when it is not ready in time or exited first.
+async fn wait_ready(
+    child: &mut Child,
+    admin_port: u16,
+    dir: &std::path::Path,
+) -> Result<(), String> {
+    let http = reqwest::Client::new();
+    let url = format!("http://127.0.0.1:{admin_port}/ready");
+    let watch = Stopwatch::start();
+    while watch.elapsed() < Duration::from_secs(30) {
+        if let Ok(r) = http.get(&url).send().await
+            && r.status() == 200
+        {
+            return Ok(());
+        }
+        if let Ok(Some(_)) = child.try_wait() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    Err(std::fs::read_to_string(dir.join("envoy.log")).unwrap_or_default())
+}
+
+/// An Envoy running a test's own config (see [`spawn`]), ready; stopped on drop.
+pub struct CustomEnvoy {
+    child: Child,
+    dir: tempfile::TempDir,
+}
+
+impl CustomEnvoy {
+    /// Runs `yaml`, whose admin interface listens on `admin_port`, and waits for it to be ready;
+    /// panics with Envoy's log when it is not within 30 s.
+    pub async fn start(yaml: &str, admin_port: u16) -> CustomEnvoy {
+        let (child, dir) = spawn(yaml, "warning");
+        // Owned at once, so a failed wait still stops the process (Drop).
+        let mut envoy = CustomEnvoy { child, dir };
+        if let Err(log) = wait_ready(&mut envoy.child, admin_port, envoy.dir.path()).await {
+            panic!("Envoy not ready within 30s; log:\n{log}");
+        }
+        envoy
+    }
+}
+
+impl Drop for CustomEnvoy {
+    fn drop(&mut self) {
+        stop(&mut self.child);
+    }
+}
+
 /// A running Envoy.
 pub struct Envoy {
     child: Child,
@@ -130,21 +180,7 @@ impl Envoy {
 
     /// Waits for `/ready`; Envoy's log when it does not come (or Envoy exited first).
     async fn wait_ready(&mut self) -> Result<(), String> {
-        let http = reqwest::Client::new();
-        let url = format!("http://127.0.0.1:{}/ready", self.admin_port);
-        let watch = Stopwatch::start();
-        while watch.elapsed() < Duration::from_secs(30) {
-            if let Ok(r) = http.get(&url).send().await
-                && r.status() == 200
-            {
-                return Ok(());
-            }
-            if let Ok(Some(_)) = self.child.try_wait() {
-                break;
-            }
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
-        Err(self.log())
+        wait_ready(&mut self.child, self.admin_port, self.dir.path()).await
     }
 
     /// Envoy's own log so far (for failure messages).

@@ -11,6 +11,7 @@ pub mod chaos;
 pub mod check;
 pub mod dockerfile;
 pub mod envoy;
+pub mod fleet;
 pub mod guard;
 pub mod leases;
 pub mod memcached;

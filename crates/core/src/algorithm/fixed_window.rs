@@ -1,5 +1,5 @@
 //! Fixed window counter, epoch-aligned, exactly as envoyproxy/ratelimit: the window containing `now`
-//! starts at `now - now % window`; every hit increments the counter (even past the limit); the result
+//! starts at `now - now % window` (or at its calendar boundary, [`super::calendar`]); every hit increments the counter (even past the limit); the result
 //! is over the limit when the counter after the increment exceeds the limit. The counter stops at
 //! [`MAX_COUNT`] (far past any limit, so no decision changes): Redis's 64-bit `INCRBY` can then
 //! never overflow, and every count stays an exact double in the Lua twin.
@@ -44,6 +44,27 @@ pub fn apply(
     decide(before, state.count, limit, window, now)
 }
 
+/// [`apply`] that adds the hits only when they fit: a denied request leaves the counter as it was
+/// (for limits that shed, `store::Op::only_admitted`). The decision is the same as [`apply`]'s.
+pub fn admit(
+    state: &mut FixedWindowState,
+    limit: u64,
+    window: Window,
+    hits: u64,
+    now: Timestamp,
+) -> Decision {
+    let start = window_start(window, now);
+    let before = if state.window_start == start {
+        state.count
+    } else {
+        0
+    };
+    if before.saturating_add(hits) > limit {
+        return decide(before, before.saturating_add(hits), limit, window, now);
+    }
+    apply(state, limit, window, hits, now)
+}
+
 /// Takes `hits` back from the counter of the window containing `now`, never below zero. A counter
 /// of another (older) window is left alone: the current window has nothing to give back. The answer
 /// is never over the limit; `remaining` is what fits after the refund.
@@ -81,26 +102,23 @@ pub fn decide_refund(
     }
 }
 
-/// Start (Unix seconds) of the window of length `window` that contains `now`.
+/// Start (Unix seconds) of the window that contains `now` (the key suffix of its counter).
 pub fn window_start(window: Window, now: Timestamp) -> u64 {
-    let now = now.as_secs();
-    now - now % window.secs()
+    window.bounds(now).start
 }
 
 /// The decision once the window's counter went from `before` to `after`. Shared by the memory
 /// store and the Redis store (whose Lua script only increments), so both decide identically.
 pub fn decide(before: u64, after: u64, limit: u64, window: Window, now: Timestamp) -> Decision {
-    let now_secs = now.as_secs();
-    let start = window_start(window, now);
-    let window = window.secs();
+    let end = window.bounds(now).end;
     let over_limit = after > limit;
     Decision {
         over_limit,
         before,
         after,
         remaining: if over_limit { 0 } else { limit - after },
-        reset_after: Duration::from_secs(window - now_secs % window),
-        expires_at: Timestamp::from_secs(start.saturating_add(window)),
+        reset_after: Duration::from_secs(end.saturating_sub(now.as_secs())),
+        expires_at: Timestamp::from_secs(end),
         wait: Duration::ZERO,
     }
 }
@@ -121,6 +139,23 @@ mod tests {
             Some(w) => w,
             None => Window::SECOND,
         }
+    }
+
+    #[test]
+    fn admit_counts_only_the_hits_that_fit() {
+        let mut s = FixedWindowState::default();
+        for n in 1..=3 {
+            assert_eq!(admit(&mut s, 3, W60, 1, at(60)).after, n);
+        }
+        // Refused: judged as the 4th hit, but the counter stays at 3 (apply would make it 4).
+        let d = admit(&mut s, 3, W60, 1, at(61));
+        assert!(d.over_limit);
+        assert_eq!((d.before, d.after, s.count), (3, 4, 3));
+        // A larger limit (another class's share) still finds room on the same counter.
+        assert!(!admit(&mut s, 4, W60, 1, at(62)).over_limit);
+        assert_eq!(s.count, 4);
+        // A new window starts from zero.
+        assert_eq!(admit(&mut s, 3, W60, 2, at(120)).after, 2);
     }
 
     #[test]

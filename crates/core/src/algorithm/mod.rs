@@ -3,6 +3,7 @@
 //! Each store keeps an [`AlgorithmState`] per key and calls [`apply`] under that key's lock (memory)
 //! or runs the Lua twin of the same function (Redis), so both stores decide identically.
 
+pub mod calendar;
 pub mod concurrency;
 pub mod fixed_window;
 pub mod leaky_bucket;
@@ -171,6 +172,28 @@ pub fn shape(
     now: Timestamp,
 ) -> Decision {
     run(state, spec, hits, Mode::Take(max_wait), now)
+}
+
+/// [`shape`] that records the hits only when they are admitted: the rule of every algorithm but
+/// the fixed window, which counts every hit (as Go) unless asked this way
+/// ([`fixed_window::admit`]; `store::Op::only_admitted`).
+pub fn admit(
+    state: &mut Option<AlgorithmState>,
+    spec: &LimitSpec,
+    hits: u64,
+    max_wait: Duration,
+    now: Timestamp,
+) -> Decision {
+    if spec.algorithm != Algorithm::FixedWindow {
+        return shape(state, spec, hits, max_wait, now);
+    }
+    let mut s = match state.take() {
+        Some(AlgorithmState::FixedWindow(s)) => s,
+        _ => fixed_window::FixedWindowState::default(),
+    };
+    let d = fixed_window::admit(&mut s, spec.limit, spec.window, hits, now);
+    *state = Some(AlgorithmState::FixedWindow(s));
+    d
 }
 
 /// Gives `hits` back to `state` (`is_negative_hits`) and returns the decision, which is never over

@@ -10,7 +10,6 @@
 
 use std::time::Duration;
 
-use super::fixed_window::window_start;
 use super::{Decision, LimitSpec, Window};
 use crate::clock::Timestamp;
 
@@ -201,6 +200,14 @@ pub fn decide(
         expires_at: Timestamp::from_secs(start.saturating_add(2 * window)),
         wait: Duration::ZERO,
     }
+}
+
+/// Start (Unix seconds) of the epoch-aligned window of `window`'s length containing `now`. The
+/// weighting needs windows of one length, so a calendar is ignored here (the config refuses a
+/// calendar on a sliding window).
+fn window_start(window: Window, now: Timestamp) -> u64 {
+    let now = now.as_secs();
+    now - now % window.secs()
 }
 
 #[cfg(test)]

@@ -10,7 +10,9 @@ use std::sync::Arc;
 
 use super::error::ConfigError;
 pub use super::failure_mode::FailureMode;
+use super::shedding::Shedding;
 use super::unit::Unit;
+use crate::algorithm::calendar::{Calendar, Zone};
 use crate::algorithm::{Algorithm, LimitSpec, Window};
 
 /// What matching needs from one request entry. The limiter's request type implements it, so this
@@ -20,6 +22,15 @@ pub trait EntryRef {
     fn key(&self) -> &str;
     /// The entry's value (may be empty).
     fn value(&self) -> &str;
+}
+
+impl<T: EntryRef + ?Sized> EntryRef for &T {
+    fn key(&self) -> &str {
+        (**self).key()
+    }
+    fn value(&self) -> &str {
+        (**self).value()
+    }
 }
 
 /// The whole loaded configuration: every domain, compiled. Cheap to share behind an `Arc`.
@@ -36,6 +47,10 @@ pub struct Domain {
     /// The domain name from the YAML `domain:` field.
     pub name: String,
     pub(crate) root: Level,
+    /// The `priority_key`s of the domain's limits: a request entry with one of these keys names
+    /// the request's class and is taken out of its descriptor before matching
+    /// ([`super::shedding`]). Empty for a domain without priority classes (every Go config).
+    pub priority_keys: Vec<String>,
 }
 
 /// One level of the tree: its nodes indexed by composite key, plus its wildcard nodes in config order.
@@ -90,6 +105,10 @@ pub struct Limit {
     pub shadow_mode: bool,
     /// `quota_mode` of the node carrying this limit.
     pub quota_mode: bool,
+    /// `quota_group` (ratelimitd extension) of the node carrying this limit: the quota
+    /// descriptors of a request naming one group are over when any of them is
+    /// (`docs/design/contract.md#overall-code`); `None` when not written.
+    pub quota_group: Option<String>,
     /// `detailed_metric` of the node carrying this limit.
     pub detailed_metric: bool,
     /// `metadata` of the node carrying this limit, as a JSON object (returned in dynamic metadata).
@@ -100,6 +119,9 @@ pub struct Limit {
     /// `rate_limit.local_share` (ratelimitd extension): the share of the limit this instance
     /// enforces on its own under `failure_mode: local`; `None` = one over the live instances.
     pub local_share: Option<f64>,
+    /// `rate_limit.regions` (ratelimitd extension): the limit is worldwide and each region
+    /// enforces its share of it on its own store ([`crate::region`]); `None` = not regional.
+    pub regions: Option<Arc<crate::region::Regions>>,
     /// `rate_limit.algorithm` (ratelimitd extension; fixed_window by default, as Go).
     pub algorithm: Algorithm,
     /// `rate_limit.burst` (ratelimitd extension): bucket capacity; `None` = `requests_per_unit`.
@@ -109,6 +131,9 @@ pub struct Limit {
     /// `rate_limit.lease` (ratelimitd extension): how many hits an instance may reserve from the
     /// shared counter at once (`store::lease`); `None` = `LEASE_DEFAULT_SIZE`, `Some(0)` = off.
     pub lease: Option<u32>,
+    /// `rate_limit.calendar` with `time_zone` (ratelimitd extensions): the zone whose calendar
+    /// the window follows (a real month, a week from Monday); `None` = Go's epoch windows.
+    pub calendar: Option<&'static Zone>,
     /// The other limits of `rate_limits` (ratelimitd extension) when this is its first entry: all
     /// apply to the same descriptor, and the most restrictive decision is reported. Empty for
     /// `rate_limit` and for the other entries themselves.
@@ -116,13 +141,26 @@ pub struct Limit {
     /// The document it was compiled from (`config.basic.yaml`, `policy-db/tenants`), so a listing
     /// can tell an operator's files from stored rules; empty for an override's limit.
     pub file: Arc<str>,
+    /// `priorities` and `soft` (ratelimitd extensions, [`super::shedding`]); `None` for a plain
+    /// limit and for an override's.
+    pub shedding: Option<Arc<Shedding>>,
 }
 
 impl Limit {
-    /// The window: the unit times `unit_multiplier`; `None` for an unlimited limit (no unit).
+    /// The window: the unit times `unit_multiplier`, following the calendar of [`Self::calendar`]
+    /// when set; `None` for an unlimited limit (no unit).
     pub fn window(&self) -> Option<Window> {
-        let unit_secs = self.unit?.seconds();
-        Window::from_secs(unit_secs.saturating_mul(u64::from(self.unit_multiplier)))
+        let unit = self.unit?;
+        let window = Window::from_secs(
+            unit.seconds()
+                .saturating_mul(u64::from(self.unit_multiplier)),
+        )?;
+        Some(match (self.calendar, unit.calendar()) {
+            (Some(zone), Some(unit)) => {
+                window.with_calendar(Calendar::new(unit, self.unit_multiplier, zone))
+            }
+            _ => window,
+        })
     }
 
     /// What the algorithms need of this limit; `None` for an unlimited limit.
@@ -218,7 +256,7 @@ impl Level {
     }
 
     /// Appends the limits of this level and below, depth-first in config order.
-    fn collect_limits<'a>(&'a self, out: &mut Vec<&'a Limit>) {
+    pub(crate) fn collect_limits<'a>(&'a self, out: &mut Vec<&'a Limit>) {
         for node in self.order.iter().filter_map(|k| self.by_key.get(k)) {
             if let Some(limit) = &node.limit {
                 out.extend(limit.all().map(|l| &**l));

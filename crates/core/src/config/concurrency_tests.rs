@@ -1,7 +1,7 @@
 //! `algorithm: concurrency` in the YAML: slots and lease timeout reach the spec, and what does not
 //! apply to it (`lease`, `burst`, more slots than one key may hold) is refused at its path.
 
-use super::validate_tests::{errors, run};
+use super::validate_tests::{rate_limit_errors, run};
 use crate::algorithm::Algorithm;
 
 fn one(rate_limit: &str) -> String {
@@ -9,10 +9,7 @@ fn one(rate_limit: &str) -> String {
 }
 
 fn errs(rate_limit: &str) -> Vec<(String, String)> {
-    errors(&[("f.yaml", &one(rate_limit))], false)
-        .into_iter()
-        .map(|(_, path, message)| (path.replace("descriptors[0].rate_limit.", ""), message))
-        .collect()
+    rate_limit_errors(&one(rate_limit))
 }
 
 #[test]

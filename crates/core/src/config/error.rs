@@ -1,6 +1,7 @@
 //! Config errors: one [`ConfigError`] per problem, each naming the file and the YAML path, so a
 //! reload reports everything wrong at once instead of Go's first-panic-wins.
 
+use crate::algorithm::calendar::Zone;
 use std::fmt;
 
 /// One problem in one config file. `message` carries the Go reference's exact text
@@ -67,6 +68,9 @@ pub(crate) struct Sink<'a> {
     pub(crate) errors: &'a mut Vec<ConfigError>,
     /// Problems that do not reject the load but that the operator should see.
     warnings: &'a mut Vec<ConfigError>,
+    /// The zone of calendar windows that name none (`CompileOptions::calendar_time_zone`): the
+    /// one compile option a single limit's check needs, carried down the walk with the sink.
+    default_zone: Option<&'static Zone>,
 }
 
 impl<'a> Sink<'a> {
@@ -80,7 +84,21 @@ impl<'a> Sink<'a> {
             file,
             errors,
             warnings,
+            default_zone: None,
         }
+    }
+
+    /// This sink, checking calendar windows without a `time_zone` against `zone` (UTC: `None`).
+    pub(crate) fn with_default_zone(self, zone: Option<&'static Zone>) -> Self {
+        Sink {
+            default_zone: zone,
+            ..self
+        }
+    }
+
+    /// The zone of calendar windows that name none; `None` = UTC.
+    pub(crate) fn default_zone(&self) -> Option<&'static Zone> {
+        self.default_zone
     }
 
     /// Records one warning at `path`: reported, but the load goes ahead.

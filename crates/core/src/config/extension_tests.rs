@@ -1,7 +1,7 @@
 //! The algorithm extensions of `rate_limit`: accepted values reach the compiled limit, and every
 //! misuse is reported at its path (all of them in one load).
 
-use super::validate_tests::{errors, run};
+use super::validate_tests::{errors, rate_limit_errors, run};
 use crate::algorithm::Algorithm;
 
 fn one(rate_limit: &str) -> String {
@@ -9,10 +9,7 @@ fn one(rate_limit: &str) -> String {
 }
 
 fn errs(rate_limit: &str) -> Vec<(String, String)> {
-    errors(&[("f.yaml", &one(rate_limit))], false)
-        .into_iter()
-        .map(|(_, path, message)| (path.replace("descriptors[0].rate_limit.", ""), message))
-        .collect()
+    rate_limit_errors(&one(rate_limit))
 }
 
 #[test]

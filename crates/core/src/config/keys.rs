@@ -30,7 +30,7 @@ const VALID_KEYS: [&str; 16] = [
 
 /// ratelimitd's opt-in extensions (`docs/design/contract.md#extensions`). A Go config never uses
 /// them, so adding them to the allow-list cannot change what a Go config means.
-const EXTENSION_KEYS: [&str; 7] = [
+const EXTENSION_KEYS: [&str; 14] = [
     "failure_mode",
     "local_share",
     "algorithm",
@@ -38,6 +38,13 @@ const EXTENSION_KEYS: [&str; 7] = [
     "unit_multiplier",
     "rate_limits",
     "lease",
+    "quota_group",
+    "calendar",
+    "time_zone",
+    "regions",
+    "priority_key",
+    "priorities",
+    "soft",
 ];
 
 /// Checks every key of `map` (at `path`) and below, reporting each problem.
@@ -58,8 +65,10 @@ pub(crate) fn check_keys(map: &serde_yaml::Mapping, path: &str, sink: &mut Sink<
             continue;
         }
         // Metadata is free-form (it becomes a protobuf Struct), so Go skips it; `local_share` is
-        // a fraction (a float, which Go's leaf check refuses) checked by its own reader.
-        if key != "metadata" && key != "local_share" {
+        // a fraction (a float, which Go's leaf check refuses) checked by its own reader, and so
+        // are `regions` (region names as keys, fractions as values), `priorities` (class names
+        // are the operator's) and `soft` (`config::shedding`).
+        if !["metadata", "local_share", "regions", "priorities", "soft"].contains(&key.as_str()) {
             check_value(v, &here, sink);
         }
     }

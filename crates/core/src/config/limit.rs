@@ -81,25 +81,32 @@ pub(super) fn build_limit(
         ok
     });
     let ext = super::extensions::check(rl, unit, sink);
+    let calendar = super::calendar::check(rl, unit, ext.algorithm, sink);
+    let unlimited = rl.unlimited.unwrap_or(false);
+    let shedding = super::shedding::build(&rl.shedding, &rl.path, ext.algorithm, unlimited, sink);
     Limit {
         algorithm: ext.algorithm,
         burst: ext.burst,
         unit_multiplier: ext.unit_multiplier,
         lease: ext.lease,
+        calendar,
         failure_mode,
         local_share,
+        regions: rl.regions.clone().map(std::sync::Arc::new),
         full_key: full_key.to_owned(),
         stats_key: super::sanitize(full_key.into()).into_owned(),
         name: rl.name.clone(),
         requests_per_unit: rl.requests_per_unit,
         unit,
-        unlimited: rl.unlimited.unwrap_or(false),
+        unlimited,
         replaces: rl.replaces.iter().map(|(_, n)| n.clone()).collect(),
         shadow_mode: d.shadow_mode,
         quota_mode: d.quota_mode,
+        quota_group: d.quota_group.clone(),
         detailed_metric: d.detailed_metric,
         metadata: d.metadata.clone(),
         also: Vec::new(),
         file: sink.file().into(),
+        shedding: shedding.map(std::sync::Arc::new),
     }
 }

@@ -5,6 +5,7 @@
 //! check (`keys`) and a typed walk → `validate` checks the result and builds the `compiled` tree,
 //! collecting every error with its file and YAML path → `matching` answers `GetLimit`.
 
+mod calendar;
 pub(crate) mod compiled;
 mod convert;
 mod error;
@@ -16,6 +17,8 @@ pub mod loader;
 mod matching;
 mod model;
 mod multi;
+mod regions;
+pub mod shedding;
 mod stats_name;
 mod suggest;
 mod typed;
@@ -23,6 +26,8 @@ pub(crate) mod unit;
 mod validate;
 mod yaml_budget;
 
+#[cfg(test)]
+mod calendar_tests;
 #[cfg(test)]
 mod compile_tests;
 #[cfg(test)]
@@ -36,6 +41,12 @@ mod matching_tests;
 #[cfg(test)]
 mod multi_tests;
 #[cfg(test)]
+mod quota_group_tests;
+#[cfg(test)]
+mod region_tests;
+#[cfg(test)]
+mod shedding_tests;
+#[cfg(test)]
 mod validate_tests;
 
 pub use compiled::{
@@ -44,6 +55,8 @@ pub use compiled::{
 pub use error::{ConfigError, ConfigErrors};
 pub use extensions::MAX_LEASE;
 pub use loader::{LoadError, LoadOptions, load_path, load_runtime};
+pub use regions::valid_region;
+pub use shedding::{Priorities, Shedding, Soft, effective_limit};
 pub use stats_name::sanitize;
 pub use unit::Unit;
 pub use validate::{CompileOptions, ConfigFile, compile};

@@ -35,6 +35,8 @@ pub(crate) struct RawDescriptor {
     pub(crate) descriptors: Vec<RawDescriptor>,
     pub(crate) shadow_mode: bool,
     pub(crate) quota_mode: bool,
+    /// `quota_group` (ratelimitd extension): the quota group this node's limit belongs to.
+    pub(crate) quota_group: Option<String>,
     pub(crate) detailed_metric: bool,
     pub(crate) value_to_metric: bool,
     pub(crate) share_threshold: bool,
@@ -68,6 +70,14 @@ pub(crate) struct RawRateLimit {
     pub(crate) unit_multiplier: Option<u32>,
     /// `lease` (ratelimitd extension); `None` when absent or wrongly typed (reported).
     pub(crate) lease: Option<u32>,
+    /// `calendar` (ratelimitd extension); `None` when absent or wrongly typed (reported).
+    pub(crate) calendar: Option<bool>,
+    /// `time_zone` (ratelimitd extension, with `calendar`), as written.
+    pub(crate) time_zone: Option<String>,
+    /// `regions` (ratelimitd extension); `None` when absent or invalid (reported).
+    pub(crate) regions: Option<crate::region::Regions>,
+    /// `priority_key`, `priorities` and `soft` (ratelimitd extensions, `config::shedding`).
+    pub(crate) shedding: super::shedding::RawShedding,
 }
 
 /// Parses one file. `None` when the whole file is unusable (syntax error, non-map top level).
@@ -130,6 +140,7 @@ impl Typed<'_, '_> {
             descriptors: self.descriptors(m, &path),
             shadow_mode: flag(self, "shadow_mode"),
             quota_mode: flag(self, "quota_mode"),
+            quota_group: self.string(m, &path, "quota_group"),
             detailed_metric: flag(self, "detailed_metric"),
             value_to_metric: flag(self, "value_to_metric"),
             share_threshold: flag(self, "share_threshold"),
@@ -196,6 +207,10 @@ impl Typed<'_, '_> {
             burst: self.uint32(rl, &path, "burst"),
             unit_multiplier: self.uint32(rl, &path, "unit_multiplier"),
             lease: self.uint32(rl, &path, "lease"),
+            calendar: self.bool(rl, &path, "calendar"),
+            time_zone: self.string(rl, &path, "time_zone"),
+            regions: self.regions(rl, &path),
+            shedding: self.shedding(rl, &path),
             path,
         }
     }

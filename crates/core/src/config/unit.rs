@@ -3,9 +3,12 @@
 
 use std::fmt;
 
+use crate::algorithm::calendar::CalendarUnit;
+
 /// The unit a limit is expressed in. Windows are epoch-aligned fixed lengths, exactly as in
 /// envoyproxy/ratelimit: a month is 30 days and a year 365 days, and weeks start on Thursday
-/// 00:00 UTC (the Unix epoch's weekday).
+/// 00:00 UTC (the Unix epoch's weekday). `calendar: true` opts a day, week, month or year into
+/// real calendar windows instead ([`crate::algorithm::calendar`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Unit {
     /// 1 second.
@@ -59,6 +62,18 @@ impl Unit {
         Unit::ALL
             .into_iter()
             .find(|u| u.as_str().eq_ignore_ascii_case(name))
+    }
+
+    /// The calendar unit of the same name (`calendar: true`); `None` for second, minute and hour,
+    /// whose windows need no calendar.
+    pub fn calendar(self) -> Option<CalendarUnit> {
+        match self {
+            Unit::Second | Unit::Minute | Unit::Hour => None,
+            Unit::Day => Some(CalendarUnit::Day),
+            Unit::Week => Some(CalendarUnit::Week),
+            Unit::Month => Some(CalendarUnit::Month),
+            Unit::Year => Some(CalendarUnit::Year),
+        }
     }
 
     /// The upper-case name used on the wire and in `/rlconfig` (`SECOND`, `MINUTE`...).

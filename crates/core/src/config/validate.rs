@@ -3,6 +3,7 @@
 //! descriptor is checked even after an error (into a scratch tree), so one load reports all
 //! problems; any error rejects the whole load.
 
+use crate::algorithm::calendar::Zone;
 use std::collections::HashMap;
 use std::sync::Arc;
 
@@ -25,6 +26,9 @@ pub struct CompileOptions {
     /// `MERGE_DOMAIN_CONFIG`: a domain seen again adds its top-level descriptors to the first one
     /// instead of being a `duplicate domain` error.
     pub merge_domains: bool,
+    /// `CALENDAR_TIME_ZONE`: the zone of the calendar windows (`calendar: true`) that name no
+    /// `time_zone`; `None` = UTC.
+    pub calendar_time_zone: Option<&'static Zone>,
 }
 
 /// Parses, validates and compiles `files`, in order. Returns every error found, or the config.
@@ -38,7 +42,8 @@ pub fn compile(
     // The file that first defined each domain, for the duplicate error.
     let mut first_file: HashMap<String, String> = HashMap::new();
     for file in files {
-        let mut sink = Sink::new(&file.name, &mut errors, &mut warnings);
+        let mut sink = Sink::new(&file.name, &mut errors, &mut warnings)
+            .with_default_zone(opts.calendar_time_zone);
         let Some(root) = parse_file(&file.contents, &mut sink) else {
             continue;
         };
@@ -67,6 +72,7 @@ pub fn compile(
                 .or_insert_with(|| Domain {
                     name: domain_name.clone(),
                     root: Level::default(),
+                    priority_keys: Vec::new(),
                 });
             &mut domain.root
         };
@@ -78,6 +84,9 @@ pub fn compile(
             root.descriptors,
             &mut sink,
         );
+    }
+    for domain in domains.values_mut() {
+        domain.priority_keys = super::shedding::priority_keys(&domain.root);
     }
     if errors.is_empty() {
         Ok(RateLimitConfig { domains, warnings })
@@ -123,6 +132,7 @@ fn load_level(
                 ),
             );
         }
+        check_quota_group(&d, sink);
         let mut node = Node {
             key: d.key,
             value: d.value,
@@ -140,5 +150,30 @@ fn load_level(
         if !duplicate {
             level.insert(composite, node);
         }
+    }
+}
+
+/// `quota_group` names a group of quota descriptors, so it means something only next to
+/// `quota_mode: true` and a limit on the same node; anything else is refused rather than ignored.
+fn check_quota_group(d: &RawDescriptor, sink: &mut Sink<'_>) {
+    let Some(group) = &d.quota_group else { return };
+    let path = field_path(&d.path, "quota_group");
+    if group.is_empty() {
+        sink.push(
+            &path,
+            "quota_group must not be empty (name the group, e.g. the model)",
+        );
+    } else if !d.quota_mode {
+        sink.push(
+            &path,
+            format!("quota_group '{group}' needs quota_mode: true on the same descriptor"),
+        );
+    } else if d.rate_limit.is_none() && d.rate_limits.is_none() {
+        sink.push(
+            &path,
+            format!(
+                "quota_group '{group}' needs a rate_limit (or rate_limits) on the same descriptor"
+            ),
+        );
     }
 }

@@ -14,7 +14,13 @@ pub(super) fn run(
             contents: (*contents).to_owned(),
         })
         .collect();
-    compile(&files, &CompileOptions { merge_domains })
+    compile(
+        &files,
+        &CompileOptions {
+            merge_domains,
+            ..CompileOptions::default()
+        },
+    )
 }
 
 /// `(file, path, message)` of every error.
@@ -26,6 +32,14 @@ pub(super) fn errors(files: &[(&str, &str)], merge_domains: bool) -> Vec<(String
             .map(|e| (e.file.clone(), e.path.clone(), e.explained()))
             .collect(),
     }
+}
+
+/// `(path below descriptors[0].rate_limit, message)` of every error of one file `f.yaml`.
+pub(super) fn rate_limit_errors(yaml: &str) -> Vec<(String, String)> {
+    errors(&[("f.yaml", yaml)], false)
+        .into_iter()
+        .map(|(_, path, message)| (path.replace("descriptors[0].rate_limit.", ""), message))
+        .collect()
 }
 
 /// Asserts `yaml`, as file `f.yaml`, gives exactly one error, and returns `(path, message)`.

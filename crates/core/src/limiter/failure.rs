@@ -14,7 +14,6 @@ use super::fallback::LocalFallback;
 use super::outcome::{Outcome, Source, Verdict};
 use super::plan::{Plan, Plans};
 use super::stats::ErrorKind;
-use crate::algorithm::fixed_window::window_start;
 use crate::clock::Timestamp;
 use crate::config::{FailureMode, Limit};
 use crate::store::{Answer, StoreError};
@@ -129,9 +128,8 @@ pub(crate) async fn resolve(
 fn policy(limit: &Limit, mode: FailureMode, breaker_open: bool, now: Timestamp) -> Option<Outcome> {
     let verdict = match mode {
         FailureMode::Deny => {
-            // Denied until the end of the limit's current (epoch-aligned) window.
-            let window = limit.window()?;
-            let end = window_start(window, now).saturating_add(window.secs());
+            // Denied until the end of the limit's current window.
+            let end = limit.window()?.bounds(now).end;
             let reset = Duration::from_secs(end.saturating_sub(now.as_secs()));
             Some(Verdict::over(reset))
         }

@@ -85,8 +85,8 @@ impl LocalFallback {
     }
 }
 
-/// `n` scaled by `share`, rounded down, at least 1.
-fn scaled(n: u64, share: f64) -> u64 {
+/// `n` scaled by `share`, rounded down, at least 1 (also the fleet mode's split of a limit).
+pub fn scaled(n: u64, share: f64) -> u64 {
     ((n as f64) * share).floor().max(1.0) as u64
 }
 

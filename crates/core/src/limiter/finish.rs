@@ -9,8 +9,10 @@ use serde_json::{Map, Value};
 use super::LimiterOptions;
 use super::outcome::{Settled, Source};
 use super::plan::Plan;
+use super::quota::Role;
 use super::request::Request;
 use super::response::{Code, CurrentLimit, DescriptorStatus, Response};
+use super::signals;
 use crate::algorithm::Algorithm;
 use crate::clock::Timestamp;
 
@@ -28,14 +30,22 @@ pub(crate) fn respond(
     if global_shadow {
         overall_code = Code::Ok;
     }
-    let response_headers = options
+    let soft_breach = settled.iter().any(|s| signals::soft_breach(options, s));
+    let mut response_headers = options
         .headers
         .as_ref()
         .map(|names| headers(names, options, settled, &statuses))
         .unwrap_or_default();
-    let dynamic_metadata = options
-        .dynamic_metadata
-        .then(|| metadata(req, settled, &statuses));
+    if soft_breach && options.headers.is_some() {
+        response_headers.push((signals::SOFT_BREACH_HEADER.into(), "true".into()));
+    }
+    let dynamic_metadata = options.dynamic_metadata.then(|| {
+        let mut m = metadata(options, req, settled, &statuses);
+        if soft_breach {
+            m.insert("softBreach".into(), Value::Bool(true));
+        }
+        m
+    });
     let response = Response {
         overall_code,
         statuses,
@@ -46,6 +56,7 @@ pub(crate) fn respond(
             Plan::Limited(l) => l.limit.all().any(|l| l.algorithm == Algorithm::Concurrency),
             _ => false,
         }),
+        soft_breach,
     };
     (response, global_shadow)
 }
@@ -93,32 +104,22 @@ fn is_quota(options: &LimiterOptions, s: &Settled<'_>) -> bool {
     options.quota_mode || matches!(s.plan, Plan::Limited(l) if l.limit.quota_mode)
 }
 
-/// OVER_LIMIT when a regular descriptor failed, or when there are quota descriptors and all failed.
+/// The overall code of the statuses (`super::quota`: regular descriptors, quota groups).
 fn overall(
     options: &LimiterOptions,
     settled: &[Settled<'_>],
     statuses: &[DescriptorStatus],
 ) -> Code {
-    let (mut failed_regular, mut quota_total, mut quota_failed) = (0, 0, 0);
-    for (r, s) in settled.iter().zip(statuses) {
-        if matches!(r.plan, Plan::Unlimited) {
-            continue;
-        }
-        let quota = is_quota(options, r);
-        quota_total += usize::from(quota);
-        if s.code == Code::OverLimit {
-            if quota {
-                quota_failed += 1;
-            } else {
-                failed_regular += 1;
-            }
-        }
-    }
-    if failed_regular > 0 || (quota_total > 0 && quota_total == quota_failed) {
-        Code::OverLimit
-    } else {
-        Code::Ok
-    }
+    let roles = settled.iter().zip(statuses).map(|(r, s)| {
+        let role = match r.plan {
+            Plan::Unlimited => Role::Skipped,
+            _ if !is_quota(options, r) => Role::Regular,
+            Plan::Limited(l) => Role::Quota(l.limit.quota_group.as_deref()),
+            _ => Role::Quota(None),
+        };
+        (role, s.code == Code::OverLimit)
+    });
+    super::quota::overall(roles)
 }
 
 /// The limit/remaining/reset headers of the most constrained descriptor
@@ -153,8 +154,10 @@ fn headers(
 }
 
 /// Dynamic metadata (`docs/design/contract.md#dynamic-metadata`): the request's domain and
-/// descriptors, and the merged config `metadata` of the descriptors that passed.
+/// descriptors with their statuses, the merged config `metadata` of the descriptors that passed,
+/// and the limit that fired (`super::fired`).
 fn metadata(
+    options: &LimiterOptions,
     req: &Request,
     settled: &[Settled<'_>],
     statuses: &[DescriptorStatus],
@@ -164,7 +167,8 @@ fn metadata(
     let descriptors = req
         .descriptors
         .iter()
-        .map(|d| {
+        .zip(settled.iter().zip(statuses))
+        .map(|(d, (r, s))| {
             let mut m = Map::new();
             let entries = d
                 .entries
@@ -179,6 +183,7 @@ fn metadata(
             if let Some(h) = d.hits_addend {
                 m.insert("hitsAddend".into(), Value::from(h));
             }
+            super::fired::describe(&mut m, r, s);
             Value::Object(m)
         })
         .collect();
@@ -197,6 +202,9 @@ fn metadata(
     }
     if !merged.is_empty() {
         out.insert("metadata".into(), Value::Object(merged));
+    }
+    if let Some(over) = super::fired::over_limit(settled, statuses, |r| is_quota(options, r)) {
+        out.insert("overLimit".into(), over);
     }
     // When the store did not decide, say what did (the local fallback, or the failure policy).
     let degraded = settled

@@ -55,6 +55,9 @@ pub struct RateLimitHeaders {
     /// When allowed, the longest delay of the applied limits: the caller proceeds after it, in
     /// its reserved slot. Zero when no limit shaped, and when denied.
     pub delay: Duration,
+    /// A descriptor reached its soft-breach ratio ([`Response::soft_breach`]): [`Self::pairs`]
+    /// then adds [`super::SOFT_BREACH_HEADER`].
+    pub soft_breach: bool,
 }
 
 /// Whole seconds in `d`, rounded up.
@@ -115,6 +118,7 @@ impl RateLimitHeaders {
             reset_at,
             retry_after,
             delay,
+            soft_breach: r.soft_breach,
         }
     }
 
@@ -124,10 +128,14 @@ impl RateLimitHeaders {
     }
 
     /// Every header, name and value, in a fixed order: [`Self::de_facto`] then
-    /// [`Self::standard`]. Empty when no limit applied and the request was allowed.
+    /// [`Self::standard`], then the soft-breach signal when raised. Empty when no limit applied
+    /// and the request was allowed.
     pub fn pairs(&self) -> Vec<(&'static str, String)> {
         let mut out = self.de_facto();
         out.extend(self.standard());
+        if self.soft_breach {
+            out.push((super::SOFT_BREACH_HEADER, "true".into()));
+        }
         out
     }
 

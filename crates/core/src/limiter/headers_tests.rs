@@ -31,6 +31,7 @@ fn response(code: Code, statuses: Vec<DescriptorStatus>, now_micros: u64) -> Res
         dynamic_metadata: None,
         decided_at: Timestamp::from_micros(now_micros),
         holds_slots: false,
+        soft_breach: false,
     }
 }
 

@@ -4,8 +4,8 @@
 //! injective: entries `a`/`b_c` and `a_b`/`c` share one counter, so a caller who controls a header
 //! value can spend someone else's budget. The default format here length-prefixes every part, which
 //! makes the key injective, wraps the identity in `{…}` so Redis Cluster puts all keys of one limit
-//! in one slot, and ends with the algorithm, the window length and (for fixed windows) the window
-//! start, so state is never read by the wrong algorithm and an old window's counter simply expires. [`KeyFormat::Go`] reproduces the Go key byte for byte, for fleets that mix Go and Rust
+//! in one slot, and ends with the algorithm, the window length (or calendar, `month@Europe/Paris`)
+//! and (for fixed windows) the window start, so state is never read by the wrong algorithm and an old window's counter simply expires. [`KeyFormat::Go`] reproduces the Go key byte for byte, for fleets that mix Go and Rust
 //! instances on one Redis during a migration (and with it, the Go collision).
 
 use std::fmt::Write;
@@ -100,12 +100,13 @@ impl KeyBuilder {
                 for (k, v) in entries {
                     let _ = write!(key, "|{}:{}={}:{}", k.len(), k, v.len(), v);
                 }
-                let _ = write!(
-                    key,
-                    "}}:{}:{}",
-                    spec.algorithm.key_tag(),
-                    spec.window.secs()
-                );
+                let _ = write!(key, "}}:{}:", spec.algorithm.key_tag());
+                // A calendar window names its calendar where others name their length, so a
+                // limit switched to or from a calendar never reads the other's counter.
+                let _ = match spec.window.calendar() {
+                    Some(calendar) => write!(key, "{calendar}"),
+                    None => write!(key, "{}", spec.window.secs()),
+                };
                 if spec.algorithm == Algorithm::FixedWindow {
                     let _ = write!(key, ":{}", window_start(spec.window, now));
                 }
@@ -182,6 +183,27 @@ mod tests {
         );
         assert_eq!(a, b);
         assert_eq!(a, "p:{1:d|1:k=1:v}:tb:60");
+    }
+
+    #[test]
+    fn a_calendar_window_names_its_calendar_and_ends_with_its_start() {
+        use crate::algorithm::calendar::{Calendar, CalendarUnit, Zone};
+        let zone = Zone::get("Europe/Berlin").unwrap();
+        let calendar = Calendar::new(CalendarUnit::Month, 1, zone);
+        let month = LimitSpec {
+            window: spec(2_592_000).window.with_calendar(calendar),
+            ..spec(2_592_000)
+        };
+        // 2026-02-28T22:00:00Z is in Berlin's February, which began at 2026-01-31T23:00:00Z.
+        let now = Timestamp::from_secs(1_772_316_000);
+        let safe = KeyBuilder::default().build("d", [("k", "v")].into_iter(), &month, now);
+        assert_eq!(safe, "{1:d|1:k=1:v}:fw:month@Europe/Berlin:1769900400");
+        let epoch =
+            KeyBuilder::default().build("d", [("k", "v")].into_iter(), &spec(2_592_000), now);
+        assert_eq!(epoch, "{1:d|1:k=1:v}:fw:2592000:1770336000");
+        let go =
+            KeyBuilder::new("", KeyFormat::Go).build("d", [("k", "v")].into_iter(), &month, now);
+        assert_eq!(go, "d_k_v_1769900400");
     }
 
     #[test]

@@ -4,6 +4,7 @@
 //! 2. [`plan`]: each descriptor once into a [`Plan`] — its limits, hits (clamped to what can
 //!    change a decision, [`hits`]), stats key, and one store op per limit with its cache key
 //!    ([`key`]);
+//!    `regional` scales the ops of worldwide limits to this region's share;
 //! 3. run the ops in one store batch; one [`Outcome`] per op, tagged with its [`Source`] (the
 //!    store, its local over-limit cache, or — for ops the store did not answer — the `failure`
 //!    policy, the open circuit breaker, or the local [`fallback`]);
@@ -17,6 +18,7 @@ pub(crate) mod error;
 pub(crate) mod failure;
 pub mod fallback;
 pub(crate) mod finish;
+pub mod fired;
 pub(crate) mod give_back;
 pub mod headers;
 pub mod hits;
@@ -26,8 +28,12 @@ pub(crate) mod observe;
 pub mod outcome;
 pub(crate) mod override_index;
 pub mod plan;
+pub(crate) mod quota;
+pub(crate) mod regional;
 pub mod request;
 pub(crate) mod response;
+pub mod signals;
+pub(crate) mod slots;
 pub(crate) mod stats;
 pub(crate) mod stats_key;
 pub(crate) mod stored_override;
@@ -40,6 +46,8 @@ use tracing::Instrument;
 use crate::clock::{Clock, Stopwatch, Timestamp};
 use crate::config::FailureMode;
 use crate::config::RateLimitConfig;
+use crate::random::{Random, SeededRandom};
+use crate::region::RegionShares;
 use crate::store::{Answer, Store, StoreError};
 pub use error::RequestError;
 use failure::Degraded;
@@ -52,6 +60,7 @@ pub use override_index::{OverrideIndex, Overrides};
 pub use plan::{Plan, Plans};
 pub use request::{Descriptor, Entry, Override, Request};
 pub use response::{Code, CurrentLimit, DescriptorStatus, Response};
+pub use signals::{SOFT_BREACH_HEADER, ShedOutcome};
 pub use stats::{ErrorKind, LimitIncrements, NoStats, StatsSink};
 pub use stored_override::{NewOverride, PathEntry, StoredOverride};
 
@@ -81,6 +90,9 @@ pub struct LimiterOptions {
     pub keys: KeyBuilder,
     /// `NEAR_LIMIT_RATIO`: the share of a limit above which hits count as `near_limit`.
     pub near_limit_ratio: f32,
+    /// `SOFT_BREACH_RATIO`: the share of a limit from which a descriptor raises the soft-breach
+    /// signal, for limits without their own `soft.breach_ratio`; `None`: only those do.
+    pub soft_breach_ratio: Option<f64>,
     /// `DEFAULT_FAILURE_MODE`: the failure mode of limits that do not name one.
     pub default_failure_mode: FailureMode,
     /// Caps on one request (descriptors, entries, value lengths).
@@ -95,9 +107,11 @@ pub struct RateLimiter {
     options: LimiterOptions,
     stats: Arc<dyn StatsSink>,
     fallback: Arc<LocalFallback>,
+    random: Arc<dyn Random>,
     failure_log: failure::FailureLog,
     overrides: Arc<Overrides>,
     observers: Observers,
+    regions: Arc<RegionShares>,
 }
 
 impl RateLimiter {
@@ -123,9 +137,11 @@ impl RateLimiter {
             options,
             stats,
             fallback: Arc::new(LocalFallback::default()),
+            random: Arc::new(SeededRandom::from_entropy()),
             failure_log: failure::FailureLog::default(),
             overrides: Arc::new(Overrides::default()),
             observers: Observers::default(),
+            regions: Arc::new(RegionShares::default()),
         }
     }
 
@@ -136,10 +152,23 @@ impl RateLimiter {
         self
     }
 
+    /// Draws the soft limits' numbers from `random` (a [`SeededRandom`] with a fixed seed in
+    /// tests; by default one seeded per process).
+    pub fn with_random(mut self, random: Arc<dyn Random>) -> RateLimiter {
+        self.random = random;
+        self
+    }
+
     /// Applies the stored overrides of `overrides` (the policy database's index, swapped in by
     /// the policy runtime; read once per request).
     pub fn with_overrides(mut self, overrides: Arc<Overrides>) -> RateLimiter {
         self.overrides = overrides;
+        self
+    }
+
+    /// Counts regional limits against `regions`' share of them ([`crate::region`]).
+    pub fn with_regions(mut self, regions: Arc<RegionShares>) -> RateLimiter {
+        self.regions = regions;
         self
     }
 
@@ -182,9 +211,12 @@ impl RateLimiter {
         }
         let now = self.clock.now();
         let stored = self.overrides.load();
-        let plans = plan::plan(domain, &stored, req, &self.options.keys, now)?;
+        let random = self.random.as_ref();
+        let mut plans = plan::plan(domain, &stored, req, &self.options.keys, now, random)?;
+        regional::scale(&mut plans, &self.regions);
         let answers = self.run(&plans, now).await;
         let taken = give_back::releases(&plans.ops, &answers);
+        let slots_seen = slots::seen(&plans, &answers);
         let failed = failure::describe(&answers);
         if let Some((_, why)) = &failed {
             self.failure_log.note(why, now);
@@ -220,14 +252,27 @@ impl RateLimiter {
         let settled = outcome::settle(&plans, &outcomes);
         if !store_failed {
             stats::record(self.stats.as_ref(), self.options.near_limit_ratio, &settled);
+            for (key, class, outcome) in signals::outcomes(&settled) {
+                self.stats.shed(key, class, outcome);
+            }
+            for s in settled
+                .iter()
+                .filter(|s| signals::soft_breach(&self.options, s))
+            {
+                if let Plan::Limited(l) = s.plan {
+                    self.stats.soft_breach(&l.stats_key);
+                }
+            }
         }
         let (response, global_shadow) = finish::respond(&self.options, req, &settled, now);
         if global_shadow {
             self.stats.global_shadow_mode();
         }
-        if response.overall_code == Code::OverLimit {
+        let refused = response.overall_code == Code::OverLimit;
+        if refused {
             give_back::release(self.store.as_ref(), &taken, now).await;
         }
+        slots::report(self.stats.as_ref(), &slots_seen, refused);
         self.stats.decision(response.overall_code, source);
         if !self.observers.is_empty() {
             self.observers.observe(&Observed {
@@ -260,3 +305,8 @@ mod tests;
 
 #[cfg(test)]
 mod fallback_tests;
+#[cfg(test)]
+mod fired_tests;
+
+#[cfg(test)]
+mod regional_tests;

@@ -16,16 +16,19 @@ use super::OverrideIndex;
 use super::RequestError;
 use super::hits;
 use super::key::KeyBuilder;
-use super::request::{Descriptor, Request};
+use super::request::{Descriptor, Entry, Request};
 use super::stats_key;
 use crate::algorithm::Algorithm;
 use crate::clock::Timestamp;
 use crate::config::{Domain, Limit, MatchKind};
+use crate::random::Random;
 use crate::store::Op;
 
 mod overrides;
+mod shed;
 
 use overrides::{OverrideRate, override_algorithm, override_limit};
+pub use shed::Shed;
 
 /// What applies to one descriptor.
 #[derive(Debug, Clone)]
@@ -54,6 +57,9 @@ pub struct Limited<'a> {
     pub stats_key: Cow<'a, str>,
     /// Where this descriptor's ops (and so its outcomes) sit in the request's batch.
     pub ops: Range<usize>,
+    /// How the request stands against each of its limits that sheds (`priorities`, `soft`), in
+    /// [`Limit::all`] order; `None` for a plain limit.
+    pub shed: Vec<Option<Shed>>,
 }
 
 /// Every descriptor's plan, and the one batch of store ops they need.
@@ -66,13 +72,15 @@ pub struct Plans<'a> {
 }
 
 /// Plans every descriptor of `req` against its `domain` of the config (`None`: not configured)
-/// and the `stored` overrides active at `now`, keying counters with `keys`.
+/// and the `stored` overrides active at `now`, keying counters with `keys`; soft limits draw
+/// from `random`.
 pub fn plan<'a>(
     domain: Option<&'a Domain>,
     stored: &OverrideIndex,
     req: &'a Request,
     keys: &KeyBuilder,
     now: Timestamp,
+    random: &dyn Random,
 ) -> Result<Plans<'a>, RequestError> {
     let mut plans = Plans {
         descriptors: Vec::with_capacity(req.descriptors.len()),
@@ -99,7 +107,7 @@ pub fn plan<'a>(
             {
                 Plan::NoLimit
             }
-            Some(m) => plans.add(req, d, m, keys, now),
+            Some(m) => plans.add(req, d, m, keys, now, random),
         };
         plans.descriptors.push(plan);
     }
@@ -112,6 +120,8 @@ struct Matched<'a> {
     /// (key, value) per entry, as counted: the wildcard pattern on share_threshold levels.
     key_entries: Vec<(&'a str, &'a str)>,
     stats_key: Cow<'a, str>,
+    /// The entry naming the request's class, taken out of the match ([`shed::class_entry`]).
+    class: Option<&'a Entry>,
 }
 
 impl<'a> Plans<'a> {
@@ -123,13 +133,24 @@ impl<'a> Plans<'a> {
         m: Matched<'a>,
         keys: &KeyBuilder,
         now: Timestamp,
+        random: &dyn Random,
     ) -> Plan<'a> {
         let asked = hits::requested(req, d);
         let mut most = 0;
         let start = self.ops.len();
+        let mut sheds = Vec::new();
         for (i, l) in m.limit.all().enumerate() {
             // Limits with a unit always have a spec; `unit_multiplier` 0 is refused at load.
             let Some(spec) = l.spec() else { continue };
+            let (spec, shed) = match shed::judge(l, spec, m.class, random) {
+                Some((spec, shed)) => (spec, Some(shed)),
+                None => (spec, None),
+            };
+            // Plain limits allocate nothing; from the first limit that sheds on, one per limit.
+            if shed.is_some() || !sheds.is_empty() {
+                sheds.resize(i, None);
+                sheds.push(shed);
+            }
             let entries = m.key_entries.iter().copied();
             let key = if i == 0 {
                 keys.build(&req.domain, entries, &spec, now)
@@ -146,12 +167,14 @@ impl<'a> Plans<'a> {
                 hits,
                 refund: d.refund,
                 max_wait: if shapes { req.max_wait } else { Duration::ZERO },
-                lease: l.lease,
+                // A lease reserves hits against one limit; a shedding op's limit is per request.
+                lease: if shed.is_some() { Some(0) } else { l.lease },
                 holder: if spec.algorithm == Algorithm::Concurrency {
                     d.holder.clone().unwrap_or_else(anonymous_holder)
                 } else {
                     String::new()
                 },
+                only_admitted: shed.is_some(),
             });
         }
         Plan::Limited(Limited {
@@ -160,6 +183,7 @@ impl<'a> Plans<'a> {
             refund: d.refund,
             stats_key: m.stats_key,
             ops: start..self.ops.len(),
+            shed: sheds,
         })
     }
 }
@@ -209,6 +233,7 @@ fn match_all<'a>(
                     limit,
                     key_entries: plain_entries(d),
                     stats_key,
+                    class: None,
                 })
             }
             (None, Some(o)) => {
@@ -223,31 +248,42 @@ fn match_all<'a>(
                     limit,
                     key_entries: plain_entries(d),
                     stats_key,
+                    class: None,
                 })
             }
-            (None, None) => domain.get_limit(&d.entries).map(|m| {
-                let key_entries = d
-                    .entries
-                    .iter()
-                    .zip(&m.path)
-                    .map(|(e, level)| {
-                        let shared =
-                            level.kind == MatchKind::Wildcard && level.node.share_threshold;
-                        let value = if shared {
-                            level.node.value.as_str()
-                        } else {
-                            e.value.as_str()
-                        };
-                        (e.key.as_str(), value)
-                    })
-                    .collect();
-                let stats_key = stats_key::for_match(&req.domain, m.limit, &d.entries, &m.path);
-                Matched {
-                    limit: Arc::clone(m.limit),
-                    key_entries,
-                    stats_key,
-                }
-            }),
+            (None, None) => {
+                let class = shed::class_entry(domain, d);
+                let found = match class {
+                    None => domain.get_limit(&d.entries),
+                    Some(_) => {
+                        let entries: Vec<&Entry> = shed::matched_entries(d, class).collect();
+                        domain.get_limit(&entries)
+                    }
+                };
+                found.map(|m| {
+                    let key_entries = shed::matched_entries(d, class)
+                        .zip(&m.path)
+                        .map(|(e, level)| {
+                            let shared =
+                                level.kind == MatchKind::Wildcard && level.node.share_threshold;
+                            let value = if shared {
+                                level.node.value.as_str()
+                            } else {
+                                e.value.as_str()
+                            };
+                            (e.key.as_str(), value)
+                        })
+                        .collect();
+                    let entries = shed::matched_entries(d, class);
+                    let stats_key = stats_key::for_match(&req.domain, m.limit, entries, &m.path);
+                    Matched {
+                        limit: Arc::clone(m.limit),
+                        key_entries,
+                        stats_key,
+                        class,
+                    }
+                })
+            }
         });
     }
     Ok(found)

@@ -15,6 +15,16 @@ pub enum Code {
     OverLimit,
 }
 
+impl Code {
+    /// The code's name in the protocol (`OK`, `OVER_LIMIT`), as JSON and the metadata write it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Code::Ok => "OK",
+            Code::OverLimit => "OVER_LIMIT",
+        }
+    }
+}
+
 /// The limit reported back for a descriptor.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CurrentLimit {
@@ -85,4 +95,7 @@ pub struct Response {
     /// True when a concurrency limit applied to the request: it took, checked or gave back a slot
     /// under the request's holder id, which an edge then names in its answer.
     pub holds_slots: bool,
+    /// True when a descriptor reached its limit's soft-breach ratio (`soft.breach_ratio`,
+    /// `SOFT_BREACH_RATIO`): the edges then add [`super::SOFT_BREACH_HEADER`].
+    pub soft_breach: bool,
 }

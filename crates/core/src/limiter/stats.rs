@@ -8,6 +8,8 @@ use std::time::Duration;
 use super::outcome::{Settled, Source, Verdict};
 use super::plan::{Plan, Plans};
 use super::response::Code;
+use super::signals::ShedOutcome;
+use crate::clock::Timestamp;
 
 /// How much each per-limit counter moves for one descriptor
 /// (`docs/design/contract.md#descriptor-status`).
@@ -61,6 +63,19 @@ pub trait StatsSink: Send + Sync + std::fmt::Debug + 'static {
     /// One request was answered with `code`, decided by `source` (the first limit's source that
     /// was not the store, else the store).
     fn decision(&self, code: Code, source: Source);
+    /// A descriptor of a limit that sheds (`priorities`, `soft`) came to `outcome`; `class` is
+    /// the request's class (a name from the config, never a request value; empty without
+    /// classes).
+    fn shed(&self, _key: &str, _class: &str, _outcome: ShedOutcome) {}
+    /// A descriptor reached its limit's soft-breach ratio (`soft.breach_ratio`, else the
+    /// service's `SOFT_BREACH_RATIO`).
+    fn soft_breach(&self, _key: &str) {}
+    /// The store counted `in_use` slots held on concurrency limit `key` (its configured stats
+    /// key), the latest of them until `until`: a gauge, replaced by the next report. Sinks
+    /// without gauges ignore it.
+    fn slots_in_use(&self, key: &str, in_use: u64, until: Timestamp) {
+        let _ = (key, in_use, until);
+    }
 }
 
 /// A sink that drops everything (`DISABLE_STATS`, unit tests).

@@ -20,10 +20,10 @@ use crate::config::{Limit, MatchKind, MatchedLevel};
 use super::request::Entry;
 
 /// The stats key for a limit found by matching `entries` along `path` in `domain`.
-pub(crate) fn for_match<'a>(
+pub(crate) fn for_match<'a, 'e>(
     domain: &str,
     limit: &'a Limit,
-    entries: &[Entry],
+    entries: impl IntoIterator<Item = &'e Entry>,
     path: &[MatchedLevel<'_>],
 ) -> Cow<'a, str> {
     let custom = limit.detailed_metric || path.iter().any(|l| l.node.value_to_metric);
@@ -32,7 +32,7 @@ pub(crate) fn for_match<'a>(
     }
     let mut key = String::with_capacity(limit.full_key.len() + 16);
     key.push_str(domain);
-    for (e, level) in entries.iter().zip(path) {
+    for (e, level) in entries.into_iter().zip(path) {
         key.push('.');
         let node = level.node;
         let shared = level.kind == MatchKind::Wildcard && node.share_threshold;

@@ -37,6 +37,11 @@ pub struct Op {
     /// Who holds the slot a concurrency limit's op acquires or releases
     /// ([`crate::algorithm::concurrency`]); empty for every other algorithm.
     pub holder: String,
+    /// Count the hits only when they are admitted. Every algorithm but the fixed window records
+    /// only admitted hits anyway; a fixed window counts every hit, as in Go, unless this is set.
+    /// Set for limits that shed ([`crate::config::shedding`]): a request refused by its class's
+    /// share or in a soft zone must not use up the capacity left to the classes above it.
+    pub only_admitted: bool,
 }
 
 /// What a store answered for one op.

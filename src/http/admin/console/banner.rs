@@ -82,6 +82,10 @@ pub(super) fn lines(
             line("breakers", open.join(", "), true)
         });
     }
+    if let Some(read) = &i.fleet {
+        let (text, degraded) = read();
+        out.push(line("fleet", escape(&text), degraded));
+    }
     let Some(series) = series else {
         out.push(line(
             "decisions",

@@ -4,7 +4,7 @@
 //! second over 15 minutes as inline SVG (`charts`), a client-key search answered by explain
 //! (`search`, `?domain=&descriptor=key=value,…`, counting no hit), the limits nearest their
 //! thresholds (`nearest`), and the details (`sections`): configuration, limits, overrides,
-//! hot keys, violations, breakers. Every value is HTML-escaped ([`html::escape`]): descriptor
+//! hot keys, violations, breakers, region shares. Every value is HTML-escaped ([`html::escape`]): descriptor
 //! values are client data; the CSP forbids any script even if one slipped through.
 //!
 //! Access: the bearer token, as `/v1`; with `ADMIN_TRUST_LOOPBACK=true` a loopback peer reads it
@@ -77,8 +77,13 @@ pub async fn page(
     let series = insight.rates.as_ref().map(|r| r.series());
     let now = insight.clock.now();
     let store_healthy = explainer.store.is_healthy();
+    let snapshot = insight.config.snapshot();
+    let regions = (s.regions.as_ref())
+        .map(|r| r.describe(snapshot.as_ref().map(|s| &s.config)))
+        .unwrap_or_default();
     let view = render::View {
         insight,
+        regions,
         violations,
         policy_on: s.policy.is_ok(),
         banner: banner::lines(insight, store_healthy, series.as_deref(), now),

@@ -29,6 +29,8 @@ pub(super) struct View<'a> {
     pub near: Vec<Near>,
     /// The search asked for (domain, descriptor text) and its answer.
     pub search: Option<(String, String, Result<Explained, String>)>,
+    /// This region's shares and their sync, as `/rlconfig` prints them (empty without `REGION`).
+    pub regions: Vec<String>,
 }
 
 const STYLE: &str = "body{font-family:sans-serif;margin:1.5em}table{border-collapse:collapse}\
@@ -77,6 +79,13 @@ pub(super) fn page(v: &View<'_>) -> String {
     sections::hot_keys(&mut out, i);
     sections::violation_rows(&mut out, &v.violations, now);
     sections::breakers(&mut out, i);
+    if !v.regions.is_empty() {
+        out.push_str("<h2 id=\"regions\">Regions</h2><ul>\n");
+        for line in &v.regions {
+            let _ = writeln!(out, "<li>{}</li>", escape(line));
+        }
+        out.push_str("</ul>\n");
+    }
     out.push_str("<h2 id=\"endpoints\">Endpoints</h2><ul>\n");
     for (path, help) in crate::http::admin::ENDPOINTS {
         let _ = writeln!(out, "<li>{}: {}</li>", escape(path), escape(help));

@@ -7,6 +7,7 @@ use std::fmt::Write;
 use super::html::{ago, entries, escape, table};
 use crate::clock::Timestamp;
 use crate::explain::{Counter, Explained, Violations};
+use crate::http::rate_text::rate;
 
 /// The search form, filled with what was asked (escaped).
 pub(super) fn form(out: &mut String, domain: &str, descriptor: &str) {
@@ -86,14 +87,7 @@ pub(super) fn result(out: &mut String, found: &Result<Explained, String>) {
         let rows: Vec<Vec<String>> = (d.limits.iter())
             .map(|l| {
                 let (text, bad) = counter(&l.counter, now);
-                let per = if l.unit_multiplier > 1 {
-                    format!(
-                        "{} per {} {}",
-                        l.requests_per_unit, l.unit_multiplier, l.unit
-                    )
-                } else {
-                    format!("{} per {}", l.requests_per_unit, l.unit)
-                };
+                let per = rate(l.algorithm, l.requests_per_unit, l.unit_multiplier, &l.unit);
                 let class = if bad { "bad" } else { "" };
                 vec![
                     escape(&l.name),

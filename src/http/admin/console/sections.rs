@@ -8,6 +8,7 @@ use std::fmt::Write;
 use super::html::{ago, entries, escape, span, table};
 use super::{ROWS, Violations};
 use crate::clock::Timestamp;
+use crate::http::rate_text::rate;
 use crate::insight::Insight;
 use crate::insight::hotkeys::By;
 use crate::resilience::BreakerState;
@@ -58,15 +59,12 @@ pub(super) fn limits(out: &mut String, i: &Insight) {
         .map(|l| {
             let value = match l.unit {
                 _ if l.unlimited => "unlimited".to_string(),
-                Some(u) if l.unit_multiplier > 1 => {
-                    format!(
-                        "{} per {} {}",
-                        l.requests_per_unit,
-                        l.unit_multiplier,
-                        u.as_str()
-                    )
-                }
-                Some(u) => format!("{} per {}", l.requests_per_unit, u.as_str()),
+                Some(u) => rate(
+                    l.algorithm.name(),
+                    l.requests_per_unit,
+                    l.unit_multiplier,
+                    u.as_str(),
+                ),
                 None => "-".to_string(),
             };
             let mut flags = Vec::new();

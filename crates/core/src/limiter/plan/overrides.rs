@@ -95,19 +95,26 @@ pub(super) fn override_limit(
         replaces: Vec::new(),
         shadow_mode: false,
         quota_mode: false,
+        quota_group: None,
         detailed_metric: false,
         metadata: None,
         // The service's default failure mode applies to overrides.
         failure_mode: None,
         local_share: None,
+        // An override is a limit of its own, not a share of the configured one.
+        regions: None,
         algorithm,
         // A bucket's capacity is the overridden rate (the config's burst belongs to its rate).
         burst: None,
         unit_multiplier: 1,
+        // An override's unit is its own, counted in Go's epoch windows.
+        calendar: None,
         // The service's default lease applies to overrides of fixed windows.
         lease: None,
         also: Vec::new(),
         // Not from a file: a clone of this thread's empty name, not an allocation per override.
         file: NO_FILE.with(Clone::clone),
+        // An override is a plain limit: its caller asked for a rate, not for classes.
+        shedding: None,
     }
 }

@@ -23,6 +23,7 @@ fn op(limit: u64, lease: Option<u32>) -> Op {
         max_wait: Duration::ZERO,
         lease,
         holder: String::new(),
+        only_admitted: false,
     }
 }
 

@@ -80,8 +80,9 @@ pub(super) trait Slot: Default {
     fn expires_at(&self) -> Timestamp;
 }
 
-/// A fixed window: its count and the end of its window (Unix seconds). The start is the end minus
-/// the limit's window, so it need not be stored.
+/// A fixed window: its count and the end of its window (Unix seconds). The start is that of the
+/// limit's window holding the end's last second, so it need not be stored (for a calendar window
+/// the length varies, so it is not simply the end minus the length).
 #[derive(Debug, Clone, Copy, Default)]
 pub(super) struct FixedSlot {
     count: u64,
@@ -91,7 +92,9 @@ pub(super) struct FixedSlot {
 impl Slot for FixedSlot {
     fn load(self, spec: &LimitSpec) -> Option<AlgorithmState> {
         Some(AlgorithmState::FixedWindow(FixedWindowState {
-            window_start: self.end.saturating_sub(spec.window.secs()),
+            window_start: (spec.window)
+                .bounds(Timestamp::from_secs(self.end.saturating_sub(1)))
+                .start,
             count: self.count,
         }))
     }
@@ -99,7 +102,7 @@ impl Slot for FixedSlot {
         match state {
             Some(AlgorithmState::FixedWindow(s)) => FixedSlot {
                 count: s.count,
-                end: s.window_start.saturating_add(spec.window.secs()),
+                end: spec.window.bounds(Timestamp::from_secs(s.window_start)).end,
             },
             _ => FixedSlot::default(),
         }

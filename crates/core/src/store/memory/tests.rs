@@ -20,6 +20,7 @@ fn op(key: &str, limit: u64, window_secs: u64) -> Op {
         max_wait: std::time::Duration::ZERO,
         lease: None,
         holder: String::new(),
+        only_admitted: false,
     }
 }
 
@@ -206,6 +207,7 @@ proptest::proptest! {
                 max_wait: std::time::Duration::from_millis(if shaping { 900 } else { 0 }),
                 lease: None,
                 holder: String::new(),
+                only_admitted: false,
             };
             let got = *rt.block_on(s.apply(std::slice::from_ref(&o), now)).unwrap()[0]
                 .decision()

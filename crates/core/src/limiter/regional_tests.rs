@@ -1,0 +1,137 @@
+//! Regional limits through the limiter: a region counts a worldwide limit against its share on
+//! its own store, reports the configured limit, and leaves other limits (and a process with no
+//! region) alone.
+
+use std::sync::Arc;
+
+use super::*;
+use crate::clock::ManualClock;
+use crate::config::{self, CompileOptions, ConfigFile};
+use crate::region::RegionShares;
+use crate::store::memory::MemoryStore;
+
+const CFG: &str = r#"
+domain: d
+descriptors:
+  - {key: world, rate_limit: {unit: minute, requests_per_unit: 10, regions: {shares: {eu: 0.6, us: 0.3}}}}
+  - {key: bucket, rate_limit: {unit: minute, requests_per_unit: 10, algorithm: token_bucket, burst: 20, regions: {shares: {eu: 0.5}}}}
+  - {key: plain, rate_limit: {unit: minute, requests_per_unit: 10}}
+  - key: both
+    rate_limits:
+      - {unit: minute, requests_per_unit: 100}
+      - {unit: hour, requests_per_unit: 10, regions: {shares: {eu: 0.2}}}
+  - {key: moving, rate_limit: {unit: hour, requests_per_unit: 100, regions: {shares: {eu: 0.5, us: 0.5}, follow_demand: true}}}
+"#;
+
+/// A limiter of `region` (none: `None`) on a memory store of its own, and the config.
+fn region(name: Option<&str>) -> (RateLimiter, RateLimitConfig) {
+    let shares = name.map_or_else(RegionShares::default, RegionShares::new);
+    region_with(Arc::new(shares))
+}
+
+/// A limiter counting regional limits against `shares`, and the config.
+fn region_with(shares: Arc<RegionShares>) -> (RateLimiter, RateLimitConfig) {
+    let files = [ConfigFile {
+        name: "d.yaml".into(),
+        contents: CFG.into(),
+    }];
+    let cfg = config::compile(&files, &CompileOptions::default()).unwrap();
+    let clock = Arc::new(ManualClock::new(Timestamp::from_secs(1_000)));
+    let store = Arc::new(MemoryStore::new(100));
+    let limiter = RateLimiter::new(store, clock, LimiterOptions::default()).with_regions(shares);
+    (limiter, cfg)
+}
+
+/// How many of `n` calls on `key` were admitted, and the last response.
+async fn admitted(
+    l: &RateLimiter,
+    cfg: &RateLimitConfig,
+    key: &str,
+    n: usize,
+) -> (usize, Response) {
+    let req = Request::new("d", vec![Descriptor::of(&[(key, "x")])]);
+    let mut ok = 0;
+    let mut last = None;
+    for _ in 0..n {
+        let r = l.should_rate_limit(Some(cfg), &req).await.unwrap();
+        ok += usize::from(r.overall_code == Code::Ok);
+        last = Some(r);
+    }
+    (ok, last.unwrap())
+}
+
+#[tokio::test]
+async fn each_region_admits_its_share_and_the_world_the_limit() {
+    let (eu, cfg) = region(Some("eu"));
+    let (us, _) = region(Some("us"));
+    let (ap, _) = region(Some("ap"));
+    let (eu_ok, first) = admitted(&eu, &cfg, "world", 1).await;
+    // The answer reports the worldwide limit; what is left is this region's.
+    let current = first.statuses[0].current_limit.clone().unwrap();
+    assert_eq!(current.requests_per_unit, 10);
+    assert_eq!(first.statuses[0].limit_remaining, 5);
+    let eu_ok = eu_ok + admitted(&eu, &cfg, "world", 19).await.0;
+    let us_ok = admitted(&us, &cfg, "world", 20).await.0;
+    // A region not listed gets what the others leave (0.1 of 10).
+    let ap_ok = admitted(&ap, &cfg, "world", 20).await.0;
+    assert_eq!((eu_ok, us_ok, ap_ok), (6, 3, 1));
+    assert_eq!(eu_ok + us_ok + ap_ok, 10, "the world admits the limit");
+}
+
+#[tokio::test]
+async fn a_bucket_shares_its_burst_and_other_limits_are_untouched() {
+    let (eu, cfg) = region(Some("eu"));
+    assert_eq!(
+        admitted(&eu, &cfg, "bucket", 30).await.0,
+        10,
+        "half the burst of 20"
+    );
+    assert_eq!(admitted(&eu, &cfg, "plain", 30).await.0, 10);
+    // Of `rate_limits`, only the regional one is scaled: 0.2 of 10 an hour.
+    assert_eq!(admitted(&eu, &cfg, "both", 30).await.0, 2);
+}
+
+#[tokio::test]
+async fn without_a_region_a_regional_limit_is_the_whole_limit() {
+    let (none, cfg) = region(None);
+    assert_eq!(admitted(&none, &cfg, "world", 30).await.0, 10);
+}
+
+#[tokio::test]
+async fn a_demand_following_share_starts_as_listed_and_moves_when_a_sync_says() {
+    let shares = Arc::new(RegionShares::new("eu"));
+    let (eu, cfg) = region_with(shares.clone());
+    assert_eq!(admitted(&eu, &cfg, "moving", 30).await.0, 30);
+    // The sync round sees every hit asked for (admitted or not), once.
+    let round = shares.take_round();
+    assert_eq!(round.len(), 1);
+    assert_eq!((round[0].hits, round[0].share), (30, 0.5));
+    assert_eq!(shares.take_round()[0].hits, 0);
+    // A sync moves eu to 0.8: 80 of the 100 an hour.
+    shares.apply(&round[0].key, 0.8);
+    assert_eq!(admitted(&eu, &cfg, "moving", 100).await.0, 50);
+    let key = round[0].key.clone();
+    assert_eq!(shares.current(), vec![(key, "d.moving".to_string(), 0.8)]);
+    // Idle keys are forgotten after a while.
+    for _ in 0..=crate::region::table::IDLE_ROUNDS + 1 {
+        shares.take_round();
+    }
+    assert!(shares.current().is_empty());
+    // Once the region has synced, a key new to it starts at the floor (0.05 of 100).
+    shares.mark_synced();
+    let (_, r) = admitted(&eu, &cfg, "moving", 1).await;
+    assert_eq!(
+        r.overall_code,
+        Code::OverLimit,
+        "80 counted already, 5 allowed"
+    );
+    assert_eq!(shares.current()[0].2, 0.05);
+}
+
+#[tokio::test]
+async fn keys_past_the_cap_keep_their_listed_share_and_are_not_synced() {
+    let shares = Arc::new(RegionShares::new("eu").with_max_keys(0));
+    let (eu, cfg) = region_with(shares.clone());
+    assert_eq!(admitted(&eu, &cfg, "moving", 60).await.0, 50);
+    assert!(shares.take_round().is_empty());
+}

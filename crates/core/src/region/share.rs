@@ -1,0 +1,191 @@
+//! The share arithmetic of regional limits, pure: the effective limit a region enforces on its
+//! share, shares that follow demand (with a floor, moving at most a set amount per sync), and the
+//! bounds on how far the world's admissions can stray from the global limit.
+//!
+//! **Static shares.** Region `r` enforces `⌊s_r × L⌋` on its own store; with `Σ s_r ≤ 1` the
+//! world admits at most `Σ ⌊s_r × L⌋ ≤ L` per window: no over-admission at all. Rounding down
+//! loses less than one request per region ([`under_admission_from_rounding`]).
+//!
+//! **Shares that follow demand.** Every sync each region computes the same target shares from
+//! the demand board ([`demand_shares`]: proportional to demand, each at least the floor, summing
+//! to 1) and moves *its own* share toward its target ([`step_own`]): down by at most `m` (the
+//! limit's `max_step`), up by at most `m / (R − 1)` for `R` regions. Rising slower than falling
+//! keeps the sum of the shares in force at most 1 at every instant while the regions read the
+//! same board: if no falling region is held back by the step, the sum moves to at most the
+//! targets' (1); if one is, it falls by `m`, at least what all the others together can rise.
+//!
+//! A region's counter in a window only grows, and each decision compares it with the share in
+//! force at that moment, so a region admits at most its *largest* share of the window times `L`.
+//! Over a window of length `W` with sync interval `I` each region syncs at most `k = ⌈W / I⌉`
+//! times and rises at most `m / (R − 1)` each time, whenever it syncs, so
+//! `Σ_r max_t s_r(t) ≤ Σ_r s_r(start) + k·m·R/(R − 1) ≤ 1 + k·m·R/(R − 1)`: the world admits at
+//! most `L × (1 + k·m·R/(R − 1))` per window ([`over_admission_bound`]; `L × (1 + 2·k·m)` for two
+//! regions), and never more than `L × R`. Shares
+//! that fall take effect at once, so under-admission when demand moves lasts at most
+//! `⌈(target − share) / (m / (R − 1))⌉` syncs for the region that gains.
+
+/// The limit a region enforces: `limit × share`, rounded down (so the regions' limits together
+/// never pass the global one).
+pub fn effective(limit: u64, share: f64) -> u64 {
+    if share.is_nan() || share <= 0.0 {
+        return 0;
+    }
+    ((limit as f64) * share.min(1.0)).floor() as u64
+}
+
+/// The most `regions` lose to rounding down per window when their shares sum to 1: under one
+/// request each, so at most `regions − 1` in all.
+pub fn under_admission_from_rounding(regions: usize) -> u64 {
+    regions.saturating_sub(1) as u64
+}
+
+/// The largest world total per window when shares follow demand: `limit × (1 + k·m·R/(R − 1))`
+/// for `R` regions, `k = ⌈window / interval⌉` syncs of each region in one window and a step of
+/// `m`; capped at `limit × R`. Rounded up.
+pub fn over_admission_bound(
+    limit: u64,
+    window_secs: f64,
+    interval_secs: f64,
+    max_step: f64,
+    regions: usize,
+) -> u64 {
+    let syncs = (window_secs / interval_secs.max(f64::MIN_POSITIVE)).ceil();
+    let r = regions.max(2) as f64;
+    let rises = syncs * max_step.clamp(0.0, 1.0) * r / (r - 1.0);
+    let total = (limit as f64) * (1.0 + rises);
+    let cap = (limit as f64) * regions.max(1) as f64;
+    total.min(cap).ceil() as u64
+}
+
+/// The shares that follow `demands` (one per region, in requests per second): proportional to
+/// demand, each at least `floor` (so an idle region can still start), summing to 1. With no
+/// demand anywhere every region gets an equal share. `floor` is capped at `1 / regions`.
+pub fn demand_shares(demands: &[f64], floor: f64) -> Vec<f64> {
+    let n = demands.len();
+    if n == 0 {
+        return Vec::new();
+    }
+    let floor = floor.clamp(0.0, 1.0 / n as f64);
+    let clean: Vec<f64> = demands
+        .iter()
+        .map(|d| if d.is_finite() { d.max(0.0) } else { 0.0 })
+        .collect();
+    let total: f64 = clean.iter().sum();
+    if total <= 0.0 {
+        return vec![1.0 / n as f64; n];
+    }
+    // Every region gets the floor; what is left is divided by demand.
+    let rest = 1.0 - floor * n as f64;
+    clean.iter().map(|d| floor + rest * d / total).collect()
+}
+
+/// A region's own share `from` moved toward `to`: down by at most `max_step`, up by at most
+/// `max_step / (regions − 1)` (see the module's derivation of why rising slower bounds the sum).
+pub fn step_own(from: f64, to: f64, max_step: f64, regions: usize) -> f64 {
+    let up = max_step / regions.saturating_sub(1).max(1) as f64;
+    if to >= from {
+        from + (to - from).min(up)
+    } else {
+        from - (from - to).min(max_step)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_region_enforces_its_share_rounded_down() {
+        assert_eq!(effective(100, 0.6), 60);
+        assert_eq!(effective(100, 0.4), 40);
+        assert_eq!(effective(10, 1.0 / 3.0), 3);
+        assert_eq!(effective(1, 0.5), 0);
+        assert_eq!(effective(100, 0.0), 0);
+        assert_eq!(effective(100, f64::NAN), 0);
+        assert_eq!(effective(100, 7.0), 100);
+    }
+
+    #[test]
+    fn static_shares_never_admit_more_than_the_limit() {
+        for limit in [1, 7, 100, 999, 10_000] {
+            let shares = [0.5, 0.3, 0.2];
+            let world: u64 = shares.iter().map(|s| effective(limit, *s)).sum();
+            assert!(world <= limit, "{limit}: {world}");
+            assert!(limit - world <= under_admission_from_rounding(shares.len()));
+        }
+    }
+
+    #[test]
+    fn demand_shares_follow_demand_above_the_floor() {
+        let s = demand_shares(&[300.0, 100.0], 0.1);
+        assert!(
+            (s[0] - 0.7).abs() < 1e-9 && (s[1] - 0.3).abs() < 1e-9,
+            "{s:?}"
+        );
+        // An idle region keeps its floor.
+        let s = demand_shares(&[50.0, 0.0, 0.0], 0.05);
+        assert!(
+            (s[1] - 0.05).abs() < 1e-9 && (s[0] - 0.9).abs() < 1e-9,
+            "{s:?}"
+        );
+        // No demand anywhere: equal shares; a floor too large for the regions is capped.
+        assert_eq!(demand_shares(&[0.0, 0.0], 0.1), vec![0.5, 0.5]);
+        let s = demand_shares(&[1.0, 0.0, 0.0], 0.9);
+        assert!(s.iter().all(|x| (x - 1.0 / 3.0).abs() < 1e-9), "{s:?}");
+        for s in [
+            demand_shares(&[3.0, 9.0, f64::NAN], 0.01),
+            demand_shares(&[1e300, 1e300], 0.2),
+        ] {
+            assert!((s.iter().sum::<f64>() - 1.0).abs() < 1e-9, "{s:?}");
+        }
+    }
+
+    #[test]
+    fn a_share_falls_by_the_step_and_rises_slower() {
+        let close = |a: f64, b: f64| (a - b).abs() < 1e-9;
+        assert!(close(step_own(0.9, 0.1, 0.2, 2), 0.7));
+        assert!(close(step_own(0.1, 0.9, 0.2, 2), 0.3));
+        assert!(
+            close(step_own(0.1, 0.9, 0.2, 3), 0.2),
+            "up by 0.2 / 2 with three regions"
+        );
+        assert!(
+            close(step_own(0.45, 0.5, 0.2, 2), 0.5),
+            "a small move is made whole"
+        );
+    }
+
+    /// The sum of the shares in force never passes 1 while three regions follow one board whose
+    /// demand jumps around, and a window's world total stays within the derived bound.
+    #[test]
+    fn shares_in_force_never_sum_above_one_and_the_window_stays_within_the_bound() {
+        let (limit, window, interval, step) = (10_000u64, 10.0, 1.0, 0.05);
+        let demands = [
+            [100.0, 0.0, 0.0],
+            [0.0, 0.0, 100.0],
+            [0.0, 50.0, 50.0],
+            [1.0, 0.0, 0.0],
+        ];
+        let mut shares = vec![1.0 / 3.0; 3];
+        let mut largest = shares.clone();
+        for round in 0..(window / interval) as usize {
+            let target = demand_shares(&demands[round % demands.len()], 0.05);
+            for (s, t) in shares.iter_mut().zip(&target) {
+                *s = step_own(*s, *t, step, 3);
+            }
+            let sum: f64 = shares.iter().sum();
+            assert!(sum <= 1.0 + 1e-9, "round {round}: {shares:?}");
+            for (l, s) in largest.iter_mut().zip(&shares) {
+                *l = f64::max(*l, *s);
+            }
+        }
+        let world: u64 = largest.iter().map(|s| effective(limit, *s)).sum();
+        let bound = over_admission_bound(limit, window, interval, step, 3);
+        assert!(
+            world > limit,
+            "shares moved, so the world admitted more: {world}"
+        );
+        assert!(world <= bound, "world {world} above the bound {bound}");
+        assert_eq!(over_admission_bound(limit, 3600.0, 1.0, 0.5, 2), 2 * limit);
+    }
+}

@@ -1,0 +1,91 @@
+//! Building the regional parts from the settings: the shares the limiter asks (always; empty
+//! without `REGION`), and — with `GLOBAL_REDIS_URL` — the global store and the sync task, one
+//! per instance. Connecting never holds the ports longer than the Redis store's first attempt:
+//! an unreachable global store is dialled in the background while the region enforces the
+//! listed shares.
+
+use std::hash::{BuildHasher, Hasher};
+use std::sync::Arc;
+use std::time::Duration;
+
+use super::{RegionShares, RegionSync};
+use crate::background::Background;
+use crate::clock::Clock;
+use crate::settings::{RedisConfig, RegionSettings, Resilience};
+use crate::store::redis::RedisStore;
+
+/// What the regional parts share with the rest of the process.
+#[derive(Debug)]
+pub struct RegionDeps<'a> {
+    /// The decision clock.
+    pub clock: &'a Arc<dyn Clock>,
+    /// The regional Redis settings, whose TLS files and timeouts the global store uses too.
+    pub redis: &'a RedisConfig,
+    /// The circuit breaker settings, for the global store's breaker.
+    pub resilience: &'a Resilience,
+    /// On the manual clock (tests), rounds run only when asked ([`RegionSync::round`]).
+    pub manual: bool,
+    /// Where the sync task runs.
+    pub background: Background<'a>,
+}
+
+/// The regional parts of a running service.
+#[derive(Debug, Clone)]
+pub struct Regional {
+    /// The shares the limiter asks.
+    pub shares: Arc<RegionShares>,
+    /// The sync with the global store, with `GLOBAL_REDIS_URL`.
+    pub sync: Option<Arc<RegionSync>>,
+}
+
+/// The regional parts for `settings`.
+pub async fn start(settings: &RegionSettings, mut deps: RegionDeps<'_>) -> Regional {
+    let Some(region) = settings.region.clone() else {
+        return Regional {
+            shares: Arc::new(RegionShares::default()),
+            sync: None,
+        };
+    };
+    let shares = Arc::new(RegionShares::new(region));
+    let Some(global) = &settings.global else {
+        return Regional { shares, sync: None };
+    };
+    let cfg = RedisConfig {
+        main: global.clone(),
+        per_second: None,
+        response_timeout: settings.global_response_timeout,
+        // Never wait for it: the region serves on its last shares meanwhile.
+        startup_max_elapsed: Duration::ZERO,
+        local_cache_size_in_bytes: 0,
+        lease_default_size: 0,
+        use_server_time: false,
+        main_prefix: "GLOBAL_REDIS_",
+        ..deps.redis.clone()
+    };
+    let store = Box::pin(RedisStore::start(&cfg)).await;
+    let store = match store {
+        Ok(s) => Arc::new(s.with_breakers(deps.resilience, deps.clock)),
+        Err(e) => {
+            tracing::error!(error = %e, "the global store (GLOBAL_REDIS_URL) cannot be used; regional shares stay as listed");
+            return Regional { shares, sync: None };
+        }
+    };
+    let member = std::collections::hash_map::RandomState::new()
+        .build_hasher()
+        .finish();
+    let sync = Arc::new(RegionSync::new(
+        shares.clone(),
+        store,
+        member,
+        settings.sync_interval,
+        deps.clock.clone(),
+    ));
+    if !deps.manual {
+        let stopped = deps.background.stopped();
+        deps.background.spawn(sync.clone().run(stopped));
+    }
+    Regional {
+        shares,
+        sync: Some(sync),
+    }
+}

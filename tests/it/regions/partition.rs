@@ -1,0 +1,109 @@
+//! A region cut off from the global store (an in-test TCP proxy between us and the global Redis):
+//! us keeps enforcing its last share, eu keeps us's last demand and so does not take the whole
+//! limit, the cut shows in `/rlconfig`; once the proxy lets connections through again, us syncs
+//! at its next round and the shares converge on the demand.
+
+use std::time::Duration;
+
+use super::world::{self, Region, round};
+use crate::support::chaos::Proxy;
+use crate::support::redis::RedisServer;
+use crate::support::require;
+use ratelimitd::clock::Clock;
+
+/// 200 a minute worldwide, following demand with a floor of 0.1 and a step of 0.1 per sync.
+const MOVING: &str = "domain: d\ndescriptors:\n  - key: k\n    rate_limit: {unit: minute, requests_per_unit: 200, regions: {shares: {eu: 0.5, us: 0.5}, follow_demand: {floor: 0.1, max_step: 0.1}}}\n";
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cut_region_keeps_its_last_share_and_catches_up_after() {
+    require!(Redis);
+    let global = RedisServer::start();
+    let proxy = Proxy::start(&global).await;
+    let direct = world::global(false, format!("127.0.0.1:{}", global.port));
+    let mut through_proxy = world::global(false, format!("127.0.0.1:{}", proxy.port));
+    for (k, v) in [
+        ("USE_PROMETHEUS", "true"),
+        ("PROMETHEUS_ADDR", "127.0.0.1:0"),
+    ] {
+        through_proxy.push((k.to_string(), v.to_string()));
+    }
+    let eu = Region::start("eu", 2, MOVING, &direct).await;
+    let us = Region::start("us", 2, MOVING, &through_proxy).await;
+    // eu 3 times us's demand: the shares settle at 0.1 + 0.8 × (3/4, 1/4) = (0.7, 0.3).
+    for _ in 0..6 {
+        tokio::join!(eu.load("hot", 30), us.load("hot", 10));
+        round(&[&eu, &us]).await;
+    }
+    let (eu_before, us_before) = (eu.share().await, us.share().await);
+    assert!(
+        (eu_before - 0.7).abs() < 1e-9 && (us_before - 0.3).abs() < 1e-9,
+        "{eu_before} {us_before}"
+    );
+    proxy.cut();
+    // A fresh window, so that what us admits in it is exactly its share.
+    let now = us.instances[0]
+        .running()
+        .manual_clock
+        .as_ref()
+        .unwrap()
+        .now()
+        .as_secs();
+    for s in eu.instances.iter().chain(&us.instances) {
+        s.advance(Duration::from_secs(60 - now % 60));
+    }
+    // All the load moves to us while it is cut off: 80 a round, 480 in the window.
+    let mut admitted = 0;
+    for _ in 0..6 {
+        admitted += us.load("hot", 40).await;
+        round(&[&eu, &us]).await;
+        let (eu_now, us_now) = (eu.share().await, us.share().await);
+        assert_eq!(us_now, us_before, "us keeps its last share");
+        assert!(
+            eu_now <= eu_before + 1e-9,
+            "eu takes nothing of us's share: {eu_now}"
+        );
+        assert!(eu_now + us_now <= 1.0 + 1e-9);
+    }
+    assert_eq!(
+        admitted, 60,
+        "us admits its last share of 200, never the whole limit nor none"
+    );
+    let line = us.sync_line().await;
+    assert!(
+        line.starts_with("# region_sync: failing") && line.contains("6 failed rounds"),
+        "{line}"
+    );
+    // The metrics say so too.
+    let m = us.instances[0].scrape().await;
+    let share = m.get("ratelimitd_region_share{limit=\"d.k\",region=\"us\"}");
+    assert!(
+        share.is_some_and(|s| (s - us_before).abs() < 1e-4),
+        "{share:?}"
+    );
+    assert_eq!(m.value("ratelimitd_region_sync_failures_total"), 6);
+    let age = m.get("ratelimitd_region_sync_age_seconds").unwrap();
+    assert!(
+        age >= 60.0,
+        "no success since the cut, a minute of rounds ago at least: {age}"
+    );
+    proxy.restore();
+    // The next round reaches the global store: us's demand is posted and its share rises.
+    us.load("hot", 30).await;
+    round(&[&eu, &us]).await;
+    assert!(
+        us.sync_line().await.starts_with("# region_sync: ok"),
+        "{}",
+        us.sync_line().await
+    );
+    assert!(
+        us.share().await > us_before + 0.09,
+        "us catches up within one interval"
+    );
+    // eu is idle: the shares converge on (0.1, 0.9).
+    for _ in 0..8 {
+        us.load("hot", 30).await;
+        round(&[&eu, &us]).await;
+    }
+    assert!((us.share().await - 0.9).abs() < 1e-9);
+    assert!((eu.share().await - 0.1).abs() < 1e-9);
+}

@@ -1,0 +1,232 @@
+//! Fleet-mode members for tests: free loopback UDP ports for `FLEET_BIND`, a member's settings,
+//! its gossip figures read from Prometheus, bounded waits for the membership to settle, paced
+//! load spread over members, and a UDP relay in front of each member that can cut the traffic
+//! between two groups of members (a partition) and heal it.
+
+use std::collections::HashMap;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use parking_lot::Mutex;
+use ratelimitd::clock::Stopwatch;
+use tokio::net::UdpSocket;
+use tokio::task::JoinSet;
+
+use super::{Code, TestServer, request};
+
+/// The shared secret of the test fleets.
+pub const SECRET: &str = "fleet-test-secret-0123456789";
+
+/// One domain, a fixed window of 300 hits a minute per value of `k` and a sliding window of as
+/// many per value of `s` (the manual clocks stand still, so every hit of a test falls in one
+/// window).
+pub const CONFIG: &str = r#"
+domain: fleet
+descriptors:
+  - key: k
+    rate_limit: {unit: minute, requests_per_unit: 300}
+  - key: s
+    rate_limit: {unit: minute, requests_per_unit: 300, algorithm: sliding_window}
+"#;
+
+/// The limit of [`CONFIG`].
+pub const LIMIT: u64 = 300;
+
+/// The gossip interval of the test fleets.
+pub const INTERVAL: &str = "50ms";
+
+/// `n` loopback UDP addresses free right now (bound and released).
+pub fn free_udp(n: usize) -> Vec<SocketAddr> {
+    let sockets: Vec<std::net::UdpSocket> = (0..n)
+        .map(|_| std::net::UdpSocket::bind("127.0.0.1:0").unwrap())
+        .collect();
+    sockets.iter().map(|s| s.local_addr().unwrap()).collect()
+}
+
+/// A member's settings: gossip on `bind`, advertised as `advertise`, seeded with `peers`.
+pub fn env(bind: SocketAddr, advertise: SocketAddr, peers: &[SocketAddr]) -> Vec<(String, String)> {
+    let peers: Vec<String> = peers.iter().map(|p| p.to_string()).collect();
+    [
+        ("FLEET_BIND", bind.to_string()),
+        ("FLEET_ADVERTISE", advertise.to_string()),
+        ("FLEET_PEERS", peers.join(",")),
+        ("FLEET_SECRET", SECRET.to_string()),
+        ("FLEET_GOSSIP_INTERVAL", INTERVAL.to_string()),
+        ("USE_PROMETHEUS", "true".to_string()),
+        ("PROMETHEUS_ADDR", "127.0.0.1:0".to_string()),
+        ("ADMIN_TRUST_LOOPBACK", "true".to_string()),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_string(), v))
+    .collect()
+}
+
+/// Starts an in-process member with `env`.
+pub async fn member(env: &[(String, String)]) -> TestServer {
+    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+    TestServer::start(&[("fleet.yaml", CONFIG)], &env).await
+}
+
+/// `(peers alive, members known)` as `s` reports them.
+pub async fn membership(s: &TestServer) -> (u64, u64) {
+    let m = s.scrape().await;
+    (
+        m.value("ratelimitd_fleet_peers_alive"),
+        m.value("ratelimitd_fleet_members_known"),
+    )
+}
+
+/// Waits (at most 30 s, polling) until every member of `members` reports `want`
+/// (`(peers alive, members known)`); panics with the last figures otherwise.
+pub async fn until_membership(members: &[&TestServer], want: (u64, u64)) -> Duration {
+    let watch = Stopwatch::start();
+    loop {
+        let mut seen = Vec::new();
+        for s in members {
+            seen.push(membership(s).await);
+        }
+        if seen.iter().all(|m| *m == want) {
+            return watch.elapsed();
+        }
+        assert!(
+            watch.elapsed() < Duration::from_secs(30),
+            "membership never settled on {want:?}: {seen:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// Sends `per_member` hits on `k=value` to each of `members` at once, each member's hits paced
+/// `pause` apart; returns how many each member admitted.
+pub async fn spread(
+    members: &[&TestServer],
+    value: &str,
+    per_member: usize,
+    pause: Duration,
+) -> Vec<u64> {
+    spread_on(members, "k", value, per_member, pause).await
+}
+
+/// [`spread`] on the descriptor `key=value`.
+pub async fn spread_on(
+    members: &[&TestServer],
+    key: &str,
+    value: &str,
+    per_member: usize,
+    pause: Duration,
+) -> Vec<u64> {
+    let mut tasks = JoinSet::new();
+    for (i, s) in members.iter().enumerate() {
+        let mut grpc = s.grpc.clone();
+        let (key, value) = (key.to_string(), value.to_string());
+        tasks.spawn(async move {
+            let mut tick = tokio::time::interval(pause);
+            // A late tick is not made up with a burst: the rate never exceeds the pace.
+            tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+            let mut admitted = 0;
+            for _ in 0..per_member {
+                tick.tick().await;
+                let r = grpc
+                    .should_rate_limit(request("fleet", &[&[(&key, &value)]]))
+                    .await;
+                if r.expect("ShouldRateLimit succeeds")
+                    .into_inner()
+                    .overall_code
+                    == Code::Ok as i32
+                {
+                    admitted += 1;
+                }
+            }
+            (i, admitted)
+        });
+    }
+    let mut out = vec![0; members.len()];
+    while let Some(r) = tasks.join_next().await {
+        let (i, n) = r.unwrap();
+        out[i] = n;
+    }
+    out
+}
+
+/// The text of `s`'s status page (`ADMIN_TRUST_LOOPBACK`).
+pub async fn status_page(s: &TestServer) -> String {
+    let r = s.http.get(s.admin_url("/")).send().await.unwrap();
+    assert_eq!(r.status(), 200, "the status page answers");
+    r.text().await.unwrap()
+}
+
+/// Which group each member (by its bound gossip address) is in: members of different groups
+/// cannot reach each other through the relays. Everyone starts in group 0.
+#[derive(Debug, Clone, Default)]
+pub struct Groups(Arc<Mutex<HashMap<SocketAddr, u8>>>);
+
+impl Groups {
+    /// Puts `member` in `group`.
+    pub fn set(&self, member: SocketAddr, group: u8) {
+        self.0.lock().insert(member, group);
+    }
+
+    /// Everyone back in group 0 (the partition heals).
+    pub fn heal(&self) {
+        self.0.lock().clear();
+    }
+
+    fn connected(&self, a: SocketAddr, b: SocketAddr) -> bool {
+        let g = self.0.lock();
+        g.get(&a).unwrap_or(&0) == g.get(&b).unwrap_or(&0)
+    }
+}
+
+/// A UDP relay in front of one member: peers send to [`Relay::addr`] (the member's
+/// `FLEET_ADVERTISE`), the relay forwards from one upstream socket per sender and sends the
+/// replies back, dropping every datagram between members of different [`Groups`]. Its tasks
+/// end when it is dropped.
+pub struct Relay {
+    pub addr: SocketAddr,
+    _tasks: JoinSet<()>,
+}
+
+impl Relay {
+    /// A relay to the member bound at `target`.
+    pub async fn start(target: SocketAddr, groups: Groups) -> Relay {
+        let front = Arc::new(UdpSocket::bind("127.0.0.1:0").await.unwrap());
+        let addr = front.local_addr().unwrap();
+        let mut tasks = JoinSet::new();
+        tasks.spawn(async move {
+            let mut upstreams: HashMap<SocketAddr, Arc<UdpSocket>> = HashMap::new();
+            let mut replies = JoinSet::new();
+            let mut buf = vec![0u8; 65_536];
+            loop {
+                let Ok((len, from)) = front.recv_from(&mut buf).await else {
+                    continue;
+                };
+                if !groups.connected(from, target) {
+                    continue;
+                }
+                let up = match upstreams.get(&from) {
+                    Some(up) => up.clone(),
+                    None => {
+                        let up = Arc::new(UdpSocket::bind("127.0.0.1:0").await.unwrap());
+                        upstreams.insert(from, up.clone());
+                        let (up2, front, groups) = (up.clone(), front.clone(), groups.clone());
+                        replies.spawn(async move {
+                            let mut buf = vec![0u8; 65_536];
+                            while let Ok((len, _)) = up2.recv_from(&mut buf).await {
+                                if groups.connected(target, from) {
+                                    let _ = front.send_to(&buf[..len], from).await;
+                                }
+                            }
+                        });
+                        up
+                    }
+                };
+                let _ = up.send_to(&buf[..len], target).await;
+            }
+        });
+        Relay {
+            addr,
+            _tasks: tasks,
+        }
+    }
+}
