@@ -13,6 +13,7 @@ use std::sync::Arc;
 use std::task::{Context, Poll};
 
 use axum::body::Bytes;
+use http_body::Body as _;
 use http_body_util::{BodyExt, Full};
 use tonic::Status;
 use tonic::body::Body;
@@ -102,31 +103,44 @@ where
     }
 }
 
-/// Reads a request body holding one message of at most `max` bytes.
+/// Reads a request body holding one message of at most `max` bytes. A body that arrives as one
+/// data frame (the usual case for a small message) is kept as it came, without a copy.
 async fn read_message(mut body: Body, max: usize) -> Result<Bytes, Status> {
     let too_large = |len: usize| {
         Status::out_of_range(format!(
             "message is {len} bytes; at most {max} are accepted (GRPC_MAX_RECV_MESSAGE_BYTES)"
         ))
     };
-    let mut buf = Vec::new();
+    let mut first: Option<Bytes> = None;
+    let mut joined = Vec::new();
     while let Some(frame) = body.frame().await {
         let Ok(data) = frame?.into_data() else {
             continue;
         };
-        buf.extend_from_slice(&data);
-        if let Some(prefix) = buf.get(1..PREFIX) {
+        match first.take() {
+            None if joined.is_empty() => first = Some(data),
+            earlier => {
+                joined.extend_from_slice(&earlier.unwrap_or_default());
+                joined.extend_from_slice(&data);
+            }
+        }
+        let seen = first.as_deref().unwrap_or(&joined);
+        if let Some(prefix) = seen.get(1..PREFIX) {
             let declared = u32::from_be_bytes([prefix[0], prefix[1], prefix[2], prefix[3]]);
             let declared = declared as usize;
             if declared > max {
                 return Err(too_large(declared));
             }
         }
-        if buf.len() > PREFIX + max {
-            return Err(too_large(buf.len() - PREFIX));
+        if seen.len() > PREFIX + max {
+            return Err(too_large(seen.len() - PREFIX));
+        }
+        // The frame that ended the stream: no need to poll for the end once more.
+        if body.is_end_stream() {
+            break;
         }
     }
-    Ok(Bytes::from(buf))
+    Ok(first.unwrap_or_else(|| Bytes::from(joined)))
 }
 
 /// Counts the descriptors and entries of the message in `framed` (a compressed or incomplete

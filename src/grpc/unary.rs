@@ -19,19 +19,23 @@ use http_body::{Body as HttpBody, Frame};
 use prost::Message;
 use tonic::codegen::http;
 use tonic::metadata::MetadataMap;
-use tonic::{Request, Status};
+use tonic::Status;
 
 use super::RlsService;
 use super::pb::envoy::service::ratelimit::v3 as rls;
-use super::pb::envoy::service::ratelimit::v3::rate_limit_service_server::RateLimitService;
 
 /// A gRPC message's prefix: the compression flag and the length.
 const PREFIX: usize = 5;
 
+/// The header that names a message's compression.
+const GRPC_ENCODING: http::HeaderName = http::HeaderName::from_static("grpc-encoding");
+/// The trailer that carries the call's status.
+const GRPC_STATUS: http::HeaderName = http::HeaderName::from_static("grpc-status");
+
 /// The request message in `framed` (one whole gRPC frame) if this path can take it; `None` leaves
 /// the request to tonic.
 pub fn decode(headers: &http::HeaderMap, framed: &[u8]) -> Option<rls::RateLimitRequest> {
-    if headers.contains_key("grpc-encoding") {
+    if headers.contains_key(GRPC_ENCODING) {
         return None;
     }
     let (&[0, a, b, c, d], message) = (framed.get(..PREFIX)?, framed.get(PREFIX..)?) else {
@@ -43,43 +47,33 @@ pub fn decode(headers: &http::HeaderMap, framed: &[u8]) -> Option<rls::RateLimit
     rls::RateLimitRequest::decode(message).ok()
 }
 
-/// Answers `message` with `service`, the request's `parts` giving its metadata and extensions.
+/// Answers `message` with `service`, the request's `parts` giving its metadata. The handler's
+/// answer has no metadata of its own, so the headers are `content-type` alone.
 pub async fn answer(
     service: &RlsService,
     parts: http::request::Parts,
     message: rls::RateLimitRequest,
 ) -> http::Response<tonic::body::Body> {
-    let request = Request::from_parts(
-        MetadataMap::from_headers(parts.headers),
-        parts.extensions,
-        message,
-    );
-    let response = match service.should_rate_limit(request).await {
-        Ok(r) => r,
+    let metadata = MetadataMap::from_headers(parts.headers);
+    let message = match service.decide(&metadata, message).await {
+        Ok(m) => m,
         Err(status) => return status.into_http(),
     };
-    let (metadata, message, extensions) = response.into_parts();
-    let mut framed = Vec::with_capacity(PREFIX + message.encoded_len());
+    let len = message.encoded_len();
+    let mut framed = Vec::with_capacity(PREFIX + len);
     framed.push(0);
-    framed.extend_from_slice(&(message.encoded_len() as u32).to_be_bytes());
+    framed.extend_from_slice(&(len as u32).to_be_bytes());
     // Cannot fail: the buffer was sized for the message.
     let _ = message.encode(&mut framed);
-    let mut headers = metadata.into_headers();
-    // The names tonic keeps out of an answer's headers (it writes them itself).
-    for reserved in ["te", "grpc-message", "grpc-message-type", "grpc-status"] {
-        headers.remove(reserved);
-    }
-    headers.insert(
-        http::header::CONTENT_TYPE,
-        http::HeaderValue::from_static("application/grpc"),
-    );
     let mut http = http::Response::new(tonic::body::Body::new(OneMessage {
         data: Some(Bytes::from(framed)),
         done: false,
     }));
     *http.version_mut() = http::Version::HTTP_2;
-    *http.headers_mut() = headers;
-    *http.extensions_mut() = extensions;
+    http.headers_mut().insert(
+        http::header::CONTENT_TYPE,
+        http::HeaderValue::from_static("application/grpc"),
+    );
     http
 }
 
@@ -103,8 +97,9 @@ impl HttpBody for OneMessage {
         if std::mem::replace(&mut self.done, true) {
             return Poll::Ready(None);
         }
+        // What `Status::ok("").add_header` writes, without parsing the name at run time.
         let mut trailers = http::HeaderMap::with_capacity(1);
-        Status::ok("").add_header(&mut trailers)?;
+        trailers.insert(GRPC_STATUS, http::HeaderValue::from_static("0"));
         Poll::Ready(Some(Ok(Frame::trailers(trailers))))
     }
 
