@@ -17,9 +17,9 @@ use std::task::{Context, Poll};
 use axum::body::Bytes;
 use http_body::{Body as HttpBody, Frame};
 use prost::Message;
+use tonic::Status;
 use tonic::codegen::http;
 use tonic::metadata::MetadataMap;
-use tonic::Status;
 
 use super::RlsService;
 use super::pb::envoy::service::ratelimit::v3 as rls;

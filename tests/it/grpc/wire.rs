@@ -33,17 +33,21 @@ struct Answer {
 }
 
 async fn send(channel: &mut Channel, extra: &[(&str, &str)], body: Vec<u8>) -> Answer {
+    send_body(channel, extra, Full::new(Bytes::from(body))).await
+}
+
+/// Sends `body` as the request body, one HTTP/2 DATA frame per frame it yields.
+async fn send_body<B>(channel: &mut Channel, extra: &[(&str, &str)], body: B) -> Answer
+where
+    B: http_body::Body<Data = Bytes, Error = std::convert::Infallible> + Send + 'static,
+{
     let mut req = http::Request::post(format!("http://localhost{PATH}"))
         .header("content-type", "application/grpc")
         .header("te", "trailers");
     for (k, v) in extra {
         req = req.header(*k, *v);
     }
-    let req = req
-        .body(Body::new(
-            Full::new(Bytes::from(body)).map_err(|e| match e {}),
-        ))
-        .unwrap();
+    let req = req.body(Body::new(body.map_err(|e| match e {}))).unwrap();
     std::future::poll_fn(|cx| channel.poll_ready(cx))
         .await
         .unwrap();
@@ -155,5 +159,50 @@ async fn requests_the_direct_path_leaves_alone_get_tonics_answers() {
     let a = send(&mut ch, &[], two).await;
     let resp = RateLimitResponse::decode(&a.body[5..]).unwrap();
     assert_eq!(st(&resp, 0).2, 1, "one hit counted");
+    s.shutdown().await;
+}
+
+/// `bytes` as a body of one DATA frame per `piece` bytes.
+fn in_pieces(
+    bytes: &[u8],
+    piece: usize,
+) -> impl http_body::Body<Data = Bytes, Error = std::convert::Infallible> + use<> {
+    let frames: Vec<Result<http_body::Frame<Bytes>, std::convert::Infallible>> = bytes
+        .chunks(piece)
+        .map(|c| Ok(http_body::Frame::data(Bytes::copy_from_slice(c))))
+        .collect();
+    http_body_util::StreamBody::new(futures_util::stream::iter(frames))
+}
+
+#[tokio::test]
+async fn a_message_over_several_data_frames_is_read_whole_and_its_cap_still_holds() {
+    let s = TestServer::start(
+        &[("d.yaml", CFG)],
+        &[("GRPC_MAX_RECV_MESSAGE_BYTES", "1024")],
+    )
+    .await;
+    let mut ch = channel(&s).await;
+    let message = request("d", &[&[("k", "v")]]).encode_to_vec();
+    // The prefix itself split, then the message a few bytes at a time.
+    let a = send_body(&mut ch, &[], in_pieces(&framed(0, &message), 3)).await;
+    assert_eq!(a.status, http::StatusCode::OK);
+    assert_eq!(
+        pairs(a.trailers.as_ref().expect("trailers")),
+        only(&[("grpc-status", "0")])
+    );
+    let resp = RateLimitResponse::decode(&a.body[5..]).expect("one RateLimitResponse");
+    assert_eq!(overall(&resp), Code::Ok);
+    assert_eq!(
+        st(&resp, 0).2,
+        1,
+        "one hit counted, as for a message in one frame"
+    );
+    // Over the cap, as pieces: refused once the prefix is read, naming the setting.
+    let big = request("d", &[&[("k", &"v".repeat(2000))]]).encode_to_vec();
+    let a = send_body(&mut ch, &[], in_pieces(&framed(0, &big), 3)).await;
+    let status = a.headers.get("grpc-status").map(|v| v.to_str().unwrap());
+    assert_eq!(status, Some("11"), "{:?}", a.headers);
+    let text = a.headers["grpc-message"].to_str().unwrap();
+    assert!(text.contains("GRPC_MAX_RECV_MESSAGE_BYTES"), "{text}");
     s.shutdown().await;
 }
