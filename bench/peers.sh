@@ -50,9 +50,9 @@ if [ ! -x "$LIMITADOR_BIN" ]; then
 limitador-server not found at $LIMITADOR_BIN (set LIMITADOR_BIN). Build it from its source,
 outside this repository, with its default features:
   git clone https://github.com/Kuadrant/limitador /tmp/limitador
-  cd /tmp/limitador && cargo build --release -p limitador-server
+  cd /tmp/limitador && PROTOC=/usr/bin/protoc cargo build --release -p limitador-server
   mkdir -p ~/.cache/ratelimitd-bench && cp target/release/limitador-server ~/.cache/ratelimitd-bench/
-and note its commit (git -C /tmp/limitador log -1 --format=%h) next to the figures. Its default
+The build needs protoc (Debian: protobuf-compiler; PROTOC names it). Note its commit (git -C /tmp/limitador log -1 --format=%h) next to the figures. Its default
 features include disk storage (RocksDB, which needs libclang and a long C++ build); neither store
 measured here uses it, so where it cannot be built, give limitador-server's dependency on
 limitador \`default-features = false, features = ["redis_storage"]\` and take out its "disk"
