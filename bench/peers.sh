@@ -198,9 +198,9 @@ instructions() {
   # grep -c reads all the output (-q could close the pipe early under pipefail).
   ok() { "${drive[@]}" | grep -Ec "errors 0\)|$DECISIONS succeeded" >/dev/null; }
   ok || { echo "$who ($store, $gen): warm-up failed" >&2; exit 1; }
-  HOST=$host callgrind_control -z "$server" >/dev/null
+  HOST=$host callgrind_control -z "$server" >/dev/null 2>&1
   ok || { echo "$who ($store, $gen): run failed" >&2; exit 1; }
-  HOST=$host callgrind_control -d "$server" >/dev/null
+  HOST=$host callgrind_control -d "$server" >/dev/null 2>&1
   dumps=$((dumps + 1))
   cp "$work/callgrind.out.$dumps" "$out_dir/$who-$store-$gen.callgrind"
   per=$(awk -v n="$DECISIONS" '/^summary:/ {printf "%.0f", $2 / n}' "$out_dir/$who-$store-$gen.callgrind")
