@@ -8,7 +8,9 @@
 #            4 connections x 64 streams posting one pre-encoded gRPC message (so one descriptor
 #            value: h2load sends the same body every time)
 #
-#   bench/peers.sh            # ROUNDS=3 SECONDS_PER_RUN=8; SKIP_BUILD=1 reuses the release build
+#   bench/peers.sh               # ROUNDS=3 SECONDS_PER_RUN=8; SKIP_BUILD=1 reuses the release build
+#   bench/peers.sh instructions  # instructions per decision under callgrind (DECISIONS=20000)
+#   RATELIMITD_BIN=path          # measures that ratelimitd binary instead of building one
 #
 # Both servers get the same limit (domain `bench`, descriptor key `k`, 10^9 per hour, a counter per
 # value; fixed window in both) and the same Redis, flushed before each run. Each server is pinned
@@ -19,6 +21,15 @@
 # half of what that server sustained at saturation in the same round. Every run is bounded by
 # SECONDS_PER_RUN; nothing here asserts a time.
 #
+# `instructions` measures what the load on a shared machine cannot move: each server runs under
+# valgrind's callgrind, takes DECISIONS warm-up decisions from examples/loadgen (64 in flight, one
+# connection, 10 000 values), then callgrind's counters are zeroed, the same DECISIONS decisions
+# (the same values in the same order) are sent again and the counters dumped; the instructions the
+# whole server process executed in user space (every thread; callgrind does not see the kernel,
+# so system calls count for nothing), divided by DECISIONS, are printed per server and store; the
+# same with h2load (one connection, 64 streams). The dumps stay in $OUT_DIR (default
+# target/peers-callgrind) for callgrind_annotate.
+#
 # limitador is not part of this repository and is never built by this script: it expects the
 # binary at $LIMITADOR_BIN (default ~/.cache/ratelimitd-bench/limitador-server) and says how to
 # build it when it is missing. Linux only; needs redis-server, redis-cli, taskset, h2load, curl.
@@ -26,7 +37,10 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 LIMITADOR_BIN=${LIMITADOR_BIN:-$HOME/.cache/ratelimitd-bench/limitador-server}
+MODE=${1:-rounds}
+case $MODE in rounds | instructions) ;; *) echo "usage: $0 [rounds|instructions]" >&2; exit 2 ;; esac
 ROUNDS=${ROUNDS:-3}
+DECISIONS=${DECISIONS:-20000}
 SECS=${SECONDS_PER_RUN:-8}
 BASE_PORT=${BASE_PORT:-18380}
 target=${CARGO_TARGET_DIR:-target}
@@ -36,9 +50,9 @@ if [ ! -x "$LIMITADOR_BIN" ]; then
 limitador-server not found at $LIMITADOR_BIN (set LIMITADOR_BIN). Build it from its source,
 outside this repository, with its default features:
   git clone https://github.com/Kuadrant/limitador /tmp/limitador
-  cd /tmp/limitador && cargo build --release -p limitador-server
+  cd /tmp/limitador && PROTOC=/usr/bin/protoc cargo build --release -p limitador-server
   mkdir -p ~/.cache/ratelimitd-bench && cp target/release/limitador-server ~/.cache/ratelimitd-bench/
-and note its commit (git -C /tmp/limitador log -1 --format=%h) next to the figures. Its default
+The build needs protoc (Debian: protobuf-compiler; PROTOC names it). Note its commit (git -C /tmp/limitador log -1 --format=%h) next to the figures. Its default
 features include disk storage (RocksDB, which needs libclang and a long C++ build); neither store
 measured here uses it, so where it cannot be built, give limitador-server's dependency on
 limitador \`default-features = false, features = ["redis_storage"]\` and take out its "disk"
@@ -46,11 +60,13 @@ storage branch, and say so next to the figures.
 EOF
   exit 1
 fi
-for tool in redis-server redis-cli taskset h2load curl; do
+tools=(redis-server redis-cli taskset h2load curl)
+[ "$MODE" = rounds ] || tools=(redis-server redis-cli h2load valgrind callgrind_control)
+for tool in "${tools[@]}"; do
   command -v "$tool" >/dev/null || { echo "needs $tool" >&2; exit 1; }
 done
 [ -n "${SKIP_BUILD:-}" ] || cargo build --release --locked --bin ratelimitd --example loadgen
-bin=$target/release/ratelimitd
+bin=${RATELIMITD_BIN:-$target/release/ratelimitd}
 load=$target/release/examples/loadgen
 
 work=$(mktemp -d)
@@ -79,21 +95,31 @@ pids+=("$!")
 for _ in $(seq 100); do redis-cli -p "$rport" ping 2>/dev/null | grep -q PONG && break; sleep 0.1; done
 
 grpc_port=$((BASE_PORT + 1))
-# Starts server $1 (ratelimitd|limitador) on store $2 (memory|redis), pinned to core 0; sets $server.
+# What each server runs under: taskset pinning it to core 0, or callgrind (unpinned: it runs the
+# program's threads one at a time anyway). The dump goes to $dump.
+if [ "$MODE" = rounds ]; then
+  under=(taskset -c 0)
+else
+  out_dir=${OUT_DIR:-$target/peers-callgrind}
+  mkdir -p "$out_dir"
+  under=(valgrind --tool=callgrind --callgrind-out-file="$work/callgrind.out")
+fi
+# Starts server $1 (ratelimitd|limitador) on store $2 (memory|redis); sets $server.
 start() {
   local who=$1 store=$2
   redis-cli -p "$rport" flushall >/dev/null
+  rm -f "$work"/callgrind.out*
   if [ "$who" = ratelimitd ]; then
     local extra=()
     [ "$store" = memory ] || extra=(REDIS_SOCKET_TYPE=tcp REDIS_URL=127.0.0.1:$rport)
     env HOST=127.0.0.1 PORT=$BASE_PORT GRPC_HOST=127.0.0.1 GRPC_PORT=$grpc_port \
       DEBUG_HOST=127.0.0.1 DEBUG_PORT=$((BASE_PORT + 2)) USE_STATSD=false \
       RATELIMITD_CONFIG="$work/config" "${extra[@]}" \
-      taskset -c 0 "$bin" >"$work/server.log" 2>&1 &
+      "${under[@]}" "$bin" >"$work/server.log" 2>&1 &
   else
     local storage=(memory)
     [ "$store" = memory ] || storage=(redis "redis://127.0.0.1:$rport")
-    taskset -c 0 "$LIMITADOR_BIN" -b 127.0.0.1 -p "$grpc_port" -B 127.0.0.1 -P "$BASE_PORT" \
+    "${under[@]}" "$LIMITADOR_BIN" -b 127.0.0.1 -p "$grpc_port" -B 127.0.0.1 -P "$BASE_PORT" \
       "$work/limits.yaml" "${storage[@]}" >"$work/server.log" 2>&1 &
   fi
   server=$!
@@ -151,6 +177,55 @@ half() {
   taskset -c 1 "$load" --target "127.0.0.1:$grpc_port" --domain bench --key k --concurrency 64 \
     --seconds "$SECS" --keys 10000 --rate "$1" | awk '/^latency/ {print $8}'
 }
+
+# Instructions per decision of server $1 on store $2 under generator $3 (see the header), the
+# dump kept in $out_dir. `h2load-tonic` is h2load with `grpc-encoding: identity`, which the direct
+# path of ratelimitd leaves to tonic's codec: the same binary's gRPC path without it.
+instructions() {
+  local who=$1 store=$2 gen=$3 per drive
+  # vgdb finds the server by the HOST it was started with (ratelimitd's environment sets one).
+  local host=${HOST:-}
+  [ "$who" = limitador ] || host=127.0.0.1
+  if [ "$gen" = loadgen ]; then
+    drive=("$load" --target "127.0.0.1:$grpc_port" --domain bench --key k --concurrency 64
+      --seconds 600 --keys 10000 --max-requests "$DECISIONS")
+  else
+    drive=(h2load -n "$DECISIONS" -c 1 -m 64 -d "$work/frame" -H 'content-type: application/grpc'
+      -H 'te: trailers')
+    [ "$gen" = h2load ] || drive+=(-H 'grpc-encoding: identity')
+    drive+=("http://127.0.0.1:$grpc_port/envoy.service.ratelimit.v3.RateLimitService/ShouldRateLimit")
+  fi
+  # grep -c reads all the output (-q could close the pipe early under pipefail).
+  ok() { "${drive[@]}" | grep -Ec "errors 0\)|$DECISIONS succeeded" >/dev/null; }
+  ok || { echo "$who ($store, $gen): warm-up failed" >&2; exit 1; }
+  HOST=$host callgrind_control -z "$server" >/dev/null 2>&1
+  ok || { echo "$who ($store, $gen): run failed" >&2; exit 1; }
+  HOST=$host callgrind_control -d "$server" >/dev/null 2>&1
+  dumps=$((dumps + 1))
+  cp "$work/callgrind.out.$dumps" "$out_dir/$who-$store-$gen.callgrind"
+  per=$(awk -v n="$DECISIONS" '/^summary:/ {printf "%.0f", $2 / n}' "$out_dir/$who-$store-$gen.callgrind")
+  printf '%-6s %-12s %-10s %22s  %s\n' "$store" "$gen" "$who" "$per" "$(cut -d' ' -f1-3 /proc/loadavg)"
+}
+
+if [ "$MODE" = instructions ]; then
+  # A multiple of loadgen's 64 clients, so that each sends the same number.
+  DECISIONS=$((DECISIONS / 64 * 64))
+  echo "# $(date -u '+%F %H:%M UTC'), callgrind, $DECISIONS decisions after as many warm-up ones"
+  echo "# limitador: $LIMITADOR_BIN ($("$LIMITADOR_BIN" --version 2>/dev/null | head -1))"
+  printf '%-6s %-12s %-10s %22s  %s\n' store gen server instructions/decision load-avg
+  for store in memory redis; do
+    for who in ratelimitd limitador; do
+      start "$who" "$store"
+      dumps=0
+      gens=(loadgen h2load)
+      [ "$who" = limitador ] || gens+=(h2load-tonic)
+      for gen in "${gens[@]}"; do instructions "$who" "$store" "$gen"; done
+      stop
+    done
+  done
+  echo "# dumps: $out_dir (callgrind_annotate --inclusive=yes <file>)"
+  exit 0
+fi
 
 results=$work/results
 echo "# $(date -u '+%F %H:%M UTC'), $(nproc) cores: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2)"

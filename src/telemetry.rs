@@ -211,6 +211,10 @@ pub fn propagator() -> TextMapCompositePropagator {
 /// Makes `span` a child of the trace the caller propagated in `metadata` (`traceparent`, `b3`
 /// or `x-b3-*`), if any.
 pub fn set_remote_parent(span: &tracing::Span, metadata: &tonic::metadata::MetadataMap) {
+    // A span no subscriber records (tracing off) has no parent to set: skip the header lookups.
+    if span.is_disabled() {
+        return;
+    }
     let sent = ["traceparent", "b3", "x-b3-traceid"];
     if !sent.iter().any(|h| metadata.get(*h).is_some()) {
         return;

@@ -133,17 +133,19 @@ pub(super) async fn start(
         // GOAWAY at the age; the hard close after the grace is the listener's (see grpc_listen).
         builder = builder.max_connection_age(age);
     }
+    let rls = RlsService::new(service.clone(), metrics.clone())
+        .with_standard_headers(settings.edges.grpc_standard_headers);
     let grpc_router = builder
         .add_service(Tracked(health_server))
-        .add_service(Tracked(Bounded::new(
-            RateLimitServiceServer::new(
-                RlsService::new(service.clone(), metrics.clone())
-                    .with_standard_headers(settings.edges.grpc_standard_headers),
+        .add_service(Tracked(
+            Bounded::new(
+                RateLimitServiceServer::new(rls.clone())
+                    .max_decoding_message_size(settings.grpc.max_recv_message_bytes),
+                settings.limits,
+                settings.grpc.max_recv_message_bytes,
             )
-            .max_decoding_message_size(settings.grpc.max_recv_message_bytes),
-            settings.limits,
-            settings.grpc.max_recv_message_bytes,
-        )))
+            .answered_by(rls),
+        ))
         .add_optional_service(rlqs.map(Tracked));
     let accepting = Accepting {
         listener: grpc,

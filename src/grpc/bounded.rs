@@ -4,18 +4,23 @@
 //! descriptors and entries: past `MAX_DESCRIPTORS_PER_REQUEST` or `MAX_ENTRIES_PER_DESCRIPTOR`
 //! it is refused with INVALID_ARGUMENT naming the setting, before prost builds anything. The scan
 //! of a large message runs on the blocking pool ([`crate::listener::offload`]), so what remains
-//! on the runtime worker is the decode of a message within the caps.
+//! on the runtime worker is the decode of a message within the caps. A message within the caps is
+//! then answered on [`super::unary`]'s direct path from the bytes read here, without a second
+//! pass through tonic's codec.
 
 use std::convert::Infallible;
+use std::sync::Arc;
 use std::task::{Context, Poll};
 
 use axum::body::Bytes;
+use http_body::Body as _;
 use http_body_util::{BodyExt, Full};
 use tonic::Status;
 use tonic::body::Body;
 use tonic::codegen::{BoxFuture, Service, http};
 use tonic::server::NamedService;
 
+use super::RlsService;
 use crate::limiter::Limits;
 
 /// The method whose messages are checked.
@@ -29,6 +34,8 @@ pub struct Bounded<S> {
     inner: S,
     caps: Limits,
     max_message: usize,
+    /// The handler the direct path answers with; `None` hands every message to `inner`.
+    direct: Option<Arc<RlsService>>,
 }
 
 impl<S> Bounded<S> {
@@ -38,7 +45,15 @@ impl<S> Bounded<S> {
             inner,
             caps,
             max_message,
+            direct: None,
         }
+    }
+
+    /// Answers the messages the direct path can take with `service` (the handler `inner` wraps),
+    /// leaving the others to `inner`.
+    pub fn answered_by(mut self, service: RlsService) -> Bounded<S> {
+        self.direct = Some(Arc::new(service));
+        self
     }
 }
 
@@ -67,7 +82,7 @@ where
         // The ready service goes with this call; the clone waits for the next poll_ready.
         let clone = self.inner.clone();
         let mut inner = std::mem::replace(&mut self.inner, clone);
-        let (caps, max) = (self.caps, self.max_message);
+        let (caps, max, direct) = (self.caps, self.max_message, self.direct.clone());
         Box::pin(async move {
             let (parts, body) = req.into_parts();
             let bytes = match read_message(body, max).await {
@@ -77,37 +92,55 @@ where
             if let Err(status) = check(bytes.clone(), caps).await {
                 return Ok(status.into_http());
             }
+            if let Some(service) = direct
+                && let Some(message) = super::unary::decode(&parts.headers, &bytes)
+            {
+                return Ok(super::unary::answer(&service, parts, message).await);
+            }
             let body = Body::new(Full::new(bytes).map_err(|e| match e {}));
             inner.call(http::Request::from_parts(parts, body)).await
         })
     }
 }
 
-/// Reads a request body holding one message of at most `max` bytes.
+/// Reads a request body holding one message of at most `max` bytes. A body that arrives as one
+/// data frame (the usual case for a small message) is kept as it came, without a copy.
 async fn read_message(mut body: Body, max: usize) -> Result<Bytes, Status> {
     let too_large = |len: usize| {
         Status::out_of_range(format!(
             "message is {len} bytes; at most {max} are accepted (GRPC_MAX_RECV_MESSAGE_BYTES)"
         ))
     };
-    let mut buf = Vec::new();
+    let mut first: Option<Bytes> = None;
+    let mut joined = Vec::new();
     while let Some(frame) = body.frame().await {
         let Ok(data) = frame?.into_data() else {
             continue;
         };
-        buf.extend_from_slice(&data);
-        if let Some(prefix) = buf.get(1..PREFIX) {
+        match first.take() {
+            None if joined.is_empty() => first = Some(data),
+            earlier => {
+                joined.extend_from_slice(&earlier.unwrap_or_default());
+                joined.extend_from_slice(&data);
+            }
+        }
+        let seen = first.as_deref().unwrap_or(&joined);
+        if let Some(prefix) = seen.get(1..PREFIX) {
             let declared = u32::from_be_bytes([prefix[0], prefix[1], prefix[2], prefix[3]]);
             let declared = declared as usize;
             if declared > max {
                 return Err(too_large(declared));
             }
         }
-        if buf.len() > PREFIX + max {
-            return Err(too_large(buf.len() - PREFIX));
+        if seen.len() > PREFIX + max {
+            return Err(too_large(seen.len() - PREFIX));
+        }
+        // The frame that ended the stream: no need to poll for the end once more.
+        if body.is_end_stream() {
+            break;
         }
     }
-    Ok(Bytes::from(buf))
+    Ok(first.unwrap_or_else(|| Bytes::from(joined)))
 }
 
 /// Counts the descriptors and entries of the message in `framed` (a compressed or incomplete

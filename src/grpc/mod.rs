@@ -11,11 +11,13 @@ mod options;
 #[allow(missing_docs, clippy::all)]
 pub mod pb;
 pub mod tls;
+pub mod unary;
 pub mod unit;
 mod wire;
 
 use std::sync::Arc;
 
+use tonic::metadata::MetadataMap;
 use tonic::{Request, Response, Status};
 use tracing::Instrument;
 
@@ -64,16 +66,18 @@ pub fn status_of(e: &RequestError) -> Status {
     }
 }
 
-#[tonic::async_trait]
-impl rls::rate_limit_service_server::RateLimitService for RlsService {
-    async fn should_rate_limit(
+impl RlsService {
+    /// Decides `message`, the call's `metadata` carrying a remote trace parent if there is one:
+    /// the answer both tonic's handler and the direct path ([`unary`]) send.
+    pub async fn decide(
         &self,
-        request: Request<rls::RateLimitRequest>,
-    ) -> Result<Response<rls::RateLimitResponse>, Status> {
+        metadata: &MetadataMap,
+        message: rls::RateLimitRequest,
+    ) -> Result<rls::RateLimitResponse, Status> {
         let watch = Stopwatch::start();
         let span = tracing::info_span!("ShouldRateLimit", domain = tracing::field::Empty);
-        crate::telemetry::set_remote_parent(&span, request.metadata());
-        let req = crate::limiter::Request::from(request.into_inner());
+        crate::telemetry::set_remote_parent(&span, metadata);
+        let req = crate::limiter::Request::from(message);
         span.record("domain", req.domain.as_str());
         let result = self.service.should_rate_limit(&req).instrument(span).await;
         if let Some(m) = &self.metrics {
@@ -84,9 +88,20 @@ impl rls::rate_limit_service_server::RateLimitService for RlsService {
                 if self.standard_headers {
                     convert::add_standard_headers(&mut resp);
                 }
-                Ok(Response::new(resp.into()))
+                Ok(resp.into())
             }
             Err(e) => Err(status_of(&e)),
         }
+    }
+}
+
+#[tonic::async_trait]
+impl rls::rate_limit_service_server::RateLimitService for RlsService {
+    async fn should_rate_limit(
+        &self,
+        request: Request<rls::RateLimitRequest>,
+    ) -> Result<Response<rls::RateLimitResponse>, Status> {
+        let (metadata, _, message) = request.into_parts();
+        self.decide(&metadata, message).await.map(Response::new)
     }
 }

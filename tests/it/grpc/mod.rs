@@ -11,3 +11,4 @@ mod refunds;
 mod scenarios;
 mod shedding;
 mod tls;
+mod wire;

@@ -1,0 +1,208 @@
+//! `ShouldRateLimit` as bytes on a real HTTP/2 connection: the answer's headers, message and
+//! trailers are exactly what tonic sends for a unary call (the direct path answers most requests
+//! itself, `src/grpc/unary.rs`), and the requests it leaves to tonic (compressed, undecodable,
+//! several messages) still get tonic's own refusals.
+
+use http_body_util::{BodyExt, Full};
+use prost::Message;
+use ratelimitd::grpc::pb::envoy::service::ratelimit::v3::RateLimitResponse;
+use tonic::body::Body;
+use tonic::codegen::{Bytes, Service, http};
+use tonic::transport::{Channel, Endpoint};
+
+use crate::support::*;
+
+const CFG: &str =
+    "domain: d\ndescriptors:\n  - key: k\n    rate_limit: {unit: minute, requests_per_unit: 2}\n";
+const PATH: &str = "/envoy.service.ratelimit.v3.RateLimitService/ShouldRateLimit";
+
+/// A gRPC frame: the compression flag, the length, the message.
+fn framed(flag: u8, message: &[u8]) -> Vec<u8> {
+    let mut v = vec![flag];
+    v.extend_from_slice(&(message.len() as u32).to_be_bytes());
+    v.extend_from_slice(message);
+    v
+}
+
+/// What came back for one request: status, headers, body bytes, trailers.
+struct Answer {
+    status: http::StatusCode,
+    headers: http::HeaderMap,
+    body: Bytes,
+    trailers: Option<http::HeaderMap>,
+}
+
+async fn send(channel: &mut Channel, extra: &[(&str, &str)], body: Vec<u8>) -> Answer {
+    send_body(channel, extra, Full::new(Bytes::from(body))).await
+}
+
+/// Sends `body` as the request body, one HTTP/2 DATA frame per frame it yields.
+async fn send_body<B>(channel: &mut Channel, extra: &[(&str, &str)], body: B) -> Answer
+where
+    B: http_body::Body<Data = Bytes, Error = std::convert::Infallible> + Send + 'static,
+{
+    let mut req = http::Request::post(format!("http://localhost{PATH}"))
+        .header("content-type", "application/grpc")
+        .header("te", "trailers");
+    for (k, v) in extra {
+        req = req.header(*k, *v);
+    }
+    let req = req.body(Body::new(body.map_err(|e| match e {}))).unwrap();
+    std::future::poll_fn(|cx| channel.poll_ready(cx))
+        .await
+        .unwrap();
+    let resp = channel.call(req).await.expect("an HTTP/2 answer");
+    let (parts, body) = resp.into_parts();
+    let collected = body.collect().await.expect("the whole body");
+    let trailers = collected.trailers().cloned();
+    Answer {
+        status: parts.status,
+        headers: parts.headers,
+        body: collected.to_bytes(),
+        trailers,
+    }
+}
+
+/// The header names and values of `map`, sorted (HTTP/2 does not keep an order that matters),
+/// without the `date` hyper adds to every answer.
+fn pairs(map: &http::HeaderMap) -> Vec<(String, String)> {
+    let mut v: Vec<_> = map
+        .iter()
+        .filter(|(k, _)| *k != "date")
+        .map(|(k, v)| (k.to_string(), v.to_str().unwrap().to_string()))
+        .collect();
+    v.sort();
+    v
+}
+
+fn only(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
+    pairs
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect()
+}
+
+/// A request tonic refuses: extra headers, body, grpc-status, words of tonic's message.
+type Refused<'a> = (&'a [(&'a str, &'a str)], Vec<u8>, &'a str, &'a str);
+
+async fn channel(s: &TestServer) -> Channel {
+    Endpoint::from_shared(format!("http://{}", s.running().grpc_addr))
+        .unwrap()
+        .connect()
+        .await
+        .unwrap()
+}
+
+#[tokio::test]
+async fn a_decision_is_one_message_between_tonics_headers_and_trailers() {
+    let s = TestServer::start(&[("d.yaml", CFG)], &[]).await;
+    let mut ch = channel(&s).await;
+    let message = request("d", &[&[("k", "v")]]).encode_to_vec();
+    let mut codes = Vec::new();
+    for _ in 0..3 {
+        let a = send(&mut ch, &[], framed(0, &message)).await;
+        assert_eq!(a.status, http::StatusCode::OK);
+        // No content-length, no grpc-status in the headers: a message then trailers.
+        assert_eq!(
+            pairs(&a.headers),
+            only(&[("content-type", "application/grpc")])
+        );
+        assert_eq!(
+            pairs(a.trailers.as_ref().expect("trailers")),
+            only(&[("grpc-status", "0")])
+        );
+        let (prefix, rest) = a.body.split_at(5);
+        assert_eq!(prefix[0], 0, "uncompressed");
+        assert_eq!(
+            u32::from_be_bytes(prefix[1..].try_into().unwrap()) as usize,
+            rest.len()
+        );
+        let resp = RateLimitResponse::decode(rest).expect("one RateLimitResponse");
+        assert_eq!(rest, resp.encode_to_vec(), "nothing but the message");
+        codes.push(overall(&resp));
+    }
+    assert_eq!(codes, [Code::Ok, Code::Ok, Code::OverLimit]);
+    // The generated client reads the same answers.
+    assert_eq!(overall(&s.rl("d", &[&[("k", "v")]]).await), Code::OverLimit);
+    s.shutdown().await;
+}
+
+#[tokio::test]
+async fn requests_the_direct_path_leaves_alone_get_tonics_answers() {
+    let s = TestServer::start(&[("d.yaml", CFG)], &[]).await;
+    let mut ch = channel(&s).await;
+    let message = request("d", &[&[("k", "v")]]).encode_to_vec();
+    let mut two = framed(0, &message);
+    two.extend(framed(0, &message));
+    let cases: [Refused; 4] = [
+        (&[], framed(1, &message), "13", "compressed-flag"),
+        (
+            &[("grpc-encoding", "gzip")],
+            framed(1, &message),
+            "12",
+            "gzip",
+        ),
+        (&[], framed(0, &[0xff, 0xff, 0xff]), "13", "decode"),
+        (&[], Vec::new(), "13", "Missing"),
+    ];
+    for (extra, body, code, words) in cases {
+        let a = send(&mut ch, extra, body).await;
+        // Trailers-only: the status is in the headers, there is no message.
+        let status = a.headers.get("grpc-status").map(|v| v.to_str().unwrap());
+        assert_eq!(status, Some(code), "{words}: {:?}", a.headers);
+        let text = a.headers["grpc-message"].to_str().unwrap().to_string();
+        assert!(text.contains(words), "{words}: {text}");
+        assert!(a.body.is_empty(), "{words}");
+    }
+    // Two messages in a unary call: tonic answers the first and ignores the rest; nothing was
+    // counted twice.
+    let a = send(&mut ch, &[], two).await;
+    let resp = RateLimitResponse::decode(&a.body[5..]).unwrap();
+    assert_eq!(st(&resp, 0).2, 1, "one hit counted");
+    s.shutdown().await;
+}
+
+/// `bytes` as a body of one DATA frame per `piece` bytes.
+fn in_pieces(
+    bytes: &[u8],
+    piece: usize,
+) -> impl http_body::Body<Data = Bytes, Error = std::convert::Infallible> + use<> {
+    let frames: Vec<Result<http_body::Frame<Bytes>, std::convert::Infallible>> = bytes
+        .chunks(piece)
+        .map(|c| Ok(http_body::Frame::data(Bytes::copy_from_slice(c))))
+        .collect();
+    http_body_util::StreamBody::new(futures_util::stream::iter(frames))
+}
+
+#[tokio::test]
+async fn a_message_over_several_data_frames_is_read_whole_and_its_cap_still_holds() {
+    let s = TestServer::start(
+        &[("d.yaml", CFG)],
+        &[("GRPC_MAX_RECV_MESSAGE_BYTES", "1024")],
+    )
+    .await;
+    let mut ch = channel(&s).await;
+    let message = request("d", &[&[("k", "v")]]).encode_to_vec();
+    // The prefix itself split, then the message a few bytes at a time.
+    let a = send_body(&mut ch, &[], in_pieces(&framed(0, &message), 3)).await;
+    assert_eq!(a.status, http::StatusCode::OK);
+    assert_eq!(
+        pairs(a.trailers.as_ref().expect("trailers")),
+        only(&[("grpc-status", "0")])
+    );
+    let resp = RateLimitResponse::decode(&a.body[5..]).expect("one RateLimitResponse");
+    assert_eq!(overall(&resp), Code::Ok);
+    assert_eq!(
+        st(&resp, 0).2,
+        1,
+        "one hit counted, as for a message in one frame"
+    );
+    // Over the cap, as pieces: refused once the prefix is read, naming the setting.
+    let big = request("d", &[&[("k", &"v".repeat(2000))]]).encode_to_vec();
+    let a = send_body(&mut ch, &[], in_pieces(&framed(0, &big), 3)).await;
+    let status = a.headers.get("grpc-status").map(|v| v.to_str().unwrap());
+    assert_eq!(status, Some("11"), "{:?}", a.headers);
+    let text = a.headers["grpc-message"].to_str().unwrap();
+    assert!(text.contains("GRPC_MAX_RECV_MESSAGE_BYTES"), "{text}");
+    s.shutdown().await;
+}
