@@ -10,11 +10,13 @@
 mod check;
 mod engage;
 mod members;
+mod options;
 mod sync;
 mod view;
 mod wiring;
 
 pub use check::RegionCheck;
+pub use options::RegionSettings;
 pub use ratelimitd_core::region::{DemandRound, FollowDemand, RegionShares, Regions, share, table};
 pub use sync::{BREAKER_TARGET, ENTRY_INTERVALS, RegionSync, SyncStatus};
 pub use view::ShareGauge;

@@ -8,11 +8,13 @@ use std::hash::{BuildHasher, Hasher};
 use std::sync::Arc;
 use std::time::Duration;
 
+use super::RegionSettings;
 use super::{BREAKER_TARGET, RegionShares, RegionSync};
 use crate::background::Background;
 use crate::clock::Clock;
 use crate::resilience::{Breaker, BreakerReport};
-use crate::settings::{RedisConfig, RegionSettings, Resilience};
+use crate::store::Resilience;
+use crate::store::redis::RedisConfig;
 use crate::store::redis::RedisStore;
 
 /// What the regional parts share with the rest of the process.
