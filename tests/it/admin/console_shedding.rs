@@ -3,17 +3,8 @@
 //! Prometheus endpoint: the value the store counted at this instance's latest decision, refused
 //! requests not counted, gone once that decision's window ended (manual clock).
 
+use crate::grpc::shedding::SHOP;
 use crate::support::*;
-
-const SHOP: &str = "domain: shop
-descriptors:
-  - key: service
-    value: api
-    rate_limit:
-      unit: minute
-      requests_per_unit: 10
-      priorities: {critical: 1.0, write: 0.9, read: 0.8, test: 0.7}
-";
 
 const GAUGE: &str = "ratelimitd_shed_usage_ratio{key=\"shop.service_api\"}";
 

@@ -9,6 +9,6 @@ mod multi_limits;
 mod quota_groups;
 mod refunds;
 mod scenarios;
-mod shedding;
+pub(crate) mod shedding;
 mod tls;
 mod wire;

@@ -10,7 +10,9 @@ use ratelimitd::grpc::pb::envoy::service::ratelimit::v3::{RateLimitRequest, Rate
 
 use crate::support::*;
 
-const SHOP: &str = "domain: shop
+/// A limit of 10 a minute on the shop's API with four priority classes (shared with the status
+/// page's test of the same limit).
+pub(crate) const SHOP: &str = "domain: shop
 descriptors:
   - key: service
     value: api
