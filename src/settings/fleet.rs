@@ -107,12 +107,7 @@ pub(super) fn from_vars(v: &Vars, backend: Backend) -> Result<Option<FleetOption
 mod tests {
     use std::time::Duration;
 
-    use crate::settings::Settings;
-
-    fn env(vars: &[(&str, &str)]) -> Result<Settings, String> {
-        let vars = vars.iter().map(|(k, v)| (k.to_string(), v.to_string()));
-        Settings::from_env(vars).map_err(|e| e.to_string())
-    }
+    use super::super::tests::settings_of as env;
 
     #[test]
     fn off_by_default_and_read_when_bound() {

@@ -29,12 +29,7 @@ pub(super) fn from_vars(v: &Vars) -> Result<InsightOptions, SettingsError> {
 
 #[cfg(test)]
 mod tests {
-    use crate::settings::Settings;
-
-    fn env(vars: &[(&str, &str)]) -> Result<Settings, String> {
-        let vars = vars.iter().map(|(k, v)| (k.to_string(), v.to_string()));
-        Settings::from_env(vars).map_err(|e| e.to_string())
-    }
+    use super::super::tests::settings_of as env;
 
     #[test]
     fn defaults_values_and_refusals() {

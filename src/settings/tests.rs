@@ -11,6 +11,12 @@ fn env(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
         .collect()
 }
 
+/// The settings `pairs` of environment variables give, or their error's text (for the tests
+/// of each settings file).
+pub(super) fn settings_of(pairs: &[(&str, &str)]) -> Result<Settings, String> {
+    Settings::from_env(env(pairs)).map_err(|e| e.to_string())
+}
+
 #[test]
 fn defaults_match_the_go_service() {
     let s = Settings::defaults();
