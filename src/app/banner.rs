@@ -8,7 +8,9 @@
 
 use super::serve::Bound;
 use crate::reload::ConfigHandle;
-use crate::settings::{Backend, ConfigType, Settings};
+use crate::reload::ConfigType;
+use crate::settings::Settings;
+use crate::store::Backend;
 
 /// What the banner reports, gathered by `start`.
 pub(super) struct Banner<'a> {

@@ -3,8 +3,8 @@
 
 use super::AppError;
 use crate::background::Background;
-use crate::reload::{ConfigHandle, Reloading};
-use crate::settings::{ConfigType, Settings};
+use crate::reload::{ConfigHandle, ConfigType, Reloading};
+use crate::settings::Settings;
 use crate::xds::XdsDeps;
 
 /// Loads the files, or starts the xDS client and waits for its first push unless

@@ -39,9 +39,10 @@ use crate::http::admin::AdminState;
 use crate::limiter::RateLimiter;
 use crate::metrics::Metrics;
 use crate::policy::PolicyDeps;
+use crate::reload::ConfigType;
 use crate::reload::{ConfigHandle, Reloading, WatchOptions};
 use crate::service::Service;
-use crate::settings::{ConfigType, Settings};
+use crate::settings::Settings;
 use crate::store::leases::Release;
 
 /// A started service: its bound addresses and handles, for `main` and for tests.

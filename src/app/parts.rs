@@ -10,11 +10,11 @@ use crate::fleet::FleetHandle;
 use crate::health::HealthOptions;
 use crate::limiter::{HeaderNames, KeyBuilder, LimiterOptions};
 use crate::random::{Random, SeededRandom};
-use crate::settings::{Backend, Settings};
-use crate::store::Store;
+use crate::settings::Settings;
 use crate::store::memcache::MemcacheStore;
 use crate::store::memory::MemoryStore;
 use crate::store::redis::RedisStore;
+use crate::store::{Backend, Store};
 
 /// The manual clock when the settings ask for one (tests), and the clock of decisions: that one,
 /// else the system's.

@@ -13,10 +13,10 @@ use crate::metrics::{ConfigLoads, LoadCounts};
 use crate::policy::violations::instance_name;
 use crate::region::Regional;
 use crate::reload::ConfigHandle;
-use crate::settings::{Backend, RedisKind, Settings};
-use crate::store::Store;
+use crate::settings::{RedisKind, Settings};
 use crate::store::leases::ConfigVersion;
 use crate::store::redis::RedisStore;
+use crate::store::{Backend, Store};
 
 /// Reads the configuration's load counts, for `config_load_success`, `config_load_error` and
 /// the shadowed policy rules gauge.

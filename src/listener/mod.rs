@@ -19,4 +19,8 @@ pub use activity::{Activity, Busy, StreamsFull, Tracker};
 pub use gate::Gate;
 pub use guarded::Guarded;
 pub use offload::{INLINE_DECODE_BYTES, offload};
-pub use options::{ConnLimits, Listeners};
+pub use options::{
+    ConnLimits, DEFAULT_ADMIN_MAX_CONNECTIONS, DEFAULT_FIRST_BYTE_TIMEOUT, DEFAULT_GRPC_IDLE,
+    DEFAULT_HTTP_IDLE, DEFAULT_MAX_CONNECTIONS, DEFAULT_REQUEST_READ_TIMEOUT,
+    DEFAULT_STREAM_CONNECTIONS, Listeners,
+};

@@ -30,7 +30,7 @@ use crate::health::Health;
 
 pub use clash::Clash;
 pub use reloader::{ConfigReloader, ReloadOutcome};
-pub use source::{ConfigSource, Location, Restriction};
+pub use source::{ConfigSource, ConfigType, Location, Restriction};
 pub use task::{WatchOptions, watch_loop};
 pub use watch::WatchTarget;
 pub use wiring::{refuse_empty, start, watch_files};

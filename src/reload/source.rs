@@ -13,6 +13,16 @@ use crate::config::{self, CompileOptions, ConfigFile, RateLimitConfig};
 
 use super::watch::WatchTarget;
 
+/// `CONFIG_TYPE`: where the rate limit configuration comes from, so which source startup runs:
+/// the files (`reload::start`) or the xDS client (`xds::start`), both feeding this pipeline.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ConfigType {
+    /// `FILE` (default): files, watched for changes.
+    File,
+    /// `GRPC_XDS_SOTW`: pushed by an xDS management server over a state-of-the-world ADS stream.
+    GrpcXdsSotw,
+}
+
 /// Where the configuration files are.
 #[derive(Debug, Clone)]
 pub enum Location {

@@ -1,23 +1,13 @@
-//! Small value types of the settings: the backend, and the parsers of the log level and backend.
-//! The types the components own are re-exported here where the settings name them: the cache
-//! key format (the core limiter's [`KeyFormat`]), the log level and format (telemetry's), the
-//! StatsD protocol (metrics') and the redacting [`Secret`].
+//! The parsers of the log level and the backend. The value types the components own are
+//! re-exported here where the settings name them: the [`Backend`] (the store's), the cache key
+//! format (the core limiter's [`KeyFormat`]), the log level and format (telemetry's), the StatsD
+//! protocol (metrics') and the redacting [`Secret`].
 
 pub use crate::limiter::KeyFormat;
 pub use crate::metrics::StatsdProtocol;
 pub use crate::secret::Secret;
+pub use crate::store::Backend;
 pub use crate::telemetry::{LogFormat, LogLevel};
-
-/// Where counters live.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Backend {
-    /// The embedded in-process store.
-    Memory,
-    /// Redis.
-    Redis,
-    /// Memcached (`MEMCACHE_*`): fixed windows only, Go's keys.
-    Memcache,
-}
 
 /// `LOG_LEVEL`: a logrus level name, any case.
 pub(super) fn log_level(s: &str) -> Result<LogLevel, String> {

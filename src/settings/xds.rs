@@ -7,15 +7,7 @@ use std::time::Duration;
 
 use super::{SettingsError, Vars, parse};
 
-/// `CONFIG_TYPE`: where the rate limit configuration comes from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ConfigType {
-    /// `FILE` (default): files, watched for changes.
-    File,
-    /// `GRPC_XDS_SOTW`: pushed by an xDS management server over a state-of-the-world ADS stream.
-    GrpcXdsSotw,
-}
-
+pub use crate::reload::ConfigType;
 pub use crate::xds::{BackoffSettings, XdsSettings, XdsTlsSettings};
 
 fn config_type(s: &str) -> Result<ConfigType, String> {

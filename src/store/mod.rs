@@ -8,4 +8,4 @@ pub mod memcache;
 mod options;
 pub mod redis;
 
-pub use options::Resilience;
+pub use options::{Backend, Resilience};

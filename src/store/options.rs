@@ -1,10 +1,22 @@
-//! What a remote store (Redis, memcached) does when it cannot answer: the circuit breaker put
-//! around each target, and the failure mode of limits that name none. Read from
-//! `REDIS_BREAKER_*` and `DEFAULT_FAILURE_MODE` by the settings.
+//! Which store holds the counters, and what a remote store (Redis, memcached) does when it
+//! cannot answer: the circuit breaker put around each target, and the failure mode of limits
+//! that name none. Read from `BACKEND_TYPE` (or `REDIS_URL`), `REDIS_BREAKER_*` and
+//! `DEFAULT_FAILURE_MODE` by the settings.
 
 use std::time::Duration;
 
 use crate::config::FailureMode;
+
+/// Where counters live.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Backend {
+    /// The embedded in-process store.
+    Memory,
+    /// Redis.
+    Redis,
+    /// Memcached (`MEMCACHE_*`): fixed windows only, Go's keys.
+    Memcache,
+}
 
 /// The breaker and fallback settings.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
