@@ -43,10 +43,11 @@
 //! Protos never leave their edge (`grpc`, `xds`).
 //!
 //! A feature owns its wiring: `rlqs::start`, `policy::start`, `policy::violations::start`,
-//! `insight::start`, `metrics::start`, `health::start`, `xds::start`, `reload::start` (the files)
-//! and `store::leases::start` each take the part's own options type and a named struct of what it
-//! shares, and may name the modules it plugs into (the policy database's start compiles its rules
-//! through `reload`). `settings` sits at the top next to `app`: it translates environment
+//! `insight::start`, `metrics::start`, `health::start`, `xds::start`, `reload::start` (the files),
+//! `store::leases::start`, `store::sweeper::start` and `store::redis::heartbeat::start` each take
+//! the part's own options (or the few values it needs) and what it shares (a named struct when it
+//! is more than a couple of handles), and may name the modules it plugs into (the policy
+//! database's start compiles its rules through `reload`). `settings` sits at the top next to `app`: it translates environment
 //! variables and flags into those options and the core's; the components it configures define
 //! their options types in their own folders (`grpc::GrpcServerSettings`, `http::EdgeSettings`,
 //! `listener::ConnLimits`, `metrics::Observability`, `store::redis::RedisConfig`, ...) and never

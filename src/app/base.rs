@@ -9,7 +9,7 @@ use tonic_health::pb::health_server::HealthServer;
 use tonic_health::server::HealthService;
 
 use super::parts::{self, StoreParts};
-use super::{AppError, readers, tasks};
+use super::{AppError, readers};
 use crate::background::Background;
 use crate::clock::{Clock, ManualClock};
 use crate::fleet::FleetHandle;
@@ -20,6 +20,7 @@ use crate::metrics::{Metrics, MetricsDeps, MetricsHandle};
 use crate::reload::ConfigHandle;
 use crate::settings::Settings;
 use crate::store::leases::{LeaseDeps, Release};
+use crate::store::redis::heartbeat::{self, HeartbeatDeps};
 use crate::store::redis::server_time::{self, ServerTime};
 
 /// The started base parts.
@@ -64,8 +65,18 @@ pub(super) async fn start(settings: &Settings, bg: &mut Background<'_>) -> Resul
         clock: &clock,
     };
     let MetricsHandle { metrics, sink } = crate::metrics::start(&settings.obs, metrics_deps);
+    let fallback = Arc::new(LocalFallback::default());
+    if let Some(redis) = &stores.redis {
+        let wanted = readers::fallback_wanted(&settings.resilience, &config);
+        let deps = HeartbeatDeps {
+            redis,
+            fallback: &fallback,
+            clock: &clock,
+            background: bg.reborrow(),
+        };
+        heartbeat::start(&settings.cache_key_prefix, wanted, deps);
+    }
     let redis = stores.redis.clone();
-    let fallback = tasks::local_fallback(settings, redis.as_ref(), &config, &clock, bg);
     let (decides, manual) = (settings.redis.use_server_time, manual_clock.is_some());
     let server_time = server_time::start(redis, decides, manual, &mut clock).await;
     let lease_deps = LeaseDeps {

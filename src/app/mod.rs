@@ -30,8 +30,8 @@ use tokio::task::JoinSet;
 
 use base::Base;
 pub use error::AppError;
-use tasks::{Background, sweep_expired};
 
+use crate::background::Background;
 use crate::clock::ManualClock;
 use crate::grpc::tls::ReloadingTls;
 use crate::health::Health;
@@ -172,8 +172,8 @@ pub async fn start(settings: &Settings) -> Result<Running, AppError> {
         regions: regions.clone(),
     };
     let bound = serve::start(settings, routes, &mut bg).await?;
-    if let Some(m) = stores.memory {
-        bg.spawn(sweep_expired(m, clock, bg.stopped()));
+    if let Some(m) = &stores.memory {
+        crate::store::sweeper::start(m, &clock, bg.reborrow());
     }
     if let Some(st) = server_time {
         bg.spawn(st.keep_in_sync(bg.stopped()));

@@ -1,11 +1,12 @@
 //! What the parts read from each other that only the composition root can name: the store's
 //! breakers, the instance's description and the explainer over the limiter's own store and keys
-//! (for the console and explain), the configuration's load counts (for the stats) and its
-//! version (for the leases' release).
+//! (for the console and explain), the configuration's load counts (for the stats), its version
+//! (for the leases' release) and whether it falls back locally (for the Redis heartbeat).
 
 use std::sync::Arc;
 
 use crate::clock::Clock;
+use crate::config::FailureMode;
 use crate::explain::Explainer;
 use crate::insight::{About, BreakerStates, Insight};
 use crate::limiter::LimiterOptions;
@@ -16,7 +17,8 @@ use crate::reload::ConfigHandle;
 use crate::settings::{RedisKind, Settings};
 use crate::store::leases::ConfigVersion;
 use crate::store::redis::RedisStore;
-use crate::store::{Backend, Store};
+use crate::store::redis::heartbeat::FallbackWanted;
+use crate::store::{Backend, Resilience, Store};
 
 /// Reads the configuration's load counts, for `config_load_success`, `config_load_error` and
 /// the shadowed policy rules gauge.
@@ -33,6 +35,30 @@ pub(super) fn load_counts(config: &Arc<ConfigHandle>) -> LoadCounts {
 pub(super) fn config_version(config: &Arc<ConfigHandle>) -> ConfigVersion {
     let config = config.clone();
     Arc::new(move || config.snapshot().map_or(0, |s| s.version))
+}
+
+/// Reads whether the local fallback can be used now, for the Redis heartbeat that keeps its
+/// instance count: with `DEFAULT_FAILURE_MODE=local`, always; else while some limit of the
+/// current configuration names `failure_mode: local`.
+pub(super) fn fallback_wanted(
+    resilience: &Resilience,
+    config: &Arc<ConfigHandle>,
+) -> FallbackWanted {
+    let default_local = resilience.default_failure_mode == FailureMode::Local;
+    let config = config.clone();
+    Arc::new(move || default_local || uses_local(&config))
+}
+
+/// True when some limit of the current configuration names `failure_mode: local`.
+fn uses_local(config: &ConfigHandle) -> bool {
+    let Some(snapshot) = config.snapshot() else {
+        return false;
+    };
+    snapshot.config.limits().iter().any(|l| {
+        std::iter::once(*l)
+            .chain(l.also.iter().map(|a| a.as_ref()))
+            .any(|l| l.failure_mode == Some(FailureMode::Local))
+    })
 }
 
 /// Reads the Redis store's breakers and the global store's (`None` when there are neither: the

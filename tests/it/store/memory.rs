@@ -1,6 +1,8 @@
-//! The embedded store through the real gRPC server: exact admission under concurrency, and the
-//! key bound answering UNAVAILABLE for new keys while existing counters keep counting.
+//! The embedded store through the real gRPC server: exact admission under concurrency, the key
+//! bound answering UNAVAILABLE for new keys while existing counters keep counting, and expired
+//! keys reclaimed by the server's sweeper with no traffic at all.
 
+use crate::support::reload::eventually;
 use crate::support::*;
 
 const CFG: &str =
@@ -46,4 +48,28 @@ async fn a_full_store_refuses_new_keys_but_keeps_old_counters() {
     // Once the minute is over the old keys expire and make room.
     s.advance(std::time::Duration::from_secs(60));
     assert_eq!(st(&s.rl("c", &[&[("k", "c")]]).await, 0).2, 99);
+}
+
+/// The sweeper the server starts with the memory store: once the window has passed, the held
+/// keys go away by themselves (the gauge an operator watches drops to 0), without a request
+/// that would reclaim them on the way.
+#[tokio::test]
+async fn the_server_sweeps_expired_keys_without_traffic() {
+    let prom = [
+        ("USE_PROMETHEUS", "true"),
+        ("PROMETHEUS_ADDR", "127.0.0.1:0"),
+    ];
+    let s = TestServer::start(&[("c.yaml", CFG)], &prom).await;
+    s.rl("c", &[&[("k", "a")]]).await;
+    s.rl("c", &[&[("k", "b")]]).await;
+    let keys = "ratelimitd_memory_store_keys";
+    assert_eq!(s.scrape().await.count(keys), Some(2));
+    s.advance(std::time::Duration::from_secs(60));
+    // The sweeper runs once a (real) second.
+    eventually(
+        "the memory store's keys swept after their minute",
+        || async { s.scrape().await.count(keys) == Some(0) },
+    )
+    .await;
+    s.shutdown().await;
 }
