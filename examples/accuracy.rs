@@ -106,7 +106,7 @@ impl CountEvery {
     }
 }
 
-/// What one class of clients (or a whole mix) saw. Index 0 is sliding_window, 1 fixed_window.
+/// What one class of clients (or a whole mix) saw. Index 0 is `sliding_window`, 1 `fixed_window`.
 #[derive(Default, Clone, Copy)]
 struct Row {
     clients: u64,
@@ -235,7 +235,9 @@ fn main() {
     for (m, mix) in mixes().iter().enumerate() {
         let rows = run(mix, seed.wrapping_add(m as u64), minutes);
         let mut all = Row::default();
-        rows.iter().for_each(|r| all.add(r));
+        for r in &rows {
+            all.add(r);
+        }
         for (row, class) in rows.iter().zip(&mix.classes) {
             row.print(mix.name, class.name, all.requests);
         }

@@ -155,7 +155,7 @@ async fn under<F: std::future::Future<Output = String>>(
     );
 }
 
-fn tally(counts: BTreeMap<String, usize>) -> String {
+fn tally(counts: &BTreeMap<String, usize>) -> String {
     let parts: Vec<String> = counts.iter().map(|(k, n)| format!("{k} x{n}")).collect();
     parts.join(", ")
 }
@@ -188,7 +188,7 @@ async fn json_huge(http: &str, loops: usize, secs: u64) -> String {
             *all.entry(k).or_insert(0) += n;
         }
     }
-    format!("{loops} x /json of {} B: {}", body.len(), tally(all))
+    format!("{loops} x /json of {} B: {}", body.len(), tally(&all))
 }
 
 /// `n` concurrent senders of 1 MiB messages of 520 000 empty descriptors, for `secs`.
@@ -228,7 +228,7 @@ async fn grpc_huge(grpc: &str, n: usize, secs: u64) -> String {
             *all.entry(k).or_insert(0) += n;
         }
     }
-    format!("{n} x 520 000-descriptor messages: {}", tally(all))
+    format!("{n} x 520 000-descriptor messages: {}", tally(&all))
 }
 
 /// `n` HTTP clients trickling a request head a byte every 4 s for `secs`, reconnecting when cut
@@ -332,15 +332,15 @@ async fn main() {
     match probe.first().map(String::as_str) {
         Some("json-huge") => {
             let (loops, secs) = (num(1), num(2) as u64);
-            under("json-huge", grpc, secs, json_huge(http, loops, secs)).await
+            under("json-huge", grpc, secs, json_huge(http, loops, secs)).await;
         }
         Some("grpc-huge") => {
             let (n, secs) = (num(1), num(2) as u64);
-            under("grpc-huge", grpc, secs, grpc_huge(grpc, n, secs)).await
+            under("grpc-huge", grpc, secs, grpc_huge(grpc, n, secs)).await;
         }
         Some("trickle") => {
             let (n, secs) = (num(1), num(2) as u64);
-            under("trickle", grpc, secs, trickle(http, n, secs)).await
+            under("trickle", grpc, secs, trickle(http, n, secs)).await;
         }
         Some("watchers") => watchers(grpc, num(1)).await,
         other => panic!("unknown probe {other:?}"),

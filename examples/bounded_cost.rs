@@ -49,12 +49,12 @@ async fn call(c: &Client, req: RateLimitRequest) -> (Duration, Result<RateLimitR
     let t = Stopwatch::start();
     let r = c.clone().should_rate_limit(req).await;
     let r = r
-        .map(|r| r.into_inner())
+        .map(tonic::Response::into_inner)
         .map_err(|s| format!("{:?}", s.code()));
     (t.elapsed(), r)
 }
 
-/// "OK x3, InvalidArgument x147"-style counts of answers.
+/// "OK x3, `InvalidArgument` x147"-style counts of answers.
 fn tally<'a>(answers: impl Iterator<Item = &'a Result<RateLimitResponse, String>>) -> String {
     let mut counts = std::collections::BTreeMap::<String, usize>::new();
     for a in answers {
@@ -144,8 +144,8 @@ async fn silent(target: &str, n: usize, limit_secs: u64) {
             // The server says nothing first on gRPC: data would only be a preface, EOF the close.
             match tokio::time::timeout(bound, tokio::io::AsyncReadExt::read(&mut s, &mut buf)).await
             {
-                Ok(Ok(0)) | Ok(Err(_)) => return Some(watch.elapsed()),
-                Ok(Ok(_)) => continue,
+                Ok(Ok(0) | Err(_)) => return Some(watch.elapsed()),
+                Ok(Ok(_)) => {}
                 Err(_) => return None,
             }
         }

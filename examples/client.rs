@@ -7,7 +7,7 @@
 //! ```
 //! Each argument after the domain is one descriptor; entries within it are separated by commas
 //! (`plan=free,user=bob` is one descriptor of two entries, `plan=free user=bob` two descriptors).
-//! The exit code is 0 for OK and 2 for OVER_LIMIT, so scripts can branch on it; 1 is a usage,
+//! The exit code is 0 for OK and 2 for `OVER_LIMIT`, so scripts can branch on it; 1 is a usage,
 //! connection or gRPC error.
 
 use std::time::Duration;
@@ -28,7 +28,7 @@ struct Args {
     /// ratelimitd's gRPC address (`--target` as in the loadgen example also works).
     #[arg(long, visible_alias = "target", default_value = "127.0.0.1:8081")]
     addr: String,
-    /// Hits this request adds (the request-level hits_addend; 0 means 1 as in Envoy).
+    /// Hits this request adds (the request-level `hits_addend`; 0 means 1 as in Envoy).
     #[arg(long, default_value_t = 1)]
     hits: u32,
     /// The rate limit domain.
@@ -92,7 +92,7 @@ async fn main() {
     // clap exits with 2 on a usage error, which here means OVER_LIMIT: usage errors exit with 1.
     let args = Args::try_parse().unwrap_or_else(|e| {
         let _ = e.print();
-        std::process::exit(if e.use_stderr() { 1 } else { 0 });
+        std::process::exit(i32::from(e.use_stderr()));
     });
     let descriptors = match args.descriptors.iter().map(|d| descriptor(d)).collect() {
         Ok(d) => d,

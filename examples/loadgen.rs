@@ -172,7 +172,7 @@ async fn main() {
                     Err(_) => errors += 1,
                 }
                 if samples.len() < 2_000_000 {
-                    let took = watch.elapsed() - from;
+                    let took = watch.elapsed().saturating_sub(from);
                     samples.push(took.as_micros().min(u128::from(u32::MAX)) as u32);
                 }
             }

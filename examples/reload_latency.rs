@@ -1,4 +1,4 @@
-//! Measures what configuration reloads cost the traffic: gRPC ShouldRateLimit latency percentiles
+//! Measures what configuration reloads cost the traffic: gRPC `ShouldRateLimit` latency percentiles
 //! in steady state, then with the configuration (10 000 descriptors) being rewritten and reloaded
 //! back to back. Loopback only, bounded in time (two 3-second phases).
 //!

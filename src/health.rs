@@ -101,7 +101,7 @@ impl Health {
     }
 
     /// Marks the service as shutting down: unhealthy from now on. gRPC `Watch` streams receive
-    /// NOT_SERVING and then end: an open stream would otherwise hold the drain until its timeout,
+    /// `NOT_SERVING` and then end: an open stream would otherwise hold the drain until its timeout,
     /// since a graceful gRPC shutdown waits for every stream.
     pub async fn set_draining(&self) {
         self.draining.store(true, Ordering::SeqCst);

@@ -46,7 +46,7 @@ async fn request_span_continues_a_b3_trace() {
     while parents.len() < 2 {
         match tokio::time::timeout(Duration::from_secs(10), spans.recv()).await {
             Ok(Some(span)) if span.name == "ShouldRateLimit" => {
-                parents.push((hex(&span.trace_id), hex(&span.parent_span_id)))
+                parents.push((hex(&span.trace_id), hex(&span.parent_span_id)));
             }
             Ok(Some(_)) => {}
             _ => break,

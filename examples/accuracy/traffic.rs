@@ -46,8 +46,8 @@ const SPIKY: Class = Class {
     on_off: (20.0, 300.0),
 };
 
-fn with_share(class: Class, share: f64) -> Class {
-    Class { share, ..class }
+fn with_share(class: &Class, share: f64) -> Class {
+    Class { share, ..*class }
 }
 
 /// A client sending steadily (always on) at `lo`–`hi`× the limit.
@@ -65,7 +65,7 @@ pub(crate) fn mixes() -> Vec<Mix> {
         name,
         clients: 10_000,
         limit: 60,
-        classes: vec![with_share(FAR_UNDER, 1.0 - over), with_share(OVER, over)],
+        classes: vec![with_share(&FAR_UNDER, 1.0 - over), with_share(&OVER, over)],
     };
     let adversarial = |name, spiky: f64, hi: f64, steady_name| Mix {
         name,
@@ -73,7 +73,7 @@ pub(crate) fn mixes() -> Vec<Mix> {
         limit: 60,
         classes: vec![
             steady(steady_name, 1.0 - spiky, hi),
-            with_share(SPIKY, spiky),
+            with_share(&SPIKY, spiky),
         ],
     };
     vec![

@@ -89,7 +89,10 @@ pub(super) async fn start(
         clock,
         metrics: metrics.as_ref(),
         breakers,
-        fleet: base.fleet.as_ref().map(|f| f.status_line()),
+        fleet: base
+            .fleet
+            .as_ref()
+            .map(super::super::fleet::wiring::FleetHandle::status_line),
         config,
         overrides: &policy.overrides,
         violations_in: db.filter(|_| violations.sinks.db()),

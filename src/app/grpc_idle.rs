@@ -9,7 +9,7 @@
 //! opened one counts as busy for the rest of its life; `GRPC_MAX_CONNECTION_AGE` still bounds it.
 //! Such a connection moves from `GRPC_MAX_CONNECTIONS` to `GRPC_MAX_STREAM_CONNECTIONS`, so that
 //! watchers cannot take the slots of unary clients; with that cap full, the stream is refused
-//! with RESOURCE_EXHAUSTED.
+//! with `RESOURCE_EXHAUSTED`.
 
 use std::convert::Infallible;
 use std::task::{Context, Poll};

@@ -56,7 +56,7 @@ fn uses_local(config: &ConfigHandle) -> bool {
     };
     snapshot.config.limits().iter().any(|l| {
         std::iter::once(*l)
-            .chain(l.also.iter().map(|a| a.as_ref()))
+            .chain(l.also.iter().map(std::convert::AsRef::as_ref))
             .any(|l| l.failure_mode == Some(FailureMode::Local))
     })
 }

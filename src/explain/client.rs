@@ -15,10 +15,10 @@ pub struct ExplainArgs {
     /// A descriptor as key=value[,key=value…]; repeat the flag for several descriptors
     #[arg(long = "descriptor", required = true)]
     pub descriptors: Vec<String>,
-    /// The admin listener, host:port or a URL [default: ADMIN_HOST:ADMIN_PORT, 127.0.0.1:6071]
+    /// The admin listener, host:port or a URL [default: `ADMIN_HOST:ADMIN_PORT`, 127.0.0.1:6071]
     #[arg(long)]
     pub admin: Option<String>,
-    /// The bearer token [default: ADMIN_TOKEN]; prefer the variable (flags show in `ps`)
+    /// The bearer token [default: `ADMIN_TOKEN`]; prefer the variable (flags show in `ps`)
     #[arg(long)]
     pub token: Option<String>,
     /// Print the API's JSON answer instead of text

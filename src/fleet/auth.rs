@@ -151,7 +151,7 @@ impl Socket for SignedSocket {
             match ChitchatMessage::deserialize(&mut payload) {
                 Ok(message) => return Ok((from_addr, message)),
                 Err(e) => {
-                    tracing::warn!(peer = %from_addr, error = %e, "authenticated fleet gossip datagram did not decode")
+                    tracing::warn!(peer = %from_addr, error = %e, "authenticated fleet gossip datagram did not decode");
                 }
             }
         }

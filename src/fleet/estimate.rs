@@ -118,7 +118,7 @@ impl<P: Hash + Eq + Clone> Estimate<P> {
         }
         let weight = 1.0 - (-dt.as_secs_f64() / self.smoothing.as_secs_f64()).exp();
         // Keys no peer published this round moved at 0 hits a second.
-        for (key, rate) in self.rates.iter_mut() {
+        for (key, rate) in &mut self.rates {
             let instant = grown.remove(key.as_str()).unwrap_or(0) as f64 / dt.as_secs_f64();
             *rate += (instant - *rate) * weight;
         }

@@ -93,7 +93,7 @@ impl Round {
             if entry.0 != beat {
                 *entry = (beat, now);
             }
-            oldest = oldest.max(now - entry.1);
+            oldest = oldest.max(now.saturating_sub(entry.1));
         }
         // The live peers' counts, and those a member published before it left (another
         // generation of this instance's address included: they are hits this life lost).
@@ -117,7 +117,11 @@ impl Round {
         let keys = read.len() as u64;
         self.estimate.observe(now, read);
         self.seen.retain(|id, _| peers.contains(id));
-        let entries: usize = c.node_states().values().map(|s| s.num_key_values()).sum();
+        let entries: usize = c
+            .node_states()
+            .values()
+            .map(chitchat::NodeState::num_key_values)
+            .sum();
         let s = &self.stats;
         s.peers_alive.store(view.live - 1, Ordering::Relaxed);
         s.members_known.store(view.known, Ordering::Relaxed);

@@ -57,13 +57,13 @@ impl FleetStore {
             // A sliding window counts admitted hits only.
             Algorithm::SlidingWindow if op.refund => {
                 self.tally.update(&op.key, op.spec.window, start, |c| {
-                    c.current = c.current.saturating_sub(hits)
-                })
+                    c.current = c.current.saturating_sub(hits);
+                });
             }
             Algorithm::SlidingWindow if !local.over_limit => {
                 self.tally.update(&op.key, op.spec.window, start, |c| {
-                    c.current = c.current.saturating_add(hits)
-                })
+                    c.current = c.current.saturating_add(hits);
+                });
             }
             _ => {}
         }

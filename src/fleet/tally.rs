@@ -115,7 +115,7 @@ impl Tally {
         let inner = &mut *inner;
         let mut out: Vec<SlotWrite> = Vec::new();
         let mut expired = Vec::new();
-        for (key, entry) in inner.keys.iter_mut() {
+        for (key, entry) in &mut inner.keys {
             let len = entry.window.secs();
             if entry.counts.window_start.saturating_add(2 * len) <= now.as_secs() {
                 expired.push(key.clone());

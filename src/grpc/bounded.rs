@@ -1,8 +1,8 @@
-//! [`Bounded`]: the ShouldRateLimit service, with each request message read and checked before
+//! [`Bounded`]: the `ShouldRateLimit` service, with each request message read and checked before
 //! tonic decodes it. The message is buffered up to `GRPC_MAX_RECV_MESSAGE_BYTES` (refused with
-//! OUT_OF_RANGE as soon as its declared length is larger), then `wire` counts its
+//! `OUT_OF_RANGE` as soon as its declared length is larger), then `wire` counts its
 //! descriptors and entries: past `MAX_DESCRIPTORS_PER_REQUEST` or `MAX_ENTRIES_PER_DESCRIPTOR`
-//! it is refused with INVALID_ARGUMENT naming the setting, before prost builds anything. The scan
+//! it is refused with `INVALID_ARGUMENT` naming the setting, before prost builds anything. The scan
 //! of a large message runs on the blocking pool ([`crate::listener::offload`]), so what remains
 //! on the runtime worker is the decode of a message within the caps. A message within the caps is
 //! then answered on [`super::unary`]'s direct path from the bytes read here, without a second
@@ -28,7 +28,7 @@ const SHOULD_RATE_LIMIT: &str = "/envoy.service.ratelimit.v3.RateLimitService/Sh
 /// A gRPC message's prefix: the compression flag and the length.
 const PREFIX: usize = 5;
 
-/// `S`, with its ShouldRateLimit messages checked before they are decoded.
+/// `S`, with its `ShouldRateLimit` messages checked before they are decoded.
 #[derive(Debug, Clone)]
 pub struct Bounded<S> {
     inner: S,

@@ -1,6 +1,6 @@
 //! The gRPC edge: `envoy.service.ratelimit.v3.RateLimitService` on top of [`Service`], plus the
 //! `grpc.health.v1` service. Errors keep the Go service's messages with truthful status codes:
-//! a bad request is INVALID_ARGUMENT, no configuration is FAILED_PRECONDITION, a store failure is
+//! a bad request is `INVALID_ARGUMENT`, no configuration is `FAILED_PRECONDITION`, a store failure is
 //! UNAVAILABLE (Envoy treats any error the same way: its `failure_mode_deny` decides). Request
 //! messages are checked against the caps before they are decoded ([`bounded`]).
 

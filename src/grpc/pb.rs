@@ -3,6 +3,9 @@
 //! [`crate::grpc::unit`]. The limiter, the stores and the config never see a proto. The module tree
 //! mirrors the proto packages so the generated code's relative paths (`super::super::...`) resolve.
 
+// The generated code's doc comments are the protos' own, not ours to reword.
+#![allow(clippy::doc_markdown)]
+
 /// `envoy.*` packages.
 pub mod envoy {
     /// `envoy.service.*`.

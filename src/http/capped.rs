@@ -126,7 +126,7 @@ impl<'de, I: Item<'de>> Visitor<'de> for List<'_, '_, I> {
     }
 }
 
-/// Seed for one descriptor object (protojson names, snake_case accepted, unknown fields refused).
+/// Seed for one descriptor object (protojson names, `snake_case` accepted, unknown fields refused).
 struct Descriptor<'c, 'a> {
     caps: &'c Caps<'a>,
     index: usize,

@@ -131,7 +131,9 @@ pub fn render_rlconfig(config: &ConfigHandle, shown: bool) -> String {
 /// The line of a concurrency limit: its slots and lease timeout instead of Go's
 /// `unit=… requests_per_unit=…`, which would read as a rate it does not have.
 fn concurrency_line(out: &mut String, l: &Limit) {
-    let timeout = l.window().map_or(0, |w| w.secs());
+    let timeout = l
+        .window()
+        .map_or(0, ratelimitd_core::algorithm::Window::secs);
     let _ = writeln!(
         out,
         "{}: algorithm=concurrency slots={} lease_timeout={}s, shadow_mode: {}, quota_mode: {}",

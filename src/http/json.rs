@@ -1,5 +1,5 @@
 //! The protojson mapping of `RateLimitRequest` / `RateLimitResponse` used by `/json`
-//! (`docs/design/contract.md#json-mapping`): camelCase names (snake_case accepted on input),
+//! (`docs/design/contract.md#json-mapping`): camelCase names (`snake_case` accepted on input),
 //! unknown fields rejected, 64-bit numbers as strings or numbers, enums by name or number, default
 //! values omitted on output. The body is decoded under the request caps (`capped`): it
 //! stops at the first descriptor or entry past its cap instead of building the whole list first.
@@ -21,7 +21,7 @@ use crate::limiter::{Descriptor, Entry, Override, Request, Response};
 /// Why a `/json` body was not a valid request.
 #[derive(Debug, thiserror::Error)]
 pub enum JsonError {
-    /// Not JSON, or not the shape of a RateLimitRequest.
+    /// Not JSON, or not the shape of a `RateLimitRequest`.
     #[error("invalid RateLimitRequest JSON: {0}")]
     Syntax(#[from] serde_json::Error),
     /// A number out of range or not a number.
@@ -94,12 +94,12 @@ pub(super) struct JsonOverride {
     unit: Option<EnumValue>,
 }
 
-fn u32_of(n: &Option<Num>) -> Result<u32, JsonError> {
-    let v = n.as_ref().map_or(Ok(0), Num::get)?;
+fn u32_of(n: Option<&Num>) -> Result<u32, JsonError> {
+    let v = n.map_or(Ok(0), Num::get)?;
     u32::try_from(v).map_err(|_| JsonError::Number(v.to_string()))
 }
 
-fn unit_of(u: &Option<EnumValue>) -> Result<Option<Unit>, JsonError> {
+fn unit_of(u: Option<&EnumValue>) -> Result<Option<Unit>, JsonError> {
     match u {
         None => Ok(None),
         Some(EnumValue::N(n)) => Ok(from_proto_number(*n)),
@@ -167,7 +167,7 @@ pub(super) fn decode<'de, S: DeserializeSeed<'de>>(
 pub fn parse_request(body: &[u8], limits: &Limits) -> Result<Request, JsonError> {
     let caps = Caps::new(limits);
     let r = decode(body, &caps, RequestSeed(&caps))?;
-    let hits_addend = u64::from(u32_of(&r.hits_addend)?);
+    let hits_addend = u64::from(u32_of(r.hits_addend.as_ref())?);
     Ok(Request {
         domain: r.domain.unwrap_or_default(),
         descriptors: descriptors_of(r.descriptors.unwrap_or_default())?,
@@ -189,8 +189,8 @@ pub(super) fn descriptors_of(list: Vec<JsonDescriptor>) -> Result<Vec<Descriptor
                 .collect(),
             limit: match &d.limit {
                 Some(o) => Some(Override {
-                    requests_per_unit: u32_of(&o.requests_per_unit)?,
-                    unit: unit_of(&o.unit)?,
+                    requests_per_unit: u32_of(o.requests_per_unit.as_ref())?,
+                    unit: unit_of(o.unit.as_ref())?,
                 }),
                 None => None,
             },

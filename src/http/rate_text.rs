@@ -10,7 +10,8 @@ use crate::config::Unit;
 /// `10 slots, lease timeout 60 s`.
 pub fn rate(algorithm: &str, requests_per_unit: u32, unit_multiplier: u32, unit: &str) -> String {
     if algorithm == Algorithm::Concurrency.name() {
-        let secs = Unit::parse(unit).map_or(0, |u| u.seconds()) * u64::from(unit_multiplier);
+        let secs = Unit::parse(unit).map_or(0, ratelimitd_core::Unit::seconds)
+            * u64::from(unit_multiplier);
         return format!("{requests_per_unit} slots, lease timeout {secs} s");
     }
     if unit_multiplier > 1 {

@@ -24,7 +24,7 @@ impl DecisionLog {
         (rate > 0.0).then_some(DecisionLog { rate })
     }
 
-    fn sampled(&self) -> bool {
+    fn sampled(self) -> bool {
         self.rate >= 1.0 || fastrand::f64() < self.rate
     }
 }

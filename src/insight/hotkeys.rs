@@ -174,7 +174,7 @@ impl HotKeys {
         let weight = previous_weight(now).clamp(0.0, 1.0);
         // A key's hits may be spread over every stripe and both epochs: sum them all.
         let mut at: HashMap<u64, usize> = HashMap::with_capacity(self.capacity);
-        for stripe in self.stripes.iter() {
+        for stripe in &self.stripes {
             let mut state = stripe.0.lock();
             state.roll(now);
             let e = &state.by[by as usize];

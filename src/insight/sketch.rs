@@ -172,7 +172,7 @@ mod tests {
             .iter()
             .map(|x| (x.key, x.count, x.error))
             .collect();
-        got.sort();
+        got.sort_unstable();
         assert_eq!(got, vec![(1, 5, 0), (2, 1, 0), (3, 7, 0)]);
     }
 
@@ -200,7 +200,7 @@ mod tests {
             .iter()
             .map(|x| (x.key, x.count, x.error))
             .collect();
-        got.sort();
+        got.sort_unstable();
         assert_eq!(got, vec![("a", 5, 0), ("c", 3, 2)]);
         s.clear();
         assert!(s.is_empty());

@@ -60,6 +60,6 @@ pub struct Listeners {
     pub admin: ConnLimits,
     /// `GRPC_MAX_STREAM_CONNECTIONS`: gRPC connections that opened a long-lived stream (a health
     /// watch, RLQS) move from `GRPC_MAX_CONNECTIONS` to this cap, so watchers cannot hold the
-    /// slots of unary clients; a stream beyond it is refused with RESOURCE_EXHAUSTED.
+    /// slots of unary clients; a stream beyond it is refused with `RESOURCE_EXHAUSTED`.
     pub grpc_stream_connections: usize,
 }

@@ -107,7 +107,7 @@ pub struct Metrics {
     pub(crate) store_full: AtomicU64,
     pub(crate) store_errors: AtomicU64,
     pub(crate) timings_dropped: AtomicU64,
-    /// Answered requests by code (OK, OVER_LIMIT) and deciding [`Source`] ([`Source::index`]).
+    /// Answered requests by code (OK, `OVER_LIMIT`) and deciding [`Source`] ([`Source::index`]).
     /// Row-major: `code_index(code) * Source::ALL.len() + source.index()`.
     pub(crate) decisions: Counters<{ 2 * Source::ALL.len() }>,
     /// Violation records dropped (queue full, or their batch failed to write).

@@ -16,7 +16,7 @@ pub enum StatsdProtocol {
     Udp,
 }
 
-/// Which stats sink runs (precedence DISABLE_STATS > USE_DOG_STATSD > USE_STATSD > USE_PROMETHEUS,
+/// Which stats sink runs (precedence `DISABLE_STATS` > `USE_DOG_STATSD` > `USE_STATSD` > `USE_PROMETHEUS`,
 /// `docs/design/contract.md#stats`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum StatsSinkKind {
@@ -45,7 +45,7 @@ pub struct Observability {
     pub prometheus_addr: String,
     /// `PROMETHEUS_PATH`.
     pub prometheus_path: String,
-    /// `PROMETHEUS_MAPPER_YAML`: accepted (Envoy Gateway sets it to the statsd_exporter mapping it
+    /// `PROMETHEUS_MAPPER_YAML`: accepted (Envoy Gateway sets it to the `statsd_exporter` mapping it
     /// ships) but not read — the exported names are those of Go's default mapping, built in — and
     /// said at startup, at the default level, when the Prometheus sink serves.
     pub prometheus_mapper_yaml: Option<String>,

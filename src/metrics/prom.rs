@@ -1,4 +1,4 @@
-//! Prometheus exposition with the names and labels of the Go service's default statsd_exporter
+//! Prometheus exposition with the names and labels of the Go service's default `statsd_exporter`
 //! mapping (`docs/design/contract.md#stats`):
 //! `ratelimit_service_rate_limit_<stat>{domain,key1,key2}`,
 //! `ratelimit_service_should_rate_limit_error{err_type}`, `ratelimit_service_total_requests`,
@@ -42,7 +42,10 @@ impl MetricsCollector {
         let mut descs: Vec<Desc> = FAMILIES
             .iter()
             .filter_map(|(name, help, labels)| {
-                let labels = labels.iter().map(|l| l.to_string()).collect();
+                let labels = labels
+                    .iter()
+                    .map(std::string::ToString::to_string)
+                    .collect();
                 Desc::new(
                     name.to_string(),
                     help.to_string(),
@@ -56,7 +59,11 @@ impl MetricsCollector {
             Desc::new(
                 DECISIONS.0.into(),
                 DECISIONS.1.into(),
-                DECISIONS.2.iter().map(|l| l.to_string()).collect(),
+                DECISIONS
+                    .2
+                    .iter()
+                    .map(std::string::ToString::to_string)
+                    .collect(),
                 Default::default(),
             )
             .ok(),
@@ -210,7 +217,11 @@ impl Collector for MetricsCollector {
             inc(13, &[r.target, "half_open"], r.half_opened);
             inc(13, &[r.target, "closed"], r.closed);
         }
-        out.extend(vecs.iter().flatten().flat_map(|v| v.collect()));
+        out.extend(
+            vecs.iter()
+                .flatten()
+                .flat_map(prometheus::core::Collector::collect),
+        );
         out.extend(m.shedding.families());
         out.extend(super::scrape::decisions(m));
         out.extend(super::scrape::slots(m));

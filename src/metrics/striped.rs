@@ -131,7 +131,7 @@ mod tests {
         let h = h[0].get_metric()[0].get_histogram();
         assert_eq!(h.get_sample_count(), 2 * n);
         let cumulative: Vec<u64> = (h.get_bucket().iter())
-            .map(|b| b.cumulative_count())
+            .map(prometheus::proto::Bucket::cumulative_count)
             .collect();
         assert_eq!(cumulative, vec![n, 2 * n]);
         assert!((h.get_sample_sum() - 0.55 * n as f64).abs() < 1e-9);

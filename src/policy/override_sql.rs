@@ -16,7 +16,7 @@ use crate::clock::Timestamp;
 pub(super) const COLUMNS: &str =
     "id, domain, descriptor, requests_per_unit, unit, valid_until, reason, created_by, created_at";
 
-/// One page of `GET /v1/overrides`: newest first by (created_at, id).
+/// One page of `GET /v1/overrides`: newest first by (`created_at`, id).
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct OverridePage {
     /// Only this domain.

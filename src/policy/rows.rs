@@ -55,7 +55,7 @@ where
     })
 }
 
-/// A row of `rate_limit_rules` (id, domain, descriptor, rate_limit, enabled).
+/// A row of `rate_limit_rules` (id, domain, descriptor, `rate_limit`, enabled).
 pub(super) fn read_rule<R>(row: &R) -> Result<Rule, StoreError>
 where
     R: Row,

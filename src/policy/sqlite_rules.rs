@@ -16,7 +16,7 @@ impl SqliteStore {
     ) -> Result<(), StoreError> {
         let rl = &rule.rate_limit;
         let text = |k: &str| rl.get(k).and_then(|v| v.as_str()).unwrap_or("").to_string();
-        let int = |k: &str| rl.get(k).and_then(|v| v.as_i64());
+        let int = |k: &str| rl.get(k).and_then(serde_json::Value::as_i64);
         sqlx::query(
             "INSERT INTO rate_limit_rules (id, domain, descriptor, algorithm, requests_per_unit, \
              unit, unit_multiplier, burst, enabled, created_by, created_at, updated_at, rate_limit) \

@@ -49,7 +49,7 @@ impl std::fmt::Debug for PathWatcher {
         f.debug_struct("PathWatcher")
             .field("targets", &self.targets)
             .field("watched", &self.watched)
-            .finish()
+            .finish_non_exhaustive()
     }
 }
 

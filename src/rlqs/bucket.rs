@@ -88,9 +88,9 @@ fn piece(s: &str) -> Option<(&str, &str)> {
 /// What a bucket's limit allows, globally (before it is divided among the reporters).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Budget {
-    /// `unlimited: true` (or a descriptor without a unit): ALLOW_ALL.
+    /// `unlimited: true` (or a descriptor without a unit): `ALLOW_ALL`.
     AllowAll,
-    /// A limit of zero requests: DENY_ALL.
+    /// A limit of zero requests: `DENY_ALL`.
     DenyAll,
     /// `per_window` requests per `window_secs`, bursting to `burst`.
     Rate {

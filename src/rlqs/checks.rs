@@ -38,8 +38,8 @@ pub struct Bounds<'a> {
 
 /// Each usage with its bucket key; `known` tells the buckets the stream already tracks. A
 /// `bucket_id` must have 1 to `RLQS_MAX_BUCKET_ENTRIES` entries, none with an empty key or value,
-/// of `RLQS_MAX_BUCKET_ID_BYTES` at most together (INVALID_ARGUMENT otherwise), and the stream
-/// at most `RLQS_MAX_BUCKETS_PER_STREAM` buckets (RESOURCE_EXHAUSTED).
+/// of `RLQS_MAX_BUCKET_ID_BYTES` at most together (`INVALID_ARGUMENT` otherwise), and the stream
+/// at most `RLQS_MAX_BUCKETS_PER_STREAM` buckets (`RESOURCE_EXHAUSTED`).
 pub fn usages<'u>(
     usages: &'u [BucketQuotaUsage],
     known: impl Fn(&BucketKey) -> bool,

@@ -6,9 +6,9 @@ use std::time::Duration;
 /// What a bucket no limit matches is assigned.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Unmatched {
-    /// ALLOW_ALL (the default: a bucket with no limit is not limited, as in `ShouldRateLimit`).
+    /// `ALLOW_ALL` (the default: a bucket with no limit is not limited, as in `ShouldRateLimit`).
     Allow,
-    /// DENY_ALL.
+    /// `DENY_ALL`.
     Deny,
 }
 
@@ -20,7 +20,7 @@ pub struct RlqsOptions {
     /// `RLQS_UNMATCHED`: `allow` (default) or `deny`.
     pub unmatched: Unmatched,
     /// `RLQS_MAX_STREAMS`: open streams at most, per instance (default 1000); more are refused
-    /// with RESOURCE_EXHAUSTED.
+    /// with `RESOURCE_EXHAUSTED`.
     pub max_streams: usize,
     /// `RLQS_MAX_STREAMS_PER_PEER`: open streams at most from one client IP address (default a
     /// tenth of `RLQS_MAX_STREAMS`, at least 1), so one client cannot lock the others out.
@@ -33,7 +33,7 @@ pub struct RlqsOptions {
     /// most (default 512).
     pub max_bucket_id_bytes: usize,
     /// `RLQS_MAX_REPORTS_PER_SECOND`: usage report messages per stream and second (default 20,
-    /// bursts of twice that); a faster stream is ended with RESOURCE_EXHAUSTED.
+    /// bursts of twice that); a faster stream is ended with `RESOURCE_EXHAUSTED`.
     pub max_reports_per_second: u32,
     /// `RLQS_MIN_ASSIGNMENT_TTL`: the shortest assignment time to live (default 10s); an
     /// assignment lives three reporting intervals, never less than this; an unchanged one is

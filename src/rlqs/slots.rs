@@ -28,7 +28,7 @@ pub struct Slot {
 }
 
 impl Slots {
-    /// A place for a stream from `peer`, or the RESOURCE_EXHAUSTED status naming the cap it
+    /// A place for a stream from `peer`, or the `RESOURCE_EXHAUSTED` status naming the cap it
     /// would pass.
     pub fn take(
         self: &Arc<Self>,

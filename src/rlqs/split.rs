@@ -53,9 +53,9 @@ pub struct TokenBucket {
 /// What a stream is assigned for one bucket.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Assignment {
-    /// ALLOW_ALL.
+    /// `ALLOW_ALL`.
     AllowAll,
-    /// DENY_ALL.
+    /// `DENY_ALL`.
     DenyAll,
     /// A token bucket.
     Bucket(TokenBucket),

@@ -14,8 +14,8 @@ use crate::policy::Overrides;
 use crate::reload::ConfigHandle;
 use crate::store::redis::RedisStore;
 
-/// What the service shares with the rest of the process.
-#[derive(Debug)]
+/// What the service shares with the rest of the process (handles only, so it is `Copy`).
+#[derive(Debug, Clone, Copy)]
 pub struct RlqsDeps<'a> {
     /// The Redis store, whose demand board the fleet shares; `None` on the memory store.
     pub redis: Option<&'a Arc<RedisStore>>,
@@ -45,23 +45,34 @@ pub fn start(
     if !options.enabled {
         return None;
     }
+    let RlqsDeps {
+        redis,
+        config,
+        overrides,
+        clock,
+        keys,
+        prefix,
+        metrics,
+        max_recv_message_bytes,
+        stop,
+    } = deps;
     let local = Arc::new(MemoryBoard::default());
-    let board = match deps.redis {
+    let board = match redis {
         Some(r) => Board::Redis(r.clone(), local),
         None => Board::Memory(local),
     };
     let shared = Arc::new(Shared {
-        config: deps.config.clone(),
-        overrides: deps.overrides.clone(),
-        keys: deps.keys.clone(),
+        config: config.clone(),
+        overrides: overrides.clone(),
+        keys: keys.clone(),
         board,
-        clock: deps.clock.clone(),
+        clock: clock.clone(),
         options: options.clone(),
-        prefix: deps.prefix.to_string(),
-        metrics: deps.metrics.clone(),
+        prefix: prefix.to_string(),
+        metrics: metrics.clone(),
     });
     Some(
-        RateLimitQuotaServiceServer::new(RlqsService::new(shared, deps.stop.clone()))
-            .max_decoding_message_size(deps.max_recv_message_bytes),
+        RateLimitQuotaServiceServer::new(RlqsService::new(shared, stop.clone()))
+            .max_decoding_message_size(max_recv_message_bytes),
     )
 }

@@ -17,38 +17,38 @@ pub struct Cli {
     /// Port for /json and /healthcheck [env: PORT, default 8080]
     #[arg(long)]
     pub port: Option<String>,
-    /// Address for gRPC [env: GRPC_HOST, default 0.0.0.0]
+    /// Address for gRPC [env: `GRPC_HOST`, default 0.0.0.0]
     #[arg(long)]
     pub grpc_host: Option<String>,
-    /// Port for gRPC (RLS v3 and health) [env: GRPC_PORT, default 8081]
+    /// Port for gRPC (RLS v3 and health) [env: `GRPC_PORT`, default 8081]
     #[arg(long)]
     pub grpc_port: Option<String>,
-    /// Address for the debug endpoints [env: DEBUG_HOST, default 0.0.0.0]
+    /// Address for the debug endpoints [env: `DEBUG_HOST`, default 0.0.0.0]
     #[arg(long)]
     pub debug_host: Option<String>,
-    /// Port for the debug endpoints (/rlconfig) [env: DEBUG_PORT, default 6070]
+    /// Port for the debug endpoints (/rlconfig) [env: `DEBUG_PORT`, default 6070]
     #[arg(long)]
     pub debug_port: Option<String>,
-    /// Address for the admin API and status page [env: ADMIN_HOST, default 127.0.0.1]
+    /// Address for the admin API and status page [env: `ADMIN_HOST`, default 127.0.0.1]
     #[arg(long)]
     pub admin_host: Option<String>,
-    /// Port for the admin API and status page; without it (and ADMIN_PORT) the admin listener
-    /// opens only when an admin token is configured or ADMIN_TRUST_LOOPBACK is on [env: ADMIN_PORT, default 6071]
+    /// Port for the admin API and status page; without it (and `ADMIN_PORT`) the admin listener
+    /// opens only when an admin token is configured or `ADMIN_TRUST_LOOPBACK` is on [env: `ADMIN_PORT`, default 6071]
     #[arg(long)]
     pub admin_port: Option<String>,
-    /// Config file or directory; overrides the RUNTIME_* discovery [env: RATELIMITD_CONFIG]
+    /// Config file or directory; overrides the RUNTIME_* discovery [env: `RATELIMITD_CONFIG`]
     #[arg(long)]
     pub config: Option<String>,
-    /// Where counters live: memory or redis [env: BACKEND_TYPE, default memory unless REDIS_URL is set]
+    /// Where counters live: memory or redis [env: `BACKEND_TYPE`, default memory unless `REDIS_URL` is set]
     #[arg(long)]
     pub backend: Option<String>,
-    /// Log level: trace, debug, info, warn, error [env: LOG_LEVEL, default warn]
+    /// Log level: trace, debug, info, warn, error [env: `LOG_LEVEL`, default warn]
     #[arg(long)]
     pub log_level: Option<String>,
-    /// Log format: text or json [env: LOG_FORMAT, default text]
+    /// Log format: text or json [env: `LOG_FORMAT`, default text]
     #[arg(long)]
     pub log_format: Option<String>,
-    /// Bound on live keys in the embedded store [env: MEMORY_MAX_KEYS, default 1000000]
+    /// Bound on live keys in the embedded store [env: `MEMORY_MAX_KEYS`, default 1000000]
     #[arg(long)]
     pub memory_max_keys: Option<String>,
     /// What to do (default: serve).
@@ -64,7 +64,7 @@ pub enum Subcmd {
         /// Files or directories to check (as one configuration).
         #[arg(required = true)]
         paths: Vec<PathBuf>,
-        /// Merge files that share a domain instead of rejecting them [as MERGE_DOMAIN_CONFIG]
+        /// Merge files that share a domain instead of rejecting them [as `MERGE_DOMAIN_CONFIG`]
         #[arg(long)]
         merge_domain_config: bool,
     },

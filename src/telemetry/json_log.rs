@@ -17,8 +17,8 @@ use crate::clock::{Clock, SystemClock};
 pub struct GoJson;
 
 /// logrus level names.
-fn level_name(l: &Level) -> &'static str {
-    match *l {
+fn level_name(l: Level) -> &'static str {
+    match l {
         Level::ERROR => "error",
         Level::WARN => "warning",
         Level::INFO => "info",
@@ -74,7 +74,7 @@ where
         out.insert("@message".into(), message);
         out.insert(
             "level".into(),
-            Value::from(level_name(event.metadata().level())),
+            Value::from(level_name(*event.metadata().level())),
         );
         for (k, v) in fields.0 {
             out.entry(k).or_insert(v);

@@ -74,8 +74,7 @@ fn policy(p: &RateLimitPolicy) -> Json {
     // Go writes the enum's name (`SECOND`, `UNKNOWN`); the validator reads units case-insensitively
     // and refuses `UNKNOWN` (and an undeclared number) as it refuses a bad unit in a file.
     let unit = RateLimitUnit::try_from(p.unit)
-        .map(|u| u.as_str_name().to_string())
-        .unwrap_or_else(|_| p.unit.to_string());
+        .map_or_else(|_| p.unit.to_string(), |u| u.as_str_name().to_string());
     let replaces: Vec<Json> = p.replaces.iter().map(|r| json!({"name": r.name})).collect();
     json!({
         "unit": unit,

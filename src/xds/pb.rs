@@ -1,6 +1,6 @@
 //! Generated xDS protos (see `proto/README.md`), laid out by protobuf package so the generated
 //! code's relative paths resolve. Only the xDS client and the tests use these.
-#![allow(missing_docs, clippy::all)]
+#![allow(missing_docs, clippy::all, clippy::pedantic)]
 
 /// `envoy.*` packages.
 pub mod envoy {

@@ -39,7 +39,7 @@ impl Timestamp {
     pub fn saturating_add(self, d: Duration) -> Timestamp {
         Timestamp(
             self.0
-                .saturating_add(d.as_micros().min(u64::MAX as u128) as u64),
+                .saturating_add(d.as_micros().min(u128::from(u64::MAX)) as u64),
         )
     }
 }
@@ -62,7 +62,7 @@ impl Clock for SystemClock {
         let d = SystemTime::now()
             .duration_since(UNIX_EPOCH)
             .unwrap_or(Duration::ZERO);
-        Timestamp(d.as_micros().min(u64::MAX as u128) as u64)
+        Timestamp(d.as_micros().min(u128::from(u64::MAX)) as u64)
     }
 }
 
@@ -132,7 +132,7 @@ impl ManualClock {
 
     /// Moves the time forward by `d`.
     pub fn advance(&self, d: Duration) {
-        let add = d.as_micros().min(u64::MAX as u128) as u64;
+        let add = d.as_micros().min(u128::from(u64::MAX)) as u64;
         self.micros.fetch_add(add, Ordering::SeqCst);
     }
 }
@@ -195,7 +195,7 @@ impl OffsetClock {
         {
             return;
         }
-        let mid = (i128::from(before.0) + i128::from(after.0)) / 2;
+        let mid = i128::midpoint(i128::from(before.0), i128::from(after.0));
         let offset = (i128::from(reference.0) - mid).clamp(i64::MIN.into(), i64::MAX.into());
         self.offset_micros.store(offset as i64, Ordering::Relaxed);
         self.uncertainty_micros.store(half_span, Ordering::Relaxed);

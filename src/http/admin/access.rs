@@ -30,7 +30,11 @@ pub async fn guard(
         .headers()
         .get(header::HOST)
         .and_then(|v| v.to_str().ok())
-        .or_else(|| req.uri().authority().map(|a| a.as_str()));
+        .or_else(|| {
+            req.uri()
+                .authority()
+                .map(axum::http::uri::Authority::as_str)
+        });
     if !host.is_some_and(|h| access.allowed_hosts.allows(h)) {
         let shown = host.map_or("none".to_string(), |h| format!("'{}'", h.escape_debug()));
         return error(

@@ -51,7 +51,7 @@ pub async fn explain(_: Admin, State(s): State<AdminState>, body: Bytes) -> Resp
         .map(|d| d.entries.into_iter().map(|e| (e.key, e.value)).collect())
         .collect();
     match explainer.explain(&body.domain, &descriptors).await {
-        Ok(found) => json(StatusCode::OK, found.to_json()),
+        Ok(found) => json(StatusCode::OK, &found.to_json()),
         Err(e) => error(StatusCode::BAD_REQUEST, e),
     }
 }

@@ -47,7 +47,7 @@ pub async fn list(
     let keys: Vec<serde_json::Value> = rows.iter().enumerate().map(row).collect();
     json(
         StatusCode::OK,
-        json!({ "by": by.as_str(), "window_seconds": 60, "keys": keys }),
+        &json!({ "by": by.as_str(), "window_seconds": 60, "keys": keys }),
     )
 }
 

@@ -107,14 +107,14 @@ pub fn router(state: AdminState, access: &AdminSettings, host: &str) -> Router {
 }
 
 /// A JSON answer.
-pub fn json(status: StatusCode, body: serde_json::Value) -> Response {
+pub fn json(status: StatusCode, body: &serde_json::Value) -> Response {
     let headers = [(header::CONTENT_TYPE, "application/json")];
     (status, headers, format!("{body}\n")).into_response()
 }
 
 /// `{"error": …}` with `status`.
 pub fn error(status: StatusCode, message: impl std::fmt::Display) -> Response {
-    json(status, serde_json::json!({ "error": message.to_string() }))
+    json(status, &serde_json::json!({ "error": message.to_string() }))
 }
 
 /// 503: the database failed (logged).
@@ -139,7 +139,7 @@ pub fn listed<T, E: std::fmt::Display>(
     match read {
         Ok(all) => {
             let items: Vec<_> = all.iter().filter(|t| keep(t)).map(render).collect();
-            json(StatusCode::OK, serde_json::json!({ field: items }))
+            json(StatusCode::OK, &serde_json::json!({ field: items }))
         }
         Err(e) => unavailable(e),
     }
@@ -155,7 +155,7 @@ pub fn one<T, E: std::fmt::Display>(
 ) -> Response {
     match read {
         Ok(all) => match all.iter().find(|t| has_id(t, id)) {
-            Some(t) => json(StatusCode::OK, render(t)),
+            Some(t) => json(StatusCode::OK, &render(t)),
             None => not_found(what, id),
         },
         Err(e) => unavailable(e),
@@ -166,6 +166,6 @@ pub fn one<T, E: std::fmt::Display>(
 pub fn invalid(errors: &[FieldError]) -> Response {
     json(
         StatusCode::UNPROCESSABLE_ENTITY,
-        serde_json::json!({ "errors": errors }),
+        &serde_json::json!({ "errors": errors }),
     )
 }

@@ -37,7 +37,7 @@ pub async fn create(PolicyAdmin { who, policy }: PolicyAdmin, body: Bytes) -> Re
                 reason = %o.spec.reason,
                 "policy: override created"
             );
-            json(StatusCode::CREATED, serde_json::json!({ "id": o.id }))
+            json(StatusCode::CREATED, &serde_json::json!({ "id": o.id }))
         }
         Err(e @ WriteError::TooMany(_)) => invalid(&[FieldError::new("", e.to_string())]),
         Err(WriteError::Store(e)) => unavailable(e),
@@ -66,7 +66,7 @@ pub async fn list(
     let items: Vec<_> = rows.iter().map(|o| o.to_json(now)).collect();
     json(
         StatusCode::OK,
-        serde_json::json!({ "overrides": items, "next_cursor": next }),
+        &serde_json::json!({ "overrides": items, "next_cursor": next }),
     )
 }
 

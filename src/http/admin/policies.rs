@@ -72,7 +72,7 @@ pub async fn put(
     } else {
         StatusCode::CREATED
     };
-    json(status, rule.to_json())
+    json(status, &rule.to_json())
 }
 
 /// Deletes a rule (204), or 404.

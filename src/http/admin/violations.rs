@@ -35,9 +35,12 @@ pub async fn list(
         }
         .encode()
     });
-    let items: Vec<_> = rows.iter().map(|r| r.to_json()).collect();
+    let items: Vec<_> = rows
+        .iter()
+        .map(crate::policy::violations::StoredViolation::to_json)
+        .collect();
     json(
         StatusCode::OK,
-        serde_json::json!({ "violations": items, "next_cursor": next }),
+        &serde_json::json!({ "violations": items, "next_cursor": next }),
     )
 }

@@ -1,4 +1,4 @@
-//! The violation log: every reported OVER_LIMIT descriptor is counted in a
+//! The violation log: every reported `OVER_LIMIT` descriptor is counted in a
 //! [`Violation`] record. The [`ViolationLog`] observer notes it in the bounded [`Pending`] map
 //! without waiting: repeats of one (domain, descriptor, limit, shadow, class, soft) between two writes share
 //! one record with a request count (a full map drops and counts new keys); the [`writer`] task

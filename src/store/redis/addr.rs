@@ -88,7 +88,7 @@ pub(super) fn certificates(tls: &RedisTls) -> Result<TlsCertificates, RedisError
 /// `client` again, with the certificate's name no longer compared with the host it connects to.
 /// The chain is still verified against the CA (`REDIS_TLS_SKIP_HOSTNAME_VERIFICATION`); the
 /// crate's `insecure` switch, which would accept any certificate, is never used.
-pub(super) fn without_hostname_check(client: Client) -> Result<Client, RedisError> {
+pub(super) fn without_hostname_check(client: &Client) -> Result<Client, RedisError> {
     let info = client.get_connection_info().clone();
     let mut addr = info.addr().clone();
     addr.set_danger_accept_invalid_hostnames(true);

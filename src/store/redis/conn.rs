@@ -109,7 +109,7 @@ pub async fn connect(
                 Client::open(info)?
             };
             if s.tls && tls.skip_hostname_verification {
-                client = without_hostname_check(client)?;
+                client = without_hostname_check(&client)?;
             }
             let config = ConnectionManagerConfig::new()
                 .set_connection_timeout(Some(s.connect_timeout))

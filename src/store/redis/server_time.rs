@@ -16,7 +16,7 @@ use crate::background::every_second;
 use crate::clock::{Clock, OffsetClock};
 
 /// The clocks kept in sync with the main Redis (`None` without Redis), measured once. The store's
-/// Redis clock (for call deadlines) always is; when Redis's clock `decides` (REDIS_USE_SERVER_TIME)
+/// Redis clock (for call deadlines) always is; when Redis's clock `decides` (`REDIS_USE_SERVER_TIME`)
 /// it also becomes `clock`, the clock of every decision and reload stamp: the store's own when
 /// this host's wall clock is the base, else one shifted from the `manual` clock.
 pub async fn start(
@@ -66,10 +66,10 @@ impl ServerTime {
                 }
             }
             Err(e) if self.decides => {
-                tracing::warn!(error = %e, "could not read the Redis clock; keeping the last offset")
+                tracing::warn!(error = %e, "could not read the Redis clock; keeping the last offset");
             }
             Err(e) => {
-                tracing::debug!(error = %e, "could not read the Redis clock; keeping the last offset")
+                tracing::debug!(error = %e, "could not read the Redis clock; keeping the last offset");
             }
         }
     }

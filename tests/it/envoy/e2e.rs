@@ -61,7 +61,7 @@ fn row(
     )
 }
 
-/// [remote_address] at 3 per minute: three 200s counting down, a 429, then a new window.
+/// [`remote_address`] at 3 per minute: three 200s counting down, a 429, then a new window.
 async fn remote_address_limit(rl: &TestServer, envoy: &Envoy) {
     let http = reqwest::Client::new();
     let url = envoy.url("/remote");

@@ -1,5 +1,5 @@
 //! The Envoy Gateway recipe in `examples/envoy-gateway/`: the manifests parse with the expected
-//! kinds, the EnvoyGateway configuration inside the ConfigMap points the rate limit Deployment at
+//! kinds, the `EnvoyGateway` configuration inside the ConfigMap points the rate limit Deployment at
 //! a ratelimitd image and command, and ratelimitd's settings accept the environment Envoy Gateway
 //! gives that Deployment's container. (No Kubernetes cluster runs here: see README, Envoy Gateway.)
 

@@ -1,7 +1,7 @@
 //! End to end with real Envoy 1.40 and its `rate_limit_quota` filter (`envoy/rlqs-envoy.yaml`):
 //! two Envoys share one global budget of 20 requests a second, against one ratelimitd or two on
 //! one Redis; a deny rule denies; a reload changes what Envoy admits; a stopped ratelimitd leaves
-//! Envoy on its fallback (ALLOW_ALL once the assignment expires). Real time (Envoy's): each load
+//! Envoy on its fallback (`ALLOW_ALL` once the assignment expires). Real time (Envoy's): each load
 //! is bounded (at most 40 requests a second for a stated number of seconds).
 
 use std::process::Child;
@@ -110,7 +110,7 @@ async fn two_envoys_share_one_global_budget() {
     let (warmup, total) = (Duration::from_secs(3), Duration::from_secs(3 + secs));
     let ((ok_a, den_a), (ok_b, den_b)) =
         tokio::join!(load(a.port, warmup, total), load(b.port, warmup, total));
-    let secs = (total - warmup).as_secs_f64();
+    let secs = total.saturating_sub(warmup).as_secs_f64();
     let rate = (ok_a + ok_b) as f64 / secs;
     eprintln!(
         "RLQS two Envoys: admitted {rate:.1}/s of a 20/s budget (A {ok_a} ok {den_a} denied, B {ok_b} ok {den_b} denied, over {secs} s)"
@@ -160,7 +160,7 @@ async fn two_envoys_on_two_instances_share_one_redis_budget() {
     let (warmup, total) = (Duration::from_secs(3), Duration::from_secs(13));
     let ((ok_a, _), (ok_b, _)) =
         tokio::join!(load(a.port, warmup, total), load(b.port, warmup, total));
-    let rate = (ok_a + ok_b) as f64 / (total - warmup).as_secs_f64();
+    let rate = (ok_a + ok_b) as f64 / total.saturating_sub(warmup).as_secs_f64();
     eprintln!("RLQS two Envoys, two instances: admitted {rate:.1}/s (A {ok_a}, B {ok_b})");
     assert!(
         (16.0..=24.0).contains(&rate),

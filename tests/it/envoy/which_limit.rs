@@ -27,7 +27,7 @@ descriptors:
 /// per-descriptor list (JSON); Envoy prints `-` for what the metadata does not hold.
 const FORMAT: &str = "%RESPONSE_CODE% name=%DYNAMIC_METADATA(envoy.filters.http.ratelimit:overLimit:name)% key=%DYNAMIC_METADATA(envoy.filters.http.ratelimit:overLimit:key)% descriptor=%DYNAMIC_METADATA(envoy.filters.http.ratelimit:overLimit:descriptor)% reset=%DYNAMIC_METADATA(envoy.filters.http.ratelimit:overLimit:durationUntilReset)% all=%DYNAMIC_METADATA(envoy.filters.http.ratelimit:descriptors)%\\n";
 
-/// A front listener on `port` with [remote_address] then [generic_key=per_user, user=<x-user>],
+/// A front listener on `port` with [`remote_address`] then [`generic_key=per_user`, user=<x-user>],
 /// its access log in `log`, and a backend listener on `backend` answering 200.
 fn envoy_yaml(port: u16, backend: u16, admin: u16, rl: u16, log: &str) -> String {
     format!(

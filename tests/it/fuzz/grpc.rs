@@ -1,7 +1,7 @@
 //! gRPC `ShouldRateLimit`: protobuf bytes (encoded requests with fields at their edges, then
 //! byte-level mutations) decoded by prost as tonic decodes them, converted into the limiter's
 //! request, and decided on the embedded store. A decodable request is answered with one status
-//! per descriptor or refused as INVALID_ARGUMENT, never UNAVAILABLE (the store is healthy); an
+//! per descriptor or refused as `INVALID_ARGUMENT`, never UNAVAILABLE (the store is healthy); an
 //! answer survives its own encoding; and whatever a caller sends, every limit admits a single
 //! hit again once its longest window has passed (no input locks a key for longer).
 

@@ -98,7 +98,7 @@ proptest! {
                 d.push(("hits_addend".into(), num(*h)));
             }
             if let Some((rpu, unit)) = limit {
-                d.push(("limit".into(), J::obj([("requestsPerUnit", num(u64::from(*rpu))), ("unit", J::n(unit))])));
+                d.push(("limit".into(), J::obj([("requestsPerUnit", num(u64::from(*rpu))), ("unit", J::n(*unit))])));
             }
             d.push(("isNegativeHits".into(), J::Bool(*neg)));
             J::Obj(d)

@@ -180,7 +180,7 @@ pub(super) fn valid_check_body() -> impl Strategy<Value = J> {
         })
 }
 
-/// `/json` bodies: a RateLimitRequest with every field maybe absent or wrong.
+/// `/json` bodies: a `RateLimitRequest` with every field maybe absent or wrong.
 pub(super) fn json_body() -> impl Strategy<Value = J> {
     (
         prop::option::weighted(

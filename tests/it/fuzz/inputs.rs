@@ -27,9 +27,9 @@ impl J {
         J::Str(s.into())
     }
 
-    /// A number token.
-    pub(super) fn n(n: impl ToString) -> J {
-        J::Num(n.to_string())
+    /// A number token (any integer the inputs use).
+    pub(super) fn n(n: impl Into<i128>) -> J {
+        J::Num(n.into().to_string())
     }
 
     /// The document's text.
@@ -175,7 +175,7 @@ pub(super) fn any_json() -> impl Strategy<Value = J> {
     })
 }
 
-/// Arrays or objects nested `depth` deep, past serde_json's recursion limit (128) on purpose.
+/// Arrays or objects nested `depth` deep, past `serde_json`'s recursion limit (128) on purpose.
 pub(super) fn deep_nesting() -> impl Strategy<Value = String> {
     (1usize..3000, any::<bool>(), any::<bool>()).prop_map(|(depth, arrays, closed)| {
         let (open, close) = if arrays { ("[", "]") } else { ("{\"a\":", "}") };

@@ -1,7 +1,7 @@
 //! RLQS usage reports: protobuf bytes (encoded reports with bucket ids, counts and elapsed times
 //! at their edges, then byte-level mutations) decoded by prost, then applied to one stream's
 //! state as the service applies them. A report is answered with actions for buckets it reported,
-//! or refused with a status naming the problem (INVALID_ARGUMENT, NOT_FOUND, RESOURCE_EXHAUSTED);
+//! or refused with a status naming the problem (`INVALID_ARGUMENT`, `NOT_FOUND`, `RESOURCE_EXHAUSTED`);
 //! a stream never tracks more than `RLQS_MAX_BUCKETS_PER_STREAM` buckets, and every token bucket
 //! it assigns is one Envoy can enforce.
 
@@ -160,7 +160,7 @@ proptest! {
         rt.block_on(async {
             for msg in reports.into_iter().flatten() {
                 for u in &msg.bucket_quota_usages {
-                    let id = u.bucket_id.as_ref().map(|b| b.bucket.clone()).unwrap_or_else(HashMap::new);
+                    let id = u.bucket_id.as_ref().map_or_else(HashMap::new, |b| b.bucket.clone());
                     reported.extend(bucket_of(&id));
                 }
                 match stream.report(&shared, msg.clone()).await {

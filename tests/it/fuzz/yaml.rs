@@ -55,7 +55,7 @@ fn text() -> impl Strategy<Value = String> {
     ]
 }
 
-/// Descriptors (or metadata) nested up to 300 levels, past serde_yaml's recursion limit (128).
+/// Descriptors (or metadata) nested up to 300 levels, past `serde_yaml`'s recursion limit (128).
 fn deep_yaml() -> impl Strategy<Value = String> {
     (1usize..300, any::<bool>()).prop_map(|(depth, metadata)| {
         let (open, close) = if metadata {

@@ -51,7 +51,7 @@ impl Y {
                     out.push_str("- ");
                     match v {
                         Y::Map(pairs) if !pairs.is_empty() => {
-                            write_pairs(out, pairs, indent + 2, true)
+                            write_pairs(out, pairs, indent + 2, true);
                         }
                         _ => v.write(out, indent + 2, false),
                     }
@@ -86,7 +86,7 @@ fn quote(s: &str) -> String {
     serde_json::Value::from(s).to_string()
 }
 
-/// A scalar of the wrong kind, or in an odd spelling: every shape yaml.v2 and serde_yaml differ on.
+/// A scalar of the wrong kind, or in an odd spelling: every shape yaml.v2 and `serde_yaml` differ on.
 fn odd_scalar() -> impl Strategy<Value = Y> {
     prop_oneof![
         number_text().prop_map(Y::Raw),

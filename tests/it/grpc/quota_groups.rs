@@ -27,7 +27,7 @@ fn tokens(tenant: &str, models: &[&str], tokens: u64) -> RateLimitRequest {
         descriptors.push(vec![("model", m)]);
         descriptors.push(vec![("model", m), ("tenant", tenant)]);
     }
-    let refs: Vec<&[(&str, &str)]> = descriptors.iter().map(|d| d.as_slice()).collect();
+    let refs: Vec<&[(&str, &str)]> = descriptors.iter().map(std::vec::Vec::as_slice).collect();
     let mut req = request("ai-gateway", &refs);
     for d in &mut req.descriptors {
         d.hits_addend = Some(tokens);

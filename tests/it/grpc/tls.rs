@@ -46,7 +46,7 @@ async fn start(server: &Leaf, env: &[(&str, &str)]) -> (app::Running, tempfile::
     (running, dir)
 }
 
-/// One ShouldRateLimit over a new TLS connection trusting `ca`, presenting `client` if given.
+/// One `ShouldRateLimit` over a new TLS connection trusting `ca`, presenting `client` if given.
 async fn call(running: &app::Running, ca: &Ca, client: Option<&Leaf>) -> Result<(), String> {
     let mut tls = ClientTlsConfig::new()
         .ca_certificate(Certificate::from_pem(ca.pem()))

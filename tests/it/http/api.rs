@@ -147,7 +147,7 @@ async fn rlconfig_lists_every_limit_and_debug_index_lists_endpoints() {
     let (status, limits): (Vec<&str>, Vec<&str>) = text.lines().partition(|l| l.starts_with("# "));
     assert!(status.contains(&"# version: 1"), "{text}");
     let mut lines = limits;
-    lines.sort();
+    lines.sort_unstable();
     assert_eq!(
         lines,
         vec![

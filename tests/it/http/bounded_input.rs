@@ -1,4 +1,4 @@
-//! Hostile input costs bounded memory and time: request caps answered INVALID_ARGUMENT (gRPC) and
+//! Hostile input costs bounded memory and time: request caps answered `INVALID_ARGUMENT` (gRPC) and
 //! 400 (`/json`) naming the cap, nothing counted for a refused request; and a burst of a million
 //! distinct keys against the real binary keeps the embedded store within `MEMORY_MAX_BYTES`, refuses
 //! what does not fit (counted as `store_full`), and loses nothing already counted. Bodies and

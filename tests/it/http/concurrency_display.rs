@@ -22,7 +22,7 @@ async fn rlconfig_and_console_show_slots_and_lease_timeout() {
     let s = TestServer::start(&[("d.yaml", CFG)], &env).await;
     let rlconfig = text(&s, s.debug_url("/rlconfig")).await;
     let mut limits: Vec<&str> = rlconfig.lines().filter(|l| !l.starts_with('#')).collect();
-    limits.sort();
+    limits.sort_unstable();
     assert_eq!(
         limits,
         [

@@ -43,7 +43,7 @@ fn fresh_client(addr: SocketAddr) -> RateLimitServiceClient<tonic::transport::Ch
     RateLimitServiceClient::new(ch)
 }
 
-/// Whether one ShouldRateLimit call on a fresh connection is answered within `within`.
+/// Whether one `ShouldRateLimit` call on a fresh connection is answered within `within`.
 async fn served_within(addr: SocketAddr, within: Duration) -> bool {
     let mut client = fresh_client(addr);
     let call = client.should_rate_limit(request("test-domain", &[&[("a", "b")]]));

@@ -1,4 +1,4 @@
-//! The StatsD sink: a UDP listener on 127.0.0.1 receives the Go wire format with EXTRA_TAGS
+//! The StatsD sink: a UDP listener on 127.0.0.1 receives the Go wire format with `EXTRA_TAGS`
 //! (`support::statsd`: the only flush is the one at shutdown, no waiting on time).
 
 use crate::support::statsd::flushed_lines;

@@ -1,6 +1,6 @@
 //! The Kubernetes and Istio recipes in `examples/k8s/`: every manifest parses, has the expected
 //! kinds, the ConfigMap's ratelimitd config compiles and is mounted where the `RUNTIME_*` settings
-//! look, and each EnvoyFilter's filter and rate_limits patches are accepted by a real Envoy
+//! look, and each `EnvoyFilter`'s filter and `rate_limits` patches are accepted by a real Envoy
 //! (`--mode validate` on a bootstrap built around them) and use the ConfigMap's domain; the
 //! Deployment runs the repository's `Dockerfile` image as that image expects (its user, ports,
 //! configuration directory and data directory).
@@ -57,8 +57,7 @@ fn deployment() -> Value {
 fn env_var<'a>(env: &'a [(String, String)], name: &str) -> &'a str {
     env.iter()
         .find(|(n, _)| n == name)
-        .map(|(_, v)| v.as_str())
-        .unwrap_or_else(|| panic!("{name} not set"))
+        .map_or_else(|| panic!("{name} not set"), |(_, v)| v.as_str())
 }
 
 fn s(v: &Value) -> &str {
@@ -235,9 +234,7 @@ fn the_deployment_runs_the_dockerfile_image_as_it_expects() {
     let image_env = crate::support::dockerfile::env(&stage);
     let image = |k: &str| {
         let found = image_env.iter().find(|(n, _)| n == k);
-        found
-            .map(|(_, v)| v.clone())
-            .unwrap_or_else(|| panic!("the image sets no {k}"))
+        found.map_or_else(|| panic!("the image sets no {k}"), |(_, v)| v.clone())
     };
     let dep = deployment();
     let pod = &dep["spec"]["template"]["spec"];

@@ -1,5 +1,5 @@
 //! `CONFIG_TYPE=GRPC_XDS_SOTW` against a real management server on loopback (`crate::support::xds`): what
-//! it pushes is enforced, a bad push is NACKed with its error while the old limits stay, the client
+//! it pushes is enforced, a bad push is `NACKed` with its error while the old limits stay, the client
 //! comes back after the server goes away, and updates under load fail no call.
 
 use std::sync::Arc;

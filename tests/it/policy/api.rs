@@ -172,7 +172,7 @@ async fn concurrent_writers_all_land_and_the_cap_holds() {
         .iter()
         .map(|o| o["id"].as_str().unwrap())
         .collect();
-    ids.sort();
+    ids.sort_unstable();
     ids.dedup();
     assert_eq!(ids.len(), 12);
     s.shutdown().await;

@@ -11,7 +11,7 @@ use reqwest::Method;
 /// `valid_until` of the overrides below: 1970-01-01T00:30:00Z, i.e. second 1800 (T0 is 1234).
 const UNTIL: &str = "1970-01-01T00:30:00Z";
 
-/// (code, requests_per_unit, limit name) of one hit for `client_key=value`.
+/// (code, `requests_per_unit`, limit name) of one hit for `client_key=value`.
 async fn hit(s: &TestServer, value: &str) -> (Code, u32, String) {
     let r = s.rl("api", &[&[("client_key", value)]]).await;
     let (code, limit, _) = st(&r, 0);

@@ -20,7 +20,7 @@ async fn put(s: &TestServer, id: &str, body: Value) -> (u16, Value) {
     s.admin(Method::PUT, &path, Some(body)).await
 }
 
-/// (code, requests_per_unit of the current limit, if any) of one hit in domain `tenants`.
+/// (code, `requests_per_unit` of the current limit, if any) of one hit in domain `tenants`.
 async fn hit(s: &TestServer, value: &str) -> (Code, Option<u32>) {
     let r = s.rl("tenants", &[&[("client_key", value)]]).await;
     let (code, limit, _) = st(&r, 0);

@@ -46,7 +46,7 @@ async fn health(http: &reqwest::Client, bin: &Spawned) -> u16 {
     http.get(url).send().await.unwrap().status().as_u16()
 }
 
-/// (code, requests_per_unit, limit name) of one hit for `client_key=user:42` (2 an hour under
+/// (code, `requests_per_unit`, limit name) of one hit for `client_key=user:42` (2 an hour under
 /// the override).
 async fn hit(bin: &Spawned) -> (Code, u32, String) {
     let (code, limit) = hit_in(bin, "api", "user:42").await;
@@ -54,7 +54,7 @@ async fn hit(bin: &Spawned) -> (Code, u32, String) {
     (code, rpu, name)
 }
 
-/// The code and current limit (requests_per_unit, name) of one hit for `client_key=value`.
+/// The code and current limit (`requests_per_unit`, name) of one hit for `client_key=value`.
 async fn hit_in(bin: &Spawned, domain: &str, value: &str) -> (Code, Option<(u32, String)>) {
     let mut c = RateLimitServiceClient::connect(format!("http://{}", bin.grpc_addr))
         .await

@@ -85,7 +85,7 @@ fn start_load(
                     match grpc
                         .should_rate_limit(request)
                         .await
-                        .map(|r| r.into_inner())
+                        .map(tonic::Response::into_inner)
                     {
                         Ok(r) if source(&r) == "store" => {}
                         Ok(_) => {

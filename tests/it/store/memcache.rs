@@ -42,7 +42,7 @@ async fn start(m: &Memcached, prefix: &str) -> TestServer {
     TestServer::start(&[("c.yaml", CONFIG)], &env).await
 }
 
-/// SPEC fixed-window behaviour on memcached: counts up to the limit then OVER_LIMIT with the
+/// SPEC fixed-window behaviour on memcached: counts up to the limit then `OVER_LIMIT` with the
 /// limit and the time to the window's end; a new window (the manual clock moves) starts from 0;
 /// one descriptor over makes the request over while the other still counts.
 #[tokio::test]

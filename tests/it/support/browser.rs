@@ -39,7 +39,7 @@ pub(crate) fn screenshot(url: &str, png: &Path) {
     let _ = std::fs::remove_file(png);
     let arg = format!("--screenshot={}", png.display());
     chromium(&["--window-size=1280,1400", "--hide-scrollbars", &arg, url]);
-    let size = std::fs::metadata(png).map(|m| m.len()).unwrap_or(0);
+    let size = std::fs::metadata(png).map_or(0, |m| m.len());
     assert!(
         size > 1_000,
         "chromium wrote no screenshot of {url} to {}",

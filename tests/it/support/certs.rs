@@ -36,9 +36,13 @@ impl Ca {
 
     /// A leaf for `names` (DNS names or IP literals), for a client or a server.
     pub(crate) fn leaf(&self, names: &[&str], client: bool) -> Leaf {
-        let mut params =
-            CertificateParams::new(names.iter().map(|n| n.to_string()).collect::<Vec<_>>())
-                .unwrap();
+        let mut params = CertificateParams::new(
+            names
+                .iter()
+                .map(std::string::ToString::to_string)
+                .collect::<Vec<_>>(),
+        )
+        .unwrap();
         params
             .distinguished_name
             .push(DnType::CommonName, names.first().copied().unwrap_or("leaf"));

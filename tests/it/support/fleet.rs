@@ -51,7 +51,7 @@ pub(crate) fn env(
     advertise: SocketAddr,
     peers: &[SocketAddr],
 ) -> Vec<(String, String)> {
-    let peers: Vec<String> = peers.iter().map(|p| p.to_string()).collect();
+    let peers: Vec<String> = peers.iter().map(std::string::ToString::to_string).collect();
     [
         ("FLEET_BIND", bind.to_string()),
         ("FLEET_ADVERTISE", advertise.to_string()),

@@ -102,7 +102,7 @@ impl TestServer {
         env: &[(&str, &str)],
         redis: Option<&redis::RedisServer>,
     ) -> TestServer {
-        let mut all: Vec<(String, String)> = redis.map(|r| r.env()).unwrap_or_default();
+        let mut all: Vec<(String, String)> = redis.map(redis::RedisServer::env).unwrap_or_default();
         all.extend(env.iter().map(|(k, v)| (k.to_string(), v.to_string())));
         let env: Vec<(&str, &str)> = all.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
         TestServer::start(files, &env).await
@@ -156,7 +156,7 @@ impl TestServer {
         self.running().manual_clock.as_ref().unwrap().advance(d);
     }
 
-    /// One ShouldRateLimit call.
+    /// One `ShouldRateLimit` call.
     pub(crate) async fn call(
         &self,
         req: RateLimitRequest,
@@ -165,7 +165,7 @@ impl TestServer {
             .clone()
             .should_rate_limit(req)
             .await
-            .map(|r| r.into_inner())
+            .map(tonic::Response::into_inner)
     }
 
     /// One call with plain descriptors and one hit; panics on a gRPC error.

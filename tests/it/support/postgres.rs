@@ -45,7 +45,7 @@ fn bin_dir() -> Option<PathBuf> {
 fn command(program: PathBuf, as_nobody: bool, server: bool) -> Command {
     let (program, args): (PathBuf, Vec<std::ffi::OsString>) = if as_nobody {
         let args = ["--reuid=nobody", "--regid=nogroup", "--clear-groups"];
-        let mut args: Vec<_> = args.iter().map(|a| a.into()).collect();
+        let mut args: Vec<_> = args.iter().map(std::convert::Into::into).collect();
         args.push(program.into_os_string());
         ("setpriv".into(), args)
     } else {

@@ -66,7 +66,7 @@ impl RedisServer {
             child: None,
             dir: tempfile::tempdir().unwrap(),
             port: free_port(),
-            extra: extra.iter().map(|a| a.to_string()).collect(),
+            extra: extra.iter().map(std::string::ToString::to_string).collect(),
             access: Access::default(),
             flavor: Flavor::Redis,
         }

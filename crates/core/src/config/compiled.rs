@@ -122,7 +122,7 @@ pub struct Limit {
     /// `rate_limit.regions` (ratelimitd extension): the limit is worldwide and each region
     /// enforces its share of it on its own store ([`crate::region`]); `None` = not regional.
     pub regions: Option<Arc<crate::region::Regions>>,
-    /// `rate_limit.algorithm` (ratelimitd extension; fixed_window by default, as Go).
+    /// `rate_limit.algorithm` (ratelimitd extension; `fixed_window` by default, as Go).
     pub algorithm: Algorithm,
     /// `rate_limit.burst` (ratelimitd extension): bucket capacity; `None` = `requests_per_unit`.
     pub burst: Option<u32>,
@@ -200,7 +200,7 @@ pub struct MatchedLevel<'a> {
 }
 
 /// The result of matching a descriptor: the limit on the last node, and the path that led to it
-/// (one level per request entry), which the cache key (share_threshold) and stats keys need.
+/// (one level per request entry), which the cache key (`share_threshold`) and stats keys need.
 #[derive(Debug, Clone)]
 pub struct Match<'a> {
     /// The limit found.

@@ -4,7 +4,7 @@
 use serde_json::{Map, Value as Json};
 use serde_yaml::Value;
 
-/// Strips YAML tags: `!foo x` is treated as `x` (serde_yaml keeps custom tags; Go resolves them).
+/// Strips YAML tags: `!foo x` is treated as `x` (`serde_yaml` keeps custom tags; Go resolves them).
 pub(crate) fn untag(mut v: &Value) -> &Value {
     while let Value::Tagged(t) = v {
         v = &t.value;
@@ -85,7 +85,7 @@ pub(crate) fn yaml_tag(v: &Value) -> &'static str {
     }
 }
 
-/// yaml.v2's wording, with the field name where yaml.v2 puts a line number (serde_yaml values
+/// yaml.v2's wording, with the field name where yaml.v2 puts a line number (`serde_yaml` values
 /// carry no positions; the error's path says where).
 pub(crate) fn unmarshal_error(v: &Value, field: Option<&str>, go_type: &str) -> String {
     let shown = match untag(v) {

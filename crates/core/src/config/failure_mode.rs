@@ -9,7 +9,7 @@ pub enum FailureMode {
     Error,
     /// This limit is not enforced while the store is down (fail open, per limit).
     Allow,
-    /// This limit answers OVER_LIMIT while the store is down (fail closed, per limit).
+    /// This limit answers `OVER_LIMIT` while the store is down (fail closed, per limit).
     Deny,
     /// This limit is enforced by this process's memory store, on its share of the limit.
     Local,

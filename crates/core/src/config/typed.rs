@@ -43,7 +43,7 @@ impl Typed<'_, '_> {
         }
     }
 
-    /// A bool field. yaml.v2 is YAML 1.1, where unquoted `yes`/`on`/`y`... are booleans; serde_yaml
+    /// A bool field. yaml.v2 is YAML 1.1, where unquoted `yes`/`on`/`y`... are booleans; `serde_yaml`
     /// (YAML 1.2) hands those over as strings, so they are accepted here to read Go configs alike.
     pub(super) fn bool(&mut self, map: &Mapping, parent: &str, name: &str) -> Option<bool> {
         let v = map.get(name)?;

@@ -4,7 +4,7 @@
 //! the first document with aliases replayed, in proportion to the file's own size.
 //!
 //! An alias bomb is small on disk and huge once expanded: ten anchors that each repeat the
-//! previous one ten times make ten billion nodes. serde_yaml replays aliases while building
+//! previous one ten times make ten billion nodes. `serde_yaml` replays aliases while building
 //! values, and its own repetition limit (a multiple of the file's events) lets gigabytes be
 //! built first. Here the first document is walked by a visitor that counts nodes and keeps
 //! nothing, stopping at the budget; memory stays at the size of the parsed events.

@@ -17,7 +17,7 @@ use crate::algorithm::Algorithm;
 use crate::clock::Timestamp;
 
 /// Builds the response from the settled descriptors. The flag tells whether global shadow mode
-/// turned OVER_LIMIT into OK (the `global_shadow_mode` stat).
+/// turned `OVER_LIMIT` into OK (the `global_shadow_mode` stat).
 pub(crate) fn respond(
     options: &LimiterOptions,
     req: &Request,
@@ -115,7 +115,7 @@ fn overall(
             Plan::Unlimited => Role::Skipped,
             _ if !is_quota(options, r) => Role::Regular,
             Plan::Limited(l) => Role::Quota(l.limit.quota_group.as_deref()),
-            _ => Role::Quota(None),
+            Plan::NoLimit => Role::Quota(None),
         };
         (role, s.code == Code::OverLimit)
     });

@@ -41,7 +41,7 @@ impl KeyBuilder {
     }
 
     /// The key for `spec` over `entries` (key, value as counted: the wildcard pattern for
-    /// share_threshold levels) in `domain` at `now`.
+    /// `share_threshold` levels) in `domain` at `now`.
     pub fn build<'a>(
         &self,
         domain: &str,

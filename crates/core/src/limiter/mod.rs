@@ -78,7 +78,7 @@ pub struct HeaderNames {
 /// Service-wide behaviour switches (the Go settings of the same names).
 #[derive(Debug, Clone, Default)]
 pub struct LimiterOptions {
-    /// `SHADOW_MODE`: the overall code is never OVER_LIMIT.
+    /// `SHADOW_MODE`: the overall code is never `OVER_LIMIT`.
     pub shadow_mode: bool,
     /// `QUOTA_MODE`: every descriptor is a quota descriptor.
     pub quota_mode: bool,

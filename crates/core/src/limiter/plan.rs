@@ -117,7 +117,7 @@ pub fn plan<'a>(
 /// A descriptor's match before `replaces` and `unlimited` are settled.
 struct Matched<'a> {
     limit: Arc<Limit>,
-    /// (key, value) per entry, as counted: the wildcard pattern on share_threshold levels.
+    /// (key, value) per entry, as counted: the wildcard pattern on `share_threshold` levels.
     key_entries: Vec<(&'a str, &'a str)>,
     stats_key: Cow<'a, str>,
     /// The entry naming the request's class, taken out of the match ([`shed::class_entry`]).

@@ -20,8 +20,8 @@ pub(crate) enum Role<'a> {
     Quota(Option<&'a str>),
 }
 
-/// OVER_LIMIT when a regular descriptor is over, or when there are quotas and every one is over;
-/// `descriptors` gives each descriptor's role and whether its status is OVER_LIMIT.
+/// `OVER_LIMIT` when a regular descriptor is over, or when there are quotas and every one is over;
+/// `descriptors` gives each descriptor's role and whether its status is `OVER_LIMIT`.
 pub(crate) fn overall<'a>(descriptors: impl IntoIterator<Item = (Role<'a>, bool)>) -> Code {
     // Groups seen so far and whether a member is over. A request has few descriptors (the
     // request limits bound them), so a list beats a map.

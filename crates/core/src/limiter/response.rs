@@ -41,7 +41,7 @@ pub struct CurrentLimit {
 /// The result for one descriptor.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct DescriptorStatus {
-    /// OK or OVER_LIMIT (after per-rule shadow mode).
+    /// OK or `OVER_LIMIT` (after per-rule shadow mode).
     pub code: Code,
     /// The applied limit; `None` for no limit, unlimited, and replaced limits.
     pub current_limit: Option<CurrentLimit>,

@@ -54,7 +54,7 @@ pub trait StatsSink: Send + Sync + std::fmt::Debug + 'static {
     fn limit(&self, key: &str, inc: &LimitIncrements);
     /// One descriptor named the unknown `domain` (already sanitised).
     fn domain_not_found(&self, domain: &str);
-    /// Global shadow mode turned an OVER_LIMIT answer into OK.
+    /// Global shadow mode turned an `OVER_LIMIT` answer into OK.
     fn global_shadow_mode(&self);
     /// A call failed.
     fn error(&self, kind: ErrorKind);

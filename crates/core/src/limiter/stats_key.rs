@@ -4,9 +4,9 @@
 //!
 //! - Default: the config path (`domain.key1_value1.subkey1`), i.e. [`Limit::full_key`].
 //! - `detailed_metric` on the limit: every level is `key_<runtime value>` (the wildcard pattern on
-//!   share_threshold levels).
+//!   `share_threshold` levels).
 //! - `value_to_metric` on a level (limit not detailed): a default or wildcard match writes the
-//!   runtime value (`key` alone when it is empty); share_threshold keeps the pattern; an exact
+//!   runtime value (`key` alone when it is empty); `share_threshold` keeps the pattern; an exact
 //!   match writes `key_value` as always.
 //!
 //! Keys are sanitised as the Go stats library does ([`sanitize`]), so a request value cannot

@@ -1,6 +1,6 @@
 //! Step 1 of a decision: the request is well formed (Go's messages) and within the caps of
 //! [`Limits`], checked before anything is planned, keyed or counted. A request over a cap is the
-//! caller's error (INVALID_ARGUMENT, `/json` 400), and the message names the cap's setting but
+//! caller's error (`INVALID_ARGUMENT`, `/json` 400), and the message names the cap's setting but
 //! never echoes the oversized value.
 
 use super::Limits;

@@ -43,11 +43,11 @@ pub struct MemoryStore {
     bytes: AtomicUsize,
     /// `MEMORY_MAX_BYTES`.
     max_bytes: usize,
-    /// Bounds keys (and with `max_bytes`, their approximate bytes). A counter key costs 50–100 bytes, but a sliding_log key
+    /// Bounds keys (and with `max_bytes`, their approximate bytes). A counter key costs 50–100 bytes, but a `sliding_log` key
     /// also holds 16 bytes per logged request, up to `sliding_log::MAX_LIMIT` (100 000) of them:
     /// 1.6 MB. The worst case is `MEMORY_MAX_KEYS` × 1.6 MB (1.6 TB at the default 10^6 keys);
     /// it needs that many distinct keys each admitted 100 000 times within its window, so in
-    /// practice memory follows the admitted request rate × the window of sliding_log limits.
+    /// practice memory follows the admitted request rate × the window of `sliding_log` limits.
     max_keys: usize,
     /// When the last on-demand sweep of all shards ran (microseconds since the epoch).
     last_full_sweep: AtomicU64,

@@ -9,7 +9,7 @@ use crate::limiter::request::Entry;
 const BASIC: &str = include_str!("../../../../../tests/fixtures/config/cfg-basic.yaml");
 const WILD: &str = include_str!("../../../../../tests/fixtures/config/cfg-wild.yaml");
 
-/// Stats-key flavours from the Go reference's tests (detailed, value_to_metric, share_threshold).
+/// Stats-key flavours from the Go reference's tests (detailed, `value_to_metric`, `share_threshold`).
 const FLAGS: &str = r#"
 domain: test-domain
 descriptors:

@@ -37,7 +37,7 @@ fn opens_after_a_run_of_failures_and_a_success_resets_the_run() {
 fn half_opens_after_the_cooldown_with_one_probe_at_a_time() {
     let (b, clock) = breaker();
     fail(&b, 3);
-    clock.advance(COOLDOWN - Duration::from_micros(1));
+    clock.advance(COOLDOWN.saturating_sub(Duration::from_micros(1)));
     assert_eq!(b.permit(), Permit::Rejected);
     clock.advance(Duration::from_micros(1));
     assert_eq!(b.permit(), Permit::Probe);
@@ -74,7 +74,7 @@ fn one_late_probe_does_not_reopen_it_a_run_of_them_does_for_a_whole_cooldown() {
         b.record(Permit::Probe, false);
     }
     assert_eq!(b.state(), BreakerState::Open);
-    clock.advance(COOLDOWN - Duration::from_micros(1));
+    clock.advance(COOLDOWN.saturating_sub(Duration::from_micros(1)));
     assert_eq!(b.permit(), Permit::Rejected);
     clock.advance(Duration::from_micros(1));
     assert_eq!(b.permit(), Permit::Probe);
