@@ -127,3 +127,46 @@ fn backend(settings: &Settings) -> String {
     let tls = if main.tls { " (TLS)" } else { "" };
     format!("redis {kind} {}{tls}", addresses.join(","))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::clock::Timestamp;
+    use crate::config::{self, CompileOptions, ConfigFile};
+
+    fn publish(config: &ConfigHandle, yaml: &str) {
+        let files = [ConfigFile {
+            name: "c.yaml".into(),
+            contents: yaml.into(),
+        }];
+        let compiled = config::compile(&files, &CompileOptions::default()).unwrap();
+        config.publish(compiled, Timestamp::from_secs(1));
+    }
+
+    /// The heartbeat writes an instance key only while some limit can fall back locally, and
+    /// follows the configuration as it reloads.
+    #[test]
+    fn the_fallback_is_wanted_while_some_limit_or_the_default_says_local() {
+        let config = Arc::new(ConfigHandle::new());
+        let by_limits = fallback_wanted(&Resilience::default(), &config);
+        assert!(!by_limits(), "nothing loaded yet");
+        let plain = "domain: d\ndescriptors:\n  - {key: a, rate_limit: {unit: minute, requests_per_unit: 1}}\n";
+        publish(&config, plain);
+        assert!(!by_limits(), "no limit names failure_mode: local");
+        publish(
+            &config,
+            &format!(
+                "{plain}  - {{key: b, rate_limit: {{unit: minute, requests_per_unit: 1, failure_mode: local}}}}\n"
+            ),
+        );
+        assert!(by_limits(), "the reloaded configuration has a local limit");
+        publish(&config, plain);
+        assert!(!by_limits(), "and no longer after the next reload");
+
+        let local = Resilience {
+            default_failure_mode: FailureMode::Local,
+            ..Resilience::default()
+        };
+        assert!(fallback_wanted(&local, &Arc::new(ConfigHandle::new()))());
+    }
+}
