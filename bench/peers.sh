@@ -12,6 +12,7 @@
 #   bench/peers.sh instructions  # instructions per decision under callgrind (DECISIONS=20000)
 #   RATELIMITD_BIN=path          # measures that ratelimitd binary instead of building one
 #   STORES="memory redis"        # the stores measured
+#   SERVERS="ratelimitd"         # instructions: the servers measured (default both)
 #
 # Both servers get the same limit (domain `bench`, descriptor key `k`, 10^9 per hour, a counter per
 # value; fixed window in both) and the same Redis, flushed before each run. Each server is pinned
@@ -236,7 +237,7 @@ if [ "$MODE" = instructions ]; then
   echo "# limitador: $LIMITADOR_BIN ($("$LIMITADOR_BIN" --version 2>/dev/null | head -1))"
   printf '%-6s %-12s %-10s %22s  %s\n' store gen server instructions/decision load-avg
   for store in $STORES; do
-    for who in ratelimitd limitador; do
+    for who in ${SERVERS:-ratelimitd limitador}; do
       start "$who" "$store"
       dumps=0
       gens=(loadgen h2load)
