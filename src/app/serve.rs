@@ -7,9 +7,9 @@
 //! through the router unchanged, tonic's connection layers (connect info, `grpc-timeout`, error
 //! recovery) stay around both.
 
+use std::convert::Infallible;
 use std::net::SocketAddr;
 use std::path::PathBuf;
-use std::convert::Infallible;
 use std::sync::Arc;
 use std::task::{Context, Poll};
 
@@ -101,10 +101,7 @@ where
 {
     type Response = http::Response<Body>;
     type Error = Infallible;
-    type Future = Either<
-        <ShouldRateLimit as TowerService<http::Request<Body>>>::Future,
-        R::Future,
-    >;
+    type Future = Either<<ShouldRateLimit as TowerService<http::Request<Body>>>::Future, R::Future>;
 
     fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
         // Both are always ready (neither holds a queue); polled so each call follows a ready.

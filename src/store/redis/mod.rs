@@ -43,8 +43,8 @@ use super::{Answer, Op, Store, StoreError};
 use crate::algorithm::{Algorithm, Decision, Window};
 use crate::clock::{OffsetClock, Timestamp};
 use call::{Deadlines, Group, slot_group};
-use group::{group_of, join_calls};
 use conn::RedisConn;
+use group::{group_of, join_calls};
 use targets::{Called, TargetGroups};
 
 pub use options::{RedisConfig, RedisKind, RedisSettings, RedisTls};
@@ -241,9 +241,11 @@ impl Store for RedisStore {
         for ((per_second, target, _, algorithm), idx) in groups {
             group_of(&mut per_target, (per_second, target)).push((algorithm, idx));
         }
-        let calls = per_target.iter().map(|&((per_second, target), ref groups)| {
-            self.call_target(per_second, target, groups, ops, mode, now)
-        });
+        let calls = per_target
+            .iter()
+            .map(|&((per_second, target), ref groups)| {
+                self.call_target(per_second, target, groups, ops, mode, now)
+            });
         // Health follows the calls made: a failure of Redis marks it down, all answered marks it
         // up; ops the breaker answered say nothing new, and neither does a script Redis refused
         // for its data (one client's bad input is not Redis being down). With breakers, a failed
