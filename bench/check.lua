@@ -1,5 +1,5 @@
 -- wrk script for bench/check.sh: POST /check with one client_key per request, spread over
--- KEYS distinct values (the same spread examples/loadgen.rs gives gRPC).
+-- KEYS distinct values (the same spread examples/loadgen/ gives gRPC).
 local keys = tonumber(os.getenv("KEYS") or "10000")
 local n = 0
 local headers = { ["Content-Type"] = "application/json" }

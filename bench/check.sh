@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Decisions per server CPU-second of POST /check (wrk, HTTP/1.1 keep-alive) next to gRPC
-# ShouldRateLimit (examples/loadgen.rs) on the same server process, one descriptor per decision
+# ShouldRateLimit (examples/loadgen/) on the same server process, one descriptor per decision
 # over KEYS distinct values. The server is pinned to core 0 and the load generators to core 1;
 # the server's CPU time is read from /proc before and after each run.
 #

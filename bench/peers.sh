@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # ratelimitd and Kuadrant limitador side by side, in one run on one machine: decisions per server
-# CPU-second, p50/p99 at saturation and p99 at half load, and the ratios, for the memory store and
+# CPU-second, p50/p99 at saturation and at half load, and the ratios, for the memory store and
 # for Redis, under two load generators:
 #
 #   loadgen  examples/loadgen: 64 tonic clients on one HTTP/2 connection, 10 000 descriptor values
@@ -12,14 +12,18 @@
 #   bench/peers.sh instructions  # instructions per decision under callgrind (DECISIONS=20000)
 #   RATELIMITD_BIN=path          # measures that ratelimitd binary instead of building one
 #   STORES="memory redis"        # the stores measured
+#   SERVERS="ratelimitd"         # instructions: the servers measured (default both)
 #
 # Both servers get the same limit (domain `bench`, descriptor key `k`, 10^9 per hour, a counter per
 # value; fixed window in both) and the same Redis, flushed before each run. Each server is pinned
 # with taskset to core 0, the load generator to core 1, Redis is unpinned. Runs alternate between
 # the servers (ratelimitd then limitador in odd rounds, the other way in even ones) so that both see
 # the same background load; `uptime`'s load average is printed with every run. Server CPU is
-# utime+stime from /proc/<pid>/stat over the run. Half load is examples/loadgen paced (`--rate`) at
-# half of what that server sustained at saturation in the same round. Every run is bounded by
+# utime+stime from /proc/<pid>/stat over the run. Half load, for each row: examples/loadgen paced
+# open loop (`--rate`) at half of what that server sustained under that row's generator in the same
+# round, p50 and p99 counted from when each request was due (h2load's own `--rps` counts from the
+# actual send, which hides a stall), and how late the generator's sends left (p99; when it nears
+# the latency, the generator, not the server, is behind). Every run is bounded by
 # SECONDS_PER_RUN; nothing here asserts a time.
 #
 # `instructions` measures what the load on a shared machine cannot move: each server runs under
@@ -179,10 +183,14 @@ saturate() {
   fi
 }
 
-# p99 (ms) of examples/loadgen paced at $1 decisions/s.
+# examples/loadgen paced at $1 decisions/s over $2 connections (h2load's rows: its 4): prints "p50-ms p99-ms send-lag-p99-ms", the latencies
+# counted from when each request was due; "- - -" when some due requests could not be sent.
 half() {
-  taskset -c 1 "$load" --target "127.0.0.1:$grpc_port" --domain bench --key k --concurrency 64 \
-    --seconds "$SECS" --keys 10000 --rate "$1" | awk '/^latency/ {print $8}'
+  local out
+  out=$(taskset -c 1 "$load" --target "127.0.0.1:$grpc_port" --domain bench --key k --concurrency 64 \
+    --connections "$2" --seconds "$SECS" --keys 10000 --rate "$1")
+  echo "$out" | grep -q ' 0 due but never sent' || { echo "- - -"; return; }
+  echo "$(echo "$out" | awk '/^latency/ {print $4, $8}') $(echo "$out" | awk '/^paced/ {print $10}')"
 }
 
 # Instructions per decision of server $1 on store $2 under generator $3 (see the header), the
@@ -229,7 +237,7 @@ if [ "$MODE" = instructions ]; then
   echo "# limitador: $LIMITADOR_BIN ($("$LIMITADOR_BIN" --version 2>/dev/null | head -1))"
   printf '%-6s %-12s %-10s %22s  %s\n' store gen server instructions/decision load-avg
   for store in $STORES; do
-    for who in ratelimitd limitador; do
+    for who in ${SERVERS:-ratelimitd limitador}; do
       start "$who" "$store"
       dumps=0
       gens=(loadgen h2load)
@@ -245,8 +253,8 @@ fi
 results=$work/results
 echo "# $(date -u '+%F %H:%M UTC'), $(nproc) cores: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2)"
 echo "# limitador: $LIMITADOR_BIN ($("$LIMITADOR_BIN" --version 2>/dev/null | head -1))"
-printf '%-6s %-5s %-8s %-10s %10s %12s %8s %8s %12s  %s\n' round store gen server \
-  decisions/s per-cpu-s p50-ms p99-ms half-p99-ms load-avg
+printf '%-6s %-5s %-8s %-10s %10s %12s %8s %8s %9s %9s %9s  %s\n' round store gen server \
+  decisions/s per-cpu-s p50-ms p99-ms half-p50 half-p99 half-late load-avg
 for round in $(seq "$ROUNDS"); do
   order=(ratelimitd limitador)
   [ $((round % 2)) -eq 1 ] || order=(limitador ratelimitd)
@@ -255,9 +263,12 @@ for round in $(seq "$ROUNDS"); do
       start "$who" "$store"
       for gen in loadgen h2load; do
         read -r rate per p50 p99 < <(saturate "$gen")
-        h=$(half $((rate / 2)))
-        line=$(printf '%-6s %-5s %-8s %-10s %10s %12s %8s %8s %12s  %s' "$round" "$store" "$gen" \
-          "$who" "$rate" "$per" "$p50" "$p99" "$h" "$(cut -d' ' -f1-3 /proc/loadavg)")
+        conns=1
+        [ "$gen" = loadgen ] || conns=4
+        read -r h50 h99 hlate < <(half $((rate / 2)) "$conns")
+        line=$(printf '%-6s %-5s %-8s %-10s %10s %12s %8s %8s %9s %9s %9s  %s' "$round" "$store" \
+          "$gen" "$who" "$rate" "$per" "$p50" "$p99" "$h50" "$h99" "$hlate" \
+          "$(cut -d' ' -f1-3 /proc/loadavg)")
         echo "$line"
         echo "$line" >>"$results"
       done

@@ -2,7 +2,7 @@
 # One slow moment of a healthy Redis under load (README "Failure behaviour", "Bounded cost"): a
 # release ratelimitd on its own redis-server over TCP (defaults: REDIS_RESPONSE_TIMEOUT 15ms,
 # REDIS_BREAKER_FAILURES 3), CONCURRENCY gRPC calls in flight over KEYS keys for RUN_SECONDS
-# (examples/loadgen.rs), and after 2 s one `DEBUG SLEEP $STALL` — what an expire cycle, a fork for a
+# (examples/loadgen/), and after 2 s one `DEBUG SLEEP $STALL` — what an expire cycle, a fork for a
 # snapshot or a network blip does to Redis. Prints how many decisions each source answered (the
 # Prometheus `ratelimitd_decisions_total`), how many of them the failure mode answered (after a
 # failed call: `failure_policy`; by the open breaker: `breaker`), and the breaker's transitions.

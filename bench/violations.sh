@@ -3,7 +3,7 @@
 # the embedded SQLite) and off, on the same release build: a 1-per-hour limit denies every
 # request but the first of each key, so every decision is noted in the violation log (repeats of a
 # key between two writes are counted in one record, so the log writes about KEYS rows a second).
-# The server is pinned to core 0 and the load generator (examples/loadgen.rs) to core 1; loadgen
+# The server is pinned to core 0 and the load generator (examples/loadgen/) to core 1; loadgen
 # reads the server's CPU time from /proc. Target: log on >= 90% of off.
 #
 #   bench/violations.sh            # RUN_SECONDS=8 CONCURRENCY=32 KEYS=100 by default

@@ -254,7 +254,7 @@ pub(super) struct Accepting {
 pub(super) fn serve_grpc(
     tasks: &mut JoinSet<()>,
     accepting: Accepting,
-    router: tonic::transport::server::Router,
+    router: tonic::transport::server::Router<super::serve::GrpcLayers>,
     stop: impl Future<Output = ()> + Send + 'static,
 ) {
     tasks.spawn(async move {

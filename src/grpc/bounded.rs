@@ -24,7 +24,7 @@ use super::RlsService;
 use crate::limiter::Limits;
 
 /// The method whose messages are checked.
-const SHOULD_RATE_LIMIT: &str = "/envoy.service.ratelimit.v3.RateLimitService/ShouldRateLimit";
+pub const SHOULD_RATE_LIMIT: &str = "/envoy.service.ratelimit.v3.RateLimitService/ShouldRateLimit";
 /// A gRPC message's prefix: the compression flag and the length.
 const PREFIX: usize = 5;
 

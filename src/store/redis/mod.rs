@@ -14,6 +14,7 @@ mod concurrency;
 pub mod conn;
 pub mod describe;
 mod fixed_window;
+mod group;
 pub mod heartbeat;
 mod leaky_bucket;
 mod lease;
@@ -29,13 +30,11 @@ mod startup;
 mod targets;
 mod token_bucket;
 
-use std::collections::HashMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use async_trait::async_trait;
-use futures_util::future::join_all;
 use redis::{RedisError, Script};
 
 use super::lease::{Leases, Serve};
@@ -45,6 +44,7 @@ use crate::algorithm::{Algorithm, Decision, Window};
 use crate::clock::{OffsetClock, Timestamp};
 use call::{Deadlines, Group, slot_group};
 use conn::RedisConn;
+use group::{group_of, join_calls};
 use targets::{Called, TargetGroups};
 
 pub use options::{RedisConfig, RedisKind, RedisSettings, RedisTls};
@@ -224,8 +224,8 @@ impl Store for RedisStore {
         };
         // Group by target (on Cluster: each master), then by hash slot, then by algorithm; one
         // script call per group, all in flight at once, each target behind its breaker.
-        let mut groups: HashMap<(bool, &'static str, &str, (Algorithm, bool)), Vec<usize>> =
-            HashMap::new();
+        let mut groups: Vec<((bool, &'static str, &str, (Algorithm, bool)), Vec<usize>)> =
+            Vec::new();
         for &i in &pending {
             let op = &ops[i];
             let per_second =
@@ -235,28 +235,24 @@ impl Store for RedisStore {
                 _ => ("", targets::name(per_second)),
             };
             let algorithm = (op.spec.algorithm, leased[i]);
-            groups
-                .entry((per_second, target, slot, algorithm))
-                .or_default()
-                .push(i);
+            group_of(&mut groups, (per_second, target, slot, algorithm)).push(i);
         }
-        let mut per_target: HashMap<(bool, &'static str), TargetGroups> = HashMap::new();
+        let mut per_target: Vec<((bool, &'static str), TargetGroups)> = Vec::new();
         for ((per_second, target, _, algorithm), idx) in groups {
-            per_target
-                .entry((per_second, target))
-                .or_default()
-                .push((algorithm, idx));
+            group_of(&mut per_target, (per_second, target)).push((algorithm, idx));
         }
-        let calls = per_target.iter().map(|(&(per_second, target), groups)| {
-            self.call_target(per_second, target, groups, ops, mode, now)
-        });
+        let calls = per_target
+            .iter()
+            .map(|&((per_second, target), ref groups)| {
+                self.call_target(per_second, target, groups, ops, mode, now)
+            });
         // Health follows the calls made: a failure of Redis marks it down, all answered marks it
         // up; ops the breaker answered say nothing new, and neither does a script Redis refused
         // for its data (one client's bad input is not Redis being down). With breakers, a failed
         // call marks it down only once its breaker has left "closed": the calls caught in one
         // stall are not an outage (see `resilience::breaker`).
         let (mut called, mut failed) = (false, false);
-        for (target, groups, result) in join_all(calls).await {
+        for (target, groups, result) in join_calls(calls).await {
             let results = match result {
                 Called::Answered(results) => results,
                 Called::Rejected | Called::Failed => {

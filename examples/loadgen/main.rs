@@ -8,16 +8,21 @@
 //! `examples/config/example.yaml`), spread over `--keys` distinct values. Loopback targets only are
 //! expected; the run stops by itself after `--seconds` (and after `--max-requests`, if given).
 //!
-//! `--connections N` spreads the clients over N HTTP/2 connections (default 1). `--rate R` paces
-//! the run at R requests per second in total (open loop: each client keeps its own schedule, and a
-//! request's latency counts from when the schedule said to send it, so a stalled server shows in
-//! the percentiles instead of slowing the load down); without it every client sends as fast as
-//! its answers come back.
+//! `--connections N` spreads the clients over N HTTP/2 connections (default 1). Without `--rate`
+//! every client sends as fast as its answers come back (closed loop: saturation). `--rate R` paces
+//! the run at R requests per second in total, open loop (`paced.rs`): request `i` is due `i / R`
+//! seconds after the start, sent when due with at most `--concurrency` in flight, and its latency
+//! counts from when it was due, not from when it left, so a stalled server (or generator) shows
+//! in the percentiles instead of slowing the load down (coordinated omission). How late the sends
+//! left is printed apart, so a generator falling behind is told from a slow server.
 //!
 //! `--server-pid PID` also reports the CPU time the server used during the run (Linux, from
 //! `/proc/PID/stat`) and the decisions per server CPU-second: on a small machine the load generator
 //! competes for the same cores, so decisions/s alone measures both programs, while decisions per
 //! CPU-second is what one core of the server sustains.
+
+mod paced;
+mod pacer;
 
 use std::time::Duration;
 
@@ -27,6 +32,11 @@ use ratelimitd::grpc::pb::envoy::extensions::common::ratelimit::v3::{
 };
 use ratelimitd::grpc::pb::envoy::service::ratelimit::v3::RateLimitRequest;
 use ratelimitd::grpc::pb::envoy::service::ratelimit::v3::rate_limit_service_client::RateLimitServiceClient;
+use tonic::transport::Channel;
+
+/// What a run measured: latency samples in microseconds, then the ok, over-limit and failed
+/// answers.
+type Outcome = (Vec<u32>, u64, u64, u64);
 
 struct Args {
     target: String,
@@ -78,6 +88,35 @@ fn args() -> Args {
     a
 }
 
+/// The next state of the generator that picks descriptor values (a 64-bit LCG, seeded per client
+/// or per request index, so that two runs send the same values in the same order).
+fn next_value(n: u64) -> u64 {
+    n.wrapping_mul(6364136223846793005)
+        .wrapping_add(1442695040888963407)
+}
+
+/// `ShouldRateLimit` for one descriptor `(key, 10.0.<value>)` of `domain`.
+fn request(domain: &str, key: &str, value: u64) -> RateLimitRequest {
+    RateLimitRequest {
+        domain: domain.to_owned(),
+        descriptors: vec![RateLimitDescriptor {
+            entries: vec![Entry {
+                key: key.to_owned(),
+                value: format!("10.0.{value}"),
+            }],
+            limit: None,
+            hits_addend: None,
+            is_negative_hits: false,
+        }],
+        hits_addend: 1,
+    }
+}
+
+/// A latency sample in microseconds.
+fn micros(d: Duration) -> u32 {
+    d.as_micros().min(u128::from(u32::MAX)) as u32
+}
+
 fn percentile(sorted: &[u32], p: f64) -> f64 {
     if sorted.is_empty() {
         return 0.0;
@@ -109,28 +148,11 @@ fn cpu_seconds(pid: u32) -> f64 {
     ticks / per_second
 }
 
-#[tokio::main]
-async fn main() {
-    let a = args();
-    let endpoint = tonic::transport::Endpoint::from_shared(format!("http://{}", a.target))
-        .expect("valid target");
-    let mut channels = Vec::new();
-    for _ in 0..a.connections {
-        // `connect` on each: clones of one channel would share its single connection.
-        let channel = endpoint.connect().await;
-        channels.push(channel.expect("ratelimitd is listening on --target"));
-    }
-    // Each client's gap between two sends with `--rate`.
-    let gap = a
-        .rate
-        .map(|r| Duration::from_secs_f64(a.concurrency.max(1) as f64 / r as f64));
-    let run_for = Duration::from_secs(a.seconds);
+/// Every client sends its next request as soon as the answer to the last one came back.
+async fn closed_loop(a: &Args, channels: &[Channel], run_for: Duration) -> Outcome {
     let watch = Stopwatch::start();
     let per_worker = a.max_requests / a.concurrency.max(1) as u64;
-    let cpu_before = a.server_pid.map(cpu_seconds);
-    let started = Stopwatch::start();
     let mut workers = Vec::new();
-    let clients = a.concurrency.max(1);
     for w in 0..a.concurrency {
         let client = RateLimitServiceClient::new(channels[w % channels.len()].clone());
         let (domain, key, keys) = (a.domain.clone(), a.key.clone(), a.keys);
@@ -138,42 +160,17 @@ async fn main() {
             let mut samples: Vec<u32> = Vec::with_capacity(100_000);
             let (mut ok, mut over, mut errors) = (0u64, 0u64, 0u64);
             let mut n = w as u64;
-            // When this client's next request is due, as an offset from the start of the run;
-            // clients start spread over one gap, so a paced run does not send in bursts.
-            let mut due = gap.map(|g| g.mul_f64(w as f64 / clients as f64));
             while watch.elapsed() < run_for && ok + over + errors < per_worker.max(1) {
-                let scheduled = due;
-                if let (Some(at), Some(g)) = (due.as_mut(), gap) {
-                    tokio::time::sleep(at.saturating_sub(watch.elapsed())).await;
-                    *at += g;
-                }
-                n = n
-                    .wrapping_mul(6364136223846793005)
-                    .wrapping_add(1442695040888963407);
-                let value = format!("10.0.{}", (n >> 33) % keys);
-                let req = RateLimitRequest {
-                    domain: domain.clone(),
-                    descriptors: vec![RateLimitDescriptor {
-                        entries: vec![Entry {
-                            key: key.clone(),
-                            value,
-                        }],
-                        limit: None,
-                        hits_addend: None,
-                        is_negative_hits: false,
-                    }],
-                    hits_addend: 1,
-                };
-                let sent = watch.elapsed();
-                let from = scheduled.map_or(sent, |at| at.min(sent));
+                n = next_value(n);
+                let req = request(&domain, &key, (n >> 33) % keys);
+                let from = watch.elapsed();
                 match client.clone().should_rate_limit(req).await {
                     Ok(r) if r.get_ref().overall_code == 1 => ok += 1,
                     Ok(_) => over += 1,
                     Err(_) => errors += 1,
                 }
                 if samples.len() < 2_000_000 {
-                    let took = watch.elapsed().saturating_sub(from);
-                    samples.push(took.as_micros().min(u128::from(u32::MAX)) as u32);
+                    samples.push(micros(watch.elapsed().saturating_sub(from)));
                 }
             }
             (samples, ok, over, errors)
@@ -187,6 +184,27 @@ async fn main() {
         over += v;
         errors += e;
     }
+    (all, ok, over, errors)
+}
+
+#[tokio::main]
+async fn main() {
+    let a = args();
+    let endpoint = tonic::transport::Endpoint::from_shared(format!("http://{}", a.target))
+        .expect("valid target");
+    let mut channels = Vec::new();
+    for _ in 0..a.connections {
+        // `connect` on each: clones of one channel would share its single connection.
+        let channel = endpoint.connect().await;
+        channels.push(channel.expect("ratelimitd is listening on --target"));
+    }
+    let run_for = Duration::from_secs(a.seconds);
+    let cpu_before = a.server_pid.map(cpu_seconds);
+    let started = Stopwatch::start();
+    let (mut all, ok, over, errors) = match a.rate {
+        Some(rate) => paced::run(&a, rate, &channels, run_for).await,
+        None => closed_loop(&a, &channels, run_for).await,
+    };
     let elapsed = started.elapsed().as_secs_f64();
     let server_cpu = a
         .server_pid

@@ -1,0 +1,63 @@
+//! Grouping a request's ops into script calls, and awaiting the calls. A request holds a handful
+//! of descriptors (`MAX_DESCRIPTORS_PER_REQUEST` bounds them), and one descriptor, so one call, is
+//! the usual case: a linear scan over the few groups costs less than hashing into a map built for
+//! each request, and one call is awaited as it is, without `join_all`'s allocation.
+
+use std::future::Future;
+
+use futures_util::FutureExt;
+use futures_util::future::{Either, join_all};
+
+/// The group of `key` in `groups` (opened empty at the end when new; groups keep the order their
+/// first member came in).
+pub(super) fn group_of<K: PartialEq, V: Default>(groups: &mut Vec<(K, V)>, key: K) -> &mut V {
+    let at = match groups.iter().position(|(k, _)| *k == key) {
+        Some(at) => at,
+        None => {
+            groups.push((key, V::default()));
+            groups.len() - 1
+        }
+    };
+    &mut groups[at].1
+}
+
+/// Awaits all of `calls` at once, their outputs in their order. (A plain function, not an
+/// `async fn`: nested in the store's own futures, one more generator layer overflows rustc's
+/// layout depth.)
+pub(super) fn join_calls<F: Future>(
+    mut calls: impl ExactSizeIterator<Item = F>,
+) -> impl Future<Output = Vec<F::Output>> {
+    match calls.len() {
+        1 => match calls.next() {
+            Some(one) => Either::Left(one.map(|out| vec![out])),
+            None => Either::Right(join_all(calls)),
+        },
+        _ => Either::Right(join_all(calls)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn members_of_one_key_share_its_group_in_first_come_order() {
+        let mut groups: Vec<(&str, Vec<usize>)> = Vec::new();
+        for (i, key) in ["a", "b", "a", "c", "b"].into_iter().enumerate() {
+            group_of(&mut groups, key).push(i);
+        }
+        assert_eq!(
+            groups,
+            vec![("a", vec![0, 2]), ("b", vec![1, 4]), ("c", vec![3])]
+        );
+    }
+
+    #[tokio::test]
+    async fn calls_answer_in_their_order_one_or_many() {
+        assert_eq!(join_calls([async { 7 }].into_iter()).await, vec![7]);
+        let many = (0..3).map(|i| async move { i * 2 });
+        assert_eq!(join_calls(many).await, vec![0, 2, 4]);
+        let none = (0..0).map(|i| async move { i });
+        assert!(join_calls(none).await.is_empty());
+    }
+}
