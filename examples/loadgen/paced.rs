@@ -84,7 +84,11 @@ pub(crate) async fn run(a: &Args, rate: u64, channels: &[Channel], run_for: Dura
                 .ok()
                 .map(|r| r.get_ref().overall_code);
             drop(permit);
-            (micros(watch.elapsed() - due), micros(sent - due), code)
+            (
+                micros(watch.elapsed().saturating_sub(due)),
+                micros(sent.saturating_sub(due)),
+                code,
+            )
         });
         while let Some(done) = sends.try_join_next() {
             tally(done.expect("a send finished"));
