@@ -112,9 +112,10 @@ where
     }
 
     fn call(&mut self, req: http::Request<Body>) -> Self::Future {
-        match req.uri().path() == crate::grpc::bounded::SHOULD_RATE_LIMIT {
-            true => Either::Left(self.should_rate_limit.call(req)),
-            false => Either::Right(self.router.call(req)),
+        if req.uri().path() == crate::grpc::bounded::SHOULD_RATE_LIMIT {
+            Either::Left(self.should_rate_limit.call(req))
+        } else {
+            Either::Right(self.router.call(req))
         }
     }
 }
