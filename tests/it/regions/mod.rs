@@ -9,6 +9,7 @@ mod demand;
 mod partition;
 mod refused;
 mod restart;
+mod sporadic;
 mod static_shares;
 mod traffic;
 mod world;
