@@ -45,7 +45,10 @@ async fn a_burst_in_one_region_writes_its_demand_once_and_leaves() {
     for (got, want) in shares.iter().zip(want) {
         assert!((got - want).abs() < 1e-9, "{shares:?}");
     }
-    assert!(shares[5..].iter().all(|s| (s - 0.4).abs() < 1e-9), "{shares:?}");
+    assert!(
+        shares[5..].iter().all(|s| (s - 0.4).abs() < 1e-9),
+        "{shares:?}"
+    );
     // 2 instances × 12 rounds of their own line (HSET, PEXPIRE); for the burst one announcement
     // (ZADD, PEXPIRE), one post (HSET, PEXPIRE) and one leave (HDEL); the board calls of the
     // rounds eu was on the board (5) and of its leave.
