@@ -3,23 +3,13 @@
 //! its demand still presses, and leaves once it no longer does; the demand shrinking on its way
 //! out of the measured rounds is not written while no other region asks for the key.
 
-use super::world::{self, Region, round};
+use super::world::{self, Region, calls, round};
 use crate::support::redis::RedisServer;
 use crate::support::require;
 
 /// 200 a minute worldwide (3.33 a second), following demand with a floor of 0.1 and a step of
 /// 0.1 per sync.
 const MOVING: &str = "domain: d\ndescriptors:\n  - key: k\n    rate_limit: {unit: minute, requests_per_unit: 200, regions: {shares: {eu: 0.5, us: 0.5}, follow_demand: {floor: 0.1, max_step: 0.1}}}\n";
-
-/// Calls of `command` on `redis` since the last `CONFIG RESETSTAT`.
-fn calls(redis: &RedisServer, command: &str) -> u64 {
-    let stats = redis.cli(&["INFO", "commandstats"]);
-    let prefix = format!("cmdstat_{command}:calls=");
-    (stats.lines())
-        .find_map(|l| l.strip_prefix(&prefix))
-        .and_then(|rest| rest.split(',').next()?.parse().ok())
-        .unwrap_or(0)
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_burst_in_one_region_writes_its_demand_once_and_leaves() {
