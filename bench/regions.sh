@@ -11,12 +11,28 @@
 # Every run is bounded by its seconds; nothing here asserts a time. Needs redis-server,
 # redis-cli, taskset and curl; Linux only.
 #
+# `instructions` measures what the load of a shared machine cannot move (bench/lib.sh): the
+# instructions per decision of the whole server process under valgrind's callgrind, through gRPC
+# (examples/loadgen, 64 in flight, KEYS values) on a real regional Redis, for the same limit
+# plain, with static shares, and following demand with a global store. DECISIONS warm-up
+# decisions, then the same ones counted. The demand-following server syncs every SYNC_INTERVAL
+# (default 1h: longer than the run, so the figure is the request path's alone; under callgrind
+# the server runs tens of times slower, so a 1 s round would weigh tens of times more per
+# decision than it does at speed). The dumps stay in $OUT_DIR (default
+# $CARGO_TARGET_DIR/regions-callgrind) for callgrind_annotate.
+#
 #   bench/regions.sh          # ROUNDS=3 SECONDS_PER_RUN=8 CONCURRENCY=64 KEYS=10000 RATE=2000
-#                             # WARM_SECONDS=40; ONLY=2 runs the second part only
-#   PROFILE=debug SKIP_BUILD=1 bench/regions.sh   # with binaries already built (the command
+#                             # WARM_SECONDS=40; ONLY=1 or ONLY=2 runs that part only
+#   bench/regions.sh instructions   # DECISIONS=20000 SYNC_INTERVAL=1h VARIANTS="plain static world"
+#   PROFILE=debug SKIP_BUILD=1 bench/regions.sh   # with binaries already built in
+#                                                 # $CARGO_TARGET_DIR (default target) (the command
 #                                                 # counts do not depend on the build; CPU does)
+#   RATELIMITD_BIN=path       # measures that ratelimitd binary (loadgen still from the target dir)
 set -euo pipefail
 cd "$(dirname "$0")/.."
+
+MODE=${1:-rounds}
+case $MODE in rounds | instructions) ;; *) echo "usage: $0 [rounds|instructions]" >&2; exit 2 ;; esac
 
 BASE_PORT=${BASE_PORT:-18480}
 ROUNDS=${ROUNDS:-3}
@@ -25,13 +41,20 @@ CONC=${CONCURRENCY:-64}
 KEYS=${KEYS:-10000}
 RATE=${RATE:-2000}
 WARM=${WARM_SECONDS:-40}
-for tool in redis-server redis-cli taskset curl; do
+DECISIONS=${DECISIONS:-20000}
+SYNC=${SYNC_INTERVAL:-1h}
+tools=(redis-server redis-cli taskset curl)
+[ "$MODE" = rounds ] || tools+=(valgrind callgrind_control)
+for tool in "${tools[@]}"; do
   command -v "$tool" >/dev/null || { echo "needs $tool" >&2; exit 1; }
 done
 PROFILE=${PROFILE:-release}
-[ -n "${SKIP_BUILD:-}" ] || cargo build --release --locked --bin ratelimitd --example loadgen
+profile=(--release)
+[ "$PROFILE" = release ] || profile=(--profile "$PROFILE")
+[ "$PROFILE" != debug ] || profile=()
+[ -n "${SKIP_BUILD:-}" ] || cargo build "${profile[@]}" --locked --bin ratelimitd --example loadgen
 target=${CARGO_TARGET_DIR:-target}
-bin=$target/$PROFILE/ratelimitd
+bin=${RATELIMITD_BIN:-$target/$PROFILE/ratelimitd}
 load=$target/$PROFILE/examples/loadgen
 
 work=$(mktemp -d)
@@ -72,14 +95,23 @@ start() {
   local n=$1 cores=$2 config=$3 store=$4 base=$((BASE_PORT + 10 * $1))
   shift 4
   rcli "$store" flushall >/dev/null
+  # Pinned to its cores, or under callgrind (which runs the threads one at a time anyway, tens
+  # of times slower: a Redis answer may then take longer than the default timeout).
+  local under=(taskset -c "$cores") tries=100
+  if [ "$MODE" = instructions ]; then
+    rm -f "$work"/callgrind.out*
+    under=(valgrind --tool=callgrind --callgrind-out-file="$work/callgrind.out")
+    tries=1200
+    set -- REDIS_RESPONSE_TIMEOUT=10s "$@"
+  fi
   env HOST=127.0.0.1 PORT=$base GRPC_HOST=127.0.0.1 GRPC_PORT=$((base + 1)) \
     DEBUG_HOST=127.0.0.1 DEBUG_PORT=$((base + 2)) ADMIN_PORT=$((base + 4)) USE_STATSD=false \
     POLICY_ENABLED=false REDIS_SOCKET_TYPE=tcp REDIS_URL=127.0.0.1:$((BASE_PORT + 50 + store)) \
     RATELIMITD_CONFIG="$work/$config" "$@" \
-    taskset -c "$cores" "$bin" >"$work/server$n.log" 2>&1 &
+    "${under[@]}" "$bin" >"$work/server$n.log" 2>&1 &
   pids+=("$!")
   eval "server$n=$!"
-  for _ in $(seq 100); do
+  for _ in $(seq "$tries"); do
     curl -sf "http://127.0.0.1:$base/healthcheck" >/dev/null && return 0
     sleep 0.1
   done
@@ -88,6 +120,40 @@ start() {
 }
 stop() { local p; p=$(eval echo "\$server$1"); kill "$p"; wait "$p" 2>/dev/null || true; }
 region() { echo REGION="$1" GLOBAL_REDIS_SOCKET_TYPE=tcp GLOBAL_REDIS_URL="$global"; }
+
+if [ "$MODE" = instructions ]; then
+  # shellcheck source=bench/lib.sh
+  . bench/lib.sh
+  # A multiple of loadgen's 64 clients, so that each sends the same number.
+  DECISIONS=$((DECISIONS / 64 * 64))
+  out_dir=${OUT_DIR:-$target/regions-callgrind}
+  mkdir -p "$out_dir" "$work/static"
+  limit hour 1000000000 ', regions: {shares: {eu: 0.5, us: 0.5}}' >"$work/static/bench.yaml"
+  echo "# $(date -u '+%F %H:%M UTC'), callgrind, $PROFILE build, $DECISIONS decisions over $KEYS" \
+    "values after as many warm-up ones; follow_demand syncs every $SYNC"
+  printf '%-8s %-44s %22s  %s\n' limit what instructions/decision load-avg
+  for variant in ${VARIANTS:-plain static world}; do
+    case $variant in
+      plain) what="10^9 an hour, no regions"; start 0 0 plain 1 ;;
+      static) what="the same, static shares (eu 0.5)"; start 0 0 static 1 REGION=eu ;;
+      world)
+        what="the same, follow_demand, a global store"
+        rcli 9 flushall >/dev/null
+        # shellcheck disable=SC2046
+        start 0 0 world 1 $(region eu) REGION_SYNC_INTERVAL="$SYNC"
+        ;;
+      *) echo "unknown variant $variant (plain, static, world)" >&2; exit 2 ;;
+    esac
+    per=$(callgrind_per_decision "$server0" 127.0.0.1 "$work/callgrind.out" "$DECISIONS" \
+      "$out_dir/$variant.callgrind" -- "$load" --target 127.0.0.1:$((BASE_PORT + 1)) \
+      --domain bench --key k --concurrency 64 --seconds 600 --keys "$KEYS" \
+      --max-requests "$DECISIONS") || { echo "$variant: a run failed" >&2; exit 1; }
+    printf '%-8s %-44s %22s  %s\n' "$variant" "$what" "$per" "$(cut -d' ' -f1-3 /proc/loadavg)"
+    stop 0
+  done
+  echo "# dumps: $out_dir (callgrind_annotate --inclusive=yes <file>)"
+  exit 0
+fi
 
 if [ "${ONLY:-}" != 2 ]; then
 echo "== 1. decisions per server CPU-second, a worldwide limit with regions against the same without"
@@ -133,6 +199,7 @@ measure() {
   commands "$SECS" "$1"
 }
 
+[ "${ONLY:-}" != 1 ] || exit 0
 echo "== 2. global-store commands per second for $KEYS active keys (${RATE}/s per region," \
   "a limit of 2 a minute, REGION_SYNC_INTERVAL=1s; counted over ${SECS}s after ${WARM}s)"
 rcli 9 flushall >/dev/null

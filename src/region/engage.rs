@@ -39,6 +39,10 @@ pub(super) struct Standing {
     pub written: Option<(u64, u32)>,
     /// Leave at the next round.
     pub leave: bool,
+    /// The last reply showed no other region's demand: the size of this instance's demand then
+    /// moves no target (alone, a region's target is all it can hold whatever it asks), so only
+    /// its end is worth a write.
+    pub alone: bool,
     /// The hits and seconds of its last [`DEMAND_ROUNDS`] rounds, oldest first overwritten.
     recent: [(u64, f64); DEMAND_ROUNDS],
     /// Rounds recorded so far.
@@ -73,9 +77,18 @@ impl Standing {
             return BoardMode::Leave;
         }
         if self.rounds_on > 0 {
+            // Alone on the board, a demand that stopped leaves at once instead of posting 0 first
+            // (what the round after would have done).
+            if self.alone && milli == 0 {
+                return BoardMode::Leave;
+            }
             return match self.written {
-                // Within an eighth of what is on the board: not worth a write.
-                Some((w, age)) if w.abs_diff(milli) <= w / 8 && age < ttl_rounds / 2 => {
+                // Within an eighth of what is on the board, or any demand while alone: not
+                // worth a write.
+                Some((w, age))
+                    if age < ttl_rounds / 2
+                        && (w.abs_diff(milli) <= w / 8 || (self.alone && w > 0)) =>
+                {
                     BoardMode::Read
                 }
                 _ => BoardMode::Post,
@@ -136,7 +149,11 @@ impl Standing {
             next = k.share;
         }
         let full = next >= share::alone(follow.floor, demands.len()) - 1e-9;
-        self.leave = others <= 0.0 && (full || !share::presses(demands[me], next, k.rate));
+        // The region's demand with this instance's as it is now: alone, what it last wrote may
+        // be a larger demand, fading since.
+        let region_now = demands[me] - asked as f64 / 1000.0 + milli as f64 / 1000.0;
+        self.alone = others <= 0.0;
+        self.leave = self.alone && (full || !share::presses(region_now, next, k.rate));
         Some(next)
     }
 }

@@ -29,7 +29,7 @@ use parking_lot::Mutex;
 use super::engage::Standing;
 use super::members::Presence;
 use crate::clock::{Clock, Timestamp};
-use crate::region::{DemandRound, RegionShares};
+use crate::region::{DemandRound, RegionShares, Regions};
 use crate::resilience::{Breaker, BreakerReport, Permit};
 use crate::store::redis::RedisStore;
 use crate::store::redis::region_demand::{BoardMode, BoardTurn, board_name};
@@ -74,7 +74,7 @@ pub struct RegionSync {
     last_round: Mutex<Option<Timestamp>>,
     /// When the last round read the announced keys.
     last_read: Mutex<Option<Timestamp>>,
-    standings: Mutex<HashMap<String, Standing>>,
+    standings: Mutex<HashMap<String, Standing, ahash::RandomState>>,
     status: Mutex<SyncStatus>,
 }
 
@@ -185,8 +185,15 @@ impl RegionSync {
             .filter_map(|k| Some((k.regions.index_of(&self.region)?, k)))
             .map(|(me, k)| (k, me))
             .collect();
-        let mut names: BTreeSet<&str> = (keys.iter())
-            .flat_map(|(k, _)| k.regions.shares.keys().map(String::as_str))
+        // The keys of one limit share its `regions`: each distinct one adds its names once.
+        let mut seen: Vec<&Arc<Regions>> = Vec::new();
+        for (k, _) in &keys {
+            if !seen.iter().any(|r| Arc::ptr_eq(r, &k.regions)) {
+                seen.push(&k.regions);
+            }
+        }
+        let mut names: BTreeSet<&str> = (seen.iter())
+            .flat_map(|r| r.shares.keys().map(String::as_str))
             .collect();
         names.insert(&self.region);
         let names: Vec<String> = names.into_iter().map(str::to_string).collect();
@@ -195,7 +202,11 @@ impl RegionSync {
         let mut standings = std::mem::take(&mut *self.standings.lock());
         let planned: Vec<(u64, BoardMode)> = (keys.iter())
             .map(|(k, _)| {
-                let standing = standings.entry(k.key.clone()).or_default();
+                // The key is copied only the first time it is seen.
+                let standing = match standings.get_mut(&k.key) {
+                    Some(s) => s,
+                    None => standings.entry(k.key.clone()).or_default(),
+                };
                 let per_second = standing.demand(k.hits, secs);
                 let milli = milli(per_second);
                 (milli, standing.mode(k, milli, per_second, ENTRY_INTERVALS))

@@ -4,10 +4,12 @@
 //! (an in-test TCP proxy). `/rlconfig` and the console show the shares. The instances run on the manual clock and the tests drive the sync
 //! rounds, so every share is exact.
 
+mod cluster;
 mod demand;
 mod partition;
 mod refused;
 mod restart;
+mod sporadic;
 mod static_shares;
 mod traffic;
 mod world;

@@ -4,22 +4,12 @@
 //! regions is posted and its shares move. Every instance's round makes one call of its own (the
 //! instance is alive: one `HSET` and one `PEXPIRE`), whatever its keys.
 
-use super::world::{self, Region, round};
+use super::world::{self, Region, calls, round};
 use crate::support::redis::RedisServer;
 use crate::support::require;
 
 /// 200 a minute worldwide, following demand with a floor of 0.1 and a step of 0.1 per sync.
 const MOVING: &str = "domain: d\ndescriptors:\n  - key: k\n    rate_limit: {unit: minute, requests_per_unit: 200, regions: {shares: {eu: 0.5, us: 0.5}, follow_demand: {floor: 0.1, max_step: 0.1}}}\n";
-
-/// Calls of `command` on `redis` since the last `CONFIG RESETSTAT`.
-fn calls(redis: &RedisServer, command: &str) -> u64 {
-    let stats = redis.cli(&["INFO", "commandstats"]);
-    let prefix = format!("cmdstat_{command}:calls=");
-    (stats.lines())
-        .find_map(|l| l.strip_prefix(&prefix))
-        .and_then(|rest| rest.split(',').next()?.parse().ok())
-        .unwrap_or(0)
-}
 
 /// The demand boards on the global store.
 fn boards(redis: &RedisServer) -> Vec<String> {

@@ -1,6 +1,6 @@
 //! What the region tests share: a region of instances on its own redis-server, bounded load on
 //! one key, sync rounds on every instance after the manual clocks move, and this region's share
-//! as `/rlconfig` prints it.
+//! as `/rlconfig` prints it; the commands a redis-server (the global store) ran.
 
 use std::time::Duration;
 
@@ -158,4 +158,14 @@ pub(super) fn global(socket: bool, url: String) -> Vec<(String, String)> {
         // Generous: the machine is loaded; a cut connection fails at once anyway.
         ("GLOBAL_REDIS_RESPONSE_TIMEOUT".into(), "2s".into()),
     ]
+}
+
+/// Calls of `command` on `redis` since the last `CONFIG RESETSTAT`.
+pub(super) fn calls(redis: &RedisServer, command: &str) -> u64 {
+    let stats = redis.cli(&["INFO", "commandstats"]);
+    let prefix = format!("cmdstat_{command}:calls=");
+    (stats.lines())
+        .find_map(|l| l.strip_prefix(&prefix))
+        .and_then(|rest| rest.split(',').next()?.parse().ok())
+        .unwrap_or(0)
 }

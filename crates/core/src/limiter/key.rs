@@ -49,13 +49,7 @@ impl KeyBuilder {
         spec: &LimitSpec,
         now: Timestamp,
     ) -> String {
-        // The Go key names a window start, which only fixed windows have; other algorithms (which
-        // Go instances cannot share anyway) always use the default format.
-        let format = match spec.algorithm {
-            Algorithm::FixedWindow => self.format,
-            _ => KeyFormat::Safe,
-        };
-        self.build_as(format, domain, entries, spec, now)
+        self.build_split(false, domain, entries, spec, now).0
     }
 
     /// The key of a further limit of `rate_limits` (not the first): always the default format,
@@ -68,18 +62,29 @@ impl KeyBuilder {
         spec: &LimitSpec,
         now: Timestamp,
     ) -> String {
-        self.build_as(KeyFormat::Safe, domain, entries, spec, now)
+        self.build_split(true, domain, entries, spec, now).0
     }
 
-    fn build_as<'a>(
+    /// The key of [`KeyBuilder::build`] (or, when `extra`, of [`KeyBuilder::build_extra`]) and
+    /// the length of its counter's identity across windows: a fixed window's key without its
+    /// window start (and the separator before it), every other key whole. A share that follows
+    /// demand is kept per identity, so that it carries over from one window to the next.
+    pub fn build_split<'a>(
         &self,
-        format: KeyFormat,
+        extra: bool,
         domain: &str,
         entries: impl Iterator<Item = (&'a str, &'a str)>,
         spec: &LimitSpec,
         now: Timestamp,
-    ) -> String {
+    ) -> (String, usize) {
+        // The Go key names a window start, which only fixed windows have; other algorithms (which
+        // Go instances cannot share anyway) always use the default format.
+        let format = match spec.algorithm {
+            Algorithm::FixedWindow if !extra => self.format,
+            _ => KeyFormat::Safe,
+        };
         let mut key = String::with_capacity(self.prefix.len() + domain.len() + 48);
+        let mut identity = None;
         key.push_str(&self.prefix);
         match format {
             KeyFormat::Go => {
@@ -91,6 +96,8 @@ impl KeyBuilder {
                     key.push_str(v);
                     key.push('_');
                 }
+                // Without the `_` before the window start.
+                identity = Some(key.len().saturating_sub(1));
                 let _ = write!(key, "{}", window_start(spec.window, now));
             }
             KeyFormat::Safe => {
@@ -108,11 +115,13 @@ impl KeyBuilder {
                     None => write!(key, "{}", spec.window.secs()),
                 };
                 if spec.algorithm == Algorithm::FixedWindow {
+                    identity = Some(key.len());
                     let _ = write!(key, ":{}", window_start(spec.window, now));
                 }
             }
         }
-        key
+        let identity = identity.unwrap_or(key.len());
+        (key, identity)
     }
 }
 
@@ -204,6 +213,37 @@ mod tests {
         let go =
             KeyBuilder::new("", KeyFormat::Go).build("d", [("k", "v")].into_iter(), &month, now);
         assert_eq!(go, "d_k_v_1769900400");
+    }
+
+    /// A fixed window's identity is the same in every window (its key without the window start),
+    /// in both formats; other algorithms' keys name no window and are their own identity.
+    #[test]
+    fn a_fixed_windows_identity_is_the_same_in_every_window() {
+        let split = |b: &KeyBuilder, spec: &LimitSpec, secs: u64| {
+            let entries = [("k", "v1")].into_iter();
+            let (key, n) = b.build_split(false, "d", entries, spec, Timestamp::from_secs(secs));
+            (key[..n].to_string(), key)
+        };
+        for (format, identity) in [
+            (KeyFormat::Safe, "p:{1:d|1:k=2:v1}:fw:60"),
+            (KeyFormat::Go, "p:d_k_v1"),
+        ] {
+            let b = KeyBuilder::new("p:", format);
+            let (a, key_a) = split(&b, &spec(60), 60);
+            let (later, key_later) = split(&b, &spec(60), 600);
+            assert_ne!(key_a, key_later);
+            assert_eq!(
+                (a.as_str(), later.as_str()),
+                (identity, identity),
+                "{format:?}"
+            );
+            let tb = LimitSpec {
+                algorithm: Algorithm::TokenBucket,
+                ..spec(60)
+            };
+            let (bucket, key) = split(&b, &tb, 60);
+            assert_eq!(bucket, key);
+        }
     }
 
     #[test]

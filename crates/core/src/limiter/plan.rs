@@ -69,6 +69,10 @@ pub struct Plans<'a> {
     pub descriptors: Vec<Plan<'a>>,
     /// One op per applicable limit, in descriptor order; [`Limited::ops`] indexes it.
     pub ops: Vec<Op>,
+    /// Per op, the length of its key's counter identity across windows
+    /// ([`KeyBuilder::build_split`]), which a limit with `regions` keeps its share under; set up
+    /// to the last such op (empty when the request has none: plain limits allocate nothing).
+    pub identities: Vec<usize>,
 }
 
 /// Plans every descriptor of `req` against its `domain` of the config (`None`: not configured)
@@ -85,6 +89,7 @@ pub fn plan<'a>(
     let mut plans = Plans {
         descriptors: Vec::with_capacity(req.descriptors.len()),
         ops: Vec::with_capacity(req.descriptors.len()),
+        identities: Vec::new(),
     };
     let Some(domain) = domain else {
         // An unknown domain is not an error: every descriptor is OK with no limit.
@@ -152,11 +157,11 @@ impl<'a> Plans<'a> {
                 sheds.push(shed);
             }
             let entries = m.key_entries.iter().copied();
-            let key = if i == 0 {
-                keys.build(&req.domain, entries, &spec, now)
-            } else {
-                keys.build_extra(&req.domain, entries, &spec, now)
-            };
+            let (key, identity) = keys.build_split(i > 0, &req.domain, entries, &spec, now);
+            if l.regions.is_some() {
+                self.identities.resize(self.ops.len(), 0);
+                self.identities.push(identity);
+            }
             // Only a leaky bucket can shape; every other op polices, whatever the request asked.
             let shapes = spec.algorithm == Algorithm::LeakyBucket && !d.refund;
             let hits = hits::clamp(&spec, asked, d.refund);

@@ -135,3 +135,32 @@ async fn keys_past_the_cap_keep_their_listed_share_and_are_not_synced() {
     assert_eq!(admitted(&eu, &cfg, "moving", 60).await.0, 50);
     assert!(shares.take_round().is_empty());
 }
+
+#[tokio::test]
+async fn the_cap_counts_keys_across_shards_and_frees_with_forgotten_ones() {
+    let shares = Arc::new(RegionShares::new("eu").with_max_keys(3));
+    let (eu, cfg) = region_with(shares.clone());
+    let ask = |values: std::ops::Range<u32>| {
+        let (eu, cfg) = (&eu, &cfg);
+        async move {
+            for v in values {
+                let d = Descriptor::of(&[("moving", &v.to_string())]);
+                let req = Request::new("d", vec![d]);
+                eu.should_rate_limit(Some(cfg), &req).await.unwrap();
+            }
+        }
+    };
+    // 40 keys spread over the shards: 3 tracked in all, not 3 per shard (nor 3 / 16 each).
+    ask(0..40).await;
+    assert_eq!(shares.current().len(), 3);
+    for _ in 0..=crate::region::table::IDLE_ROUNDS + 1 {
+        shares.take_round();
+    }
+    assert!(shares.current().is_empty());
+    ask(40..50).await;
+    assert_eq!(
+        shares.current().len(),
+        3,
+        "room again once they were forgotten"
+    );
+}

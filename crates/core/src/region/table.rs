@@ -9,16 +9,27 @@
 //! what every region is always left. Before that (a region that starts cut off), it starts at the
 //! listed share. Keys are bounded: past [`RegionShares::with_max_keys`] a new key keeps its
 //! starting share and is not synced.
+//!
+//! Every decision of a demand-following limit looks its key up here, so the keys are spread over
+//! [`SHARDS`] locks by a keyed hash drawn per process (as the over-limit cache and the leases do):
+//! decisions on different keys seldom wait for each other or for a sync round, which takes one
+//! shard at a time, and a lookup hashes its key in a few tens of instructions. The cap counts
+//! keys across all shards, so an uneven spread fills none early.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+
+use parking_lot::Mutex;
 
 use super::Regions;
 use crate::config::Limit;
 
 /// Keys tracked by default.
 const MAX_KEYS: usize = 100_000;
+
+/// Locks the keys are spread over.
+pub const SHARDS: usize = 16;
 
 /// Rounds a key may stay idle before it is forgotten (its share goes back to the listed one).
 pub const IDLE_ROUNDS: u32 = 30;
@@ -39,6 +50,8 @@ struct Tracked {
     idle: u32,
 }
 
+type Shard = HashMap<String, Tracked, ahash::RandomState>;
+
 /// One key's turn in a sync round.
 #[derive(Debug, Clone, PartialEq)]
 pub struct DemandRound {
@@ -55,12 +68,30 @@ pub struct DemandRound {
 }
 
 /// The region this process serves and its demand-following shares.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct RegionShares {
     region: Option<String>,
-    tracked: Mutex<HashMap<String, Tracked>>,
+    /// Picks a key's shard.
+    hasher: ahash::RandomState,
+    shards: Box<[Mutex<Shard>]>,
+    /// Keys tracked in all shards.
+    count: AtomicUsize,
     max_keys: usize,
     synced: AtomicBool,
+}
+
+impl Default for RegionShares {
+    /// No region: every limit is enforced whole.
+    fn default() -> RegionShares {
+        RegionShares {
+            region: None,
+            hasher: ahash::RandomState::new(),
+            shards: (0..SHARDS).map(|_| Mutex::default()).collect(),
+            count: AtomicUsize::new(0),
+            max_keys: MAX_KEYS,
+            synced: AtomicBool::new(false),
+        }
+    }
 }
 
 impl RegionShares {
@@ -68,9 +99,7 @@ impl RegionShares {
     pub fn new(region: impl Into<String>) -> RegionShares {
         RegionShares {
             region: Some(region.into()),
-            tracked: Mutex::default(),
-            max_keys: MAX_KEYS,
-            synced: AtomicBool::new(false),
+            ..RegionShares::default()
         }
     }
 
@@ -99,8 +128,8 @@ impl RegionShares {
         let Some(follow) = regions.follow else {
             return Some(regions.share_of(region));
         };
-        let mut tracked = self.lock();
-        if let Some(t) = tracked.get_mut(key) {
+        let mut shard = self.shard(key).lock();
+        if let Some(t) = shard.get_mut(key) {
             t.hits = t.hits.saturating_add(hits);
             return Some(t.share);
         }
@@ -109,7 +138,13 @@ impl RegionShares {
         } else {
             regions.share_of(region)
         };
-        if tracked.len() < self.max_keys {
+        // Counted before the insert, so that racing shards never pass the cap together.
+        let room = (self.count)
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| {
+                (n < self.max_keys).then_some(n + 1)
+            })
+            .is_ok();
+        if room {
             let t = Tracked {
                 limit: limit.full_key.clone(),
                 regions: regions.clone(),
@@ -118,7 +153,7 @@ impl RegionShares {
                 share,
                 idle: 0,
             };
-            tracked.insert(key.to_string(), t);
+            shard.insert(key.to_string(), t);
         }
         Some(share)
     }
@@ -126,26 +161,30 @@ impl RegionShares {
     /// Every tracked key with the hits since the previous round (which start again from 0).
     /// Keys idle for [`IDLE_ROUNDS`] rounds are forgotten instead.
     pub fn take_round(&self) -> Vec<DemandRound> {
-        let mut tracked = self.lock();
-        tracked.retain(|_, t| {
-            t.idle = if t.hits == 0 { t.idle + 1 } else { 0 };
-            t.idle <= IDLE_ROUNDS
-        });
-        tracked
-            .iter_mut()
-            .map(|(key, t)| DemandRound {
+        let mut out = Vec::with_capacity(self.count.load(Ordering::Relaxed));
+        for shard in &self.shards {
+            let mut shard = shard.lock();
+            let before = shard.len();
+            shard.retain(|_, t| {
+                t.idle = if t.hits == 0 { t.idle + 1 } else { 0 };
+                t.idle <= IDLE_ROUNDS
+            });
+            self.count
+                .fetch_sub(before - shard.len(), Ordering::Relaxed);
+            out.extend(shard.iter_mut().map(|(key, t)| DemandRound {
                 key: key.clone(),
                 regions: t.regions.clone(),
                 rate: t.rate,
                 hits: std::mem::take(&mut t.hits),
                 share: t.share,
-            })
-            .collect()
+            }));
+        }
+        out
     }
 
     /// Puts `share` in force for `key` (when it is still tracked).
     pub fn apply(&self, key: &str, share: f64) {
-        if let Some(t) = self.lock().get_mut(key) {
+        if let Some(t) = self.shard(key).lock().get_mut(key) {
             t.share = share;
         }
     }
@@ -153,20 +192,24 @@ impl RegionShares {
     /// This region's share of every tracked key, for listings: (key, limit's `full_key`, share),
     /// by key.
     pub fn current(&self) -> Vec<(String, String, f64)> {
-        let tracked = self.lock();
-        let mut out: Vec<(String, String, f64)> = tracked
-            .iter()
-            .map(|(k, t)| (k.clone(), t.limit.clone(), t.share))
-            .collect();
+        let mut out: Vec<(String, String, f64)> = Vec::new();
+        for shard in &self.shards {
+            let shard = shard.lock();
+            out.extend(
+                shard
+                    .iter()
+                    .map(|(k, t)| (k.clone(), t.limit.clone(), t.share)),
+            );
+        }
         out.sort_by(|a, b| a.0.cmp(&b.0));
         out
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, Tracked>> {
-        // A panic elsewhere cannot leave a share half-written: each update is one assignment.
-        self.tracked
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    /// The lock of `key`'s shard. (parking_lot's locks are not poisoned: a panic elsewhere cannot
+    /// leave a share half-written anyway, each update being one assignment.)
+    fn shard(&self, key: &str) -> &Mutex<Shard> {
+        let i = self.hasher.hash_one(key) as usize % SHARDS;
+        &self.shards[i]
     }
 }
 

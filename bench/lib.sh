@@ -1,0 +1,42 @@
+# Helpers the bench scripts source (bash). Nothing here runs on its own.
+#
+# Instructions per decision under valgrind's callgrind: what the load of a shared machine cannot
+# move. The server runs under `valgrind --tool=callgrind --callgrind-out-file=<base>`; the driver
+# sends the same decisions twice (a warm-up, then the counted run), callgrind's counters are zeroed
+# between the two and dumped after the second; the instructions the whole server process executed
+# in user space (every thread; callgrind does not see the kernel) divided by the decisions is the
+# figure. The dump stays for callgrind_annotate.
+
+# callgrind_ctl ACTION PID HOST: `callgrind_control ACTION PID` (-z zero, -d dump) for a server
+# started with HOST=HOST in its environment: vgdb names its pipes after HOST, and an empty HOST is
+# not the same as none (`???`), so pass the server's HOST exactly ("" when it had none).
+callgrind_ctl() {
+  if [ -n "$3" ]; then
+    HOST=$3 callgrind_control "$1" "$2" >/dev/null 2>&1
+  else
+    env -u HOST callgrind_control "$1" "$2" >/dev/null 2>&1
+  fi
+}
+
+# callgrind_per_decision PID HOST BASE DECISIONS OUT -- DRIVE...: runs DRIVE (which must print
+# "errors 0)" or "<DECISIONS> succeeded") once to warm up, zeroes the counters of the callgrind
+# process PID (started with HOST, dumping to BASE.<n>), runs DRIVE again, dumps, copies the dump
+# to OUT and prints the instructions per decision. Returns 1 when a run fails.
+callgrind_per_decision() {
+  local pid=$1 host=$2 base=$3 decisions=$4 out=$5 dump
+  shift 6
+  # grep -c reads all the output (-q could close the pipe early under pipefail).
+  "$@" | grep -Ec "errors 0\)|$decisions succeeded" >/dev/null || return 1
+  callgrind_ctl -z "$pid" "$host"
+  "$@" | grep -Ec "errors 0\)|$decisions succeeded" >/dev/null || return 1
+  rm -f "$base".*
+  callgrind_ctl -d "$pid" "$host"
+  for _ in $(seq 100); do
+    dump=$(ls "$base".* 2>/dev/null | head -1)
+    [ -n "$dump" ] && grep -q '^summary:\|^totals:' "$dump" 2>/dev/null && break
+    sleep 0.1
+  done
+  [ -n "$dump" ] || return 1
+  cp "$dump" "$out"
+  awk -v n="$decisions" '/^summary:/ {printf "%.0f\n", $2 / n}' "$out"
+}
