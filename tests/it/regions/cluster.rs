@@ -5,6 +5,7 @@
 //! moves eu's share up, then both regions asking alike moves both shares to half and half.
 
 use super::world::{Region, round};
+use crate::support::redis::RedisServer;
 use crate::support::require;
 use crate::support::stores::shared_cluster;
 
@@ -16,7 +17,7 @@ const MOVING: &str = "domain: d\ndescriptors:\n  - key: k\n    rate_limit: {unit
 async fn two_regions_converge_through_a_redis_cluster() {
     require!(Redis);
     let cluster = shared_cluster();
-    let urls: Vec<String> = cluster.nodes.iter().map(|n| n.addr()).collect();
+    let urls: Vec<String> = cluster.nodes.iter().map(RedisServer::addr).collect();
     let env: Vec<(String, String)> = [
         ("GLOBAL_REDIS_TYPE", "cluster"),
         ("GLOBAL_REDIS_SOCKET_TYPE", "tcp"),

@@ -205,7 +205,7 @@ impl RegionShares {
         out
     }
 
-    /// The lock of `key`'s shard. (parking_lot's locks are not poisoned: a panic elsewhere cannot
+    /// The lock of `key`'s shard. (`parking_lot`'s locks are not poisoned: a panic elsewhere cannot
     /// leave a share half-written anyway, each update being one assignment.)
     fn shard(&self, key: &str) -> &Mutex<Shard> {
         let i = self.hasher.hash_one(key) as usize % SHARDS;
