@@ -17,15 +17,23 @@ fn validate_accepts_every_example_config() {
     // tests/it/ops/k8s_recipes.rs checks the config inside the ConfigMap, and
     // tests/it/envoy/gateway_recipe.rs the Envoy Gateway recipe; examples/grafana holds a dashboard
     // (tests/it/observability/grafana_dashboard.rs) and examples/prometheus alert rules (tests/it/observability/promtool.rs);
-    // examples/accuracy is Rust, a module of the accuracy example.
+    // examples/accuracy is Rust, a module of the accuracy example, and examples/loadgen the load
+    // generator's modules.
     let mut dirs: Vec<String> = std::fs::read_dir("examples")
         .unwrap()
         .map(|e| e.unwrap().path())
         .filter(|p| {
             p.is_dir()
-                && !["k8s", "envoy-gateway", "grafana", "prometheus", "accuracy"]
-                    .iter()
-                    .any(|d| p.ends_with(d))
+                && ![
+                    "k8s",
+                    "envoy-gateway",
+                    "grafana",
+                    "prometheus",
+                    "accuracy",
+                    "loadgen",
+                ]
+                .iter()
+                .any(|d| p.ends_with(d))
         })
         .map(|p| p.to_string_lossy().into_owned())
         .collect();
