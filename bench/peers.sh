@@ -108,6 +108,8 @@ if [ "$MODE" = rounds ]; then
 else
   out_dir=${OUT_DIR:-$target/peers-callgrind}
   mkdir -p "$out_dir"
+  # shellcheck source=bench/lib.sh
+  . bench/lib.sh
   under=(valgrind --tool=callgrind --callgrind-out-file="$work/callgrind.out")
 fi
 # Starts server $1 (ratelimitd|limitador) on store $2 (memory|redis); sets $server.
@@ -210,23 +212,9 @@ instructions() {
     [ "$gen" = h2load ] || drive+=(-H 'grpc-encoding: identity')
     drive+=("http://127.0.0.1:$grpc_port/envoy.service.ratelimit.v3.RateLimitService/ShouldRateLimit")
   fi
-  # vgdb names its pipes after HOST: an empty HOST is not the same as none (`???`).
-  ctl() {
-    if [ -n "$host" ]; then
-      HOST=$host callgrind_control "$1" "$server" >/dev/null 2>&1
-    else
-      env -u HOST callgrind_control "$1" "$server" >/dev/null 2>&1
-    fi
-  }
-  # grep -c reads all the output (-q could close the pipe early under pipefail).
-  ok() { "${drive[@]}" | grep -Ec "errors 0\)|$DECISIONS succeeded" >/dev/null; }
-  ok || { echo "$who ($store, $gen): warm-up failed" >&2; exit 1; }
-  ctl -z
-  ok || { echo "$who ($store, $gen): run failed" >&2; exit 1; }
-  ctl -d
-  dumps=$((dumps + 1))
-  cp "$work/callgrind.out.$dumps" "$out_dir/$who-$store-$gen.callgrind"
-  per=$(awk -v n="$DECISIONS" '/^summary:/ {printf "%.0f", $2 / n}' "$out_dir/$who-$store-$gen.callgrind")
+  per=$(callgrind_per_decision "$server" "$host" "$work/callgrind.out" "$DECISIONS" \
+    "$out_dir/$who-$store-$gen.callgrind" -- "${drive[@]}") ||
+    { echo "$who ($store, $gen): a run failed" >&2; exit 1; }
   printf '%-6s %-12s %-10s %22s  %s\n' "$store" "$gen" "$who" "$per" "$(cut -d' ' -f1-3 /proc/loadavg)"
 }
 
@@ -239,7 +227,6 @@ if [ "$MODE" = instructions ]; then
   for store in $STORES; do
     for who in ${SERVERS:-ratelimitd limitador}; do
       start "$who" "$store"
-      dumps=0
       gens=(loadgen h2load)
       [ "$who" = limitador ] || gens+=(h2load-tonic)
       for gen in "${gens[@]}"; do instructions "$who" "$store" "$gen"; done
