@@ -98,31 +98,64 @@ impl KeyBuilder {
                 }
                 // Without the `_` before the window start.
                 identity = Some(key.len().saturating_sub(1));
-                let _ = write!(key, "{}", window_start(spec.window, now));
+                push_number(&mut key, window_start(spec.window, now));
             }
             KeyFormat::Safe => {
                 // `{len:domain|len:key=len:value...}`: a length before every part makes any two
                 // different (domain, entries) lists give different strings.
-                let _ = write!(key, "{{{}:{}", domain.len(), domain);
+                key.push('{');
+                push_part(&mut key, domain);
                 for (k, v) in entries {
-                    let _ = write!(key, "|{}:{}={}:{}", k.len(), k, v.len(), v);
+                    key.push('|');
+                    push_part(&mut key, k);
+                    key.push('=');
+                    push_part(&mut key, v);
                 }
-                let _ = write!(key, "}}:{}:", spec.algorithm.key_tag());
+                key.push_str("}:");
+                key.push_str(spec.algorithm.key_tag());
+                key.push(':');
                 // A calendar window names its calendar where others name their length, so a
                 // limit switched to or from a calendar never reads the other's counter.
-                let _ = match spec.window.calendar() {
-                    Some(calendar) => write!(key, "{calendar}"),
-                    None => write!(key, "{}", spec.window.secs()),
-                };
+                match spec.window.calendar() {
+                    Some(calendar) => {
+                        let _ = write!(key, "{calendar}");
+                    }
+                    None => push_number(&mut key, spec.window.secs()),
+                }
                 if spec.algorithm == Algorithm::FixedWindow {
                     identity = Some(key.len());
-                    let _ = write!(key, ":{}", window_start(spec.window, now));
+                    key.push(':');
+                    push_number(&mut key, window_start(spec.window, now));
                 }
             }
         }
         let identity = identity.unwrap_or(key.len());
         (key, identity)
     }
+}
+
+/// Appends `len:part`.
+fn push_part(key: &mut String, part: &str) {
+    push_number(key, part.len() as u64);
+    key.push(':');
+    key.push_str(part);
+}
+
+/// Appends `n` in decimal. Every key is built on the request path, with three to seven numbers
+/// in it: digits written straight into the key cost a fraction of `core::fmt`'s machinery.
+fn push_number(key: &mut String, mut n: u64) {
+    let mut digits = [0u8; 20];
+    let mut at = digits.len();
+    loop {
+        at -= 1;
+        digits[at] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    // Only ASCII digits were written.
+    key.push_str(std::str::from_utf8(&digits[at..]).unwrap_or_default());
 }
 
 #[cfg(test)]
@@ -136,6 +169,30 @@ mod tests {
             window: crate::algorithm::Window::from_secs(window_secs).unwrap(),
             burst: 0,
         }
+    }
+
+    #[test]
+    fn numbers_are_written_as_decimal_text() {
+        for n in [
+            0,
+            7,
+            9,
+            10,
+            99,
+            100,
+            1234,
+            1_000_000,
+            u64::from(u32::MAX),
+            u64::MAX,
+        ] {
+            let mut key = String::from("k");
+            push_number(&mut key, n);
+            assert_eq!(key, format!("k{n}"));
+        }
+        let long = "v".repeat(123);
+        let mut key = String::new();
+        push_part(&mut key, &long);
+        assert_eq!(key, format!("123:{long}"));
     }
 
     #[test]
