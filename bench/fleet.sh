@@ -32,14 +32,9 @@ target=${CARGO_TARGET_DIR:-target}
 bin=$target/$PROFILE/ratelimitd
 load=$target/$PROFILE/examples/loadgen
 
-work=$(mktemp -d)
-pids=()
-cleanup() {
-  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
-  wait 2>/dev/null || true
-  rm -rf "$work"
-}
-trap cleanup EXIT
+# shellcheck source=bench/lib.sh
+. bench/lib.sh
+bench_workdir
 
 mkdir -p "$work/config"
 printf 'domain: scale\ndescriptors:\n  - key: k\n    rate_limit: {unit: hour, requests_per_unit: 1000000000}\n' \

@@ -1,4 +1,5 @@
-# Helpers the bench scripts source (bash). Nothing here runs on its own.
+# Helpers the bench scripts source (bash): a scratch directory with cleanup, and instructions per
+# decision under callgrind. Nothing here runs on its own.
 #
 # Instructions per decision under valgrind's callgrind: what the load of a shared machine cannot
 # move. The server runs under `valgrind --tool=callgrind --callgrind-out-file=<base>`; the driver
@@ -39,4 +40,17 @@ callgrind_per_decision() {
   [ -n "$dump" ] || return 1
   cp "$dump" "$out"
   awk -v n="$decisions" '/^summary:/ {printf "%.0f\n", $2 / n}' "$out"
+}
+
+# bench_workdir: a scratch directory in $work and a list $pids of the processes the script starts;
+# on exit, every process in the list is killed and the directory removed, however the script ends.
+bench_workdir() {
+  work=$(mktemp -d)
+  pids=()
+  trap bench_cleanup EXIT
+}
+bench_cleanup() {
+  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+  wait 2>/dev/null || true
+  rm -rf "$work"
 }

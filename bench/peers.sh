@@ -75,14 +75,9 @@ done
 bin=${RATELIMITD_BIN:-$target/release/ratelimitd}
 load=$target/release/examples/loadgen
 
-work=$(mktemp -d)
-pids=()
-cleanup() {
-  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
-  wait 2>/dev/null || true
-  rm -rf "$work"
-}
-trap cleanup EXIT
+# shellcheck source=bench/lib.sh
+. bench/lib.sh
+bench_workdir
 
 # The same limit for both servers.
 mkdir -p "$work/config"
@@ -108,8 +103,6 @@ if [ "$MODE" = rounds ]; then
 else
   out_dir=${OUT_DIR:-$target/peers-callgrind}
   mkdir -p "$out_dir"
-  # shellcheck source=bench/lib.sh
-  . bench/lib.sh
   under=(valgrind --tool=callgrind --callgrind-out-file="$work/callgrind.out")
 fi
 # Starts server $1 (ratelimitd|limitador) on store $2 (memory|redis); sets $server.

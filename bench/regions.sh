@@ -57,14 +57,9 @@ target=${CARGO_TARGET_DIR:-target}
 bin=${RATELIMITD_BIN:-$target/$PROFILE/ratelimitd}
 load=$target/$PROFILE/examples/loadgen
 
-work=$(mktemp -d)
-pids=()
-cleanup() {
-  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
-  wait 2>/dev/null || true
-  rm -rf "$work"
-}
-trap cleanup EXIT
+# shellcheck source=bench/lib.sh
+. bench/lib.sh
+bench_workdir
 echo "uptime: $(uptime)"
 
 # Redis $1 on port BASE_PORT + 50 + $1 (1, 2: the regions' own; 9: the global store).
@@ -122,8 +117,6 @@ stop() { local p; p=$(eval echo "\$server$1"); kill "$p"; wait "$p" 2>/dev/null 
 region() { echo REGION="$1" GLOBAL_REDIS_SOCKET_TYPE=tcp GLOBAL_REDIS_URL="$global"; }
 
 if [ "$MODE" = instructions ]; then
-  # shellcheck source=bench/lib.sh
-  . bench/lib.sh
   # A multiple of loadgen's 64 clients, so that each sends the same number.
   DECISIONS=$((DECISIONS / 64 * 64))
   out_dir=${OUT_DIR:-$target/regions-callgrind}

@@ -25,14 +25,9 @@ done
 bin=target/release/ratelimitd
 load=target/release/examples/loadgen
 
-work=$(mktemp -d)
-pids=()
-cleanup() {
-  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
-  wait 2>/dev/null || true
-  rm -rf "$work"
-}
-trap cleanup EXIT
+# shellcheck source=bench/lib.sh
+. bench/lib.sh
+bench_workdir
 
 # Domain `scale`: key `k`, a limit no run reaches; an argument adds `lease: <it>` to the limit.
 write_config() {

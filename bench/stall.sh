@@ -30,14 +30,9 @@ target=${CARGO_TARGET_DIR:-target}
 bin=${RATELIMITD_BIN:-$target/release/ratelimitd}
 loadgen=$target/release/examples/loadgen
 
-work=$(mktemp -d)
-pids=()
-cleanup() {
-  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
-  wait 2>/dev/null || true
-  rm -rf "$work"
-}
-trap cleanup EXIT
+# shellcheck source=bench/lib.sh
+. bench/lib.sh
+bench_workdir
 mkdir "$work/config"
 printf 'domain: stall\ndescriptors:\n  - {key: k, rate_limit: {unit: second, requests_per_unit: 1000000, failure_mode: allow}}\n' \
   >"$work/config/stall.yaml"
