@@ -21,27 +21,20 @@ command -v wrk >/dev/null || { echo "bench/concurrency.sh needs wrk (apt-get ins
 
 cargo build --release --locked --bin ratelimitd
 
-cfg=$(mktemp -d)
+# shellcheck source=bench/lib.sh
+. bench/lib.sh
+bench_workdir
+cfg=$work/config
+mkdir "$cfg"
 printf 'domain: api\ndescriptors:\n  - {key: client_key, rate_limit: {unit: minute, requests_per_unit: 1000, algorithm: concurrency}}\n' \
   >"$cfg/api.yaml"
 printf 'domain: plain\ndescriptors:\n  - {key: client_key, rate_limit: {unit: second, requests_per_unit: 10}}\n' \
   >"$cfg/plain.yaml"
-plain=$(mktemp)
+plain=$work/plain.lua
 printf 'wrk.method = "POST"\nwrk.headers["Content-Type"] = "application/json"\nlocal n = 0\nrequest = function()\n  n = n + 1\n  return wrk.format(nil, "/check", nil, string.format([[{"domain":"plain","client_key":"10.0.%%d"}]], n %% %d))\nend\n' \
   "$KEYS" >"$plain"
 
-HOST=127.0.0.1 PORT=$BASE_PORT GRPC_HOST=127.0.0.1 GRPC_PORT=$((BASE_PORT + 1)) \
-  DEBUG_HOST=127.0.0.1 DEBUG_PORT=$((BASE_PORT + 2)) ADMIN_PORT=$((BASE_PORT + 3)) USE_STATSD=false RATELIMITD_CONFIG="$cfg" \
-  taskset -c 0 "${CARGO_TARGET_DIR:-target}/release/ratelimitd" &
-pid=$!
-trap 'kill "$pid" 2>/dev/null; rm -rf "$cfg" "$plain"' EXIT
-
-for _ in $(seq 100); do
-  curl -sf "http://127.0.0.1:$BASE_PORT/healthcheck" >/dev/null && break
-  sleep 0.1
-done
-
-cpu_ticks() { awk '{print $14 + $15}' "/proc/$pid/stat"; }
+bench_serve "$cfg"
 
 # run NAME PER_REQUEST SCRIPT: one wrk run; PER_REQUEST answers make one unit of NAME.
 run() {

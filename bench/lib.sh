@@ -54,3 +54,25 @@ bench_cleanup() {
   wait 2>/dev/null || true
   rm -rf "$work"
 }
+
+# bench_serve CONFIG_DIR: starts the release ratelimitd ($CARGO_TARGET_DIR, default target) on
+# core 0 with configuration CONFIG_DIR, its HTTP port on 127.0.0.1:$BASE_PORT and the next three
+# for gRPC, debug and admin, and the caller's environment otherwise (a store, say); sets $pid, adds
+# it to $pids (bench_workdir) and returns once /healthcheck answers.
+bench_serve() {
+  HOST=127.0.0.1 PORT=$BASE_PORT GRPC_HOST=127.0.0.1 GRPC_PORT=$((BASE_PORT + 1)) \
+    DEBUG_HOST=127.0.0.1 DEBUG_PORT=$((BASE_PORT + 2)) ADMIN_PORT=$((BASE_PORT + 3)) \
+    USE_STATSD=false RATELIMITD_CONFIG="$1" \
+    taskset -c 0 "${CARGO_TARGET_DIR:-target}/release/ratelimitd" &
+  pid=$!
+  pids+=("$pid")
+  for _ in $(seq 100); do
+    curl -sf "http://127.0.0.1:$BASE_PORT/healthcheck" >/dev/null && return 0
+    sleep 0.1
+  done
+  echo "ratelimitd did not answer /healthcheck on 127.0.0.1:$BASE_PORT within 10 s" >&2
+  return 1
+}
+
+# cpu_ticks: the CPU time (user + system, in clock ticks) of the server bench_serve started.
+cpu_ticks() { awk '{print $14 + $15}' "/proc/$pid/stat"; }

@@ -29,9 +29,13 @@ for tool in wrk taskset curl; do
 done
 [ -n "${SKIP_BUILD:-}" ] || cargo build --release --locked --bin ratelimitd
 
-cfg=$(mktemp -d)
-scripts=$(mktemp -d)
-results=$(mktemp)
+# shellcheck source=bench/lib.sh
+. bench/lib.sh
+bench_workdir
+cfg=$work/config
+scripts=$work/scripts
+results=$work/results
+mkdir "$cfg" "$scripts"
 limit='unit: second, requests_per_unit: 1000000'
 printf 'domain: plain\ndescriptors:\n  - {key: client_key, rate_limit: {%s}}\n' "$limit" >"$cfg/plain.yaml"
 printf 'domain: priorities\ndescriptors:\n  - {key: client_key, rate_limit: {%s, priorities: {critical: 1.0, write: 0.9, read: 0.8, test: 0.7}}}\n' \
@@ -56,18 +60,7 @@ end
 LUA
 done
 
-HOST=127.0.0.1 PORT=$BASE_PORT GRPC_HOST=127.0.0.1 GRPC_PORT=$((BASE_PORT + 1)) \
-  DEBUG_HOST=127.0.0.1 DEBUG_PORT=$((BASE_PORT + 2)) ADMIN_PORT=$((BASE_PORT + 3)) USE_STATSD=false \
-  RATELIMITD_CONFIG="$cfg" taskset -c 0 "${CARGO_TARGET_DIR:-target}/release/ratelimitd" &
-pid=$!
-trap 'kill "$pid" 2>/dev/null; rm -rf "$cfg" "$scripts" "$results"' EXIT
-
-for _ in $(seq 100); do
-  curl -sf "http://127.0.0.1:$BASE_PORT/healthcheck" >/dev/null && break
-  sleep 0.1
-done
-
-cpu_ticks() { awk '{print $14 + $15}' "/proc/$pid/stat"; }
+bench_serve "$cfg"
 
 # run DOMAIN: one wrk run on that limit; prints the run and appends "DOMAIN per-cpu-second".
 run() {
