@@ -1,16 +1,15 @@
 //! The gRPC listener: TCP (`GRPC_HOST:GRPC_PORT`) or a unix socket (`GRPC_UDS`), in plaintext or
-//! TLS, through an accept loop that hands tonic finished connections (TLS handshakes run
-//! concurrently so a slow client cannot hold up the others). Writes go through [`Coalesce`], so
+//! TLS, through an accept loop that hands finished connections to [`super::grpc_conn`] (TLS
+//! handshakes run concurrently so a slow client cannot hold up the others). Writes go through [`Coalesce`], so
 //! responses that are ready together leave in one system call.
 //!
-//! Connection age: tonic sends GOAWAY at `GRPC_MAX_CONNECTION_AGE`, but with a grace configured it
-//! skips the GOAWAY and only closes hard at age + grace. grpc-go does both, so tonic gets the age
-//! only, and [`Conn`] enforces the hard close at age + grace itself.
+//! Connection age: as grpc-go does, a connection gets a GOAWAY at `GRPC_MAX_CONNECTION_AGE`
+//! ([`super::grpc_conn`]) and is closed hard at age + grace, which [`Conn`] enforces.
 //!
 //! Connection cap and timeouts: the loop takes a permit of `GRPC_MAX_CONNECTIONS` before each
 //! accept and wraps the socket in [`Guarded`] (below TLS, so handshakes count and are timed too);
-//! each connection's [`Tracker`] reaches the services as tonic's connect info, where
-//! [`super::grpc_idle::Tracked`] marks RPCs in flight for `GRPC_MAX_CONNECTION_IDLE` and moves a
+//! each connection's [`Tracker`] goes with it ([`GrpcConnInfo`]), where
+//! [`super::grpc_idle::begin`] marks RPCs in flight for `GRPC_MAX_CONNECTION_IDLE` and moves a
 //! connection with a long-lived stream to the `GRPC_MAX_STREAM_CONNECTIONS` gate.
 
 use std::future::Future;
@@ -25,12 +24,12 @@ use std::time::Duration;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::{TcpListener, UnixListener};
 use tokio::sync::mpsc;
-use tonic::transport::server::Connected;
 
 use tokio::task::JoinSet;
 
 use super::AppError;
 use super::coalesce::Coalesce;
+use super::grpc_conn::GrpcServices;
 use crate::grpc::tls::ReloadingTls;
 use crate::listener::{Gate, Guarded, Tracker};
 use crate::settings::{ConnLimits, Settings};
@@ -56,8 +55,8 @@ pub(super) struct Conn {
     peer: Option<SocketAddr>,
 }
 
-/// What each gRPC connection hands its requests (tonic's connect info): its activity, and its
-/// client's address (TCP only), which [`super::grpc_idle::Tracked`] tags requests with.
+/// What each gRPC connection hands its requests: its activity, which
+/// [`super::grpc_idle::begin`] marks them in, and its client's address (TCP only).
 #[derive(Debug, Clone)]
 pub(super) struct GrpcConnInfo {
     pub(super) tracker: Tracker,
@@ -119,10 +118,9 @@ impl AsyncWrite for Conn {
     }
 }
 
-impl Connected for Conn {
-    type ConnectInfo = GrpcConnInfo;
-
-    fn connect_info(&self) -> GrpcConnInfo {
+impl Conn {
+    /// The connection's activity and client address.
+    pub(super) fn info(&self) -> GrpcConnInfo {
         GrpcConnInfo {
             tracker: self.tracker.clone(),
             peer: self.peer,
@@ -163,9 +161,9 @@ impl GrpcListener {
 }
 
 /// Accepts connections (at most `limits.max_connections` at once, plus at most
-/// `stream_connections` moved to the streams gate) until `tx` is closed (tonic stopped
-/// listening) and sends them on `tx`; each may live at most `lifetime`.
-async fn accept_loop(accepting: Accepting, tx: mpsc::Sender<io::Result<Conn>>) {
+/// `stream_connections` moved to the streams gate) until `tx` is closed (the server stopped
+/// taking them) and sends them on `tx`; each may live at most `lifetime`.
+async fn accept_loop(accepting: Accepting, tx: mpsc::Sender<Conn>) {
     let Accepting {
         listener,
         tls,
@@ -195,7 +193,7 @@ async fn accept_loop(accepting: Accepting, tx: mpsc::Sender<io::Result<Conn>>) {
             },
         };
         let Some(tls) = &tls else {
-            if tx.send(Ok(conn(io, info))).await.is_err() {
+            if tx.send(conn(io, info)).await.is_err() {
                 return;
             }
             continue;
@@ -205,7 +203,7 @@ async fn accept_loop(accepting: Accepting, tx: mpsc::Sender<io::Result<Conn>>) {
         tokio::spawn(async move {
             match tokio::time::timeout(HANDSHAKE_TIMEOUT, acceptor.accept(io)).await {
                 Ok(Ok(stream)) => {
-                    let _ = tx.send(Ok(conn(Box::new(stream), info))).await;
+                    let _ = tx.send(conn(Box::new(stream), info)).await;
                 }
                 Ok(Err(e)) => tracing::debug!(error = %e, "TLS handshake failed"),
                 Err(_) => tracing::debug!("TLS handshake timed out"),
@@ -250,20 +248,19 @@ pub(super) struct Accepting {
     pub(super) stream_connections: usize,
 }
 
-/// Serves `router` on the connections `accepting` hands it until `stop`.
+/// Serves `services` on the connections `accepting` hands over until `stop`; a connection gets
+/// a GOAWAY at `max_age`.
 pub(super) fn serve_grpc(
     tasks: &mut JoinSet<()>,
     accepting: Accepting,
-    router: tonic::transport::server::Router<super::serve::GrpcLayers>,
+    services: GrpcServices,
+    max_age: Option<Duration>,
     stop: impl Future<Output = ()> + Send + 'static,
 ) {
     tasks.spawn(async move {
         let (tx, rx) = mpsc::channel(64);
-        // Ends when tonic drops the receiver at shutdown, which also closes the listener.
+        // Ends when the server drops the receiver at shutdown, which also closes the listener.
         tokio::spawn(accept_loop(accepting, tx));
-        let incoming = tokio_stream::wrappers::ReceiverStream::new(rx);
-        if let Err(e) = router.serve_with_incoming_shutdown(incoming, stop).await {
-            tracing::error!(error = %e, "gRPC server failed");
-        }
+        super::grpc_conn::serve(rx, services, max_age, stop).await;
     });
 }

@@ -10,6 +10,7 @@ mod coalesce;
 mod config_source;
 mod error;
 mod features;
+mod grpc_conn;
 mod grpc_idle;
 mod grpc_listen;
 mod parts;

@@ -2,28 +2,21 @@
 //! `/healthcheck`), debug, admin (when it is opened) and Prometheus. All are bound before any is
 //! served, so a port that cannot be bound stops startup with nothing half-open.
 //!
-//! On the gRPC listener, `ShouldRateLimit` is answered in front of tonic's router ([`Front`]): the
-//! one hot path skips the router's path lookup and its response re-boxing; every other path goes
-//! through the router unchanged, tonic's connection layers (connect info, `grpc-timeout`, error
-//! recovery) stay around both.
+//! On the gRPC listener, `ShouldRateLimit` is answered in front of tonic's router
+//! ([`super::grpc_conn`]).
 
-use std::convert::Infallible;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::task::{Context, Poll};
 
-use futures_util::future::Either;
 use tokio::net::TcpListener;
-use tonic::body::Body;
-use tonic::codegen::{Service as TowerService, http};
 use tonic::service::Routes as TonicRoutes;
 use tonic_health::pb::health_server::HealthServer;
 use tonic_health::server::HealthService;
 
 use super::AppError;
 use super::admin_listener;
-use super::grpc_idle::Tracked;
+use super::grpc_conn::GrpcServices;
 use super::grpc_listen::{Accepting, GrpcListener, bind_grpc, serve_grpc};
 use super::tasks::serve_http;
 use crate::background::Background;
@@ -64,60 +57,6 @@ pub(super) struct Routes {
     pub(super) admin: AdminState,
     /// The regional shares and their sync, for `/rlconfig`.
     pub(super) regions: crate::region::Regional,
-}
-
-/// The gRPC server's layers: [`Front`] before tonic's router.
-pub(super) type GrpcLayers = tower_layer::Stack<FrontLayer, tower_layer::Identity>;
-
-/// Puts [`Front`] in front of tonic's router.
-#[derive(Clone)]
-pub(super) struct FrontLayer(ShouldRateLimit);
-
-impl tower_layer::Layer<TonicRoutes> for FrontLayer {
-    type Service = Front<TonicRoutes>;
-
-    fn layer(&self, router: TonicRoutes) -> Front<TonicRoutes> {
-        Front {
-            should_rate_limit: self.0.clone(),
-            router,
-        }
-    }
-}
-
-/// The gRPC service as tonic's connection layers see it: `ShouldRateLimit`'s exact path goes
-/// straight to its service, everything else to tonic's `router`.
-#[derive(Clone)]
-pub(super) struct Front<R> {
-    should_rate_limit: ShouldRateLimit,
-    router: R,
-}
-
-/// The `ShouldRateLimit` service: the direct path with its caps, its RPCs tracked for idleness.
-type ShouldRateLimit = Tracked<Bounded<RateLimitServiceServer<RlsService>>>;
-
-impl<R> TowerService<http::Request<Body>> for Front<R>
-where
-    R: TowerService<http::Request<Body>, Response = http::Response<Body>, Error = Infallible>,
-{
-    type Response = http::Response<Body>;
-    type Error = Infallible;
-    type Future = Either<<ShouldRateLimit as TowerService<http::Request<Body>>>::Future, R::Future>;
-
-    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
-        // Both are always ready (neither holds a queue); polled so each call follows a ready.
-        match self.should_rate_limit.poll_ready(cx) {
-            Poll::Ready(Ok(())) => self.router.poll_ready(cx),
-            other => other,
-        }
-    }
-
-    fn call(&mut self, req: http::Request<Body>) -> Self::Future {
-        if req.uri().path() == crate::grpc::bounded::SHOULD_RATE_LIMIT {
-            Either::Left(self.should_rate_limit.call(req))
-        } else {
-            Either::Right(self.router.call(req))
-        }
-    }
 }
 
 /// Where each listener ended up.
@@ -189,32 +128,31 @@ pub(super) async fn start(
         regions,
     } = routes;
 
-    let mut builder = tonic::transport::Server::builder();
     let (age, grace) = (
         settings.grpc.max_connection_age,
         settings.grpc.max_connection_age_grace,
     );
-    if let Some(age) = age {
-        // GOAWAY at the age; the hard close after the grace is the listener's (see grpc_listen).
-        builder = builder.max_connection_age(age);
-    }
     let rls = RlsService::new(service.clone(), metrics.clone())
         .with_standard_headers(settings.edges.grpc_standard_headers);
-    let should_rate_limit = Tracked(
-        Bounded::new(
-            RateLimitServiceServer::new(rls.clone())
-                .max_decoding_message_size(settings.grpc.max_recv_message_bytes),
-            settings.limits,
-            settings.grpc.max_recv_message_bytes,
-        )
-        .answered_by(rls),
-    );
-    let grpc_router = builder
-        .layer(FrontLayer(should_rate_limit.clone()))
-        .add_service(Tracked(health_server))
+    let should_rate_limit = Bounded::new(
+        RateLimitServiceServer::new(rls.clone())
+            .max_decoding_message_size(settings.grpc.max_recv_message_bytes),
+        settings.limits,
+        settings.grpc.max_recv_message_bytes,
+    )
+    .answered_by(rls);
+    let mut routes = TonicRoutes::builder();
+    routes
+        .add_service(health_server)
         // Still routed too: the front answers one exact path, the router the service's others.
-        .add_service(should_rate_limit)
-        .add_optional_service(rlqs.map(Tracked));
+        .add_service(should_rate_limit.clone());
+    if let Some(rlqs) = rlqs {
+        routes.add_service(rlqs);
+    }
+    let services = GrpcServices {
+        should_rate_limit,
+        router: routes.routes().prepare(),
+    };
     let accepting = Accepting {
         listener: grpc,
         tls,
@@ -222,7 +160,7 @@ pub(super) async fn start(
         limits: settings.listeners.grpc,
         stream_connections: settings.listeners.grpc_stream_connections,
     };
-    serve_grpc(bg.tasks, accepting, grpc_router, bg.stopped());
+    serve_grpc(bg.tasks, accepting, services, age, bg.stopped());
     let http_router = crate::http::router(crate::http::HttpState {
         service,
         health,
