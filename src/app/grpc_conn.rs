@@ -22,7 +22,6 @@ use std::future::Future;
 use std::pin::pin;
 use std::time::Duration;
 
-use futures_util::future::Either;
 use hyper::body::Incoming;
 use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use tokio::sync::watch;
@@ -35,6 +34,7 @@ use super::grpc_idle;
 use super::grpc_listen::{Conn, GrpcConnInfo};
 use crate::grpc::bounded::{Bounded, SHOULD_RATE_LIMIT};
 use crate::grpc::{RateLimitServiceServer, RlsService};
+use crate::listener::Busy;
 use crate::listener::http::Peer;
 
 /// What the gRPC port serves.
@@ -60,7 +60,6 @@ impl hyper::service::Service<http::Request<Incoming>> for PerConnection {
     type Future = BoxFuture<http::Response<Body>, Infallible>;
 
     fn call(&self, req: http::Request<Incoming>) -> Self::Future {
-        let mut req = req.map(Body::new);
         let busy = match grpc_idle::begin(&self.info, req.uri().path()) {
             Ok(busy) => busy,
             Err(full) => {
@@ -69,29 +68,40 @@ impl hyper::service::Service<http::Request<Incoming>> for PerConnection {
             }
         };
         let deadline = grpc_timeout(req.headers());
-        // Both services are always ready (neither holds a queue), so each call takes a clone.
-        let call = if req.uri().path() == SHOULD_RATE_LIMIT {
-            Either::Left(self.services.should_rate_limit.clone().call(req))
-        } else {
-            // As on the HTTP listeners, the request carries its client's address (RLQS shares
-            // its stream cap per peer).
-            if let Some(peer) = self.info.peer {
-                req.extensions_mut().insert(Peer(peer));
-            }
-            Either::Right(self.services.router.clone().call(req))
-        };
-        Box::pin(async move {
-            let response = match deadline {
-                None => call.await,
-                Some(d) => tokio::time::timeout(d, call)
-                    .await
-                    .unwrap_or_else(|_| Ok(Status::cancelled("Timeout expired").into_http())),
-            };
-            drop(busy);
-            response
-        })
+        if req.uri().path() == SHOULD_RATE_LIMIT {
+            let answer = self.services.should_rate_limit.answer(req);
+            return Box::pin(finish(async move { Ok(answer.await) }, deadline, busy));
+        }
+        let mut req = req.map(Body::new);
+        // As on the HTTP listeners, the request carries its client's address (RLQS shares its
+        // stream cap per peer).
+        if let Some(peer) = self.info.peer {
+            req.extensions_mut().insert(Peer(peer));
+        }
+        // The router is always ready (it holds no queue), so each call takes a clone.
+        let call = self.services.router.clone().call(req);
+        Box::pin(finish(call, deadline, busy))
     }
 }
+
+/// The answer `call` gives within `deadline` (`CANCELLED` past it, as tonic answers), its RPC
+/// in flight until then.
+async fn finish<F>(call: F, deadline: Option<Duration>, busy: Busy) -> Result<Response, Infallible>
+where
+    F: Future<Output = Result<Response, Infallible>>,
+{
+    let response = match deadline {
+        None => call.await,
+        Some(d) => tokio::time::timeout(d, call)
+            .await
+            .unwrap_or_else(|_| Ok(Status::cancelled("Timeout expired").into_http())),
+    };
+    drop(busy);
+    response
+}
+
+/// What a gRPC call answers.
+type Response = http::Response<Body>;
 
 /// The deadline a `grpc-timeout` header sets: at most eight digits and a unit (`H`, `M`, `S`,
 /// `m`, `u`, `n`), as the gRPC wire format has it. A malformed value is ignored, as tonic does.

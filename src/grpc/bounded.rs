@@ -9,11 +9,12 @@
 //! pass through tonic's codec.
 
 use std::convert::Infallible;
+use std::future::Future;
 use std::sync::Arc;
 use std::task::{Context, Poll};
 
 use axum::body::Bytes;
-use http_body::Body as _;
+use http_body::Body as HttpBody;
 use http_body_util::{BodyExt, Full};
 use tonic::Status;
 use tonic::body::Body;
@@ -79,33 +80,60 @@ where
         if req.uri().path() != SHOULD_RATE_LIMIT {
             return Box::pin(self.inner.call(req));
         }
-        // The ready service goes with this call; the clone waits for the next poll_ready.
-        let clone = self.inner.clone();
-        let mut inner = std::mem::replace(&mut self.inner, clone);
+        let answer = self.answer(req);
+        Box::pin(async move { Ok(answer.await) })
+    }
+}
+
+impl<S> Bounded<S>
+where
+    S: Service<http::Request<Body>, Response = http::Response<Body>, Error = Infallible>,
+    S: Clone + Send + 'static,
+    S::Future: Send + 'static,
+{
+    /// Answers one `ShouldRateLimit` call whatever its body's type (the gRPC port hands over
+    /// hyper's own, so nothing re-boxes it): the message is read and checked against the caps,
+    /// answered on the direct path when it can be, and handed to the inner service otherwise.
+    pub fn answer<B>(
+        &self,
+        req: http::Request<B>,
+    ) -> impl Future<Output = http::Response<Body>> + Send + 'static
+    where
+        B: HttpBody<Data = Bytes> + Unpin + Send + 'static,
+        B::Error: Into<tonic::codegen::StdError>,
+    {
+        let mut inner = self.inner.clone();
         let (caps, max, direct) = (self.caps, self.max_message, self.direct.clone());
-        Box::pin(async move {
+        async move {
             let (parts, body) = req.into_parts();
             let bytes = match read_message(body, max).await {
                 Ok(bytes) => bytes,
-                Err(status) => return Ok(status.into_http()),
+                Err(status) => return status.into_http(),
             };
             if let Err(status) = check(bytes.clone(), caps).await {
-                return Ok(status.into_http());
+                return status.into_http();
             }
             if let Some(service) = direct
                 && let Some(message) = super::unary::decode(&parts.headers, &bytes)
             {
-                return Ok(super::unary::answer(&service, parts, message).await);
+                return super::unary::answer(&service, parts, message).await;
             }
             let body = Body::new(Full::new(bytes).map_err(|e| match e {}));
-            inner.call(http::Request::from_parts(parts, body)).await
-        })
+            // A clone of a ready service: wait for it to be ready too (tonic's always is).
+            let Ok(()) = std::future::poll_fn(|cx| inner.poll_ready(cx)).await;
+            let Ok(response) = inner.call(http::Request::from_parts(parts, body)).await;
+            response
+        }
     }
 }
 
 /// Reads a request body holding one message of at most `max` bytes. A body that arrives as one
 /// data frame (the usual case for a small message) is kept as it came, without a copy.
-async fn read_message(mut body: Body, max: usize) -> Result<Bytes, Status> {
+async fn read_message<B>(mut body: B, max: usize) -> Result<Bytes, Status>
+where
+    B: HttpBody<Data = Bytes> + Unpin,
+    B::Error: Into<tonic::codegen::StdError>,
+{
     let too_large = |len: usize| {
         Status::out_of_range(format!(
             "message is {len} bytes; at most {max} are accepted (GRPC_MAX_RECV_MESSAGE_BYTES)"
@@ -114,7 +142,8 @@ async fn read_message(mut body: Body, max: usize) -> Result<Bytes, Status> {
     let mut first: Option<Bytes> = None;
     let mut joined = Vec::new();
     while let Some(frame) = body.frame().await {
-        let Ok(data) = frame?.into_data() else {
+        let frame = frame.map_err(|e| Status::from_error(e.into()))?;
+        let Ok(data) = frame.into_data() else {
             continue;
         };
         match first.take() {
