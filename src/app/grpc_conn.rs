@@ -69,7 +69,9 @@ impl hyper::service::Service<http::Request<Incoming>> for PerConnection {
         };
         let deadline = grpc_timeout(req.headers());
         if req.uri().path() == SHOULD_RATE_LIMIT {
-            let answer = self.services.should_rate_limit.answer(req);
+            // Boxed where it is made: the answer's future is a few kilobytes, which every move
+            // would copy.
+            let answer = Box::pin(self.services.should_rate_limit.answer(req));
             return Box::pin(finish(async move { Ok(answer.await) }, deadline, busy));
         }
         let mut req = req.map(Body::new);
