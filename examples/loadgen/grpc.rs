@@ -1,0 +1,141 @@
+//! The one call the load generator makes, `ShouldRateLimit`, as plain gRPC over an HTTP/2
+//! connection driven with the `h2` crate directly.
+//!
+//! The generator has to cost clearly less per request than the server does per decision, or its
+//! figures measure the generator. A tonic `Channel` pays, per request, a trip through its
+//! `Buffer` worker task, hyper's dispatch channel to the connection task, a task hyper spawns to
+//! wait for the response, tower layers, and tonic's streaming codec. Here the caller's own task
+//! opens the stream, hands it the encoded message and reads the answer; the only other task is
+//! the connection's. The message is the same `RateLimitRequest` prost encodes for tonic, in the
+//! same gRPC frame (uncompressed), so the server sees the same bytes.
+
+use prost::Message;
+use prost::bytes::{BufMut, Bytes, BytesMut};
+use ratelimitd::grpc::pb::envoy::service::ratelimit::v3::{RateLimitRequest, RateLimitResponse};
+use tonic::codegen::http::{self, HeaderMap, HeaderValue, Method, Request, Uri, header};
+
+/// The method's path, as tonic's generated client sends it.
+const PATH: &str = "/envoy.service.ratelimit.v3.RateLimitService/ShouldRateLimit";
+
+/// The largest answer read: an answer to one descriptor is tens of bytes; a server sending more
+/// is answered with an error rather than with memory.
+const MAX_ANSWER: usize = 64 * 1024;
+
+/// Why a call failed; each counts as an error in the run's tally.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum CallError {
+    #[error("HTTP/2: {0}")]
+    H2(#[from] h2::Error),
+    #[error("HTTP status {0}")]
+    HttpStatus(http::StatusCode),
+    #[error("grpc-status {0:?}")]
+    GrpcStatus(HeaderValue),
+    #[error("no grpc-status in the trailers")]
+    NoStatus,
+    #[error("the answer is not one uncompressed gRPC message of at most {MAX_ANSWER} bytes")]
+    Framing,
+    #[error("the answer does not decode: {0}")]
+    Decode(#[from] prost::DecodeError),
+}
+
+/// One HTTP/2 connection to the server; clones share it (each call is a stream of its own).
+#[derive(Clone)]
+pub(crate) struct Connection {
+    send: h2::client::SendRequest<Bytes>,
+    uri: Uri,
+}
+
+impl Connection {
+    /// Connects to `target` (`host:port`) with TCP_NODELAY, as tonic does, and spawns the task
+    /// that drives the connection on the current runtime.
+    pub(crate) async fn open(target: &str) -> std::io::Result<Connection> {
+        let tcp = tokio::net::TcpStream::connect(target).await?;
+        tcp.set_nodelay(true)?;
+        let (send, connection) = h2::client::handshake(tcp)
+            .await
+            .map_err(std::io::Error::other)?;
+        tokio::spawn(async move {
+            if let Err(e) = connection.await {
+                eprintln!("connection to the server ended: {e}");
+            }
+        });
+        let uri = Uri::try_from(format!("http://{target}{PATH}"))
+            .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidInput, e))?;
+        Ok(Connection { send, uri })
+    }
+
+    /// Sends `frame` (see [`frame`]) and returns the answer's `overall_code`; `body` is scratch
+    /// space for the answer, kept by the caller so that calls reuse it.
+    pub(crate) async fn call(
+        &mut self,
+        frame: Bytes,
+        body: &mut BytesMut,
+    ) -> Result<i32, CallError> {
+        std::future::poll_fn(|cx| self.send.poll_ready(cx)).await?;
+        let mut request = Request::new(());
+        *request.method_mut() = Method::POST;
+        *request.uri_mut() = self.uri.clone();
+        let headers = request.headers_mut();
+        headers.insert(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("application/grpc"),
+        );
+        headers.insert(header::TE, HeaderValue::from_static("trailers"));
+        let (answer, mut stream) = self.send.send_request(request, false)?;
+        stream.send_data(frame, true)?;
+        let answer = answer.await?;
+        if answer.status() != http::StatusCode::OK {
+            return Err(CallError::HttpStatus(answer.status()));
+        }
+        // A failure may come as headers alone ("trailers-only"), grpc-status among them.
+        check_status(answer.headers(), false)?;
+        let mut recv = answer.into_body();
+        body.clear();
+        while let Some(chunk) = recv.data().await {
+            let chunk = chunk?;
+            // Hand the bytes back to the connection's flow-control window, or it closes after
+            // 64 KiB of answers.
+            recv.flow_control().release_capacity(chunk.len())?;
+            if body.len() + chunk.len() > MAX_ANSWER {
+                return Err(CallError::Framing);
+            }
+            body.extend_from_slice(&chunk);
+        }
+        match recv.trailers().await? {
+            Some(trailers) => check_status(&trailers, true)?,
+            None => return Err(CallError::NoStatus),
+        }
+        let message = match body.as_ref() {
+            [0, a, b, c, d, message @ ..]
+                if u32::from_be_bytes([*a, *b, *c, *d]) as usize == message.len() =>
+            {
+                message
+            }
+            _ => return Err(CallError::Framing),
+        };
+        Ok(RateLimitResponse::decode(message)?.overall_code)
+    }
+}
+
+/// Fails on a `grpc-status` other than 0, or (when `required`) on none.
+fn check_status(headers: &HeaderMap, required: bool) -> Result<(), CallError> {
+    match headers.get("grpc-status") {
+        Some(s) if s == "0" => Ok(()),
+        Some(s) => Err(CallError::GrpcStatus(s.clone())),
+        None if required => Err(CallError::NoStatus),
+        None => Ok(()),
+    }
+}
+
+/// `message` in a gRPC frame (uncompressed flag, 4-byte length, message), written into `buf`
+/// and split off it: once the frame is dropped, `buf` reuses the same memory for the next one.
+pub(crate) fn frame(message: &RateLimitRequest, buf: &mut BytesMut) -> Bytes {
+    let len = message.encoded_len();
+    buf.reserve(5 + len);
+    buf.put_u8(0);
+    buf.put_u32(u32::try_from(len).expect("a request of one descriptor"));
+    message
+        .encode(buf)
+        .expect("the buffer holds the encoded length");
+    buf.split().freeze()
+}
