@@ -105,15 +105,7 @@ impl Connection {
             Some(trailers) => check_status(&trailers, true)?,
             None => return Err(CallError::NoStatus),
         }
-        let message = match body.as_ref() {
-            [0, a, b, c, d, message @ ..]
-                if u32::from_be_bytes([*a, *b, *c, *d]) as usize == message.len() =>
-            {
-                message
-            }
-            _ => return Err(CallError::Framing),
-        };
-        Ok(RateLimitResponse::decode(message)?.overall_code)
+        Ok(RateLimitResponse::decode(unframe(body)?)?.overall_code)
     }
 }
 
@@ -124,6 +116,18 @@ fn check_status(headers: &HeaderMap, required: bool) -> Result<(), CallError> {
         Some(s) => Err(CallError::GrpcStatus(s.clone())),
         None if required => Err(CallError::NoStatus),
         None => Ok(()),
+    }
+}
+
+/// The message in `body`, which must hold exactly one uncompressed gRPC frame.
+fn unframe(body: &[u8]) -> Result<&[u8], CallError> {
+    match body {
+        [0, a, b, c, d, message @ ..]
+            if u32::from_be_bytes([*a, *b, *c, *d]) as usize == message.len() =>
+        {
+            Ok(message)
+        }
+        _ => Err(CallError::Framing),
     }
 }
 
@@ -138,4 +142,56 @@ pub(crate) fn frame(message: &RateLimitRequest, buf: &mut BytesMut) -> Bytes {
         .encode(buf)
         .expect("the buffer holds the encoded length");
     buf.split().freeze()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{request, set_value};
+
+    #[test]
+    fn the_frame_holds_the_message_tonic_sends_and_the_buffer_is_reused() {
+        // The bytes bench/peers.sh gives h2load: RateLimitRequest{domain "bench",
+        // descriptors [{entries [{k, "10.0.7"}]}], hits_addend 1}, uncompressed, 24 bytes.
+        let expected: &[u8] =
+            b"\x00\x00\x00\x00\x18\x0a\x05bench\x12\x0d\x0a\x0b\x0a\x01k\x12\x0610.0.7\x18\x01";
+        let mut buf = BytesMut::new();
+        assert_eq!(frame(&request("bench", "k", 7), &mut buf), expected);
+        // The closed loop's clients rewrite one message in place: the same bytes as a new one.
+        let mut message = request("bench", "k", 123_456);
+        set_value(&mut message, 7);
+        let first = frame(&message, &mut buf);
+        assert_eq!(first, expected);
+        let at = first.as_ptr();
+        drop(first);
+        set_value(&mut message, 8);
+        let second = frame(&message, &mut buf);
+        assert_eq!(second[..], [&expected[..26], b"8\x18\x01"].concat());
+        assert_eq!(
+            second.as_ptr(),
+            at,
+            "the second frame reuses the first one's memory"
+        );
+    }
+
+    #[test]
+    fn an_answer_is_one_uncompressed_frame_of_its_stated_length() {
+        let answer = RateLimitResponse {
+            overall_code: 2,
+            ..RateLimitResponse::default()
+        }
+        .encode_to_vec();
+        let mut body = vec![0, 0, 0, 0, u8::try_from(answer.len()).unwrap()];
+        body.extend_from_slice(&answer);
+        let message = unframe(&body).expect("one frame");
+        assert_eq!(RateLimitResponse::decode(message).unwrap().overall_code, 2);
+        // Compressed, cut short, two frames, or nothing at all: each an error, not a guess.
+        let mut compressed = body.clone();
+        compressed[0] = 1;
+        let mut two = body.clone();
+        two.extend_from_slice(&body);
+        for bad in [&compressed[..], &body[..body.len() - 1], &two[..], &[][..]] {
+            assert!(matches!(unframe(bad), Err(CallError::Framing)), "{bad:?}");
+        }
+    }
 }

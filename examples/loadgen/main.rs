@@ -211,6 +211,12 @@ async fn closed_loop(a: &Args, connections: &[Connection], run_for: Duration) ->
 
 fn main() {
     let a = args();
+    // h2 opens tracing spans on every frame it reads or writes. With no subscriber set, tracing's
+    // `log` feature (which a dependency turns on) still builds each span for the `log` crate:
+    // about a tenth of the generator's instructions. A subscriber that wants nothing disables them
+    // at their call sites.
+    tracing::subscriber::set_global_default(tracing::subscriber::NoSubscriber::default())
+        .expect("no other tracing subscriber is set");
     tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
