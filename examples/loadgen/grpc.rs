@@ -93,8 +93,8 @@ impl Connection {
         body.clear();
         while let Some(chunk) = recv.data().await {
             let chunk = chunk?;
-            // Hand the bytes back to the connection's flow-control window, or it closes after
-            // 64 KiB of answers.
+            // Hand the bytes back to the flow-control windows as soon as they are read (h2 would
+            // otherwise do it only when the stream is dropped).
             recv.flow_control().release_capacity(chunk.len())?;
             if body.len() + chunk.len() > MAX_ANSWER {
                 return Err(CallError::Framing);
