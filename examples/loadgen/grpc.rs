@@ -7,7 +7,8 @@
 //! wait for the response, tower layers, and tonic's streaming codec. Here the caller's own task
 //! opens the stream, hands it the encoded message and reads the answer; the only other task is
 //! the connection's. The message is the same `RateLimitRequest` prost encodes for tonic, in the
-//! same gRPC frame (uncompressed), so the server sees the same bytes.
+//! same gRPC frame (uncompressed), under the same headers besides the pseudo-headers (`te`,
+//! `content-type`, `user-agent`), so the server does the same work for it.
 
 use prost::Message;
 use prost::bytes::{BufMut, Bytes, BytesMut};
@@ -16,6 +17,9 @@ use tonic::codegen::http::{self, HeaderMap, HeaderValue, Method, Request, Uri, h
 
 /// The method's path, as tonic's generated client sends it.
 const PATH: &str = "/envoy.service.ratelimit.v3.RateLimitService/ShouldRateLimit";
+
+/// The `user-agent` header, in the form of tonic's (`tonic/<version>`).
+const USER_AGENT: &str = concat!("ratelimitd-loadgen/", env!("CARGO_PKG_VERSION"));
 
 /// The largest answer read: an answer to one descriptor is tens of bytes; a server sending more
 /// is answered with an error rather than with memory.
@@ -75,12 +79,14 @@ impl Connection {
         let mut request = Request::new(());
         *request.method_mut() = Method::POST;
         *request.uri_mut() = self.uri.clone();
+        // The headers tonic's client sends, in its order; the user agent names this program.
         let headers = request.headers_mut();
+        headers.insert(header::TE, HeaderValue::from_static("trailers"));
         headers.insert(
             header::CONTENT_TYPE,
             HeaderValue::from_static("application/grpc"),
         );
-        headers.insert(header::TE, HeaderValue::from_static("trailers"));
+        headers.insert(header::USER_AGENT, HeaderValue::from_static(USER_AGENT));
         let (answer, mut stream) = self.send.send_request(request, false)?;
         stream.send_data(frame, true)?;
         let answer = answer.await?;
