@@ -50,7 +50,7 @@ pub(crate) struct Connection {
 }
 
 impl Connection {
-    /// Connects to `target` (`host:port`) with TCP_NODELAY, as tonic does, and spawns the task
+    /// Connects to `target` (`host:port`) with `TCP_NODELAY`, as tonic does, and spawns the task
     /// that drives the connection on the current runtime.
     pub(crate) async fn open(target: &str) -> std::io::Result<Connection> {
         let tcp = tokio::net::TcpStream::connect(target).await?;
