@@ -3,7 +3,8 @@
 # CPU-second, p50/p99 at saturation and at half load, and the ratios, for the memory store and
 # for Redis, under two load generators:
 #
-#   loadgen  examples/loadgen: 64 tonic clients on one HTTP/2 connection, 10 000 descriptor values
+#   loadgen  examples/loadgen: 64 clients on one HTTP/2 connection, 10 000 descriptor values (one
+#            thread, calls made with h2 directly: it costs less CPU per request than the server)
 #   h2load   nghttp2's h2load (Debian: apt-get install nghttp2-client), which we did not write:
 #            4 connections x 64 streams posting one pre-encoded gRPC message (so one descriptor
 #            value: h2load sends the same body every time)

@@ -19,20 +19,34 @@
 //! `--server-pid PID` also reports the CPU time the server used during the run (Linux, from
 //! `/proc/PID/stat`) and the decisions per server CPU-second: on a small machine the load generator
 //! competes for the same cores, so decisions/s alone measures both programs, while decisions per
-//! CPU-second is what one core of the server sustains.
+//! CPU-second is what one core of the server sustains. The generator's own CPU time per request is
+//! printed too.
+//!
+//! The generator is built to cost much less CPU per request than the server spends per decision,
+//! so that pinned to a core of its own it can keep one server core saturated: one thread (a
+//! current-thread runtime: pinned to one core, more threads would only wake each other), the
+//! calls made with `h2` directly on each connection (`grpc.rs`: no tonic `Channel`, no per-request
+//! task), and in the closed loop all clients polled by one task, each reusing its request message
+//! and buffers. It prints its own CPU time per request, to be read against the server's. On one
+//! connection the two programs take turns (a batch of answers in one write, then the next batch of
+//! requests in one write), so the server's core is not saturated; a few connections
+//! (`--connections 4`) keep it busy.
 
+mod grpc;
 mod paced;
 mod pacer;
 
+use std::fmt::Write as _;
 use std::time::Duration;
 
+use prost::bytes::BytesMut;
 use ratelimitd::clock::Stopwatch;
 use ratelimitd::grpc::pb::envoy::extensions::common::ratelimit::v3::{
     RateLimitDescriptor, rate_limit_descriptor::Entry,
 };
 use ratelimitd::grpc::pb::envoy::service::ratelimit::v3::RateLimitRequest;
-use ratelimitd::grpc::pb::envoy::service::ratelimit::v3::rate_limit_service_client::RateLimitServiceClient;
-use tonic::transport::Channel;
+
+use grpc::Connection;
 
 /// What a run measured: latency samples in microseconds, then the ok, over-limit and failed
 /// answers.
@@ -112,6 +126,14 @@ fn request(domain: &str, key: &str, value: u64) -> RateLimitRequest {
     }
 }
 
+/// Sets the value of `request`'s one descriptor entry (built by [`request`]) to `10.0.<value>`,
+/// in place.
+fn set_value(request: &mut RateLimitRequest, value: u64) {
+    let v = &mut request.descriptors[0].entries[0].value;
+    v.clear();
+    write!(v, "10.0.{value}").expect("writing to a String");
+}
+
 /// A latency sample in microseconds.
 fn micros(d: Duration) -> u32 {
     d.as_micros().min(u128::from(u32::MAX)) as u32
@@ -125,10 +147,11 @@ fn percentile(sorted: &[u32], p: f64) -> f64 {
     f64::from(sorted[i]) / 1000.0
 }
 
-/// CPU seconds (user + system) process `pid` has used so far, from `/proc/PID/stat`.
+/// CPU seconds (user + system) process `pid` (the server's or the generator's own) has used so
+/// far, from `/proc/PID/stat`.
 fn cpu_seconds(pid: u32) -> f64 {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat"))
-        .unwrap_or_else(|e| panic!("--server-pid {pid}: {e}"));
+        .unwrap_or_else(|e| panic!("/proc/{pid}/stat (--server-pid or the generator's own): {e}"));
     // Fields 14 and 15 (utime, stime), counted after the parenthesised command name, which may
     // itself hold spaces.
     let after_name = &stat[stat.rfind(')').expect("a /proc stat line") + 2..];
@@ -148,24 +171,27 @@ fn cpu_seconds(pid: u32) -> f64 {
     ticks / per_second
 }
 
-/// Every client sends its next request as soon as the answer to the last one came back.
-async fn closed_loop(a: &Args, channels: &[Channel], run_for: Duration) -> Outcome {
+/// Every client sends its next request as soon as the answer to the last one came back. The
+/// clients are futures polled by the calling task, not tasks of their own: an answer wakes its
+/// client without a trip through the scheduler.
+async fn closed_loop(a: &Args, connections: &[Connection], run_for: Duration) -> Outcome {
     let watch = Stopwatch::start();
     let per_worker = a.max_requests / a.concurrency.max(1) as u64;
-    let mut workers = Vec::new();
-    for w in 0..a.concurrency {
-        let client = RateLimitServiceClient::new(channels[w % channels.len()].clone());
-        let (domain, key, keys) = (a.domain.clone(), a.key.clone(), a.keys);
-        workers.push(tokio::spawn(async move {
+    let workers = (0..a.concurrency).map(|w| {
+        let mut connection = connections[w % connections.len()].clone();
+        let mut message = request(&a.domain, &a.key, 0);
+        async move {
             let mut samples: Vec<u32> = Vec::with_capacity(100_000);
             let (mut ok, mut over, mut errors) = (0u64, 0u64, 0u64);
+            let (mut out, mut answer) = (BytesMut::new(), BytesMut::new());
             let mut n = w as u64;
             while watch.elapsed() < run_for && ok + over + errors < per_worker.max(1) {
                 n = next_value(n);
-                let req = request(&domain, &key, (n >> 33) % keys);
+                set_value(&mut message, (n >> 33) % a.keys);
+                let frame = grpc::frame(&message, &mut out);
                 let from = watch.elapsed();
-                match client.clone().should_rate_limit(req).await {
-                    Ok(r) if r.get_ref().overall_code == 1 => ok += 1,
+                match connection.call(frame, &mut answer).await {
+                    Ok(1) => ok += 1,
                     Ok(_) => over += 1,
                     Err(_) => errors += 1,
                 }
@@ -174,11 +200,10 @@ async fn closed_loop(a: &Args, channels: &[Channel], run_for: Duration) -> Outco
                 }
             }
             (samples, ok, over, errors)
-        }));
-    }
+        }
+    });
     let (mut all, mut ok, mut over, mut errors) = (Vec::new(), 0, 0, 0);
-    for w in workers {
-        let (s, o, v, e) = w.await.expect("worker finished");
+    for (s, o, v, e) in futures_util::future::join_all(workers).await {
         all.extend(s);
         ok += o;
         over += v;
@@ -187,25 +212,37 @@ async fn closed_loop(a: &Args, channels: &[Channel], run_for: Duration) -> Outco
     (all, ok, over, errors)
 }
 
-#[tokio::main]
-async fn main() {
+fn main() {
     let a = args();
-    let endpoint = tonic::transport::Endpoint::from_shared(format!("http://{}", a.target))
-        .expect("valid target");
-    let mut channels = Vec::new();
+    // h2 opens tracing spans on every frame it reads or writes. With no subscriber set, tracing's
+    // `log` feature (which a dependency turns on) still builds each span for the `log` crate:
+    // about a tenth of the generator's instructions. A subscriber that wants nothing disables them
+    // at their call sites.
+    tracing::subscriber::set_global_default(tracing::subscriber::NoSubscriber::default())
+        .expect("no other tracing subscriber is set");
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("a tokio runtime")
+        .block_on(run(a));
+}
+
+async fn run(a: Args) {
+    let mut connections = Vec::new();
     for _ in 0..a.connections {
-        // `connect` on each: clones of one channel would share its single connection.
-        let channel = endpoint.connect().await;
-        channels.push(channel.expect("ratelimitd is listening on --target"));
+        let connection = Connection::open(&a.target).await;
+        connections.push(connection.expect("ratelimitd is listening on --target"));
     }
     let run_for = Duration::from_secs(a.seconds);
     let cpu_before = a.server_pid.map(cpu_seconds);
+    let own_before = cpu_seconds(std::process::id());
     let started = Stopwatch::start();
     let (mut all, ok, over, errors) = match a.rate {
-        Some(rate) => paced::run(&a, rate, &channels, run_for).await,
-        None => closed_loop(&a, &channels, run_for).await,
+        Some(rate) => paced::run(&a, rate, &connections, run_for).await,
+        None => closed_loop(&a, &connections, run_for).await,
     };
     let elapsed = started.elapsed().as_secs_f64();
+    let own_cpu = cpu_seconds(std::process::id()) - own_before;
     let server_cpu = a
         .server_pid
         .zip(cpu_before)
@@ -222,6 +259,11 @@ async fn main() {
         percentile(&all, 0.90),
         percentile(&all, 0.99),
         percentile(&all, 1.0)
+    );
+    println!(
+        "loadgen cpu {own_cpu:.2}s ({:.0}% of one core): {:.2} us per request",
+        100.0 * own_cpu / elapsed,
+        1e6 * own_cpu / (total.max(1) as f64)
     );
     if let Some(cpu) = server_cpu {
         println!(

@@ -15,17 +15,23 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use prost::bytes::BytesMut;
 use ratelimitd::clock::Stopwatch;
 use tokio::sync::{Semaphore, mpsc};
 use tokio::task::JoinSet;
-use tonic::transport::Channel;
 
+use super::grpc::{self, Connection};
 use super::pacer::Pacer;
-use super::{Args, Outcome, RateLimitServiceClient, micros, next_value, percentile, request};
+use super::{Args, Outcome, micros, next_value, percentile, request};
 
 /// Runs `rate` requests per second for `run_for` (at most `--max-requests`) and prints how late
 /// they left.
-pub(crate) async fn run(a: &Args, rate: u64, channels: &[Channel], run_for: Duration) -> Outcome {
+pub(crate) async fn run(
+    a: &Args,
+    rate: u64,
+    connections: &[Connection],
+    run_for: Duration,
+) -> Outcome {
     let watch = Stopwatch::start();
     let (tx, mut due_times) = mpsc::unbounded_channel::<(u64, Duration)>();
     let mut pacer = Pacer::new(rate, a.max_requests);
@@ -47,10 +53,6 @@ pub(crate) async fn run(a: &Args, rate: u64, channels: &[Channel], run_for: Dura
         }
     });
     let in_flight = Arc::new(Semaphore::new(a.concurrency.max(1)));
-    let clients: Vec<_> = channels
-        .iter()
-        .map(|c| RateLimitServiceClient::new(c.clone()))
-        .collect();
     let mut sends = JoinSet::new();
     let (mut all, mut late) = (Vec::new(), Vec::new());
     let (mut ok, mut over, mut errors, mut unsent) = (0u64, 0u64, 0u64, 0u64);
@@ -74,15 +76,12 @@ pub(crate) async fn run(a: &Args, rate: u64, channels: &[Channel], run_for: Dura
                 break;
             }
         };
-        let mut client = clients[i as usize % clients.len()].clone();
-        let req = request(&a.domain, &a.key, (next_value(i) >> 33) % a.keys);
+        let mut connection = connections[i as usize % connections.len()].clone();
+        let message = request(&a.domain, &a.key, (next_value(i) >> 33) % a.keys);
+        let frame = grpc::frame(&message, &mut BytesMut::new());
         sends.spawn(async move {
             let sent = watch.elapsed();
-            let code = client
-                .should_rate_limit(req)
-                .await
-                .ok()
-                .map(|r| r.get_ref().overall_code);
+            let code = connection.call(frame, &mut BytesMut::new()).await.ok();
             drop(permit);
             (
                 micros(watch.elapsed().saturating_sub(due)),

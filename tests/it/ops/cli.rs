@@ -1,9 +1,7 @@
 //! The real `ratelimitd` binary: `validate` (on every example config), `--help`, settings errors,
 //! JSON logs; and the `client` example run against it.
 
-use std::path::PathBuf;
-use std::process::{Command, Stdio};
-use std::sync::OnceLock;
+use std::process::Command;
 
 fn bin() -> Command {
     Command::new(env!("CARGO_BIN_EXE_ratelimitd"))
@@ -175,55 +173,9 @@ fn json_logs_have_the_go_fields() {
     assert!(v["grpc_addr"].as_str().unwrap().starts_with("127.0.0.1:"));
 }
 
-/// The `client` example's binary, built once per test run with `cargo build --example client`
-/// (cargo's JSON messages name the executable). `cargo test --all-targets` builds examples as test
-/// harnesses only, so `target/debug/examples/client` may be missing or stale; building it here
-/// is what keeps this test honest about the current source.
+/// The `client` example's binary, built from the current source.
 fn client_example() -> Command {
-    static PATH: OnceLock<PathBuf> = OnceLock::new();
-    let path = PATH.get_or_init(|| {
-        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-        let mut cmd = Command::new(cargo);
-        // Cargo gives this test process the package's CARGO_PKG_*, CARGO_MANIFEST_* etc.; build
-        // scripts (ring's) watch some of them, so an inner cargo that inherited them would
-        // rebuild those crates, and the outer cargo test rebuild them back on its next run.
-        for (k, _) in std::env::vars_os() {
-            let k = k.to_string_lossy();
-            let set_for_tests = [
-                "CARGO_PKG_",
-                "CARGO_MANIFEST_",
-                "CARGO_CRATE_",
-                "CARGO_BIN_",
-            ]
-            .iter()
-            .any(|p| k.starts_with(p))
-                || ["CARGO_PRIMARY_PACKAGE", "CARGO_TARGET_TMPDIR", "OUT_DIR"].contains(&&*k);
-            if set_for_tests {
-                cmd.env_remove(&*k);
-            }
-        }
-        let out = cmd
-            .args([
-                "build",
-                "--quiet",
-                "--locked",
-                "--example",
-                "client",
-                "--message-format=json-render-diagnostics",
-            ])
-            .current_dir(env!("CARGO_MANIFEST_DIR"))
-            .stderr(Stdio::inherit())
-            .output()
-            .unwrap();
-        assert!(out.status.success(), "cargo build --example client failed");
-        String::from_utf8_lossy(&out.stdout)
-            .lines()
-            .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
-            .filter(|m| m["reason"] == "compiler-artifact" && m["target"]["name"] == "client")
-            .find_map(|m| m["executable"].as_str().map(PathBuf::from))
-            .expect("cargo names the client executable")
-    });
-    Command::new(path)
+    crate::support::examples::example("client")
 }
 
 /// Runs the client example; returns (exit code, stdout, stderr).

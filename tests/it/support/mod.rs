@@ -11,6 +11,7 @@ pub(crate) mod chaos;
 pub(crate) mod check;
 pub(crate) mod dockerfile;
 pub(crate) mod envoy;
+pub(crate) mod examples;
 pub(crate) mod fleet;
 pub(crate) mod guard;
 pub(crate) mod leases;
