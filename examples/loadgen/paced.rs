@@ -1,9 +1,10 @@
-//! An open-loop run at a fixed rate (`--rate`). A thread of its own keeps the schedule
-//! (`pacer.rs`) with the operating system's sleep, which wakes within tens of microseconds where
-//! tokio's timer rounds up to the next millisecond (at 35 000 requests per second, 35 requests
-//! would then leave together each millisecond, each counted late by up to a millisecond). It hands
-//! each due request's due time to the runtime, which sends it as soon as fewer than
-//! `--concurrency` are in flight, on the connections in turn.
+//! An open-loop run at a fixed rate (`--rate`). The runtime's one task keeps the schedule
+//! (`pacer.rs`) by checking the clock between yields, busy, on the core the generator is pinned
+//! to: tokio's timer rounds up to the next millisecond (at 35 000 requests per second, 35 requests
+//! would then leave together each millisecond, each counted late by up to a millisecond), and a
+//! pacing thread of its own would wake the runtime's thread for every few requests, which costs
+//! more than the sends. A due request leaves as soon as fewer than `--concurrency` are in flight,
+//! on the connections in turn; the sends are polled by that task, not spawned.
 //!
 //! Latency counts from the due time: a server that stalls delays every request that should have
 //! left meanwhile, and that is what its users see; counted from the actual send, a stall would
@@ -12,13 +13,13 @@
 //! actual send against its due time) is printed apart, as is the number of due requests that
 //! were never sent because `--concurrency` requests stayed in flight until the end.
 
-use std::sync::Arc;
+use std::collections::VecDeque;
 use std::time::Duration;
 
+use futures_util::stream::FuturesUnordered;
+use futures_util::{FutureExt, StreamExt};
 use prost::bytes::BytesMut;
 use ratelimitd::clock::Stopwatch;
-use tokio::sync::{Semaphore, mpsc};
-use tokio::task::JoinSet;
 
 use super::grpc::{self, Connection};
 use super::pacer::Pacer;
@@ -33,29 +34,14 @@ pub(crate) async fn run(
     run_for: Duration,
 ) -> Outcome {
     let watch = Stopwatch::start();
-    let (tx, mut due_times) = mpsc::unbounded_channel::<(u64, Duration)>();
     let mut pacer = Pacer::new(rate, a.max_requests);
-    let pacing = std::thread::spawn(move || {
-        loop {
-            let now = watch.elapsed();
-            if now >= run_for {
-                return;
-            }
-            for i in pacer.release(now) {
-                if tx.send((i, pacer.due(i))).is_err() {
-                    return;
-                }
-            }
-            let Some(next) = pacer.next_due().filter(|at| *at < run_for) else {
-                return;
-            };
-            std::thread::sleep(next.saturating_sub(watch.elapsed()));
-        }
-    });
-    let in_flight = Arc::new(Semaphore::new(a.concurrency.max(1)));
-    let mut sends = JoinSet::new();
+    let schedule = Pacer::new(rate, a.max_requests);
+    let limit = a.concurrency.max(1);
+    // Due but not sent yet (all `limit` in flight), oldest first.
+    let mut waiting: VecDeque<u64> = VecDeque::new();
+    let mut in_flight = FuturesUnordered::new();
     let (mut all, mut late) = (Vec::new(), Vec::new());
-    let (mut ok, mut over, mut errors, mut unsent) = (0u64, 0u64, 0u64, 0u64);
+    let (mut ok, mut over, mut errors) = (0u64, 0u64, 0u64);
     let mut tally = |(took, lag, code): (u32, u32, Option<i32>)| {
         match code {
             Some(1) => ok += 1,
@@ -67,47 +53,54 @@ pub(crate) async fn run(
             late.push(lag);
         }
     };
-    while let Some((i, due)) = due_times.recv().await {
-        let permit = tokio::select! {
-            p = in_flight.clone().acquire_owned() => p.expect("the semaphore is never closed"),
-            // Still all in flight at the end: this one and those queued behind it stay unsent.
-            () = tokio::time::sleep(run_for.saturating_sub(watch.elapsed())) => {
-                unsent += 1;
-                break;
-            }
-        };
+    let send = |i: u64| {
         let mut connection = connections[i as usize % connections.len()].clone();
         let message = request(&a.domain, &a.key, (next_value(i) >> 33) % a.keys);
-        let frame = grpc::frame(&message, &mut BytesMut::new());
-        sends.spawn(async move {
+        let due = schedule.due(i);
+        async move {
+            let frame = grpc::frame(&message, &mut BytesMut::new());
             let sent = watch.elapsed();
             let code = connection.call(frame, &mut BytesMut::new()).await.ok();
-            drop(permit);
             (
                 micros(watch.elapsed().saturating_sub(due)),
                 micros(sent.saturating_sub(due)),
                 code,
             )
-        });
-        while let Some(done) = sends.try_join_next() {
-            tally(done.expect("a send finished"));
         }
+    };
+    loop {
+        let now = watch.elapsed();
+        if now >= run_for {
+            break;
+        }
+        waiting.extend(pacer.release(now));
+        while in_flight.len() < limit
+            && let Some(i) = waiting.pop_front()
+        {
+            in_flight.push(send(i));
+        }
+        while let Some(Some(done)) = in_flight.next().now_or_never() {
+            tally(done);
+        }
+        if waiting.is_empty() && pacer.next_due().is_none_or(|at| at >= run_for) {
+            break;
+        }
+        // Between checks the task only yields, so the connections' tasks run and the next due
+        // request leaves within microseconds of its time: the generator's core is its own.
+        tokio::task::yield_now().await;
     }
-    due_times.close();
-    while due_times.recv().await.is_some() {
-        unsent += 1;
+    // Still all in flight at the end: what waits behind them stays unsent.
+    let unsent = waiting.len() as u64;
+    while let Some(done) = in_flight.next().await {
+        tally(done);
     }
-    while let Some(done) = sends.join_next().await {
-        tally(done.expect("a send finished"));
-    }
-    pacing.join().expect("the pacing thread finished");
     late.sort_unstable();
     println!(
         "paced at {rate}/s: sent late by p50 {:.3}  p99 {:.3}  max {:.3} ms; {unsent} due but never sent (all {} in flight until the end)",
         percentile(&late, 0.50),
         percentile(&late, 0.99),
         percentile(&late, 1.0),
-        a.concurrency.max(1),
+        limit,
     );
     (all, ok, over, errors)
 }
