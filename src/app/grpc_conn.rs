@@ -11,7 +11,8 @@
 //!   which tonic leaves unbounded and so does this (a client's streams are bounded by its
 //!   connection's memory caps and `GRPC_MAX_CONNECTIONS`);
 //! - a `grpc-timeout` header bounds the call: past it the answer is `CANCELLED`, as tonic sends;
-//! - GOAWAY at `GRPC_MAX_CONNECTION_AGE` (the hard close after the grace is [`super::grpc_listen`]'s);
+//! - GOAWAY at `GRPC_MAX_CONNECTION_AGE`, ±10% as grpc-go does (the hard close after the grace
+//!   is [`super::grpc_listen`]'s);
 //! - at shutdown, no new connection is taken, every open one gets a GOAWAY and is drained.
 //!
 //! Each request is marked in flight on its connection for `GRPC_MAX_CONNECTION_IDLE`, and a
@@ -129,12 +130,11 @@ fn grpc_timeout(headers: &http::HeaderMap) -> Option<Duration> {
 }
 
 /// Serves each connection `incoming` yields with `services` until `stop`, then sends every open
-/// connection a GOAWAY and returns once all of them are done. A connection gets a GOAWAY at
-/// `max_age` too.
+/// connection a GOAWAY and returns once all of them are done. A connection gets a GOAWAY at its
+/// age too ([`Conn::age`]).
 pub(super) async fn serve(
     mut incoming: tokio::sync::mpsc::Receiver<Conn>,
     services: GrpcServices,
-    max_age: Option<Duration>,
     stop: impl Future<Output = ()>,
 ) {
     let mut http2 = hyper::server::conn::http2::Builder::new(TokioExecutor::new());
@@ -148,6 +148,7 @@ pub(super) async fn serve(
             conn = incoming.recv() => {
                 let Some(conn) = conn else { break };
                 let handler = PerConnection { services: services.clone(), info: conn.info() };
+                let max_age = conn.age();
                 let connection = http2.serve_connection(TokioIo::new(conn), handler);
                 connections.spawn(run(connection, max_age, closed.clone()));
             }

@@ -3,8 +3,9 @@
 //! handshakes run concurrently so a slow client cannot hold up the others). Writes go through [`Coalesce`], so
 //! responses that are ready together leave in one system call.
 //!
-//! Connection age: as grpc-go does, a connection gets a GOAWAY at `GRPC_MAX_CONNECTION_AGE`
-//! ([`super::grpc_conn`]) and is closed hard at age + grace, which [`Conn`] enforces.
+//! Connection age: as grpc-go does, a connection gets a GOAWAY at `GRPC_MAX_CONNECTION_AGE` ±10%
+//! (drawn for each connection, [`super::grpc_conn`] sends it) and is closed hard at that age +
+//! grace, which [`Conn`] enforces.
 //!
 //! Connection cap and timeouts: the loop takes a permit of `GRPC_MAX_CONNECTIONS` before each
 //! accept and wraps the socket in [`Guarded`] (below TLS, so handshakes count and are timed too);
@@ -50,6 +51,8 @@ impl<T: AsyncRead + AsyncWrite + Send + Unpin + 'static> Io for T {}
 /// read and write once its deadline (connection age + grace) has passed.
 pub(super) struct Conn {
     io: Box<dyn Io>,
+    /// When it gets a GOAWAY: `GRPC_MAX_CONNECTION_AGE`, jittered.
+    age: Option<Duration>,
     deadline: Option<Pin<Box<tokio::time::Sleep>>>,
     tracker: Tracker,
     peer: Option<SocketAddr>,
@@ -119,6 +122,12 @@ impl AsyncWrite for Conn {
 }
 
 impl Conn {
+    /// How long after its accept the connection gets a GOAWAY (`GRPC_MAX_CONNECTION_AGE`, with
+    /// this connection's jitter).
+    pub(super) fn age(&self) -> Option<Duration> {
+        self.age
+    }
+
     /// The connection's activity and client address.
     pub(super) fn info(&self) -> GrpcConnInfo {
         GrpcConnInfo {
@@ -160,24 +169,36 @@ impl GrpcListener {
     }
 }
 
+/// `age` scaled by a factor between 0.9 and 1.1, `draw` (in [0, 1)) placing it.
+fn jittered(age: Duration, draw: f64) -> Duration {
+    age.mul_f64(0.9 + 0.2 * draw.clamp(0.0, 1.0))
+}
+
 /// Accepts connections (at most `limits.max_connections` at once, plus at most
 /// `stream_connections` moved to the streams gate) until `tx` is closed (the server stopped
-/// taking them) and sends them on `tx`; each may live at most `lifetime`.
+/// taking them) and sends them on `tx`; each gets a GOAWAY at `age` (±10% for each connection,
+/// as grpc-go does, so that connections opened together do not all reconnect together) and is
+/// closed hard `grace` later.
 async fn accept_loop(accepting: Accepting, tx: mpsc::Sender<Conn>) {
     let Accepting {
         listener,
         tls,
-        lifetime,
+        age,
+        grace,
         limits,
         stream_connections,
     } = accepting;
     let gate = Gate::new("gRPC", limits.max_connections);
     let streams = Arc::new(Gate::new("gRPC streams", stream_connections));
-    let conn = move |io: Box<dyn Io>, info: GrpcConnInfo| Conn {
-        io,
-        deadline: lifetime.map(|d| Box::pin(tokio::time::sleep(d))),
-        tracker: info.tracker,
-        peer: info.peer,
+    let conn = move |io: Box<dyn Io>, info: GrpcConnInfo| {
+        let age = age.map(|a| jittered(a, fastrand::f64()));
+        Conn {
+            io,
+            age,
+            deadline: (age.zip(grace)).map(|(a, g)| Box::pin(tokio::time::sleep(a + g))),
+            tracker: info.tracker,
+            peer: info.peer,
+        }
     };
     loop {
         let (io, info) = tokio::select! {
@@ -240,27 +261,48 @@ pub(super) struct Accepting {
     pub(super) listener: GrpcListener,
     /// The certificates, with `GRPC_SERVER_USE_TLS`.
     pub(super) tls: Option<Arc<ReloadingTls>>,
-    /// How long after its accept a connection is closed (age + grace).
-    pub(super) lifetime: Option<Duration>,
+    /// `GRPC_MAX_CONNECTION_AGE`: a GOAWAY this long after the accept (jittered).
+    pub(super) age: Option<Duration>,
+    /// `GRPC_MAX_CONNECTION_AGE_GRACE`: the hard close this long after the GOAWAY.
+    pub(super) grace: Option<Duration>,
     /// The connection cap and timeouts.
     pub(super) limits: ConnLimits,
     /// The cap on connections holding long-lived streams (`GRPC_MAX_STREAM_CONNECTIONS`).
     pub(super) stream_connections: usize,
 }
 
-/// Serves `services` on the connections `accepting` hands over until `stop`; a connection gets
-/// a GOAWAY at `max_age`.
+/// Serves `services` on the connections `accepting` hands over until `stop`.
 pub(super) fn serve_grpc(
     tasks: &mut JoinSet<()>,
     accepting: Accepting,
     services: GrpcServices,
-    max_age: Option<Duration>,
     stop: impl Future<Output = ()> + Send + 'static,
 ) {
     tasks.spawn(async move {
         let (tx, rx) = mpsc::channel(64);
         // Ends when the server drops the receiver at shutdown, which also closes the listener.
         tokio::spawn(accept_loop(accepting, tx));
-        super::grpc_conn::serve(rx, services, max_age, stop).await;
+        super::grpc_conn::serve(rx, services, stop).await;
     });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn connection_ages_spread_over_ten_percent_either_side() {
+        let age = Duration::from_secs(100);
+        assert_eq!(jittered(age, 0.0), Duration::from_secs(90));
+        assert_eq!(jittered(age, 0.5), Duration::from_secs(100));
+        assert!(jittered(age, 0.999_999) < Duration::from_secs(110));
+        // Out-of-range draws stay within the window.
+        assert_eq!(jittered(age, -1.0), Duration::from_secs(90));
+        assert_eq!(jittered(age, 2.0), Duration::from_secs(110));
+        // A seeded run of connections: every age in the window, both halves of it used.
+        let mut rng = fastrand::Rng::with_seed(11);
+        let ages: Vec<Duration> = (0..1000).map(|_| jittered(age, rng.f64())).collect();
+        assert!(ages.iter().all(|a| (90..110).contains(&a.as_secs())));
+        assert!(ages.iter().any(|a| a.as_secs() < 95) && ages.iter().any(|a| a.as_secs() >= 105));
+    }
 }

@@ -156,11 +156,12 @@ pub(super) async fn start(
     let accepting = Accepting {
         listener: grpc,
         tls,
-        lifetime: age.zip(grace).map(|(a, g)| a + g),
+        age,
+        grace,
         limits: settings.listeners.grpc,
         stream_connections: settings.listeners.grpc_stream_connections,
     };
-    serve_grpc(bg.tasks, accepting, services, age, bg.stopped());
+    serve_grpc(bg.tasks, accepting, services, bg.stopped());
     let http_router = crate::http::router(crate::http::HttpState {
         service,
         health,
