@@ -1,7 +1,9 @@
 //! `ShouldRateLimit` as bytes on a real HTTP/2 connection: the answer's headers, message and
 //! trailers are exactly what tonic sends for a unary call (the direct path answers most requests
 //! itself, `src/grpc/unary.rs`), and the requests it leaves to tonic (compressed, undecodable,
-//! several messages) still get tonic's own refusals.
+//! several messages) still get tonic's own refusals. The port's connections are served without
+//! tonic's server (`src/app/grpc_conn.rs`): a call past its `grpc-timeout` and an unknown method
+//! still get the answers tonic's server would send.
 
 use http_body_util::{BodyExt, Full};
 use prost::Message;
@@ -204,5 +206,82 @@ async fn a_message_over_several_data_frames_is_read_whole_and_its_cap_still_hold
     assert_eq!(status, Some("11"), "{:?}", a.headers);
     let text = a.headers["grpc-message"].to_str().unwrap();
     assert!(text.contains("GRPC_MAX_RECV_MESSAGE_BYTES"), "{text}");
+    s.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_call_past_its_grpc_timeout_is_cancelled() {
+    let s = TestServer::start(&[("d.yaml", CFG)], &[]).await;
+    // A plain HTTP/2 client: tonic's own client would end the call itself at the deadline.
+    let tcp = tokio::net::TcpStream::connect(s.running().grpc_addr)
+        .await
+        .unwrap();
+    let (mut h2, connection) = h2::client::handshake(tcp).await.unwrap();
+    tokio::spawn(connection);
+    let call = |timeout: &str| {
+        http::Request::post(format!("http://localhost{PATH}"))
+            .header("content-type", "application/grpc")
+            .header("te", "trailers")
+            .header("grpc-timeout", timeout)
+            .body(())
+            .unwrap()
+    };
+    // The call is opened and its message never sent: without a deadline it would wait for the
+    // message (up to the connection's own timeouts); with one it ends there.
+    let (answer, _open) = h2.send_request(call("200m"), false).unwrap();
+    let answer = tokio::time::timeout(std::time::Duration::from_secs(10), answer)
+        .await
+        .expect("the deadline ends the call")
+        .unwrap();
+    assert_eq!(answer.status(), http::StatusCode::OK);
+    assert_eq!(
+        answer
+            .headers()
+            .get("grpc-status")
+            .map(|v| v.to_str().unwrap()),
+        Some("1"),
+        "CANCELLED: {:?}",
+        answer.headers()
+    );
+    // The connection is still good for the next call, which finishes within its deadline.
+    let (answer, mut body) = h2.send_request(call("5S"), false).unwrap();
+    let message = request("d", &[&[("k", "v")]]).encode_to_vec();
+    body.send_data(Bytes::from(framed(0, &message)), true)
+        .unwrap();
+    let mut recv = answer.await.unwrap().into_body();
+    while let Some(chunk) = recv.data().await {
+        chunk.unwrap();
+    }
+    let trailers = recv.trailers().await.unwrap().expect("trailers");
+    assert_eq!(trailers.get("grpc-status").unwrap(), "0");
+    s.shutdown().await;
+}
+
+#[tokio::test]
+async fn an_unknown_method_or_service_is_unimplemented() {
+    let s = TestServer::start(&[("d.yaml", CFG)], &[]).await;
+    let mut ch = channel(&s).await;
+    for path in [
+        "/envoy.service.ratelimit.v3.RateLimitService/NoSuchMethod",
+        "/no.such.Service/Call",
+    ] {
+        let req = http::Request::post(format!("http://localhost{path}"))
+            .header("content-type", "application/grpc")
+            .header("te", "trailers")
+            .body(Body::new(
+                Full::new(Bytes::from(framed(0, b""))).map_err(|e| match e {}),
+            ))
+            .unwrap();
+        std::future::poll_fn(|cx| ch.poll_ready(cx)).await.unwrap();
+        let resp = ch.call(req).await.expect("an HTTP/2 answer");
+        assert_eq!(resp.status(), http::StatusCode::OK, "{path}");
+        assert_eq!(
+            resp.headers()
+                .get("grpc-status")
+                .map(|v| v.to_str().unwrap()),
+            Some("12"),
+            "{path}: UNIMPLEMENTED"
+        );
+    }
     s.shutdown().await;
 }
