@@ -7,9 +7,8 @@
 //! not in between: per request it would add a tower stack (connect info, `grpc-timeout`, error
 //! recovery, a re-boxed body) that costs a tenth of a decision, and what this project needs of
 //! it is kept here instead:
-//! - HTTP/2 only, with hyper's defaults for everything but the number of concurrent streams,
-//!   which tonic leaves unbounded and so does this (a client's streams are bounded by its
-//!   connection's memory caps and `GRPC_MAX_CONNECTIONS`);
+//! - HTTP/2 only, with hyper's defaults for everything but the number of concurrent streams per
+//!   connection, which stays unbounded as tonic's server had it (and as grpc-go's default is);
 //! - a `grpc-timeout` header bounds the call: past it the answer is `CANCELLED`, as tonic sends;
 //! - GOAWAY at `GRPC_MAX_CONNECTION_AGE`, ±10% as grpc-go does (the hard close after the grace
 //!   is [`super::grpc_listen`]'s);

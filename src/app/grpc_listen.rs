@@ -1,7 +1,7 @@
 //! The gRPC listener: TCP (`GRPC_HOST:GRPC_PORT`) or a unix socket (`GRPC_UDS`), in plaintext or
 //! TLS, through an accept loop that hands finished connections to [`super::grpc_conn`] (TLS
-//! handshakes run concurrently so a slow client cannot hold up the others). Writes go through [`Coalesce`], so
-//! responses that are ready together leave in one system call.
+//! handshakes run concurrently so a slow client cannot hold up the others). Writes go through
+//! [`Coalesce`], so responses that are ready together leave in one system call.
 //!
 //! Connection age: as grpc-go does, a connection gets a GOAWAY at `GRPC_MAX_CONNECTION_AGE` ±10%
 //! (drawn for each connection, [`super::grpc_conn`] sends it) and is closed hard at that age +
