@@ -35,7 +35,6 @@ pub(crate) async fn run(
 ) -> Outcome {
     let watch = Stopwatch::start();
     let mut pacer = Pacer::new(rate, a.max_requests);
-    let schedule = Pacer::new(rate, a.max_requests);
     let limit = a.concurrency.max(1);
     // Due but not sent yet (all `limit` in flight), oldest first.
     let mut waiting: VecDeque<u64> = VecDeque::new();
@@ -53,10 +52,10 @@ pub(crate) async fn run(
             late.push(lag);
         }
     };
-    let send = |i: u64| {
+    // Request `i`, due at `due`.
+    let send = |i: u64, due: Duration| {
         let mut connection = connections[i as usize % connections.len()].clone();
         let message = request(&a.domain, &a.key, (next_value(i) >> 33) % a.keys);
-        let due = schedule.due(i);
         async move {
             let frame = grpc::frame(&message, &mut BytesMut::new());
             let sent = watch.elapsed();
@@ -77,7 +76,7 @@ pub(crate) async fn run(
         while in_flight.len() < limit
             && let Some(i) = waiting.pop_front()
         {
-            in_flight.push(send(i));
+            in_flight.push(send(i, pacer.due(i)));
         }
         while let Some(Some(done)) = in_flight.next().now_or_never() {
             tally(done);

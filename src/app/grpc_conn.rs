@@ -42,8 +42,8 @@ use crate::listener::http::Peer;
 pub(super) struct GrpcServices {
     /// `ShouldRateLimit`, answered in front of the router.
     pub(super) should_rate_limit: Bounded<RateLimitServiceServer<RlsService>>,
-    /// Every service, `ShouldRateLimit` included (its other paths, e.g. a compressed message,
-    /// still reach it through [`Bounded`]'s fallback, not through here).
+    /// Every service (for `ShouldRateLimit`, its other paths; a message the direct path leaves
+    /// to tonic's codec goes through [`Bounded`]'s fallback, not through here).
     pub(super) router: tonic::service::Routes,
 }
 

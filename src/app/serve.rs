@@ -134,9 +134,10 @@ pub(super) async fn start(
     );
     let rls = RlsService::new(service.clone(), metrics.clone())
         .with_standard_headers(settings.edges.grpc_standard_headers);
+    let rls_server = RateLimitServiceServer::new(rls.clone())
+        .max_decoding_message_size(settings.grpc.max_recv_message_bytes);
     let should_rate_limit = Bounded::new(
-        RateLimitServiceServer::new(rls.clone())
-            .max_decoding_message_size(settings.grpc.max_recv_message_bytes),
+        rls_server.clone(),
         settings.limits,
         settings.grpc.max_recv_message_bytes,
     )
@@ -144,8 +145,9 @@ pub(super) async fn start(
     let mut routes = TonicRoutes::builder();
     routes
         .add_service(health_server)
-        // Still routed too: the front answers one exact path, the router the service's others.
-        .add_service(should_rate_limit.clone());
+        // The port answers `ShouldRateLimit`'s exact path itself (through `Bounded`); the
+        // router gets the service's other paths, which tonic answers `UNIMPLEMENTED`.
+        .add_service(rls_server);
     if let Some(rlqs) = rlqs {
         routes.add_service(rlqs);
     }

@@ -6,20 +6,19 @@
 //! of a large message runs on the blocking pool ([`crate::listener::offload`]), so what remains
 //! on the runtime worker is the decode of a message within the caps. A message within the caps is
 //! then answered on [`super::unary`]'s direct path from the bytes read here, without a second
-//! pass through tonic's codec.
+//! pass through tonic's codec. The gRPC port calls it for that one exact path
+//! ([`Bounded::answer`]); tonic's router never sees it.
 
 use std::convert::Infallible;
 use std::future::Future;
 use std::sync::Arc;
-use std::task::{Context, Poll};
 
 use axum::body::Bytes;
 use http_body::Body as HttpBody;
 use http_body_util::{BodyExt, Full};
 use tonic::Status;
 use tonic::body::Body;
-use tonic::codegen::{BoxFuture, Service, http};
-use tonic::server::NamedService;
+use tonic::codegen::{Service, http};
 
 use super::RlsService;
 use crate::limiter::Limits;
@@ -55,33 +54,6 @@ impl<S> Bounded<S> {
     pub fn answered_by(mut self, service: RlsService) -> Bounded<S> {
         self.direct = Some(Arc::new(service));
         self
-    }
-}
-
-impl<S: NamedService> NamedService for Bounded<S> {
-    const NAME: &'static str = S::NAME;
-}
-
-impl<S> Service<http::Request<Body>> for Bounded<S>
-where
-    S: Service<http::Request<Body>, Response = http::Response<Body>, Error = Infallible>,
-    S: Clone + Send + 'static,
-    S::Future: Send + 'static,
-{
-    type Response = http::Response<Body>;
-    type Error = Infallible;
-    type Future = BoxFuture<http::Response<Body>, Infallible>;
-
-    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
-        self.inner.poll_ready(cx)
-    }
-
-    fn call(&mut self, req: http::Request<Body>) -> Self::Future {
-        if req.uri().path() != SHOULD_RATE_LIMIT {
-            return Box::pin(self.inner.call(req));
-        }
-        let answer = self.answer(req);
-        Box::pin(async move { Ok(answer.await) })
     }
 }
 
