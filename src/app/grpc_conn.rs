@@ -8,7 +8,8 @@
 //! recovery, a re-boxed body) that costs a tenth of a decision, and what this project needs of
 //! it is kept here instead:
 //! - HTTP/2 only, with hyper's defaults for everything but the number of concurrent streams per
-//!   connection, which stays unbounded as tonic's server had it (and as grpc-go's default is);
+//!   connection, which stays unbounded as tonic's server had it (and as grpc-go's default is),
+//!   and the `date` header, which gRPC answers do not carry;
 //! - a `grpc-timeout` header bounds the call: past it the answer is `CANCELLED`, as tonic sends;
 //! - GOAWAY at `GRPC_MAX_CONNECTION_AGE`, ±10% as grpc-go does (the hard close after the grace
 //!   is [`super::grpc_listen`]'s);
@@ -137,7 +138,12 @@ pub(super) async fn serve(
     stop: impl Future<Output = ()>,
 ) {
     let mut http2 = hyper::server::conn::http2::Builder::new(TokioExecutor::new());
-    http2.timer(TokioTimer::new()).max_concurrent_streams(None);
+    // No `date` header on answers: gRPC servers send none (grpc-go does not, Envoy reads none),
+    // and encoding it costs every call.
+    http2
+        .timer(TokioTimer::new())
+        .max_concurrent_streams(None)
+        .auto_date_header(false);
     let (closing, closed) = watch::channel(false);
     let mut connections = JoinSet::new();
     let mut stop = pin!(stop);

@@ -33,10 +33,15 @@ impl<T: EntryRef + ?Sized> EntryRef for &T {
     }
 }
 
+/// A map of names looked up on every request (domains, composite keys). Only the configuration
+/// inserts into it, so the hash need not resist chosen keys, and ahash costs a fraction of the
+/// standard SipHash on these short strings.
+pub(crate) type Map<V> = HashMap<String, V, ahash::RandomState>;
+
 /// The whole loaded configuration: every domain, compiled. Cheap to share behind an `Arc`.
 #[derive(Debug, Default)]
 pub struct RateLimitConfig {
-    pub(crate) domains: HashMap<String, Domain>,
+    pub(crate) domains: Map<Domain>,
     /// What was accepted but looks like a mistake (e.g. a limit with no `requests_per_unit`).
     pub(crate) warnings: Vec<ConfigError>,
 }
@@ -58,7 +63,7 @@ pub struct Domain {
 pub(crate) struct Level {
     /// Composite key (`key`, or `key_value`) → node. Wildcard nodes are in here too, so a request
     /// value equal to the literal pattern matches exactly (a Go quirk kept on purpose).
-    pub(crate) by_key: HashMap<String, Node>,
+    pub(crate) by_key: Map<Node>,
     /// Composite keys of the nodes whose composite key contains `*`, in config order, with the
     /// pattern pre-split on `*`.
     pub(crate) wildcards: Vec<(String, Vec<String>)>,

@@ -13,7 +13,7 @@ impl Domain {
         let mut level = &self.root;
         let mut path = Vec::with_capacity(entries.len());
         // One buffer for every level's `key_value`, instead of an allocation per entry.
-        let mut composite = String::new();
+        let mut composite = Composite::default();
         for (i, entry) in entries.iter().enumerate() {
             let (node, kind) = level.find(entry, &mut composite)?;
             path.push(MatchedLevel { node, kind });
@@ -33,13 +33,14 @@ impl Domain {
 
 impl Level {
     /// The node one entry selects at this level, and how; `composite` is scratch space.
-    fn find<E: EntryRef>(&self, entry: &E, composite: &mut String) -> Option<(&Node, MatchKind)> {
+    fn find<E: EntryRef>(
+        &self,
+        entry: &E,
+        composite: &mut Composite,
+    ) -> Option<(&Node, MatchKind)> {
         // Go always appends `_`, so an empty value looks up `key_`, which matches no key-only node.
-        composite.clear();
-        composite.push_str(entry.key());
-        composite.push('_');
-        composite.push_str(entry.value());
-        if let Some(node) = self.by_key.get(composite.as_str()) {
+        let composite = composite.join(entry.key(), entry.value());
+        if let Some(node) = self.by_key.get(composite) {
             return Some((node, MatchKind::Exact));
         }
         let wildcard = self
@@ -53,6 +54,41 @@ impl Level {
         self.by_key
             .get(entry.key())
             .map(|node| (node, MatchKind::Default))
+    }
+}
+
+/// Scratch space for a level's `key_value`: on the stack when it fits, as nearly every
+/// descriptor's does, so matching a request allocates nothing; a longer one goes to the heap.
+struct Composite {
+    stack: [u8; 128],
+    heap: String,
+}
+
+impl Default for Composite {
+    fn default() -> Composite {
+        Composite {
+            stack: [0; 128],
+            heap: String::new(),
+        }
+    }
+}
+
+impl Composite {
+    /// `key_value`.
+    fn join(&mut self, key: &str, value: &str) -> &str {
+        let len = key.len() + 1 + value.len();
+        if len > self.stack.len() {
+            self.heap.clear();
+            self.heap.push_str(key);
+            self.heap.push('_');
+            self.heap.push_str(value);
+            return &self.heap;
+        }
+        self.stack[..key.len()].copy_from_slice(key.as_bytes());
+        self.stack[key.len()] = b'_';
+        self.stack[key.len() + 1..len].copy_from_slice(value.as_bytes());
+        // Two strings joined by an ASCII byte are UTF-8: the check cannot fail.
+        std::str::from_utf8(&self.stack[..len]).unwrap_or_default()
     }
 }
 

@@ -7,7 +7,7 @@ use crate::algorithm::calendar::Zone;
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use super::compiled::{Domain, Level, Node, RateLimitConfig};
+use super::compiled::{Domain, Level, Map, Node, RateLimitConfig};
 use super::error::{ConfigError, ConfigErrors, Sink, field_path};
 use super::model::{RawDescriptor, parse_file};
 
@@ -38,7 +38,7 @@ pub fn compile(
 ) -> Result<RateLimitConfig, ConfigErrors> {
     let mut errors: Vec<ConfigError> = Vec::new();
     let mut warnings: Vec<ConfigError> = Vec::new();
-    let mut domains: HashMap<String, Domain> = HashMap::new();
+    let mut domains: Map<Domain> = Map::default();
     // The file that first defined each domain, for the duplicate error.
     let mut first_file: HashMap<String, String> = HashMap::new();
     for file in files {
