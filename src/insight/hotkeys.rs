@@ -115,7 +115,7 @@ pub struct HotKeys {
     /// One per stripe.
     stripes: Box<[Padded<Mutex<State>>]>,
     capacity: usize,
-    /// Hashes the keys (ahash: a per-process random seed, and a few times cheaper than SipHash
+    /// Hashes the keys (ahash: a per-process random seed, and a few times cheaper than `SipHash`
     /// on the request path).
     seed: ahash::RandomState,
     clock: Arc<dyn Clock>,

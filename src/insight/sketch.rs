@@ -41,7 +41,7 @@ pub struct Sketch<K> {
     /// `pos[slot]` is the slot's place in `heap`.
     pos: Vec<usize>,
     /// Hash → slot. The hashes are already random, but ahash on a `u64` costs a few
-    /// instructions where the standard SipHash costs a hundred.
+    /// instructions where the standard `SipHash` costs a hundred.
     index: HashMap<u64, usize, ahash::RandomState>,
 }
 

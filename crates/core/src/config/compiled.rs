@@ -35,7 +35,7 @@ impl<T: EntryRef + ?Sized> EntryRef for &T {
 
 /// A map of names looked up on every request (domains, composite keys). Only the configuration
 /// inserts into it, so the hash need not resist chosen keys, and ahash costs a fraction of the
-/// standard SipHash on these short strings.
+/// standard `SipHash` on these short strings.
 pub(crate) type Map<V> = HashMap<String, V, ahash::RandomState>;
 
 /// The whole loaded configuration: every domain, compiled. Cheap to share behind an `Arc`.
