@@ -34,7 +34,8 @@
 # also slows what the server does get to run (its caches, the memory bus): decisions per
 # CPU-second fell by up to a third in runs with a second of steal. A saturated run with more
 # than STEAL_MAX_MS of steal is therefore set aside (the script says so, with its figures) and
-# run again, at most twice, whichever server it was. Every run is
+# run again, at most twice, whichever server it was; of the tries, the one with the least steal
+# counts. Every run is
 # bounded by SECONDS_PER_RUN; nothing here asserts a time.
 #
 # `instructions` measures what the load on a shared machine cannot move: each server runs under
@@ -272,12 +273,18 @@ for round in $(seq "$ROUNDS"); do
       for gen in loadgen h2load; do
         # A saturated run during which the host took the cores away for long is run again
         # (twice at most): such a run measures the host, and it would land on one server only.
+        # Of the tries, the one the host took least from counts.
+        kept=
         for try in 1 2 3; do
           read -r rate per p50 p99 stolen < <(saturate "$gen")
+          if [ -z "$kept" ] || [ "$stolen" -lt "${kept##* }" ]; then
+            kept="$rate $per $p50 $p99 $stolen"
+          fi
           [ "$stolen" -gt "$STEAL_MAX_MS" ] && [ "$try" -lt 3 ] || break
           echo "# round $round, $store, $gen, $who: set aside and run again, the host took" \
             "$stolen ms ($rate decisions/s, $per per CPU-second)"
         done
+        read -r rate per p50 p99 stolen <<<"$kept"
         read -r h50 h99 hlate hstolen < <(half $((rate / 2)))
         line=$(printf '%-6s %-5s %-8s %-10s %10s %12s %8s %8s %6s %9s %9s %9s %10s  %s' "$round" \
           "$store" "$gen" "$who" "$rate" "$per" "$p50" "$p99" "$stolen" "$h50" "$h99" "$hlate" \
