@@ -168,19 +168,14 @@ impl RedisStore {
             RedisConn::Cluster(_) => slots.masters(),
             _ => Vec::new(),
         };
+        let tries = pings_within(bound, self.response_timeout);
         if masters.is_empty() {
-            let ok = matches!(
-                tokio::time::timeout(bound, conn.ping_all()).await,
-                Ok(Ok(()))
-            );
+            let ok = answers_within(bound, tries, || conn.ping_all()).await;
             self.probed(name(per_second), ok);
             return ok;
         }
         let pings = masters.iter().map(|&m| async move {
-            let ok = matches!(
-                tokio::time::timeout(bound, conn.ping_node(m)).await,
-                Ok(Ok(()))
-            );
+            let ok = answers_within(bound, tries, || conn.ping_node(m)).await;
             self.probed(m, ok);
             ok
         });
@@ -266,11 +261,44 @@ pub(super) enum Called {
     Answered(Vec<Option<Vec<(usize, Decision)>>>),
 }
 
+/// How many PINGs fit in `bound` when each may wait `response_timeout` (at least two, at most 64).
+fn pings_within(bound: Duration, response_timeout: Duration) -> u32 {
+    let each = response_timeout.as_micros().max(1);
+    u32::try_from(bound.as_micros() / each + 1)
+        .unwrap_or(u32::MAX)
+        .clamp(2, 64)
+}
+
+/// Whether `ping` succeeds within `bound`, sent at most `tries` times. The connection answers
+/// each command within its own response timeout (`REDIS_RESPONSE_TIMEOUT`), often far shorter
+/// than the health check's bound: a PING that times out on it is sent again, so one stall of a
+/// healthy Redis shorter than the bound (an expire cycle, a fork for a snapshot, `DEBUG SLEEP`)
+/// does not mark it down, while a Redis that stays silent for the whole bound does. An error that
+/// is not a timeout (refused, reset, an error reply) fails at once.
+async fn answers_within<F, Fut>(bound: Duration, tries: u32, mut ping: F) -> bool
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Result<(), redis::RedisError>>,
+{
+    let pinging = async {
+        for _ in 0..tries {
+            match ping().await {
+                Ok(()) => return true,
+                Err(e) if e.is_timeout() => {}
+                Err(_) => return false,
+            }
+        }
+        false
+    };
+    tokio::time::timeout(bound, pinging).await.unwrap_or(false)
+}
+
 #[cfg(test)]
 mod tests {
     use std::sync::Arc;
+    use std::time::Duration;
 
-    use super::{Breakers, intern};
+    use super::{Breakers, answers_within, intern, pings_within};
     use crate::clock::{Clock, ManualClock, Timestamp};
     use crate::resilience::BreakerState;
     use crate::store::Resilience;
@@ -300,5 +328,56 @@ mod tests {
         b.keep_only(&[c]);
         let targets: Vec<&str> = b.reports().iter().map(|r| r.target).collect();
         assert_eq!(targets, ["10.0.0.2:6379", "main"]);
+    }
+
+    fn timed_out() -> redis::RedisError {
+        std::io::Error::new(std::io::ErrorKind::TimedOut, "response timeout").into()
+    }
+
+    /// The replies a fake PING gives in turn (the last one repeats); counts the PINGs sent.
+    fn replies(
+        seq: Vec<fn() -> Result<(), redis::RedisError>>,
+        sent: &std::cell::Cell<usize>,
+    ) -> impl FnMut() -> std::future::Ready<Result<(), redis::RedisError>> + '_ {
+        move || {
+            let n = sent.get();
+            sent.set(n + 1);
+            std::future::ready(seq[n.min(seq.len() - 1)]())
+        }
+    }
+
+    #[tokio::test]
+    async fn a_ping_that_times_out_during_a_stall_is_sent_again_within_the_bound() {
+        let bound = Duration::from_millis(500);
+        let sent = std::cell::Cell::new(0);
+        // Two PINGs caught in a stall, then an answer: healthy.
+        let ping = replies(
+            vec![|| Err(timed_out()), || Err(timed_out()), || Ok(())],
+            &sent,
+        );
+        assert!(answers_within(bound, 8, ping).await);
+        assert_eq!(sent.get(), 3);
+        // Silent every time: down, after the PINGs the bound allows.
+        sent.set(0);
+        assert!(!answers_within(bound, 8, replies(vec![|| Err(timed_out())], &sent)).await);
+        assert_eq!(sent.get(), 8);
+        // Refused: down at once, no second PING.
+        sent.set(0);
+        let refused = || -> Result<(), redis::RedisError> {
+            Err(std::io::Error::new(std::io::ErrorKind::ConnectionRefused, "refused").into())
+        };
+        assert!(!answers_within(bound, 8, replies(vec![refused], &sent)).await);
+        assert_eq!(sent.get(), 1);
+    }
+
+    #[test]
+    fn the_pings_that_fit_in_the_bound() {
+        let ms = Duration::from_millis;
+        // The 15 ms default under the 500 ms bound: 34 PINGs of 15 ms cover it.
+        assert_eq!(pings_within(ms(500), ms(15)), 34);
+        assert_eq!(pings_within(ms(500), ms(100)), 6);
+        // A response timeout above the bound: the bound is the timeout, two tries at least.
+        assert_eq!(pings_within(ms(2000), ms(2000)), 2);
+        assert_eq!(pings_within(ms(500), Duration::ZERO), 64);
     }
 }
