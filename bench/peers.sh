@@ -166,9 +166,9 @@ pct() { sort -n | awk -v p="$1" '{v[NR] = $1} END {i = int((NR - 1) * p + 0.5) +
 # One saturated run of generator $1 against the running server; prints
 # "decisions/s per-cpu-second p50-ms p99-ms".
 saturate() {
-  local before after out stolen
+  local before after out steal_before stolen
   before=$(cpu "$server")
-  stolen=$(steal)
+  steal_before=$(steal)
   if [ "$1" = loadgen ]; then
     out=$(taskset -c 1 "$load" --target "127.0.0.1:$grpc_port" --domain bench --key k \
       --connections 4 --concurrency 256 --seconds "$SECS" --keys 10000)
@@ -179,7 +179,7 @@ saturate() {
     rate=$(echo "$out" | awk '/^requests/ {print $5}')
     p50=$(echo "$out" | awk '/^latency/ {print $4}')
     p99=$(echo "$out" | awk '/^latency/ {print $8}')
-    echo "$rate $(per_cpu "$n" "$before" "$after") $p50 $p99 $(steal_ms "$stolen" "$(steal)")"
+    echo "$rate $(per_cpu "$n" "$before" "$after") $p50 $p99 $(steal_ms "$steal_before" "$(steal)")"
   else
     # Two runs: the counted one writes no per-request log, the second (latency only) does. h2load
     # has one thread; writing a line per request slows it enough that it sends smaller bursts,
@@ -190,7 +190,7 @@ saturate() {
       -H 'te: trailers')
     "${h2[@]}" -D "$SECS" "$url" >"$work/h2.out"
     after=$(cpu "$server")
-    stolen=$(steal_ms "$stolen" "$(steal)")
+    stolen=$(steal_ms "$steal_before" "$(steal)")
     local n ok2xx
     n=$(awk '/^requests:/ {print $8}' "$work/h2.out")
     ok2xx=$(awk '/^status codes:/ {print $3}' "$work/h2.out")
@@ -208,13 +208,13 @@ saturate() {
 # "p50-ms p99-ms send-lag-p99-ms steal-ms", the latencies counted from when each request was
 # due; "- - - -" when some due requests could not be sent.
 half() {
-  local out stolen
-  stolen=$(steal)
+  local out steal_before
+  steal_before=$(steal)
   out=$(taskset -c 1 "$load" --target "127.0.0.1:$grpc_port" --domain bench --key k --concurrency 64 \
     --connections 4 --seconds "$SECS" --keys 10000 --rate "$1")
   echo "$out" | grep -q ' 0 due but never sent' || { echo "- - - -"; return; }
   echo "$(echo "$out" | awk '/^latency/ {print $4, $8}') $(echo "$out" | awk '/^paced/ {print $10}')" \
-    "$(steal_ms "$stolen" "$(steal)")"
+    "$(steal_ms "$steal_before" "$(steal)")"
 }
 
 # Instructions per decision of server $1 on store $2 under generator $3 (see the header), the
