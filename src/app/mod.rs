@@ -13,6 +13,7 @@ mod features;
 mod grpc_conn;
 mod grpc_idle;
 mod grpc_listen;
+mod grpc_stream;
 mod parts;
 mod readers;
 mod running;

@@ -21,6 +21,7 @@ use tonic::body::Body;
 use tonic::codegen::{Service, http};
 
 use super::RlsService;
+use super::unary::Answer;
 use crate::limiter::Limits;
 
 /// The method whose messages are checked.
@@ -64,12 +65,10 @@ where
     S::Future: Send + 'static,
 {
     /// Answers one `ShouldRateLimit` call whatever its body's type (the gRPC port hands over
-    /// hyper's own, so nothing re-boxes it): the message is read and checked against the caps,
-    /// answered on the direct path when it can be, and handed to the inner service otherwise.
-    pub fn answer<B>(
-        &self,
-        req: http::Request<B>,
-    ) -> impl Future<Output = http::Response<Body>> + Send + 'static
+    /// the body h2 receives, so nothing re-boxes it): the message is read and checked against the
+    /// caps, answered on the direct path when it can be, and handed to the inner service
+    /// otherwise.
+    pub fn answer<B>(&self, req: http::Request<B>) -> impl Future<Output = Answer> + Send + 'static
     where
         B: HttpBody<Data = Bytes> + Unpin + Send + 'static,
         B::Error: Into<tonic::codegen::StdError>,
@@ -80,10 +79,10 @@ where
             let (parts, body) = req.into_parts();
             let bytes = match read_message(body, max).await {
                 Ok(bytes) => bytes,
-                Err(status) => return status.into_http(),
+                Err(status) => return status.into(),
             };
             if let Err(status) = check(bytes.clone(), caps).await {
-                return status.into_http();
+                return status.into();
             }
             if let Some(service) = direct
                 && let Some(message) = super::unary::decode(&parts.headers, &bytes)
@@ -94,7 +93,7 @@ where
             // A clone of a ready service: wait for it to be ready too (tonic's always is).
             let Ok(()) = std::future::poll_fn(|cx| inner.poll_ready(cx)).await;
             let Ok(response) = inner.call(http::Request::from_parts(parts, body)).await;
-            response
+            Answer::Response(response)
         }
     }
 }
