@@ -108,7 +108,8 @@ impl ConfigHandle {
         self.last_failure.load_full()
     }
 
-    /// Records the clashes of the configuration just published, logging each new one at WARN.
+    /// Records the clashes of the configuration about to be published (recorded first, so that
+    /// whoever sees that configuration sees its clashes), logging each new one at WARN.
     pub fn set_clashes(&self, clashes: Vec<Clash>) {
         let before = self.clashes();
         for c in clashes.iter().filter(|c| !before.contains(c)) {

@@ -141,8 +141,9 @@ impl ConfigReloader {
                     tracing::warn!("rate limit configuration: {warning}");
                 }
                 let domains = config.domain_count();
-                let version = self.handle.publish(config, now);
+                // The clashes first: whoever sees the new configuration sees its clashes too.
                 self.handle.set_clashes(clashes);
+                let version = self.handle.publish(config, now);
                 self.handle.clear_failure();
                 self.applied = Some(files);
                 self.failed = None;
