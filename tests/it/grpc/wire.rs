@@ -257,6 +257,42 @@ async fn a_call_past_its_grpc_timeout_is_cancelled() {
 }
 
 #[tokio::test]
+async fn a_call_its_client_resets_ends_and_no_longer_keeps_its_connection_open() {
+    // A connection with no call in flight for a second is closed; one with a call waiting is not.
+    let env = [("GRPC_MAX_CONNECTION_IDLE", "1s")];
+    let s = TestServer::start(&[("d.yaml", CFG)], &env).await;
+    let open = || async {
+        let tcp = tokio::net::TcpStream::connect(s.running().grpc_addr)
+            .await
+            .unwrap();
+        let (h2, connection) = h2::client::handshake(tcp).await.unwrap();
+        (h2, tokio::spawn(connection))
+    };
+    let call = || {
+        http::Request::post(format!("http://localhost{PATH}"))
+            .header("content-type", "application/grpc")
+            .header("te", "trailers")
+            .body(())
+            .unwrap()
+    };
+    // Two calls opened on two connections, their messages never sent: each waits for its body.
+    let (mut reset_h2, reset_conn) = open().await;
+    let (mut kept_h2, kept_conn) = open().await;
+    let (_, mut reset_body) = reset_h2.send_request(call(), false).unwrap();
+    let (_, _kept_body) = kept_h2.send_request(call(), false).unwrap();
+    // The first client gives up on its call before sending the message: the server ends it, and
+    // its connection, with nothing in flight any more, is closed as idle.
+    reset_body.send_reset(h2::Reason::CANCEL);
+    let closed = tokio::time::timeout(std::time::Duration::from_secs(10), reset_conn).await;
+    assert!(closed.is_ok(), "the connection of the reset call is closed as idle");
+    // The call still waiting keeps its connection open.
+    assert!(!kept_conn.is_finished(), "a call in flight keeps its connection");
+    kept_conn.abort();
+    drop(kept_h2);
+    s.shutdown().await;
+}
+
+#[tokio::test]
 async fn an_unknown_method_or_service_is_unimplemented() {
     let s = TestServer::start(&[("d.yaml", CFG)], &[]).await;
     let mut ch = channel(&s).await;
