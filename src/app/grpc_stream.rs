@@ -98,18 +98,16 @@ async fn within(
     deadline: Option<Duration>,
     respond: &mut SendResponse<Bytes>,
 ) -> Option<Answer> {
-    let expires = deadline.map(|d| tokio::time::Instant::now() + d);
-    // The timer is only set (and boxed, to keep this task small) if the call has to wait.
-    let mut expiry: Option<Pin<Box<tokio::time::Sleep>>> = None;
+    // Boxed, to keep this task small; a call without a deadline sets no timer.
+    let mut expiry = deadline.map(|d| Box::pin(tokio::time::sleep(d)));
     poll_fn(|cx| {
         if let Poll::Ready(answer) = call.as_mut().poll(cx) {
             return Poll::Ready(Some(answer));
         }
-        if let Some(at) = expires {
-            let timer = expiry.get_or_insert_with(|| Box::pin(tokio::time::sleep_until(at)));
-            if timer.as_mut().poll(cx).is_ready() {
-                return Poll::Ready(Some(Status::cancelled("Timeout expired").into()));
-            }
+        if let Some(timer) = &mut expiry
+            && timer.as_mut().poll(cx).is_ready()
+        {
+            return Poll::Ready(Some(Status::cancelled("Timeout expired").into()));
         }
         // Still working: a RST_STREAM from the client cancels the call.
         match respond.poll_reset(cx) {

@@ -284,9 +284,15 @@ async fn a_call_its_client_resets_ends_and_no_longer_keeps_its_connection_open()
     // its connection, with nothing in flight any more, is closed as idle.
     reset_body.send_reset(h2::Reason::CANCEL);
     let closed = tokio::time::timeout(std::time::Duration::from_secs(10), reset_conn).await;
-    assert!(closed.is_ok(), "the connection of the reset call is closed as idle");
+    assert!(
+        closed.is_ok(),
+        "the connection of the reset call is closed as idle"
+    );
     // The call still waiting keeps its connection open.
-    assert!(!kept_conn.is_finished(), "a call in flight keeps its connection");
+    assert!(
+        !kept_conn.is_finished(),
+        "a call in flight keeps its connection"
+    );
     kept_conn.abort();
     drop(kept_h2);
     s.shutdown().await;
