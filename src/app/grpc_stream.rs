@@ -58,7 +58,7 @@ pub(super) async fn serve(
     let sent = match answer {
         None => return,
         Some(Answer::Message(framed)) => send_message(framed, respond),
-        // Boxed for the same reason as the call: an answer body is sent over many polls.
+        // Boxed for the same reason as the call: the task stays small.
         Some(Answer::Response(response)) => Box::pin(send(response, respond)).await,
     };
     if let Err(e) = sent {
