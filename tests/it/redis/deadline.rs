@@ -3,7 +3,8 @@
 //! by the failure policy, but their script calls still wait in Redis's input buffer. When Redis
 //! resumes it runs them; each carries a deadline on Redis's clock (`lua/deadline.lua`), so none of
 //! them writes, for every algorithm. What a user notices: the counts after the hang are the counts
-//! before it plus what was admitted since.
+//! before it plus what was admitted since. And a call whose client resets it while Redis is hung
+//! stops waiting at once instead of holding its connection until the response timeout.
 
 use std::time::Duration;
 
@@ -86,5 +87,57 @@ async fn calls_timed_out_while_redis_hung_are_not_counted_when_it_resumes() {
             "{key}: none of the {HUNG_CALLS} calls answered during the hang was applied later"
         );
     }
+    s.shutdown().await;
+}
+
+/// A client that gives up on a call while Redis is hung ends it: the call stops waiting for
+/// Redis at once, and with nothing in flight its connection is closed as idle, long before the
+/// response timeout would have ended the call.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_call_its_client_resets_while_redis_is_hung_stops_waiting() {
+    require!(Redis);
+    let redis = RedisServer::start();
+    let env = [
+        ("REDIS_RESPONSE_TIMEOUT", "60s"),
+        ("REDIS_TIMEOUT", "60s"),
+        ("REDIS_BREAKER_FAILURES", "0"),
+        ("RESPONSE_DYNAMIC_METADATA", "true"),
+        ("GRPC_MAX_CONNECTION_IDLE", "1s"),
+    ];
+    let s = TestServer::start_on(&[("c.yaml", CFG)], &env, Some(&redis)).await;
+    remaining_after_one(&s, "fw").await;
+
+    let paused = Paused::stop(&redis);
+    let tcp = tokio::net::TcpStream::connect(s.running().grpc_addr)
+        .await
+        .unwrap();
+    let (mut h2, mut connection) = h2::client::handshake(tcp).await.unwrap();
+    let mut ping = connection.ping_pong().expect("the client's ping handle");
+    let connection = tokio::spawn(connection);
+    let call = tonic::codegen::http::Request::post(
+        "http://localhost/envoy.service.ratelimit.v3.RateLimitService/ShouldRateLimit",
+    )
+    .header("content-type", "application/grpc")
+    .header("te", "trailers")
+    .body(())
+    .unwrap();
+    let message =
+        prost::Message::encode_to_vec(&crate::support::request("hang", &[&[("fw", "v")]]));
+    let mut framed = vec![0];
+    framed.extend_from_slice(&u32::try_from(message.len()).unwrap().to_be_bytes());
+    framed.extend_from_slice(&message);
+    let (_answer, mut body) = h2.send_request(call, false).unwrap();
+    body.send_data(tonic::codegen::Bytes::from(framed), true)
+        .unwrap();
+    // The server answers a PING after the frames before it: the call has been accepted, with its
+    // whole message, and waits on the hung Redis.
+    ping.ping(h2::Ping::opaque()).await.unwrap();
+    body.send_reset(h2::Reason::CANCEL);
+    let closed = tokio::time::timeout(Duration::from_secs(15), connection).await;
+    assert!(
+        closed.is_ok(),
+        "the reset call no longer holds its connection: closed as idle while Redis is still hung"
+    );
+    paused.resume();
     s.shutdown().await;
 }
