@@ -4,8 +4,8 @@
 //! Neither tonic's server nor hyper's is in between: per call they would add a tower stack
 //! (connect info, `grpc-timeout`, error recovery, a re-boxed body) and a second HTTP layer
 //! (request and answer bodies wrapped, connection headers stripped again, a content length
-//! parsed) that together cost a fifth of a decision. What this project needs of them is kept
-//! here and in [`super::grpc_stream`]:
+//! parsed) that together cost about an eighth of a decision (`docs/performance.md`). What this
+//! project needs of them is kept here and in [`super::grpc_stream`]:
 //! - HTTP/2 only, with the settings hyper's server gives h2 (1 MiB stream and connection windows,
 //!   16 KiB frames and header lists, 400 KiB of send buffer per stream, at most 1 024 streams
 //!   reset for a client's errors), except the number of concurrent streams per connection, which
@@ -92,7 +92,10 @@ async fn run(
     mut closing: watch::Receiver<bool>,
 ) {
     let max_age = conn.age();
-    let shared = Arc::new((services, conn.info()));
+    let shared = Arc::new(grpc_stream::Connection {
+        services,
+        info: conn.info(),
+    });
     let mut aged = pin!(async {
         match max_age {
             Some(age) => tokio::time::sleep(age).await,

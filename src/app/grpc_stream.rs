@@ -37,13 +37,20 @@ use crate::listener::http::Peer;
 /// A call's answer to come.
 type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send>>;
 
-/// Answers the call `req` on `respond`, with the connection's services and what describes it.
+/// What every call on one connection is answered with: the services, and the connection's
+/// activity and client address.
+pub(super) struct Connection {
+    pub(super) services: GrpcServices,
+    pub(super) info: GrpcConnInfo,
+}
+
+/// Answers the call `req` on `respond`, on connection `conn`.
 pub(super) async fn serve(
-    conn: Arc<(GrpcServices, GrpcConnInfo)>,
+    conn: Arc<Connection>,
     req: http::Request<RecvStream>,
     mut respond: SendResponse<Bytes>,
 ) {
-    let (services, info) = &*conn;
+    let Connection { services, info } = &*conn;
     let path = req.uri().path();
     let answer = match grpc_idle::begin(info, path) {
         Err(full) => Some(Answer::Response(grpc_idle::refusal(path, full))),
@@ -151,8 +158,8 @@ async fn pipe(body: Body, mut tx: SendStream<Bytes>) -> Result<(), h2::Error> {
     let mut body = pin!(body);
     loop {
         let frame = poll_fn(|cx| {
-            if let Poll::Ready(reset) = tx.poll_reset(cx) {
-                return Poll::Ready(Err(reset.map_or_else(|e| e, h2::Error::from)));
+            if let Some(reset) = reset(&mut tx, cx) {
+                return Poll::Ready(Err(reset));
             }
             body.as_mut().poll_frame(cx).map(Ok)
         })
@@ -193,8 +200,8 @@ async fn pipe(body: Body, mut tx: SendStream<Bytes>) -> Result<(), h2::Error> {
 /// Ready once `tx` has send capacity, or with the error that ends the stream (a reset by the
 /// client included).
 fn room(tx: &mut SendStream<Bytes>, cx: &mut Context<'_>) -> Poll<Result<(), h2::Error>> {
-    if let Poll::Ready(reset) = tx.poll_reset(cx) {
-        return Poll::Ready(Err(reset.map_or_else(|e| e, h2::Error::from)));
+    if let Some(reset) = reset(tx, cx) {
+        return Poll::Ready(Err(reset));
     }
     while tx.capacity() == 0 {
         match ready!(tx.poll_capacity(cx)) {
@@ -205,6 +212,15 @@ fn room(tx: &mut SendStream<Bytes>, cx: &mut Context<'_>) -> Poll<Result<(), h2:
         }
     }
     Poll::Ready(Ok(()))
+}
+
+/// The error that ends `tx`'s stream if the client has reset it (registering for the reset
+/// otherwise).
+fn reset(tx: &mut SendStream<Bytes>, cx: &mut Context<'_>) -> Option<h2::Error> {
+    match tx.poll_reset(cx) {
+        Poll::Ready(reset) => Some(reset.map_or_else(|e| e, h2::Error::from)),
+        Poll::Pending => None,
+    }
 }
 
 /// A request's body as h2 receives it, each data frame's flow-control window given back to the

@@ -12,19 +12,12 @@ use tonic::body::Body;
 use tonic::codegen::{Bytes, Service, http};
 use tonic::transport::{Channel, Endpoint};
 
+use crate::support::raw_grpc::{framed, should_rate_limit};
 use crate::support::*;
 
 const CFG: &str =
     "domain: d\ndescriptors:\n  - key: k\n    rate_limit: {unit: minute, requests_per_unit: 2}\n";
 const PATH: &str = "/envoy.service.ratelimit.v3.RateLimitService/ShouldRateLimit";
-
-/// A gRPC frame: the compression flag, the length, the message.
-fn framed(flag: u8, message: &[u8]) -> Vec<u8> {
-    let mut v = vec![flag];
-    v.extend_from_slice(&(message.len() as u32).to_be_bytes());
-    v.extend_from_slice(message);
-    v
-}
 
 /// What came back for one request: status, headers, body bytes, trailers.
 struct Answer {
@@ -217,14 +210,7 @@ async fn a_call_past_its_grpc_timeout_is_cancelled() {
         .unwrap();
     let (mut h2, connection) = h2::client::handshake(tcp).await.unwrap();
     tokio::spawn(connection);
-    let call = |timeout: &str| {
-        http::Request::post(format!("http://localhost{PATH}"))
-            .header("content-type", "application/grpc")
-            .header("te", "trailers")
-            .header("grpc-timeout", timeout)
-            .body(())
-            .unwrap()
-    };
+    let call = |timeout: &str| should_rate_limit(Some(timeout));
     // The call is opened and its message never sent: without a deadline it would wait for the
     // message (up to the connection's own timeouts); with one it ends there.
     let (answer, _open) = h2.send_request(call("200m"), false).unwrap();
@@ -268,18 +254,15 @@ async fn a_call_its_client_resets_ends_and_no_longer_keeps_its_connection_open()
         let (h2, connection) = h2::client::handshake(tcp).await.unwrap();
         (h2, tokio::spawn(connection))
     };
-    let call = || {
-        http::Request::post(format!("http://localhost{PATH}"))
-            .header("content-type", "application/grpc")
-            .header("te", "trailers")
-            .body(())
-            .unwrap()
-    };
     // Two calls opened on two connections, their messages never sent: each waits for its body.
     let (mut reset_h2, reset_conn) = open().await;
     let (mut kept_h2, kept_conn) = open().await;
-    let (_, mut reset_body) = reset_h2.send_request(call(), false).unwrap();
-    let (_, _kept_body) = kept_h2.send_request(call(), false).unwrap();
+    let (_, mut reset_body) = reset_h2
+        .send_request(should_rate_limit(None), false)
+        .unwrap();
+    let (_, _kept_body) = kept_h2
+        .send_request(should_rate_limit(None), false)
+        .unwrap();
     // The first client gives up on its call before sending the message: the server ends it, and
     // its connection, with nothing in flight any more, is closed as idle.
     reset_body.send_reset(h2::Reason::CANCEL);

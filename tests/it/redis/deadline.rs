@@ -9,6 +9,7 @@
 use std::time::Duration;
 
 use crate::support::chaos::{Paused, source, timed};
+use crate::support::raw_grpc::{framed, should_rate_limit};
 use crate::support::redis::RedisServer;
 use crate::support::require;
 use crate::support::{TestServer, st};
@@ -114,20 +115,10 @@ async fn a_call_its_client_resets_while_redis_is_hung_stops_waiting() {
     let (mut h2, mut connection) = h2::client::handshake(tcp).await.unwrap();
     let mut ping = connection.ping_pong().expect("the client's ping handle");
     let connection = tokio::spawn(connection);
-    let call = tonic::codegen::http::Request::post(
-        "http://localhost/envoy.service.ratelimit.v3.RateLimitService/ShouldRateLimit",
-    )
-    .header("content-type", "application/grpc")
-    .header("te", "trailers")
-    .body(())
-    .unwrap();
     let message =
         prost::Message::encode_to_vec(&crate::support::request("hang", &[&[("fw", "v")]]));
-    let mut framed = vec![0];
-    framed.extend_from_slice(&u32::try_from(message.len()).unwrap().to_be_bytes());
-    framed.extend_from_slice(&message);
-    let (_answer, mut body) = h2.send_request(call, false).unwrap();
-    body.send_data(tonic::codegen::Bytes::from(framed), true)
+    let (_answer, mut body) = h2.send_request(should_rate_limit(None), false).unwrap();
+    body.send_data(tonic::codegen::Bytes::from(framed(0, &message)), true)
         .unwrap();
     // The server answers a PING after the frames before it: the call has been accepted, with its
     // whole message, and waits on the hung Redis.

@@ -21,6 +21,7 @@ pub(crate) mod otlp;
 pub(crate) mod policy;
 pub(crate) mod postgres;
 pub(crate) mod process;
+pub(crate) mod raw_grpc;
 pub(crate) mod redis;
 pub(crate) mod reload;
 pub(crate) mod require;

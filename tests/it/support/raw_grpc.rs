@@ -1,0 +1,25 @@
+//! gRPC by hand, for the tests that need a raw HTTP/2 client (h2's) rather than tonic's: to leave
+//! a message unsent, reset a call, or send bytes tonic's client would not.
+
+use ratelimitd::grpc::bounded::SHOULD_RATE_LIMIT;
+use tonic::codegen::http;
+
+/// A gRPC frame: the compression flag, the length, the message.
+pub(crate) fn framed(flag: u8, message: &[u8]) -> Vec<u8> {
+    let mut v = vec![flag];
+    v.extend_from_slice(&u32::try_from(message.len()).unwrap().to_be_bytes());
+    v.extend_from_slice(message);
+    v
+}
+
+/// The head of a `ShouldRateLimit` call as a gRPC client sends it, with a `grpc-timeout` when
+/// `timeout` names one.
+pub(crate) fn should_rate_limit(timeout: Option<&str>) -> http::Request<()> {
+    let mut head = http::Request::post(format!("http://localhost{SHOULD_RATE_LIMIT}"))
+        .header("content-type", "application/grpc")
+        .header("te", "trailers");
+    if let Some(timeout) = timeout {
+        head = head.header("grpc-timeout", timeout);
+    }
+    head.body(()).unwrap()
+}
