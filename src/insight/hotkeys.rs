@@ -14,6 +14,11 @@
 //! (and errors) over the stripes, the usual merge of space-saving sketches: each stripe keeps
 //! `capacity` keys, so the error bound is what one sketch of the whole traffic would give, and a
 //! ranking shows at most `capacity` keys.
+//!
+//! A new key is written over the key it evicts, reusing its strings, so traffic of many distinct
+//! keys (one per client address, say, where nearly every request brings a key the sketch does
+//! not hold) costs no allocation either once the sketches are full. A slot keeps at most
+//! [`RETAIN_BYTES`] of spare room per string, so one huge key does not pin its memory.
 
 use std::collections::HashMap;
 use std::hash::{BuildHasher, Hash, Hasher};
@@ -56,8 +61,15 @@ impl By {
     }
 }
 
+/// A string a sketch slot holds keeps its memory for the next key up to this size; a longer one
+/// is freed when a shorter key replaces it.
+const RETAIN_BYTES: usize = 256;
+
+/// Entries a slot keeps room for beyond the current key's, likewise.
+const RETAIN_ENTRIES: usize = 16;
+
 /// What a hot key is: client data, so render it escaped. Ties rank in this order.
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, PartialOrd, Ord)]
 pub struct HotKey {
     /// The request's domain.
     pub domain: String,
@@ -65,6 +77,43 @@ pub struct HotKey {
     pub entries: Vec<(String, String)>,
     /// The name of the limit the descriptor reported (empty when unnamed).
     pub limit: String,
+}
+
+impl HotKey {
+    /// Makes this key `domain`, `entries`, `limit`, reusing its memory (see [`RETAIN_BYTES`]).
+    fn overwrite<'a>(
+        &mut self,
+        domain: &str,
+        entries: impl ExactSizeIterator<Item = (&'a str, &'a str)>,
+        limit: &str,
+    ) {
+        set(&mut self.domain, domain);
+        set(&mut self.limit, limit);
+        let n = entries.len();
+        self.entries.truncate(n);
+        if self.entries.capacity() > RETAIN_ENTRIES.max(n) {
+            self.entries.shrink_to(RETAIN_ENTRIES.max(n));
+        }
+        for (i, (key, value)) in entries.enumerate() {
+            match self.entries.get_mut(i) {
+                Some((k, v)) => {
+                    set(k, key);
+                    set(v, value);
+                }
+                None => self.entries.push((key.to_owned(), value.to_owned())),
+            }
+        }
+    }
+}
+
+/// `*dst = src`, in `dst`'s memory unless that is more than [`RETAIN_BYTES`] beyond need.
+fn set(dst: &mut String, src: &str) {
+    if dst.capacity() > RETAIN_BYTES.max(src.len()) {
+        *dst = src.to_owned();
+    } else {
+        dst.clear();
+        dst.push_str(src);
+    }
 }
 
 /// One row of a ranking.
@@ -80,8 +129,8 @@ pub struct Ranked {
 
 #[derive(Debug)]
 struct Epochs {
-    current: Sketch<Arc<HotKey>>,
-    previous: Sketch<Arc<HotKey>>,
+    current: Sketch<HotKey>,
+    previous: Sketch<HotKey>,
 }
 
 #[derive(Debug)]
@@ -193,7 +242,7 @@ impl HotKeys {
                     None => {
                         at.insert(slot.hash, rows.len());
                         rows.push(Ranked {
-                            key: slot.key.clone(),
+                            key: Arc::new(slot.key.clone()),
                             count,
                             error,
                         });
@@ -241,27 +290,21 @@ impl Observer for HotKeys {
             let hash = h.finish();
             let mut state = self.stripes[stripe::mine() % self.stripes.len()].0.lock();
             state.roll(d.now);
-            // Built at most once, and only when the key enters a sketch.
-            let mut made: Option<Arc<HotKey>> = None;
-            let mut key = || {
-                made.get_or_insert_with(|| {
-                    Arc::new(HotKey {
-                        domain: d.request.domain.clone(),
-                        entries: (descriptor.entries.iter())
-                            .map(|e| (e.key.clone(), e.value.clone()))
-                            .collect(),
-                        limit: limit.name.clone(),
-                    })
-                })
-                .clone()
+            // Written only when the key enters a sketch, over the key it evicts.
+            let fill = |key: &mut HotKey| {
+                key.overwrite(
+                    &d.request.domain,
+                    (descriptor.entries.iter()).map(|e| (e.key.as_str(), e.value.as_str())),
+                    &limit.name,
+                )
             };
             state.by[By::Hits as usize]
                 .current
-                .add(hash, plan.hits, &mut key);
+                .add(hash, plan.hits, fill);
             if verdict.over_limit {
                 state.by[By::Denials as usize]
                     .current
-                    .add(hash, plan.hits, &mut key);
+                    .add(hash, plan.hits, fill);
             }
         }
     }

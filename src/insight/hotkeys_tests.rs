@@ -183,3 +183,26 @@ async fn the_rolling_view_of_a_steady_key_does_not_jump_when_an_epoch_ends() {
         "{plain:?}"
     );
 }
+
+#[test]
+fn a_key_written_over_another_is_exactly_the_new_key_and_keeps_little_spare_memory() {
+    let fresh = |domain: &str, entries: &[(&str, &str)], limit: &str| HotKey {
+        domain: domain.into(),
+        entries: (entries.iter())
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect(),
+        limit: limit.into(),
+    };
+    let mut key = HotKey::default();
+    let long = "x".repeat(64 * 1024);
+    let wide: Vec<(&str, &str)> = (0..100).map(|_| ("k", long.as_str())).collect();
+    key.overwrite("api", wide.iter().copied(), "per_client");
+    assert_eq!(key, fresh("api", &wide, "per_client"));
+    // A shorter key with fewer entries replaces all of it and frees the huge strings.
+    key.overwrite("web", [("client", "alice")].into_iter(), "");
+    assert_eq!(key, fresh("web", &[("client", "alice")], ""));
+    assert!(key.entries.capacity() <= RETAIN_ENTRIES);
+    assert!(key.entries[0].1.capacity() <= RETAIN_BYTES);
+    key.overwrite("api", [("a", "1"), ("b", "2")].into_iter(), "n");
+    assert_eq!(key, fresh("api", &[("a", "1"), ("b", "2")], "n"));
+}

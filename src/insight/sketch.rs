@@ -2,14 +2,16 @@
 //! the most that estimate can be over. A key already tracked costs one hash lookup and a sift in
 //! a min-heap (no allocation); a new key replaces the least counted one and inherits its count as
 //! error, so memory stays at `capacity` entries however many distinct keys arrive, and every key
-//! whose true count is above total/capacity is kept.
+//! whose true count is above total/capacity is kept. A new key is written over the one it
+//! replaces, in place: traffic of many distinct keys, where nearly every key is new, reuses the
+//! slots' memory instead of allocating a key and freeing another on every add.
 //!
 //! One [`Sketch::add`] counts at most [`MAX_WEIGHT`], so a few requests claiming huge hits cannot
 //! lift their keys past the real top keys (or saturate a count): a key's count grows with its
 //! requests, each weighing at most what one request can use of a limit.
 //!
 //! Keys are found by a 64-bit hash the caller computes (with a per-process random seed), so the
-//! key itself is only built when it enters the sketch.
+//! key itself is only written when it enters the sketch.
 
 use std::collections::HashMap;
 
@@ -45,7 +47,7 @@ pub struct Sketch<K> {
     index: HashMap<u64, usize, ahash::RandomState>,
 }
 
-impl<K> Sketch<K> {
+impl<K: Default> Sketch<K> {
     /// An empty sketch of `capacity` keys (1 when 0 is given).
     pub fn new(capacity: usize) -> Sketch<K> {
         let capacity = capacity.max(1);
@@ -58,9 +60,10 @@ impl<K> Sketch<K> {
         }
     }
 
-    /// Adds `weight` (at most [`MAX_WEIGHT`]) to the key of `hash`; `key` builds it only when it
-    /// is not tracked yet.
-    pub fn add(&mut self, hash: u64, weight: u64, key: impl FnOnce() -> K) {
+    /// Adds `weight` (at most [`MAX_WEIGHT`]) to the key of `hash`. Only when that key is not
+    /// tracked yet, `fill` writes it into the slot it takes: over the key that slot held (or over
+    /// `K::default()`), so `fill` must replace all of it and may reuse its memory.
+    pub fn add(&mut self, hash: u64, weight: u64, fill: impl FnOnce(&mut K)) {
         let weight = weight.min(MAX_WEIGHT);
         if let Some(&s) = self.index.get(&hash) {
             self.slots[s].count = self.slots[s].count.saturating_add(weight);
@@ -69,9 +72,11 @@ impl<K> Sketch<K> {
         }
         if self.slots.len() < self.capacity {
             let s = self.slots.len();
+            let mut key = K::default();
+            fill(&mut key);
             self.slots.push(Slot {
                 hash,
-                key: key(),
+                key,
                 count: weight,
                 error: 0,
             });
@@ -84,13 +89,12 @@ impl<K> Sketch<K> {
         // Full: the least counted key makes room, and its count bounds the newcomer's error.
         let s = self.heap[0];
         let min = self.slots[s].count;
-        self.index.remove(&self.slots[s].hash);
-        self.slots[s] = Slot {
-            hash,
-            key: key(),
-            count: min.saturating_add(weight),
-            error: min,
-        };
+        let slot = &mut self.slots[s];
+        self.index.remove(&slot.hash);
+        fill(&mut slot.key);
+        slot.hash = hash;
+        slot.count = min.saturating_add(weight);
+        slot.error = min;
         self.index.insert(hash, s);
         self.sift_down(0);
     }
@@ -167,7 +171,7 @@ mod tests {
     fn counts_exactly_while_under_capacity() {
         let mut s = Sketch::new(4);
         for (h, w) in [(1, 3), (2, 1), (1, 2), (3, 7)] {
-            s.add(h, w, || h);
+            s.add(h, w, |k| *k = h);
         }
         let mut got: Vec<_> = s
             .slots()
@@ -181,10 +185,10 @@ mod tests {
     #[test]
     fn one_add_counts_at_most_max_weight() {
         let mut s = Sketch::new(2);
-        s.add(1, u64::MAX, || "huge");
-        s.add(1, u64::MAX, || "huge");
-        s.add(2, 3, || "real");
-        s.add(3, u64::MAX, || "new");
+        s.add(1, u64::MAX, |k| *k = "huge");
+        s.add(1, u64::MAX, |k| *k = "huge");
+        s.add(2, 3, |k| *k = "real");
+        s.add(3, u64::MAX, |k| *k = "new");
         let count = |k| s.slots().iter().find(|x| x.key == k).map(|x| x.count);
         assert_eq!(count("huge"), Some(2 * MAX_WEIGHT));
         // The newcomer replaced the least counted key and added one capped weight.
@@ -194,9 +198,9 @@ mod tests {
     #[test]
     fn a_new_key_replaces_the_least_counted_and_inherits_its_count_as_error() {
         let mut s = Sketch::new(2);
-        s.add(1, 5, || "a");
-        s.add(2, 2, || "b");
-        s.add(3, 1, || "c");
+        s.add(1, 5, |k| *k = "a");
+        s.add(2, 2, |k| *k = "b");
+        s.add(3, 1, |k| *k = "c");
         let mut got: Vec<_> = s
             .slots()
             .iter()
@@ -214,7 +218,7 @@ mod tests {
         let mut rng = fastrand::Rng::with_seed(7);
         for _ in 0..10_000 {
             let h = rng.u64(0..64);
-            s.add(h, rng.u64(1..4), || h);
+            s.add(h, rng.u64(1..4), |k| *k = h);
             let min = s.slots().iter().map(|x| x.count).min().unwrap();
             assert_eq!(s.count_at(0), min);
             assert!(s.len() <= 16 && s.index.len() == s.len());
