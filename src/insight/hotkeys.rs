@@ -15,9 +15,10 @@
 //! `capacity` keys, so the error bound is what one sketch of the whole traffic would give, and a
 //! ranking shows at most `capacity` keys.
 //!
-//! A new key is written over the key it evicts, reusing its strings, so traffic of many distinct
-//! keys (one per client address, say, where nearly every request brings a key the sketch does
-//! not hold) costs no allocation either once the sketches are full. A slot keeps at most
+//! A new key is written over the key it evicts, reusing its strings (unless a ranking being read
+//! at that moment still holds the old one), so traffic of many distinct keys (one per client
+//! address, say, where nearly every request brings a key the sketch does not hold) costs no
+//! allocation either once the sketches are full. A slot keeps at most
 //! [`RETAIN_BYTES`] of spare room per string, so one huge key does not pin its memory.
 
 use std::collections::HashMap;
@@ -129,8 +130,8 @@ pub struct Ranked {
 
 #[derive(Debug)]
 struct Epochs {
-    current: Sketch<HotKey>,
-    previous: Sketch<HotKey>,
+    current: Sketch<Arc<HotKey>>,
+    previous: Sketch<Arc<HotKey>>,
 }
 
 #[derive(Debug)]
@@ -242,7 +243,7 @@ impl HotKeys {
                     None => {
                         at.insert(slot.hash, rows.len());
                         rows.push(Ranked {
-                            key: Arc::new(slot.key.clone()),
+                            key: slot.key.clone(),
                             count,
                             error,
                         });
@@ -291,12 +292,18 @@ impl Observer for HotKeys {
             let mut state = self.stripes[stripe::mine() % self.stripes.len()].0.lock();
             state.roll(d.now);
             // Written only when the key enters a sketch, over the key it evicts.
-            let fill = |key: &mut HotKey| {
-                key.overwrite(
-                    &d.request.domain,
-                    (descriptor.entries.iter()).map(|e| (e.key.as_str(), e.value.as_str())),
-                    &limit.name,
-                )
+            let fill = |key: &mut Arc<HotKey>| {
+                let entries = descriptor.entries.iter();
+                let entries = entries.map(|e| (e.key.as_str(), e.value.as_str()));
+                match Arc::get_mut(key) {
+                    Some(key) => key.overwrite(&d.request.domain, entries, &limit.name),
+                    // A ranking being read still holds the evicted key: leave it that one.
+                    None => {
+                        let mut fresh = HotKey::default();
+                        fresh.overwrite(&d.request.domain, entries, &limit.name);
+                        *key = Arc::new(fresh);
+                    }
+                }
             };
             state.by[By::Hits as usize]
                 .current

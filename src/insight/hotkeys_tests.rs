@@ -206,3 +206,33 @@ fn a_key_written_over_another_is_exactly_the_new_key_and_keeps_little_spare_memo
     key.overwrite("api", [("a", "1"), ("b", "2")].into_iter(), "n");
     assert_eq!(key, fresh("api", &[("a", "1"), ("b", "2")], "n"));
 }
+
+#[tokio::test]
+async fn a_ranking_already_read_keeps_its_keys_when_they_are_evicted() {
+    let f = fixture(2);
+    for _ in 0..3 {
+        f.hit("client", "alice").await;
+    }
+    f.hit("client", "bob").await;
+    f.hit("client", "bob").await;
+    let read = f.hot.top(By::Hits, 10);
+    // carol evicts bob, the least counted, while `read` still holds bob's key.
+    f.hit("client", "carol").await;
+    let values = |rows: &[Ranked]| {
+        (rows.iter())
+            .map(|r| (r.key.entries[0].1.clone(), r.count))
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(values(&read), vec![("alice".into(), 3), ("bob".into(), 2)]);
+    assert_eq!(
+        values(&f.hot.top(By::Hits, 10)),
+        vec![("alice".into(), 3), ("carol".into(), 3)]
+    );
+    drop(read);
+    // With no reader left, the next eviction writes over the slot in place.
+    f.hit("client", "dave").await;
+    assert_eq!(
+        values(&f.hot.top(By::Hits, 10)),
+        vec![("dave".into(), 4), ("alice".into(), 3)]
+    );
+}
