@@ -17,9 +17,9 @@
 //!
 //! A new key is written over the key it evicts, reusing its strings (unless a ranking being read
 //! at that moment still holds the old one), so traffic of many distinct keys (one per client
-//! address, say, where nearly every request brings a key the sketch does not hold) costs no
-//! allocation either once the sketches are full. A slot keeps at most
-//! [`RETAIN_BYTES`] of spare room per string, so one huge key does not pin its memory.
+//! address, say, where nearly every request brings a key the sketch does not hold) allocates
+//! only for a key longer than the one it replaces, once the sketches are full. A slot keeps at
+//! most 256 bytes of spare room per string, so one huge key does not pin its memory.
 
 use std::collections::HashMap;
 use std::hash::{BuildHasher, Hash, Hasher};
