@@ -306,15 +306,18 @@ printf '%-6s %-8s %28s %28s %14s\n' store gen 'ratelimitd best/median (n)' \
   'limitador best/median (n)' 'ratio best/med'
 for store in $STORES; do
   for gen in loadgen h2load; do
+    # Server $1's per-CPU-second figures of the rounds with at most $2 ms of steal.
+    rounds() {
+      awk -v s="$store" -v g="$gen" -v w="$1" -v m="$2" \
+        '$2 == s && $3 == g && $4 == w && $9 <= m {print $6}' "$results"
+    }
     stats() {
       local quiet
-      quiet=$(awk -v s="$store" -v g="$gen" -v w="$1" -v m="$STEAL_MAX_MS" \
-        '$2 == s && $3 == g && $4 == w && $9 <= m {print $6}' "$results")
+      quiet=$(rounds "$1" "$STEAL_MAX_MS")
       if [ -z "$quiet" ]; then
         echo "# $store, $gen, $1: the host took more than $STEAL_MAX_MS ms of every round;" \
           "these figures count them all" >&2
-        quiet=$(awk -v s="$store" -v g="$gen" -v w="$1" '$2 == s && $3 == g && $4 == w {print $6}' \
-          "$results")
+        quiet=$(rounds "$1" 1000000000)
       fi
       echo "$quiet" | sort -n |
         awk '{v[NR] = $1} END {printf "%d %d %d\n", v[NR], v[int((NR + 1) / 2)], NR}'

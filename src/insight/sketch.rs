@@ -47,7 +47,7 @@ pub struct Sketch<K> {
     index: HashMap<u64, usize, ahash::RandomState>,
 }
 
-impl<K: Default> Sketch<K> {
+impl<K> Sketch<K> {
     /// An empty sketch of `capacity` keys (1 when 0 is given).
     pub fn new(capacity: usize) -> Sketch<K> {
         let capacity = capacity.max(1);
@@ -63,7 +63,10 @@ impl<K: Default> Sketch<K> {
     /// Adds `weight` (at most [`MAX_WEIGHT`]) to the key of `hash`. Only when that key is not
     /// tracked yet, `fill` writes it into the slot it takes: over the key that slot held (or over
     /// `K::default()`), so `fill` must replace all of it and may reuse its memory.
-    pub fn add(&mut self, hash: u64, weight: u64, fill: impl FnOnce(&mut K)) {
+    pub fn add(&mut self, hash: u64, weight: u64, fill: impl FnOnce(&mut K))
+    where
+        K: Default,
+    {
         let weight = weight.min(MAX_WEIGHT);
         if let Some(&s) = self.index.get(&hash) {
             self.slots[s].count = self.slots[s].count.saturating_add(weight);

@@ -17,7 +17,6 @@ use crate::support::*;
 
 const CFG: &str =
     "domain: d\ndescriptors:\n  - key: k\n    rate_limit: {unit: minute, requests_per_unit: 2}\n";
-const PATH: &str = "/envoy.service.ratelimit.v3.RateLimitService/ShouldRateLimit";
 
 /// What came back for one request: status, headers, body bytes, trailers.
 struct Answer {
@@ -36,13 +35,7 @@ async fn send_body<B>(channel: &mut Channel, extra: &[(&str, &str)], body: B) ->
 where
     B: http_body::Body<Data = Bytes, Error = std::convert::Infallible> + Send + 'static,
 {
-    let mut req = http::Request::post(format!("http://localhost{PATH}"))
-        .header("content-type", "application/grpc")
-        .header("te", "trailers");
-    for (k, v) in extra {
-        req = req.header(*k, *v);
-    }
-    let req = req.body(Body::new(body.map_err(|e| match e {}))).unwrap();
+    let req = should_rate_limit(extra).map(|()| Body::new(body.map_err(|e| match e {})));
     std::future::poll_fn(|cx| channel.poll_ready(cx))
         .await
         .unwrap();
@@ -210,7 +203,7 @@ async fn a_call_past_its_grpc_timeout_is_cancelled() {
         .unwrap();
     let (mut h2, connection) = h2::client::handshake(tcp).await.unwrap();
     tokio::spawn(connection);
-    let call = |timeout: &str| should_rate_limit(Some(timeout));
+    let call = |timeout: &str| should_rate_limit(&[("grpc-timeout", timeout)]);
     // The call is opened and its message never sent: without a deadline it would wait for the
     // message (up to the connection's own timeouts); with one it ends there.
     let (answer, _open) = h2.send_request(call("200m"), false).unwrap();
@@ -258,11 +251,9 @@ async fn a_call_its_client_resets_ends_and_no_longer_keeps_its_connection_open()
     let (mut reset_h2, reset_conn) = open().await;
     let (mut kept_h2, kept_conn) = open().await;
     let (_, mut reset_body) = reset_h2
-        .send_request(should_rate_limit(None), false)
+        .send_request(should_rate_limit(&[]), false)
         .unwrap();
-    let (_, _kept_body) = kept_h2
-        .send_request(should_rate_limit(None), false)
-        .unwrap();
+    let (_, _kept_body) = kept_h2.send_request(should_rate_limit(&[]), false).unwrap();
     // The first client gives up on its call before sending the message: the server ends it, and
     // its connection, with nothing in flight any more, is closed as idle.
     reset_body.send_reset(h2::Reason::CANCEL);

@@ -117,7 +117,7 @@ async fn a_call_its_client_resets_while_redis_is_hung_stops_waiting() {
     let connection = tokio::spawn(connection);
     let message =
         prost::Message::encode_to_vec(&crate::support::request("hang", &[&[("fw", "v")]]));
-    let (_answer, mut body) = h2.send_request(should_rate_limit(None), false).unwrap();
+    let (_answer, mut body) = h2.send_request(should_rate_limit(&[]), false).unwrap();
     body.send_data(tonic::codegen::Bytes::from(framed(0, &message)), true)
         .unwrap();
     // The server answers a PING after the frames before it: the call has been accepted, with its

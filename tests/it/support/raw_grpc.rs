@@ -12,14 +12,14 @@ pub(crate) fn framed(flag: u8, message: &[u8]) -> Vec<u8> {
     v
 }
 
-/// The head of a `ShouldRateLimit` call as a gRPC client sends it, with a `grpc-timeout` when
-/// `timeout` names one.
-pub(crate) fn should_rate_limit(timeout: Option<&str>) -> http::Request<()> {
+/// The head of a `ShouldRateLimit` call as a gRPC client sends it, `extra` headers added (a
+/// `grpc-timeout`, a `grpc-encoding`).
+pub(crate) fn should_rate_limit(extra: &[(&str, &str)]) -> http::Request<()> {
     let mut head = http::Request::post(format!("http://localhost{SHOULD_RATE_LIMIT}"))
         .header("content-type", "application/grpc")
         .header("te", "trailers");
-    if let Some(timeout) = timeout {
-        head = head.header("grpc-timeout", timeout);
+    for (name, value) in extra {
+        head = head.header(*name, *value);
     }
     head.body(()).unwrap()
 }
