@@ -85,9 +85,9 @@ where
                 return status.into();
             }
             if let Some(service) = direct
-                && let Some(message) = super::unary::decode(&parts.headers, &bytes)
+                && let Some(req) = super::unary::decode(&parts.headers, &bytes)
             {
-                return super::unary::answer(&service, parts, message).await;
+                return super::unary::answer(&service, parts, req).await;
             }
             let body = Body::new(Full::new(bytes).map_err(|e| match e {}));
             // A clone of a ready service: wait for it to be ready too (tonic's always is).

@@ -6,6 +6,8 @@
 
 pub mod bounded;
 pub mod convert;
+mod decode;
+mod encode;
 mod options;
 /// Generated protos; see the module's own doc.
 #[allow(missing_docs, clippy::all)]
@@ -67,17 +69,17 @@ pub fn status_of(e: &RequestError) -> Status {
 }
 
 impl RlsService {
-    /// Decides `message`, the call's `metadata` carrying a remote trace parent if there is one:
-    /// the answer both tonic's handler and the direct path ([`unary`]) send.
+    /// Decides `req`, the call's `metadata` carrying a remote trace parent if there is one:
+    /// the answer both tonic's handler and the direct path ([`unary`]) send, before it becomes
+    /// a message.
     pub async fn decide(
         &self,
         metadata: &MetadataMap,
-        message: rls::RateLimitRequest,
-    ) -> Result<rls::RateLimitResponse, Status> {
+        req: crate::limiter::Request,
+    ) -> Result<crate::limiter::Response, Status> {
         let watch = Stopwatch::start();
         let span = tracing::info_span!("ShouldRateLimit", domain = tracing::field::Empty);
         crate::telemetry::set_remote_parent(&span, metadata);
-        let req = crate::limiter::Request::from(message);
         span.record("domain", req.domain.as_str());
         let result = self.service.should_rate_limit(&req).instrument(span).await;
         if let Some(m) = &self.metrics {
@@ -88,7 +90,7 @@ impl RlsService {
                 if self.standard_headers {
                     convert::add_standard_headers(&mut resp);
                 }
-                Ok(resp.into())
+                Ok(resp)
             }
             Err(e) => Err(status_of(&e)),
         }
@@ -102,6 +104,8 @@ impl rls::rate_limit_service_server::RateLimitService for RlsService {
         request: Request<rls::RateLimitRequest>,
     ) -> Result<Response<rls::RateLimitResponse>, Status> {
         let (metadata, _, message) = request.into_parts();
-        self.decide(&metadata, message).await.map(Response::new)
+        let req = crate::limiter::Request::from(message);
+        let resp = self.decide(&metadata, req).await?;
+        Ok(Response::new(resp.into()))
     }
 }

@@ -1,8 +1,10 @@
 //! The direct path of `ShouldRateLimit`: [`super::bounded::Bounded`] already holds the whole
 //! request message, so instead of handing it back to tonic as a new body (which tonic's codec then
 //! streams into a fresh buffer, and whose answer it encodes through a second buffer and a stream)
-//! the message is decoded from those bytes, answered by the same [`RlsService`] handler, and the
-//! answer encoded once into the exact bytes it will be sent as ([`Answer::Message`]). What goes
+//! the message is decoded from those bytes (straight into the limiter's request where it can be,
+//! [`super::decode`]), answered by the same [`RlsService`] handler, and the answer encoded once
+//! into the exact bytes it will be sent as ([`Answer::Message`]; written straight from the
+//! limiter's response where it can be, [`super::encode`]). What goes
 //! on the wire is what tonic sends for a unary answer: `content-type: application/grpc` and the
 //! handler's metadata (none) as headers ([`message_head`]), one uncompressed message, then the
 //! trailer `grpc-status: 0` ([`ok_trailers`]); an error is the status in a trailers-only answer,
@@ -19,6 +21,7 @@ use tonic::codegen::http;
 use tonic::metadata::MetadataMap;
 
 use super::RlsService;
+use crate::limiter::Request;
 use super::pb::envoy::service::ratelimit::v3 as rls;
 
 /// A gRPC message's prefix: the compression flag and the length.
@@ -29,9 +32,10 @@ const GRPC_ENCODING: http::HeaderName = http::HeaderName::from_static("grpc-enco
 /// The trailer that carries the call's status.
 const GRPC_STATUS: http::HeaderName = http::HeaderName::from_static("grpc-status");
 
-/// The request message in `framed` (one whole gRPC frame) if this path can take it; `None` leaves
-/// the request to tonic.
-pub fn decode(headers: &http::HeaderMap, framed: &[u8]) -> Option<rls::RateLimitRequest> {
+/// The request in `framed` (one whole gRPC frame) if this path can take it; `None` leaves the
+/// request to tonic. The message is read straight into the limiter's request where it can be
+/// ([`super::decode`]); prost decodes the rest.
+pub fn decode(headers: &http::HeaderMap, framed: &[u8]) -> Option<Request> {
     if headers.contains_key(GRPC_ENCODING) {
         return None;
     }
@@ -41,7 +45,10 @@ pub fn decode(headers: &http::HeaderMap, framed: &[u8]) -> Option<rls::RateLimit
     if u32::from_be_bytes([a, b, c, d]) as usize != message.len() {
         return None;
     }
-    rls::RateLimitRequest::decode(message).ok()
+    if let Some(req) = super::decode::request(message) {
+        return Some(req);
+    }
+    rls::RateLimitRequest::decode(message).ok().map(Request::from)
 }
 
 /// What a `ShouldRateLimit` call answers: on the direct path, the one framed message of a
@@ -63,18 +70,18 @@ impl From<Status> for Answer {
     }
 }
 
-/// Answers `message` with `service`, the request's `parts` giving its metadata. The handler's
+/// Answers `req` with `service`, the request's `parts` giving its metadata. The handler's
 /// answer has no metadata of its own, so the headers are `content-type` alone.
-pub async fn answer(
-    service: &RlsService,
-    parts: http::request::Parts,
-    message: rls::RateLimitRequest,
-) -> Answer {
+pub async fn answer(service: &RlsService, parts: http::request::Parts, req: Request) -> Answer {
     let metadata = MetadataMap::from_headers(parts.headers);
-    let message = match service.decide(&metadata, message).await {
-        Ok(m) => m,
+    let resp = match service.decide(&metadata, req).await {
+        Ok(r) => r,
         Err(status) => return status.into(),
     };
+    if let Some(framed) = super::encode::framed(&resp) {
+        return Answer::Message(framed);
+    }
+    let message = rls::RateLimitResponse::from(resp);
     let len = message.encoded_len();
     let mut framed = Vec::with_capacity(PREFIX + len);
     framed.push(0);

@@ -76,7 +76,21 @@ pub(crate) fn spawn(env: &[(String, String)]) -> Spawned {
 impl Drop for Spawned {
     fn drop(&mut self) {
         let _ = self.child.kill();
-        let _ = self.child.wait();
+        let status = self.child.wait();
+        // A failing test shows what the binary said and how it ended: a process that died
+        // under the test (a signal, a panic) otherwise looks like a refused connection.
+        if std::thread::panicking() {
+            // The process is gone, so its log ends soon; the bound is for a pipe held elsewhere.
+            let mut later = Vec::new();
+            while let Ok(line) = self.lines.recv_timeout(Duration::from_secs(2)) {
+                later.push(line);
+            }
+            eprintln!(
+                "ratelimitd ({status:?}) wrote:\n{}\n{}",
+                self.startup.join("\n"),
+                later.join("\n")
+            );
+        }
     }
 }
 
