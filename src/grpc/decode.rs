@@ -12,6 +12,7 @@
 //! fails, exactly as it did.
 
 use super::unit::from_proto_number;
+use super::wire::varint;
 use crate::limiter::{Descriptor, Entry, Override, Request};
 
 /// The request encoded in `msg` (a whole message, without its gRPC prefix), or `None` where
@@ -128,26 +129,10 @@ fn text(b: &[u8]) -> Option<String> {
     std::str::from_utf8(b).ok().map(str::to_owned)
 }
 
-/// A base-128 varint at the start of `buf` and what follows it, under protobuf's rule: at most ten
-/// bytes, the tenth holding only the 64th bit.
-fn varint(buf: &[u8]) -> Option<(u64, &[u8])> {
-    let mut v = 0u64;
-    for (i, &b) in buf.iter().take(10).enumerate() {
-        if i == 9 && b > 1 {
-            return None;
-        }
-        v |= u64::from(b & 0x7f) << (7 * i);
-        if b & 0x80 == 0 {
-            return Some((v, &buf[i + 1..]));
-        }
-    }
-    None
-}
-
 #[cfg(test)]
 mod tests {
-    use prost::Message;
     use proptest::prelude::*;
+    use prost::Message;
 
     use super::*;
     use crate::grpc::pb::envoy::extensions::common::ratelimit::v3::RateLimitDescriptor;
@@ -185,14 +170,14 @@ mod tests {
             proptest::option::of(any::<u64>()),
             any::<bool>(),
         )
-            .prop_map(
-                |(entries, limit, hits_addend, is_negative_hits)| RateLimitDescriptor {
+            .prop_map(|(entries, limit, hits_addend, is_negative_hits)| {
+                RateLimitDescriptor {
                     entries,
                     limit,
                     hits_addend,
                     is_negative_hits,
-                },
-            )
+                }
+            })
     }
 
     fn pb_request() -> impl Strategy<Value = RateLimitRequest> {
@@ -270,7 +255,10 @@ mod tests {
         msg.extend_from_slice(&descriptor);
         let merged = by_prost(&msg).unwrap();
         assert_eq!(
-            merged.descriptors[0].limit.as_ref().map(|o| o.requests_per_unit),
+            merged.descriptors[0]
+                .limit
+                .as_ref()
+                .map(|o| o.requests_per_unit),
             Some(5)
         );
         assert_eq!(request(&msg), None);

@@ -44,7 +44,11 @@ pub(super) fn framed(r: &Response) -> Option<Bytes> {
 }
 
 fn response_len(r: &Response) -> usize {
-    let statuses: usize = r.statuses.iter().map(|s| message_len(2, status_len(s))).sum();
+    let statuses: usize = r
+        .statuses
+        .iter()
+        .map(|s| message_len(2, status_len(s)))
+        .sum();
     let headers: usize = r
         .response_headers
         .iter()
@@ -167,8 +171,8 @@ fn varint_len(v: u64) -> usize {
 mod tests {
     use std::time::Duration;
 
-    use prost::Message;
     use proptest::prelude::*;
+    use prost::Message;
 
     use super::*;
     use crate::algorithm::Window;
@@ -269,7 +273,16 @@ mod tests {
 
     #[test]
     fn varint_lengths_match_the_encoding() {
-        for v in [0, 1, 127, 128, 16_383, 16_384, u64::from(u32::MAX), u64::MAX] {
+        for v in [
+            0,
+            1,
+            127,
+            128,
+            16_383,
+            16_384,
+            u64::from(u32::MAX),
+            u64::MAX,
+        ] {
             let mut out = Vec::new();
             varint(&mut out, v);
             assert_eq!(varint_len(v), out.len(), "{v}");

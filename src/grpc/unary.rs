@@ -21,8 +21,8 @@ use tonic::codegen::http;
 use tonic::metadata::MetadataMap;
 
 use super::RlsService;
-use crate::limiter::Request;
 use super::pb::envoy::service::ratelimit::v3 as rls;
+use crate::limiter::Request;
 
 /// A gRPC message's prefix: the compression flag and the length.
 const PREFIX: usize = 5;
@@ -48,7 +48,9 @@ pub fn decode(headers: &http::HeaderMap, framed: &[u8]) -> Option<Request> {
     if let Some(req) = super::decode::request(message) {
         return Some(req);
     }
-    rls::RateLimitRequest::decode(message).ok().map(Request::from)
+    rls::RateLimitRequest::decode(message)
+        .ok()
+        .map(Request::from)
 }
 
 /// What a `ShouldRateLimit` call answers: on the direct path, the one framed message of a

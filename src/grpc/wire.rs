@@ -62,10 +62,14 @@ fn each_field(
     Ok(())
 }
 
-/// A base-128 varint at the start of `buf`, and what follows it.
-fn varint(buf: &[u8]) -> Option<(u64, &[u8])> {
+/// A base-128 varint at the start of `buf` and what follows it, under protobuf's rule (prost's):
+/// at most ten bytes, the tenth holding only the 64th bit.
+pub(super) fn varint(buf: &[u8]) -> Option<(u64, &[u8])> {
     let mut v = 0u64;
-    for (i, b) in buf.iter().take(10).enumerate() {
+    for (i, &b) in buf.iter().take(10).enumerate() {
+        if i == 9 && b > 1 {
+            return None;
+        }
         v |= u64::from(b & 0x7f) << (7 * i);
         if b & 0x80 == 0 {
             return Some((v, &buf[i + 1..]));
