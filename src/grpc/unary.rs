@@ -2,9 +2,9 @@
 //! request message, so instead of handing it back to tonic as a new body (which tonic's codec then
 //! streams into a fresh buffer, and whose answer it encodes through a second buffer and a stream)
 //! the message is decoded from those bytes (straight into the limiter's request where it can be,
-//! [`super::decode`]), answered by the same [`RlsService`] handler, and the answer encoded once
+//! `src/grpc/decode.rs`), answered by the same [`RlsService`] handler, and the answer encoded once
 //! into the exact bytes it will be sent as ([`Answer::Message`]; written straight from the
-//! limiter's response where it can be, [`super::encode`]). What goes
+//! limiter's response where it can be, `src/grpc/encode.rs`). What goes
 //! on the wire is what tonic sends for a unary answer: `content-type: application/grpc` and the
 //! handler's metadata (none) as headers ([`message_head`]), one uncompressed message, then the
 //! trailer `grpc-status: 0` ([`ok_trailers`]); an error is the status in a trailers-only answer,
@@ -34,7 +34,7 @@ const GRPC_STATUS: http::HeaderName = http::HeaderName::from_static("grpc-status
 
 /// The request in `framed` (one whole gRPC frame) if this path can take it; `None` leaves the
 /// request to tonic. The message is read straight into the limiter's request where it can be
-/// ([`super::decode`]); prost decodes the rest.
+/// (`src/grpc/decode.rs`); prost decodes the rest.
 pub fn decode(headers: &http::HeaderMap, framed: &[u8]) -> Option<Request> {
     if headers.contains_key(GRPC_ENCODING) {
         return None;
