@@ -20,14 +20,12 @@ use tonic::Status;
 use tonic::body::Body;
 use tonic::codegen::{Service, http};
 
-use super::RlsService;
 use super::unary::Answer;
+use super::{MESSAGE_PREFIX, RlsService};
 use crate::limiter::Limits;
 
 /// The method whose messages are checked.
 pub const SHOULD_RATE_LIMIT: &str = "/envoy.service.ratelimit.v3.RateLimitService/ShouldRateLimit";
-/// A gRPC message's prefix: the compression flag and the length.
-const PREFIX: usize = 5;
 
 /// `S`, with its `ShouldRateLimit` messages checked before they are decoded.
 #[derive(Debug, Clone)]
@@ -125,15 +123,15 @@ where
             }
         }
         let seen = first.as_deref().unwrap_or(&joined);
-        if let Some(prefix) = seen.get(1..PREFIX) {
+        if let Some(prefix) = seen.get(1..MESSAGE_PREFIX) {
             let declared = u32::from_be_bytes([prefix[0], prefix[1], prefix[2], prefix[3]]);
             let declared = declared as usize;
             if declared > max {
                 return Err(too_large(declared));
             }
         }
-        if seen.len() > PREFIX + max {
-            return Err(too_large(seen.len() - PREFIX));
+        if seen.len() > MESSAGE_PREFIX + max {
+            return Err(too_large(seen.len() - MESSAGE_PREFIX));
         }
         // The frame that ended the stream: no need to poll for the end once more.
         if body.is_end_stream() {
@@ -149,8 +147,9 @@ async fn check(framed: Bytes, caps: Limits) -> Result<(), Status> {
     if framed.first() != Some(&0) {
         return Ok(());
     }
-    let scan =
-        move |b: &[u8]| super::wire::check_counts(b.get(PREFIX..).unwrap_or_default(), &caps);
+    let scan = move |b: &[u8]| {
+        super::wire::check_counts(b.get(MESSAGE_PREFIX..).unwrap_or_default(), &caps)
+    };
     match crate::listener::offload(framed, scan).await {
         Some(Ok(())) => Ok(()),
         Some(Err(over)) => Err(Status::invalid_argument(over.to_string())),

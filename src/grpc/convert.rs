@@ -57,7 +57,8 @@ pub fn add_standard_headers(r: &mut Response) {
         .extend(headers.into_iter().map(|(k, v)| (k.to_string(), v)));
 }
 
-fn code(c: Code) -> i32 {
+/// `c`'s number in `RateLimitResponse.Code`.
+pub(super) fn code(c: Code) -> i32 {
     match c {
         Code::Ok => rls::rate_limit_response::Code::Ok as i32,
         Code::OverLimit => rls::rate_limit_response::Code::OverLimit as i32,
@@ -80,10 +81,7 @@ impl From<Response> for rls::RateLimitResponse {
                         unit: to_proto_number(l.unit),
                     }),
                     limit_remaining: s.limit_remaining,
-                    duration_until_reset: s.duration_until_reset.map(|d| prost_types::Duration {
-                        seconds: i64::try_from(d.as_secs()).unwrap_or(i64::MAX),
-                        nanos: d.subsec_nanos() as i32,
-                    }),
+                    duration_until_reset: s.duration_until_reset.map(duration),
                     quota: None,
                 })
                 .collect(),
@@ -99,6 +97,14 @@ impl From<Response> for rls::RateLimitResponse {
             dynamic_metadata: r.dynamic_metadata.map(to_struct),
             ..Default::default()
         }
+    }
+}
+
+/// `d` as a `google.protobuf.Duration` (seconds past `i64::MAX` saturate).
+pub(super) fn duration(d: std::time::Duration) -> prost_types::Duration {
+    prost_types::Duration {
+        seconds: i64::try_from(d.as_secs()).unwrap_or(i64::MAX),
+        nanos: d.subsec_nanos() as i32,
     }
 }
 

@@ -12,7 +12,7 @@
 //! fails, exactly as it did.
 
 use super::unit::from_proto_number;
-use super::wire::varint;
+use super::wire::{Value, next_field};
 use crate::limiter::{Descriptor, Entry, Override, Request};
 
 /// The request encoded in `msg` (a whole message, without its gRPC prefix), or `None` where
@@ -94,31 +94,12 @@ fn limit(msg: &[u8]) -> Option<Override> {
     })
 }
 
-/// A field's payload in the two wire types these messages use.
-#[derive(Debug, Clone, Copy)]
-enum Value<'a> {
-    Varint(u64),
-    Len(&'a [u8]),
-}
-
 /// Calls `f` with each field of the message `buf` in order; `None` as soon as `f` says so or the
-/// encoding is not one of the two wire types above, read to the end.
+/// encoding is broken, read to the end.
 fn fields<'a>(mut buf: &'a [u8], mut f: impl FnMut(u64, Value<'a>) -> Option<()>) -> Option<()> {
     while !buf.is_empty() {
-        let (key, rest) = varint(buf)?;
-        let (value, rest) = match key & 7 {
-            0 => {
-                let (v, rest) = varint(rest)?;
-                (Value::Varint(v), rest)
-            }
-            2 => {
-                let (len, rest) = varint(rest)?;
-                let len = usize::try_from(len).ok()?;
-                (Value::Len(rest.get(..len)?), rest.get(len..)?)
-            }
-            _ => return None,
-        };
-        f(key >> 3, value)?;
+        let (field, value, rest) = next_field(buf)?;
+        f(field, value)?;
         buf = rest;
     }
     Some(())

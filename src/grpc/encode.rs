@@ -10,10 +10,9 @@
 use axum::body::Bytes;
 
 use super::unit::to_proto_number;
+use super::{MESSAGE_PREFIX, convert};
 use crate::limiter::{Code, CurrentLimit, DescriptorStatus, Response};
 
-/// A gRPC message's prefix: the compression flag and the length.
-const PREFIX: usize = 5;
 /// Protobuf's wire types used here.
 const VARINT: u64 = 0;
 const LEN: u64 = 2;
@@ -25,7 +24,7 @@ pub(super) fn framed(r: &Response) -> Option<Bytes> {
         return None;
     }
     let len = response_len(r);
-    let mut out = Vec::with_capacity(PREFIX + len);
+    let mut out = Vec::with_capacity(MESSAGE_PREFIX + len);
     out.push(0);
     // A message longer than 4 GiB cannot be framed; the caller's caps keep far below it.
     out.extend_from_slice(&u32::try_from(len).ok()?.to_be_bytes());
@@ -39,7 +38,7 @@ pub(super) fn framed(r: &Response) -> Option<Bytes> {
         text(&mut out, 1, key);
         text(&mut out, 2, value);
     }
-    debug_assert_eq!(out.len(), PREFIX + len);
+    debug_assert_eq!(out.len(), MESSAGE_PREFIX + len);
     Some(Bytes::from(out))
 }
 
@@ -92,23 +91,20 @@ fn limit_len(l: &CurrentLimit) -> usize {
     uint_len(1, u64::from(l.requests_per_unit)) + uint_len(2, unit(l)) + text_len(3, &l.name)
 }
 
+/// The varint of `c`'s enum number.
 fn code(c: Code) -> u64 {
-    // The enum's numbers; both are positive, so their varint is the number itself.
-    match c {
-        Code::Ok => 1,
-        Code::OverLimit => 2,
-    }
+    u64::from(convert::code(c).unsigned_abs())
 }
 
 fn unit(l: &CurrentLimit) -> u64 {
     u64::from(to_proto_number(l.unit).unsigned_abs())
 }
 
-/// A `google.protobuf.Duration`'s seconds and nanos as their varints, as the prost path converts
-/// them (seconds past `i64::MAX` saturate; nanos are under a billion).
+/// The varints of a `google.protobuf.Duration`'s seconds and nanos, converted as the prost path
+/// converts them (both are never negative: seconds saturate, nanos are under a billion).
 fn duration(d: std::time::Duration) -> (u64, u64) {
-    let secs = i64::try_from(d.as_secs()).unwrap_or(i64::MAX);
-    (secs.unsigned_abs(), u64::from(d.subsec_nanos()))
+    let d = convert::duration(d);
+    (d.seconds.unsigned_abs(), u64::from(d.nanos.unsigned_abs()))
 }
 
 /// A varint field; proto3 leaves out a zero.

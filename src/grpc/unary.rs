@@ -20,12 +20,9 @@ use tonic::Status;
 use tonic::codegen::http;
 use tonic::metadata::MetadataMap;
 
-use super::RlsService;
 use super::pb::envoy::service::ratelimit::v3 as rls;
+use super::{MESSAGE_PREFIX, RlsService};
 use crate::limiter::Request;
-
-/// A gRPC message's prefix: the compression flag and the length.
-const PREFIX: usize = 5;
 
 /// The header that names a message's compression.
 const GRPC_ENCODING: http::HeaderName = http::HeaderName::from_static("grpc-encoding");
@@ -39,7 +36,9 @@ pub fn decode(headers: &http::HeaderMap, framed: &[u8]) -> Option<Request> {
     if headers.contains_key(GRPC_ENCODING) {
         return None;
     }
-    let (&[0, a, b, c, d], message) = (framed.get(..PREFIX)?, framed.get(PREFIX..)?) else {
+    let (&[0, a, b, c, d], message) =
+        (framed.get(..MESSAGE_PREFIX)?, framed.get(MESSAGE_PREFIX..)?)
+    else {
         return None;
     };
     if u32::from_be_bytes([a, b, c, d]) as usize != message.len() {
@@ -85,7 +84,7 @@ pub async fn answer(service: &RlsService, parts: http::request::Parts, req: Requ
     }
     let message = rls::RateLimitResponse::from(resp);
     let len = message.encoded_len();
-    let mut framed = Vec::with_capacity(PREFIX + len);
+    let mut framed = Vec::with_capacity(MESSAGE_PREFIX + len);
     framed.push(0);
     framed.extend_from_slice(&(len as u32).to_be_bytes());
     // Cannot fail: the buffer was sized for the message.

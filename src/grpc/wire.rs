@@ -38,33 +38,48 @@ fn each_field(
     mut buf: &[u8],
     mut f: impl FnMut(u64, Option<&[u8]>) -> Result<(), OverCap>,
 ) -> Result<(), OverCap> {
-    while !buf.is_empty() {
-        let Some((key, rest)) = varint(buf) else {
-            return Ok(());
+    while let Some((field, value, rest)) = next_field(buf) {
+        let payload = match value {
+            Value::Len(b) => Some(b),
+            Value::Varint(_) | Value::Fixed => None,
         };
-        let next = match key & 7 {
-            0 => varint(rest).map(|(_, r)| (None, r)),
-            1 => rest.get(8..).map(|r| (None, r)),
-            5 => rest.get(4..).map(|r| (None, r)),
-            2 => varint(rest).and_then(|(len, r)| {
-                let len = usize::try_from(len).ok()?;
-                Some((Some(r.get(..len)?), r.get(len..)?))
-            }),
-            // Groups (deprecated) and invalid wire types: prost refuses them.
-            _ => None,
-        };
-        let Some((payload, rest)) = next else {
-            return Ok(());
-        };
-        f(key >> 3, payload)?;
+        f(field, payload)?;
         buf = rest;
     }
     Ok(())
 }
 
+/// A field's payload on the wire.
+#[derive(Debug, Clone, Copy)]
+pub(super) enum Value<'a> {
+    Varint(u64),
+    /// A 64- or 32-bit value, which no field of these messages uses.
+    Fixed,
+    Len(&'a [u8]),
+}
+
+/// The first field of the message `buf` (its number, its payload) and what follows it; `None` at
+/// the end or where the encoding is broken (groups, which are deprecated, and invalid wire types
+/// included: prost refuses them).
+pub(super) fn next_field(buf: &[u8]) -> Option<(u64, Value<'_>, &[u8])> {
+    let (key, rest) = varint(buf)?;
+    let (value, rest) = match key & 7 {
+        0 => varint(rest).map(|(v, r)| (Value::Varint(v), r))?,
+        1 => (Value::Fixed, rest.get(8..)?),
+        5 => (Value::Fixed, rest.get(4..)?),
+        2 => {
+            let (len, r) = varint(rest)?;
+            let len = usize::try_from(len).ok()?;
+            (Value::Len(r.get(..len)?), r.get(len..)?)
+        }
+        _ => return None,
+    };
+    Some((key >> 3, value, rest))
+}
+
 /// A base-128 varint at the start of `buf` and what follows it, under protobuf's rule (prost's):
 /// at most ten bytes, the tenth holding only the 64th bit.
-pub(super) fn varint(buf: &[u8]) -> Option<(u64, &[u8])> {
+fn varint(buf: &[u8]) -> Option<(u64, &[u8])> {
     let mut v = 0u64;
     for (i, &b) in buf.iter().take(10).enumerate() {
         if i == 9 && b > 1 {
