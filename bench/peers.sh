@@ -12,6 +12,7 @@
 #
 #   bench/peers.sh               # ROUNDS=3 SECONDS_PER_RUN=8; SKIP_BUILD=1 reuses the release build
 #   bench/peers.sh instructions  # instructions per decision under callgrind (DECISIONS=20000)
+#   bench/peers.sh latency       # p50/p99 and server CPU at fixed rates (RATES, per server)
 #   RATELIMITD_BIN=path          # measures that ratelimitd binary instead of building one
 #   STORES="memory redis"        # the stores measured
 #   SERVERS="ratelimitd"         # instructions: the servers measured (default both)
@@ -23,10 +24,14 @@
 # the servers (ratelimitd then limitador in odd rounds, the other way in even ones) so that both see
 # the same background load; `uptime`'s load average is printed with every run. Server CPU is
 # utime+stime from /proc/<pid>/stat over the run. Half load, for each row: examples/loadgen paced
-# open loop (`--rate`) at half of what that server sustained under that row's generator in the same
-# round, p50 and p99 counted from when each request was due (h2load's own `--rps` counts from the
-# actual send, which hides a stall), and how late the generator's sends left (p99; when it nears
-# the latency, the generator, not the server, is behind). `steal` and `half-steal`: milliseconds
+# open loop (`--rate`, with its hand-written HTTP/2 client, `--client raw`, which keeps its
+# schedule where the h2 client would fill the generator's own core) at half of what that server
+# sustained under that row's generator in the same round, p50 and p99 counted from when each
+# request was due (h2load's own `--rps` counts from the actual send, which hides a stall), how late
+# the generator's sends left (p99; when it nears the latency, the generator, not the server, is
+# behind), and `half-cpu`, the share of its core the server used meanwhile (half of the
+# throughput is not half of the core: a server fed one request at a time pays its wake-up, read
+# and write for each). `steal` and `half-steal`: milliseconds
 # of the saturated and of the half-load run in which the hypervisor ran something else while this
 # machine's cores wanted to run (/proc/stat's steal, both cores summed). On a shared virtual
 # machine each such stall holds up the server and the generator alike, and a few of them are
@@ -38,6 +43,12 @@
 # is printed, and when even that one is over STEAL_MAX_MS the summary leaves it out (it says how
 # many rounds each figure is over; with no quiet round at all it uses them all and says so).
 # Every run is bounded by SECONDS_PER_RUN; nothing here asserts a time.
+#
+# `latency` runs the paced generator of the half-load runs at each of RATES (default 5000 10000
+# 20000 30000 45000 60000 a second) against each server in turn, alternating the order by round,
+# and prints the server's share of its core, p50, p99, the generator's lateness and steal per
+# rate: where each server's p99 crosses a millisecond, side by side. A rate a server cannot keep
+# up with prints `-` (some due requests were never sent).
 #
 # `instructions` measures what the load on a shared machine cannot move: each server runs under
 # valgrind's callgrind, takes DECISIONS warm-up decisions from examples/loadgen (64 in flight, one
@@ -56,11 +67,12 @@ cd "$(dirname "$0")/.."
 
 LIMITADOR_BIN=${LIMITADOR_BIN:-$HOME/.cache/ratelimitd-bench/limitador-server}
 MODE=${1:-rounds}
-case $MODE in rounds | instructions) ;; *) echo "usage: $0 [rounds|instructions]" >&2; exit 2 ;; esac
+case $MODE in rounds | instructions | latency) ;; *) echo "usage: $0 [rounds|instructions|latency]" >&2; exit 2 ;; esac
 ROUNDS=${ROUNDS:-3}
 STORES=${STORES:-memory redis}
 DECISIONS=${DECISIONS:-20000}
 SECS=${SECONDS_PER_RUN:-8}
+RATES=${RATES:-5000 10000 20000 30000 45000 60000}
 STEAL_MAX_MS=${STEAL_MAX_MS:-100}
 BASE_PORT=${BASE_PORT:-18380}
 target=${CARGO_TARGET_DIR:-target}
@@ -81,7 +93,7 @@ EOF
   exit 1
 fi
 tools=(redis-server redis-cli taskset h2load curl)
-[ "$MODE" = rounds ] || tools=(redis-server redis-cli h2load valgrind callgrind_control)
+[ "$MODE" != instructions ] || tools=(redis-server redis-cli h2load valgrind callgrind_control)
 for tool in "${tools[@]}"; do
   command -v "$tool" >/dev/null || { echo "needs $tool" >&2; exit 1; }
 done
@@ -112,7 +124,7 @@ for _ in $(seq 100); do redis-cli -p "$rport" ping 2>/dev/null | grep -q PONG &&
 grpc_port=$((BASE_PORT + 1))
 # What each server runs under: taskset pinning it to core 0, or callgrind (unpinned: it runs the
 # program's threads one at a time anyway). The dump goes to $dump.
-if [ "$MODE" = rounds ]; then
+if [ "$MODE" != instructions ]; then
   under=(taskset -c 0)
 else
   out_dir=${OUT_DIR:-$target/peers-callgrind}
@@ -130,7 +142,7 @@ start() {
     # limitador has no Redis response timeout: at saturation ours (15 ms by default) would answer
     # the odd slow call by the failure mode. Under callgrind the server runs tens of times slower.
     local timeout=1s
-    [ "$MODE" = rounds ] || timeout=10s
+    [ "$MODE" != instructions ] || timeout=10s
     [ "$store" = memory ] || extra+=(REDIS_RESPONSE_TIMEOUT=$timeout)
     env HOST=127.0.0.1 PORT=$BASE_PORT GRPC_HOST=127.0.0.1 GRPC_PORT=$grpc_port \
       DEBUG_HOST=127.0.0.1 DEBUG_PORT=$((BASE_PORT + 2)) USE_STATSD=false \
@@ -205,17 +217,20 @@ saturate() {
   fi
 }
 
-# examples/loadgen paced at $1 decisions/s over 4 connections, as in the saturated runs: prints
-# "p50-ms p99-ms send-lag-p99-ms steal-ms", the latencies counted from when each request was
-# due; "- - - -" when some due requests could not be sent.
-half() {
+# examples/loadgen paced at $1 decisions/s over 4 connections with its hand-written HTTP/2 client
+# (which keeps its schedule where the h2 client would fill the generator's core): prints "p50-ms
+# p99-ms send-lag-p99-ms steal-ms server-cpu-%", the latencies counted from when each request was
+# due; "- - - - -" when some due requests could not be sent.
+paced() {
   local out steal_before
   steal_before=$(steal)
   out=$(taskset -c 1 "$load" --target "127.0.0.1:$grpc_port" --domain bench --key k --concurrency 64 \
-    --connections 4 --seconds "$SECS" --keys 10000 --rate "$1")
-  echo "$out" | grep -q ' 0 due but never sent' || { echo "- - - -"; return; }
+    --connections 4 --seconds "$SECS" --keys 10000 --rate "$1" --client raw --server-pid "$server")
+  echo "$out" | grep -q ' 0 due but never sent' || { echo "- - - - -"; return; }
+  echo "$out" | grep -q 'errors 0)' || { echo "errors: $out" >&2; exit 1; }
   echo "$(echo "$out" | awk '/^latency/ {print $4, $8}') $(echo "$out" | awk '/^paced/ {print $10}')" \
-    "$(steal_ms "$steal_before" "$(steal)")"
+    "$(steal_ms "$steal_before" "$(steal)")" \
+    "$(echo "$out" | awk '/^server cpu/ {sub(/\(/, "", $4); sub(/%/, "", $4); print $4}')"
 }
 
 # Instructions per decision of server $1 on store $2 under generator $3 (see the header), the
@@ -260,11 +275,37 @@ if [ "$MODE" = instructions ]; then
   exit 0
 fi
 
+if [ "$MODE" = latency ]; then
+  echo "# $(date -u '+%F %H:%M UTC'), $(nproc) cores: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2)"
+  echo "# limitador: $LIMITADOR_BIN ($("$LIMITADOR_BIN" --version 2>/dev/null | head -1))"
+  echo "# examples/loadgen --client raw --connections 4 --concurrency 64 --keys 10000 --rate R," \
+    "${SECS}s a run; latencies from when each request was due"
+  printf '%-6s %-6s %-10s %8s %8s %8s %8s %9s %7s  %s\n' round store server rate cpu-% p50-ms \
+    p99-ms late-p99 steal load-avg
+  for round in $(seq "$ROUNDS"); do
+    order=(ratelimitd limitador)
+    [ $((round % 2)) -eq 1 ] || order=(limitador ratelimitd)
+    for store in $STORES; do
+      for who in "${order[@]}"; do
+        start "$who" "$store"
+        for r in $RATES; do
+          read -r h50 h99 hlate hstolen hcpu < <(paced "$r")
+          printf '%-6s %-6s %-10s %8s %8s %8s %8s %9s %7s  %s\n' "$round" "$store" "$who" "$r" \
+            "$hcpu" "$h50" "$h99" "$hlate" "$hstolen" "$(cut -d' ' -f1-3 /proc/loadavg)"
+        done
+        stop
+      done
+    done
+  done
+  exit 0
+fi
+
 results=$work/results
 echo "# $(date -u '+%F %H:%M UTC'), $(nproc) cores: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2)"
 echo "# limitador: $LIMITADOR_BIN ($("$LIMITADOR_BIN" --version 2>/dev/null | head -1))"
-printf '%-6s %-5s %-8s %-10s %10s %12s %8s %8s %6s %9s %9s %9s %10s  %s\n' round store gen server \
-  decisions/s per-cpu-s p50-ms p99-ms steal half-p50 half-p99 half-late half-steal load-avg
+printf '%-6s %-5s %-8s %-10s %10s %12s %8s %8s %6s %9s %9s %9s %10s %8s  %s\n' round store gen \
+  server decisions/s per-cpu-s p50-ms p99-ms steal half-p50 half-p99 half-late half-steal half-cpu \
+  load-avg
 for round in $(seq "$ROUNDS"); do
   order=(ratelimitd limitador)
   [ $((round % 2)) -eq 1 ] || order=(limitador ratelimitd)
@@ -286,10 +327,10 @@ for round in $(seq "$ROUNDS"); do
             "$stolen ms ($rate decisions/s, $per per CPU-second)"
         done
         read -r rate per p50 p99 stolen <<<"$kept"
-        read -r h50 h99 hlate hstolen < <(half $((rate / 2)))
-        line=$(printf '%-6s %-5s %-8s %-10s %10s %12s %8s %8s %6s %9s %9s %9s %10s  %s' "$round" \
-          "$store" "$gen" "$who" "$rate" "$per" "$p50" "$p99" "$stolen" "$h50" "$h99" "$hlate" \
-          "$hstolen" "$(cut -d' ' -f1-3 /proc/loadavg)")
+        read -r h50 h99 hlate hstolen hcpu < <(paced $((rate / 2)))
+        line=$(printf '%-6s %-5s %-8s %-10s %10s %12s %8s %8s %6s %9s %9s %9s %10s %8s  %s' \
+          "$round" "$store" "$gen" "$who" "$rate" "$per" "$p50" "$p99" "$stolen" "$h50" "$h99" \
+          "$hlate" "$hstolen" "$hcpu" "$(cut -d' ' -f1-3 /proc/loadavg)")
         echo "$line"
         echo "$line" >>"$results"
       done

@@ -16,10 +16,10 @@ use ratelimitd::grpc::pb::envoy::service::ratelimit::v3::{RateLimitRequest, Rate
 use tonic::codegen::http::{self, HeaderMap, HeaderValue, Method, Request, Uri, header};
 
 /// The method's path, as tonic's generated client sends it.
-const PATH: &str = "/envoy.service.ratelimit.v3.RateLimitService/ShouldRateLimit";
+pub(crate) const PATH: &str = "/envoy.service.ratelimit.v3.RateLimitService/ShouldRateLimit";
 
 /// The `user-agent` header, in the form of tonic's (`tonic/<version>`).
-const USER_AGENT: &str = concat!("ratelimitd-loadgen/", env!("CARGO_PKG_VERSION"));
+pub(crate) const USER_AGENT: &str = concat!("ratelimitd-loadgen/", env!("CARGO_PKG_VERSION"));
 
 /// The largest answer read: an answer to one descriptor is tens of bytes; a server sending more
 /// is answered with an error rather than with memory.

@@ -16,6 +16,11 @@
 //! in the percentiles instead of slowing the load down (coordinated omission). How late the sends
 //! left is printed apart, so a generator falling behind is told from a slow server.
 //!
+//! `--client raw` makes a paced run's calls with a hand-written HTTP/2 client (`raw.rs`) instead
+//! of the `h2` crate's (`--client h2`, the default): the same requests under the same headers, at a
+//! fraction of the cost, so that the generator keeps its schedule at rates where the `h2` client
+//! would fill its own core and its lateness would show up as the server's latency.
+//!
 //! `--server-pid PID` also reports the CPU time the server used during the run (Linux, from
 //! `/proc/PID/stat`) and the decisions per server CPU-second: on a small machine the load generator
 //! competes for the same cores, so decisions/s alone measures both programs, while decisions per
@@ -35,6 +40,7 @@
 mod grpc;
 mod paced;
 mod pacer;
+mod raw;
 
 use std::fmt::Write as _;
 use std::time::Duration;
@@ -63,6 +69,8 @@ struct Args {
     server_pid: Option<u32>,
     connections: usize,
     rate: Option<u64>,
+    /// `--client raw`: the paced run's hand-written HTTP/2 client (`raw.rs`).
+    raw: bool,
 }
 
 fn args() -> Args {
@@ -77,6 +85,7 @@ fn args() -> Args {
         server_pid: None,
         connections: 1,
         rate: None,
+        raw: false,
     };
     let argv: Vec<String> = std::env::args().skip(1).collect();
     for pair in argv.chunks(2) {
@@ -96,9 +105,20 @@ fn args() -> Args {
             "--server-pid" => a.server_pid = Some(num() as u32),
             "--connections" => a.connections = (num() as usize).clamp(1, 64),
             "--rate" => a.rate = Some(num().max(1)),
+            "--client" => {
+                a.raw = match v.as_str() {
+                    "h2" => false,
+                    "raw" => true,
+                    other => panic!("--client takes h2 or raw, not {other:?}"),
+                }
+            }
             other => panic!("unknown flag {other}"),
         }
     }
+    assert!(
+        !a.raw || a.rate.is_some(),
+        "--client raw paces its run: it needs --rate"
+    );
     a
 }
 
@@ -229,7 +249,8 @@ fn main() {
 
 async fn run(a: Args) {
     let mut connections = Vec::new();
-    for _ in 0..a.connections {
+    // The raw client opens its own connections.
+    for _ in 0..if a.raw { 0 } else { a.connections } {
         let connection = Connection::open(&a.target).await;
         connections.push(connection.expect("ratelimitd is listening on --target"));
     }
@@ -238,6 +259,7 @@ async fn run(a: Args) {
     let own_before = cpu_seconds(std::process::id());
     let started = Stopwatch::start();
     let (mut all, ok, over, errors) = match a.rate {
+        Some(rate) if a.raw => raw::run(&a, rate, run_for),
         Some(rate) => paced::run(&a, rate, &connections, run_for).await,
         None => closed_loop(&a, &connections, run_for).await,
     };

@@ -39,19 +39,7 @@ pub(crate) async fn run(
     // Due but not sent yet (all `limit` in flight), oldest first.
     let mut waiting: VecDeque<u64> = VecDeque::new();
     let mut in_flight = FuturesUnordered::new();
-    let (mut all, mut late) = (Vec::new(), Vec::new());
-    let (mut ok, mut over, mut errors) = (0u64, 0u64, 0u64);
-    let mut tally = |(took, lag, code): (u32, u32, Option<i32>)| {
-        match code {
-            Some(1) => ok += 1,
-            Some(_) => over += 1,
-            None => errors += 1,
-        }
-        if all.len() < 2_000_000 {
-            all.push(took);
-            late.push(lag);
-        }
-    };
+    let mut tally = Tally::default();
     // Request `i`, due at `due`.
     let send = |i: u64, due: Duration| {
         let mut connection = connections[i as usize % connections.len()].clone();
@@ -79,7 +67,7 @@ pub(crate) async fn run(
             in_flight.push(send(i, pacer.due(i)));
         }
         while let Some(Some(done)) = in_flight.next().now_or_never() {
-            tally(done);
+            tally.add(done);
         }
         if waiting.is_empty() && pacer.next_due().is_none_or(|at| at >= run_for) {
             break;
@@ -91,15 +79,47 @@ pub(crate) async fn run(
     // Still all in flight at the end: what waits behind them stays unsent.
     let unsent = waiting.len() as u64;
     while let Some(done) = in_flight.next().await {
-        tally(done);
+        tally.add(done);
     }
-    late.sort_unstable();
-    println!(
-        "paced at {rate}/s: sent late by p50 {:.3}  p99 {:.3}  max {:.3} ms; {unsent} due but never sent (all {} in flight until the end)",
-        percentile(&late, 0.50),
-        percentile(&late, 0.99),
-        percentile(&late, 1.0),
-        limit,
-    );
-    (all, ok, over, errors)
+    tally.finish(rate, unsent, limit)
+}
+
+/// What a paced run counted: the answers by kind, each request's latency from its due time and
+/// how late it left, in microseconds.
+#[derive(Default)]
+pub(crate) struct Tally {
+    all: Vec<u32>,
+    late: Vec<u32>,
+    ok: u64,
+    over: u64,
+    errors: u64,
+}
+
+impl Tally {
+    /// One request: its latency and lateness, and the answer's `overall_code` (`None`: failed).
+    pub(crate) fn add(&mut self, (took, lag, code): (u32, u32, Option<i32>)) {
+        match code {
+            Some(1) => self.ok += 1,
+            Some(_) => self.over += 1,
+            None => self.errors += 1,
+        }
+        // Two million samples are plenty for a p99; memory stays bounded on long runs.
+        if self.all.len() < 2_000_000 {
+            self.all.push(took);
+            self.late.push(lag);
+        }
+    }
+
+    /// Prints how late the sends of a run at `rate` left and how many due requests stayed unsent
+    /// behind `limit` in flight; returns the run's outcome.
+    pub(crate) fn finish(mut self, rate: u64, unsent: u64, limit: usize) -> Outcome {
+        self.late.sort_unstable();
+        println!(
+            "paced at {rate}/s: sent late by p50 {:.3}  p99 {:.3}  max {:.3} ms; {unsent} due but never sent (all {limit} in flight until the end)",
+            percentile(&self.late, 0.50),
+            percentile(&self.late, 0.99),
+            percentile(&self.late, 1.0),
+        );
+        (self.all, self.ok, self.over, self.errors)
+    }
 }
