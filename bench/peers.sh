@@ -275,18 +275,23 @@ if [ "$MODE" = instructions ]; then
   exit 0
 fi
 
-if [ "$MODE" = latency ]; then
+# The first lines of a run's output: when, on what, against which limitador.
+banner() {
   echo "# $(date -u '+%F %H:%M UTC'), $(nproc) cores: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2)"
   echo "# limitador: $LIMITADOR_BIN ($("$LIMITADOR_BIN" --version 2>/dev/null | head -1))"
+}
+# The servers in the order round $1 runs them: ratelimitd first in odd rounds, limitador in even.
+in_turn() { if [ $(($1 % 2)) -eq 1 ]; then echo ratelimitd limitador; else echo limitador ratelimitd; fi; }
+
+if [ "$MODE" = latency ]; then
+  banner
   echo "# examples/loadgen --client raw --connections 4 --concurrency 64 --keys 10000 --rate R," \
     "${SECS}s a run; latencies from when each request was due"
   printf '%-6s %-6s %-10s %8s %8s %8s %8s %9s %7s  %s\n' round store server rate cpu-% p50-ms \
     p99-ms late-p99 steal load-avg
   for round in $(seq "$ROUNDS"); do
-    order=(ratelimitd limitador)
-    [ $((round % 2)) -eq 1 ] || order=(limitador ratelimitd)
     for store in $STORES; do
-      for who in "${order[@]}"; do
+      for who in $(in_turn "$round"); do
         start "$who" "$store"
         for r in $RATES; do
           read -r h50 h99 hlate hstolen hcpu < <(paced "$r")
@@ -301,16 +306,13 @@ if [ "$MODE" = latency ]; then
 fi
 
 results=$work/results
-echo "# $(date -u '+%F %H:%M UTC'), $(nproc) cores: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2)"
-echo "# limitador: $LIMITADOR_BIN ($("$LIMITADOR_BIN" --version 2>/dev/null | head -1))"
+banner
 printf '%-6s %-5s %-8s %-10s %10s %12s %8s %8s %6s %9s %9s %9s %10s %8s  %s\n' round store gen \
   server decisions/s per-cpu-s p50-ms p99-ms steal half-p50 half-p99 half-late half-steal half-cpu \
   load-avg
 for round in $(seq "$ROUNDS"); do
-  order=(ratelimitd limitador)
-  [ $((round % 2)) -eq 1 ] || order=(limitador ratelimitd)
   for store in $STORES; do
-    for who in "${order[@]}"; do
+    for who in $(in_turn "$round"); do
       start "$who" "$store"
       for gen in loadgen h2load; do
         # A saturated run during which the host took the cores away for long is run again

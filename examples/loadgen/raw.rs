@@ -432,6 +432,25 @@ impl Connection {
     }
 }
 
+/// One pass over `connections`: writes what is queued, reads what came and tallies the calls that
+/// ended (`done` is scratch space); returns how many ended.
+fn turn(
+    connections: &mut [Connection],
+    done: &mut Vec<Done>,
+    now: &dyn Fn() -> Duration,
+    tally: &mut Tally,
+) -> usize {
+    for c in connections.iter_mut() {
+        c.flush(done, now());
+        c.read(done, now);
+    }
+    let ended = done.len();
+    for d in done.drain(..) {
+        tally.add(d);
+    }
+    ended
+}
+
 /// Runs `rate` requests per second for `run_for` (at most `--max-requests`) over
 /// `--connections` connections, at most `--concurrency` in flight, and prints how late they
 /// left. A request goes to connection `i % connections`; one that cannot take it yet (its
@@ -495,14 +514,7 @@ pub(crate) fn run(a: &Args, rate: u64, run_for: Duration) -> Outcome {
             }
             waiting.pop_front();
         }
-        for c in &mut connections {
-            c.flush(&mut done, now());
-            c.read(&mut done, &now);
-        }
-        in_flight -= done.len();
-        for d in done.drain(..) {
-            tally.add(d);
-        }
+        in_flight -= turn(&mut connections, &mut done, &now, &mut tally);
         if waiting.is_empty() && pacer.next_due().is_none_or(|at| at >= run_for) {
             break;
         }
@@ -511,14 +523,7 @@ pub(crate) fn run(a: &Args, rate: u64, run_for: Duration) -> Outcome {
     let unsent = waiting.len() as u64;
     let end = now() + GRACE;
     while in_flight > 0 && now() < end {
-        for c in &mut connections {
-            c.flush(&mut done, now());
-            c.read(&mut done, &now);
-        }
-        in_flight -= done.len();
-        for d in done.drain(..) {
-            tally.add(d);
-        }
+        in_flight -= turn(&mut connections, &mut done, &now, &mut tally);
     }
     for c in connections.iter_mut().filter(|c| !c.calls.is_empty()) {
         c.fail(

@@ -61,6 +61,7 @@ pub(super) enum Value<'a> {
 /// The first field of the message `buf` (its number, its payload) and what follows it; `None` at
 /// the end or where the encoding is broken (groups, which are deprecated, and invalid wire types
 /// included: prost refuses them).
+#[inline]
 pub(super) fn next_field(buf: &[u8]) -> Option<(u64, Value<'_>, &[u8])> {
     let (key, rest) = varint(buf)?;
     let (value, rest) = match key & 7 {
@@ -79,7 +80,14 @@ pub(super) fn next_field(buf: &[u8]) -> Option<(u64, Value<'_>, &[u8])> {
 
 /// A base-128 varint at the start of `buf` and what follows it, under protobuf's rule (prost's):
 /// at most ten bytes, the tenth holding only the 64th bit.
+#[inline]
 fn varint(buf: &[u8]) -> Option<(u64, &[u8])> {
+    // One byte: every field key of these messages, and every length but of the longest values.
+    if let [b, rest @ ..] = buf
+        && b & 0x80 == 0
+    {
+        return Some((u64::from(*b), rest));
+    }
     let mut v = 0u64;
     for (i, &b) in buf.iter().take(10).enumerate() {
         if i == 9 && b > 1 {
