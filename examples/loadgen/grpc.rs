@@ -16,7 +16,7 @@ use ratelimitd::grpc::pb::envoy::service::ratelimit::v3::{RateLimitRequest, Rate
 use tonic::codegen::http::{self, HeaderMap, HeaderValue, Method, Request, Uri, header};
 
 /// The method's path, as tonic's generated client sends it.
-pub(crate) const PATH: &str = "/envoy.service.ratelimit.v3.RateLimitService/ShouldRateLimit";
+pub(crate) const PATH: &str = ratelimitd::grpc::bounded::SHOULD_RATE_LIMIT;
 
 /// The `user-agent` header, in the form of tonic's (`tonic/<version>`).
 pub(crate) const USER_AGENT: &str = concat!("ratelimitd-loadgen/", env!("CARGO_PKG_VERSION"));
@@ -126,7 +126,7 @@ fn check_status(headers: &HeaderMap, required: bool) -> Result<(), CallError> {
 }
 
 /// The message in `body`, which must hold exactly one uncompressed gRPC frame.
-fn unframe(body: &[u8]) -> Result<&[u8], CallError> {
+pub(crate) fn unframe(body: &[u8]) -> Result<&[u8], CallError> {
     match body {
         [0, a, b, c, d, message @ ..]
             if u32::from_be_bytes([*a, *b, *c, *d]) as usize == message.len() =>

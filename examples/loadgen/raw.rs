@@ -21,10 +21,11 @@ use std::net::TcpStream;
 use std::time::Duration;
 
 use prost::Message;
+use prost::bytes::BytesMut;
 use ratelimitd::clock::Stopwatch;
 use ratelimitd::grpc::pb::envoy::service::ratelimit::v3::RateLimitResponse;
 
-use super::grpc::{PATH, USER_AGENT};
+use super::grpc::{PATH, USER_AGENT, frame, unframe};
 use super::paced::Tally;
 use super::pacer::Pacer;
 use super::{Args, Outcome, micros, next_value, request, set_value};
@@ -399,16 +400,11 @@ impl Connection {
         let Some(call) = self.calls.remove(&stream) else {
             return;
         };
-        let code = match call.body.as_slice() {
-            [0, a, b, c, d, message @ ..]
-                if trailers && u32::from_be_bytes([*a, *b, *c, *d]) as usize == message.len() =>
-            {
-                RateLimitResponse::decode(message)
-                    .ok()
-                    .map(|r| r.overall_code)
-            }
-            _ => None,
-        };
+        let code = unframe(&call.body)
+            .ok()
+            .filter(|_| trailers)
+            .and_then(|message| RateLimitResponse::decode(message).ok())
+            .map(|r| r.overall_code);
         done.push((
             micros(now.saturating_sub(call.due)),
             micros(call.sent.saturating_sub(call.due)),
@@ -485,7 +481,7 @@ pub(crate) fn run(a: &Args, rate: u64, run_for: Duration) -> Outcome {
     let mut in_flight = 0usize;
     let mut tally = Tally::default();
     let mut message = request(&a.domain, &a.key, 0);
-    let mut grpc = Vec::new();
+    let mut buf = BytesMut::new();
     loop {
         let at = now();
         if at >= run_for {
@@ -496,12 +492,7 @@ pub(crate) fn run(a: &Args, rate: u64, run_for: Duration) -> Outcome {
             && let Some(&i) = waiting.front()
         {
             set_value(&mut message, (next_value(i) >> 33) % a.keys);
-            grpc.clear();
-            grpc.push(0);
-            grpc.extend_from_slice(&(message.encoded_len() as u32).to_be_bytes());
-            message
-                .encode(&mut grpc)
-                .expect("a Vec grows to any message");
+            let grpc = frame(&message, &mut buf);
             let n = connections.len();
             let c = &mut connections[i as usize % n];
             if c.failed.is_some() {

@@ -31,10 +31,10 @@ use crate::limiter::RequestError;
 use crate::service::Service;
 
 pub use options::{GrpcServerSettings, TlsSettings};
+pub use rls::rate_limit_service_server::RateLimitServiceServer;
 
 /// A gRPC message's prefix on the wire: the compression flag and the length.
 const MESSAGE_PREFIX: usize = 5;
-pub use rls::rate_limit_service_server::RateLimitServiceServer;
 
 /// The RLS v3 gRPC service.
 #[derive(Debug, Clone)]
