@@ -93,7 +93,11 @@ impl Counter {
     pub fn from_answer(a: &Answer) -> Counter {
         match a {
             Answer::Decided(d) | Answer::Leased(d) => Counter::Read {
-                used: d.after,
+                // Explain checks with no hits, so what is in use is what the counter held. A
+                // refused step reports its usage as if its hit had counted (`before + hits`, the
+                // number Go's stats take): a concurrency limit refuses a check once every slot is
+                // held, and its `after` is one more than the holders there are.
+                used: if d.over_limit { d.before } else { d.after },
                 remaining: d.remaining,
                 // A check of 0 hits is never over: the key is full when nothing remains.
                 over_limit: d.over_limit || d.remaining == 0,

@@ -20,6 +20,7 @@ pub mod reference;
 pub mod region;
 pub mod resilience;
 pub mod rlqs;
+mod test_hooks;
 mod vars;
 pub mod violations;
 pub mod xds;
@@ -160,12 +161,14 @@ pub struct Settings {
     pub limit_remaining_header: String,
     /// `LIMIT_RESET_HEADER`.
     pub limit_reset_header: String,
-    /// `RATELIMITD_TEST_MANUAL_CLOCK`: tests only; start on a manual clock at these Unix seconds.
+    /// `RATELIMITD_TEST_MANUAL_CLOCK`: tests only; start on a manual clock at these Unix seconds
+    /// (honoured by test builds only, next to a loopback `DEBUG_HOST`: `test_hooks`).
     pub test_manual_clock: Option<u64>,
     /// `SOFT_BREACH_RATIO`: the share of a limit from which answers carry the soft-breach signal,
     /// for limits that set no `soft.breach_ratio`; `None` (unset): only those limits raise it.
     pub soft_breach_ratio: Option<f64>,
-    /// `RATELIMITD_TEST_RANDOM_SEED`: tests only; soft limits draw from a source seeded with this.
+    /// `RATELIMITD_TEST_RANDOM_SEED`: tests only (test builds); soft limits draw from a source
+    /// seeded with this.
     pub test_random_seed: Option<u64>,
     /// `DRAIN_TIMEOUT`: how long in-flight requests may finish at shutdown.
     pub drain_timeout: Duration,
@@ -273,13 +276,15 @@ impl Settings {
         };
         let uint = |min, max| move |s: &str| parse::uint_in(s, min, max);
         let (config_type, xds) = xds::from_vars(v)?;
+        let debug_host = v.string("DEBUG_HOST", "0.0.0.0");
+        let hooks = test_hooks::from_vars(v, test_hooks::COMPILED, &debug_host)?;
         Ok(Settings {
             host: v.string("HOST", "0.0.0.0"),
             port: v.parse("PORT", 8080, parse::port)?,
             grpc_host: v.string("GRPC_HOST", "0.0.0.0"),
             grpc_port: v.parse("GRPC_PORT", 8081, parse::port)?,
             grpc: grpc::from_vars(v)?,
-            debug_host: v.string("DEBUG_HOST", "0.0.0.0"),
+            debug_host,
             debug_port: v.parse("DEBUG_PORT", 6070, parse::port)?,
             admin_host: v.string("ADMIN_HOST", "127.0.0.1"),
             admin_port: v.parse("ADMIN_PORT", 6071, parse::port)?,
@@ -339,13 +344,9 @@ impl Settings {
             limit_limit_header: v.string("LIMIT_LIMIT_HEADER", "RateLimit-Limit"),
             limit_remaining_header: v.string("LIMIT_REMAINING_HEADER", "RateLimit-Remaining"),
             limit_reset_header: v.string("LIMIT_RESET_HEADER", "RateLimit-Reset"),
-            test_manual_clock: v.parse("RATELIMITD_TEST_MANUAL_CLOCK", None, |s| {
-                uint(0, u64::MAX / 1_000_000)(s).map(Some)
-            })?,
+            test_manual_clock: hooks.manual_clock,
             soft_breach_ratio: v.parse("SOFT_BREACH_RATIO", None, parse::breach_ratio)?,
-            test_random_seed: v.parse("RATELIMITD_TEST_RANDOM_SEED", None, |s| {
-                uint(0, u64::MAX)(s).map(Some)
-            })?,
+            test_random_seed: hooks.random_seed,
             drain_timeout: v.parse("DRAIN_TIMEOUT", Duration::from_secs(10), parse::go_duration)?,
             shutdown_delay: v.parse("SHUTDOWN_DELAY", Duration::ZERO, parse::go_duration)?,
             obs: observability::from_vars(v)?,

@@ -219,3 +219,43 @@ async fn a_rule_without_a_name_is_explained_under_its_id() {
         "{v}"
     );
 }
+
+/// A concurrency limit whose slots are all held: explain shows the holders there are, not one
+/// more (a check is refused once every slot is held, and the refusal's own count is not usage).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn explain_shows_the_slots_held_when_every_slot_is_taken() {
+    let s = crate::support::binary_admin::start_with(
+        "domain: api
+descriptors:
+  - key: pool
+    rate_limit: {name: pool_slots, unit: minute, requests_per_unit: 3, algorithm: concurrency}
+",
+    );
+    let acquire = |holder: &str| {
+        let body = json!({"domain": "api", "descriptors": [{"entries": [
+            {"key": "pool", "value": "p"}, {"key": "ratelimitd.holder", "value": holder}]}]});
+        let url = format!("http://{}/json", s.bin.http_addr);
+        let req = s.http.post(url).body(body.to_string());
+        async move { req.send().await.unwrap().status().as_u16() }
+    };
+    for holder in ["h1", "h2", "h3"] {
+        assert_eq!(acquire(holder).await, 200);
+    }
+    assert_eq!(acquire("h4").await, 429, "every slot is held");
+    let body =
+        json!({"domain": "api", "descriptors": [{"entries": [{"key": "pool", "value": "p"}]}]});
+    let (status, v) = s
+        .admin(Method::POST, "/v1/explain", Some(TOKEN), Some(body))
+        .await;
+    assert_eq!(status, 200, "{v}");
+    let counter = &v["descriptors"][0]["limits"][0]["counter"];
+    assert_eq!(
+        (
+            &counter["used"],
+            &counter["remaining"],
+            &counter["over_limit"]
+        ),
+        (&json!(3), &json!(0), &json!(true)),
+        "{v}"
+    );
+}

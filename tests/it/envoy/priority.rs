@@ -1,6 +1,7 @@
 //! Priority load shedding behind a real Envoy (`envoy/envoy.yaml`'s `/priority` route with
-//! `examples/envoy/config.yaml`): the class comes from the `x-priority` header, else from the
-//! method (GET → read, POST → write), and every class counts on one capacity of 10 a minute.
+//! `examples/envoy/config.yaml`): the edge sets the class — critical for an internal caller
+//! (the connection's address, `127.0.0.2`), else from the method (GET → read, POST → write) — and
+//! every class counts on one capacity of 10 a minute. No header a client sends names its class.
 
 use crate::support::envoy::Envoy;
 use crate::support::require;
@@ -40,13 +41,24 @@ async fn reads_then_writes_are_shed_and_critical_keeps_the_rest(store: StoreKind
         429,
         "writes are shed from 90%"
     );
-    // The header names the class whatever the method: critical takes the last 10%.
-    let critical = || http.get(&url).header("x-priority", "critical");
-    assert_eq!(status(critical()).await, 200);
-    assert_eq!(status(critical()).await, 429, "the capacity is spent");
-    // The header wins over the method: a GET named `write` is a write, shed at 90%.
-    let write = http.get(&url).header("x-priority", "write");
-    assert_eq!(status(write).await, 429);
+    // A client cannot name itself critical: neither a class header nor Envoy's own internal
+    // marker survives from an external client, so these are still reads, shed at 80%.
+    for (name, value) in [("x-priority", "critical"), ("x-envoy-internal", "true")] {
+        let forged = http.get(&url).header(name, value);
+        assert_eq!(status(forged).await, 429, "{name}: {value} from outside");
+    }
+    // An internal caller (by its address, which Envoy reads from the connection) is critical and
+    // takes the last 10%.
+    let internal = reqwest::Client::builder()
+        .local_address(std::net::IpAddr::from([127, 0, 0, 2]))
+        .build()
+        .unwrap();
+    assert_eq!(status(internal.get(&url)).await, 200);
+    assert_eq!(
+        status(internal.get(&url)).await,
+        429,
+        "the capacity is spent"
+    );
     // Other methods send no descriptor and are never limited.
     assert_eq!(status(http.put(&url)).await, 200);
 }

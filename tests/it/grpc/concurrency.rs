@@ -143,3 +143,33 @@ async fn a_refused_request_holds_no_slot(store: StoreKind) {
         "the next minute the one slot is free: h3's refused acquisition holds nothing"
     );
 }
+
+/// A holder id over gRPC and `/json` has the caps `POST /check` gives its `holder` field: an empty
+/// one (which would take an anonymous slot nobody can release) and one over 128 bytes are the
+/// caller's error, and take no slot.
+#[tokio::test]
+async fn an_empty_or_oversized_holder_is_refused_on_every_edge() {
+    let s = TestServer::start(&[("c.yaml", CFG)], &[]).await;
+    for (holder, says) in [
+        (String::new(), "ratelimitd.holder must not be empty"),
+        (
+            "h".repeat(5_000),
+            "ratelimitd.holder is 5000 bytes; at most 128 are accepted",
+        ),
+    ] {
+        let req = request("c", &[&[("tenant", "a"), ("ratelimitd.holder", &holder)]]);
+        let e = s.call(req).await.expect_err("a bad holder is refused");
+        assert_eq!(e.code(), tonic::Code::InvalidArgument, "{}", e.message());
+        assert!(e.message().contains(says), "{}", e.message());
+        let body = serde_json::json!({"domain": "c", "descriptors": [{"entries": [
+            {"key": "tenant", "value": "a"}, {"key": "ratelimitd.holder", "value": holder}]}]});
+        let r = s.post("/json", body.to_string()).await;
+        assert_eq!(r.status(), 400, "/json refuses it too");
+    }
+    // Neither refusal took one of the tenant's two slots.
+    assert_eq!(slot(&s, "a", "r1", false).await, (Code::Ok, 1));
+    assert_eq!(slot(&s, "a", "r2", false).await, (Code::Ok, 0));
+    // The cap itself is accepted.
+    let at_cap = "h".repeat(128);
+    assert_eq!(slot(&s, "b", &at_cap, false).await, (Code::Ok, 1));
+}

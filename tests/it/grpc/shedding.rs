@@ -271,3 +271,35 @@ async fn shed_and_soft_breach_counts_are_exposed_per_limit_and_class() {
     let breaches = m.value("ratelimitd_soft_breach_total{key=\"shop.service_api\"}");
     assert_eq!(breaches, 4);
 }
+
+/// Go's per-limit counters for a limit with priority classes: a request shed at its class's
+/// share is over the limit it was judged by, so it counts in `over_limit`, as Go counts an
+/// over-limit hit — not as `near_limit` hits of the full limit.
+#[tokio::test]
+async fn a_shed_request_counts_as_over_limit_in_go_stats() {
+    let env = [
+        ("USE_PROMETHEUS", "true"),
+        ("PROMETHEUS_ADDR", "127.0.0.1:0"),
+    ];
+    let s = TestServer::start(&[("shop.yaml", SHOP)], &env).await;
+    s.set_time(window(0));
+    // `read` holds 0.8 of 10: eight admitted, then two shed.
+    assert_eq!(admitted_in_a_row(&s, Some("read"), 8).await, 8);
+    for _ in 0..2 {
+        assert_eq!(overall(&hit(&s, Some("read")).await), Code::OverLimit);
+    }
+    let m = s.scrape().await;
+    let v = |stat: &str| {
+        m.count(&format!(
+            "ratelimit_service_rate_limit_{stat}{{domain=\"shop\",key1=\"service_api\",key2=\"\"}}"
+        ))
+    };
+    assert_eq!(v("total_hits"), Some(10), "{m}");
+    assert_eq!(v("within_limit"), Some(8));
+    assert_eq!(v("over_limit"), Some(2));
+    assert_eq!(
+        v("near_limit"),
+        None,
+        "no admitted hit passed 0.8 of 10: {m}"
+    );
+}

@@ -28,8 +28,13 @@ pub(crate) struct Service {
 
 /// Starts the binary.
 pub(crate) fn start() -> Service {
+    start_with(CFG)
+}
+
+/// Starts the binary on the `api` domain's configuration `cfg`.
+pub(crate) fn start_with(cfg: &str) -> Service {
     let (config, data) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
-    std::fs::write(config.path().join("api.yaml"), CFG).unwrap();
+    std::fs::write(config.path().join("api.yaml"), cfg).unwrap();
     let env: Vec<(String, String)> = [
         ("RATELIMITD_CONFIG", config.path().display().to_string()),
         ("RATELIMITD_TEST_MANUAL_CLOCK", T0.to_string()),

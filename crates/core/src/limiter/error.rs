@@ -54,6 +54,16 @@ pub enum RequestError {
         /// Index of the descriptor in the request.
         descriptor: usize,
     },
+    /// A descriptor's holder id (`ratelimitd.holder`) is empty or longer than
+    /// [`MAX_HOLDER_LEN`](crate::algorithm::concurrency::MAX_HOLDER_LEN): the same refusal
+    /// `POST /check` gives its `holder` field.
+    #[error("descriptor {descriptor}: ratelimitd.holder {reason}")]
+    BadHolder {
+        /// Index of the descriptor in the request.
+        descriptor: usize,
+        /// What is wrong with it.
+        reason: String,
+    },
     /// The store could not decide.
     #[error(transparent)]
     Store(#[from] StoreError),
@@ -80,6 +90,7 @@ impl RequestError {
                 | RequestError::TooManyEntries { .. }
                 | RequestError::TooLong { .. }
                 | RequestError::InvalidOverrideUnit { .. }
+                | RequestError::BadHolder { .. }
         )
     }
 }

@@ -72,7 +72,8 @@ pub const HOLDER_ENTRY_KEY: &str = "ratelimitd.holder";
 
 impl Descriptor {
     /// Moves the last [`HOLDER_ENTRY_KEY`] entry (and drops any other) out of the entries into
-    /// [`Descriptor::holder`]; an empty value names no holder.
+    /// [`Descriptor::holder`]. An empty value is kept as sent: validation refuses it, as it
+    /// refuses one over the holder cap.
     pub fn split_holder(&mut self) {
         if !self.entries.iter().any(|e| e.key == HOLDER_ENTRY_KEY) {
             return;
@@ -82,12 +83,10 @@ impl Descriptor {
             if e.key != HOLDER_ENTRY_KEY {
                 return true;
             }
-            holder = Some(std::mem::take(&mut e.value)).filter(|v| !v.is_empty());
+            holder = Some(std::mem::take(&mut e.value));
             false
         });
-        if holder.is_some() {
-            self.holder = holder;
-        }
+        self.holder = holder;
     }
 
     /// A descriptor with these entries and nothing else.

@@ -79,6 +79,12 @@ fn reported<'p>(s: &Settled<'p>) -> Option<(&'p Arc<Limit>, &'p Verdict, Option<
     Some((limit, verdict, shed))
 }
 
+/// How descriptor `s` stood against its reported limit when that limit sheds: `None` for a
+/// plain limit, a refund, or a descriptor with no reported limit.
+pub(super) fn shed_of<'p>(s: &Settled<'p>) -> Option<&'p Shed> {
+    reported(s)?.2
+}
+
 /// True when usage `after` has reached `ratio` of `limit`: the signal is raised exactly from the
 /// ratio on (`after ≥ ratio × limit`, with room for the product's rounding).
 pub fn breached(after: u64, limit: u64, ratio: f64) -> bool {

@@ -8,7 +8,7 @@ use std::time::Duration;
 use super::outcome::{Settled, Source, Verdict};
 use super::plan::{Plan, Plans};
 use super::response::Code;
-use super::signals::ShedOutcome;
+use super::signals::{self, ShedOutcome};
 use crate::clock::Timestamp;
 
 /// How much each per-limit counter moves for one descriptor
@@ -184,8 +184,14 @@ pub(crate) fn record(sink: &dyn StatsSink, ratio: f32, settled: &[Settled<'_>]) 
                 sink.limit(&l.stats_key, &refunded(l.hits));
                 continue;
             }
-            let limit_n = u64::from(limit.requests_per_unit);
-            let inc = increments(verdict, source, limit_n, l.hits, limit.shadow_mode, ratio);
+            // A request refused by a limit that sheds (`priorities`, `soft`) was judged against
+            // its effective limit (its class's share, the soft zone's draw): it is an over-limit
+            // hit of that limit, counted as Go counts one, not near-limit hits of the full limit.
+            let judged = match signals::shed_of(s) {
+                Some(shed) if verdict.over_limit => shed.effective,
+                _ => u64::from(limit.requests_per_unit),
+            };
+            let inc = increments(verdict, source, judged, l.hits, limit.shadow_mode, ratio);
             sink.limit(&l.stats_key, &inc);
         }
     }

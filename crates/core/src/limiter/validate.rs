@@ -6,6 +6,7 @@
 use super::Limits;
 use super::RequestError;
 use super::request::Request;
+use crate::algorithm::concurrency::MAX_HOLDER_LEN;
 
 /// Checks `req` against `caps`.
 pub(crate) fn check(req: &Request, caps: &Limits) -> Result<(), RequestError> {
@@ -30,6 +31,7 @@ pub(crate) fn check(req: &Request, caps: &Limits) -> Result<(), RequestError> {
         });
     }
     for (i, d) in req.descriptors.iter().enumerate() {
+        check_holder(i, d.holder.as_deref())?;
         if d.entries.len() > caps.max_entries {
             return Err(RequestError::TooManyEntries {
                 descriptor: i,
@@ -53,6 +55,22 @@ pub(crate) fn check(req: &Request, caps: &Limits) -> Result<(), RequestError> {
         }
     }
     Ok(())
+}
+
+/// A holder id, when one is named, is 1 to [`MAX_HOLDER_LEN`] bytes: an empty one would take an
+/// anonymous slot nobody can release, a long one costs every holder table it enters.
+fn check_holder(descriptor: usize, holder: Option<&str>) -> Result<(), RequestError> {
+    let reason = match holder {
+        Some("") => "must not be empty".to_string(),
+        Some(h) if h.len() > MAX_HOLDER_LEN => {
+            format!(
+                "is {} bytes; at most {MAX_HOLDER_LEN} are accepted",
+                h.len()
+            )
+        }
+        _ => return Ok(()),
+    };
+    Err(RequestError::BadHolder { descriptor, reason })
 }
 
 #[cfg(test)]
@@ -101,5 +119,28 @@ mod tests {
         assert!(e.is_invalid_argument());
         let e = check(&Request::new("123456789", ok.descriptors.clone()), &caps()).unwrap_err();
         assert!(e.to_string().starts_with("domain is 9 bytes"), "{e}");
+    }
+
+    #[test]
+    fn a_holder_is_refused_when_empty_or_over_its_cap() {
+        let with = |holder: &str| {
+            let mut d = Descriptor::of(&[("k", "v")]);
+            d.holder = Some(holder.into());
+            Request::new("d", vec![Descriptor::of(&[("k", "v")]), d])
+        };
+        let caps = Limits::default();
+        assert_eq!(check(&with("h"), &caps), Ok(()));
+        assert_eq!(check(&with(&"h".repeat(MAX_HOLDER_LEN)), &caps), Ok(()));
+        let e = check(&with(""), &caps).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "descriptor 1: ratelimitd.holder must not be empty"
+        );
+        assert!(e.is_invalid_argument());
+        let e = check(&with(&"h".repeat(MAX_HOLDER_LEN + 1)), &caps).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "descriptor 1: ratelimitd.holder is 129 bytes; at most 128 are accepted"
+        );
     }
 }

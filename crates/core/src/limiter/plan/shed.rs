@@ -47,8 +47,7 @@ pub(super) fn class_entry<'a>(domain: &Domain, d: &'a Descriptor) -> Option<&'a 
 }
 
 /// The entries of `d` that are matched and keyed: all but those with the class entry's key. The
-/// first one names the class; later ones are fallbacks (Envoy sends the `x-priority` header's
-/// class before the one a route derives from the method), never matched.
+/// first one names the class; later ones with that key are dropped, neither matched nor read.
 pub(super) fn matched_entries<'a>(
     d: &'a Descriptor,
     class: Option<&'a Entry>,
