@@ -178,3 +178,56 @@ def test_the_async_client(ratelimitd, unreachable, silent):
             await AsyncClient(silent, timeout=0.3).check(CheckRequest("k"))
 
     asyncio.run(run())
+
+
+DENIED = b'{"allowed":false,"remaining":0,"reset_at":60,"retry_after":7,"delay_ms":0}'
+
+
+def test_decision_headers_are_read_in_any_case(scripted):
+    scripted.answer = (
+        b"HTTP/1.1 429 Too Many Requests\r\ncontent-length: %d\r\nRetry-After: 7\r\n"
+        b'ratelimit: "search";r=0;t=7\r\nX-Other: kept out\r\n\r\n%s' % (len(DENIED), DENIED)
+    )
+    sync = Client(scripted.url, timeout=5).check(CheckRequest("k"))
+
+    async def acheck():
+        async with AsyncClient(scripted.url, timeout=5) as client:
+            return await client.check(CheckRequest("k"))
+
+    for d in (sync, asyncio.run(acheck())):
+        assert d.headers["Retry-After"] == d.headers["retry-after"] == "7"
+        assert d.headers.get("RateLimit") == '"search";r=0;t=7'
+        assert "RETRY-AFTER" in d.headers and "X-Other" not in d.headers
+        assert sorted(d.headers) == ["ratelimit", "retry-after"], "names are kept in lower case"
+        assert d.headers == {"Retry-After": "7", "ratelimit": '"search";r=0;t=7'}
+
+
+#: 10 a minute per client and endpoint, of which the class "read" may use half.
+PRIORITIES = """
+domain: shop
+descriptors:
+  - key: client_key
+    descriptors:
+      - key: endpoint
+        rate_limit: {unit: minute, requests_per_unit: 10, priorities: {critical: 1.0, read: 0.5}}
+"""
+
+
+def test_the_priority_class_is_sent_and_honoured(ratelimitd):
+    server = ratelimitd(PRIORITIES)
+    client = Client(server.url, timeout=5)
+
+    def pay(key: str, priority=None) -> CheckRequest:
+        return CheckRequest(key, endpoint="/pay", domain="shop", priority=priority)
+
+    # Without a class a request is the lowest: shed from half the limit on.
+    assert [client.check(pay("p")).allowed for _ in range(6)] == [True] * 5 + [False]
+    # A critical one is admitted up to the whole limit.
+    assert [client.check(pay("p", "critical")).allowed for _ in range(6)] == [True] * 5 + [False]
+
+    async def run() -> "list[bool]":
+        async with AsyncClient(server.url, timeout=5) as aclient:
+            reads = [(await aclient.check(pay("q", "read"))).allowed for _ in range(6)]
+            return reads + [(await aclient.check(pay("q", "critical"))).allowed]
+
+    assert asyncio.run(run()) == [True] * 5 + [False, True], "read is shed, critical admitted"

@@ -52,6 +52,11 @@ pub struct CheckRequest {
     /// Set by [`Client::release`](crate::Client::release): gives `holder`'s slot back.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub release: bool,
+    /// The request's priority class (1–64 bytes, e.g. `critical`) for every limit with
+    /// `priorities`: a lower class is shed first as such a limit fills. `None`: the limit's
+    /// default class.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub priority: Option<String>,
 }
 
 /// One descriptor of [`CheckRequest::descriptors`]: key/value entries, outermost first.
@@ -82,6 +87,7 @@ impl CheckRequest {
             descriptors: Vec::new(),
             holder: None,
             release: false,
+            priority: None,
         }
     }
 
@@ -119,6 +125,12 @@ impl CheckRequest {
     /// Holds a concurrency slot under `holder` (e.g. the request's id) instead of a server-made id.
     pub fn holder(mut self, holder: impl Into<String>) -> Self {
         self.holder = Some(holder.into());
+        self
+    }
+
+    /// Sets the priority class (a name from the limits' `priorities`, e.g. `critical`).
+    pub fn priority(mut self, class: impl Into<String>) -> Self {
+        self.priority = Some(class.into());
         self
     }
 

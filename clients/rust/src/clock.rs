@@ -1,11 +1,11 @@
-//! Time is a parameter: the local fallback limit and the shaping wait read time and sleep through
-//! these two seams, so tests drive them by hand instead of waiting. This is the one file that reads
-//! the system clock.
+//! Time is a parameter: the local fallback limit, the shaping wait and the retry helper read time
+//! and sleep through these seams, so tests drive them by hand instead of waiting. This is the one
+//! file that reads the system clock.
 
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime};
 
 /// A source of monotonic time.
 pub trait Clock: Send + Sync + 'static {
@@ -13,7 +13,13 @@ pub trait Clock: Send + Sync + 'static {
     fn now(&self) -> Instant;
 }
 
-/// The system's monotonic clock.
+/// A source of wall-clock time: what a `Retry-After` given as an HTTP date is measured against.
+pub trait WallClock: Send + Sync + 'static {
+    /// The current time of day.
+    fn system_time(&self) -> SystemTime;
+}
+
+/// The system's clocks: monotonic ([`Clock`]) and wall ([`WallClock`]).
 #[derive(Debug, Clone, Copy, Default)]
 pub struct SystemClock;
 
@@ -21,6 +27,13 @@ impl Clock for SystemClock {
     #[allow(clippy::disallowed_methods)] // The one place that reads the clock.
     fn now(&self) -> Instant {
         Instant::now()
+    }
+}
+
+impl WallClock for SystemClock {
+    #[allow(clippy::disallowed_methods)] // The one place that reads the clock.
+    fn system_time(&self) -> SystemTime {
+        SystemTime::now()
     }
 }
 
@@ -35,10 +48,12 @@ pub fn tokio_sleeper() -> Sleeper {
     Arc::new(|d| Box::pin(tokio::time::sleep(d)))
 }
 
-/// A clock that moves only when told to, for tests of time-dependent behaviour.
+/// A clock that moves only when told to, for tests of time-dependent behaviour. Its wall time
+/// starts at the system's when it is made and moves with it.
 #[derive(Debug)]
 pub struct ManualClock {
     start: Instant,
+    wall_start: SystemTime,
     offset: std::sync::Mutex<Duration>,
 }
 
@@ -47,8 +62,13 @@ impl ManualClock {
     pub fn new() -> Self {
         ManualClock {
             start: SystemClock.now(),
+            wall_start: SystemClock.system_time(),
             offset: std::sync::Mutex::new(Duration::ZERO),
         }
+    }
+
+    fn offset(&self) -> Duration {
+        *self.offset.lock().unwrap_or_else(|p| p.into_inner())
     }
 
     /// Moves the clock forward by `by`.
@@ -65,6 +85,12 @@ impl Default for ManualClock {
 
 impl Clock for ManualClock {
     fn now(&self) -> Instant {
-        self.start + *self.offset.lock().unwrap_or_else(|p| p.into_inner())
+        self.start + self.offset()
+    }
+}
+
+impl WallClock for ManualClock {
+    fn system_time(&self) -> SystemTime {
+        self.wall_start + self.offset()
     }
 }

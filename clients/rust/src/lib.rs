@@ -9,6 +9,10 @@
 //!   service is not called), waits the shaping delay when ratelimitd asks for one, and applies a
 //!   [`FailurePolicy`] — fail open, fail closed, or a local fallback limit — when ratelimitd is
 //!   unreachable or too slow.
+//! - [`Retrying`] calls a rate-limited API (ratelimitd's `/check` or any other) again after a
+//!   `429` or `503`: never earlier than its `Retry-After` or draft `RateLimit` header asked, with
+//!   full jitter so clients denied together do not return together, within a number of attempts,
+//!   a total wait and an optional shared [`RetryBudget`].
 //! - With the `grpc` feature, `grpc::GrpcClient` calls Envoy's `ShouldRateLimit` over gRPC.
 //!
 //! ```no_run
@@ -47,6 +51,7 @@ pub mod grpc;
 mod layer;
 mod policy;
 mod release;
+mod retry;
 
 pub use check::{CheckRequest, Decision, Descriptor, Entry, FORWARDED_HEADERS};
 pub use client::{Client, ClientBuilder, DEFAULT_MAX_ANSWER_BYTES, DEFAULT_TIMEOUT};
@@ -54,3 +59,6 @@ pub use error::Error;
 pub use layer::{BoxError, RateLimitLayer, RateLimitService, ResponseBody, header_key};
 pub use policy::{FailurePolicy, LocalLimit, LocalVerdict};
 pub use release::{Release, ReleaseHook, ReleaseOutcome};
+pub use retry::{
+    RetryBudget, Retryable, Retrying, parse_ratelimit, parse_retry_after, server_hint,
+};

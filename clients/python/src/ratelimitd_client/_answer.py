@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 from typing import Any, Iterable, Mapping, Optional, Tuple
 
-from ._model import FORWARDED_HEADERS, Decision, Malformed, Rejected, Unavailable
+from ._model import FORWARDED_HEADERS, Decision, Headers, Malformed, Rejected, Unavailable
 
 
 def _int(body: Mapping[str, Any], name: str, optional: bool = False) -> Optional[int]:
@@ -33,7 +33,7 @@ def read(
     status: int, headers: Iterable[Tuple[str, str]], raw: bytes, max_wait_ms: int
 ) -> Decision:
     """The decision in one answer, or the error it means."""
-    kept = {k.lower(): v for k, v in headers if k.lower() in FORWARDED_HEADERS}
+    kept = Headers((k, v) for k, v in headers if k.lower() in FORWARDED_HEADERS)
     if status in (200, 429):
         body = _json(raw)
         allowed = body.get("allowed")

@@ -8,7 +8,7 @@ malformed answer: ``unavailable`` is true, a failure policy decides) or it *refu
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Dict, Optional, Sequence, Tuple
+from typing import Any, Dict, Iterable, Iterator, Mapping, Optional, Sequence, Tuple, Union
 
 #: The rate limit headers of an answer that a server passes on to its own caller.
 FORWARDED_HEADERS = (
@@ -19,6 +19,42 @@ FORWARDED_HEADERS = (
     "x-ratelimit-remaining",
     "x-ratelimit-reset",
 )
+
+
+class Headers(Mapping[str, str]):
+    """Header fields whose names match in any case, as HTTP's do: ``headers["Retry-After"]`` and
+    ``headers["retry-after"]`` are the same field. Names are kept, and iterated, in lower case.
+    Read-only; it equals any mapping with the same fields, names compared in any case."""
+
+    __slots__ = ("_fields",)
+
+    def __init__(self, fields: Union[Mapping[str, str], Iterable[Tuple[str, str]]] = ()) -> None:
+        pairs = fields.items() if isinstance(fields, Mapping) else fields
+        self._fields: Dict[str, str] = {k.lower(): v for k, v in pairs}
+
+    def __getitem__(self, name: str) -> str:
+        if not isinstance(name, str):
+            raise KeyError(name)
+        return self._fields[name.lower()]
+
+    def __contains__(self, name: object) -> bool:
+        return isinstance(name, str) and name.lower() in self._fields
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._fields)
+
+    def __len__(self) -> int:
+        return len(self._fields)
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Mapping):
+            return NotImplemented
+        return self._fields == {str(k).lower(): v for k, v in other.items()}
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"Headers({self._fields!r})"
 
 
 @dataclass(frozen=True)
@@ -37,11 +73,14 @@ class CheckRequest:
     holder: Optional[str] = None
     #: Set by the clients' ``release``: gives ``holder``'s slot back.
     release: bool = False
+    #: The request's priority class (e.g. ``"critical"``) for every limit with ``priorities``:
+    #: a lower class is shed first as such a limit fills. None: the limit's default class.
+    priority: Optional[str] = None
 
     def to_json(self) -> Dict[str, Any]:
         """The request body, without the fields left to the server's defaults."""
         body: Dict[str, Any] = {"client_key": self.client_key}
-        for name in ("endpoint", "cost", "domain", "max_wait_ms", "holder"):
+        for name in ("endpoint", "cost", "domain", "max_wait_ms", "holder", "priority"):
             value = getattr(self, name)
             if value is not None:
                 body[name] = value
@@ -67,8 +106,9 @@ class Decision:
     retry_after: int
     #: Seconds to wait before proceeding (above 0 only for a shaped request).
     delay: float
-    #: The answer's rate limit headers (lower-case names from FORWARDED_HEADERS), to pass on.
-    headers: Dict[str, str] = field(default_factory=dict)
+    #: The answer's rate limit headers (the names in FORWARDED_HEADERS), to pass on: a
+    #: case-insensitive mapping, so ``headers["Retry-After"]`` and ``headers["retry-after"]`` agree.
+    headers: Headers = field(default_factory=Headers)
     #: The holder of the concurrency slot taken, when a concurrency limit applied: give it back
     #: with the client's ``release``.
     holder: Optional[str] = None
@@ -103,7 +143,7 @@ class Unavailable(RatelimitdError):
         self.retry_after = retry_after
         #: As the answer's, so that Retrying retries it after Retry-After.
         self.status = 503
-        self.headers = {"retry-after": str(retry_after)} if retry_after is not None else {}
+        self.headers = Headers({"retry-after": str(retry_after)} if retry_after is not None else {})
 
 
 class Malformed(RatelimitdError):

@@ -1,18 +1,23 @@
 """The synchronous client for ``POST /check``, on the standard library's http.client.
 
 One keep-alive connection per thread is reused across calls; a connection the server closed while
-idle is reopened once, transparently. The timeout bounds connecting and every read; the answer's
-size is capped so a broken or hostile server cannot make the client buffer without end.
+idle is reopened once, transparently. The timeout is a deadline for the whole call — connecting,
+sending and reading the whole answer — as in the Rust client: every socket operation gets only the
+time left, so a peer trickling its answer a byte at a time cannot stretch a call past it. The
+answer's size is capped so a broken or hostile server cannot make the client buffer without end.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import http.client
+import io
 import json
+import math
 import socket
 import threading
-from typing import Optional, Union
+import time
+from typing import Any, Optional, Union
 from urllib.parse import urlsplit
 
 from . import _answer
@@ -23,7 +28,80 @@ DEFAULT_TIMEOUT = 0.25
 #: Largest answer read, in bytes.
 DEFAULT_MAX_ANSWER_BYTES = 64 * 1024
 
-Connection = Union[http.client.HTTPConnection, http.client.HTTPSConnection]
+
+
+class _Deadline:
+    """A connection whose socket operations all end by ``deadline`` (``time.monotonic()``
+    seconds), set before each call: connect, TLS handshake, send and each read get the time left,
+    so the whole call is bounded rather than each read on its own."""
+
+    deadline: float = math.inf
+    sock: Any
+    timeout: Optional[float]
+
+    def remaining(self) -> float:
+        """Seconds left; a socket timeout once the deadline has passed."""
+        left = self.deadline - time.monotonic()
+        if left <= 0:
+            raise socket.timeout("deadline passed")
+        return left
+
+    def connect(self) -> None:
+        self.timeout = self.remaining()
+        super().connect()  # type: ignore[misc]
+        self.sock = _DeadlineSocket(self.sock, self)
+
+
+class _HTTPConnection(_Deadline, http.client.HTTPConnection):
+    pass
+
+
+class _HTTPSConnection(_Deadline, http.client.HTTPSConnection):
+    pass
+
+
+class _DeadlineSocket:
+    """The connected socket as http.client sees it: sending and reading take the time left."""
+
+    def __init__(self, sock: socket.socket, owner: _Deadline) -> None:
+        self._sock = sock
+        self._owner = owner
+
+    def sendall(self, data: bytes, *flags: int) -> None:
+        # Since Python 3.5 a socket timeout bounds the whole sendall, not each send.
+        self._sock.settimeout(self._owner.remaining())
+        self._sock.sendall(data, *flags)
+
+    def recv_into(self, buffer: Any) -> int:
+        self._sock.settimeout(self._owner.remaining())
+        return self._sock.recv_into(buffer)
+
+    def makefile(self, mode: str = "rb", *args: Any, **kwargs: Any) -> io.BufferedReader:
+        if mode != "rb":
+            raise ValueError(f"unsupported mode {mode!r}")
+        return io.BufferedReader(_DeadlineReader(self))
+
+    def close(self) -> None:
+        self._sock.close()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._sock, name)
+
+
+class _DeadlineReader(io.RawIOBase):
+    """The response stream: every read of the socket waits at most the time left."""
+
+    def __init__(self, sock: _DeadlineSocket) -> None:
+        self._sock = sock
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        return self._sock.recv_into(buffer)
+
+
+Connection = Union[_HTTPConnection, _HTTPSConnection]
 
 
 def _target(base_url: str) -> "tuple[str, str, Optional[int], str]":
@@ -53,7 +131,7 @@ class Client:
     def _connection(self) -> Connection:
         conn: Optional[Connection] = getattr(self._local, "conn", None)
         if conn is None:
-            cls = http.client.HTTPSConnection if self._scheme == "https" else http.client.HTTPConnection
+            cls = _HTTPSConnection if self._scheme == "https" else _HTTPConnection
             conn = cls(self._host, self._port, timeout=self.timeout)
             self._local.conn = conn
         return conn
@@ -68,9 +146,11 @@ class Client:
         """ratelimitd's decision on ``request`` (allowed or denied), or a RatelimitdError."""
         body = json.dumps(request.to_json()).encode()
         headers = {"Content-Type": "application/json"}
+        deadline = time.monotonic() + self.timeout
         for attempt in (0, 1):
             reused = getattr(self._local, "conn", None) is not None
             conn = self._connection()
+            conn.deadline = deadline
             try:
                 conn.request("POST", self._path, body=body, headers=headers)
                 response = conn.getresponse()
