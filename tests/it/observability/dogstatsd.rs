@@ -56,7 +56,7 @@ async fn dogstatsd_is_sent_over_udp_without_statsd_protocol() {
     );
 }
 
-/// Go's mogrifier example: the per-limit stats become one name per stat with the domain and the
+/// Mogrifiers after the example of Go's README: the per-limit stats become one name per stat with the domain and the
 /// descriptor as tags, the gRPC stats one name with the method as a tag; names neither pattern
 /// finds go out unchanged. The mogrifiers' tags follow `EXTRA_TAGS`.
 #[tokio::test]
