@@ -1,7 +1,7 @@
 //! Insight: who is being limited and why, without slowing the request path. The
 //! features plug into the limiter as [`crate::limiter::Observer`]s: [`hotkeys`] (a fixed-memory
 //! ranking of the hottest keys over the last minute, `/v1/hotkeys` and the
-//! `ratelimitd_hot_key_count` gauges) and [`decision_log`] (`DECISION_LOG_SAMPLE_RATE`). The
+//! `ratelimitd_hot_key_hits` gauges) and [`decision_log`] (`DECISION_LOG_SAMPLE_RATE`). The
 //! console reads them through [`Insight`], with the other read-only views it shows, such as the
 //! decision rates of the last 15 minutes ([`rates`]). [`start`] builds them all from
 //! [`InsightOptions`] for the composition root.

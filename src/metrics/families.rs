@@ -96,16 +96,6 @@ pub(super) const FAMILIES: &[Family] = &[
         "Violation records written to the database and/or the JSON log",
         &[],
     ),
-    (
-        "ratelimitd_violations_dropped",
-        "Deprecated, use ratelimitd_violations_dropped_total (the same value)",
-        &[],
-    ),
-    (
-        "ratelimitd_violations_written",
-        "Deprecated, use ratelimitd_violations_written_total (the same value)",
-        &[],
-    ),
 ];
 
 /// Answered requests by overall code and by what decided them (a bounded label set: two codes
@@ -176,23 +166,14 @@ pub(super) const HOT_KEYS: (&str, &str) = (
     "Estimated hits (by=hits) or hits over the limit (by=denials) of the rank-th hottest key over the last minute; the keys are at /v1/hotkeys",
 );
 
-/// The hot-key gauge under its first name, which Prometheus tools read as a histogram's or
-/// summary's `_count` series: exported beside [`HOT_KEYS`] for one release, so that dashboards
-/// built on it keep working while they move over.
-pub(super) const HOT_KEYS_DEPRECATED: (&str, &str) = (
-    "ratelimitd_hot_key_count",
-    "Deprecated, use ratelimitd_hot_key_hits (the same values)",
-);
-
 /// Index in [`FAMILIES`] of `local_fallback` (stat 6), mapped like the Go stats above it.
 pub(super) const LOCAL_FALLBACK_FAMILY: usize = 12;
 
 /// Index in [`FAMILIES`] of `total_negative_hits` (stat 7), mapped like the Go stats above it.
 pub(super) const NEGATIVE_HITS_FAMILY: usize = 14;
 
-/// Indexes in [`FAMILIES`] of `violations_dropped_total` and `violations_written_total`, then of
-/// their deprecated names without `_total` (the same values; exported for one release).
-pub(super) const VIOLATION_FAMILIES: [usize; 4] = [15, 16, 17, 18];
+/// Indexes in [`FAMILIES`] of `violations_dropped_total` and `violations_written_total`.
+pub(super) const VIOLATION_FAMILIES: [usize; 2] = [15, 16];
 
 /// `ratelimitd_check_requests_total{code}`: `POST /check` requests by HTTP status.
 pub(super) const CHECK_REQUESTS: (&str, &str) = (

@@ -10,6 +10,7 @@
 
 pub mod check;
 mod families;
+pub mod mogrifier;
 mod options;
 pub mod prom;
 pub mod region;

@@ -5,6 +5,7 @@
 
 use std::time::Duration;
 
+use super::mogrifier::Mogrifier;
 use crate::telemetry::TracingSettings;
 
 /// `STATSD_PROTOCOL`.
@@ -39,8 +40,10 @@ pub struct Observability {
     pub statsd_host: String,
     /// `STATSD_PORT`.
     pub statsd_port: u16,
-    /// `STATSD_PROTOCOL`.
+    /// `STATSD_PROTOCOL`; always UDP with `USE_DOG_STATSD`, as Go's DogStatsD sink sends.
     pub statsd_protocol: StatsdProtocol,
+    /// `USE_DOG_STATSD_MOGRIFIERS` and each one's `DOG_STATSD_MOGRIFIER_<NAME>_*`, in order.
+    pub mogrifiers: Vec<Mogrifier>,
     /// `PROMETHEUS_ADDR` (`:9090` means every interface).
     pub prometheus_addr: String,
     /// `PROMETHEUS_PATH`.

@@ -26,9 +26,8 @@ use prometheus::{
 
 use super::Metrics;
 use super::families::{
-    BREAKER_STATE, DECISIONS, FAMILIES, HOT_KEYS, HOT_KEYS_DEPRECATED, LEASE_COUNTERS,
-    LOCAL_FALLBACK_FAMILY, MAPPED, MEMORY_GAUGES, NEGATIVE_HITS_FAMILY, RULES_SHADOWED,
-    SLOTS_IN_USE, VIOLATION_FAMILIES,
+    BREAKER_STATE, DECISIONS, FAMILIES, HOT_KEYS, LEASE_COUNTERS, LOCAL_FALLBACK_FAMILY, MAPPED,
+    MEMORY_GAUGES, NEGATIVE_HITS_FAMILY, RULES_SHADOWED, SLOTS_IN_USE, VIOLATION_FAMILIES,
 };
 
 /// Reads [`Metrics`] into metric families on every scrape.
@@ -87,18 +86,13 @@ impl MetricsCollector {
             .ok(),
         );
         descs.extend(
-            [HOT_KEYS, HOT_KEYS_DEPRECATED]
-                .iter()
-                .filter_map(|(name, help)| {
-                    let labels = vec!["by".into(), "rank".into()];
-                    Desc::new(
-                        name.to_string(),
-                        help.to_string(),
-                        labels,
-                        Default::default(),
-                    )
-                    .ok()
-                }),
+            Desc::new(
+                HOT_KEYS.0.into(),
+                HOT_KEYS.1.into(),
+                vec!["by".into(), "rank".into()],
+                Default::default(),
+            )
+            .ok(),
         );
         descs.extend(LEASE_COUNTERS.iter().filter_map(|(name, help)| {
             Desc::new(
@@ -201,16 +195,9 @@ impl Collector for MetricsCollector {
             + m.slots.dropped()
             + m.shed_usage.dropped();
         inc(11, &[], folded);
-        let [dropped, written, old_dropped, old_written] = VIOLATION_FAMILIES;
-        let (d, w) = (&m.violations_dropped, &m.violations_written);
-        for (i, v) in [
-            (dropped, d),
-            (written, w),
-            (old_dropped, d),
-            (old_written, w),
-        ] {
-            inc(i, &[], v.load(Ordering::Relaxed));
-        }
+        let [dropped, written] = VIOLATION_FAMILIES;
+        inc(dropped, &[], m.violations_dropped.load(Ordering::Relaxed));
+        inc(written, &[], m.violations_written.load(Ordering::Relaxed));
         let breakers = m.breakers.get().map(|b| b()).unwrap_or_default();
         for r in &breakers {
             inc(13, &[r.target, "open"], r.opened);

@@ -53,6 +53,7 @@ pub async fn start(
                 protocol: obs.statsd_protocol,
                 tags: obs.extra_tags.clone(),
                 dogstatsd: obs.dogstatsd,
+                mogrifiers: obs.mogrifiers.clone(),
                 interval: obs.stats_flush_interval,
             };
             tasks.spawn(statsd::run(metrics.clone(), opts, stop));

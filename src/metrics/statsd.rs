@@ -1,8 +1,9 @@
 //! The StatsD sink, in the Go service's wire format (gostats): every `STATS_FLUSH_INTERVAL` each
 //! counter's delta goes out as `name:delta|c` (zero deltas skipped), response times as
 //! `name:ms|ms`, with `EXTRA_TAGS` appended to every name as `.__k=v` sorted by key. With
-//! `USE_DOG_STATSD` (gostats' Datadog flavour) the names stay and the tags go after the type as
-//! DogStatsD tags, `name:delta|c|#k:v,k2:v2`.
+//! `USE_DOG_STATSD` (Go's DogStatsD sink) the names stay and the tags go after the type as
+//! DogStatsD tags, `name:delta|c|#k:v,k2:v2`, over UDP as Go's datadog-go client sends them; the
+//! mogrifiers (`super::mogrifier`) may rewrite a name into another name and more tags.
 //!
 //! The sink is fire-and-forget: it runs in its own task, never on the request path, and an
 //! unreachable or failing StatsD server only costs a log line (at warn once, then debug) and the
@@ -18,6 +19,7 @@ use tokio::net::{TcpStream, UdpSocket};
 
 use super::Metrics;
 use super::StatsdProtocol;
+use super::mogrifier::{Mogrifier, mogrify};
 
 /// Where and how to send.
 #[derive(Debug, Clone)]
@@ -30,40 +32,59 @@ pub struct StatsdOptions {
     pub tags: Vec<(String, String)>,
     /// `USE_DOG_STATSD`: tags in DogStatsD form instead of in the name.
     pub dogstatsd: bool,
+    /// `USE_DOG_STATSD_MOGRIFIERS` (DogStatsD only), in the order listed.
+    pub mogrifiers: Vec<Mogrifier>,
     /// `STATS_FLUSH_INTERVAL`.
     pub interval: Duration,
 }
 
 /// Where the tags go on a line: the name's `.__k=v` suffix (gostats) or the DogStatsD `|#k:v,...`
-/// after the type.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+/// after the type, followed there by the tags of the mogrifier that rewrote the name.
+#[derive(Debug, Clone, Default)]
 pub struct Tags {
     on_name: String,
-    on_line: String,
+    /// DogStatsD only: `EXTRA_TAGS` as `k:v`, and the mogrifiers.
+    dog: Vec<String>,
+    mogrifiers: Vec<Mogrifier>,
 }
 
 impl Tags {
     /// `tags` (already sorted) in gostats' form, or DogStatsD's when `dogstatsd`.
     pub fn new(tags: &[(String, String)], dogstatsd: bool) -> Tags {
-        if tags.is_empty() {
-            return Tags::default();
-        }
         if dogstatsd {
-            let list: Vec<String> = tags.iter().map(|(k, v)| format!("{k}:{v}")).collect();
             return Tags {
-                on_name: String::new(),
-                on_line: format!("|#{}", list.join(",")),
+                dog: tags.iter().map(|(k, v)| format!("{k}:{v}")).collect(),
+                ..Tags::default()
             };
         }
         Tags {
             on_name: tags.iter().map(|(k, v)| format!(".__{k}={v}")).collect(),
-            on_line: String::new(),
+            ..Tags::default()
+        }
+    }
+
+    /// DogStatsD's tags, with `mogrifiers` rewriting names into a name and more tags.
+    pub fn dogstatsd(tags: &[(String, String)], mogrifiers: Vec<Mogrifier>) -> Tags {
+        Tags {
+            mogrifiers,
+            ..Tags::new(tags, true)
         }
     }
 
     /// One line: `name`, `value` and the StatsD `kind` (`c`, `ms`), tagged.
     pub fn line(&self, name: &str, value: impl std::fmt::Display, kind: &str) -> String {
-        format!("{name}{}:{value}|{kind}{}", self.on_name, self.on_line)
+        let (name, more) = match mogrify(&self.mogrifiers, name) {
+            Some((name, more)) => (std::borrow::Cow::Owned(name), more),
+            None => (std::borrow::Cow::Borrowed(name), Vec::new()),
+        };
+        let mut line = format!("{name}{}:{value}|{kind}", self.on_name);
+        let mut sep = "|#";
+        for tag in self.dog.iter().chain(&more) {
+            line.push_str(sep);
+            line.push_str(tag);
+            sep = ",";
+        }
+        line
     }
 }
 
@@ -162,7 +183,10 @@ impl Sender {
 
 /// Flushes `metrics` every interval until `stop` resolves, then flushes once more.
 pub async fn run(metrics: Arc<Metrics>, opts: StatsdOptions, stop: impl Future<Output = ()>) {
-    let tags = Tags::new(&opts.tags, opts.dogstatsd);
+    let tags = match opts.dogstatsd {
+        true => Tags::dogstatsd(&opts.tags, opts.mogrifiers.clone()),
+        false => Tags::new(&opts.tags, false),
+    };
     let mut last = HashMap::new();
     let mut tick = tokio::time::interval(opts.interval.max(Duration::from_millis(10)));
     tick.tick().await; // the first tick is immediate: nothing to send yet
@@ -223,5 +247,24 @@ mod tests {
             "ratelimit_server.ShouldRateLimit.response_time:7|ms|#env:prod,zone:a"
         );
         assert_eq!(Tags::new(&[], true).line("x", 1, "c"), "x:1|c");
+    }
+
+    #[test]
+    fn a_mogrified_name_carries_the_extra_tags_then_its_own() {
+        let re = Mogrifier::pattern("D", r"^ratelimit\.service\.rate_limit\.([^.]+)\.").unwrap();
+        let tags = Mogrifier::tags("domain:$1").unwrap();
+        let m = Mogrifier::new(re, "ratelimit.by_domain", tags);
+        let extra = [("env".into(), "prod".into())];
+        let dog = Tags::dogstatsd(&extra, vec![m.clone()]);
+        assert_eq!(
+            dog.line("ratelimit.service.rate_limit.api.k.total_hits", 2, "c"),
+            "ratelimit.by_domain:2|c|#env:prod,domain:api"
+        );
+        assert_eq!(dog.line("other", 1, "c"), "other:1|c|#env:prod");
+        let bare = Tags::dogstatsd(&[], vec![m]);
+        assert_eq!(
+            bare.line("ratelimit.service.rate_limit.api.k.total_hits", 2, "c"),
+            "ratelimit.by_domain:2|c|#domain:api"
+        );
     }
 }

@@ -5,6 +5,7 @@ use std::time::Duration;
 
 use super::{SettingsError, StatsdProtocol, Vars, parse};
 
+use crate::metrics::mogrifier::{Mogrifier, MogrifierError};
 pub use crate::metrics::{Observability, StatsSinkKind};
 pub use crate::telemetry::{TracingProtocol, TracingSettings};
 
@@ -17,6 +18,62 @@ fn tags(s: &str) -> Result<Vec<(String, String)>, String> {
         out.push((k.trim().to_string(), v.trim().to_string()));
     }
     out.sort();
+    Ok(out)
+}
+
+/// `USE_DOG_STATSD_MOGRIFIERS` (names separated by commas) and, for each name, upper-cased as Go
+/// looks them up, `DOG_STATSD_MOGRIFIER_<NAME>_PATTERN` and `_NAME` (both required) and `_TAGS`.
+/// Read whenever set, so a broken mogrifier is refused even before `USE_DOG_STATSD` is turned on.
+fn mogrifiers(v: &Vars) -> Result<Vec<Mogrifier>, SettingsError> {
+    let names = v.parse("USE_DOG_STATSD_MOGRIFIERS", Vec::new(), |s| {
+        if s.trim().is_empty() {
+            return Ok(Vec::new());
+        }
+        s.split(',')
+            .map(|n| {
+                let n = n.trim();
+                if n.is_empty() || !n.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
+                    return Err(format!(
+                        "expected mogrifier names (letters, digits and _) separated by commas, \
+                         got {n:?}"
+                    ));
+                }
+                Ok(n.to_ascii_uppercase())
+            })
+            .collect()
+    })?;
+    let mut out = Vec::new();
+    for mogrifier in names {
+        let var = |part: &str| format!("DOG_STATSD_MOGRIFIER_{mogrifier}_{part}");
+        let missing = |name: String| SettingsError {
+            name,
+            value: String::new(),
+            also: Vec::new(),
+            reason: MogrifierError::Missing {
+                mogrifier: mogrifier.clone(),
+            }
+            .to_string(),
+        };
+        let reason = |e: MogrifierError| e.to_string();
+        let (pattern_var, name_var) = (var("PATTERN"), var("NAME"));
+        if v.get(&pattern_var).is_none() {
+            return Err(missing(pattern_var));
+        }
+        let pattern = v.parse(&pattern_var, None, |s| {
+            Mogrifier::pattern(&mogrifier, s).map(Some).map_err(reason)
+        })?;
+        let name = v.string(&name_var, "");
+        if name.is_empty() {
+            return Err(missing(name_var));
+        }
+        let tags = v.parse(&var("TAGS"), Vec::new(), |s| {
+            Mogrifier::tags(s).map_err(reason)
+        })?;
+        // A bad pattern is already recorded (and reported with every other bad value).
+        if let Some(pattern) = pattern {
+            out.push(Mogrifier::new(pattern, &name, tags));
+        }
+    }
     Ok(out)
 }
 
@@ -46,14 +103,7 @@ pub(super) fn from_vars(v: &Vars) -> Result<Observability, SettingsError> {
             true => Err("not supported: response_time is exported in seconds".into()),
         },
     );
-    // Name rewriting into tags (gostats mogrifiers) is not implemented: refused, not ignored.
-    let _ = v.parse("USE_DOG_STATSD_MOGRIFIERS", (), |s| {
-        if s.is_empty() {
-            Ok(())
-        } else {
-            Err("DogStatsD mogrifiers are not supported; tags come from EXTRA_TAGS".into())
-        }
-    });
+    let mogrifiers = mogrifiers(v)?;
     // Go refuses two sinks at once; an *unset* USE_STATSD (default true) is not a conflict here,
     // so USE_PROMETHEUS=true or USE_DOG_STATSD=true alone works (a documented divergence).
     let sink = if v.bool("DISABLE_STATS", false)? {
@@ -107,12 +157,30 @@ pub(super) fn from_vars(v: &Vars) -> Result<Observability, SettingsError> {
             .map(|(s, _)| s.clone())
             .filter(|s| !s.is_empty())
     };
+    // Go's DogStatsD sink (datadog-go) always sends UDP, and the Datadog agent's DogStatsD listens
+    // on UDP only: DogStatsD goes over UDP, and an explicit `tcp` is refused rather than obeyed
+    // (it would reach no agent) or ignored (the setting would lie).
+    let explicit_protocol = v.parse("STATSD_PROTOCOL", None, |s| protocol(s).map(Some))?;
+    let statsd_protocol = if dogstatsd && sink == StatsSinkKind::Statsd {
+        if explicit_protocol == Some(StatsdProtocol::Tcp) {
+            return Err(conflict(
+                "STATSD_PROTOCOL",
+                "DogStatsD (USE_DOG_STATSD=true) is sent over UDP, as Go's DogStatsD sink does \
+                 (the Datadog agent listens for DogStatsD on UDP only): unset STATSD_PROTOCOL or \
+                 set it to udp",
+            ));
+        }
+        StatsdProtocol::Udp
+    } else {
+        explicit_protocol.unwrap_or(StatsdProtocol::Tcp)
+    };
     Ok(Observability {
         sink,
         dogstatsd,
         statsd_host: v.string("STATSD_HOST", "localhost"),
         statsd_port: v.parse("STATSD_PORT", 8125, parse::port)?,
-        statsd_protocol: v.parse("STATSD_PROTOCOL", StatsdProtocol::Tcp, protocol)?,
+        statsd_protocol,
+        mogrifiers,
         prometheus_addr: v.string("PROMETHEUS_ADDR", ":9090"),
         prometheus_path: v.string("PROMETHEUS_PATH", "/metrics"),
         prometheus_mapper_yaml: Some(v.string("PROMETHEUS_MAPPER_YAML", ""))
@@ -180,5 +248,57 @@ mod tests {
             vec![("a".into(), "b".into()), ("foo".into(), "bar".into())]
         );
         assert!(obs(&[("EXTRA_TAGS", "nocolon")]).is_err());
+    }
+
+    #[test]
+    fn dogstatsd_goes_over_udp_and_refuses_an_explicit_tcp() {
+        let dog = obs(&[("USE_DOG_STATSD", "true")]).unwrap();
+        assert_eq!(dog.statsd_protocol, StatsdProtocol::Udp);
+        let udp = obs(&[("USE_DOG_STATSD", "true"), ("STATSD_PROTOCOL", "UDP")]).unwrap();
+        assert_eq!(udp.statsd_protocol, StatsdProtocol::Udp);
+        let e = obs(&[("USE_DOG_STATSD", "true"), ("STATSD_PROTOCOL", "tcp")]).unwrap_err();
+        assert_eq!(e.name, "STATSD_PROTOCOL", "{e}");
+        assert!(e.reason.contains("UDP"), "{e}");
+        assert_eq!(obs(&[]).unwrap().statsd_protocol, StatsdProtocol::Tcp);
+        let off = [
+            ("USE_DOG_STATSD", "true"),
+            ("STATSD_PROTOCOL", "tcp"),
+            ("DISABLE_STATS", "true"),
+        ];
+        assert_eq!(obs(&off).unwrap().sink, StatsSinkKind::Disabled);
+    }
+
+    #[test]
+    fn mogrifiers_are_read_in_order_and_their_mistakes_name_the_variable() {
+        let ok = obs(&[
+            ("USE_DOG_STATSD_MOGRIFIERS", "first, second"),
+            ("DOG_STATSD_MOGRIFIER_FIRST_PATTERN", "^a"),
+            ("DOG_STATSD_MOGRIFIER_FIRST_NAME", "x"),
+            ("DOG_STATSD_MOGRIFIER_SECOND_PATTERN", "b"),
+            ("DOG_STATSD_MOGRIFIER_SECOND_NAME", "y"),
+            ("DOG_STATSD_MOGRIFIER_SECOND_TAGS", "k:$0"),
+        ])
+        .unwrap();
+        assert_eq!(ok.mogrifiers.len(), 2);
+        let named = |vars: &[(&str, &str)]| obs(vars).unwrap_err().name;
+        let list = ("USE_DOG_STATSD_MOGRIFIERS", "M");
+        let pattern = ("DOG_STATSD_MOGRIFIER_M_PATTERN", "^a");
+        let name = ("DOG_STATSD_MOGRIFIER_M_NAME", "x");
+        assert_eq!(named(&[list, name]), "DOG_STATSD_MOGRIFIER_M_PATTERN");
+        assert_eq!(named(&[list, pattern]), "DOG_STATSD_MOGRIFIER_M_NAME");
+        let bad_re = ("DOG_STATSD_MOGRIFIER_M_PATTERN", "a(");
+        assert_eq!(
+            named(&[list, bad_re, name]),
+            "DOG_STATSD_MOGRIFIER_M_PATTERN"
+        );
+        let bad_tags = ("DOG_STATSD_MOGRIFIER_M_TAGS", "nocolon");
+        assert_eq!(
+            named(&[list, pattern, name, bad_tags]),
+            "DOG_STATSD_MOGRIFIER_M_TAGS"
+        );
+        assert_eq!(
+            named(&[("USE_DOG_STATSD_MOGRIFIERS", "a,,b")]),
+            "USE_DOG_STATSD_MOGRIFIERS"
+        );
     }
 }

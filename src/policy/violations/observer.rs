@@ -1,7 +1,8 @@
 //! The request path's side of the violation log: an [`Observer`] that notes each reported
 //! `OVER_LIMIT` descriptor in the [`Pending`] map the writer drains. It never waits: a repeat of a
 //! pending violation only bumps its counters (no allocation), a new one allocates its record
-//! once, and one that does not fit is dropped and counted in `ratelimitd_violations_dropped`.
+//! once, and one that does not fit is dropped and counted in
+//! `ratelimitd_violations_dropped_total`.
 
 use std::sync::Arc;
 

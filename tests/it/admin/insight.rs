@@ -56,11 +56,11 @@ async fn prometheus_exports_the_hot_key_counts_by_rank_without_the_keys() {
     }
     let text = s.scrape().await;
     assert!(
-        text.contains(r#"ratelimitd_hot_key_count{by="hits",rank="1"} 3"#),
+        text.contains(r#"ratelimitd_hot_key_hits{by="hits",rank="1"} 3"#),
         "{text}"
     );
     assert!(
-        text.contains(r#"ratelimitd_hot_key_count{by="denials",rank="1"} 1"#),
+        text.contains(r#"ratelimitd_hot_key_hits{by="denials",rank="1"} 1"#),
         "{text}"
     );
     assert!(!text.contains("secret-client"), "{text}");

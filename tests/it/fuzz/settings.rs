@@ -256,7 +256,9 @@ fn value() -> impl Strategy<Value = String> {
 }
 
 fn names_a_variable(e: &ratelimitd::settings::SettingsError) -> bool {
-    VARS.iter().any(|v| e.name.contains(v)) && !e.reason.is_empty()
+    // A DogStatsD mogrifier's variables are named after what USE_DOG_STATSD_MOGRIFIERS lists.
+    let mogrifier = e.name.starts_with("DOG_STATSD_MOGRIFIER_");
+    (mogrifier || VARS.iter().any(|v| e.name.contains(v))) && !e.reason.is_empty()
 }
 
 proptest! {

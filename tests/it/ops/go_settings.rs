@@ -74,7 +74,6 @@ fn unimplemented_go_settings_are_refused_naming_them() {
         ("MEMCACHE_TLS_CLIENT_KEY", "/k.pem"),
         ("MEMCACHE_TLS_CACERT", "/ca.pem"),
         ("MEMCACHE_TLS_SKIP_HOSTNAME_VERIFICATION", "true"),
-        ("USE_DOG_STATSD_MOGRIFIERS", "SERVICE"),
         ("PROMETHEUS_RESPONSE_TIME_AS_MILLISECONDS", "true"),
     ] {
         let mut vars = env(&memcache);

@@ -206,7 +206,11 @@ async fn a_deny_storm_on_a_tiny_queue_drops_and_counts_and_answers_every_request
         "two per client fit the limit, every other call is denied"
     );
     let text = s.scrape().await;
-    assert_eq!(text.value("ratelimitd_violations_dropped"), 98, "{text}");
+    assert_eq!(
+        text.value("ratelimitd_violations_dropped_total"),
+        98,
+        "{text}"
+    );
     s.shutdown().await;
 }
 

@@ -13,12 +13,22 @@ pub(crate) async fn flushed_lines(
     env: &[(&str, &str)],
     requests: impl AsyncFnOnce(&TestServer),
 ) -> Vec<String> {
+    let mut all = vec![("STATSD_PROTOCOL", "udp")];
+    all.extend_from_slice(env);
+    udp_lines(&all, requests).await
+}
+
+/// As [`flushed_lines`], but `STATSD_PROTOCOL` is left to `env`: the lines that reach a UDP
+/// listener at `STATSD_HOST:STATSD_PORT`.
+pub(crate) async fn udp_lines(
+    env: &[(&str, &str)],
+    requests: impl AsyncFnOnce(&TestServer),
+) -> Vec<String> {
     let udp = UdpSocket::bind("127.0.0.1:0").await.unwrap();
     let port = udp.local_addr().unwrap().port().to_string();
     let mut all = vec![
         ("STATSD_HOST", "127.0.0.1"),
         ("STATSD_PORT", port.as_str()),
-        ("STATSD_PROTOCOL", "udp"),
         ("STATS_FLUSH_INTERVAL", "1h"),
     ];
     all.extend_from_slice(env);
