@@ -96,8 +96,8 @@ impl Cli {
         Cli::from_arg_matches(&Cli::help_command().get_matches()).unwrap_or_else(|e| e.exit())
     }
 
-    /// The command line as `--help` shows it: the flags (in plain text, see [`plain`]), then the
-    /// variables of the settings reference.
+    /// The command line as `--help` shows it: the flags, in plain text (their doc comments
+    /// without Markdown's backticks), then the variables of the settings reference.
     pub fn help_command() -> clap::Command {
         plain(<Cli as CommandFactory>::command()).after_help(super::reference::help())
     }
