@@ -1,6 +1,8 @@
 //! The `ratelimitd` binary: settings → logging → serve until SIGTERM/SIGINT, reloading on SIGHUP
 //! (or `validate` configs, or `explain` a request to a running instance).
 
+use std::process::ExitCode;
+
 use anyhow::Context;
 use ratelimitd::settings::{Cli, Command, Settings};
 
@@ -10,8 +12,47 @@ use ratelimitd::settings::{Cli, Command, Settings};
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
+/// Runs [`serve`]; an error is printed with its causes and the process exits 1. (Returning the
+/// error from `main` would print its `Debug` form, which ends in a backtrace whenever
+/// `RUST_BACKTRACE` is set, as it often is on hosts and in CI: a stack of this function's frames
+/// says nothing to whoever set a wrong variable.)
 #[tokio::main]
-async fn main() -> anyhow::Result<()> {
+async fn main() -> ExitCode {
+    match serve().await {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("{}", report(&e));
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// `Error: <error>`, then each cause, laid out as anyhow lays them out, without the backtrace.
+fn report(e: &anyhow::Error) -> String {
+    let mut out = format!("Error: {e}");
+    let causes: Vec<String> = e.chain().skip(1).map(ToString::to_string).collect();
+    if !causes.is_empty() {
+        out.push_str("\n\nCaused by:");
+    }
+    for (i, cause) in causes.iter().enumerate() {
+        // Numbered when there are several; a cause's later lines align with its first.
+        let label = match causes.len() {
+            1 => String::new(),
+            _ => format!("{i}: "),
+        };
+        let indent = " ".repeat(label.len());
+        for (n, line) in cause.lines().enumerate() {
+            let lead = if n == 0 { &label } else { &indent };
+            out.push_str("\n    ");
+            out.push_str(lead);
+            out.push_str(line);
+        }
+    }
+    out
+}
+
+/// Settings → logging → the command asked for.
+async fn serve() -> anyhow::Result<()> {
     let cli = Cli::from_args();
     // vars_os: a variable that is not UTF-8 must not panic the process; it is read lossily.
     let vars = std::env::vars_os().map(|(k, v)| {

@@ -53,11 +53,23 @@ impl Running {
 }
 
 /// Runs the service until SIGTERM or SIGINT, reloading the configuration on SIGHUP, then shuts
-/// it down gracefully.
+/// it down gracefully. The signal handlers are installed before anything starts, so a signal
+/// sent as soon as a port answers is acted on (see [`signals`]); SIGTERM or SIGINT while the
+/// service is still starting (waiting for Redis or a first xDS push) stops it there.
 pub async fn run(settings: &Settings) -> Result<(), AppError> {
-    let running = start(settings).await?;
-    signals::serve_until_shutdown(&running).await;
+    let mut signals = signals::Signals::install();
+    let running = tokio::select! {
+        // Biased: a start that completes wins over a signal that arrived meanwhile, which the
+        // served process then answers as usual (a drain).
+        biased;
+        started = Box::pin(start(settings)) => started?,
+        () = signals.stop_requested() => {
+            tracing::info!("shutdown requested while starting; stopping");
+            return Ok(());
+        }
+    };
+    signals.serve_until_shutdown(&running).await;
     tracing::info!("shutdown requested; draining");
-    running.shutdown_unless(signals::stop_requested()).await;
+    running.shutdown_unless(signals.stop_requested()).await;
     Ok(())
 }

@@ -55,6 +55,17 @@ pub struct LoadFailure {
     pub at: Timestamp,
 }
 
+/// `errors` (one per line, as in [`LoadFailure::errors`]) on one line, joined by `"; "`: how a
+/// log line carries them, since a text log shows a newline as a literal `\n`.
+pub fn one_line(errors: &str) -> String {
+    let lines: Vec<&str> = errors
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .collect();
+    lines.join("; ")
+}
+
 /// Shared, lock-free access to the current configuration.
 #[derive(Debug, Default)]
 pub struct ConfigHandle {

@@ -172,7 +172,12 @@ impl ConfigReloader {
         attempt: Result<Vec<ConfigFile>, String>,
         now: Timestamp,
     ) -> ReloadOutcome {
-        tracing::error!("Error loading new configuration:\n{errors}");
+        // Go's message, with the errors on one line: a text log escapes a newline, which
+        // would leave a literal `\n` between them.
+        tracing::error!(
+            "Error loading new configuration: {}",
+            super::one_line(&errors)
+        );
         self.handle.record_failure(errors, now);
         self.failed = Some(attempt);
         ReloadOutcome::Failed

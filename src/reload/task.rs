@@ -34,6 +34,12 @@ impl WatchOptions {
 
 /// Calls `round` after every debounced burst of changes under `targets` and on every poll tick,
 /// until `stop` resolves. `round` re-reads and compares; it decides whether anything changed.
+///
+/// The watches are always in place before a read: the watcher is armed, then `round` runs once
+/// (whatever changed since the owner's first load, before anything watched, is read there), and
+/// each later round re-aims the watches first. A change that lands while a round reads therefore
+/// raises an event and another round — even one inside a directory that was just re-created,
+/// which only the re-aimed watch can see.
 pub async fn watch_loop<F, Fut>(
     targets: Vec<WatchTarget>,
     opts: WatchOptions,
@@ -50,8 +56,9 @@ pub async fn watch_loop<F, Fut>(
     let period = opts.poll_interval.unwrap_or(Duration::from_secs(24 * 3600));
     let mut poll = tokio::time::interval(period);
     poll.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    poll.tick().await; // the first tick is immediate; the initial load already happened
+    poll.tick().await; // the first tick is immediate: the read after arming stands in for it
     loop {
+        round().await;
         tokio::select! {
             _ = &mut stop => return,
             Some(()) = events.recv() => {
@@ -63,7 +70,6 @@ pub async fn watch_loop<F, Fut>(
             }
             _ = poll.tick() => {}
         }
-        round().await;
         watcher.refresh();
     }
 }

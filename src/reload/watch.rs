@@ -3,9 +3,10 @@
 //! and files or directories that are deleted and created again.
 //!
 //! The watcher does not try to understand events. Any event on or under a target only says
-//! "something may have changed"; the owner then re-reads everything and compares. After each such
+//! "something may have changed"; the owner then re-reads everything and compares. Before each such
 //! round [`PathWatcher::refresh`] re-resolves the targets, because inotify watches inodes: once a
-//! symlink points elsewhere, or a directory is re-created, the old watch sees nothing more.
+//! symlink points elsewhere, or a directory is re-created, the old watch sees nothing more (and a
+//! change made before the new watch is in place would be missed, hence before the read, not after).
 
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};

@@ -12,7 +12,8 @@ pub async fn start(reloading: &Reloading) {
 }
 
 /// Watches the configuration files and reloads them when they change (and every
-/// `watch.poll`, in case a change event was missed), until shutdown.
+/// `watch.poll`, in case a change event was missed), until shutdown. Once the watches are in
+/// place the files are read again, so a change made since the first load is not missed.
 pub fn watch_files(reloading: &Reloading, watch: WatchOptions, bg: &mut Background<'_>) {
     let r = reloading.clone();
     bg.spawn(watch_loop(
@@ -45,16 +46,20 @@ pub fn refuse_empty(
         return Ok(());
     }
     let searched = source.describe_searched();
-    let failure = config
-        .last_failure()
-        .map(|f| format!("; the load failed:\n{}", f.errors))
-        .unwrap_or_default();
+    let failure = config.last_failure();
     if allowed {
+        // A log line stays one line: the errors joined, as in every round's error.
+        let failure = failure
+            .map(|f| format!("; the load failed: {}", super::one_line(&f.errors)))
+            .unwrap_or_default();
         tracing::warn!(
             "no rate limit domain loaded; searched {searched}; every request is allowed until one is{failure}"
         );
         return Ok(());
     }
+    let failure = failure
+        .map(|f| format!("; the load failed:\n{}", f.errors))
+        .unwrap_or_default();
     Err(format!(
         "no rate limit domain loaded; searched {searched}{failure}\n\
          Point RATELIMITD_CONFIG (or --config) at a config file or a directory of *.yaml files, \

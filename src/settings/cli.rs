@@ -93,8 +93,13 @@ impl Cli {
     /// Parses the process's arguments; `--help` ends with every variable of the settings
     /// reference ([`super::reference`]). Exits with clap's message on bad arguments.
     pub fn from_args() -> Cli {
-        let command = <Cli as CommandFactory>::command().after_help(super::reference::help());
-        Cli::from_arg_matches(&command.get_matches()).unwrap_or_else(|e| e.exit())
+        Cli::from_arg_matches(&Cli::help_command().get_matches()).unwrap_or_else(|e| e.exit())
+    }
+
+    /// The command line as `--help` shows it: the flags, in plain text (their doc comments
+    /// without Markdown's backticks), then the variables of the settings reference.
+    pub fn help_command() -> clap::Command {
+        plain(<Cli as CommandFactory>::command()).after_help(super::reference::help())
     }
 
     /// The command asked for.
@@ -138,4 +143,34 @@ impl Cli {
             .filter_map(|(flag, var, v)| v.clone().map(|v| (flag, var, v)))
             .collect()
     }
+}
+
+/// `cmd` with its help texts, and those of its flags and subcommands, as plain text. They come
+/// from doc comments, which rustdoc and the lints read as Markdown (a variable name is written
+/// `` `GRPC_HOST` ``), while `--help` prints them as they are: the backticks are dropped here.
+fn plain(cmd: clap::Command) -> clap::Command {
+    fn unquoted(text: Option<&clap::builder::StyledStr>) -> Option<String> {
+        text.map(|t| t.to_string().replace('`', ""))
+    }
+    let (about, long_about) = (unquoted(cmd.get_about()), unquoted(cmd.get_long_about()));
+    let mut cmd = cmd
+        .mut_args(|arg| {
+            let (help, long_help) = (unquoted(arg.get_help()), unquoted(arg.get_long_help()));
+            let arg = match help {
+                Some(h) => arg.help(h),
+                None => arg,
+            };
+            match long_help {
+                Some(h) => arg.long_help(h),
+                None => arg,
+            }
+        })
+        .mut_subcommands(plain);
+    if let Some(a) = about {
+        cmd = cmd.about(a);
+    }
+    if let Some(a) = long_about {
+        cmd = cmd.long_about(a);
+    }
+    cmd
 }

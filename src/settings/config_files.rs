@@ -64,8 +64,11 @@ impl Settings {
 /// the bundled time zone database knows.
 pub(super) fn calendar_time_zone(v: &Vars) -> Result<&'static Zone, SettingsError> {
     v.parse("CALENDAR_TIME_ZONE", Zone::utc(), |s| {
-        Zone::get(s).ok_or_else(|| {
-            "expected an IANA time zone name such as Europe/Paris, America/New_York or UTC".into()
+        Zone::get(s).ok_or_else(|| match crate::config::nearest_zone(s) {
+            // The same suggestion as a file's `time_zone` gets.
+            Some(near) => format!("unknown time zone; did you mean {near}?"),
+            None => "expected an IANA time zone name such as Europe/Paris, America/New_York or UTC"
+                .into(),
         })
     })
 }

@@ -1,7 +1,7 @@
 //! The settings reference, `docs/settings.md`, compiled into the binary so that `--help` lists
 //! every variable of its tables, section by section: one source for both, which cannot drift
-//! (`tests/it/ops/settings_reference.rs` checks the tables against the code, and the `--help` test
-//! checks the help against the tables).
+//! (`tests/it/ops/settings_reference.rs` checks the tables, and the help built from them, against
+//! the variables the code reads).
 
 /// `docs/settings.md` as it was when the binary was built.
 const REFERENCE: &str = include_str!("../../docs/settings.md");
@@ -30,8 +30,7 @@ pub fn sections() -> Vec<(&'static str, Vec<&'static str>)> {
     out
 }
 
-/// Names in backticks that look like environment variables (the settings test reads the
-/// reference's tables with it too).
+/// Names in backticks that look like environment variables.
 pub fn variables_in(text: &str) -> Vec<&str> {
     text.split('`')
         .skip(1)

@@ -222,9 +222,15 @@ fn the_calendar_time_zone_is_utc_unless_set_and_must_exist() {
     assert_eq!(Settings::defaults().calendar_time_zone.name(), "UTC");
     let s = Settings::from_env(env(&[("CALENDAR_TIME_ZONE", "europe/paris")])).unwrap();
     assert_eq!(s.calendar_time_zone.name(), "Europe/Paris");
+    // A typo gets the nearest name, as a file's `time_zone` does; a name near none, examples.
     let e = Settings::from_env(env(&[("CALENDAR_TIME_ZONE", "Europe/Pari")])).unwrap_err();
     assert_eq!(
         e.to_string(),
-        "invalid value \"Europe/Pari\" for CALENDAR_TIME_ZONE: expected an IANA time zone name such as Europe/Paris, America/New_York or UTC"
+        "invalid value \"Europe/Pari\" for CALENDAR_TIME_ZONE: unknown time zone; did you mean Europe/Paris?"
+    );
+    let e = Settings::from_env(env(&[("CALENDAR_TIME_ZONE", "Moon/Tranquility")])).unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "invalid value \"Moon/Tranquility\" for CALENDAR_TIME_ZONE: expected an IANA time zone name such as Europe/Paris, America/New_York or UTC"
     );
 }

@@ -1,9 +1,16 @@
 //! Config reload through the real server, by the ways files change: added, edited, renamed over,
 //! deleted and re-created, a Kubernetes ConfigMap `..data` swap, a runtime-root symlink swap.
-//! Waiting for a watcher is real time: every wait polls with a deadline.
+//! Waiting for a watcher is real time: every wait polls with a deadline. The periodic re-read is
+//! off (`CONFIG_POLL_INTERVAL=0`) throughout: it would hide a change the watcher missed.
 
 use std::os::unix::fs::symlink;
 use std::path::Path;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use ratelimitd::app;
+use ratelimitd::grpc::pb::envoy::service::ratelimit::v3::rate_limit_service_client::RateLimitServiceClient;
+use ratelimitd::reload::{WatchOptions, WatchTarget, watch_loop};
 
 use crate::support::reload::*;
 use crate::support::*;
@@ -11,7 +18,11 @@ use crate::support::*;
 #[tokio::test]
 async fn files_added_changed_renamed_over_and_deleted_are_applied() {
     let a = cfg("a", "k", 5);
-    let ts = TestServer::start(&[("a.yaml", &a)], &[("RUNTIME_IGNOREDOTFILES", "true")]).await;
+    let env = [
+        ("RUNTIME_IGNOREDOTFILES", "true"),
+        ("CONFIG_POLL_INTERVAL", "0"),
+    ];
+    let ts = TestServer::start(&[("a.yaml", &a)], &env).await;
     assert_eq!(limit(&ts, "a", "k").await, Some(5));
     std::fs::write(ts.dir.path().join("b.yaml"), cfg("b", "k", 9)).unwrap();
     wait_limit(&ts, "b", "k", Some(9)).await;
@@ -120,7 +131,11 @@ async fn a_runtime_root_symlink_swap_is_applied() {
     }
     let current = dir.path().join("current");
     symlink("v1", &current).unwrap();
-    let ts = start_runtime(dir, &current, &[("RUNTIME_SUBDIRECTORY", "ratelimit")]).await;
+    let env = [
+        ("RUNTIME_SUBDIRECTORY", "ratelimit"),
+        ("CONFIG_POLL_INTERVAL", "0"),
+    ];
+    let ts = start_runtime(dir, &current, &env).await;
     assert_eq!(limit(&ts, "a", "k").await, Some(1));
     let tmp = ts.dir.path().join("current_tmp");
     symlink("v2", &tmp).unwrap();
@@ -159,4 +174,81 @@ async fn a_config_directory_deleted_and_recreated_is_followed() {
     std::fs::write(conf.join("a.yaml"), cfg("a", "k", 3)).unwrap();
     wait_limit(&ts, "a", "k", Some(3)).await;
     ts.shutdown().await;
+}
+
+/// An edit made the moment the service has started, before its watcher task has run (a
+/// single-threaded runtime runs it at the test's first wait), is applied: the files are read
+/// again once the watches are in place.
+#[tokio::test]
+async fn an_edit_right_after_startup_is_applied() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("a.yaml"), cfg("a", "k", 1)).unwrap();
+    let s = settings(dir.path(), &[("CONFIG_POLL_INTERVAL", "0")]);
+    let running = app::start(&s).await.unwrap();
+    std::fs::write(dir.path().join("a.yaml"), cfg("a", "k", 2)).unwrap();
+    let url = format!("http://{}", running.grpc_addr);
+    let ts = TestServer {
+        grpc: RateLimitServiceClient::connect(url).await.unwrap(),
+        running: Some(running),
+        dir,
+        http: reqwest::Client::new(),
+    };
+    wait_limit(&ts, "a", "k", Some(2)).await;
+    ts.shutdown().await;
+}
+
+/// The watch loop on a directory that is deleted and comes back: an edit landing while the round
+/// that its return started is reading (here made by that round itself, right after its read) is
+/// seen, because the new directory is watched before that round reads.
+#[tokio::test]
+async fn an_edit_while_a_returned_directory_is_read_starts_another_round() {
+    let dir = tempfile::tempdir().unwrap();
+    let conf = dir.path().join("conf");
+    std::fs::create_dir(&conf).unwrap();
+    std::fs::write(conf.join("a.yaml"), "1").unwrap();
+    let seen = Arc::new(Mutex::new(Vec::<String>::new()));
+    let opts = WatchOptions {
+        debounce: Duration::from_millis(20),
+        max_delay: Duration::from_millis(200),
+        poll_interval: None,
+    };
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let (rounds, file) = (seen.clone(), conf.join("a.yaml"));
+    let watching = tokio::spawn(watch_loop(
+        vec![WatchTarget::tree(conf.clone())],
+        opts,
+        async {
+            let _ = stopped.await;
+        },
+        move || {
+            let (rounds, file) = (rounds.clone(), file.clone());
+            async move {
+                let read = std::fs::read_to_string(&file).unwrap_or_else(|_| "missing".into());
+                if read == "2" {
+                    std::fs::write(&file, "3").unwrap();
+                }
+                rounds.lock().unwrap().push(read);
+            }
+        },
+    ));
+    // The loop arms its watcher when it first runs: on this single-threaded runtime, now.
+    tokio::task::yield_now().await;
+    std::fs::remove_dir_all(&conf).unwrap();
+    let last = |seen: &Arc<Mutex<Vec<String>>>| seen.lock().unwrap().last().cloned();
+    eventually("a round to find the directory gone", || async {
+        last(&seen).as_deref() == Some("missing")
+    })
+    .await;
+    // The directory comes back whole (renamed into place with its file), as a deploy would.
+    let staged = dir.path().join("staged");
+    std::fs::create_dir(&staged).unwrap();
+    std::fs::write(staged.join("a.yaml"), "2").unwrap();
+    std::fs::rename(&staged, &conf).unwrap();
+    eventually(
+        "a round to read the edit made during the previous one",
+        || async { seen.lock().unwrap().iter().any(|r| r == "3") },
+    )
+    .await;
+    drop(stop);
+    watching.await.unwrap();
 }

@@ -1,11 +1,12 @@
 //! The settings reference (docs/settings.md) and the variables the code reads cannot drift
 //! apart: every variable the settings read, under each configuration that switches more of them
 //! on, is in the reference, and every variable the reference's tables name is read by the code or
-//! listed there as accepted and ignored.
+//! listed there as accepted and ignored. `--help`, which is built from the reference, is held to
+//! the code the same way (and to plain text).
 
 use std::collections::BTreeSet;
 
-use ratelimitd::settings::{Settings, reference};
+use ratelimitd::settings::Settings;
 
 /// Settings that make more variables be read (each set alone on top of the defaults).
 const SWITCHES: &[&[(&str, &str)]] = &[
@@ -38,10 +39,20 @@ const SWITCHES: &[&[(&str, &str)]] = &[
     ],
 ];
 
-/// Names in backticks that look like environment variables, as `--help` reads the tables.
-fn variables_in(text: &str) -> BTreeSet<String> {
-    reference::variables_in(text)
-        .into_iter()
+/// The environment variable names among the code spans of `text`: `` `RATELIMITD_CONFIG` `` but
+/// not `` `0.0.0.0` `` or `` `--config` ``. Written here, apart from the binary's own reading of
+/// the page (`settings::reference`), so that a fault in that one shows as a difference.
+fn code_span_names(text: &str) -> BTreeSet<String> {
+    let ticks: Vec<usize> = text.match_indices('`').map(|(i, _)| i).collect();
+    ticks
+        .chunks_exact(2)
+        .map(|pair| &text[pair[0] + 1..pair[1]])
+        .filter(|span| {
+            let mut chars = span.chars();
+            chars.next().is_some_and(|c| c.is_ascii_uppercase())
+                && span.len() > 2
+                && chars.all(|c| matches!(c, 'A'..='Z' | '0'..='9' | '_'))
+        })
         .map(str::to_string)
         .collect()
 }
@@ -50,14 +61,24 @@ fn reference() -> String {
     std::fs::read_to_string("docs/settings.md").expect("docs/settings.md")
 }
 
-/// The variables the reference documents: the first cell of every table row.
+/// The variables the reference documents: those named in the first cell of every table row.
 fn documented() -> BTreeSet<String> {
     reference()
         .lines()
-        .filter(|l| l.starts_with("| `"))
+        .filter(|l| l.trim_start().starts_with('|'))
         .filter_map(|l| l.split('|').nth(1))
-        .flat_map(variables_in)
+        .flat_map(code_span_names)
         .collect()
+}
+
+/// The variables of the reference's section of those accepted and ignored.
+fn ignored() -> BTreeSet<String> {
+    let text = reference();
+    let section = text
+        .split("\n## ")
+        .find(|s| s.to_lowercase().contains("accepted and ignored"))
+        .expect("a section of variables accepted and ignored");
+    code_span_names(section)
 }
 
 fn read_by_the_code() -> BTreeSet<String> {
@@ -84,12 +105,7 @@ fn every_variable_the_settings_read_is_in_the_reference() {
 #[test]
 fn every_variable_in_the_reference_is_read_or_listed_as_ignored() {
     let read = read_by_the_code();
-    let text = reference();
-    let ignored_section = text
-        .split("\n## ")
-        .find(|s| s.to_lowercase().contains("accepted and ignored"))
-        .expect("a section of variables accepted and ignored");
-    let ignored = variables_in(ignored_section);
+    let ignored = ignored();
     let stale: Vec<_> = documented()
         .into_iter()
         .filter(|v| !read.contains(v) && !ignored.contains(v))
@@ -100,24 +116,78 @@ fn every_variable_in_the_reference_is_read_or_listed_as_ignored() {
     );
 }
 
-#[test]
-fn help_lists_every_variable_of_the_reference() {
+/// `ratelimitd <args> --help`, as printed.
+fn help(args: &[&str]) -> String {
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_ratelimitd"))
+        .args(args)
         .arg("--help")
         .output()
         .unwrap();
-    assert!(out.status.success());
-    let help = String::from_utf8_lossy(&out.stdout);
-    let listed: BTreeSet<String> = help
-        .split(|c: char| !(c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_'))
-        .map(str::to_string)
-        .collect();
-    let missing: Vec<_> = documented()
-        .into_iter()
-        .filter(|v| !listed.contains(v))
-        .collect();
+    assert!(out.status.success(), "{args:?} --help failed");
+    String::from_utf8(out.stdout).unwrap()
+}
+
+/// The variables `--help` lists after its flags: the comma-separated names under each section
+/// title, below the line that introduces them.
+fn listed_in(help: &str) -> BTreeSet<String> {
+    let (_, list) = help
+        .split_once("The variables, by section:")
+        .expect("--help lists the variables");
+    list.lines()
+        .filter(|l| !l.trim().is_empty() && !l.ends_with(':'))
+        .flat_map(|l| l.split(','))
+        .map(|name| name.trim().to_string())
+        .collect()
+}
+
+/// The variables the flags' help names (`[env: GRPC_HOST, default …]`).
+fn named_by_flags(help: &str) -> BTreeSet<String> {
+    help.split("[env: ")
+        .skip(1)
+        .filter_map(|rest| rest.split([',', ']']).next())
+        .map(|name| name.trim().to_string())
+        .collect()
+}
+
+#[test]
+fn help_lists_every_variable_the_settings_read_and_no_other() {
+    let help = help(&[]);
+    let listed = listed_in(&help);
+    // Against the code, not the page: `--help` is built from the page, so comparing the two
+    // alone would only prove the page agrees with itself.
+    let read = read_by_the_code();
+    let missing: Vec<_> = read.difference(&listed).collect();
     assert!(
         missing.is_empty(),
-        "in docs/settings.md but not in --help: {missing:?}\n{help}"
+        "read by the settings but not in --help: {missing:?}\n{help}"
     );
+    let ignored = ignored();
+    let unread: Vec<_> = listed
+        .iter()
+        .filter(|v| !read.contains(*v) && !ignored.contains(*v))
+        .collect();
+    assert!(
+        unread.is_empty(),
+        "in --help but read by no setting: {unread:?}\n{help}"
+    );
+    assert_eq!(listed, documented(), "--help and docs/settings.md differ");
+    let flags = named_by_flags(&help);
+    assert!(flags.len() >= 10, "{flags:?}\n{help}");
+    let unknown: Vec<_> = flags.difference(&read).collect();
+    assert!(
+        unknown.is_empty(),
+        "a flag names a variable no setting reads: {unknown:?}\n{help}"
+    );
+}
+
+#[test]
+fn help_is_plain_text() {
+    for args in [&[][..], &["validate"], &["explain"]] {
+        let help = help(args);
+        assert!(
+            !help.contains('`'),
+            "Markdown in `ratelimitd {args:?} --help`:\n{help}"
+        );
+    }
+    assert!(help(&[]).contains("[env: GRPC_HOST, default 0.0.0.0]"));
 }

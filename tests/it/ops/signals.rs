@@ -1,5 +1,6 @@
 //! The real binary and process signals: SIGHUP reloads the configuration; SIGTERM during traffic
-//! lets requests in flight finish and exits 0.
+//! lets requests in flight finish and exits 0; either one sent the moment a port answers is acted
+//! on (neither lost nor fatal).
 
 use std::io::{Read, Write};
 use std::net::TcpStream;
@@ -8,6 +9,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Duration;
 
 use crate::support::process::{self, Spawned, signal, wait_exit};
+use crate::support::redis::free_port;
 use crate::support::request;
 use ratelimitd::clock::Stopwatch;
 use ratelimitd::grpc::pb::envoy::service::ratelimit::v3::rate_limit_service_client::RateLimitServiceClient;
@@ -58,6 +60,159 @@ fn sighup_reloads_the_configuration() {
     );
     signal(&s.child, "-TERM");
     assert_eq!(wait_exit(&mut s.child), Some(0));
+}
+
+/// A shell that sends signals with its builtin `kill`: a line written to it is a signal sent
+/// within microseconds, where starting `kill(1)` takes milliseconds, longer than the gap between
+/// a port opening and the service being ready that these tests aim at.
+struct Sender {
+    sh: std::process::Child,
+    commands: std::process::ChildStdin,
+}
+
+impl Sender {
+    fn new() -> Sender {
+        let mut sh = std::process::Command::new("sh")
+            .stdin(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let commands = sh.stdin.take().unwrap();
+        Sender { sh, commands }
+    }
+
+    fn send(&mut self, sig: &str, pid: u32) {
+        writeln!(self.commands, "kill {sig} {pid}").unwrap();
+        self.commands.flush().unwrap();
+    }
+}
+
+impl Drop for Sender {
+    fn drop(&mut self) {
+        let _ = self.sh.kill();
+        let _ = self.sh.wait();
+    }
+}
+
+/// A binary started by [`signalled_at_first_connect`]; killed on drop.
+struct Early {
+    child: std::process::Child,
+    lines: std::sync::mpsc::Receiver<String>,
+    _dir: tempfile::TempDir,
+}
+
+impl Drop for Early {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// The binary, started with `CFG` on a gRPC port chosen here (the first listener it opens), and
+/// `sig` sent the moment a connection to that port succeeds: the earliest a client, a probe or
+/// an operator could know the process is there.
+fn signalled_at_first_connect(sig: &str, sender: &mut Sender) -> Early {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("d.yaml"), CFG).unwrap();
+    let port = free_port();
+    let child = std::process::Command::new(env!("CARGO_BIN_EXE_ratelimitd"))
+        .envs(crate::support::LOOPBACK)
+        .envs([
+            ("GRPC_PORT", port.to_string()),
+            ("RATELIMITD_CONFIG", dir.path().display().to_string()),
+            ("CONFIG_POLL_INTERVAL", "0".into()),
+            ("LOG_LEVEL", "info".into()),
+            ("LOG_FORMAT", "json".into()),
+            ("USE_STATSD", "false".into()),
+            ("POLICY_ENABLED", "false".into()),
+        ])
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let (tx, lines) = std::sync::mpsc::channel();
+    let mut early = Early {
+        child,
+        lines,
+        _dir: dir,
+    };
+    let stderr = std::io::BufReader::new(early.child.stderr.take().unwrap());
+    std::thread::spawn(move || {
+        for line in std::io::BufRead::lines(stderr).map_while(Result::ok) {
+            let _ = tx.send(line);
+        }
+    });
+    let watch = Stopwatch::start();
+    // Connection attempts back to back: a refused one costs microseconds, and the start that
+    // ends them takes well under the bound.
+    while TcpStream::connect(("127.0.0.1", port)).is_err() {
+        if watch.elapsed() > Duration::from_secs(30) || early.child.try_wait().unwrap().is_some() {
+            let said: Vec<String> = early.lines.try_iter().collect();
+            panic!("port {port} never answered:\n{}", said.join("\n"));
+        }
+    }
+    sender.send(sig, early.child.id());
+    early
+}
+
+/// The next line of `early`'s log containing `what` (at most 20 s); panics with what came
+/// instead, and how the process ended if it did.
+fn line_with(early: &mut Early, what: &str) -> String {
+    let lines = &early.lines;
+    let watch = Stopwatch::start();
+    let mut seen = Vec::new();
+    while let Some(left) = Duration::from_secs(20).checked_sub(watch.elapsed()) {
+        let Ok(line) = lines.recv_timeout(left) else {
+            break;
+        };
+        if line.contains(what) {
+            return line;
+        }
+        seen.push(line);
+    }
+    let status = early.child.try_wait().unwrap();
+    panic!(
+        "no line with {what:?} (the process: {status:?}); it wrote:\n{}",
+        seen.join("\n")
+    );
+}
+
+#[test]
+fn a_sighup_as_soon_as_a_port_answers_reloads_and_never_kills() {
+    let mut sender = Sender::new();
+    for start in 0..10 {
+        let mut early = signalled_at_first_connect("-HUP", &mut sender);
+        let banner = line_with(&mut early, "ratelimitd listening");
+        let banner: serde_json::Value = serde_json::from_str(&banner).unwrap();
+        let debug = banner["debug_addr"].as_str().unwrap().to_string();
+        // The signal is acted on once the service is ready, however early it came.
+        let reloaded = Stopwatch::start();
+        loop {
+            let status = early.child.try_wait().unwrap();
+            assert!(
+                status.is_none(),
+                "start {start}: the SIGHUP ended the process ({status:?})"
+            );
+            if http_get(&debug, "/rlconfig").contains("# version: 2\n") {
+                break;
+            }
+            assert!(
+                reloaded.elapsed() < Duration::from_secs(20),
+                "start {start}: the SIGHUP was lost (still version 1)"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        signal(&early.child, "-TERM");
+        assert_eq!(wait_exit(&mut early.child), Some(0), "start {start}");
+    }
+}
+
+#[test]
+fn a_sigterm_as_soon_as_a_port_answers_drains_and_exits_zero() {
+    let mut sender = Sender::new();
+    for start in 0..10 {
+        let mut early = signalled_at_first_connect("-TERM", &mut sender);
+        line_with(&mut early, "shutdown requested; draining");
+        assert_eq!(wait_exit(&mut early.child), Some(0), "start {start}");
+    }
 }
 
 #[test]

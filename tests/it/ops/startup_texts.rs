@@ -1,7 +1,8 @@
 //! What the real binary says when it starts: the banner (version, listeners, backend and
 //! target, config source, domains), Redis address mistakes named with their setting and the
 //! likely fix, no ANSI colour in logs that are not a terminal, and the admin listener opened only
-//! when something is served on it (a taken port named with its setting).
+//! when something is served on it (a taken port named with its setting); a startup error printed
+//! as its causes alone, and a failed load logged on one readable text line.
 
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};
@@ -230,4 +231,66 @@ fn a_second_instance_on_the_host_starts_when_nothing_is_served_on_the_admin_port
         "{err}"
     );
     drop(taken);
+}
+
+#[test]
+fn a_startup_error_is_its_causes_without_a_backtrace() {
+    // Set on many hosts and CI runners; it must not turn a wrong setting into a stack dump.
+    for backtrace in ["1", "full"] {
+        let out = Command::new(env!("CARGO_BIN_EXE_ratelimitd"))
+            .envs(crate::support::LOOPBACK)
+            .envs([
+                ("RUST_BACKTRACE", backtrace),
+                ("USE_STATSD", "false"),
+                ("POLICY_ENABLED", "false"),
+                ("PORT", "eighty"),
+            ])
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{err}");
+        assert!(
+            err.starts_with("Error: invalid settings\n\nCaused by:\n")
+                && err.contains("\"eighty\" for PORT"),
+            "{err}"
+        );
+        assert!(!err.to_lowercase().contains("backtrace"), "{err}");
+        assert!(!err.contains("main.rs"), "{err}");
+    }
+}
+
+#[test]
+fn a_failed_load_is_one_readable_text_log_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let bad = "domain: d\ndescriptors:\n  - {key: a, rate_limit: {unit: fortnight, requests_per_unit: 5}}\n  - {key: b, rate_limit: {unit: eon, requests_per_unit: 5}}\n";
+    std::fs::write(dir.path().join("d.yaml"), bad).unwrap();
+    let path = dir.path().display().to_string();
+    let (child, lines) = run(&[
+        ("RATELIMITD_CONFIG", &path),
+        ("ALLOW_EMPTY_CONFIG", "true"),
+        ("LOG_FORMAT", "text"),
+        ("LOG_LEVEL", "info"),
+        ("ADMIN_PORT", "0"),
+    ]);
+    kill(child);
+    let said = lines.join("\n");
+    let error = lines
+        .iter()
+        .find(|l| l.contains("Error loading new configuration"))
+        .unwrap_or_else(|| panic!("no load error logged:\n{said}"));
+    // Both errors, on the line itself: no escaped newline between them.
+    assert!(!error.contains("\\n"), "{error}");
+    let (fortnight, eon) = (
+        error.find("'fortnight'").expect(error),
+        error.find("'eon'").expect(error),
+    );
+    assert!(error[fortnight..eon].contains("; "), "{error}");
+    let warning = lines
+        .iter()
+        .find(|l| l.contains("no rate limit domain loaded"))
+        .unwrap_or_else(|| panic!("no empty-start warning:\n{said}"));
+    assert!(
+        !warning.contains("\\n") && warning.contains("the load failed: "),
+        "{warning}"
+    );
 }

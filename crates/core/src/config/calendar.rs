@@ -91,11 +91,7 @@ fn zone(rl: &RawRateLimit, sink: &mut Sink<'_>) -> Option<&'static Zone> {
     if let Some(zone) = Zone::get(name) {
         return Some(zone);
     }
-    let known: Vec<String> = jiff::tz::db()
-        .available()
-        .map(|n| n.as_str().to_owned())
-        .collect();
-    let hint = match super::suggest::nearest(name, known.iter().map(String::as_str)) {
+    let hint = match nearest_zone(name) {
         Some(near) => format!("did you mean `{near}`?"),
         None => "an IANA time zone name such as Europe/Paris, America/New_York or UTC".into(),
     };
@@ -105,4 +101,15 @@ fn zone(rl: &RawRateLimit, sink: &mut Sink<'_>) -> Option<&'static Zone> {
         Some(hint),
     );
     None
+}
+
+/// The zone of the bundled database whose name is nearest to `name`, when it is close enough to
+/// be a typo of it (`Europe/Pari` → `Europe/Paris`): the "did you mean" of a file's `time_zone`
+/// and of the service's `CALENDAR_TIME_ZONE`.
+pub fn nearest_zone(name: &str) -> Option<String> {
+    let known: Vec<String> = jiff::tz::db()
+        .available()
+        .map(|n| n.as_str().to_owned())
+        .collect();
+    super::suggest::nearest(name, known.iter().map(String::as_str)).map(str::to_owned)
 }

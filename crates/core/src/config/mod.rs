@@ -49,6 +49,7 @@ mod shedding_tests;
 #[cfg(test)]
 mod validate_tests;
 
+pub use calendar::nearest_zone;
 pub use compiled::{
     Domain, EntryRef, FailureMode, Limit, Match, MatchKind, MatchedLevel, Node, RateLimitConfig,
 };
