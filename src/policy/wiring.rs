@@ -130,7 +130,8 @@ async fn open_or_restore(
                 Ok(_) => Some(rules),
                 Err(e) => {
                     tracing::error!(
-                        "the last good copy's rules do not compile with the files; not applied:\n{e}"
+                        "the last good copy's rules do not compile with the files; not applied: {}",
+                        crate::reload::one_line(&e.to_string())
                     );
                     None
                 }
@@ -187,7 +188,10 @@ async fn apply_rules(
     match reloading.set_extra(to_files(&rules)).await {
         Ok(_) => Some(rules),
         Err(e) => {
-            tracing::error!("policy rules do not compile with the files; not applied:\n{e}");
+            tracing::error!(
+                "policy rules do not compile with the files; not applied: {}",
+                crate::reload::one_line(&e.to_string())
+            );
             applied
         }
     }
