@@ -124,12 +124,13 @@ async fn buckets_whose_demand_holds_still_cost_no_commands_while_they_live() {
         "{per_bucket:.3} Redis commands per silent bucket and second (ceiling {CEILING}): {spent} in {secs:.1} s, {by_command:?}"
     );
 
-    // The feed still moves shares: the first stream reports a new bucket (5/s), a newcomer asks
-    // 9/s of it, and the first one's share falls to 5/14 of 100/s within a few seconds, without
-    // a report of its own. (A bucket of the window is not used: Redis expires its board on its
-    // own clock, which the manual clock has not followed since the reports.)
+    // The feed still moves shares: a first stream reports a bucket (5/s), a newcomer asks 9/s of
+    // it, and the first one's share falls to 5/14 of 100/s within a few seconds, without a report
+    // of its own. (Fresh streams: the silent ones keep renewing, and Redis expires the window's
+    // boards on its own clock, which the manual clock has not followed.)
     let probe = || bucket(&[("user", "probe")]);
-    let (seen, _) = streams[0]
+    let mut first = QuotaStream::open(addr).await.unwrap();
+    let (seen, _) = first
         .report("quota", usage(probe(), 25, 0, 5))
         .await
         .unwrap();
@@ -141,10 +142,7 @@ async fn buckets_whose_demand_holds_still_cost_no_commands_while_they_live() {
         .await
         .unwrap();
     assert_eq!(seen, Seen::Bucket(64, 64, 1), "9/14 of 100/s");
-    let pushed = streams[0]
-        .next()
-        .await
-        .expect("the first reporter is re-split");
+    let pushed = first.next().await.expect("the first reporter is re-split");
     assert_eq!(pushed.len(), 1, "only the bucket that changed: {pushed:?}");
     assert_eq!(pushed[0].0, probe());
     assert_eq!(pushed[0].1, Seen::Bucket(36, 36, 1), "5/14 of 100/s");
