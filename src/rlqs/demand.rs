@@ -3,7 +3,8 @@
 //! store's hash per bucket (one script call, `lua/rlqs_demand.lua`) or, on the memory store, a
 //! map in this process. A stream posts a demand only when it changed (or its entry is half-way
 //! to expiry) and otherwise only reads; entries expire after a few reporting intervals, so a
-//! stream that stops reporting stops taking budget.
+//! stream that stops reporting stops taking budget. Changes are announced on the board's
+//! [`Feed`], which tells the other streams which buckets to read again.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -12,6 +13,7 @@ use std::time::Duration;
 use parking_lot::Mutex;
 
 use super::bucket::BucketKey;
+use super::changes::{Changed, Feed};
 use crate::clock::Timestamp;
 use crate::store::redis::RedisStore;
 use crate::store::redis::quota_demand::DemandPost;
@@ -79,6 +81,48 @@ impl Board {
         .collect()
     }
 
+    /// The in-process board (the memory store's, or the one that stands in while Redis fails),
+    /// which holds the change log.
+    fn local(&self) -> &MemoryBoard {
+        match self {
+            Board::Memory(m) | Board::Redis(_, m) => m,
+        }
+    }
+
+    /// Where a stream that starts watching changes now starts. On Redis this process's place in
+    /// the fleet's feed is taken first if it has none yet (a first read starts at the newest
+    /// entry), so every change announced after the stream's first board read is seen.
+    pub async fn cursor(&self, prefix: &str) -> u64 {
+        if let Board::Redis(redis, local) = self {
+            local.feed.start(redis, &feed_key(prefix)).await;
+        }
+        self.local().feed.cursor()
+    }
+
+    /// The buckets other streams changed since `cursor` (moved to now), for stream `member`; on
+    /// Redis the fleet's change feed `{prefix}rlqs_changes` is read first (at most once a second
+    /// for all streams of this process).
+    pub async fn changes(&self, prefix: &str, cursor: &mut u64, member: u64) -> Changed {
+        if let Board::Redis(redis, local) = self {
+            local.feed.poll(redis, &feed_key(prefix)).await;
+        }
+        self.local().feed.since(cursor, member)
+    }
+
+    /// Tells the other streams (of the fleet, on Redis) that stream `member` changed the demands
+    /// of the buckets of fingerprints `buckets` (none: no call).
+    pub async fn announce(&self, prefix: &str, member: u64, buckets: Vec<u64>) {
+        let redis = match self {
+            Board::Redis(r, _) => Some(&**r),
+            Board::Memory(_) => None,
+        };
+        let key = feed_key(prefix);
+        self.local()
+            .feed
+            .announce(redis, &key, member, buckets)
+            .await;
+    }
+
     /// Forgets stream `member`'s demand for `key` (its stream ended): on Redis too, so an
     /// ended Envoy stops holding a share at once rather than after its demand's expiry.
     pub async fn leave(&self, key: &BucketKey, member: u64) {
@@ -92,6 +136,11 @@ impl Board {
             }
         }
     }
+}
+
+/// The name of the fleet's change feed.
+fn feed_key(prefix: &str) -> String {
+    format!("{prefix}rlqs_changes")
 }
 
 /// A demand in requests per second as the board holds it: thousandths, rounded. Two demands
@@ -109,6 +158,8 @@ type Streams = HashMap<u64, (u64, Timestamp)>;
 #[derive(Debug, Default)]
 pub struct MemoryBoard {
     buckets: Mutex<HashMap<Arc<str>, Streams>>,
+    /// Which buckets changed lately.
+    feed: Feed,
 }
 
 impl MemoryBoard {

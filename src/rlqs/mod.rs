@@ -4,7 +4,7 @@
 //! - [`bucket`]: a report's `BucketId`, sorted by key, is one descriptor of the stream's domain,
 //!   planned by the limiter; its limit is the bucket's global budget.
 //! - [`demand`]: each stream's recent demand, posted to a board every instance reads (Redis, or
-//!   this process on the memory store).
+//!   this process on the memory store); [`changes`]: which buckets' demands changed lately.
 //! - [`split`]: the budget divided in proportion to demand, as the token bucket Envoy enforces.
 //! - [`stream`]: one stream's buckets ([`tracked`]: each one's state; [`checks`]: of its reports); [`service`]: the gRPC
 //!   service and its bounds ([`slots`]: streams in all and per peer).
@@ -13,6 +13,7 @@
 
 pub mod actions;
 pub mod bucket;
+pub mod changes;
 pub mod checks;
 pub mod demand;
 mod options;

@@ -1,7 +1,8 @@
 //! `StreamRateLimitQuotas` on the gRPC port: at most `RLQS_MAX_STREAMS` open streams and
 //! `RLQS_MAX_STREAMS_PER_PEER` per client address ([`Slots`]), each driven by one task that
 //! answers reports (at most `RLQS_MAX_REPORTS_PER_SECOND`), once a second re-splits its buckets
-//! with active demand (or, after a configuration change, re-assigns or abandons them), and ends —
+//! with active demand that other streams changed (or, after a configuration change, re-assigns or
+//! abandons them), and ends —
 //! closing the response stream — when the client leaves, a report is bad, no report came for
 //! `RLQS_STREAM_IDLE_TIMEOUT`, or the service drains.
 

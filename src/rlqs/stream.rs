@@ -5,11 +5,14 @@
 //! reports become the gRPC status that ends the stream.
 //!
 //! What the board costs: a bucket's demand is posted only when it changed (or its entry is
-//! half-way to expiry), and the once-a-second re-split reads the board only for buckets with
-//! active demand (reported within the assignment TTL, with requests, under a rate). A bucket that
-//! is not reported costs no store call, and after a TTL no work at all.
+//! half-way to expiry and the bucket was reported since), and the once-a-second re-split reads the
+//! board only for buckets with active demand (reported within the assignment TTL, with requests,
+//! under a rate) that the change feed names ([`super::changes`]). A bucket whose demand holds
+//! still costs no store call, its renewals included (they resend the last assignment); a stream
+//! announces its changes in one call per report or tick, and the process reads the feed once a
+//! second for all its streams.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::time::Duration;
 
 use tonic::Status;
@@ -17,6 +20,7 @@ use tonic::Status;
 use super::Shared;
 use super::actions;
 use super::bucket::{self, BucketKey, Budget};
+use super::changes::Changed;
 use super::checks;
 use super::demand::{self, Recent};
 use super::split::{self, Assignment};
@@ -44,6 +48,13 @@ pub struct Stream {
     version: u64,
     /// When the stream opened or last sent a report (service clock).
     heard: Timestamp,
+    /// The stream's place in the board's change log (from its first report on).
+    seen: Option<u64>,
+    /// Fingerprints of the buckets whose demand this stream changed on the board and has not
+    /// announced yet.
+    pending: Vec<u64>,
+    /// Entries posted to expire up to this time were announced as lapsed.
+    lapsed: Timestamp,
 }
 
 impl Stream {
@@ -56,6 +67,9 @@ impl Stream {
             interval: Duration::from_secs(1),
             version: 0,
             heard: now,
+            seen: None,
+            pending: Vec::new(),
+            lapsed: now,
         }
     }
 
@@ -104,6 +118,10 @@ impl Stream {
             &bounds,
         )?;
         self.domain = Some(domain);
+        // Changes made after this are seen at the next tick; the board is read below anyway.
+        if self.seen.is_none() {
+            self.seen = Some(shared.board.cursor(&shared.prefix).await);
+        }
         let mut out = Vec::with_capacity(usages.len());
         for (key, u) in usages {
             let elapsed = u
@@ -137,6 +155,7 @@ impl Stream {
             out.extend(self.refresh(shared, &key, budget_changed, false).await);
         }
         self.version = snapshot.version;
+        self.announce(shared).await;
         Ok((!out.is_empty()).then_some(pb::RateLimitQuotaResponse { bucket_action: out }))
     }
 
@@ -167,29 +186,60 @@ impl Stream {
         Some(actions::assign(&key.id(), a, ttl))
     }
 
-    /// Once a second: after a configuration change, `Stream::reassess`; otherwise the share of
-    /// every bucket with active demand again from the board, so a new Envoy's arrival (or an old
-    /// one's departure) moves the others' assignments without waiting for their next report
-    /// (Envoy 1.40 reports every few seconds whatever its `reporting_interval`), and renewals of
-    /// the other buckets still reported. Buckets not reported within a TTL cost nothing.
+    /// Once a second: after a configuration change, `Stream::reassess`; otherwise the share,
+    /// again from the board, of every bucket with active demand whose demands another stream
+    /// changed (the change feed says which), so a new Envoy's arrival (or an old one's departure)
+    /// moves the others' assignments without waiting for their next report (Envoy 1.40 reports
+    /// every few seconds whatever its `reporting_interval`); and renewals of the other buckets
+    /// still reported, which resend the last assignment without a store call. Entries of this
+    /// stream that expired are announced (one call for all). Buckets not reported within a TTL
+    /// cost nothing.
     pub async fn tick(&mut self, shared: &Shared) -> Option<pb::RateLimitQuotaResponse> {
         self.domain.as_ref()?;
         if shared.config.snapshot()?.version != self.version {
             return self.reassess(shared).await;
         }
-        let (now, ttl) = (shared.clock.now(), self.ttl(shared));
+        let (now, ttl, member) = (shared.clock.now(), self.ttl(shared), self.member);
+        let changed = match self.seen.as_mut() {
+            Some(seen) => shared.board.changes(&shared.prefix, seen, member).await,
+            None => Changed::Buckets(HashSet::new()),
+        };
         let mut live: Vec<(BucketKey, bool)> = self
             .buckets
             .iter()
             .filter(|(_, t)| t.live(now, ttl))
-            .map(|(k, t)| (k.clone(), t.active(now, ttl)))
+            .map(|(k, t)| {
+                let resplit = t.active(now, ttl) && changed.contains(k.fingerprint());
+                (k.clone(), resplit)
+            })
             .collect();
         live.sort();
         let mut out = Vec::new();
-        for (key, active) in live {
-            out.extend(self.refresh(shared, &key, false, active).await);
+        for (key, resplit) in live {
+            out.extend(self.refresh(shared, &key, false, resplit).await);
         }
+        self.lapse(now);
+        self.announce(shared).await;
         (!out.is_empty()).then_some(pb::RateLimitQuotaResponse { bucket_action: out })
+    }
+
+    /// Queues the buckets whose posted entry expired since the last look (others' shares grow).
+    fn lapse(&mut self, now: Timestamp) {
+        let since = std::mem::replace(&mut self.lapsed, now);
+        let gone = self
+            .buckets
+            .iter()
+            .filter(|(_, t)| t.posted.is_some_and(|p| p.until > since && p.until <= now));
+        self.pending.extend(gone.map(|(k, _)| k.fingerprint()));
+    }
+
+    /// Announces the queued changes (one call, none when there are none).
+    async fn announce(&mut self, shared: &Shared) {
+        let changed = std::mem::take(&mut self.pending);
+        shared
+            .board
+            .announce(&shared.prefix, self.member, changed)
+            .await;
     }
 
     fn budget_of(&self, shared: &Shared, snapshot: &Snapshot, key: &BucketKey) -> Option<Budget> {
@@ -225,6 +275,9 @@ impl Stream {
                 let now = shared.clock.now();
                 let milli = demand::milli(demand);
                 let post = t.post_due(milli, now, ttl) || budget_changed;
+                if post && t.post_changes(milli, now) {
+                    self.pending.push(key.fingerprint());
+                }
                 if let (false, false, Some(p)) = (post, resplit, previous) {
                     return p;
                 }
@@ -290,14 +343,16 @@ impl Stream {
             t.budget = budget;
             out.extend(self.refresh(shared, &key, true, false).await);
         }
+        self.announce(shared).await;
         (!out.is_empty()).then_some(pb::RateLimitQuotaResponse { bucket_action: out })
     }
 
     /// Takes bucket `key`'s demand off the board if an entry of this stream may still be live
     /// there (one that expired costs no call).
-    async fn leave(&self, shared: &Shared, key: &BucketKey, t: &Tracked) {
+    async fn leave(&mut self, shared: &Shared, key: &BucketKey, t: &Tracked) {
         if t.on_board(shared.clock.now()) {
             shared.board.leave(key, self.member).await;
+            self.pending.push(key.fingerprint());
         }
     }
 
@@ -307,9 +362,11 @@ impl Stream {
         let now = shared.clock.now();
         let posted = self.buckets.iter().filter(|(_, t)| t.on_board(now));
         let keys: Vec<BucketKey> = posted.map(|(k, _)| k.clone()).collect();
-        for key in keys {
-            shared.board.leave(&key, self.member).await;
+        for key in &keys {
+            shared.board.leave(key, self.member).await;
         }
+        self.pending.extend(keys.iter().map(BucketKey::fingerprint));
+        self.announce(shared).await;
         shared.metrics_buckets(-(self.buckets.len() as i64));
         self.buckets.clear();
     }

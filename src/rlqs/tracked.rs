@@ -1,7 +1,7 @@
 //! What a stream keeps per bucket ([`Tracked`]): its recent demand, budget and last assignment,
 //! what it last posted on the demand board ([`Posted`]), and when it was last reported — which
 //! tells whether the bucket is still live (its assignment is renewed) and active (its share is
-//! re-split once a second).
+//! re-split when the board says its demands changed).
 
 use std::time::Duration;
 
@@ -53,12 +53,24 @@ impl Tracked {
     }
 
     /// Whether a demand of `milli` must be written to the board at `now`: it changed since the
-    /// last post, or that post is half-way to expiry (a demand of zero is left to lapse).
+    /// last post, or that post is half-way to expiry and the bucket was reported since (a
+    /// bucket that is no longer reported, or whose demand is zero, is left to lapse: renewing
+    /// it would cost a call per bucket for a demand nobody states).
     pub fn post_due(&self, milli: u64, now: Timestamp, ttl: Duration) -> bool {
         match self.posted {
             None => true,
-            Some(p) => p.milli != milli || (milli > 0 && now >= p.at.saturating_add(ttl / 2)),
+            Some(p) => {
+                p.milli != milli
+                    || (milli > 0 && self.reported > p.at && now >= p.at.saturating_add(ttl / 2))
+            }
         }
+    }
+
+    /// Whether posting `milli` at `now` changes the board as others see it (a new or different
+    /// demand, or one whose entry had expired): the change is announced.
+    pub fn post_changes(&self, milli: u64, now: Timestamp) -> bool {
+        self.posted
+            .is_none_or(|p| p.milli != milli || !self.on_board(now))
     }
 
     /// Whether an entry this stream posted may still be live on the board at `now` (leaving

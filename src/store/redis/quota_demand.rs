@@ -3,9 +3,12 @@
 //! entry is half-way to expiry), and reads back every live demand, so all ratelimitd instances
 //! divide one global budget (`crate::rlqs`). One script call per changed demand or per re-split
 //! of a bucket with active demand, off the `ShouldRateLimit` path, bounded by the response
-//! timeout. The regions' sync (`crate::region`) exchanges demand on boards of the same format in
+//! timeout. Beside the boards, a change feed (`lua/rlqs_changes.lua`, one Redis stream per key
+//! prefix) names the buckets whose demands changed, so that instances re-split only those: one
+//! call per usage report that changed a demand, and one read per instance a second. The regions' sync (`crate::region`) exchanges demand on boards of the same format in
 //! the global store, one hash per key and region ([`super::region_demand`]).
 
+use std::sync::LazyLock;
 use std::time::Duration;
 
 use redis::Script;
@@ -20,6 +23,30 @@ pub(super) fn script() -> Script {
         include_str!("../../../lua/deadline.lua"),
         include_str!("../../../lua/rlqs_demand.lua")
     ))
+}
+
+/// The change feed script (with the deadline prelude).
+static CHANGES: LazyLock<Script> = LazyLock::new(|| {
+    Script::new(concat!(
+        include_str!("../../../lua/deadline.lua"),
+        include_str!("../../../lua/rlqs_changes.lua")
+    ))
+});
+
+/// A position in the change feed: the id (milliseconds, sequence) of the last entry read; `(0, 0)`
+/// for the feed's start (it was empty).
+pub type FeedCursor = (u64, u64);
+
+/// What a read of the change feed found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FeedRead {
+    /// Entries after the cursor may have been trimmed before they were read: any bucket may
+    /// have changed.
+    pub lost: bool,
+    /// Where the next read starts.
+    pub cursor: FeedCursor,
+    /// Fingerprints of the buckets other instances changed since the cursor.
+    pub changed: Vec<u64>,
 }
 
 /// One stream's turn at a bucket's demand board: who, how much, when and for how long, and
@@ -77,6 +104,74 @@ impl RedisStore {
             tokio::time::timeout(self.response_timeout, call).await,
         )
         .map(drop)
+    }
+
+    /// Writes an entry of the change feed `key`: instance `instance` changed the demands of the
+    /// buckets whose fingerprints are `changed`. The feed keeps about `cap` entries.
+    pub async fn announce_changes(
+        &self,
+        key: &str,
+        instance: u64,
+        cap: usize,
+        changed: &[u64],
+    ) -> Result<(), StoreError> {
+        let list: Vec<String> = changed.iter().map(u64::to_string).collect();
+        let args = [
+            instance.to_string(),
+            cap.to_string(),
+            "-1".to_string(),
+            "0".to_string(),
+            list.join(" "),
+            "0".to_string(),
+        ];
+        let keys = [key];
+        let call = self.main.eval(&CHANGES, &keys, &args);
+        self.demand_reply(
+            "change",
+            tokio::time::timeout(self.response_timeout, call).await,
+        )
+        .map(drop)
+    }
+
+    /// Reads the change feed `key` after `cursor` for instance `instance` (its own entries are
+    /// skipped: it knows its changes already). Without a cursor, the read starts at the newest
+    /// entry (and reads nothing); a cursor of `(0, 0)` reads from the feed's start.
+    pub async fn read_changes(
+        &self,
+        key: &str,
+        instance: u64,
+        cap: usize,
+        cursor: Option<FeedCursor>,
+    ) -> Result<FeedRead, StoreError> {
+        let (ms, seq) = cursor.map_or(("-2".to_string(), "0".to_string()), |(m, s)| {
+            (m.to_string(), s.to_string())
+        });
+        let args = [
+            instance.to_string(),
+            cap.to_string(),
+            ms,
+            seq,
+            String::new(),
+            "0".to_string(),
+        ];
+        let keys = [key];
+        let call = self.main.eval(&CHANGES, &keys, &args);
+        let values = self.demand_reply(
+            "change feed read",
+            tokio::time::timeout(self.response_timeout, call).await,
+        )?;
+        let whole = |v: &i64| u64::try_from(*v).unwrap_or(0);
+        let at = |i: usize| values.get(i).map(whole);
+        match (at(0), at(1), at(2)) {
+            (Some(lost), Some(ms), Some(seq)) => Ok(FeedRead {
+                lost: lost != 0,
+                cursor: (ms, seq),
+                changed: values[3..].iter().map(whole).collect(),
+            }),
+            _ => Err(StoreError::Unavailable(format!(
+                "redis answered the RLQS change feed read with {values:?}"
+            ))),
+        }
     }
 
     /// The outcome of one call of the script (`what` it did, for the error).

@@ -13,6 +13,7 @@ use crate::support::redis::free_port;
 use crate::support::require;
 use crate::support::stores::{StoreKind, shared_redis};
 use ratelimitd::clock::Stopwatch;
+use ratelimitd::reload::ReloadOutcome;
 
 const CONFIG: &str = "domain: quota
 descriptors:
@@ -200,9 +201,25 @@ async fn a_reload_changes_what_envoy_admits() {
     let before = ok as f64 / 4.0;
     let slower = CONFIG.replace("requests_per_unit: 20}", "requests_per_unit: 4}");
     std::fs::write(s.dir.path().join("quota.yaml"), slower).unwrap();
-    let _ = s.running().reload_now().await;
-    // Pushed within a second (the stream checks the configuration once a second).
-    tokio::time::sleep(Duration::from_millis(1500)).await;
+    let outcome = s.running().reload_now().await;
+    assert!(
+        matches!(outcome, ReloadOutcome::Loaded { domains: 1, .. }),
+        "the reload puts the 4/s configuration in service: {outcome:?}"
+    );
+    // The stream pushes the new budget at its next configuration check (once a second): wait
+    // until Envoy enforces it, i.e. one second of ~40 requests admits at most a fresh bucket of 4
+    // plus 4 (at 20/s it admitted ~20), bounded: 10 s.
+    let watch = Stopwatch::start();
+    loop {
+        let (ok, _) = load(envoy.port, Duration::ZERO, Duration::from_secs(1)).await;
+        if ok <= 8 {
+            break;
+        }
+        assert!(
+            watch.elapsed() < Duration::from_secs(10),
+            "Envoy still admitted {ok} requests a second 10 s after the reload to 4/s"
+        );
+    }
     let (ok, _) = load(envoy.port, Duration::ZERO, Duration::from_secs(5)).await;
     let after = ok as f64 / 5.0;
     eprintln!("RLQS reload: admitted {before:.1}/s at 20/s, then {after:.1}/s at 4/s");

@@ -1,5 +1,6 @@
 //! The Rate Limit Quota Service over real gRPC with a tonic client: the protocol and budget split,
-//! and hostile or idle clients.
+//! hostile or idle clients, and what the service costs Redis.
 
+mod cost;
 mod hostile;
 mod protocol;
