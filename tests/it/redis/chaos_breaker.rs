@@ -217,10 +217,12 @@ async fn hung_redis_is_answered_by_the_breaker_then_decides_again() {
 async fn slow_redis_is_answered_by_the_breaker_then_decides_again() {
     require!(Redis);
     unresponsive("slow", "deny", Code::OverLimit, "failure_policy", |r| {
-        // `DEBUG SLEEP` blocks the server; the command itself returns when it wakes.
+        // `DEBUG SLEEP` blocks the server; the command itself returns when it wakes. Long
+        // enough for the three calls that open the breaker on a loaded host, where each may take
+        // several times its timeout.
         let (port, pid) = (r.port.to_string(), redis_pid(r));
         let cli = std::process::Command::new("redis-cli")
-            .args(["-p", &port, "DEBUG", "SLEEP", "2"])
+            .args(["-p", &port, "DEBUG", "SLEEP", "5"])
             .stdout(std::process::Stdio::null())
             .spawn()
             .expect("redis-cli runs");

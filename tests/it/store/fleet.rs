@@ -56,7 +56,11 @@ async fn under_the_limit(all: &[&TestServer], key: &str, value: &str) -> Vec<f64
     for s in all {
         estimated.push(estimated_error(s).await);
     }
-    assert_eq!(admitted, [80, 80, 80], "under the limit every hit is admitted");
+    assert_eq!(
+        admitted,
+        [80, 80, 80],
+        "under the limit every hit is admitted"
+    );
     let r = all[0].rl("fleet", &[&[(key, value)]]).await;
     assert_eq!(r.overall_code, Code::Ok as i32);
     estimated
