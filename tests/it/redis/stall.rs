@@ -54,8 +54,8 @@ const IN_FLIGHT: usize = 8;
 /// At most this many calls per load task: the load stops by itself.
 const MAX_CALLS_PER_TASK: u64 = 10_000;
 /// Real-time bound on every phase of the load: the test waits for a number of decisions, and a
-/// debug build on a loaded 2-core host makes a few dozen a second at worst.
-const PHASE_LIMIT: Duration = Duration::from_secs(120);
+/// debug build on an overloaded 2-core host was seen making fewer than 35 a second.
+const PHASE_LIMIT: Duration = Duration::from_secs(300);
 
 /// Decisions of the load so far, by who answered.
 #[derive(Default)]

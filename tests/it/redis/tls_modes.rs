@@ -30,7 +30,8 @@ fn env(kind: &str, url: String, files: &TlsFiles) -> Vec<(String, String)> {
         ("REDIS_TLS_CACERT", files.path("ca.crt")),
         ("REDIS_RESPONSE_TIMEOUT", "2s".into()),
         ("REDIS_STARTUP_MAX_ELAPSED_TIME", "1ms".into()),
-        ("REDIS_TIMEOUT", "2s".into()),
+        // A TLS handshake of a debug build on a loaded host can take seconds.
+        ("REDIS_TIMEOUT", "10s".into()),
     ]
     .into_iter()
     .map(|(k, v)| (k.to_string(), v))
