@@ -22,7 +22,7 @@ use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::Duration;
 
-use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt, ReadBuf};
 use tokio::net::{TcpListener, UnixListener};
 use tokio::sync::mpsc;
 
@@ -139,6 +139,8 @@ impl Conn {
 
 /// How long a client may take to finish the TLS handshake.
 const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
+/// How long a refused handshake's TLS alert may take to leave before the connection is dropped.
+const ALERT_TIMEOUT: Duration = Duration::from_secs(1);
 
 impl GrpcListener {
     /// Accepts one connection under `gate`'s cap (waiting for room first) and `limits`.
@@ -222,11 +224,18 @@ async fn accept_loop(accepting: Accepting, tx: mpsc::Sender<Conn>) {
         let acceptor = tokio_rustls::TlsAcceptor::from(tls.current());
         let tx = tx.clone();
         tokio::spawn(async move {
-            match tokio::time::timeout(HANDSHAKE_TIMEOUT, acceptor.accept(io)).await {
+            let handshake = acceptor.accept(io).into_fallible();
+            match tokio::time::timeout(HANDSHAKE_TIMEOUT, handshake).await {
                 Ok(Ok(stream)) => {
                     let _ = tx.send(conn(Box::new(stream), info)).await;
                 }
-                Ok(Err(e)) => tracing::debug!(error = %e, "TLS handshake failed"),
+                Ok(Err((e, mut io))) => {
+                    tracing::debug!(error = %e, "TLS handshake failed");
+                    // The alert that says why (no client certificate, an unknown CA, a name
+                    // the SAN check refused) sits in the write coalescer: send it before the
+                    // connection closes, so the client learns the reason rather than an EOF.
+                    let _ = tokio::time::timeout(ALERT_TIMEOUT, io.shutdown()).await;
+                }
                 Err(_) => tracing::debug!("TLS handshake timed out"),
             }
         });

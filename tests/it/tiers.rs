@@ -35,6 +35,9 @@ fn a_missing_program_skips_its_tests_with_a_reason() {
         "skipped {NEEDS_REDIS}: needs redis-server (install: apt-get install redis-server, or run tests/run.sh)"
     );
     assert!(text.lines().any(|l| l == line), "{text}");
+    let warning =
+        "WARNING: redis-server is not installed: every test that needs it passes WITHOUT RUNNING";
+    assert!(text.contains(warning), "said once per run: {text}");
     assert!(text.contains("1 passed"), "{text}");
 }
 

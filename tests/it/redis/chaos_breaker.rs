@@ -9,7 +9,8 @@
 use std::time::Duration;
 
 use crate::support::chaos::{
-    CFG, ENV, Paused, SLACK, TIMEOUT, load, report, target_transitions, timed, until_redis_decides,
+    CFG, ENV, HANG, Paused, answered_at_once, load, redis_pid, report, target_transitions, timed,
+    until_redis_decides,
 };
 use crate::support::redis::RedisServer;
 use crate::support::require;
@@ -25,6 +26,32 @@ fn transitions(s: &TestServer, to: &str) -> u64 {
     target_transitions(s, "main", to)
 }
 
+/// Waits (bounded) until every instance of `fleet` has read the whole fleet from the instances'
+/// set. A heartbeat adds its instance, scored by its clock's second, and then reads how many
+/// there are: once all have announced themselves, each instance's clock moves on one second, and
+/// a member scored with that second was written by a beat that read the whole set.
+async fn every_instance_has_seen(redis: &RedisServer, fleet: &[TestServer]) {
+    let key = "{ratelimitd_instances}";
+    let n = fleet.len().to_string();
+    let watch = Stopwatch::start();
+    while redis.cli(&["ZCARD", key]) != n {
+        assert!(watch.elapsed() < Duration::from_secs(30), "heartbeats");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    for s in fleet {
+        s.advance(Duration::from_secs(1));
+    }
+    let since = (crate::support::T0 + 1).to_string();
+    while redis.cli(&["ZCOUNT", key, &since, "+inf"]) != n {
+        assert!(
+            watch.elapsed() < Duration::from_secs(30),
+            "every instance beats again: {}",
+            redis.cli(&["ZRANGE", key, "0", "-1", "WITHSCORES"])
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn killed_redis_three_instances_fall_back_to_their_share_then_redis_decides_again() {
     require!(Redis);
@@ -34,15 +61,10 @@ async fn killed_redis_three_instances_fall_back_to_their_share_then_redis_decide
         start(&redis).await,
         start(&redis).await,
     ];
-    // Every instance announces itself; one more beat each and all have read three.
-    let watch = Stopwatch::start();
-    while redis.cli(&["ZCARD", "{ratelimitd_instances}"]) != "3" {
-        assert!(watch.elapsed() < Duration::from_secs(5), "heartbeats");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    tokio::time::sleep(Duration::from_millis(1_300)).await;
+    every_instance_has_seen(&redis, &fleet).await;
     let (before, _, sources) = load(&fleet[0], "local", "warm", 20).await;
     assert!(sources.iter().all(|s| s == "store"), "{sources:?}");
+    answered_at_once("killed, before", &before);
     report("killed", "before", &before);
 
     redis.kill();
@@ -64,6 +86,7 @@ async fn killed_redis_three_instances_fall_back_to_their_share_then_redis_decide
         admitted <= 30,
         "the fleet admits at most the limit: {admitted}"
     );
+    answered_at_once("killed, breaker open", &open);
     report("killed", "breaker closed", &closed);
     report("killed", "breaker open", &open);
 
@@ -130,6 +153,7 @@ async fn unresponsive(
     }
     let r = timed(&s, "chaos", (key, "x")).await.1.unwrap();
     assert_eq!(overall(&r), expect);
+    answered_at_once(&format!("{fault}, breaker open"), &open);
     report(fault, "breaker closed", &times[..3]);
     report(fault, "breaker open", &open);
     assert_eq!(transitions(&s, "opened"), 1);
@@ -162,6 +186,24 @@ async fn unresponsive(
     s.shutdown().await;
 }
 
+/// Waits (bounded) until the redis-server `pid` sleeps in `DEBUG SLEEP`: its main thread is in
+/// `nanosleep`, where an idle server waits in `epoll_wait` instead (Linux's `/proc/<pid>/wchan`).
+fn until_asleep(pid: &str) {
+    let wchan = format!("/proc/{pid}/wchan");
+    let watch = Stopwatch::start();
+    loop {
+        let now = std::fs::read_to_string(&wchan).unwrap_or_default();
+        if now.contains("nanosleep") {
+            return;
+        }
+        assert!(
+            watch.elapsed() < Duration::from_secs(30),
+            "redis-server never started its DEBUG SLEEP (waits in {now:?})"
+        );
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn hung_redis_is_answered_by_the_breaker_then_decides_again() {
     require!(Redis);
@@ -175,14 +217,16 @@ async fn hung_redis_is_answered_by_the_breaker_then_decides_again() {
 async fn slow_redis_is_answered_by_the_breaker_then_decides_again() {
     require!(Redis);
     unresponsive("slow", "deny", Code::OverLimit, "failure_policy", |r| {
-        // `DEBUG SLEEP` blocks the server; the command itself returns when it wakes.
-        let port = r.port.to_string();
+        // `DEBUG SLEEP` blocks the server; the command itself returns when it wakes. Long
+        // enough for the three calls that open the breaker on a loaded host, where each may take
+        // several times its timeout.
+        let (port, pid) = (r.port.to_string(), redis_pid(r));
         let cli = std::process::Command::new("redis-cli")
-            .args(["-p", &port, "DEBUG", "SLEEP", "2"])
+            .args(["-p", &port, "DEBUG", "SLEEP", "5"])
             .stdout(std::process::Stdio::null())
             .spawn()
             .expect("redis-cli runs");
-        std::thread::sleep(Duration::from_millis(300));
+        until_asleep(&pid);
         Stall::Sleeping(cli)
     })
     .await;
@@ -202,6 +246,7 @@ async fn a_dead_per_second_redis_does_not_fail_the_limits_of_the_main_one() {
     ]);
     let s = TestServer::start_on(&[("c.yaml", CFG)], &env, Some(&main)).await;
     per_second.kill();
+    let mut times = Vec::new();
     for i in 1..=10u32 {
         let watch = Stopwatch::start();
         let r = s
@@ -211,12 +256,14 @@ async fn a_dead_per_second_redis_does_not_fail_the_limits_of_the_main_one() {
             ))
             .await
             .expect("answered");
-        assert!(watch.elapsed() < TIMEOUT + SLACK);
+        times.push(watch.elapsed());
+        assert!(watch.elapsed() < HANG, "call {i}: answered in {times:?}");
         assert_eq!(overall(&r), Code::Ok, "call {i}");
         // The main Redis decided its limit; the per-second one was not enforced (allow).
         assert_eq!(r.statuses[0].limit_remaining, 30 - i, "call {i}");
         assert!(r.statuses[1].current_limit.is_none(), "call {i}");
     }
+    answered_at_once("a dead per-second Redis", &times);
     assert_eq!(target_transitions(&s, "per_second", "opened"), 1);
     assert_eq!(target_transitions(&s, "main", "opened"), 0);
     s.shutdown().await;

@@ -114,27 +114,46 @@ async fn three_processes_on_a_valkey_cluster_admit_exactly_the_limit() {
     exact_on_a_cluster(Flavor::Valkey).await;
 }
 
+/// With `REDIS_STARTUP_MAX_ELAPSED_TIME` set (Go's behaviour; the default `0` opens the ports at
+/// once and dials Redis in the background, `start_without_redis.rs`), the binary retries with
+/// backoff and keeps its ports closed until Redis answers; then it becomes ready and Redis
+/// decides.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn startup_waits_for_redis_with_backoff() {
+async fn startup_waits_for_redis_with_backoff_when_asked_to() {
     require!(Redis);
     let mut r = RedisServer::not_started(&[]);
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join("x.yaml"), CFG).unwrap();
     let mut env = r.env();
     env.push(("RATELIMITD_CONFIG".into(), dir.path().display().to_string()));
+    env.push(("RATELIMITD_TEST_MANUAL_CLOCK".into(), "1000000".into()));
+    env.push(("REDIS_STARTUP_MAX_ELAPSED_TIME".into(), "120s".into()));
     env.push(("REDIS_STARTUP_INITIAL_INTERVAL".into(), "50ms".into()));
     env.push(("REDIS_STARTUP_MAX_INTERVAL".into(), "200ms".into()));
-    // The binary blocks in its startup backoff until Redis appears; spawn() waits for "listening".
-    let server = std::thread::spawn(move || process::spawn(&env));
-    std::thread::sleep(std::time::Duration::from_millis(500));
-    assert!(
-        !server.is_finished(),
-        "the ports must not open before Redis answers"
-    );
+    let mut starting = process::starting(&env);
+    // Two failed attempts, each announcing a longer wait; `until_line` fails if the binary
+    // reports its addresses first, so the ports stay closed while it waits.
+    let first = starting.until_line("cannot reach Redis yet");
+    let second = starting.until_line("cannot reach Redis yet");
+    assert!(first.contains("50ms"), "{first}");
+    assert!(second.contains("100ms"), "backoff: {second}");
     r.restart();
-    let s = tokio::task::spawn_blocking(move || server.join().unwrap())
+    let s = tokio::task::spawn_blocking(move || starting.listening())
         .await
         .unwrap();
+    let readyz = format!("http://{}/readyz", s.http_addr);
+    let watch = ratelimitd::clock::Stopwatch::start();
+    loop {
+        let status = reqwest::get(&readyz).await.map(|r| r.status().as_u16());
+        if matches!(status, Ok(200)) {
+            break;
+        }
+        assert!(
+            watch.elapsed() < std::time::Duration::from_secs(30),
+            "not ready with Redis up: {status:?}"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
     let mut client = RateLimitServiceClient::connect(format!("http://{}", s.grpc_addr))
         .await
         .unwrap();
@@ -144,4 +163,9 @@ async fn startup_waits_for_redis_with_backoff() {
         .unwrap()
         .into_inner();
     assert_eq!(st(&resp, 0), (Code::Ok, lim(LIMIT, "HOUR"), LIMIT - 1));
+    assert_eq!(
+        r.cli(&["GET", "{1:x|1:k=1:a}:fw:3600:997200"]),
+        "1",
+        "decided by Redis"
+    );
 }

@@ -5,9 +5,10 @@
 //!   `DEBUG SLEEP` of 0.8 and 1.33 times `REDIS_RESPONSE_TIMEOUT` (the 12 ms and 20 ms stalls of a
 //!   15 ms timeout) cost the calls that were in flight, not a breaker cool-down: the breaker never
 //!   opens, `/healthcheck` stays 200, and under 0.5% of the decisions are answered by the failure
-//!   mode. The timeout is scaled
-//!   up to 100 ms as in the rest of the suite (a debug build on a loaded 2-core machine misses
-//!   15 ms on its own); `bench/stall.sh` measures the 15 ms default on a release build;
+//!   mode. The timeout is scaled up to the chaos tests' 250 ms, and the stalls with it: a debug
+//!   build on a loaded 2-core machine misses 15 ms, and now and then 100 ms, on its own, and
+//!   such a miss is a failure like a stall's; 1.33 times it still stays under the health check's
+//!   500 ms. `bench/stall.sh` measures the 15 ms default on a release build;
 //! - the same load on a Redis that stops answering (SIGSTOP) still opens it;
 //! - counters holding the wrong type (a string that is not a number, a hash) make the script
 //!   fail with an error reply: that caller is answered by its failure policy, every other client
@@ -17,7 +18,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Duration;
 
-use crate::support::chaos::{Paused, source, target_transitions, timed};
+use crate::support::chaos::{Paused, TIMEOUT, source, target_transitions, timed};
 use crate::support::process;
 use crate::support::redis::RedisServer;
 use crate::support::require;
@@ -37,23 +38,24 @@ descriptors:
 "#;
 
 /// The breaker's defaults, a response timeout short enough that the stalls below pass it (the
-/// harness's Redis settings have a 2 s one); sources in the metadata, metrics on (the breaker's
-/// transition counts).
+/// harness's Redis settings have a 2 s one) and long enough that a loaded host does not
+/// (`chaos::TIMEOUT`); sources in the metadata, metrics on (the breaker's transition counts).
 const ENV: [(&str, &str); 4] = [
-    ("REDIS_RESPONSE_TIMEOUT", "100ms"),
+    ("REDIS_RESPONSE_TIMEOUT", "250ms"),
     ("RESPONSE_DYNAMIC_METADATA", "true"),
     ("USE_PROMETHEUS", "true"),
     ("PROMETHEUS_ADDR", "127.0.0.1:0"),
 ];
 
 /// `DEBUG SLEEP` seconds: 0.8 and 1.33 times the response timeout, twice each.
-const STALLS: [&str; 4] = ["0.08", "0.133", "0.08", "0.133"];
+const STALLS: [&str; 4] = ["0.2", "0.333", "0.2", "0.333"];
 /// Calls in flight at once.
 const IN_FLIGHT: usize = 8;
 /// At most this many calls per load task: the load stops by itself.
 const MAX_CALLS_PER_TASK: u64 = 10_000;
-/// Real-time bound on every phase of the load.
-const PHASE_LIMIT: Duration = Duration::from_secs(30);
+/// Real-time bound on every phase of the load: the test waits for a number of decisions, and a
+/// debug build on an overloaded 2-core host was seen making fewer than 35 a second.
+const PHASE_LIMIT: Duration = Duration::from_secs(300);
 
 /// Decisions of the load so far, by who answered.
 #[derive(Default)]
@@ -228,8 +230,9 @@ async fn a_hung_redis_under_the_same_load_still_opens_the_breaker() {
     let paused = Paused::stop(&redis);
     let watch = Stopwatch::start();
     while target_transitions(&s, "main", "opened") == opened {
+        // Three failed calls in a row, each a response timeout: far less than twelve.
         assert!(
-            watch.elapsed() < Duration::from_secs(2),
+            watch.elapsed() < TIMEOUT.saturating_mul(12),
             "the breaker opens on a hung Redis"
         );
         tokio::time::sleep(Duration::from_millis(5)).await;

@@ -22,8 +22,22 @@ pub(crate) struct Spawned {
     pub lines: std::sync::mpsc::Receiver<String>,
 }
 
-/// Starts the binary with `env` on top of loopback/ephemeral-port settings and JSON info logs.
+/// Starts the binary with `env` on top of loopback/ephemeral-port settings and JSON info logs;
+/// returns once it reports its addresses.
 pub(crate) fn spawn(env: &[(String, String)]) -> Spawned {
+    starting(env).listening()
+}
+
+/// A binary started and not yet listening (or not yet known to be): its startup log so far.
+/// Killed on drop unless [`Starting::listening`] took it.
+pub(crate) struct Starting {
+    child: Option<Child>,
+    lines: std::sync::mpsc::Receiver<String>,
+    startup: Vec<String>,
+}
+
+/// Starts the binary as [`spawn`] does, without waiting for it.
+pub(crate) fn starting(env: &[(String, String)]) -> Starting {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_ratelimitd"));
     let logs = [
         ("LOG_LEVEL", "info"),
@@ -43,34 +57,76 @@ pub(crate) fn spawn(env: &[(String, String)]) -> Spawned {
             let _ = tx.send(line);
         }
     });
-    let watch = Stopwatch::start();
-    let mut startup = Vec::new();
-    while let Some(left) = Duration::from_secs(30).checked_sub(watch.elapsed()) {
-        let Ok(line) = rx.recv_timeout(left) else {
-            break;
-        };
-        if line.contains("ratelimitd listening") {
-            let v: serde_json::Value = serde_json::from_str(&line).unwrap();
-            let field = |k: &str| v[k].as_str().unwrap_or_default().to_string();
-            return Spawned {
-                grpc_addr: field("grpc_addr"),
-                http_addr: field("http_addr"),
-                debug_addr: field("debug_addr"),
-                admin_addr: field("admin_addr"),
-                child,
-                log: v,
-                startup,
-                lines: rx,
-            };
-        }
-        startup.push(line);
+    Starting {
+        child: Some(child),
+        lines: rx,
+        startup: Vec::new(),
     }
-    let _ = child.kill();
-    let _ = child.wait();
-    panic!(
-        "ratelimitd did not report its addresses; it wrote:\n{}",
-        startup.join("\n")
-    );
+}
+
+impl Starting {
+    /// Waits (at most 30 s) for the next startup line containing `text` and returns it; panics
+    /// with the log so far if the binary reports its addresses first, exits or stays silent.
+    pub(crate) fn until_line(&mut self, text: &str) -> String {
+        let watch = Stopwatch::start();
+        while let Some(left) = Duration::from_secs(30).checked_sub(watch.elapsed()) {
+            let Ok(line) = self.lines.recv_timeout(left) else {
+                break;
+            };
+            self.startup.push(line.clone());
+            if line.contains(text) {
+                return line;
+            }
+            assert!(
+                !line.contains("ratelimitd listening"),
+                "listening before it wrote {text:?}:\n{}",
+                self.startup.join("\n")
+            );
+        }
+        panic!(
+            "ratelimitd did not write {text:?}; it wrote:\n{}",
+            self.startup.join("\n")
+        );
+    }
+
+    /// Waits (at most 30 s) until the binary reports its addresses.
+    pub(crate) fn listening(mut self) -> Spawned {
+        let watch = Stopwatch::start();
+        while let Some(left) = Duration::from_secs(30).checked_sub(watch.elapsed()) {
+            let Ok(line) = self.lines.recv_timeout(left) else {
+                break;
+            };
+            if line.contains("ratelimitd listening") {
+                let v: serde_json::Value = serde_json::from_str(&line).unwrap();
+                let field = |k: &str| v[k].as_str().unwrap_or_default().to_string();
+                let (_, lines) = std::sync::mpsc::channel();
+                return Spawned {
+                    grpc_addr: field("grpc_addr"),
+                    http_addr: field("http_addr"),
+                    debug_addr: field("debug_addr"),
+                    admin_addr: field("admin_addr"),
+                    child: self.child.take().unwrap(),
+                    log: v,
+                    startup: std::mem::take(&mut self.startup),
+                    lines: std::mem::replace(&mut self.lines, lines),
+                };
+            }
+            self.startup.push(line);
+        }
+        panic!(
+            "ratelimitd did not report its addresses; it wrote:\n{}",
+            self.startup.join("\n")
+        );
+    }
+}
+
+impl Drop for Starting {
+    fn drop(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
 }
 
 impl Drop for Spawned {

@@ -2,7 +2,9 @@
 //! Chromium, promtool, podman, schemathesis) starts with `require!(Redis)` (or several: `require!(Redis,
 //! Envoy)`). When the program is there, nothing happens. When it is missing, plain `cargo test`
 //! skips the test, saying so on one line (the test then counts as passed: libtest has no skipped
-//! state), so a machine with only a Rust toolchain still runs the unit and in-process tests.
+//! state), so a machine with only a Rust toolchain still runs the unit and in-process tests; the
+//! first skip for each missing program also says, once per run, that every test needing it
+//! passes without running.
 //! Under `CI=true` or `RATELIMITD_TEST_REQUIRE_ALL=1` (set by `tests/run.sh`) a missing program
 //! fails the test instead: the full run never passes by skipping.
 //!
@@ -138,11 +140,29 @@ pub(crate) fn skip(needs: &[Need]) -> bool {
         "{line}; this run requires every external program (CI or RATELIMITD_TEST_REQUIRE_ALL)"
     );
     // Straight to the process's stderr: libtest captures what `eprintln!` writes in a test that
-    // passes, and a skip passes.
+    // passes, and a skip passes; it does not capture writes to the stderr handle itself.
     let thread = std::thread::current();
     let test = thread.name().unwrap_or("a test");
-    let _ = writeln!(std::io::stderr().lock(), "skipped {test}: {line}");
+    let mut stderr = std::io::stderr().lock();
+    announce(*missing, &mut stderr);
+    let _ = writeln!(stderr, "skipped {test}: {line}");
     true
+}
+
+/// Writes, once per run and missing program, that the tests needing it pass without running:
+/// the line a reader of a green run must not miss among the per-test ones.
+fn announce(missing: Need, out: &mut impl Write) {
+    static SAID: [OnceLock<()>; Need::ALL.len()] = [const { OnceLock::new() }; Need::ALL.len()];
+    let i = Need::ALL.iter().position(|n| *n == missing).unwrap();
+    SAID[i].get_or_init(|| {
+        let (what, install) = missing.describe();
+        let _ = writeln!(
+            out,
+            "WARNING: {what} is not installed: every test that needs it passes WITHOUT RUNNING \
+             (install: {install}; with RATELIMITD_TEST_REQUIRE_ALL=1, as tests/run.sh sets, they \
+             fail instead)"
+        );
+    });
 }
 
 /// `require!(Redis)`, `require!(Redis, Envoy)`: returns from the test when one of them is
