@@ -111,8 +111,8 @@ impl Standing {
     /// back by another region's share, so every instance holding a share of the key off the
     /// board looks at it this round (and joins).
     pub(super) fn announces(&self, milli: u64, mode: BoardMode) -> bool {
-        let starts = self.asking == 0
-            && (self.written).is_none_or(|(w, _)| w == 0 || milli > w + w / 8);
+        let starts =
+            self.asking == 0 && (self.written).is_none_or(|(w, _)| w == 0 || milli > w + w / 8);
         mode == BoardMode::Post && milli > 0 && (starts || self.blocked)
     }
 
@@ -258,14 +258,22 @@ impl Standing {
         } else {
             share::demand_shares(&demands, follow.floor)[me]
         };
-        let step = share::step_own(share::from_ppm(held), target, follow.max_step, demands.len());
+        let step = share::step_own(
+            share::from_ppm(held),
+            target,
+            follow.max_step,
+            demands.len(),
+        );
         // A fall takes effect now (rounded up to a whole part, never above what it held); a
         // rise is asked for at the next post.
         let (next, want) = if step < share::from_ppm(held) {
             (share::ppm_up(step).min(held), None)
         } else {
             let want = share::ppm(step);
-            (held, (want > held && self.asking >= RISE_AFTER).then_some(want))
+            (
+                held,
+                (want > held && self.asking >= RISE_AFTER).then_some(want),
+            )
         };
         self.want = want;
         let after = share::from_ppm(want.unwrap_or(next));
@@ -365,7 +373,11 @@ mod tests {
             }
             let t = turn(&s, &k, 10_000, mode);
             // Alone: every rise asked for is granted (up to us's floor).
-            let granted = if mode == BoardMode::Post { t.want.min(900_000) } else { 0 };
+            let granted = if mode == BoardMode::Post {
+                t.want.min(900_000)
+            } else {
+                0
+            };
             let r = reply(mode == BoardMode::Post, granted, &[(7, 10_000)], &[]);
             share = s.settle(&k, (0, 7, now), (&t, &r), &both).unwrap_or(share);
             climbed.push(share);
@@ -376,7 +388,11 @@ mod tests {
             "no rise in its first two rounds; the second asks, the third's post grants it"
         );
         assert!((share - 0.9).abs() < 1e-9, "{climbed:?}");
-        assert_eq!(s.posted.map(|p| p.0), Some(900_000), "its entry records 0.9");
+        assert_eq!(
+            s.posted.map(|p| p.0),
+            Some(900_000),
+            "its entry records 0.9"
+        );
         // Parked: no call while the entry lives, one post half-way to its expiry.
         let k = key(share);
         let (_, at) = s.posted.unwrap();
@@ -391,7 +407,10 @@ mod tests {
         let r = reply(true, 900_000, &[(7, 10_000)], &[(8, 30_000)]);
         let next = s.settle(&k, (0, 7, now), (&t, &r), &both).unwrap();
         assert!((next - 0.8).abs() < 1e-9, "{next}");
-        assert!(s.must_post(&key(next), now, hold), "the lower share is posted");
+        assert!(
+            s.must_post(&key(next), now, hold),
+            "the lower share is posted"
+        );
         assert!(!s.leave);
     }
 

@@ -64,8 +64,8 @@ impl Global {
         if turn.mode == BoardMode::PostIfContested && !contested {
             contested = (mine.iter()).any(|(m, e)| *m != member && e.1 > now && e.0 > 0);
         }
-        let post = turn.mode == BoardMode::Post
-            || (turn.mode == BoardMode::PostIfContested && contested);
+        let post =
+            turn.mode == BoardMode::Post || (turn.mode == BoardMode::PostIfContested && contested);
         if turn.mode == BoardMode::Leave {
             mine.remove(&member);
         }
@@ -273,11 +273,26 @@ fn two_regions_never_hold_more_than_the_limit_while_demand_moves_and_one_is_cut_
             (20, &[0.0, 30.0], None),
         ];
         let (most, peaks, _) = run(&["eu", "us"], 2, (0.1, 0.2), phases, seed);
-        assert!(most > PPM * 95 / 100, "seed {seed}: the budget is used: {most}");
-        assert!(peaks[0][0] >= 0.9 - 1e-9, "seed {seed}: eu climbs: {peaks:?}");
-        assert!(peaks[1][1] >= 0.9 - 1e-9, "seed {seed}: us climbs: {peaks:?}");
-        assert!(peaks[3][0] >= 0.9 - 1e-9, "seed {seed}: eu climbs after the lease: {peaks:?}");
-        assert!(peaks[4][1] >= 0.9 - 1e-9, "seed {seed}: us is back: {peaks:?}");
+        assert!(
+            most > PPM * 95 / 100,
+            "seed {seed}: the budget is used: {most}"
+        );
+        assert!(
+            peaks[0][0] >= 0.9 - 1e-9,
+            "seed {seed}: eu climbs: {peaks:?}"
+        );
+        assert!(
+            peaks[1][1] >= 0.9 - 1e-9,
+            "seed {seed}: us climbs: {peaks:?}"
+        );
+        assert!(
+            peaks[3][0] >= 0.9 - 1e-9,
+            "seed {seed}: eu climbs after the lease: {peaks:?}"
+        );
+        assert!(
+            peaks[4][1] >= 0.9 - 1e-9,
+            "seed {seed}: us is back: {peaks:?}"
+        );
     }
 }
 
@@ -292,10 +307,22 @@ fn three_regions_never_hold_more_than_the_limit_while_demand_moves_and_one_is_cu
             (20, &[5.0, 5.0, 30.0], None),
         ];
         let (most, peaks, _) = run(&["ap", "eu", "us"], 1, (0.05, 0.1), phases, seed);
-        assert!(most > PPM * 95 / 100, "seed {seed}: the budget is used: {most}");
-        assert!(peaks[0][0] >= 0.9 - 1e-9, "seed {seed}: ap climbs: {peaks:?}");
-        assert!(peaks[1][2] >= 0.9 - 1e-9, "seed {seed}: us climbs: {peaks:?}");
-        assert!(peaks[3][0] >= 0.6, "seed {seed}: ap climbs after the lease: {peaks:?}");
+        assert!(
+            most > PPM * 95 / 100,
+            "seed {seed}: the budget is used: {most}"
+        );
+        assert!(
+            peaks[0][0] >= 0.9 - 1e-9,
+            "seed {seed}: ap climbs: {peaks:?}"
+        );
+        assert!(
+            peaks[1][2] >= 0.9 - 1e-9,
+            "seed {seed}: us climbs: {peaks:?}"
+        );
+        assert!(
+            peaks[3][0] >= 0.6,
+            "seed {seed}: ap climbs after the lease: {peaks:?}"
+        );
     }
 }
 
@@ -311,7 +338,10 @@ fn a_region_cut_off_keeps_its_share_for_the_lease_and_nobody_takes_it_meanwhile(
         ];
         let (_, peaks, ends) = run(&["eu", "us"], 2, (0.1, 0.2), settle, seed);
         assert!(ends[0][1] >= 0.4, "seed {seed}: {ends:?}");
-        assert_eq!(ends[1][1], ends[0][1], "seed {seed}: us keeps its share: {ends:?}");
+        assert_eq!(
+            ends[1][1], ends[0][1],
+            "seed {seed}: us keeps its share: {ends:?}"
+        );
         assert!(
             peaks[1][0] <= 1.0 - ends[0][1] + 1e-9,
             "seed {seed}: eu took us's share during the cut: {peaks:?} {ends:?}"

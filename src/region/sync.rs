@@ -18,7 +18,10 @@
 //! The calls go through the global store's own circuit breaker (target `global`, settings
 //! `REDIS_BREAKER_*`): once it opens, rounds make no call until its cool-down has passed, then one
 //! round probes. A round that cannot reach the global store changes no share: the region keeps
-//! enforcing the last one (never the whole limit, never zero), and the next round catches up.
+//! enforcing the last one (never the whole limit, never zero) for [`LEASE_INTERVALS`] intervals
+//! after the start of its last round that did, then falls to its floors; the other regions count
+//! the shares its entries record until two intervals after that (the instance is then *lapsed*:
+//! [`super::members::lapsed`]), so nobody takes a share its region may still enforce.
 
 use std::collections::{BTreeSet, HashMap, HashSet};
 use std::sync::Arc;

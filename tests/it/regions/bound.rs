@@ -108,7 +108,8 @@ async fn world(
     let last = count - 1;
     let mut draw = Draw(0x5eed_0000 + count as u64);
     // 60 a minute is 1 a second; 12 requests a tick (10 s) press on any share.
-    let only = |r: usize| -> Vec<usize> { (0..count).map(|i| if i == r { 12 } else { 0 }).collect() };
+    let only =
+        |r: usize| -> Vec<usize> { (0..count).map(|i| if i == r { 12 } else { 0 }).collect() };
     let even = vec![12; count];
     let mut trace = Vec::new();
     for load in [only(0), only(last), even.clone()] {

@@ -43,7 +43,9 @@ async fn a_restarted_instance_s_old_share_stops_counting_once_its_lease_has_run_
     // lease (and the margin) has run out, the 0.63 it recorded holds eu where it was; then eu
     // climbs to half, as the demand asks.
     assert!(
-        shares[..lapse - 2].iter().all(|s| (s - settled).abs() < 1e-9),
+        shares[..lapse - 2]
+            .iter()
+            .all(|s| (s - settled).abs() < 1e-9),
         "{shares:?}"
     );
     assert!(shares[lapse + 1] > settled + 0.09, "{shares:?}");

@@ -2,17 +2,19 @@
 //! share, shares that follow demand (with a floor, moving at most a set amount per sync), and the
 //! bounds on how far the world's admissions can stray from the global limit.
 //!
-//! **Static shares.** Region `r` enforces `⌊s_r × L⌋` on its own store; with `Σ s_r ≤ 1` the
+//! **Static shares.** Region `r` enforces `⌊s_r × L⌋` on its own store, exactly: the share is
+//! taken in whole parts per million ([`ppm`]), so `0.57` of 100 is 57. With `Σ s_r ≤ 1` the
 //! world admits at most `Σ ⌊s_r × L⌋ ≤ L` per window: no over-admission at all. Rounding down
 //! loses less than one request per region ([`under_admission_from_rounding`]).
 //!
 //! **Shares that follow demand.** Every sync each region computes the same target shares from
 //! the demand board ([`demand_shares`]: proportional to demand, each at least the floor, summing
 //! to 1) and moves *its own* share toward its target ([`step_own`]): down by at most `m` (the
-//! limit's `max_step`), up by at most `m / (R − 1)` for `R` regions. Rising slower than falling
-//! keeps the sum of the shares in force at most 1 at every instant while the regions read the
-//! same board: if no falling region is held back by the step, the sum moves to at most the
-//! targets' (1); if one is, it falls by `m`, at least what all the others together can rise.
+//! limit's `max_step`), up by at most `m / (R − 1)` for `R` regions. The steps do not keep the
+//! sum at most 1 by themselves (the regions' rounds interleave); what does is that a region holds
+//! at most the share its entry on the board records, and a rise is recorded only as far as the
+//! others' recorded shares leave of the whole ([`grant`], applied atomically by the global
+//! store), so the shares in force add up to at most 1 at every instant.
 //!
 //! A region's counter in a window only grows, and each decision compares it with the share in
 //! force at that moment, so a region admits at most its *largest* share of the window times `L`.
