@@ -231,7 +231,7 @@ fn run(
                 let inst = &mut all[i];
                 inst.hits += (demand[inst.region] / per_region as f64).round() as u64;
                 // A late timer: now and then an instance's round waits for the next tick.
-                if draw.next() % 7 == 0 {
+                if draw.next().is_multiple_of(7) {
                     continue;
                 }
                 inst.round(&mut g, &regions, rate, now);

@@ -58,7 +58,7 @@ async fn tick(regions: &[&Region], load: &[usize], floor: f64, draw: &mut Draw) 
         all.swap(i, (draw.next() % (i as u64 + 1)) as usize);
     }
     for (i, j) in all {
-        if draw.next() % 6 == 0 {
+        if draw.next().is_multiple_of(6) {
             continue;
         }
         let s = &regions[i].instances[j];
