@@ -3,8 +3,9 @@
 //! [`FRESH_INTERVALS`] intervals is live, and only its fresh instances' demand entries count: an
 //! instance that restarted comes back under a new identity, and its old entries stop counting two
 //! intervals later instead of lingering until they expire. A region none of whose instances ran
-//! a round that recently is cut off as a whole: its entries keep counting until they expire
-//! ([`super::ENTRY_INTERVALS`] intervals), so the others do not take its share.
+//! a round that recently is cut off as a whole: its entries keep counting until its instances'
+//! lease has run out ([`lapsed`]: [`super::LEASE_INTERVALS`] + 2 intervals after their last
+//! round; each of them holds its floor by then), so the others do not take its share meanwhile.
 
 use std::collections::HashSet;
 
@@ -16,8 +17,9 @@ pub(super) const FRESH_INTERVALS: u64 = 2;
 pub(super) enum Presence {
     /// Instances ran a round recently: these ones.
     Live(HashSet<u64>),
-    /// Instances ran rounds, but none recently: the region cannot reach the global store.
-    CutOff,
+    /// Instances ran rounds, but none recently: the region cannot reach the global store. These
+    /// ones ran none for longer than their lease ([`lapsed`]): their entries no longer count.
+    CutOff(HashSet<u64>),
     /// No instance ran a round within the hold (or ever): the region is not there.
     Unseen,
 }
@@ -35,21 +37,37 @@ impl Presence {
             .map(|(m, _)| *m)
             .collect();
         if fresh.is_empty() {
-            Presence::CutOff
+            Presence::CutOff(lapsed(members, now_ms, interval_ms).collect())
         } else {
             Presence::Live(fresh)
         }
     }
 
     /// The region's demand from its board `entries` (instance, demand): a live region's fresh
-    /// instances only; every entry of a region cut off or unseen.
+    /// instances only; every entry of a region cut off but those of lapsed instances; every
+    /// entry of a region unseen.
     pub(super) fn demand(&self, entries: &[(u64, u64)]) -> u64 {
         let counts = |m: &u64| match self {
             Presence::Live(fresh) => fresh.contains(m),
-            Presence::CutOff | Presence::Unseen => true,
+            Presence::CutOff(lapsed) => !lapsed.contains(m),
+            Presence::Unseen => true,
         };
         entries.iter().filter(|(m, _)| counts(m)).map(|e| e.1).sum()
     }
+}
+
+/// The instances among `members` (instance, last round in ms) that ran no round for longer than
+/// an instance keeps its shares without one, and a margin of two intervals for late rounds and
+/// clocks, at `now_ms`: they hold their floors, and their entries record no share any more.
+pub(super) fn lapsed(
+    members: &[(u64, u64)],
+    now_ms: u64,
+    interval_ms: u64,
+) -> impl Iterator<Item = u64> + '_ {
+    let lapse = u64::from(super::LEASE_INTERVALS + 2) * interval_ms;
+    (members.iter())
+        .filter(move |(_, seen)| seen.saturating_add(lapse) <= now_ms)
+        .map(|(m, _)| *m)
 }
 
 #[cfg(test)]
@@ -89,8 +107,15 @@ mod tests {
         assert_eq!(presence(&members, &clock).demand(&board), 15_000);
         // Now us is cut off: nobody runs a round. Its entries are held whole.
         clock.advance(interval * 3);
-        assert_eq!(presence(&members, &clock), Presence::CutOff);
+        assert!(matches!(presence(&members, &clock), Presence::CutOff(_)));
         assert_eq!(presence(&members, &clock).demand(&board), 55_000);
+        // Each until its lease has run out (and two intervals more): then it holds its floor,
+        // and shows no demand. `old` ran its last round three intervals before the others.
+        let lapse = crate::region::LEASE_INTERVALS + 2;
+        clock.advance(interval * (lapse - 6));
+        assert_eq!(presence(&members, &clock).demand(&board), 15_000);
+        clock.advance(interval * 3);
+        assert_eq!(presence(&members, &clock).demand(&board), 0);
         assert_eq!(Presence::of(&[], 0, 1000), Presence::Unseen);
     }
 }

@@ -11,6 +11,8 @@ mod check;
 mod engage;
 mod members;
 mod options;
+#[cfg(test)]
+mod sim_tests;
 mod sync;
 mod view;
 mod wiring;
@@ -18,6 +20,6 @@ mod wiring;
 pub use check::RegionCheck;
 pub use options::RegionSettings;
 pub use ratelimitd_core::region::{DemandRound, FollowDemand, RegionShares, Regions, share, table};
-pub use sync::{BREAKER_TARGET, ENTRY_INTERVALS, RegionSync, SyncStatus};
+pub use sync::{BREAKER_TARGET, ENTRY_INTERVALS, LEASE_INTERVALS, RegionSync, SyncStatus};
 pub use view::ShareGauge;
 pub use wiring::{RegionDeps, Regional, start};

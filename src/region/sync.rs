@@ -18,7 +18,10 @@
 //! The calls go through the global store's own circuit breaker (target `global`, settings
 //! `REDIS_BREAKER_*`): once it opens, rounds make no call until its cool-down has passed, then one
 //! round probes. A round that cannot reach the global store changes no share: the region keeps
-//! enforcing the last one (never the whole limit, never zero), and the next round catches up.
+//! enforcing the last one (never the whole limit, never zero) for [`LEASE_INTERVALS`] intervals
+//! after the start of its last round that did, then falls to its floors; the other regions count
+//! the shares its entries record until two intervals after that (the instance is then *lapsed*:
+//! [`super::members::lapsed`]), so nobody takes a share its region may still enforce.
 
 use std::collections::{BTreeSet, HashMap, HashSet};
 use std::sync::Arc;
@@ -27,15 +30,20 @@ use std::time::Duration;
 use parking_lot::Mutex;
 
 use super::engage::Standing;
-use super::members::Presence;
+use super::members::{Presence, lapsed};
 use crate::clock::{Clock, Timestamp};
-use crate::region::{DemandRound, RegionShares, Regions};
+use crate::region::{DemandRound, RegionShares, Regions, share};
 use crate::resilience::{Breaker, BreakerReport, Permit};
 use crate::store::redis::RedisStore;
 use crate::store::redis::region_demand::{BoardMode, BoardTurn, board_name};
 
 /// Intervals a posted demand lives on the board.
 pub const ENTRY_INTERVALS: u32 = 30;
+
+/// Intervals an instance keeps a share above its floor without a round that reached the global
+/// store: then it falls back to its floor on its own, and the other regions, which stop counting
+/// its entries [`LEASE_INTERVALS`] + 2 intervals after its last round, may take the rest.
+pub const LEASE_INTERVALS: u32 = 10;
 
 /// The global store's breaker, in logs and metrics.
 pub const BREAKER_TARGET: &str = "global";
@@ -72,6 +80,9 @@ pub struct RegionSync {
     clock: Arc<dyn Clock>,
     breaker: Option<Arc<Breaker>>,
     last_round: Mutex<Option<Timestamp>>,
+    /// When the last round that reached the global store started: the shares above the floor
+    /// hold until [`LEASE_INTERVALS`] intervals later.
+    lease_from: Mutex<Option<Timestamp>>,
     /// When the last round read the announced keys.
     last_read: Mutex<Option<Timestamp>>,
     standings: Mutex<HashMap<String, Standing, ahash::RandomState>>,
@@ -97,6 +108,7 @@ impl RegionSync {
             clock,
             breaker: breaker.map(Arc::new),
             last_round: Mutex::new(None),
+            lease_from: Mutex::new(None),
             last_read: Mutex::new(None),
             standings: Mutex::default(),
             status: Mutex::new(SyncStatus::default()),
@@ -161,15 +173,36 @@ impl RegionSync {
                 status.keys = keys;
                 status.on_board = on_board;
                 self.shares.mark_synced();
+                *self.lease_from.lock() = Some(now);
             }
             Err(e) => {
                 if !status.failing {
-                    tracing::warn!(region = %self.region, error = %e, "cannot reach the global store; this region keeps its last shares until it can");
+                    tracing::warn!(region = %self.region, error = %e, "cannot reach the global store; this region keeps its last shares for a while, then its floors");
                 }
+                self.lapse(now);
                 status.failing = true;
                 status.failures += 1;
                 status.last_error = Some(e);
             }
+        }
+    }
+
+    /// Falls back to the floor of every key once the shares' lease has run out at `now`: the
+    /// other regions stop counting this instance's entries two intervals later.
+    fn lapse(&self, now: Timestamp) {
+        let Some(from) = *self.lease_from.lock() else {
+            return;
+        };
+        let lease = micros(self.interval).saturating_mul(u64::from(LEASE_INTERVALS));
+        if now.as_micros() < from.as_micros().saturating_add(lease) {
+            return;
+        }
+        let fell = self.shares.fall_to_floor();
+        for s in self.standings.lock().values_mut() {
+            s.want = None;
+        }
+        if fell > 0 {
+            tracing::warn!(region = %self.region, keys = fell, "no round reached the global store for {LEASE_INTERVALS} intervals; the shares of these keys fall to their floors");
         }
     }
 
@@ -199,6 +232,7 @@ impl RegionSync {
         let names: Vec<String> = names.into_iter().map(str::to_string).collect();
         let own = names.iter().position(|n| *n == self.region).unwrap_or(0);
         let hold = self.interval * ENTRY_INTERVALS;
+        let now_ms = now.as_micros() / 1000;
         let mut standings = std::mem::take(&mut *self.standings.lock());
         let planned: Vec<(u64, BoardMode)> = (keys.iter())
             .map(|(k, _)| {
@@ -207,17 +241,11 @@ impl RegionSync {
                     Some(s) => s,
                     None => standings.entry(k.key.clone()).or_default(),
                 };
-                let per_second = standing.demand(k.hits, secs);
-                let milli = milli(per_second);
-                (milli, standing.mode(k, milli, per_second, ENTRY_INTERVALS))
+                standing.plan(k, secs, now_ms, (millis(hold), ENTRY_INTERVALS))
             })
             .collect();
-        // A demand that starts showing on a board is announced, so that every instance holding a
-        // share of the key off the board looks at it this round (and joins).
         let starts = |k: &DemandRound, milli: u64, mode: BoardMode| {
-            mode == BoardMode::Post
-                && milli > 0
-                && standings.get(&k.key).is_none_or(|s| s.asking == 0)
+            (standings.get(&k.key)).is_some_and(|s| s.announces(milli, mode))
         };
         let announce: Vec<String> = (keys.iter().zip(&planned))
             .filter(|((k, _), (milli, mode))| starts(k, *milli, *mode))
@@ -241,7 +269,12 @@ impl RegionSync {
         };
         *self.last_read.lock() = Some(now);
         let asked: HashSet<String> = asked.into_iter().collect();
-        let (now_ms, interval_ms) = (now.as_micros() / 1000, millis(self.interval));
+        let interval_ms = millis(self.interval);
+        // Instances that ran no round for longer than an instance keeps its shares without one
+        // (and a margin): their entries hold no share any more.
+        let stale: Vec<u64> = (members.iter())
+            .flat_map(|m| lapsed(m, now_ms, interval_ms))
+            .collect();
         let presence: HashMap<&str, Presence> = (names.iter())
             .zip(members.iter().map(|m| Presence::of(m, now_ms, interval_ms)))
             .map(|(n, p)| (n.as_str(), p))
@@ -250,9 +283,8 @@ impl RegionSync {
         // announced cost a call: a key nobody else asks for costs nothing global.
         let calling: Vec<Calling<'_>> = (keys.iter().zip(planned))
             .filter(|((k, _), (_, mode))| {
-                *mode != BoardMode::PostIfContested
-                    || standings.get(&k.key).is_some_and(|s| s.rounds_on > 0)
-                    || asked.contains(&k.key)
+                let asked = asked.contains(&k.key);
+                (standings.get(&k.key)).is_some_and(|s| s.calls(*mode, asked))
             })
             .collect();
         let turns: Vec<BoardTurn> = (calling.iter())
@@ -263,10 +295,15 @@ impl RegionSync {
                 own: *me,
                 milli: *milli,
                 mode: *mode,
+                held: share::ppm(k.share),
+                want: (standings.get(&k.key))
+                    .and_then(|s| s.want)
+                    .unwrap_or(0)
+                    .max(share::ppm(k.share)),
+                floor: k.regions.follow.map_or(0, |f| share::ppm(f.floor)),
             })
             .collect();
-        let ttl = hold;
-        let call = self.global.exchange_boards(self.member, now, ttl, &turns);
+        let call = (self.global).exchange_boards(self.member, (now, hold), &stale, &turns);
         let replies = match Box::pin(call).await {
             Ok(r) => r,
             Err(e) => {
@@ -283,8 +320,8 @@ impl RegionSync {
                 .map(|r| presence.get(r.as_str()).unwrap_or(&unseen))
                 .collect();
             let standing = standings.entry(k.key.clone()).or_default();
-            let at = (*me, self.member, turn.milli);
-            if let Some(next) = standing.settle(k, at, reply, &presence) {
+            let at = (*me, self.member, now_ms);
+            if let Some(next) = standing.settle(k, at, (turn, reply), &presence) {
                 self.shares.apply(&k.key, next);
                 on_board += 1;
             }
@@ -309,11 +346,6 @@ impl RegionSync {
             }
         }
     }
-}
-
-/// A demand in requests per second as the board holds it: thousandths.
-fn milli(per_second: f64) -> u64 {
-    (per_second.max(0.0) * 1000.0).round() as u64
 }
 
 fn millis(d: Duration) -> u64 {

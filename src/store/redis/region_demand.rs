@@ -42,9 +42,9 @@ static MEMBERS: LazyLock<Script> = LazyLock::new(|| {
 pub enum BoardMode {
     /// Only read the boards.
     Read,
-    /// Write this instance's demand.
+    /// Write this instance's demand and the share it holds (and asks to hold).
     Post,
-    /// Write it only if another region's board holds a demand (the key is contested).
+    /// Write them only if another region's board holds a demand (the key is contested).
     PostIfContested,
     /// Remove this instance's entry, then read.
     Leave,
@@ -73,6 +73,13 @@ pub struct BoardTurn {
     pub milli: u64,
     /// What to do with it.
     pub mode: BoardMode,
+    /// The share this instance holds now, in parts per million (what a post records at least).
+    pub held: u64,
+    /// The share it asks to hold, in parts per million (a post grants at most what the other
+    /// regions leave).
+    pub want: u64,
+    /// The limit's floor, in parts per million: what a region that shows nothing may hold.
+    pub floor: u64,
 }
 
 /// Live entries: (instance, value) per region, in the order of the call's keys.
@@ -81,8 +88,11 @@ pub type Entries = Vec<Vec<(u64, u64)>>;
 /// How one key's turn went.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct BoardReply {
-    /// Whether this instance's demand was written.
+    /// Whether this instance's demand and share were written.
     pub posted: bool,
+    /// With a post, the share granted, in parts per million: at most what the other regions'
+    /// shares leave.
+    pub granted: u64,
     /// Every region's live entries: (instance, demand in thousandths).
     pub regions: Entries,
 }
@@ -101,16 +111,18 @@ pub fn members_name(region: &str) -> String {
 const ASKING: &str = "{ratelimitd_regions}:asking";
 
 impl RedisStore {
-    /// Runs every turn of a round as instance `member` at `now`, entries living `ttl`; one reply
-    /// per turn, in order.
+    /// Runs every turn of a round as instance `member` at `now`, entries living `ttl`, the
+    /// entries of the instances `stale` holding no share; one reply per turn, in order.
     pub async fn exchange_boards(
         &self,
         member: u64,
-        now: Timestamp,
-        ttl: Duration,
+        (now, ttl): (Timestamp, Duration),
+        stale: &[u64],
         turns: &[BoardTurn],
     ) -> Result<Vec<BoardReply>, StoreError> {
         let (now_ms, ttl_ms) = (now.as_micros() / 1000, millis(ttl));
+        let stale: Vec<String> = stale.iter().map(u64::to_string).collect();
+        let stale = stale.join(",");
         let calls = turns.iter().map(|t| {
             let args = [
                 member,
@@ -119,17 +131,27 @@ impl RedisStore {
                 ttl_ms,
                 t.own as u64 + 1,
                 t.mode.code(),
-                0,
+                t.held,
+                t.want,
+                t.floor,
             ];
-            (t.boards.clone(), args.iter().map(u64::to_string).collect())
+            let mut args: Vec<String> = args.iter().map(u64::to_string).collect();
+            args.extend([stale.clone(), "0".to_string()]);
+            (t.boards.clone(), args)
         });
         let replies = self.invoke_all(&BOARD, calls.collect(), "demand").await?;
         replies
             .into_iter()
             .map(|r| {
+                let bad = || StoreError::Unavailable(format!("the global store answered {r:?}"));
                 let posted = r.first().is_some_and(|p| p == "1");
-                let regions = entries(r.get(1..).unwrap_or_default())?;
-                Ok(BoardReply { posted, regions })
+                let granted = r.get(1).and_then(|g| g.parse().ok()).ok_or_else(bad)?;
+                let regions = entries(r.get(2..).unwrap_or_default())?;
+                Ok(BoardReply {
+                    posted,
+                    granted,
+                    regions,
+                })
             })
             .collect()
     }

@@ -4,6 +4,7 @@
 //! (an in-test TCP proxy). `/rlconfig` and the console show the shares. The instances run on the manual clock and the tests drive the sync
 //! rounds, so every share is exact.
 
+mod bound;
 mod cluster;
 mod demand;
 mod partition;

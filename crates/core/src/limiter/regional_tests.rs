@@ -164,3 +164,21 @@ async fn the_cap_counts_keys_across_shards_and_frees_with_forgotten_ones() {
         "room again once they were forgotten"
     );
 }
+
+/// Shares written in decimals are enforced exactly: 0.57 of 100 is 57, 0.29 is 29, and a region
+/// not listed gets the 0.14 they leave, 14: the world admits the 100 written.
+#[tokio::test]
+async fn decimal_shares_are_enforced_exactly() {
+    const EXACT: &str = "domain: d\ndescriptors:\n  - {key: world, rate_limit: {unit: minute, requests_per_unit: 100, regions: {shares: {eu: 0.57, us: 0.29}}}}\n";
+    let files = [ConfigFile {
+        name: "d.yaml".into(),
+        contents: EXACT.into(),
+    }];
+    let cfg = config::compile(&files, &CompileOptions::default()).unwrap();
+    let mut got = Vec::new();
+    for r in ["eu", "us", "ap"] {
+        let (limiter, _) = region(Some(r));
+        got.push(admitted(&limiter, &cfg, "world", 120).await.0);
+    }
+    assert_eq!(got, vec![57, 29, 14]);
+}

@@ -2,17 +2,19 @@
 //! share, shares that follow demand (with a floor, moving at most a set amount per sync), and the
 //! bounds on how far the world's admissions can stray from the global limit.
 //!
-//! **Static shares.** Region `r` enforces `⌊s_r × L⌋` on its own store; with `Σ s_r ≤ 1` the
+//! **Static shares.** Region `r` enforces `⌊s_r × L⌋` on its own store, exactly: the share is
+//! taken in whole parts per million ([`ppm`]), so `0.57` of 100 is 57. With `Σ s_r ≤ 1` the
 //! world admits at most `Σ ⌊s_r × L⌋ ≤ L` per window: no over-admission at all. Rounding down
 //! loses less than one request per region ([`under_admission_from_rounding`]).
 //!
 //! **Shares that follow demand.** Every sync each region computes the same target shares from
 //! the demand board ([`demand_shares`]: proportional to demand, each at least the floor, summing
 //! to 1) and moves *its own* share toward its target ([`step_own`]): down by at most `m` (the
-//! limit's `max_step`), up by at most `m / (R − 1)` for `R` regions. Rising slower than falling
-//! keeps the sum of the shares in force at most 1 at every instant while the regions read the
-//! same board: if no falling region is held back by the step, the sum moves to at most the
-//! targets' (1); if one is, it falls by `m`, at least what all the others together can rise.
+//! limit's `max_step`), up by at most `m / (R − 1)` for `R` regions. The steps do not keep the
+//! sum at most 1 by themselves (the regions' rounds interleave); what does is that a region holds
+//! at most the share its entry on the board records, and a rise is recorded only as far as the
+//! others' recorded shares leave of the whole ([`grant`], applied atomically by the global
+//! store), so the shares in force add up to at most 1 at every instant.
 //!
 //! A region's counter in a window only grows, and each decision compares it with the share in
 //! force at that moment, so a region admits at most its *largest* share of the window times `L`.
@@ -24,15 +26,55 @@
 //! that fall take effect at once, so under-admission when demand moves lasts at most
 //! `⌈(target − share) / (m / (R − 1))⌉` syncs for the region that gains.
 
-/// The limit a region enforces: `limit × share`, rounded down (so the regions' limits together
-/// never pass the global one).
-pub fn effective(limit: u64, share: f64) -> u64 {
+/// A share's exact unit: a share is held, posted and enforced in whole parts per million.
+pub const PPM: u64 = 1_000_000;
+
+/// `share` in whole parts per million, rounded down. A share is written in decimals (`0.57`) and
+/// read into the nearest float (`0.5699999…`), so a shortfall under a billionth of the part above
+/// is float noise, not a smaller share: `0.57` is 570 000 parts, and `1 − 0.8` is 200 000. Shares
+/// written with at most six decimals are then exact; finer ones are rounded down.
+pub fn ppm(share: f64) -> u64 {
     if share.is_nan() || share <= 0.0 {
         return 0;
     }
-    // The product is not negative, so the cast's truncation is its floor (without a call to
-    // libm's `floor` on every decision).
-    ((limit as f64) * share.min(1.0)) as u64
+    // Not negative, so the cast's truncation is its floor (no libm call on every decision).
+    ((share.min(1.0) * PPM as f64) + 1e-3) as u64
+}
+
+/// `share` in whole parts per million, rounded up (float noise under a billionth forgiven, as in
+/// [`ppm`]): a share that falls is lowered to this, never below what it computed.
+pub fn ppm_up(share: f64) -> u64 {
+    if share.is_nan() || share <= 0.0 {
+        return 0;
+    }
+    ((share.min(1.0) * PPM as f64) - 1e-3).ceil().max(0.0) as u64
+}
+
+/// A share of `ppm` parts per million.
+pub fn from_ppm(ppm: u64) -> f64 {
+    ppm as f64 / PPM as f64
+}
+
+/// The limit a region enforces: `⌊limit × share⌋`, computed exactly on the share's parts per
+/// million ([`ppm`]): `requests_per_unit: 100` with a share of `0.57` is 57, not the 56 the float
+/// product `56.999…` would round down to. Rounded down, so the regions' limits together never
+/// pass the global one.
+pub fn effective(limit: u64, share: f64) -> u64 {
+    let exact = u128::from(limit) * u128::from(ppm(share)) / u128::from(PPM);
+    // At most `limit`: the share is at most 1.
+    exact as u64
+}
+
+/// The most a region may hold when it asks for `want`: no more than what the other regions hold
+/// (`others`, each at least its `floor`: a region that shows nothing holds at most its floor)
+/// leaves of the whole. In parts per million. The global store applies this rule atomically
+/// where a region records the share it holds (`lua/region_demand.lua`), so no two regions can
+/// count on the same room; a region that holds more than it is granted (it started on its listed
+/// share before it reached the global store) still records what it holds, and lowers to the
+/// grant.
+pub fn grant(want: u64, others: &[u64], floor: u64) -> u64 {
+    let held: u64 = others.iter().map(|o| (*o).max(floor)).sum();
+    want.min(PPM.saturating_sub(held))
 }
 
 /// The most `regions` lose to rounding down per window when their shares sum to 1: under one
@@ -123,6 +165,39 @@ mod tests {
         assert_eq!(effective(100, 0.0), 0);
         assert_eq!(effective(100, f64::NAN), 0);
         assert_eq!(effective(100, 7.0), 100);
+    }
+
+    /// Shares written with up to six decimals are enforced exactly, whatever float they read
+    /// into: 0.57 of 100 is 57 (the float product is 56.999…), and what 0.5 and 0.3 leave is 0.2.
+    #[test]
+    fn a_share_written_in_decimals_is_enforced_exactly() {
+        assert_eq!(effective(100, 0.57), 57);
+        assert_eq!(effective(100, 0.29), 29);
+        assert_eq!(effective(100, 1.0 - (0.5 + 0.3)), 20);
+        assert_eq!(effective(10_000, 0.0001), 1);
+        assert_eq!(effective(u64::MAX, 1.0), u64::MAX);
+        for hundredths in 1..=100_u64 {
+            let share: f64 = format!("0.{hundredths:02}").parse().unwrap_or(1.0);
+            let share = if hundredths == 100 { 1.0 } else { share };
+            assert_eq!(effective(100, share), hundredths, "{share}");
+            assert_eq!(ppm(share), hundredths * 10_000);
+            assert_eq!(ppm_up(share), hundredths * 10_000);
+        }
+        // Finer than a millionth is rounded down.
+        assert_eq!(ppm(1.0 / 3.0), 333_333);
+        assert_eq!(ppm_up(1.0 / 3.0), 333_334);
+        assert_eq!(from_ppm(570_000), 0.57);
+    }
+
+    /// A region is granted what the others' recorded shares leave, counting each at least at its
+    /// floor.
+    #[test]
+    fn a_rise_is_granted_what_the_others_leave() {
+        assert_eq!(grant(600_000, &[500_000], 100_000), 500_000);
+        assert_eq!(grant(600_000, &[300_000], 100_000), 600_000);
+        assert_eq!(grant(900_000, &[0, 0], 50_000), 900_000);
+        assert_eq!(grant(900_000, &[0, 200_000], 50_000), 750_000);
+        assert_eq!(grant(900_000, &[700_000, 700_000], 50_000), 0);
     }
 
     #[test]

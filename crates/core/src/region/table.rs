@@ -189,6 +189,24 @@ impl RegionShares {
         }
     }
 
+    /// Lowers every tracked key held above its limit's floor to the floor (what a region that
+    /// cannot confirm its shares with the global store may still hold); how many fell.
+    pub fn fall_to_floor(&self) -> usize {
+        let mut fell = 0;
+        for shard in &self.shards {
+            for t in shard.lock().values_mut() {
+                let Some(follow) = t.regions.follow else {
+                    continue;
+                };
+                if t.share > follow.floor {
+                    t.share = follow.floor;
+                    fell += 1;
+                }
+            }
+        }
+        fell
+    }
+
     /// This region's share of every tracked key, for listings: (key, limit's `full_key`, share),
     /// by key.
     pub fn current(&self) -> Vec<(String, String, f64)> {
