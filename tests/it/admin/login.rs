@@ -111,7 +111,10 @@ async fn the_login_form_exchanges_the_token_for_a_session_cookie_that_opens_the_
     assert_eq!(status, StatusCode::UNAUTHORIZED);
     // A made-up session id is not one.
     let forged = format!("ratelimitd_console={}", "0".repeat(64));
-    assert_eq!(get(&s, "/", Some(&forged)).await.0, StatusCode::UNAUTHORIZED);
+    assert_eq!(
+        get(&s, "/", Some(&forged)).await.0,
+        StatusCode::UNAUTHORIZED
+    );
 
     // Logout from another site is refused; from the console it clears the cookie and ends the
     // session, so the old cookie no longer opens the console.

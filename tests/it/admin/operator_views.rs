@@ -36,14 +36,18 @@ async fn rlconfig_shows_classes_soft_zones_and_algorithms_after_gos_fields() {
     assert_eq!(
         limits,
         [
-            format!("d.bucket: unit=SECOND requests_per_unit=5{go}, algorithm: token_bucket burst=20"),
+            format!(
+                "d.bucket: unit=SECOND requests_per_unit=5{go}, algorithm: token_bucket burst=20"
+            ),
             format!("d.log: unit=MINUTE requests_per_unit=7{go}, algorithm: sliding_log"),
             format!("d.plain: unit=SECOND requests_per_unit=5{go}"),
             format!(
                 "d.service: unit=SECOND requests_per_unit=1000{go}, priorities: critical=1 \
                  write=0.9 read=0.8 (key priority, default read)"
             ),
-            format!("d.user: unit=MINUTE requests_per_unit=100{go}, soft: up_to=1.2 breach_ratio=0.8"),
+            format!(
+                "d.user: unit=MINUTE requests_per_unit=100{go}, soft: up_to=1.2 breach_ratio=0.8"
+            ),
         ]
     );
     s.shutdown().await;

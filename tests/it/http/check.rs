@@ -258,5 +258,8 @@ async fn details_and_the_policy_header_list_every_limit_of_a_descriptor_with_sev
     assert_eq!(status, 429);
     assert_eq!(body["limits"][0]["over_limit"], true, "{body}");
     assert_eq!(body["limits"][1]["remaining"], 6, "{body}");
-    assert_eq!((&body["limit"], &body["retry_after"]), (&json!(3), &json!(26)));
+    assert_eq!(
+        (&body["limit"], &body["retry_after"]),
+        (&json!(3), &json!(26))
+    );
 }

@@ -127,7 +127,11 @@ async fn remaining_counts_against_the_requests_class_and_later_class_entries_are
     let s = TestServer::start(&[("api.yaml", API)], &[]).await;
     let call = |classes: &[&str], details: bool| {
         let mut entries = vec![json!({"key": "service", "value": "search"})];
-        entries.extend(classes.iter().map(|c| json!({"key": "priority", "value": c})));
+        entries.extend(
+            classes
+                .iter()
+                .map(|c| json!({"key": "priority", "value": c})),
+        );
         json!({"client_key": "one", "descriptors": [{"entries": entries}], "details": details})
     };
     for _ in 0..3 {
@@ -138,7 +142,10 @@ async fn remaining_counts_against_the_requests_class_and_later_class_entries_are
     let read = s.check(&call(&["read"], true)).await;
     let search = |r: &crate::support::check::Checked| r.body["limits"][1].clone();
     assert_eq!(
-        (search(&read)["limit"].clone(), search(&read)["remaining"].clone()),
+        (
+            search(&read)["limit"].clone(),
+            search(&read)["remaining"].clone()
+        ),
         (json!(10), json!(1)),
         "{}",
         read.body
@@ -147,7 +154,16 @@ async fn remaining_counts_against_the_requests_class_and_later_class_entries_are
     assert_eq!(search(&critical)["remaining"], 5, "{}", critical.body);
     // Usage 5: reads are shed. A second class entry is no fallback: the first names the class,
     // and an unknown first class gets the default (the lowest share, read), not the second.
-    assert_eq!(s.check(&call(&["read", "critical"], false)).await.status, 429);
-    assert_eq!(s.check(&call(&["gold", "critical"], false)).await.status, 429);
-    assert_eq!(s.check(&call(&["critical", "read"], false)).await.status, 200);
+    assert_eq!(
+        s.check(&call(&["read", "critical"], false)).await.status,
+        429
+    );
+    assert_eq!(
+        s.check(&call(&["gold", "critical"], false)).await.status,
+        429
+    );
+    assert_eq!(
+        s.check(&call(&["critical", "read"], false)).await.status,
+        200
+    );
 }

@@ -73,7 +73,8 @@ fn other_limits(settled: &[Settled<'_>]) -> Vec<OtherLimit> {
             continue;
         }
         for (position, (o, limit)) in s.outcomes.iter().zip(l.limit.all()).enumerate() {
-            let (Some(v), Some(unit), Some(window)) = (o.verdict, limit.unit, limit.window()) else {
+            let (Some(v), Some(unit), Some(window)) = (o.verdict, limit.unit, limit.window())
+            else {
                 continue;
             };
             if std::sync::Arc::ptr_eq(limit, reported) {

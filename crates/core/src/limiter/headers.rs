@@ -104,7 +104,14 @@ impl RateLimitHeaders {
                 } else {
                     l.name.clone()
                 };
-                limits.push(applied(name, l, s.limit_remaining, over_limit, reset, s.wait));
+                limits.push(applied(
+                    name,
+                    l,
+                    s.limit_remaining,
+                    over_limit,
+                    reset,
+                    s.wait,
+                ));
             }
             // The other limits of a descriptor with several follow the one its status reports.
             for o in r.other_limits.iter().filter(|o| o.descriptor == i) {
@@ -114,7 +121,14 @@ impl RateLimitHeaders {
                     o.limit.name.clone()
                 };
                 let (remaining, over) = (o.remaining, o.over_limit);
-                limits.push(applied(name, &o.limit, remaining, over, o.reset_after, o.wait));
+                limits.push(applied(
+                    name,
+                    &o.limit,
+                    remaining,
+                    over,
+                    o.reset_after,
+                    o.wait,
+                ));
             }
         }
         let denied = r.overall_code == Code::OverLimit;

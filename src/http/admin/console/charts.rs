@@ -102,6 +102,8 @@ mod tests {
         assert!(out.contains("data-kind=\"errors\" data-total=\"0\""));
         let mut off = String::new();
         render(&mut off, None);
-        assert!(off.contains("stats are off"));
+        assert!(off.contains(
+            "not counted: the counters are off (DISABLE_STATS=true, or USE_STATSD=false"
+        ));
     }
 }
