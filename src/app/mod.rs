@@ -159,6 +159,7 @@ pub async fn start(settings: &Settings) -> Result<Running, AppError> {
         insight: Some(features.insight),
         explainer: Some(features.explainer),
         regions: Some(regions.clone()),
+        sessions: Arc::default(),
     };
     let routes = serve::Routes {
         service,

@@ -208,6 +208,7 @@ mod tests {
                 requests_per_unit,
                 unit,
                 window: Window::SECOND,
+                concurrency: false,
             },
         ));
         let secs = prop_oneof![Just(0u64), 0u64..100_000, Just(u64::MAX), any::<u64>()];
@@ -239,6 +240,7 @@ mod tests {
                 dynamic_metadata: None,
                 decided_at: Timestamp::from_secs(1),
                 holds_slots: false,
+                other_limits: Vec::new(),
                 soft_breach: false,
             })
     }
@@ -262,6 +264,7 @@ mod tests {
             dynamic_metadata: Some(metadata),
             decided_at: Timestamp::from_secs(1),
             holds_slots: false,
+            other_limits: Vec::new(),
             soft_breach: false,
         };
         assert_eq!(framed(&r), None);

@@ -84,16 +84,15 @@ pub fn render_rlconfig(config: &ConfigHandle, shown: bool) -> String {
                 continue;
             }
             // Go's fields first, so a Go-format parser still reads them; then ours, if set.
-            let calendar =
-                (l.calendar).map_or(String::new(), |z| format!(", calendar: {}", z.name()));
             let _ = writeln!(
                 out,
-                "{}: unit={} requests_per_unit={}, shadow_mode: {}, quota_mode: {}{calendar}",
+                "{}: unit={} requests_per_unit={}, shadow_mode: {}, quota_mode: {}{}",
                 one_line(&l.full_key),
                 unit,
                 l.requests_per_unit,
                 l.shadow_mode,
-                l.quota_mode
+                l.quota_mode,
+                extensions(l)
             );
         }
         if !hidden.is_empty() {
@@ -124,6 +123,43 @@ pub fn render_rlconfig(config: &ConfigHandle, shown: bool) -> String {
                 hidden.len()
             );
         }
+    }
+    out
+}
+
+/// What sets a limit apart from Go's plain fixed window, as `, name: value` fields after Go's:
+/// its algorithm (and bucket capacity) when not `fixed_window`, its priority classes (share of the
+/// limit each, the entry key that names them and the default class), its soft zone, its calendar.
+fn extensions(l: &Limit) -> String {
+    let mut out = String::new();
+    if l.algorithm != Algorithm::FixedWindow {
+        let _ = write!(out, ", algorithm: {}", l.algorithm.name());
+        if let (true, Some(burst)) = (l.algorithm.has_burst(), l.burst) {
+            let _ = write!(out, " burst={burst}");
+        }
+    }
+    if let Some(shedding) = &l.shedding {
+        if let Some(p) = &shedding.priorities {
+            let classes: Vec<String> = (p.classes.iter())
+                .map(|(name, share)| format!("{}={share}", one_line(name)))
+                .collect();
+            let _ = write!(
+                out,
+                ", priorities: {} (key {}, default {})",
+                classes.join(" "),
+                one_line(&p.key),
+                one_line(p.name(p.default))
+            );
+        }
+        if let Some(soft) = &shedding.soft {
+            let _ = write!(out, ", soft: up_to={}", soft.up_to);
+            if let Some(ratio) = soft.breach_ratio {
+                let _ = write!(out, " breach_ratio={ratio}");
+            }
+        }
+    }
+    if let Some(zone) = l.calendar {
+        let _ = write!(out, ", calendar: {}", zone.name());
     }
     out
 }

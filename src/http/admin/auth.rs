@@ -1,7 +1,8 @@
 //! Who may call an admin handler, decided from the request head alone, as axum extractors that
 //! run before the body is read: an unauthenticated request is answered 401/403 at once, however
 //! large a body it announces, and never costs its upload. Every `/v1` handler takes [`Admin`] or
-//! [`PolicyAdmin`] as its first argument; the console takes [`Viewer`].
+//! [`PolicyAdmin`] as its first argument; the console takes [`Viewer`], which also accepts the
+//! session cookie of [`super::login`] (and answers the login form instead of a JSON 401).
 
 use std::sync::Arc;
 
@@ -11,7 +12,7 @@ use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 
 use super::access::TrustedPeer;
-use super::{AdminState, error};
+use super::{AdminState, error, login};
 use crate::policy::{Policy, Tokens};
 
 /// A caller that presented one of the configured bearer tokens.
@@ -30,10 +31,13 @@ pub struct PolicyAdmin {
     pub policy: Arc<Policy>,
 }
 
-/// A reader of the console: a token holder, or a loopback peer when `ADMIN_TRUST_LOOPBACK`
-/// is on.
+/// A reader of the console: a token holder, a browser with a live console session
+/// ([`super::login`]), or a loopback peer when `ADMIN_TRUST_LOOPBACK` is on.
 #[derive(Debug, Clone, Copy)]
-pub struct Viewer;
+pub struct Viewer {
+    /// True when the session cookie let the reader in (the page then offers to sign out).
+    pub signed_in: bool,
+}
 
 impl FromRequestParts<AdminState> for Admin {
     type Rejection = Refusal;
@@ -63,9 +67,21 @@ impl FromRequestParts<AdminState> for Viewer {
 
     async fn from_request_parts(parts: &mut Parts, s: &AdminState) -> Result<Viewer, Refusal> {
         if parts.extensions.get::<TrustedPeer>().is_some() {
-            return Ok(Viewer);
+            return Ok(Viewer { signed_in: false });
         }
-        authorize(s, &parts.headers).map(|_| Viewer)
+        match authorize(s, &parts.headers) {
+            Ok(_) => Ok(Viewer { signed_in: false }),
+            Err(Refusal::BadToken) => {
+                let now = login::now(s);
+                let mut ids = login::session_ids(&parts.headers);
+                if ids.any(|id| s.sessions.check(id, now).is_some()) {
+                    Ok(Viewer { signed_in: true })
+                } else {
+                    Err(Refusal::SignIn)
+                }
+            }
+            Err(e) => Err(e),
+        }
     }
 }
 
@@ -78,6 +94,8 @@ pub enum Refusal {
     BadToken,
     /// The policy database is off (why): 503.
     PolicyOff(Arc<str>),
+    /// The console without a token, a live session or trust: 401 with the login form.
+    SignIn,
 }
 
 impl IntoResponse for Refusal {
@@ -98,6 +116,10 @@ impl IntoResponse for Refusal {
             Refusal::PolicyOff(why) => error(
                 StatusCode::SERVICE_UNAVAILABLE,
                 format!("the policy API is off: {why}"),
+            ),
+            Refusal::SignIn => login::page(
+                StatusCode::UNAUTHORIZED,
+                "Sign in with an admin token (ADMIN_TOKEN or a line of ADMIN_TOKEN_FILE).",
             ),
         }
     }

@@ -3,8 +3,9 @@
 //! `/v1/hotkeys` and `/v1/explain` (no database needed), JSON in and out, and the operator
 //! console on `/` ([`console`]). Every request first passes [`access`] (the `Host` allow-list);
 //! then [`auth`] decides from the request head, before any body is read: every `/v1` request needs
-//! a configured bearer token (none configured: 403 — the API is never open), the console too
-//! unless loopback peers are trusted (`ADMIN_TRUST_LOOPBACK`). The policy database being off or
+//! a configured bearer token (none configured: 403 — the API is never open), the console a token,
+//! a session cookie from its login form ([`login`], [`session`]) or a trusted loopback peer
+//! (`ADMIN_TRUST_LOOPBACK`). The policy database being off or
 //! down answers 503; invalid input answers 422 with every field error (an explain body that cannot
 //! be read, 400).
 
@@ -13,9 +14,11 @@ pub mod auth;
 pub mod console;
 pub mod explain;
 pub mod hotkeys;
+pub mod login;
 mod options;
 pub mod overrides;
 pub mod policies;
+pub mod session;
 pub mod violations;
 
 use std::sync::Arc;
@@ -45,14 +48,21 @@ pub struct AdminState {
     pub explainer: Option<crate::explain::Explainer>,
     /// This region's shares of regional limits and their sync, for the console.
     pub regions: Option<crate::region::Regional>,
+    /// The console's sign-in sessions.
+    pub sessions: Arc<session::Sessions>,
 }
 
 /// The endpoints of the admin listener, as the console lists them.
 pub const ENDPOINTS: &[(&str, &str)] = &[
     (
         "/",
-        "console: health, decision rates, limits nearest their thresholds, key search, overrides, hot keys, violations, breakers, region shares (bearer token; none from loopback with ADMIN_TRUST_LOOPBACK)",
+        "console: health, decision rates, limits nearest their thresholds, key search, overrides, hot keys, violations, breakers, region shares (bearer token or a signed-in session; none from loopback with ADMIN_TRUST_LOOPBACK)",
     ),
+    (
+        "/login",
+        "POST token=…: the console's sign-in form; a known token sets an HttpOnly, SameSite=Strict session cookie (8 h)",
+    ),
+    ("/logout", "POST: ends the console session"),
     ("/v1/policies", "rules (bearer token)"),
     (
         "/openapi.json",
@@ -83,6 +93,8 @@ pub fn router(state: AdminState, access: &AdminSettings, host: &str) -> Router {
     let guard = axum::middleware::from_fn_with_state(Arc::new(access.clone()), access::guard);
     Router::new()
         .route("/", get(console::page))
+        .route("/login", post(login::login))
+        .route("/logout", post(login::logout))
         .route("/openapi.json", get(super::openapi::handler))
         .route("/v1/hotkeys", get(hotkeys::list))
         .route("/v1/explain", post(explain::explain))

@@ -1,7 +1,8 @@
 //! `POST /check` on the HTTP port: a rate limit decision for any service, not only Envoy. The body
 //! is mapped onto the descriptor model ([`parse`]), decided by the same [`Service`] as gRPC and
-//! `/json`, and answered with `200` (allowed) or `429` (denied), a small JSON body and the
-//! standard headers of [`RateLimitHeaders`]. With `max_wait_ms`, a leaky bucket limit shapes: a
+//! `/json`, and answered with `200` (allowed) or `429` (denied), a small JSON body (the reported
+//! limit's `limit` and `remaining`, `reset_at`, `retry_after`; a denial adds `"error": "Rate limit
+//! exceeded"`) and the standard headers of [`RateLimitHeaders`]. With `max_wait_ms`, a leaky bucket limit shapes: a
 //! request whose hits conform within that wait reserves its slot and is answered `200` with
 //! `delay_ms` > 0, the time the caller waits before proceeding (rounded up to whole ms).
 //!
@@ -30,6 +31,9 @@ use super::HttpState;
 use super::body::{self, BodyError};
 use crate::limiter::headers::RateLimitHeaders;
 use crate::limiter::{Code, RequestError};
+
+/// The `error` of a denial's body.
+pub const DENIED: &str = "Rate limit exceeded";
 
 /// The `POST /check` handler.
 pub async fn handler(State(s): State<HttpState>, body: Body) -> Response {
@@ -82,11 +86,16 @@ pub async fn handler(State(s): State<HttpState>, body: Body) -> Response {
     let allowed = resp.overall_code == Code::Ok;
     let mut body = json!({
         "allowed": allowed,
+        "limit": headers.reported().map(|l| l.quota),
         "remaining": headers.reported().map(|l| l.remaining),
         "reset_at": headers.reset_at,
         "retry_after": headers.retry_after.unwrap_or(0),
         "delay_ms": ceil_millis(headers.delay),
     });
+    // A denial's body can be forwarded to the caller's own client as it is.
+    if !allowed {
+        body["error"] = Value::from(DENIED);
+    }
     // The holder is news only to a caller whose request a concurrency limit saw.
     if resp.holds_slots || req.holder.sent {
         body["holder"] = Value::from(req.holder.id);

@@ -6,4 +6,6 @@ mod console;
 mod console_shedding;
 mod explain;
 mod insight;
+mod login;
+mod operator_views;
 mod valid_for;

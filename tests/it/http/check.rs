@@ -1,5 +1,5 @@
 //! `POST /check` over real HTTP (one keep-alive client per server) on every store: 200 then 429
-//! with every header checked against the manual clock, cost and `cost: 0`, per-client and
+//! (whose body carries the error text and the quota) with every header checked against the manual clock, cost and `cost: 0`, per-client and
 //! per-endpoint limits together, wildcard endpoints, and the standard headers on `/json`'s 429
 //! and (behind the setting) on gRPC answers. Bad input is in `check_input.rs`.
 
@@ -42,7 +42,7 @@ async fn allowed_then_denied_with_every_header(store: StoreKind) {
         assert_eq!(status, 200);
         assert_eq!(
             body,
-            json!({"allowed": true, "remaining": remaining, "reset_at": 1260, "retry_after": 0, "delay_ms": 0})
+            json!({"allowed": true, "limit": 3, "remaining": remaining, "reset_at": 1260, "retry_after": 0, "delay_ms": 0})
         );
         assert_eq!(h(&hd, "x-ratelimit-limit"), Some("3"), "search is tighter");
         assert_eq!(
@@ -63,7 +63,8 @@ async fn allowed_then_denied_with_every_header(store: StoreKind) {
     assert_eq!(status, 429);
     assert_eq!(
         body,
-        json!({"allowed": false, "remaining": 0, "reset_at": 1260, "retry_after": 16, "delay_ms": 0})
+        json!({"allowed": false, "error": "Rate limit exceeded", "limit": 3, "remaining": 0, "reset_at": 1260, "retry_after": 16, "delay_ms": 0}),
+        "a denial's body is ready to forward: the error, the quota and when to retry"
     );
     assert_eq!(h(&hd, "retry-after"), Some("16"));
     assert_eq!(h(&hd, "x-ratelimit-limit"), Some("3"));
@@ -118,7 +119,7 @@ async fn cost_and_check_only(store: StoreKind) {
     assert_eq!(status, 200);
     assert_eq!(
         body,
-        json!({"allowed": true, "remaining": null, "reset_at": null, "retry_after": 0, "delay_ms": 0})
+        json!({"allowed": true, "limit": null, "remaining": null, "reset_at": null, "retry_after": 0, "delay_ms": 0})
     );
     assert_eq!(h(&hd, "x-ratelimit-limit"), None);
 }
@@ -215,5 +216,50 @@ async fn the_readme_example_config_has_tiers_and_endpoint_limits() {
     assert_eq!(
         h(&hd, "ratelimit-policy"),
         Some(r#""per-client";q=100;w=60, "search";q=10;w=60"#)
+    );
+}
+
+/// One descriptor with two limits (`rate_limits`): 3 a minute and an unnamed 10 an hour.
+const SEVERAL: &str = r#"
+domain: api
+descriptors:
+  - key: client_key
+    rate_limits:
+      - {name: per-minute, unit: minute, requests_per_unit: 3}
+      - {unit: hour, requests_per_unit: 10}
+"#;
+
+#[tokio::test]
+async fn details_and_the_policy_header_list_every_limit_of_a_descriptor_with_several() {
+    let s = TestServer::start(&[("api.yaml", SEVERAL)], &[]).await;
+    s.set_time(T0); // The minute ends at 1260 (26 s), the hour at 3600 (2366 s).
+    let call = json!({"client_key": "k", "details": true});
+    let (status, hd, body) = check(&s, call.clone()).await;
+    assert_eq!(status, 200);
+    assert_eq!(
+        body["limits"],
+        json!([
+            {"name": "per-minute", "limit": 3, "window": 60, "remaining": 2, "reset_after": 26, "retry_after": 0, "delay_ms": 0, "over_limit": false},
+            {"name": "limit-0.1", "limit": 10, "window": 3600, "remaining": 9, "reset_after": 2366, "retry_after": 0, "delay_ms": 0, "over_limit": false},
+        ]),
+        "{body}"
+    );
+    assert_eq!(
+        h(&hd, "ratelimit-policy"),
+        Some(r#""per-minute";q=3;w=60, "limit-0.1";q=10;w=3600"#)
+    );
+    assert_eq!(
+        h(&hd, "ratelimit"),
+        Some(r#""per-minute";r=2;t=26, "limit-0.1";r=9;t=2366"#)
+    );
+    check(&s, call.clone()).await;
+    check(&s, call.clone()).await;
+    let (status, _, body) = check(&s, call).await;
+    assert_eq!(status, 429);
+    assert_eq!(body["limits"][0]["over_limit"], true, "{body}");
+    assert_eq!(body["limits"][1]["remaining"], 6, "{body}");
+    assert_eq!(
+        (&body["limit"], &body["retry_after"]),
+        (&json!(3), &json!(26))
     );
 }

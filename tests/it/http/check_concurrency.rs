@@ -1,7 +1,8 @@
 //! `POST /check` with a concurrency limit over real HTTP on every store: an acquisition answers
 //! with its holder id (a made-up one, or the caller's), a full limit answers 429 with
 //! `Retry-After: 1`, `"release": true` gives the slot back and the next caller is admitted; a
-//! release takes nothing from the rate limit beside it, and bad holder fields are 400.
+//! release takes nothing from the rate limit beside it, and bad holder fields are 400. The
+//! `RateLimit-Policy` item of a concurrency limit counts requests in flight, with no window.
 
 use crate::support::*;
 use serde_json::{Value, json};
@@ -103,4 +104,18 @@ async fn bad_holder_fields_are_refused_with_their_name() {
     for _ in 0..2 {
         assert_eq!(check(&s, json!({"client_key": "c"})).await.0, 200);
     }
+}
+
+#[tokio::test]
+async fn the_policy_header_gives_a_concurrency_limit_slots_in_flight_not_a_window() {
+    let s = TestServer::start(&[("api.yaml", CFG)], &[]).await;
+    let c = s
+        .check(&json!({"client_key": "c9", "endpoint": "/e"}))
+        .await;
+    assert_eq!(c.status, 200, "{}", c.body);
+    assert_eq!(
+        c.header("ratelimit-policy"),
+        Some(r#""in-flight";q=2;qu="concurrent-requests", "per-minute";q=100;w=60"#),
+        "the lease timeout is no window a client could read as a rate"
+    );
 }

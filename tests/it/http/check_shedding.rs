@@ -1,6 +1,7 @@
 //! Priority classes and the soft-breach warning over HTTP: `POST /check` sends the class as a
 //! descriptor entry or in its `priority` field (an entry wins) and carries `x-ratelimit-soft-breach` from the limit's ratio on, on 200 and
-//! 429; `/json`'s 200 carries the warning too.
+//! 429; `/json`'s 200 carries the warning too. `remaining` counts against the request's class's
+//! share, and only a descriptor's first class entry counts.
 
 use serde_json::json;
 
@@ -119,4 +120,50 @@ async fn check_takes_the_class_from_its_priority_field_unless_an_entry_names_one
     assert_eq!(r.status, 400);
     assert_eq!(r.body["error"], "invalid_field");
     assert_eq!(r.body["message"], "priority: must be a string");
+}
+
+#[tokio::test]
+async fn remaining_counts_against_the_requests_class_and_later_class_entries_are_ignored() {
+    let s = TestServer::start(&[("api.yaml", API)], &[]).await;
+    let call = |classes: &[&str], details: bool| {
+        let mut entries = vec![json!({"key": "service", "value": "search"})];
+        entries.extend(
+            classes
+                .iter()
+                .map(|c| json!({"key": "priority", "value": c})),
+        );
+        json!({"client_key": "one", "descriptors": [{"entries": entries}], "details": details})
+    };
+    for _ in 0..3 {
+        assert_eq!(s.check(&call(&["critical"], false)).await.status, 200);
+    }
+    // 3 of 10 used: a read (half the limit) has 2 left, a critical call 7; the quota is the full
+    // limit for both.
+    let read = s.check(&call(&["read"], true)).await;
+    let search = |r: &crate::support::check::Checked| r.body["limits"][1].clone();
+    assert_eq!(
+        (
+            search(&read)["limit"].clone(),
+            search(&read)["remaining"].clone()
+        ),
+        (json!(10), json!(1)),
+        "{}",
+        read.body
+    );
+    let critical = s.check(&call(&["critical"], true)).await;
+    assert_eq!(search(&critical)["remaining"], 5, "{}", critical.body);
+    // Usage 5: reads are shed. A second class entry is no fallback: the first names the class,
+    // and an unknown first class gets the default (the lowest share, read), not the second.
+    assert_eq!(
+        s.check(&call(&["read", "critical"], false)).await.status,
+        429
+    );
+    assert_eq!(
+        s.check(&call(&["gold", "critical"], false)).await.status,
+        429
+    );
+    assert_eq!(
+        s.check(&call(&["critical", "read"], false)).await.status,
+        200
+    );
 }

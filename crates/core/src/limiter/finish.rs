@@ -11,7 +11,7 @@ use super::outcome::{Settled, Source};
 use super::plan::Plan;
 use super::quota::Role;
 use super::request::Request;
-use super::response::{Code, CurrentLimit, DescriptorStatus, Response};
+use super::response::{Code, CurrentLimit, DescriptorStatus, OtherLimit, Response};
 use super::signals;
 use crate::algorithm::Algorithm;
 use crate::clock::Timestamp;
@@ -57,8 +57,56 @@ pub(crate) fn respond(
             _ => false,
         }),
         soft_breach,
+        other_limits: other_limits(settled),
     };
     (response, global_shadow)
+}
+
+/// The enforced limits of each descriptor with several (`rate_limits`) besides its reported one.
+fn other_limits(settled: &[Settled<'_>]) -> Vec<OtherLimit> {
+    let mut out = Vec::new();
+    for (descriptor, s) in settled.iter().enumerate() {
+        let (Plan::Limited(l), Some((reported, _, _))) = (s.plan, s.reported) else {
+            continue;
+        };
+        if l.limit.also.is_empty() {
+            continue;
+        }
+        for (position, (o, limit)) in s.outcomes.iter().zip(l.limit.all()).enumerate() {
+            let (Some(v), Some(unit), Some(window)) = (o.verdict, limit.unit, limit.window())
+            else {
+                continue;
+            };
+            if std::sync::Arc::ptr_eq(limit, reported) {
+                continue;
+            }
+            let over_limit = v.over_limit && !limit.shadow_mode;
+            out.push(OtherLimit {
+                descriptor,
+                position,
+                limit: CurrentLimit {
+                    name: limit.name.clone(),
+                    requests_per_unit: limit.requests_per_unit,
+                    unit,
+                    window,
+                    concurrency: limit.algorithm == Algorithm::Concurrency,
+                },
+                over_limit,
+                remaining: if v.over_limit {
+                    0
+                } else {
+                    u32::try_from(v.remaining).unwrap_or(u32::MAX)
+                },
+                reset_after: v.reset_after,
+                wait: if v.over_limit && !over_limit {
+                    Duration::ZERO
+                } else {
+                    v.wait
+                },
+            });
+        }
+    }
+    out
 }
 
 fn status(s: &Settled<'_>) -> DescriptorStatus {
@@ -84,6 +132,7 @@ fn status(s: &Settled<'_>) -> DescriptorStatus {
             requests_per_unit: limit.requests_per_unit,
             unit,
             window,
+            concurrency: limit.algorithm == Algorithm::Concurrency,
         }),
         limit_remaining: if d.over_limit {
             0

@@ -14,18 +14,21 @@
 
 use std::time::Duration;
 
-use super::response::{Code, Response};
+use super::response::{Code, CurrentLimit, Response};
 use crate::algorithm::Window;
 
-/// One limit that applied to the request: the limit each descriptor reported.
+/// One limit that applied to the request: the limit each descriptor reported, and the other
+/// limits of a descriptor with several (`rate_limits`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct AppliedLimit {
     /// The policy name: the limit's `name`, or `limit-<descriptor index>` for unnamed limits.
     pub name: String,
     /// Requests per window.
     pub quota: u32,
-    /// The window.
+    /// The window (a concurrency limit's: its lease timeout).
     pub window: Window,
+    /// True for a concurrency limit: `quota` slots held at once, no window.
+    pub concurrency: bool,
     /// Hits left (0 when over).
     pub remaining: u32,
     /// Whole seconds until the limit resets, rounded up.
@@ -60,6 +63,29 @@ pub struct RateLimitHeaders {
     pub soft_breach: bool,
 }
 
+/// One applied limit: `l` named `name`, with `remaining` hits, resetting after `reset`; `wait`
+/// is its shaping delay when admitted, or the time until the hits fit when `over_limit`.
+fn applied(
+    name: String,
+    l: &CurrentLimit,
+    remaining: u32,
+    over_limit: bool,
+    reset: Duration,
+    wait: Duration,
+) -> AppliedLimit {
+    AppliedLimit {
+        name,
+        quota: l.requests_per_unit,
+        window: l.window,
+        concurrency: l.concurrency,
+        remaining,
+        reset_after: ceil_secs(reset),
+        retry_after: ceil_secs(reset.max(wait)),
+        delay: if over_limit { Duration::ZERO } else { wait },
+        over_limit,
+    }
+}
+
 /// Whole seconds in `d`, rounded up.
 pub fn ceil_secs(d: Duration) -> u64 {
     d.as_secs() + u64::from(d.subsec_nanos() > 0)
@@ -68,30 +94,43 @@ pub fn ceil_secs(d: Duration) -> u64 {
 impl RateLimitHeaders {
     /// The headers of `r`, reset instants counted from the moment it was decided.
     pub fn from_response(r: &Response) -> RateLimitHeaders {
-        let limits: Vec<AppliedLimit> = r
-            .statuses
-            .iter()
-            .enumerate()
-            .filter_map(|(i, s)| {
-                let l = s.current_limit.as_ref()?;
+        let mut limits: Vec<AppliedLimit> = Vec::with_capacity(r.statuses.len());
+        for (i, s) in r.statuses.iter().enumerate() {
+            if let Some(l) = s.current_limit.as_ref() {
                 let reset = s.duration_until_reset.unwrap_or(Duration::ZERO);
                 let over_limit = s.code == Code::OverLimit;
-                Some(AppliedLimit {
-                    name: if l.name.is_empty() {
-                        format!("limit-{i}")
-                    } else {
-                        l.name.clone()
-                    },
-                    quota: l.requests_per_unit,
-                    window: l.window,
-                    remaining: s.limit_remaining,
-                    reset_after: ceil_secs(reset),
-                    retry_after: ceil_secs(reset.max(s.wait)),
-                    delay: if over_limit { Duration::ZERO } else { s.wait },
+                let name = if l.name.is_empty() {
+                    format!("limit-{i}")
+                } else {
+                    l.name.clone()
+                };
+                limits.push(applied(
+                    name,
+                    l,
+                    s.limit_remaining,
                     over_limit,
-                })
-            })
-            .collect();
+                    reset,
+                    s.wait,
+                ));
+            }
+            // The other limits of a descriptor with several follow the one its status reports.
+            for o in r.other_limits.iter().filter(|o| o.descriptor == i) {
+                let name = if o.limit.name.is_empty() {
+                    format!("limit-{i}.{}", o.position)
+                } else {
+                    o.limit.name.clone()
+                };
+                let (remaining, over) = (o.remaining, o.over_limit);
+                limits.push(applied(
+                    name,
+                    &o.limit,
+                    remaining,
+                    over,
+                    o.reset_after,
+                    o.wait,
+                ));
+            }
+        }
         let denied = r.overall_code == Code::OverLimit;
         // Denied: the over-limit limit whose hits fit last, so waiting for it is never too early.
         let reported = if denied && limits.iter().any(|l| l.over_limit) {
@@ -166,9 +205,17 @@ impl RateLimitHeaders {
         out
     }
 
-    /// `RateLimit-Policy`: `"name";q=100;w=60` per applied limit.
+    /// `RateLimit-Policy`: `"name";q=100;w=60` per applied limit. A concurrency limit has no
+    /// window (its lease timeout is not one): `"name";q=10;qu="concurrent-requests"`, the draft's
+    /// quota unit for requests in flight, and no `w`.
     fn policy(&self) -> String {
-        self.items(|l| format!("q={};w={}", l.quota, l.window.secs()))
+        self.items(|l| {
+            if l.concurrency {
+                format!("q={};qu=\"concurrent-requests\"", l.quota)
+            } else {
+                format!("q={};w={}", l.quota, l.window.secs())
+            }
+        })
     }
 
     /// `RateLimit`: `"name";r=47;t=13` per applied limit.

@@ -16,6 +16,7 @@ fn status(name: &str, quota: u32, remaining: u32, reset_ms: u64, over: bool) -> 
             requests_per_unit: quota,
             unit: Unit::Minute,
             window: Window::from_secs(60).unwrap(),
+            concurrency: false,
         }),
         limit_remaining: remaining,
         duration_until_reset: Some(Duration::from_millis(reset_ms)),
@@ -31,6 +32,7 @@ fn response(code: Code, statuses: Vec<DescriptorStatus>, now_micros: u64) -> Res
         dynamic_metadata: None,
         decided_at: Timestamp::from_micros(now_micros),
         holds_slots: false,
+        other_limits: Vec::new(),
         soft_breach: false,
     }
 }

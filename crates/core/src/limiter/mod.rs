@@ -59,7 +59,7 @@ pub use outcome::{Outcome, Source, Verdict};
 pub use override_index::{OverrideIndex, Overrides};
 pub use plan::{Plan, Plans};
 pub use request::{Descriptor, Entry, Override, Request};
-pub use response::{Code, CurrentLimit, DescriptorStatus, Response};
+pub use response::{Code, CurrentLimit, DescriptorStatus, OtherLimit, Response};
 pub use signals::{SOFT_BREACH_HEADER, ShedOutcome};
 pub use stats::{ErrorKind, LimitIncrements, NoStats, ShedUsage, StatsSink};
 pub use stored_override::{NewOverride, PathEntry, StoredOverride};

@@ -162,6 +162,9 @@ pub struct Settled<'p> {
     /// limit or not): its shaping delay when admitted, the time until its hits fit every
     /// over-limit limit when denied, whichever limit is reported.
     pub wait: Duration,
+    /// The outcome of each limit of the descriptor, in list order (`rate_limits`; empty when no
+    /// limit applied).
+    pub outcomes: &'p [Outcome],
 }
 
 /// Pairs every plan with the outcome it reports (`outcomes` holds one per op of `plans`): the
@@ -173,13 +176,13 @@ pub fn settle<'p>(plans: &'p Plans<'p>, outcomes: &'p [Outcome]) -> Vec<Settled<
         .iter()
         .map(|plan| {
             // The enforced limits of the descriptor, each with its source and verdict.
+            let (ops, limit) = match plan {
+                Plan::Limited(l) => (outcomes.get(l.ops.clone()), Some(&l.limit)),
+                _ => (None, None),
+            };
+            let ops = ops.unwrap_or_default();
             let verdicts = || {
-                let (ops, limit) = match plan {
-                    Plan::Limited(l) => (outcomes.get(l.ops.clone()), Some(&l.limit)),
-                    _ => (None, None),
-                };
-                ops.unwrap_or_default()
-                    .iter()
+                ops.iter()
                     .zip(
                         limit
                             .into_iter()
@@ -196,6 +199,7 @@ pub fn settle<'p>(plans: &'p Plans<'p>, outcomes: &'p [Outcome]) -> Vec<Settled<
                 plan,
                 reported,
                 wait,
+                outcomes: ops,
             }
         })
         .collect()

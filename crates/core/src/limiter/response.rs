@@ -34,8 +34,12 @@ pub struct CurrentLimit {
     pub requests_per_unit: u32,
     /// The unit.
     pub unit: Unit,
-    /// The window: the unit times `unit_multiplier` (for the draft `RateLimit-Policy` header).
+    /// The window: the unit times `unit_multiplier` (for the draft `RateLimit-Policy` header);
+    /// a concurrency limit's lease timeout.
     pub window: Window,
+    /// True for a concurrency limit: `requests_per_unit` is a number of slots held at once, not a
+    /// rate, and `window` is no window (the draft header then says `qu="concurrent-requests"`).
+    pub concurrency: bool,
 }
 
 /// The result for one descriptor.
@@ -78,6 +82,26 @@ impl DescriptorStatus {
     }
 }
 
+/// A limit of a descriptor with several (`rate_limits`) besides the one its status reports: every
+/// request counts against all of them, so an edge that lists the applied limits lists these too.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OtherLimit {
+    /// The descriptor's index in [`Response::statuses`].
+    pub descriptor: usize,
+    /// The limit's position in its descriptor's `rate_limits` list (0: the first).
+    pub position: usize,
+    /// The limit.
+    pub limit: CurrentLimit,
+    /// True when it is over (after its rule's shadow mode).
+    pub over_limit: bool,
+    /// Hits left (0 when over).
+    pub remaining: u32,
+    /// Time until it resets (windows) or one more hit fits (buckets).
+    pub reset_after: Duration,
+    /// When over, the time until the request's hits fit it; when admitted, its shaping delay.
+    pub wait: Duration,
+}
+
 /// The answer to a request.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Response {
@@ -95,6 +119,9 @@ pub struct Response {
     /// True when a concurrency limit applied to the request: it took, checked or gave back a slot
     /// under the request's holder id, which an edge then names in its answer.
     pub holds_slots: bool,
+    /// The enforced limits of descriptors with several that their statuses do not report, in
+    /// descriptor then list order (empty when every descriptor has one limit).
+    pub other_limits: Vec<OtherLimit>,
     /// True when a descriptor reached its limit's soft-breach ratio (`soft.breach_ratio`,
     /// `SOFT_BREACH_RATIO`): the edges then add [`super::SOFT_BREACH_HEADER`].
     pub soft_breach: bool,

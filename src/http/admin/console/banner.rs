@@ -89,7 +89,7 @@ pub(super) fn lines(
     let Some(series) = series else {
         out.push(line(
             "decisions",
-            "not counted: stats are off (DISABLE_STATS)".into(),
+            format!("not counted: {}", super::STATS_OFF),
             false,
         ));
         return out;

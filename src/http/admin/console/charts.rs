@@ -15,7 +15,11 @@ const HEIGHT: usize = 48;
 pub(super) fn render(out: &mut String, series: Option<&[Point]>) {
     out.push_str("<h2 id=\"rates\">Decisions per second, last 15 minutes</h2>\n");
     let Some(series) = series else {
-        out.push_str("<p class=\"none\">not counted: stats are off (DISABLE_STATS)</p>\n");
+        let _ = writeln!(
+            out,
+            "<p class=\"none\">not counted: {}</p>",
+            super::html::escape(super::STATS_OFF)
+        );
         return;
     };
     let kinds: [Kind; 4] = [
@@ -98,6 +102,8 @@ mod tests {
         assert!(out.contains("data-kind=\"errors\" data-total=\"0\""));
         let mut off = String::new();
         render(&mut off, None);
-        assert!(off.contains("stats are off"));
+        assert!(off.contains(
+            "not counted: the counters are off (DISABLE_STATS=true, or USE_STATSD=false"
+        ));
     }
 }

@@ -8,8 +8,9 @@
 //! each class's threshold (`shedding`). Every value is HTML-escaped ([`html::escape`]): descriptor
 //! values are client data; the CSP forbids any script even if one slipped through.
 //!
-//! Access: the bearer token, as `/v1`; with `ADMIN_TRUST_LOOPBACK=true` a loopback peer reads it
-//! without one ([`super::auth::Viewer`]). The `Host` check of [`super::access`] comes first.
+//! Access: the bearer token, as `/v1`, or the session cookie its login form sets
+//! ([`super::login`]; the page then offers to sign out); with `ADMIN_TRUST_LOOPBACK=true` a
+//! loopback peer reads it without either ([`super::auth::Viewer`]). The `Host` check of [`super::access`] comes first.
 
 mod banner;
 mod charts;
@@ -24,13 +25,18 @@ use std::collections::HashMap;
 use std::time::Duration;
 
 use axum::extract::{Query, State};
-use axum::http::{StatusCode, header};
+use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 
 use super::auth::Viewer;
 use super::{AdminState, error};
 use crate::explain::client::parse_descriptor;
 pub use html::escape;
+
+/// Why the console has no decision counts: the counters exist only while a stats sink is chosen,
+/// and none is with `DISABLE_STATS=true` or with `USE_STATSD=false` and no other sink.
+const STATS_OFF: &str = "the counters are off (DISABLE_STATS=true, or USE_STATSD=false with \
+                         neither USE_PROMETHEUS nor USE_DOG_STATSD)";
 
 /// How many hot keys, violations and near-threshold limits the page lists.
 const ROWS: usize = 10;
@@ -51,7 +57,7 @@ enum Violations {
 
 /// Renders the page (the [`Viewer`] extractor has checked the token or the trusted peer).
 pub async fn page(
-    _: Viewer,
+    viewer: Viewer,
     State(s): State<AdminState>,
     Query(params): Query<HashMap<String, String>>,
 ) -> Response {
@@ -88,21 +94,13 @@ pub async fn page(
         regions,
         violations,
         policy_on: s.policy.is_ok(),
+        signed_in: viewer.signed_in,
         banner: banner::lines(insight, store_healthy, series.as_deref(), now),
         near: nearest::find(insight, explainer, ROWS).await,
         series,
         search,
     };
     let html = render::page(&view);
-    let headers = [
-        (header::CONTENT_TYPE, "text/html; charset=utf-8"),
-        (header::CACHE_CONTROL, "no-store"),
-        (header::X_CONTENT_TYPE_OPTIONS, "nosniff"),
-        // No script may run even if a value escaped escaping: the page has none of its own.
-        (
-            header::CONTENT_SECURITY_POLICY,
-            "default-src 'none'; style-src 'unsafe-inline'",
-        ),
-    ];
-    (StatusCode::OK, headers, html).into_response()
+    // No script may run even if a value escaped escaping: the page has none of its own.
+    (StatusCode::OK, super::login::html_headers(), html).into_response()
 }

@@ -21,6 +21,8 @@ pub(super) struct View<'a> {
     pub violations: Violations,
     /// Whether the policy database is on.
     pub policy_on: bool,
+    /// Whether the reader came in with a session cookie (the page offers to sign out).
+    pub signed_in: bool,
     /// The banner's lines.
     pub banner: Vec<Line>,
     /// The rate history (`None`: stats off).
@@ -62,6 +64,12 @@ pub(super) fn page(v: &View<'_>) -> String {
         escape(&i.about.backend),
         ago(now, now),
     );
+    if v.signed_in {
+        out.push_str(
+            "<form id=\"logout\" method=\"post\" action=\"/logout\">\
+             <button type=\"submit\">Sign out</button></form>\n",
+        );
+    }
     banner::render(&mut out, &v.banner);
     charts::render(&mut out, v.series.as_deref());
     let (domain, descriptor) = match &v.search {

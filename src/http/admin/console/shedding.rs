@@ -16,7 +16,10 @@ const MAX_ROWS: usize = 200;
 pub(super) fn render(out: &mut String, i: &Insight, now: Timestamp) {
     out.push_str("<h2 id=\"shedding\">Priority shedding</h2>\n");
     let Some(gauges) = &i.shed_usage else {
-        out.push_str("<p class=\"none\">stats are off (DISABLE_STATS): no usage is kept</p>\n");
+        out.push_str(&format!(
+            "<p class=\"none\">no usage is kept: {}</p>\n",
+            escape(super::STATS_OFF)
+        ));
         return;
     };
     out.push_str(
