@@ -20,6 +20,7 @@
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
 use super::podman::{podman, run};
@@ -158,14 +159,12 @@ fn publish(made: &str, image: &str) {
     }
 }
 
-/// A temporary name for a stand-in being made.
+/// A temporary name for a stand-in being made, of this process alone.
 fn temporary_name(kind: &str) -> String {
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .subsec_nanos();
+    static MADE: AtomicU32 = AtomicU32::new(0);
+    let n = MADE.fetch_add(1, Ordering::Relaxed);
     format!(
-        "localhost/ratelimitd-stand-in-{kind}:{}-{nanos}",
+        "localhost/ratelimitd-stand-in-{kind}:{}-{n}",
         std::process::id()
     )
 }
