@@ -7,7 +7,10 @@
 # The configuration is read the way the Go service's image reads it: every file of
 # /data/ratelimit/config (RUNTIME_ROOT/RUNTIME_SUBDIRECTORY/RUNTIME_APPDIRECTORY), which holds
 # examples/config/example.yaml until you mount your own directory (a Kubernetes ConfigMap) there.
-# tests/it/ops/container_image.rs runs this runtime stage with podman.
+# tests/it/ops/container_image.rs builds this file, both stages, with podman and runs the image; where
+# Docker Hub cannot be reached it builds on local stand-ins under the two FROM names (Debian from
+# debootstrap; the Rust image from it and the machine's own toolchain of that version): see
+# docs/development.md#the-container-image-test.
 
 FROM docker.io/library/rust:1.95-bookworm AS build
 WORKDIR /src

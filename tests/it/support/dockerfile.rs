@@ -1,6 +1,7 @@
 //! The repository's `Dockerfile`, read by the tests that check the image it builds
-//! (`container_image.rs` runs its runtime stage, `k8s_recipes.rs` checks the manifests against
-//! it): instructions as logical lines, continuations joined.
+//! (`container_image.rs` builds it on stand-ins for its base images and runs it, `k8s_recipes.rs`
+//! checks the manifests against its runtime stage): instructions as logical lines, continuations
+//! joined.
 
 use std::path::PathBuf;
 
@@ -43,6 +44,31 @@ pub(crate) fn stages(text: &str) -> Vec<Vec<String>> {
         stages.last_mut().unwrap().push(i);
     }
     stages
+}
+
+/// The images the stages of `text` start `FROM`, in order: neither `scratch` nor an earlier
+/// stage's name (`FROM build`).
+pub(crate) fn base_images(text: &str) -> Vec<String> {
+    let mut stage_names: Vec<String> = Vec::new();
+    let mut images = Vec::new();
+    for stage in stages(text) {
+        let from = stage[0].strip_prefix("FROM ").expect("a stage starts FROM");
+        // `FROM [--platform=…] image [AS name]`.
+        let words: Vec<&str> = from
+            .split_whitespace()
+            .filter(|w| !w.starts_with("--"))
+            .collect();
+        let image = words[0].to_string();
+        if image != "scratch" && !stage_names.contains(&image) && !images.contains(&image) {
+            images.push(image);
+        }
+        if let [_, as_, name] = words[..]
+            && as_.eq_ignore_ascii_case("as")
+        {
+            stage_names.push(name.to_string());
+        }
+    }
+    images
 }
 
 /// The last stage: what the image is.

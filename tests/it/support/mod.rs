@@ -4,6 +4,7 @@
 //! The servers tests share and the programs they need: `stores`, `require`.
 #![allow(dead_code)]
 
+pub(crate) mod base_images;
 pub(crate) mod binary_admin;
 pub(crate) mod browser;
 pub(crate) mod certs;
@@ -18,6 +19,7 @@ pub(crate) mod leases;
 pub(crate) mod memcached;
 pub(crate) mod openapi;
 pub(crate) mod otlp;
+pub(crate) mod podman;
 pub(crate) mod policy;
 pub(crate) mod postgres;
 pub(crate) mod process;

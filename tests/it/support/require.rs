@@ -32,7 +32,8 @@ pub(crate) enum Need {
     Chromium,
     /// `promtool` (Debian package prometheus).
     Promtool,
-    /// `podman` and `runc`, for the container image.
+    /// `podman`, `runc` and `debootstrap`, for the container image (debootstrap makes the
+    /// stand-ins for its base images).
     Podman,
     /// schemathesis: `SCHEMATHESIS_BIN`, else `.venv/bin/schemathesis` (PyPI).
     Schemathesis,
@@ -68,7 +69,10 @@ impl Need {
             ),
             Need::Chromium => ("chromium", "apt-get install chromium"),
             Need::Promtool => ("promtool", "apt-get install prometheus"),
-            Need::Podman => ("podman and runc", "apt-get install podman runc"),
+            Need::Podman => (
+                "podman, runc and debootstrap",
+                "apt-get install podman runc debootstrap",
+            ),
             Need::Schemathesis => (
                 "schemathesis",
                 "set SCHEMATHESIS_BIN, or pip install schemathesis into .venv/",
@@ -93,7 +97,7 @@ impl Need {
             Need::Envoy => super::envoy::find_envoy().is_some(),
             Need::Chromium => on_path("chromium"),
             Need::Promtool => on_path("promtool"),
-            Need::Podman => on_path("podman") && on_path("runc"),
+            Need::Podman => on_path("podman") && on_path("runc") && on_path("debootstrap"),
             Need::Schemathesis => schemathesis().is_some(),
         }
     }
