@@ -207,5 +207,25 @@ async fn the_dockerfile_builds_an_image_that_runs_as_non_root_answers_and_report
     exec.extend(test[1..].iter().map(String::as_str));
     let (ok, _, _) = podman(&exec, Duration::from_secs(30));
     assert!(!ok, "the health check passes on the gRPC port");
+
+    // The image's release build honours no test switch: an environment copied from a test setup
+    // (a manual clock, even next to a loopback debug port) stops it at startup, naming the
+    // variable, instead of freezing time for every limit.
+    let mut refused = vec!["run", "--rm", "--network", "host"];
+    let hooks = [
+        "RATELIMITD_TEST_MANUAL_CLOCK=1000000".to_string(),
+        "DEBUG_HOST=127.0.0.1".to_string(),
+    ];
+    for e in env.iter().chain(&hooks) {
+        refused.extend(["--env", e.as_str()]);
+    }
+    refused.push(&guard.image);
+    let (ok, out, err) = podman(&refused, Duration::from_secs(60));
+    assert!(!ok, "the image started with a test switch:\n{out}\n{err}");
+    assert!(
+        err.contains("RATELIMITD_TEST_MANUAL_CLOCK")
+            && err.contains("release builds do not honour"),
+        "{err}"
+    );
     drop(guard);
 }
