@@ -11,6 +11,7 @@ use std::sync::Arc;
 use super::engage::Standing;
 use super::members::{Presence, lapsed};
 use super::{ENTRY_INTERVALS, LEASE_INTERVALS};
+use crate::random::{Random, SeededRandom};
 use crate::region::share::{self, PPM};
 use crate::region::{DemandRound, FollowDemand, Regions};
 use crate::store::redis::region_demand::{BoardMode, BoardReply, BoardTurn};
@@ -158,18 +159,6 @@ impl Instance {
     }
 }
 
-/// A seeded generator (xorshift), for the orders of the rounds.
-struct Draw(u64);
-
-impl Draw {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-}
-
 /// The regions `names` (`per_region` instances each) sharing a limit of 600 a minute, starting on
 /// equal listed shares; `phases` of (ticks, demand per second of each region, the region cut
 /// off); rounds every tick in an order drawn from `seed`, each instance skipping a tick now and
@@ -211,7 +200,7 @@ fn run(
             cut: false,
         })
         .collect();
-    let mut draw = Draw(seed | 1);
+    let draw = SeededRandom::new(seed);
     let mut now = 1_000_000;
     let mut most = 0;
     let mut peaks = Vec::new();
@@ -225,13 +214,13 @@ fn run(
             now += INTERVAL;
             let mut order: Vec<usize> = (0..all.len()).collect();
             for i in (1..order.len()).rev() {
-                order.swap(i, (draw.next() % (i as u64 + 1)) as usize);
+                order.swap(i, (draw.unit() * (i + 1) as f64) as usize);
             }
             for i in order {
                 let inst = &mut all[i];
                 inst.hits += (demand[inst.region] / per_region as f64).round() as u64;
                 // A late timer: now and then an instance's round waits for the next tick.
-                if draw.next().is_multiple_of(7) {
+                if draw.unit() < 1.0 / 7.0 {
                     continue;
                 }
                 inst.round(&mut g, &regions, rate, now);

@@ -12,20 +12,9 @@ use super::world::{self, Region, load_one};
 use crate::support::chaos::Proxy;
 use crate::support::redis::RedisServer;
 use crate::support::require;
+use ratelimitd::random::{Random, SeededRandom};
 use ratelimitd::region::LEASE_INTERVALS;
 use ratelimitd::region::share::{PPM, ppm};
-
-/// A seeded generator (xorshift), for the orders of the rounds.
-struct Draw(u64);
-
-impl Draw {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-}
 
 /// The share in force of key `hot` on every instance of `region`: the floor on one that has not
 /// seen it (its first request starts there).
@@ -42,7 +31,7 @@ fn held(region: &Region, floor: f64) -> u64 {
 /// `load[r]` requests between them, then the instances run their rounds in a drawn order (a few
 /// left out); the sum of the shares in force is checked after each round. Returns each region's
 /// share in force after the tick.
-async fn tick(regions: &[&Region], load: &[usize], floor: f64, draw: &mut Draw) -> Vec<u64> {
+async fn tick(regions: &[&Region], load: &[usize], floor: f64, draw: &SeededRandom) -> Vec<u64> {
     for s in regions.iter().flat_map(|r| &r.instances) {
         s.advance(Duration::from_secs(10));
     }
@@ -55,10 +44,10 @@ async fn tick(regions: &[&Region], load: &[usize], floor: f64, draw: &mut Draw) 
         .flat_map(|(i, r)| (0..r.instances.len()).map(move |j| (i, j)))
         .collect();
     for i in (1..all.len()).rev() {
-        all.swap(i, (draw.next() % (i as u64 + 1)) as usize);
+        all.swap(i, (draw.unit() * (i + 1) as f64) as usize);
     }
     for (i, j) in all {
-        if draw.next().is_multiple_of(6) {
+        if draw.unit() < 1.0 / 6.0 {
             continue;
         }
         let s = &regions[i].instances[j];
@@ -106,7 +95,7 @@ async fn world(
     }
     let rs: Vec<&Region> = regions.iter().collect();
     let last = count - 1;
-    let mut draw = Draw(0x5eed_0000 + count as u64);
+    let draw = SeededRandom::new(0x5eed_0000 + count as u64);
     // 60 a minute is 1 a second; 12 requests a tick (10 s) press on any share.
     let only =
         |r: usize| -> Vec<usize> { (0..count).map(|i| if i == r { 12 } else { 0 }).collect() };
@@ -114,7 +103,7 @@ async fn world(
     let mut trace = Vec::new();
     for load in [only(0), only(last), even.clone()] {
         for _ in 0..phase {
-            trace.push(tick(&rs, &load, floor, &mut draw).await);
+            trace.push(tick(&rs, &load, floor, &draw).await);
         }
     }
     let whole = ppm(1.0 - (count - 1) as f64 * floor);
@@ -129,7 +118,7 @@ async fn world(
     let lease = LEASE_INTERVALS as usize;
     let mut cut = Vec::new();
     for _ in 0..lease + 8 {
-        cut.push(tick(&rs, &only(0), floor, &mut draw).await);
+        cut.push(tick(&rs, &only(0), floor, &draw).await);
     }
     // It keeps its share while its lease runs (rounds it left out count against it), and the
     // first region takes nothing of it meanwhile: the sum, checked after every round, stays at
@@ -147,7 +136,7 @@ async fn world(
     proxy.restore();
     let mut back = Vec::new();
     for _ in 0..phase {
-        back.push(tick(&rs, &only(last), floor, &mut draw).await);
+        back.push(tick(&rs, &only(last), floor, &draw).await);
     }
     assert!(
         back[back.len() - 1][last] > ppm(0.5),
