@@ -96,6 +96,8 @@ struct Instance {
     last_read: Option<u64>,
     /// Cut off from the global store: its rounds fail.
     cut: bool,
+    /// Its last round waited for this tick.
+    late: bool,
 }
 
 const INTERVAL: u64 = 1_000;
@@ -162,9 +164,9 @@ impl Instance {
 /// The regions `names` (`per_region` instances each) sharing a limit of 600 a minute, starting on
 /// equal listed shares; `phases` of (ticks, demand per second of each region, the region cut
 /// off); rounds every tick in an order drawn from `seed`, each instance skipping a tick now and
-/// then. The shares in force (the largest of each region's instances) are summed after every
-/// round; returns the largest sum, each region's largest share per phase and its share at the
-/// end of each phase.
+/// then (never two in a row). The shares in force (the largest of each region's instances) are
+/// summed after every round; returns the largest sum, each region's largest share per phase and
+/// its share at the end of each phase.
 fn run(
     names: &[&str],
     per_region: usize,
@@ -198,6 +200,7 @@ fn run(
             lease_from: None,
             last_read: None,
             cut: false,
+            late: false,
         })
         .collect();
     let draw = SeededRandom::new(seed);
@@ -219,8 +222,12 @@ fn run(
             for i in order {
                 let inst = &mut all[i];
                 inst.hits += (demand[inst.region] / per_region as f64).round() as u64;
-                // A late timer: now and then an instance's round waits for the next tick.
-                if draw.unit() < 1.0 / 7.0 {
+                // A late timer: now and then an instance's round waits for the next tick (never
+                // longer: every instance runs a round at least once in two intervals, the margin
+                // the others give a region cut off before they stop counting its shares).
+                let late = draw.unit() < 1.0 / 7.0 && !inst.late;
+                inst.late = late;
+                if late {
                     continue;
                 }
                 inst.round(&mut g, &regions, rate, now);
@@ -251,7 +258,7 @@ fn run(
 
 #[test]
 fn two_regions_never_hold_more_than_the_limit_while_demand_moves_and_one_is_cut_off() {
-    for seed in 1..=40 {
+    for seed in 1..=100 {
         let phases: &[(u64, &[f64], Option<usize>)] = &[
             (20, &[30.0, 0.0], None),
             (20, &[0.0, 30.0], None),
@@ -287,7 +294,7 @@ fn two_regions_never_hold_more_than_the_limit_while_demand_moves_and_one_is_cut_
 
 #[test]
 fn three_regions_never_hold_more_than_the_limit_while_demand_moves_and_one_is_cut_off() {
-    for seed in 1..=40 {
+    for seed in 1..=100 {
         let phases: &[(u64, &[f64], Option<usize>)] = &[
             (30, &[30.0, 0.0, 0.0], None),
             (30, &[0.0, 0.0, 30.0], None),
@@ -320,7 +327,7 @@ fn three_regions_never_hold_more_than_the_limit_while_demand_moves_and_one_is_cu
 /// every round, stays at most 1).
 #[test]
 fn a_region_cut_off_keeps_its_share_for_the_lease_and_nobody_takes_it_meanwhile() {
-    for seed in 1..=20 {
+    for seed in 1..=100 {
         let settle: &[(u64, &[f64], Option<usize>)] = &[
             (20, &[30.0, 30.0], None),
             (u64::from(LEASE_INTERVALS) - 3, &[30.0, 0.0], Some(1)),
