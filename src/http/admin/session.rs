@@ -10,7 +10,8 @@
 //!
 //! Failed sign-ins are counted per peer address: past [`MAX_FAILURES`] in one
 //! [`FAILURE_WINDOW`] the form is refused (429) without the token being looked at, which bounds a
-//! guesser to a few tries a minute per address. That table is bounded too ([`MAX_PEERS`]).
+//! guesser to a few tries a minute per address. That table is bounded too (`MAX_PEERS`: 1 024
+//! addresses).
 
 use std::net::IpAddr;
 use std::time::Duration;
