@@ -211,7 +211,17 @@ async fn the_dockerfile_builds_an_image_that_runs_as_non_root_answers_and_report
     // The image's release build honours no test switch: an environment copied from a test setup
     // (a manual clock, even next to a loopback debug port) stops it at startup, naming the
     // variable, instead of freezing time for every limit.
-    let mut refused = vec!["run", "--rm", "--network", "host"];
+    // The same rlimits as above: runc cannot set the defaults on this kernel.
+    let mut refused = vec![
+        "run",
+        "--rm",
+        "--network",
+        "host",
+        "--ulimit",
+        "nofile=1024:1024",
+        "--ulimit",
+        "nproc=1000:1000",
+    ];
     let hooks = [
         "RATELIMITD_TEST_MANUAL_CLOCK=1000000".to_string(),
         "DEBUG_HOST=127.0.0.1".to_string(),
