@@ -10,7 +10,7 @@
 
 use std::time::Duration;
 
-use crate::support::chaos::{ENV, SLACK, source};
+use crate::support::chaos::{ENV, source};
 use crate::support::redis::RedisServer;
 use crate::support::{Code, T0, TestServer, overall, request, require};
 use ratelimitd::clock::Stopwatch;
@@ -52,8 +52,8 @@ async fn slot(s: &TestServer, mode: &str, holder: &str, release: bool) -> (Code,
     let r = s.call(req).await.expect("answered, never an error");
     let took = watch.elapsed();
     assert!(
-        took < TIMEOUT + SLACK,
-        "{mode} {holder}: answered in {took:?}"
+        took < TIMEOUT.saturating_mul(8),
+        "{mode} {holder}: answered in {took:?}, as if it waited for Redis"
     );
     (overall(&r), source(&r))
 }

@@ -30,8 +30,6 @@ const KEYS: [&str; 5] = ["fw", "sw", "sl", "tb", "lb"];
 /// Calls per key sent while Redis is hung, all at once.
 const HUNG_CALLS: usize = 8;
 const TIMEOUT: Duration = Duration::from_millis(250);
-/// Scheduling slack on a loaded 2-core machine, on top of the response timeout.
-const SLACK: Duration = Duration::from_millis(600);
 
 /// The remaining count Redis reports for `key` after one more admitted hit.
 async fn remaining_after_one(s: &TestServer, key: &str) -> u32 {
@@ -65,7 +63,10 @@ async fn calls_timed_out_while_redis_hung_are_not_counted_when_it_resumes() {
         .flat_map(|key| (0..HUNG_CALLS).map(move |_| timed(server, "hang", (key, "v"))));
     let answers = join_all(calls).await;
     for (t, r) in &answers {
-        assert!(*t < TIMEOUT + SLACK, "answered within the timeout: {t:?}");
+        assert!(
+            *t < TIMEOUT.saturating_mul(8),
+            "answered without waiting for the hung Redis: {t:?}"
+        );
         // The default failure policy answers with an error; either way Redis did not decide.
         if let Ok(r) = r {
             assert_ne!(source(r), "store", "Redis is hung: {r:?}");

@@ -108,8 +108,6 @@ descriptors:
 
 /// `REDIS_RESPONSE_TIMEOUT` of [`ENV`].
 pub(crate) const TIMEOUT: Duration = Duration::from_millis(250);
-/// Scheduling slack on a loaded 2-core CI machine, on top of the response timeout.
-pub(crate) const SLACK: Duration = Duration::from_millis(400);
 /// A chaos call taking this long hangs (eight response timeouts): far above what a loaded host
 /// adds to a call answered within [`TIMEOUT`], far below the faults, which last until the test
 /// ends them (a killed or stopped Redis) or for seconds (`DEBUG SLEEP`).
