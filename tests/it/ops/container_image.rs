@@ -21,7 +21,7 @@ use std::time::Duration;
 
 use crate::support::base_images::{self, tail};
 use crate::support::dockerfile;
-use crate::support::podman::podman;
+use crate::support::podman::{BUILD, podman};
 use crate::support::redis::free_port;
 use crate::support::require;
 use ratelimitd::clock::Stopwatch;
@@ -30,6 +30,14 @@ use ratelimitd::clock::Stopwatch;
 const CA_BUNDLE: &str = "/etc/ssl/certs/ca-certificates.crt";
 
 /// Removes the container and the image, however the test ends.
+/// The rlimits every run of the image sets: runc cannot set its defaults on this kernel.
+const RLIMITS: [&str; 4] = [
+    "--ulimit",
+    "nofile=1024:1024",
+    "--ulimit",
+    "nproc=1000:1000",
+];
+
 struct Cleanup {
     container: String,
     image: String,
@@ -72,22 +80,8 @@ async fn the_dockerfile_builds_an_image_that_runs_as_non_root_answers_and_report
     let root = env!("CARGO_MANIFEST_DIR");
     let file = Path::new(root).join("Dockerfile");
     let ca = format!("{CA_BUNDLE}:{CA_BUNDLE}:ro");
-    // Docker format: the OCI format has no HEALTHCHECK. Never pull: the bases are local. No
-    // layer cache (it would keep an image per source change); the cache mounts keep the build
-    // incremental.
-    let mut build = vec![
-        "build",
-        "--pull=never",
-        "--network",
-        "host",
-        "--layers=false",
-        "--format",
-        "docker",
-        "--tag",
-        &guard.image,
-        "--file",
-        file.to_str().unwrap(),
-    ];
+    let mut build = BUILD.to_vec();
+    build.extend(["--tag", &guard.image, "--file", file.to_str().unwrap()]);
     if Path::new(CA_BUNDLE).is_file() {
         build.extend(["--volume", ca.as_str()]);
     }
@@ -124,16 +118,13 @@ async fn the_dockerfile_builds_an_image_that_runs_as_non_root_answers_and_report
         &guard.container,
         "--network",
         "host",
-        "--ulimit",
-        "nofile=1024:1024",
-        "--ulimit",
-        "nproc=1000:1000",
         // As the Kubernetes manifest runs it: read-only root, and an empty world-writable
         // directory (what an emptyDir volume is) for the data.
         "--read-only",
         "--volume",
         &data_volume,
     ];
+    run.extend(RLIMITS);
     for e in &env {
         run.extend(["--env", e.as_str()]);
     }
@@ -211,17 +202,8 @@ async fn the_dockerfile_builds_an_image_that_runs_as_non_root_answers_and_report
     // The image's release build honours no test switch: an environment copied from a test setup
     // (a manual clock, even next to a loopback debug port) stops it at startup, naming the
     // variable, instead of freezing time for every limit.
-    // The same rlimits as above: runc cannot set the defaults on this kernel.
-    let mut refused = vec![
-        "run",
-        "--rm",
-        "--network",
-        "host",
-        "--ulimit",
-        "nofile=1024:1024",
-        "--ulimit",
-        "nproc=1000:1000",
-    ];
+    let mut refused = vec!["run", "--rm", "--network", "host"];
+    refused.extend(RLIMITS);
     let hooks = [
         "RATELIMITD_TEST_MANUAL_CLOCK=1000000".to_string(),
         "DEBUG_HOST=127.0.0.1".to_string(),

@@ -23,7 +23,7 @@ use std::process::Command;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
-use super::podman::{podman, run};
+use super::podman::{BUILD, podman, run};
 use super::require::find_on_path;
 
 /// The label a stand-in carries: its recipe.
@@ -425,18 +425,7 @@ fn make_rust(suite: &str, recipe: &str, toolchain: &Toolchain) -> String {
     let ctx_path = ctx.path().to_str().unwrap();
     // The host network: apt reaches the mirror as debootstrap did.
     let (ok, out, err) = podman(
-        &[
-            "build",
-            "--pull=never",
-            "--network",
-            "host",
-            "--layers=false",
-            "--format",
-            "docker",
-            "--tag",
-            &made,
-            ctx_path,
-        ],
+        &[&BUILD[..], &["--tag", &made, ctx_path]].concat(),
         Duration::from_secs(20 * 60),
     );
     assert!(

@@ -11,6 +11,19 @@ use ratelimitd::clock::Stopwatch;
 /// kernel's hybrid cgroups), and cgroupfs (no systemd).
 pub(crate) const GLOBAL_FLAGS: [&str; 4] = ["--runtime", "runc", "--cgroup-manager", "cgroupfs"];
 
+/// `podman build` as the tests run it: local bases only (never pull), the host network (apt and
+/// crates.io reached as on the host), no layer cache (it would keep an image per source change;
+/// cache mounts keep a build incremental), Docker format (the OCI format has no HEALTHCHECK).
+pub(crate) const BUILD: [&str; 7] = [
+    "build",
+    "--pull=never",
+    "--network",
+    "host",
+    "--layers=false",
+    "--format",
+    "docker",
+];
+
 /// What a finished program left: whether it succeeded, its stdout and its stderr.
 pub(crate) struct Outcome {
     pub ok: bool,

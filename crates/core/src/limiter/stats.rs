@@ -187,10 +187,9 @@ pub(crate) fn record(sink: &dyn StatsSink, ratio: f32, settled: &[Settled<'_>]) 
             // A request refused by a limit that sheds (`priorities`, `soft`) was judged against
             // its effective limit (its class's share, the soft zone's draw): it is an over-limit
             // hit of that limit, counted as Go counts one, not near-limit hits of the full limit.
-            let judged = match signals::shed_of(s) {
-                Some(shed) if verdict.over_limit => shed.effective,
-                _ => u64::from(limit.requests_per_unit),
-            };
+            // Only a refusal looks the shed up: an admitted descriptor (most) costs nothing more.
+            let shed = verdict.over_limit.then(|| signals::shed_of(s)).flatten();
+            let judged = shed.map_or(u64::from(limit.requests_per_unit), |shed| shed.effective);
             let inc = increments(verdict, source, judged, l.hits, limit.shadow_mode, ratio);
             sink.limit(&l.stats_key, &inc);
         }
