@@ -21,34 +21,10 @@ async fn main() -> ExitCode {
     match serve().await {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("{}", report(&e));
+            eprintln!("{}", ratelimitd::app::report(e.as_ref()));
             ExitCode::FAILURE
         }
     }
-}
-
-/// `Error: <error>`, then each cause, laid out as anyhow lays them out, without the backtrace.
-fn report(e: &anyhow::Error) -> String {
-    let mut out = format!("Error: {e}");
-    let causes: Vec<String> = e.chain().skip(1).map(ToString::to_string).collect();
-    if !causes.is_empty() {
-        out.push_str("\n\nCaused by:");
-    }
-    for (i, cause) in causes.iter().enumerate() {
-        // Numbered when there are several; a cause's later lines align with its first.
-        let label = match causes.len() {
-            1 => String::new(),
-            _ => format!("{i}: "),
-        };
-        let indent = " ".repeat(label.len());
-        for (n, line) in cause.lines().enumerate() {
-            let lead = if n == 0 { &label } else { &indent };
-            out.push_str("\n    ");
-            out.push_str(lead);
-            out.push_str(line);
-        }
-    }
-    out
 }
 
 /// Settings → logging → the command asked for.

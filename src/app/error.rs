@@ -66,3 +66,30 @@ fn taken_hint(what: &str, e: &std::io::Error) -> String {
         _ => String::new(),
     }
 }
+
+/// `Error: <error>`, then each cause (its `source` chain), laid out as anyhow lays them out but
+/// without a backtrace: what `main` prints when the service cannot start.
+pub fn report(e: &(dyn std::error::Error + 'static)) -> String {
+    let mut out = format!("Error: {e}");
+    let causes: Vec<String> = std::iter::successors(e.source(), |c| c.source())
+        .map(ToString::to_string)
+        .collect();
+    if !causes.is_empty() {
+        out.push_str("\n\nCaused by:");
+    }
+    for (i, cause) in causes.iter().enumerate() {
+        // Numbered when there are several; a cause's later lines align with its first.
+        let label = match causes.len() {
+            1 => String::new(),
+            _ => format!("{i}: "),
+        };
+        let indent = " ".repeat(label.len());
+        for (n, line) in cause.lines().enumerate() {
+            let lead = if n == 0 { &label } else { &indent };
+            out.push_str("\n    ");
+            out.push_str(lead);
+            out.push_str(line);
+        }
+    }
+    out
+}

@@ -31,7 +31,7 @@ use tokio::sync::watch;
 use tokio::task::JoinSet;
 
 use base::Base;
-pub use error::AppError;
+pub use error::{AppError, report};
 
 use crate::background::Background;
 use crate::clock::ManualClock;
