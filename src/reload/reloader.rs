@@ -9,11 +9,20 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::clock::Timestamp;
-use crate::config::ConfigFile;
+use crate::config::{ConfigFile, RateLimitConfig};
 
 use super::ConfigHandle;
 use super::clash;
 use super::source::ConfigSource;
+
+/// Reads of one round whose files fail to compile, while they keep changing between reads.
+pub const SETTLE_READS: u32 = 3;
+
+/// A compiled configuration or the errors, with the policy documents left out for clashing.
+type Compiled = (Result<RateLimitConfig, String>, Vec<clash::Clash>);
+
+/// The pause before reading failed files again: a writer's create-then-fill is quicker.
+const SETTLE_PAUSE: Duration = Duration::from_millis(100);
 
 /// What a reload round did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -93,26 +102,44 @@ impl ConfigReloader {
 
     /// Runs one round (blocking: file I/O and compilation). With `force`, compiles and publishes
     /// even when the files did not change.
+    ///
+    /// Files that fail to compile are read once more after a pause: a read that overlapped a
+    /// writer that is not atomic (one that creates or truncates a file, then fills it) sees a
+    /// file empty or cut short. If the files changed meanwhile, the round goes on with what is
+    /// there now, up to [`SETTLE_READS`] reads; only what stayed put is reported as an error.
     pub fn reload_at(&mut self, now: Timestamp, force: bool) -> ReloadOutcome {
-        let files = match self.read() {
-            Ok(files) => files,
-            Err(e) if !force && self.failed.as_ref() == Some(&Err(e.clone())) => {
+        let mut reads_left = SETTLE_READS;
+        loop {
+            reads_left -= 1;
+            let files = match self.read() {
+                Ok(files) => files,
+                Err(e) if !force && self.failed.as_ref() == Some(&Err(e.clone())) => {
+                    return ReloadOutcome::Unchanged;
+                }
+                Err(e) => return self.fail(e.clone(), Err(e), now),
+            };
+            if !force && self.applied.as_ref() == Some(&files) {
+                if self.failed.take().is_some() {
+                    // The bad change was undone: what is in service matches the files again.
+                    self.handle.clear_failure();
+                    tracing::info!("configuration files are back to the loaded version");
+                }
                 return ReloadOutcome::Unchanged;
             }
-            Err(e) => return self.fail(e.clone(), Err(e), now),
-        };
-        if !force && self.applied.as_ref() == Some(&files) {
-            if self.failed.take().is_some() {
-                // The bad change was undone: what is in service matches the files again.
-                self.handle.clear_failure();
-                tracing::info!("configuration files are back to the loaded version");
+            if !force && matches!(&self.failed, Some(Ok(f)) if *f == files) {
+                return ReloadOutcome::Unchanged;
             }
-            return ReloadOutcome::Unchanged;
+            let compiled = self.compile(&files);
+            if compiled.0.is_err() && reads_left > 0 {
+                std::thread::sleep(SETTLE_PAUSE);
+                if self.source.read().ok().as_ref() != Some(&files) {
+                    continue;
+                }
+            }
+            return self
+                .finish(files, compiled, now)
+                .unwrap_or(ReloadOutcome::Failed);
         }
-        if !force && matches!(&self.failed, Some(Ok(f)) if *f == files) {
-            return ReloadOutcome::Unchanged;
-        }
-        self.apply_at(files, now).unwrap_or(ReloadOutcome::Failed)
     }
 
     /// Compiles `files` and publishes them in one swap, or records the failure and keeps the
@@ -123,18 +150,33 @@ impl ConfigReloader {
         files: Vec<ConfigFile>,
         now: Timestamp,
     ) -> Result<ReloadOutcome, String> {
-        let (compiled, clashes) = if self.extra.is_empty() {
-            (self.source.compile(&files), Vec::new())
+        let compiled = self.compile(&files);
+        self.finish(files, compiled, now)
+    }
+
+    /// Compiles `files` with the policy documents that do not clash with them.
+    fn compile(&self, files: &[ConfigFile]) -> Compiled {
+        if self.extra.is_empty() {
+            return (self.source.compile(files), Vec::new());
+        }
+        let (kept, clashes) = if self.source.merges_domains() {
+            (self.extra.clone(), Vec::new())
         } else {
-            let (kept, clashes) = if self.source.merges_domains() {
-                (self.extra.clone(), Vec::new())
-            } else {
-                clash::split(&files, &self.extra)
-            };
-            let mut all = files.clone();
-            all.extend(kept);
-            (self.source.compile(&all), clashes)
+            clash::split(files, &self.extra)
         };
+        let mut all = files.to_vec();
+        all.extend(kept);
+        (self.source.compile(&all), clashes)
+    }
+
+    /// Publishes what compiled in one swap, or records the failure and keeps the configuration
+    /// in service.
+    fn finish(
+        &mut self,
+        files: Vec<ConfigFile>,
+        (compiled, clashes): Compiled,
+        now: Timestamp,
+    ) -> Result<ReloadOutcome, String> {
         match compiled {
             Ok(config) => {
                 for warning in config.warnings() {

@@ -62,7 +62,7 @@ pub async fn watch_loop<F, Fut>(
         tokio::select! {
             _ = &mut stop => return,
             Some(()) = events.recv() => {
-                let quiet = debounce(&mut events, opts);
+                let quiet = debounce(&mut events, opts, || watcher.writers_open());
                 tokio::select! {
                     _ = &mut stop => return,
                     _ = quiet => {}
@@ -74,14 +74,20 @@ pub async fn watch_loop<F, Fut>(
     }
 }
 
-/// Waits until no event arrived for `debounce`, or `max_delay` passed.
-async fn debounce(events: &mut mpsc::Receiver<()>, opts: WatchOptions) {
+/// Waits until no event arrived for `debounce` and no file is left open by its writer (`cp` or a
+/// plain write creates the file, then fills it: a read in between would see it empty), or until
+/// `max_delay` passed.
+async fn debounce(
+    events: &mut mpsc::Receiver<()>,
+    opts: WatchOptions,
+    writers_open: impl Fn() -> bool,
+) {
     let deadline = tokio::time::sleep(opts.max_delay);
     tokio::pin!(deadline);
     loop {
         tokio::select! {
             _ = &mut deadline => return,
-            _ = tokio::time::sleep(opts.debounce) => return,
+            _ = tokio::time::sleep(opts.debounce) => if !writers_open() { return },
             ev = events.recv() => if ev.is_none() { return },
         }
     }

@@ -7,13 +7,22 @@
 //! round [`PathWatcher::refresh`] re-resolves the targets, because inotify watches inodes: once a
 //! symlink points elsewhere, or a directory is re-created, the old watch sees nothing more (and a
 //! change made before the new watch is in place would be missed, hence before the read, not after).
+//!
+//! A path that still names the same string can name a different directory: deleted and made
+//! again, or renamed away and replaced. So a watch is remembered with the identity (device and
+//! inode) of what it was placed on, and any removal or rename event naming a watched path marks
+//! it stale; either way the next refresh places the watch again. Both are needed: ext4 reuses a
+//! freed inode number at once, and the removal event can arrive after the refresh that runs
+//! because of an earlier event of the same deletion.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
+use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use notify::event::{AccessKind, AccessMode, CreateKind, ModifyKind};
 use notify::{EventKind, RecommendedWatcher, RecursiveMode, Watcher};
-use parking_lot::RwLock;
+use parking_lot::{Mutex, RwLock};
 use tokio::sync::mpsc;
 
 /// A path to watch.
@@ -39,10 +48,71 @@ impl WatchTarget {
 pub struct PathWatcher {
     watcher: Option<RecommendedWatcher>,
     targets: Vec<WatchTarget>,
-    // (path, recursive) pairs currently registered with the OS.
-    watched: HashSet<(PathBuf, bool)>,
+    // (path, recursive) pairs registered with the OS, with the identity of what each was placed on.
+    watched: HashMap<(PathBuf, bool), Option<Identity>>,
+    shared: Arc<Shared>,
+}
+
+/// What the event handler (on the watcher's own thread) and the refresh share.
+#[derive(Default)]
+struct Shared {
     // Paths whose events matter: the targets, unresolved and resolved.
-    relevant: Arc<RwLock<Vec<PathBuf>>>,
+    relevant: RwLock<Vec<PathBuf>>,
+    // Paths a removal or rename event named since the last refresh (the targets and their
+    // ancestors only, so the set stays small).
+    stale: Mutex<HashSet<PathBuf>>,
+    // Files created or written and not closed since (at most `MAX_WRITERS`).
+    writing: Mutex<HashSet<PathBuf>>,
+}
+
+/// Open writers tracked at once; past this a round simply waits for the quiet time and the bound.
+const MAX_WRITERS: usize = 1024;
+
+impl Shared {
+    /// Records what `event` means for the next round; true when it concerns a target.
+    fn note(&self, event: &notify::Event) -> bool {
+        let closed = matches!(
+            event.kind,
+            EventKind::Access(AccessKind::Close(AccessMode::Write))
+        );
+        if matches!(event.kind, EventKind::Access(_)) && !closed {
+            return false; // opens and reads, ours included
+        }
+        let gone = matches!(
+            event.kind,
+            EventKind::Remove(_) | EventKind::Modify(ModifyKind::Name(_))
+        );
+        let written = matches!(
+            event.kind,
+            EventKind::Create(CreateKind::File) | EventKind::Modify(ModifyKind::Data(_))
+        );
+        let relevant = self.relevant.read();
+        let mut hit = false;
+        for p in &event.paths {
+            let under = relevant.iter().any(|t| p.starts_with(t));
+            if gone && relevant.iter().any(|t| t.starts_with(p)) {
+                // Marked before the caller's send, so the round it starts sees the mark.
+                self.stale.lock().insert(p.clone());
+            }
+            if under {
+                let mut writing = self.writing.lock();
+                if written && writing.len() < MAX_WRITERS {
+                    writing.insert(p.clone());
+                } else if closed || gone {
+                    writing.remove(p);
+                }
+            }
+            hit |= under || relevant.iter().any(|t| t.starts_with(p));
+        }
+        hit
+    }
+}
+
+/// What a path named when it was watched: (device, inode).
+type Identity = (u64, u64);
+
+fn identity(path: &Path) -> Option<Identity> {
+    std::fs::metadata(path).ok().map(|m| (m.dev(), m.ino()))
 }
 
 impl std::fmt::Debug for PathWatcher {
@@ -58,22 +128,14 @@ impl PathWatcher {
     /// Starts watching. If the OS watcher cannot be created the result watches nothing (the
     /// periodic re-read still notices changes) and the reason is logged.
     pub fn new(targets: Vec<WatchTarget>, tx: mpsc::Sender<()>) -> PathWatcher {
-        let relevant = Arc::new(RwLock::new(Vec::new()));
-        let filter = relevant.clone();
+        let shared = Arc::new(Shared::default());
+        let seen = shared.clone();
         let handler = move |res: notify::Result<notify::Event>| {
-            let Ok(event) = res else { return };
-            if matches!(event.kind, EventKind::Access(_)) {
-                return;
-            }
-            let paths = filter.read();
-            let hit = event.paths.iter().any(|p| {
-                paths
-                    .iter()
-                    .any(|t: &PathBuf| p.starts_with(t) || t.starts_with(p))
-            });
-            if hit {
-                // Full channel = a reload is already pending; that one will see this change too.
-                let _ = tx.try_send(());
+            if let Ok(event) = res {
+                if seen.note(&event) {
+                    // Full channel = a reload is already pending; it will see this change too.
+                    let _ = tx.try_send(());
+                }
             }
         };
         let watcher = match notify::recommended_watcher(handler) {
@@ -86,11 +148,17 @@ impl PathWatcher {
         let mut w = PathWatcher {
             watcher,
             targets,
-            watched: HashSet::new(),
-            relevant,
+            watched: HashMap::new(),
+            shared,
         };
         w.refresh();
         w
+    }
+
+    /// Whether a file under the targets was created or written and not yet closed: a round now
+    /// could read it half-written.
+    pub fn writers_open(&self) -> bool {
+        !self.shared.writing.lock().is_empty()
     }
 
     /// Re-resolves every target and moves the OS watches to what the paths mean now.
@@ -100,28 +168,43 @@ impl PathWatcher {
         for t in &self.targets {
             plan(t, &mut want, &mut relevant);
         }
-        *self.relevant.write() = relevant;
+        *self.shared.relevant.write() = relevant;
+        let stale = std::mem::take(&mut *self.shared.stale.lock());
+        // A writer still open after the round's wait (or one that never closes, such as a hard
+        // link's creation) must not hold every later round back.
+        self.shared.writing.lock().clear();
         let Some(watcher) = self.watcher.as_mut() else {
             return;
         };
-        for (path, rec) in self.watched.difference(&want) {
-            let _ = watcher.unwatch(path);
-            tracing::debug!(path = %path.display(), recursive = rec, "unwatched");
+        let mut now_watched = HashMap::new();
+        for ((path, rec), placed) in self.watched.drain() {
+            let keep = want.contains(&(path.clone(), rec))
+                && !stale.contains(&path)
+                && placed.is_some()
+                && placed == identity(&path);
+            if keep {
+                now_watched.insert((path, rec), placed);
+            } else {
+                // Fails harmlessly when the OS already dropped a watch on a deleted directory.
+                let _ = watcher.unwatch(&path);
+                tracing::debug!(path = %path.display(), recursive = rec, "unwatched");
+            }
         }
-        let mut now_watched = HashSet::new();
-        for (path, rec) in &want {
-            if self.watched.contains(&(path.clone(), *rec)) {
-                now_watched.insert((path.clone(), *rec));
+        for (path, rec) in want {
+            if now_watched.contains_key(&(path.clone(), rec)) {
                 continue;
             }
-            let mode = if *rec {
+            let mode = if rec {
                 RecursiveMode::Recursive
             } else {
                 RecursiveMode::NonRecursive
             };
-            match watcher.watch(path, mode) {
+            // Read before placing: if the path changes in between, the identities differ and the
+            // next refresh places the watch again.
+            let placed = identity(&path);
+            match watcher.watch(&path, mode) {
                 Ok(()) => {
-                    now_watched.insert((path.clone(), *rec));
+                    now_watched.insert((path, rec), placed);
                 }
                 // Usually a race with a deletion; the next refresh retries.
                 Err(e) => tracing::debug!(path = %path.display(), error = %e, "cannot watch"),
@@ -163,4 +246,56 @@ fn parent_of(p: &Path) -> Option<PathBuf> {
     p.parent()
         .filter(|q| !q.as_os_str().is_empty())
         .map(Path::to_path_buf)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use notify::Event;
+    use notify::event::RemoveKind;
+
+    fn shared(target: &str) -> Shared {
+        let s = Shared::default();
+        s.relevant.write().push(PathBuf::from(target));
+        s
+    }
+
+    fn ev(kind: EventKind, path: &str) -> Event {
+        Event::new(kind).add_path(PathBuf::from(path))
+    }
+
+    #[test]
+    fn a_file_written_under_a_target_is_open_until_its_writer_closes_it() {
+        let s = shared("/conf");
+        assert!(s.note(&ev(EventKind::Create(CreateKind::File), "/conf/a.yaml")));
+        assert!(!s.writing.lock().is_empty(), "created, not yet filled");
+        let close = EventKind::Access(AccessKind::Close(AccessMode::Write));
+        assert!(
+            s.note(&ev(close, "/conf/a.yaml")),
+            "the close wakes the wait"
+        );
+        assert!(s.writing.lock().is_empty());
+        // Reads (ours among them) neither start a round nor count as writers.
+        let open = EventKind::Access(AccessKind::Open(AccessMode::Any));
+        assert!(!s.note(&ev(open, "/conf/a.yaml")));
+        // Elsewhere is not our business.
+        let data = EventKind::Modify(ModifyKind::Data(notify::event::DataChange::Any));
+        assert!(!s.note(&ev(data, "/other/a.yaml")));
+        assert!(s.writing.lock().is_empty());
+    }
+
+    #[test]
+    fn removing_or_renaming_a_target_or_its_directory_marks_it_stale() {
+        let s = shared("/srv/conf");
+        assert!(s.note(&ev(EventKind::Remove(RemoveKind::File), "/srv/conf/a.yaml")));
+        assert!(
+            s.stale.lock().is_empty(),
+            "a file inside is not a watched path"
+        );
+        assert!(s.note(&ev(EventKind::Remove(RemoveKind::Folder), "/srv/conf")));
+        let rename = EventKind::Modify(ModifyKind::Name(notify::event::RenameMode::From));
+        assert!(s.note(&ev(rename, "/srv")));
+        let stale = s.stale.lock();
+        assert!(stale.contains(Path::new("/srv/conf")) && stale.contains(Path::new("/srv")));
+    }
 }

@@ -201,8 +201,6 @@ async fn an_edit_right_after_startup_is_applied() {
 /// that its return started is reading (here made by that round itself, right after its read) is
 /// seen, because the new directory is watched before that round reads.
 #[tokio::test]
-#[ignore = "known defect, not yet fixed: the watch loop sometimes misses this edit; run it with \
-            --ignored"]
 async fn an_edit_while_a_returned_directory_is_read_starts_another_round() {
     let dir = tempfile::tempdir().unwrap();
     let conf = dir.path().join("conf");
