@@ -131,11 +131,11 @@ impl PathWatcher {
         let shared = Arc::new(Shared::default());
         let seen = shared.clone();
         let handler = move |res: notify::Result<notify::Event>| {
-            if let Ok(event) = res {
-                if seen.note(&event) {
-                    // Full channel = a reload is already pending; it will see this change too.
-                    let _ = tx.try_send(());
-                }
+            if let Ok(event) = res
+                && seen.note(&event)
+            {
+                // Full channel = a reload is already pending; it will see this change too.
+                let _ = tx.try_send(());
             }
         };
         let watcher = match notify::recommended_watcher(handler) {
