@@ -159,6 +159,7 @@ pub async fn connect(
             let sentinels = parts
                 .map(|p| host_port(p).map(|(h, port)| ConnectionAddr::Tcp(h, port)))
                 .collect::<Result<Vec<_>, _>>()?;
+            let first = sentinels.first().cloned();
             let mut b = SentinelClientBuilder::new(sentinels, master, SentinelServerType::Master)?;
             if let Some((user, pass)) = split_auth(&s.auth.0) {
                 if let Some(user) = user {
@@ -187,10 +188,56 @@ pub async fn connect(
                 current: ArcSwapOption::empty(),
                 config,
             });
-            conn.connection().await?;
+            if let Err(e) = conn.connection().await {
+                return Err(match first {
+                    Some(sentinel) => refused_by(e, sentinel, s, &conn.config).await,
+                    None => e,
+                });
+            }
             Ok(RedisConn::Sentinel(conn))
         }
     }
+}
+
+/// The detail of a password refused by the sentinels themselves.
+pub const SENTINELS_REFUSED: &str = "refused by the sentinels";
+/// The detail of a password refused by the primary the sentinels named.
+pub const PRIMARY_REFUSED: &str = "refused by the primary the sentinels named";
+
+/// A refused password through Sentinel names the side that refused it: the client reports the
+/// sentinels' refusal and the primary's alike, and the two passwords are separate settings. The
+/// first sentinel is asked again with its password alone to tell them apart.
+async fn refused_by(
+    e: RedisError,
+    sentinel: ConnectionAddr,
+    s: &RedisSettings,
+    config: &AsyncConnectionConfig,
+) -> RedisError {
+    if e.kind() != redis::ErrorKind::AuthenticationFailed {
+        return e;
+    }
+    let mut redis = RedisConnectionInfo::default();
+    if !s.sentinel_auth.0.is_empty() {
+        redis = redis.set_password(&s.sentinel_auth.0);
+    }
+    let probe = async {
+        let info = sentinel.into_connection_info()?.set_redis_settings(redis);
+        let mut c = Client::open(info)?
+            .get_multiplexed_async_connection_with_config(config)
+            .await?;
+        redis::cmd("PING").query_async::<()>(&mut c).await
+    };
+    let side = match probe.await {
+        Err(p) if p.kind() == redis::ErrorKind::AuthenticationFailed => SENTINELS_REFUSED,
+        // The sentinels let us in, so the refusal came from the primary they named.
+        Ok(()) => PRIMARY_REFUSED,
+        Err(_) => return e,
+    };
+    RedisError::from((
+        redis::ErrorKind::AuthenticationFailed,
+        "Password authentication failed",
+        side.to_string(),
+    ))
 }
 
 impl RedisConn {

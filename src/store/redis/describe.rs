@@ -38,12 +38,27 @@ impl Target {
     /// `e` with the target named and, when the settings look mistaken, the likely fix.
     pub fn explain(&self, e: &RedisError) -> String {
         let mut text = format!("{}: {e}", self.describe());
-        if let Some(hint) = self.hint() {
+        if let Some(hint) = self.hint().or_else(|| self.password_hint(e)) {
             text.push_str(" (");
             text.push_str(&hint);
             text.push(')');
         }
         text
+    }
+
+    /// Which password to check when one was refused through Sentinel.
+    fn password_hint(&self, e: &RedisError) -> Option<String> {
+        let p = self.prefix;
+        match e.detail() {
+            Some(super::conn::SENTINELS_REFUSED) => Some(format!(
+                "{p}SENTINEL_AUTH is the sentinels' password; check it"
+            )),
+            Some(super::conn::PRIMARY_REFUSED) => Some(format!(
+                "{p}AUTH is the primary's password; check it (the sentinels accepted \
+                 {p}SENTINEL_AUTH)"
+            )),
+            _ => None,
+        }
     }
 
     /// The likely mistake in these settings, if one shows.

@@ -121,12 +121,22 @@ async fn sentinel_primary_is_reached_over_tls_with_both_passwords() {
 
     // The primary speaks only TLS: without REDIS_TLS the connection fails instead of working.
     refused(&with(&env, "REDIS_TLS", None), Refusal::Dropped).await;
-    refused(
+    // Each refused password is named: they are two settings, and the client alone reports both
+    // refusals alike.
+    let sentinels = refused(
         &with(&env, "REDIS_SENTINEL_AUTH", Some("wrong")),
         Refusal::Password,
     )
     .await;
-    refused(&with(&env, "REDIS_AUTH", Some("wrong")), Refusal::Password).await;
+    assert!(
+        sentinels.contains("REDIS_SENTINEL_AUTH is the sentinels' password"),
+        "{sentinels}"
+    );
+    let primary = refused(&with(&env, "REDIS_AUTH", Some("wrong")), Refusal::Password).await;
+    assert!(
+        primary.contains("REDIS_AUTH is the primary's password"),
+        "{primary}"
+    );
 }
 
 #[tokio::test]
