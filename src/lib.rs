@@ -24,7 +24,8 @@
 //! - [`service`]: one snapshot + the limiter; what both edges call.
 //! - [`explain`]: which limits, overrides and counters apply to a request, counting no hit
 //!   (`/v1/explain`, the console's key search, `ratelimitd explain`).
-//! - [`grpc`], [`http`]: the edges (RLS v3 + health + TLS; `/json`, `/healthcheck`, debug port).
+//! - [`grpc`], [`http`]: the edges (RLS v3 + health + TLS, and the gRPC port's transport
+//!   `grpc::server`; `/json`, `/healthcheck`, debug port).
 //!   The generated Envoy protos live in [`grpc::pb`], and their unit numbers in [`grpc::unit`].
 //! - [`rlqs`]: the Rate Limit Quota Service (Envoy's `rate_limit_quota` filter): buckets planned
 //!   by the limiter, budgets split by demand shared through the store, served on the gRPC port.

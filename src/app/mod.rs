@@ -6,14 +6,9 @@
 mod admin_listener;
 mod banner;
 mod base;
-mod coalesce;
 mod config_source;
 mod error;
 mod features;
-mod grpc_conn;
-mod grpc_idle;
-mod grpc_listen;
-mod grpc_stream;
 mod parts;
 mod readers;
 mod running;

@@ -2,8 +2,9 @@
 //! `/healthcheck`), debug, admin (when it is opened) and Prometheus. All are bound before any is
 //! served, so a port that cannot be bound stops startup with nothing half-open.
 //!
-//! On the gRPC listener, `ShouldRateLimit` is answered in front of tonic's router
-//! ([`super::grpc_conn`]).
+//! The gRPC port's transport is `crate::grpc::server`: this file binds its socket, builds what it
+//! serves (`ShouldRateLimit` answered in front of tonic's router, health, RLQS) and its options
+//! from the settings, and runs it until shutdown.
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -16,12 +17,11 @@ use tonic_health::server::HealthService;
 
 use super::AppError;
 use super::admin_listener;
-use super::grpc_conn::GrpcServices;
-use super::grpc_listen::{Accepting, GrpcListener, bind_grpc, serve_grpc};
 use super::tasks::serve_http;
 use crate::background::Background;
 use crate::clock::ManualClock;
 use crate::grpc::bounded::Bounded;
+use crate::grpc::server::{self as grpc_server, Listener as GrpcListener};
 use crate::grpc::tls::ReloadingTls;
 use crate::grpc::{RateLimitServiceServer, RlsService};
 use crate::health::Health;
@@ -73,15 +73,71 @@ pub(super) struct Bound {
     pub(super) metrics_addr: Option<SocketAddr>,
 }
 
-pub(super) async fn bind(
-    what: &'static str,
-    host: &str,
-    port: u16,
-) -> Result<TcpListener, AppError> {
+async fn bind(what: &'static str, host: &str, port: u16) -> Result<TcpListener, AppError> {
     let addr = format!("{host}:{port}");
     TcpListener::bind(&addr)
         .await
         .map_err(|source| AppError::Bind { what, addr, source })
+}
+
+/// Binds the gRPC socket the settings ask for: `GRPC_HOST:GRPC_PORT`, or the unix socket of
+/// `GRPC_UDS`.
+async fn bind_grpc(s: &Settings) -> Result<GrpcListener, AppError> {
+    let Some(path) = &s.grpc.uds else {
+        return Ok(GrpcListener::Tcp(
+            bind("gRPC", &s.grpc_host, s.grpc_port).await?,
+        ));
+    };
+    GrpcListener::unix(path).map_err(|source| AppError::Bind {
+        what: "gRPC",
+        addr: path.display().to_string(),
+        source,
+    })
+}
+
+/// What the gRPC port serves: `ShouldRateLimit` (answered in front of the router, its message
+/// read under the caps), gRPC health and RLQS.
+fn grpc_services(
+    settings: &Settings,
+    service: Arc<Service>,
+    metrics: Option<Arc<Metrics>>,
+    health_server: HealthServer<HealthService>,
+    rlqs: Option<RateLimitQuotaServiceServer<RlqsService>>,
+) -> grpc_server::Services {
+    let rls = RlsService::new(service, metrics)
+        .with_standard_headers(settings.edges.grpc_standard_headers);
+    let rls_server = RateLimitServiceServer::new(rls.clone())
+        .max_decoding_message_size(settings.grpc.max_recv_message_bytes);
+    let should_rate_limit = Bounded::new(
+        rls_server.clone(),
+        settings.limits,
+        settings.grpc.max_recv_message_bytes,
+    )
+    .answered_by(rls);
+    let mut routes = TonicRoutes::builder();
+    routes
+        .add_service(health_server)
+        // The port answers `ShouldRateLimit`'s exact path itself (through `Bounded`); the
+        // router gets the service's other paths, which tonic answers `UNIMPLEMENTED`.
+        .add_service(rls_server);
+    if let Some(rlqs) = rlqs {
+        routes.add_service(rlqs);
+    }
+    grpc_server::Services {
+        should_rate_limit,
+        router: routes.routes().prepare(),
+    }
+}
+
+/// How the gRPC port holds its connections, from the settings.
+fn grpc_options(settings: &Settings, tls: Option<Arc<ReloadingTls>>) -> grpc_server::Options {
+    grpc_server::Options {
+        tls,
+        max_connection_age: settings.grpc.max_connection_age,
+        max_connection_age_grace: settings.grpc.max_connection_age_grace,
+        limits: settings.listeners.grpc,
+        stream_connections: settings.listeners.grpc_stream_connections,
+    }
 }
 
 fn local_addr(l: &TcpListener, what: &'static str) -> Result<SocketAddr, AppError> {
@@ -128,42 +184,16 @@ pub(super) async fn start(
         regions,
     } = routes;
 
-    let (age, grace) = (
-        settings.grpc.max_connection_age,
-        settings.grpc.max_connection_age_grace,
+    let services = grpc_services(
+        settings,
+        service.clone(),
+        metrics.clone(),
+        health_server,
+        rlqs,
     );
-    let rls = RlsService::new(service.clone(), metrics.clone())
-        .with_standard_headers(settings.edges.grpc_standard_headers);
-    let rls_server = RateLimitServiceServer::new(rls.clone())
-        .max_decoding_message_size(settings.grpc.max_recv_message_bytes);
-    let should_rate_limit = Bounded::new(
-        rls_server.clone(),
-        settings.limits,
-        settings.grpc.max_recv_message_bytes,
-    )
-    .answered_by(rls);
-    let mut routes = TonicRoutes::builder();
-    routes
-        .add_service(health_server)
-        // The port answers `ShouldRateLimit`'s exact path itself (through `Bounded`); the
-        // router gets the service's other paths, which tonic answers `UNIMPLEMENTED`.
-        .add_service(rls_server);
-    if let Some(rlqs) = rlqs {
-        routes.add_service(rlqs);
-    }
-    let services = GrpcServices {
-        should_rate_limit,
-        router: routes.routes().prepare(),
-    };
-    let accepting = Accepting {
-        listener: grpc,
-        tls,
-        age,
-        grace,
-        limits: settings.listeners.grpc,
-        stream_connections: settings.listeners.grpc_stream_connections,
-    };
-    serve_grpc(bg.tasks, accepting, services, bg.stopped());
+    let options = grpc_options(settings, tls);
+    bg.tasks
+        .spawn(grpc_server::serve(grpc, services, options, bg.stopped()));
     let http_router = crate::http::router(crate::http::HttpState {
         service,
         health,

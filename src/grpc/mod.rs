@@ -2,7 +2,8 @@
 //! `grpc.health.v1` service. Errors keep the Go service's messages with truthful status codes:
 //! a bad request is `INVALID_ARGUMENT`, no configuration is `FAILED_PRECONDITION`, a store failure is
 //! UNAVAILABLE (Envoy treats any error the same way: its `failure_mode_deny` decides). Request
-//! messages are checked against the caps before they are decoded ([`bounded`]).
+//! messages are checked against the caps before they are decoded ([`bounded`]). The port's
+//! transport (accept, HTTP/2, each call's stream, the drain) is `server`.
 
 pub mod bounded;
 pub mod convert;
@@ -12,6 +13,7 @@ mod options;
 /// Generated protos; see the module's own doc.
 #[allow(missing_docs, clippy::all)]
 pub mod pb;
+pub(crate) mod server;
 pub mod tls;
 pub mod unary;
 pub mod unit;

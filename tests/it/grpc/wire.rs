@@ -2,7 +2,7 @@
 //! trailers are exactly what tonic sends for a unary call (the direct path answers most requests
 //! itself, `src/grpc/unary.rs`), and the requests it leaves to tonic (compressed, undecodable,
 //! several messages) still get tonic's own refusals. The port's connections are served without
-//! tonic's server (`src/app/grpc_conn.rs`): a call past its `grpc-timeout` and an unknown method
+//! tonic's server (`src/grpc/server/`): a call past its `grpc-timeout` and an unknown method
 //! still get the answers tonic's server would send.
 
 use http_body_util::{BodyExt, Full};

@@ -1,4 +1,4 @@
-//! One gRPC call on a connection [`super::grpc_conn`] serves: its request handed to its service,
+//! One gRPC call on a connection [`super::conn`] serves: its request handed to its service,
 //! its answer sent on the stream it came on.
 //!
 //! `ShouldRateLimit`'s exact path goes straight to its service ([`Bounded`]), whose answer on the
@@ -11,7 +11,7 @@
 //! (past it the answer is `CANCELLED`, as tonic sends); a client that resets the stream cancels
 //! the call (its future is dropped); an answer body that fails resets the stream with
 //! `INTERNAL_ERROR`. Each call is marked in flight on its connection until its answer is ready,
-//! and a long-lived stream moves its connection to the streams gate ([`super::grpc_idle`]).
+//! and a long-lived stream moves its connection to the streams gate ([`super::idle`]).
 
 use std::future::{Future, poll_fn};
 use std::pin::{Pin, pin};
@@ -27,21 +27,31 @@ use tonic::Status;
 use tonic::body::Body;
 use tonic::codegen::{Service as TowerService, http};
 
-use super::grpc_conn::GrpcServices;
-use super::grpc_idle;
-use super::grpc_listen::GrpcConnInfo;
-use crate::grpc::bounded::SHOULD_RATE_LIMIT;
+use super::idle;
+use super::listen::ConnInfo;
+use crate::grpc::bounded::{Bounded, SHOULD_RATE_LIMIT};
 use crate::grpc::unary::{self, Answer};
+use crate::grpc::{RateLimitServiceServer, RlsService};
 use crate::listener::http::Peer;
 
 /// A call's answer to come.
 type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send>>;
 
+/// What the gRPC port serves.
+#[derive(Clone)]
+pub(crate) struct Services {
+    /// `ShouldRateLimit`, answered in front of the router.
+    pub(crate) should_rate_limit: Bounded<RateLimitServiceServer<RlsService>>,
+    /// Every service (for `ShouldRateLimit`, its other paths; a message the direct path leaves
+    /// to tonic's codec goes through [`Bounded`]'s fallback, not through here).
+    pub(crate) router: tonic::service::Routes,
+}
+
 /// What every call on one connection is answered with: the services, and the connection's
 /// activity and client address.
 pub(super) struct Connection {
-    pub(super) services: GrpcServices,
-    pub(super) info: GrpcConnInfo,
+    pub(super) services: Services,
+    pub(super) info: ConnInfo,
 }
 
 /// Answers the call `req` on `respond`, on connection `conn`.
@@ -52,8 +62,8 @@ pub(super) async fn serve(
 ) {
     let Connection { services, info } = &*conn;
     let path = req.uri().path();
-    let answer = match grpc_idle::begin(info, path) {
-        Err(full) => Some(Answer::Response(grpc_idle::refusal(path, full))),
+    let answer = match idle::begin(info, path) {
+        Err(full) => Some(Answer::Response(idle::refusal(path, full))),
         Ok(busy) => {
             let deadline = grpc_timeout(req.headers());
             let call = call(services, info, req.map(RecvBody::new));
@@ -76,11 +86,7 @@ pub(super) async fn serve(
 /// The call `req` makes of `services`: `ShouldRateLimit`'s own service or the router. Boxed where
 /// it is made: a call's future is a few kilobytes, which every move of the task answering it
 /// (tokio moves a task's future into place more than once) would copy.
-fn call(
-    services: &GrpcServices,
-    info: &GrpcConnInfo,
-    req: http::Request<RecvBody>,
-) -> BoxFuture<Answer> {
+fn call(services: &Services, info: &ConnInfo, req: http::Request<RecvBody>) -> BoxFuture<Answer> {
     if req.uri().path() == SHOULD_RATE_LIMIT {
         return Box::pin(services.should_rate_limit.answer(req));
     }

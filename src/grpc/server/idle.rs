@@ -2,7 +2,7 @@
 //! `GRPC_MAX_CONNECTION_IDLE` measures the time with no RPC running (as grpc-go's
 //! `MaxConnectionIdle` does) rather than the time without bytes (HTTP/2 pings would keep an
 //! unused connection alive forever). The connection's [`Tracker`](crate::listener::Tracker) and
-//! peer come with each connection ([`GrpcConnInfo`]).
+//! peer come with each connection ([`ConnInfo`]).
 //!
 //! A unary RPC is in flight until its response is ready. A health watch (or an RLQS stream)
 //! streams for as long as the client keeps it and may stay silent for hours, so a connection that
@@ -15,7 +15,7 @@ use tonic::Status;
 use tonic::body::Body;
 use tonic::codegen::http;
 
-use super::grpc_listen::GrpcConnInfo;
+use super::listen::ConnInfo;
 use crate::listener::{Busy, StreamsFull};
 
 /// The long-lived streaming RPCs the service offers: the health watch and RLQS.
@@ -28,7 +28,7 @@ const STREAMS: [&str; 2] = [
 /// dropped, which the caller does once the response is ready. A long-lived stream first moves the
 /// connection to the streams gate; with that gate full the stream is to be refused
 /// (`RESOURCE_EXHAUSTED`, [`refusal`]).
-pub(super) fn begin(info: &GrpcConnInfo, path: &str) -> Result<Busy, StreamsFull> {
+pub(super) fn begin(info: &ConnInfo, path: &str) -> Result<Busy, StreamsFull> {
     let activity = &info.tracker.0;
     if STREAMS.contains(&path) {
         activity.hold_open_for_stream()?;

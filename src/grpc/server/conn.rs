@@ -1,17 +1,17 @@
-//! Serving the gRPC connections the accept loop ([`super::grpc_listen`]) hands over: h2's HTTP/2
-//! server on each, every call it accepts answered on a task of its own ([`super::grpc_stream`]).
+//! Serving the gRPC connections the accept loop ([`super::listen`]) hands over: h2's HTTP/2
+//! server on each, every call it accepts answered on a task of its own ([`super::stream`]).
 //!
 //! Neither tonic's server nor hyper's is in between: per call they would add a tower stack
 //! (connect info, `grpc-timeout`, error recovery, a re-boxed body) and a second HTTP layer
 //! (request and answer bodies wrapped, connection headers stripped again, a content length
 //! parsed) that together cost about an eighth of a decision (`docs/performance.md`). What this
-//! project needs of them is kept here and in [`super::grpc_stream`]:
+//! project needs of them is kept here and in [`super::stream`]:
 //! - HTTP/2 only, with the settings hyper's server gives h2 (1 MiB stream and connection windows,
 //!   16 KiB frames and header lists, 400 KiB of send buffer per stream, at most 1 024 streams
 //!   reset for a client's errors), except the number of concurrent streams per connection, which
 //!   stays unbounded as tonic's server had it (and as grpc-go's default is);
 //! - GOAWAY at `GRPC_MAX_CONNECTION_AGE`, ±10% as grpc-go does (the hard close after the grace
-//!   is [`super::grpc_listen`]'s);
+//!   is [`super::listen`]'s);
 //! - at shutdown, no new connection is taken, every open one gets a GOAWAY and is drained.
 
 use std::future::{Future, poll_fn};
@@ -23,27 +23,15 @@ use axum::body::Bytes;
 use tokio::sync::watch;
 use tokio::task::JoinSet;
 
-use super::grpc_listen::Conn;
-use super::grpc_stream;
-use crate::grpc::bounded::Bounded;
-use crate::grpc::{RateLimitServiceServer, RlsService};
-
-/// What the gRPC port serves.
-#[derive(Clone)]
-pub(super) struct GrpcServices {
-    /// `ShouldRateLimit`, answered in front of the router.
-    pub(super) should_rate_limit: Bounded<RateLimitServiceServer<RlsService>>,
-    /// Every service (for `ShouldRateLimit`, its other paths; a message the direct path leaves
-    /// to tonic's codec goes through [`Bounded`]'s fallback, not through here).
-    pub(super) router: tonic::service::Routes,
-}
+use super::listen::Conn;
+use super::stream::{self, Services};
 
 /// Serves each connection `incoming` yields with `services` until `stop`, then sends every open
 /// connection a GOAWAY and returns once all of them are done. A connection gets a GOAWAY at its
 /// age too ([`Conn::age`]).
 pub(super) async fn serve(
     mut incoming: tokio::sync::mpsc::Receiver<Conn>,
-    services: GrpcServices,
+    services: Services,
     stop: impl Future<Output = ()>,
 ) {
     let http2 = settings();
@@ -88,11 +76,11 @@ fn settings() -> h2::server::Builder {
 async fn run(
     http2: h2::server::Builder,
     conn: Conn,
-    services: GrpcServices,
+    services: Services,
     mut closing: watch::Receiver<bool>,
 ) {
     let max_age = conn.age();
-    let shared = Arc::new(grpc_stream::Connection {
+    let shared = Arc::new(stream::Connection {
         services,
         info: conn.info(),
     });
@@ -128,7 +116,7 @@ async fn run(
         loop {
             match h2.poll_accept(cx) {
                 Poll::Ready(Some(Ok((req, respond)))) => {
-                    let call = grpc_stream::serve(shared.clone(), req, respond);
+                    let call = stream::serve(shared.clone(), req, respond);
                     tokio::spawn(call);
                 }
                 Poll::Ready(Some(Err(e))) => return Poll::Ready(Err(e)),

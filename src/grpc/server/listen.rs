@@ -1,22 +1,22 @@
 //! The gRPC listener: TCP (`GRPC_HOST:GRPC_PORT`) or a unix socket (`GRPC_UDS`), in plaintext or
-//! TLS, through an accept loop that hands finished connections to [`super::grpc_conn`] (TLS
+//! TLS, through an accept loop that hands finished connections to [`super::conn`] (TLS
 //! handshakes run concurrently so a slow client cannot hold up the others). Writes go through
 //! [`Coalesce`], so responses that are ready together leave in one system call.
 //!
 //! Connection age: as grpc-go does, a connection gets a GOAWAY at `GRPC_MAX_CONNECTION_AGE` ±10%
-//! (drawn for each connection, [`super::grpc_conn`] sends it) and is closed hard at that age +
+//! (drawn for each connection, [`super::conn`] sends it) and is closed hard at that age +
 //! grace, which [`Conn`] enforces.
 //!
 //! Connection cap and timeouts: the loop takes a permit of `GRPC_MAX_CONNECTIONS` before each
 //! accept and wraps the socket in [`Guarded`] (below TLS, so handshakes count and are timed too);
-//! each connection's [`Tracker`] goes with it ([`GrpcConnInfo`]), where
-//! [`super::grpc_idle::begin`] marks RPCs in flight for `GRPC_MAX_CONNECTION_IDLE` and moves a
+//! each connection's [`Tracker`] goes with it ([`ConnInfo`]), where
+//! [`super::idle::begin`] marks RPCs in flight for `GRPC_MAX_CONNECTION_IDLE` and moves a
 //! connection with a long-lived stream to the `GRPC_MAX_STREAM_CONNECTIONS` gate.
 
 use std::future::Future;
 use std::io;
 use std::net::SocketAddr;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
@@ -26,22 +26,34 @@ use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt, ReadBuf};
 use tokio::net::{TcpListener, UnixListener};
 use tokio::sync::mpsc;
 
-use tokio::task::JoinSet;
-
-use super::AppError;
 use super::coalesce::Coalesce;
-use super::grpc_conn::GrpcServices;
-use crate::grpc::tls::ReloadingTls;
-use crate::listener::{Gate, Guarded, Tracker};
-use crate::settings::{ConnLimits, Settings};
+use super::options::Options;
+use crate::listener::{ConnLimits, Gate, Guarded, Tracker};
 
-/// A bound gRPC socket.
+/// A bound gRPC socket, which [`super::serve`] takes connections from.
 #[derive(Debug)]
-pub(super) enum GrpcListener {
+pub(crate) enum Listener {
     /// `GRPC_HOST:GRPC_PORT`.
     Tcp(TcpListener),
-    /// `GRPC_UDS`.
+    /// `GRPC_UDS`, with the socket file's path.
     Unix(UnixListener, PathBuf),
+}
+
+impl Listener {
+    /// Binds the unix socket `path` (`GRPC_UDS`). A socket file left by a previous run is removed
+    /// first, as it would make the bind fail; anything else at `path` is not ours to remove, and
+    /// the bind then fails.
+    pub(crate) fn unix(path: &Path) -> io::Result<Listener> {
+        if std::fs::symlink_metadata(path)
+            .is_ok_and(|m| std::os::unix::fs::FileTypeExt::is_socket(&m.file_type()))
+        {
+            std::fs::remove_file(path)?;
+        }
+        Ok(Listener::Unix(
+            UnixListener::bind(path)?,
+            path.to_path_buf(),
+        ))
+    }
 }
 
 trait Io: AsyncRead + AsyncWrite + Send + Unpin + 'static {}
@@ -59,9 +71,9 @@ pub(super) struct Conn {
 }
 
 /// What each gRPC connection hands its requests: its activity, which
-/// [`super::grpc_idle::begin`] marks them in, and its client's address (TCP only).
+/// [`super::idle::begin`] marks them in, and its client's address (TCP only).
 #[derive(Debug, Clone)]
-pub(super) struct GrpcConnInfo {
+pub(super) struct ConnInfo {
     pub(super) tracker: Tracker,
     pub(super) peer: Option<SocketAddr>,
 }
@@ -129,8 +141,8 @@ impl Conn {
     }
 
     /// The connection's activity and client address.
-    pub(super) fn info(&self) -> GrpcConnInfo {
-        GrpcConnInfo {
+    pub(super) fn info(&self) -> ConnInfo {
+        ConnInfo {
             tracker: self.tracker.clone(),
             peer: self.peer,
         }
@@ -142,31 +154,29 @@ const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
 /// How long a refused handshake's TLS alert may take to leave before the connection is dropped.
 const ALERT_TIMEOUT: Duration = Duration::from_secs(1);
 
-impl GrpcListener {
+impl Listener {
     /// Accepts one connection under `gate`'s cap (waiting for room first) and `limits`.
     async fn accept(
         &self,
         gate: &Gate,
         streams: &Arc<Gate>,
         limits: &ConnLimits,
-    ) -> io::Result<(Box<dyn Io>, GrpcConnInfo)> {
+    ) -> io::Result<(Box<dyn Io>, ConnInfo)> {
         let permit = gate.admit().await;
         let guard = |s: Box<dyn Io>, peer| {
             let s = Guarded::with_streams(s, permit, limits, Some(streams.clone()));
             let tracker = s.tracker();
-            (Box::new(s) as Box<dyn Io>, GrpcConnInfo { tracker, peer })
+            (Box::new(s) as Box<dyn Io>, ConnInfo { tracker, peer })
         };
         match self {
-            GrpcListener::Tcp(l) => {
+            Listener::Tcp(l) => {
                 let (s, peer) = l.accept().await?;
                 // Small request/response messages: do not let Nagle delay them (Coalesce
                 // batches what is ready at once instead, without waiting for an ACK).
                 let _ = s.set_nodelay(true);
                 Ok(guard(Box::new(Coalesce::new(s)), Some(peer)))
             }
-            GrpcListener::Unix(l, _) => {
-                Ok(guard(Box::new(Coalesce::new(l.accept().await?.0)), None))
-            }
+            Listener::Unix(l, _) => Ok(guard(Box::new(Coalesce::new(l.accept().await?.0)), None)),
         }
     }
 }
@@ -176,23 +186,22 @@ fn jittered(age: Duration, draw: f64) -> Duration {
     age.mul_f64(0.9 + 0.2 * draw.clamp(0.0, 1.0))
 }
 
-/// Accepts connections (at most `limits.max_connections` at once, plus at most
-/// `stream_connections` moved to the streams gate) until `tx` is closed (the server stopped
-/// taking them) and sends them on `tx`; each gets a GOAWAY at `age` (±10% for each connection,
-/// as grpc-go does, so that connections opened together do not all reconnect together) and is
-/// closed hard `grace` later.
-async fn accept_loop(accepting: Accepting, tx: mpsc::Sender<Conn>) {
-    let Accepting {
-        listener,
+/// Accepts connections on `listener` (at most `limits.max_connections` of `options` at once, plus
+/// at most `stream_connections` moved to the streams gate) until `tx` is closed (the server
+/// stopped taking them) and sends them on `tx`; each gets a GOAWAY at `max_connection_age` (±10%
+/// for each connection, as grpc-go does, so that connections opened together do not all reconnect
+/// together) and is closed hard `max_connection_age_grace` later.
+pub(super) async fn accept_loop(listener: Listener, options: Options, tx: mpsc::Sender<Conn>) {
+    let Options {
         tls,
-        age,
-        grace,
+        max_connection_age: age,
+        max_connection_age_grace: grace,
         limits,
         stream_connections,
-    } = accepting;
+    } = options;
     let gate = Gate::new("gRPC", limits.max_connections);
     let streams = Arc::new(Gate::new("gRPC streams", stream_connections));
-    let conn = move |io: Box<dyn Io>, info: GrpcConnInfo| {
+    let conn = move |io: Box<dyn Io>, info: ConnInfo| {
         let age = age.map(|a| jittered(a, fastrand::f64()));
         Conn {
             io,
@@ -240,59 +249,6 @@ async fn accept_loop(accepting: Accepting, tx: mpsc::Sender<Conn>) {
             }
         });
     }
-}
-
-/// Binds the gRPC socket the settings ask for.
-pub(super) async fn bind_grpc(s: &Settings) -> Result<GrpcListener, AppError> {
-    let Some(path) = &s.grpc.uds else {
-        return Ok(GrpcListener::Tcp(
-            super::serve::bind("gRPC", &s.grpc_host, s.grpc_port).await?,
-        ));
-    };
-    let err = |source| AppError::Bind {
-        what: "gRPC",
-        addr: path.display().to_string(),
-        source,
-    };
-    // A socket file left by a previous run would make bind fail; anything else is not ours to
-    // remove.
-    if std::fs::symlink_metadata(path)
-        .is_ok_and(|m| std::os::unix::fs::FileTypeExt::is_socket(&m.file_type()))
-    {
-        std::fs::remove_file(path).map_err(err)?;
-    }
-    let l = tokio::net::UnixListener::bind(path).map_err(err)?;
-    Ok(GrpcListener::Unix(l, path.clone()))
-}
-
-/// How the gRPC port accepts connections.
-pub(super) struct Accepting {
-    pub(super) listener: GrpcListener,
-    /// The certificates, with `GRPC_SERVER_USE_TLS`.
-    pub(super) tls: Option<Arc<ReloadingTls>>,
-    /// `GRPC_MAX_CONNECTION_AGE`: a GOAWAY this long after the accept (jittered).
-    pub(super) age: Option<Duration>,
-    /// `GRPC_MAX_CONNECTION_AGE_GRACE`: the hard close this long after the GOAWAY.
-    pub(super) grace: Option<Duration>,
-    /// The connection cap and timeouts.
-    pub(super) limits: ConnLimits,
-    /// The cap on connections holding long-lived streams (`GRPC_MAX_STREAM_CONNECTIONS`).
-    pub(super) stream_connections: usize,
-}
-
-/// Serves `services` on the connections `accepting` hands over until `stop`.
-pub(super) fn serve_grpc(
-    tasks: &mut JoinSet<()>,
-    accepting: Accepting,
-    services: GrpcServices,
-    stop: impl Future<Output = ()> + Send + 'static,
-) {
-    tasks.spawn(async move {
-        let (tx, rx) = mpsc::channel(64);
-        // Ends when the server drops the receiver at shutdown, which also closes the listener.
-        tokio::spawn(accept_loop(accepting, tx));
-        super::grpc_conn::serve(rx, services, stop).await;
-    });
 }
 
 #[cfg(test)]
