@@ -19,7 +19,8 @@ pub struct ShareGauge {
     pub region: String,
     /// The limit's `full_key`.
     pub limit: String,
-    /// The share in force (the mean over its active keys for `follow_demand`).
+    /// The share in force (the mean over its active keys for `follow_demand`; the floor without
+    /// any).
     pub share: f64,
     /// Active keys with a share of their own (`follow_demand`; 0 otherwise).
     pub keys: usize,
@@ -32,7 +33,7 @@ impl Regional {
             return Vec::new();
         };
         let mut moving: HashMap<String, (f64, usize)> = HashMap::new();
-        for (_, limit, share) in self.shares.current() {
+        for (_, limit, share) in self.shares.current(self.clock.now()) {
             let e = moving.entry(limit).or_default();
             e.0 += share;
             e.1 += 1;
@@ -40,10 +41,15 @@ impl Regional {
         let limits = config.limits().into_iter();
         limits
             .filter_map(|l| {
-                let listed = l.regions.as_ref()?.share_of(region);
+                let regions = l.regions.as_ref()?;
+                // Without active keys: the share a key starts at (a demand-following one, its
+                // floor).
+                let start = regions
+                    .follow
+                    .map_or_else(|| regions.share_of(region), |f| f.floor);
                 let (share, keys) = match moving.get(&l.full_key) {
                     Some((sum, n)) => (sum / *n as f64, *n),
-                    None => (listed, 0),
+                    None => (start, 0),
                 };
                 Some(ShareGauge {
                     region: region.to_string(),
