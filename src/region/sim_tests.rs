@@ -404,9 +404,6 @@ fn a_region_whose_sync_stalls_falls_to_its_floor_when_its_lease_runs_out() {
             peaks[1][0] >= 0.9 - 1e-9,
             "seed {seed}: eu takes the rest after us's lease: {peaks:?}"
         );
-        assert!(
-            ends[2][1] >= 0.6,
-            "seed {seed}: us climbs back: {ends:?}"
-        );
+        assert!(ends[2][1] >= 0.6, "seed {seed}: us climbs back: {ends:?}");
     }
 }

@@ -151,6 +151,8 @@ impl RegionSync {
         // A round that starts after the lease ran out (a task that was stalled) posts the floors
         // the decisions already enforce.
         self.lapse(now);
+        // The lease this round started under (still running, or none yet).
+        let lease = self.shares.lease().filter(|until| now < *until);
         let keys = self.shares.take_round();
         let permit = self.breaker.as_ref().map(|b| b.permit());
         let result = match permit {
@@ -173,11 +175,12 @@ impl RegionSync {
                 status.last_ok = Some(self.clock.now());
                 status.keys = keys;
                 status.on_board = on_board;
-                // An answer that comes after the lease ran out cannot restore what it moved:
-                // meanwhile the others may have stopped counting this instance's entries and
-                // been granted its share. It renews the lease from this round's start (when the
-                // others see this instance's line), but from the floors.
-                if self.shares.lease().is_some_and(|until| self.clock.now() >= until) {
+                // An answer that comes after the lease ran out cannot restore what the round
+                // moved (it started from the shares above the floors): meanwhile the others may
+                // have stopped counting this instance's entries and been granted its share. It
+                // renews the lease from this round's start (when the others see this instance's
+                // line), but from the floors.
+                if lease.is_some_and(|until| self.clock.now() >= until) {
                     self.fall_to_floor();
                 }
                 let lease = self.interval.saturating_mul(LEASE_INTERVALS);

@@ -1,5 +1,6 @@
 //! What an operator sees of the regions: per regional limit, this region's share (the listed one,
-//! or with `follow_demand` the mean over the keys active here and how many there are), and how the
+//! or with `follow_demand` the mean of the shares in force over the keys active here and how
+//! many there are, the floor without any), and how the
 //! sync with the global store goes (with its breaker's state). `/rlconfig` and the status page print [`Regional::describe`];
 //! the metrics export [`Regional::gauges`].
 

@@ -140,7 +140,11 @@ async fn world(
     let mut back = Vec::new();
     let watch = Stopwatch::start();
     let cut_region = rs[last];
-    while !cut_region.sync_line().await.starts_with("# region_sync: ok") {
+    while !cut_region
+        .sync_line()
+        .await
+        .starts_with("# region_sync: ok")
+    {
         assert!(
             watch.elapsed() < Duration::from_secs(60),
             "{} never reached the global store again: {}",

@@ -24,7 +24,10 @@ async fn a_stalled_sync_lets_the_share_fall_to_its_floor_when_its_lease_runs_out
     let global = RedisServer::start();
     let env: Vec<(String, String)> = vec![
         ("GLOBAL_REDIS_SOCKET_TYPE".into(), "unix".into()),
-        ("GLOBAL_REDIS_URL".into(), global.socket().display().to_string()),
+        (
+            "GLOBAL_REDIS_URL".into(),
+            global.socket().display().to_string(),
+        ),
         // The stalled round waits for the stopped redis-server instead of failing.
         ("GLOBAL_REDIS_RESPONSE_TIMEOUT".into(), "300s".into()),
     ];
@@ -59,14 +62,22 @@ async fn a_stalled_sync_lets_the_share_fall_to_its_floor_when_its_lease_runs_out
     for s in clocks() {
         s.advance(to_window);
     }
-    assert!((us.key_share("hot") - 0.1).abs() < 1e-9, "{}", us.key_share("hot"));
+    assert!(
+        (us.key_share("hot") - 0.1).abs() < 1e-9,
+        "{}",
+        us.key_share("hot")
+    );
     assert_eq!(load_one(&us.instances[0], "hot", 40).await, 20);
     // The global store answers again and the round ends, after the lease ran out: the others may
     // have taken the share meanwhile, so its answer does not bring it back.
     paused.resume();
     stalled.await;
     assert!(us.sync_line().await.starts_with("# region_sync: ok"));
-    assert!((us.key_share("hot") - 0.1).abs() < 1e-9, "{}", us.key_share("hot"));
+    assert!(
+        (us.key_share("hot") - 0.1).abs() < 1e-9,
+        "{}",
+        us.key_share("hot")
+    );
     assert_eq!(
         load_one(&us.instances[0], "hot", 40).await,
         0,

@@ -121,7 +121,10 @@ async fn a_demand_following_share_starts_at_its_floor_and_holds_more_only_under_
     shares.apply(&key, 0.8);
     assert_eq!(admitted(&eu, &cfg, "moving", 100).await.0, 50);
     let now = clock.now();
-    assert_eq!(shares.current(now), vec![(key, "d.moving".to_string(), 0.8)]);
+    assert_eq!(
+        shares.current(now),
+        vec![(key, "d.moving".to_string(), 0.8)]
+    );
     // No round renews the lease (a stalled sync): when it runs out, decisions find the floor.
     clock.advance(Duration::from_secs(99));
     assert_eq!(shares.current(clock.now())[0].2, 0.8);
@@ -133,7 +136,11 @@ async fn a_demand_following_share_starts_at_its_floor_and_holds_more_only_under_
         Code::OverLimit,
         "130 counted already, 5 allowed"
     );
-    assert_eq!(shares.take_round()[0].share, 0.05, "lowered for the sync too");
+    assert_eq!(
+        shares.take_round()[0].share,
+        0.05,
+        "lowered for the sync too"
+    );
     // Idle keys are forgotten after a while; a key new again starts at the floor.
     for _ in 0..=crate::region::table::IDLE_ROUNDS + 1 {
         shares.take_round();
