@@ -2,8 +2,10 @@
 //! whole limit: instances of two and three regions run the real per-key rules ([`Standing`])
 //! against a model of the global store's script (`lua/region_demand.lua`: the same grant, kept
 //! apart from the network), in orders drawn from a seeded generator, on a manual clock, while
-//! demand moves between the regions and one region is cut off from the global store and comes
-//! back. The integration test `regions::bound` samples the same sum through real redis-servers.
+//! demand moves between the regions and one region is cut off from the global store (its rounds
+//! fail) or stalls (it runs none) and comes back. Every instance starts at its floor, and a
+//! share above it is in force only under the lease, as a decision reads it. The integration
+//! test `regions::bound` samples the same sum through real redis-servers.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::Arc;
@@ -96,17 +98,51 @@ struct Instance {
     last_read: Option<u64>,
     /// Cut off from the global store: its rounds fail.
     cut: bool,
+    /// Its sync task is stalled: it runs no round at all.
+    stalled: bool,
     /// Its last round waited for this tick.
     late: bool,
 }
 
 const INTERVAL: u64 = 1_000;
 
+/// What keeps a region from the global store during a phase.
+#[derive(Clone, Copy, PartialEq)]
+enum Fault {
+    /// Its rounds fail.
+    Cut(usize),
+    /// Its instances run no round.
+    Stall(usize),
+}
+use Fault::{Cut, Stall};
+
 impl Instance {
+    /// Whether the lease holds at `now`: the start of its last round that reached the global
+    /// store was less than [`LEASE_INTERVALS`] ago.
+    fn leased(&self, now: u64) -> bool {
+        let lease = INTERVAL * u64::from(LEASE_INTERVALS);
+        self.lease_from.is_some_and(|f| now < f + lease)
+    }
+
+    /// The share in force at `now`, as a decision reads it (`RegionShares::share`): the floor
+    /// once the lease has run out.
+    fn in_force(&self, now: u64, floor: f64) -> f64 {
+        if self.leased(now) {
+            self.share
+        } else {
+            self.share.min(floor)
+        }
+    }
+
     /// One round at `now` (ms), as `RegionSync::round` runs it for this key.
     fn round(&mut self, g: &mut Global, regions: &Arc<Regions>, rate: f64, now: u64) {
         let follow = regions.follow.unwrap();
         let hold = INTERVAL * u64::from(ENTRY_INTERVALS);
+        // Past the lease, the keys fall to their floors before the round plans anything.
+        if !self.leased(now) && self.share > follow.floor {
+            self.share = follow.floor;
+            self.standing.want = None;
+        }
         let k = DemandRound {
             key: "k".into(),
             regions: regions.clone(),
@@ -117,11 +153,6 @@ impl Instance {
         let (milli, mode) = self.standing.plan(&k, 1.0, now, (hold, ENTRY_INTERVALS));
         if self.cut {
             // The round fails: no share moves but the lease's.
-            let lease = INTERVAL * u64::from(LEASE_INTERVALS);
-            if self.lease_from.is_some_and(|f| now >= f + lease) && self.share > follow.floor {
-                self.share = follow.floor;
-                self.standing.want = None;
-            }
             return;
         }
         if self.standing.announces(milli, mode) {
@@ -161,17 +192,17 @@ impl Instance {
     }
 }
 
-/// The regions `names` (`per_region` instances each) sharing a limit of 600 a minute, starting on
-/// equal listed shares; `phases` of (ticks, demand per second of each region, the region cut
-/// off); rounds every tick in an order drawn from `seed`, each instance skipping a tick now and
-/// then (never two in a row). The shares in force (the largest of each region's instances) are
-/// summed after every round; returns the largest sum, each region's largest share per phase and
-/// its share at the end of each phase.
+/// The regions `names` (`per_region` instances each) sharing a limit of 600 a minute, listed on
+/// equal shares, every instance starting at its floor; `phases` of (ticks, demand per second of
+/// each region, the region cut off or stalled); rounds every tick in an order drawn from `seed`,
+/// each instance skipping a tick now and then (never two in a row). The shares in force (the
+/// largest of each region's instances) are summed after every round; returns the largest sum,
+/// each region's largest share per phase and its share at the end of each phase.
 fn run(
     names: &[&str],
     per_region: usize,
     (floor, max_step): (f64, f64),
-    phases: &[(u64, &[f64], Option<usize>)],
+    phases: &[(u64, &[f64], Option<Fault>)],
     seed: u64,
 ) -> (u64, Vec<Vec<f64>>, Vec<Vec<f64>>) {
     let n = names.len();
@@ -194,12 +225,13 @@ fn run(
         .map(|i| Instance {
             region: i % n,
             member: 100 + i as u64,
-            share: share::from_ppm(share::ppm(1.0 / n as f64)),
+            share: floor,
             standing: Standing::default(),
             hits: 0,
             lease_from: None,
             last_read: None,
             cut: false,
+            stalled: false,
             late: false,
         })
         .collect();
@@ -211,7 +243,8 @@ fn run(
     for (ticks, demand, cut) in phases {
         let mut peak = vec![0.0; n];
         for inst in &mut all {
-            inst.cut = *cut == Some(inst.region);
+            inst.cut = *cut == Some(Cut(inst.region));
+            inst.stalled = *cut == Some(Stall(inst.region));
         }
         for _ in 0..*ticks {
             now += INTERVAL;
@@ -227,13 +260,14 @@ fn run(
                 // the others give a region cut off before they stop counting its shares).
                 let late = draw.unit() < 1.0 / 7.0 && !inst.late;
                 inst.late = late;
-                if late {
+                if late || inst.stalled {
                     continue;
                 }
                 inst.round(&mut g, &regions, rate, now);
                 let mut held = vec![0_u64; n];
                 for x in &all {
-                    held[x.region] = held[x.region].max(share::ppm(x.share));
+                    let in_force = share::ppm(x.in_force(now, floor));
+                    held[x.region] = held[x.region].max(in_force);
                 }
                 let sum: u64 = held.iter().sum();
                 assert!(
@@ -249,7 +283,7 @@ fn run(
         peaks.push(peak);
         let mut end = vec![0.0; n];
         for x in &all {
-            end[x.region] = f64::max(end[x.region], x.share);
+            end[x.region] = f64::max(end[x.region], x.in_force(now, floor));
         }
         ends.push(end);
     }
@@ -259,13 +293,13 @@ fn run(
 #[test]
 fn two_regions_never_hold_more_than_the_limit_while_demand_moves_and_one_is_cut_off() {
     for seed in 1..=100 {
-        let phases: &[(u64, &[f64], Option<usize>)] = &[
+        let phases: &[(u64, &[f64], Option<Fault>)] = &[
             (20, &[30.0, 0.0], None),
             (20, &[0.0, 30.0], None),
             (15, &[30.0, 30.0], None),
             // us is cut off while the demand moves to eu: eu takes nothing of us's share until
             // us's lease ran out (us then holds its floor), then climbs.
-            (30, &[30.0, 0.0], Some(1)),
+            (30, &[30.0, 0.0], Some(Cut(1))),
             (20, &[0.0, 30.0], None),
         ];
         let (most, peaks, _) = run(&["eu", "us"], 2, (0.1, 0.2), phases, seed);
@@ -295,12 +329,15 @@ fn two_regions_never_hold_more_than_the_limit_while_demand_moves_and_one_is_cut_
 #[test]
 fn three_regions_never_hold_more_than_the_limit_while_demand_moves_and_one_is_cut_off() {
     for seed in 1..=100 {
-        let phases: &[(u64, &[f64], Option<usize>)] = &[
+        let phases: &[(u64, &[f64], Option<Fault>)] = &[
             (30, &[30.0, 0.0, 0.0], None),
             (30, &[0.0, 0.0, 30.0], None),
             (15, &[0.0, 30.0, 30.0], None),
-            (40, &[30.0, 10.0, 0.0], Some(2)),
+            (40, &[30.0, 10.0, 0.0], Some(Cut(2))),
             (20, &[5.0, 5.0, 30.0], None),
+            // us's task stalls while it holds most of the limit: it falls to its floor when its
+            // lease runs out, and the others take the rest only after that.
+            (30, &[30.0, 10.0, 30.0], Some(Stall(2))),
         ];
         let (most, peaks, _) = run(&["ap", "eu", "us"], 1, (0.05, 0.1), phases, seed);
         assert!(
@@ -328,9 +365,9 @@ fn three_regions_never_hold_more_than_the_limit_while_demand_moves_and_one_is_cu
 #[test]
 fn a_region_cut_off_keeps_its_share_for_the_lease_and_nobody_takes_it_meanwhile() {
     for seed in 1..=100 {
-        let settle: &[(u64, &[f64], Option<usize>)] = &[
+        let settle: &[(u64, &[f64], Option<Fault>)] = &[
             (20, &[30.0, 30.0], None),
-            (u64::from(LEASE_INTERVALS) - 3, &[30.0, 0.0], Some(1)),
+            (u64::from(LEASE_INTERVALS) - 3, &[30.0, 0.0], Some(Cut(1))),
         ];
         let (_, peaks, ends) = run(&["eu", "us"], 2, (0.1, 0.2), settle, seed);
         assert!(ends[0][1] >= 0.4, "seed {seed}: {ends:?}");
@@ -342,5 +379,31 @@ fn a_region_cut_off_keeps_its_share_for_the_lease_and_nobody_takes_it_meanwhile(
             peaks[1][0] <= 1.0 - ends[0][1] + 1e-9,
             "seed {seed}: eu took us's share during the cut: {peaks:?} {ends:?}"
         );
+    }
+}
+
+/// A region's sync task stalls (it runs no round, so it never sees a failure): the share it holds
+/// falls to its floor where the decisions read it once its lease has run out, before the other
+/// region, which counts its entries two intervals longer, may take it; its rounds come back and
+/// it climbs again through grants.
+#[test]
+fn a_region_whose_sync_stalls_falls_to_its_floor_when_its_lease_runs_out() {
+    for seed in 1..=100 {
+        let phases: &[(u64, &[f64], Option<Fault>)] = &[
+            (20, &[10.0, 30.0], None),
+            (25, &[30.0, 30.0], Some(Stall(1))),
+            (25, &[10.0, 30.0], None),
+        ];
+        let (_, peaks, ends) = run(&["eu", "us"], 2, (0.1, 0.2), phases, seed);
+        assert!(ends[0][1] >= 0.6, "seed {seed}: us settled: {ends:?}");
+        assert!(
+            (ends[1][1] - 0.1).abs() < 1e-9,
+            "seed {seed}: us stalled holds its floor: {ends:?}"
+        );
+        assert!(
+            peaks[1][0] >= 0.9 - 1e-9,
+            "seed {seed}: eu takes the rest after us's lease: {peaks:?}"
+        );
+        assert!(ends[2][1] >= 0.6, "seed {seed}: us climbs back: {ends:?}");
     }
 }

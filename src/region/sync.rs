@@ -19,9 +19,11 @@
 //! `REDIS_BREAKER_*`): once it opens, rounds make no call until its cool-down has passed, then one
 //! round probes. A round that cannot reach the global store changes no share: the region keeps
 //! enforcing the last one (never the whole limit, never zero) for [`LEASE_INTERVALS`] intervals
-//! after the start of its last round that did, then falls to its floors; the other regions count
-//! the shares its entries record until two intervals after that (the instance is then *lapsed*:
-//! [`super::members::lapsed`]), so nobody takes a share its region may still enforce.
+//! after the start of its last round that did (the lease, [`RegionShares::renew_lease`], which
+//! every decision checks: a stalled task cannot extend it), then falls to its floors; the other
+//! regions count the shares its entries record until two intervals after that (the instance is
+//! then *lapsed*: [`super::members::lapsed`]), so nobody takes a share its region may still
+//! enforce. A round whose answer comes after the lease ran out leaves every key at its floor.
 
 use std::collections::{BTreeSet, HashMap, HashSet};
 use std::sync::Arc;
@@ -80,9 +82,6 @@ pub struct RegionSync {
     clock: Arc<dyn Clock>,
     breaker: Option<Arc<Breaker>>,
     last_round: Mutex<Option<Timestamp>>,
-    /// When the last round that reached the global store started: the shares above the floor
-    /// hold until [`LEASE_INTERVALS`] intervals later.
-    lease_from: Mutex<Option<Timestamp>>,
     /// When the last round read the announced keys.
     last_read: Mutex<Option<Timestamp>>,
     standings: Mutex<HashMap<String, Standing, ahash::RandomState>>,
@@ -108,7 +107,6 @@ impl RegionSync {
             clock,
             breaker: breaker.map(Arc::new),
             last_round: Mutex::new(None),
-            lease_from: Mutex::new(None),
             last_read: Mutex::new(None),
             standings: Mutex::default(),
             status: Mutex::new(SyncStatus::default()),
@@ -150,6 +148,11 @@ impl RegionSync {
             since
         };
         let secs = elapsed.as_secs_f64().max(0.001);
+        // A round that starts after the lease ran out (a task that was stalled) posts the floors
+        // the decisions already enforce.
+        self.lapse(now);
+        // The lease this round started under (still running, or none yet).
+        let lease = self.shares.lease().filter(|until| now < *until);
         let keys = self.shares.take_round();
         let permit = self.breaker.as_ref().map(|b| b.permit());
         let result = match permit {
@@ -172,8 +175,16 @@ impl RegionSync {
                 status.last_ok = Some(self.clock.now());
                 status.keys = keys;
                 status.on_board = on_board;
-                self.shares.mark_synced();
-                *self.lease_from.lock() = Some(now);
+                // An answer that comes after the lease ran out cannot restore what the round
+                // moved (it started from the shares above the floors): meanwhile the others may
+                // have stopped counting this instance's entries and been granted its share. It
+                // renews the lease from this round's start (when the others see this instance's
+                // line), but from the floors.
+                if lease.is_some_and(|until| self.clock.now() >= until) {
+                    self.fall_to_floor();
+                }
+                let lease = self.interval.saturating_mul(LEASE_INTERVALS);
+                self.shares.renew_lease(now.saturating_add(lease));
             }
             Err(e) => {
                 if !status.failing {
@@ -188,22 +199,26 @@ impl RegionSync {
     }
 
     /// Falls back to the floor of every key once the shares' lease has run out at `now`: the
-    /// other regions stop counting this instance's entries two intervals later.
+    /// other regions stop counting this instance's entries two intervals later. (Decisions find
+    /// the floors from then on anyway, [`RegionShares::share`]; this lowers the keys no decision
+    /// read, and drops the rises asked for, before they are posted.)
     fn lapse(&self, now: Timestamp) {
-        let Some(from) = *self.lease_from.lock() else {
-            return;
-        };
-        let lease = micros(self.interval).saturating_mul(u64::from(LEASE_INTERVALS));
-        if now.as_micros() < from.as_micros().saturating_add(lease) {
+        if self.shares.lease().is_none_or(|until| now < until) {
             return;
         }
+        let fell = self.fall_to_floor();
+        if fell > 0 {
+            tracing::warn!(region = %self.region, keys = fell, "no round reached the global store for {LEASE_INTERVALS} intervals; the shares of these keys fall to their floors");
+        }
+    }
+
+    /// Every key at its floor, no rise asked for; how many keys fell.
+    fn fall_to_floor(&self) -> usize {
         let fell = self.shares.fall_to_floor();
         for s in self.standings.lock().values_mut() {
             s.want = None;
         }
-        if fell > 0 {
-            tracing::warn!(region = %self.region, keys = fell, "no round reached the global store for {LEASE_INTERVALS} intervals; the shares of these keys fall to their floors");
-        }
+        fell
     }
 
     /// The round's calls and what they move: (keys run, keys on the board).

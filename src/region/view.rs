@@ -1,5 +1,6 @@
 //! What an operator sees of the regions: per regional limit, this region's share (the listed one,
-//! or with `follow_demand` the mean over the keys active here and how many there are), and how the
+//! or with `follow_demand` the mean of the shares in force over the keys active here and how
+//! many there are, the floor without any), and how the
 //! sync with the global store goes (with its breaker's state). `/rlconfig` and the status page print [`Regional::describe`];
 //! the metrics export [`Regional::gauges`].
 
@@ -19,7 +20,8 @@ pub struct ShareGauge {
     pub region: String,
     /// The limit's `full_key`.
     pub limit: String,
-    /// The share in force (the mean over its active keys for `follow_demand`).
+    /// The share in force (the mean over its active keys for `follow_demand`; the floor without
+    /// any).
     pub share: f64,
     /// Active keys with a share of their own (`follow_demand`; 0 otherwise).
     pub keys: usize,
@@ -32,7 +34,7 @@ impl Regional {
             return Vec::new();
         };
         let mut moving: HashMap<String, (f64, usize)> = HashMap::new();
-        for (_, limit, share) in self.shares.current() {
+        for (_, limit, share) in self.shares.current(self.clock.now()) {
             let e = moving.entry(limit).or_default();
             e.0 += share;
             e.1 += 1;
@@ -40,10 +42,15 @@ impl Regional {
         let limits = config.limits().into_iter();
         limits
             .filter_map(|l| {
-                let listed = l.regions.as_ref()?.share_of(region);
+                let regions = l.regions.as_ref()?;
+                // Without active keys: the share a key starts at (a demand-following one, its
+                // floor).
+                let start = regions
+                    .follow
+                    .map_or_else(|| regions.share_of(region), |f| f.floor);
                 let (share, keys) = match moving.get(&l.full_key) {
                     Some((sum, n)) => (sum / *n as f64, *n),
-                    None => (listed, 0),
+                    None => (start, 0),
                 };
                 Some(ShareGauge {
                     region: region.to_string(),

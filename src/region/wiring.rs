@@ -1,8 +1,8 @@
 //! Building the regional parts from the settings: the shares the limiter asks (always; empty
 //! without `REGION`), and — with `GLOBAL_REDIS_URL` — the global store and the sync task, one
 //! per instance. Connecting never holds the ports longer than the Redis store's first attempt:
-//! an unreachable global store is dialled in the background while the region enforces the
-//! listed shares.
+//! an unreachable global store is dialled in the background while the region enforces static
+//! shares as listed and demand-following ones at their floors.
 
 use std::hash::{BuildHasher, Hasher};
 use std::sync::Arc;
@@ -39,19 +39,27 @@ pub struct Regional {
     pub shares: Arc<RegionShares>,
     /// The sync with the global store, with `GLOBAL_REDIS_URL`.
     pub sync: Option<Arc<RegionSync>>,
+    /// The decision clock, against which the shares' lease is read for listings.
+    pub clock: Arc<dyn Clock>,
 }
 
 /// The regional parts for `settings`.
 pub async fn start(settings: &RegionSettings, mut deps: RegionDeps<'_>) -> Regional {
+    let clock = deps.clock.clone();
     let Some(region) = settings.region.clone() else {
         return Regional {
             shares: Arc::new(RegionShares::default()),
             sync: None,
+            clock,
         };
     };
     let shares = Arc::new(RegionShares::new(region));
     let Some(global) = &settings.global else {
-        return Regional { shares, sync: None };
+        return Regional {
+            shares,
+            sync: None,
+            clock,
+        };
     };
     let cfg = RedisConfig {
         main: global.clone(),
@@ -69,8 +77,12 @@ pub async fn start(settings: &RegionSettings, mut deps: RegionDeps<'_>) -> Regio
     let store = match store {
         Ok(s) => Arc::new(s),
         Err(e) => {
-            tracing::error!(error = %e, "the global store (GLOBAL_REDIS_URL) cannot be used; regional shares stay as listed");
-            return Regional { shares, sync: None };
+            tracing::error!(error = %e, "the global store (GLOBAL_REDIS_URL) cannot be used; demand-following shares stay at their floors");
+            return Regional {
+                shares,
+                sync: None,
+                clock,
+            };
         }
     };
     let member = std::collections::hash_map::RandomState::new()
@@ -97,6 +109,7 @@ pub async fn start(settings: &RegionSettings, mut deps: RegionDeps<'_>) -> Regio
     Regional {
         shares,
         sync: Some(sync),
+        clock,
     }
 }
 

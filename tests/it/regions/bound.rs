@@ -12,15 +12,17 @@ use super::world::{self, Region, load_one};
 use crate::support::chaos::Proxy;
 use crate::support::redis::RedisServer;
 use crate::support::require;
+use ratelimitd::clock::Stopwatch;
 use ratelimitd::random::{Random, SeededRandom};
 use ratelimitd::region::LEASE_INTERVALS;
 use ratelimitd::region::share::{PPM, ppm};
 
-/// The share in force of key `hot` on every instance of `region`: the floor on one that has not
-/// seen it (its first request starts there).
+/// The share in force of key `hot` on every instance of `region` (the largest): the floor on one
+/// that has not seen it (its first request starts there).
 fn held(region: &Region, floor: f64) -> u64 {
     let shares = region.instances.iter().map(|s| {
-        let all = s.running().regions.shares.current();
+        let regions = &s.running().regions;
+        let all = regions.shares.current(regions.clock.now());
         let hot = all.iter().find(|(key, _, _)| key.contains(":hot}"));
         ppm(hot.map_or(floor, |k| k.2))
     });
@@ -132,9 +134,25 @@ async fn world(
     let end = &cut[cut.len() - 1];
     assert_eq!(end[last], ppm(floor), "{cut:?}");
     assert!(end[0] > at_cut[0], "{at_cut:?} then {cut:?}");
-    // The link returns and the demand goes to the cut region: it climbs again.
+    // The link returns and the demand goes to the cut region: once its rounds reach the global
+    // store again (its client reconnects on its own schedule, in real time), it climbs again.
     proxy.restore();
     let mut back = Vec::new();
+    let watch = Stopwatch::start();
+    let cut_region = rs[last];
+    while !cut_region
+        .sync_line()
+        .await
+        .starts_with("# region_sync: ok")
+    {
+        assert!(
+            watch.elapsed() < Duration::from_secs(60),
+            "{} never reached the global store again: {}",
+            cut_region.name,
+            cut_region.sync_line().await
+        );
+        back.push(tick(&rs, &only(last), floor, &draw).await);
+    }
     for _ in 0..phase {
         back.push(tick(&rs, &only(last), floor, &draw).await);
     }

@@ -8,8 +8,8 @@ use crate::support::require;
 use ratelimitd::clock::Clock;
 use ratelimitd::region::share::over_admission_bound;
 
-/// 200 a minute worldwide, starting half and half, following demand with a floor of 0.1 and a
-/// step of 0.05 per sync.
+/// 200 a minute worldwide, listed half and half, following demand with a floor of 0.1 and a step
+/// of 0.05 per sync.
 const MOVING: &str = "domain: d\ndescriptors:\n  - key: k\n    rate_limit: {unit: minute, requests_per_unit: 200, regions: {shares: {eu: 0.5, us: 0.5}, follow_demand: {floor: 0.1, max_step: 0.05}}}\n";
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -40,17 +40,19 @@ async fn load_moving_between_regions_moves_the_shares_within_the_bound() {
         round(&[&eu, &us]).await;
         eu_shares.push(eu.share().await);
     }
-    // Its first two rounds on the board hold (every other region sees it before it rises).
-    let expected = [0.5, 0.5, 0.55, 0.6, 0.65, 0.7];
+    // It starts at its floor, not its listed half (no entry on the board records more yet); its
+    // first two rounds on the board hold (every other region sees it before it rises).
+    let expected = [0.1, 0.1, 0.15, 0.2, 0.25, 0.3];
     for (got, want) in eu_shares.iter().zip(expected) {
         assert!(
             (got - want).abs() < 1e-9,
             "eu rises by the step: {eu_shares:?}"
         );
     }
-    // The load moves to us. Its first request finds the floor: the others may hold the rest.
+    // The load moves to us. Its first request finds the floor: the others may hold the rest. It
+    // climbs to all it can hold (0.9) and keeps it for a whole window.
     let mut us_shares = Vec::new();
-    for _ in 0..16 {
+    for _ in 0..24 {
         *windows.entry(minute(&us)).or_default() += us.load("hot", 30).await;
         us_shares.push(us.share().await);
         round(&[&eu, &us]).await;

@@ -11,6 +11,8 @@ mod partition;
 mod refused;
 mod restart;
 mod sporadic;
+mod stall;
+mod startup;
 mod static_shares;
 mod traffic;
 mod world;

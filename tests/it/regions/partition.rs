@@ -35,8 +35,19 @@ async fn a_cut_region_keeps_its_last_share_and_catches_up_after() {
     }
     let eu = Region::start("eu", 2, MOVING, &direct).await;
     let us = Region::start("us", 2, MOVING, &through_proxy).await;
-    // eu 3 times us's demand: the shares settle at 0.1 + 0.8 × (3/4, 1/4) = (0.7, 0.3).
-    for _ in 0..6 {
+    let now = |r: &Region| {
+        let clock = r.instances[0].running().manual_clock.clone().unwrap();
+        clock.now().as_secs()
+    };
+    // 20 s into a window: the ten rounds below end on the start of a window, where the cut
+    // begins, well within us's lease of 100 s at the last of the six rounds after.
+    let into = Duration::from_secs((80 - now(&us) % 60) % 60);
+    for s in eu.instances.iter().chain(&us.instances) {
+        s.advance(into);
+    }
+    // eu 3 times us's demand: from their floors, the shares settle at 0.1 + 0.8 × (3/4, 1/4) =
+    // (0.7, 0.3).
+    for _ in 0..10 {
         tokio::join!(eu.load("hot", 30), us.load("hot", 10));
         round(&[&eu, &us]).await;
     }
@@ -47,16 +58,7 @@ async fn a_cut_region_keeps_its_last_share_and_catches_up_after() {
     );
     proxy.cut();
     // A fresh window, so that what us admits in it is exactly its share.
-    let now = us.instances[0]
-        .running()
-        .manual_clock
-        .as_ref()
-        .unwrap()
-        .now()
-        .as_secs();
-    for s in eu.instances.iter().chain(&us.instances) {
-        s.advance(Duration::from_secs(60 - now % 60));
-    }
+    assert_eq!(now(&us) % 60, 0, "the rounds end on a window's start");
     // All the load moves to us while it is cut off: 80 a round, 480 in the window.
     let mut admitted = 0;
     for i in 0..6 {

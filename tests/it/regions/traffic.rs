@@ -26,8 +26,9 @@ async fn only_keys_used_in_two_regions_write_to_the_global_store() {
     let env = world::global(true, global.socket().display().to_string());
     let eu = Region::start("eu", 1, MOVING, &env).await;
     let us = Region::start("us", 1, MOVING, &env).await;
-    // `solo`, hit hard in eu only, climbs to all it can hold (0.9), posting while it climbs.
-    for _ in 0..8 {
+    // `solo`, hit hard in eu only, climbs from its floor to all it can hold (0.9), posting while
+    // it climbs: two rounds on the board, then eight steps.
+    for _ in 0..10 {
         eu.load("solo", 20).await;
         round(&[&eu, &us]).await;
     }

@@ -92,9 +92,10 @@ impl Region {
         all[0]
     }
 
-    /// This region's share of the key of descriptor `k=v`, as the first instance holds it.
+    /// This region's share in force of the key of descriptor `k=v`, as the first instance holds it.
     pub(super) fn key_share(&self, v: &str) -> f64 {
-        let shares = self.instances[0].running().regions.shares.current();
+        let regions = &self.instances[0].running().regions;
+        let shares = regions.shares.current(regions.clock.now());
         let found = shares
             .iter()
             .find(|(key, _, _)| key.contains(&format!(":{v}}}")));

@@ -213,7 +213,7 @@ impl RateLimiter {
         let stored = self.overrides.load();
         let random = self.random.as_ref();
         let mut plans = plan::plan(domain, &stored, req, &self.options.keys, now, random)?;
-        regional::scale(&mut plans, &self.regions);
+        regional::scale(&mut plans, &self.regions, now);
         let answers = self.run(&plans, now).await;
         let taken = give_back::releases(&plans.ops, &answers);
         let slots_seen = slots::seen(&plans, &answers);

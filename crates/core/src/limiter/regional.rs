@@ -7,11 +7,13 @@
 //! request, this costs two branches per request.
 
 use super::plan::{Plan, Plans};
+use crate::clock::Timestamp;
 use crate::region::RegionShares;
 use crate::region::share::effective;
 
-/// Scales the limit (and burst) of every op of a regional limit in `plans` to this region's share.
-pub(crate) fn scale(plans: &mut Plans<'_>, shares: &RegionShares) {
+/// Scales the limit (and burst) of every op of a regional limit in `plans` to this region's share
+/// in force at `now`.
+pub(crate) fn scale(plans: &mut Plans<'_>, shares: &RegionShares, now: Timestamp) {
     if shares.region().is_none() || plans.identities.is_empty() {
         return;
     }
@@ -32,7 +34,7 @@ pub(crate) fn scale(plans: &mut Plans<'_>, shares: &RegionShares) {
                 .identities
                 .get(i)
                 .map_or(&op.key[..], |n| &op.key[..*n]);
-            if let Some(share) = shares.share(limit, identity, hits) {
+            if let Some(share) = shares.share(limit, identity, hits, now) {
                 op.spec.limit = effective(op.spec.limit, share);
                 op.spec.burst = effective(op.spec.burst, share);
             }

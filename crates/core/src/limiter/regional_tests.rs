@@ -3,9 +3,10 @@
 //! region) alone.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use super::*;
-use crate::clock::ManualClock;
+use crate::clock::{Clock, ManualClock};
 use crate::config::{self, CompileOptions, ConfigFile};
 use crate::region::RegionShares;
 use crate::store::memory::MemoryStore;
@@ -26,11 +27,12 @@ descriptors:
 /// A limiter of `region` (none: `None`) on a memory store of its own, and the config.
 fn region(name: Option<&str>) -> (RateLimiter, RateLimitConfig) {
     let shares = name.map_or_else(RegionShares::default, RegionShares::new);
-    region_with(Arc::new(shares))
+    let (limiter, cfg, _) = region_with(Arc::new(shares));
+    (limiter, cfg)
 }
 
-/// A limiter counting regional limits against `shares`, and the config.
-fn region_with(shares: Arc<RegionShares>) -> (RateLimiter, RateLimitConfig) {
+/// A limiter counting regional limits against `shares`, the config, and the limiter's clock.
+fn region_with(shares: Arc<RegionShares>) -> (RateLimiter, RateLimitConfig, Arc<ManualClock>) {
     let files = [ConfigFile {
         name: "d.yaml".into(),
         contents: CFG.into(),
@@ -38,8 +40,9 @@ fn region_with(shares: Arc<RegionShares>) -> (RateLimiter, RateLimitConfig) {
     let cfg = config::compile(&files, &CompileOptions::default()).unwrap();
     let clock = Arc::new(ManualClock::new(Timestamp::from_secs(1_000)));
     let store = Arc::new(MemoryStore::new(100));
-    let limiter = RateLimiter::new(store, clock, LimiterOptions::default()).with_regions(shares);
-    (limiter, cfg)
+    let limiter =
+        RateLimiter::new(store, clock.clone(), LimiterOptions::default()).with_regions(shares);
+    (limiter, cfg, clock)
 }
 
 /// How many of `n` calls on `key` were admitted, and the last response.
@@ -97,49 +100,68 @@ async fn without_a_region_a_regional_limit_is_the_whole_limit() {
     assert_eq!(admitted(&none, &cfg, "world", 30).await.0, 10);
 }
 
+/// A demand-following key starts at its floor, before any sync as after: the floor is all a
+/// region may hold that no entry on the board records. More holds only under the sync's lease,
+/// which the decisions themselves check.
 #[tokio::test]
-async fn a_demand_following_share_starts_as_listed_and_moves_when_a_sync_says() {
+async fn a_demand_following_share_starts_at_its_floor_and_holds_more_only_under_the_lease() {
     let shares = Arc::new(RegionShares::new("eu"));
-    let (eu, cfg) = region_with(shares.clone());
-    assert_eq!(admitted(&eu, &cfg, "moving", 30).await.0, 30);
+    let (eu, cfg, clock) = region_with(shares.clone());
+    // Not the listed 0.5 (50 of the 100 an hour): the floor, 0.05.
+    assert_eq!(admitted(&eu, &cfg, "moving", 30).await.0, 5);
     // The sync round sees every hit asked for (admitted or not), once.
     let round = shares.take_round();
     assert_eq!(round.len(), 1);
-    assert_eq!((round[0].hits, round[0].share), (30, 0.5));
+    assert_eq!((round[0].hits, round[0].share), (30, 0.05));
     assert_eq!(shares.take_round()[0].hits, 0);
-    // A sync moves eu to 0.8: 80 of the 100 an hour.
-    shares.apply(&round[0].key, 0.8);
-    assert_eq!(admitted(&eu, &cfg, "moving", 100).await.0, 50);
+    // A sync moves eu to 0.8, under a lease of 100 s: 80 of the 100 an hour (the 30 asked
+    // before count).
     let key = round[0].key.clone();
-    assert_eq!(shares.current(), vec![(key, "d.moving".to_string(), 0.8)]);
-    // Idle keys are forgotten after a while.
-    for _ in 0..=crate::region::table::IDLE_ROUNDS + 1 {
-        shares.take_round();
-    }
-    assert!(shares.current().is_empty());
-    // Once the region has synced, a key new to it starts at the floor (0.05 of 100).
-    shares.mark_synced();
+    shares.renew_lease(clock.now().saturating_add(Duration::from_secs(100)));
+    shares.apply(&key, 0.8);
+    assert_eq!(admitted(&eu, &cfg, "moving", 100).await.0, 50);
+    let now = clock.now();
+    assert_eq!(
+        shares.current(now),
+        vec![(key, "d.moving".to_string(), 0.8)]
+    );
+    // No round renews the lease (a stalled sync): when it runs out, decisions find the floor.
+    clock.advance(Duration::from_secs(99));
+    assert_eq!(shares.current(clock.now())[0].2, 0.8);
+    clock.advance(Duration::from_secs(1));
+    assert_eq!(shares.current(clock.now())[0].2, 0.05);
     let (_, r) = admitted(&eu, &cfg, "moving", 1).await;
     assert_eq!(
         r.overall_code,
         Code::OverLimit,
-        "80 counted already, 5 allowed"
+        "130 counted already, 5 allowed"
     );
-    assert_eq!(shares.current()[0].2, 0.05);
+    assert_eq!(
+        shares.take_round()[0].share,
+        0.05,
+        "lowered for the sync too"
+    );
+    // Idle keys are forgotten after a while; a key new again starts at the floor.
+    for _ in 0..=crate::region::table::IDLE_ROUNDS + 1 {
+        shares.take_round();
+    }
+    assert!(shares.current(clock.now()).is_empty());
+    admitted(&eu, &cfg, "moving", 1).await;
+    assert_eq!(shares.current(clock.now())[0].2, 0.05);
 }
 
 #[tokio::test]
-async fn keys_past_the_cap_keep_their_listed_share_and_are_not_synced() {
+async fn keys_past_the_cap_keep_their_floor_and_are_not_synced() {
     let shares = Arc::new(RegionShares::new("eu").with_max_keys(0));
-    let (eu, cfg) = region_with(shares.clone());
-    assert_eq!(admitted(&eu, &cfg, "moving", 60).await.0, 50);
+    let (eu, cfg, _) = region_with(shares.clone());
+    assert_eq!(admitted(&eu, &cfg, "moving", 60).await.0, 5);
     assert!(shares.take_round().is_empty());
 }
 
 #[tokio::test]
 async fn the_cap_counts_keys_across_shards_and_frees_with_forgotten_ones() {
     let shares = Arc::new(RegionShares::new("eu").with_max_keys(3));
-    let (eu, cfg) = region_with(shares.clone());
+    let (eu, cfg, clock) = region_with(shares.clone());
     let ask = |values: std::ops::Range<u32>| {
         let (eu, cfg) = (&eu, &cfg);
         async move {
@@ -152,14 +174,14 @@ async fn the_cap_counts_keys_across_shards_and_frees_with_forgotten_ones() {
     };
     // 40 keys spread over the shards: 3 tracked in all, not 3 per shard (nor 3 / 16 each).
     ask(0..40).await;
-    assert_eq!(shares.current().len(), 3);
+    assert_eq!(shares.current(clock.now()).len(), 3);
     for _ in 0..=crate::region::table::IDLE_ROUNDS + 1 {
         shares.take_round();
     }
-    assert!(shares.current().is_empty());
+    assert!(shares.current(clock.now()).is_empty());
     ask(40..50).await;
     assert_eq!(
-        shares.current().len(),
+        shares.current(clock.now()).len(),
         3,
         "room again once they were forgotten"
     );

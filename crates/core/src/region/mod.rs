@@ -22,7 +22,8 @@ pub struct Regions {
     /// `default_share`, else what the listed regions leave (`1 − Σ shares`; may be 0): the share
     /// of a region that is not listed.
     pub default_share: f64,
-    /// `follow_demand`: the shares start as listed and then follow each region's demand.
+    /// `follow_demand`: the shares follow each region's demand, every key starting at the floor
+    /// (the listed shares then only name the regions).
     pub follow: Option<FollowDemand>,
 }
 

@@ -69,9 +69,9 @@ pub fn effective(limit: u64, share: f64) -> u64 {
 /// (`others`, each at least its `floor`: a region that shows nothing holds at most its floor)
 /// leaves of the whole. In parts per million. The global store applies this rule atomically
 /// where a region records the share it holds (`lua/region_demand.lua`), so no two regions can
-/// count on the same room; a region that holds more than it is granted (it started on its listed
-/// share before it reached the global store) still records what it holds, and lowers to the
-/// grant.
+/// count on the same room; a region that holds more than it is granted (every key starts at its
+/// floor and falls to it when its lease runs out, so only a race could do that) still records
+/// what it holds, and lowers to the grant.
 pub fn grant(want: u64, others: &[u64], floor: u64) -> u64 {
     let held: u64 = others.iter().map(|o| (*o).max(floor)).sum();
     want.min(PPM.saturating_sub(held))

@@ -4,11 +4,16 @@
 //! last sync, which the sync task ([`RegionShares::take_round`]) turns into this instance's
 //! demand and answers with the key's new share ([`RegionShares::apply`]).
 //!
-//! A key new to this region starts at the limit's floor once the region has reached the global
-//! store ([`RegionShares::mark_synced`]): the others may already hold the rest, and the floor is
-//! what every region is always left. Before that (a region that starts cut off), it starts at the
-//! listed share. Keys are bounded: past [`RegionShares::with_max_keys`] a new key keeps its
-//! starting share and is not synced.
+//! A key new to this instance starts at the limit's floor, whether or not the instance has ever
+//! reached the global store: the floor is all a region may hold without an entry on the board
+//! recording more (the others count a region that shows nothing at its floor, and may already
+//! hold the rest), and the share rises only through what the global store grants. Keys are
+//! bounded: past [`RegionShares::with_max_keys`] a new key keeps its floor and is not synced.
+//!
+//! A share above the floor holds only under the sync's lease ([`RegionShares::renew_lease`]): a
+//! decision that reads a key's share once the lease has run out finds the floor, and lowers the
+//! key to it, whether or not the sync task has run a round since (a stalled task, or a global
+//! store that hangs, cannot keep a lapsed share in force).
 //!
 //! Every decision of a demand-following limit looks its key up here, so the keys are spread over
 //! [`SHARDS`] locks by a keyed hash drawn per process (as the over-limit cache and the leases do):
@@ -18,11 +23,12 @@
 
 use std::collections::HashMap;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 
 use parking_lot::Mutex;
 
 use super::Regions;
+use crate::clock::Timestamp;
 use crate::config::Limit;
 
 /// Keys tracked by default.
@@ -31,7 +37,7 @@ const MAX_KEYS: usize = 100_000;
 /// Locks the keys are spread over.
 pub const SHARDS: usize = 16;
 
-/// Rounds a key may stay idle before it is forgotten (its share goes back to the listed one).
+/// Rounds a key may stay idle before it is forgotten (its next request starts over at the floor).
 pub const IDLE_ROUNDS: u32 = 30;
 
 /// One demand-following key.
@@ -77,7 +83,9 @@ pub struct RegionShares {
     /// Keys tracked in all shards.
     count: AtomicUsize,
     max_keys: usize,
-    synced: AtomicBool,
+    /// Until when (microseconds on the decision clock, excluded) a share above its floor holds:
+    /// 0, before any round reached the global store.
+    lease_until: AtomicU64,
 }
 
 impl Default for RegionShares {
@@ -89,7 +97,7 @@ impl Default for RegionShares {
             shards: (0..SHARDS).map(|_| Mutex::default()).collect(),
             count: AtomicUsize::new(0),
             max_keys: MAX_KEYS,
-            synced: AtomicBool::new(false),
+            lease_until: AtomicU64::new(0),
         }
     }
 }
@@ -109,9 +117,22 @@ impl RegionShares {
         self
     }
 
-    /// The global store answered a sync round: keys new to this region start at the floor.
-    pub fn mark_synced(&self) {
-        self.synced.store(true, Ordering::Relaxed);
+    /// A sync round reached the global store: the shares above their floors hold until `until`
+    /// (excluded), when decisions start finding the floors.
+    pub fn renew_lease(&self, until: Timestamp) {
+        self.lease_until.store(until.as_micros(), Ordering::Relaxed);
+    }
+
+    /// Until when the shares above their floors hold (`None`: no round has reached the global
+    /// store yet, so none is above its floor).
+    pub fn lease(&self) -> Option<Timestamp> {
+        let until = self.lease_until.load(Ordering::Relaxed);
+        (until > 0).then(|| Timestamp::from_micros(until))
+    }
+
+    /// Whether shares above their floors hold at `now`.
+    fn leased(&self, now: Timestamp) -> bool {
+        now.as_micros() < self.lease_until.load(Ordering::Relaxed)
     }
 
     /// The region, when one is set.
@@ -120,9 +141,10 @@ impl RegionShares {
     }
 
     /// This region's share of `limit` for the counter `key` that `hits` are about to be counted
-    /// on; `None` when the limit is global or no region is set. A demand-following limit's hits
-    /// are recorded for the next sync.
-    pub fn share(&self, limit: &Limit, key: &str, hits: u64) -> Option<f64> {
+    /// on at `now`; `None` when the limit is global or no region is set. A demand-following
+    /// limit's hits are recorded for the next sync; its share is the key's floor when the key is
+    /// new, or when the lease has run out at `now` (the key is then lowered to it).
+    pub fn share(&self, limit: &Limit, key: &str, hits: u64, now: Timestamp) -> Option<f64> {
         let region = self.region.as_deref()?;
         let regions = limit.regions.as_ref()?;
         let Some(follow) = regions.follow else {
@@ -131,13 +153,12 @@ impl RegionShares {
         let mut shard = self.shard(key).lock();
         if let Some(t) = shard.get_mut(key) {
             t.hits = t.hits.saturating_add(hits);
+            if t.share > follow.floor && !self.leased(now) {
+                t.share = follow.floor;
+            }
             return Some(t.share);
         }
-        let share = if self.synced.load(Ordering::Relaxed) {
-            follow.floor
-        } else {
-            regions.share_of(region)
-        };
+        let share = follow.floor;
         // Counted before the insert, so that racing shards never pass the cap together.
         let room = (self.count)
             .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| {
@@ -207,16 +228,21 @@ impl RegionShares {
         fell
     }
 
-    /// This region's share of every tracked key, for listings: (key, limit's `full_key`, share),
-    /// by key.
-    pub fn current(&self) -> Vec<(String, String, f64)> {
+    /// This region's share in force at `now` of every tracked key, for listings: (key, limit's
+    /// `full_key`, share), by key. A share whose lease has run out shows as its floor.
+    pub fn current(&self, now: Timestamp) -> Vec<(String, String, f64)> {
+        let leased = self.leased(now);
+        let in_force = |t: &Tracked| match t.regions.follow {
+            Some(f) if !leased => t.share.min(f.floor),
+            _ => t.share,
+        };
         let mut out: Vec<(String, String, f64)> = Vec::new();
         for shard in &self.shards {
             let shard = shard.lock();
             out.extend(
                 shard
                     .iter()
-                    .map(|(k, t)| (k.clone(), t.limit.clone(), t.share)),
+                    .map(|(k, t)| (k.clone(), t.limit.clone(), in_force(t))),
             );
         }
         out.sort_by(|a, b| a.0.cmp(&b.0));
