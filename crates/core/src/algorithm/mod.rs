@@ -246,7 +246,18 @@ enum Mode {
     Refund,
 }
 
-/// [`shape`] or [`refund`], on the state of `spec`'s algorithm.
+/// What a caller asks of an algorithm: `hits` of the limit `spec` at `now`, taken or given back
+/// as `mode` says.
+#[derive(Clone, Copy)]
+struct Ask<'a> {
+    spec: &'a LimitSpec,
+    hits: u64,
+    mode: Mode,
+    now: Timestamp,
+}
+
+/// [`shape`] or [`refund`], on the state of `spec`'s algorithm. Each arm names its state
+/// type at compile time, so the hot path has no dynamic dispatch.
 fn run(
     state: &mut Option<AlgorithmState>,
     spec: &LimitSpec,
@@ -254,26 +265,20 @@ fn run(
     mode: Mode,
     now: Timestamp,
 ) -> Decision {
+    let ask = Ask {
+        spec,
+        hits,
+        mode,
+        now,
+    };
     match spec.algorithm {
-        Algorithm::FixedWindow => run_as::<FixedWindowState>(state, spec, hits, mode, now),
-        Algorithm::TokenBucket => run_as::<TokenBucketState>(state, spec, hits, mode, now),
-        Algorithm::SlidingWindow => run_as::<SlidingWindowState>(state, spec, hits, mode, now),
-        Algorithm::LeakyBucket => run_as::<LeakyBucketState>(state, spec, hits, mode, now),
-        Algorithm::SlidingLog => run_as::<Box<SlidingLogState>>(state, spec, hits, mode, now),
-        Algorithm::Concurrency => run_as::<Box<ConcurrencyState>>(state, spec, hits, mode, now),
+        Algorithm::FixedWindow => with(state, |s: &mut FixedWindowState| s.run(ask)),
+        Algorithm::TokenBucket => with(state, |s: &mut TokenBucketState| s.run(ask)),
+        Algorithm::SlidingWindow => with(state, |s: &mut SlidingWindowState| s.run(ask)),
+        Algorithm::LeakyBucket => with(state, |s: &mut LeakyBucketState| s.run(ask)),
+        Algorithm::SlidingLog => with(state, |s: &mut Box<SlidingLogState>| s.run(ask)),
+        Algorithm::Concurrency => with(state, |s: &mut Box<ConcurrencyState>| s.run(ask)),
     }
-}
-
-/// [`run`] on `state` as the state of the algorithm that keeps an `S`. The type is chosen at
-/// compile time, so the hot path has no dynamic dispatch.
-fn run_as<S: Kept>(
-    state: &mut Option<AlgorithmState>,
-    spec: &LimitSpec,
-    hits: u64,
-    mode: Mode,
-    now: Timestamp,
-) -> Decision {
-    with(state, |s: &mut S| s.run(spec, hits, mode, now))
 }
 
 /// Runs `f` on the `S` in `state` (a fresh one when `state` is `None` or another algorithm's) and
@@ -297,13 +302,13 @@ trait Kept: Default {
     fn unwrap(state: Option<AlgorithmState>) -> Self;
     /// This state as a store keeps it.
     fn wrap(self) -> AlgorithmState;
-    /// Takes or gives back `hits` as `mode` says.
-    fn run(&mut self, spec: &LimitSpec, hits: u64, mode: Mode, now: Timestamp) -> Decision;
+    /// Does what `ask` asks.
+    fn run(&mut self, ask: Ask) -> Decision;
 }
 
 /// Implements [`Kept`] for the state in each `Variant(Type)`: `take` runs for [`Mode::Take`] with
-/// its delay bound to the fourth name, `refund` for [`Mode::Refund`]; both see the state, spec,
-/// hits and now under the other names.
+/// its delay bound to the fourth name, `refund` for [`Mode::Refund`]; both see the state and the
+/// [`Ask`]'s spec, hits and now under the other names.
 macro_rules! kept {
     ($($variant:ident($ty:ty) |$s:ident, $spec:ident, $hits:ident, $wait:ident, $now:ident| {
         take: $take:expr,
@@ -321,13 +326,13 @@ macro_rules! kept {
                 AlgorithmState::$variant(self)
             }
 
-            fn run(
-                &mut self,
-                $spec: &LimitSpec,
-                $hits: u64,
-                mode: Mode,
-                $now: Timestamp,
-            ) -> Decision {
+            fn run(&mut self, ask: Ask) -> Decision {
+                let Ask {
+                    spec: $spec,
+                    hits: $hits,
+                    mode,
+                    now: $now,
+                } = ask;
                 let $s = self;
                 match mode {
                     Mode::Take($wait) => $take,
