@@ -138,8 +138,8 @@ fn refuse_prometheus_milliseconds(v: &Vars) {
 }
 
 /// The stats sink `switches` and `DISABLE_STATS` choose. Go refuses two sinks at once; an
-/// *unset* USE_STATSD (default true) is not a conflict here, so USE_PROMETHEUS=true or
-/// USE_DOG_STATSD=true alone works (a documented divergence).
+/// *unset* `USE_STATSD` (default true) is not a conflict here, so `USE_PROMETHEUS=true` or
+/// `USE_DOG_STATSD=true` alone works (a documented divergence).
 fn sink(v: &Vars, switches: SinkSwitches) -> Result<StatsSinkKind, SettingsError> {
     let statsd_set = switches.statsd == Some(true);
     if v.bool("DISABLE_STATS", false)? {
