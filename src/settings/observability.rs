@@ -77,24 +77,56 @@ fn mogrifiers(v: &Vars) -> Result<Vec<Mogrifier>, SettingsError> {
     Ok(out)
 }
 
-/// Reads the observability settings.
+/// Reads the observability settings. Each setting is read once, in this order, so bad values are
+/// reported in it.
 pub(super) fn from_vars(v: &Vars) -> Result<Observability, SettingsError> {
-    let use_prometheus = v.bool("USE_PROMETHEUS", false)?;
-    let statsd_explicit = v.parse("USE_STATSD", None, |s| parse::go_bool(s).map(Some))?;
-    // Names the variable as set (or the flag that set it) with the value as written (`1`, `t`).
-    let conflict = |name: &str, reason: &str| {
-        let (value, source) = v
-            .get(name)
-            .cloned()
-            .unwrap_or_else(|| ("true".into(), name.into()));
-        SettingsError {
-            name: source,
-            value,
-            also: Vec::new(),
-            reason: reason.into(),
-        }
+    let switches = SinkSwitches {
+        prometheus: v.bool("USE_PROMETHEUS", false)?,
+        statsd: v.parse("USE_STATSD", None, |s| parse::go_bool(s).map(Some))?,
+        dogstatsd: v.bool("USE_DOG_STATSD", false)?,
     };
-    let dogstatsd = v.bool("USE_DOG_STATSD", false)?;
+    refuse_prometheus_milliseconds(v);
+    let mogrifiers = mogrifiers(v)?;
+    let sink = sink(v, switches)?;
+    let statsd_protocol = statsd_protocol(v, switches.dogstatsd && sink == StatsSinkKind::Statsd)?;
+    Ok(Observability {
+        sink,
+        dogstatsd: switches.dogstatsd,
+        statsd_host: v.string("STATSD_HOST", "localhost"),
+        statsd_port: v.parse("STATSD_PORT", 8125, parse::port)?,
+        statsd_protocol,
+        mogrifiers,
+        prometheus_addr: v.string("PROMETHEUS_ADDR", ":9090"),
+        prometheus_path: v.string("PROMETHEUS_PATH", "/metrics"),
+        prometheus_mapper_yaml: Some(v.string("PROMETHEUS_MAPPER_YAML", ""))
+            .filter(|s| !s.is_empty()),
+        extra_tags: v.parse("EXTRA_TAGS", Vec::new(), tags)?,
+        stats_flush_interval: v.parse(
+            "STATS_FLUSH_INTERVAL",
+            Duration::from_secs(10),
+            parse::go_duration,
+        )?,
+        stats_max_keys: v.parse("STATS_MAX_KEYS", 10_000, |s| {
+            parse::uint_in(s, 1, u32::MAX.into())
+        })? as usize,
+        tracing: tracing(v)?,
+    })
+}
+
+/// The variables that turn stats sinks on.
+#[derive(Clone, Copy)]
+struct SinkSwitches {
+    /// `USE_PROMETHEUS`.
+    prometheus: bool,
+    /// `USE_STATSD` when set (unset means true, but is no conflict with another sink).
+    statsd: Option<bool>,
+    /// `USE_DOG_STATSD`.
+    dogstatsd: bool,
+}
+
+/// `PROMETHEUS_RESPONSE_TIME_AS_MILLISECONDS=true` is refused (recorded with the other bad
+/// values): response times are exported in seconds.
+fn refuse_prometheus_milliseconds(v: &Vars) {
     let _ = v.parse(
         "PROMETHEUS_RESPONSE_TIME_AS_MILLISECONDS",
         (),
@@ -103,45 +135,77 @@ pub(super) fn from_vars(v: &Vars) -> Result<Observability, SettingsError> {
             true => Err("not supported: response_time is exported in seconds".into()),
         },
     );
-    let mogrifiers = mogrifiers(v)?;
-    // Go refuses two sinks at once; an *unset* USE_STATSD (default true) is not a conflict here,
-    // so USE_PROMETHEUS=true or USE_DOG_STATSD=true alone works (a documented divergence).
-    let sink = if v.bool("DISABLE_STATS", false)? {
-        StatsSinkKind::Disabled
-    } else if dogstatsd {
-        if use_prometheus {
+}
+
+/// The stats sink `switches` and `DISABLE_STATS` choose. Go refuses two sinks at once; an
+/// *unset* `USE_STATSD` (default true) is not a conflict here, so `USE_PROMETHEUS=true` or
+/// `USE_DOG_STATSD=true` alone works (a documented divergence).
+fn sink(v: &Vars, switches: SinkSwitches) -> Result<StatsSinkKind, SettingsError> {
+    let statsd_set = switches.statsd == Some(true);
+    if v.bool("DISABLE_STATS", false)? {
+        Ok(StatsSinkKind::Disabled)
+    } else if switches.dogstatsd {
+        if switches.prometheus {
             return Err(conflict(
+                v,
                 "USE_PROMETHEUS",
                 "USE_DOG_STATSD and USE_PROMETHEUS cannot both be true",
             ));
         }
-        if statsd_explicit == Some(true) {
+        if statsd_set {
             return Err(conflict(
+                v,
                 "USE_STATSD",
                 "USE_DOG_STATSD and USE_STATSD cannot both be true",
             ));
         }
-        StatsSinkKind::Statsd
-    } else if use_prometheus {
-        if statsd_explicit == Some(true) {
+        Ok(StatsSinkKind::Statsd)
+    } else if switches.prometheus {
+        if statsd_set {
             return Err(conflict(
+                v,
                 "USE_STATSD",
                 "USE_STATSD and USE_PROMETHEUS cannot both be true",
             ));
         }
-        StatsSinkKind::Prometheus
-    } else if statsd_explicit.unwrap_or(true) {
-        StatsSinkKind::Statsd
+        Ok(StatsSinkKind::Prometheus)
+    } else if switches.statsd.unwrap_or(true) {
+        Ok(StatsSinkKind::Statsd)
     } else {
-        StatsSinkKind::Disabled
-    };
-    let uint = |min, max| move |s: &str| parse::uint_in(s, min, max);
-    let protocol = |s: &str| match s.to_ascii_lowercase().as_str() {
-        "tcp" => Ok(StatsdProtocol::Tcp),
-        "udp" => Ok(StatsdProtocol::Udp),
-        _ => Err("expected tcp or udp".to_string()),
-    };
-    let tracing_protocol = |s: &str| match s {
+        Ok(StatsSinkKind::Disabled)
+    }
+}
+
+/// `STATSD_PROTOCOL` (TCP by default), or UDP when the sink sends `dogstatsd`. Go's DogStatsD
+/// sink (datadog-go) always sends UDP, and the Datadog agent's DogStatsD listens on UDP only:
+/// DogStatsD goes over UDP, and an explicit `tcp` is refused rather than obeyed (it would reach no
+/// agent) or ignored (the setting would lie).
+fn statsd_protocol(v: &Vars, dogstatsd: bool) -> Result<StatsdProtocol, SettingsError> {
+    let explicit = v.parse("STATSD_PROTOCOL", None, |s| {
+        match s.to_ascii_lowercase().as_str() {
+            "tcp" => Ok(Some(StatsdProtocol::Tcp)),
+            "udp" => Ok(Some(StatsdProtocol::Udp)),
+            _ => Err("expected tcp or udp".to_string()),
+        }
+    })?;
+    if !dogstatsd {
+        return Ok(explicit.unwrap_or(StatsdProtocol::Tcp));
+    }
+    if explicit == Some(StatsdProtocol::Tcp) {
+        return Err(conflict(
+            v,
+            "STATSD_PROTOCOL",
+            "DogStatsD (USE_DOG_STATSD=true) is sent over UDP, as Go's DogStatsD sink does \
+             (the Datadog agent listens for DogStatsD on UDP only): unset STATSD_PROTOCOL or \
+             set it to udp",
+        ));
+    }
+    Ok(StatsdProtocol::Udp)
+}
+
+/// The tracing settings (`TRACING_*`, `OTEL_EXPORTER_OTLP_*`).
+fn tracing(v: &Vars) -> Result<TracingSettings, SettingsError> {
+    let protocol = |s: &str| match s {
         "http" => Ok(TracingProtocol::Http),
         "grpc" => Ok(TracingProtocol::Grpc),
         _ => Err("expected http or grpc".to_string()),
@@ -157,56 +221,31 @@ pub(super) fn from_vars(v: &Vars) -> Result<Observability, SettingsError> {
             .map(|(s, _)| s.clone())
             .filter(|s| !s.is_empty())
     };
-    // Go's DogStatsD sink (datadog-go) always sends UDP, and the Datadog agent's DogStatsD listens
-    // on UDP only: DogStatsD goes over UDP, and an explicit `tcp` is refused rather than obeyed
-    // (it would reach no agent) or ignored (the setting would lie).
-    let explicit_protocol = v.parse("STATSD_PROTOCOL", None, |s| protocol(s).map(Some))?;
-    let statsd_protocol = if dogstatsd && sink == StatsSinkKind::Statsd {
-        if explicit_protocol == Some(StatsdProtocol::Tcp) {
-            return Err(conflict(
-                "STATSD_PROTOCOL",
-                "DogStatsD (USE_DOG_STATSD=true) is sent over UDP, as Go's DogStatsD sink does \
-                 (the Datadog agent listens for DogStatsD on UDP only): unset STATSD_PROTOCOL or \
-                 set it to udp",
-            ));
-        }
-        StatsdProtocol::Udp
-    } else {
-        explicit_protocol.unwrap_or(StatsdProtocol::Tcp)
-    };
-    Ok(Observability {
-        sink,
-        dogstatsd,
-        statsd_host: v.string("STATSD_HOST", "localhost"),
-        statsd_port: v.parse("STATSD_PORT", 8125, parse::port)?,
-        statsd_protocol,
-        mogrifiers,
-        prometheus_addr: v.string("PROMETHEUS_ADDR", ":9090"),
-        prometheus_path: v.string("PROMETHEUS_PATH", "/metrics"),
-        prometheus_mapper_yaml: Some(v.string("PROMETHEUS_MAPPER_YAML", ""))
-            .filter(|s| !s.is_empty()),
-        extra_tags: v.parse("EXTRA_TAGS", Vec::new(), tags)?,
-        stats_flush_interval: v.parse(
-            "STATS_FLUSH_INTERVAL",
-            Duration::from_secs(10),
-            parse::go_duration,
-        )?,
-        stats_max_keys: v.parse("STATS_MAX_KEYS", 10_000, uint(1, u32::MAX.into()))? as usize,
-        tracing: TracingSettings {
-            enabled: v.bool("TRACING_ENABLED", false)?,
-            protocol: v.parse(
-                "TRACING_EXPORTER_PROTOCOL",
-                TracingProtocol::Http,
-                tracing_protocol,
-            )?,
-            service_name: v.string("TRACING_SERVICE_NAME", "RateLimit"),
-            service_namespace: v.string("TRACING_SERVICE_NAMESPACE", ""),
-            service_instance_id: v.string("TRACING_SERVICE_INSTANCE_ID", ""),
-            sampling_rate: v.parse("TRACING_SAMPLING_RATE", 1.0, rate)?,
-            traces_endpoint: nonempty("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"),
-            endpoint: nonempty("OTEL_EXPORTER_OTLP_ENDPOINT"),
-        },
+    Ok(TracingSettings {
+        enabled: v.bool("TRACING_ENABLED", false)?,
+        protocol: v.parse("TRACING_EXPORTER_PROTOCOL", TracingProtocol::Http, protocol)?,
+        service_name: v.string("TRACING_SERVICE_NAME", "RateLimit"),
+        service_namespace: v.string("TRACING_SERVICE_NAMESPACE", ""),
+        service_instance_id: v.string("TRACING_SERVICE_INSTANCE_ID", ""),
+        sampling_rate: v.parse("TRACING_SAMPLING_RATE", 1.0, rate)?,
+        traces_endpoint: nonempty("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"),
+        endpoint: nonempty("OTEL_EXPORTER_OTLP_ENDPOINT"),
     })
+}
+
+/// A conflict between `name` and another setting, naming the variable as set (or the flag that
+/// set it) with the value as written (`1`, `t`).
+fn conflict(v: &Vars, name: &str, reason: &str) -> SettingsError {
+    let (value, source) = v
+        .get(name)
+        .cloned()
+        .unwrap_or_else(|| ("true".into(), name.into()));
+    SettingsError {
+        name: source,
+        value,
+        also: Vec::new(),
+        reason: reason.into(),
+    }
 }
 
 #[cfg(test)]

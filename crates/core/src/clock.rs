@@ -45,6 +45,26 @@ impl Timestamp {
 }
 
 /// Something that tells the time. Object-safe so the server can hold an `Arc<dyn Clock>`.
+///
+/// Code that needs the time takes a clock (or a `now`), so a test can drive time instead of
+/// sleeping:
+///
+/// ```
+/// use std::sync::Arc;
+/// use std::time::Duration;
+///
+/// use ratelimitd_core::{Clock, ManualClock, SystemClock, Timestamp};
+///
+/// let manual = Arc::new(ManualClock::new(Timestamp::from_secs(1_700_000_000)));
+/// let clock: Arc<dyn Clock> = manual.clone();
+/// manual.advance(Duration::from_millis(1_500));
+/// assert_eq!(clock.now().as_secs(), 1_700_000_001);
+/// assert_eq!(clock.now().as_micros(), 1_700_000_001_500_000);
+///
+/// // The real clock is read the same way.
+/// let real: Arc<dyn Clock> = Arc::new(SystemClock);
+/// assert!(real.now() > Timestamp::from_secs(1_700_000_000));
+/// ```
 pub trait Clock: Send + Sync + Debug + 'static {
     /// The current time.
     fn now(&self) -> Timestamp;

@@ -25,7 +25,7 @@ use std::time::Duration;
 use redis::{RedisError, Script};
 
 use super::conn::RedisConn;
-use crate::algorithm::Decision;
+use crate::algorithm::{Algorithm, Decision};
 use crate::clock::{Clock, OffsetClock, SystemClock, Timestamp};
 use crate::store::Op;
 
@@ -67,6 +67,51 @@ impl Deadlines {
     }
 }
 
+/// Which of a request's hits Redis adds (`STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT`). Refunds are
+/// given back whatever this says.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Increment {
+    /// Every op adds its hits (the default).
+    Every,
+    /// If any fixed window would go over its limit, only those windows are incremented (the
+    /// setting is on).
+    OnlyOver,
+    /// Nothing is added: another key of the request is already known to be over its limit (the
+    /// setting is on and the local cache answered one of the request's ops).
+    Nothing,
+}
+
+impl Increment {
+    /// The increment of a request under the stop-increment setting `stop_when_over`, when
+    /// `cached_over` says whether the local cache already found one of its keys over.
+    pub(super) fn of(stop_when_over: bool, cached_over: bool) -> Increment {
+        match (stop_when_over, cached_over) {
+            (true, true) => Increment::Nothing,
+            (true, false) => Increment::OnlyOver,
+            (false, _) => Increment::Every,
+        }
+    }
+
+    /// ARGV[1] of `lua/fixed_window.lua`.
+    pub(super) fn argument(self) -> u64 {
+        match self {
+            Increment::Every => 0,
+            Increment::OnlyOver => 1,
+            Increment::Nothing => 2,
+        }
+    }
+}
+
+/// Which script the ops of one call run: their algorithm's, or for `leased` ops the reservation
+/// script of token leases.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct ScriptKind {
+    /// The ops' algorithm.
+    pub(super) algorithm: Algorithm,
+    /// True when the ops reserve a token lease ([`crate::store::lease::Serve::Reserve`]).
+    pub(super) leased: bool,
+}
+
 /// The operations of one script call: one algorithm, one connection, one hash slot.
 #[derive(Debug, Clone, Copy)]
 pub(super) struct Group<'a> {
@@ -76,9 +121,8 @@ pub(super) struct Group<'a> {
     pub(super) ops: &'a [Op],
     /// The operations of this group, as indices into `ops`.
     pub(super) indices: &'a [usize],
-    /// ARGV[1] of the fixed window script: 0 adds, 1 adds only to keys going over, 2 adds nothing
-    /// (another key of the request is already known to be over its limit).
-    pub(super) mode: u64,
+    /// Which of the request's hits are added.
+    pub(super) increment: Increment,
     /// The time of the request.
     pub(super) now: Timestamp,
     /// The call's deadline ([`Deadlines::next`]), sent as the script's last argument.
@@ -91,11 +135,11 @@ impl Group<'_> {
         self.indices.iter().map(|&i| &self.ops[i])
     }
 
-    /// The hits to add for `op`: none in mode 2, where algorithms other than fixed windows only
-    /// check (they have no "increment only the keys going over" mode). Refunds are always given
-    /// back: they can only make room.
+    /// The hits to add for `op`: none with [`Increment::Nothing`], where algorithms other than
+    /// fixed windows only check (they have no "increment only the keys going over" mode). Refunds
+    /// are always given back: they can only make room.
     pub(super) fn hits(&self, op: &Op) -> u64 {
-        if self.mode == 2 && !op.refund {
+        if self.increment == Increment::Nothing && !op.refund {
             0
         } else {
             op.hits

@@ -17,8 +17,9 @@ pub(super) fn script() -> Script {
     ))
 }
 
-/// Applies the operations of `g` (all concurrency limits) in one script call; in mode 2 (another
-/// key of the request is already known to be over its limit) slots are only checked.
+/// Applies the operations of `g` (all concurrency limits) in one script call; with
+/// `Increment::Nothing` (another key of the request is already known to be over its limit) slots
+/// are only checked.
 pub(super) async fn run(
     g: &Group<'_>,
     script: &Script,

@@ -15,15 +15,15 @@ pub(super) fn script() -> Script {
     ))
 }
 
-/// Applies the operations of `g` (all fixed windows) in one script call. `g.mode` is the script's
-/// ARGV[1] (see the script); `ttl` gives each window's key lifetime in seconds.
+/// Applies the operations of `g` (all fixed windows) in one script call. `g.increment` is the
+/// script's ARGV[1] (see the script); `ttl` gives each window's key lifetime in seconds.
 pub(super) async fn run(
     g: &Group<'_>,
     script: &Script,
     ttl: impl Fn(Window) -> u64,
 ) -> Result<Vec<(usize, Decision)>, RedisError> {
     let mut args = Vec::with_capacity(1 + 3 * g.indices.len());
-    args.push(g.mode);
+    args.push(g.increment.argument());
     for op in g.ops() {
         // The script's refund slot: 1 gives back, 2 adds only what fits (`Op::only_admitted`).
         let refund = if op.refund {

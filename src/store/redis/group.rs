@@ -1,4 +1,4 @@
-//! Grouping a request's ops into script calls, and awaiting the calls. A request holds a handful
+//! Grouping a request's ops into script calls ([`GroupKey`]), and awaiting the calls. A request holds a handful
 //! of descriptors (`MAX_DESCRIPTORS_PER_REQUEST` bounds them), and one descriptor, so one call, is
 //! the usual case: a linear scan over the few groups costs less than hashing into a map built for
 //! each request, and one call is awaited as it is, without `join_all`'s allocation.
@@ -7,6 +7,60 @@ use std::future::Future;
 
 use futures_util::FutureExt;
 use futures_util::future::{Either, join_all};
+
+use super::call::{ScriptKind, slot_group};
+use super::conn::RedisConn;
+use super::targets::{self, Target, TargetGroups};
+use super::{PER_SECOND_BELOW_SECS, RedisStore};
+use crate::store::Op;
+
+/// What the ops of one script call share.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct GroupKey<'k> {
+    /// Where the call goes.
+    pub(super) target: Target,
+    /// On Cluster, the hash slot group of the ops' keys ([`slot_group`]): a script call's keys
+    /// must share a slot. Empty elsewhere.
+    pub(super) slot: &'k str,
+    /// The script the call runs.
+    pub(super) script: ScriptKind,
+}
+
+impl RedisStore {
+    /// The script calls of `to_call` (an index into `ops` and the script it runs), per target:
+    /// grouped by target (on Cluster: each master), then by hash slot, then by script, so a
+    /// request makes one call per group.
+    pub(super) fn group_calls(
+        &self,
+        ops: &[Op],
+        to_call: &[(usize, ScriptKind)],
+    ) -> Vec<(Target, TargetGroups)> {
+        let mut groups: Vec<(GroupKey, Vec<usize>)> = Vec::new();
+        for &(i, script) in to_call {
+            group_of(&mut groups, self.group_key(&ops[i], script)).push(i);
+        }
+        let mut per_target: Vec<(Target, TargetGroups)> = Vec::new();
+        for (key, idx) in groups {
+            group_of(&mut per_target, key.target).push((key.script, idx));
+        }
+        per_target
+    }
+
+    /// The group of `op`, run by `script`. Short windows go to the per-second Redis when there
+    /// is one.
+    fn group_key<'k>(&self, op: &'k Op, script: ScriptKind) -> GroupKey<'k> {
+        let per_second = self.per_second.is_some() && op.spec.window.secs() < PER_SECOND_BELOW_SECS;
+        let (name, slot) = match self.conn(per_second) {
+            RedisConn::Cluster(_) => (self.master_of(per_second, op), slot_group(&op.key)),
+            _ => (targets::name(per_second), ""),
+        };
+        GroupKey {
+            target: Target { per_second, name },
+            slot,
+            script,
+        }
+    }
+}
 
 /// The group of `key` in `groups` (opened empty at the end when new; groups keep the order their
 /// first member came in).

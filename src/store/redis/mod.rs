@@ -42,9 +42,9 @@ use super::local_cache::OverLimitCache;
 use super::{Answer, Op, Store, StoreError};
 use crate::algorithm::{Algorithm, Decision, Window};
 use crate::clock::{OffsetClock, Timestamp};
-use call::{Deadlines, Group, slot_group};
+use call::{Deadlines, Group, Increment, ScriptKind};
 use conn::RedisConn;
-use group::{group_of, join_calls};
+use group::join_calls;
 use targets::{Called, TargetGroups};
 
 pub use options::{RedisConfig, RedisKind, RedisSettings, RedisTls};
@@ -135,21 +135,21 @@ impl RedisStore {
         window.key_ttl_secs(now) + jitter
     }
 
-    /// Runs the script of `algorithm` (or, for `leased` ops, the reservation script) for
-    /// `indices` of `ops` on `conn`: one call.
+    /// Runs `script` for `indices` of `ops` on `conn`: one call.
     async fn run(
         &self,
         conn: &RedisConn,
         ops: &[Op],
-        ((algorithm, leased), indices): ((Algorithm, bool), &[usize]),
-        mode: u64,
+        ScriptKind { algorithm, leased }: ScriptKind,
+        indices: &[usize],
+        increment: Increment,
         now: Timestamp,
     ) -> Result<Vec<(usize, Decision)>, RedisError> {
         let g = Group {
             conn,
             ops,
             indices,
-            mode,
+            increment,
             now,
             deadline: self.deadlines.next(),
         };
@@ -176,40 +176,129 @@ impl RedisStore {
     }
 }
 
+/// How an op is served before any call to Redis.
+enum Local {
+    /// Answered here: by the local over-limit cache, or from this instance's token lease.
+    Answered(Answer),
+    /// Sent to Redis, to run this script.
+    Call(ScriptKind),
+}
+
+impl RedisStore {
+    /// Serves `op` from the local cache or a token lease when either can, else says which
+    /// script it goes to Redis with.
+    fn serve_locally(&self, op: &Op, now: Timestamp) -> Local {
+        if let Some(until) = self.cached_over(op, now) {
+            return Local::Answered(Answer::CachedOver { until });
+        }
+        let algorithm = op.spec.algorithm;
+        // Leases need every op to add its hits (`Increment::Every`), so the stop-increment
+        // setting turns them off.
+        if self.stop_increment_when_over_limit {
+            return Local::Call(ScriptKind {
+                algorithm,
+                leased: false,
+            });
+        }
+        match self.leases.serve(op, now) {
+            Serve::Served(d) => Local::Answered(Answer::Leased(d)),
+            serve => Local::Call(ScriptKind {
+                algorithm,
+                leased: serve == Serve::Reserve,
+            }),
+        }
+    }
+
+    /// Until when the local cache knows `op`'s key is over its limit. Only fixed windows are
+    /// cached: their "over" lasts until a known instant, while a bucket admits again as soon as
+    /// one token is back. A limit that sheds is over for one class and not for another: never
+    /// cached. Refunds always reach Redis.
+    fn cached_over(&self, op: &Op, now: Timestamp) -> Option<Timestamp> {
+        let cache = self.local_cache.as_ref()?;
+        if !cacheable(op) || op.refund {
+            return None;
+        }
+        cache.over_until(&op.key, now)
+    }
+
+    /// Takes the outcomes of a request's calls into `answers` and updates health. Health follows
+    /// the calls made: a failure of Redis marks it down, all answered marks it up; ops the
+    /// breaker answered say nothing new, and neither does a script Redis refused for its data
+    /// (one client's bad input is not Redis being down). With breakers, a failed call marks it
+    /// down only once its breaker has left "closed": the calls caught in one stall are not an
+    /// outage (see `resilience::breaker`).
+    fn settle(
+        &self,
+        ops: &[Op],
+        outcomes: Vec<(&'static str, &TargetGroups, Called)>,
+        answers: &mut [Option<Answer>],
+        now: Timestamp,
+    ) {
+        let (mut called, mut failed) = (false, false);
+        for (target, groups, outcome) in outcomes {
+            let unanswered = groups.iter().flat_map(|(_, idx)| idx);
+            match outcome {
+                Called::Answered(results) => {
+                    called = true;
+                    self.take_decisions(ops, target, groups, results, answers, now);
+                }
+                Called::Rejected => unavailable_for(answers, unanswered, target, true),
+                Called::Failed => {
+                    called = true;
+                    failed |= self.failing(target);
+                    unavailable_for(answers, unanswered, target, false);
+                }
+            }
+        }
+        if called {
+            self.healthy.store(!failed, Ordering::Relaxed);
+        }
+    }
+
+    /// Takes what `target` decided for its `groups` into `answers`, and teaches the local cache
+    /// the fixed windows it decided.
+    fn take_decisions(
+        &self,
+        ops: &[Op],
+        target: &'static str,
+        groups: &TargetGroups,
+        results: Vec<Option<Vec<(usize, Decision)>>>,
+        answers: &mut [Option<Answer>],
+        now: Timestamp,
+    ) {
+        for ((_, idx), decisions) in groups.iter().zip(results) {
+            // Refused for its data: those ops answer by their failure mode; Redis is fine.
+            let Some(decisions) = decisions else {
+                unavailable_for(answers, idx, target, false);
+                continue;
+            };
+            for (i, d) in decisions {
+                let op = &ops[i];
+                if let Some(cache) = &self.local_cache
+                    && cacheable(op)
+                {
+                    cache.learn(&op.key, op.refund, &d, now);
+                }
+                answers[i] = Some(Answer::Decided(d));
+            }
+        }
+    }
+}
+
+/// Whether the local over-limit cache may know `op`'s key (see [`RedisStore::cached_over`]).
+fn cacheable(op: &Op) -> bool {
+    op.spec.algorithm == Algorithm::FixedWindow && !op.only_admitted
+}
+
 #[async_trait]
 impl Store for RedisStore {
     async fn apply(&self, ops: &[Op], now: Timestamp) -> Result<Vec<Answer>, StoreError> {
         let mut answers: Vec<Option<Answer>> = vec![None; ops.len()];
-        let mut pending = Vec::with_capacity(ops.len());
-        let mut leased = vec![false; ops.len()];
+        let mut to_call = Vec::with_capacity(ops.len());
         for (i, op) in ops.iter().enumerate() {
-            // Only fixed windows are cached: their "over" lasts until a known instant, while a
-            // bucket admits again as soon as one token is back. Refunds always reach Redis.
-            let cached = match &self.local_cache {
-                // A limit that sheds is over for one class and not for another: never cached.
-                Some(c)
-                    if op.spec.algorithm == Algorithm::FixedWindow
-                        && !op.refund
-                        && !op.only_admitted =>
-                {
-                    c.over_until(&op.key, now)
-                }
-                _ => None,
-            };
-            // Leases need every op to add its hits (mode 0), so the stop-increment setting
-            // turns them off.
-            let serve = match cached {
-                Some(_) => Serve::Plain,
-                None if self.stop_increment_when_over_limit => Serve::Plain,
-                None => self.leases.serve(op, now),
-            };
-            match (cached, serve) {
-                (Some(until), _) => answers[i] = Some(Answer::CachedOver { until }),
-                (None, Serve::Served(d)) => answers[i] = Some(Answer::Leased(d)),
-                (None, serve) => {
-                    leased[i] = serve == Serve::Reserve;
-                    pending.push(i);
-                }
+            match self.serve_locally(op, now) {
+                Local::Answered(answer) => answers[i] = Some(answer),
+                Local::Call(script) => to_call.push((i, script)),
             }
         }
         // Go: with STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT, a request already over via the local
@@ -217,75 +306,14 @@ impl Store for RedisStore {
         let cached_over = answers
             .iter()
             .any(|a| matches!(a, Some(Answer::CachedOver { .. })));
-        let mode = match (self.stop_increment_when_over_limit, cached_over) {
-            (true, true) => 2,
-            (true, false) => 1,
-            _ => 0,
-        };
-        // Group by target (on Cluster: each master), then by hash slot, then by algorithm; one
-        // script call per group, all in flight at once, each target behind its breaker.
-        let mut groups: Vec<((bool, &'static str, &str, (Algorithm, bool)), Vec<usize>)> =
-            Vec::new();
-        for &i in &pending {
-            let op = &ops[i];
-            let per_second =
-                self.per_second.is_some() && op.spec.window.secs() < PER_SECOND_BELOW_SECS;
-            let (slot, target) = match self.conn(per_second) {
-                RedisConn::Cluster(_) => (slot_group(&op.key), self.master_of(per_second, op)),
-                _ => ("", targets::name(per_second)),
-            };
-            let algorithm = (op.spec.algorithm, leased[i]);
-            group_of(&mut groups, (per_second, target, slot, algorithm)).push(i);
-        }
-        let mut per_target: Vec<((bool, &'static str), TargetGroups)> = Vec::new();
-        for ((per_second, target, _, algorithm), idx) in groups {
-            group_of(&mut per_target, (per_second, target)).push((algorithm, idx));
-        }
+        let increment = Increment::of(self.stop_increment_when_over_limit, cached_over);
+        // One script call per group, all in flight at once, each target behind its breaker.
+        let per_target = self.group_calls(ops, &to_call);
         let calls = per_target
             .iter()
-            .map(|&((per_second, target), ref groups)| {
-                self.call_target(per_second, target, groups, ops, mode, now)
-            });
-        // Health follows the calls made: a failure of Redis marks it down, all answered marks it
-        // up; ops the breaker answered say nothing new, and neither does a script Redis refused
-        // for its data (one client's bad input is not Redis being down). With breakers, a failed
-        // call marks it down only once its breaker has left "closed": the calls caught in one
-        // stall are not an outage (see `resilience::breaker`).
-        let (mut called, mut failed) = (false, false);
-        for (target, groups, result) in join_calls(calls).await {
-            let results = match result {
-                Called::Answered(results) => results,
-                Called::Rejected | Called::Failed => {
-                    let breaker_open = matches!(result, Called::Rejected);
-                    called |= !breaker_open;
-                    failed |= !breaker_open && self.failing(target);
-                    let unanswered = groups.iter().flat_map(|(_, idx)| idx);
-                    unavailable_for(&mut answers, unanswered, target, breaker_open);
-                    continue;
-                }
-            };
-            called = true;
-            for ((_, idx), decisions) in groups.iter().zip(results) {
-                // Refused for its data: those ops answer by their failure mode; Redis is fine.
-                let Some(decisions) = decisions else {
-                    unavailable_for(&mut answers, idx, target, false);
-                    continue;
-                };
-                for (i, d) in decisions {
-                    let op = &ops[i];
-                    if op.spec.algorithm == Algorithm::FixedWindow
-                        && !op.only_admitted
-                        && let Some(c) = &self.local_cache
-                    {
-                        c.learn(&op.key, op.refund, &d, now);
-                    }
-                    answers[i] = Some(Answer::Decided(d));
-                }
-            }
-        }
-        if called {
-            self.healthy.store(!failed, Ordering::Relaxed);
-        }
+            .map(|(target, groups)| self.call_target(*target, groups, ops, increment, now));
+        let outcomes = join_calls(calls).await;
+        self.settle(ops, outcomes, &mut answers, now);
         crate::store::all_answered(answers, "redis")
     }
 

@@ -17,8 +17,8 @@ pub(super) fn script() -> Script {
     ))
 }
 
-/// Applies the operations of `g` (all sliding logs) in one script call; in mode 2 (another key of
-/// the request is already known to be over its limit) the logs are only checked.
+/// Applies the operations of `g` (all sliding logs) in one script call; with `Increment::Nothing`
+/// (another key of the request is already known to be over its limit) the logs are only checked.
 pub(super) async fn run(
     g: &Group<'_>,
     script: &Script,

@@ -14,9 +14,9 @@ use futures_util::future::join_all;
 use parking_lot::{Mutex, RwLock};
 
 use super::RedisStore;
-use super::call::refused_for_its_data;
+use super::call::{Increment, ScriptKind, refused_for_its_data};
 use super::conn::RedisConn;
-use crate::algorithm::{Algorithm, Decision};
+use crate::algorithm::Decision;
 use crate::clock::{Clock, Timestamp};
 use crate::resilience::{Breaker, BreakerReport, Permit};
 use crate::store::{Op, Resilience};
@@ -103,8 +103,18 @@ impl Breakers {
     }
 }
 
+/// Where a script call goes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct Target {
+    /// True for the per-second Redis (`REDIS_PERSECOND`), false for the main one.
+    pub(super) per_second: bool,
+    /// The target's name in logs and metrics: [`MAIN`], [`PER_SECOND`] or a Cluster master's
+    /// `host:port`.
+    pub(super) name: &'static str,
+}
+
 /// The calls of one target: the script groups (one algorithm each) of the ops it holds.
-pub(super) type TargetGroups = Vec<((Algorithm, bool), Vec<usize>)>;
+pub(super) type TargetGroups = Vec<(ScriptKind, Vec<usize>)>;
 
 impl RedisStore {
     /// Puts a circuit breaker around each target, as `settings` ask, timed by `clock`.
@@ -205,22 +215,21 @@ impl RedisStore {
     /// answer, not a failure of Redis: the target answered.
     pub(super) async fn call_target<'g>(
         &self,
-        per_second: bool,
-        target: &'static str,
+        target: Target,
         groups: &'g TargetGroups,
         ops: &[Op],
-        mode: u64,
+        increment: Increment,
         now: Timestamp,
     ) -> (&'static str, &'g TargetGroups, Called) {
-        let breaker = self.breakers.as_ref().map(|b| b.get(target));
+        let breaker = self.breakers.as_ref().map(|b| b.get(target.name));
         let permit = breaker.as_ref().map(|b| b.permit());
         if permit == Some(Permit::Rejected) {
-            return (target, groups, Called::Rejected);
+            return (target.name, groups, Called::Rejected);
         }
-        let conn = self.conn(per_second);
+        let conn = self.conn(target.per_second);
         let calls = groups
             .iter()
-            .map(|(algorithm, idx)| self.run(conn, ops, (*algorithm, idx), mode, now));
+            .map(|(script, idx)| self.run(conn, ops, *script, idx, increment, now));
         let called = match tokio::time::timeout(self.response_timeout, join_all(calls)).await {
             Err(_) => Called::Failed,
             Ok(results) => results
@@ -231,7 +240,7 @@ impl RedisStore {
                         // Per request, so debug: the limiter's failure log already notes
                         // (throttled) that these limits were answered by their failure mode.
                         tracing::debug!(
-                            target_redis = target,
+                            target_redis = target.name,
                             error = %e,
                             "Redis refused a script call for its data; its limits answer by their failure mode"
                         );
@@ -245,7 +254,7 @@ impl RedisStore {
         if let (Some(b), Some(permit)) = (breaker, permit) {
             b.record(permit, !matches!(called, Called::Failed));
         }
-        (target, groups, called)
+        (target.name, groups, called)
     }
 }
 

@@ -55,8 +55,9 @@ pub(super) fn head_args(p: &Params, g: &Group<'_>, op: &Op) -> [u64; 6] {
     ]
 }
 
-/// Applies the operations of `g` (all buckets of one kind) in one script call; in mode 2 (another
-/// key of the request is already known to be over its limit) the buckets are only checked.
+/// Applies the operations of `g` (all buckets of one kind) in one script call; with
+/// `Increment::Nothing` (another key of the request is already known to be over its limit) the
+/// buckets are only checked.
 pub(super) async fn run(
     g: &Group<'_>,
     script: &Script,

@@ -15,6 +15,12 @@ pub(crate) mod window;
 use std::time::Duration;
 
 use crate::clock::Timestamp;
+use concurrency::ConcurrencyState;
+use fixed_window::FixedWindowState;
+use leaky_bucket::LeakyBucketState;
+use sliding_log::SlidingLogState;
+use sliding_window::SlidingWindowState;
+use token_bucket::TokenBucketState;
 pub use window::Window;
 
 /// Which algorithm a limit uses.
@@ -187,13 +193,9 @@ pub fn admit(
     if spec.algorithm != Algorithm::FixedWindow {
         return shape(state, spec, hits, max_wait, now);
     }
-    let mut s = match state.take() {
-        Some(AlgorithmState::FixedWindow(s)) => s,
-        _ => fixed_window::FixedWindowState::default(),
-    };
-    let d = fixed_window::admit(&mut s, spec.limit, spec.window, hits, now);
-    *state = Some(AlgorithmState::FixedWindow(s));
-    d
+    with(state, |s: &mut FixedWindowState| {
+        fixed_window::admit(s, spec.limit, spec.window, hits, now)
+    })
 }
 
 /// Gives `hits` back to `state` (`is_negative_hits`) and returns the decision, which is never over
@@ -230,13 +232,9 @@ pub fn hold(
         };
         return run(state, spec, hits, mode, now);
     }
-    let mut s = match state.take() {
-        Some(AlgorithmState::Concurrency(s)) => s,
-        _ => Box::default(),
-    };
-    let d = concurrency::run(&mut s, spec, holder, hits, release, now);
-    *state = Some(AlgorithmState::Concurrency(s));
-    d
+    with(state, |s: &mut Box<ConcurrencyState>| {
+        concurrency::run(s, spec, holder, hits, release, now)
+    })
 }
 
 /// What [`run`] does with the hits.
@@ -248,7 +246,18 @@ enum Mode {
     Refund,
 }
 
-/// [`shape`] or [`refund`], on the state of `spec`'s algorithm.
+/// What a caller asks of an algorithm: `hits` of the limit `spec` at `now`, taken or given back
+/// as `mode` says.
+#[derive(Clone, Copy)]
+struct Ask<'a> {
+    spec: &'a LimitSpec,
+    hits: u64,
+    mode: Mode,
+    now: Timestamp,
+}
+
+/// [`shape`] or [`refund`], on the state of `spec`'s algorithm. Each arm names its state
+/// type at compile time, so the hot path has no dynamic dispatch.
 fn run(
     state: &mut Option<AlgorithmState>,
     spec: &LimitSpec,
@@ -256,79 +265,110 @@ fn run(
     mode: Mode,
     now: Timestamp,
 ) -> Decision {
-    let give_back = matches!(mode, Mode::Refund);
+    let ask = Ask {
+        spec,
+        hits,
+        mode,
+        now,
+    };
     match spec.algorithm {
-        Algorithm::FixedWindow => {
-            let mut s = match state.take() {
-                Some(AlgorithmState::FixedWindow(s)) => s,
-                _ => fixed_window::FixedWindowState::default(),
-            };
-            let f = if give_back {
-                fixed_window::refund
-            } else {
-                fixed_window::apply
-            };
-            let d = f(&mut s, spec.limit, spec.window, hits, now);
-            *state = Some(AlgorithmState::FixedWindow(s));
-            d
+        Algorithm::FixedWindow => with(state, |s: &mut FixedWindowState| s.run(ask)),
+        Algorithm::TokenBucket => with(state, |s: &mut TokenBucketState| s.run(ask)),
+        Algorithm::SlidingWindow => with(state, |s: &mut SlidingWindowState| s.run(ask)),
+        Algorithm::LeakyBucket => with(state, |s: &mut LeakyBucketState| s.run(ask)),
+        Algorithm::SlidingLog => with(state, |s: &mut Box<SlidingLogState>| s.run(ask)),
+        Algorithm::Concurrency => with(state, |s: &mut Box<ConcurrencyState>| s.run(ask)),
+    }
+}
+
+/// Runs `f` on the `S` in `state` (a fresh one when `state` is `None` or another algorithm's) and
+/// keeps what `f` left there. The state moves out of the option and back, a boxed one with its
+/// box: nothing is allocated but a fresh boxed state.
+fn with<S: Kept>(
+    state: &mut Option<AlgorithmState>,
+    f: impl FnOnce(&mut S) -> Decision,
+) -> Decision {
+    let mut s = S::unwrap(state.take());
+    let d = f(&mut s);
+    *state = Some(s.wrap());
+    d
+}
+
+/// The state one algorithm keeps in its [`AlgorithmState`] variant, and what the algorithm does
+/// to it.
+trait Kept: Default {
+    /// The state in `state` when it is this algorithm's, a fresh one otherwise (the key had no
+    /// state, or the limit's algorithm changed).
+    fn unwrap(state: Option<AlgorithmState>) -> Self;
+    /// This state as a store keeps it.
+    fn wrap(self) -> AlgorithmState;
+    /// Does what `ask` asks.
+    fn run(&mut self, ask: Ask) -> Decision;
+}
+
+/// Implements [`Kept`] for the state in each `Variant(Type)`: `take` runs for [`Mode::Take`] with
+/// its delay bound to the fourth name, `refund` for [`Mode::Refund`]; both see the state and the
+/// [`Ask`]'s spec, hits and now under the other names.
+macro_rules! kept {
+    ($($variant:ident($ty:ty) |$s:ident, $spec:ident, $hits:ident, $wait:ident, $now:ident| {
+        take: $take:expr,
+        refund: $refund:expr $(,)?
+    })+) => {$(
+        impl Kept for $ty {
+            fn unwrap(state: Option<AlgorithmState>) -> Self {
+                match state {
+                    Some(AlgorithmState::$variant(s)) => s,
+                    _ => Self::default(),
+                }
+            }
+
+            fn wrap(self) -> AlgorithmState {
+                AlgorithmState::$variant(self)
+            }
+
+            fn run(&mut self, ask: Ask) -> Decision {
+                let Ask {
+                    spec: $spec,
+                    hits: $hits,
+                    mode,
+                    now: $now,
+                } = ask;
+                let $s = self;
+                match mode {
+                    Mode::Take($wait) => $take,
+                    Mode::Refund => $refund,
+                }
+            }
         }
-        Algorithm::TokenBucket => {
-            let mut s = match state.take() {
-                Some(AlgorithmState::TokenBucket(s)) => s,
-                _ => token_bucket::TokenBucketState::default(),
-            };
-            let f = if give_back {
-                token_bucket::refund
-            } else {
-                token_bucket::apply
-            };
-            let d = f(&mut s, spec, hits, now);
-            *state = Some(AlgorithmState::TokenBucket(s));
-            d
-        }
-        Algorithm::SlidingWindow => {
-            let mut s = match state.take() {
-                Some(AlgorithmState::SlidingWindow(s)) => s,
-                _ => sliding_window::SlidingWindowState::default(),
-            };
-            let f = if give_back {
-                sliding_window::refund
-            } else {
-                sliding_window::apply
-            };
-            let d = f(&mut s, spec, hits, now);
-            *state = Some(AlgorithmState::SlidingWindow(s));
-            d
-        }
-        Algorithm::LeakyBucket => {
-            let mut s = match state.take() {
-                Some(AlgorithmState::LeakyBucket(s)) => s,
-                _ => leaky_bucket::LeakyBucketState::default(),
-            };
-            let d = match mode {
-                Mode::Refund => leaky_bucket::refund(&mut s, spec, hits, now),
-                Mode::Take(max_wait) => leaky_bucket::shape(&mut s, spec, hits, max_wait, now),
-            };
-            *state = Some(AlgorithmState::LeakyBucket(s));
-            d
-        }
-        Algorithm::SlidingLog => {
-            let mut s = match state.take() {
-                Some(AlgorithmState::SlidingLog(s)) => s,
-                _ => Box::default(),
-            };
-            let f = if give_back {
-                sliding_log::refund
-            } else {
-                sliding_log::apply
-            };
-            let d = f(&mut s, spec, hits, now);
-            *state = Some(AlgorithmState::SlidingLog(s));
-            d
-        }
-        // Without a holder id every caller is the empty holder: the edges always name one
-        // ([`hold`]), so this path only serves callers that do not know the algorithm.
-        Algorithm::Concurrency => hold(state, spec, "", hits, give_back, now),
+    )+};
+}
+
+kept! {
+    FixedWindow(FixedWindowState) |s, spec, hits, _max_wait, now| {
+        take: fixed_window::apply(s, spec.limit, spec.window, hits, now),
+        refund: fixed_window::refund(s, spec.limit, spec.window, hits, now),
+    }
+    TokenBucket(TokenBucketState) |s, spec, hits, _max_wait, now| {
+        take: token_bucket::apply(s, spec, hits, now),
+        refund: token_bucket::refund(s, spec, hits, now),
+    }
+    SlidingWindow(SlidingWindowState) |s, spec, hits, _max_wait, now| {
+        take: sliding_window::apply(s, spec, hits, now),
+        refund: sliding_window::refund(s, spec, hits, now),
+    }
+    LeakyBucket(LeakyBucketState) |s, spec, hits, max_wait, now| {
+        take: leaky_bucket::shape(s, spec, hits, max_wait, now),
+        refund: leaky_bucket::refund(s, spec, hits, now),
+    }
+    SlidingLog(Box<SlidingLogState>) |s, spec, hits, _max_wait, now| {
+        take: sliding_log::apply(s, spec, hits, now),
+        refund: sliding_log::refund(s, spec, hits, now),
+    }
+    // Without a holder id every caller is the empty holder: the edges always name one ([`hold`]),
+    // so this path only serves callers that do not know the algorithm.
+    Concurrency(Box<ConcurrencyState>) |s, spec, hits, _max_wait, now| {
+        take: concurrency::run(s, spec, "", hits, false, now),
+        refund: concurrency::run(s, spec, "", hits, true, now),
     }
 }
 

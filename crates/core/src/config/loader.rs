@@ -55,6 +55,33 @@ impl LoadError {
 /// [`ConfigFile`] named by `path` as given, whatever its extension; a directory is walked
 /// recursively and every `*.yaml`/`*.yml` file is read (other files are skipped), named relative to it (`config/basic.yaml` → `config.basic.yaml`),
 /// sorted by name.
+///
+/// ```
+/// use ratelimitd_core::config::LoadOptions;
+/// use ratelimitd_core::{CompileOptions, compile, load_path};
+///
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// let dir = tempfile::tempdir()?;
+/// std::fs::create_dir(dir.path().join("config"))?;
+/// std::fs::write(
+///     dir.path().join("config/api.yaml"),
+///     "domain: api\ndescriptors:\n  - key: user\n    rate_limit: {unit: hour, requests_per_unit: 100}\n",
+/// )?;
+/// std::fs::write(dir.path().join("config/README.md"), "not a config file")?;
+///
+/// let files = load_path(dir.path(), &LoadOptions::default())?;
+/// let names: Vec<&str> = files.iter().map(|f| f.name.as_str()).collect();
+/// assert_eq!(names, ["config.api.yaml"]);
+/// let config = compile(&files, &CompileOptions::default())?;
+/// assert!(config.domain("api").is_some());
+///
+/// // A path that cannot be read is an error naming it.
+/// let missing = dir.path().join("missing.yaml");
+/// let error = load_path(&missing, &LoadOptions::default()).unwrap_err();
+/// assert_eq!(error.path, missing);
+/// # Ok(())
+/// # }
+/// ```
 pub fn load_path(path: &Path, options: &LoadOptions) -> Result<Vec<ConfigFile>, LoadError> {
     let meta = fs::metadata(path).map_err(LoadError::at(path))?;
     if meta.is_dir() {

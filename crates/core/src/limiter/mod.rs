@@ -100,6 +100,54 @@ pub struct LimiterOptions {
 }
 
 /// Decides requests against a store. Shared by the gRPC and HTTP edges.
+///
+/// A request's hits go to every descriptor a rule matches; a descriptor no rule matches is not
+/// limited, and the request is over the limit when any of its descriptors is:
+///
+/// ```
+/// use std::sync::Arc;
+///
+/// use ratelimitd_core::{
+///     Code, CompileOptions, ConfigFile, Descriptor, LimiterOptions, ManualClock, MemoryStore,
+///     RateLimiter, Request, Timestamp, compile,
+/// };
+///
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// let yaml = r#"
+/// domain: files
+/// descriptors:
+///   - key: path
+///     value: /upload
+///     rate_limit: {unit: second, requests_per_unit: 10}
+/// "#;
+/// let files = [ConfigFile { name: "files.yaml".into(), contents: yaml.into() }];
+/// let config = compile(&files, &CompileOptions::default())?;
+/// let clock = Arc::new(ManualClock::new(Timestamp::from_secs(1_700_000_000)));
+/// let limiter = RateLimiter::new(
+///     Arc::new(MemoryStore::new(1_000)),
+///     clock,
+///     LimiterOptions::default(),
+/// );
+///
+/// let mut request = Request::new(
+///     "files",
+///     vec![Descriptor::of(&[("path", "/upload")]), Descriptor::of(&[("path", "/health")])],
+/// );
+/// request.hits_addend = 8; // one request that counts as 8 hits
+/// let response = limiter.should_rate_limit(Some(&config), &request).await?;
+/// assert_eq!(response.overall_code, Code::Ok);
+/// assert_eq!(response.statuses[0].limit_remaining, 2);
+/// assert_eq!(response.statuses[1].current_limit, None); // no rule for /health
+///
+/// // 8 more hits do not fit in the 2 left this second.
+/// let response = limiter.should_rate_limit(Some(&config), &request).await?;
+/// assert_eq!(response.overall_code, Code::OverLimit);
+/// assert_eq!(response.statuses[0].code, Code::OverLimit);
+/// assert_eq!(response.statuses[1].code, Code::Ok);
+/// # Ok(())
+/// # }
+/// ```
 #[derive(Debug)]
 pub struct RateLimiter {
     store: Arc<dyn Store>,

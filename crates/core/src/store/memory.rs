@@ -31,6 +31,51 @@ use slots::{KeyId, cost};
 const SHARDS: usize = 64;
 
 /// The embedded store. Cheap to share behind an `Arc`.
+///
+/// Every op of a batch runs its algorithm on its key's state; a full store refuses new keys and
+/// never evicts a live counter:
+///
+/// ```
+/// use std::time::Duration;
+///
+/// use ratelimitd_core::algorithm::{Algorithm, LimitSpec, Window};
+/// use ratelimitd_core::store::Op;
+/// use ratelimitd_core::{MemoryStore, Store, StoreError, Timestamp};
+///
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// let window = Window::from_secs(60).ok_or("a minute is a valid window")?;
+/// let spec = LimitSpec { algorithm: Algorithm::FixedWindow, limit: 2, window, burst: 0 };
+/// let one_hit = |key: &str| Op {
+///     key: key.into(),
+///     spec,
+///     hits: 1,
+///     refund: false,
+///     max_wait: Duration::ZERO,
+///     lease: None,
+///     holder: String::new(),
+///     only_admitted: false,
+/// };
+/// let store = MemoryStore::new(1); // at most one live key
+/// let now = Timestamp::from_secs(1_700_000_000);
+///
+/// let answers = store.apply(&[one_hit("a"), one_hit("a"), one_hit("a")], now).await?;
+/// let over: Vec<bool> = answers
+///     .iter()
+///     .map(|a| a.decision().is_some_and(|d| d.over_limit))
+///     .collect();
+/// assert_eq!(over, [false, false, true]);
+///
+/// // A second key does not fit, and "a" keeps its count.
+/// let refused = store.apply(&[one_hit("b")], now).await;
+/// assert!(matches!(refused, Err(StoreError::Full { .. })));
+///
+/// // Once its window is over, a sweep frees the key.
+/// assert_eq!(store.sweep_at(now.saturating_add(Duration::from_secs(120))), 1);
+/// assert!(store.is_empty());
+/// # Ok(())
+/// # }
+/// ```
 #[derive(Debug)]
 pub struct MemoryStore {
     shards: Vec<Mutex<Shard>>,

@@ -114,6 +114,61 @@ pub enum StoreError {
 }
 
 /// A place where limit state lives. Object-safe: the server holds an `Arc<dyn Store>`.
+///
+/// Only [`Store::apply`] is required. The limiter sends all ops of one request in one batch:
+///
+/// ```
+/// use std::sync::Arc;
+/// use std::sync::atomic::{AtomicUsize, Ordering};
+///
+/// use async_trait::async_trait;
+/// use ratelimitd_core::store::{Answer, Op};
+/// use ratelimitd_core::{
+///     Code, CompileOptions, ConfigFile, Descriptor, LimiterOptions, ManualClock, MemoryStore,
+///     RateLimiter, Request, Store, StoreError, Timestamp, compile,
+/// };
+///
+/// /// A memory store that counts the batches it is asked.
+/// #[derive(Debug)]
+/// struct Counted {
+///     inner: MemoryStore,
+///     batches: AtomicUsize,
+/// }
+///
+/// #[async_trait]
+/// impl Store for Counted {
+///     async fn apply(&self, ops: &[Op], now: Timestamp) -> Result<Vec<Answer>, StoreError> {
+///         self.batches.fetch_add(1, Ordering::Relaxed);
+///         self.inner.apply(ops, now).await
+///     }
+/// }
+///
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// let yaml = r#"
+/// domain: api
+/// descriptors:
+///   - key: user
+///     rate_limit: {unit: minute, requests_per_unit: 5}
+///   - key: ip
+///     rate_limit: {unit: minute, requests_per_unit: 50}
+/// "#;
+/// let files = [ConfigFile { name: "api.yaml".into(), contents: yaml.into() }];
+/// let config = compile(&files, &CompileOptions::default())?;
+/// let store = Arc::new(Counted { inner: MemoryStore::new(1_000), batches: AtomicUsize::new(0) });
+/// let clock = Arc::new(ManualClock::new(Timestamp::from_secs(1_700_000_000)));
+/// let limiter = RateLimiter::new(store.clone(), clock, LimiterOptions::default());
+///
+/// let request = Request::new(
+///     "api",
+///     vec![Descriptor::of(&[("user", "alice")]), Descriptor::of(&[("ip", "192.0.2.1")])],
+/// );
+/// let response = limiter.should_rate_limit(Some(&config), &request).await?;
+/// assert_eq!(response.overall_code, Code::Ok);
+/// assert_eq!(store.batches.load(Ordering::Relaxed), 1); // two limits, one batch
+/// # Ok(())
+/// # }
+/// ```
 #[async_trait]
 pub trait Store: Send + Sync + std::fmt::Debug + 'static {
     /// Applies `ops` in order at time `now`, each atomically per key, and returns one answer
