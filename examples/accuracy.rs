@@ -19,10 +19,10 @@
 
 use std::collections::VecDeque;
 
-use ratelimitd::algorithm::fixed_window::window_start;
-use ratelimitd::algorithm::sliding_window::{SlidingWindowState, fits, previous_weight, roll};
-use ratelimitd::algorithm::{Algorithm, AlgorithmState, LimitSpec, Window, apply};
-use ratelimitd::clock::Timestamp;
+use ratelimitd_core::algorithm::fixed_window::window_start;
+use ratelimitd_core::algorithm::sliding_window::{SlidingWindowState, fits, previous_weight, roll};
+use ratelimitd_core::algorithm::{Algorithm, AlgorithmState, LimitSpec, Window, apply};
+use ratelimitd_core::clock::Timestamp;
 
 #[path = "accuracy/traffic.rs"]
 mod traffic;

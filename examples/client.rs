@@ -13,12 +13,12 @@
 use std::time::Duration;
 
 use clap::Parser;
-use ratelimitd::grpc::pb::envoy::extensions::common::ratelimit::v3::{
+use ratelimitd::pb::envoy::extensions::common::ratelimit::v3::{
     RateLimitDescriptor, rate_limit_descriptor::Entry,
 };
-use ratelimitd::grpc::pb::envoy::service::ratelimit::v3::rate_limit_response::{Code, rate_limit};
-use ratelimitd::grpc::pb::envoy::service::ratelimit::v3::rate_limit_service_client::RateLimitServiceClient;
-use ratelimitd::grpc::pb::envoy::service::ratelimit::v3::{RateLimitRequest, RateLimitResponse};
+use ratelimitd::pb::envoy::service::ratelimit::v3::rate_limit_response::{Code, rate_limit};
+use ratelimitd::pb::envoy::service::ratelimit::v3::rate_limit_service_client::RateLimitServiceClient;
+use ratelimitd::pb::envoy::service::ratelimit::v3::{RateLimitRequest, RateLimitResponse};
 use tonic::transport::Endpoint;
 
 /// Command line.

@@ -8,14 +8,14 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use ratelimitd::app;
-use ratelimitd::clock::Stopwatch;
-use ratelimitd::grpc::pb::envoy::extensions::common::ratelimit::v3::{
+use ratelimitd::testing;
+use ratelimitd_core::clock::Stopwatch;
+use ratelimitd::pb::envoy::extensions::common::ratelimit::v3::{
     RateLimitDescriptor, rate_limit_descriptor::Entry,
 };
-use ratelimitd::grpc::pb::envoy::service::ratelimit::v3::RateLimitRequest;
-use ratelimitd::grpc::pb::envoy::service::ratelimit::v3::rate_limit_service_client::RateLimitServiceClient;
-use ratelimitd::settings::Settings;
+use ratelimitd::pb::envoy::service::ratelimit::v3::RateLimitRequest;
+use ratelimitd::pb::envoy::service::ratelimit::v3::rate_limit_service_client::RateLimitServiceClient;
+use ratelimitd::Settings;
 
 const DESCRIPTORS: usize = 10_000;
 const PHASE: Duration = Duration::from_secs(3);
@@ -112,7 +112,7 @@ async fn main() {
         .collect();
     vars.push(("RATELIMITD_CONFIG".into(), dir.path().display().to_string()));
     let settings = Settings::from_env(vars).expect("settings");
-    let running = Arc::new(app::start(&settings).await.expect("start"));
+    let running = Arc::new(testing::start(&settings).await.expect("start"));
     let addr = format!("http://{}", running.grpc_addr);
     println!("{DESCRIPTORS} descriptors, {CLIENTS} concurrent gRPC callers, {PHASE:?} per phase");
 

@@ -38,12 +38,12 @@ impl Background<'_> {
 }
 
 /// Resolves when the shutdown flag turns true (or its sender is gone).
-pub async fn stopped(mut rx: watch::Receiver<bool>) {
+pub(crate) async fn stopped(mut rx: watch::Receiver<bool>) {
     let _ = rx.wait_for(|s| *s).await;
 }
 
 /// Runs `round` once a second until `stop` (a round in progress finishes first).
-pub async fn every_second<F, Fut>(stop: impl Future<Output = ()>, mut round: F)
+pub(crate) async fn every_second<F, Fut>(stop: impl Future<Output = ()>, mut round: F)
 where
     F: FnMut() -> Fut,
     Fut: Future<Output = ()>,

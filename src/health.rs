@@ -14,10 +14,10 @@ use tonic_health::server::HealthReporter;
 
 use crate::store::Store;
 
-pub use wiring::{HealthDeps, HealthHandle, HealthOptions, start};
+pub(crate) use wiring::{HealthDeps, HealthHandle, HealthOptions, start};
 
 /// The gRPC health service name the Go service registers.
-pub const SERVICE_NAME: &str = "ratelimit";
+pub(crate) const SERVICE_NAME: &str = "ratelimit";
 
 /// Health components and the gRPC reporter that mirrors them.
 #[derive(Debug)]

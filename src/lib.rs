@@ -2,37 +2,45 @@
 //!
 //! The server crate: the edges, Redis, the policy database, RLQS, xDS, observability, settings
 //! and the composition root, on top of the core library `ratelimitd_core` (the limiter, its
-//! algorithms, the configuration model and the memory store). The core's modules are re-exported
-//! here under their own names ([`algorithm`], [`clock`], [`config`], [`limiter`], [`resilience`],
-//! [`stripe`]), and [`store`] is the core's store plus [`store::redis`]. Cargo keeps the core free
-//! of the server: it does not depend on this crate.
+//! algorithms, the configuration model and the memory store), which it imports by that name.
+//! Cargo keeps the core free of the server: it does not depend on this crate.
+//!
+//! # The public face
+//! The modules are private; what the `ratelimitd` binary and an embedder need is re-exported
+//! here: the settings ([`Settings`] from the environment and the command line, [`Cli`],
+//! [`Command`]), logging and traces ([`init_telemetry`]), the server ([`run`] until shutdown,
+//! [`report`] for its error), the `validate` and `explain` commands ([`validate()`],
+//! [`explain()`]), and the Envoy protos the gRPC port speaks ([`pb`], for a Rust client).
+//! [`metrics`] is public for now. The integration tests and the benchmark examples reach what
+//! they need through `testing`, which is hidden and is not an API. To embed the limiter without
+//! the server, depend on `ratelimitd_core`.
 //!
 //! # Layout
-//! - [`settings`]: Go environment variables and command-line flags, translated into the options
+//! - `settings`: Go environment variables and command-line flags, translated into the options
 //!   of the parts they configure (the features' own options types and the core's).
-//! - [`store`]: the core's store trait and memory store, and Redis; [`telemetry`]: logging.
-//! - [`policy`]: the policy database (SQLite or PostgreSQL) behind one trait, which builds the
+//! - `store`: the core's store trait and memory store, and Redis; `telemetry`: logging.
+//! - `policy`: the policy database (SQLite or PostgreSQL) behind one trait, which builds the
 //!   core's index of stored overrides; the admin API that writes it lives in `http::admin`.
-//! - [`health`]: health components, mirrored to gRPC health.
-//! - [`listener`]: the connection cap and the silent/idle timeouts every server's connections go
+//! - `health`: health components, mirrored to gRPC health.
+//! - `listener`: the connection cap and the silent/idle timeouts every server's connections go
 //!   through.
-//! - [`metrics`]: stat counters (bounded), Prometheus and StatsD sinks.
-//! - [`region`]: limits shared by regions: the load check against `REGION`, and the sync that
+//! - `metrics`: stat counters (bounded), Prometheus and StatsD sinks.
+//! - `region`: limits shared by regions: the load check against `REGION`, and the sync that
 //!   moves demand-following shares through the global store (`GLOBAL_REDIS_*`).
-//! - [`reload`]: the live configuration snapshot, its atomic swap, and the file watcher that reloads it.
-//! - [`insight`]: the limiter's observers (hot keys, decision log).
-//! - [`service`]: one snapshot + the limiter; what both edges call.
-//! - [`explain`]: which limits, overrides and counters apply to a request, counting no hit
+//! - `reload`: the live configuration snapshot, its atomic swap, and the file watcher that reloads it.
+//! - `insight`: the limiter's observers (hot keys, decision log).
+//! - `service`: one snapshot + the limiter; what both edges call.
+//! - `explain`: which limits, overrides and counters apply to a request, counting no hit
 //!   (`/v1/explain`, the console's key search, `ratelimitd explain`).
-//! - [`grpc`], [`http`]: the edges (RLS v3 + health + TLS, and the gRPC port's transport
+//! - `grpc`, `http`: the edges (RLS v3 + health + TLS, and the gRPC port's transport
 //!   `grpc::server`; `/json`, `/healthcheck`, debug port).
-//!   The generated Envoy protos live in [`grpc::pb`], and their unit numbers in [`grpc::unit`].
-//! - [`rlqs`]: the Rate Limit Quota Service (Envoy's `rate_limit_quota` filter): buckets planned
+//!   The generated Envoy protos live in `grpc::pb`, and their unit numbers in `grpc::unit`.
+//! - `rlqs`: the Rate Limit Quota Service (Envoy's `rate_limit_quota` filter): buckets planned
 //!   by the limiter, budgets split by demand shared through the store, served on the gRPC port.
-//! - [`xds`]: the xDS configuration source (`CONFIG_TYPE=GRPC_XDS_SOTW`), feeding `reload`'s
+//! - `xds`: the xDS configuration source (`CONFIG_TYPE=GRPC_XDS_SOTW`), feeding `reload`'s
 //!   pipeline like the file watcher; its protos live in `xds::pb`.
-//! - [`app`]: composition root (listeners, store, config, watchers, signals, drain);
-//!   [`validate`]: the `ratelimitd validate` command.
+//! - `app`: composition root (listeners, store, config, watchers, signals, drain);
+//!   `validate`: the `ratelimitd validate` command.
 //!
 //! # Layering inside the server
 //! What Cargo does not enforce: dependencies point down the list above, never up. `store`,
@@ -40,7 +48,7 @@
 //! `service` (metrics names none of them: `app` hands it readers of the load counts and hot
 //! keys), `explain` (it plans like the limiter and reads insight's violation log); the edges
 //! `grpc`, `http` and `xds` (`/json` borrows gRPC's unit numbers, grpc never imports http);
-//! `app` and `validate` on top. [`background`] (the tasks and the shutdown flag) is below them all.
+//! `app` and `validate` on top. `background` (the tasks and the shutdown flag) is below them all.
 //! Protos never leave their edge (`grpc`, `xds`).
 //!
 //! A feature owns its wiring: `rlqs::start`, `policy::start`, `policy::violations::start`,
@@ -53,33 +61,44 @@
 //! their options types in their own folders (`grpc::GrpcServerSettings`, `http::EdgeSettings`,
 //! `listener::ConnLimits`, `metrics::Observability`, `store::redis::RedisConfig`, ...) and never
 //! name it. A unit test (`src/layering.rs`) fails when a module outside `settings`, `app` and
-//! `main` names `crate::settings`. [`secret`] (a value no log shows) is below them all.
+//! `main` names `crate::settings`. `secret` (a value no log shows) is below them all.
 //!
 //! The longer map, with the request paths and where each feature lives, is
 //! `docs/design/architecture.md`; the behaviour the tests check is `docs/design/contract.md`.
 
-pub use ratelimitd_core::{algorithm, clock, config, limiter, random, resilience, stripe};
+// Inside the server, the core is imported as `ratelimitd_core::…`. Only `metrics` still names
+// these modules through the crate root, as it always has; the aliases go when it stops.
+use ratelimitd_core::{clock, config, limiter, resilience, stripe};
 
-pub mod app;
-pub mod background;
-pub mod explain;
-pub mod fleet;
-pub mod grpc;
-pub mod health;
-pub mod http;
-pub mod insight;
+mod app;
+mod background;
+mod explain;
+mod fleet;
+mod grpc;
+mod health;
+mod http;
+mod insight;
 #[cfg(test)]
 mod layering;
-pub mod listener;
+mod listener;
 pub mod metrics;
-pub mod policy;
-pub mod region;
-pub mod reload;
-pub mod rlqs;
-pub mod secret;
-pub mod service;
-pub mod settings;
-pub mod store;
-pub mod telemetry;
-pub mod validate;
-pub mod xds;
+mod policy;
+mod region;
+mod reload;
+mod rlqs;
+mod secret;
+mod service;
+mod settings;
+mod store;
+mod telemetry;
+#[doc(hidden)]
+pub mod testing;
+mod validate;
+mod xds;
+
+pub use app::{AppError, report, run};
+pub use explain::client::run as explain;
+pub use grpc::pb;
+pub use settings::{Cli, Command, ExplainArgs, Settings, SettingsError};
+pub use telemetry::{Telemetry, TelemetryError, TelemetryOptions, init as init_telemetry};
+pub use validate::run as validate;

@@ -4,7 +4,7 @@
 use std::process::ExitCode;
 
 use anyhow::Context;
-use ratelimitd::settings::{Cli, Command, Settings};
+use ratelimitd::{Cli, Command, Settings};
 
 /// mimalloc instead of the system allocator: each decision allocates a handful of small, short-lived
 /// buffers (HTTP/2 frames, protobuf messages, keys), and glibc malloc spent about 12% of the
@@ -21,7 +21,7 @@ async fn main() -> ExitCode {
     match serve().await {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("{}", ratelimitd::app::report(e.as_ref()));
+            eprintln!("{}", ratelimitd::report(e.as_ref()));
             ExitCode::FAILURE
         }
     }
@@ -43,7 +43,7 @@ async fn serve() -> anyhow::Result<()> {
     } = cli.command()
     {
         let load = Settings::validate_load_options(vars).context("invalid settings")?;
-        let code = ratelimitd::validate::run(
+        let code = ratelimitd::validate(
             &paths,
             merge_domains,
             &load,
@@ -55,12 +55,12 @@ async fn serve() -> anyhow::Result<()> {
     if let Command::Explain(args) = cli.command() {
         let env = |k: &str| std::env::var(k).ok();
         let (mut out, mut err) = (std::io::stdout(), std::io::stderr());
-        let code = ratelimitd::explain::client::run(&args, env, &mut out, &mut err).await;
+        let code = ratelimitd::explain(&args, env, &mut out, &mut err).await;
         std::process::exit(code);
     }
     let settings = Settings::load(&cli, vars).context("invalid settings")?;
-    let telemetry = ratelimitd::telemetry::init(&settings.telemetry())?;
-    let result = ratelimitd::app::run(&settings).await;
+    let telemetry = ratelimitd::init_telemetry(&settings.telemetry())?;
+    let result = ratelimitd::run(&settings).await;
     // The exporter blocks while it sends the last spans: keep that off the async workers.
     let _ = tokio::task::spawn_blocking(move || telemetry.shutdown()).await;
     Ok(result?)

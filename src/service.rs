@@ -2,7 +2,7 @@
 
 use std::sync::Arc;
 
-use crate::limiter::{RateLimiter, Request, RequestError, Response};
+use ratelimitd_core::limiter::{RateLimiter, Request, RequestError, Response};
 use crate::reload::ConfigHandle;
 
 /// The rate limit service behind gRPC and `/json`.

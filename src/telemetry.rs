@@ -9,10 +9,10 @@
 //! per decision — except the sampled decision log (`DECISION_LOG_SAMPLE_RATE`, off by default),
 //! whose lines pass at any level.
 
-pub mod b3;
-pub mod json_log;
+pub(crate) mod b3;
+pub(crate) mod json_log;
 mod options;
-pub mod text_log;
+pub(crate) mod text_log;
 
 use std::io::IsTerminal;
 
@@ -28,7 +28,8 @@ use tracing_opentelemetry::OpenTelemetrySpanExt;
 use tracing_subscriber::filter::{LevelFilter, Targets};
 use tracing_subscriber::prelude::*;
 
-pub use options::{LogFormat, LogLevel, TelemetryOptions, TracingProtocol, TracingSettings};
+pub use options::TelemetryOptions;
+pub(crate) use options::{LogFormat, LogLevel, TracingProtocol, TracingSettings};
 
 /// Tracing could not be set up.
 #[derive(Debug, thiserror::Error)]
@@ -199,7 +200,7 @@ impl Extractor for Metadata<'_> {
 
 /// The propagators the Go service reads, in its order (a later one wins): W3C trace context,
 /// B3, baggage.
-pub fn propagator() -> TextMapCompositePropagator {
+pub(crate) fn propagator() -> TextMapCompositePropagator {
     let all: Vec<Box<dyn TextMapPropagator + Send + Sync>> = vec![
         Box::new(TraceContextPropagator::new()),
         Box::new(b3::B3Propagator),
@@ -210,7 +211,7 @@ pub fn propagator() -> TextMapCompositePropagator {
 
 /// Makes `span` a child of the trace the caller propagated in `metadata` (`traceparent`, `b3`
 /// or `x-b3-*`), if any.
-pub fn set_remote_parent(span: &tracing::Span, metadata: &tonic::metadata::MetadataMap) {
+pub(crate) fn set_remote_parent(span: &tracing::Span, metadata: &tonic::metadata::MetadataMap) {
     // A span no subscriber records (tracing off) has no parent to set: skip the header lookups.
     if span.is_disabled() {
         return;

@@ -4,7 +4,7 @@
 use std::io::Write;
 use std::path::PathBuf;
 
-use crate::config::{self, CompileOptions, ConfigFile, LoadOptions};
+use ratelimitd_core::config::{self, CompileOptions, ConfigFile, LoadOptions};
 
 /// Validates every file under `paths` as one configuration (so duplicate domains across files are
 /// caught), read under `load` (the size cap the server applies, `CONFIG_MAX_FILE_BYTES`). Writes

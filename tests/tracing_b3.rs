@@ -20,7 +20,7 @@ async fn request_span_continues_a_b3_trace() {
         ("OTEL_EXPORTER_OTLP_ENDPOINT", endpoint.as_str()),
     ];
     let s = TestServer::start(&[("another.yaml", CFG_INT_ANOTHER)], &env).await;
-    let telemetry = ratelimitd::telemetry::init(&settings(s.dir.path(), &env).telemetry()).unwrap();
+    let telemetry = ratelimitd::init_telemetry(&settings(s.dir.path(), &env).telemetry()).unwrap();
 
     let single = ("80f198ee56343ba864fe8b2a57d3eff7", "e457b5a2e4d86bd1");
     let multi = ("463ac35c9f6413ad48485a3953bb6124", "a2fb4a1d1a96d312");

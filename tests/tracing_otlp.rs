@@ -20,7 +20,7 @@ async fn request_span_continues_the_callers_trace() {
         ("OTEL_EXPORTER_OTLP_ENDPOINT", endpoint.as_str()),
     ];
     let s = TestServer::start(&[("another.yaml", CFG_INT_ANOTHER)], &env).await;
-    let telemetry = ratelimitd::telemetry::init(&settings(s.dir.path(), &env).telemetry()).unwrap();
+    let telemetry = ratelimitd::init_telemetry(&settings(s.dir.path(), &env).telemetry()).unwrap();
 
     let trace_id = "4bf92f3577b34da6a3ce929d0e0e4736";
     let parent_id = "00f067aa0ba902b7";

@@ -12,11 +12,11 @@
 
 use prost::Message;
 use prost::bytes::{BufMut, Bytes, BytesMut};
-use ratelimitd::grpc::pb::envoy::service::ratelimit::v3::{RateLimitRequest, RateLimitResponse};
+use ratelimitd::pb::envoy::service::ratelimit::v3::{RateLimitRequest, RateLimitResponse};
 use tonic::codegen::http::{self, HeaderMap, HeaderValue, Method, Request, Uri, header};
 
 /// The method's path, as tonic's generated client sends it.
-pub(crate) const PATH: &str = ratelimitd::grpc::bounded::SHOULD_RATE_LIMIT;
+pub(crate) const PATH: &str = ratelimitd::testing::SHOULD_RATE_LIMIT;
 
 /// The `user-agent` header, in the form of tonic's (`tonic/<version>`).
 pub(crate) const USER_AGENT: &str = concat!("ratelimitd-loadgen/", env!("CARGO_PKG_VERSION"));

@@ -19,7 +19,7 @@ use std::time::Duration;
 use futures_util::stream::FuturesUnordered;
 use futures_util::{FutureExt, StreamExt};
 use prost::bytes::BytesMut;
-use ratelimitd::clock::Stopwatch;
+use ratelimitd_core::clock::Stopwatch;
 
 use super::grpc::{self, Connection};
 use super::pacer::Pacer;

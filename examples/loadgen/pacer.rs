@@ -60,7 +60,7 @@ impl Pacer {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use ratelimitd::clock::{Clock, ManualClock, Timestamp};
+    use ratelimitd_core::clock::{Clock, ManualClock, Timestamp};
 
     /// Time since the start of the run on a manual clock that started at `start`.
     fn since(clock: &ManualClock, start: Timestamp) -> Duration {

@@ -12,7 +12,7 @@ use super::readers;
 use crate::background::Background;
 use crate::explain::Explainer;
 use crate::insight::{Insight, InsightDeps};
-use crate::limiter::{LimiterOptions, Observers};
+use ratelimitd_core::limiter::{LimiterOptions, Observers};
 use crate::policy::PolicyHandle;
 use crate::policy::violations::ViolationDeps;
 use crate::region::{RegionDeps, Regional};

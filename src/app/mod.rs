@@ -13,7 +13,7 @@ mod parts;
 mod readers;
 mod running;
 mod serve;
-pub mod signals;
+pub(crate) mod signals;
 mod tasks;
 
 pub use running::run;
@@ -29,11 +29,11 @@ use base::Base;
 pub use error::{AppError, report};
 
 use crate::background::Background;
-use crate::clock::ManualClock;
+use ratelimitd_core::clock::ManualClock;
 use crate::grpc::tls::ReloadingTls;
 use crate::health::Health;
 use crate::http::admin::AdminState;
-use crate::limiter::RateLimiter;
+use ratelimitd_core::limiter::RateLimiter;
 use crate::metrics::Metrics;
 use crate::policy::PolicyDeps;
 use crate::reload::ConfigType;

@@ -5,11 +5,11 @@ use std::sync::Arc;
 
 use super::AppError;
 use crate::background::Background;
-use crate::clock::{Clock, ManualClock, SystemClock, Timestamp};
+use ratelimitd_core::clock::{Clock, ManualClock, SystemClock, Timestamp};
 use crate::fleet::FleetHandle;
 use crate::health::HealthOptions;
-use crate::limiter::{HeaderNames, KeyBuilder, LimiterOptions};
-use crate::random::{Random, SeededRandom};
+use ratelimitd_core::limiter::{HeaderNames, KeyBuilder, LimiterOptions};
+use ratelimitd_core::random::{Random, SeededRandom};
 use crate::settings::Settings;
 use crate::store::memcache::MemcacheStore;
 use crate::store::memory::MemoryStore;

@@ -5,11 +5,11 @@
 
 use std::sync::Arc;
 
-use crate::clock::Clock;
-use crate::config::FailureMode;
+use ratelimitd_core::clock::Clock;
+use ratelimitd_core::config::FailureMode;
 use crate::explain::Explainer;
 use crate::insight::{About, BreakerStates, Insight};
-use crate::limiter::LimiterOptions;
+use ratelimitd_core::limiter::LimiterOptions;
 use crate::metrics::{ConfigLoads, LoadCounts};
 use crate::policy::violations::instance_name;
 use crate::region::Regional;
@@ -131,8 +131,8 @@ fn backend(settings: &Settings) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::clock::Timestamp;
-    use crate::config::{self, CompileOptions, ConfigFile};
+    use ratelimitd_core::clock::Timestamp;
+    use ratelimitd_core::config::{self, CompileOptions, ConfigFile};
 
     fn publish(config: &ConfigHandle, yaml: &str) {
         let files = [ConfigFile {

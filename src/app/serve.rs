@@ -19,7 +19,7 @@ use super::AppError;
 use super::admin_listener;
 use super::tasks::serve_http;
 use crate::background::Background;
-use crate::clock::ManualClock;
+use ratelimitd_core::clock::ManualClock;
 use crate::grpc::bounded::Bounded;
 use crate::grpc::server::{self as grpc_server, Listener as GrpcListener};
 use crate::grpc::tls::ReloadingTls;

@@ -14,7 +14,7 @@ use tokio::signal::unix::{Signal, SignalKind, signal};
 
 /// The process's signal streams, listening from [`Signals::install`] on.
 #[derive(Debug)]
-pub struct Signals {
+pub(crate) struct Signals {
     // `None` when the handlers cannot be installed: only Ctrl-C then stops the process.
     streams: Option<Streams>,
 }
@@ -29,7 +29,7 @@ struct Streams {
 impl Signals {
     /// Installs the handlers of SIGTERM, SIGINT and SIGHUP; from here on each of them is kept
     /// until it is waited for. Needs a Tokio runtime.
-    pub fn install() -> Signals {
+    pub(crate) fn install() -> Signals {
         let (term, int, hup) = (
             signal(SignalKind::terminate()),
             signal(SignalKind::interrupt()),
@@ -47,7 +47,7 @@ impl Signals {
 
     /// Returns when SIGTERM or SIGINT arrives (or arrived since the last wait); reloads the
     /// configuration on every SIGHUP meanwhile.
-    pub async fn serve_until_shutdown(&mut self, running: &Running) {
+    pub(crate) async fn serve_until_shutdown(&mut self, running: &Running) {
         let Some(s) = self.streams.as_mut() else {
             let _ = tokio::signal::ctrl_c().await;
             return;
@@ -66,7 +66,7 @@ impl Signals {
 
     /// Returns at the next SIGTERM or SIGINT (at Ctrl-C when the handlers are not installed,
     /// never if that cannot be waited for either). A SIGHUP meanwhile stays pending.
-    pub async fn stop_requested(&mut self) {
+    pub(crate) async fn stop_requested(&mut self) {
         let Some(s) = self.streams.as_mut() else {
             if tokio::signal::ctrl_c().await.is_err() {
                 std::future::pending::<()>().await;

@@ -28,7 +28,7 @@ pub struct ExplainArgs {
 
 /// Why the command failed.
 #[derive(Debug, thiserror::Error)]
-pub enum ClientError {
+pub(crate) enum ClientError {
     /// A `--descriptor` is not `key=value[,key=value…]`.
     #[error(
         "--descriptor '{0}': expected key=value pairs separated by commas, such as client_key=alice,path=/login"
@@ -56,7 +56,7 @@ pub enum ClientError {
 }
 
 /// Parses `key=value[,key=value…]` (a value may be empty; the first `=` splits).
-pub fn parse_descriptor(text: &str) -> Result<Vec<(String, String)>, ClientError> {
+pub(crate) fn parse_descriptor(text: &str) -> Result<Vec<(String, String)>, ClientError> {
     let bad = || ClientError::Descriptor(text.to_string());
     text.split(',')
         .map(|pair| match pair.split_once('=') {
@@ -67,7 +67,7 @@ pub fn parse_descriptor(text: &str) -> Result<Vec<(String, String)>, ClientError
 }
 
 /// The explain URL of the admin listener at `addr` (`host:port`, or a URL).
-pub fn explain_url(addr: &str) -> Result<String, ClientError> {
+pub(crate) fn explain_url(addr: &str) -> Result<String, ClientError> {
     let base = if addr.starts_with("http://") || addr.starts_with("https://") {
         addr.trim_end_matches('/').to_string()
     } else if addr.contains(':') && !addr.contains('/') {
@@ -79,7 +79,7 @@ pub fn explain_url(addr: &str) -> Result<String, ClientError> {
 }
 
 /// Sends the request and returns the answer's JSON.
-pub async fn ask(
+pub(crate) async fn ask(
     addr: &str,
     token: Option<&str>,
     domain: &str,
@@ -117,7 +117,7 @@ pub async fn ask(
 }
 
 /// The answer of `POST /v1/explain` as text for a person.
-pub fn render(v: &Value) -> String {
+pub(crate) fn render(v: &Value) -> String {
     let s = |v: &Value| match v {
         Value::String(s) => s.clone(),
         Value::Null => String::new(),

@@ -2,43 +2,43 @@
 //! rule of the policy database, or a stored override), which stored overrides match, where each
 //! counter stands and the key's recent violations — **without counting a hit**.
 //!
-//! It plans the request exactly as the limiter does ([`crate::limiter::plan`], the same matching,
+//! It plans the request exactly as the limiter does ([`ratelimitd_core::limiter::plan`], the same matching,
 //! overrides, `replaces` and keys) with every descriptor's `hits_addend` at 0, the limiter's own
 //! "check without consuming": each algorithm judges the state and adds nothing. Two things the
 //! request path would do are left out on purpose: no lease is taken (a reservation would move
 //! the shared counter), and nothing reaches the stats, the hot keys or the violation log.
 //! Served by `POST /v1/explain`, the console's key search and `ratelimitd explain` ([`client`]).
 
-pub mod client;
+pub(crate) mod client;
 mod report;
 
 use std::sync::Arc;
 use std::time::Duration;
 
-pub use report::{Counter, DescriptorReport, Explained, LimitReport, OverrideReport, Violations};
+pub(crate) use report::{Counter, DescriptorReport, Explained, LimitReport, OverrideReport, Violations};
 
-use crate::clock::Clock;
+use ratelimitd_core::clock::Clock;
 use crate::insight::RecentViolations;
-use crate::limiter::plan::{self, Plan};
-use crate::limiter::{Descriptor, Entry, KeyBuilder, Request};
+use ratelimitd_core::limiter::plan::{self, Plan};
+use ratelimitd_core::limiter::{Descriptor, Entry, KeyBuilder, Request};
 use crate::policy::Overrides;
 use crate::reload::ConfigHandle;
 use crate::store::{Answer, Store};
 
 /// Most descriptors one explain request may carry.
-pub const MAX_DESCRIPTORS: usize = 16;
+pub(crate) const MAX_DESCRIPTORS: usize = 16;
 /// Most entries per descriptor.
-pub const MAX_ENTRIES: usize = 32;
+pub(crate) const MAX_ENTRIES: usize = 32;
 /// Longest key or value, in bytes.
-pub const MAX_TEXT: usize = 1024;
+pub(crate) const MAX_TEXT: usize = 1024;
 /// Recent violations listed per descriptor.
-pub const VIOLATION_ROWS: usize = 10;
+pub(crate) const VIOLATION_ROWS: usize = 10;
 /// How long the store and the violation log may take before their part says "unavailable".
 const WAIT: Duration = Duration::from_secs(2);
 
 /// Why an explain request was refused (400).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum ExplainError {
+pub(crate) enum ExplainError {
     /// A field is missing, empty or too large; `.0` names it, `.1` says what is accepted.
     #[error("{0}: {1}")]
     Invalid(String, String),
@@ -46,7 +46,7 @@ pub enum ExplainError {
 
 /// What explain reads: everything is shared with the service.
 #[derive(Clone)]
-pub struct Explainer {
+pub(crate) struct Explainer {
     /// The configuration in service.
     pub config: Arc<ConfigHandle>,
     /// The stored overrides in service.
@@ -68,7 +68,7 @@ impl std::fmt::Debug for Explainer {
 }
 
 /// Checks an explain request's domain and descriptors (each a list of `(key, value)`).
-pub fn check(domain: &str, descriptors: &[Vec<(String, String)>]) -> Result<(), ExplainError> {
+pub(crate) fn check(domain: &str, descriptors: &[Vec<(String, String)>]) -> Result<(), ExplainError> {
     let bad = |what: String, why: String| Err(ExplainError::Invalid(what, why));
     if domain.is_empty() || domain.len() > MAX_TEXT {
         return bad("domain".into(), format!("expected 1 to {MAX_TEXT} bytes"));
@@ -103,7 +103,7 @@ pub fn check(domain: &str, descriptors: &[Vec<(String, String)>]) -> Result<(), 
 
 impl Explainer {
     /// Explains `descriptors` of `domain` now (checked with [`check`] first).
-    pub async fn explain(
+    pub(crate) async fn explain(
         &self,
         domain: &str,
         descriptors: &[Vec<(String, String)>],
@@ -113,7 +113,7 @@ impl Explainer {
 
     /// As [`Explainer::explain`]; the violation log is read only when `violations` is set (the
     /// console's "nearest their thresholds" needs the counters alone).
-    pub async fn explain_with(
+    pub(crate) async fn explain_with(
         &self,
         domain: &str,
         descriptors: &[Vec<(String, String)>],
@@ -137,7 +137,7 @@ impl Explainer {
         let stored = self.overrides.load();
         let found = config.and_then(|c| c.domain(domain));
         // A dry run draws nothing: a soft zone is judged at its hard limit.
-        let still = crate::random::Fixed(0.0);
+        let still = ratelimitd_core::random::Fixed(0.0);
         let plans = plan::plan(found, &stored, &req, &self.keys, now, &still)
             .map_err(|e| ExplainError::Invalid("descriptors".into(), e.to_string()))?;
         let mut ops = plans.ops.clone();

@@ -6,15 +6,15 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use crate::clock::Timestamp;
-use crate::config::Limit;
+use ratelimitd_core::clock::Timestamp;
+use ratelimitd_core::config::Limit;
 use crate::insight::ViolationView;
 use crate::policy::StoredOverride;
 use crate::store::Answer;
 
 /// The answer for one request.
 #[derive(Debug, Clone)]
-pub struct Explained {
+pub(crate) struct Explained {
     /// When (the service clock).
     pub at: Timestamp,
     /// The domain asked about.
@@ -30,7 +30,7 @@ pub struct Explained {
 
 /// One descriptor's report.
 #[derive(Debug, Clone)]
-pub struct DescriptorReport {
+pub(crate) struct DescriptorReport {
     /// Its entries.
     pub entries: Vec<(String, String)>,
     /// `limited`, `unlimited` or `no_limit` (no match, unknown domain, or replaced).
@@ -45,7 +45,7 @@ pub struct DescriptorReport {
 
 /// One limit in force and its counter.
 #[derive(Debug, Clone)]
-pub struct LimitReport {
+pub(crate) struct LimitReport {
     /// `rate_limit.name`: the rule's id for unnamed rules, `override:<id>` for a stored override.
     pub name: String,
     /// The configuration path (`domain.key_value…`).
@@ -70,7 +70,7 @@ pub struct LimitReport {
 
 /// Where a counter stands now.
 #[derive(Debug, Clone, PartialEq)]
-pub enum Counter {
+pub(crate) enum Counter {
     /// The store read it.
     Read {
         /// Hits counted (for buckets: the capacity in use).
@@ -90,7 +90,7 @@ pub enum Counter {
 
 impl Counter {
     /// The counter a store answer shows.
-    pub fn from_answer(a: &Answer) -> Counter {
+    pub(crate) fn from_answer(a: &Answer) -> Counter {
         match a {
             Answer::Decided(d) | Answer::Leased(d) => Counter::Read {
                 // Explain checks with no hits, so what is in use is what the counter held. A
@@ -140,7 +140,7 @@ impl Counter {
 
 impl LimitReport {
     /// A limit in force with its counter.
-    pub fn new(l: &Arc<Limit>, counter: Counter) -> LimitReport {
+    pub(crate) fn new(l: &Arc<Limit>, counter: Counter) -> LimitReport {
         LimitReport {
             name: l.name.clone(),
             key: l.full_key.clone(),
@@ -163,7 +163,7 @@ impl LimitReport {
 
 /// A stored override on the descriptor.
 #[derive(Debug, Clone)]
-pub struct OverrideReport {
+pub(crate) struct OverrideReport {
     /// Its id.
     pub id: String,
     /// Its rate.
@@ -182,7 +182,7 @@ pub struct OverrideReport {
 
 impl OverrideReport {
     /// `o` as seen at `now`.
-    pub fn new(o: &StoredOverride, now: Timestamp) -> OverrideReport {
+    pub(crate) fn new(o: &StoredOverride, now: Timestamp) -> OverrideReport {
         OverrideReport {
             id: o.id.clone(),
             requests_per_unit: o.spec.requests_per_unit,
@@ -197,7 +197,7 @@ impl OverrideReport {
 
 /// A descriptor's recent violations.
 #[derive(Debug, Clone)]
-pub enum Violations {
+pub(crate) enum Violations {
     /// The violation log does not write to a database on this instance.
     NotWired,
     /// The newest records, newest first.
@@ -216,7 +216,7 @@ fn entries_json(e: &[(String, String)]) -> Value {
 
 impl Explained {
     /// The `POST /v1/explain` answer.
-    pub fn to_json(&self) -> Value {
+    pub(crate) fn to_json(&self) -> Value {
         let descriptors: Vec<Value> = (self.descriptors.iter())
             .map(|d| {
                 let limits: Vec<Value> = (d.limits.iter())

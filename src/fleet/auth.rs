@@ -18,7 +18,7 @@ use hmac::{Hmac, Mac};
 use sha2::Sha256;
 
 /// Bytes of the tag appended to each datagram.
-pub const TAG_BYTES: usize = 16;
+pub(crate) const TAG_BYTES: usize = 16;
 
 /// The largest UDP payload over IPv4.
 const MAX_DATAGRAM: usize = 65_507;

@@ -32,7 +32,7 @@ struct Seen {
 /// The smoothed rate of the live peers' hits per key; `P` names a peer (one life of it: a
 /// restarted member's generations are different peers).
 #[derive(Debug)]
-pub struct Estimate<P> {
+pub(crate) struct Estimate<P> {
     /// Per peer, per key: the last window start and count seen, and the round that saw them.
     last: HashMap<P, HashMap<String, Seen>>,
     /// Rounds observed so far.
@@ -49,7 +49,7 @@ pub struct Estimate<P> {
 impl<P: Hash + Eq + Clone> Estimate<P> {
     /// An estimate for a fleet gossiping every `interval`: rates are smoothed over five
     /// intervals and at least a second.
-    pub fn new(interval: Duration) -> Estimate<P> {
+    pub(crate) fn new(interval: Duration) -> Estimate<P> {
         Estimate {
             last: HashMap::new(),
             round: 0,
@@ -64,7 +64,7 @@ impl<P: Hash + Eq + Clone> Estimate<P> {
     /// pair seen for the first time is a baseline, not a burst of hits; a count in a newer window
     /// grew by all of it; pairs not seen again are forgotten, so the state stays as small as the
     /// view. Only pairs seen for the first time allocate.
-    pub fn observe<'a>(
+    pub(crate) fn observe<'a>(
         &mut self,
         now: Duration,
         counts: impl IntoIterator<Item = (&'a P, &'a str, Published)>,
@@ -130,13 +130,13 @@ impl<P: Hash + Eq + Clone> Estimate<P> {
     }
 
     /// The busiest key's peers' hits per second.
-    pub fn busiest_rate(&self) -> f64 {
+    pub(crate) fn busiest_rate(&self) -> f64 {
         self.rates.values().copied().fold(0.0, f64::max)
     }
 
     /// The hits a key at its limit may be admitted over it here: the busiest key's peer rate
     /// × (`age` + `interval`).
-    pub fn over_admission(&self, age: Duration, interval: Duration) -> f64 {
+    pub(crate) fn over_admission(&self, age: Duration, interval: Duration) -> f64 {
         self.busiest_rate() * (age + interval).as_secs_f64()
     }
 }
@@ -144,7 +144,7 @@ impl<P: Hash + Eq + Clone> Estimate<P> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::algorithm::sliding_window::SlidingWindowState;
+    use ratelimitd_core::algorithm::sliding_window::SlidingWindowState;
 
     const INTERVAL: Duration = Duration::from_millis(200);
 

@@ -13,22 +13,22 @@
 //!
 //! [chitchat]: https://docs.rs/chitchat
 
-pub mod auth;
-pub mod estimate;
+pub(crate) mod auth;
+pub(crate) mod estimate;
 mod report;
 mod round;
-pub mod store;
-pub mod tally;
-pub mod view;
-pub mod wiring;
+pub(crate) mod store;
+pub(crate) mod tally;
+pub(crate) mod view;
+pub(crate) mod wiring;
 
 use std::net::SocketAddr;
 use std::time::Duration;
 
 use crate::secret::Secret;
 
-pub use store::FleetStore;
-pub use wiring::{FleetError, FleetHandle, FleetStats, start};
+pub(crate) use store::FleetStore;
+pub(crate) use wiring::{FleetError, FleetHandle, start};
 
 /// The fleet settings (`FLEET_*`); present only when `FLEET_BIND` turns the mode on.
 #[derive(Debug, Clone, PartialEq)]

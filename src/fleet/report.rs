@@ -12,7 +12,7 @@ impl FleetHandle {
     /// The gauges: peers alive, members known, gossip age, the estimated error, keys published
     /// and read, the gossip state's size, keys dropped at the cap, datagrams refused by
     /// authentication, messages too large to send.
-    pub fn gauges(&self) -> GaugeReport {
+    pub(crate) fn gauges(&self) -> GaugeReport {
         let stats = self.stats.clone();
         let tally = self.tally.clone();
         Arc::new(move || {
@@ -85,7 +85,7 @@ impl FleetHandle {
     /// The status page's line: membership, gossip age, keys exchanged, the estimated error and
     /// what was refused; degraded while a known member is not answering (the limit is then
     /// split).
-    pub fn status_line(&self) -> StatusLine {
+    pub(crate) fn status_line(&self) -> StatusLine {
         let stats = self.stats.clone();
         let tally = self.tally.clone();
         Arc::new(move || {

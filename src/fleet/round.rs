@@ -20,7 +20,7 @@ use super::estimate::Estimate;
 use super::tally::{Tally, decode};
 use super::view::View;
 use super::wiring::FleetStats;
-use crate::clock::{Clock, Stopwatch};
+use ratelimitd_core::clock::{Clock, Stopwatch};
 
 /// Prefix of the gossip keys holding published counts (`s<slot>`).
 pub(super) const SLOT_PREFIX: &str = "s";

@@ -12,15 +12,15 @@ use async_trait::async_trait;
 
 use super::tally::Tally;
 use super::view::View;
-use crate::algorithm::fixed_window::window_start;
-use crate::algorithm::{Algorithm, Decision};
-use crate::clock::Timestamp;
+use ratelimitd_core::algorithm::fixed_window::window_start;
+use ratelimitd_core::algorithm::{Algorithm, Decision};
+use ratelimitd_core::clock::Timestamp;
 use crate::store::memory::MemoryStore;
 use crate::store::{Answer, Op, Store, StoreError};
 
 /// The embedded store of one fleet member.
 #[derive(Debug)]
-pub struct FleetStore {
+pub(crate) struct FleetStore {
     memory: Arc<MemoryStore>,
     tally: Arc<Tally>,
     view: Arc<ArcSwap<View>>,
@@ -28,7 +28,7 @@ pub struct FleetStore {
 
 impl FleetStore {
     /// A store deciding on `memory`, publishing into `tally`, reading the peers from `view`.
-    pub fn new(
+    pub(crate) fn new(
         memory: Arc<MemoryStore>,
         tally: Arc<Tally>,
         view: Arc<ArcSwap<View>>,
@@ -112,8 +112,8 @@ impl Store for FleetStore {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::algorithm::sliding_window::SlidingWindowState;
-    use crate::algorithm::{LimitSpec, Window};
+    use ratelimitd_core::algorithm::sliding_window::SlidingWindowState;
+    use ratelimitd_core::algorithm::{LimitSpec, Window};
     use crate::fleet::tally::{Published, decode};
 
     fn op(algorithm: Algorithm, limit: u64, hits: u64) -> Op {

@@ -11,9 +11,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use lru::LruCache;
 use parking_lot::Mutex;
 
-use crate::algorithm::Window;
-use crate::algorithm::sliding_window::{SlidingWindowState, roll};
-use crate::clock::Timestamp;
+use ratelimitd_core::algorithm::Window;
+use ratelimitd_core::algorithm::sliding_window::{SlidingWindowState, roll};
+use ratelimitd_core::clock::Timestamp;
 
 /// One key's published counts.
 #[derive(Debug, Clone, Copy)]
@@ -26,7 +26,7 @@ struct Entry {
 }
 
 /// A slot of the gossip state to write: its new value, or `None` to clear it.
-pub type SlotWrite = (u32, Option<String>);
+pub(crate) type SlotWrite = (u32, Option<String>);
 
 #[derive(Debug)]
 struct Inner {
@@ -37,14 +37,14 @@ struct Inner {
 
 /// The published counts; one short lock per shared op.
 #[derive(Debug)]
-pub struct Tally {
+pub(crate) struct Tally {
     inner: Mutex<Inner>,
     dropped: AtomicU64,
 }
 
 impl Tally {
     /// A tally of at most `max_keys` keys (at least 1).
-    pub fn new(max_keys: usize) -> Tally {
+    pub(crate) fn new(max_keys: usize) -> Tally {
         let cap = NonZeroUsize::new(max_keys).unwrap_or(NonZeroUsize::MIN);
         Tally {
             inner: Mutex::new(Inner {
@@ -56,22 +56,23 @@ impl Tally {
     }
 
     /// Keys dropped at the cap since startup.
-    pub fn dropped(&self) -> u64 {
+    pub(crate) fn dropped(&self) -> u64 {
         self.dropped.load(Ordering::Relaxed)
     }
 
     /// Keys published now.
-    pub fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         self.inner.lock().keys.len()
     }
 
     /// True when no key is published.
-    pub fn is_empty(&self) -> bool {
+    #[cfg(test)]
+    pub(crate) fn is_empty(&self) -> bool {
         self.len() == 0
     }
 
     /// Moves `key`'s counts to the window starting at `start` and lets `change` adjust them.
-    pub fn update(
+    pub(crate) fn update(
         &self,
         key: &str,
         window: Window,
@@ -110,7 +111,7 @@ impl Tally {
 
     /// The slot writes since the last call: changed keys' values, and the slots of keys whose
     /// counts no longer weigh on any decision at `now` (their previous window is over) cleared.
-    pub fn drain(&self, now: Timestamp) -> Vec<SlotWrite> {
+    pub(crate) fn drain(&self, now: Timestamp) -> Vec<SlotWrite> {
         let mut inner = self.inner.lock();
         let inner = &mut *inner;
         let mut out: Vec<SlotWrite> = Vec::new();
@@ -148,7 +149,7 @@ fn encode(key: &str, e: &Entry) -> String {
 
 /// A peer's published counts of one key.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Published {
+pub(crate) struct Published {
     /// The window length the counts belong to, in seconds.
     pub window_secs: u64,
     /// Start, current and previous counts.
@@ -156,7 +157,7 @@ pub struct Published {
 }
 
 /// Reads a slot's value back: the key and its counts; `None` for a cleared or malformed slot.
-pub fn decode(value: &str) -> Option<(&str, Published)> {
+pub(crate) fn decode(value: &str) -> Option<(&str, Published)> {
     let mut parts = value.splitn(5, ' ');
     let mut num = || parts.next()?.parse::<u64>().ok();
     let (window_start, window_secs, current, previous) = (num()?, num()?, num()?, num()?);

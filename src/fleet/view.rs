@@ -4,16 +4,16 @@
 
 use std::collections::HashMap;
 
-use crate::algorithm::fixed_window::window_start;
-use crate::algorithm::sliding_window::{SCALE, previous_weight, roll};
-use crate::algorithm::{Algorithm, LimitSpec};
-use crate::clock::Timestamp;
+use ratelimitd_core::algorithm::fixed_window::window_start;
+use ratelimitd_core::algorithm::sliding_window::{SCALE, previous_weight, roll};
+use ratelimitd_core::algorithm::{Algorithm, LimitSpec};
+use ratelimitd_core::clock::Timestamp;
 
 use super::tally::Published;
 
 /// One gossip round's picture of the fleet.
 #[derive(Debug, Clone)]
-pub struct View {
+pub(crate) struct View {
     /// Members alive now, this one included (distinct instances, whatever their restarts).
     pub live: u64,
     /// Members known: alive, or stopped answering less than `FLEET_FORGET_AFTER` ago.
@@ -34,23 +34,23 @@ impl Default for View {
 
 impl View {
     /// True when the fleet shares this algorithm's counts.
-    pub fn shares(algorithm: Algorithm) -> bool {
+    pub(crate) fn shares(algorithm: Algorithm) -> bool {
         matches!(algorithm, Algorithm::FixedWindow | Algorithm::SlidingWindow)
     }
 
     /// This side's part of `limit`: all of it while every known member is alive, else
     /// `limit × live / known` rounded down and at least 1 (a partition's or a crash's share).
-    pub fn share(&self, limit: u64) -> u64 {
+    pub(crate) fn share(&self, limit: u64) -> u64 {
         if self.live >= self.known {
             return limit;
         }
-        crate::limiter::fallback::scaled(limit, self.live as f64 / self.known as f64)
+        ratelimitd_core::limiter::fallback::scaled(limit, self.live as f64 / self.known as f64)
     }
 
     /// How much of `key`'s limit the live peers used at `now`, as `spec`'s algorithm judges it:
     /// their counts of the current window (fixed), or the current count plus the previous
     /// window's weighted by its overlap, rounded up (sliding).
-    pub fn used_by_peers(&self, key: &str, spec: &LimitSpec, now: Timestamp) -> u64 {
+    pub(crate) fn used_by_peers(&self, key: &str, spec: &LimitSpec, now: Timestamp) -> u64 {
         let Some(published) = self.counts.get(key) else {
             return 0;
         };
@@ -78,8 +78,8 @@ impl View {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::algorithm::Window;
-    use crate::algorithm::sliding_window::SlidingWindowState;
+    use ratelimitd_core::algorithm::Window;
+    use ratelimitd_core::algorithm::sliding_window::SlidingWindowState;
 
     fn spec(algorithm: Algorithm) -> LimitSpec {
         LimitSpec {

@@ -20,7 +20,7 @@ use super::tally::Tally;
 use super::view::View;
 use super::{FleetOptions, FleetStore};
 use crate::background::Background;
-use crate::clock::{Clock, Stopwatch, SystemClock};
+use ratelimitd_core::clock::{Clock, Stopwatch, SystemClock};
 use crate::store::memory::MemoryStore;
 
 /// How many gossip intervals a member announces its leave before it stops gossiping: one round
@@ -39,7 +39,7 @@ pub struct FleetError {
 
 /// What the fleet reports about itself (metrics, status page, logs).
 #[derive(Debug, Default)]
-pub struct FleetStats {
+pub(crate) struct FleetStats {
     /// Peers alive now (this instance not included).
     pub peers_alive: AtomicU64,
     /// Members known (alive or not yet forgotten), this instance included.
@@ -61,7 +61,7 @@ pub struct FleetStats {
 
 /// The started fleet mode.
 #[derive(Debug)]
-pub struct FleetHandle {
+pub(crate) struct FleetHandle {
     /// The store the limiter decides on.
     pub store: Arc<FleetStore>,
     /// This instance's published counts (their number, the keys dropped at the cap).
@@ -72,7 +72,7 @@ pub struct FleetHandle {
 
 /// Starts gossip on `options.bind` and returns the store sharing `memory`'s counts; the gossip
 /// round runs in `bg` until shutdown.
-pub async fn start(
+pub(crate) async fn start(
     options: &FleetOptions,
     memory: Arc<MemoryStore>,
     clock: Arc<dyn Clock>,

@@ -22,14 +22,14 @@ use tonic::codegen::{Service, http};
 
 use super::unary::Answer;
 use super::{MESSAGE_PREFIX, RlsService};
-use crate::limiter::Limits;
+use ratelimitd_core::limiter::Limits;
 
 /// The method whose messages are checked.
 pub const SHOULD_RATE_LIMIT: &str = "/envoy.service.ratelimit.v3.RateLimitService/ShouldRateLimit";
 
 /// `S`, with its `ShouldRateLimit` messages checked before they are decoded.
 #[derive(Debug, Clone)]
-pub struct Bounded<S> {
+pub(crate) struct Bounded<S> {
     inner: S,
     caps: Limits,
     max_message: usize,
@@ -39,7 +39,7 @@ pub struct Bounded<S> {
 
 impl<S> Bounded<S> {
     /// Checks `inner`'s messages against `caps` and `max_message` (`GRPC_MAX_RECV_MESSAGE_BYTES`).
-    pub fn new(inner: S, caps: Limits, max_message: usize) -> Bounded<S> {
+    pub(crate) fn new(inner: S, caps: Limits, max_message: usize) -> Bounded<S> {
         Bounded {
             inner,
             caps,
@@ -50,7 +50,7 @@ impl<S> Bounded<S> {
 
     /// Answers the messages the direct path can take with `service` (the handler `inner` wraps),
     /// leaving the others to `inner`.
-    pub fn answered_by(mut self, service: RlsService) -> Bounded<S> {
+    pub(crate) fn answered_by(mut self, service: RlsService) -> Bounded<S> {
         self.direct = Some(Arc::new(service));
         self
     }
@@ -66,7 +66,7 @@ where
     /// the body h2 receives, so nothing re-boxes it): the message is read and checked against the
     /// caps, answered on the direct path when it can be, and handed to the inner service
     /// otherwise.
-    pub fn answer<B>(&self, req: http::Request<B>) -> impl Future<Output = Answer> + Send + 'static
+    pub(crate) fn answer<B>(&self, req: http::Request<B>) -> impl Future<Output = Answer> + Send + 'static
     where
         B: HttpBody<Data = Bytes> + Unpin + Send + 'static,
         B::Error: Into<tonic::codegen::StdError>,

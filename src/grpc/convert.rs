@@ -9,8 +9,8 @@ use super::unit::{from_proto_number, to_proto_number};
 use crate::grpc::pb::envoy::config::core::v3::HeaderValue;
 use crate::grpc::pb::envoy::extensions::common::ratelimit::v3 as common;
 use crate::grpc::pb::envoy::service::ratelimit::v3 as rls;
-use crate::limiter::headers::RateLimitHeaders;
-use crate::limiter::{Code, Descriptor, Entry, Override, Request, Response};
+use ratelimitd_core::limiter::headers::RateLimitHeaders;
+use ratelimitd_core::limiter::{Code, Descriptor, Entry, Override, Request, Response};
 
 impl From<rls::RateLimitRequest> for Request {
     fn from(p: rls::RateLimitRequest) -> Request {
@@ -51,7 +51,7 @@ impl From<common::RateLimitDescriptor> for Descriptor {
 }
 
 /// Appends the standard headers ([`RateLimitHeaders::standard`]) to the headers Envoy adds.
-pub fn add_standard_headers(r: &mut Response) {
+pub(crate) fn add_standard_headers(r: &mut Response) {
     let headers = RateLimitHeaders::from_response(r).standard();
     r.response_headers
         .extend(headers.into_iter().map(|(k, v)| (k.to_string(), v)));
@@ -109,7 +109,7 @@ pub(super) fn duration(d: std::time::Duration) -> prost_types::Duration {
 }
 
 /// A JSON object as a protobuf `Struct`.
-pub fn to_struct(m: Map<String, Value>) -> prost_types::Struct {
+pub(crate) fn to_struct(m: Map<String, Value>) -> prost_types::Struct {
     prost_types::Struct {
         fields: m.into_iter().map(|(k, v)| (k, to_value(v))).collect(),
     }

@@ -13,7 +13,7 @@
 
 use super::unit::from_proto_number;
 use super::wire::{Value, next_field};
-use crate::limiter::{Descriptor, Entry, Override, Request};
+use ratelimitd_core::limiter::{Descriptor, Entry, Override, Request};
 
 /// The request encoded in `msg` (a whole message, without its gRPC prefix), or `None` where
 /// prost must decide (see the module's header).
@@ -121,7 +121,7 @@ mod tests {
         Entry as PbEntry, RateLimitOverride,
     };
     use crate::grpc::pb::envoy::service::ratelimit::v3::RateLimitRequest;
-    use crate::limiter::request::HOLDER_ENTRY_KEY;
+    use ratelimitd_core::limiter::request::HOLDER_ENTRY_KEY;
 
     /// What the prost path makes of `msg`: `None` where prost refuses it.
     fn by_prost(msg: &[u8]) -> Option<Request> {

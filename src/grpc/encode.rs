@@ -11,7 +11,7 @@ use axum::body::Bytes;
 
 use super::unit::to_proto_number;
 use super::{MESSAGE_PREFIX, convert};
-use crate::limiter::{Code, CurrentLimit, DescriptorStatus, Response};
+use ratelimitd_core::limiter::{Code, CurrentLimit, DescriptorStatus, Response};
 
 /// Protobuf's wire types used here.
 const VARINT: u64 = 0;
@@ -171,9 +171,9 @@ mod tests {
     use prost::Message;
 
     use super::*;
-    use crate::algorithm::Window;
-    use crate::clock::Timestamp;
-    use crate::config::Unit;
+    use ratelimitd_core::algorithm::Window;
+    use ratelimitd_core::clock::Timestamp;
+    use ratelimitd_core::config::Unit;
     use crate::grpc::pb::envoy::service::ratelimit::v3::RateLimitResponse;
 
     /// What the prost path sends for `r`: the converted message, encoded and framed.

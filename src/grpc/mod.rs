@@ -5,8 +5,8 @@
 //! messages are checked against the caps before they are decoded ([`bounded`]). The port's
 //! transport (accept, HTTP/2, each call's stream, the drain) is `server`.
 
-pub mod bounded;
-pub mod convert;
+pub(crate) mod bounded;
+pub(crate) mod convert;
 mod decode;
 mod encode;
 mod options;
@@ -14,9 +14,9 @@ mod options;
 #[allow(missing_docs, clippy::all)]
 pub mod pb;
 pub(crate) mod server;
-pub mod tls;
-pub mod unary;
-pub mod unit;
+pub(crate) mod tls;
+pub(crate) mod unary;
+pub(crate) mod unit;
 mod wire;
 
 use std::sync::Arc;
@@ -25,22 +25,23 @@ use tonic::metadata::MetadataMap;
 use tonic::{Request, Response, Status};
 use tracing::Instrument;
 
-use crate::clock::Stopwatch;
+use ratelimitd_core::clock::Stopwatch;
 use crate::metrics::Metrics;
 
 use self::pb::envoy::service::ratelimit::v3 as rls;
-use crate::limiter::RequestError;
+use ratelimitd_core::limiter::RequestError;
 use crate::service::Service;
 
-pub use options::{GrpcServerSettings, TlsSettings};
-pub use rls::rate_limit_service_server::RateLimitServiceServer;
+pub(crate) use options::GrpcServerSettings;
+pub use options::TlsSettings;
+pub(crate) use rls::rate_limit_service_server::RateLimitServiceServer;
 
 /// A gRPC message's prefix on the wire: the compression flag and the length.
 const MESSAGE_PREFIX: usize = 5;
 
 /// The RLS v3 gRPC service.
 #[derive(Debug, Clone)]
-pub struct RlsService {
+pub(crate) struct RlsService {
     service: Arc<Service>,
     metrics: Option<Arc<Metrics>>,
     standard_headers: bool,
@@ -48,7 +49,7 @@ pub struct RlsService {
 
 impl RlsService {
     /// A gRPC front for `service`, counting requests and response times into `metrics`.
-    pub fn new(service: Arc<Service>, metrics: Option<Arc<Metrics>>) -> RlsService {
+    pub(crate) fn new(service: Arc<Service>, metrics: Option<Arc<Metrics>>) -> RlsService {
         RlsService {
             service,
             metrics,
@@ -58,7 +59,7 @@ impl RlsService {
 
     /// Adds `Retry-After` and the draft-10 `RateLimit-Policy` / `RateLimit` to every answer's
     /// `response_headers_to_add` (`LIMIT_RESPONSE_STANDARD_HEADERS_ENABLED`).
-    pub fn with_standard_headers(mut self, on: bool) -> RlsService {
+    pub(crate) fn with_standard_headers(mut self, on: bool) -> RlsService {
         self.standard_headers = on;
         self
     }
@@ -77,11 +78,11 @@ impl RlsService {
     /// Decides `req`, the call's `metadata` carrying a remote trace parent if there is one:
     /// the answer both tonic's handler and the direct path ([`unary`]) send, before it becomes
     /// a message.
-    pub async fn decide(
+    pub(crate) async fn decide(
         &self,
         metadata: &MetadataMap,
-        req: crate::limiter::Request,
-    ) -> Result<crate::limiter::Response, Status> {
+        req: ratelimitd_core::limiter::Request,
+    ) -> Result<ratelimitd_core::limiter::Response, Status> {
         let watch = Stopwatch::start();
         let span = tracing::info_span!("ShouldRateLimit", domain = tracing::field::Empty);
         crate::telemetry::set_remote_parent(&span, metadata);
@@ -109,7 +110,7 @@ impl rls::rate_limit_service_server::RateLimitService for RlsService {
         request: Request<rls::RateLimitRequest>,
     ) -> Result<Response<rls::RateLimitResponse>, Status> {
         let (metadata, _, message) = request.into_parts();
-        let req = crate::limiter::Request::from(message);
+        let req = ratelimitd_core::limiter::Request::from(message);
         let resp = self.decide(&metadata, req).await?;
         Ok(Response::new(resp.into()))
     }

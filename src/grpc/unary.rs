@@ -22,7 +22,7 @@ use tonic::metadata::MetadataMap;
 
 use super::pb::envoy::service::ratelimit::v3 as rls;
 use super::{MESSAGE_PREFIX, RlsService};
-use crate::limiter::Request;
+use ratelimitd_core::limiter::Request;
 
 /// The header that names a message's compression.
 const GRPC_ENCODING: http::HeaderName = http::HeaderName::from_static("grpc-encoding");
@@ -32,7 +32,7 @@ const GRPC_STATUS: http::HeaderName = http::HeaderName::from_static("grpc-status
 /// The request in `framed` (one whole gRPC frame) if this path can take it; `None` leaves the
 /// request to tonic. The message is read straight into the limiter's request where it can be
 /// (`src/grpc/decode.rs`); prost decodes the rest.
-pub fn decode(headers: &http::HeaderMap, framed: &[u8]) -> Option<Request> {
+pub(crate) fn decode(headers: &http::HeaderMap, framed: &[u8]) -> Option<Request> {
     if headers.contains_key(GRPC_ENCODING) {
         return None;
     }
@@ -58,7 +58,7 @@ pub fn decode(headers: &http::HeaderMap, framed: &[u8]) -> Option<Request> {
 /// otherwise an HTTP response as tonic makes it (an error status in a trailers-only answer, or
 /// tonic's own answer to a request it decoded itself).
 #[derive(Debug)]
-pub enum Answer {
+pub(crate) enum Answer {
     /// A successful call's answer message with its gRPC prefix.
     Message(Bytes),
     /// Anything else.
@@ -73,7 +73,7 @@ impl From<Status> for Answer {
 
 /// Answers `req` with `service`, the request's `parts` giving its metadata. The handler's
 /// answer has no metadata of its own, so the headers are `content-type` alone.
-pub async fn answer(service: &RlsService, parts: http::request::Parts, req: Request) -> Answer {
+pub(crate) async fn answer(service: &RlsService, parts: http::request::Parts, req: Request) -> Answer {
     let metadata = MetadataMap::from_headers(parts.headers);
     let resp = match service.decide(&metadata, req).await {
         Ok(r) => r,
@@ -93,7 +93,7 @@ pub async fn answer(service: &RlsService, parts: http::request::Parts, req: Requ
 }
 
 /// The response head of an [`Answer::Message`].
-pub fn message_head() -> http::Response<()> {
+pub(crate) fn message_head() -> http::Response<()> {
     let mut head = http::Response::new(());
     head.headers_mut().insert(
         http::header::CONTENT_TYPE,
@@ -104,7 +104,7 @@ pub fn message_head() -> http::Response<()> {
 
 /// The trailers that end an [`Answer::Message`]: what `Status::ok("").add_header` writes,
 /// without parsing the name at run time.
-pub fn ok_trailers() -> http::HeaderMap {
+pub(crate) fn ok_trailers() -> http::HeaderMap {
     let mut trailers = http::HeaderMap::with_capacity(1);
     trailers.insert(GRPC_STATUS, http::HeaderValue::from_static("0"));
     trailers

@@ -6,10 +6,10 @@
 //! the proto ever grows a unit.
 
 use super::pb::envoy::service::ratelimit::v3::rate_limit_response::rate_limit::Unit as PbUnit;
-use crate::config::Unit;
+use ratelimitd_core::config::Unit;
 
 /// The proto number of `u` (WEEK is 7: it was added after YEAR).
-pub fn to_proto_number(u: Unit) -> i32 {
+pub(crate) fn to_proto_number(u: Unit) -> i32 {
     let pb = match u {
         Unit::Second => PbUnit::Second,
         Unit::Minute => PbUnit::Minute,
@@ -26,7 +26,7 @@ pub fn to_proto_number(u: Unit) -> i32 {
 /// which callers treat as "no unit given", as the Go service does. Request overrides carry
 /// `envoy.type.v3.RateLimitUnit`, which has no WEEK, but their number is read raw against the
 /// response's enum, so 7 means WEEK there too (as in the Go service).
-pub fn from_proto_number(n: i32) -> Option<Unit> {
+pub(crate) fn from_proto_number(n: i32) -> Option<Unit> {
     match PbUnit::try_from(n).ok()? {
         PbUnit::Unknown => None,
         PbUnit::Second => Some(Unit::Second),

@@ -4,7 +4,7 @@
 //! million of them, each a `Vec` and a struct once decoded) is refused at the 65th, for the cost
 //! of reading its bytes. A message the scan cannot follow is left to prost, which reports it.
 
-use crate::limiter::{Limits, OverCap};
+use ratelimitd_core::limiter::{Limits, OverCap};
 
 /// `RateLimitRequest.descriptors`.
 const DESCRIPTORS: u64 = 2;

@@ -15,7 +15,7 @@ use crate::store::Store;
 
 /// How health is judged.
 #[derive(Debug, Clone, Default)]
-pub struct HealthOptions {
+pub(crate) struct HealthOptions {
     /// `HEALTHY_WITH_AT_LEAST_ONE_CONFIG_LOADED`: ready only once a domain is loaded.
     pub require_config: bool,
     /// What the store is (`REDIS_URL=… with REDIS_SOCKET_TYPE=…`), for the "store down" reason.
@@ -24,7 +24,7 @@ pub struct HealthOptions {
 
 /// What health shares with the rest of the process.
 #[derive(Debug)]
-pub struct HealthDeps<'a> {
+pub(crate) struct HealthDeps<'a> {
     /// The store whose health is a component.
     pub store: &'a Arc<dyn Store>,
     /// Where the probe task runs.
@@ -33,7 +33,7 @@ pub struct HealthDeps<'a> {
 
 /// The started health.
 #[derive(Debug)]
-pub struct HealthHandle {
+pub(crate) struct HealthHandle {
     /// The components, which the reload pipeline, the policy database and the drain report to.
     pub health: Arc<Health>,
     /// The gRPC health service (`grpc.health.v1`), for the gRPC router.
@@ -41,7 +41,7 @@ pub struct HealthHandle {
 }
 
 /// Builds health over `deps.store` and starts probing the store.
-pub fn start(options: HealthOptions, deps: HealthDeps<'_>) -> HealthHandle {
+pub(crate) fn start(options: HealthOptions, deps: HealthDeps<'_>) -> HealthHandle {
     let HealthDeps {
         store,
         background: mut bg,

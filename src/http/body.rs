@@ -10,7 +10,7 @@ use crate::listener::http::BodyTimeout;
 
 /// Why a body could not be read.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum BodyError {
+pub(crate) enum BodyError {
     /// Longer than its cap.
     #[error("body is over {max} bytes ({setting})")]
     TooLarge {
@@ -28,7 +28,7 @@ pub enum BodyError {
 }
 
 /// Reads `body` whole, refusing it once it passes `max` bytes (the cap of `setting`).
-pub async fn read(body: Body, max: usize, setting: &'static str) -> Result<Bytes, BodyError> {
+pub(crate) async fn read(body: Body, max: usize, setting: &'static str) -> Result<Bytes, BodyError> {
     let mut stream = body.into_data_stream();
     let mut first: Option<Bytes> = None;
     let mut rest = Vec::new();

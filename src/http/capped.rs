@@ -10,7 +10,7 @@ use std::fmt;
 use serde::de::{self, DeserializeSeed, IgnoredAny, MapAccess, SeqAccess, Visitor};
 
 use super::json::{JsonDescriptor, JsonEntry};
-use crate::limiter::{Limits, OverCap};
+use ratelimitd_core::limiter::{Limits, OverCap};
 
 /// The caps a decode runs under, and the one it stopped at.
 #[derive(Debug)]

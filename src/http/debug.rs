@@ -19,16 +19,16 @@ use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{any, get};
 
-use crate::algorithm::Algorithm;
-use crate::clock::{Clock, ManualClock, Timestamp};
-use crate::config::Limit;
+use ratelimitd_core::algorithm::Algorithm;
+use ratelimitd_core::clock::{Clock, ManualClock, Timestamp};
+use ratelimitd_core::config::Limit;
 use crate::policy::rules::FILE_PREFIX;
 use crate::policy::{Overrides, Tokens};
 use crate::reload::ConfigHandle;
 
 /// State of the debug handlers.
 #[derive(Debug, Clone)]
-pub struct DebugState {
+pub(crate) struct DebugState {
     /// The live configuration.
     pub config: Arc<ConfigHandle>,
     /// The manual clock, when the service runs on one (tests only).
@@ -50,7 +50,7 @@ const ENDPOINTS: &[(&str, &str)] = &[(
 )];
 
 /// The debug router.
-pub fn router(state: DebugState) -> Router {
+pub(crate) fn router(state: DebugState) -> Router {
     let mut r = Router::new().route("/rlconfig", get(rlconfig));
     if state.manual_clock.is_some() {
         r = r.route("/test/clock", any(clock));
@@ -71,7 +71,7 @@ async fn index() -> String {
 /// when `shown`, else counted in one line; then, as `# `-prefixed lines a Go-format parser can
 /// skip, the version, when it was loaded, the load counters and — while the files on disk fail to
 /// load — every error (those in stored rules only when `shown`).
-pub fn render_rlconfig(config: &ConfigHandle, shown: bool) -> String {
+pub(crate) fn render_rlconfig(config: &ConfigHandle, shown: bool) -> String {
     let mut out = String::new();
     let snapshot = config.snapshot();
     if let Some(s) = &snapshot {
@@ -196,7 +196,7 @@ async fn rlconfig(State(s): State<DebugState>, headers: HeaderMap) -> String {
 /// an admin token);
 /// otherwise one line saying how many there are. Client data (domain, descriptor, the token's
 /// name) is printed as JSON strings, so quotes, spaces and control characters stay inside them.
-pub fn render_overrides(overrides: &Overrides, shown: bool, out: &mut String) {
+pub(crate) fn render_overrides(overrides: &Overrides, shown: bool, out: &mut String) {
     let index = overrides.load();
     let all = index.all();
     if !shown {
@@ -227,7 +227,7 @@ fn quoted(s: &str) -> String {
 
 /// `s` with its control characters (line breaks first of all) escaped as `\u{..}`; text without
 /// any is returned as it is, so Go's lines print unchanged.
-pub fn one_line(s: &str) -> std::borrow::Cow<'_, str> {
+pub(crate) fn one_line(s: &str) -> std::borrow::Cow<'_, str> {
     if !s.chars().any(char::is_control) {
         return s.into();
     }

@@ -11,12 +11,12 @@ use serde::de::{self, DeserializeSeed, MapAccess, Visitor};
 use serde_json::{Map, Value, json};
 
 use super::capped::{Caps, Descriptors, once};
-use crate::limiter::{Limits, OverCap};
+use ratelimitd_core::limiter::{Limits, OverCap};
 
-use crate::config::Unit;
+use ratelimitd_core::config::Unit;
 use crate::grpc::unit::from_proto_number;
-use crate::limiter::fired::duration_text;
-use crate::limiter::{Descriptor, Entry, Override, Request, Response};
+use ratelimitd_core::limiter::fired::duration_text;
+use ratelimitd_core::limiter::{Descriptor, Entry, Override, Request, Response};
 
 /// Why a `/json` body was not a valid request.
 #[derive(Debug, thiserror::Error)]
@@ -207,7 +207,7 @@ pub(super) fn descriptors_of(list: Vec<JsonDescriptor>) -> Result<Vec<Descriptor
 }
 
 /// Renders a response as protojson, omitting fields that hold their default value.
-pub fn render_response(r: &Response) -> Value {
+pub(crate) fn render_response(r: &Response) -> Value {
     let mut out = Map::new();
     out.insert("overallCode".into(), json!(r.overall_code.as_str()));
     let statuses: Vec<Value> = r

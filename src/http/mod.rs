@@ -3,16 +3,16 @@
 //! list, and the test-only clock control). Bodies are read under a byte cap and the listener's
 //! body timeout ([`body`]), and decoded under the request caps (`capped`).
 
-pub mod admin;
-pub mod body;
+pub(crate) mod admin;
+pub(crate) mod body;
 mod capped;
-pub mod check;
-pub mod debug;
+pub(crate) mod check;
+pub(crate) mod debug;
 mod health;
-pub mod json;
-pub mod openapi;
+pub(crate) mod json;
+pub(crate) mod openapi;
 mod options;
-pub mod rate_text;
+pub(crate) mod rate_text;
 mod strict;
 
 use std::sync::Arc;
@@ -25,13 +25,13 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{any, get, post};
 
 use crate::health::Health;
-use crate::limiter::headers::RateLimitHeaders;
-use crate::limiter::{Code, Limits};
+use ratelimitd_core::limiter::headers::RateLimitHeaders;
+use ratelimitd_core::limiter::{Code, Limits};
 use crate::metrics::Metrics;
 use crate::metrics::check::record;
 use crate::service::Service;
 
-pub use options::EdgeSettings;
+pub(crate) use options::EdgeSettings;
 
 /// State shared by the main-port handlers.
 #[derive(Debug, Clone)]
@@ -65,7 +65,7 @@ pub fn router(state: HttpState) -> Router {
 }
 
 /// A plain-text response as Go's `http.Error` writes it.
-pub fn text(status: StatusCode, body: impl Into<String>) -> Response {
+pub(crate) fn text(status: StatusCode, body: impl Into<String>) -> Response {
     (
         status,
         [
@@ -130,7 +130,7 @@ async fn json_handler(
                 check::add_headers(&mut r, &RateLimitHeaders::from_response(&resp).pairs());
             } else if resp.soft_breach {
                 // The one header a 200 adds: the warning comes before anything is denied.
-                let pair = [(crate::limiter::SOFT_BREACH_HEADER, "true".to_string())];
+                let pair = [(ratelimitd_core::limiter::SOFT_BREACH_HEADER, "true".to_string())];
                 check::add_headers(&mut r, &pair);
             }
             r

@@ -6,10 +6,10 @@ use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
 
 /// The description, as kept in `docs/`.
-pub const DOCUMENT: &str = include_str!("../../docs/openapi.json");
+pub(crate) const DOCUMENT: &str = include_str!("../../docs/openapi.json");
 
 /// Serves [`DOCUMENT`]; needs no token (it describes the API, it holds no client data).
-pub async fn handler() -> Response {
+pub(crate) async fn handler() -> Response {
     let headers = [(header::CONTENT_TYPE, "application/json")];
     (StatusCode::OK, headers, DOCUMENT).into_response()
 }

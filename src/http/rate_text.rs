@@ -2,13 +2,13 @@
 //! the limits that count per time, "N slots, lease timeout T s" for a concurrency limit, which
 //! has no rate (its window is how long a slot may be held without a release).
 
-use crate::algorithm::Algorithm;
-use crate::config::Unit;
+use ratelimitd_core::algorithm::Algorithm;
+use ratelimitd_core::config::Unit;
 
 /// The size of a limit of `requests_per_unit` over `unit_multiplier` × `unit` (a config unit
 /// name) under `algorithm` (its config name), e.g. `10 per 5 minute` or
 /// `10 slots, lease timeout 60 s`.
-pub fn rate(algorithm: &str, requests_per_unit: u32, unit_multiplier: u32, unit: &str) -> String {
+pub(crate) fn rate(algorithm: &str, requests_per_unit: u32, unit_multiplier: u32, unit: &str) -> String {
     if algorithm == Algorithm::Concurrency.name() {
         let secs = Unit::parse(unit).map_or(0, ratelimitd_core::Unit::seconds)
             * u64::from(unit_multiplier);

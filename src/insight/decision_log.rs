@@ -7,20 +7,20 @@
 //! Sampling is one draw of a thread-local fast RNG per request (none at rate 1); nothing is
 //! built for a request that is not sampled.
 
-use crate::limiter::{Observed, Observer, Plan, signals};
+use ratelimitd_core::limiter::{Observed, Observer, Plan, signals};
 
 /// The tracing target of decision lines (let through at info whatever `LOG_LEVEL` says).
-pub const TARGET: &str = "ratelimitd::decision";
+pub(crate) const TARGET: &str = "ratelimitd::decision";
 
 /// The decision log observer.
 #[derive(Debug, Clone, Copy)]
-pub struct DecisionLog {
+pub(crate) struct DecisionLog {
     rate: f64,
 }
 
 impl DecisionLog {
     /// A log of `rate` (0 to 1) of the decisions; `None` at 0 (nothing to observe).
-    pub fn new(rate: f64) -> Option<DecisionLog> {
+    pub(crate) fn new(rate: f64) -> Option<DecisionLog> {
         (rate > 0.0).then_some(DecisionLog { rate })
     }
 

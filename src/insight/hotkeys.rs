@@ -8,7 +8,7 @@
 //! than 60 seconds is ever shown. Each ranking keeps at most `HOTKEYS_CAPACITY` keys per epoch.
 //!
 //! Cost on the request path: a hash per descriptor, then one short `parking_lot` lock on the
-//! calling thread's own stripe ([`crate::stripe`]): every stripe has its own pair of sketches,
+//! calling thread's own stripe ([`ratelimitd_core::stripe`]): every stripe has its own pair of sketches,
 //! so the worker threads of different cores never write the same memory, even when all of them
 //! count the same hot key. A key already tracked costs no allocation. Reading sums a key's counts
 //! (and errors) over the stripes, the usual merge of space-saving sketches: each stripe keeps
@@ -28,9 +28,9 @@ use std::sync::Arc;
 use parking_lot::Mutex;
 
 use super::sketch::Sketch;
-use crate::clock::{Clock, Timestamp};
-use crate::limiter::{Observed, Observer, Plan};
-use crate::stripe::{self, Padded};
+use ratelimitd_core::clock::{Clock, Timestamp};
+use ratelimitd_core::limiter::{Observed, Observer, Plan};
+use ratelimitd_core::stripe::{self, Padded};
 
 /// Length of one epoch: the window shown is this to twice this long.
 const EPOCH_SECS: u64 = 30;

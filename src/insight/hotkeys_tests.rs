@@ -4,9 +4,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::*;
-use crate::clock::ManualClock;
-use crate::config::{self, CompileOptions, ConfigFile, RateLimitConfig};
-use crate::limiter::{Descriptor, LimiterOptions, Observers, RateLimiter, Request};
+use ratelimitd_core::clock::ManualClock;
+use ratelimitd_core::config::{self, CompileOptions, ConfigFile, RateLimitConfig};
+use ratelimitd_core::limiter::{Descriptor, LimiterOptions, Observers, RateLimiter, Request};
 use crate::store::memory::MemoryStore;
 
 const CFG: &str = r#"

@@ -1,16 +1,16 @@
 //! Insight: who is being limited and why, without slowing the request path. The
-//! features plug into the limiter as [`crate::limiter::Observer`]s: [`hotkeys`] (a fixed-memory
+//! features plug into the limiter as [`ratelimitd_core::limiter::Observer`]s: [`hotkeys`] (a fixed-memory
 //! ranking of the hottest keys over the last minute, `/v1/hotkeys` and the
 //! `ratelimitd_hot_key_hits` gauges) and [`decision_log`] (`DECISION_LOG_SAMPLE_RATE`). The
 //! console reads them through [`Insight`], with the other read-only views it shows, such as the
 //! decision rates of the last 15 minutes ([`rates`]). [`start`] builds them all from
 //! [`InsightOptions`] for the composition root.
 
-pub mod decision_log;
-pub mod hotkeys;
+pub(crate) mod decision_log;
+pub(crate) mod hotkeys;
 mod options;
-pub mod rates;
-pub mod sketch;
+pub(crate) mod rates;
+pub(crate) mod sketch;
 mod wiring;
 
 use std::fmt::Debug;
@@ -18,19 +18,19 @@ use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
 
-use crate::clock::{Clock, Timestamp};
-use crate::limiter::Observers;
+use ratelimitd_core::clock::{Clock, Timestamp};
+use ratelimitd_core::limiter::Observers;
 use crate::policy::Overrides;
 use crate::reload::ConfigHandle;
-use crate::resilience::BreakerReport;
+use ratelimitd_core::resilience::BreakerReport;
 use decision_log::DecisionLog;
 use hotkeys::HotKeys;
-pub use options::InsightOptions;
-pub use wiring::{InsightDeps, InsightHandle, start};
+pub(crate) use options::InsightOptions;
+pub(crate) use wiring::{InsightDeps, start};
 
 /// One recorded violation, as the console lists it.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ViolationView {
+pub(crate) struct ViolationView {
     /// When it happened.
     pub at: Timestamp,
     /// The request's domain.
@@ -48,12 +48,12 @@ pub struct ViolationView {
 }
 
 /// The answer of a [`RecentViolations`] query.
-pub type ViolationsFuture<'a> =
+pub(crate) type ViolationsFuture<'a> =
     Pin<Box<dyn Future<Output = Result<Vec<ViolationView>, String>> + Send + 'a>>;
 
 /// The hook the violation log fills for the console and explain: its newest records, newest
 /// first.
-pub trait RecentViolations: Send + Sync + Debug {
+pub(crate) trait RecentViolations: Send + Sync + Debug {
     /// At most `limit` of the newest violations of `domain` (all when `None`) whose descriptor
     /// has this `client_key` entry (any when `None`).
     fn recent_of(
@@ -70,14 +70,14 @@ pub trait RecentViolations: Send + Sync + Debug {
 }
 
 /// Reads every Redis circuit breaker's state, when the store is Redis.
-pub type BreakerStates = Arc<dyn Fn() -> Vec<BreakerReport> + Send + Sync>;
+pub(crate) type BreakerStates = Arc<dyn Fn() -> Vec<BreakerReport> + Send + Sync>;
 
 /// A feature's line on the status page: its text, and whether it shows a degraded state.
-pub type StatusLine = Arc<dyn Fn() -> (String, bool) + Send + Sync>;
+pub(crate) type StatusLine = Arc<dyn Fn() -> (String, bool) + Send + Sync>;
 
 /// What the console and `/v1/hotkeys` read. Everything here is shared with the service.
 #[derive(Clone)]
-pub struct Insight {
+pub(crate) struct Insight {
     /// The hot-key rankings.
     pub hot_keys: Arc<HotKeys>,
     /// The violation log's query; `None` until a violation log is wired in.
@@ -102,7 +102,7 @@ pub struct Insight {
 
 /// What the console's header says about this instance.
 #[derive(Debug, Clone)]
-pub struct About {
+pub(crate) struct About {
     /// The crate version.
     pub version: &'static str,
     /// `INSTANCE_ID`, else the host name.
@@ -125,7 +125,7 @@ impl Debug for Insight {
 
 /// Builds the insight observers the settings ask for: hot keys always, the decision log when its
 /// sample rate is above 0. Returns the hot keys for the readers.
-pub fn observers(
+pub(crate) fn observers(
     options: &InsightOptions,
     clock: &Arc<dyn Clock>,
     observers: &mut Observers,

@@ -14,18 +14,18 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use parking_lot::Mutex;
 
-use crate::clock::{Clock, Timestamp};
-use crate::limiter::{Code, Source};
+use ratelimitd_core::clock::{Clock, Timestamp};
+use ratelimitd_core::limiter::{Code, Source};
 use crate::metrics::{Metrics, code_index};
 
 /// Seconds per bucket.
-pub const BUCKET_SECS: u64 = 10;
+pub(crate) const BUCKET_SECS: u64 = 10;
 /// Buckets kept: 15 minutes.
-pub const BUCKETS: usize = 90;
+pub(crate) const BUCKETS: usize = 90;
 
 /// Cumulative (or, in a bucket, per-bucket) counts of answered calls.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct Totals {
+pub(crate) struct Totals {
     /// Decisions that allowed the request.
     pub allowed: u64,
     /// Decisions over the limit.
@@ -40,7 +40,7 @@ pub struct Totals {
 
 impl Totals {
     /// The service's counters now.
-    pub fn from_metrics(m: &Metrics) -> Totals {
+    pub(crate) fn from_metrics(m: &Metrics) -> Totals {
         let decisions = m.decisions.values();
         let (ok, over) = (code_index(Code::Ok), code_index(Code::OverLimit));
         let at = |code: usize, s: Source| decisions[code * Source::ALL.len() + s.index()];
@@ -91,11 +91,11 @@ impl Totals {
 }
 
 /// Reads the cumulative counters.
-pub type ReadTotals = Arc<dyn Fn() -> Totals + Send + Sync>;
+pub(crate) type ReadTotals = Arc<dyn Fn() -> Totals + Send + Sync>;
 
 /// One bucket of a `Series`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Point {
+pub(crate) struct Point {
     /// When the bucket starts.
     pub start: Timestamp,
     /// What happened in it.
@@ -111,7 +111,7 @@ struct Ring {
 }
 
 /// The last 15 minutes of decisions. Share it as `Arc<RateHistory>`.
-pub struct RateHistory {
+pub(crate) struct RateHistory {
     read: ReadTotals,
     clock: Arc<dyn Clock>,
     ring: Mutex<Ring>,
@@ -125,7 +125,7 @@ impl std::fmt::Debug for RateHistory {
 
 impl RateHistory {
     /// A history of what `read` counts, timed by `clock`; the first sample is the baseline.
-    pub fn new(read: ReadTotals, clock: Arc<dyn Clock>) -> RateHistory {
+    pub(crate) fn new(read: ReadTotals, clock: Arc<dyn Clock>) -> RateHistory {
         let history = RateHistory {
             read,
             clock,
@@ -136,7 +136,7 @@ impl RateHistory {
     }
 
     /// Adds what the counters moved since the previous sample to the bucket of now.
-    pub fn sample(&self) {
+    pub(crate) fn sample(&self) {
         let totals = (self.read)();
         let bucket = self.clock.now().as_secs() / BUCKET_SECS;
         let mut ring = self.ring.lock();
@@ -158,7 +158,7 @@ impl RateHistory {
 
     /// The last [`BUCKETS`] buckets ending with now's, oldest first; buckets nothing was sampled
     /// in are zero. Samples first, so the newest bucket is up to date.
-    pub fn series(&self) -> Vec<Point> {
+    pub(crate) fn series(&self) -> Vec<Point> {
         self.sample();
         let now = self.clock.now().as_secs() / BUCKET_SECS;
         let first = now.saturating_sub(BUCKETS as u64 - 1);
@@ -179,7 +179,7 @@ mod tests {
     use std::time::Duration;
 
     use super::*;
-    use crate::clock::ManualClock;
+    use ratelimitd_core::clock::ManualClock;
 
     fn history() -> (Arc<AtomicU64>, Arc<ManualClock>, RateHistory) {
         let allowed = Arc::new(AtomicU64::new(0));

@@ -17,12 +17,12 @@ use std::collections::HashMap;
 
 /// The most one [`Sketch::add`] counts: a limit's capacity + 1 for the largest limit
 /// (`requests_per_unit` is a `u32`), which is already the most hits the limiter lets reach a
-/// limit ([`crate::limiter::hits`]).
-pub const MAX_WEIGHT: u64 = 1 << 32;
+/// limit ([`ratelimitd_core::limiter::hits`]).
+pub(crate) const MAX_WEIGHT: u64 = 1 << 32;
 
 /// One tracked key.
 #[derive(Debug, Clone)]
-pub struct Slot<K> {
+pub(crate) struct Slot<K> {
     /// The key's hash.
     pub hash: u64,
     /// The key.
@@ -35,7 +35,7 @@ pub struct Slot<K> {
 
 /// The sketch. `capacity` is at least 1.
 #[derive(Debug)]
-pub struct Sketch<K> {
+pub(crate) struct Sketch<K> {
     capacity: usize,
     slots: Vec<Slot<K>>,
     /// Slot indices as a binary min-heap on `count`.
@@ -49,7 +49,7 @@ pub struct Sketch<K> {
 
 impl<K> Sketch<K> {
     /// An empty sketch of `capacity` keys (1 when 0 is given).
-    pub fn new(capacity: usize) -> Sketch<K> {
+    pub(crate) fn new(capacity: usize) -> Sketch<K> {
         let capacity = capacity.max(1);
         Sketch {
             capacity,
@@ -63,7 +63,7 @@ impl<K> Sketch<K> {
     /// Adds `weight` (at most [`MAX_WEIGHT`]) to the key of `hash`. Only when that key is not
     /// tracked yet, `fill` writes it into the slot it takes: over the key that slot held (or over
     /// `K::default()`), so `fill` must replace all of it and may reuse its memory.
-    pub fn add(&mut self, hash: u64, weight: u64, fill: impl FnOnce(&mut K))
+    pub(crate) fn add(&mut self, hash: u64, weight: u64, fill: impl FnOnce(&mut K))
     where
         K: Default,
     {
@@ -103,22 +103,23 @@ impl<K> Sketch<K> {
     }
 
     /// Every tracked key, in no order.
-    pub fn slots(&self) -> &[Slot<K>] {
+    pub(crate) fn slots(&self) -> &[Slot<K>] {
         &self.slots
     }
 
     /// Tracked keys (never above the capacity).
-    pub fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         self.slots.len()
     }
 
     /// True when nothing is tracked.
-    pub fn is_empty(&self) -> bool {
+    #[cfg(test)]
+    pub(crate) fn is_empty(&self) -> bool {
         self.slots.is_empty()
     }
 
     /// Forgets every key, keeping the memory for reuse.
-    pub fn clear(&mut self) {
+    pub(crate) fn clear(&mut self) {
         self.slots.clear();
         self.heap.clear();
         self.pos.clear();

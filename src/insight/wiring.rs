@@ -11,15 +11,15 @@ use super::{
     ViolationsFuture,
 };
 use crate::background::{Background, every_second};
-use crate::clock::Clock;
-use crate::limiter::Observers;
+use ratelimitd_core::clock::Clock;
+use ratelimitd_core::limiter::Observers;
 use crate::metrics::{HOT_KEY_RANKS, HotKeyCounts, Metrics};
 use crate::policy::violations::ViolationQuery;
 use crate::policy::{Overrides, Policy};
 use crate::reload::ConfigHandle;
 
 /// What the insight features share with the rest of the process.
-pub struct InsightDeps<'a> {
+pub(crate) struct InsightDeps<'a> {
     /// The service clock.
     pub clock: &'a Arc<dyn Clock>,
     /// Counters (`None` with `DISABLE_STATS`): with them, the hot-key gauges are exported and the
@@ -51,7 +51,7 @@ impl std::fmt::Debug for InsightDeps<'_> {
 
 /// The started insight features.
 #[derive(Debug)]
-pub struct InsightHandle {
+pub(crate) struct InsightHandle {
     /// The observers to give the limiter.
     pub observers: Observers,
     /// What the console reads.
@@ -59,7 +59,7 @@ pub struct InsightHandle {
 }
 
 /// Starts the insight features.
-pub fn start(options: &InsightOptions, deps: InsightDeps<'_>) -> InsightHandle {
+pub(crate) fn start(options: &InsightOptions, deps: InsightDeps<'_>) -> InsightHandle {
     let InsightDeps {
         clock,
         metrics,

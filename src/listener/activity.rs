@@ -11,14 +11,14 @@ use parking_lot::Mutex;
 use tokio::sync::OwnedSemaphorePermit;
 
 use super::Gate;
-use crate::clock::Stopwatch;
+use ratelimitd_core::clock::Stopwatch;
 
 /// A long-lived stream refused: the streams cap is full.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
 #[error(
     "{max} connections with long-lived streams are open, the most accepted (GRPC_MAX_STREAM_CONNECTIONS)"
 )]
-pub struct StreamsFull {
+pub(crate) struct StreamsFull {
     /// The cap.
     pub max: usize,
 }
@@ -33,7 +33,7 @@ struct Slot {
 
 /// What one connection is doing.
 #[derive(Debug)]
-pub struct Activity {
+pub(crate) struct Activity {
     open: AtomicUsize,
     /// Started when the connection was accepted.
     age: Stopwatch,
@@ -44,15 +44,15 @@ pub struct Activity {
 
 /// A request in flight: the connection is not idle while it lives.
 #[derive(Debug)]
-pub struct Busy(Arc<Activity>);
+pub(crate) struct Busy(Arc<Activity>);
 
 /// The connection's [`Activity`], as the servers receive it with each request (connect info).
 #[derive(Debug, Clone)]
-pub struct Tracker(pub Arc<Activity>);
+pub(crate) struct Tracker(pub Arc<Activity>);
 
 impl Activity {
     /// A connection accepted now, with nothing in flight.
-    pub fn new() -> Arc<Activity> {
+    pub(crate) fn new() -> Arc<Activity> {
         Arc::new(Activity {
             open: AtomicUsize::new(0),
             age: Stopwatch::start(),
@@ -63,7 +63,7 @@ impl Activity {
 
     /// A connection accepted now under `permit`; with `streams`, a long-lived stream moves it
     /// there ([`Activity::hold_open_for_stream`]).
-    pub fn with_slot(permit: OwnedSemaphorePermit, streams: Option<Arc<Gate>>) -> Arc<Activity> {
+    pub(crate) fn with_slot(permit: OwnedSemaphorePermit, streams: Option<Arc<Gate>>) -> Arc<Activity> {
         let a = Activity::new();
         *a.slot.lock() = Slot {
             permit: Some(permit),
@@ -74,19 +74,19 @@ impl Activity {
     }
 
     /// Returns the connection's slot (it closed).
-    pub fn release(&self) {
+    pub(crate) fn release(&self) {
         self.slot.lock().permit = None;
     }
 
     /// Marks a request in flight until the returned guard is dropped.
-    pub fn begin(self: &Arc<Self>) -> Busy {
+    pub(crate) fn begin(self: &Arc<Self>) -> Busy {
         self.open.fetch_add(1, Ordering::AcqRel);
         Busy(self.clone())
     }
 
     /// Marks the connection busy for the rest of its life (a stream that may stay silent for
     /// long, such as a health watch, is not idleness).
-    pub fn hold_open(&self) {
+    pub(crate) fn hold_open(&self) {
         self.open.fetch_add(1, Ordering::AcqRel);
     }
 
@@ -94,7 +94,7 @@ impl Activity {
     /// from its listener's cap to the streams cap, where it stays for the rest of its life (its
     /// old slot frees at once). `Err` when the streams cap is full: the stream is refused and
     /// the connection stays as it was.
-    pub fn hold_open_for_stream(&self) -> Result<(), StreamsFull> {
+    pub(crate) fn hold_open_for_stream(&self) -> Result<(), StreamsFull> {
         let mut slot = self.slot.lock();
         if let (false, Some(streams)) = (slot.moved, &slot.streams) {
             let permit = streams
@@ -110,13 +110,13 @@ impl Activity {
     }
 
     /// Time since the connection was accepted.
-    pub fn age(&self) -> Duration {
+    pub(crate) fn age(&self) -> Duration {
         self.age.elapsed()
     }
 
     /// `None` while a request is in flight; otherwise the time after accept at which the
     /// connection last became idle.
-    pub fn idle_since(&self) -> Option<Duration> {
+    pub(crate) fn idle_since(&self) -> Option<Duration> {
         if self.open.load(Ordering::Acquire) > 0 {
             return None;
         }

@@ -10,14 +10,14 @@ use std::time::Duration;
 use parking_lot::Mutex;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
-use crate::clock::Stopwatch;
+use ratelimitd_core::clock::Stopwatch;
 
 /// At most one "at the cap" log line per listener in this long.
 const LOG_EVERY: Duration = Duration::from_secs(10);
 
 /// The connection cap of one listener.
 #[derive(Debug)]
-pub struct Gate {
+pub(crate) struct Gate {
     name: &'static str,
     max: usize,
     permits: Arc<Semaphore>,
@@ -28,7 +28,7 @@ pub struct Gate {
 
 impl Gate {
     /// A cap of `max` connections on the listener called `name` (for logs).
-    pub fn new(name: &'static str, max: usize) -> Gate {
+    pub(crate) fn new(name: &'static str, max: usize) -> Gate {
         let max = max.clamp(1, Semaphore::MAX_PERMITS);
         Gate {
             name,
@@ -40,17 +40,17 @@ impl Gate {
     }
 
     /// The listener's name, for logs.
-    pub fn name(&self) -> &'static str {
+    pub(crate) fn name(&self) -> &'static str {
         self.name
     }
 
     /// The cap.
-    pub fn max(&self) -> usize {
+    pub(crate) fn max(&self) -> usize {
         self.max
     }
 
     /// A slot if one is free now (logged as a wait at the cap otherwise).
-    pub fn try_admit(&self) -> Option<OwnedSemaphorePermit> {
+    pub(crate) fn try_admit(&self) -> Option<OwnedSemaphorePermit> {
         let p = self.permits.clone().try_acquire_owned().ok();
         if p.is_none() {
             self.note_full();
@@ -59,7 +59,7 @@ impl Gate {
     }
 
     /// Waits until the listener has room for one more connection.
-    pub async fn admit(&self) -> OwnedSemaphorePermit {
+    pub(crate) async fn admit(&self) -> OwnedSemaphorePermit {
         if let Ok(p) = self.permits.clone().try_acquire_owned() {
             return p;
         }

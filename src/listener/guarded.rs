@@ -28,7 +28,7 @@ const MAX_REARMS: usize = 8;
 
 /// An accepted connection under its listener's cap and timeouts.
 #[derive(Debug)]
-pub struct Guarded<S> {
+pub(crate) struct Guarded<S> {
     inner: S,
     activity: Arc<Activity>,
     /// When the connection was accepted, on the timer's clock.
@@ -47,13 +47,13 @@ pub struct Guarded<S> {
 
 impl<S> Guarded<S> {
     /// Wraps a connection accepted now under `permit` and `limits`.
-    pub fn new(inner: S, permit: OwnedSemaphorePermit, limits: &ConnLimits) -> Guarded<S> {
+    pub(crate) fn new(inner: S, permit: OwnedSemaphorePermit, limits: &ConnLimits) -> Guarded<S> {
         Guarded::with_streams(inner, permit, limits, None)
     }
 
     /// As [`Guarded::new`]; a connection that opens a long-lived stream moves its slot to
     /// `streams` ([`Activity::hold_open_for_stream`]).
-    pub fn with_streams(
+    pub(crate) fn with_streams(
         inner: S,
         permit: OwnedSemaphorePermit,
         limits: &ConnLimits,
@@ -82,12 +82,12 @@ impl<S> Guarded<S> {
     }
 
     /// `HTTP_BODY_TIMEOUT`, for the server to put on each request body.
-    pub fn body_timeout(&self) -> Option<Duration> {
+    pub(crate) fn body_timeout(&self) -> Option<Duration> {
         self.body
     }
 
     /// The connection's activity, for the server to mark requests in flight.
-    pub fn tracker(&self) -> Tracker {
+    pub(crate) fn tracker(&self) -> Tracker {
         Tracker(self.activity.clone())
     }
 

@@ -29,7 +29,7 @@ use super::{ConnLimits, Gate, Guarded, Tracker};
 
 /// A TCP listener whose accepted connections are capped and timed.
 #[derive(Debug)]
-pub struct GuardedListener {
+pub(crate) struct GuardedListener {
     inner: TcpListener,
     gate: Gate,
     limits: ConnLimits,
@@ -37,7 +37,7 @@ pub struct GuardedListener {
 
 impl GuardedListener {
     /// Caps `inner`, called `name` in logs, with `limits`.
-    pub fn new(name: &'static str, inner: TcpListener, limits: ConnLimits) -> GuardedListener {
+    pub(crate) fn new(name: &'static str, inner: TcpListener, limits: ConnLimits) -> GuardedListener {
         GuardedListener {
             inner,
             gate: Gate::new(name, limits.max_connections),
@@ -73,7 +73,7 @@ impl axum::serve::Listener for GuardedListener {
 /// The address of the client of a request, in its extensions (the status page is open to
 /// loopback peers only).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Peer(pub SocketAddr);
+pub(crate) struct Peer(pub SocketAddr);
 
 /// What each connection hands its requests: its activity, its peer and the body timeout.
 #[derive(Debug, Clone)]
@@ -89,7 +89,7 @@ impl Connected<IncomingStream<'_, GuardedListener>> for ConnInfo {
 /// A request body not received in full within `HTTP_BODY_TIMEOUT` of the request's head.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
 #[error("request body not received within {0:?} (HTTP_BODY_TIMEOUT)")]
-pub struct BodyTimeout(pub Duration);
+pub(crate) struct BodyTimeout(pub Duration);
 
 /// A body's data, failing with [`BodyTimeout`] once its deadline passes.
 struct Deadline {
@@ -138,7 +138,7 @@ async fn track(
 
 /// Serves `router` on `listener` (called `name` in logs) under `limits` until `stop`, then
 /// finishes the requests in flight.
-pub async fn serve(
+pub(crate) async fn serve(
     name: &'static str,
     listener: TcpListener,
     limits: ConnLimits,

@@ -11,15 +11,15 @@
 mod activity;
 mod gate;
 mod guarded;
-pub mod http;
+pub(crate) mod http;
 mod offload;
 mod options;
 
-pub use activity::{Activity, Busy, StreamsFull, Tracker};
-pub use gate::Gate;
-pub use guarded::Guarded;
-pub use offload::{INLINE_DECODE_BYTES, offload};
-pub use options::{
+pub(crate) use activity::{Activity, Busy, StreamsFull, Tracker};
+pub(crate) use gate::Gate;
+pub(crate) use guarded::Guarded;
+pub(crate) use offload::offload;
+pub(crate) use options::{
     ConnLimits, DEFAULT_ADMIN_MAX_CONNECTIONS, DEFAULT_FIRST_BYTE_TIMEOUT, DEFAULT_GRPC_IDLE,
     DEFAULT_HTTP_IDLE, DEFAULT_MAX_CONNECTIONS, DEFAULT_REQUEST_READ_TIMEOUT,
     DEFAULT_STREAM_CONNECTIONS, Listeners,

@@ -7,11 +7,11 @@ use axum::body::Bytes;
 
 /// Bodies up to this size are worked on inline; a body this small decodes in tens of
 /// microseconds.
-pub const INLINE_DECODE_BYTES: usize = 16 * 1024;
+pub(crate) const INLINE_DECODE_BYTES: usize = 16 * 1024;
 
 /// Runs `work` over `bytes`: inline when they are at most [`INLINE_DECODE_BYTES`], on the
 /// blocking pool otherwise. `None` only when the runtime is shutting down.
-pub async fn offload<T, F>(bytes: Bytes, work: F) -> Option<T>
+pub(crate) async fn offload<T, F>(bytes: Bytes, work: F) -> Option<T>
 where
     T: Send + 'static,
     F: FnOnce(&[u8]) -> T + Send + 'static,

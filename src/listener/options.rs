@@ -6,24 +6,24 @@
 use std::time::Duration;
 
 /// Default `GRPC_MAX_CONNECTIONS` and `HTTP_MAX_CONNECTIONS`.
-pub const DEFAULT_MAX_CONNECTIONS: usize = 10_000;
+pub(crate) const DEFAULT_MAX_CONNECTIONS: usize = 10_000;
 /// Default `DEBUG_MAX_CONNECTIONS`, `PROMETHEUS_MAX_CONNECTIONS` and `ADMIN_MAX_CONNECTIONS`:
 /// operators and scrapers.
-pub const DEFAULT_ADMIN_MAX_CONNECTIONS: usize = 100;
+pub(crate) const DEFAULT_ADMIN_MAX_CONNECTIONS: usize = 100;
 /// Default `CONNECTION_FIRST_BYTE_TIMEOUT`.
-pub const DEFAULT_FIRST_BYTE_TIMEOUT: Duration = Duration::from_secs(10);
+pub(crate) const DEFAULT_FIRST_BYTE_TIMEOUT: Duration = Duration::from_secs(10);
 /// Default `GRPC_MAX_CONNECTION_IDLE`: longer than Envoy's default upstream idle timeout (1 h)
 /// and grpc-go's channel idle timeout (30 min), so well-behaved clients close their idle
 /// connections first, gracefully; this close (not a GOAWAY) is for clients that never do.
-pub const DEFAULT_GRPC_IDLE: Duration = Duration::from_secs(2 * 3600);
+pub(crate) const DEFAULT_GRPC_IDLE: Duration = Duration::from_secs(2 * 3600);
 /// Default `HTTP_IDLE_TIMEOUT`: longer than the usual scrape and health-check intervals.
-pub const DEFAULT_HTTP_IDLE: Duration = Duration::from_secs(120);
+pub(crate) const DEFAULT_HTTP_IDLE: Duration = Duration::from_secs(120);
 /// Default `HTTP_HEADER_READ_TIMEOUT` and `HTTP_BODY_TIMEOUT`: as `CONNECTION_FIRST_BYTE_TIMEOUT`,
 /// ample for a request head or a body of the sizes the edges accept, short enough that clients
 /// trickling a byte at a time cannot keep connection slots.
-pub const DEFAULT_REQUEST_READ_TIMEOUT: Duration = Duration::from_secs(10);
+pub(crate) const DEFAULT_REQUEST_READ_TIMEOUT: Duration = Duration::from_secs(10);
 /// Default `GRPC_MAX_STREAM_CONNECTIONS`: as `RLQS_MAX_STREAMS`.
-pub const DEFAULT_STREAM_CONNECTIONS: usize = 1000;
+pub(crate) const DEFAULT_STREAM_CONNECTIONS: usize = 1000;
 
 /// The cap and timeouts of one listener.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -19,7 +19,7 @@ type Fingerprint = [u8; 32];
 
 /// The accepted tokens (as digests) and their names.
 #[derive(Clone, Default)]
-pub struct Tokens {
+pub(crate) struct Tokens {
     tokens: Vec<(String, Fingerprint)>,
 }
 
@@ -60,7 +60,7 @@ pub enum TokenError {
 impl Tokens {
     /// The tokens the options name: `ADMIN_TOKEN` (named `admin`) and the lines of
     /// `ADMIN_TOKEN_FILE` (the file is read once, at startup).
-    pub fn from_settings(s: &PolicySettings) -> Result<Tokens, TokenError> {
+    pub(crate) fn from_settings(s: &PolicySettings) -> Result<Tokens, TokenError> {
         Tokens::load(s.admin_token.as_ref(), s.admin_token_file.as_deref())
     }
 
@@ -76,7 +76,7 @@ impl Tokens {
     }
 
     /// Tokens from `(name, token)` pairs; each token is trimmed.
-    pub fn new(named: impl IntoIterator<Item = (String, String)>) -> Tokens {
+    pub(crate) fn new(named: impl IntoIterator<Item = (String, String)>) -> Tokens {
         let tokens = named
             .into_iter()
             .map(|(name, token)| (name, fingerprint(token.trim())))
@@ -85,23 +85,18 @@ impl Tokens {
     }
 
     /// True when at least one token is configured.
-    pub fn any(&self) -> bool {
+    pub(crate) fn any(&self) -> bool {
         !self.tokens.is_empty()
     }
 
     /// How many tokens are configured.
-    pub fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         self.tokens.len()
-    }
-
-    /// True when no token is configured.
-    pub fn is_empty(&self) -> bool {
-        self.tokens.is_empty()
     }
 
     /// The name of the token in an `Authorization` header value (`Bearer <token>`, the scheme in
     /// any case), if it is one of ours.
-    pub fn check(&self, header: Option<&str>) -> Option<&str> {
+    pub(crate) fn check(&self, header: Option<&str>) -> Option<&str> {
         let given = fingerprint(bearer(header?)?);
         // Every configured token is compared, whichever matches.
         let mut found = None;

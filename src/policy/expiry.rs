@@ -9,10 +9,10 @@ use serde_json::{Map, Value};
 
 use super::input::{parse_rfc3339, string};
 use super::model::FieldError;
-use crate::clock::Timestamp;
+use ratelimitd_core::clock::Timestamp;
 
 /// The longest `valid_for` accepted: ten years (longer is a typo, or should be a rule).
-pub const MAX_VALID_FOR: Duration = Duration::from_secs(3650 * 86_400);
+pub(crate) const MAX_VALID_FOR: Duration = Duration::from_secs(3650 * 86_400);
 
 /// What a bad `valid_for` is told.
 const FORMS: &str = "expected a whole number followed by s, m, h or d, such as 30m, 24h or 7d \
@@ -68,7 +68,7 @@ pub(super) fn parse(
 
 /// Parses a `valid_for` duration: one or more `<whole number><s|m|h|d>` parts, above zero and at
 /// most [`MAX_VALID_FOR`].
-pub fn valid_for(text: &str) -> Result<Duration, String> {
+pub(crate) fn valid_for(text: &str) -> Result<Duration, String> {
     let bad = || format!("'{text}' is not a duration: {FORMS}");
     if text.is_empty() {
         return Err(bad());

@@ -4,8 +4,8 @@
 use serde_json::{Map, Value};
 
 use super::model::{FieldError, NewOverride, PathEntry};
-use crate::clock::Timestamp;
-use crate::config::Unit;
+use ratelimitd_core::clock::Timestamp;
+use ratelimitd_core::config::Unit;
 
 /// Longest `reason` accepted, in bytes.
 const MAX_REASON: usize = 1024;
@@ -179,7 +179,7 @@ fn missing<T>(field: &str, errors: &mut Vec<FieldError>) -> Option<T> {
 }
 
 /// An RFC 3339 time (any offset) as a timestamp; `None` when malformed or before 1970.
-pub fn parse_rfc3339(text: &str) -> Option<Timestamp> {
+pub(crate) fn parse_rfc3339(text: &str) -> Option<Timestamp> {
     let t =
         time::OffsetDateTime::parse(text, &time::format_description::well_known::Rfc3339).ok()?;
     let micros = t.unix_timestamp_nanos() / 1_000;

@@ -12,11 +12,11 @@ use super::override_sql::OverridePage;
 use super::rules::Rule;
 use super::store::{PolicyStore, StoreError};
 use super::violations::{StoredViolation, ViolationQuery};
-use crate::clock::Timestamp;
+use ratelimitd_core::clock::Timestamp;
 
 /// The backend once open, else why not.
 #[derive(Debug)]
-pub struct LazyStore {
+pub(crate) struct LazyStore {
     db: String,
     open: OnceLock<Arc<dyn PolicyStore>>,
     why: Mutex<String>,
@@ -24,7 +24,7 @@ pub struct LazyStore {
 
 impl LazyStore {
     /// A store named `db` (the SQLite file or the PostgreSQL target) that is not open yet.
-    pub fn new(db: String) -> LazyStore {
+    pub(crate) fn new(db: String) -> LazyStore {
         LazyStore {
             db,
             open: OnceLock::new(),
@@ -33,27 +33,27 @@ impl LazyStore {
     }
 
     /// Which database this is, for logs.
-    pub fn name(&self) -> &str {
+    pub(crate) fn name(&self) -> &str {
         &self.db
     }
 
     /// True once the backend is installed.
-    pub fn is_open(&self) -> bool {
+    pub(crate) fn is_open(&self) -> bool {
         self.open.get().is_some()
     }
 
     /// Installs the opened backend (the first one wins; there is only one opener).
-    pub fn set(&self, store: Arc<dyn PolicyStore>) {
+    pub(crate) fn set(&self, store: Arc<dyn PolicyStore>) {
         let _ = self.open.set(store);
     }
 
     /// Records why the latest attempt to open failed.
-    pub fn set_failure(&self, why: String) {
+    pub(crate) fn set_failure(&self, why: String) {
         *self.why.lock() = why;
     }
 
     /// Why the latest attempt to open failed.
-    pub fn failure(&self) -> String {
+    pub(crate) fn failure(&self) -> String {
         self.why.lock().clone()
     }
 

@@ -13,30 +13,30 @@
 //! after a retention ([`purge`]). [`start`] opens it for the composition root and spawns its
 //! refresh, copy, purge and retry tasks.
 
-pub mod auth;
-pub mod expiry;
-pub mod input;
-pub mod lazy;
-pub mod model;
-pub mod opening;
+pub(crate) mod auth;
+pub(crate) mod expiry;
+pub(crate) mod input;
+pub(crate) mod lazy;
+pub(crate) mod model;
+pub(crate) mod opening;
 mod options;
-pub mod override_sql;
-pub mod postgres;
-pub mod purge;
+pub(crate) mod override_sql;
+pub(crate) mod postgres;
+pub(crate) mod purge;
 mod rows;
-pub mod rules;
-pub mod runtime;
-pub mod snapshot;
-pub mod sqlite;
+pub(crate) mod rules;
+pub(crate) mod runtime;
+pub(crate) mod snapshot;
+pub(crate) mod sqlite;
 mod sqlite_rules;
-pub mod store;
-pub mod violations;
+pub(crate) mod store;
+pub(crate) mod violations;
 mod wiring;
 
-pub use crate::limiter::{OverrideIndex, Overrides};
-pub use auth::Tokens;
-pub use model::{FieldError, NewOverride, StoredOverride};
-pub use options::PolicySettings;
-pub use runtime::Policy;
-pub use store::{PolicyStore, StoreError};
-pub use wiring::{PolicyDeps, PolicyHandle, start};
+pub(crate) use ratelimitd_core::limiter::{OverrideIndex, Overrides};
+pub(crate) use auth::Tokens;
+pub(crate) use model::{FieldError, StoredOverride};
+pub(crate) use options::PolicySettings;
+pub(crate) use runtime::Policy;
+pub(crate) use store::PolicyStore;
+pub(crate) use wiring::{PolicyDeps, PolicyHandle, start};

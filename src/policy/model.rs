@@ -4,7 +4,7 @@
 
 use serde::Serialize;
 
-pub use crate::limiter::{NewOverride, PathEntry, StoredOverride};
+pub(crate) use ratelimitd_core::limiter::{NewOverride, PathEntry, StoredOverride};
 
 /// One problem with API input: where (a JSON path such as `descriptor[0].key`) and what.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]

@@ -15,7 +15,7 @@ use super::runtime::Policy;
 use super::snapshot::{self, Contents};
 use super::sqlite::SqliteStore;
 use super::store::PolicyStore;
-use crate::limiter::OverrideIndex;
+use ratelimitd_core::limiter::OverrideIndex;
 
 /// The database's name in logs and errors: the SQLite file, or the PostgreSQL server (the URL
 /// without its credentials).
@@ -32,7 +32,7 @@ pub(super) fn db_name(settings: &PolicySettings) -> String {
 
 /// What was restored from the last good copy.
 #[derive(Debug)]
-pub struct Restored {
+pub(crate) struct Restored {
     /// The copy's rules, to compile with the files.
     pub rules: Vec<Rule>,
     /// How many overrides went into service.
@@ -44,7 +44,7 @@ pub struct Restored {
 impl Policy {
     /// Opens the backend and puts its active overrides in service; `Err` says why it could not
     /// (and is what API calls answer with until it opens).
-    pub async fn try_open(&self, settings: &PolicySettings) -> Result<(), String> {
+    pub(crate) async fn try_open(&self, settings: &PolicySettings) -> Result<(), String> {
         let opened = self.open_backend(settings).await;
         if let Err(why) = &opened {
             self.lazy.set_failure(why.clone());
@@ -74,7 +74,7 @@ impl Policy {
 
     /// Retries [`Policy::try_open`] until it succeeds (true) or `stop` (false): after 1 s, then
     /// twice as long each time up to `max`. A new reason is logged at WARN, a repeated one not.
-    pub async fn reopen_loop(
+    pub(crate) async fn reopen_loop(
         &self,
         settings: &PolicySettings,
         max: Duration,
@@ -104,7 +104,7 @@ impl Policy {
 
     /// Puts the last good copy's overrides in service and returns its rules; `Err` says why
     /// there is none (`POLICY_SNAPSHOT_PATH=off`, missing, unreadable).
-    pub async fn restore_snapshot(&self) -> Result<Restored, String> {
+    pub(crate) async fn restore_snapshot(&self) -> Result<Restored, String> {
         let Some(path) = self.snapshot.clone() else {
             return Err("POLICY_SNAPSHOT_PATH is off".into());
         };
@@ -127,7 +127,7 @@ impl Policy {
 
     /// Writes the last good copy whenever it is behind (at most once a second, and once more at
     /// `stop` when a change is pending), while the database is open and its rules were read.
-    pub async fn snapshot_loop(self: Arc<Self>, stop: impl Future<Output = ()>) {
+    pub(crate) async fn snapshot_loop(self: Arc<Self>, stop: impl Future<Output = ()>) {
         let Some(path) = self.snapshot.clone() else {
             return;
         };

@@ -10,7 +10,7 @@ use super::model::FieldError;
 use super::rows::micros;
 use super::violations::Cursor;
 use super::violations::cursor::page_params;
-use crate::clock::Timestamp;
+use ratelimitd_core::clock::Timestamp;
 
 /// The columns every override query reads.
 pub(super) const COLUMNS: &str =
@@ -18,7 +18,7 @@ pub(super) const COLUMNS: &str =
 
 /// One page of `GET /v1/overrides`: newest first by (`created_at`, id).
 #[derive(Debug, Clone, PartialEq, Default)]
-pub struct OverridePage {
+pub(crate) struct OverridePage {
     /// Only this domain.
     pub domain: Option<String>,
     /// Overrides per page (1 to [`super::violations::cursor::MAX_LIMIT`]).
@@ -31,7 +31,7 @@ const KNOWN: [&str; 3] = ["domain", "limit", "cursor"];
 
 impl OverridePage {
     /// Reads the query string's parameters; every unknown or invalid one is an error.
-    pub fn parse(params: &HashMap<String, String>) -> Result<OverridePage, Vec<FieldError>> {
+    pub(crate) fn parse(params: &HashMap<String, String>) -> Result<OverridePage, Vec<FieldError>> {
         let mut errors = Vec::new();
         let mut unknown: Vec<&String> = params
             .keys()
@@ -56,7 +56,7 @@ impl OverridePage {
 
     /// The cursor of the page after `rows` (read with one row more than a page), and `rows`
     /// cut to the page.
-    pub fn next_cursor<T>(
+    pub(crate) fn next_cursor<T>(
         &self,
         rows: &mut Vec<T>,
         at_id: impl Fn(&T) -> Cursor,

@@ -19,14 +19,14 @@ use super::rows::{micros, read_override, read_rule};
 use super::rules::Rule;
 use super::store::{PolicyStore, StoreError, migrator};
 use super::violations::{StoredViolation, ViolationQuery, sql};
-use crate::clock::Timestamp;
+use ratelimitd_core::clock::Timestamp;
 
 /// The notification channel every instance listens on.
-pub const CHANNEL: &str = "ratelimitd_policy";
+pub(crate) const CHANNEL: &str = "ratelimitd_policy";
 
 /// The policy database in PostgreSQL.
 #[derive(Debug, Clone)]
-pub struct PgStore {
+pub(crate) struct PgStore {
     pool: PgPool,
     // Set once the migrations have run on this pool.
     migrated: tokio::sync::OnceCell<()>,
@@ -36,7 +36,7 @@ impl PgStore {
     /// A store on `url` without connecting yet (only a malformed URL fails here); the first
     /// call that reaches the database migrates it (the migrator's advisory lock serialises
     /// instances).
-    pub fn open(url: &str) -> Result<PgStore, StoreError> {
+    pub(crate) fn open(url: &str) -> Result<PgStore, StoreError> {
         let pool = PgPoolOptions::new()
             .max_connections(4)
             .acquire_timeout(Duration::from_secs(2))
@@ -234,7 +234,7 @@ impl PolicyStore for PgStore {
 /// Listens on [`CHANNEL`] at `url` until `stop`, calling `changed` for every notification and
 /// once after every (re)connection (a change may have been missed meanwhile). Reconnects after
 /// 1 s, doubling up to 30 s, while the database is down.
-pub async fn listen(
+pub(crate) async fn listen(
     url: String,
     changed: Arc<tokio::sync::Notify>,
     stop: impl Future<Output = ()>,

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::store::{PolicyStore, StoreError};
-use crate::clock::{Clock, Timestamp};
+use ratelimitd_core::clock::{Clock, Timestamp};
 
 /// Rows deleted per statement, and statements per round at most (so one round is bounded).
 const DELETE_BATCH: u32 = 1000;
@@ -14,7 +14,7 @@ const MAX_DELETES_PER_ROUND: usize = 1000;
 
 /// Which rows a retention task deletes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Table {
+pub(crate) enum Table {
     /// Violation records older than the retention.
     Violations,
     /// Overrides whose `valid_until` passed longer than the retention ago.
@@ -44,7 +44,7 @@ impl Table {
 
 /// One round: deletes the rows of `table` older than `keep` before `clock`'s now, in batches;
 /// returns how many.
-pub async fn retention_round(
+pub(crate) async fn retention_round(
     db: &dyn PolicyStore,
     clock: &dyn Clock,
     table: Table,
@@ -69,7 +69,7 @@ pub async fn retention_round(
 /// What a retention loop deletes: the rows of `table` older than `keep`, looked for every
 /// `interval`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Retention {
+pub(crate) struct Retention {
     /// The table.
     pub table: Table,
     /// How long a row is kept.
@@ -80,7 +80,7 @@ pub struct Retention {
 
 /// Every `retention.interval` until `stop`, one [`retention_round`] (a failure is logged; the
 /// next round retries).
-pub async fn retention_loop(
+pub(crate) async fn retention_loop(
     db: Arc<dyn PolicyStore>,
     clock: Arc<dyn Clock>,
     retention: Retention,
@@ -114,8 +114,8 @@ pub async fn retention_loop(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::clock::ManualClock;
-    use crate::config::Unit;
+    use ratelimitd_core::clock::ManualClock;
+    use ratelimitd_core::config::Unit;
     use crate::policy::model::{NewOverride, PathEntry};
     use crate::policy::sqlite::SqliteStore;
 

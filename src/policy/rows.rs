@@ -6,8 +6,8 @@ use sqlx::{ColumnIndex, Decode, Row, Type};
 use super::model::{NewOverride, PathEntry, StoredOverride};
 use super::rules::Rule;
 use super::store::StoreError;
-use crate::clock::Timestamp;
-use crate::config::Unit;
+use ratelimitd_core::clock::Timestamp;
+use ratelimitd_core::config::Unit;
 
 /// Times are stored as microseconds since the epoch (the service clock's resolution).
 pub(super) fn micros(t: Timestamp) -> i64 {

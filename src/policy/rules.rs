@@ -8,10 +8,10 @@ use serde_json::{Map, Value, json};
 
 use super::input::{descriptor, string};
 use super::model::{FieldError, PathEntry};
-use crate::config::{self, CompileOptions, ConfigFile};
+use ratelimitd_core::config::{self, CompileOptions, ConfigFile};
 
 /// Prefix of the names of the generated documents (errors cite them).
-pub const FILE_PREFIX: &str = "policy-db/";
+pub(crate) const FILE_PREFIX: &str = "policy-db/";
 
 /// One rule: a `rate_limit` (the YAML fields) on one descriptor path of one domain.
 #[derive(Debug, Clone, PartialEq)]

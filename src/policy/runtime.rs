@@ -19,12 +19,12 @@ use super::model::{NewOverride, StoredOverride};
 use super::override_sql::OverridePage;
 use super::rules::Rule;
 use super::store::{PolicyStore, StoreError};
-use crate::clock::Clock;
-use crate::limiter::{OverrideIndex, Overrides};
+use ratelimitd_core::clock::Clock;
+use ratelimitd_core::limiter::{OverrideIndex, Overrides};
 
 /// Why a write was refused.
 #[derive(Debug, thiserror::Error)]
-pub enum WriteError {
+pub(crate) enum WriteError {
     /// `POLICY_MAX_OVERRIDES` active overrides exist already.
     #[error("{0} active overrides exist already (POLICY_MAX_OVERRIDES)")]
     TooMany(usize),
@@ -35,7 +35,7 @@ pub enum WriteError {
 
 /// The policy database (open or still being opened) and the index it feeds.
 #[derive(Debug)]
-pub struct Policy {
+pub(crate) struct Policy {
     store: Arc<dyn PolicyStore>,
     pub(super) lazy: Arc<LazyStore>,
     pub(super) overrides: Arc<Overrides>,
@@ -57,7 +57,7 @@ pub struct Policy {
 impl Policy {
     /// The policy runtime the settings describe, not open yet ([`Policy::try_open`] opens it);
     /// `Err` says why the policy API is off (`POLICY_ENABLED=false`).
-    pub fn new(
+    pub(crate) fn new(
         settings: &PolicySettings,
         clock: Arc<dyn Clock>,
         overrides: Arc<Overrides>,
@@ -82,12 +82,12 @@ impl Policy {
     }
 
     /// True once the database is open (until then every call answers [`StoreError::NotOpen`]).
-    pub fn is_open(&self) -> bool {
+    pub(crate) fn is_open(&self) -> bool {
         self.lazy.is_open()
     }
 
     /// Which database this is (the SQLite file, or the PostgreSQL server), for logs.
-    pub fn db_name(&self) -> &str {
+    pub(crate) fn db_name(&self) -> &str {
         self.lazy.name()
     }
 
@@ -98,17 +98,17 @@ impl Policy {
     }
 
     /// The database (the violation log writes and reads through it).
-    pub fn store(&self) -> &Arc<dyn PolicyStore> {
+    pub(crate) fn store(&self) -> &Arc<dyn PolicyStore> {
         &self.store
     }
 
     /// The service clock (expiry and timestamps).
-    pub fn clock(&self) -> &Arc<dyn Clock> {
+    pub(crate) fn clock(&self) -> &Arc<dyn Clock> {
         &self.clock
     }
 
     /// Reads every active override into a new index and swaps it in; returns how many.
-    pub async fn refresh(&self) -> Result<usize, StoreError> {
+    pub(crate) async fn refresh(&self) -> Result<usize, StoreError> {
         let active = self.store.active_overrides(self.clock.now()).await?;
         let n = active.len();
         self.overrides.publish(OverrideIndex::new(active));
@@ -117,7 +117,7 @@ impl Policy {
     }
 
     /// Stores an override created by `who` and puts it in service before returning.
-    pub async fn create_override(
+    pub(crate) async fn create_override(
         &self,
         o: NewOverride,
         who: &str,
@@ -140,13 +140,13 @@ impl Policy {
     }
 
     /// Every stored override, expired ones included.
-    pub async fn list_overrides(&self) -> Result<Vec<StoredOverride>, StoreError> {
+    pub(crate) async fn list_overrides(&self) -> Result<Vec<StoredOverride>, StoreError> {
         self.store.all_overrides().await
     }
 
     /// One page of stored overrides (expired ones included), newest first, with one row more
     /// than the page when another page follows.
-    pub async fn overrides_page(
+    pub(crate) async fn overrides_page(
         &self,
         page: &OverridePage,
     ) -> Result<Vec<StoredOverride>, StoreError> {
@@ -154,7 +154,7 @@ impl Policy {
     }
 
     /// Deletes override `id` and takes it out of service; `false` when there is none.
-    pub async fn delete_override(&self, id: &str) -> Result<bool, StoreError> {
+    pub(crate) async fn delete_override(&self, id: &str) -> Result<bool, StoreError> {
         let _one = self.writes.lock().await;
         let found = self.store.delete_override(id).await?;
         if found {
@@ -165,12 +165,12 @@ impl Policy {
     }
 
     /// Holds off other writers until dropped: a rule change checks, stores and publishes under it.
-    pub async fn lock_writes(&self) -> tokio::sync::MutexGuard<'_, ()> {
+    pub(crate) async fn lock_writes(&self) -> tokio::sync::MutexGuard<'_, ()> {
         self.writes.lock().await
     }
 
     /// Every rule, by id (remembered for the last good copy).
-    pub async fn rules(&self) -> Result<Vec<Rule>, StoreError> {
+    pub(crate) async fn rules(&self) -> Result<Vec<Rule>, StoreError> {
         let rules = self.store.rules().await?;
         let changed = self.rules_read.lock().replace(rules.clone()).as_ref() != Some(&rules);
         if changed {
@@ -180,18 +180,18 @@ impl Policy {
     }
 
     /// Stores `rule` (under [`Policy::lock_writes`], after checking it compiles).
-    pub async fn put_rule(&self, rule: &Rule, who: &str) -> Result<(), StoreError> {
+    pub(crate) async fn put_rule(&self, rule: &Rule, who: &str) -> Result<(), StoreError> {
         self.store.put_rule(rule, who, self.clock.now()).await
     }
 
     /// Deletes rule `id` (under [`Policy::lock_writes`]); `false` when there is none.
-    pub async fn delete_rule(&self, id: &str) -> Result<bool, StoreError> {
+    pub(crate) async fn delete_rule(&self, id: &str) -> Result<bool, StoreError> {
         self.store.delete_rule(id).await
     }
 
     /// Re-reads the database every `interval` until `stop`; after a failure, retries sooner
     /// (1 s, doubling up to `interval`) and keeps the index in service meanwhile.
-    pub async fn refresh_loop(self: Arc<Self>, interval: Duration, stop: impl Future<Output = ()>) {
+    pub(crate) async fn refresh_loop(self: Arc<Self>, interval: Duration, stop: impl Future<Output = ()>) {
         tokio::pin!(stop);
         let mut wait = interval;
         loop {

@@ -12,12 +12,12 @@ use serde_json::{Map, Value};
 
 use super::model::{NewOverride, PathEntry, StoredOverride};
 use super::rules::Rule;
-use crate::clock::Timestamp;
-use crate::config::Unit;
+use ratelimitd_core::clock::Timestamp;
+use ratelimitd_core::config::Unit;
 
 /// What the copy holds.
 #[derive(Debug, Clone, PartialEq, Default)]
-pub struct Contents {
+pub(crate) struct Contents {
     /// When it was written (the service clock).
     pub written_at: Timestamp,
     /// The overrides that were active then, newest first.
@@ -128,7 +128,7 @@ fn from_text(text: &str) -> Result<Contents, String> {
 }
 
 /// Writes `c` to `path` atomically (blocking: run it off the async workers).
-pub fn write(path: &Path, c: &Contents) -> std::io::Result<()> {
+pub(crate) fn write(path: &Path, c: &Contents) -> std::io::Result<()> {
     use std::io::Write;
     let mut tmp = PathBuf::from(path);
     tmp.as_mut_os_string().push(".tmp");
@@ -140,7 +140,7 @@ pub fn write(path: &Path, c: &Contents) -> std::io::Result<()> {
 }
 
 /// Reads the copy at `path` (blocking); `Err` says why there is none to use.
-pub fn read(path: &Path) -> Result<Contents, String> {
+pub(crate) fn read(path: &Path) -> Result<Contents, String> {
     let text = std::fs::read_to_string(path).map_err(|e| e.to_string())?;
     from_text(&text)
 }

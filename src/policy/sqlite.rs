@@ -14,17 +14,17 @@ use super::rows::{micros, read_override};
 use super::rules::Rule;
 use super::store::{PolicyStore, StoreError, migrator};
 use super::violations::{StoredViolation, ViolationQuery, sql};
-use crate::clock::Timestamp;
+use ratelimitd_core::clock::Timestamp;
 
 /// The policy database in a SQLite file.
 #[derive(Debug, Clone)]
-pub struct SqliteStore {
+pub(crate) struct SqliteStore {
     pub(super) pool: SqlitePool,
 }
 
 impl SqliteStore {
     /// Opens (creating it when missing) and migrates `dir/policy.db`; `dir` is created too.
-    pub async fn open(dir: &Path) -> Result<SqliteStore, StoreError> {
+    pub(crate) async fn open(dir: &Path) -> Result<SqliteStore, StoreError> {
         std::fs::create_dir_all(dir).map_err(sqlx::Error::Io)?;
         let options = SqliteConnectOptions::new()
             .filename(dir.join("policy.db"))
@@ -159,7 +159,7 @@ impl PolicyStore for SqliteStore {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::Unit;
+    use ratelimitd_core::config::Unit;
     use crate::policy::model::PathEntry;
 
     fn spec(value: &str, until: u64) -> NewOverride {

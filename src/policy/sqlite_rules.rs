@@ -5,7 +5,7 @@ use super::rows::{micros, read_rule};
 use super::rules::Rule;
 use super::sqlite::SqliteStore;
 use super::store::StoreError;
-use crate::clock::Timestamp;
+use ratelimitd_core::clock::Timestamp;
 
 impl SqliteStore {
     pub(super) async fn upsert_rule(

@@ -10,11 +10,11 @@ use super::model::{NewOverride, StoredOverride};
 use super::override_sql::OverridePage;
 use super::rules::Rule;
 use super::violations::{StoredViolation, ViolationQuery};
-use crate::clock::Timestamp;
+use ratelimitd_core::clock::Timestamp;
 
 /// Why the policy database could not answer.
 #[derive(Debug, thiserror::Error)]
-pub enum StoreError {
+pub(crate) enum StoreError {
     /// The database failed or is unreachable (the API answers 503).
     #[error("policy database unavailable: {0}")]
     Unavailable(#[from] sqlx::Error),
@@ -41,7 +41,7 @@ pub enum StoreError {
 
 /// A policy database: rules, time-limited overrides and the violation log.
 #[async_trait]
-pub trait PolicyStore: Send + Sync + std::fmt::Debug + 'static {
+pub(crate) trait PolicyStore: Send + Sync + std::fmt::Debug + 'static {
     /// Stores `o` under `id`, created by `who` at `now`.
     async fn insert_override(
         &self,
@@ -100,7 +100,7 @@ pub trait PolicyStore: Send + Sync + std::fmt::Debug + 'static {
 
 /// The migrations of `migrations/`, in version order. Their SQL is portable between SQLite and
 /// PostgreSQL, so both backends share them.
-pub fn migrator() -> Migrator {
+pub(crate) fn migrator() -> Migrator {
     let baseline = Migration::new(
         1,
         Cow::Borrowed("baseline"),

@@ -14,12 +14,12 @@ use super::purge::{Retention, Table, retention_loop};
 use super::rules::{Rule, to_files};
 use super::{Overrides, Policy, PolicySettings, Tokens};
 use crate::background::Background;
-use crate::clock::Clock;
+use ratelimitd_core::clock::Clock;
 use crate::reload::Reloading;
 
 /// What the policy database shares with the rest of the process.
 #[derive(Debug)]
-pub struct PolicyDeps<'a> {
+pub(crate) struct PolicyDeps<'a> {
     /// The clock of expiry and purges.
     pub clock: &'a Arc<dyn Clock>,
     /// The configuration pipeline the database's rules are compiled into.
@@ -30,7 +30,7 @@ pub struct PolicyDeps<'a> {
 
 /// The started policy database.
 #[derive(Debug)]
-pub struct PolicyHandle {
+pub(crate) struct PolicyHandle {
     /// The stored overrides' index, which the limiter reads.
     pub overrides: Arc<Overrides>,
     /// The database (open, or being retried), or why the policy API is off.
@@ -43,7 +43,7 @@ pub struct PolicyHandle {
 /// service not ready until it opens (retried in the background) and has its last good copy
 /// enforced meanwhile; only an unreadable token file stops startup, since it is a mistake the
 /// operator must see.
-pub async fn start(
+pub(crate) async fn start(
     options: &PolicySettings,
     deps: PolicyDeps<'_>,
 ) -> Result<PolicyHandle, TokenError> {

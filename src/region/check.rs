@@ -5,7 +5,7 @@
 //! startup, and at every reload, where the configuration in service then stays), naming the file
 //! and YAML path and what to set.
 
-use crate::config::{Limit, RateLimitConfig};
+use ratelimitd_core::config::{Limit, RateLimitConfig};
 
 /// What a configuration is checked against: `REGION` and whether there is a global store.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -65,7 +65,7 @@ impl RegionCheck {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::{CompileOptions, ConfigFile, compile};
+    use ratelimitd_core::config::{CompileOptions, ConfigFile, compile};
 
     fn config(rate_limit: &str) -> RateLimitConfig {
         let yaml = format!(

@@ -306,7 +306,7 @@ mod tests {
     use std::sync::Arc;
 
     use super::*;
-    use crate::region::{FollowDemand, Regions};
+    use ratelimitd_core::region::{FollowDemand, Regions};
 
     fn key(share: f64) -> DemandRound {
         let shares: BTreeMap<String, f64> = [("eu".into(), 0.5), ("us".into(), 0.5)].into();

@@ -75,7 +75,7 @@ mod tests {
     use std::time::Duration;
 
     use super::*;
-    use crate::clock::{Clock, ManualClock, Timestamp};
+    use ratelimitd_core::clock::{Clock, ManualClock, Timestamp};
 
     /// An instance of us restarts under a new identity: its old entry stops counting two
     /// intervals after its last round, while us as a whole stays live; when every instance of us

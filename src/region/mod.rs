@@ -17,9 +17,10 @@ mod sync;
 mod view;
 mod wiring;
 
-pub use check::RegionCheck;
-pub use options::RegionSettings;
-pub use ratelimitd_core::region::{DemandRound, FollowDemand, RegionShares, Regions, share, table};
-pub use sync::{BREAKER_TARGET, ENTRY_INTERVALS, LEASE_INTERVALS, RegionSync, SyncStatus};
-pub use view::ShareGauge;
-pub use wiring::{RegionDeps, Regional, start};
+pub(crate) use check::RegionCheck;
+pub(crate) use options::RegionSettings;
+pub(crate) use ratelimitd_core::region::{DemandRound, RegionShares, Regions, share};
+pub use sync::LEASE_INTERVALS;
+pub(crate) use sync::{BREAKER_TARGET, RegionSync};
+pub(crate) use view::ShareGauge;
+pub(crate) use wiring::{RegionDeps, Regional, start};

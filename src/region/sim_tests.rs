@@ -12,10 +12,10 @@ use std::sync::Arc;
 
 use super::engage::Standing;
 use super::members::{Presence, lapsed};
-use super::{ENTRY_INTERVALS, LEASE_INTERVALS};
-use crate::random::{Random, SeededRandom};
-use crate::region::share::{self, PPM};
-use crate::region::{DemandRound, FollowDemand, Regions};
+use super::sync::{ENTRY_INTERVALS, LEASE_INTERVALS};
+use ratelimitd_core::random::{Random, SeededRandom};
+use ratelimitd_core::region::share::{self, PPM};
+use ratelimitd_core::region::{DemandRound, FollowDemand, Regions};
 use crate::store::redis::region_demand::{BoardMode, BoardReply, BoardTurn};
 
 /// One entry: demand (thousandths), expiry (ms), share (ppm).

@@ -33,14 +33,14 @@ use parking_lot::Mutex;
 
 use super::engage::Standing;
 use super::members::{Presence, lapsed};
-use crate::clock::{Clock, Timestamp};
+use ratelimitd_core::clock::{Clock, Timestamp};
 use crate::region::{DemandRound, RegionShares, Regions, share};
-use crate::resilience::{Breaker, BreakerReport, Permit};
+use ratelimitd_core::resilience::{Breaker, BreakerReport, Permit};
 use crate::store::redis::RedisStore;
 use crate::store::redis::region_demand::{BoardMode, BoardTurn, board_name};
 
 /// Intervals a posted demand lives on the board.
-pub const ENTRY_INTERVALS: u32 = 30;
+pub(crate) const ENTRY_INTERVALS: u32 = 30;
 
 /// Intervals an instance keeps a share above its floor without a round that reached the global
 /// store: then it falls back to its floor on its own, and the other regions, which stop counting
@@ -48,7 +48,7 @@ pub const ENTRY_INTERVALS: u32 = 30;
 pub const LEASE_INTERVALS: u32 = 10;
 
 /// The global store's breaker, in logs and metrics.
-pub const BREAKER_TARGET: &str = "global";
+pub(crate) const BREAKER_TARGET: &str = "global";
 
 /// A key that goes through the boards this round (with this region's index among its listed
 /// ones), its demand in thousandths and what it does on its own board.

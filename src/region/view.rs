@@ -8,10 +8,10 @@ use std::collections::HashMap;
 use std::time::Duration;
 
 use super::Regional;
-use crate::config::RateLimitConfig;
+use ratelimitd_core::config::RateLimitConfig;
 use crate::metrics::region::RegionReport;
 use crate::reload::ConfigHandle;
-use crate::resilience::BreakerState;
+use ratelimitd_core::resilience::BreakerState;
 
 /// This region's share of one limit.
 #[derive(Debug, Clone, PartialEq)]

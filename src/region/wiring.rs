@@ -11,15 +11,15 @@ use std::time::Duration;
 use super::RegionSettings;
 use super::{BREAKER_TARGET, RegionShares, RegionSync};
 use crate::background::Background;
-use crate::clock::Clock;
-use crate::resilience::{Breaker, BreakerReport};
+use ratelimitd_core::clock::Clock;
+use ratelimitd_core::resilience::{Breaker, BreakerReport};
 use crate::store::Resilience;
 use crate::store::redis::RedisConfig;
 use crate::store::redis::RedisStore;
 
 /// What the regional parts share with the rest of the process.
 #[derive(Debug)]
-pub struct RegionDeps<'a> {
+pub(crate) struct RegionDeps<'a> {
     /// The decision clock.
     pub clock: &'a Arc<dyn Clock>,
     /// The regional Redis settings, whose TLS files and timeouts the global store uses too.
@@ -44,7 +44,7 @@ pub struct Regional {
 }
 
 /// The regional parts for `settings`.
-pub async fn start(settings: &RegionSettings, mut deps: RegionDeps<'_>) -> Regional {
+pub(crate) async fn start(settings: &RegionSettings, mut deps: RegionDeps<'_>) -> Regional {
     let clock = deps.clock.clone();
     let Some(region) = settings.region.clone() else {
         return Regional {

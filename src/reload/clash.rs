@@ -8,7 +8,7 @@
 
 use std::collections::HashMap;
 
-use crate::config::ConfigFile;
+use ratelimitd_core::config::ConfigFile;
 
 /// One policy-database domain left out because a file defines it too.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -33,7 +33,7 @@ fn domain_of(contents: &str) -> Option<String> {
 
 /// Splits `extra` into the documents to compile with `files` and the clashes: those whose domain
 /// one of `files` defines.
-pub fn split(files: &[ConfigFile], extra: &[ConfigFile]) -> (Vec<ConfigFile>, Vec<Clash>) {
+pub(crate) fn split(files: &[ConfigFile], extra: &[ConfigFile]) -> (Vec<ConfigFile>, Vec<Clash>) {
     let mut defined: HashMap<String, &str> = HashMap::new();
     for f in files {
         if let Some(d) = domain_of(&f.contents) {

@@ -11,11 +11,11 @@
 //! [`Reloading::apply`]; rules from the policy database join every round as extra documents
 //! ([`Reloading::set_extra`]).
 
-pub mod clash;
-pub mod reloader;
-pub mod source;
-pub mod task;
-pub mod watch;
+pub(crate) mod clash;
+pub(crate) mod reloader;
+pub(crate) mod source;
+pub(crate) mod task;
+pub(crate) mod watch;
 mod wiring;
 
 use std::sync::Arc;
@@ -24,16 +24,17 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use arc_swap::ArcSwapOption;
 use parking_lot::Mutex;
 
-use crate::clock::{Clock, Timestamp};
-use crate::config::{ConfigFile, RateLimitConfig};
+use ratelimitd_core::clock::{Clock, Timestamp};
+use ratelimitd_core::config::{ConfigFile, RateLimitConfig};
 use crate::health::Health;
 
-pub use clash::Clash;
-pub use reloader::{ConfigReloader, ReloadOutcome};
-pub use source::{ConfigSource, ConfigType, Location, Restriction};
+pub(crate) use clash::Clash;
+pub(crate) use reloader::ConfigReloader;
+pub use reloader::ReloadOutcome;
+pub(crate) use source::{ConfigSource, ConfigType, Location, Restriction};
 pub use task::{WatchOptions, watch_loop};
 pub use watch::WatchTarget;
-pub use wiring::{refuse_empty, start, watch_files};
+pub(crate) use wiring::{refuse_empty, start, watch_files};
 
 /// One loaded configuration and when it was loaded.
 #[derive(Debug)]
@@ -57,7 +58,7 @@ pub struct LoadFailure {
 
 /// `errors` (one per line, as in [`LoadFailure::errors`]) on one line, joined by `"; "`: how a
 /// log line carries them, since a text log shows a newline as a literal `\n`.
-pub fn one_line(errors: &str) -> String {
+pub(crate) fn one_line(errors: &str) -> String {
     let lines: Vec<&str> = errors
         .lines()
         .map(str::trim)
@@ -163,7 +164,7 @@ impl ConfigHandle {
 /// startup load share one [`ConfigReloader`]), off the async workers, and keeps the health
 /// component of `HEALTHY_WITH_AT_LEAST_ONE_CONFIG_LOADED` in step.
 #[derive(Debug, Clone)]
-pub struct Reloading {
+pub(crate) struct Reloading {
     reloader: Arc<Mutex<ConfigReloader>>,
     health: Arc<Health>,
     clock: Arc<dyn Clock>,
@@ -171,7 +172,7 @@ pub struct Reloading {
 
 impl Reloading {
     /// Reloads `handle` from `source`.
-    pub fn new(
+    pub(crate) fn new(
         source: ConfigSource,
         handle: Arc<ConfigHandle>,
         health: Arc<Health>,
@@ -185,17 +186,17 @@ impl Reloading {
     }
 
     /// The service's health, which reload rounds and the policy database report to.
-    pub fn health(&self) -> &Arc<Health> {
+    pub(crate) fn health(&self) -> &Arc<Health> {
         &self.health
     }
 
     /// What to watch for changes.
-    pub fn watch_targets(&self) -> Vec<WatchTarget> {
+    pub(crate) fn watch_targets(&self) -> Vec<WatchTarget> {
         self.reloader.lock().source().watch_targets()
     }
 
     /// One round; `force` compiles and publishes even unchanged files (startup, SIGHUP).
-    pub async fn reload(&self, force: bool) -> ReloadOutcome {
+    pub(crate) async fn reload(&self, force: bool) -> ReloadOutcome {
         let reloader = self.reloader.clone();
         let clock = self.clock.clone();
         let round =
@@ -213,13 +214,13 @@ impl Reloading {
     /// Compiles and publishes configuration that arrived as files from elsewhere (an xDS push):
     /// the same pipeline, counters and health as a file round. `Err` carries every problem found;
     /// the configuration in service then stays.
-    pub async fn apply(&self, files: Vec<ConfigFile>) -> Result<ReloadOutcome, String> {
+    pub(crate) async fn apply(&self, files: Vec<ConfigFile>) -> Result<ReloadOutcome, String> {
         self.publish(move |r, now| r.apply_at(files, now)).await
     }
 
     /// Checks that the files in service compile with `extra` as the policy database's documents
     /// (rules), publishing nothing. `Err` carries every problem.
-    pub async fn check_extra(&self, extra: Vec<ConfigFile>) -> Result<(), String> {
+    pub(crate) async fn check_extra(&self, extra: Vec<ConfigFile>) -> Result<(), String> {
         let reloader = self.reloader.clone();
         let round = tokio::task::spawn_blocking(move || reloader.lock().check_extra(&extra));
         round
@@ -229,7 +230,7 @@ impl Reloading {
 
     /// Puts `extra` in service as the policy database's documents, compiled with the files into
     /// one snapshot and swapped in at once; on `Err` nothing changes.
-    pub async fn set_extra(&self, extra: Vec<ConfigFile>) -> Result<ReloadOutcome, String> {
+    pub(crate) async fn set_extra(&self, extra: Vec<ConfigFile>) -> Result<ReloadOutcome, String> {
         self.publish(move |r, now| r.set_extra_at(extra, now)).await
     }
 

@@ -8,15 +8,15 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::clock::Timestamp;
-use crate::config::{ConfigFile, RateLimitConfig};
+use ratelimitd_core::clock::Timestamp;
+use ratelimitd_core::config::{ConfigFile, RateLimitConfig};
 
 use super::ConfigHandle;
 use super::clash;
 use super::source::ConfigSource;
 
 /// Reads of one round whose files fail to compile, while they keep changing between reads.
-pub const SETTLE_READS: u32 = 3;
+pub(crate) const SETTLE_READS: u32 = 3;
 
 /// A compiled configuration or the errors, with the policy documents left out for clashing.
 type Compiled = (Result<RateLimitConfig, String>, Vec<clash::Clash>);
@@ -42,7 +42,7 @@ pub enum ReloadOutcome {
 
 /// Reloads the configuration of one [`ConfigSource`] into one [`ConfigHandle`].
 #[derive(Debug)]
-pub struct ConfigReloader {
+pub(crate) struct ConfigReloader {
     source: ConfigSource,
     handle: Arc<ConfigHandle>,
     applied: Option<Vec<ConfigFile>>,
@@ -54,7 +54,7 @@ pub struct ConfigReloader {
 
 impl ConfigReloader {
     /// A reloader that has loaded nothing yet.
-    pub fn new(source: ConfigSource, handle: Arc<ConfigHandle>) -> ConfigReloader {
+    pub(crate) fn new(source: ConfigSource, handle: Arc<ConfigHandle>) -> ConfigReloader {
         ConfigReloader {
             source,
             handle,
@@ -66,14 +66,14 @@ impl ConfigReloader {
 
     /// Compiles the files in service (read when none are) with `extra` in place of the policy
     /// documents, publishing nothing; the error lists every problem.
-    pub fn check_extra(&self, extra: &[ConfigFile]) -> Result<(), String> {
+    pub(crate) fn check_extra(&self, extra: &[ConfigFile]) -> Result<(), String> {
         let mut all = self.base_files()?;
         all.extend_from_slice(extra);
         self.source.compile(&all).map(|_| ())
     }
 
     /// Replaces the policy documents and publishes the files in service with them, in one swap.
-    pub fn set_extra_at(
+    pub(crate) fn set_extra_at(
         &mut self,
         extra: Vec<ConfigFile>,
         now: Timestamp,
@@ -96,7 +96,7 @@ impl ConfigReloader {
     }
 
     /// The source it reads.
-    pub fn source(&self) -> &ConfigSource {
+    pub(crate) fn source(&self) -> &ConfigSource {
         &self.source
     }
 
@@ -107,7 +107,7 @@ impl ConfigReloader {
     /// writer that is not atomic (one that creates or truncates a file, then fills it) sees a
     /// file empty or cut short. If the files changed meanwhile, the round goes on with what is
     /// there now, up to [`SETTLE_READS`] reads; only what stayed put is reported as an error.
-    pub fn reload_at(&mut self, now: Timestamp, force: bool) -> ReloadOutcome {
+    pub(crate) fn reload_at(&mut self, now: Timestamp, force: bool) -> ReloadOutcome {
         let mut reads_left = SETTLE_READS;
         loop {
             reads_left -= 1;
@@ -145,7 +145,7 @@ impl ConfigReloader {
     /// Compiles `files` and publishes them in one swap, or records the failure and keeps the
     /// configuration in service. Rounds end here, and so does configuration pushed over xDS
     /// (which arrives as files rather than being read). The error lists every problem.
-    pub fn apply_at(
+    pub(crate) fn apply_at(
         &mut self,
         files: Vec<ConfigFile>,
         now: Timestamp,

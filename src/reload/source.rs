@@ -7,9 +7,9 @@
 
 use std::path::PathBuf;
 
-use crate::algorithm::Algorithm;
-use crate::config::loader::{self, LoadError, LoadOptions};
-use crate::config::{self, CompileOptions, ConfigFile, RateLimitConfig};
+use ratelimitd_core::algorithm::Algorithm;
+use ratelimitd_core::config::loader::{self, LoadError, LoadOptions};
+use ratelimitd_core::config::{self, CompileOptions, ConfigFile, RateLimitConfig};
 
 use super::watch::WatchTarget;
 

@@ -45,7 +45,7 @@ impl WatchTarget {
 }
 
 /// Watches targets and sends `()` (coalesced) on `tx` when something on or under them changes.
-pub struct PathWatcher {
+pub(crate) struct PathWatcher {
     watcher: Option<RecommendedWatcher>,
     targets: Vec<WatchTarget>,
     // (path, recursive) pairs registered with the OS, with the identity of what each was placed on.
@@ -127,7 +127,7 @@ impl std::fmt::Debug for PathWatcher {
 impl PathWatcher {
     /// Starts watching. If the OS watcher cannot be created the result watches nothing (the
     /// periodic re-read still notices changes) and the reason is logged.
-    pub fn new(targets: Vec<WatchTarget>, tx: mpsc::Sender<()>) -> PathWatcher {
+    pub(crate) fn new(targets: Vec<WatchTarget>, tx: mpsc::Sender<()>) -> PathWatcher {
         let shared = Arc::new(Shared::default());
         let seen = shared.clone();
         let handler = move |res: notify::Result<notify::Event>| {
@@ -157,12 +157,12 @@ impl PathWatcher {
 
     /// Whether a file under the targets was created or written and not yet closed: a round now
     /// could read it half-written.
-    pub fn writers_open(&self) -> bool {
+    pub(crate) fn writers_open(&self) -> bool {
         !self.shared.writing.lock().is_empty()
     }
 
     /// Re-resolves every target and moves the OS watches to what the paths mean now.
-    pub fn refresh(&mut self) {
+    pub(crate) fn refresh(&mut self) {
         let mut want = HashSet::new();
         let mut relevant = Vec::new();
         for t in &self.targets {

@@ -7,14 +7,14 @@ use crate::background::Background;
 
 /// Loads the files once, before any port opens (the Go service waits for its first configuration
 /// event too).
-pub async fn start(reloading: &Reloading) {
+pub(crate) async fn start(reloading: &Reloading) {
     reloading.reload(true).await;
 }
 
 /// Watches the configuration files and reloads them when they change (and every
 /// `watch.poll`, in case a change event was missed), until shutdown. Once the watches are in
 /// place the files are read again, so a change made since the first load is not missed.
-pub fn watch_files(reloading: &Reloading, watch: WatchOptions, bg: &mut Background<'_>) {
+pub(crate) fn watch_files(reloading: &Reloading, watch: WatchOptions, bg: &mut Background<'_>) {
     let r = reloading.clone();
     bg.spawn(watch_loop(
         r.watch_targets(),
@@ -34,7 +34,7 @@ pub fn watch_files(reloading: &Reloading, watch: WatchOptions, bg: &mut Backgrou
 /// variable or a wrong path fails open. That refuses to start, naming what was searched, unless
 /// `allowed` (`ALLOW_EMPTY_CONFIG`, or a policy database the API can write to, which fills in
 /// later); then it is a warning at the default log level. `Err` is the refusal, for the operator.
-pub fn refuse_empty(
+pub(crate) fn refuse_empty(
     config: &ConfigHandle,
     source: &ConfigSource,
     allowed: bool,

@@ -17,7 +17,7 @@ fn duration(d: Duration) -> prost_types::Duration {
 }
 
 /// A `quota_assignment_action` of `a` for bucket `id`, living `ttl`.
-pub fn assign(id: &pb::BucketId, a: Assignment, ttl: Duration) -> BucketAction {
+pub(crate) fn assign(id: &pb::BucketId, a: Assignment, ttl: Duration) -> BucketAction {
     let strategy = match a {
         Assignment::AllowAll => Strategy::BlanketRule(BlanketRule::AllowAll as i32),
         Assignment::DenyAll => Strategy::BlanketRule(BlanketRule::DenyAll as i32),
@@ -42,7 +42,7 @@ pub fn assign(id: &pb::BucketId, a: Assignment, ttl: Duration) -> BucketAction {
 }
 
 /// An `abandon_action` for bucket `id`.
-pub fn abandon(id: &pb::BucketId) -> BucketAction {
+pub(crate) fn abandon(id: &pb::BucketId) -> BucketAction {
     BucketAction {
         bucket_id: Some(id.clone()),
         bucket_action: Some(bucket_action::BucketAction::AbandonAction(AbandonAction {})),

@@ -5,11 +5,11 @@
 
 use std::sync::Arc;
 
-use crate::clock::Timestamp;
-use crate::config::Domain;
+use ratelimitd_core::clock::Timestamp;
+use ratelimitd_core::config::Domain;
 use crate::grpc::pb::envoy::service::rate_limit_quota::v3 as pb;
-use crate::limiter::plan::{self, Plan};
-use crate::limiter::{Descriptor, Entry, KeyBuilder, Request};
+use ratelimitd_core::limiter::plan::{self, Plan};
+use ratelimitd_core::limiter::{Descriptor, Entry, KeyBuilder, Request};
 use crate::policy::OverrideIndex;
 
 /// A bucket's identity, held once per stream: the name of its demand on the board
@@ -97,7 +97,7 @@ fn piece(s: &str) -> Option<(&str, &str)> {
 
 /// What a bucket's limit allows, globally (before it is divided among the reporters).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Budget {
+pub(crate) enum Budget {
     /// `unlimited: true` (or a descriptor without a unit): `ALLOW_ALL`.
     AllowAll,
     /// A limit of zero requests: `DENY_ALL`.
@@ -115,7 +115,7 @@ pub enum Budget {
 
 /// The budget of bucket `key` in `domain` at `now` (`None`: no limit matches). Of several limits
 /// on one descriptor (`rate_limits`), the one with the lowest rate per second is the budget.
-pub fn budget(
+pub(crate) fn budget(
     domain: &Domain,
     name: &str,
     key: &BucketKey,
@@ -137,7 +137,7 @@ pub fn budget(
     };
     // Without a request override, planning cannot fail; an error would mean no limit.
     // The bucket's budget is the limit as configured: no soft zone is drawn.
-    let still = crate::random::Fixed(0.0);
+    let still = ratelimitd_core::random::Fixed(0.0);
     let plans = plan::plan(Some(domain), stored, &req, keys, now, &still).ok()?;
     match plans.descriptors.into_iter().next()? {
         Plan::NoLimit => None,

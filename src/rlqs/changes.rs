@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use parking_lot::Mutex;
 
-use crate::clock::Stopwatch;
+use ratelimitd_core::clock::Stopwatch;
 use crate::store::redis::RedisStore;
 use crate::store::redis::quota_demand::FeedCursor;
 
@@ -23,7 +23,7 @@ const LOG_ENTRIES: usize = 1024;
 const LOG_AGE: Duration = Duration::from_secs(10);
 
 /// Entries the fleet's feed keeps, about (a reader further behind re-splits everything once).
-pub const FEED_CAP: usize = 1024;
+pub(crate) const FEED_CAP: usize = 1024;
 
 /// The shortest time between two reads of the fleet's feed by one process.
 const POLL_EVERY: Duration = Duration::from_millis(900);
@@ -77,7 +77,7 @@ struct Poll {
 
 /// This process's log of changes, and its reading of the fleet's feed on Redis.
 #[derive(Debug)]
-pub struct Feed {
+pub(crate) struct Feed {
     /// This process in the fleet's feed (its own entries are skipped when read back).
     instance: u64,
     log: Mutex<Log>,
@@ -97,12 +97,12 @@ impl Default for Feed {
 
 impl Feed {
     /// Where a stream that starts reading now starts.
-    pub fn cursor(&self) -> u64 {
+    pub(crate) fn cursor(&self) -> u64 {
         self.log.lock().next
     }
 
     /// Records that stream `member` (`None`: another instance) changed `buckets` (`None`: any).
-    pub fn record(&self, member: Option<u64>, buckets: Option<Vec<u64>>) {
+    pub(crate) fn record(&self, member: Option<u64>, buckets: Option<Vec<u64>>) {
         let mut log = self.log.lock();
         let seq = log.next;
         log.next += 1;
@@ -124,7 +124,7 @@ impl Feed {
     }
 
     /// What other streams changed since `cursor` (moved to now), for stream `member`.
-    pub fn since(&self, cursor: &mut u64, member: u64) -> Changed {
+    pub(crate) fn since(&self, cursor: &mut u64, member: u64) -> Changed {
         let log = self.log.lock();
         let from = std::mem::replace(cursor, log.next);
         if from < log.dropped {
@@ -144,7 +144,7 @@ impl Feed {
     }
 
     /// Announces to the fleet that stream `member` changed `buckets`, and records it here.
-    pub async fn announce(
+    pub(crate) async fn announce(
         &self,
         redis: Option<&RedisStore>,
         key: &str,
@@ -164,7 +164,7 @@ impl Feed {
     }
 
     /// Takes this process's place in the fleet's feed `key`, unless it has one.
-    pub async fn start(&self, redis: &RedisStore, key: &str) {
+    pub(crate) async fn start(&self, redis: &RedisStore, key: &str) {
         let mut p = self.poll.lock().await;
         if p.cursor.is_none() {
             self.read(&mut p, redis, key).await;
@@ -172,7 +172,7 @@ impl Feed {
     }
 
     /// Reads the fleet's feed `key` into the log, unless it was read less than a second ago.
-    pub async fn poll(&self, redis: &RedisStore, key: &str) {
+    pub(crate) async fn poll(&self, redis: &RedisStore, key: &str) {
         let mut p = self.poll.lock().await;
         if p.last.as_ref().is_some_and(|w| w.elapsed() < POLL_EVERY) {
             return;

@@ -10,7 +10,7 @@ use crate::rlqs::RlqsOptions;
 use pb::rate_limit_quota_usage_reports::BucketQuotaUsage;
 
 /// The stream's domain after a report naming `named` (empty: the one already known).
-pub fn domain(current: Option<&str>, named: &str) -> Result<String, Status> {
+pub(crate) fn domain(current: Option<&str>, named: &str) -> Result<String, Status> {
     match (current, named) {
         (None, "") => Err(Status::invalid_argument(
             "the first usage report of a stream must name its domain",
@@ -25,7 +25,7 @@ pub fn domain(current: Option<&str>, named: &str) -> Result<String, Status> {
 
 /// What a report's buckets are checked against, and what their keys are built of.
 #[derive(Debug)]
-pub struct Bounds<'a> {
+pub(crate) struct Bounds<'a> {
     /// `CACHE_KEY_PREFIX`, in front of every bucket's demand name.
     pub prefix: &'a str,
     /// The stream's domain.
@@ -40,7 +40,7 @@ pub struct Bounds<'a> {
 /// `bucket_id` must have 1 to `RLQS_MAX_BUCKET_ENTRIES` entries, none with an empty key or value,
 /// of `RLQS_MAX_BUCKET_ID_BYTES` at most together (`INVALID_ARGUMENT` otherwise), and the stream
 /// at most `RLQS_MAX_BUCKETS_PER_STREAM` buckets (`RESOURCE_EXHAUSTED`).
-pub fn usages<'u>(
+pub(crate) fn usages<'u>(
     usages: &'u [BucketQuotaUsage],
     known: impl Fn(&BucketKey) -> bool,
     b: &Bounds<'_>,

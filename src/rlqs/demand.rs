@@ -14,7 +14,7 @@ use parking_lot::Mutex;
 
 use super::bucket::BucketKey;
 use super::changes::{Changed, Feed};
-use crate::clock::Timestamp;
+use ratelimitd_core::clock::Timestamp;
 use crate::store::redis::RedisStore;
 use crate::store::redis::quota_demand::DemandPost;
 
@@ -24,7 +24,7 @@ const RECENT_REPORTS: usize = 3;
 /// A stream's recent demand for one bucket: requests (allowed and denied) over the time of its
 /// last `RECENT_REPORTS` reports.
 #[derive(Debug, Clone, Default)]
-pub struct Recent {
+pub(crate) struct Recent {
     reports: [(u64, f64); RECENT_REPORTS],
     next: usize,
 }
@@ -32,13 +32,13 @@ pub struct Recent {
 impl Recent {
     /// Adds a report of `requests` over `elapsed` (a report covers at least one second: Envoy
     /// sends whole seconds, and 0 on a bucket's first report).
-    pub fn add(&mut self, requests: u64, elapsed: Duration) {
+    pub(crate) fn add(&mut self, requests: u64, elapsed: Duration) {
         self.reports[self.next] = (requests, elapsed.as_secs_f64().max(1.0));
         self.next = (self.next + 1) % RECENT_REPORTS;
     }
 
     /// Requests per second over the recent reports.
-    pub fn per_second(&self) -> f64 {
+    pub(crate) fn per_second(&self) -> f64 {
         let (n, secs) = self
             .reports
             .iter()
@@ -145,7 +145,7 @@ fn feed_key(prefix: &str) -> String {
 
 /// A demand in requests per second as the board holds it: thousandths, rounded. Two demands
 /// that round alike are the same demand (nothing is written for the change).
-pub fn milli(demand: f64) -> u64 {
+pub(crate) fn milli(demand: f64) -> u64 {
     (demand.max(0.0) * 1000.0).round() as u64
 }
 

@@ -11,31 +11,31 @@
 //! - [`RlqsOptions`] (read from `RLQS_*` by `settings`) and [`start`], which builds the service
 //!   from them and what it shares with the rest of the process.
 
-pub mod actions;
-pub mod bucket;
-pub mod changes;
-pub mod checks;
-pub mod demand;
+pub(crate) mod actions;
+pub(crate) mod bucket;
+pub(crate) mod changes;
+pub(crate) mod checks;
+pub(crate) mod demand;
 mod options;
-pub mod service;
-pub mod slots;
-pub mod split;
-pub mod stream;
-pub mod tracked;
+pub(crate) mod service;
+pub(crate) mod slots;
+pub(crate) mod split;
+pub(crate) mod stream;
+pub(crate) mod tracked;
 mod wiring;
 
 use std::sync::Arc;
 
-use crate::clock::Clock;
-use crate::limiter::KeyBuilder;
+use ratelimitd_core::clock::Clock;
+use ratelimitd_core::limiter::KeyBuilder;
 use crate::metrics::Metrics;
 use crate::policy::Overrides;
 use crate::reload::ConfigHandle;
 
 pub use demand::{Board, MemoryBoard};
-pub use options::{RlqsOptions, Unmatched};
-pub use service::{RateLimitQuotaServiceServer, RlqsService};
-pub use wiring::{RlqsDeps, start};
+pub(crate) use options::{RlqsOptions, Unmatched};
+pub(crate) use service::{RateLimitQuotaServiceServer, RlqsService};
+pub(crate) use wiring::{RlqsDeps, start};
 
 /// What every stream of the service reads.
 #[derive(Debug)]

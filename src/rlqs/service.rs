@@ -16,11 +16,11 @@ use tonic::{Request, Response, Status, Streaming};
 use super::Shared;
 use super::slots::Slots;
 use super::stream::Stream;
-use crate::clock::Stopwatch;
+use ratelimitd_core::clock::Stopwatch;
 use crate::grpc::pb::envoy::service::rate_limit_quota::v3 as pb;
 use crate::listener::http::Peer;
 use pb::rate_limit_quota_service_server::RateLimitQuotaService;
-pub use pb::rate_limit_quota_service_server::RateLimitQuotaServiceServer;
+pub(crate) use pb::rate_limit_quota_service_server::RateLimitQuotaServiceServer;
 
 /// How often a stream checks whether the configuration changed.
 const RECHECK: Duration = Duration::from_secs(1);
@@ -30,7 +30,7 @@ const QUEUE: usize = 8;
 
 /// The RLQS gRPC service.
 #[derive(Debug, Clone)]
-pub struct RlqsService {
+pub(crate) struct RlqsService {
     shared: Arc<Shared>,
     slots: Arc<Slots>,
     stop: watch::Receiver<bool>,
@@ -38,7 +38,7 @@ pub struct RlqsService {
 
 impl RlqsService {
     /// A service over `shared` whose streams end when `stop` turns true (drain).
-    pub fn new(shared: Arc<Shared>, stop: watch::Receiver<bool>) -> RlqsService {
+    pub(crate) fn new(shared: Arc<Shared>, stop: watch::Receiver<bool>) -> RlqsService {
         RlqsService {
             shared,
             slots: Arc::default(),

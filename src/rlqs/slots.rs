@@ -15,13 +15,13 @@ use super::Shared;
 /// The open streams, in all and per peer (a peer appears only while it has one open, so the map
 /// holds at most `RLQS_MAX_STREAMS` entries).
 #[derive(Debug, Default)]
-pub struct Slots {
+pub(crate) struct Slots {
     open: Mutex<(usize, HashMap<Option<IpAddr>, usize>)>,
 }
 
 /// One open stream's place, given back when dropped.
 #[derive(Debug)]
-pub struct Slot {
+pub(crate) struct Slot {
     slots: Arc<Slots>,
     peer: Option<IpAddr>,
     shared: Arc<Shared>,
@@ -30,7 +30,7 @@ pub struct Slot {
 impl Slots {
     /// A place for a stream from `peer`, or the `RESOURCE_EXHAUSTED` status naming the cap it
     /// would pass.
-    pub fn take(
+    pub(crate) fn take(
         self: &Arc<Self>,
         peer: Option<IpAddr>,
         shared: &Arc<Shared>,

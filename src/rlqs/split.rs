@@ -14,7 +14,7 @@
 use super::bucket::Budget;
 
 /// The least weight of a reporter, as a share of the average demand.
-pub const FLOOR: f64 = 0.1;
+pub(crate) const FLOOR: f64 = 0.1;
 
 /// The longest fill interval (a share below one request a day is one request a day).
 const MAX_FILL_SECS: f64 = 86_400.0;
@@ -22,11 +22,11 @@ const MAX_FILL_SECS: f64 = 86_400.0;
 /// A rise of an assignment's rate smaller than this fraction is not sent: Envoy rebuilds (and
 /// refills) its bucket whenever the numbers change, so jitter would admit extra bursts. A fall is
 /// always sent, so the shares of a bucket never add up to more than its budget for long.
-pub const HYSTERESIS: f64 = 0.1;
+pub(crate) const HYSTERESIS: f64 = 0.1;
 
 /// The caller's fraction of the budget; `demands[0]` is the caller's, the rest the other live
 /// reporters' (requests per second). Equal parts when nobody has demand.
-pub fn fraction(demands: &[f64]) -> f64 {
+pub(crate) fn fraction(demands: &[f64]) -> f64 {
     let n = demands.len().max(1) as f64;
     let clean = |d: &f64| if d.is_finite() { d.max(0.0) } else { 0.0 };
     let total: f64 = demands.iter().map(clean).sum();
@@ -41,7 +41,7 @@ pub fn fraction(demands: &[f64]) -> f64 {
 
 /// The token bucket Envoy is told to enforce.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct TokenBucket {
+pub(crate) struct TokenBucket {
     /// Capacity (the share of the limit's burst), at least 1.
     pub max_tokens: u32,
     /// Tokens per fill, at least 1.
@@ -52,7 +52,7 @@ pub struct TokenBucket {
 
 /// What a stream is assigned for one bucket.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Assignment {
+pub(crate) enum Assignment {
     /// `ALLOW_ALL`.
     AllowAll,
     /// `DENY_ALL`.
@@ -63,7 +63,7 @@ pub enum Assignment {
 
 impl Assignment {
     /// The label of `ratelimitd_rlqs_assignments_total`.
-    pub fn strategy(&self) -> &'static str {
+    pub(crate) fn strategy(&self) -> &'static str {
         match self {
             Assignment::AllowAll => "allow_all",
             Assignment::DenyAll => "deny_all",
@@ -73,7 +73,7 @@ impl Assignment {
 }
 
 /// The assignment of `fraction` of `budget`.
-pub fn assign(budget: Budget, fraction: f64) -> Assignment {
+pub(crate) fn assign(budget: Budget, fraction: f64) -> Assignment {
     let Budget::Rate {
         per_window,
         window_secs,
@@ -103,7 +103,7 @@ pub fn assign(budget: Budget, fraction: f64) -> Assignment {
 }
 
 /// `next`, unless it is a token bucket at most [`HYSTERESIS`] above the `previous` one.
-pub fn steady(previous: Option<Assignment>, next: Assignment) -> Assignment {
+pub(crate) fn steady(previous: Option<Assignment>, next: Assignment) -> Assignment {
     match (previous, next) {
         (Some(Assignment::Bucket(p)), Assignment::Bucket(n))
             if p.fill_interval_secs == n.fill_interval_secs

@@ -25,7 +25,7 @@ use super::checks;
 use super::demand::{self, Recent};
 use super::split::{self, Assignment};
 use super::tracked::{Posted, Tracked};
-use crate::clock::{Stopwatch, Timestamp};
+use ratelimitd_core::clock::{Stopwatch, Timestamp};
 use crate::grpc::pb::envoy::service::rate_limit_quota::v3 as pb;
 use crate::reload::Snapshot;
 use crate::rlqs::Unmatched;

@@ -8,11 +8,11 @@ use std::time::Duration;
 use super::bucket::Budget;
 use super::demand::Recent;
 use super::split::Assignment;
-use crate::clock::{Stopwatch, Timestamp};
+use ratelimitd_core::clock::{Stopwatch, Timestamp};
 
 /// What the stream last posted on the board for a bucket.
 #[derive(Debug, Clone, Copy)]
-pub struct Posted {
+pub(crate) struct Posted {
     /// The demand, in thousandths of a request per second.
     pub milli: u64,
     /// When it was posted (service clock).
@@ -23,7 +23,7 @@ pub struct Posted {
 
 /// One bucket a stream tracks.
 #[derive(Debug)]
-pub struct Tracked {
+pub(crate) struct Tracked {
     /// Requests over the last reports.
     pub recent: Recent,
     /// `None`: no limit matched (the unmatched default applies).
@@ -41,12 +41,12 @@ pub struct Tracked {
 
 impl Tracked {
     /// Reported within `ttl`: the Envoy still holds the bucket, so its assignment is renewed.
-    pub fn live(&self, now: Timestamp, ttl: Duration) -> bool {
+    pub(crate) fn live(&self, now: Timestamp, ttl: Duration) -> bool {
         self.reported.saturating_add(ttl) > now
     }
 
     /// Live, under a rate, and with requests: its share follows the other reporters' demand.
-    pub fn active(&self, now: Timestamp, ttl: Duration) -> bool {
+    pub(crate) fn active(&self, now: Timestamp, ttl: Duration) -> bool {
         self.live(now, ttl)
             && matches!(self.budget, Some(Budget::Rate { .. }))
             && self.recent.per_second() > 0.0
@@ -56,7 +56,7 @@ impl Tracked {
     /// last post, or that post is half-way to expiry and the bucket was reported since (a
     /// bucket that is no longer reported, or whose demand is zero, is left to lapse: renewing
     /// it would cost a call per bucket for a demand nobody states).
-    pub fn post_due(&self, milli: u64, now: Timestamp, ttl: Duration) -> bool {
+    pub(crate) fn post_due(&self, milli: u64, now: Timestamp, ttl: Duration) -> bool {
         match self.posted {
             None => true,
             Some(p) => {
@@ -68,14 +68,14 @@ impl Tracked {
 
     /// Whether posting `milli` at `now` changes the board as others see it (a new or different
     /// demand, or one whose entry had expired): the change is announced.
-    pub fn post_changes(&self, milli: u64, now: Timestamp) -> bool {
+    pub(crate) fn post_changes(&self, milli: u64, now: Timestamp) -> bool {
         self.posted
             .is_none_or(|p| p.milli != milli || !self.on_board(now))
     }
 
     /// Whether an entry this stream posted may still be live on the board at `now` (leaving
     /// the board costs a store call only then).
-    pub fn on_board(&self, now: Timestamp) -> bool {
+    pub(crate) fn on_board(&self, now: Timestamp) -> bool {
         self.posted.is_some_and(|p| p.until > now)
     }
 }

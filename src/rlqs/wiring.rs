@@ -7,8 +7,8 @@ use std::sync::Arc;
 use tokio::sync::watch;
 
 use super::{Board, MemoryBoard, RateLimitQuotaServiceServer, RlqsOptions, RlqsService, Shared};
-use crate::clock::Clock;
-use crate::limiter::KeyBuilder;
+use ratelimitd_core::clock::Clock;
+use ratelimitd_core::limiter::KeyBuilder;
 use crate::metrics::Metrics;
 use crate::policy::Overrides;
 use crate::reload::ConfigHandle;
@@ -16,7 +16,7 @@ use crate::store::redis::RedisStore;
 
 /// What the service shares with the rest of the process (handles only, so it is `Copy`).
 #[derive(Debug, Clone, Copy)]
-pub struct RlqsDeps<'a> {
+pub(crate) struct RlqsDeps<'a> {
     /// The Redis store, whose demand board the fleet shares; `None` on the memory store.
     pub redis: Option<&'a Arc<RedisStore>>,
     /// The live configuration.
@@ -38,7 +38,7 @@ pub struct RlqsDeps<'a> {
 }
 
 /// The service, or `None` with `RLQS_ENABLED=false`.
-pub fn start(
+pub(crate) fn start(
     options: &RlqsOptions,
     deps: RlqsDeps<'_>,
 ) -> Option<RateLimitQuotaServiceServer<RlqsService>> {

@@ -7,7 +7,7 @@
 
 use super::{Secret, SettingsError, Vars};
 
-pub use crate::http::admin::{AdminSettings, AllowedHosts, DEFAULT_ALLOWED_HOSTS};
+pub(crate) use crate::http::admin::{AdminSettings, AllowedHosts, DEFAULT_ALLOWED_HOSTS};
 
 fn allowed_hosts(s: &str) -> Result<AllowedHosts, String> {
     let items: Vec<&str> = s

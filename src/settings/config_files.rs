@@ -2,8 +2,8 @@
 //! server reloads from, and the options `ratelimitd validate` reads files under.
 
 use super::{Settings, SettingsError, Vars, parse};
-use crate::algorithm::calendar::Zone;
-use crate::config::{CompileOptions, LoadOptions};
+use ratelimitd_core::algorithm::calendar::Zone;
+use ratelimitd_core::config::{CompileOptions, LoadOptions};
 use crate::reload::{ConfigSource, Location, Restriction};
 
 impl Settings {
@@ -64,7 +64,7 @@ impl Settings {
 /// the bundled time zone database knows.
 pub(super) fn calendar_time_zone(v: &Vars) -> Result<&'static Zone, SettingsError> {
     v.parse("CALENDAR_TIME_ZONE", Zone::utc(), |s| {
-        Zone::get(s).ok_or_else(|| match crate::config::nearest_zone(s) {
+        Zone::get(s).ok_or_else(|| match ratelimitd_core::config::nearest_zone(s) {
             // The same suggestion as a file's `time_zone` gets.
             Some(near) => format!("unknown time zone; did you mean {near}?"),
             None => "expected an IANA time zone name such as Europe/Paris, America/New_York or UTC"
@@ -77,7 +77,7 @@ pub(super) fn calendar_time_zone(v: &Vars) -> Result<&'static Zone, SettingsErro
 pub(super) fn max_file_bytes(v: &Vars) -> Result<u64, SettingsError> {
     v.parse(
         "CONFIG_MAX_FILE_BYTES",
-        crate::config::DEFAULT_MAX_FILE_BYTES,
+        ratelimitd_core::config::DEFAULT_MAX_FILE_BYTES,
         |s| parse::uint_in(s, 1024, 1 << 30),
     )
 }

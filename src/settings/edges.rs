@@ -8,9 +8,9 @@ pub const DEFAULT_CHECK_MAX_BODY_BYTES: u64 = 64 * 1024;
 
 /// The default `JSON_MAX_BODY_BYTES`: as `GRPC_MAX_RECV_MESSAGE_BYTES`, the largest request
 /// Envoy's protocol is accepted in.
-pub const DEFAULT_JSON_MAX_BODY_BYTES: u64 = 1 << 20;
+pub(crate) const DEFAULT_JSON_MAX_BODY_BYTES: u64 = 1 << 20;
 
-pub use crate::http::EdgeSettings;
+pub(crate) use crate::http::EdgeSettings;
 
 /// Reads the edge settings.
 pub(super) fn from_vars(v: &Vars) -> Result<EdgeSettings, SettingsError> {

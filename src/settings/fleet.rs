@@ -10,7 +10,7 @@ use super::{Backend, Secret, SettingsError, Vars, parse};
 use crate::fleet::FleetOptions;
 
 /// Shortest `FLEET_SECRET` accepted, in bytes.
-pub const MIN_SECRET_BYTES: usize = 16;
+pub(crate) const MIN_SECRET_BYTES: usize = 16;
 
 /// A `host:port` socket address.
 fn socket_addr(s: &str) -> Result<SocketAddr, String> {

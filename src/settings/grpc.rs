@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use super::{SettingsError, Vars, parse};
 
-pub use crate::grpc::{GrpcServerSettings, TlsSettings};
+pub(crate) use crate::grpc::{GrpcServerSettings, TlsSettings};
 
 /// A non-empty string variable as a path (`""` means unset, as in the Go service).
 fn path(v: &Vars, name: &str) -> Option<PathBuf> {

@@ -5,7 +5,7 @@
 
 use super::{SettingsError, Vars, parse};
 
-pub use crate::limiter::{Limits, OverCap};
+pub(crate) use ratelimitd_core::limiter::Limits;
 
 /// Reads the caps; each must be at least 1.
 pub(super) fn from_vars(v: &Vars) -> Result<Limits, SettingsError> {

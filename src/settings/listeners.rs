@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use super::{SettingsError, Vars, parse};
 
-pub use crate::listener::{ConnLimits, Listeners};
+pub(crate) use crate::listener::{ConnLimits, Listeners};
 use crate::listener::{
     DEFAULT_ADMIN_MAX_CONNECTIONS, DEFAULT_FIRST_BYTE_TIMEOUT, DEFAULT_GRPC_IDLE,
     DEFAULT_HTTP_IDLE, DEFAULT_MAX_CONNECTIONS, DEFAULT_REQUEST_READ_TIMEOUT,

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use super::{SettingsError, Vars, parse};
 
-pub use crate::store::memcache::MemcacheSettings;
+pub(crate) use crate::store::memcache::MemcacheSettings;
 
 /// A setting that is refused whenever it is set to anything but `unset_like`.
 fn refuse(v: &Vars, name: &str, unset_like: &[&str], why: &str) {

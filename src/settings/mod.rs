@@ -1,48 +1,48 @@
 //! Settings: the Go service's environment variables (same names, same value syntax, same defaults),
 //! overridden by command-line flags. Invalid values are startup errors naming the variable.
 
-pub mod admin;
-pub mod cli;
+pub(crate) mod admin;
+pub(crate) mod cli;
 mod config_files;
-pub mod edges;
-pub mod fleet;
-pub mod grpc;
-pub mod insight;
-pub mod kinds;
-pub mod limits;
-pub mod listeners;
-pub mod memcache;
-pub mod observability;
-pub mod parse;
-pub mod policy;
-pub mod redis;
-pub mod reference;
-pub mod region;
-pub mod resilience;
-pub mod rlqs;
+pub(crate) mod edges;
+pub(crate) mod fleet;
+pub(crate) mod grpc;
+pub(crate) mod insight;
+pub(crate) mod kinds;
+pub(crate) mod limits;
+pub(crate) mod listeners;
+pub(crate) mod memcache;
+pub(crate) mod observability;
+pub(crate) mod parse;
+pub(crate) mod policy;
+pub(crate) mod redis;
+pub(crate) mod reference;
+pub(crate) mod region;
+pub(crate) mod resilience;
+pub(crate) mod rlqs;
 mod test_hooks;
 mod vars;
-pub mod violations;
-pub mod xds;
+pub(crate) mod violations;
+pub(crate) mod xds;
 
 use std::collections::HashMap;
 use std::path::PathBuf;
 use std::time::Duration;
 
-pub use admin::{AdminSettings, AllowedHosts};
+pub(crate) use admin::AdminSettings;
 pub use cli::{Cli, Command, ExplainArgs};
-pub use edges::EdgeSettings;
-pub use grpc::{GrpcServerSettings, TlsSettings};
-pub use kinds::{Backend, KeyFormat, LogFormat, LogLevel, Secret, StatsdProtocol};
-pub use limits::{Limits, OverCap};
-pub use listeners::{ConnLimits, Listeners};
-pub use memcache::MemcacheSettings;
-pub use observability::{Observability, StatsSinkKind, TracingProtocol, TracingSettings};
-pub use policy::PolicySettings;
-pub use redis::{RedisConfig, RedisKind, RedisSettings};
-pub use region::RegionSettings;
-pub use resilience::{FailureMode, Resilience};
-pub use xds::{BackoffSettings, ConfigType, XdsSettings, XdsTlsSettings};
+pub(crate) use edges::EdgeSettings;
+pub(crate) use grpc::GrpcServerSettings;
+pub(crate) use kinds::{Backend, KeyFormat, LogFormat, LogLevel, Secret, StatsdProtocol};
+pub(crate) use limits::Limits;
+pub(crate) use listeners::Listeners;
+pub(crate) use memcache::MemcacheSettings;
+pub(crate) use observability::Observability;
+pub(crate) use policy::PolicySettings;
+pub(crate) use redis::{RedisConfig, RedisKind};
+pub(crate) use region::RegionSettings;
+pub(crate) use resilience::Resilience;
+pub(crate) use xds::{ConfigType, XdsSettings};
 
 use kinds::{backend, log_level};
 use vars::Vars;
@@ -114,7 +114,7 @@ pub struct Settings {
     /// `MERGE_DOMAIN_CONFIG`.
     pub merge_domain_config: bool,
     /// `CALENDAR_TIME_ZONE` (UTC): the zone of calendar windows that name no `time_zone`.
-    pub calendar_time_zone: &'static crate::algorithm::calendar::Zone,
+    pub calendar_time_zone: &'static ratelimitd_core::algorithm::calendar::Zone,
     /// `ALLOW_EMPTY_CONFIG` (default false): start (with a warning) when the files yield no
     /// domain, instead of refusing to.
     pub allow_empty_config: bool,

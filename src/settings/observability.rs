@@ -6,8 +6,8 @@ use std::time::Duration;
 use super::{SettingsError, StatsdProtocol, Vars, parse};
 
 use crate::metrics::mogrifier::{Mogrifier, MogrifierError};
-pub use crate::metrics::{Observability, StatsSinkKind};
-pub use crate::telemetry::{TracingProtocol, TracingSettings};
+pub(crate) use crate::metrics::{Observability, StatsSinkKind};
+pub(crate) use crate::telemetry::{TracingProtocol, TracingSettings};
 
 fn tags(s: &str) -> Result<Vec<(String, String)>, String> {
     let mut out = Vec::new();

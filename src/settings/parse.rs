@@ -59,12 +59,12 @@ pub fn uint_in(s: &str, min: u64, max: u64) -> Result<u64, String> {
 }
 
 /// Parses a port number.
-pub fn port(s: &str) -> Result<u16, String> {
+pub(crate) fn port(s: &str) -> Result<u16, String> {
     uint_in(s, 0, u64::from(u16::MAX)).map(|v| v as u16)
 }
 
 /// A comma-separated `host:port` list (DNS names allowed, empty items skipped), each port numeric.
-pub fn host_ports(s: &str) -> Result<Vec<String>, String> {
+pub(crate) fn host_ports(s: &str) -> Result<Vec<String>, String> {
     let mut out = Vec::new();
     for item in s.split(',').map(str::trim).filter(|i| !i.is_empty()) {
         match item.rsplit_once(':') {
@@ -80,7 +80,7 @@ pub fn host_ports(s: &str) -> Result<Vec<String>, String> {
 }
 
 /// Parses a float within `[0, 1]`.
-pub fn ratio(s: &str) -> Result<f32, String> {
+pub(crate) fn ratio(s: &str) -> Result<f32, String> {
     s.parse::<f32>()
         .ok()
         .filter(|v| (0.0..=1.0).contains(v))
@@ -88,9 +88,9 @@ pub fn ratio(s: &str) -> Result<f32, String> {
 }
 
 /// Parses a soft-breach ratio: a share of a limit above 0, at most
-/// [`crate::config::shedding::MAX_SOFT_UP_TO`] (a limit's soft zone ends there at the latest).
-pub fn breach_ratio(s: &str) -> Result<Option<f64>, String> {
-    let max = crate::config::shedding::MAX_SOFT_UP_TO;
+/// [`ratelimitd_core::config::shedding::MAX_SOFT_UP_TO`] (a limit's soft zone ends there at the latest).
+pub(crate) fn breach_ratio(s: &str) -> Result<Option<f64>, String> {
+    let max = ratelimitd_core::config::shedding::MAX_SOFT_UP_TO;
     s.parse::<f64>()
         .ok()
         .filter(|v| *v > 0.0 && *v <= max)

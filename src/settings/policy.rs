@@ -7,7 +7,7 @@ use std::time::Duration;
 use super::violations;
 use super::{SettingsError, Vars, kinds::Secret, parse};
 
-pub use crate::policy::PolicySettings;
+pub(crate) use crate::policy::PolicySettings;
 
 /// The file name of the last good copy in the data directory.
 const SNAPSHOT_FILE: &str = "policy-last-good.json";

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use super::{Secret, SettingsError, Vars, parse};
 
-pub use crate::store::redis::{RedisConfig, RedisKind, RedisSettings, RedisTls};
+pub(crate) use crate::store::redis::{RedisConfig, RedisKind, RedisSettings, RedisTls};
 
 fn kind(s: &str) -> Result<RedisKind, String> {
     match s.to_ascii_lowercase().as_str() {

@@ -11,7 +11,7 @@ const WIDTH: usize = 100;
 
 /// Every section of the reference that has a table, with the variables its rows name (first
 /// cell), in the reference's order.
-pub fn sections() -> Vec<(&'static str, Vec<&'static str>)> {
+pub(crate) fn sections() -> Vec<(&'static str, Vec<&'static str>)> {
     let mut out: Vec<(&str, Vec<&str>)> = Vec::new();
     let mut title = "";
     for line in REFERENCE.lines() {
@@ -31,7 +31,7 @@ pub fn sections() -> Vec<(&'static str, Vec<&'static str>)> {
 }
 
 /// Names in backticks that look like environment variables.
-pub fn variables_in(text: &str) -> Vec<&str> {
+pub(crate) fn variables_in(text: &str) -> Vec<&str> {
     text.split('`')
         .skip(1)
         .step_by(2)
@@ -45,7 +45,7 @@ pub fn variables_in(text: &str) -> Vec<&str> {
 }
 
 /// The part of `--help` after the flags: every variable, by section.
-pub fn help() -> String {
+pub(crate) fn help() -> String {
     let mut out = String::from(
         "Every setting is an environment variable (the Go envoyproxy/ratelimit service's names \
          first); a flag overrides its variable.\nDefaults and meanings: docs/settings.md. The \

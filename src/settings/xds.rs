@@ -7,8 +7,8 @@ use std::time::Duration;
 
 use super::{SettingsError, Vars, parse};
 
-pub use crate::reload::ConfigType;
-pub use crate::xds::{BackoffSettings, XdsSettings, XdsTlsSettings};
+pub(crate) use crate::reload::ConfigType;
+pub(crate) use crate::xds::{BackoffSettings, XdsSettings, XdsTlsSettings};
 
 fn config_type(s: &str) -> Result<ConfigType, String> {
     match s {

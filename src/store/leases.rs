@@ -11,15 +11,15 @@ use std::sync::Arc;
 
 use super::Store;
 use crate::background::{Background, every_second};
-use crate::clock::Clock;
+use ratelimitd_core::clock::Clock;
 
 /// Reads the live configuration's version: 0 before the first load, then 1, 2, ... one per
 /// configuration published.
-pub type ConfigVersion = Arc<dyn Fn() -> u64 + Send + Sync>;
+pub(crate) type ConfigVersion = Arc<dyn Fn() -> u64 + Send + Sync>;
 
 /// What the leases' release shares with the rest of the process.
 #[derive(Debug)]
-pub struct LeaseDeps<'a> {
+pub(crate) struct LeaseDeps<'a> {
     /// The store that holds the leases.
     pub store: &'a Arc<dyn Store>,
     /// The clock of decisions.
@@ -31,14 +31,14 @@ pub struct LeaseDeps<'a> {
 /// What gives the leases back: the store that holds them and the clock of decisions. Kept by
 /// the composition root to give them back after the drain ([`Release::now`]).
 #[derive(Debug, Clone)]
-pub struct Release {
+pub(crate) struct Release {
     store: Arc<dyn Store>,
     clock: Arc<dyn Clock>,
 }
 
 /// Starts giving the leases back on every reload (each new `version`)
 /// and returns the handle that gives them back after the drain.
-pub fn start(version: ConfigVersion, deps: LeaseDeps<'_>) -> Release {
+pub(crate) fn start(version: ConfigVersion, deps: LeaseDeps<'_>) -> Release {
     let LeaseDeps {
         store,
         clock,
@@ -54,7 +54,7 @@ pub fn start(version: ConfigVersion, deps: LeaseDeps<'_>) -> Release {
 
 impl Release {
     /// Gives every unspent lease back now.
-    pub async fn now(&self) {
+    pub(crate) async fn now(&self) {
         self.store.release_leases(self.clock.now()).await;
     }
 

@@ -3,12 +3,12 @@
 //! [`memcache`], and the tasks that keep the core's stores in shape: [`leases`]' release and the
 //! memory store's [`sweeper`].
 
-pub use ratelimitd_core::store::*;
+pub(crate) use ratelimitd_core::store::*;
 
-pub mod leases;
-pub mod memcache;
+pub(crate) mod leases;
+pub(crate) mod memcache;
 mod options;
-pub mod redis;
-pub mod sweeper;
+pub(crate) mod redis;
+pub(crate) mod sweeper;
 
-pub use options::{Backend, Resilience};
+pub(crate) use options::{Backend, Resilience};

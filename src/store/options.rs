@@ -5,7 +5,7 @@
 
 use std::time::Duration;
 
-use crate::config::FailureMode;
+use ratelimitd_core::config::FailureMode;
 
 /// Where counters live.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

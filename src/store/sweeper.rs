@@ -5,11 +5,11 @@
 use std::sync::Arc;
 
 use crate::background::{Background, every_second};
-use crate::clock::Clock;
+use ratelimitd_core::clock::Clock;
 use crate::store::memory::MemoryStore;
 
 /// Starts sweeping `store`'s expired entries once a second, by `clock`, until shutdown.
-pub fn start(store: &Arc<MemoryStore>, clock: &Arc<dyn Clock>, mut bg: Background<'_>) {
+pub(crate) fn start(store: &Arc<MemoryStore>, clock: &Arc<dyn Clock>, mut bg: Background<'_>) {
     let (store, clock) = (store.clone(), clock.clone());
     let stop = bg.stopped();
     bg.spawn(async move {

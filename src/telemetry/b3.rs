@@ -19,7 +19,7 @@ const FLAGS: &str = "x-b3-flags";
 
 /// The B3 propagator (single and multiple headers).
 #[derive(Debug, Default)]
-pub struct B3Propagator;
+pub(crate) struct B3Propagator;
 
 /// `s` is `len` lowercase or uppercase hex digits, not all zero.
 fn hex_id(s: &str, lens: &[usize]) -> Option<u128> {

@@ -10,11 +10,11 @@ use tracing_subscriber::fmt::format::Writer;
 use tracing_subscriber::fmt::{FmtContext, FormatEvent, FormatFields};
 use tracing_subscriber::registry::LookupSpan;
 
-use crate::clock::{Clock, SystemClock};
+use ratelimitd_core::clock::{Clock, SystemClock};
 
 /// The Go-shaped JSON event format.
 #[derive(Debug, Default, Clone, Copy)]
-pub struct GoJson;
+pub(crate) struct GoJson;
 
 /// logrus level names.
 fn level_name(l: Level) -> &'static str {

@@ -14,13 +14,13 @@ use tracing_subscriber::fmt::format::{DefaultFields, Writer};
 
 /// [`DefaultFields`] with control characters escaped.
 #[derive(Debug, Default)]
-pub struct EscapedFields {
+pub(crate) struct EscapedFields {
     inner: DefaultFields,
 }
 
 impl EscapedFields {
     /// The escaping field format.
-    pub fn new() -> EscapedFields {
+    pub(crate) fn new() -> EscapedFields {
         EscapedFields::default()
     }
 }
@@ -39,7 +39,7 @@ impl<'writer> FormatFields<'writer> for EscapedFields {
 }
 
 /// Writes `text` to `out` with every control character escaped (see the module docs).
-pub fn write_escaped(out: &mut impl fmt::Write, text: &str) -> fmt::Result {
+pub(crate) fn write_escaped(out: &mut impl fmt::Write, text: &str) -> fmt::Result {
     let mut rest = text;
     while let Some(at) = rest.find(needs_escape) {
         out.write_str(&rest[..at])?;

@@ -12,14 +12,14 @@ use super::BackoffSettings;
 
 /// Exponential backoff state: how many waits in a row so far.
 #[derive(Debug, Clone)]
-pub struct Backoff {
+pub(crate) struct Backoff {
     settings: BackoffSettings,
     attempt: u32,
 }
 
 impl Backoff {
     /// A backoff at its first attempt.
-    pub fn new(settings: BackoffSettings) -> Backoff {
+    pub(crate) fn new(settings: BackoffSettings) -> Backoff {
         Backoff {
             settings,
             attempt: 0,
@@ -27,20 +27,20 @@ impl Backoff {
     }
 
     /// The next wait; `draw` is a uniform random number in `[0, 1)`, used only with jitter.
-    pub fn next(&mut self, draw: f64) -> Duration {
+    pub(crate) fn next(&mut self, draw: f64) -> Duration {
         let wait = wait_for_attempt(&self.settings, self.attempt, draw);
         self.attempt = self.attempt.saturating_add(1);
         wait
     }
 
     /// Back to the first attempt: called once the stream works again.
-    pub fn reset(&mut self) {
+    pub(crate) fn reset(&mut self) {
         self.attempt = 0;
     }
 }
 
 /// The wait before attempt `attempt` (0-based).
-pub fn wait_for_attempt(s: &BackoffSettings, attempt: u32, draw: f64) -> Duration {
+pub(crate) fn wait_for_attempt(s: &BackoffSettings, attempt: u32, draw: f64) -> Duration {
     let (min, max) = (s.initial.as_secs_f64(), s.max.as_secs_f64());
     if min >= max {
         return s.max;
@@ -59,7 +59,7 @@ pub fn wait_for_attempt(s: &BackoffSettings, attempt: u32, draw: f64) -> Duratio
 
 /// The linear wait between failed connection attempts
 /// (`CONFIG_GRPC_XDS_SERVER_CONNECT_RETRY_INTERVAL`, ±50% jitter as in Go's gRPC retry option).
-pub fn connect_retry(interval: Duration, draw: f64) -> Duration {
+pub(crate) fn connect_retry(interval: Duration, draw: f64) -> Duration {
     interval.mul_f64(0.5 + draw.clamp(0.0, 1.0))
 }
 

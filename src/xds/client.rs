@@ -50,7 +50,7 @@ pub enum XdsError {
 
 /// A configured client, ready to [`run`](XdsClient::run).
 #[derive(Debug, Clone)]
-pub struct XdsClient {
+pub(crate) struct XdsClient {
     endpoint: Endpoint,
     settings: XdsSettings,
 }
@@ -73,7 +73,7 @@ fn read(what: &'static str, path: &std::path::Path) -> Result<Vec<u8>, XdsError>
 
 impl XdsClient {
     /// Checks the address and reads the TLS files.
-    pub fn new(settings: &XdsSettings) -> Result<XdsClient, XdsError> {
+    pub(crate) fn new(settings: &XdsSettings) -> Result<XdsClient, XdsError> {
         let url = &settings.server_url;
         // Go dials `host:port`; a URL with a scheme is taken as it is.
         let uri = if url.contains("://") {
@@ -118,7 +118,7 @@ impl XdsClient {
     /// Runs until `stop`, applying every response through `reloading`. `first` is signalled once
     /// the first response has been applied or refused (startup waits for it, as the Go service
     /// waits for its first configuration event).
-    pub async fn run(
+    pub(crate) async fn run(
         self,
         reloading: Reloading,
         mut first: Option<oneshot::Sender<()>>,

@@ -9,17 +9,17 @@ use prost::Message;
 use prost_types::value::Kind;
 use serde_json::{Map, Value as Json, json};
 
-use crate::config::ConfigFile;
+use ratelimitd_core::config::ConfigFile;
 
 use super::pb::ratelimit::config::ratelimit::v3::{
     RateLimitConfig, RateLimitDescriptor, RateLimitPolicy, RateLimitUnit,
 };
 
 /// The type URL of the resources this client asks for.
-pub const TYPE_URL: &str = "type.googleapis.com/ratelimit.config.ratelimit.v3.RateLimitConfig";
+pub(crate) const TYPE_URL: &str = "type.googleapis.com/ratelimit.config.ratelimit.v3.RateLimitConfig";
 
 /// Decodes one resource of a response into a configuration file named after the resource.
-pub fn resource_to_file(resource: &prost_types::Any) -> Result<ConfigFile, String> {
+pub(crate) fn resource_to_file(resource: &prost_types::Any) -> Result<ConfigFile, String> {
     if resource.type_url != TYPE_URL {
         return Err(format!(
             "unexpected resource type {:?} (expected {TYPE_URL})",
@@ -32,7 +32,7 @@ pub fn resource_to_file(resource: &prost_types::Any) -> Result<ConfigFile, Strin
 }
 
 /// The configuration file equivalent to `config`.
-pub fn config_to_file(config: &RateLimitConfig) -> ConfigFile {
+pub(crate) fn config_to_file(config: &RateLimitConfig) -> ConfigFile {
     let doc = json!({
         "domain": config.domain,
         "descriptors": config.descriptors.iter().map(descriptor).collect::<Vec<_>>(),

@@ -9,13 +9,13 @@
 //! ([`client`]) ACKs what loaded and NACKs what did not, with the error text; [`backoff`] spaces the
 //! reconnections.
 
-pub mod backoff;
-pub mod client;
-pub mod convert;
+pub(crate) mod backoff;
+pub(crate) mod client;
+pub(crate) mod convert;
 mod options;
 pub mod pb;
 mod wiring;
 
-pub use client::{XdsClient, XdsError};
-pub use options::{BackoffSettings, XdsSettings, XdsTlsSettings};
-pub use wiring::{XdsDeps, start};
+pub(crate) use client::{XdsClient, XdsError};
+pub(crate) use options::{BackoffSettings, XdsSettings, XdsTlsSettings};
+pub(crate) use wiring::{XdsDeps, start};

@@ -8,7 +8,7 @@ use crate::reload::Reloading;
 
 /// What the xDS client shares with the rest of the process.
 #[derive(Debug)]
-pub struct XdsDeps<'a> {
+pub(crate) struct XdsDeps<'a> {
     /// The pipeline every push is applied through.
     pub reloading: &'a Reloading,
     /// False with `FORCE_START_WITHOUT_INITIAL_CONFIG`: start without waiting for the first push.
@@ -20,7 +20,7 @@ pub struct XdsDeps<'a> {
 /// Starts the client; unless told not to, returns once its first push has been applied or
 /// refused, which takes as long as the management server is away. Fails only on a bad URL or
 /// unreadable TLS files.
-pub async fn start(options: &XdsSettings, deps: XdsDeps<'_>) -> Result<(), XdsError> {
+pub(crate) async fn start(options: &XdsSettings, deps: XdsDeps<'_>) -> Result<(), XdsError> {
     let XdsDeps {
         reloading,
         wait_for_first_push,

@@ -17,11 +17,11 @@ use crate::policy::Tokens;
 
 /// Marks a request from a loopback peer while `ADMIN_TRUST_LOOPBACK` is on.
 #[derive(Debug, Clone, Copy)]
-pub struct TrustedPeer;
+pub(crate) struct TrustedPeer;
 
 /// Refuses a request whose `Host` (or absolute-form authority) is not allowed; marks trusted
 /// loopback peers.
-pub async fn guard(
+pub(crate) async fn guard(
     State(access): State<Arc<AdminSettings>>,
     mut req: Request,
     next: Next,
@@ -60,7 +60,7 @@ pub async fn guard(
 /// default is a warning, so it shows at the default log level.
 /// `host` is `ADMIN_HOST`: bound beyond loopback with only the default loopback names allowed,
 /// every remote caller would get 421, which is worth saying before the first one does.
-pub fn log_in_force(access: &AdminSettings, tokens: &Tokens, host: &str) {
+pub(crate) fn log_in_force(access: &AdminSettings, tokens: &Tokens, host: &str) {
     let hosts = access.allowed_hosts.describe();
     tracing::info!(
         allowed_hosts = %hosts,

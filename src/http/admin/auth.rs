@@ -17,14 +17,11 @@ use crate::policy::{Policy, Tokens};
 
 /// A caller that presented one of the configured bearer tokens.
 #[derive(Debug, Clone)]
-pub struct Admin {
-    /// The token's name (the change log's "who").
-    pub who: String,
-}
+pub(crate) struct Admin;
 
 /// A token holder, and the open policy database (503 when the policy API is off).
 #[derive(Debug, Clone)]
-pub struct PolicyAdmin {
+pub(crate) struct PolicyAdmin {
     /// The token's name.
     pub who: String,
     /// The open database.
@@ -34,7 +31,7 @@ pub struct PolicyAdmin {
 /// A reader of the console: a token holder, a browser with a live console session
 /// ([`super::login`]), or a loopback peer when `ADMIN_TRUST_LOOPBACK` is on.
 #[derive(Debug, Clone, Copy)]
-pub struct Viewer {
+pub(crate) struct Viewer {
     /// True when the session cookie let the reader in (the page then offers to sign out).
     pub signed_in: bool,
 }
@@ -43,7 +40,7 @@ impl FromRequestParts<AdminState> for Admin {
     type Rejection = Refusal;
 
     async fn from_request_parts(parts: &mut Parts, s: &AdminState) -> Result<Admin, Refusal> {
-        authorize(s, &parts.headers).map(|who| Admin { who })
+        authorize(s, &parts.headers).map(|_| Admin)
     }
 }
 
@@ -87,7 +84,7 @@ impl FromRequestParts<AdminState> for Viewer {
 
 /// Why a request is refused before its handler runs.
 #[derive(Debug, Clone)]
-pub enum Refusal {
+pub(crate) enum Refusal {
     /// No token is configured: 403, the API is never open.
     NoTokens,
     /// The token is missing, of another scheme or unknown: 401.
@@ -137,7 +134,7 @@ fn authorize(s: &AdminState, headers: &HeaderMap) -> Result<String, Refusal> {
 
 /// The name of the token the `Authorization` header of `headers` carries, if it is one of
 /// `tokens` (also used by the debug port's `/rlconfig`).
-pub fn holder<'t>(tokens: &'t Tokens, headers: &HeaderMap) -> Option<&'t str> {
+pub(crate) fn holder<'t>(tokens: &'t Tokens, headers: &HeaderMap) -> Option<&'t str> {
     let given = headers
         .get(header::AUTHORIZATION)
         .and_then(|v| v.to_str().ok());

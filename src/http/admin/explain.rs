@@ -34,7 +34,7 @@ struct EntryBody {
 }
 
 /// Explains the body's descriptors.
-pub async fn explain(_: Admin, State(s): State<AdminState>, body: Bytes) -> Response {
+pub(crate) async fn explain(_: Admin, State(s): State<AdminState>, body: Bytes) -> Response {
     let Some(explainer) = &s.explainer else {
         return error(StatusCode::SERVICE_UNAVAILABLE, "explain is not wired");
     };

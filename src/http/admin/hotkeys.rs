@@ -17,7 +17,7 @@ use crate::insight::hotkeys::{By, Ranked};
 const MAX_LIMIT: usize = 1000;
 
 /// The ranking asked for, as JSON.
-pub async fn list(
+pub(crate) async fn list(
     _: Admin,
     State(s): State<AdminState>,
     Query(q): Query<HashMap<String, String>>,

@@ -22,17 +22,17 @@ use super::AdminState;
 use super::auth::Refusal;
 use super::console::escape;
 use super::session::SESSION_LIFETIME;
-use crate::clock::Timestamp;
+use ratelimitd_core::clock::Timestamp;
 use crate::listener::http::Peer;
 
 /// The session cookie's name.
-pub const COOKIE: &str = "ratelimitd_console";
+pub(crate) const COOKIE: &str = "ratelimitd_console";
 
 /// The largest login form read (a token is far shorter).
 const MAX_FORM_BYTES: usize = 4096;
 
 /// `POST /login`: the form's `token` exchanged for a session cookie.
-pub async fn login(State(s): State<AdminState>, req: axum::extract::Request) -> Response {
+pub(crate) async fn login(State(s): State<AdminState>, req: axum::extract::Request) -> Response {
     let (parts, body) = req.into_parts();
     if let Some(refused) = cross_origin(&parts.headers) {
         return refused;
@@ -77,7 +77,7 @@ pub async fn login(State(s): State<AdminState>, req: axum::extract::Request) -> 
 }
 
 /// `POST /logout`: ends the cookie's session (if any) and clears the cookie.
-pub async fn logout(State(s): State<AdminState>, headers: HeaderMap) -> Response {
+pub(crate) async fn logout(State(s): State<AdminState>, headers: HeaderMap) -> Response {
     if let Some(refused) = cross_origin(&headers) {
         return refused;
     }
@@ -90,7 +90,7 @@ pub async fn logout(State(s): State<AdminState>, headers: HeaderMap) -> Response
 }
 
 /// The ids of the session cookies `headers` carry (normally one).
-pub fn session_ids(headers: &HeaderMap) -> impl Iterator<Item = &str> {
+pub(crate) fn session_ids(headers: &HeaderMap) -> impl Iterator<Item = &str> {
     (headers.get_all(header::COOKIE).iter())
         .filter_map(|v| v.to_str().ok())
         .flat_map(|v| v.split(';'))
@@ -100,16 +100,16 @@ pub fn session_ids(headers: &HeaderMap) -> impl Iterator<Item = &str> {
 }
 
 /// The service clock's time (the manual clock in tests), else the system's.
-pub fn now(s: &AdminState) -> Timestamp {
-    use crate::clock::Clock;
+pub(crate) fn now(s: &AdminState) -> Timestamp {
+    use ratelimitd_core::clock::Clock;
     match &s.insight {
         Some(i) => i.clock.now(),
-        None => crate::clock::SystemClock.now(),
+        None => ratelimitd_core::clock::SystemClock.now(),
     }
 }
 
 /// The login page with `message`, answered with `status` (401 when asking for the token).
-pub fn page(status: StatusCode, message: &str) -> Response {
+pub(crate) fn page(status: StatusCode, message: &str) -> Response {
     let html = format!(
         "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>ratelimitd console: sign \
          in</title></head><body style=\"font-family:sans-serif;margin:1.5em\">\n\
@@ -131,7 +131,7 @@ pub fn page(status: StatusCode, message: &str) -> Response {
 
 /// The headers of the console's HTML pages: no caching, no sniffing, no script, no framing, forms
 /// posted to this listener only.
-pub fn html_headers() -> [(header::HeaderName, &'static str); 4] {
+pub(crate) fn html_headers() -> [(header::HeaderName, &'static str); 4] {
     [
         (header::CONTENT_TYPE, "text/html; charset=utf-8"),
         (header::CACHE_CONTROL, "no-store"),

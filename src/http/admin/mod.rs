@@ -9,17 +9,17 @@
 //! down answers 503; invalid input answers 422 with every field error (an explain body that cannot
 //! be read, 400).
 
-pub mod access;
-pub mod auth;
-pub mod console;
-pub mod explain;
-pub mod hotkeys;
-pub mod login;
+pub(crate) mod access;
+pub(crate) mod auth;
+pub(crate) mod console;
+pub(crate) mod explain;
+pub(crate) mod hotkeys;
+pub(crate) mod login;
 mod options;
-pub mod overrides;
-pub mod policies;
-pub mod session;
-pub mod violations;
+pub(crate) mod overrides;
+pub(crate) mod policies;
+pub(crate) mod session;
+pub(crate) mod violations;
 
 use std::sync::Arc;
 
@@ -31,11 +31,11 @@ use axum::routing::{get, post};
 use crate::policy::{FieldError, Policy, Tokens};
 use crate::reload::Reloading;
 
-pub use options::{AdminSettings, AllowedHosts, DEFAULT_ALLOWED_HOSTS};
+pub(crate) use options::{AdminSettings, AllowedHosts, DEFAULT_ALLOWED_HOSTS};
 
 /// State of the admin handlers.
 #[derive(Debug, Clone)]
-pub struct AdminState {
+pub(crate) struct AdminState {
     /// The open policy database, or why the policy API is off.
     pub policy: Result<Arc<Policy>, Arc<str>>,
     /// The accepted bearer tokens.
@@ -53,7 +53,7 @@ pub struct AdminState {
 }
 
 /// The endpoints of the admin listener, as the console lists them.
-pub const ENDPOINTS: &[(&str, &str)] = &[
+pub(crate) const ENDPOINTS: &[(&str, &str)] = &[
     (
         "/",
         "console: health, decision rates, limits nearest their thresholds, key search, overrides, hot keys, violations, breakers, region shares (bearer token or a signed-in session; none from loopback with ADMIN_TRUST_LOOPBACK)",
@@ -88,7 +88,7 @@ pub const ENDPOINTS: &[(&str, &str)] = &[
 
 /// The admin routes, served on the admin listener (bound to `host`, `ADMIN_HOST`) behind the
 /// `Host` check of `access` (whose settings are logged here, once).
-pub fn router(state: AdminState, access: &AdminSettings, host: &str) -> Router {
+pub(crate) fn router(state: AdminState, access: &AdminSettings, host: &str) -> Router {
     access::log_in_force(access, &state.tokens, host);
     let guard = axum::middleware::from_fn_with_state(Arc::new(access.clone()), access::guard);
     Router::new()
@@ -119,30 +119,30 @@ pub fn router(state: AdminState, access: &AdminSettings, host: &str) -> Router {
 }
 
 /// A JSON answer.
-pub fn json(status: StatusCode, body: &serde_json::Value) -> Response {
+pub(crate) fn json(status: StatusCode, body: &serde_json::Value) -> Response {
     let headers = [(header::CONTENT_TYPE, "application/json")];
     (status, headers, format!("{body}\n")).into_response()
 }
 
 /// `{"error": …}` with `status`.
-pub fn error(status: StatusCode, message: impl std::fmt::Display) -> Response {
+pub(crate) fn error(status: StatusCode, message: impl std::fmt::Display) -> Response {
     json(status, &serde_json::json!({ "error": message.to_string() }))
 }
 
 /// 503: the database failed (logged).
-pub fn unavailable(e: impl std::fmt::Display) -> Response {
+pub(crate) fn unavailable(e: impl std::fmt::Display) -> Response {
     tracing::warn!(error = %e, "policy API: database unavailable");
     error(StatusCode::SERVICE_UNAVAILABLE, e)
 }
 
 /// 404: no `what` (a policy, an override) has this `id`.
-pub fn not_found(what: &str, id: &str) -> Response {
+pub(crate) fn not_found(what: &str, id: &str) -> Response {
     error(StatusCode::NOT_FOUND, format!("no {what} '{id}'"))
 }
 
 /// The answer of a `GET` on a collection: `{"<field>": [...]}` (200) with the stored items `keep`
 /// lets through, each as `render` shows it; 503 when reading them failed.
-pub fn listed<T, E: std::fmt::Display>(
+pub(crate) fn listed<T, E: std::fmt::Display>(
     read: Result<Vec<T>, E>,
     field: &str,
     keep: impl Fn(&T) -> bool,
@@ -159,7 +159,7 @@ pub fn listed<T, E: std::fmt::Display>(
 
 /// The answer of a `GET` on one item: the stored `what` whose id `has_id` recognises (200, as
 /// `render` shows it), 404 when there is none, 503 when reading them failed.
-pub fn one<T, E: std::fmt::Display>(
+pub(crate) fn one<T, E: std::fmt::Display>(
     read: Result<Vec<T>, E>,
     (what, id): (&str, &str),
     has_id: impl Fn(&T, &str) -> bool,
@@ -175,7 +175,7 @@ pub fn one<T, E: std::fmt::Display>(
 }
 
 /// 422 with every field error.
-pub fn invalid(errors: &[FieldError]) -> Response {
+pub(crate) fn invalid(errors: &[FieldError]) -> Response {
     json(
         StatusCode::UNPROCESSABLE_ENTITY,
         &serde_json::json!({ "errors": errors }),

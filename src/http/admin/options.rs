@@ -3,7 +3,7 @@
 //! `ADMIN_ALLOWED_HOSTS` and `ADMIN_TRUST_LOOPBACK` by the settings.
 
 /// `ADMIN_ALLOWED_HOSTS` when unset: the loopback names.
-pub const DEFAULT_ALLOWED_HOSTS: &str = "localhost,127.0.0.1,[::1]";
+pub(crate) const DEFAULT_ALLOWED_HOSTS: &str = "localhost,127.0.0.1,[::1]";
 
 /// The access rules of the admin listener.
 #[derive(Debug, Clone, PartialEq, Eq)]

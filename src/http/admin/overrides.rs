@@ -19,7 +19,7 @@ use crate::policy::runtime::WriteError;
 use crate::policy::violations::Cursor;
 
 /// Creates an override; it is in service on this instance when the answer is sent.
-pub async fn create(PolicyAdmin { who, policy }: PolicyAdmin, body: Bytes) -> Response {
+pub(crate) async fn create(PolicyAdmin { who, policy }: PolicyAdmin, body: Bytes) -> Response {
     let spec = match parse_override(&body, policy.clock().now()) {
         Ok(spec) => spec,
         Err(errors) => return invalid(&errors),
@@ -46,7 +46,7 @@ pub async fn create(PolicyAdmin { who, policy }: PolicyAdmin, body: Bytes) -> Re
 
 /// One page of stored overrides (of `?domain=` when given), newest first, expired ones with
 /// `"active": false`; `next_cursor` is set when more follow (`?limit=`, default 100, at most 1000).
-pub async fn list(
+pub(crate) async fn list(
     PolicyAdmin { policy, .. }: PolicyAdmin,
     Query(params): Query<HashMap<String, String>>,
 ) -> Response {
@@ -71,7 +71,7 @@ pub async fn list(
 }
 
 /// One stored override (expired ones too), 404 when unknown.
-pub async fn get(PolicyAdmin { policy, .. }: PolicyAdmin, Path(id): Path<String>) -> Response {
+pub(crate) async fn get(PolicyAdmin { policy, .. }: PolicyAdmin, Path(id): Path<String>) -> Response {
     let now = policy.clock().now();
     one(
         policy.list_overrides().await,
@@ -82,7 +82,7 @@ pub async fn get(PolicyAdmin { policy, .. }: PolicyAdmin, Path(id): Path<String>
 }
 
 /// Deletes an override: the configured limit applies again at once on this instance.
-pub async fn remove(PolicyAdmin { who, policy }: PolicyAdmin, Path(id): Path<String>) -> Response {
+pub(crate) async fn remove(PolicyAdmin { who, policy }: PolicyAdmin, Path(id): Path<String>) -> Response {
     match policy.delete_override(&id).await {
         Ok(true) => {
             tracing::info!(who, id, "policy: override deleted");

@@ -16,7 +16,7 @@ use crate::policy::FieldError;
 use crate::policy::rules::{Rule, parse_rule, to_files};
 
 /// Lists the rules, of one domain with `?domain=`.
-pub async fn list(
+pub(crate) async fn list(
     PolicyAdmin { policy, .. }: PolicyAdmin,
     Query(q): Query<HashMap<String, String>>,
 ) -> Response {
@@ -29,7 +29,7 @@ pub async fn list(
 }
 
 /// One rule, or 404.
-pub async fn get(PolicyAdmin { policy, .. }: PolicyAdmin, Path(id): Path<String>) -> Response {
+pub(crate) async fn get(PolicyAdmin { policy, .. }: PolicyAdmin, Path(id): Path<String>) -> Response {
     one(
         policy.rules().await,
         ("policy", &id),
@@ -39,7 +39,7 @@ pub async fn get(PolicyAdmin { policy, .. }: PolicyAdmin, Path(id): Path<String>
 }
 
 /// Creates (201) or replaces (200) a rule; in service on this instance when the answer is sent.
-pub async fn put(
+pub(crate) async fn put(
     PolicyAdmin { who, policy }: PolicyAdmin,
     State(s): State<AdminState>,
     Path(id): Path<String>,
@@ -76,7 +76,7 @@ pub async fn put(
 }
 
 /// Deletes a rule (204), or 404.
-pub async fn remove(
+pub(crate) async fn remove(
     PolicyAdmin { who, policy }: PolicyAdmin,
     State(s): State<AdminState>,
     Path(id): Path<String>,

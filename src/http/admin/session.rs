@@ -19,19 +19,19 @@ use std::time::Duration;
 use parking_lot::Mutex;
 use sha2::{Digest, Sha256};
 
-use crate::clock::Timestamp;
+use ratelimitd_core::clock::Timestamp;
 
 /// How long a console session lasts from sign-in (8 hours, a working day).
-pub const SESSION_LIFETIME: Duration = Duration::from_secs(8 * 3600);
+pub(crate) const SESSION_LIFETIME: Duration = Duration::from_secs(8 * 3600);
 
 /// How many sessions may be live at once.
-pub const MAX_SESSIONS: usize = 256;
+pub(crate) const MAX_SESSIONS: usize = 256;
 
 /// Failed sign-ins a peer address may make per [`FAILURE_WINDOW`].
-pub const MAX_FAILURES: u32 = 5;
+pub(crate) const MAX_FAILURES: u32 = 5;
 
 /// The window over which failed sign-ins are counted.
-pub const FAILURE_WINDOW: Duration = Duration::from_secs(60);
+pub(crate) const FAILURE_WINDOW: Duration = Duration::from_secs(60);
 
 /// How many peer addresses the failure count tracks at once.
 const MAX_PEERS: usize = 1024;
@@ -50,7 +50,7 @@ struct Session {
 
 /// The live sessions and the recent failed sign-ins.
 #[derive(Debug, Default)]
-pub struct Sessions {
+pub(crate) struct Sessions {
     live: Mutex<Vec<Session>>,
     /// Per peer address: when its window began and how many failures it holds.
     failures: Mutex<Vec<(IpAddr, Timestamp, u32)>>,
@@ -59,11 +59,11 @@ pub struct Sessions {
 /// The operating system's random source could not give bytes.
 #[derive(Debug, Clone, Copy, thiserror::Error)]
 #[error("the random source failed: no session id could be made")]
-pub struct NoRandom;
+pub(crate) struct NoRandom;
 
 impl Sessions {
     /// Starts a session for the token named `who` at `now`: its id (to be sent as the cookie).
-    pub fn start(&self, who: &str, now: Timestamp) -> Result<String, NoRandom> {
+    pub(crate) fn start(&self, who: &str, now: Timestamp) -> Result<String, NoRandom> {
         let mut bytes = [0u8; 32];
         rustls::crypto::ring::default_provider()
             .secure_random
@@ -86,7 +86,7 @@ impl Sessions {
     }
 
     /// Who the session `id` belongs to, if it is live at `now`.
-    pub fn check(&self, id: &str, now: Timestamp) -> Option<String> {
+    pub(crate) fn check(&self, id: &str, now: Timestamp) -> Option<String> {
         let given = digest(id);
         let mut live = self.live.lock();
         live.retain(|s| s.ends > now);
@@ -101,14 +101,14 @@ impl Sessions {
     }
 
     /// Ends the session `id` (nothing when there is none).
-    pub fn end(&self, id: &str) {
+    pub(crate) fn end(&self, id: &str) {
         let given = digest(id);
         self.live.lock().retain(|s| !same(&s.digest, &given));
     }
 
     /// True when `peer` may try to sign in at `now` (fewer than [`MAX_FAILURES`] failures in its
     /// current window).
-    pub fn may_try(&self, peer: IpAddr, now: Timestamp) -> bool {
+    pub(crate) fn may_try(&self, peer: IpAddr, now: Timestamp) -> bool {
         let failures = self.failures.lock();
         !failures.iter().any(|&(ip, began, count)| {
             ip == peer && now < began.saturating_add(FAILURE_WINDOW) && count >= MAX_FAILURES
@@ -116,7 +116,7 @@ impl Sessions {
     }
 
     /// Counts a failed sign-in of `peer` at `now`.
-    pub fn failed(&self, peer: IpAddr, now: Timestamp) {
+    pub(crate) fn failed(&self, peer: IpAddr, now: Timestamp) {
         let mut failures = self.failures.lock();
         failures.retain(|&(_, began, _)| now < began.saturating_add(FAILURE_WINDOW));
         if let Some(entry) = failures.iter_mut().find(|(ip, _, _)| *ip == peer) {
@@ -132,7 +132,7 @@ impl Sessions {
     }
 
     /// When `peer` may try again after being refused at `now` (whole seconds, at least 1).
-    pub fn retry_after(&self, peer: IpAddr, now: Timestamp) -> u64 {
+    pub(crate) fn retry_after(&self, peer: IpAddr, now: Timestamp) -> u64 {
         let failures = self.failures.lock();
         let left = failures
             .iter()

@@ -13,7 +13,7 @@ use super::{invalid, json, unavailable};
 use crate::policy::violations::{Cursor, ViolationQuery};
 
 /// One page of violations; `next_cursor` is set when more records follow.
-pub async fn list(
+pub(crate) async fn list(
     PolicyAdmin { policy, .. }: PolicyAdmin,
     Query(params): Query<HashMap<String, String>>,
 ) -> Response {

@@ -7,12 +7,12 @@
 use serde_json::{Map, Value};
 
 use super::parse::CheckError;
-use crate::algorithm::concurrency::MAX_HOLDER_LEN;
-use crate::limiter::Descriptor;
+use ratelimitd_core::algorithm::concurrency::MAX_HOLDER_LEN;
+use ratelimitd_core::limiter::Descriptor;
 
 /// The holder fields of a body.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Holder {
+pub(crate) struct Holder {
     /// The holder id: the caller's, or a fresh random one for an acquisition without it.
     pub id: String,
     /// `release: true`: give the holder's slots back.
@@ -22,7 +22,7 @@ pub struct Holder {
 }
 
 /// Reads `holder` and `release` from `obj`.
-pub fn read(obj: &Map<String, Value>) -> Result<Holder, CheckError> {
+pub(crate) fn read(obj: &Map<String, Value>) -> Result<Holder, CheckError> {
     let release = match obj.get("release") {
         None | Some(Value::Null) => false,
         Some(Value::Bool(b)) => *b,
@@ -54,7 +54,7 @@ pub fn read(obj: &Map<String, Value>) -> Result<Holder, CheckError> {
 }
 
 /// Names `holder` on every descriptor; for a release, turns each into a refund of 0 hits.
-pub fn apply(descriptors: &mut [Descriptor], holder: &Holder) {
+pub(crate) fn apply(descriptors: &mut [Descriptor], holder: &Holder) {
     for d in descriptors {
         d.holder = Some(holder.id.clone());
         if holder.release {

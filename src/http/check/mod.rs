@@ -18,8 +18,8 @@
 //!
 //! [`Service`]: crate::service::Service
 
-pub mod holder;
-pub mod parse;
+pub(crate) mod holder;
+pub(crate) mod parse;
 
 use axum::body::Body;
 use axum::extract::State;
@@ -29,14 +29,14 @@ use serde_json::{Value, json};
 
 use super::HttpState;
 use super::body::{self, BodyError};
-use crate::limiter::headers::RateLimitHeaders;
-use crate::limiter::{Code, RequestError};
+use ratelimitd_core::limiter::headers::RateLimitHeaders;
+use ratelimitd_core::limiter::{Code, RequestError};
 
 /// The `error` of a denial's body.
-pub const DENIED: &str = "Rate limit exceeded";
+pub(crate) const DENIED: &str = "Rate limit exceeded";
 
 /// The `POST /check` handler.
-pub async fn handler(State(s): State<HttpState>, body: Body) -> Response {
+pub(crate) async fn handler(State(s): State<HttpState>, body: Body) -> Response {
     let max = s.edges.check_max_body_bytes;
     let bytes = match body::read(body, max, "CHECK_MAX_BODY_BYTES").await {
         Ok(bytes) => bytes,
@@ -129,7 +129,7 @@ pub async fn handler(State(s): State<HttpState>, body: Body) -> Response {
 }
 
 /// Adds rendered rate limit headers to an answer.
-pub fn add_headers(r: &mut Response, pairs: &[(&'static str, String)]) {
+pub(crate) fn add_headers(r: &mut Response, pairs: &[(&'static str, String)]) {
     for (name, value) in pairs {
         // Names are fixed ASCII and values digits, quoted ASCII and `;=,`: both always valid.
         if let (Ok(n), Ok(v)) = (

@@ -19,24 +19,24 @@ use std::time::Duration;
 use serde::de::{self, DeserializeSeed, IgnoredAny, MapAccess, Visitor};
 use serde_json::{Map, Value};
 
-use crate::algorithm::token_bucket;
-use crate::config::shedding::MAX_CLASS_NAME;
+use ratelimitd_core::algorithm::token_bucket;
+use ratelimitd_core::config::shedding::MAX_CLASS_NAME;
 use crate::http::capped::{Caps, Descriptors, ScalarSeed, once};
 use crate::http::json::{JsonDescriptor, JsonError, decode, descriptors_of};
-use crate::limiter::Limits;
-use crate::limiter::{Descriptor, Entry, Request};
+use ratelimitd_core::limiter::Limits;
+use ratelimitd_core::limiter::{Descriptor, Entry, Request};
 
 /// The largest `cost` one request may carry.
-pub const MAX_COST: u64 = 1_000_000_000;
+pub(crate) const MAX_COST: u64 = 1_000_000_000;
 
 /// The largest `max_wait_ms`: a minute ([`token_bucket::MAX_WAIT`], how far a leaky bucket
 /// reserves slots). A caller holding a request longer is better told 429.
-pub const MAX_WAIT_MS: u64 = token_bucket::MAX_WAIT.as_millis() as u64;
+pub(crate) const MAX_WAIT_MS: u64 = token_bucket::MAX_WAIT.as_millis() as u64;
 
 /// The descriptor key `client_key` maps to.
-pub const CLIENT_KEY: &str = "client_key";
+pub(crate) const CLIENT_KEY: &str = "client_key";
 /// The descriptor key `endpoint` maps to.
-pub const ENDPOINT: &str = "endpoint";
+pub(crate) const ENDPOINT: &str = "endpoint";
 
 /// The members a `/check` body may have.
 const FIELD_NAMES: &[&str] = &[
@@ -54,7 +54,7 @@ const FIELD_NAMES: &[&str] = &[
 
 /// Why a `/check` body was refused. Nothing is counted for it.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum CheckError {
+pub(crate) enum CheckError {
     /// Not JSON at all.
     #[error("body is not valid JSON: {0}")]
     Malformed(String),
@@ -73,7 +73,7 @@ pub enum CheckError {
 
 impl CheckError {
     /// The short machine-readable code for the `error` member of the answer.
-    pub fn code(&self) -> &'static str {
+    pub(crate) fn code(&self) -> &'static str {
         match self {
             CheckError::Malformed(_) | CheckError::NotObject => "malformed_json",
             CheckError::Field { .. } => "invalid_field",
@@ -90,7 +90,7 @@ impl CheckError {
 
 /// A checked `/check` request.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct CheckRequest {
+pub(crate) struct CheckRequest {
     /// The limiter request.
     pub request: Request,
     /// `details: true`: answer with every applied limit, not just the most constrained.
@@ -179,7 +179,7 @@ fn members(body: &[u8], limits: &Limits) -> Result<Members, CheckError> {
 
 /// Parses and checks a body under the request caps `limits`; `default_domain` is
 /// `CHECK_DOMAIN`.
-pub fn parse(
+pub(crate) fn parse(
     body: &[u8],
     default_domain: &str,
     limits: &Limits,

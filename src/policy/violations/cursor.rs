@@ -5,17 +5,17 @@
 
 use std::collections::HashMap;
 
-use crate::clock::Timestamp;
+use ratelimitd_core::clock::Timestamp;
 use crate::policy::model::FieldError;
 
 /// Records per page unless `limit` says otherwise.
-pub const DEFAULT_LIMIT: u32 = 100;
+pub(crate) const DEFAULT_LIMIT: u32 = 100;
 /// The largest `limit` accepted: a page stays a bounded read.
-pub const MAX_LIMIT: u32 = 1000;
+pub(crate) const MAX_LIMIT: u32 = 1000;
 
 /// The paging parameters of a listing, `limit` (1 to [`MAX_LIMIT`], default [`DEFAULT_LIMIT`])
 /// and `cursor` (a previous page's `next_cursor`); each invalid one is added to `errors`.
-pub fn page_params(
+pub(crate) fn page_params(
     params: &HashMap<String, String>,
     errors: &mut Vec<FieldError>,
 ) -> (u32, Option<Cursor>) {

@@ -7,32 +7,32 @@
 //! retention. `GET /v1/violations` reads them back through [`ViolationQuery`], newest first.
 //! [`start`] builds the observer and spawns the writer from [`ViolationOptions`].
 
-pub mod cursor;
-pub mod observer;
+pub(crate) mod cursor;
+pub(crate) mod observer;
 mod options;
-pub mod pending;
-pub mod query;
+pub(crate) mod pending;
+pub(crate) mod query;
 pub(super) mod sql;
 mod wiring;
-pub mod writer;
+pub(crate) mod writer;
 
 use std::borrow::Cow;
 use std::sync::Arc;
 
 use super::model::PathEntry;
-use crate::clock::Timestamp;
+use ratelimitd_core::clock::Timestamp;
 
 pub use cursor::Cursor;
-pub use observer::ViolationLog;
-pub use options::{ViolationOptions, ViolationSinks};
-pub use pending::Pending;
+pub(crate) use observer::ViolationLog;
+pub(crate) use options::{ViolationOptions, ViolationSinks};
+pub(crate) use pending::Pending;
 pub use query::ViolationQuery;
-pub use wiring::{ViolationDeps, instance_name, start};
+pub(crate) use wiring::{ViolationDeps, instance_name, start};
 
 /// One over-limit descriptor, as the request path saw it: its first denial, with the repeats
 /// that came before the writer took it counted in.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Violation {
+pub(crate) struct Violation {
     /// The request's domain.
     pub domain: String,
     /// The descriptor's entries, outermost first.
@@ -52,7 +52,7 @@ pub struct Violation {
     pub usage: Option<u64>,
     /// How many denied decisions this record covers (1 for rows older than aggregation).
     pub requests: u64,
-    /// What decided it ([`crate::limiter::outcome::Source::as_str`]).
+    /// What decided it ([`ratelimitd_core::limiter::outcome::Source::as_str`]).
     pub source: Cow<'static, str>,
     /// True when it was not enforced: the limit's `shadow_mode` or the service's `SHADOW_MODE`.
     pub shadow: bool,
@@ -70,7 +70,7 @@ pub struct Violation {
 
 /// A violation with the id it is stored under.
 #[derive(Debug, Clone, PartialEq)]
-pub struct StoredViolation {
+pub(crate) struct StoredViolation {
     /// Its id (`vi_` and 16 hex digits), which orders records of the same microsecond.
     pub id: String,
     /// The record.
@@ -79,7 +79,7 @@ pub struct StoredViolation {
 
 impl StoredViolation {
     /// Its JSON form: in `GET /v1/violations` answers and in the JSON log lines.
-    pub fn to_json(&self) -> serde_json::Value {
+    pub(crate) fn to_json(&self) -> serde_json::Value {
         let v = &self.violation;
         serde_json::json!({
             "id": self.id,

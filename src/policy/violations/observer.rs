@@ -8,13 +8,13 @@ use std::sync::Arc;
 
 use super::Violation;
 use super::pending::{Key, Pending, Repeat};
-use crate::limiter::{Observed, Observer, ShedOutcome, signals};
+use ratelimitd_core::limiter::{Observed, Observer, ShedOutcome, signals};
 use crate::metrics::Metrics;
 use crate::policy::model::PathEntry;
 
 /// The violation log's observer.
 #[derive(Debug)]
-pub struct ViolationLog {
+pub(crate) struct ViolationLog {
     pending: Arc<Pending>,
     instance: Arc<str>,
     metrics: Option<Arc<Metrics>>,
@@ -23,7 +23,7 @@ pub struct ViolationLog {
 impl ViolationLog {
     /// An observer feeding `pending` (the writer's), naming `instance` in every record and
     /// counting drops in `metrics`.
-    pub fn new(
+    pub(crate) fn new(
         pending: Arc<Pending>,
         instance: Arc<str>,
         metrics: Option<Arc<Metrics>>,
@@ -47,7 +47,7 @@ impl Observer for ViolationLog {
                 continue;
             }
             let hits = match settled.plan {
-                crate::limiter::plan::Plan::Limited(l) => l.hits,
+                ratelimitd_core::limiter::plan::Plan::Limited(l) => l.hits,
                 _ => 0,
             };
             let entries = &descriptor.entries;

@@ -13,15 +13,15 @@ use ahash::RandomState;
 use parking_lot::Mutex;
 
 use super::Violation;
-use crate::clock::Timestamp;
-use crate::limiter::request::Entry;
+use ratelimitd_core::clock::Timestamp;
+use ratelimitd_core::limiter::request::Entry;
 
 /// Locks the map is split into: enough that request tasks on a few cores seldom meet.
 const SHARDS: usize = 8;
 
 /// What identifies a violation, borrowed from the request.
 #[derive(Debug, Clone, Copy)]
-pub struct Key<'a> {
+pub(crate) struct Key<'a> {
     /// The request's domain.
     pub domain: &'a str,
     /// The descriptor's entries.
@@ -67,7 +67,7 @@ impl Key<'_> {
 
 /// One more denial of a key: what changes in its record.
 #[derive(Debug, Clone, Copy)]
-pub struct Repeat {
+pub(crate) struct Repeat {
     /// The hits it asked for.
     pub hits: u64,
     /// The counter after them, when one was read.
@@ -78,7 +78,7 @@ pub struct Repeat {
 
 /// The bounded, sharded map of pending violations.
 #[derive(Debug)]
-pub struct Pending {
+pub(crate) struct Pending {
     shards: Box<[Mutex<ahash::HashMap<u64, Violation>>]>,
     hasher: RandomState,
     /// Keys held across every shard (at most `capacity`).
@@ -88,7 +88,7 @@ pub struct Pending {
 
 impl Pending {
     /// A map holding at most `capacity` distinct keys between two writes.
-    pub fn new(capacity: usize) -> Pending {
+    pub(crate) fn new(capacity: usize) -> Pending {
         Pending {
             shards: (0..SHARDS).map(|_| Mutex::default()).collect(),
             hasher: RandomState::new(),
@@ -99,7 +99,7 @@ impl Pending {
 
     /// Counts `repeat` on `key`'s record, or adds the record `first` builds when the key is new.
     /// `false` when it was dropped: the map is full, or another key has the same hash.
-    pub fn note(&self, key: Key<'_>, repeat: Repeat, first: impl FnOnce() -> Violation) -> bool {
+    pub(crate) fn note(&self, key: Key<'_>, repeat: Repeat, first: impl FnOnce() -> Violation) -> bool {
         let hash = key.hash_with(&self.hasher);
         let mut shard = self.shards[hash as usize % SHARDS].lock();
         if let Some(v) = shard.get_mut(&hash) {
@@ -121,7 +121,7 @@ impl Pending {
     }
 
     /// Every pending record, oldest first; the map is empty afterwards.
-    pub fn take(&self) -> Vec<Violation> {
+    pub(crate) fn take(&self) -> Vec<Violation> {
         let mut all = Vec::new();
         for shard in &self.shards {
             let taken = std::mem::take(&mut *shard.lock());

@@ -4,8 +4,7 @@
 use std::collections::HashMap;
 
 use super::cursor::{Cursor, page_params};
-pub use super::cursor::{DEFAULT_LIMIT, MAX_LIMIT};
-use crate::clock::Timestamp;
+use ratelimitd_core::clock::Timestamp;
 use crate::policy::input::parse_rfc3339;
 use crate::policy::model::FieldError;
 
@@ -78,6 +77,7 @@ impl ViolationQuery {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::policy::violations::cursor::DEFAULT_LIMIT;
 
     fn parse(pairs: &[(&str, &str)]) -> Result<ViolationQuery, Vec<FieldError>> {
         let map = pairs

@@ -5,7 +5,7 @@
 use sqlx::{ColumnIndex, Database, Decode, Encode, QueryBuilder, Row, Type};
 
 use super::{StoredViolation, Violation, ViolationQuery};
-use crate::clock::Timestamp;
+use ratelimitd_core::clock::Timestamp;
 use crate::policy::model::PathEntry;
 use crate::policy::rows::micros;
 use crate::policy::store::StoreError;
@@ -128,7 +128,7 @@ where
     let usage: Option<i64> = row.try_get("usage")?;
     let rpu: i64 = row.try_get("limit_value")?;
     let instance: String = row.try_get("instance")?;
-    let at = crate::clock::Timestamp::from_micros(uint(row.try_get("at")?));
+    let at = ratelimitd_core::clock::Timestamp::from_micros(uint(row.try_get("at")?));
     // Rows written before aggregation cover one request at `at`.
     let last_at: Option<i64> = row.try_get("last_at")?;
     Ok(StoredViolation {

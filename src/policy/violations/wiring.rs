@@ -5,14 +5,14 @@ use std::sync::Arc;
 
 use super::{Pending, ViolationLog, ViolationOptions, writer};
 use crate::background::Background;
-use crate::clock::Clock;
-use crate::limiter::Observers;
+use ratelimitd_core::clock::Clock;
+use ratelimitd_core::limiter::Observers;
 use crate::metrics::Metrics;
 use crate::policy::Policy;
 
 /// What the violation log shares with the rest of the process.
 #[derive(Debug)]
-pub struct ViolationDeps<'a> {
+pub(crate) struct ViolationDeps<'a> {
     /// The policy database to write to, when it is on.
     pub policy: Option<&'a Arc<Policy>>,
     /// Counters (`None` with `DISABLE_STATS`).
@@ -26,7 +26,7 @@ pub struct ViolationDeps<'a> {
 /// Starts the violation log and returns its observers for the limiter (none when
 /// `VIOLATIONS_LOG=off`, or `db` without a database): its bounded map of pending records, the
 /// writer draining it and, with a database, the retention task.
-pub fn start(v: &ViolationOptions, deps: ViolationDeps<'_>) -> Observers {
+pub(crate) fn start(v: &ViolationOptions, deps: ViolationDeps<'_>) -> Observers {
     let ViolationDeps {
         policy,
         metrics,
@@ -69,7 +69,7 @@ pub fn start(v: &ViolationOptions, deps: ViolationDeps<'_>) -> Observers {
 
 /// The instance's name in violation records and on the console: `INSTANCE_ID`, else
 /// this host's name.
-pub fn instance_name(v: &ViolationOptions) -> String {
+pub(crate) fn instance_name(v: &ViolationOptions) -> String {
     v.instance_id.clone().unwrap_or_else(host_name)
 }
 

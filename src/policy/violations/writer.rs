@@ -9,14 +9,14 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::{Pending, StoredViolation, Violation};
-use crate::clock::Clock;
+use ratelimitd_core::clock::Clock;
 use crate::metrics::Metrics;
 use crate::policy::PolicyStore;
 use crate::policy::purge::{Retention, Table, retention_loop};
 
 /// Where [`run`] writes.
 #[derive(Debug, Clone)]
-pub struct Sinks {
+pub(crate) struct Sinks {
     /// The database, when records go there.
     pub db: Option<Arc<dyn PolicyStore>>,
     /// True to print one JSON line per record on standard error.
@@ -27,7 +27,7 @@ pub struct Sinks {
 
 /// Rows of `size` per statement at most, the map taken every `delay`.
 #[derive(Debug, Clone, Copy)]
-pub struct Batching {
+pub(crate) struct Batching {
     /// Rows per statement.
     pub size: usize,
     /// How often the pending records are written.
@@ -37,7 +37,7 @@ pub struct Batching {
 /// Writes the records of `pending` until `stop`, then writes what is still pending and returns.
 /// The delay is measured on `clock` too (checked every `delay`): with the manual clock of tests,
 /// records wait until the test moves time on, so what they aggregate does not depend on timing.
-pub async fn run(
+pub(crate) async fn run(
     pending: Arc<Pending>,
     clock: Arc<dyn Clock>,
     sinks: Sinks,
@@ -122,7 +122,7 @@ fn count(sinks: &Sinks, written: u64, dropped: u64) {
 }
 
 /// Every `interval` until `stop`, deletes the records older than `days` by `clock`, in batches.
-pub async fn retention(
+pub(crate) async fn retention(
     db: Arc<dyn PolicyStore>,
     clock: Arc<dyn Clock>,
     days: u32,

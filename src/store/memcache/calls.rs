@@ -5,8 +5,8 @@
 
 use super::conn::{Conn, Counted};
 use super::{ADD_RACES, MemcacheStore, RELATIVE_EXPIRY_MAX, Server, keys};
-use crate::clock::Timestamp;
-use crate::resilience::Permit;
+use ratelimitd_core::clock::Timestamp;
+use ratelimitd_core::resilience::Permit;
 use crate::store::Op;
 
 impl MemcacheStore {

@@ -31,12 +31,12 @@ use futures_util::future::join_all;
 use super::local_cache::OverLimitCache;
 use super::redis::RedisConfig;
 use super::{Answer, Op, Resilience, Store, StoreError};
-use crate::algorithm::{Algorithm, Decision, fixed_window};
-use crate::clock::{Clock, Timestamp};
-use crate::resilience::Breaker;
+use ratelimitd_core::algorithm::{Algorithm, Decision, fixed_window};
+use ratelimitd_core::clock::{Clock, Timestamp};
+use ratelimitd_core::resilience::Breaker;
 use conn::Pool;
 
-pub use options::MemcacheSettings;
+pub(crate) use options::MemcacheSettings;
 
 /// memcached reads an expiry above 30 days as an absolute Unix time.
 const RELATIVE_EXPIRY_MAX: u64 = 30 * 24 * 3600;
@@ -54,7 +54,7 @@ struct Server {
 
 /// The memcached-backed store.
 #[derive(Debug)]
-pub struct MemcacheStore {
+pub(crate) struct MemcacheStore {
     servers: Vec<Server>,
     timeout: Duration,
     jitter_max_secs: u64,
@@ -67,7 +67,7 @@ impl MemcacheStore {
     /// Go settings it shares with the Redis store: `LOCAL_CACHE_SIZE_IN_BYTES` and
     /// `EXPIRATION_JITTER_MAX_SECONDS` (read from `shared`). Connections are opened when first
     /// needed (as Go's client does); [`Store::probe`] checks them.
-    pub fn new(
+    pub(crate) fn new(
         m: &MemcacheSettings,
         r: &Resilience,
         shared: &RedisConfig,

@@ -7,8 +7,8 @@
 use redis::{RedisError, Script};
 
 use super::call::Group;
-use crate::algorithm::Decision;
-use crate::algorithm::token_bucket::{self, Params, Step};
+use ratelimitd_core::algorithm::Decision;
+use ratelimitd_core::algorithm::token_bucket::{self, Params, Step};
 use crate::store::lease::{Leases, MIN_GRANT, SHARE};
 
 /// The token bucket reservation script.

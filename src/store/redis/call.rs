@@ -25,8 +25,8 @@ use std::time::Duration;
 use redis::{RedisError, Script};
 
 use super::conn::RedisConn;
-use crate::algorithm::{Algorithm, Decision};
-use crate::clock::{Clock, OffsetClock, SystemClock, Timestamp};
+use ratelimitd_core::algorithm::{Algorithm, Decision};
+use ratelimitd_core::clock::{Clock, OffsetClock, SystemClock, Timestamp};
 use crate::store::Op;
 
 /// Gives each script call its deadline on Redis's clock (see the module doc).
@@ -253,7 +253,7 @@ mod tests {
     use std::time::Duration;
 
     use super::{Deadlines, refused_for_its_data, slot_group};
-    use crate::clock::{ManualClock, OffsetClock, Timestamp};
+    use ratelimitd_core::clock::{ManualClock, OffsetClock, Timestamp};
 
     #[test]
     fn deadlines_leave_a_margin_on_the_redis_clock_and_wait_for_a_measurement() {

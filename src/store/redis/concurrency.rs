@@ -6,8 +6,8 @@
 use redis::{RedisError, Script};
 
 use super::call::Group;
-use crate::algorithm::Decision;
-use crate::algorithm::concurrency::{self, Step};
+use ratelimitd_core::algorithm::Decision;
+use ratelimitd_core::algorithm::concurrency::{self, Step};
 
 /// The concurrency script.
 pub(super) fn script() -> Script {

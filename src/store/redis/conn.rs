@@ -24,11 +24,11 @@ use super::addr::{
 };
 use super::pending::Pending;
 use super::{RedisKind, RedisSettings, RedisTls};
-use crate::clock::Timestamp;
-use crate::stripe;
+use ratelimitd_core::clock::Timestamp;
+use ratelimitd_core::stripe;
 
 /// A ready connection of any kind.
-pub enum RedisConn {
+pub(crate) enum RedisConn {
     /// Single server: several auto-reconnecting multiplexed connections; each runtime thread
     /// sends on one of them ([`stripe::thread_number`] modulo the pool). A multiplexed
     /// connection writes every command queued since its last write in one `writev`, so the calls
@@ -59,7 +59,7 @@ impl std::fmt::Debug for RedisConn {
 }
 
 /// The Sentinel-resolved primary connection.
-pub struct SentinelConn {
+pub(crate) struct SentinelConn {
     client: Mutex<SentinelClient>,
     current: ArcSwapOption<MultiplexedConnection>,
     config: AsyncConnectionConfig,
@@ -94,7 +94,7 @@ impl SentinelConn {
 
 /// Connects to the deployment `s` describes. Fails if it cannot be reached now (the caller retries
 /// with backoff at startup).
-pub async fn connect(
+pub(crate) async fn connect(
     s: &RedisSettings,
     tls: &RedisTls,
     response_timeout: Duration,
@@ -200,9 +200,9 @@ pub async fn connect(
 }
 
 /// The detail of a password refused by the sentinels themselves.
-pub const SENTINELS_REFUSED: &str = "refused by the sentinels";
+pub(crate) const SENTINELS_REFUSED: &str = "refused by the sentinels";
 /// The detail of a password refused by the primary the sentinels named.
-pub const PRIMARY_REFUSED: &str = "refused by the primary the sentinels named";
+pub(crate) const PRIMARY_REFUSED: &str = "refused by the primary the sentinels named";
 
 /// A refused password through Sentinel names the side that refused it: the client reports the
 /// sentinels' refusal and the primary's alike, and the two passwords are separate settings. The
@@ -243,7 +243,7 @@ async fn refused_by(
 impl RedisConn {
     /// The connection to call: for a [`Pending`] one, what it became once connected (itself until
     /// then, which fails every call at once).
-    pub fn resolved(&self) -> &RedisConn {
+    pub(crate) fn resolved(&self) -> &RedisConn {
         match self {
             RedisConn::Pending(p) => p.ready().unwrap_or(self),
             c => c,
@@ -252,7 +252,7 @@ impl RedisConn {
 
     /// Runs `script` (EVALSHA, loading it on NOSCRIPT) with `keys` and `args` (numbers, or
     /// strings where a script takes text such as a holder id).
-    pub async fn eval<A: redis::ToRedisArgs + Sync>(
+    pub(crate) async fn eval<A: redis::ToRedisArgs + Sync>(
         &self,
         script: &Script,
         keys: &[&str],
@@ -287,7 +287,7 @@ impl RedisConn {
     }
 
     /// The server's clock (`TIME`), for `REDIS_USE_SERVER_TIME`.
-    pub async fn time(&self) -> Result<Timestamp, RedisError> {
+    pub(crate) async fn time(&self) -> Result<Timestamp, RedisError> {
         let cmd = redis::cmd("TIME");
         let (secs, micros): (u64, u64) = match self.resolved() {
             RedisConn::Single { conns, .. } => cmd.query_async(&mut conns[0].clone()).await?,
@@ -301,7 +301,7 @@ impl RedisConn {
     }
 
     /// PING, for health checks.
-    pub async fn ping(&self) -> Result<(), RedisError> {
+    pub(crate) async fn ping(&self) -> Result<(), RedisError> {
         let cmd = redis::cmd("PING");
         match self.resolved() {
             RedisConn::Single { conns, .. } => cmd.query_async::<()>(&mut conns[0].clone()).await,
@@ -322,7 +322,7 @@ impl RedisConn {
     /// PING on every connection of the pool (one for Cluster and Sentinel): a connection that
     /// broke while Redis was down starts reconnecting on its first failed command, so pinging
     /// them all off the request path lets each be ready again soon after Redis is.
-    pub async fn ping_all(&self) -> Result<(), RedisError> {
+    pub(crate) async fn ping_all(&self) -> Result<(), RedisError> {
         match self.resolved() {
             RedisConn::Single { conns, .. } => {
                 let pings = conns.iter().map(|c| async move {
@@ -338,7 +338,7 @@ impl RedisConn {
     }
 
     /// Runs `pipe` (all its keys in one hash slot on Cluster) and returns its replies.
-    pub async fn pipeline<T: redis::FromRedisValue>(
+    pub(crate) async fn pipeline<T: redis::FromRedisValue>(
         &self,
         pipe: &redis::Pipeline,
     ) -> Result<T, RedisError> {

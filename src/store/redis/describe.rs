@@ -10,7 +10,7 @@ use super::{RedisKind, RedisSettings};
 /// One Redis target and the prefix of the settings that describe it (`REDIS_` or
 /// `REDIS_PERSECOND_`).
 #[derive(Debug, Clone)]
-pub struct Target {
+pub(crate) struct Target {
     /// `REDIS_` or `REDIS_PERSECOND_`.
     pub prefix: &'static str,
     /// The settings read under that prefix.
@@ -20,7 +20,7 @@ pub struct Target {
 impl Target {
     /// `REDIS_URL=127.0.0.1:6379 with REDIS_SOCKET_TYPE=tcp` (and the kind when not single, TLS
     /// when on). Credentials written into the URL are masked.
-    pub fn describe(&self) -> String {
+    pub(crate) fn describe(&self) -> String {
         let (p, s) = (self.prefix, &self.settings);
         let socket = if s.unix_socket { "unix" } else { "tcp" };
         let mut text = format!("{p}URL={} with {p}SOCKET_TYPE={socket}", masked(&s.url));
@@ -36,7 +36,7 @@ impl Target {
     }
 
     /// `e` with the target named and, when the settings look mistaken, the likely fix.
-    pub fn explain(&self, e: &RedisError) -> String {
+    pub(crate) fn explain(&self, e: &RedisError) -> String {
         let mut text = format!("{}: {e}", self.describe());
         if let Some(hint) = self.hint().or_else(|| self.password_hint(e)) {
             text.push_str(" (");
@@ -62,7 +62,7 @@ impl Target {
     }
 
     /// The likely mistake in these settings, if one shows.
-    pub fn hint(&self) -> Option<String> {
+    pub(crate) fn hint(&self) -> Option<String> {
         let (p, s) = (self.prefix, &self.settings);
         let url = s.url.trim();
         if url.contains("://") {

@@ -5,7 +5,7 @@
 use redis::{RedisError, Script};
 
 use super::call::Group;
-use crate::algorithm::{Decision, Window, fixed_window};
+use ratelimitd_core::algorithm::{Decision, Window, fixed_window};
 
 /// The fixed window script.
 pub(super) fn script() -> Script {

@@ -12,15 +12,15 @@ use std::time::Duration;
 
 use super::{RedisStore, unavailable};
 use crate::background::{Background, every_second};
-use crate::clock::{Clock, Timestamp};
-use crate::limiter::fallback::LocalFallback;
+use ratelimitd_core::clock::{Clock, Timestamp};
+use ratelimitd_core::limiter::fallback::LocalFallback;
 use crate::store::{Store, StoreError};
 
 /// An instance not seen for this long no longer counts as alive.
-pub const HEARTBEAT_TTL_SECS: u64 = 3;
+pub(crate) const HEARTBEAT_TTL_SECS: u64 = 3;
 
 /// The sorted set of live instances for keys under `prefix` (`CACHE_KEY_PREFIX`).
-pub fn instances_key(prefix: &str) -> String {
+pub(crate) fn instances_key(prefix: &str) -> String {
     format!("{{{prefix}ratelimitd_instances}}")
 }
 
@@ -56,11 +56,11 @@ impl RedisStore {
 /// Reads whether the local fallback can be used now: true while `DEFAULT_FAILURE_MODE` or some
 /// limit of the live configuration says `local`. The store sits below the configuration, so the
 /// heartbeat is handed this reader rather than the configuration itself.
-pub type FallbackWanted = Arc<dyn Fn() -> bool + Send + Sync>;
+pub(crate) type FallbackWanted = Arc<dyn Fn() -> bool + Send + Sync>;
 
 /// What the heartbeat shares with the rest of the process.
 #[derive(Debug)]
-pub struct HeartbeatDeps<'a> {
+pub(crate) struct HeartbeatDeps<'a> {
     /// The store whose main Redis holds the instances' set.
     pub redis: &'a Arc<RedisStore>,
     /// The fallback whose instance count the heartbeat keeps.
@@ -74,7 +74,7 @@ pub struct HeartbeatDeps<'a> {
 /// Starts the heartbeat of this instance in the set for keys under `prefix`
 /// (`CACHE_KEY_PREFIX`). It beats only while `wanted` says so: a deployment that never falls
 /// back locally writes no instance key.
-pub fn start(prefix: &str, wanted: FallbackWanted, deps: HeartbeatDeps<'_>) {
+pub(crate) fn start(prefix: &str, wanted: FallbackWanted, deps: HeartbeatDeps<'_>) {
     let HeartbeatDeps {
         redis,
         fallback,

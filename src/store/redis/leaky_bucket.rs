@@ -6,7 +6,7 @@
 use redis::Script;
 
 use super::token_bucket::Bucket;
-use crate::algorithm::leaky_bucket;
+use ratelimitd_core::algorithm::leaky_bucket;
 
 /// The leaky bucket script.
 pub(super) fn script() -> Script {
@@ -32,5 +32,5 @@ pub(super) const LEAKY_BUCKET: Bucket = Bucket {
     },
     decide: leaky_bucket::decide,
     // A refund's answer is the token bucket's: a check of the bucket after it.
-    decide_refund: crate::algorithm::token_bucket::decide_refund,
+    decide_refund: ratelimitd_core::algorithm::token_bucket::decide_refund,
 };

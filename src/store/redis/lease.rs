@@ -9,8 +9,8 @@ use std::time::Duration;
 use redis::{RedisError, Script};
 
 use super::call::Group;
-use crate::algorithm::{Algorithm, Decision, Window, fixed_window};
-use crate::clock::Timestamp;
+use ratelimitd_core::algorithm::{Algorithm, Decision, Window, fixed_window};
+use ratelimitd_core::clock::Timestamp;
 use crate::store::lease::{LeaseTotals, Leases, MIN_GRANT, SHARE, Unspent};
 use crate::store::{Op, Store};
 

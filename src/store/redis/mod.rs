@@ -11,18 +11,18 @@ mod addr;
 mod bucket_lease;
 mod call;
 mod concurrency;
-pub mod conn;
-pub mod describe;
+pub(crate) mod conn;
+pub(crate) mod describe;
 mod fixed_window;
 mod group;
-pub mod heartbeat;
+pub(crate) mod heartbeat;
 mod leaky_bucket;
 mod lease;
 mod options;
-pub mod pending;
-pub mod quota_demand;
-pub mod region_demand;
-pub mod server_time;
+pub(crate) mod pending;
+pub(crate) mod quota_demand;
+pub(crate) mod region_demand;
+pub(crate) mod server_time;
 mod sliding_log;
 mod sliding_window;
 mod slots;
@@ -40,14 +40,14 @@ use redis::{RedisError, Script};
 use super::lease::{Leases, Serve};
 use super::local_cache::OverLimitCache;
 use super::{Answer, Op, Store, StoreError};
-use crate::algorithm::{Algorithm, Decision, Window};
-use crate::clock::{OffsetClock, Timestamp};
+use ratelimitd_core::algorithm::{Algorithm, Decision, Window};
+use ratelimitd_core::clock::{OffsetClock, Timestamp};
 use call::{Deadlines, Group, Increment, ScriptKind};
 use conn::RedisConn;
 use group::join_calls;
 use targets::{Called, TargetGroups};
 
-pub use options::{RedisConfig, RedisKind, RedisSettings, RedisTls};
+pub(crate) use options::{RedisConfig, RedisKind, RedisSettings, RedisTls};
 
 /// Windows shorter than this go to the per-second Redis when `REDIS_PERSECOND=true` (Go sends
 /// SECOND-unit limits there).

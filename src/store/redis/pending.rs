@@ -17,7 +17,7 @@ use super::describe::Target;
 /// The backoff of the background dial: `REDIS_STARTUP_INITIAL_INTERVAL` doubling up to
 /// `REDIS_STARTUP_MAX_INTERVAL`.
 #[derive(Debug, Clone, Copy)]
-pub struct Backoff {
+pub(crate) struct Backoff {
     /// The first wait.
     pub initial: Duration,
     /// The longest wait.
@@ -25,7 +25,7 @@ pub struct Backoff {
 }
 
 /// A connection that is not made yet.
-pub struct Pending {
+pub(crate) struct Pending {
     ready: OnceLock<RedisConn>,
     target: Target,
 }

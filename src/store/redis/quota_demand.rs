@@ -14,7 +14,7 @@ use std::time::Duration;
 use redis::Script;
 
 use super::{RedisStore, unavailable};
-use crate::clock::Timestamp;
+use ratelimitd_core::clock::Timestamp;
 use crate::store::StoreError;
 
 /// The demand exchange script (with the deadline prelude every script carries).
@@ -35,7 +35,7 @@ static CHANGES: LazyLock<Script> = LazyLock::new(|| {
 
 /// A position in the change feed: the id (milliseconds, sequence) of the last entry read; `(0, 0)`
 /// for the feed's start (it was empty).
-pub type FeedCursor = (u64, u64);
+pub(crate) type FeedCursor = (u64, u64);
 
 /// What a read of the change feed found.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -15,11 +15,11 @@ use redis::{RedisError, Script, ScriptInvocation};
 
 use super::conn::RedisConn;
 use super::{RedisStore, unavailable};
-use crate::clock::Timestamp;
+use ratelimitd_core::clock::Timestamp;
 use crate::store::StoreError;
 
 /// Keys per pipeline.
-pub const CHUNK: usize = 512;
+pub(crate) const CHUNK: usize = 512;
 /// Calls in flight at once on Cluster.
 const CONCURRENT: usize = 32;
 
@@ -83,7 +83,7 @@ pub struct BoardTurn {
 }
 
 /// Live entries: (instance, value) per region, in the order of the call's keys.
-pub type Entries = Vec<Vec<(u64, u64)>>;
+pub(crate) type Entries = Vec<Vec<(u64, u64)>>;
 
 /// How one key's turn went.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -98,12 +98,12 @@ pub struct BoardReply {
 }
 
 /// The board of `key` for `region`: the key in a hash tag, so that a key's boards share a slot.
-pub fn board_name(key: &str, region: &str) -> String {
+pub(crate) fn board_name(key: &str, region: &str) -> String {
     format!("{{{key}}}:region:{region}")
 }
 
 /// The hash of `region`'s live instances (one hash tag for all regions).
-pub fn members_name(region: &str) -> String {
+pub(crate) fn members_name(region: &str) -> String {
     format!("{{ratelimitd_regions}}:members:{region}")
 }
 

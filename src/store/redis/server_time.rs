@@ -13,13 +13,13 @@ use std::sync::Arc;
 
 use super::RedisStore;
 use crate::background::every_second;
-use crate::clock::{Clock, OffsetClock};
+use ratelimitd_core::clock::{Clock, OffsetClock};
 
 /// The clocks kept in sync with the main Redis (`None` without Redis), measured once. The store's
 /// Redis clock (for call deadlines) always is; when Redis's clock `decides` (`REDIS_USE_SERVER_TIME`)
 /// it also becomes `clock`, the clock of every decision and reload stamp: the store's own when
 /// this host's wall clock is the base, else one shifted from the `manual` clock.
-pub async fn start(
+pub(crate) async fn start(
     redis: Option<Arc<RedisStore>>,
     decides: bool,
     manual: bool,
@@ -44,7 +44,7 @@ pub async fn start(
 
 /// The clocks to keep in sync with one Redis.
 #[derive(Debug)]
-pub struct ServerTime {
+pub(crate) struct ServerTime {
     /// Shifted to Redis's time; each keeps its own base clock.
     clocks: Vec<Arc<OffsetClock>>,
     /// Where `TIME` is read.
@@ -75,7 +75,7 @@ impl ServerTime {
     }
 
     /// Re-measures once a second until `stop`.
-    pub async fn keep_in_sync(self, stop: impl Future<Output = ()>) {
+    pub(crate) async fn keep_in_sync(self, stop: impl Future<Output = ()>) {
         every_second(stop, || self.sync()).await;
     }
 }

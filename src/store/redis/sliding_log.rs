@@ -6,8 +6,8 @@
 use redis::{RedisError, Script};
 
 use super::call::Group;
-use crate::algorithm::Decision;
-use crate::algorithm::sliding_log::{self, Step};
+use ratelimitd_core::algorithm::Decision;
+use ratelimitd_core::algorithm::sliding_log::{self, Step};
 
 /// The sliding log script.
 pub(super) fn script() -> Script {

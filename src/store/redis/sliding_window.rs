@@ -5,9 +5,9 @@
 use redis::{RedisError, Script};
 
 use super::call::Group;
-use crate::algorithm::Decision;
-use crate::algorithm::fixed_window::window_start;
-use crate::algorithm::sliding_window::{self, SCALE, previous_weight};
+use ratelimitd_core::algorithm::Decision;
+use ratelimitd_core::algorithm::fixed_window::window_start;
+use ratelimitd_core::algorithm::sliding_window::{self, SCALE, previous_weight};
 
 /// The sliding window script.
 pub(super) fn script() -> Script {

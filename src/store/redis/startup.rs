@@ -12,7 +12,7 @@ use super::{
     Deadlines, RedisConfig, RedisStore, bucket_lease, concurrency, describe, fixed_window,
     leaky_bucket, lease, pending, quota_demand, sliding_log, sliding_window, token_bucket,
 };
-use crate::clock::Stopwatch;
+use ratelimitd_core::clock::Stopwatch;
 use crate::store::StoreError;
 use crate::store::lease::Leases;
 use crate::store::local_cache::OverLimitCache;

@@ -16,9 +16,9 @@ use parking_lot::{Mutex, RwLock};
 use super::RedisStore;
 use super::call::{Increment, ScriptKind, refused_for_its_data};
 use super::conn::RedisConn;
-use crate::algorithm::Decision;
-use crate::clock::{Clock, Timestamp};
-use crate::resilience::{Breaker, BreakerReport, Permit};
+use ratelimitd_core::algorithm::Decision;
+use ratelimitd_core::clock::{Clock, Timestamp};
+use ratelimitd_core::resilience::{Breaker, BreakerReport, Permit};
 use crate::store::{Op, Resilience};
 
 /// The name of the main Redis in logs and metrics.
@@ -308,8 +308,8 @@ mod tests {
     use std::time::Duration;
 
     use super::{Breakers, answers_within, intern, pings_within};
-    use crate::clock::{Clock, ManualClock, Timestamp};
-    use crate::resilience::BreakerState;
+    use ratelimitd_core::clock::{Clock, ManualClock, Timestamp};
+    use ratelimitd_core::resilience::BreakerState;
     use crate::store::Resilience;
 
     #[test]

@@ -6,9 +6,9 @@
 use redis::{RedisError, Script};
 
 use super::call::Group;
-use crate::algorithm::token_bucket::{self, Params, Step};
-use crate::algorithm::{Decision, LimitSpec};
-use crate::clock::Timestamp;
+use ratelimitd_core::algorithm::token_bucket::{self, Params, Step};
+use ratelimitd_core::algorithm::{Decision, LimitSpec};
+use ratelimitd_core::clock::Timestamp;
 use crate::store::Op;
 
 /// The token bucket script.

@@ -13,7 +13,7 @@ use crate::support::chaos::{self, source};
 use crate::support::redis::RedisServer;
 use crate::support::require;
 use crate::support::{Code, TestServer, overall, request};
-use ratelimitd::clock::Stopwatch;
+use ratelimitd_core::clock::Stopwatch;
 
 const XSS: &str = "<script>alert(1)</script>";
 

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use crate::support::binary_admin::{Service, start};
 use crate::support::policy::TOKEN;
-use ratelimitd::clock::Stopwatch;
+use ratelimitd_core::clock::Stopwatch;
 use reqwest::Method;
 use serde_json::{Value, json};
 

@@ -8,7 +8,7 @@ use crate::support::browser::dump_dom;
 use crate::support::policy::{CFG_API, call, create};
 use crate::support::process;
 use crate::support::require;
-use ratelimitd::clock::Stopwatch;
+use ratelimitd_core::clock::Stopwatch;
 use reqwest::Method;
 
 const XSS: &str = "<script>alert(1)</script>";

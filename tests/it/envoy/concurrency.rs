@@ -11,7 +11,7 @@ use std::time::Duration;
 use crate::support::envoy::Envoy;
 use crate::support::require;
 use crate::support::{StoreKind, TestServer, on_every_store};
-use ratelimitd::clock::Stopwatch;
+use ratelimitd_core::clock::Stopwatch;
 
 async fn start(store: StoreKind) -> (TestServer, Envoy) {
     let config = std::fs::read_to_string(concat!(

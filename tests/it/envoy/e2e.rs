@@ -9,7 +9,7 @@ use std::time::Duration;
 use crate::support::envoy::{Envoy, envoy_yaml_path, validate};
 use crate::support::require;
 use crate::support::{StoreKind, TestServer, on_every_store};
-use ratelimitd::clock::Stopwatch;
+use ratelimitd_core::clock::Stopwatch;
 
 fn config() -> String {
     std::fs::read_to_string(concat!(

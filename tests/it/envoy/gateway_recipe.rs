@@ -5,7 +5,7 @@
 
 use std::path::PathBuf;
 
-use ratelimitd::settings::Settings;
+use ratelimitd::Settings;
 use serde::Deserialize;
 use serde_yaml::Value;
 

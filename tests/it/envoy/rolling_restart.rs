@@ -14,7 +14,7 @@ use crate::support::guard::stop;
 use crate::support::process::{self, Spawned};
 use crate::support::redis::free_port;
 use crate::support::require;
-use ratelimitd::clock::Stopwatch;
+use ratelimitd_core::clock::Stopwatch;
 
 const CFG: &str = "domain: rolling\ndescriptors:\n  - {key: generic_key, value: all, rate_limit: {unit: second, requests_per_unit: 1000000}}\n";
 

@@ -10,7 +10,7 @@ use crate::support::envoy::CustomEnvoy;
 use crate::support::redis::free_port;
 use crate::support::require;
 use crate::support::{StoreKind, TestServer};
-use ratelimitd::clock::Stopwatch;
+use ratelimitd_core::clock::Stopwatch;
 
 const CONFIG: &str = "domain: web
 descriptors:

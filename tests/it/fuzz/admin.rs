@@ -7,11 +7,11 @@
 use std::collections::HashMap;
 
 use proptest::prelude::*;
-use ratelimitd::clock::Timestamp;
-use ratelimitd::config::{self, CompileOptions, Unit};
-use ratelimitd::policy::input::parse_override;
-use ratelimitd::policy::rules::{parse_rule, to_files};
-use ratelimitd::policy::violations::{Cursor, ViolationQuery};
+use ratelimitd_core::clock::Timestamp;
+use ratelimitd_core::config::{self, CompileOptions, Unit};
+use ratelimitd::testing::parse_override;
+use ratelimitd::testing::{parse_rule, to_files};
+use ratelimitd::testing::{Cursor, ViolationQuery};
 
 use crate::fuzz::inputs::{J, any_json, deep_nesting, edits, mutate, nasty_string, number_text};
 
@@ -263,7 +263,7 @@ proptest! {
     fn an_accepted_rule_compiles_and_round_trips(id in rule_id(), body in bytes_of(rule_body())) {
         match parse_rule(&id, &body) {
             Ok(rule) => {
-                let enabled = ratelimitd::policy::rules::Rule { enabled: true, ..rule.clone() };
+                let enabled = ratelimitd::testing::Rule { enabled: true, ..rule.clone() };
                 let compiled = config::compile(&to_files(&[enabled]), &CompileOptions::default());
                 prop_assert!(compiled.is_ok(), "accepted but does not compile: {:?}", compiled.err());
                 // What `GET` answers, less its read-only `id` (the URL carries it), is accepted

@@ -9,12 +9,12 @@ use std::time::Duration;
 
 use proptest::prelude::*;
 use prost::Message;
-use ratelimitd::grpc::pb::envoy::extensions::common::ratelimit::v3::{
+use ratelimitd::pb::envoy::extensions::common::ratelimit::v3::{
     RateLimitDescriptor, rate_limit_descriptor,
 };
-use ratelimitd::grpc::pb::envoy::service::ratelimit::v3::{RateLimitRequest, RateLimitResponse};
-use ratelimitd::grpc::status_of;
-use ratelimitd::limiter::{Code, Request};
+use ratelimitd::pb::envoy::service::ratelimit::v3::{RateLimitRequest, RateLimitResponse};
+use ratelimitd::testing::status_of;
+use ratelimitd_core::limiter::{Code, Request};
 
 use crate::fuzz::harness::{InProcess, KEYS, LONGEST_WINDOW, runtime};
 use crate::fuzz::inputs::{edge_u64, edits, mutate, nasty_string};

@@ -8,15 +8,15 @@ use std::time::Duration;
 use axum::Router;
 use axum::body::Body;
 use axum::http::{Method, Request, StatusCode};
-use ratelimitd::clock::{ManualClock, Timestamp};
-use ratelimitd::config::{self, CompileOptions, ConfigFile};
-use ratelimitd::health::Health;
-use ratelimitd::http::HttpState;
-use ratelimitd::limiter::{HeaderNames, KeyBuilder, LimiterOptions, RateLimiter};
-use ratelimitd::reload::ConfigHandle;
-use ratelimitd::service::Service;
-use ratelimitd::settings::Settings;
-use ratelimitd::store::memory::MemoryStore;
+use ratelimitd_core::clock::{ManualClock, Timestamp};
+use ratelimitd_core::config::{self, CompileOptions, ConfigFile};
+use ratelimitd::testing::Health;
+use ratelimitd::testing::HttpState;
+use ratelimitd_core::limiter::{HeaderNames, KeyBuilder, LimiterOptions, RateLimiter};
+use ratelimitd::testing::ConfigHandle;
+use ratelimitd::testing::Service;
+use ratelimitd::Settings;
+use ratelimitd_core::MemoryStore;
 use tower::ServiceExt;
 
 /// Every algorithm, several limits on one node, a nested path, unlimited and a wildcard, in the
@@ -114,7 +114,7 @@ impl InProcess {
         });
         let (reporter, _) = tonic_health::server::health_reporter();
         let health = Arc::new(Health::new(store, false, reporter));
-        let router = ratelimitd::http::router(HttpState {
+        let router = ratelimitd::testing::router(HttpState {
             service: service.clone(),
             health,
             edges: Arc::new(settings.edges),

@@ -4,8 +4,8 @@
 //! `/json`'s protojson decoding round-trips the request it was rendered from.
 
 use proptest::prelude::*;
-use ratelimitd::http::json::parse_request;
-use ratelimitd::settings::Settings;
+use ratelimitd::testing::parse_request;
+use ratelimitd::Settings;
 use serde_json::Value;
 
 use crate::fuzz::harness::{InProcess, runtime};
@@ -39,7 +39,7 @@ proptest! {
     fn check_answers_4xx_or_a_decision(body in bytes_of(check_body())) {
         let rt = runtime();
         let app = InProcess::start();
-        let over = body.len() > ratelimitd::settings::edges::DEFAULT_CHECK_MAX_BODY_BYTES as usize;
+        let over = body.len() > ratelimitd::testing::DEFAULT_CHECK_MAX_BODY_BYTES as usize;
         let (status, _, answer) = rt.block_on(app.post("/check", body));
         let v = check_answer(status.as_u16(), &answer)?;
         if over {

@@ -6,8 +6,8 @@
 use std::time::Duration;
 
 use proptest::prelude::*;
-use ratelimitd::settings::parse::{go_bool, go_duration, uint_in};
-use ratelimitd::settings::{Cli, Settings};
+use ratelimitd::testing::{go_bool, go_duration, uint_in};
+use ratelimitd::{Cli, Settings};
 
 use crate::fuzz::inputs::{nasty_string, number_text};
 
@@ -255,7 +255,7 @@ fn value() -> impl Strategy<Value = String> {
     prop_oneof![5 => words, 2 => number_text(), 2 => nasty_string()]
 }
 
-fn names_a_variable(e: &ratelimitd::settings::SettingsError) -> bool {
+fn names_a_variable(e: &ratelimitd::SettingsError) -> bool {
     // A DogStatsD mogrifier's variables are named after what USE_DOG_STATSD_MOGRIFIERS lists.
     let mogrifier = e.name.starts_with("DOG_STATSD_MOGRIFIER_");
     (mogrifier || VARS.iter().any(|v| e.name.contains(v))) && !e.reason.is_empty()

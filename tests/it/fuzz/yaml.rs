@@ -8,7 +8,7 @@
 use std::collections::BTreeSet;
 
 use proptest::prelude::*;
-use ratelimitd::config::{CompileOptions, ConfigFile, LoadOptions, compile, load_path};
+use ratelimitd_core::config::{CompileOptions, ConfigFile, LoadOptions, compile, load_path};
 
 use crate::fuzz::inputs::{edits, mutate};
 use crate::fuzz::yaml_docs::document;
@@ -102,7 +102,7 @@ fn compile_checked(files: &[ConfigFile], merge: bool) -> Result<(), TestCaseErro
     let second = compile(files, &opts);
     match (&first, &second) {
         (Ok(a), Ok(b)) => {
-            let keys = |c: &ratelimitd::config::RateLimitConfig| {
+            let keys = |c: &ratelimitd_core::config::RateLimitConfig| {
                 c.limits()
                     .iter()
                     .map(|l| l.full_key.clone())

@@ -9,7 +9,7 @@
 use std::time::Duration;
 
 use crate::support::*;
-use ratelimitd::grpc::pb::envoy::extensions::common::ratelimit::v3::rate_limit_descriptor::RateLimitOverride;
+use ratelimitd::pb::envoy::extensions::common::ratelimit::v3::rate_limit_descriptor::RateLimitOverride;
 
 const CFG: &str = "domain: a
 descriptors:

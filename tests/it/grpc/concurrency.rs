@@ -7,7 +7,7 @@
 use std::time::Duration;
 
 use crate::support::*;
-use ratelimitd::grpc::pb::envoy::service::ratelimit::v3::RateLimitResponse;
+use ratelimitd::pb::envoy::service::ratelimit::v3::RateLimitResponse;
 
 /// Two slots per tenant, leases of one minute.
 const CFG: &str = "domain: c

@@ -7,7 +7,7 @@ use prost_types::value::Kind;
 use serde_json::{Value, json};
 
 use crate::support::*;
-use ratelimitd::grpc::pb::envoy::service::ratelimit::v3::{RateLimitRequest, RateLimitResponse};
+use ratelimitd::pb::envoy::service::ratelimit::v3::{RateLimitRequest, RateLimitResponse};
 
 fn example() -> String {
     let path = concat!(

@@ -5,7 +5,7 @@
 //! field too.
 
 use crate::support::*;
-use ratelimitd::grpc::pb::envoy::service::ratelimit::v3::RateLimitResponse;
+use ratelimitd::pb::envoy::service::ratelimit::v3::RateLimitResponse;
 
 /// One limit of 3 per minute per algorithm (buckets hold 3).
 const CFG: &str = "domain: r

@@ -4,7 +4,7 @@
 //! requests and configs, and response metadata. Counting and modes are in `counting.rs`.
 
 use crate::support::*;
-use ratelimitd::grpc::pb::envoy::extensions::common::ratelimit::v3::rate_limit_descriptor::RateLimitOverride;
+use ratelimitd::pb::envoy::extensions::common::ratelimit::v3::rate_limit_descriptor::RateLimitOverride;
 
 on_every_store!(s01_unknown_domain_is_ok_without_limit);
 async fn s01_unknown_domain_is_ok_without_limit(store: StoreKind) {
@@ -96,7 +96,7 @@ fn with_override(
     entries: &[(&str, &str)],
     rpu: u32,
     unit: i32,
-) -> ratelimitd::grpc::pb::envoy::extensions::common::ratelimit::v3::RateLimitDescriptor {
+) -> ratelimitd::pb::envoy::extensions::common::ratelimit::v3::RateLimitDescriptor {
     let mut d = descriptor(entries);
     d.limit = Some(RateLimitOverride {
         requests_per_unit: rpu,

@@ -6,7 +6,7 @@
 
 use std::time::Duration;
 
-use ratelimitd::grpc::pb::envoy::service::ratelimit::v3::{RateLimitRequest, RateLimitResponse};
+use ratelimitd::pb::envoy::service::ratelimit::v3::{RateLimitRequest, RateLimitResponse};
 
 use crate::support::*;
 

@@ -7,11 +7,11 @@ use std::time::Duration;
 
 use crate::support::certs::{Ca, Leaf};
 use crate::support::*;
-use ratelimitd::app;
-use ratelimitd::clock::Stopwatch;
-use ratelimitd::grpc::pb::envoy::service::ratelimit::v3::rate_limit_service_client::RateLimitServiceClient;
-use ratelimitd::grpc::tls::ReloadingTls;
-use ratelimitd::settings::TlsSettings;
+use ratelimitd::testing;
+use ratelimitd_core::clock::Stopwatch;
+use ratelimitd::pb::envoy::service::ratelimit::v3::rate_limit_service_client::RateLimitServiceClient;
+use ratelimitd::testing::ReloadingTls;
+use ratelimitd::testing::TlsSettings;
 use tonic::transport::{Certificate, ClientTlsConfig, Endpoint, Identity};
 
 const CFG: &str =
@@ -26,7 +26,7 @@ fn install(dir: &Path, leaf: &Leaf) {
 }
 
 /// Starts a TLS server with `server` (signed by a CA the caller keeps) and extra settings.
-async fn start(server: &Leaf, env: &[(&str, &str)]) -> (app::Running, tempfile::TempDir) {
+async fn start(server: &Leaf, env: &[(&str, &str)]) -> (testing::Running, tempfile::TempDir) {
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join("config.yaml"), CFG).unwrap();
     let certs = dir.path().join("certs");
@@ -42,12 +42,12 @@ async fn start(server: &Leaf, env: &[(&str, &str)]) -> (app::Running, tempfile::
     vars.extend_from_slice(env);
     let config_dir = dir.path().join("config.yaml").display().to_string();
     vars.push(("RATELIMITD_CONFIG", &config_dir));
-    let running = app::start(&settings(dir.path(), &vars)).await.unwrap();
+    let running = testing::start(&settings(dir.path(), &vars)).await.unwrap();
     (running, dir)
 }
 
 /// One `ShouldRateLimit` over a new TLS connection trusting `ca`, presenting `client` if given.
-async fn call(running: &app::Running, ca: &Ca, client: Option<&Leaf>) -> Result<(), String> {
+async fn call(running: &testing::Running, ca: &Ca, client: Option<&Leaf>) -> Result<(), String> {
     let mut tls = ClientTlsConfig::new()
         .ca_certificate(Certificate::from_pem(ca.pem()))
         .domain_name("localhost");
@@ -197,7 +197,7 @@ async fn grpc_listens_on_a_unix_socket_with_grpc_uds() {
     std::fs::write(dir.path().join("config.yaml"), CFG).unwrap();
     let sock = dir.path().join("rls.sock");
     let s = sock.display().to_string();
-    let running = app::start(&settings(dir.path(), &[("GRPC_UDS", &s)]))
+    let running = testing::start(&settings(dir.path(), &[("GRPC_UDS", &s)]))
         .await
         .unwrap();
     assert_eq!(running.grpc_uds.as_deref(), Some(sock.as_path()));
@@ -230,7 +230,7 @@ async fn connections_are_closed_after_max_connection_age_plus_grace() {
         ("GRPC_MAX_CONNECTION_AGE", "200ms"),
         ("GRPC_MAX_CONNECTION_AGE_GRACE", "300ms"),
     ];
-    let running = app::start(&settings(dir.path(), &env)).await.unwrap();
+    let running = testing::start(&settings(dir.path(), &env)).await.unwrap();
     let channel = Endpoint::from_shared(format!("http://{}", running.grpc_addr))
         .unwrap()
         .connect()

@@ -7,7 +7,7 @@
 
 use http_body_util::{BodyExt, Full};
 use prost::Message;
-use ratelimitd::grpc::pb::envoy::service::ratelimit::v3::RateLimitResponse;
+use ratelimitd::pb::envoy::service::ratelimit::v3::RateLimitResponse;
 use tonic::body::Body;
 use tonic::codegen::{Bytes, Service, http};
 use tonic::transport::{Channel, Endpoint};

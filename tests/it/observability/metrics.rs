@@ -3,7 +3,7 @@
 //! that name stats.
 
 use crate::support::*;
-use ratelimitd::grpc::pb::envoy::extensions::common::ratelimit::v3::rate_limit_descriptor::RateLimitOverride;
+use ratelimitd::pb::envoy::extensions::common::ratelimit::v3::rate_limit_descriptor::RateLimitOverride;
 
 const PROM: &[(&str, &str)] = &[
     ("USE_PROMETHEUS", "true"),

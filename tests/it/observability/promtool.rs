@@ -165,7 +165,7 @@ async fn scrape_after_traffic(store: StoreKind) -> String {
     }
     let written = "ratelimitd_violations_written_total";
     // Bounded: 30 s of wall time on a loaded machine.
-    let watch = ratelimitd::clock::Stopwatch::start();
+    let watch = ratelimitd_core::clock::Stopwatch::start();
     let mut text = s.scrape().await;
     while text.value(written) == 0 && watch.elapsed() < std::time::Duration::from_secs(30) {
         tokio::time::sleep(std::time::Duration::from_millis(10)).await;

@@ -24,7 +24,7 @@ use crate::support::dockerfile;
 use crate::support::podman::{BUILD, podman};
 use crate::support::redis::free_port;
 use crate::support::require;
-use ratelimitd::clock::Stopwatch;
+use ratelimitd_core::clock::Stopwatch;
 
 /// This machine's CA bundle (Debian's path), given to the build's `RUN` steps when it exists.
 const CA_BUNDLE: &str = "/etc/ssl/certs/ca-certificates.crt";

@@ -9,7 +9,7 @@ use std::collections::BTreeSet;
 use std::path::PathBuf;
 
 use crate::support::require;
-use ratelimitd::config::{CompileOptions, ConfigFile, compile};
+use ratelimitd_core::config::{CompileOptions, ConfigFile, compile};
 use serde::Deserialize;
 use serde_yaml::Value;
 

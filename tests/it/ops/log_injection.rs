@@ -7,7 +7,7 @@ use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use crate::support::redis::free_port;
-use ratelimitd::clock::Stopwatch;
+use ratelimitd_core::clock::Stopwatch;
 use serde_json::json;
 
 const CFG: &str = "domain: api\ndescriptors:\n  - {key: user, rate_limit: {unit: minute, requests_per_unit: 5}}\n";

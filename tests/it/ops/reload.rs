@@ -8,9 +8,9 @@ use std::path::Path;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use ratelimitd::app;
-use ratelimitd::grpc::pb::envoy::service::ratelimit::v3::rate_limit_service_client::RateLimitServiceClient;
-use ratelimitd::reload::{WatchOptions, WatchTarget, watch_loop};
+use ratelimitd::testing;
+use ratelimitd::pb::envoy::service::ratelimit::v3::rate_limit_service_client::RateLimitServiceClient;
+use ratelimitd::testing::{WatchOptions, WatchTarget, watch_loop};
 
 use crate::support::reload::*;
 use crate::support::*;
@@ -184,7 +184,7 @@ async fn an_edit_right_after_startup_is_applied() {
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join("a.yaml"), cfg("a", "k", 1)).unwrap();
     let s = settings(dir.path(), &[("CONFIG_POLL_INTERVAL", "0")]);
-    let running = app::start(&s).await.unwrap();
+    let running = testing::start(&s).await.unwrap();
     std::fs::write(dir.path().join("a.yaml"), cfg("a", "k", 2)).unwrap();
     let url = format!("http://{}", running.grpc_addr);
     let ts = TestServer {

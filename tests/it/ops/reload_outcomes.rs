@@ -164,7 +164,7 @@ async fn reloads_keep_counters_and_requests_keep_their_snapshot() {
     let forced = ts.running().reload_now().await;
     assert!(matches!(
         forced,
-        ratelimitd::reload::ReloadOutcome::Loaded { version: 3, .. }
+        ratelimitd::testing::ReloadOutcome::Loaded { version: 3, .. }
     ));
     ts.shutdown().await;
 }

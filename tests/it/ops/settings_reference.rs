@@ -6,7 +6,7 @@
 
 use std::collections::BTreeSet;
 
-use ratelimitd::settings::Settings;
+use ratelimitd::Settings;
 
 /// Settings that make more variables be read (each set alone on top of the defaults).
 const SWITCHES: &[&[(&str, &str)]] = &[

@@ -11,7 +11,7 @@ use std::time::Duration;
 use crate::support::process;
 use crate::support::redis::free_port;
 use crate::support::require;
-use ratelimitd::clock::Stopwatch;
+use ratelimitd_core::clock::Stopwatch;
 
 const CFG: &str =
     "domain: d\ndescriptors:\n  - {key: k, rate_limit: {unit: second, requests_per_unit: 5}}\n";

@@ -6,11 +6,11 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Duration;
 
-use ratelimitd::clock::Stopwatch;
+use ratelimitd_core::clock::Stopwatch;
 
 use crate::support::xds::{AdsServer, TYPE_URL, blocking};
 use crate::support::{Code, TestServer, overall};
-use ratelimitd::xds::pb::ratelimit::config::ratelimit::v3::RateLimitUnit;
+use ratelimitd::testing::xds_pb::ratelimit::config::ratelimit::v3::RateLimitUnit;
 
 const DOMAIN: &str = "gw";
 

@@ -5,7 +5,7 @@
 
 use crate::support::policy::{CFG_API, TOKEN, create};
 use crate::support::{Code, T0, TestServer, request, st};
-use ratelimitd::grpc::pb::envoy::extensions::common::ratelimit::v3::rate_limit_descriptor::RateLimitOverride;
+use ratelimitd::pb::envoy::extensions::common::ratelimit::v3::rate_limit_descriptor::RateLimitOverride;
 use reqwest::Method;
 
 /// `valid_until` of the overrides below: 1970-01-01T00:30:00Z, i.e. second 1800 (T0 is 1234).
@@ -132,7 +132,7 @@ where
     F: FnMut() -> Fut,
     Fut: std::future::Future<Output = bool>,
 {
-    let watch = ratelimitd::clock::Stopwatch::start();
+    let watch = ratelimitd_core::clock::Stopwatch::start();
     while watch.elapsed() < std::time::Duration::from_secs(secs) {
         if probe().await {
             return true;

@@ -11,7 +11,7 @@ use crate::support::policy::create;
 use crate::support::postgres::{Postgres, shared_database};
 use crate::support::require;
 use crate::support::{TestServer, st};
-use ratelimitd::clock::Stopwatch;
+use ratelimitd_core::clock::Stopwatch;
 use reqwest::Method;
 
 /// True when `probe` holds within `limit` (polled every 10 ms; a real deadline).

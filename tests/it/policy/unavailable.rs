@@ -11,7 +11,7 @@ use crate::support::policy::{TOKEN, call_url, override_body};
 use crate::support::process::{Spawned, spawn};
 use crate::support::reload::eventually;
 use crate::support::{Code, request, st};
-use ratelimitd::grpc::pb::envoy::service::ratelimit::v3::rate_limit_service_client::RateLimitServiceClient;
+use ratelimitd::pb::envoy::service::ratelimit::v3::rate_limit_service_client::RateLimitServiceClient;
 use reqwest::Method;
 
 /// Every client 200 a minute: the override below lowers one to 2 an hour.

@@ -11,7 +11,7 @@ use crate::support::policy::call;
 use crate::support::postgres::shared_database;
 use crate::support::require;
 use crate::support::{Code, T0, TestServer, st};
-use ratelimitd::clock::Stopwatch;
+use ratelimitd_core::clock::Stopwatch;
 use reqwest::Method;
 use serde_json::{Value, json};
 

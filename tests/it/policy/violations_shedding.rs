@@ -8,7 +8,7 @@ use std::time::Duration;
 use crate::support::policy::TOKEN;
 use crate::support::postgres::shared_database;
 use crate::support::{Code, TestServer, overall, require};
-use ratelimitd::clock::Stopwatch;
+use ratelimitd_core::clock::Stopwatch;
 use reqwest::Method;
 use serde_json::Value;
 

@@ -15,7 +15,7 @@ use crate::support::chaos::{
 use crate::support::redis::RedisServer;
 use crate::support::require;
 use crate::support::{Code, TestServer, overall};
-use ratelimitd::clock::Stopwatch;
+use ratelimitd_core::clock::Stopwatch;
 
 async fn start(redis: &RedisServer) -> TestServer {
     TestServer::start_on(&[("c.yaml", CFG)], &ENV, Some(redis)).await

@@ -5,7 +5,7 @@
 //! still up (one breaker per master); afterwards Redis decides again. Timings are printed for the
 //! README (`bash tests/run.sh --test it redis::chaos_topology -- --nocapture`).
 
-use ratelimitd::clock::Stopwatch;
+use ratelimitd_core::clock::Stopwatch;
 
 use std::time::Duration;
 
@@ -84,7 +84,7 @@ async fn sentinel_failover_is_answered_by_policy_then_the_new_primary_decides() 
     let (before, _, _) = load(&s, "deny", "warm", 20).await;
     report("failover", "before", &before);
 
-    let watch = ratelimitd::clock::Stopwatch::start();
+    let watch = ratelimitd_core::clock::Stopwatch::start();
     while replica.cli(&["DBSIZE"]) == "0"
         || replica
             .cli(&["INFO", "replication"])
@@ -259,7 +259,7 @@ async fn a_cluster_failover_moves_the_slots_to_the_promoted_replica_and_its_brea
     let value = nodes[lost][0];
     let lost_addr = cluster.nodes[lost].addr();
     // Its replica may still be in its first sync after the cluster was made.
-    let watch = ratelimitd::clock::Stopwatch::start();
+    let watch = ratelimitd_core::clock::Stopwatch::start();
     while cluster.nodes[lost].cli(&["WAIT", "1", "500"]) != "1" {
         assert!(
             watch.elapsed() < Duration::from_secs(15),
@@ -298,7 +298,7 @@ async fn a_cluster_failover_moves_the_slots_to_the_promoted_replica_and_its_brea
         format!("ratelimitd_redis_breaker_state{{target=\"{promoted}\"}} 0"),
         format!("target=\"{lost_addr}\""),
     );
-    let watch = ratelimitd::clock::Stopwatch::start();
+    let watch = ratelimitd_core::clock::Stopwatch::start();
     loop {
         let text = s.scrape().await;
         if text.contains(&new) && !text.contains(&old) {

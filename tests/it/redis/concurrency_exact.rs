@@ -12,8 +12,8 @@ use crate::support::process::{self, Spawned};
 use crate::support::redis::RedisServer;
 use crate::support::stores::shared_cluster;
 use crate::support::*;
-use ratelimitd::grpc::pb::envoy::service::ratelimit::v3::RateLimitRequest;
-use ratelimitd::grpc::pb::envoy::service::ratelimit::v3::rate_limit_service_client::RateLimitServiceClient;
+use ratelimitd::pb::envoy::service::ratelimit::v3::RateLimitRequest;
+use ratelimitd::pb::envoy::service::ratelimit::v3::rate_limit_service_client::RateLimitServiceClient;
 use tonic::transport::Channel;
 
 const CAP: u32 = 10;

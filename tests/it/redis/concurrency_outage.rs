@@ -13,7 +13,7 @@ use std::time::Duration;
 use crate::support::chaos::{ENV, source};
 use crate::support::redis::RedisServer;
 use crate::support::{Code, T0, TestServer, overall, request, require};
-use ratelimitd::clock::Stopwatch;
+use ratelimitd_core::clock::Stopwatch;
 
 /// Four slots with leases of one minute under each failure mode; a plain limit to probe Redis.
 const CFG: &str = "domain: o

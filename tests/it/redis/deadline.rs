@@ -14,7 +14,7 @@ use crate::support::redis::RedisServer;
 use crate::support::require;
 use crate::support::{TestServer, st};
 use futures_util::future::join_all;
-use ratelimitd::clock::Stopwatch;
+use ratelimitd_core::clock::Stopwatch;
 
 const CFG: &str = r#"
 domain: hang

@@ -9,7 +9,7 @@ use crate::support::process::{self, Spawned};
 use crate::support::redis::{Flavor, RedisServer};
 use crate::support::stores::shared_cluster_of;
 use crate::support::*;
-use ratelimitd::grpc::pb::envoy::service::ratelimit::v3::rate_limit_service_client::RateLimitServiceClient;
+use ratelimitd::pb::envoy::service::ratelimit::v3::rate_limit_service_client::RateLimitServiceClient;
 
 const LIMIT: u32 = 300;
 const CFG: &str = "domain: x\ndescriptors:\n  - {key: k, rate_limit: {unit: hour, requests_per_unit: 300}}\n  - {key: other, rate_limit: {unit: hour, requests_per_unit: 1000}}\n";
@@ -142,7 +142,7 @@ async fn startup_waits_for_redis_with_backoff_when_asked_to() {
         .await
         .unwrap();
     let readyz = format!("http://{}/readyz", s.http_addr);
-    let watch = ratelimitd::clock::Stopwatch::start();
+    let watch = ratelimitd_core::clock::Stopwatch::start();
     loop {
         let status = reqwest::get(&readyz).await.map(|r| r.status().as_u16());
         if matches!(status, Ok(200)) {

@@ -154,7 +154,7 @@ async fn sentinel_tls_checks_the_name_and_refuses_to_skip_it() {
 
     // Skipping only the name check is not possible there: a clear refusal, not a downgrade.
     let skip = with(&env, "REDIS_TLS_SKIP_HOSTNAME_VERIFICATION", Some("true"));
-    let err = ratelimitd::settings::Settings::from_env(skip)
+    let err = ratelimitd::Settings::from_env(skip)
         .unwrap_err()
         .to_string();
     assert!(

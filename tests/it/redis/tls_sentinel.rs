@@ -7,7 +7,7 @@ use std::time::Duration;
 use crate::support::certs::Ca;
 use crate::support::redis::{Flavor, RedisServer, free_port};
 use crate::support::*;
-use ratelimitd::clock::Stopwatch;
+use ratelimitd_core::clock::Stopwatch;
 
 const CFG: &str =
     "domain: t\ndescriptors:\n  - {key: k, rate_limit: {unit: hour, requests_per_unit: 1000}}\n";

@@ -12,10 +12,10 @@ use super::world::{self, Region, load_one};
 use crate::support::chaos::Proxy;
 use crate::support::redis::RedisServer;
 use crate::support::require;
-use ratelimitd::clock::Stopwatch;
-use ratelimitd::random::{Random, SeededRandom};
-use ratelimitd::region::LEASE_INTERVALS;
-use ratelimitd::region::share::{PPM, ppm};
+use ratelimitd_core::clock::Stopwatch;
+use ratelimitd_core::random::{Random, SeededRandom};
+use ratelimitd::testing::LEASE_INTERVALS;
+use ratelimitd_core::region::share::{PPM, ppm};
 
 /// The share in force of key `hot` on every instance of `region` (the largest): the floor on one
 /// that has not seen it (its first request starts there).

@@ -5,8 +5,8 @@
 use super::world::{self, Region, round};
 use crate::support::redis::RedisServer;
 use crate::support::require;
-use ratelimitd::clock::Clock;
-use ratelimitd::region::share::over_admission_bound;
+use ratelimitd_core::clock::Clock;
+use ratelimitd_core::region::share::over_admission_bound;
 
 /// 200 a minute worldwide, listed half and half, following demand with a floor of 0.1 and a step
 /// of 0.05 per sync.

@@ -29,7 +29,7 @@ async fn a_restarted_instance_s_old_share_stops_counting_once_its_lease_has_run_
     // the board. us now asks 3 a second through its first instance, as much as eu.
     drop(us.instances.pop());
     us.add(MOVING, &env).await;
-    let lapse = ratelimitd::region::LEASE_INTERVALS as usize + 2;
+    let lapse = ratelimitd::testing::LEASE_INTERVALS as usize + 2;
     let mut shares = Vec::new();
     for _ in 0..lapse + 3 {
         tokio::join!(

@@ -10,7 +10,7 @@ use super::world::{self, Region, round};
 use crate::support::chaos::Proxy;
 use crate::support::redis::RedisServer;
 use crate::support::require;
-use ratelimitd::clock::{Clock, Stopwatch};
+use ratelimitd_core::clock::{Clock, Stopwatch};
 
 /// 200 a minute worldwide, listed half and half, following demand with a floor of 0.1 and a step
 /// of 0.1 per sync.

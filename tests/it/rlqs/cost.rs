@@ -8,7 +8,7 @@ use crate::support::TestServer;
 use crate::support::redis::RedisServer;
 use crate::support::require;
 use crate::support::rlqs::{QuotaStream, Seen, bucket, usage};
-use ratelimitd::clock::Stopwatch;
+use ratelimitd_core::clock::Stopwatch;
 
 const CONFIG: &str = "domain: quota
 descriptors:

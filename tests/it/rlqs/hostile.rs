@@ -11,7 +11,7 @@ use crate::support::TestServer;
 use crate::support::redis::RedisServer;
 use crate::support::require;
 use crate::support::rlqs::{QuotaStream, Seen, bucket, usage};
-use ratelimitd::clock::Stopwatch;
+use ratelimitd_core::clock::Stopwatch;
 
 const CONFIG: &str = "domain: quota
 descriptors:
@@ -24,7 +24,7 @@ fn addr(s: &TestServer) -> SocketAddr {
 }
 
 /// A usage of one `user` bucket: 5 requests over one second.
-fn user(name: &str) -> ratelimitd::grpc::pb::envoy::service::rate_limit_quota::v3::rate_limit_quota_usage_reports::BucketQuotaUsage{
+fn user(name: &str) -> ratelimitd::pb::envoy::service::rate_limit_quota::v3::rate_limit_quota_usage_reports::BucketQuotaUsage{
     usage(bucket(&[("user", name)]), 5, 0, 1)
 }
 

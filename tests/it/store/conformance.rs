@@ -8,12 +8,12 @@ use crate::support::redis::RedisServer;
 use crate::support::stores::{shared_cluster, shared_redis};
 use crate::support::*;
 use proptest::prelude::*;
-use ratelimitd::algorithm::{Algorithm, LimitSpec, Window};
-use ratelimitd::clock::Timestamp;
-use ratelimitd::settings::Settings;
-use ratelimitd::store::memory::MemoryStore;
-use ratelimitd::store::redis::RedisStore;
-use ratelimitd::store::{Op, Store};
+use ratelimitd_core::algorithm::{Algorithm, LimitSpec, Window};
+use ratelimitd_core::clock::Timestamp;
+use ratelimitd::Settings;
+use ratelimitd_core::MemoryStore;
+use ratelimitd::testing::RedisStore;
+use ratelimitd_core::store::{Op, Store};
 
 fn redis_settings(r: &RedisServer) -> Settings {
     Settings::from_env(r.env()).unwrap()
@@ -266,7 +266,7 @@ async fn sliding_logs_with_lowered_limits_and_a_stepping_clock_decide_identicall
 #[tokio::test]
 async fn fixed_windows_stop_at_the_counter_ceiling_identically() {
     require!(Redis);
-    use ratelimitd::algorithm::fixed_window::MAX_COUNT;
+    use ratelimitd_core::algorithm::fixed_window::MAX_COUNT;
     let (r, stores) = Both::start().await;
     let spec = LimitSpec {
         algorithm: Algorithm::FixedWindow,

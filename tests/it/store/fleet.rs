@@ -10,7 +10,7 @@
 use std::net::SocketAddr;
 use std::time::Duration;
 
-use ratelimitd::clock::Stopwatch;
+use ratelimitd_core::clock::Stopwatch;
 
 use crate::support::fleet::{
     Groups, INTERVAL, LIMIT, Relay, env, free_udp, member, spread, spread_on, status_page,

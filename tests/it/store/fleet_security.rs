@@ -8,10 +8,10 @@ use std::time::Duration;
 
 use chitchat::transport::{Transport, UdpTransport};
 use chitchat::{ChitchatConfig, ChitchatHandle, ChitchatId, FailureDetectorConfig};
-use ratelimitd::algorithm::{Algorithm, LimitSpec, Window};
-use ratelimitd::clock::{Stopwatch, Timestamp};
-use ratelimitd::fleet::auth::{AuthCounts, SignedTransport};
-use ratelimitd::limiter::KeyBuilder;
+use ratelimitd_core::algorithm::{Algorithm, LimitSpec, Window};
+use ratelimitd_core::clock::{Stopwatch, Timestamp};
+use ratelimitd::testing::{AuthCounts, SignedTransport};
+use ratelimitd_core::limiter::KeyBuilder;
 
 use super::fleet::hit;
 use crate::support::fleet::{LIMIT, SECRET, env, free_udp, member, spread, until_membership};

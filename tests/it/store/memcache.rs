@@ -11,7 +11,7 @@ use crate::support::process::spawn;
 use crate::support::require;
 use crate::support::*;
 use futures_util::future::join_all;
-use ratelimitd::grpc::pb::envoy::service::ratelimit::v3::rate_limit_service_client::RateLimitServiceClient;
+use ratelimitd::pb::envoy::service::ratelimit::v3::rate_limit_service_client::RateLimitServiceClient;
 
 const CONFIG: &str = r#"
 domain: d

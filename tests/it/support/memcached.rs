@@ -7,7 +7,7 @@ use std::net::TcpStream;
 use std::process::{Child, Stdio};
 use std::time::Duration;
 
-use ratelimitd::clock::Stopwatch;
+use ratelimitd_core::clock::Stopwatch;
 
 use super::guard::{guarded, stop};
 use super::redis::free_port;

@@ -37,16 +37,16 @@ pub(crate) mod xds;
 
 use std::time::Duration;
 
-use ratelimitd::app::{self, Running};
-use ratelimitd::clock::Timestamp;
-use ratelimitd::grpc::pb::envoy::extensions::common::ratelimit::v3::{
+use ratelimitd::testing::{self, Running};
+use ratelimitd_core::clock::Timestamp;
+use ratelimitd::pb::envoy::extensions::common::ratelimit::v3::{
     RateLimitDescriptor, rate_limit_descriptor,
 };
-use ratelimitd::grpc::pb::envoy::service::ratelimit::v3::rate_limit_service_client::RateLimitServiceClient;
-use ratelimitd::grpc::pb::envoy::service::ratelimit::v3::{
+use ratelimitd::pb::envoy::service::ratelimit::v3::rate_limit_service_client::RateLimitServiceClient;
+use ratelimitd::pb::envoy::service::ratelimit::v3::{
     RateLimitRequest, RateLimitResponse, rate_limit_response,
 };
-use ratelimitd::settings::Settings;
+use ratelimitd::Settings;
 use tonic::transport::Channel;
 
 pub(crate) use rate_limit_response::Code;
@@ -128,7 +128,7 @@ impl TestServer {
         for (name, yaml) in files {
             std::fs::write(dir.path().join(name), yaml).unwrap();
         }
-        let running = app::start(&settings(dir.path(), env))
+        let running = testing::start(&settings(dir.path(), env))
             .await
             .map_err(|e| e.to_string())?;
         let grpc = RateLimitServiceClient::connect(format!("http://{}", running.grpc_addr))

@@ -5,7 +5,7 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use ratelimitd::clock::Stopwatch;
+use ratelimitd_core::clock::Stopwatch;
 
 /// podman's global flags here: runc instead of crun (crun cannot set the rlimits on this
 /// kernel's hybrid cgroups), and cgroupfs (no systemd).

@@ -11,7 +11,7 @@ use std::sync::OnceLock;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
-use ratelimitd::clock::Stopwatch;
+use ratelimitd_core::clock::Stopwatch;
 
 use super::guard;
 

@@ -1,7 +1,7 @@
 //! gRPC by hand, for the tests that need a raw HTTP/2 client (h2's) rather than tonic's: to leave
 //! a message unsent, reset a call, or send bytes tonic's client would not.
 
-use ratelimitd::grpc::bounded::SHOULD_RATE_LIMIT;
+use ratelimitd::testing::SHOULD_RATE_LIMIT;
 use tonic::codegen::http;
 
 /// A gRPC frame: the compression flag, the length, the message.

@@ -5,10 +5,10 @@ use std::future::Future;
 use std::path::Path;
 use std::time::Duration;
 
-use ratelimitd::app;
-use ratelimitd::clock::Stopwatch;
-use ratelimitd::grpc::pb::envoy::service::ratelimit::v3::rate_limit_service_client::RateLimitServiceClient;
-use ratelimitd::settings::Settings;
+use ratelimitd::testing;
+use ratelimitd_core::clock::Stopwatch;
+use ratelimitd::pb::envoy::service::ratelimit::v3::rate_limit_service_client::RateLimitServiceClient;
+use ratelimitd::Settings;
 
 use super::{TestServer, request};
 
@@ -77,7 +77,7 @@ pub(crate) async fn start_runtime(
 }
 
 pub(crate) async fn start_with(dir: tempfile::TempDir, settings: Settings) -> TestServer {
-    let running = app::start(&settings).await.unwrap();
+    let running = testing::start(&settings).await.unwrap();
     let url = format!("http://{}", running.grpc_addr);
     TestServer {
         grpc: RateLimitServiceClient::connect(url).await.unwrap(),

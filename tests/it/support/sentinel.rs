@@ -5,7 +5,7 @@
 use std::process::{Child, Stdio};
 use std::time::Duration;
 
-use ratelimitd::clock::Stopwatch;
+use ratelimitd_core::clock::Stopwatch;
 
 use super::guard::{guarded, stop};
 use super::redis::{RedisServer, cli, free_port};

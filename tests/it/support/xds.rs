@@ -8,14 +8,14 @@ use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use ratelimitd::clock::Stopwatch;
+use ratelimitd_core::clock::Stopwatch;
 
 use prost::Message;
-use ratelimitd::xds::pb::envoy::service::discovery::v3::aggregated_discovery_service_server::{
+use ratelimitd::testing::xds_pb::envoy::service::discovery::v3::aggregated_discovery_service_server::{
     AggregatedDiscoveryService, AggregatedDiscoveryServiceServer,
 };
-use ratelimitd::xds::pb::envoy::service::discovery::v3::{DiscoveryRequest, DiscoveryResponse};
-use ratelimitd::xds::pb::ratelimit::config::ratelimit::v3::{
+use ratelimitd::testing::xds_pb::envoy::service::discovery::v3::{DiscoveryRequest, DiscoveryResponse};
+use ratelimitd::testing::xds_pb::ratelimit::config::ratelimit::v3::{
     RateLimitConfig, RateLimitDescriptor, RateLimitPolicy, RateLimitUnit,
 };
 use tokio::sync::{mpsc, oneshot};

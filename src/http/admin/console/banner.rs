@@ -5,10 +5,10 @@
 use std::fmt::Write;
 
 use super::html::{ago, escape};
-use crate::clock::Timestamp;
+use ratelimitd_core::clock::Timestamp;
 use crate::insight::Insight;
 use crate::insight::rates::{BUCKET_SECS, Point, Totals};
-use crate::resilience::BreakerState;
+use ratelimitd_core::resilience::BreakerState;
 
 /// Buckets of the rate history the banner looks back over: the last minute.
 const RECENT_BUCKETS: usize = (60 / BUCKET_SECS) as usize;

@@ -72,7 +72,7 @@ fn chart(out: &mut String, series: &[Point], name: &str, colour: &str, read: fn(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::clock::Timestamp;
+    use ratelimitd_core::clock::Timestamp;
 
     #[test]
     fn bars_scale_to_the_peak_and_captions_give_the_figures() {

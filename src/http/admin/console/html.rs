@@ -3,10 +3,10 @@
 
 use std::fmt::Write;
 
-use crate::clock::Timestamp;
+use ratelimitd_core::clock::Timestamp;
 
 /// `s` with `&`, `<`, `>`, `"` and `'` replaced by entities: safe in text and quoted attributes.
-pub fn escape(s: &str) -> String {
+pub(crate) fn escape(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
     for c in s.chars() {
         match c {

@@ -31,7 +31,7 @@ use axum::response::{IntoResponse, Response};
 use super::auth::Viewer;
 use super::{AdminState, error};
 use crate::explain::client::parse_descriptor;
-pub use html::escape;
+pub(crate) use html::escape;
 
 /// Why the console has no decision counts: the counters exist only while a stats sink is chosen,
 /// and none is with `DISABLE_STATS=true` or with `USE_STATSD=false` and no other sink.
@@ -56,7 +56,7 @@ enum Violations {
 }
 
 /// Renders the page (the [`Viewer`] extractor has checked the token or the trusted peer).
-pub async fn page(
+pub(crate) async fn page(
     viewer: Viewer,
     State(s): State<AdminState>,
     Query(params): Query<HashMap<String, String>>,

@@ -5,7 +5,7 @@
 use std::fmt::Write;
 
 use super::html::{ago, entries, escape, table};
-use crate::clock::Timestamp;
+use ratelimitd_core::clock::Timestamp;
 use crate::explain::{Counter, Explained, Violations};
 use crate::http::rate_text::rate;
 

@@ -7,11 +7,11 @@ use std::fmt::Write;
 
 use super::html::{ago, entries, escape, span, table};
 use super::{ROWS, Violations};
-use crate::clock::Timestamp;
+use ratelimitd_core::clock::Timestamp;
 use crate::http::rate_text::rate;
 use crate::insight::Insight;
 use crate::insight::hotkeys::By;
-use crate::resilience::BreakerState;
+use ratelimitd_core::resilience::BreakerState;
 
 /// Most limits and overrides listed.
 const MAX_ROWS: usize = 500;

@@ -5,8 +5,8 @@
 //! admitted". Keys and class names come from the config; every one is escaped.
 
 use super::html::{escape, table};
-use crate::clock::Timestamp;
-use crate::config::effective_limit;
+use ratelimitd_core::clock::Timestamp;
+use ratelimitd_core::config::effective_limit;
 use crate::insight::Insight;
 use crate::metrics::usage::Usage;
 
