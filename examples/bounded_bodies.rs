@@ -18,12 +18,12 @@ use std::time::Duration;
 use futures_util::future::join_all;
 use prost::Message;
 use prost::bytes::{Buf, BufMut, Bytes};
-use ratelimitd_core::clock::Stopwatch;
 use ratelimitd::pb::envoy::extensions::common::ratelimit::v3::{
     RateLimitDescriptor, rate_limit_descriptor::Entry,
 };
 use ratelimitd::pb::envoy::service::ratelimit::v3::RateLimitRequest;
 use ratelimitd::pb::envoy::service::ratelimit::v3::rate_limit_service_client::RateLimitServiceClient;
+use ratelimitd_core::clock::Stopwatch;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tonic::codec::{Codec, DecodeBuf, Decoder, EncodeBuf, Encoder};
 use tonic::codegen::http;

@@ -13,12 +13,12 @@
 use std::time::Duration;
 
 use futures_util::future::join_all;
-use ratelimitd_core::clock::Stopwatch;
 use ratelimitd::pb::envoy::extensions::common::ratelimit::v3::{
     RateLimitDescriptor, rate_limit_descriptor::Entry,
 };
 use ratelimitd::pb::envoy::service::ratelimit::v3::rate_limit_service_client::RateLimitServiceClient;
 use ratelimitd::pb::envoy::service::ratelimit::v3::{RateLimitRequest, RateLimitResponse};
+use ratelimitd_core::clock::Stopwatch;
 use tonic::transport::Channel;
 
 type Client = RateLimitServiceClient<Channel>;

@@ -19,12 +19,12 @@ use std::sync::Arc;
 use std::thread;
 use std::time::Duration;
 
+use ratelimitd::metrics::{ConfigLoads, Metrics};
+use ratelimitd::testing::HotKeys;
+use ratelimitd_core::MemoryStore;
 use ratelimitd_core::clock::{Clock, Stopwatch, SystemClock};
 use ratelimitd_core::config::{self, CompileOptions, ConfigFile, RateLimitConfig};
-use ratelimitd::testing::HotKeys;
 use ratelimitd_core::limiter::{Descriptor, LimiterOptions, Observers, RateLimiter, Request};
-use ratelimitd::metrics::{ConfigLoads, Metrics};
-use ratelimitd_core::MemoryStore;
 
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;

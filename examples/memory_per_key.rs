@@ -10,11 +10,11 @@
 //! the fill; the store's own byte estimate (`MEMORY_MAX_BYTES` accounting) is printed beside it.
 //! The fill is bounded by N (at most 50 000 000) and runs in batches of 64 ops, as a request would.
 
+use ratelimitd_core::KeyFormat;
+use ratelimitd_core::MemoryStore;
 use ratelimitd_core::algorithm::{Algorithm, LimitSpec, Window};
 use ratelimitd_core::clock::{Stopwatch, Timestamp};
 use ratelimitd_core::limiter::key::KeyBuilder;
-use ratelimitd_core::KeyFormat;
-use ratelimitd_core::MemoryStore;
 use ratelimitd_core::store::{Op, Store};
 
 #[global_allocator]

@@ -8,14 +8,14 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use ratelimitd::testing;
-use ratelimitd_core::clock::Stopwatch;
+use ratelimitd::Settings;
 use ratelimitd::pb::envoy::extensions::common::ratelimit::v3::{
     RateLimitDescriptor, rate_limit_descriptor::Entry,
 };
 use ratelimitd::pb::envoy::service::ratelimit::v3::RateLimitRequest;
 use ratelimitd::pb::envoy::service::ratelimit::v3::rate_limit_service_client::RateLimitServiceClient;
-use ratelimitd::Settings;
+use ratelimitd::testing;
+use ratelimitd_core::clock::Stopwatch;
 
 const DESCRIPTORS: usize = 10_000;
 const PHASE: Duration = Duration::from_secs(3);

@@ -12,7 +12,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use tonic_health::ServingStatus;
 use tonic_health::server::HealthReporter;
 
-use crate::store::Store;
+use ratelimitd_core::store::Store;
 
 pub(crate) use wiring::{HealthDeps, HealthHandle, HealthOptions, start};
 

@@ -2,8 +2,8 @@
 
 use std::sync::Arc;
 
-use ratelimitd_core::limiter::{RateLimiter, Request, RequestError, Response};
 use crate::reload::ConfigHandle;
+use ratelimitd_core::limiter::{RateLimiter, Request, RequestError, Response};
 
 /// The rate limit service behind gRPC and `/json`.
 #[derive(Debug)]

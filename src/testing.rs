@@ -4,6 +4,7 @@
 
 pub use crate::app::{Running, start};
 pub use crate::fleet::auth::{AuthCounts, SignedTransport};
+pub use crate::grpc::TlsSettings;
 pub use crate::grpc::bounded::SHOULD_RATE_LIMIT;
 pub use crate::grpc::status_of;
 pub use crate::grpc::tls::ReloadingTls;
@@ -19,7 +20,6 @@ pub use crate::reload::{ConfigHandle, ReloadOutcome, WatchOptions, WatchTarget, 
 pub use crate::rlqs::stream::Stream;
 pub use crate::rlqs::{Board, MemoryBoard, Shared};
 pub use crate::service::Service;
-pub use crate::grpc::TlsSettings;
 pub use crate::settings::edges::DEFAULT_CHECK_MAX_BODY_BYTES;
 pub use crate::settings::parse::{go_bool, go_duration, uint_in};
 pub use crate::store::redis::RedisStore;

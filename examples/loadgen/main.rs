@@ -46,11 +46,11 @@ use std::fmt::Write as _;
 use std::time::Duration;
 
 use prost::bytes::BytesMut;
-use ratelimitd_core::clock::Stopwatch;
 use ratelimitd::pb::envoy::extensions::common::ratelimit::v3::{
     RateLimitDescriptor, rate_limit_descriptor::Entry,
 };
 use ratelimitd::pb::envoy::service::ratelimit::v3::RateLimitRequest;
+use ratelimitd_core::clock::Stopwatch;
 
 use grpc::Connection;
 

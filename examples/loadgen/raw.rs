@@ -22,8 +22,8 @@ use std::time::Duration;
 
 use prost::Message;
 use prost::bytes::BytesMut;
-use ratelimitd_core::clock::Stopwatch;
 use ratelimitd::pb::envoy::service::ratelimit::v3::RateLimitResponse;
+use ratelimitd_core::clock::Stopwatch;
 
 use super::grpc::{PATH, USER_AGENT, frame, unframe};
 use super::paced::Tally;

@@ -11,17 +11,17 @@ use tonic_health::server::HealthService;
 use super::parts::{self, StoreParts};
 use super::{AppError, readers};
 use crate::background::Background;
-use ratelimitd_core::clock::{Clock, ManualClock};
 use crate::fleet::FleetHandle;
 use crate::health::{Health, HealthDeps, HealthHandle};
-use ratelimitd_core::limiter::StatsSink;
-use ratelimitd_core::limiter::fallback::LocalFallback;
 use crate::metrics::{Metrics, MetricsDeps, MetricsHandle};
 use crate::reload::ConfigHandle;
 use crate::settings::Settings;
 use crate::store::leases::{LeaseDeps, Release};
 use crate::store::redis::heartbeat::{self, HeartbeatDeps};
 use crate::store::redis::server_time::{self, ServerTime};
+use ratelimitd_core::clock::{Clock, ManualClock};
+use ratelimitd_core::limiter::StatsSink;
+use ratelimitd_core::limiter::fallback::LocalFallback;
 
 /// The started base parts.
 pub(super) struct Base {

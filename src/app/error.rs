@@ -1,8 +1,8 @@
 //! Why the service could not start: each setup step's error, with what and where.
 
 use crate::grpc::tls::TlsError;
-use crate::store::StoreError;
 use crate::xds::XdsError;
+use ratelimitd_core::store::StoreError;
 
 /// Why the service could not start.
 #[derive(Debug, thiserror::Error)]

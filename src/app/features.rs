@@ -12,12 +12,12 @@ use super::readers;
 use crate::background::Background;
 use crate::explain::Explainer;
 use crate::insight::{Insight, InsightDeps};
-use ratelimitd_core::limiter::{LimiterOptions, Observers};
 use crate::policy::PolicyHandle;
 use crate::policy::violations::ViolationDeps;
 use crate::region::{RegionDeps, Regional};
 use crate::rlqs::{RateLimitQuotaServiceServer, RlqsDeps, RlqsService};
 use crate::settings::Settings;
+use ratelimitd_core::limiter::{LimiterOptions, Observers};
 
 /// The started features.
 pub(super) struct Features {

@@ -29,11 +29,9 @@ use base::Base;
 pub use error::{AppError, report};
 
 use crate::background::Background;
-use ratelimitd_core::clock::ManualClock;
 use crate::grpc::tls::ReloadingTls;
 use crate::health::Health;
 use crate::http::admin::AdminState;
-use ratelimitd_core::limiter::RateLimiter;
 use crate::metrics::Metrics;
 use crate::policy::PolicyDeps;
 use crate::reload::ConfigType;
@@ -41,6 +39,8 @@ use crate::reload::{ConfigHandle, Reloading, WatchOptions};
 use crate::service::Service;
 use crate::settings::Settings;
 use crate::store::leases::Release;
+use ratelimitd_core::clock::ManualClock;
+use ratelimitd_core::limiter::RateLimiter;
 
 /// A started service: its bound addresses and handles, for `main` and for tests.
 #[derive(Debug)]

@@ -5,16 +5,17 @@ use std::sync::Arc;
 
 use super::AppError;
 use crate::background::Background;
-use ratelimitd_core::clock::{Clock, ManualClock, SystemClock, Timestamp};
 use crate::fleet::FleetHandle;
 use crate::health::HealthOptions;
+use crate::settings::Settings;
+use crate::store::Backend;
+use crate::store::memcache::MemcacheStore;
+use crate::store::redis::RedisStore;
+use ratelimitd_core::clock::{Clock, ManualClock, SystemClock, Timestamp};
 use ratelimitd_core::limiter::{HeaderNames, KeyBuilder, LimiterOptions};
 use ratelimitd_core::random::{Random, SeededRandom};
-use crate::settings::Settings;
-use crate::store::memcache::MemcacheStore;
-use crate::store::memory::MemoryStore;
-use crate::store::redis::RedisStore;
-use crate::store::{Backend, Store};
+use ratelimitd_core::store::Store;
+use ratelimitd_core::store::memory::MemoryStore;
 
 /// The manual clock when the settings ask for one (tests), and the clock of decisions: that one,
 /// else the system's.

@@ -5,11 +5,8 @@
 
 use std::sync::Arc;
 
-use ratelimitd_core::clock::Clock;
-use ratelimitd_core::config::FailureMode;
 use crate::explain::Explainer;
 use crate::insight::{About, BreakerStates, Insight};
-use ratelimitd_core::limiter::LimiterOptions;
 use crate::metrics::{ConfigLoads, LoadCounts};
 use crate::policy::violations::instance_name;
 use crate::region::Regional;
@@ -18,7 +15,11 @@ use crate::settings::{RedisKind, Settings};
 use crate::store::leases::ConfigVersion;
 use crate::store::redis::RedisStore;
 use crate::store::redis::heartbeat::FallbackWanted;
-use crate::store::{Backend, Resilience, Store};
+use crate::store::{Backend, Resilience};
+use ratelimitd_core::clock::Clock;
+use ratelimitd_core::config::FailureMode;
+use ratelimitd_core::limiter::LimiterOptions;
+use ratelimitd_core::store::Store;
 
 /// Reads the configuration's load counts, for `config_load_success`, `config_load_error` and
 /// the shadowed policy rules gauge.

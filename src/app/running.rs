@@ -54,7 +54,7 @@ impl Running {
 
 /// Runs the service until SIGTERM or SIGINT, reloading the configuration on SIGHUP, then shuts
 /// it down gracefully. The signal handlers are installed before anything starts, so a signal
-/// sent as soon as a port answers is acted on (see [`signals`]); SIGTERM or SIGINT while the
+/// sent as soon as a port answers is acted on (see `signals`); SIGTERM or SIGINT while the
 /// service is still starting (waiting for Redis or a first xDS push) stops it there.
 pub async fn run(settings: &Settings) -> Result<(), AppError> {
     let mut signals = signals::Signals::install();

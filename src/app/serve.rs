@@ -19,7 +19,6 @@ use super::AppError;
 use super::admin_listener;
 use super::tasks::serve_http;
 use crate::background::Background;
-use ratelimitd_core::clock::ManualClock;
 use crate::grpc::bounded::Bounded;
 use crate::grpc::server::{self as grpc_server, Listener as GrpcListener};
 use crate::grpc::tls::ReloadingTls;
@@ -32,6 +31,7 @@ use crate::reload::ConfigHandle;
 use crate::rlqs::{RateLimitQuotaServiceServer, RlqsService};
 use crate::service::Service;
 use crate::settings::Settings;
+use ratelimitd_core::clock::ManualClock;
 
 /// What the listeners serve.
 pub(super) struct Routes {

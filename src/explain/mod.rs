@@ -15,15 +15,17 @@ mod report;
 use std::sync::Arc;
 use std::time::Duration;
 
-pub(crate) use report::{Counter, DescriptorReport, Explained, LimitReport, OverrideReport, Violations};
+pub(crate) use report::{
+    Counter, DescriptorReport, Explained, LimitReport, OverrideReport, Violations,
+};
 
-use ratelimitd_core::clock::Clock;
 use crate::insight::RecentViolations;
-use ratelimitd_core::limiter::plan::{self, Plan};
-use ratelimitd_core::limiter::{Descriptor, Entry, KeyBuilder, Request};
 use crate::policy::Overrides;
 use crate::reload::ConfigHandle;
-use crate::store::{Answer, Store};
+use ratelimitd_core::clock::Clock;
+use ratelimitd_core::limiter::plan::{self, Plan};
+use ratelimitd_core::limiter::{Descriptor, Entry, KeyBuilder, Request};
+use ratelimitd_core::store::{Answer, Store};
 
 /// Most descriptors one explain request may carry.
 pub(crate) const MAX_DESCRIPTORS: usize = 16;
@@ -68,7 +70,10 @@ impl std::fmt::Debug for Explainer {
 }
 
 /// Checks an explain request's domain and descriptors (each a list of `(key, value)`).
-pub(crate) fn check(domain: &str, descriptors: &[Vec<(String, String)>]) -> Result<(), ExplainError> {
+pub(crate) fn check(
+    domain: &str,
+    descriptors: &[Vec<(String, String)>],
+) -> Result<(), ExplainError> {
     let bad = |what: String, why: String| Err(ExplainError::Invalid(what, why));
     if domain.is_empty() || domain.len() > MAX_TEXT {
         return bad("domain".into(), format!("expected 1 to {MAX_TEXT} bytes"));

@@ -6,11 +6,11 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use ratelimitd_core::clock::Timestamp;
-use ratelimitd_core::config::Limit;
 use crate::insight::ViolationView;
 use crate::policy::StoredOverride;
-use crate::store::Answer;
+use ratelimitd_core::clock::Timestamp;
+use ratelimitd_core::config::Limit;
+use ratelimitd_core::store::Answer;
 
 /// The answer for one request.
 #[derive(Debug, Clone)]

@@ -15,8 +15,8 @@ use super::view::View;
 use ratelimitd_core::algorithm::fixed_window::window_start;
 use ratelimitd_core::algorithm::{Algorithm, Decision};
 use ratelimitd_core::clock::Timestamp;
-use crate::store::memory::MemoryStore;
-use crate::store::{Answer, Op, Store, StoreError};
+use ratelimitd_core::store::memory::MemoryStore;
+use ratelimitd_core::store::{Answer, Op, Store, StoreError};
 
 /// The embedded store of one fleet member.
 #[derive(Debug)]
@@ -112,9 +112,9 @@ impl Store for FleetStore {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::fleet::tally::{Published, decode};
     use ratelimitd_core::algorithm::sliding_window::SlidingWindowState;
     use ratelimitd_core::algorithm::{LimitSpec, Window};
-    use crate::fleet::tally::{Published, decode};
 
     fn op(algorithm: Algorithm, limit: u64, hits: u64) -> Op {
         Op {

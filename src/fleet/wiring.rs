@@ -21,7 +21,7 @@ use super::view::View;
 use super::{FleetOptions, FleetStore};
 use crate::background::Background;
 use ratelimitd_core::clock::{Clock, Stopwatch, SystemClock};
-use crate::store::memory::MemoryStore;
+use ratelimitd_core::store::memory::MemoryStore;
 
 /// How many gossip intervals a member announces its leave before it stops gossiping: one round
 /// to reach the peers (chitchat exchanges with up to three of them a round), one to spare.

@@ -66,7 +66,10 @@ where
     /// the body h2 receives, so nothing re-boxes it): the message is read and checked against the
     /// caps, answered on the direct path when it can be, and handed to the inner service
     /// otherwise.
-    pub(crate) fn answer<B>(&self, req: http::Request<B>) -> impl Future<Output = Answer> + Send + 'static
+    pub(crate) fn answer<B>(
+        &self,
+        req: http::Request<B>,
+    ) -> impl Future<Output = Answer> + Send + 'static
     where
         B: HttpBody<Data = Bytes> + Unpin + Send + 'static,
         B::Error: Into<tonic::codegen::StdError>,

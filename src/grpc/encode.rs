@@ -171,10 +171,10 @@ mod tests {
     use prost::Message;
 
     use super::*;
+    use crate::grpc::pb::envoy::service::ratelimit::v3::RateLimitResponse;
     use ratelimitd_core::algorithm::Window;
     use ratelimitd_core::clock::Timestamp;
     use ratelimitd_core::config::Unit;
-    use crate::grpc::pb::envoy::service::ratelimit::v3::RateLimitResponse;
 
     /// What the prost path sends for `r`: the converted message, encoded and framed.
     fn by_prost(r: &Response) -> Vec<u8> {

@@ -25,12 +25,12 @@ use tonic::metadata::MetadataMap;
 use tonic::{Request, Response, Status};
 use tracing::Instrument;
 
-use ratelimitd_core::clock::Stopwatch;
 use crate::metrics::Metrics;
+use ratelimitd_core::clock::Stopwatch;
 
 use self::pb::envoy::service::ratelimit::v3 as rls;
-use ratelimitd_core::limiter::RequestError;
 use crate::service::Service;
+use ratelimitd_core::limiter::RequestError;
 
 pub(crate) use options::GrpcServerSettings;
 pub use options::TlsSettings;

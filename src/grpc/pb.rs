@@ -1,6 +1,6 @@
 //! Generated Envoy RLS v3 and RLQS v3 types (tonic/prost, compiled from `proto/` by `build.rs`). Only the
 //! gRPC edge and its clients (tests, examples) use them; `/json` borrows just the unit mapping in
-//! [`crate::grpc::unit`]. The limiter, the stores and the config never see a proto. The module tree
+//! `crate::grpc::unit`. The limiter, the stores and the config never see a proto. The module tree
 //! mirrors the proto packages so the generated code's relative paths (`super::super::...`) resolve.
 
 // The generated code's doc comments are the protos' own, not ours to reword.

@@ -73,7 +73,11 @@ impl From<Status> for Answer {
 
 /// Answers `req` with `service`, the request's `parts` giving its metadata. The handler's
 /// answer has no metadata of its own, so the headers are `content-type` alone.
-pub(crate) async fn answer(service: &RlsService, parts: http::request::Parts, req: Request) -> Answer {
+pub(crate) async fn answer(
+    service: &RlsService,
+    parts: http::request::Parts,
+    req: Request,
+) -> Answer {
     let metadata = MetadataMap::from_headers(parts.headers);
     let resp = match service.decide(&metadata, req).await {
         Ok(r) => r,

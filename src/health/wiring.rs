@@ -11,7 +11,7 @@ use tonic_health::server::{HealthReporter, HealthService};
 
 use super::Health;
 use crate::background::{Background, every_second};
-use crate::store::Store;
+use ratelimitd_core::store::Store;
 
 /// How health is judged.
 #[derive(Debug, Clone, Default)]

@@ -28,7 +28,11 @@ pub(crate) enum BodyError {
 }
 
 /// Reads `body` whole, refusing it once it passes `max` bytes (the cap of `setting`).
-pub(crate) async fn read(body: Body, max: usize, setting: &'static str) -> Result<Bytes, BodyError> {
+pub(crate) async fn read(
+    body: Body,
+    max: usize,
+    setting: &'static str,
+) -> Result<Bytes, BodyError> {
     let mut stream = body.into_data_stream();
     let mut first: Option<Bytes> = None;
     let mut rest = Vec::new();

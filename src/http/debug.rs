@@ -19,12 +19,12 @@ use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{any, get};
 
-use ratelimitd_core::algorithm::Algorithm;
-use ratelimitd_core::clock::{Clock, ManualClock, Timestamp};
-use ratelimitd_core::config::Limit;
 use crate::policy::rules::FILE_PREFIX;
 use crate::policy::{Overrides, Tokens};
 use crate::reload::ConfigHandle;
+use ratelimitd_core::algorithm::Algorithm;
+use ratelimitd_core::clock::{Clock, ManualClock, Timestamp};
+use ratelimitd_core::config::Limit;
 
 /// State of the debug handlers.
 #[derive(Debug, Clone)]

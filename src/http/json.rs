@@ -13,8 +13,8 @@ use serde_json::{Map, Value, json};
 use super::capped::{Caps, Descriptors, once};
 use ratelimitd_core::limiter::{Limits, OverCap};
 
-use ratelimitd_core::config::Unit;
 use crate::grpc::unit::from_proto_number;
+use ratelimitd_core::config::Unit;
 use ratelimitd_core::limiter::fired::duration_text;
 use ratelimitd_core::limiter::{Descriptor, Entry, Override, Request, Response};
 

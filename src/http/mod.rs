@@ -25,11 +25,11 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{any, get, post};
 
 use crate::health::Health;
-use ratelimitd_core::limiter::headers::RateLimitHeaders;
-use ratelimitd_core::limiter::{Code, Limits};
 use crate::metrics::Metrics;
 use crate::metrics::check::record;
 use crate::service::Service;
+use ratelimitd_core::limiter::headers::RateLimitHeaders;
+use ratelimitd_core::limiter::{Code, Limits};
 
 pub(crate) use options::EdgeSettings;
 
@@ -130,7 +130,10 @@ async fn json_handler(
                 check::add_headers(&mut r, &RateLimitHeaders::from_response(&resp).pairs());
             } else if resp.soft_breach {
                 // The one header a 200 adds: the warning comes before anything is denied.
-                let pair = [(ratelimitd_core::limiter::SOFT_BREACH_HEADER, "true".to_string())];
+                let pair = [(
+                    ratelimitd_core::limiter::SOFT_BREACH_HEADER,
+                    "true".to_string(),
+                )];
                 check::add_headers(&mut r, &pair);
             }
             r

@@ -8,7 +8,12 @@ use ratelimitd_core::config::Unit;
 /// The size of a limit of `requests_per_unit` over `unit_multiplier` × `unit` (a config unit
 /// name) under `algorithm` (its config name), e.g. `10 per 5 minute` or
 /// `10 slots, lease timeout 60 s`.
-pub(crate) fn rate(algorithm: &str, requests_per_unit: u32, unit_multiplier: u32, unit: &str) -> String {
+pub(crate) fn rate(
+    algorithm: &str,
+    requests_per_unit: u32,
+    unit_multiplier: u32,
+    unit: &str,
+) -> String {
     if algorithm == Algorithm::Concurrency.name() {
         let secs = Unit::parse(unit).map_or(0, ratelimitd_core::Unit::seconds)
             * u64::from(unit_multiplier);

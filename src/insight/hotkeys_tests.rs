@@ -7,7 +7,7 @@ use super::*;
 use ratelimitd_core::clock::ManualClock;
 use ratelimitd_core::config::{self, CompileOptions, ConfigFile, RateLimitConfig};
 use ratelimitd_core::limiter::{Descriptor, LimiterOptions, Observers, RateLimiter, Request};
-use crate::store::memory::MemoryStore;
+use ratelimitd_core::store::memory::MemoryStore;
 
 const CFG: &str = r#"
 domain: api

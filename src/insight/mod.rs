@@ -18,14 +18,14 @@ use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
 
-use ratelimitd_core::clock::{Clock, Timestamp};
-use ratelimitd_core::limiter::Observers;
 use crate::policy::Overrides;
 use crate::reload::ConfigHandle;
-use ratelimitd_core::resilience::BreakerReport;
 use decision_log::DecisionLog;
 use hotkeys::HotKeys;
 pub(crate) use options::InsightOptions;
+use ratelimitd_core::clock::{Clock, Timestamp};
+use ratelimitd_core::limiter::Observers;
+use ratelimitd_core::resilience::BreakerReport;
 pub(crate) use wiring::{InsightDeps, start};
 
 /// One recorded violation, as the console lists it.

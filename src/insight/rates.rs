@@ -14,9 +14,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use parking_lot::Mutex;
 
+use crate::metrics::{Metrics, code_index};
 use ratelimitd_core::clock::{Clock, Timestamp};
 use ratelimitd_core::limiter::{Code, Source};
-use crate::metrics::{Metrics, code_index};
 
 /// Seconds per bucket.
 pub(crate) const BUCKET_SECS: u64 = 10;

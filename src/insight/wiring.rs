@@ -11,12 +11,12 @@ use super::{
     ViolationsFuture,
 };
 use crate::background::{Background, every_second};
-use ratelimitd_core::clock::Clock;
-use ratelimitd_core::limiter::Observers;
 use crate::metrics::{HOT_KEY_RANKS, HotKeyCounts, Metrics};
 use crate::policy::violations::ViolationQuery;
 use crate::policy::{Overrides, Policy};
 use crate::reload::ConfigHandle;
+use ratelimitd_core::clock::Clock;
+use ratelimitd_core::limiter::Observers;
 
 /// What the insight features share with the rest of the process.
 pub(crate) struct InsightDeps<'a> {

@@ -63,7 +63,10 @@ impl Activity {
 
     /// A connection accepted now under `permit`; with `streams`, a long-lived stream moves it
     /// there ([`Activity::hold_open_for_stream`]).
-    pub(crate) fn with_slot(permit: OwnedSemaphorePermit, streams: Option<Arc<Gate>>) -> Arc<Activity> {
+    pub(crate) fn with_slot(
+        permit: OwnedSemaphorePermit,
+        streams: Option<Arc<Gate>>,
+    ) -> Arc<Activity> {
         let a = Activity::new();
         *a.slot.lock() = Slot {
             permit: Some(permit),

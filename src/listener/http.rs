@@ -37,7 +37,11 @@ pub(crate) struct GuardedListener {
 
 impl GuardedListener {
     /// Caps `inner`, called `name` in logs, with `limits`.
-    pub(crate) fn new(name: &'static str, inner: TcpListener, limits: ConnLimits) -> GuardedListener {
+    pub(crate) fn new(
+        name: &'static str,
+        inner: TcpListener,
+        limits: ConnLimits,
+    ) -> GuardedListener {
         GuardedListener {
             inner,
             gate: Gate::new(name, limits.max_connections),

@@ -13,7 +13,7 @@ const MAX_REASON: usize = 1024;
 const MAX_ENTRIES: usize = 32;
 
 /// Checks a `POST /v1/overrides` body; `now` is the service clock (`valid_until` must be later,
-/// `valid_for` counts from it: [`super::expiry`]).
+/// `valid_for` counts from it: `super::expiry`).
 pub fn parse_override(body: &[u8], now: Timestamp) -> Result<NewOverride, Vec<FieldError>> {
     let mut errors = Vec::new();
     let obj = match serde_json::from_slice::<Value>(body) {

@@ -33,10 +33,10 @@ pub(crate) mod store;
 pub(crate) mod violations;
 mod wiring;
 
-pub(crate) use ratelimitd_core::limiter::{OverrideIndex, Overrides};
 pub(crate) use auth::Tokens;
 pub(crate) use model::{FieldError, StoredOverride};
 pub(crate) use options::PolicySettings;
+pub(crate) use ratelimitd_core::limiter::{OverrideIndex, Overrides};
 pub(crate) use runtime::Policy;
 pub(crate) use store::PolicyStore;
 pub(crate) use wiring::{PolicyDeps, PolicyHandle, start};

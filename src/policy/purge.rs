@@ -114,10 +114,10 @@ pub(crate) async fn retention_loop(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use ratelimitd_core::clock::ManualClock;
-    use ratelimitd_core::config::Unit;
     use crate::policy::model::{NewOverride, PathEntry};
     use crate::policy::sqlite::SqliteStore;
+    use ratelimitd_core::clock::ManualClock;
+    use ratelimitd_core::config::Unit;
 
     fn spec(until: u64) -> NewOverride {
         NewOverride {

@@ -191,7 +191,11 @@ impl Policy {
 
     /// Re-reads the database every `interval` until `stop`; after a failure, retries sooner
     /// (1 s, doubling up to `interval`) and keeps the index in service meanwhile.
-    pub(crate) async fn refresh_loop(self: Arc<Self>, interval: Duration, stop: impl Future<Output = ()>) {
+    pub(crate) async fn refresh_loop(
+        self: Arc<Self>,
+        interval: Duration,
+        stop: impl Future<Output = ()>,
+    ) {
         tokio::pin!(stop);
         let mut wait = interval;
         loop {

@@ -159,8 +159,8 @@ impl PolicyStore for SqliteStore {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use ratelimitd_core::config::Unit;
     use crate::policy::model::PathEntry;
+    use ratelimitd_core::config::Unit;
 
     fn spec(value: &str, until: u64) -> NewOverride {
         NewOverride {

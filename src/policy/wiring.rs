@@ -14,8 +14,8 @@ use super::purge::{Retention, Table, retention_loop};
 use super::rules::{Rule, to_files};
 use super::{Overrides, Policy, PolicySettings, Tokens};
 use crate::background::Background;
-use ratelimitd_core::clock::Clock;
 use crate::reload::Reloading;
+use ratelimitd_core::clock::Clock;
 
 /// What the policy database shares with the rest of the process.
 #[derive(Debug)]

@@ -27,9 +27,9 @@
 //! another instance announces the key.
 
 use super::members::Presence;
-use super::share;
-use crate::region::DemandRound;
 use crate::store::redis::region_demand::{BoardMode, BoardReply, BoardTurn};
+use ratelimitd_core::region::DemandRound;
+use ratelimitd_core::region::share;
 
 /// Rounds an instance's entry shows a demand above 0 on the board before its share asks to rise
 /// (this one included); the rise is granted at the next round's post, so a share moves in the

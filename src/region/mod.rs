@@ -19,7 +19,6 @@ mod wiring;
 
 pub(crate) use check::RegionCheck;
 pub(crate) use options::RegionSettings;
-pub(crate) use ratelimitd_core::region::{DemandRound, RegionShares, Regions, share};
 pub use sync::LEASE_INTERVALS;
 pub(crate) use sync::{BREAKER_TARGET, RegionSync};
 pub(crate) use view::ShareGauge;

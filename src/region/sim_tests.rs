@@ -13,10 +13,10 @@ use std::sync::Arc;
 use super::engage::Standing;
 use super::members::{Presence, lapsed};
 use super::sync::{ENTRY_INTERVALS, LEASE_INTERVALS};
+use crate::store::redis::region_demand::{BoardMode, BoardReply, BoardTurn};
 use ratelimitd_core::random::{Random, SeededRandom};
 use ratelimitd_core::region::share::{self, PPM};
 use ratelimitd_core::region::{DemandRound, FollowDemand, Regions};
-use crate::store::redis::region_demand::{BoardMode, BoardReply, BoardTurn};
 
 /// One entry: demand (thousandths), expiry (ms), share (ppm).
 type Entry = (u64, u64, u64);

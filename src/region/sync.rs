@@ -33,11 +33,11 @@ use parking_lot::Mutex;
 
 use super::engage::Standing;
 use super::members::{Presence, lapsed};
-use ratelimitd_core::clock::{Clock, Timestamp};
-use crate::region::{DemandRound, RegionShares, Regions, share};
-use ratelimitd_core::resilience::{Breaker, BreakerReport, Permit};
 use crate::store::redis::RedisStore;
 use crate::store::redis::region_demand::{BoardMode, BoardTurn, board_name};
+use ratelimitd_core::clock::{Clock, Timestamp};
+use ratelimitd_core::region::{DemandRound, RegionShares, Regions, share};
+use ratelimitd_core::resilience::{Breaker, BreakerReport, Permit};
 
 /// Intervals a posted demand lives on the board.
 pub(crate) const ENTRY_INTERVALS: u32 = 30;

@@ -8,9 +8,9 @@ use std::collections::HashMap;
 use std::time::Duration;
 
 use super::Regional;
-use ratelimitd_core::config::RateLimitConfig;
 use crate::metrics::region::RegionReport;
 use crate::reload::ConfigHandle;
+use ratelimitd_core::config::RateLimitConfig;
 use ratelimitd_core::resilience::BreakerState;
 
 /// This region's share of one limit.

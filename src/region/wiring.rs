@@ -9,13 +9,14 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::RegionSettings;
-use super::{BREAKER_TARGET, RegionShares, RegionSync};
+use super::{BREAKER_TARGET, RegionSync};
 use crate::background::Background;
-use ratelimitd_core::clock::Clock;
-use ratelimitd_core::resilience::{Breaker, BreakerReport};
 use crate::store::Resilience;
 use crate::store::redis::RedisConfig;
 use crate::store::redis::RedisStore;
+use ratelimitd_core::clock::Clock;
+use ratelimitd_core::region::RegionShares;
+use ratelimitd_core::resilience::{Breaker, BreakerReport};
 
 /// What the regional parts share with the rest of the process.
 #[derive(Debug)]

@@ -24,9 +24,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use arc_swap::ArcSwapOption;
 use parking_lot::Mutex;
 
+use crate::health::Health;
 use ratelimitd_core::clock::{Clock, Timestamp};
 use ratelimitd_core::config::{ConfigFile, RateLimitConfig};
-use crate::health::Health;
 
 pub(crate) use clash::Clash;
 pub(crate) use reloader::ConfigReloader;

@@ -5,12 +5,12 @@
 
 use std::sync::Arc;
 
+use crate::grpc::pb::envoy::service::rate_limit_quota::v3 as pb;
+use crate::policy::OverrideIndex;
 use ratelimitd_core::clock::Timestamp;
 use ratelimitd_core::config::Domain;
-use crate::grpc::pb::envoy::service::rate_limit_quota::v3 as pb;
 use ratelimitd_core::limiter::plan::{self, Plan};
 use ratelimitd_core::limiter::{Descriptor, Entry, KeyBuilder, Request};
-use crate::policy::OverrideIndex;
 
 /// A bucket's identity, held once per stream: the name of its demand on the board
 /// (`{prefix}rlqs_demand|len:domain` then `|len:key|len:value` per entry, sorted by key — every

@@ -12,9 +12,9 @@ use std::time::Duration;
 
 use parking_lot::Mutex;
 
-use ratelimitd_core::clock::Stopwatch;
 use crate::store::redis::RedisStore;
 use crate::store::redis::quota_demand::FeedCursor;
+use ratelimitd_core::clock::Stopwatch;
 
 /// Entries the in-process log keeps at most.
 const LOG_ENTRIES: usize = 1024;

@@ -14,9 +14,9 @@ use parking_lot::Mutex;
 
 use super::bucket::BucketKey;
 use super::changes::{Changed, Feed};
-use ratelimitd_core::clock::Timestamp;
 use crate::store::redis::RedisStore;
 use crate::store::redis::quota_demand::DemandPost;
+use ratelimitd_core::clock::Timestamp;
 
 /// Reports a demand is averaged over.
 const RECENT_REPORTS: usize = 3;

@@ -26,11 +26,11 @@ mod wiring;
 
 use std::sync::Arc;
 
-use ratelimitd_core::clock::Clock;
-use ratelimitd_core::limiter::KeyBuilder;
 use crate::metrics::Metrics;
 use crate::policy::Overrides;
 use crate::reload::ConfigHandle;
+use ratelimitd_core::clock::Clock;
+use ratelimitd_core::limiter::KeyBuilder;
 
 pub use demand::{Board, MemoryBoard};
 pub(crate) use options::{RlqsOptions, Unmatched};

@@ -16,11 +16,11 @@ use tonic::{Request, Response, Status, Streaming};
 use super::Shared;
 use super::slots::Slots;
 use super::stream::Stream;
-use ratelimitd_core::clock::Stopwatch;
 use crate::grpc::pb::envoy::service::rate_limit_quota::v3 as pb;
 use crate::listener::http::Peer;
 use pb::rate_limit_quota_service_server::RateLimitQuotaService;
 pub(crate) use pb::rate_limit_quota_service_server::RateLimitQuotaServiceServer;
+use ratelimitd_core::clock::Stopwatch;
 
 /// How often a stream checks whether the configuration changed.
 const RECHECK: Duration = Duration::from_secs(1);

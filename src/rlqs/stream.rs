@@ -25,12 +25,12 @@ use super::checks;
 use super::demand::{self, Recent};
 use super::split::{self, Assignment};
 use super::tracked::{Posted, Tracked};
-use ratelimitd_core::clock::{Stopwatch, Timestamp};
 use crate::grpc::pb::envoy::service::rate_limit_quota::v3 as pb;
 use crate::reload::Snapshot;
 use crate::rlqs::Unmatched;
 use crate::store::redis::quota_demand::DemandPost;
 use pb::rate_limit_quota_response::BucketAction;
+use ratelimitd_core::clock::{Stopwatch, Timestamp};
 
 /// An assignment lives this many reporting intervals (at least `RLQS_MIN_ASSIGNMENT_TTL`).
 const TTL_INTERVALS: u32 = 3;

@@ -7,12 +7,12 @@ use std::sync::Arc;
 use tokio::sync::watch;
 
 use super::{Board, MemoryBoard, RateLimitQuotaServiceServer, RlqsOptions, RlqsService, Shared};
-use ratelimitd_core::clock::Clock;
-use ratelimitd_core::limiter::KeyBuilder;
 use crate::metrics::Metrics;
 use crate::policy::Overrides;
 use crate::reload::ConfigHandle;
 use crate::store::redis::RedisStore;
+use ratelimitd_core::clock::Clock;
+use ratelimitd_core::limiter::KeyBuilder;
 
 /// What the service shares with the rest of the process (handles only, so it is `Copy`).
 #[derive(Debug, Clone, Copy)]

@@ -91,7 +91,7 @@ pub enum Command {
 
 impl Cli {
     /// Parses the process's arguments; `--help` ends with every variable of the settings
-    /// reference ([`super::reference`]). Exits with clap's message on bad arguments.
+    /// reference (`super::reference`). Exits with clap's message on bad arguments.
     pub fn from_args() -> Cli {
         Cli::from_arg_matches(&Cli::help_command().get_matches()).unwrap_or_else(|e| e.exit())
     }

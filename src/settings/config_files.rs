@@ -2,9 +2,9 @@
 //! server reloads from, and the options `ratelimitd validate` reads files under.
 
 use super::{Settings, SettingsError, Vars, parse};
+use crate::reload::{ConfigSource, Location, Restriction};
 use ratelimitd_core::algorithm::calendar::Zone;
 use ratelimitd_core::config::{CompileOptions, LoadOptions};
-use crate::reload::{ConfigSource, Location, Restriction};
 
 impl Settings {
     /// How `ratelimitd validate` reads config files: under the server's size cap

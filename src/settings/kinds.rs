@@ -3,11 +3,11 @@
 //! format (the core limiter's [`KeyFormat`]), the log level and format (telemetry's), the StatsD
 //! protocol (metrics') and the redacting [`Secret`].
 
-pub(crate) use ratelimitd_core::limiter::KeyFormat;
 pub(crate) use crate::metrics::StatsdProtocol;
 pub(crate) use crate::secret::Secret;
 pub(crate) use crate::store::Backend;
 pub(crate) use crate::telemetry::{LogFormat, LogLevel};
+pub(crate) use ratelimitd_core::limiter::KeyFormat;
 
 /// `LOG_LEVEL`: a logrus level name, any case.
 pub(super) fn log_level(s: &str) -> Result<LogLevel, String> {

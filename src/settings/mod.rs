@@ -93,7 +93,7 @@ pub struct Settings {
     /// Whether `ADMIN_PORT` (or `--admin-port`) was given: the admin listener is then opened even
     /// when nothing on it could be served (no admin token, loopback not trusted).
     pub admin_port_set: bool,
-    /// `ADMIN_ALLOWED_HOSTS`, `ADMIN_TRUST_LOOPBACK`: who reaches the admin listener ([`admin`]).
+    /// `ADMIN_ALLOWED_HOSTS`, `ADMIN_TRUST_LOOPBACK`: who reaches the admin listener (`admin`).
     pub admin: AdminSettings,
     /// `LOG_LEVEL`.
     pub log_level: LogLevel,
@@ -133,13 +133,13 @@ pub struct Settings {
     pub redis: RedisConfig,
     /// Every `MEMCACHE_*` setting (used when the backend is memcache).
     pub memcache: MemcacheSettings,
-    /// The Redis circuit breakers and the default failure mode ([`resilience`]).
+    /// The Redis circuit breakers and the default failure mode (`resilience`).
     pub resilience: Resilience,
     /// `MEMORY_MAX_KEYS`.
     pub memory_max_keys: usize,
-    /// Caps on one request and on the embedded store's bytes ([`limits`]).
+    /// Caps on one request and on the embedded store's bytes (`limits`).
     pub limits: Limits,
-    /// Connection caps and timeouts of every listener ([`listeners`]).
+    /// Connection caps and timeouts of every listener (`listeners`).
     pub listeners: Listeners,
     /// `CACHE_KEY_PREFIX`.
     pub cache_key_prefix: String,
@@ -176,21 +176,21 @@ pub struct Settings {
     /// and answering before it drains (0 = drain at once), so load balancers that still route to
     /// it during that time lose nothing.
     pub shutdown_delay: Duration,
-    /// Stats sinks, stat-key bound and tracing ([`observability`]).
+    /// Stats sinks, stat-key bound and tracing (`observability`).
     pub obs: Observability,
     /// `CONFIG_TYPE`: files (default) or xDS.
     pub config_type: ConfigType,
-    /// `CONFIG_GRPC_XDS_*`, `XDS_CLIENT_*` ([`xds`]).
+    /// `CONFIG_GRPC_XDS_*`, `XDS_CLIENT_*` (`xds`).
     pub xds: XdsSettings,
-    /// `CHECK_*` and `LIMIT_RESPONSE_STANDARD_HEADERS_ENABLED` ([`edges`]).
+    /// `CHECK_*` and `LIMIT_RESPONSE_STANDARD_HEADERS_ENABLED` (`edges`).
     pub edges: EdgeSettings,
-    /// The policy database and its management API ([`policy`]).
+    /// The policy database and its management API (`policy`).
     pub policy: PolicySettings,
-    /// Hot keys and the sampled decision log ([`insight`]).
+    /// Hot keys and the sampled decision log (`insight`).
     pub insight: crate::insight::InsightOptions,
     /// The Rate Limit Quota Service (`RLQS_*`).
     pub rlqs: crate::rlqs::RlqsOptions,
-    /// `REGION`, `GLOBAL_REDIS_*`, `REGION_SYNC_INTERVAL` ([`region`]).
+    /// `REGION`, `GLOBAL_REDIS_*`, `REGION_SYNC_INTERVAL` (`region`).
     pub region: RegionSettings,
     /// The fleet mode of the embedded store (`FLEET_*`); `None` unless `FLEET_BIND` is set.
     pub fleet: Option<crate::fleet::FleetOptions>,

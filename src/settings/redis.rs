@@ -166,7 +166,7 @@ impl RedisConfig {
                 parse::uint_in(s, 0, u64::MAX)
             })?,
             lease_default_size: v.parse("LEASE_DEFAULT_SIZE", 0, |s| {
-                parse::uint_in(s, 0, u64::from(crate::store::lease::MAX_LEASE))
+                parse::uint_in(s, 0, u64::from(ratelimitd_core::store::lease::MAX_LEASE))
             })? as u32,
             main_prefix: "REDIS_",
         })

@@ -7,8 +7,8 @@ use std::time::Duration;
 
 use super::redis;
 use super::{SettingsError, Vars, parse};
-use ratelimitd_core::config::valid_region;
 pub(crate) use crate::region::RegionSettings;
+use ratelimitd_core::config::valid_region;
 
 /// Reads the region settings.
 pub(super) fn from_vars(v: &Vars) -> Result<RegionSettings, SettingsError> {

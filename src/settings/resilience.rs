@@ -5,8 +5,8 @@
 
 use super::{SettingsError, Vars, parse};
 
-pub(crate) use ratelimitd_core::config::FailureMode;
 pub(crate) use crate::store::Resilience;
+pub(crate) use ratelimitd_core::config::FailureMode;
 
 pub(super) fn from_vars(v: &Vars) -> Result<Resilience, SettingsError> {
     let d = Resilience::default();

@@ -210,7 +210,9 @@ fn a_sink_conflict_shows_the_value_as_written() {
     let e = Settings::from_env(dog).unwrap_err();
     assert_eq!((e.name.as_str(), e.value.as_str()), ("USE_STATSD", "t"));
     let dog = Settings::from_env(env(&[("USE_DOG_STATSD", "1")])).unwrap();
-    assert!(dog.obs.dogstatsd && dog.obs.sink == crate::settings::observability::StatsSinkKind::Statsd);
+    assert!(
+        dog.obs.dogstatsd && dog.obs.sink == crate::settings::observability::StatsSinkKind::Statsd
+    );
     let both = env(&[("USE_PROMETHEUS", "true"), ("USE_STATSD", "T")]);
     let e = Settings::from_env(both).unwrap_err();
     assert_eq!((e.name.as_str(), e.value.as_str()), ("USE_STATSD", "T"));

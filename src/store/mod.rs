@@ -1,7 +1,7 @@
-//! The store: the core's [`Store`] trait, memory store, leases and local cache (re-exported, so
-//! `crate::store::…` names them as before), the server's own implementations, [`redis`] and
+//! The store: the server's own implementations of the core's [`Store`] trait, [`redis`] and
 //! [`memcache`], and the tasks that keep the core's stores in shape: [`leases`]' release and the
-//! memory store's [`sweeper`].
+//! memory store's [`sweeper`]. The server names the core's store as `ratelimitd_core::store`; the
+//! re-export below is for the modules here, which say `super::Op`, and for `metrics`.
 
 pub(crate) use ratelimitd_core::store::*;
 

@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use crate::background::{Background, every_second};
 use ratelimitd_core::clock::Clock;
-use crate::store::memory::MemoryStore;
+use ratelimitd_core::store::memory::MemoryStore;
 
 /// Starts sweeping `store`'s expired entries once a second, by `clock`, until shutdown.
 pub(crate) fn start(store: &Arc<MemoryStore>, clock: &Arc<dyn Clock>, mut bg: Background<'_>) {

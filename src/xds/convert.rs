@@ -16,7 +16,8 @@ use super::pb::ratelimit::config::ratelimit::v3::{
 };
 
 /// The type URL of the resources this client asks for.
-pub(crate) const TYPE_URL: &str = "type.googleapis.com/ratelimit.config.ratelimit.v3.RateLimitConfig";
+pub(crate) const TYPE_URL: &str =
+    "type.googleapis.com/ratelimit.config.ratelimit.v3.RateLimitConfig";
 
 /// Decodes one resource of a response into a configuration file named after the resource.
 pub(crate) fn resource_to_file(resource: &prost_types::Any) -> Result<ConfigFile, String> {

@@ -22,8 +22,8 @@ use super::AdminState;
 use super::auth::Refusal;
 use super::console::escape;
 use super::session::SESSION_LIFETIME;
-use ratelimitd_core::clock::Timestamp;
 use crate::listener::http::Peer;
+use ratelimitd_core::clock::Timestamp;
 
 /// The session cookie's name.
 pub(crate) const COOKIE: &str = "ratelimitd_console";

@@ -71,7 +71,10 @@ pub(crate) async fn list(
 }
 
 /// One stored override (expired ones too), 404 when unknown.
-pub(crate) async fn get(PolicyAdmin { policy, .. }: PolicyAdmin, Path(id): Path<String>) -> Response {
+pub(crate) async fn get(
+    PolicyAdmin { policy, .. }: PolicyAdmin,
+    Path(id): Path<String>,
+) -> Response {
     let now = policy.clock().now();
     one(
         policy.list_overrides().await,
@@ -82,7 +85,10 @@ pub(crate) async fn get(PolicyAdmin { policy, .. }: PolicyAdmin, Path(id): Path<
 }
 
 /// Deletes an override: the configured limit applies again at once on this instance.
-pub(crate) async fn remove(PolicyAdmin { who, policy }: PolicyAdmin, Path(id): Path<String>) -> Response {
+pub(crate) async fn remove(
+    PolicyAdmin { who, policy }: PolicyAdmin,
+    Path(id): Path<String>,
+) -> Response {
     match policy.delete_override(&id).await {
         Ok(true) => {
             tracing::info!(who, id, "policy: override deleted");

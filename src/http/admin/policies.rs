@@ -29,7 +29,10 @@ pub(crate) async fn list(
 }
 
 /// One rule, or 404.
-pub(crate) async fn get(PolicyAdmin { policy, .. }: PolicyAdmin, Path(id): Path<String>) -> Response {
+pub(crate) async fn get(
+    PolicyAdmin { policy, .. }: PolicyAdmin,
+    Path(id): Path<String>,
+) -> Response {
     one(
         policy.rules().await,
         ("policy", &id),

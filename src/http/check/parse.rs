@@ -19,10 +19,10 @@ use std::time::Duration;
 use serde::de::{self, DeserializeSeed, IgnoredAny, MapAccess, Visitor};
 use serde_json::{Map, Value};
 
-use ratelimitd_core::algorithm::token_bucket;
-use ratelimitd_core::config::shedding::MAX_CLASS_NAME;
 use crate::http::capped::{Caps, Descriptors, ScalarSeed, once};
 use crate::http::json::{JsonDescriptor, JsonError, decode, descriptors_of};
+use ratelimitd_core::algorithm::token_bucket;
+use ratelimitd_core::config::shedding::MAX_CLASS_NAME;
 use ratelimitd_core::limiter::Limits;
 use ratelimitd_core::limiter::{Descriptor, Entry, Request};
 

@@ -5,8 +5,8 @@
 
 use std::collections::HashMap;
 
-use ratelimitd_core::clock::Timestamp;
 use crate::policy::model::FieldError;
+use ratelimitd_core::clock::Timestamp;
 
 /// Records per page unless `limit` says otherwise.
 pub(crate) const DEFAULT_LIMIT: u32 = 100;

@@ -8,9 +8,9 @@ use std::sync::Arc;
 
 use super::Violation;
 use super::pending::{Key, Pending, Repeat};
-use ratelimitd_core::limiter::{Observed, Observer, ShedOutcome, signals};
 use crate::metrics::Metrics;
 use crate::policy::model::PathEntry;
+use ratelimitd_core::limiter::{Observed, Observer, ShedOutcome, signals};
 
 /// The violation log's observer.
 #[derive(Debug)]

@@ -99,7 +99,12 @@ impl Pending {
 
     /// Counts `repeat` on `key`'s record, or adds the record `first` builds when the key is new.
     /// `false` when it was dropped: the map is full, or another key has the same hash.
-    pub(crate) fn note(&self, key: Key<'_>, repeat: Repeat, first: impl FnOnce() -> Violation) -> bool {
+    pub(crate) fn note(
+        &self,
+        key: Key<'_>,
+        repeat: Repeat,
+        first: impl FnOnce() -> Violation,
+    ) -> bool {
         let hash = key.hash_with(&self.hasher);
         let mut shard = self.shards[hash as usize % SHARDS].lock();
         if let Some(v) = shard.get_mut(&hash) {

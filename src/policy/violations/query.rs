@@ -4,9 +4,9 @@
 use std::collections::HashMap;
 
 use super::cursor::{Cursor, page_params};
-use ratelimitd_core::clock::Timestamp;
 use crate::policy::input::parse_rfc3339;
 use crate::policy::model::FieldError;
+use ratelimitd_core::clock::Timestamp;
 
 /// Which violations to read, newest first.
 #[derive(Debug, Clone, PartialEq, Default)]
@@ -19,7 +19,7 @@ pub struct ViolationQuery {
     pub since: Option<Timestamp>,
     /// Only records before this time.
     pub until: Option<Timestamp>,
-    /// Records per page (1 to [`MAX_LIMIT`]).
+    /// Records per page (1 to `MAX_LIMIT`).
     pub limit: u32,
     /// Only records after this position (the previous page's `next_cursor`).
     pub after: Option<Cursor>,

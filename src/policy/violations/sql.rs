@@ -5,10 +5,10 @@
 use sqlx::{ColumnIndex, Database, Decode, Encode, QueryBuilder, Row, Type};
 
 use super::{StoredViolation, Violation, ViolationQuery};
-use ratelimitd_core::clock::Timestamp;
 use crate::policy::model::PathEntry;
 use crate::policy::rows::micros;
 use crate::policy::store::StoreError;
+use ratelimitd_core::clock::Timestamp;
 
 const COLUMNS: &str = "id, domain, descriptor, client_key, at, request_count, limit_value, \
      limit_name, unit, hits, usage, source, shadow, instance, requests, last_at, class, soft";

@@ -5,10 +5,10 @@ use std::sync::Arc;
 
 use super::{Pending, ViolationLog, ViolationOptions, writer};
 use crate::background::Background;
-use ratelimitd_core::clock::Clock;
-use ratelimitd_core::limiter::Observers;
 use crate::metrics::Metrics;
 use crate::policy::Policy;
+use ratelimitd_core::clock::Clock;
+use ratelimitd_core::limiter::Observers;
 
 /// What the violation log shares with the rest of the process.
 #[derive(Debug)]

@@ -9,10 +9,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::{Pending, StoredViolation, Violation};
-use ratelimitd_core::clock::Clock;
 use crate::metrics::Metrics;
 use crate::policy::PolicyStore;
 use crate::policy::purge::{Retention, Table, retention_loop};
+use ratelimitd_core::clock::Clock;
 
 /// Where [`run`] writes.
 #[derive(Debug, Clone)]

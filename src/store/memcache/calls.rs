@@ -7,7 +7,7 @@ use super::conn::{Conn, Counted};
 use super::{ADD_RACES, MemcacheStore, RELATIVE_EXPIRY_MAX, Server, keys};
 use ratelimitd_core::clock::Timestamp;
 use ratelimitd_core::resilience::Permit;
-use crate::store::Op;
+use ratelimitd_core::store::Op;
 
 impl MemcacheStore {
     /// The `add` expiry of a key created at `now` to live `key_ttl_secs` (the window's length, or

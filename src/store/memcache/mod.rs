@@ -31,10 +31,10 @@ use futures_util::future::join_all;
 use super::local_cache::OverLimitCache;
 use super::redis::RedisConfig;
 use super::{Answer, Op, Resilience, Store, StoreError};
+use conn::Pool;
 use ratelimitd_core::algorithm::{Algorithm, Decision, fixed_window};
 use ratelimitd_core::clock::{Clock, Timestamp};
 use ratelimitd_core::resilience::Breaker;
-use conn::Pool;
 
 pub(crate) use options::MemcacheSettings;
 
@@ -174,7 +174,7 @@ impl Store for MemcacheStore {
         if called {
             self.healthy.store(!failed, Ordering::Relaxed);
         }
-        crate::store::all_answered(answers, "memcached")
+        ratelimitd_core::store::all_answered(answers, "memcached")
     }
 
     fn is_healthy(&self) -> bool {

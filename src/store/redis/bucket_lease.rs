@@ -1,4 +1,4 @@
-//! Token bucket reservations on Redis (token leases, [`crate::store::lease`]): one
+//! Token bucket reservations on Redis (token leases, [`ratelimitd_core::store::lease`]): one
 //! `lua/bucket_lease.lua` call per group refills each bucket, takes the op's own tokens and this
 //! instance's grant in the same atomic step, after giving back the tokens of an expired lease on
 //! the key. The op's decision comes from [`token_bucket::decide`] on the step without the grant,
@@ -9,7 +9,7 @@ use redis::{RedisError, Script};
 use super::call::Group;
 use ratelimitd_core::algorithm::Decision;
 use ratelimitd_core::algorithm::token_bucket::{self, Params, Step};
-use crate::store::lease::{Leases, MIN_GRANT, SHARE};
+use ratelimitd_core::store::lease::{Leases, MIN_GRANT, SHARE};
 
 /// The token bucket reservation script.
 pub(super) fn script() -> Script {

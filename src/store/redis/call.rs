@@ -27,7 +27,7 @@ use redis::{RedisError, Script};
 use super::conn::RedisConn;
 use ratelimitd_core::algorithm::{Algorithm, Decision};
 use ratelimitd_core::clock::{Clock, OffsetClock, SystemClock, Timestamp};
-use crate::store::Op;
+use ratelimitd_core::store::Op;
 
 /// Gives each script call its deadline on Redis's clock (see the module doc).
 #[derive(Debug)]
@@ -108,7 +108,7 @@ impl Increment {
 pub(super) struct ScriptKind {
     /// The ops' algorithm.
     pub(super) algorithm: Algorithm,
-    /// True when the ops reserve a token lease ([`crate::store::lease::Serve::Reserve`]).
+    /// True when the ops reserve a token lease ([`ratelimitd_core::store::lease::Serve::Reserve`]).
     pub(super) leased: bool,
 }
 

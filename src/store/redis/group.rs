@@ -12,7 +12,7 @@ use super::call::{ScriptKind, slot_group};
 use super::conn::RedisConn;
 use super::targets::{self, Target, TargetGroups};
 use super::{PER_SECOND_BELOW_SECS, RedisStore};
-use crate::store::Op;
+use ratelimitd_core::store::Op;
 
 /// What the ops of one script call share.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -14,7 +14,7 @@ use super::{RedisStore, unavailable};
 use crate::background::{Background, every_second};
 use ratelimitd_core::clock::{Clock, Timestamp};
 use ratelimitd_core::limiter::fallback::LocalFallback;
-use crate::store::{Store, StoreError};
+use ratelimitd_core::store::{Store, StoreError};
 
 /// An instance not seen for this long no longer counts as alive.
 pub(crate) const HEARTBEAT_TTL_SECS: u64 = 3;

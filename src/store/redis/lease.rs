@@ -1,4 +1,4 @@
-//! Fixed window reservations on Redis (token leases, [`crate::store::lease`]): one
+//! Fixed window reservations on Redis (token leases, [`ratelimitd_core::store::lease`]): one
 //! `lua/lease.lua` call per group adds each op's hits and takes this instance's grant in the same
 //! atomic step. The op's own decision comes from [`fixed_window::decide`] on the count without
 //! the grant, as for any fixed window op; the grant is recorded in the lease table as the reply
@@ -11,8 +11,8 @@ use redis::{RedisError, Script};
 use super::call::Group;
 use ratelimitd_core::algorithm::{Algorithm, Decision, Window, fixed_window};
 use ratelimitd_core::clock::Timestamp;
-use crate::store::lease::{LeaseTotals, Leases, MIN_GRANT, SHARE, Unspent};
-use crate::store::{Op, Store};
+use ratelimitd_core::store::lease::{LeaseTotals, Leases, MIN_GRANT, SHARE, Unspent};
+use ratelimitd_core::store::{Op, Store};
 
 /// The reservation script.
 pub(super) fn script() -> Script {

@@ -40,11 +40,11 @@ use redis::{RedisError, Script};
 use super::lease::{Leases, Serve};
 use super::local_cache::OverLimitCache;
 use super::{Answer, Op, Store, StoreError};
-use ratelimitd_core::algorithm::{Algorithm, Decision, Window};
-use ratelimitd_core::clock::{OffsetClock, Timestamp};
 use call::{Deadlines, Group, Increment, ScriptKind};
 use conn::RedisConn;
 use group::join_calls;
+use ratelimitd_core::algorithm::{Algorithm, Decision, Window};
+use ratelimitd_core::clock::{OffsetClock, Timestamp};
 use targets::{Called, TargetGroups};
 
 pub(crate) use options::{RedisConfig, RedisKind, RedisSettings, RedisTls};
@@ -314,7 +314,7 @@ impl Store for RedisStore {
             .map(|(target, groups)| self.call_target(*target, groups, ops, increment, now));
         let outcomes = join_calls(calls).await;
         self.settle(ops, outcomes, &mut answers, now);
-        crate::store::all_answered(answers, "redis")
+        ratelimitd_core::store::all_answered(answers, "redis")
     }
 
     fn is_healthy(&self) -> bool {

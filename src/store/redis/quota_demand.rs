@@ -15,7 +15,7 @@ use redis::Script;
 
 use super::{RedisStore, unavailable};
 use ratelimitd_core::clock::Timestamp;
-use crate::store::StoreError;
+use ratelimitd_core::store::StoreError;
 
 /// The demand exchange script (with the deadline prelude every script carries).
 pub(super) fn script() -> Script {

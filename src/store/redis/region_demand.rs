@@ -16,7 +16,7 @@ use redis::{RedisError, Script, ScriptInvocation};
 use super::conn::RedisConn;
 use super::{RedisStore, unavailable};
 use ratelimitd_core::clock::Timestamp;
-use crate::store::StoreError;
+use ratelimitd_core::store::StoreError;
 
 /// Keys per pipeline.
 pub(crate) const CHUNK: usize = 512;

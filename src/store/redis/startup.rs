@@ -13,9 +13,9 @@ use super::{
     leaky_bucket, lease, pending, quota_demand, sliding_log, sliding_window, token_bucket,
 };
 use ratelimitd_core::clock::Stopwatch;
-use crate::store::StoreError;
-use crate::store::lease::Leases;
-use crate::store::local_cache::OverLimitCache;
+use ratelimitd_core::store::StoreError;
+use ratelimitd_core::store::lease::Leases;
+use ratelimitd_core::store::local_cache::OverLimitCache;
 
 impl RedisStore {
     /// Connects once to every configured Redis; fails if one cannot be reached now.

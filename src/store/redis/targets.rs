@@ -16,10 +16,11 @@ use parking_lot::{Mutex, RwLock};
 use super::RedisStore;
 use super::call::{Increment, ScriptKind, refused_for_its_data};
 use super::conn::RedisConn;
+use crate::store::Resilience;
 use ratelimitd_core::algorithm::Decision;
 use ratelimitd_core::clock::{Clock, Timestamp};
 use ratelimitd_core::resilience::{Breaker, BreakerReport, Permit};
-use crate::store::{Op, Resilience};
+use ratelimitd_core::store::Op;
 
 /// The name of the main Redis in logs and metrics.
 pub(super) const MAIN: &str = "main";
@@ -308,9 +309,9 @@ mod tests {
     use std::time::Duration;
 
     use super::{Breakers, answers_within, intern, pings_within};
+    use crate::store::Resilience;
     use ratelimitd_core::clock::{Clock, ManualClock, Timestamp};
     use ratelimitd_core::resilience::BreakerState;
-    use crate::store::Resilience;
 
     #[test]
     fn each_master_has_its_own_breaker_until_it_holds_no_slot() {

@@ -9,7 +9,7 @@ use super::call::Group;
 use ratelimitd_core::algorithm::token_bucket::{self, Params, Step};
 use ratelimitd_core::algorithm::{Decision, LimitSpec};
 use ratelimitd_core::clock::Timestamp;
-use crate::store::Op;
+use ratelimitd_core::store::Op;
 
 /// The token bucket script.
 pub(super) fn script() -> Script {

@@ -4,9 +4,9 @@
 use prost::Message;
 
 use super::*;
+use crate::xds::pb::ratelimit::config::ratelimit::v3::RateLimitReplace;
 use ratelimitd_core::config::{CompileOptions, Unit, compile};
 use ratelimitd_core::limiter::Entry;
-use crate::xds::pb::ratelimit::config::ratelimit::v3::RateLimitReplace;
 
 fn policy(unit: RateLimitUnit, n: u32) -> Option<RateLimitPolicy> {
     Some(RateLimitPolicy {
@@ -37,7 +37,9 @@ fn resource(name: &str, domain: &str, descriptors: Vec<RateLimitDescriptor>) -> 
     }
 }
 
-fn compile_all(resources: &[prost_types::Any]) -> Result<ratelimitd_core::config::RateLimitConfig, String> {
+fn compile_all(
+    resources: &[prost_types::Any],
+) -> Result<ratelimitd_core::config::RateLimitConfig, String> {
     let files: Vec<ConfigFile> = resources
         .iter()
         .map(resource_to_file)

@@ -10,8 +10,8 @@ use std::time::Duration;
 use crate::support::envoy::Envoy;
 use crate::support::require;
 use crate::support::{StoreKind, TestServer, on_every_store};
-use ratelimitd_core::clock::Stopwatch;
 use ratelimitd::pb::envoy::service::ratelimit::v3::RateLimitResponse;
+use ratelimitd_core::clock::Stopwatch;
 
 /// ratelimitd on `store` with the example config, and Envoy in front of it.
 async fn start(store: StoreKind) -> (TestServer, Envoy) {

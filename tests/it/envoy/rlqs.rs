@@ -12,8 +12,8 @@ use crate::support::guard::stop;
 use crate::support::redis::free_port;
 use crate::support::require;
 use crate::support::stores::{StoreKind, shared_redis};
-use ratelimitd_core::clock::Stopwatch;
 use ratelimitd::testing::ReloadOutcome;
+use ratelimitd_core::clock::Stopwatch;
 
 const CONFIG: &str = "domain: quota
 descriptors:

@@ -7,11 +7,11 @@
 use std::collections::HashMap;
 
 use proptest::prelude::*;
+use ratelimitd::testing::parse_override;
+use ratelimitd::testing::{Cursor, ViolationQuery};
+use ratelimitd::testing::{parse_rule, to_files};
 use ratelimitd_core::clock::Timestamp;
 use ratelimitd_core::config::{self, CompileOptions, Unit};
-use ratelimitd::testing::parse_override;
-use ratelimitd::testing::{parse_rule, to_files};
-use ratelimitd::testing::{Cursor, ViolationQuery};
 
 use crate::fuzz::inputs::{J, any_json, deep_nesting, edits, mutate, nasty_string, number_text};
 

@@ -8,15 +8,15 @@ use std::time::Duration;
 use axum::Router;
 use axum::body::Body;
 use axum::http::{Method, Request, StatusCode};
-use ratelimitd_core::clock::{ManualClock, Timestamp};
-use ratelimitd_core::config::{self, CompileOptions, ConfigFile};
+use ratelimitd::Settings;
+use ratelimitd::testing::ConfigHandle;
 use ratelimitd::testing::Health;
 use ratelimitd::testing::HttpState;
-use ratelimitd_core::limiter::{HeaderNames, KeyBuilder, LimiterOptions, RateLimiter};
-use ratelimitd::testing::ConfigHandle;
 use ratelimitd::testing::Service;
-use ratelimitd::Settings;
 use ratelimitd_core::MemoryStore;
+use ratelimitd_core::clock::{ManualClock, Timestamp};
+use ratelimitd_core::config::{self, CompileOptions, ConfigFile};
+use ratelimitd_core::limiter::{HeaderNames, KeyBuilder, LimiterOptions, RateLimiter};
 use tower::ServiceExt;
 
 /// Every algorithm, several limits on one node, a nested path, unlimited and a wildcard, in the

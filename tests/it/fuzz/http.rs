@@ -4,8 +4,8 @@
 //! `/json`'s protojson decoding round-trips the request it was rendered from.
 
 use proptest::prelude::*;
-use ratelimitd::testing::parse_request;
 use ratelimitd::Settings;
+use ratelimitd::testing::parse_request;
 use serde_json::Value;
 
 use crate::fuzz::harness::{InProcess, runtime};

@@ -7,11 +7,11 @@ use std::time::Duration;
 
 use crate::support::certs::{Ca, Leaf};
 use crate::support::*;
-use ratelimitd::testing;
-use ratelimitd_core::clock::Stopwatch;
 use ratelimitd::pb::envoy::service::ratelimit::v3::rate_limit_service_client::RateLimitServiceClient;
+use ratelimitd::testing;
 use ratelimitd::testing::ReloadingTls;
 use ratelimitd::testing::TlsSettings;
+use ratelimitd_core::clock::Stopwatch;
 use tonic::transport::{Certificate, ClientTlsConfig, Endpoint, Identity};
 
 const CFG: &str =

@@ -12,10 +12,10 @@ use std::time::Duration;
 use crate::support::process::spawn;
 use crate::support::scrape::scrape_addr;
 use crate::support::{Code, TestServer, descriptor, request, st};
-use ratelimitd_core::clock::Stopwatch;
 use ratelimitd::pb::envoy::extensions::common::ratelimit::v3::RateLimitDescriptor;
 use ratelimitd::pb::envoy::service::ratelimit::v3::RateLimitRequest;
 use ratelimitd::pb::envoy::service::ratelimit::v3::rate_limit_service_client::RateLimitServiceClient;
+use ratelimitd_core::clock::Stopwatch;
 
 const CFG: &str = r#"
 domain: d

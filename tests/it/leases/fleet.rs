@@ -13,9 +13,9 @@ use crate::support::redis::RedisServer;
 use crate::support::require;
 use crate::support::stores::shared_cluster;
 use crate::support::{StoreKind, TestServer, process, request};
-use ratelimitd_core::clock::Stopwatch;
 use ratelimitd::pb::envoy::service::ratelimit::v3::rate_limit_response::Code;
 use ratelimitd::pb::envoy::service::ratelimit::v3::rate_limit_service_client::RateLimitServiceClient;
+use ratelimitd_core::clock::Stopwatch;
 
 /// A fixed window `k` and a token bucket `b`, each 300 an hour, leased 20 at a time.
 const FLEET: &str = "domain: d\ndescriptors:\n  - key: k\n    rate_limit: {unit: hour, requests_per_unit: 300, lease: 20}\n  - key: b\n    rate_limit: {unit: hour, requests_per_unit: 300, algorithm: token_bucket, lease: 20}\n";

@@ -8,8 +8,8 @@ use std::path::Path;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use ratelimitd::testing;
 use ratelimitd::pb::envoy::service::ratelimit::v3::rate_limit_service_client::RateLimitServiceClient;
+use ratelimitd::testing;
 use ratelimitd::testing::{WatchOptions, WatchTarget, watch_loop};
 
 use crate::support::reload::*;

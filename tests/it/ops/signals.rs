@@ -11,8 +11,8 @@ use std::time::Duration;
 use crate::support::process::{self, Spawned, signal, wait_exit};
 use crate::support::redis::free_port;
 use crate::support::request;
-use ratelimitd_core::clock::Stopwatch;
 use ratelimitd::pb::envoy::service::ratelimit::v3::rate_limit_service_client::RateLimitServiceClient;
+use ratelimitd_core::clock::Stopwatch;
 
 const CFG: &str = "domain: d\ndescriptors:\n  - {key: k, rate_limit: {unit: second, requests_per_unit: 1000000}}\n";
 

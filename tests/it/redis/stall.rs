@@ -24,8 +24,8 @@ use crate::support::process;
 use crate::support::redis::RedisServer;
 use crate::support::require;
 use crate::support::{Code, TestServer, overall};
-use ratelimitd_core::clock::Stopwatch;
 use ratelimitd::pb::envoy::service::ratelimit::v3::rate_limit_service_client::RateLimitServiceClient;
+use ratelimitd_core::clock::Stopwatch;
 use tonic::transport::Channel;
 use tonic_health::pb::HealthCheckRequest;
 use tonic_health::pb::health_check_response::ServingStatus;
@@ -342,11 +342,11 @@ async fn script_error_replies_answer_their_caller_and_never_open_the_breaker() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn script_errors_are_the_ops_own_answer_and_huge_hits_a_denial_at_the_store() {
     require!(Redis);
+    use ratelimitd::Settings;
+    use ratelimitd::testing::RedisStore;
     use ratelimitd_core::algorithm::{Algorithm, LimitSpec, Window};
     use ratelimitd_core::clock::{Clock, ManualClock, Timestamp};
     use ratelimitd_core::resilience::BreakerState;
-    use ratelimitd::Settings;
-    use ratelimitd::testing::RedisStore;
     use ratelimitd_core::store::{Answer, Op, Store};
 
     let redis = RedisServer::start();

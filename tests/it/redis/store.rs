@@ -9,9 +9,9 @@ use std::time::Duration;
 
 use crate::support::redis::RedisServer;
 use crate::support::*;
-use ratelimitd_core::clock::Stopwatch;
 use ratelimitd::Settings;
 use ratelimitd::testing::RedisStore;
+use ratelimitd_core::clock::Stopwatch;
 
 const INT: &str = "domain: basic\ndescriptors:\n  - {key: key1, rate_limit: {unit: second, requests_per_unit: 50}}\n  - {key: k2, rate_limit: {unit: minute, requests_per_unit: 20}}\n";
 

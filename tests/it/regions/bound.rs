@@ -12,9 +12,9 @@ use super::world::{self, Region, load_one};
 use crate::support::chaos::Proxy;
 use crate::support::redis::RedisServer;
 use crate::support::require;
+use ratelimitd::testing::LEASE_INTERVALS;
 use ratelimitd_core::clock::Stopwatch;
 use ratelimitd_core::random::{Random, SeededRandom};
-use ratelimitd::testing::LEASE_INTERVALS;
 use ratelimitd_core::region::share::{PPM, ppm};
 
 /// The share in force of key `hot` on every instance of `region` (the largest): the floor on one

@@ -12,8 +12,8 @@ use super::world::{Region, load_one, round};
 use crate::support::chaos::Paused;
 use crate::support::redis::RedisServer;
 use crate::support::require;
-use ratelimitd_core::clock::Clock;
 use ratelimitd::testing::LEASE_INTERVALS;
+use ratelimitd_core::clock::Clock;
 
 /// 200 a minute worldwide, following demand with a floor of 0.1 and a step of 0.1 per sync.
 const MOVING: &str = "domain: d\ndescriptors:\n  - key: k\n    rate_limit: {unit: minute, requests_per_unit: 200, regions: {shares: {eu: 0.5, us: 0.5}, follow_demand: {floor: 0.1, max_step: 0.1}}}\n";

@@ -6,8 +6,8 @@ use std::time::Duration;
 
 use crate::support::redis::RedisServer;
 use crate::support::{TestServer, overall, request};
-use ratelimitd_core::clock::Clock;
 use ratelimitd::pb::envoy::service::ratelimit::v3::rate_limit_response::Code;
+use ratelimitd_core::clock::Clock;
 
 /// One region: its Redis and its instances.
 pub(super) struct Region {

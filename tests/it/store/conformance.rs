@@ -8,11 +8,11 @@ use crate::support::redis::RedisServer;
 use crate::support::stores::{shared_cluster, shared_redis};
 use crate::support::*;
 use proptest::prelude::*;
+use ratelimitd::Settings;
+use ratelimitd::testing::RedisStore;
+use ratelimitd_core::MemoryStore;
 use ratelimitd_core::algorithm::{Algorithm, LimitSpec, Window};
 use ratelimitd_core::clock::Timestamp;
-use ratelimitd::Settings;
-use ratelimitd_core::MemoryStore;
-use ratelimitd::testing::RedisStore;
 use ratelimitd_core::store::{Op, Store};
 
 fn redis_settings(r: &RedisServer) -> Settings {

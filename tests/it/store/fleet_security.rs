@@ -8,9 +8,9 @@ use std::time::Duration;
 
 use chitchat::transport::{Transport, UdpTransport};
 use chitchat::{ChitchatConfig, ChitchatHandle, ChitchatId, FailureDetectorConfig};
+use ratelimitd::testing::{AuthCounts, SignedTransport};
 use ratelimitd_core::algorithm::{Algorithm, LimitSpec, Window};
 use ratelimitd_core::clock::{Stopwatch, Timestamp};
-use ratelimitd::testing::{AuthCounts, SignedTransport};
 use ratelimitd_core::limiter::KeyBuilder;
 
 use super::fleet::hit;

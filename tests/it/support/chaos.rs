@@ -7,8 +7,8 @@
 use std::process::Command;
 use std::time::Duration;
 
-use ratelimitd_core::clock::Stopwatch;
 use ratelimitd::pb::envoy::service::ratelimit::v3::RateLimitResponse;
+use ratelimitd_core::clock::Stopwatch;
 
 use super::process::kill;
 use super::redis::RedisServer;

@@ -9,8 +9,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use parking_lot::Mutex;
-use ratelimitd_core::clock::Stopwatch;
 use ratelimitd::pb::envoy::service::ratelimit::v3::rate_limit_service_client::RateLimitServiceClient;
+use ratelimitd_core::clock::Stopwatch;
 use tokio::net::UdpSocket;
 use tokio::task::JoinSet;
 

@@ -37,8 +37,7 @@ pub(crate) mod xds;
 
 use std::time::Duration;
 
-use ratelimitd::testing::{self, Running};
-use ratelimitd_core::clock::Timestamp;
+use ratelimitd::Settings;
 use ratelimitd::pb::envoy::extensions::common::ratelimit::v3::{
     RateLimitDescriptor, rate_limit_descriptor,
 };
@@ -46,7 +45,8 @@ use ratelimitd::pb::envoy::service::ratelimit::v3::rate_limit_service_client::Ra
 use ratelimitd::pb::envoy::service::ratelimit::v3::{
     RateLimitRequest, RateLimitResponse, rate_limit_response,
 };
-use ratelimitd::Settings;
+use ratelimitd::testing::{self, Running};
+use ratelimitd_core::clock::Timestamp;
 use tonic::transport::Channel;
 
 pub(crate) use rate_limit_response::Code;

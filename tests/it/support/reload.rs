@@ -5,10 +5,10 @@ use std::future::Future;
 use std::path::Path;
 use std::time::Duration;
 
+use ratelimitd::Settings;
+use ratelimitd::pb::envoy::service::ratelimit::v3::rate_limit_service_client::RateLimitServiceClient;
 use ratelimitd::testing;
 use ratelimitd_core::clock::Stopwatch;
-use ratelimitd::pb::envoy::service::ratelimit::v3::rate_limit_service_client::RateLimitServiceClient;
-use ratelimitd::Settings;
 
 use super::{TestServer, request};
 

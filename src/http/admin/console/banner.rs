@@ -5,9 +5,9 @@
 use std::fmt::Write;
 
 use super::html::{ago, escape};
-use ratelimitd_core::clock::Timestamp;
 use crate::insight::Insight;
 use crate::insight::rates::{BUCKET_SECS, Point, Totals};
+use ratelimitd_core::clock::Timestamp;
 use ratelimitd_core::resilience::BreakerState;
 
 /// Buckets of the rate history the banner looks back over: the last minute.

@@ -5,9 +5,9 @@
 use std::fmt::Write;
 
 use super::html::{ago, entries, escape, table};
-use ratelimitd_core::clock::Timestamp;
 use crate::explain::{Counter, Explained, Violations};
 use crate::http::rate_text::rate;
+use ratelimitd_core::clock::Timestamp;
 
 /// The search form, filled with what was asked (escaped).
 pub(super) fn form(out: &mut String, domain: &str, descriptor: &str) {

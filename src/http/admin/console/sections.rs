@@ -7,10 +7,10 @@ use std::fmt::Write;
 
 use super::html::{ago, entries, escape, span, table};
 use super::{ROWS, Violations};
-use ratelimitd_core::clock::Timestamp;
 use crate::http::rate_text::rate;
 use crate::insight::Insight;
 use crate::insight::hotkeys::By;
+use ratelimitd_core::clock::Timestamp;
 use ratelimitd_core::resilience::BreakerState;
 
 /// Most limits and overrides listed.

@@ -5,10 +5,10 @@
 //! admitted". Keys and class names come from the config; every one is escaped.
 
 use super::html::{escape, table};
-use ratelimitd_core::clock::Timestamp;
-use ratelimitd_core::config::effective_limit;
 use crate::insight::Insight;
 use crate::metrics::usage::Usage;
+use ratelimitd_core::clock::Timestamp;
+use ratelimitd_core::config::effective_limit;
 
 /// Most limits listed.
 const MAX_ROWS: usize = 200;
