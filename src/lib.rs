@@ -60,8 +60,8 @@
 //! variables and flags into those options and the core's; the components it configures define
 //! their options types in their own folders (`grpc::GrpcServerSettings`, `http::EdgeSettings`,
 //! `listener::ConnLimits`, `metrics::Observability`, `store::redis::RedisConfig`, ...) and never
-//! name it. A unit test (`src/layering.rs`) fails when a module outside `settings`, `app` and
-//! `main` names `crate::settings`. `secret` (a value no log shows) is below them all.
+//! name it. A unit test (`src/layering.rs`) fails when a module outside `settings`, `app`,
+//! `testing` and `main` names `crate::settings`. `secret` (a value no log shows) is below them all.
 //!
 //! The longer map, with the request paths and where each feature lives, is
 //! `docs/design/architecture.md`; the behaviour the tests check is `docs/design/contract.md`.
