@@ -136,6 +136,10 @@ pub struct Limit {
     /// `rate_limit.lease` (ratelimitd extension): how many hits an instance may reserve from the
     /// shared counter at once (`store::lease`); `None` = `LEASE_DEFAULT_SIZE`, `Some(0)` = off.
     pub lease: Option<u32>,
+    /// `rate_limit.usage: report` (ratelimitd extension): every call with hits is usage
+    /// reported after the fact ([`crate::algorithm::report`]), counted even past the limit and
+    /// never refused; a call of 0 hits is the request-time check.
+    pub usage_report: bool,
     /// `rate_limit.calendar` with `time_zone` (ratelimitd extensions): the zone whose calendar
     /// the window follows (a real month, a week from Monday); `None` = Go's epoch windows.
     pub calendar: Option<&'static Zone>,

@@ -72,6 +72,8 @@ pub(crate) struct RawRateLimit {
     pub(crate) lease: Option<u32>,
     /// `calendar` (ratelimitd extension); `None` when absent or wrongly typed (reported).
     pub(crate) calendar: Option<bool>,
+    /// `usage` (ratelimitd extension), as written.
+    pub(crate) usage: Option<String>,
     /// `time_zone` (ratelimitd extension, with `calendar`), as written.
     pub(crate) time_zone: Option<String>,
     /// `regions` (ratelimitd extension); `None` when absent or invalid (reported).
@@ -208,6 +210,7 @@ impl Typed<'_, '_> {
             unit_multiplier: self.uint32(rl, &path, "unit_multiplier"),
             lease: self.uint32(rl, &path, "lease"),
             calendar: self.bool(rl, &path, "calendar"),
+            usage: self.string(rl, &path, "usage"),
             time_zone: self.string(rl, &path, "time_zone"),
             regions: self.regions(rl, &path),
             shedding: self.shedding(rl, &path),

@@ -53,6 +53,9 @@ pub struct Limited<'a> {
     pub hits: u64,
     /// `is_negative_hits`: the hits are given back (a refund) instead of added.
     pub refund: bool,
+    /// The hits are usage reported after the fact ([`crate::algorithm::report`]): counted even
+    /// past the limit, never over it.
+    pub report: bool,
     /// The (sanitised) stats key its counters are reported under (`stats_key`).
     pub stats_key: Cow<'a, str>,
     /// Where this descriptor's ops (and so its outcomes) sit in the request's batch.
@@ -141,6 +144,10 @@ impl<'a> Plans<'a> {
         random: &dyn Random,
     ) -> Plan<'a> {
         let asked = hits::requested(req, d);
+        // A report is usage after the fact: asked for by the caller (`POST /check`'s `report`) or
+        // by the limit (`usage: report`, where every call with hits reports and a call of 0 hits
+        // is the request-time check). A refund stays a refund.
+        let report = !d.refund && asked > 0 && (d.report || m.limit.all().any(|l| l.usage_report));
         let mut most = 0;
         let start = self.ops.len();
         let mut sheds = Vec::new();
@@ -163,8 +170,14 @@ impl<'a> Plans<'a> {
                 self.identities.push(identity);
             }
             // Only a leaky bucket can shape; every other op polices, whatever the request asked.
-            let shapes = spec.algorithm == Algorithm::LeakyBucket && !d.refund;
-            let hits = hits::clamp(&spec, asked, d.refund);
+            let shapes = spec.algorithm == Algorithm::LeakyBucket && !d.refund && !report;
+            // A concurrency limit has no usage to report: its op takes a slot as any request.
+            let reports = report && spec.algorithm != Algorithm::Concurrency;
+            let hits = if reports {
+                hits::clamp_report(&req.domain, asked)
+            } else {
+                hits::clamp(&spec, asked, d.refund)
+            };
             most = most.max(hits);
             self.ops.push(Op {
                 key,
@@ -179,13 +192,15 @@ impl<'a> Plans<'a> {
                 } else {
                     String::new()
                 },
-                only_admitted: shed.is_some(),
+                only_admitted: shed.is_some() && !reports,
+                report: reports,
             });
         }
         Plan::Limited(Limited {
             limit: m.limit,
             hits: most,
             refund: d.refund,
+            report,
             stats_key: m.stats_key,
             ops: start..self.ops.len(),
             shed: sheds,
