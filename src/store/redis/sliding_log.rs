@@ -34,7 +34,11 @@ pub(super) async fn run(
             // The newest entry matters for one window from now; a second more absorbs rounding.
             window.secs() + 1,
             // 1 forgets, 2 logs a usage report.
-            if op.refund { 1 } else { 2 * u64::from(op.report) },
+            if op.refund {
+                1
+            } else {
+                2 * u64::from(op.report)
+            },
         ]);
     }
     g.eval(script, &args, 4, |op, r| {

@@ -38,7 +38,11 @@ pub(super) async fn run(
             // The current count weighs on the next window too.
             2 * window.secs(),
             // 1 gives back, 2 counts a usage report.
-            if op.refund { 1 } else { 2 * u64::from(op.report) },
+            if op.refund {
+                1
+            } else {
+                2 * u64::from(op.report)
+            },
         ]);
     }
     g.eval(script, &args, 4, |op, r| {

@@ -71,7 +71,11 @@ pub(super) async fn run(
         let p = Params::of(&op.spec);
         args.extend(head_args(&p, g, op));
         // The script's refund slot: 1 gives back, 2 charges a usage report.
-        let mode = if op.refund { 1 } else { 2 * u64::from(op.report) };
+        let mode = if op.refund {
+            1
+        } else {
+            2 * u64::from(op.report)
+        };
         args.extend([(bucket.last_arg)(&p, &op.spec), mode]);
         args.extend((bucket.budget)(&p, op, g.now));
     }

@@ -11,4 +11,5 @@ mod refunds;
 mod scenarios;
 pub(crate) mod shedding;
 mod tls;
+mod usage_reports;
 mod wire;

@@ -82,7 +82,11 @@ fn a_report_within_the_limit_counts_like_hits() {
         let mut state = None;
         let d = report(&mut state, &s, 4, at(0));
         assert_eq!((d.over_limit, d.remaining), (false, 6), "{algorithm:?}");
-        assert_eq!(apply(&mut state, &s, 6, at(0)).remaining, 0, "{algorithm:?}");
+        assert_eq!(
+            apply(&mut state, &s, 6, at(0)).remaining,
+            0,
+            "{algorithm:?}"
+        );
         assert!(apply(&mut state, &s, 1, at(0)).over_limit, "{algorithm:?}");
     }
 }

@@ -108,9 +108,7 @@ pub fn report(
 
 /// The current window's counter after a report of `hits` on `current` (see [`report`]).
 pub fn charged(current: u64, hits: u64) -> u64 {
-    current
-        .saturating_add(hits)
-        .min(MAX_REPORTED.max(current))
+    current.saturating_add(hits).min(MAX_REPORTED.max(current))
 }
 
 /// The decision once a report took the current counter from `before` to `after` with `previous`
