@@ -14,6 +14,7 @@ pub mod mogrifier;
 mod options;
 pub mod prom;
 pub mod region;
+mod reported;
 pub mod rlqs;
 mod scrape;
 pub mod shedding;
@@ -94,6 +95,8 @@ pub type LoadCounts = Arc<dyn Fn() -> ConfigLoads + Send + Sync>;
 pub struct Metrics {
     pub(crate) limits: KeyTable<8>,
     pub(crate) unknown_domains: KeyTable<1>,
+    /// Usage reported per limit (`ratelimitd_usage_reported_total`).
+    pub(crate) reported: reported::ReportedUsage,
     /// Per limit and class: admitted, shed, soft-denied, denied, soft breaches.
     pub(crate) shedding: shedding::ShedCounters,
     /// Slots in use per concurrency limit, as the store last counted them.
@@ -190,6 +193,7 @@ impl Metrics {
         Metrics {
             limits: KeyTable::new(max_keys),
             unknown_domains: KeyTable::new(max_keys),
+            reported: reported::ReportedUsage::new(max_keys),
             shedding: shedding::ShedCounters::new(max_keys),
             slots: slots::SlotGauges::new(max_keys),
             shed_usage: Arc::new(usage::UsageGauges::new(max_keys)),
@@ -319,6 +323,10 @@ impl StatsSink for Metrics {
 
     fn soft_breach(&self, key: &str) {
         self.shedding.soft_breach(key);
+    }
+
+    fn usage_reported(&self, key: &str, hits: u64) {
+        self.reported.add(key, hits);
     }
 
     fn domain_not_found(&self, domain: &str) {

@@ -103,6 +103,7 @@ impl MetricsCollector {
             )
             .ok()
         }));
+        descs.extend(super::reported::ReportedUsage::desc());
         descs.extend(
             Desc::new(
                 RULES_SHADOWED.0.into(),
@@ -210,6 +211,7 @@ impl Collector for MetricsCollector {
                 .flat_map(prometheus::core::Collector::collect),
         );
         out.extend(m.shedding.families());
+        out.extend(m.reported.families());
         out.extend(super::scrape::decisions(m));
         out.extend(super::scrape::slots(m));
         out.extend(m.shed_usage.families(m.clock.now()));

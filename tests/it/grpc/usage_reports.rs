@@ -3,7 +3,7 @@
 //! charges nothing; a report always counts, even past the limit, and is answered OK with what is
 //! left (0 in debt); the next check is refused until the window or the refill pays the debt back.
 //! Go's statistics count a report's hits past the limit as `over_limit`, the rest as
-//! `within_limit`. Bad `/check` input counts nothing. Many reports from two instances on one Redis
+//! `within_limit`, and `ratelimitd_usage_reported_total` counts every reported hit. Bad `/check` input counts nothing. Many reports from two instances on one Redis
 //! lose none.
 
 use std::sync::Arc;
@@ -198,6 +198,9 @@ async fn a_report_counts_its_hits_past_the_limit_as_over_limit() {
         assert_eq!(v("total_hits"), Some(28), "{key}: {m}");
         assert_eq!(v("over_limit"), Some(18), "{key}");
         assert_eq!(v("within_limit"), Some(10), "{key}");
+        let reported =
+            format!("ratelimitd_usage_reported_total{{domain=\"u\",key1=\"{key}\",key2=\"\"}}");
+        assert_eq!(m.count(&reported), Some(28), "{key}: {m}");
     }
 }
 
@@ -243,4 +246,23 @@ descriptors:
         sum,
         "every report counted once"
     );
+}
+
+#[tokio::test]
+async fn a_report_passes_the_local_cache_and_stop_increment() {
+    require!(Redis);
+    let redis = RedisServer::start();
+    let env = [
+        ("STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT", "true"),
+        ("LOCAL_CACHE_SIZE_IN_BYTES", "1000000"),
+    ];
+    let s = TestServer::start_on(&[("u.yaml", CFG)], &env, Some(&redis)).await;
+    s.set_time(1_200);
+    assert_eq!(answer(&send(&s, "fw", 25).await), (Code::Ok, 0));
+    // The check is refused, and the local cache now knows the key is over ...
+    assert_eq!(answer(&send(&s, "fw", 0).await).0, Code::OverLimit);
+    assert_eq!(answer(&send(&s, "fw", 0).await).0, Code::OverLimit);
+    // ... but a report still reaches the counter, whatever the cache and the setting say.
+    assert_eq!(answer(&send(&s, "fw", 5).await), (Code::Ok, 0));
+    assert_eq!(leases::counter(&redis, "tenant-a"), 30);
 }

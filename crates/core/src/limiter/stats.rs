@@ -67,6 +67,9 @@ pub trait StatsSink: Send + Sync + std::fmt::Debug + 'static {
     /// the request's class (a name from the config, never a request value; empty without
     /// classes).
     fn shed(&self, _key: &str, _class: &str, _outcome: ShedOutcome) {}
+    /// The store counted `hits` of usage reported after the response on limit `key` (its stats
+    /// key), debt included. Sinks without such a counter ignore it.
+    fn usage_reported(&self, _key: &str, _hits: u64) {}
     /// A descriptor reached its limit's soft-breach ratio (`soft.breach_ratio`, else the
     /// service's `SOFT_BREACH_RATIO`).
     fn soft_breach(&self, _key: &str) {}
@@ -207,6 +210,7 @@ pub(crate) fn record(sink: &dyn StatsSink, ratio: f32, settled: &[Settled<'_>]) 
             if l.report && source == Source::Store {
                 let limit = u64::from(limit.requests_per_unit);
                 sink.limit(&l.stats_key, &reported(verdict, limit, l.hits, ratio));
+                sink.usage_reported(&l.stats_key, l.hits);
                 continue;
             }
             // A request refused by a limit that sheds (`priorities`, `soft`) was judged against
