@@ -146,8 +146,11 @@ impl<'a> Plans<'a> {
         let asked = hits::requested(req, d);
         // A report is usage after the fact: asked for by the caller (`POST /check`'s `report`) or
         // by the limit (`usage: report`, where every call with hits reports and a call of 0 hits
-        // is the request-time check). A refund stays a refund.
-        let report = !d.refund && asked > 0 && (d.report || m.limit.all().any(|l| l.usage_report));
+        // is the request-time check). A refund stays a refund; a concurrency limit has no usage.
+        let report = !d.refund
+            && asked > 0
+            && (d.report || m.limit.all().any(|l| l.usage_report))
+            && m.limit.all().any(|l| l.algorithm != Algorithm::Concurrency);
         let mut most = 0;
         let start = self.ops.len();
         let mut sheds = Vec::new();
