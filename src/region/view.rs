@@ -1,15 +1,13 @@
 //! What an operator sees of the regions: per regional limit, this region's share (the listed one,
 //! or with `follow_demand` the mean over the keys active here and how many there are), and how the
 //! sync with the global store goes (with its breaker's state). `/rlconfig` and the status page print [`Regional::describe`];
-//! the metrics export [`Regional::gauges`].
+//! the metrics (`super::metrics`) export [`Regional::gauges`].
 
 use std::collections::HashMap;
 use std::time::Duration;
 
 use super::Regional;
 use crate::config::RateLimitConfig;
-use crate::metrics::region::RegionReport;
-use crate::reload::ConfigHandle;
 use crate::resilience::BreakerState;
 
 /// This region's share of one limit.
@@ -53,15 +51,6 @@ impl Regional {
                 })
             })
             .collect()
-    }
-
-    /// What the metrics show: the shares of the configuration in service, the sync's state.
-    pub fn report(&self, config: &ConfigHandle) -> RegionReport {
-        let snapshot = config.snapshot();
-        RegionReport {
-            shares: snapshot.map(|s| self.gauges(&s.config)).unwrap_or_default(),
-            sync: self.sync.as_ref().map(|s| (s.age(), s.status().failures)),
-        }
     }
 
     /// The lines an operator reads: the region, each regional limit's share, the sync's state.
