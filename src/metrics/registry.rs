@@ -95,3 +95,75 @@ pub fn gauge(name: &str, help: &str, value: f64) -> Vec<MetricFamily> {
         Err(_) => Vec::new(),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::super::{Breakers, ConfigLoads, Metrics, prom};
+    use crate::limiter::{LimitIncrements, StatsSink};
+    use crate::resilience::{BreakerReport, BreakerState};
+
+    /// A part with one breaker named `target`, opened `opened` times.
+    fn breaker(target: &'static str, opened: u64) -> std::sync::Arc<Breakers> {
+        std::sync::Arc::new(Breakers(std::sync::Arc::new(move || {
+            vec![BreakerReport {
+                target,
+                state: BreakerState::Open,
+                opened,
+                half_opened: 0,
+                closed: 0,
+            }]
+        })))
+    }
+
+    #[test]
+    fn parts_follow_the_go_counters_in_registration_order_in_statsd() {
+        let m = Metrics::new(10, std::sync::Arc::new(ConfigLoads::default), true);
+        let inc = LimitIncrements {
+            total_hits: 1,
+            ..LimitIncrements::default()
+        };
+        m.limit("d.k", &inc);
+        m.grpc_request("ShouldRateLimit", Duration::from_millis(1));
+        m.register(breaker("main", 1));
+        m.register(breaker("global", 2));
+        let names: Vec<String> = m.statsd_counters().into_iter().map(|(n, _)| n).collect();
+        let at = |n: &str| names.iter().position(|x| x == n).expect(n);
+        let requests = at("ratelimit_server.ShouldRateLimit.total_requests");
+        let main = at("ratelimitd.redis_breaker.main.opened");
+        let global = at("ratelimitd.redis_breaker.global.opened");
+        let folded = at("ratelimitd.stats_keys_folded");
+        assert!(at("ratelimit.service.rate_limit.d.k.total_hits") < requests);
+        assert!(
+            requests < main && main < global && global < folded,
+            "{names:?}"
+        );
+    }
+
+    #[test]
+    fn families_two_parts_emit_are_exposed_once_with_every_series() {
+        let m = std::sync::Arc::new(Metrics::new(
+            10,
+            std::sync::Arc::new(ConfigLoads::default),
+            false,
+        ));
+        m.register(breaker("main", 1));
+        m.register(breaker("global", 2));
+        let text = prom::render(&prom::registry(m).unwrap());
+        assert_eq!(
+            text.matches("# TYPE ratelimitd_redis_breaker_state gauge")
+                .count(),
+            1,
+            "{text}"
+        );
+        assert!(text.contains("ratelimitd_redis_breaker_state{target=\"global\"} 2\n"));
+        assert!(text.contains("ratelimitd_redis_breaker_state{target=\"main\"} 2\n"));
+        assert!(text.contains(
+            "ratelimitd_redis_breaker_transitions_total{target=\"global\",to=\"open\"} 2\n"
+        ));
+        assert!(text.contains(
+            "ratelimitd_redis_breaker_transitions_total{target=\"main\",to=\"open\"} 1\n"
+        ));
+    }
+}
