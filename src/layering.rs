@@ -321,7 +321,7 @@ fn no_module_names_one_above_it() {
 
 #[test]
 fn the_layer_check_sees_every_form_of_a_path() {
-    let at = |p: &[&str]| p.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+    let at = |p: &[&str]| p.iter().map(|s| (*s).to_owned()).collect::<Vec<String>>();
     let names = |text: &str, path: &[&str]| named_modules(&spaced_code(text), &at(path));
     assert_eq!(
         names("use crate::region::Regional;", &["metrics"]),

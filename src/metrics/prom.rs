@@ -37,7 +37,7 @@ struct MetricsCollector {
 impl MetricsCollector {
     fn new(metrics: Arc<Metrics>) -> MetricsCollector {
         let desc = |name: &str, help: &str, labels: &[&str]| {
-            let labels = labels.iter().map(|l| l.to_string()).collect();
+            let labels = labels.iter().map(|l| (*l).to_string()).collect();
             Desc::new(name.into(), help.into(), labels, Default::default()).ok()
         };
         let mut descs: Vec<Desc> = FAMILIES
