@@ -1,6 +1,9 @@
 //! `GetLimit` (`docs/design/contract.md#matching`): walk the tree one request entry per level —
-//! exact `key_value`, then the first wildcard in config order, then the key-only default — never
+//! exact `key_value`, then the first `value_regex` of the key in config order (a ratelimitd
+//! extension), then the first wildcard in config order, then the key-only default — never
 //! backtracking, and return the limit only if it sits on the node matched by the last entry.
+//! A level without regex nodes costs what it did before they existed: an exact match returns
+//! before any pattern is looked at, and an empty list is all the regex step costs otherwise.
 
 use super::compiled::{Domain, EntryRef, Level, Match, MatchKind, MatchedLevel, Node};
 
@@ -22,7 +25,7 @@ impl Domain {
             }
             // A limit here is ignored (not the last entry); with no children the request is
             // deeper than the config and nothing applies.
-            if node.children.by_key.is_empty() {
+            if node.children.is_empty() {
                 return None;
             }
             level = &node.children;
@@ -42,6 +45,16 @@ impl Level {
         let composite = composite.join(entry.key(), entry.value());
         if let Some(node) = self.by_key.get(composite) {
             return Some((node, MatchKind::Exact));
+        }
+        let regex = self.regexes.iter().find(|node| {
+            node.key == entry.key()
+                && node
+                    .value_regex
+                    .as_ref()
+                    .is_some_and(|r| r.compiled.is_match(entry.value()))
+        });
+        if let Some(node) = regex {
+            return Some((node, MatchKind::Regex));
         }
         let wildcard = self
             .wildcards

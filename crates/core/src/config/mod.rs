@@ -24,6 +24,7 @@ mod suggest;
 mod typed;
 pub(crate) mod unit;
 mod validate;
+mod value_regex;
 mod yaml_budget;
 
 #[cfg(test)]
@@ -48,10 +49,13 @@ mod region_tests;
 mod shedding_tests;
 #[cfg(test)]
 mod validate_tests;
+#[cfg(test)]
+mod value_regex_tests;
 
 pub use calendar::nearest_zone;
 pub use compiled::{
     Domain, EntryRef, FailureMode, Limit, Match, MatchKind, MatchedLevel, Node, RateLimitConfig,
+    ValueRegex,
 };
 pub use error::{ConfigError, ConfigErrors};
 pub use extensions::MAX_LEASE;

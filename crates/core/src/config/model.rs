@@ -29,6 +29,13 @@ pub(crate) struct RawDescriptor {
     pub(crate) path: String,
     pub(crate) key: String,
     pub(crate) value: String,
+    /// `value_regex` (ratelimitd extension): a pattern the whole value must match; `None` when
+    /// absent or wrongly typed (reported).
+    pub(crate) value_regex: Option<String>,
+    /// `regex_key` (ratelimitd extension, with `value_regex`), as written.
+    pub(crate) regex_key: Option<String>,
+    /// Whether `value` was written at all (even empty), so `value` beside `value_regex` is refused.
+    pub(crate) value_given: bool,
     pub(crate) rate_limit: Option<RawRateLimit>,
     /// `rate_limits` (ratelimitd extension): several limits on this node; `None` when absent.
     pub(crate) rate_limits: Option<Vec<RawRateLimit>>,
@@ -135,6 +142,9 @@ impl Typed<'_, '_> {
         RawDescriptor {
             key: self.string(m, &path, "key").unwrap_or_default(),
             value: self.string(m, &path, "value").unwrap_or_default(),
+            value_regex: self.string(m, &path, "value_regex"),
+            regex_key: self.string(m, &path, "regex_key"),
+            value_given: m.get("value").is_some(),
             rate_limit: self.rate_limit(m, &path),
             rate_limits: self.rate_limits(m, &path),
             descriptors: self.descriptors(m, &path),

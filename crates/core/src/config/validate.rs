@@ -108,15 +108,24 @@ fn load_level(
             sink.push(&field_path(&d.path, "key"), "descriptor has empty key");
             continue;
         }
-        let composite = if d.value.is_empty() {
-            d.key.clone()
-        } else {
-            format!("{}_{}", d.key, d.value)
+        // A refused pattern (reported) still names its node, and its descriptors are checked.
+        let checked = super::value_regex::check(&d, sink);
+        let refused = checked.is_err();
+        let value_regex = checked.unwrap_or(None);
+        let composite = match &d.value_regex {
+            Some(pattern) => super::value_regex::name(&d.key, pattern),
+            None if d.value.is_empty() => d.key.clone(),
+            None => format!("{}_{}", d.key, d.value),
         };
         let full_key = format!("{parent_key}{composite}");
         // `a`/`b_c` and `a_b`/`c` both give `a_b_c`: Go's collision, kept on purpose
-        // (`docs/design/contract.md#validation`).
-        let duplicate = level.by_key.contains_key(&composite);
+        // (`docs/design/contract.md#validation`). Two regex entries are the same when key and
+        // pattern are: the second could never match.
+        let duplicate = match &value_regex {
+            Some(_) => (level.regexes.iter())
+                .any(|n| (n.value_regex.as_ref()).is_some_and(|r| r.name == composite)),
+            None => level.by_key.contains_key(&composite),
+        };
         if duplicate {
             sink.push(
                 &d.path,
@@ -124,7 +133,7 @@ fn load_level(
             );
         }
         let limit = super::multi::node_limit(&d, &full_key, sink);
-        if d.share_threshold && !composite.contains('*') {
+        if d.share_threshold && d.value_regex.is_none() && !composite.contains('*') {
             sink.push(
                 &field_path(&d.path, "share_threshold"),
                 format!(
@@ -139,6 +148,7 @@ fn load_level(
             limit: limit.map(Arc::new),
             share_threshold: d.share_threshold,
             value_to_metric: d.value_to_metric,
+            value_regex,
             children: Level::default(),
         };
         load_level(
@@ -147,7 +157,12 @@ fn load_level(
             d.descriptors,
             sink,
         );
-        if !duplicate {
+        if duplicate || refused {
+            continue;
+        }
+        if node.value_regex.is_some() {
+            level.insert_regex(node);
+        } else {
             level.insert(composite, node);
         }
     }

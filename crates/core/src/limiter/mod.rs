@@ -358,6 +358,8 @@ mod tests;
 mod fallback_tests;
 #[cfg(test)]
 mod fired_tests;
+#[cfg(test)]
+mod match_rules_tests;
 
 #[cfg(test)]
 mod regional_tests;

@@ -20,7 +20,7 @@ use super::request::{Descriptor, Entry, Request};
 use super::stats_key;
 use crate::algorithm::Algorithm;
 use crate::clock::Timestamp;
-use crate::config::{Domain, EntryRef, Limit, MatchKind};
+use crate::config::{Domain, EntryRef, Limit};
 use crate::random::Random;
 use crate::store::Op;
 
@@ -122,7 +122,8 @@ pub fn plan<'a>(
 /// A descriptor's match before `replaces` and `unlimited` are settled.
 struct Matched<'a> {
     limit: Arc<Limit>,
-    /// (key, value) per entry, as counted: the wildcard pattern on `share_threshold` levels.
+    /// (key, value) per entry, as counted: the wildcard pattern on `share_threshold` levels,
+    /// (`key=~pattern`, empty) on `regex_key: shared` levels.
     key_entries: Vec<(&'a str, &'a str)>,
     stats_key: Cow<'a, str>,
     /// The entry naming the request's class, taken out of the match ([`shed::class_entry`]).
@@ -287,14 +288,13 @@ fn config_match<'a, E: EntryRef>(
     let m = domain.get_limit(entries)?;
     let key_entries = shed::matched_entries(d, class)
         .zip(&m.path)
-        .map(|(e, level)| {
-            let shared = level.kind == MatchKind::Wildcard && level.node.share_threshold;
-            let value = if shared {
-                level.node.value.as_str()
-            } else {
-                e.value.as_str()
-            };
-            (e.key.as_str(), value)
+        .map(|(e, level)| match &level.node.value_regex {
+            // The key part names the pattern: every entry at this level has the node's key, so
+            // no request's (key, value) can spell `key=~pattern`, and the shared counter is the
+            // pattern's alone.
+            Some(regex) if stats_key::shares_counter(level) => (regex.name.as_str(), ""),
+            _ if stats_key::shares_counter(level) => (e.key.as_str(), level.node.value.as_str()),
+            _ => (e.key.as_str(), e.value.as_str()),
         })
         .collect();
     let stats_key = stats_key::for_match(
