@@ -96,6 +96,16 @@ pub(super) const FAMILIES: &[Family] = &[
         "Violation records written to the database and/or the JSON log",
         &[],
     ),
+    (
+        "ratelimitd_unmatched_descriptors_total",
+        "Descriptors that matched no rule of their (configured) domain: limited by its default_limit if set, else let through",
+        &["domain"],
+    ),
+    (
+        "ratelimitd_request_limit_capped_total",
+        "Request overrides (a descriptor's own limit) above the domain's max_request_limit, counted at the cap",
+        &["domain"],
+    ),
 ];
 
 /// Answered requests by overall code and by what decided them (a bounded label set: two codes
@@ -174,6 +184,9 @@ pub(super) const NEGATIVE_HITS_FAMILY: usize = 14;
 
 /// Indexes in [`FAMILIES`] of `violations_dropped_total` and `violations_written_total`.
 pub(super) const VIOLATION_FAMILIES: [usize; 2] = [15, 16];
+
+/// Indexes in [`FAMILIES`] of `unmatched_descriptors_total` and `request_limit_capped_total`.
+pub(super) const DOMAIN_RULE_FAMILIES: [usize; 2] = [17, 18];
 
 /// `ratelimitd_check_requests_total{code}`: `POST /check` requests by HTTP status.
 pub(super) const CHECK_REQUESTS: (&str, &str) = (

@@ -26,8 +26,9 @@ use prometheus::{
 
 use super::Metrics;
 use super::families::{
-    BREAKER_STATE, DECISIONS, FAMILIES, HOT_KEYS, LEASE_COUNTERS, LOCAL_FALLBACK_FAMILY, MAPPED,
-    MEMORY_GAUGES, NEGATIVE_HITS_FAMILY, RULES_SHADOWED, SLOTS_IN_USE, VIOLATION_FAMILIES,
+    BREAKER_STATE, DECISIONS, DOMAIN_RULE_FAMILIES, FAMILIES, HOT_KEYS, LEASE_COUNTERS,
+    LOCAL_FALLBACK_FAMILY, MAPPED, MEMORY_GAUGES, NEGATIVE_HITS_FAMILY, RULES_SHADOWED,
+    SLOTS_IN_USE, VIOLATION_FAMILIES,
 };
 
 /// Reads [`Metrics`] into metric families on every scrape.
@@ -173,6 +174,13 @@ impl Collector for MetricsCollector {
         for (domain, [v]) in m.unknown_domains.snapshot() {
             inc(5, &[&domain], v);
         }
+        for (domain, values) in m.domain_rules.snapshot() {
+            for (family, v) in DOMAIN_RULE_FAMILIES.into_iter().zip(values) {
+                if v > 0 {
+                    inc(family, &[&domain], v);
+                }
+            }
+        }
         inc(6, &["redis_error"], m.redis_errors.load(Ordering::Relaxed));
         inc(
             6,
@@ -192,6 +200,7 @@ impl Collector for MetricsCollector {
         inc(10, &[], m.store_errors.load(Ordering::Relaxed));
         let folded = m.limits.folded()
             + m.unknown_domains.folded()
+            + m.domain_rules.folded()
             + m.slots.dropped()
             + m.shed_usage.dropped();
         inc(11, &[], folded);

@@ -168,3 +168,180 @@ fn validate_reports_a_bad_pattern_with_its_position() {
         "{err}"
     );
 }
+
+/// Unknown tenants get 2 a minute each; a request may ask for its own limit up to 3 a minute.
+const RULES: &str = r#"
+domain: gw
+default_limit: {unit: minute, requests_per_unit: 2}
+max_request_limit: {unit: minute, requests_per_unit: 3}
+descriptors:
+  - key: tenant
+    value: vip
+    rate_limit: {unit: minute, requests_per_unit: 10}
+"#;
+
+/// A domain without `default_limit`: what matches nothing is let through, as in Go.
+const OPEN: &str = "domain: open\ndescriptors:\n  - {key: tenant, value: vip, rate_limit: {unit: minute, requests_per_unit: 1}}\n";
+
+fn minute(rpu: u32) -> Option<(u32, String, String)> {
+    Some((rpu, "MINUTE".into(), String::new()))
+}
+
+on_every_store!(default_limit_over_grpc);
+async fn default_limit_over_grpc(store: StoreKind) {
+    let files = [("gw.yaml", RULES), ("open.yaml", OPEN)];
+    let s = TestServer::start_with_store(&files, &[], store).await;
+    s.set_time(T0);
+    let tenant = |domain: &'static str, t: &'static str| {
+        let s = &s;
+        async move { st(&s.rl(domain, &[&[("tenant", t)]]).await, 0) }
+    };
+    assert_eq!(tenant("gw", "acme").await, (Code::Ok, minute(2), 1));
+    assert_eq!(tenant("gw", "acme").await, (Code::Ok, minute(2), 0));
+    assert_eq!(tenant("gw", "acme").await, (Code::OverLimit, minute(2), 0));
+    // Each unmatched descriptor has its own counter; a rule still wins.
+    assert_eq!(tenant("gw", "globex").await, (Code::Ok, minute(2), 1));
+    let vip = Some((10, "MINUTE".into(), String::new()));
+    assert_eq!(tenant("gw", "vip").await, (Code::Ok, vip, 9));
+    // Without default_limit, nothing limits what matched nothing.
+    for _ in 0..3 {
+        assert_eq!(tenant("open", "acme").await, (Code::Ok, None, 0));
+    }
+}
+
+on_every_store!(default_limit_over_check);
+async fn default_limit_over_check(store: StoreKind) {
+    let s = TestServer::start_with_store(&[("gw.yaml", RULES)], &[], store).await;
+    s.set_time(T0);
+    let call = |client: &'static str| {
+        let s = &s;
+        async move {
+            let c = s
+                .check(&json!({"domain": "gw", "client_key": client}))
+                .await;
+            (
+                c.status,
+                c.body["limit"].clone(),
+                c.body["remaining"].clone(),
+            )
+        }
+    };
+    assert_eq!(call("acme").await, (200, json!(2), json!(1)));
+    assert_eq!(call("acme").await, (200, json!(2), json!(0)));
+    assert_eq!(call("acme").await.0, 429);
+    assert_eq!(call("globex").await, (200, json!(2), json!(1)));
+}
+
+on_every_store!(request_limit_is_capped);
+async fn request_limit_is_capped(store: StoreKind) {
+    use ratelimitd::grpc::pb::envoy::extensions::common::ratelimit::v3::rate_limit_descriptor::RateLimitOverride;
+    let s = TestServer::start_with_store(&[("gw.yaml", RULES)], &[], store).await;
+    s.set_time(T0);
+    // 1000 a second asked (unit 1 = SECOND): counted at the cap, 3 a minute.
+    let mut req = request("gw", &[&[("tenant", "acme")]]);
+    req.descriptors[0].limit = Some(RateLimitOverride {
+        requests_per_unit: 1000,
+        unit: 1,
+    });
+    for remaining in [2, 1, 0] {
+        let r = s.call(req.clone()).await.unwrap();
+        assert_eq!(st(&r, 0), (Code::Ok, minute(3), remaining));
+    }
+    let r = s.call(req.clone()).await.unwrap();
+    assert_eq!(st(&r, 0), (Code::OverLimit, minute(3), 0));
+    // Under the cap the request's own limit applies (here 1 a minute, another tenant).
+    let mut own = request("gw", &[&[("tenant", "initech")]]);
+    own.descriptors[0].limit = Some(RateLimitOverride {
+        requests_per_unit: 1,
+        unit: 2,
+    });
+    assert_eq!(st(&s.call(own).await.unwrap(), 0), (Code::Ok, minute(1), 0));
+    // The same cap over `POST /check`'s descriptors.
+    let body = json!({"domain": "gw", "client_key": "k", "descriptors": [
+        {"entries": [{"key": "tenant", "value": "hooli"}], "limit": {"requestsPerUnit": 500, "unit": "HOUR"}}
+    ]});
+    let c = s.check(&body).await;
+    assert_eq!(
+        (c.status, &c.body["limit"]),
+        (200, &json!(2)),
+        "the client's default is tighter"
+    );
+    let c = s.check(&json!({"domain": "gw", "client_key": "k2", "details": true, "descriptors": [
+        {"entries": [{"key": "tenant", "value": "hooli"}], "limit": {"requestsPerUnit": 500, "unit": "HOUR"}}
+    ]}))
+    .await;
+    let limits = c.body["limits"].as_array().cloned().unwrap_or_default();
+    assert!(
+        limits
+            .iter()
+            .any(|l| l["limit"] == json!(3) && l["window"] == json!(60)),
+        "500 an hour is over 3 a minute: {}",
+        c.body
+    );
+}
+
+/// The per-domain counters, Go's statistics of the default limit and `/rlconfig`.
+#[tokio::test]
+async fn unmatched_and_capped_are_counted_and_listed() {
+    use ratelimitd::grpc::pb::envoy::extensions::common::ratelimit::v3::rate_limit_descriptor::RateLimitOverride;
+    let env = [
+        ("USE_PROMETHEUS", "true"),
+        ("PROMETHEUS_ADDR", "127.0.0.1:0"),
+    ];
+    let s = TestServer::start(&[("gw.yaml", RULES), ("open.yaml", OPEN)], &env).await;
+    s.set_time(T0);
+    for _ in 0..3 {
+        s.rl("gw", &[&[("tenant", "acme")], &[("tenant", "vip")]])
+            .await;
+    }
+    s.rl("open", &[&[("tenant", "acme")]]).await;
+    let mut req = request("gw", &[&[("tenant", "capped")]]);
+    req.descriptors[0].limit = Some(RateLimitOverride {
+        requests_per_unit: 100,
+        unit: 2,
+    });
+    s.call(req).await.unwrap();
+    let m = s.scrape().await;
+    let unmatched = |d: &str| {
+        m.count(&format!(
+            "ratelimitd_unmatched_descriptors_total{{domain=\"{d}\"}}"
+        ))
+    };
+    assert_eq!(unmatched("gw"), Some(3), "{m}");
+    assert_eq!(unmatched("open"), Some(1));
+    assert_eq!(
+        m.count("ratelimitd_request_limit_capped_total{domain=\"gw\"}"),
+        Some(1),
+        "an override is not 'unmatched'"
+    );
+    let go = |stat: &str| {
+        m.count(&format!(
+            "ratelimit_service_rate_limit_{stat}{{domain=\"gw\",key1=\"default_limit\",key2=\"\"}}"
+        ))
+    };
+    assert_eq!(go("total_hits"), Some(3));
+    assert_eq!(go("within_limit"), Some(2));
+    assert_eq!(
+        go("near_limit"),
+        Some(1),
+        "the second hit is past 80 % of 2"
+    );
+    assert_eq!(go("over_limit"), Some(1));
+    let listing = s
+        .http
+        .get(s.debug_url("/rlconfig"))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(
+        listing.contains("gw.default_limit: unit=MINUTE requests_per_unit=2"),
+        "{listing}"
+    );
+    assert!(
+        listing.contains("# max_request_limit: gw: unit=MINUTE requests_per_unit=3"),
+        "{listing}"
+    );
+}

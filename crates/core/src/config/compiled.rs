@@ -56,6 +56,36 @@ pub struct Domain {
     /// the request's class and is taken out of its descriptor before matching
     /// ([`super::shedding`]). Empty for a domain without priority classes (every Go config).
     pub priority_keys: Vec<String>,
+    /// `default_limit` (ratelimitd extension): the limit of every descriptor that matches no
+    /// node, counted per distinct descriptor; `None` = such descriptors are not limited (Go).
+    pub default_limit: Option<Arc<Limit>>,
+    /// `max_request_limit` (ratelimitd extension): the highest rate a request's own `limit`
+    /// (Envoy Gateway's per-request limit) may set; `None` = any (Go).
+    pub max_request_limit: Option<RequestLimitCap>,
+}
+
+/// The highest rate a request may ask for its own descriptor: `requests_per_unit` per `unit`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RequestLimitCap {
+    /// Requests per unit.
+    pub requests_per_unit: u32,
+    /// The unit.
+    pub unit: Unit,
+}
+
+impl RequestLimitCap {
+    /// The rate a request asking for `requests_per_unit` per `unit` is counted at: what it asked
+    /// when that is at most the cap (compared per second, exactly), else the cap itself, unit
+    /// included.
+    pub fn apply(self, requests_per_unit: u32, unit: Unit) -> (u32, Unit) {
+        let asked = u128::from(requests_per_unit) * u128::from(self.unit.seconds());
+        let allowed = u128::from(self.requests_per_unit) * u128::from(unit.seconds());
+        if asked > allowed {
+            (self.requests_per_unit, self.unit)
+        } else {
+            (requests_per_unit, unit)
+        }
+    }
 }
 
 /// One level of the tree: its nodes indexed by composite key, its `value_regex` nodes and its
@@ -271,11 +301,13 @@ impl RateLimitConfig {
         all.into_iter()
     }
 
-    /// Every limit in the config: domains by name, then each tree depth-first in config order.
+    /// Every limit in the config: domains by name, then each tree depth-first in config order,
+    /// then the domain's `default_limit`.
     pub fn limits(&self) -> Vec<&Limit> {
         let mut out = Vec::new();
         for domain in self.domains() {
             domain.root.collect_limits(&mut out);
+            out.extend(domain.default_limit.as_deref());
         }
         out
     }

@@ -30,7 +30,7 @@ const VALID_KEYS: [&str; 16] = [
 
 /// ratelimitd's opt-in extensions (`docs/design/contract.md#extensions`). A Go config never uses
 /// them, so adding them to the allow-list cannot change what a Go config means.
-const EXTENSION_KEYS: [&str; 16] = [
+const EXTENSION_KEYS: [&str; 18] = [
     "failure_mode",
     "local_share",
     "algorithm",
@@ -47,6 +47,8 @@ const EXTENSION_KEYS: [&str; 16] = [
     "soft",
     "value_regex",
     "regex_key",
+    "default_limit",
+    "max_request_limit",
 ];
 
 /// Checks every key of `map` (at `path`) and below, reporting each problem.

@@ -55,11 +55,12 @@ mod value_regex_tests;
 pub use calendar::nearest_zone;
 pub use compiled::{
     Domain, EntryRef, FailureMode, Limit, Match, MatchKind, MatchedLevel, Node, RateLimitConfig,
-    ValueRegex,
+    RequestLimitCap, ValueRegex,
 };
 pub use error::{ConfigError, ConfigErrors};
 pub use extensions::MAX_LEASE;
 pub use loader::{LoadError, LoadOptions, load_path, load_runtime};
+pub use matching::Lookup;
 pub use regions::valid_region;
 pub use shedding::{Priorities, Shedding, Soft, effective_limit};
 pub use stats_name::sanitize;

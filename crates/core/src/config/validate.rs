@@ -7,9 +7,11 @@ use crate::algorithm::calendar::Zone;
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use super::compiled::{Domain, Level, Map, Node, RateLimitConfig};
+use super::compiled::{Domain, Level, Map, Node, RateLimitConfig, RequestLimitCap};
 use super::error::{ConfigError, ConfigErrors, Sink, field_path};
-use super::model::{RawDescriptor, parse_file};
+use super::limit::build_limit;
+use super::model::{RawDescriptor, RawRateLimit, parse_file};
+use super::unit::Unit;
 
 /// One config file to compile.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -73,7 +75,15 @@ pub fn compile(
                     name: domain_name.clone(),
                     root: Level::default(),
                     priority_keys: Vec::new(),
+                    default_limit: None,
+                    max_request_limit: None,
                 });
+            if let Some(rl) = &root.default_limit {
+                set_default_limit(domain, rl, &mut sink);
+            }
+            if let Some(rl) = &root.max_request_limit {
+                set_request_limit_cap(domain, rl, &mut sink);
+            }
             &mut domain.root
         };
         // With merging, a later file's top-level descriptors land beside the earlier ones, and
@@ -165,6 +175,87 @@ fn load_level(
         } else {
             level.insert(composite, node);
         }
+    }
+}
+
+/// Checks a file's `default_limit` and makes it its domain's. With `MERGE_DOMAIN_CONFIG` only
+/// one of a domain's files may set it: two would leave the winner to file order.
+fn set_default_limit(domain: &mut Domain, rl: &RawRateLimit, sink: &mut Sink<'_>) {
+    let full_key = format!("{}.default_limit", domain.name);
+    let limit = build_limit(rl, &RawDescriptor::default(), &full_key, sink);
+    if !rl.replaces.is_empty() {
+        sink.push(
+            &field_path(&rl.path, "replaces"),
+            "replaces does not apply to default_limit (it only counts descriptors no other limit matched)",
+        );
+    }
+    if let Some(other) = &domain.default_limit {
+        sink.push(
+            &rl.path,
+            format!(
+                "default_limit of domain '{}' is already set in {}",
+                domain.name, other.file
+            ),
+        );
+        return;
+    }
+    domain.default_limit = Some(Arc::new(limit));
+}
+
+/// Checks a file's `max_request_limit` and makes it its domain's: only a rate (`unit` and
+/// `requests_per_unit`), since it caps the rate a request sets and nothing else.
+fn set_request_limit_cap(domain: &mut Domain, rl: &RawRateLimit, sink: &mut Sink<'_>) {
+    let others = [
+        ("unlimited", rl.unlimited == Some(true)),
+        ("name", !rl.name.is_empty()),
+        ("replaces", !rl.replaces.is_empty()),
+        ("failure_mode", rl.failure_mode.is_some()),
+        ("local_share", rl.local_share.is_some()),
+        ("algorithm", rl.algorithm.is_some()),
+        ("burst", rl.burst.is_some()),
+        ("unit_multiplier", rl.unit_multiplier.is_some()),
+        ("lease", rl.lease.is_some()),
+        ("calendar", rl.calendar.is_some()),
+        ("time_zone", rl.time_zone.is_some()),
+        ("regions", rl.regions.is_some()),
+    ];
+    let mut ok = true;
+    for (field, _) in others.iter().filter(|(_, set)| *set) {
+        sink.push(
+            &field_path(&rl.path, field),
+            format!("max_request_limit takes only unit and requests_per_unit, not {field}"),
+        );
+        ok = false;
+    }
+    if !rl.requests_per_unit_given {
+        sink.push(
+            &field_path(&rl.path, "requests_per_unit"),
+            "max_request_limit needs requests_per_unit (the most a request may ask for per unit)",
+        );
+        ok = false;
+    }
+    let text = rl.unit.as_deref().unwrap_or_default();
+    let Some(unit) = Unit::parse(text) else {
+        sink.push_hinted(
+            &field_path(&rl.path, "unit"),
+            format!("invalid rate limit unit '{text}'"),
+            Some(Unit::EXPECTED.to_string()),
+        );
+        return;
+    };
+    if domain.max_request_limit.is_some() {
+        sink.push(
+            &rl.path,
+            format!(
+                "max_request_limit of domain '{}' is already set in another file",
+                domain.name
+            ),
+        );
+    } else if ok {
+        domain.max_request_limit = Some(RequestLimitCap {
+            requests_per_unit: rl.requests_per_unit,
+            unit,
+        });
     }
 }
 
