@@ -82,6 +82,16 @@ pub(super) const FAMILIES: &[Family] = &[
         "Hits given back by refunds (is_negative_hits)",
         &["domain", "key1", "key2"],
     ),
+    (
+        "ratelimitd_unmatched_descriptors_total",
+        "Descriptors that matched no rule of their (configured) domain: limited by its default_limit if set, else let through",
+        &["domain"],
+    ),
+    (
+        "ratelimitd_request_limit_capped_total",
+        "Request overrides (a descriptor's own limit) above the domain's max_request_limit, counted at the cap",
+        &["domain"],
+    ),
 ];
 
 /// Answered requests by overall code and by what decided them (a bounded label set: two codes
@@ -111,3 +121,6 @@ pub(super) const LOCAL_FALLBACK_FAMILY: usize = 12;
 
 /// Index in [`FAMILIES`] of `total_negative_hits` (stat 7), mapped like the Go stats above it.
 pub(super) const NEGATIVE_HITS_FAMILY: usize = 13;
+
+/// Indexes in [`FAMILIES`] of `unmatched_descriptors_total` and `request_limit_capped_total`.
+pub(super) const DOMAIN_RULE_FAMILIES: [usize; 2] = [14, 15];

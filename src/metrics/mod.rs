@@ -79,6 +79,8 @@ pub type LoadCounts = Arc<dyn Fn() -> ConfigLoads + Send + Sync>;
 pub struct Metrics {
     pub(crate) limits: KeyTable<8>,
     pub(crate) unknown_domains: KeyTable<1>,
+    /// Per configured domain: descriptors that matched nothing, request overrides capped.
+    pub(crate) domain_rules: KeyTable<2>,
     /// Per limit and class: admitted, shed, soft-denied, denied, soft breaches.
     pub(crate) shedding: shedding::ShedCounters,
     /// Slots in use per concurrency limit, as the store last counted them.
@@ -152,6 +154,7 @@ impl Metrics {
         Metrics {
             limits: KeyTable::new(max_keys),
             unknown_domains: KeyTable::new(max_keys),
+            domain_rules: KeyTable::new(max_keys),
             shedding: shedding::ShedCounters::new(max_keys),
             slots: slots::SlotGauges::new(max_keys),
             shed_usage: Arc::new(usage::UsageGauges::new(max_keys)),
@@ -240,6 +243,14 @@ impl StatsSink for Metrics {
 
     fn domain_not_found(&self, domain: &str) {
         self.unknown_domains.add(domain, [1]);
+    }
+
+    fn unmatched(&self, domain: &str, n: u64) {
+        self.domain_rules.add(domain, [n, 0]);
+    }
+
+    fn request_limit_capped(&self, domain: &str, n: u64) {
+        self.domain_rules.add(domain, [0, n]);
     }
 
     fn global_shadow_mode(&self) {

@@ -23,8 +23,8 @@ use prometheus::{Encoder, IntCounterVec, IntGauge, Opts, Registry, TextEncoder};
 
 use super::Metrics;
 use super::families::{
-    DECISIONS, FAMILIES, LOCAL_FALLBACK_FAMILY, MAPPED, NEGATIVE_HITS_FAMILY, RULES_SHADOWED,
-    SLOTS_IN_USE,
+    DECISIONS, DOMAIN_RULE_FAMILIES, FAMILIES, LOCAL_FALLBACK_FAMILY, MAPPED, NEGATIVE_HITS_FAMILY,
+    RULES_SHADOWED, SLOTS_IN_USE,
 };
 
 /// Reads [`Metrics`] into metric families on every scrape: its own, then every registered
@@ -103,6 +103,13 @@ impl Collector for MetricsCollector {
         for (domain, [v]) in m.unknown_domains.snapshot() {
             inc(5, &[&domain], v);
         }
+        for (domain, values) in m.domain_rules.snapshot() {
+            for (family, v) in DOMAIN_RULE_FAMILIES.into_iter().zip(values) {
+                if v > 0 {
+                    inc(family, &[&domain], v);
+                }
+            }
+        }
         inc(6, &["redis_error"], m.redis_errors.load(Ordering::Relaxed));
         inc(
             6,
@@ -122,6 +129,7 @@ impl Collector for MetricsCollector {
         inc(10, &[], m.store_errors.load(Ordering::Relaxed));
         let folded = m.limits.folded()
             + m.unknown_domains.folded()
+            + m.domain_rules.folded()
             + m.slots.dropped()
             + m.shed_usage.dropped();
         inc(11, &[], folded);

@@ -25,6 +25,13 @@ impl Metrics {
                 v,
             ));
         }
+        for (domain, [unmatched, capped]) in self.domain_rules.snapshot() {
+            out.push((
+                format!("ratelimitd.{domain}.unmatched_descriptors"),
+                unmatched,
+            ));
+            out.push((format!("ratelimitd.{domain}.request_limit_capped"), capped));
+        }
         let loads = (self.config_loads)();
         let service = [
             ("config_load_success", loads.successes),
@@ -55,7 +62,7 @@ impl Metrics {
         out.extend(self.shedding.statsd());
         out.push((
             "ratelimitd.stats_keys_folded".into(),
-            self.limits.folded() + self.unknown_domains.folded(),
+            self.limits.folded() + self.unknown_domains.folded() + self.domain_rules.folded(),
         ));
         out
     }
