@@ -27,6 +27,7 @@ use std::time::Duration;
 
 use crate::secret::Secret;
 
+pub use report::FleetGauges;
 pub use store::FleetStore;
 pub use wiring::{FleetError, FleetHandle, FleetStats, start};
 

@@ -8,6 +8,7 @@
 
 pub mod decision_log;
 pub mod hotkeys;
+pub mod metrics;
 mod options;
 pub mod rates;
 pub mod sketch;

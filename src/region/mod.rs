@@ -10,6 +10,7 @@
 mod check;
 mod engage;
 mod members;
+mod metrics;
 mod options;
 #[cfg(test)]
 mod sim_tests;
@@ -18,6 +19,7 @@ mod view;
 mod wiring;
 
 pub use check::RegionCheck;
+pub use metrics::LiveConfig;
 pub use options::RegionSettings;
 pub use ratelimitd_core::region::{DemandRound, FollowDemand, RegionShares, Regions, share, table};
 pub use sync::{BREAKER_TARGET, ENTRY_INTERVALS, LEASE_INTERVALS, RegionSync, SyncStatus};

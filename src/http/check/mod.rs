@@ -19,6 +19,7 @@
 //! [`Service`]: crate::service::Service
 
 pub mod holder;
+pub mod metrics;
 pub mod parse;
 
 use axum::body::Body;

@@ -8,6 +8,7 @@
 //! [`start`] builds the observer and spawns the writer from [`ViolationOptions`].
 
 pub mod cursor;
+pub mod metrics;
 pub mod observer;
 mod options;
 pub mod pending;

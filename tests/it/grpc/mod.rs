@@ -5,6 +5,7 @@
 mod algorithms;
 mod concurrency;
 mod counting;
+mod matching;
 mod multi_limits;
 mod quota_groups;
 mod refunds;

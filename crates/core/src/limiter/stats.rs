@@ -54,6 +54,16 @@ pub trait StatsSink: Send + Sync + std::fmt::Debug + 'static {
     fn limit(&self, key: &str, inc: &LimitIncrements);
     /// One descriptor named the unknown `domain` (already sanitised).
     fn domain_not_found(&self, domain: &str);
+    /// `n` descriptors of one request to the configured `domain` (already sanitised) matched no
+    /// node of its tree: limited by its `default_limit` if it has one, else let through.
+    fn unmatched(&self, domain: &str, n: u64) {
+        let _ = (domain, n);
+    }
+    /// `n` request overrides (a descriptor's own `limit`) to `domain` (already sanitised) were
+    /// above its `max_request_limit` and were counted at it.
+    fn request_limit_capped(&self, domain: &str, n: u64) {
+        let _ = (domain, n);
+    }
     /// Global shadow mode turned an `OVER_LIMIT` answer into OK.
     fn global_shadow_mode(&self);
     /// A call failed.
