@@ -42,13 +42,7 @@ const KEYS: usize = 10_000;
 fn limiter() -> RateLimiter {
     let clock: Arc<dyn Clock> = Arc::new(SystemClock);
     let store = Arc::new(MemoryStore::new(1_000_000));
-    let keys = store.clone();
-    let metrics = Metrics::new(
-        10_000,
-        Arc::new(ConfigLoads::default),
-        Some(Arc::new(move || (keys.len(), keys.bytes()))),
-        false,
-    );
+    let metrics = Metrics::new(10_000, Arc::new(ConfigLoads::default), false);
     let mut observers = Observers::default();
     observers.push(Arc::new(HotKeys::new(256, clock.clone())));
     RateLimiter::with_stats(store, clock, LimiterOptions::default(), Arc::new(metrics))

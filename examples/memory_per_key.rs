@@ -72,6 +72,7 @@ async fn main() {
             lease: None,
             holder: String::new(),
             only_admitted: false,
+            report: false,
         });
         if batch.len() == 64 || i + 1 == n {
             store.apply(&batch, now).await.expect("an unbounded store");

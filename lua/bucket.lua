@@ -3,7 +3,8 @@
 -- the Lua twin of token_bucket::take in crates/core/src/algorithm/token_bucket.rs (the same for both buckets).
 --
 -- ARGV[10i-9 .. 10i] now (quanta), rate, token cost, capacity, burst, hits, one number of the
---                    script's own (see each script), 1 when the hits are a refund (else 0), the
+--                    script's own (see each script), 1 when the hits are a refund, 2 when they are
+--                    a usage report (else 0), the
 --                    wait budget: units the debt may pass the capacity (Params::budget), and the
 --                    horizon: the most any budget can be (Params::horizon). Both are 0 for token
 --                    buckets; capacity + horizon stays within 2^52.
@@ -25,6 +26,15 @@ local function take(rate, cost, capacity, burst, before, hits, budget)
     return 1, before + hits * cost
   end
   return 0, before
+end
+
+-- Charges `hits` of reported usage to a bucket `before` units below full whatever it holds
+-- (token_bucket::charge): the debt may pass the capacity, up to `ceiling` (never below `before`).
+-- Returns 1 and the units after. A product past 2^53 only ever compares as larger.
+local function charge(cost, before, hits, ceiling)
+  if ceiling < before then ceiling = before end
+  if hits * cost >= ceiling - before then return 1, ceiling end
+  return 1, before + hits * cost
 end
 
 -- Gives `hits` back to a bucket `before` units below full, never past full (token_bucket::give_back):

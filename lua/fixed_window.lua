@@ -9,10 +9,12 @@
 --                those keys are incremented (done here, atomically; the Go service reads first and
 --                increments later, which races)
 --           "2": add nothing (another key of the request is already known to be over its limit)
---           Refunds are given back in every mode, and never count as going over.
+--           Refunds are given back in every mode, and never count as going over; usage reports
+--           are added in every mode, and never stop the other keys.
 -- ARGV[4i-2 .. 4i+1]   hits, limit, TTL in seconds, refund (1: give the hits back; 2: add the hits
 --           only if the counter stays within the limit, for limits that shed by priority or in a
---           soft zone: a refused hit must not use up capacity) of operation i
+--           soft zone: a refused hit must not use up capacity; 3: a usage report, added whatever
+--           the counter and the mode) of operation i
 -- Returns {count_after_1, moved_1, count_after_2, moved_2, ...}, moved being the hits added, or for
 -- a refund the hits taken back (a refund never goes below zero and never creates a key).
 -- A counter stops at 2^52 (fixed_window::MAX_COUNT): INCRBY can never overflow, and every count
@@ -24,9 +26,13 @@ local mode = ARGV[1]
 local n = #KEYS
 local add = {}
 local refund = {}
+local report = {}
 for i = 1, n do
   refund[i] = ARGV[4 * i + 1] == "1"
-  if refund[i] or mode == "2" then
+  report[i] = ARGV[4 * i + 1] == "3"
+  if report[i] then
+    add[i] = math.min(tonumber(ARGV[4 * i - 2]), ceiling)
+  elseif refund[i] or mode == "2" then
     add[i] = 0
   else
     add[i] = math.min(tonumber(ARGV[4 * i - 2]), ceiling)
@@ -41,14 +47,14 @@ if mode == "1" then
   local any = false
   for i = 1, n do
     local current = tonumber(redis.call("GET", KEYS[i]) or "0")
-    if not refund[i] and current + add[i] > tonumber(ARGV[4 * i - 1]) then
+    if not refund[i] and not report[i] and current + add[i] > tonumber(ARGV[4 * i - 1]) then
       over[i] = true
       any = true
     end
   end
   if any then
     for i = 1, n do
-      if not over[i] then add[i] = 0 end
+      if not over[i] and not report[i] then add[i] = 0 end
     end
   end
 end

@@ -6,7 +6,8 @@
 --
 -- KEYS[i]   TAT of operation i: a hash {q = whole quanta since the epoch, f = fraction in units}
 -- ARGV      per operation (see bucket.lua), the seventh number being the quanta in one second. A
---           refund moves the TAT back by its hits, never before now (so a missing key stays missing).
+--           refund moves the TAT back by its hits, never before now (so a missing key stays missing);
+--           a usage report (2) moves it forward whatever the queue holds, up to capacity + horizon.
 --           The ninth, the wait budget, lets a shaping request reserve a slot up to that many units
 --           past the capacity; the backlog is read exactly up to capacity + horizon (the tenth),
 --           and as a full queue beyond (leaky_bucket::backlog).
@@ -41,6 +42,10 @@ for i = 1, #KEYS do
   if refund == 1 then
     allowed, after = give_back(cost, before, hits)
     moves = before > 0 and rate > 0
+  elseif refund == 2 then
+    allowed, after = charge(cost, before, hits, capacity + horizon)
+    if rate == 0 then after = before end
+    moves = after > before
   else
     allowed, after = take(rate, cost, capacity, burst, before, hits, budget)
     moves = allowed == 1 and hits > 0

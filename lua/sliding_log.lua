@@ -8,7 +8,9 @@
 --           score = time (µs), member = "<running total, 16 digits>:<hits>". The running total
 --           makes members unique and, zero-padded, orders equal times as they were logged.
 -- ARGV[6i-5 .. 6i]   now (µs), window (µs), limit, hits, TTL in seconds, refund (1: forget the
---                    newest `hits` hits instead of logging; sliding_log::refund_step)
+--                    newest `hits` hits instead of logging; sliding_log::refund_step; 2: log a
+--                    usage report whatever the log holds, joining the newest entry once the log
+--                    holds max(limit, 1) entries; sliding_log::report_step)
 -- Returns {used_before_1, allowed_1, free_at_1, newest_1 (-1 when empty), used_before_2, ...};
 -- for a refund, used_before is the hits left after it.
 
@@ -33,6 +35,7 @@ for i = 1, #KEYS do
   local limit = tonumber(ARGV[b + 3])
   local hits = tonumber(ARGV[b + 4])
   local refund = ARGV[b + 6] == "1"
+  local report = ARGV[b + 6] == "2"
   -- An entry exactly one window old is out.
   redis.call("ZREMRANGEBYSCORE", key, "-inf", string.format("%.0f", now - window))
   local n = redis.call("ZCARD", key)
@@ -72,6 +75,20 @@ for i = 1, #KEYS do
       newest = at
     end
     used = cum - base
+  elseif report then
+    allowed = 1
+    if hits > 0 and n > 0 and n >= math.max(limit, 1) then
+      -- Join the newest entry, moved to now; the running total stops at 2^52.
+      local c, h, at, m = entry(key, -1)
+      local total = math.min(c + hits, math.max(4503599627370496, c))
+      if at < now then at = now end
+      redis.call("ZREM", key, m)
+      redis.call("ZADD", key, string.format("%.0f", at), member(total, h + total - c))
+      cum, newest = total, at
+      hits = 0
+    elseif hits > 0 then
+      hits = math.min(cum + hits, math.max(4503599627370496, cum)) - cum
+    end
   elseif hits <= limit and used + hits <= limit then
     allowed = 1
   end

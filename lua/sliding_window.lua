@@ -7,7 +7,8 @@
 -- ARGV[1]   SCALE
 -- ARGV[7i-5 .. 7i+1]   window start (s), window length (s), weight, limit, hits, TTL in seconds,
 --                      refund (1: take the hits back from the current window, never below zero;
---                      a missing key is not created)
+--                      a missing key is not created; 2: a usage report, counted whatever the
+--                      estimate, the counter stopping at 2^32 - 1, sliding_window::MAX_REPORTED)
 -- Returns {previous_1, current_before_1, current_after_1, allowed_1, previous_2, ...}.
 local scale = tonumber(ARGV[1])
 local out = {}
@@ -32,6 +33,9 @@ for i = 1, #KEYS do
   if refund then
     allowed = 1
     after = math.max(current - hits, 0)
+  elseif ARGV[b + 7] == "2" then
+    allowed = 1
+    after = math.min(current + hits, math.max(4294967295, current))
   elseif hits <= limit and previous * weight + (current + hits) * scale <= limit * scale then
     allowed = 1
     after = current + hits

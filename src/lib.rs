@@ -24,7 +24,8 @@
 //! - `health`: health components, mirrored to gRPC health.
 //! - `listener`: the connection cap and the silent/idle timeouts every server's connections go
 //!   through.
-//! - `metrics`: stat counters (bounded), Prometheus and StatsD sinks.
+//! - [`metrics`]: the Go stats' counters (bounded), the registry the features add their own
+//!   metrics to, and the Prometheus and StatsD sinks.
 //! - `region`: limits shared by regions: the load check against `REGION`, and the sync that
 //!   moves demand-following shares through the global store (`GLOBAL_REDIS_*`).
 //! - `reload`: the live configuration snapshot, its atomic swap, and the file watcher that reloads it.
@@ -43,20 +44,23 @@
 //!   `validate`: the `ratelimitd validate` command.
 //!
 //! # Layering inside the server
-//! What Cargo does not enforce: dependencies point down the list above, never up. `store`,
-//! `telemetry` and `policy` at the bottom, `region` on `store`; `health`, `listener`; `metrics`, `reload`, `insight`,
-//! `service` (metrics names none of them: `app` hands it readers of the load counts and hot
-//! keys), `explain` (it plans like the limiter and reads insight's violation log); the edges
-//! `grpc`, `http` and `xds` (`/json` borrows gRPC's unit numbers, grpc never imports http);
-//! `app` and `validate` on top. `background` (the tasks and the shutdown flag) is below them all.
+//! Dependencies point down a table of layers, never up: the server module table of
+//! `docs/design/architecture.md`, from `app`, `validate`, `settings` and `testing` at the top, through the
+//! edges (`http`; `rlqs`, `xds`; `grpc`), `explain`, `service`, `fleet`, `insight`, `policy`,
+//! `reload`, `region` and `health`, `store`, down to [`metrics`] (the Go stats' counters, the
+//! registry each feature registers its own metrics with from its `start`, and the sinks; it names
+//! no feature), `listener` and `telemetry`, and `background` and `secret` below them all. A
+//! unit test (`src/layering.rs`) reads that table and fails when a module names one at a row
+//! above its own, or when a module has no row.
 //! Protos never leave their edge (`grpc`, `xds`).
 //!
 //! A feature owns its wiring: `rlqs::start`, `policy::start`, `policy::violations::start`,
 //! `insight::start`, `metrics::start`, `health::start`, `xds::start`, `reload::start` (the files),
 //! `store::leases::start`, `store::sweeper::start` and `store::redis::heartbeat::start` each take
 //! the part's own options (or the few values it needs) and what it shares (a named struct when it
-//! is more than a couple of handles), and may name the modules it plugs into (the policy
-//! database's start compiles its rules through `reload`). `settings` sits at the top next to `app`: it translates environment
+//! is more than a couple of handles), registers its own metrics with the stats there
+//! (`metrics::Metrics::register`), and may name the modules below it that it plugs into (the
+//! policy database's start compiles its rules through `reload`). `settings` sits at the top next to `app`: it translates environment
 //! variables and flags into those options and the core's; the components it configures define
 //! their options types in their own folders (`grpc::GrpcServerSettings`, `http::EdgeSettings`,
 //! `listener::ConnLimits`, `metrics::Observability`, `store::redis::RedisConfig`, ...) and never

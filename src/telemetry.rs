@@ -62,14 +62,16 @@ impl Telemetry {
     }
 }
 
+/// The tracing target of the sampled decision log (`crate::insight::decision_log` writes it).
+pub(crate) const DECISION_LOG_TARGET: &str = "ratelimitd::decision";
+
 /// `LOG_LEVEL` for every target, except the sampled decision log, which is written at info
 /// whatever the level (its volume is `DECISION_LOG_SAMPLE_RATE`'s to decide).
 fn filter(level: LogLevel) -> Targets {
     let level = level_filter(level);
-    Targets::new().with_default(level).with_target(
-        crate::insight::decision_log::TARGET,
-        level.max(LevelFilter::INFO),
-    )
+    Targets::new()
+        .with_default(level)
+        .with_target(DECISION_LOG_TARGET, level.max(LevelFilter::INFO))
 }
 
 fn level_filter(level: LogLevel) -> LevelFilter {

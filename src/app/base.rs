@@ -55,16 +55,24 @@ pub(super) struct Base {
 pub(super) async fn start(settings: &Settings, bg: &mut Background<'_>) -> Result<Base, AppError> {
     let (manual_clock, mut clock) = parts::clocks(settings);
     let config = Arc::new(ConfigHandle::new());
-    let mut stores = parts::store(settings, &clock).await?;
-    let fleet = parts::fleet(settings, &mut stores, &clock, bg.reborrow()).await?;
+    // The stats first: every part after them registers its own metrics with them.
     let metrics_deps = MetricsDeps {
         loads: readers::load_counts(&config),
-        memory: stores.memory.as_ref(),
-        redis: stores.redis.as_ref(),
-        gauges: fleet.as_ref().map(FleetHandle::gauges),
         clock: &clock,
     };
     let MetricsHandle { metrics, sink } = crate::metrics::start(&settings.obs, metrics_deps);
+    let mut stores = parts::store(settings, &clock).await?;
+    if let Some(m) = &metrics {
+        crate::store::stats::register(m, stores.memory.as_ref(), stores.redis.as_ref());
+    }
+    let fleet = parts::fleet(
+        settings,
+        &mut stores,
+        &clock,
+        metrics.as_ref(),
+        bg.reborrow(),
+    )
+    .await?;
     let fallback = Arc::new(LocalFallback::default());
     if let Some(redis) = &stores.redis {
         let wanted = readers::fallback_wanted(&settings.resilience, &config);

@@ -3,8 +3,6 @@
 //! decision log, the console's readers, explain), RLQS and the regions — each started from its
 //! own options and what it shares with the others.
 
-use std::sync::Arc;
-
 use tokio::sync::watch;
 
 use super::base::Base;
@@ -65,17 +63,12 @@ pub(super) async fn start(
         resilience: &settings.resilience,
         manual: base.manual_clock.is_some(),
         background: bg.reborrow(),
+        metrics: metrics.as_ref(),
+        config: readers::live_config(config),
     };
     let regions = crate::region::start(&settings.region, region_deps).await;
-    if let Some(m) = metrics {
-        let (regions, config) = (regions.clone(), config.clone());
-        m.set_regions(Arc::new(move || regions.report(&config)));
-    }
-    // The regional store's breakers and the global store's, for the metrics and the console.
+    // The regional store's breakers and the global store's, for the console.
     let breakers = readers::breakers(redis, &regions);
-    if let (Some(m), Some(b)) = (metrics, &breakers) {
-        m.set_breakers(b.clone());
-    }
     let db = policy.policy.as_ref().ok();
     let violations = &settings.policy.violations;
     let violation_deps = ViolationDeps {

@@ -7,6 +7,7 @@ use super::AppError;
 use crate::background::Background;
 use crate::fleet::FleetHandle;
 use crate::health::HealthOptions;
+use crate::metrics::Metrics;
 use crate::settings::Settings;
 use crate::store::Backend;
 use crate::store::memcache::MemcacheStore;
@@ -103,12 +104,13 @@ pub(super) async fn fleet(
     settings: &Settings,
     stores: &mut StoreParts,
     clock: &Arc<dyn Clock>,
+    metrics: Option<&Arc<Metrics>>,
     bg: Background<'_>,
 ) -> Result<Option<FleetHandle>, AppError> {
     let (Some(options), Some(memory)) = (&settings.fleet, &stores.memory) else {
         return Ok(None);
     };
-    let fleet = crate::fleet::start(options, memory.clone(), clock.clone(), bg).await?;
+    let fleet = crate::fleet::start(options, memory.clone(), clock.clone(), metrics, bg).await?;
     stores.store = fleet.store.clone();
     Ok(Some(fleet))
 }

@@ -1,7 +1,7 @@
 //! What the parts read from each other that only the composition root can name: the store's
 //! breakers, the instance's description and the explainer over the limiter's own store and keys
-//! (for the console and explain), the configuration's load counts (for the stats), its version
-//! (for the leases' release) and whether it falls back locally (for the Redis heartbeat).
+//! (for the console and explain), the configuration's load counts (for the stats), the
+//! configuration in service (for the regions' share gauges), its version (for the leases' release) and whether it falls back locally (for the Redis heartbeat).
 
 use std::sync::Arc;
 
@@ -9,7 +9,7 @@ use crate::explain::Explainer;
 use crate::insight::{About, BreakerStates, Insight};
 use crate::metrics::{ConfigLoads, LoadCounts};
 use crate::policy::violations::instance_name;
-use crate::region::Regional;
+use crate::region::{LiveConfig, Regional};
 use crate::reload::ConfigHandle;
 use crate::settings::{RedisKind, Settings};
 use crate::store::leases::ConfigVersion;
@@ -29,6 +29,17 @@ pub(super) fn load_counts(config: &Arc<ConfigHandle>) -> LoadCounts {
         successes: config.load_successes(),
         failures: config.load_failures(),
         rules_shadowed: config.clashes().len() as u64,
+    })
+}
+
+/// Hands the configuration in service to the regions' share gauges (nothing before the first
+/// load).
+pub(super) fn live_config(config: &Arc<ConfigHandle>) -> LiveConfig {
+    let config = config.clone();
+    Arc::new(move |read| {
+        if let Some(s) = config.snapshot() {
+            read(&s.config);
+        }
     })
 }
 

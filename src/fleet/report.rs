@@ -6,16 +6,36 @@ use std::sync::atomic::Ordering;
 
 use super::FleetHandle;
 use crate::insight::StatusLine;
-use crate::metrics::GaugeReport;
+use crate::metrics::{Collect, gauge};
+
+/// The fleet's gauges, `(name, help, value)` each, read at scrape time.
+pub(crate) struct FleetGauges(
+    Box<dyn Fn() -> Vec<(&'static str, &'static str, f64)> + Send + Sync>,
+);
+
+impl std::fmt::Debug for FleetGauges {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("FleetGauges").finish_non_exhaustive()
+    }
+}
+
+impl Collect for FleetGauges {
+    fn families(&self) -> Vec<prometheus::proto::MetricFamily> {
+        (self.0)()
+            .into_iter()
+            .flat_map(|(name, help, value)| gauge(name, help, value))
+            .collect()
+    }
+}
 
 impl FleetHandle {
     /// The gauges: peers alive, members known, gossip age, the estimated error, keys published
     /// and read, the gossip state's size, keys dropped at the cap, datagrams refused by
     /// authentication, messages too large to send.
-    pub(crate) fn gauges(&self) -> GaugeReport {
+    pub(crate) fn gauges(&self) -> FleetGauges {
         let stats = self.stats.clone();
         let tally = self.tally.clone();
-        Arc::new(move || {
+        FleetGauges(Box::new(move || {
             let get = |a: &std::sync::atomic::AtomicU64| a.load(Ordering::Relaxed) as f64;
             vec![
                 (
@@ -79,7 +99,7 @@ impl FleetHandle {
                     get(&stats.auth.oversize),
                 ),
             ]
-        })
+        }))
     }
 
     /// The status page's line: membership, gossip age, keys exchanged, the estimated error and

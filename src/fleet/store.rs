@@ -131,6 +131,7 @@ mod tests {
             lease: None,
             holder: String::new(),
             only_admitted: false,
+            report: false,
         }
     }
 

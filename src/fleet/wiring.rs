@@ -20,6 +20,7 @@ use super::tally::Tally;
 use super::view::View;
 use super::{FleetOptions, FleetStore};
 use crate::background::Background;
+use crate::metrics::Metrics;
 use ratelimitd_core::clock::{Clock, Stopwatch, SystemClock};
 use ratelimitd_core::store::memory::MemoryStore;
 
@@ -71,11 +72,13 @@ pub(crate) struct FleetHandle {
 }
 
 /// Starts gossip on `options.bind` and returns the store sharing `memory`'s counts; the gossip
-/// round runs in `bg` until shutdown.
+/// round runs in `bg` until shutdown. Its gauges are registered with `metrics` (`None` with
+/// `DISABLE_STATS`).
 pub(crate) async fn start(
     options: &FleetOptions,
     memory: Arc<MemoryStore>,
     clock: Arc<dyn Clock>,
+    metrics: Option<&Arc<Metrics>>,
     mut bg: Background<'_>,
 ) -> Result<FleetHandle, FleetError> {
     let stats = Arc::new(FleetStats::default());
@@ -121,11 +124,15 @@ pub(crate) async fn start(
     };
     bg.spawn(run(handle, round, options.interval, bg.stopped()));
     tracing::info!(bind = %options.bind, peers = ?options.peers, "fleet gossip started");
-    Ok(FleetHandle {
+    let fleet = FleetHandle {
         store,
         tally,
         stats,
-    })
+    };
+    if let Some(m) = metrics {
+        m.register(Arc::new(fleet.gauges()));
+    }
+    Ok(fleet)
 }
 
 /// Runs a round every `interval` until `stop`; then announces the leave, keeps the rounds going

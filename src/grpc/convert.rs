@@ -40,6 +40,7 @@ impl From<common::RateLimitDescriptor> for Descriptor {
             }),
             hits_addend: p.hits_addend,
             refund: p.is_negative_hits,
+            report: false,
             holder: None,
             priority: None,
         };

@@ -98,6 +98,17 @@ pub(crate) fn render_rlconfig(config: &ConfigHandle, shown: bool) -> String {
         if !hidden.is_empty() {
             let _ = writeln!(out, "# rules: {} limits hidden{HIDDEN}", hidden.len());
         }
+        for d in s.config.domains() {
+            if let Some(cap) = d.max_request_limit {
+                let _ = writeln!(
+                    out,
+                    "# max_request_limit: {}: unit={} requests_per_unit={}",
+                    one_line(&d.name),
+                    cap.unit.as_str(),
+                    cap.requests_per_unit
+                );
+            }
+        }
     }
     match &snapshot {
         Some(s) => {

@@ -196,6 +196,7 @@ pub(super) fn descriptors_of(list: Vec<JsonDescriptor>) -> Result<Vec<Descriptor
             },
             hits_addend: d.hits_addend.as_ref().map(Num::get).transpose()?,
             refund: d.is_negative_hits.unwrap_or(false),
+            report: false,
             holder: None,
             priority: None,
         };

@@ -26,8 +26,8 @@ use axum::routing::{any, get, post};
 
 use crate::health::Health;
 use crate::metrics::Metrics;
-use crate::metrics::check::record;
 use crate::service::Service;
+use check::metrics::{CheckMetrics, record};
 use ratelimitd_core::limiter::headers::RateLimitHeaders;
 use ratelimitd_core::limiter::{Code, Limits};
 
@@ -42,14 +42,20 @@ pub struct HttpState {
     pub health: Arc<Health>,
     /// `/check` and `/json` settings.
     pub edges: Arc<EdgeSettings>,
-    /// Where `/check` requests and response times are counted (`None`: stats are off).
+    /// The stats `/check`'s request counter and response time register with (`None`: stats
+    /// are off).
     pub metrics: Option<Arc<Metrics>>,
     /// The request caps bodies are decoded under.
     pub caps: Limits,
 }
 
-/// The main HTTP router.
+/// The main HTTP router; `/check`'s metrics are registered with the stats here.
 pub fn router(state: HttpState) -> Router {
+    let check_metrics = state.metrics.as_ref().map(|m| {
+        let counters = Arc::new(CheckMetrics::default());
+        m.register(counters.clone());
+        counters
+    });
     Router::new()
         .route("/json", any(json_handler))
         .route("/healthcheck", any(health::healthcheck))
@@ -58,7 +64,7 @@ pub fn router(state: HttpState) -> Router {
         .route("/openapi.json", get(openapi::handler))
         .route(
             "/check",
-            post(check::handler).route_layer(from_fn_with_state(state.metrics.clone(), record)),
+            post(check::handler).route_layer(from_fn_with_state(check_metrics, record)),
         )
         .fallback(not_found)
         .with_state(state)

@@ -9,8 +9,9 @@
 
 use ratelimitd_core::limiter::{Observed, Observer, Plan, signals};
 
-/// The tracing target of decision lines (let through at info whatever `LOG_LEVEL` says).
-pub(crate) const TARGET: &str = "ratelimitd::decision";
+/// The tracing target of decision lines (let through at info whatever `LOG_LEVEL` says: the
+/// log filter that does so owns the name).
+pub(crate) const TARGET: &str = crate::telemetry::DECISION_LOG_TARGET;
 
 /// The decision log observer.
 #[derive(Debug, Clone, Copy)]

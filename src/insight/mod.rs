@@ -8,6 +8,7 @@
 
 pub(crate) mod decision_log;
 pub(crate) mod hotkeys;
+pub(crate) mod metrics;
 mod options;
 pub(crate) mod rates;
 pub(crate) mod sketch;

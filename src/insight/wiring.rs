@@ -4,14 +4,14 @@
 
 use std::sync::Arc;
 
-use super::hotkeys::{By, HotKeys};
+use super::metrics::HotKeyGauges;
 use super::rates::{RateHistory, Totals};
 use super::{
     About, BreakerStates, Insight, InsightOptions, RecentViolations, StatusLine, ViolationView,
     ViolationsFuture,
 };
 use crate::background::{Background, every_second};
-use crate::metrics::{HOT_KEY_RANKS, HotKeyCounts, Metrics};
+use crate::metrics::Metrics;
 use crate::policy::violations::ViolationQuery;
 use crate::policy::{Overrides, Policy};
 use crate::reload::ConfigHandle;
@@ -74,7 +74,7 @@ pub(crate) fn start(options: &InsightOptions, deps: InsightDeps<'_>) -> InsightH
     let mut observers = Observers::default();
     let hot_keys = super::observers(options, clock, &mut observers);
     let rates = metrics.map(|m| {
-        m.set_hot_keys(gauges(hot_keys.clone()));
+        m.register(Arc::new(HotKeyGauges(hot_keys.clone())));
         let m = m.clone();
         let history = Arc::new(RateHistory::new(
             Arc::new(move || Totals::from_metrics(&m)),
@@ -102,18 +102,6 @@ pub(crate) fn start(options: &InsightOptions, deps: InsightDeps<'_>) -> InsightH
         about,
     };
     InsightHandle { observers, insight }
-}
-
-fn gauges(hot_keys: Arc<HotKeys>) -> HotKeyCounts {
-    Arc::new(move || {
-        By::ALL
-            .into_iter()
-            .map(|by| {
-                let top = hot_keys.top(by, HOT_KEY_RANKS);
-                (by.as_str(), top.iter().map(|r| r.count).collect())
-            })
-            .collect()
-    })
 }
 
 /// The console's and explain's recent violations, read from the policy database the violation log writes.

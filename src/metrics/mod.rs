@@ -1,20 +1,23 @@
-//! Metrics: the counters behind every stat of `docs/design/contract.md#stats`, kept format-free,
-//! and the two sinks that expose them ([`prom`]: Prometheus with the Go default mapper's names;
-//! [`statsd`]: the Go wire format). The limiter reports into [`Metrics`] through [`StatsSink`]; the
-//! gRPC edge reports requests and response times, the `/check` route its own ([`check`]); config
-//! loads are read at export time through a [`LoadCounts`] reader the composition root hands in
-//! (metrics sits beside `reload`, not above it, so it names no reload type).
+//! Metrics, the bottom layer the features build on: the counters behind the Go service's stats
+//! (`docs/design/contract.md#stats`) that the limiter reports into [`Metrics`] through
+//! [`StatsSink`] and the gRPC edge feeds with requests and response times; the [`registry`] each
+//! feature adds its own metrics to from its `start` (a [`Collect`]: RLQS, `/check`, the violation
+//! log, hot keys, the regions, the fleet, the store's gauges, leases and [`breakers`]); and the
+//! two sinks that read both ([`prom`]: Prometheus with the Go default mapper's names; [`statsd`]:
+//! the Go wire format). This module names no feature: config loads are read at export time
+//! through a [`LoadCounts`] reader the composition root hands in, and each feature's families
+//! live in its own folder.
 //!
 //! Memory is bounded: per-limit keys and unknown domains each live in a [`table::KeyTable`] of at
 //! most `STATS_MAX_KEYS` entries (excess folded into `ratelimitd_overflow` and counted).
 
-pub mod check;
+pub mod breakers;
 mod families;
 pub mod mogrifier;
 mod options;
 pub mod prom;
-pub mod region;
-pub mod rlqs;
+pub mod registry;
+mod reported;
 mod scrape;
 pub mod shedding;
 pub mod sinks;
@@ -26,8 +29,8 @@ pub mod table;
 pub mod usage;
 mod wiring;
 
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use parking_lot::Mutex;
@@ -35,8 +38,9 @@ use prometheus::{Histogram, HistogramOpts, HistogramVec, IntCounterVec, Opts};
 
 use crate::clock::{Clock, SystemClock, Timestamp};
 use crate::limiter::{Code, ErrorKind, LimitIncrements, ShedOutcome, ShedUsage, Source, StatsSink};
-use crate::resilience::BreakerReport;
+pub use breakers::{BreakerReports, Breakers};
 pub use options::{Observability, StatsSinkKind, StatsdProtocol};
+pub use registry::{Collect, Registry, counter, gauge, int_gauge};
 use striped::Striped;
 use table::{Counters, KeyTable};
 pub use wiring::{MetricsDeps, MetricsHandle, start};
@@ -56,25 +60,6 @@ pub const LIMIT_STATS: [&str; 8] = [
 /// Most timer observations kept between two StatsD flushes; more are dropped (and counted).
 const MAX_PENDING_TIMINGS: usize = 10_000;
 
-/// Reads the memory store's live keys and their approximate bytes, for the
-/// `memory_store_keys` and `memory_store_bytes` gauges.
-pub type KeyCount = Arc<dyn Fn() -> (usize, usize) + Send + Sync>;
-
-/// Reads the state and transition counts of every Redis circuit breaker, at export time.
-pub type BreakerReports = Arc<dyn Fn() -> Vec<BreakerReport> + Send + Sync>;
-
-/// Reads the hot-key rankings at export time: per ranking (`hits`, `denials`), the counts of its
-/// hottest keys, hottest first (at most [`HOT_KEY_RANKS`]).
-pub type HotKeyCounts = Arc<dyn Fn() -> Vec<(&'static str, Vec<u64>)> + Send + Sync>;
-
-/// How many ranks of each hot-key ranking are exported as gauges.
-pub const HOT_KEY_RANKS: usize = 10;
-/// Reads a feature's own gauges at export time, `(name, help, value)` each (the fleet mode's).
-pub type GaugeReport = Arc<dyn Fn() -> Vec<(&'static str, &'static str, f64)> + Send + Sync>;
-
-/// Reads the Redis store's lease totals (`store::lease`).
-pub type LeaseReport = Arc<dyn Fn() -> crate::store::lease::LeaseTotals + Send + Sync>;
-
 /// Configuration loads so far, for `config_load_success` and `config_load_error`.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct ConfigLoads {
@@ -90,10 +75,15 @@ pub struct ConfigLoads {
 /// Reads the configuration load counts, at export time.
 pub type LoadCounts = Arc<dyn Fn() -> ConfigLoads + Send + Sync>;
 
-/// Every counter of the service. Share it as `Arc<Metrics>`.
+/// The Go service's counters and the limiter's, and the [`Registry`] of the features' own
+/// metrics. Share it as `Arc<Metrics>`.
 pub struct Metrics {
     pub(crate) limits: KeyTable<8>,
     pub(crate) unknown_domains: KeyTable<1>,
+    /// Usage reported per limit (`ratelimitd_usage_reported_total`).
+    pub(crate) reported: reported::ReportedUsage,
+    /// Per configured domain: descriptors that matched nothing, request overrides capped.
+    pub(crate) domain_rules: KeyTable<2>,
     /// Per limit and class: admitted, shed, soft-denied, denied, soft breaches.
     pub(crate) shedding: shedding::ShedCounters,
     /// Slots in use per concurrency limit, as the store last counted them.
@@ -111,30 +101,12 @@ pub struct Metrics {
     /// Answered requests by code (OK, `OVER_LIMIT`) and deciding [`Source`] ([`Source::index`]).
     /// Row-major: `code_index(code) * Source::ALL.len() + source.index()`.
     pub(crate) decisions: Counters<{ 2 * Source::ALL.len() }>,
-    /// Violation records dropped (queue full, or their batch failed to write).
-    pub(crate) violations_dropped: AtomicU64,
-    /// Violation records written to their sinks.
-    pub(crate) violations_written: AtomicU64,
     pub(crate) total_requests: Striped<IntCounterVec>,
     pub(crate) response_time: Striped<HistogramVec>,
     pub(crate) store_latency: Striped<Histogram>,
     pub(crate) config_loads: LoadCounts,
-    pub(crate) memory_keys: Option<KeyCount>,
-    /// Reads the circuit breakers' states (the Redis store's, the global store's), once they
-    /// exist (the global store's sync is built after the metrics).
-    pub(crate) breakers: OnceLock<BreakerReports>,
-    /// Reads the hot-key rankings, once they exist (they are built after the metrics).
-    pub(crate) hot_keys: OnceLock<HotKeyCounts>,
-    /// Reads the token lease totals, on the Redis store.
-    pub(crate) leases: Option<LeaseReport>,
-    /// Reads the regional shares and their sync, once they exist (built after the metrics).
-    pub(crate) regions: OnceLock<region::RegionReader>,
-    /// Reads a feature's gauges, once it started (the fleet mode).
-    pub(crate) gauges: OnceLock<GaugeReport>,
-    /// The Rate Limit Quota Service's streams, buckets and assignments.
-    pub rlqs: rlqs::RlqsMetrics,
-    /// `POST /check` requests by status, and their response time.
-    pub check: check::CheckMetrics,
+    /// The features' own metrics, registered from their starts.
+    pub(crate) parts: Registry,
     /// Response times (ms) waiting for the next StatsD flush; `None` when StatsD is off.
     timings: Option<Mutex<Vec<(&'static str, f64)>>>,
 }
@@ -146,14 +118,9 @@ impl std::fmt::Debug for Metrics {
 }
 
 impl Metrics {
-    /// Counters bounded to `max_keys` keys per table, reading config loads from `config_loads`
-    /// and the memory store size from `memory_keys`. `statsd_timers` keeps timer observations for StatsD.
-    pub fn new(
-        max_keys: usize,
-        config_loads: LoadCounts,
-        memory_keys: Option<KeyCount>,
-        statsd_timers: bool,
-    ) -> Metrics {
+    /// Counters bounded to `max_keys` keys per table, reading config loads from `config_loads`,
+    /// with no feature registered yet. `statsd_timers` keeps timer observations for StatsD.
+    pub fn new(max_keys: usize, config_loads: LoadCounts, statsd_timers: bool) -> Metrics {
         // The label names and buckets are static and valid, so these constructors cannot fail.
         let total_requests = Striped::new(|| {
             IntCounterVec::new(
@@ -190,6 +157,8 @@ impl Metrics {
         Metrics {
             limits: KeyTable::new(max_keys),
             unknown_domains: KeyTable::new(max_keys),
+            reported: reported::ReportedUsage::new(max_keys),
+            domain_rules: KeyTable::new(max_keys),
             shedding: shedding::ShedCounters::new(max_keys),
             slots: slots::SlotGauges::new(max_keys),
             shed_usage: Arc::new(usage::UsageGauges::new(max_keys)),
@@ -201,69 +170,24 @@ impl Metrics {
             store_errors: AtomicU64::new(0),
             timings_dropped: AtomicU64::new(0),
             decisions: Counters::new(),
-            violations_dropped: AtomicU64::new(0),
-            violations_written: AtomicU64::new(0),
             total_requests,
             response_time,
             store_latency,
             config_loads,
-            memory_keys,
-            breakers: OnceLock::new(),
-            hot_keys: OnceLock::new(),
-            leases: None,
-            regions: OnceLock::new(),
-            gauges: OnceLock::new(),
-            rlqs: rlqs::RlqsMetrics::default(),
-            check: check::CheckMetrics::default(),
+            parts: Registry::default(),
             timings: statsd_timers.then(|| Mutex::new(Vec::new())),
         }
     }
 
-    /// Exports the circuit breakers that `reports` reads (state gauge, transitions; the first
-    /// reader set stays).
-    pub fn set_breakers(&self, reports: BreakerReports) {
-        let _ = self.breakers.set(reports);
-    }
-
-    /// Exports the regional shares and sync state that `read` reads (the first reader set stays).
-    pub fn set_regions(&self, read: region::RegionReader) {
-        let _ = self.regions.set(read);
+    /// Adds a feature's metrics: from now on `part` is read at every scrape and flush.
+    pub fn register(&self, part: Arc<dyn Collect>) {
+        self.parts.register(part);
     }
 
     /// Reads time from `clock` (the limiter's) to tell when a concurrency limit's leases ended.
     pub fn with_clock(mut self, clock: Arc<dyn Clock>) -> Metrics {
         self.clock = clock;
         self
-    }
-
-    /// Exports the hot-key rankings that `counts` reads (the first reader set stays).
-    pub fn set_hot_keys(&self, counts: HotKeyCounts) {
-        let _ = self.hot_keys.set(counts);
-    }
-
-    /// Exports the token lease totals that `report` reads (`ratelimitd_lease_*`).
-    pub fn with_leases(mut self, report: LeaseReport) -> Metrics {
-        self.leases = Some(report);
-        self
-    }
-
-    /// Exports the gauges that `report` reads (the first reader set stays).
-    pub fn set_gauges(&self, report: GaugeReport) {
-        let _ = self.gauges.set(report);
-    }
-
-    /// `n` violation records were dropped (`ratelimitd_violations_dropped_total`).
-    pub fn violations_dropped(&self, n: u64) {
-        if n > 0 {
-            self.violations_dropped.fetch_add(n, Ordering::Relaxed);
-        }
-    }
-
-    /// `n` violation records were written (`ratelimitd_violations_written_total`).
-    pub fn violations_written(&self, n: u64) {
-        if n > 0 {
-            self.violations_written.fetch_add(n, Ordering::Relaxed);
-        }
     }
 
     /// One gRPC call of `method` (e.g. `ShouldRateLimit`) that took `elapsed`.
@@ -321,8 +245,20 @@ impl StatsSink for Metrics {
         self.shedding.soft_breach(key);
     }
 
+    fn usage_reported(&self, key: &str, hits: u64) {
+        self.reported.add(key, hits);
+    }
+
     fn domain_not_found(&self, domain: &str) {
         self.unknown_domains.add(domain, [1]);
+    }
+
+    fn unmatched(&self, domain: &str, n: u64) {
+        self.domain_rules.add(domain, [n, 0]);
+    }
+
+    fn request_limit_capped(&self, domain: &str, n: u64) {
+        self.domain_rules.add(domain, [0, n]);
     }
 
     fn global_shadow_mode(&self) {

@@ -3,9 +3,8 @@
 //! `ratelimit_service_rate_limit_<stat>{domain,key1,key2}`,
 //! `ratelimit_service_should_rate_limit_error{err_type}`, `ratelimit_service_total_requests`,
 //! `ratelimit_service_response_time_seconds`, `ratelimit_service_config_load_{success,error}`; plus
-//! ratelimitd's own store latency, memory-store key count, folded-key count, local-fallback hits
-//! per limit, the Redis circuit breakers (state gauge and transitions per target) and the hot-key
-//! gauges (by ranking and rank; the keys stay behind `/v1/hotkeys`).
+//! ratelimitd's own store latency, folded-key count, local-fallback hits per limit and decisions
+//! by source; plus every family the features registered (`super::registry`).
 //!
 //! Per-limit counters are read from [`Metrics`] at scrape time by a [`Collector`], so the request
 //! path only bumps atomics and the scrape cost is bounded by `STATS_MAX_KEYS`.
@@ -20,17 +19,16 @@ use axum::response::IntoResponse;
 use axum::routing::get;
 use prometheus::core::{Collector, Desc};
 use prometheus::proto::MetricFamily;
-use prometheus::{
-    Encoder, IntCounter, IntCounterVec, IntGauge, IntGaugeVec, Opts, Registry, TextEncoder,
-};
+use prometheus::{Encoder, IntCounterVec, IntGauge, Opts, Registry, TextEncoder};
 
 use super::Metrics;
 use super::families::{
-    BREAKER_STATE, DECISIONS, FAMILIES, HOT_KEYS, LEASE_COUNTERS, LOCAL_FALLBACK_FAMILY, MAPPED,
-    MEMORY_GAUGES, NEGATIVE_HITS_FAMILY, RULES_SHADOWED, SLOTS_IN_USE, VIOLATION_FAMILIES,
+    DECISIONS, DOMAIN_RULE_FAMILIES, FAMILIES, LOCAL_FALLBACK_FAMILY, MAPPED, NEGATIVE_HITS_FAMILY,
+    RULES_SHADOWED, SLOTS_IN_USE,
 };
 
-/// Reads [`Metrics`] into metric families on every scrape.
+/// Reads [`Metrics`] into metric families on every scrape: its own, then every registered
+/// feature's (the encoder sorts the families by name).
 struct MetricsCollector {
     metrics: Arc<Metrics>,
     descs: Vec<Desc>,
@@ -38,89 +36,22 @@ struct MetricsCollector {
 
 impl MetricsCollector {
     fn new(metrics: Arc<Metrics>) -> MetricsCollector {
+        let desc = |name: &str, help: &str, labels: &[&str]| {
+            let labels = labels.iter().map(|l| (*l).to_string()).collect();
+            Desc::new(name.into(), help.into(), labels, Default::default()).ok()
+        };
         let mut descs: Vec<Desc> = FAMILIES
             .iter()
-            .filter_map(|(name, help, labels)| {
-                let labels = labels
-                    .iter()
-                    .map(std::string::ToString::to_string)
-                    .collect();
-                Desc::new(
-                    name.to_string(),
-                    help.to_string(),
-                    labels,
-                    Default::default(),
-                )
-                .ok()
-            })
+            .filter_map(|(name, help, labels)| desc(name, help, labels))
             .collect();
-        descs.extend(
-            Desc::new(
-                DECISIONS.0.into(),
-                DECISIONS.1.into(),
-                DECISIONS
-                    .2
-                    .iter()
-                    .map(std::string::ToString::to_string)
-                    .collect(),
-                Default::default(),
-            )
-            .ok(),
-        );
-        descs.extend(
-            Desc::new(
-                SLOTS_IN_USE.0.into(),
-                SLOTS_IN_USE.1.into(),
-                ["domain", "key1", "key2"].map(String::from).to_vec(),
-                Default::default(),
-            )
-            .ok(),
-        );
-        descs.extend(
-            Desc::new(
-                BREAKER_STATE.0.into(),
-                BREAKER_STATE.1.into(),
-                vec!["target".into()],
-                Default::default(),
-            )
-            .ok(),
-        );
-        descs.extend(
-            Desc::new(
-                HOT_KEYS.0.into(),
-                HOT_KEYS.1.into(),
-                vec!["by".into(), "rank".into()],
-                Default::default(),
-            )
-            .ok(),
-        );
-        descs.extend(LEASE_COUNTERS.iter().filter_map(|(name, help)| {
-            Desc::new(
-                name.to_string(),
-                help.to_string(),
-                Vec::new(),
-                Default::default(),
-            )
-            .ok()
-        }));
-        descs.extend(
-            Desc::new(
-                RULES_SHADOWED.0.into(),
-                RULES_SHADOWED.1.into(),
-                Vec::new(),
-                Default::default(),
-            )
-            .ok(),
-        );
-        descs.extend(MEMORY_GAUGES.iter().filter_map(|(name, help)| {
-            Desc::new(
-                name.to_string(),
-                help.to_string(),
-                Vec::new(),
-                Default::default(),
-            )
-            .ok()
-        }));
+        descs.extend(desc(DECISIONS.0, DECISIONS.1, DECISIONS.2));
+        descs.extend(desc(
+            SLOTS_IN_USE.0,
+            SLOTS_IN_USE.1,
+            &["domain", "key1", "key2"],
+        ));
+        descs.extend(super::reported::ReportedUsage::desc());
+        descs.extend(desc(RULES_SHADOWED.0, RULES_SHADOWED.1, &[]));
         MetricsCollector { metrics, descs }
     }
 }
@@ -173,6 +104,13 @@ impl Collector for MetricsCollector {
         for (domain, [v]) in m.unknown_domains.snapshot() {
             inc(5, &[&domain], v);
         }
+        for (domain, values) in m.domain_rules.snapshot() {
+            for (family, v) in DOMAIN_RULE_FAMILIES.into_iter().zip(values) {
+                if v > 0 {
+                    inc(family, &[&domain], v);
+                }
+            }
+        }
         inc(6, &["redis_error"], m.redis_errors.load(Ordering::Relaxed));
         inc(
             6,
@@ -192,69 +130,21 @@ impl Collector for MetricsCollector {
         inc(10, &[], m.store_errors.load(Ordering::Relaxed));
         let folded = m.limits.folded()
             + m.unknown_domains.folded()
+            + m.domain_rules.folded()
             + m.slots.dropped()
             + m.shed_usage.dropped();
         inc(11, &[], folded);
-        let [dropped, written] = VIOLATION_FAMILIES;
-        inc(dropped, &[], m.violations_dropped.load(Ordering::Relaxed));
-        inc(written, &[], m.violations_written.load(Ordering::Relaxed));
-        let breakers = m.breakers.get().map(|b| b()).unwrap_or_default();
-        for r in &breakers {
-            inc(13, &[r.target, "open"], r.opened);
-            inc(13, &[r.target, "half_open"], r.half_opened);
-            inc(13, &[r.target, "closed"], r.closed);
-        }
         out.extend(
             vecs.iter()
                 .flatten()
                 .flat_map(prometheus::core::Collector::collect),
         );
         out.extend(m.shedding.families());
+        out.extend(m.reported.families());
         out.extend(super::scrape::decisions(m));
         out.extend(super::scrape::slots(m));
         out.extend(m.shed_usage.families(m.clock.now()));
-        if !breakers.is_empty()
-            && let Ok(g) =
-                IntGaugeVec::new(Opts::new(BREAKER_STATE.0, BREAKER_STATE.1), &["target"])
-        {
-            for r in &breakers {
-                g.with_label_values(&[r.target]).set(r.state.gauge());
-            }
-            out.extend(g.collect());
-        }
-        if let Some(read) = m.hot_keys.get() {
-            out.extend(super::scrape::hot_keys(&read()));
-        }
-        if let Some(read) = m.regions.get() {
-            out.extend(super::region::families(&read()));
-        }
-        if let Some(report) = &m.leases {
-            let t = report();
-            let values = [t.taken, t.granted, t.served, t.returned];
-            for ((name, help), value) in LEASE_COUNTERS.iter().zip(values) {
-                if let Ok(c) = IntCounter::with_opts(Opts::new(*name, *help)) {
-                    c.inc_by(value);
-                    out.extend(c.collect());
-                }
-            }
-        }
-        if let Some(read) = m.gauges.get() {
-            for (name, help, value) in read() {
-                if let Ok(g) = prometheus::Gauge::with_opts(Opts::new(name, help)) {
-                    g.set(value);
-                    out.extend(g.collect());
-                }
-            }
-        }
-        if let Some(count) = &m.memory_keys {
-            let (keys, bytes) = count();
-            for ((name, help), value) in MEMORY_GAUGES.iter().zip([keys, bytes]) {
-                if let Ok(g) = IntGauge::with_opts(Opts::new(*name, *help)) {
-                    g.set(i64::try_from(value).unwrap_or(i64::MAX));
-                    out.extend(g.collect());
-                }
-            }
-        }
+        out.extend(m.parts.families());
         out
     }
 }
@@ -265,8 +155,6 @@ pub fn registry(metrics: Arc<Metrics>) -> Result<Registry, prometheus::Error> {
     r.register(Box::new(metrics.total_requests.clone()))?;
     r.register(Box::new(metrics.response_time.clone()))?;
     r.register(Box::new(metrics.store_latency.clone()))?;
-    metrics.check.register(&r)?;
-    metrics.rlqs.register(&r)?;
     r.register(Box::new(MetricsCollector::new(metrics)))?;
     Ok(r)
 }

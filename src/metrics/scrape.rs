@@ -1,12 +1,12 @@
 //! The labelled families [`super::prom`] assembles at scrape time from counters and readers:
-//! decisions by code and source (only the pairs that happened), the hot-key gauge, and the slots
-//! in use of each concurrency limit.
+//! decisions by code and source (only the pairs that happened) and the slots in use of each
+//! concurrency limit.
 
 use prometheus::core::Collector;
 use prometheus::proto::MetricFamily;
 use prometheus::{IntCounterVec, IntGaugeVec, Opts};
 
-use super::families::{DECISIONS, HOT_KEYS, SLOTS_IN_USE};
+use super::families::{DECISIONS, SLOTS_IN_USE};
 use super::{CODE_LABELS, Metrics};
 use crate::limiter::Source;
 
@@ -25,22 +25,6 @@ pub(super) fn decisions(m: &Metrics) -> Vec<MetricFamily> {
         }
     }
     vec.collect()
-}
-
-/// The hot-key gauge (`ratelimitd_hot_key_hits{by,rank}`) from the rankings' counts.
-pub(super) fn hot_keys(rankings: &[(&'static str, Vec<u64>)]) -> Vec<MetricFamily> {
-    let (name, help) = HOT_KEYS;
-    let Ok(g) = IntGaugeVec::new(Opts::new(name, help), &["by", "rank"]) else {
-        return Vec::new();
-    };
-    for (by, counts) in rankings {
-        for (rank, count) in counts.iter().take(super::HOT_KEY_RANKS).enumerate() {
-            let rank = (rank + 1).to_string();
-            let count = i64::try_from(*count).unwrap_or(i64::MAX);
-            g.with_label_values(&[by, rank.as_str()]).set(count);
-        }
-    }
-    g.collect()
 }
 
 /// `ratelimitd_concurrency_slots_in_use{domain,key1,key2}`: one series per concurrency limit

@@ -1,13 +1,16 @@
 //! Every counter of [`Metrics`] under its Go StatsD name (`ratelimit.service.rate_limit.<KEY>.<stat>`,
 //! `ratelimit.service.<name>`, `ratelimit_server.<method>.total_requests`) and ratelimitd's own
-//! (`ratelimitd.redis_breaker.*`, `ratelimitd.stats_keys_folded`), read for each StatsD flush.
+//! (`ratelimitd.stats_keys_folded`), read for each StatsD flush. The registered features'
+//! counters (the breakers' `ratelimitd.redis_breaker.*`) come after the Go service's and before
+//! the shedding counters and the folded keys, in registration order.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use super::{LIMIT_STATS, Metrics};
 
 impl Metrics {
-    /// Every counter under its StatsD name, with its cumulative value.
+    /// Every counter under its StatsD name, with its cumulative value: the Go service's, the
+    /// registered features', then the shedding counters and the folded keys.
     pub fn statsd_counters(&self) -> Vec<(String, u64)> {
         let load = |a: &AtomicU64| a.load(Ordering::Relaxed);
         let mut out = Vec::new();
@@ -21,6 +24,13 @@ impl Metrics {
                 format!("ratelimit.service.rate_limit.{domain}.domain_not_found"),
                 v,
             ));
+        }
+        for (domain, [unmatched, capped]) in self.domain_rules.snapshot() {
+            out.push((
+                format!("ratelimitd.{domain}.unmatched_descriptors"),
+                unmatched,
+            ));
+            out.push((format!("ratelimitd.{domain}.request_limit_capped"), capped));
         }
         let loads = (self.config_loads)();
         let service = [
@@ -48,22 +58,11 @@ impl Metrics {
                 out.push((format!("ratelimit_server.{method}.total_requests"), v));
             }
         }
-        for r in self.breakers.get().map(|b| b()).unwrap_or_default() {
-            // A Cluster master is named `host:port`: a colon would end a StatsD name and a dot
-            // would add levels, so both become `_` there (Prometheus labels keep the address).
-            let target = r.target.replace([':', '.'], "_");
-            for (to, v) in [
-                ("opened", r.opened),
-                ("half_opened", r.half_opened),
-                ("closed", r.closed),
-            ] {
-                out.push((format!("ratelimitd.redis_breaker.{target}.{to}"), v));
-            }
-        }
+        self.parts.statsd(&mut out);
         out.extend(self.shedding.statsd());
         out.push((
             "ratelimitd.stats_keys_folded".into(),
-            self.limits.folded() + self.unknown_domains.folded(),
+            self.limits.folded() + self.unknown_domains.folded() + self.domain_rules.folded(),
         ));
         out
     }

@@ -10,6 +10,7 @@
 mod check;
 mod engage;
 mod members;
+mod metrics;
 mod options;
 #[cfg(test)]
 mod sim_tests;
@@ -18,8 +19,8 @@ mod view;
 mod wiring;
 
 pub(crate) use check::RegionCheck;
+pub(crate) use metrics::LiveConfig;
 pub(crate) use options::RegionSettings;
 pub use sync::LEASE_INTERVALS;
 pub(crate) use sync::{BREAKER_TARGET, RegionSync};
-pub(crate) use view::ShareGauge;
 pub(crate) use wiring::{RegionDeps, Regional, start};

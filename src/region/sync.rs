@@ -13,7 +13,7 @@
 //! region goes on stop counting after two ([`super::members`]), so a restarted instance's old
 //! demand does not linger, while a region cut off as a whole keeps its demand on the board that
 //! long and the others do not take its share. Keys idle for
-//! [`crate::region::table::IDLE_ROUNDS`] rounds are dropped.
+//! [`ratelimitd_core::region::table::IDLE_ROUNDS`] rounds are dropped.
 //!
 //! The calls go through the global store's own circuit breaker (target `global`, settings
 //! `REDIS_BREAKER_*`): once it opens, rounds make no call until its cool-down has passed, then one

@@ -2,14 +2,12 @@
 //! or with `follow_demand` the mean of the shares in force over the keys active here and how
 //! many there are, the floor without any), and how the
 //! sync with the global store goes (with its breaker's state). `/rlconfig` and the status page print [`Regional::describe`];
-//! the metrics export [`Regional::gauges`].
+//! the metrics (`super::metrics`) export [`Regional::gauges`].
 
 use std::collections::HashMap;
 use std::time::Duration;
 
 use super::Regional;
-use crate::metrics::region::RegionReport;
-use crate::reload::ConfigHandle;
 use ratelimitd_core::config::RateLimitConfig;
 use ratelimitd_core::resilience::BreakerState;
 
@@ -60,15 +58,6 @@ impl Regional {
                 })
             })
             .collect()
-    }
-
-    /// What the metrics show: the shares of the configuration in service, the sync's state.
-    pub fn report(&self, config: &ConfigHandle) -> RegionReport {
-        let snapshot = config.snapshot();
-        RegionReport {
-            shares: snapshot.map(|s| self.gauges(&s.config)).unwrap_or_default(),
-            sync: self.sync.as_ref().map(|s| (s.age(), s.status().failures)),
-        }
     }
 
     /// The lines an operator reads: the region, each regional limit's share, the sync's state.

@@ -11,6 +11,7 @@ use std::time::Duration;
 use super::RegionSettings;
 use super::{BREAKER_TARGET, RegionSync};
 use crate::background::Background;
+use crate::metrics::Metrics;
 use crate::store::Resilience;
 use crate::store::redis::RedisConfig;
 use crate::store::redis::RedisStore;
@@ -19,7 +20,6 @@ use ratelimitd_core::region::RegionShares;
 use ratelimitd_core::resilience::{Breaker, BreakerReport};
 
 /// What the regional parts share with the rest of the process.
-#[derive(Debug)]
 pub(crate) struct RegionDeps<'a> {
     /// The decision clock.
     pub clock: &'a Arc<dyn Clock>,
@@ -31,6 +31,19 @@ pub(crate) struct RegionDeps<'a> {
     pub manual: bool,
     /// Where the sync task runs.
     pub background: Background<'a>,
+    /// The stats the regional families register with (`None` with `DISABLE_STATS`).
+    pub metrics: Option<&'a Arc<Metrics>>,
+    /// The configuration in service, whose regional limits the share gauge reads.
+    pub config: super::LiveConfig,
+}
+
+impl std::fmt::Debug for RegionDeps<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RegionDeps")
+            .field("manual", &self.manual)
+            .field("metrics", &self.metrics.is_some())
+            .finish_non_exhaustive()
+    }
 }
 
 /// The regional parts of a running service.
@@ -44,8 +57,18 @@ pub struct Regional {
     pub clock: Arc<dyn Clock>,
 }
 
+/// The regional parts for `settings`, their metrics registered.
+pub(crate) async fn start(settings: &RegionSettings, deps: RegionDeps<'_>) -> Regional {
+    let (metrics, config) = (deps.metrics, deps.config.clone());
+    let regional = connect(settings, deps).await;
+    if let Some(m) = metrics {
+        super::metrics::register(m, &regional, config);
+    }
+    regional
+}
+
 /// The regional parts for `settings`.
-pub(crate) async fn start(settings: &RegionSettings, mut deps: RegionDeps<'_>) -> Regional {
+async fn connect(settings: &RegionSettings, mut deps: RegionDeps<'_>) -> Regional {
     let clock = deps.clock.clone();
     let Some(region) = settings.region.clone() else {
         return Regional {

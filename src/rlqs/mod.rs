@@ -16,6 +16,7 @@ pub(crate) mod bucket;
 pub(crate) mod changes;
 pub(crate) mod checks;
 pub(crate) mod demand;
+mod metrics;
 mod options;
 pub(crate) mod service;
 pub(crate) mod slots;
@@ -26,13 +27,13 @@ mod wiring;
 
 use std::sync::Arc;
 
-use crate::metrics::Metrics;
 use crate::policy::Overrides;
 use crate::reload::ConfigHandle;
 use ratelimitd_core::clock::Clock;
 use ratelimitd_core::limiter::KeyBuilder;
 
 pub use demand::{Board, MemoryBoard};
+pub(crate) use metrics::RlqsMetrics;
 pub(crate) use options::{RlqsOptions, Unmatched};
 pub(crate) use service::{RateLimitQuotaServiceServer, RlqsService};
 pub(crate) use wiring::{RlqsDeps, start};
@@ -54,39 +55,33 @@ pub struct Shared {
     pub options: RlqsOptions,
     /// `CACHE_KEY_PREFIX`, in front of the demand board's keys.
     pub prefix: String,
-    /// Counters (`None` with `DISABLE_STATS`).
-    pub metrics: Option<Arc<Metrics>>,
+    /// Its counters (`None` with `DISABLE_STATS`).
+    pub metrics: Option<RlqsMetrics>,
 }
 
 impl Shared {
     fn metrics_reported(&self, allowed: u64, denied: u64) {
         if let Some(m) = &self.metrics {
-            m.rlqs
-                .reported
-                .with_label_values(&["allowed"])
-                .inc_by(allowed);
-            m.rlqs
-                .reported
-                .with_label_values(&["denied"])
-                .inc_by(denied);
+            m.reported.with_label_values(&["allowed"]).inc_by(allowed);
+            m.reported.with_label_values(&["denied"]).inc_by(denied);
         }
     }
 
     fn metrics_buckets(&self, delta: i64) {
         if let Some(m) = &self.metrics {
-            m.rlqs.buckets.add(delta);
+            m.buckets.add(delta);
         }
     }
 
     fn metrics_assignment(&self, strategy: &str) {
         if let Some(m) = &self.metrics {
-            m.rlqs.assignments.with_label_values(&[strategy]).inc();
+            m.assignments.with_label_values(&[strategy]).inc();
         }
     }
 
     fn metrics_streams(&self, delta: i64) {
         if let Some(m) = &self.metrics {
-            m.rlqs.streams.add(delta);
+            m.streams.add(delta);
         }
     }
 }

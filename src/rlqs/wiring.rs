@@ -6,7 +6,9 @@ use std::sync::Arc;
 
 use tokio::sync::watch;
 
-use super::{Board, MemoryBoard, RateLimitQuotaServiceServer, RlqsOptions, RlqsService, Shared};
+use super::{
+    Board, MemoryBoard, RateLimitQuotaServiceServer, RlqsMetrics, RlqsOptions, RlqsService, Shared,
+};
 use crate::metrics::Metrics;
 use crate::policy::Overrides;
 use crate::reload::ConfigHandle;
@@ -29,7 +31,7 @@ pub(crate) struct RlqsDeps<'a> {
     pub keys: &'a KeyBuilder,
     /// `CACHE_KEY_PREFIX`, in front of the demand board's keys.
     pub prefix: &'a str,
-    /// Counters (`None` with `DISABLE_STATS`).
+    /// The stats its counters register with (`None` with `DISABLE_STATS`).
     pub metrics: &'a Option<Arc<Metrics>>,
     /// The gRPC port's largest request message (`GRPC_MAX_RECV_MSG_SIZE`).
     pub max_recv_message_bytes: usize,
@@ -37,11 +39,17 @@ pub(crate) struct RlqsDeps<'a> {
     pub stop: &'a watch::Receiver<bool>,
 }
 
-/// The service, or `None` with `RLQS_ENABLED=false`.
+/// The service, or `None` with `RLQS_ENABLED=false`. Its metrics are registered either way (the
+/// gauges then read 0), as they always were.
 pub(crate) fn start(
     options: &RlqsOptions,
     deps: RlqsDeps<'_>,
 ) -> Option<RateLimitQuotaServiceServer<RlqsService>> {
+    let counters = deps.metrics.as_ref().map(|m| {
+        let counters = RlqsMetrics::default();
+        m.register(Arc::new(counters.clone()));
+        counters
+    });
     if !options.enabled {
         return None;
     }
@@ -52,7 +60,7 @@ pub(crate) fn start(
         clock,
         keys,
         prefix,
-        metrics,
+        metrics: _,
         max_recv_message_bytes,
         stop,
     } = deps;
@@ -69,7 +77,7 @@ pub(crate) fn start(
         clock: clock.clone(),
         options: options.clone(),
         prefix: prefix.to_string(),
-        metrics: metrics.clone(),
+        metrics: counters,
     });
     Some(
         RateLimitQuotaServiceServer::new(RlqsService::new(shared, stop.clone()))

@@ -37,6 +37,27 @@ def test_allowed_then_denied_with_the_headers(ratelimitd):
         assert d.headers["x-ratelimit-remaining"] == "0"
 
 
+def test_a_usage_report_goes_into_debt_and_the_next_check_is_refused(ratelimitd):
+    server = ratelimitd(
+        "domain: llm\ndescriptors:\n  - key: client_key\n"
+        "    rate_limit: {unit: minute, requests_per_unit: 100, usage: report}\n"
+    )
+    ask = CheckRequest("tenant", domain="llm", cost=0)
+    with Client(server.url, timeout=5) as client:
+        assert client.check(ask).allowed
+        d = client.report(ask, 700)
+        assert (d.allowed, d.remaining) == (True, 0)
+        assert not client.check(ask).allowed
+
+    async def run() -> None:
+        async with AsyncClient(server.url, timeout=5) as client:
+            d = await client.report(CheckRequest("other", domain="llm", cost=0), 150)
+            assert (d.allowed, d.remaining) == (True, 0)
+            assert not (await client.check(CheckRequest("other", domain="llm", cost=0))).allowed
+
+    asyncio.run(run())
+
+
 def test_descriptors_of_another_domain_are_checked_alongside(ratelimitd):
     server = ratelimitd(
         "domain: edge\ndescriptors:\n  - key: remote_address\n"

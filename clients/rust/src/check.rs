@@ -52,6 +52,10 @@ pub struct CheckRequest {
     /// Set by [`Client::release`](crate::Client::release): gives `holder`'s slot back.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub release: bool,
+    /// Set by [`Client::report`](crate::Client::report): `cost` is usage reported after the
+    /// response (e.g. LLM tokens), counted even past the limit and never refused.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub report: bool,
     /// The request's priority class (1–64 bytes, e.g. `critical`) for every limit with
     /// `priorities`: a lower class is shed first as such a limit fills. `None`: the limit's
     /// default class.
@@ -87,6 +91,7 @@ impl CheckRequest {
             descriptors: Vec::new(),
             holder: None,
             release: false,
+            report: false,
             priority: None,
         }
     }

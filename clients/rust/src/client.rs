@@ -113,6 +113,21 @@ impl Client {
 }
 
 impl Client {
+    /// Reports `usage` for `req` (the same domain and descriptors) once its response has ended,
+    /// e.g. the tokens an LLM answered with: `POST /check` with `"cost": usage` and
+    /// `"report": true`. A report always counts, even past the limit (the key goes into debt and
+    /// the next check is refused until the window or refill pays it back), and is always
+    /// allowed; the answer's `remaining` is what is left (0 in debt). Check before the request
+    /// with `cost(0)` to charge nothing then.
+    pub async fn report(&self, req: &CheckRequest, usage: u64) -> Result<Decision, Error> {
+        let mut report = req.clone();
+        report.cost = Some(usage);
+        report.report = true;
+        report.release = false;
+        report.max_wait_ms = None;
+        self.check(&report).await
+    }
+
     /// Gives back the concurrency slot `holder` took with `req` (the same domain and descriptors):
     /// `POST /check` with `"holder"` and `"release": true`. Releasing a holder that holds nothing
     /// changes nothing; a release that fails leaves the slot to its lease timeout.

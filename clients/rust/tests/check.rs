@@ -94,3 +94,25 @@ descriptors:
         "never earlier than Retry-After (60 s), at most one more: {waits:?}"
     );
 }
+
+#[tokio::test]
+async fn a_usage_report_goes_into_debt_and_the_next_check_is_refused() {
+    // 100 tokens a minute per client; the check before the request charges nothing.
+    let server = Ratelimitd::start(
+        "domain: llm
+descriptors:
+  - key: client_key
+    rate_limit: {unit: minute, requests_per_unit: 100, usage: report}
+",
+    );
+    let client = Client::builder(&server.http)
+        .timeout(Duration::from_secs(5))
+        .build()
+        .unwrap();
+    let ask = CheckRequest::new("tenant").domain("llm").cost(0);
+    assert!(client.check(&ask).await.unwrap().allowed);
+    let d = client.report(&ask, 700).await.unwrap();
+    assert!(d.allowed, "a report is never refused: {d:?}");
+    assert_eq!(d.remaining, Some(0));
+    assert!(!client.check(&ask).await.unwrap().allowed, "in debt");
+}

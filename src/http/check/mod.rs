@@ -19,6 +19,7 @@
 //! [`Service`]: crate::service::Service
 
 pub(crate) mod holder;
+pub(crate) mod metrics;
 pub(crate) mod parse;
 
 use axum::body::Body;

@@ -4,7 +4,8 @@
 //! descriptor's `hits_addend` (0 checks without counting), unless a sent descriptor has its own.
 //! `max_wait_ms` is the delay the caller accepts: leaky bucket limits then shape instead of deny.
 //! `priority` names the request's class for every limit with priorities whose `priority_key`
-//! entry a descriptor does not carry itself.
+//! entry a descriptor does not carry itself. `report: true` makes `cost` usage reported after
+//! the fact (an LLM response's tokens): counted even past the limit, never refused.
 //!
 //! The body is read as a JSON object first and each field checked by hand, so every error names
 //! its field (serde's type errors only give a line and column). Reading it builds no more than
@@ -50,6 +51,7 @@ const FIELD_NAMES: &[&str] = &[
     "holder",
     "release",
     "priority",
+    "report",
 ];
 
 /// Why a `/check` body was refused. Nothing is counted for it.
@@ -206,11 +208,28 @@ pub(crate) fn parse(
         Some(Value::Bool(b)) => *b,
         Some(_) => return Err(CheckError::field("details", "must be true or false")),
     };
+    let report = match obj.get("report") {
+        None | Some(Value::Null) => false,
+        Some(Value::Bool(b)) => *b,
+        Some(_) => {
+            return Err(CheckError::field(
+                "report",
+                "must be true or false (the usage goes in cost)",
+            ));
+        }
+    };
+    if report && obj.get("release").is_some_and(|v| v == &Value::Bool(true)) {
+        return Err(CheckError::field(
+            "report",
+            "a usage report cannot also release a slot (release)",
+        ));
+    }
     let mut descriptors = vec![Descriptor {
         entries: vec![Entry::new(CLIENT_KEY, client_key.as_str())],
         limit: None,
         hits_addend: Some(cost),
         refund: false,
+        report,
         holder: None,
         priority: None,
     }];
@@ -223,6 +242,7 @@ pub(crate) fn parse(
             limit: None,
             hits_addend: Some(cost),
             refund: false,
+            report,
             holder: None,
             priority: None,
         });
@@ -232,6 +252,7 @@ pub(crate) fn parse(
             descriptors_of(list).map_err(|e| CheckError::field("descriptors", e.to_string()))?;
         descriptors.extend(sent.into_iter().map(|d| Descriptor {
             hits_addend: d.hits_addend.or(Some(cost)),
+            report,
             ..d
         }));
     }

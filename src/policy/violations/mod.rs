@@ -8,6 +8,7 @@
 //! [`start`] builds the observer and spawns the writer from [`ViolationOptions`].
 
 pub(crate) mod cursor;
+pub(crate) mod metrics;
 pub(crate) mod observer;
 mod options;
 pub(crate) mod pending;

@@ -7,8 +7,8 @@
 use std::sync::Arc;
 
 use super::Violation;
+use super::metrics::ViolationMetrics;
 use super::pending::{Key, Pending, Repeat};
-use crate::metrics::Metrics;
 use crate::policy::model::PathEntry;
 use ratelimitd_core::limiter::{Observed, Observer, ShedOutcome, signals};
 
@@ -17,7 +17,7 @@ use ratelimitd_core::limiter::{Observed, Observer, ShedOutcome, signals};
 pub(crate) struct ViolationLog {
     pending: Arc<Pending>,
     instance: Arc<str>,
-    metrics: Option<Arc<Metrics>>,
+    metrics: Option<Arc<ViolationMetrics>>,
 }
 
 impl ViolationLog {
@@ -26,7 +26,7 @@ impl ViolationLog {
     pub(crate) fn new(
         pending: Arc<Pending>,
         instance: Arc<str>,
-        metrics: Option<Arc<Metrics>>,
+        metrics: Option<Arc<ViolationMetrics>>,
     ) -> ViolationLog {
         ViolationLog {
             pending,
@@ -104,7 +104,7 @@ impl Observer for ViolationLog {
             if !self.pending.note(key, repeat, first)
                 && let Some(m) = &self.metrics
             {
-                m.violations_dropped(1);
+                m.dropped(1);
             }
         }
     }

@@ -3,6 +3,7 @@
 
 use std::sync::Arc;
 
+use super::metrics::ViolationMetrics;
 use super::{Pending, ViolationLog, ViolationOptions, writer};
 use crate::background::Background;
 use crate::metrics::Metrics;
@@ -15,7 +16,7 @@ use ratelimitd_core::limiter::Observers;
 pub(crate) struct ViolationDeps<'a> {
     /// The policy database to write to, when it is on.
     pub policy: Option<&'a Arc<Policy>>,
-    /// Counters (`None` with `DISABLE_STATS`).
+    /// The stats its counters register with (`None` with `DISABLE_STATS`).
     pub metrics: &'a Option<Arc<Metrics>>,
     /// The clock of records and retention.
     pub clock: &'a Arc<dyn Clock>,
@@ -33,6 +34,12 @@ pub(crate) fn start(v: &ViolationOptions, deps: ViolationDeps<'_>) -> Observers 
         clock,
         background: mut bg,
     } = deps;
+    // Registered also when the log is off: the two counters then read 0, as they always did.
+    let metrics = metrics.as_ref().map(|m| {
+        let counters = Arc::new(ViolationMetrics::default());
+        m.register(counters.clone());
+        counters
+    });
     let mut observers = Observers::default();
     let db = match policy {
         Some(p) if v.sinks.db() => Some(p.store().clone()),

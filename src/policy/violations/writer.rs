@@ -8,8 +8,8 @@ use std::io::Write;
 use std::sync::Arc;
 use std::time::Duration;
 
+use super::metrics::ViolationMetrics;
 use super::{Pending, StoredViolation, Violation};
-use crate::metrics::Metrics;
 use crate::policy::PolicyStore;
 use crate::policy::purge::{Retention, Table, retention_loop};
 use ratelimitd_core::clock::Clock;
@@ -22,7 +22,7 @@ pub(crate) struct Sinks {
     /// True to print one JSON line per record on standard error.
     pub json: bool,
     /// Counts written and dropped records (none with `DISABLE_STATS`).
-    pub metrics: Option<Arc<Metrics>>,
+    pub metrics: Option<Arc<ViolationMetrics>>,
 }
 
 /// Rows of `size` per statement at most, the map taken every `delay`.
@@ -116,8 +116,8 @@ async fn write(batch: Vec<Violation>, sinks: &Sinks, db_failing: &mut bool) {
 
 fn count(sinks: &Sinks, written: u64, dropped: u64) {
     if let Some(m) = &sinks.metrics {
-        m.violations_written(written);
-        m.violations_dropped(dropped);
+        m.written(written);
+        m.dropped(dropped);
     }
 }
 

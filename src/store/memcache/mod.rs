@@ -115,8 +115,9 @@ impl Store for MemcacheStore {
             if let Some(until) = self
                 .local_cache
                 .as_ref()
-                // A limit that sheds is over for one class and not for another: never cached.
-                .filter(|_| !op.refund && !op.only_admitted)
+                // A limit that sheds is over for one class and not for another: never cached. A
+                // usage report must reach the counter.
+                .filter(|_| !op.refund && !op.only_admitted && !op.report)
                 .and_then(|c| c.over_until(&op.key, now))
             {
                 answers[i] = Some(Answer::CachedOver { until });
@@ -162,6 +163,8 @@ impl Store for MemcacheStore {
                 let (op, spec) = (&ops[i], &ops[i].spec);
                 let d: Decision = if op.refund {
                     fixed_window::decide_refund(before, after, spec.limit, spec.window, now)
+                } else if op.report {
+                    fixed_window::decide(before, after, spec.limit, spec.window, now).reported()
                 } else {
                     fixed_window::decide(before, after, spec.limit, spec.window, now)
                 };

@@ -137,9 +137,9 @@ impl Group<'_> {
 
     /// The hits to add for `op`: none with [`Increment::Nothing`], where algorithms other than
     /// fixed windows only check (they have no "increment only the keys going over" mode). Refunds
-    /// are always given back: they can only make room.
+    /// are always given back: they can only make room; reports always count: they are facts.
     pub(super) fn hits(&self, op: &Op) -> u64 {
-        if self.increment == Increment::Nothing && !op.refund {
+        if self.increment == Increment::Nothing && !op.refund && !op.report {
             0
         } else {
             op.hits

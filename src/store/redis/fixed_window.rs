@@ -25,9 +25,12 @@ pub(super) async fn run(
     let mut args = Vec::with_capacity(1 + 3 * g.indices.len());
     args.push(g.increment.argument());
     for op in g.ops() {
-        // The script's refund slot: 1 gives back, 2 adds only what fits (`Op::only_admitted`).
+        // The script's refund slot: 1 gives back, 2 adds only what fits (`Op::only_admitted`),
+        // 3 adds a usage report in every mode (`Op::report`).
         let refund = if op.refund {
             1
+        } else if op.report {
+            3
         } else {
             2 * u64::from(op.only_admitted)
         };
@@ -39,6 +42,10 @@ pub(super) async fn run(
         if op.refund {
             let before = after.saturating_add(moved);
             return fixed_window::decide_refund(before, after, spec.limit, spec.window, g.now);
+        }
+        if op.report {
+            let before = after.saturating_sub(moved);
+            return fixed_window::decide(before, after, spec.limit, spec.window, g.now).reported();
         }
         // A refused op of a limit that sheds added nothing: judged as the hits it asked for.
         if op.only_admitted && moved == 0 && after.saturating_add(op.hits) > spec.limit {

@@ -23,7 +23,7 @@ pub(super) const LEAKY_BUCKET: Bucket = Bucket {
     last_arg: |p, _| 1_000_000 / p.quantum_micros,
     // As in `leaky_bucket::shape`: the op's budget (none for a refund), and the horizon.
     budget: |p, op, now| {
-        let budget = if op.refund {
+        let budget = if op.refund || op.report {
             0
         } else {
             p.budget(op.max_wait, now)
@@ -33,4 +33,6 @@ pub(super) const LEAKY_BUCKET: Bucket = Bucket {
     decide: leaky_bucket::decide,
     // A refund's answer is the token bucket's: a check of the bucket after it.
     decide_refund: ratelimitd_core::algorithm::token_bucket::decide_refund,
+    // A report's answer is the token bucket's too: the hits were taken, never over.
+    decide_report: ratelimitd_core::algorithm::token_bucket::decide_report,
 };

@@ -81,6 +81,7 @@ impl super::RedisStore {
                 lease: Some(0),
                 holder: String::new(),
                 only_admitted: false,
+                report: false,
             })
             .collect();
         if ops.is_empty() {

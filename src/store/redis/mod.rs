@@ -188,6 +188,14 @@ impl RedisStore {
     /// Serves `op` from the local cache or a token lease when either can, else says which
     /// script it goes to Redis with.
     fn serve_locally(&self, op: &Op, now: Timestamp) -> Local {
+        // A usage report must reach the shared counter: neither the cache's "over" nor a lease
+        // (which holds only what fits) may answer it.
+        if op.report {
+            return Local::Call(ScriptKind {
+                algorithm: op.spec.algorithm,
+                leased: false,
+            });
+        }
         if let Some(until) = self.cached_over(op, now) {
             return Local::Answered(Answer::CachedOver { until });
         }

@@ -33,7 +33,12 @@ pub(super) async fn run(
             g.hits(op),
             // The newest entry matters for one window from now; a second more absorbs rounding.
             window.secs() + 1,
-            u64::from(op.refund),
+            // 1 forgets, 2 logs a usage report.
+            if op.refund {
+                1
+            } else {
+                2 * u64::from(op.report)
+            },
         ]);
     }
     g.eval(script, &args, 4, |op, r| {
@@ -45,6 +50,9 @@ pub(super) async fn run(
         };
         if op.refund {
             return sliding_log::decide_refund(&op.spec, step, g.now);
+        }
+        if op.report {
+            return sliding_log::decide_report(&op.spec, step, g.hits(op), g.now);
         }
         sliding_log::decide(&op.spec, step, g.hits(op), g.now)
     })

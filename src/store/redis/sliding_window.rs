@@ -37,7 +37,12 @@ pub(super) async fn run(
             g.hits(op),
             // The current count weighs on the next window too.
             2 * window.secs(),
-            u64::from(op.refund),
+            // 1 gives back, 2 counts a usage report.
+            if op.refund {
+                1
+            } else {
+                2 * u64::from(op.report)
+            },
         ]);
     }
     g.eval(script, &args, 4, |op, r| {
@@ -45,6 +50,9 @@ pub(super) async fn run(
         let allowed = r[3] == 1;
         if op.refund {
             return sliding_window::decide_refund(&op.spec, previous, after, g.now);
+        }
+        if op.report {
+            return sliding_window::decide_report(&op.spec, previous, before, after, g.now);
         }
         sliding_window::decide(
             &op.spec,

@@ -32,6 +32,8 @@ pub(super) struct Bucket {
     pub(super) decide: fn(&Params, &LimitSpec, Step, u64, Timestamp) -> Decision,
     /// The decision for a refund's step (the algorithm's own `decide_refund`).
     pub(super) decide_refund: fn(&Params, &LimitSpec, Step, Timestamp) -> Decision,
+    /// The decision for a usage report's step.
+    pub(super) decide_report: fn(&Params, &LimitSpec, Step, u64, Timestamp) -> Decision,
 }
 
 /// The token bucket: its keys expire once an untouched bucket is full again.
@@ -40,6 +42,7 @@ pub(super) const TOKEN_BUCKET: Bucket = Bucket {
     budget: |_, _, _| [0, 0],
     decide: token_bucket::decide,
     decide_refund: token_bucket::decide_refund,
+    decide_report: token_bucket::decide_report,
 };
 
 /// The arguments every bucket script starts an op with: its time in quanta, rate, token cost,
@@ -67,7 +70,13 @@ pub(super) async fn run(
     for op in g.ops() {
         let p = Params::of(&op.spec);
         args.extend(head_args(&p, g, op));
-        args.extend([(bucket.last_arg)(&p, &op.spec), u64::from(op.refund)]);
+        // The script's refund slot: 1 gives back, 2 charges a usage report.
+        let mode = if op.refund {
+            1
+        } else {
+            2 * u64::from(op.report)
+        };
+        args.extend([(bucket.last_arg)(&p, &op.spec), mode]);
         args.extend((bucket.budget)(&p, op, g.now));
     }
     g.eval(script, &args, 3, |op, r| {
@@ -79,6 +88,9 @@ pub(super) async fn run(
         let p = Params::of(&op.spec);
         if op.refund {
             return (bucket.decide_refund)(&p, &op.spec, step, g.now);
+        }
+        if op.report {
+            return (bucket.decide_report)(&p, &op.spec, step, g.hits(op), g.now);
         }
         (bucket.decide)(&p, &op.spec, step, g.hits(op), g.now)
     })

@@ -259,3 +259,26 @@ descriptors:
         "{v}"
     );
 }
+
+/// Explain shows the domain's `default_limit` for a descriptor no rule matches, and a rule where
+/// one does.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn explain_shows_the_default_limit_of_what_no_rule_matches() {
+    let cfg = "domain: api\ndefault_limit: {unit: minute, requests_per_unit: 7}\ndescriptors:\n  - {key: known, rate_limit: {unit: hour, requests_per_unit: 3}}\n";
+    let s = crate::support::binary_admin::start_with(cfg);
+    let body = json!({"domain": "api", "descriptors": [
+        {"entries": [{"key": "tenant", "value": "t3"}]},
+        {"entries": [{"key": "known", "value": "x"}]}
+    ]});
+    let (status, v) = s
+        .admin(Method::POST, "/v1/explain", Some(TOKEN), Some(body))
+        .await;
+    assert_eq!(status, 200, "{v}");
+    let rate = |i: usize| {
+        let l = &v["descriptors"][i]["limits"][0];
+        (l["requests_per_unit"].clone(), l["unit"].clone())
+    };
+    assert_eq!(rate(0), (json!(7), json!("minute")), "the default: {v}");
+    assert_eq!(rate(1), (json!(3), json!("hour")), "the rule: {v}");
+    assert_eq!(v["descriptors"][0]["applies"], "limited", "{v}");
+}

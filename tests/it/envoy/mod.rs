@@ -8,4 +8,5 @@ mod priority;
 mod refunds;
 mod rlqs;
 mod rolling_restart;
+mod usage;
 mod which_limit;

@@ -5,10 +5,12 @@
 mod algorithms;
 mod concurrency;
 mod counting;
+mod matching;
 mod multi_limits;
 mod quota_groups;
 mod refunds;
 mod scenarios;
 pub(crate) mod shedding;
 mod tls;
+mod usage_reports;
 mod wire;

@@ -31,10 +31,21 @@ fn queried_metrics() -> BTreeSet<String> {
     names
 }
 
-/// Every quoted string in the metrics sources: the names ratelimitd declares.
+/// Every quoted string in the metrics sources: the names ratelimitd declares (the stats' own in
+/// `src/metrics`, each feature's in its folder).
 fn declared_names() -> String {
     let mut all = String::new();
-    for dir in ["src/metrics", "src/rlqs"] {
+    let dirs = [
+        "src/metrics",
+        "src/rlqs",
+        "src/http/check",
+        "src/policy/violations",
+        "src/insight",
+        "src/region",
+        "src/fleet",
+        "src/store",
+    ];
+    for dir in dirs {
         let Ok(entries) = std::fs::read_dir(dir) else {
             continue;
         };

@@ -370,6 +370,7 @@ async fn script_errors_are_the_ops_own_answer_and_huge_hits_a_denial_at_the_stor
         lease: Some(0),
         holder: String::new(),
         only_admitted: false,
+        report: false,
     };
     let now = clock.now();
     let huge = store

@@ -104,6 +104,7 @@ fn memory_and_redis_decide_identically() {
                             holder: format!("h{wait}"),
                             // Half the keys shed: a refused hit must not count on either store.
                             only_admitted: key % 2 == 1,
+                            report: false,
                         }
                     })
                     .collect();
@@ -194,6 +195,7 @@ async fn huge_buckets_decide_identically() {
                 lease: Some(0),
                 holder: String::new(),
                 only_admitted: false,
+                report: false,
             };
             stores.agree(&op, at, step).await;
         }
@@ -251,6 +253,7 @@ async fn sliding_logs_with_lowered_limits_and_a_stepping_clock_decide_identicall
             lease: Some(0),
             holder: String::new(),
             only_admitted: false,
+            report: false,
         };
         stores.agree(&op, now, step).await;
     }
@@ -296,6 +299,7 @@ async fn fixed_windows_stop_at_the_counter_ceiling_identically() {
             lease: Some(0),
             holder: String::new(),
             only_admitted: false,
+            report: false,
         };
         stores.agree(&op, now + step as u64, step as u64).await;
     }

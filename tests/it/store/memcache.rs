@@ -231,3 +231,34 @@ async fn keys_are_spread_over_servers_as_gos_client_places_them() {
     }
     s.shutdown().await;
 }
+
+/// A usage report on memcached (a fixed window, `usage: report`): counted past the limit and
+/// answered OK; the local over-limit cache that then knows the key is over does not swallow the
+/// next report; the new window starts from 0.
+#[tokio::test]
+async fn usage_reports_go_into_debt_on_memcached() {
+    require!(Memcached);
+    let m = Memcached::start();
+    let mut env = env(&m, "usage_");
+    env.push(("LOCAL_CACHE_SIZE_IN_BYTES".into(), "1000000".into()));
+    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+    let cfg = "domain: d\ndescriptors:\n  - key: k\n    rate_limit: {unit: minute, requests_per_unit: 10, usage: report}\n";
+    let s = TestServer::start(&[("c.yaml", cfg)], &env).await;
+    let send = |hits: u64| {
+        let mut req = request("d", &[&[("k", "a")]]);
+        req.descriptors[0].hits_addend = Some(hits);
+        s.call(req)
+    };
+    let code = |r: Result<_, tonic::Status>| {
+        let r = r.expect("ShouldRateLimit succeeds");
+        let (code, _, remaining) = st(&r, 0);
+        (code, remaining)
+    };
+    assert_eq!(code(send(25).await), (Code::Ok, 0));
+    assert_eq!(code(send(0).await).0, Code::OverLimit);
+    assert_eq!(code(send(0).await).0, Code::OverLimit);
+    // Answered by memcached, not by the cache (whose answer would be OVER_LIMIT).
+    assert_eq!(code(send(5).await), (Code::Ok, 0));
+    s.set_time(1_260);
+    assert_eq!(code(send(0).await), (Code::Ok, 10));
+}

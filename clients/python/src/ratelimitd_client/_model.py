@@ -73,6 +73,9 @@ class CheckRequest:
     holder: Optional[str] = None
     #: Set by the clients' ``release``: gives ``holder``'s slot back.
     release: bool = False
+    #: Set by the clients' ``report``: ``cost`` is usage reported after the response (e.g. LLM
+    #: tokens), counted even past the limit and never refused.
+    report: bool = False
     #: The request's priority class (e.g. ``"critical"``) for every limit with ``priorities``:
     #: a lower class is shed first as such a limit fills. None: the limit's default class.
     priority: Optional[str] = None
@@ -86,6 +89,8 @@ class CheckRequest:
                 body[name] = value
         if self.release:
             body["release"] = True
+        if self.report:
+            body["report"] = True
         if self.descriptors:
             body["descriptors"] = [
                 {"entries": [{"key": k, "value": v} for k, v in d]} for d in self.descriptors

@@ -177,6 +177,16 @@ class Client:
                 raise TransportError(f"cannot reach ratelimitd: {e!r}") from None
         raise TransportError("cannot reach ratelimitd")  # pragma: no cover - the loop returns
 
+    def report(self, request: CheckRequest, usage: int) -> Decision:
+        """Reports ``usage`` for ``request`` (same domain and descriptors) once its response has
+        ended, e.g. the tokens an LLM answered with. A report always counts, even past the limit
+        (the key goes into debt and the next check is refused until the window or refill pays it
+        back), and is always allowed; ``remaining`` is what is left (0 in debt). Check before the
+        request with ``cost=0`` to charge nothing then."""
+        return self.check(
+            dataclasses.replace(request, cost=usage, report=True, release=False, max_wait_ms=None)
+        )
+
     def release(self, request: CheckRequest, holder: str) -> None:
         """Gives back the concurrency slot ``holder`` took with ``request`` (same domain and
         descriptors). A holder that holds nothing changes nothing."""

@@ -101,6 +101,33 @@ pub fn refund(tat: &mut LeakyBucketState, spec: &LimitSpec, hits: u64, now: Time
     token_bucket::decide_refund(&p, spec, s, now)
 }
 
+/// Charges `hits` of reported usage: the TAT moves by `hits × T` whatever the queue holds, past
+/// the full queue. GCRA reads its TAT exactly only up to the capacity plus [`Params::horizon`]
+/// (one minute of drain past the full queue, see [`backlog`]; further ahead reads as a clock that
+/// stepped back), so a report's debt stops there: a leaky bucket carries at most about a minute
+/// of debt past its burst. The answer is never over the limit.
+pub fn report(tat: &mut LeakyBucketState, spec: &LimitSpec, hits: u64, now: Timestamp) -> Decision {
+    let p = Params::of(spec);
+    let t = p.quanta(now);
+    let s = charge(&p, backlog(&p, *tat, t), hits);
+    if s.debt_after > s.debt_before {
+        *tat = tat_after(&p, s.debt_after, t);
+    }
+    token_bucket::decide_report(&p, spec, s, hits, now)
+}
+
+/// [`token_bucket::charge`] capped at the backlog GCRA reads exactly, capacity plus horizon
+/// (never below `backlog`). A zero limit never drains: nothing is charged.
+pub fn charge(p: &Params, backlog: u64, hits: u64) -> Step {
+    let mut s = token_bucket::charge(backlog, hits, p.token_cost);
+    let ceiling = p.capacity.saturating_add(p.horizon()).max(backlog);
+    if p.rate == 0 {
+        s.debt_after = backlog;
+    }
+    s.debt_after = s.debt_after.min(ceiling);
+    s
+}
+
 /// The decision for a [`Step`] whose debts are backlogs; shared by the memory and Redis stores.
 ///
 /// It is the token bucket's [`token_bucket::decide`]: `remaining` = whole hits still admitted now,

@@ -152,6 +152,17 @@ impl Decision {
             ..self
         }
     }
+
+    /// This decision as the answer to a usage report ([`report`]): a report is a fact, counted
+    /// whatever the state, so it is never over the limit and never waits. `remaining` stays what
+    /// the algorithm found after it (0 while the key is in debt).
+    pub fn reported(self) -> Decision {
+        Decision {
+            over_limit: false,
+            wait: Duration::ZERO,
+            ..self
+        }
+    }
 }
 
 /// Applies `hits` to `state` (a fresh state when `None` or of another algorithm) and returns the
@@ -213,6 +224,26 @@ pub fn refund(
     run(state, spec, hits, Mode::Refund, now)
 }
 
+/// Records `hits` of usage reported after the fact (an LLM response's tokens, a response's bytes)
+/// and returns the decision, which is never over the limit ([`Decision::reported`]). A report
+/// always counts, even past the limit: the key goes into debt, and the next request-time check
+/// is refused until the window or the refill has paid the debt back. Fixed and sliding windows
+/// add the hits to the current window's counter (a sliding window carries them for as long as
+/// they weigh in its estimate), a sliding log logs them (joining its newest entry once the log
+/// holds `limit` entries, so memory stays bounded), a token bucket's debt passes its capacity
+/// (the bucket goes negative and refills), a leaky bucket's arrival time moves past its full
+/// queue. Each stops at the most its state counts exactly ([`fixed_window::MAX_COUNT`],
+/// [`token_bucket::MAX_UNITS`], [`leaky_bucket::report`]). A concurrency limit has no usage to
+/// report: a report there takes a slot like any request.
+pub fn report(
+    state: &mut Option<AlgorithmState>,
+    spec: &LimitSpec,
+    hits: u64,
+    now: Timestamp,
+) -> Decision {
+    run(state, spec, hits, Mode::Report, now)
+}
+
 /// Acquires (`hits` > 0), checks (0) or releases (`release`) the slot of `holder` on a
 /// concurrency limit's `state` ([`concurrency`]). For any other algorithm the holder does not
 /// matter and this is [`apply`] or [`refund`].
@@ -244,6 +275,8 @@ enum Mode {
     Take(Duration),
     /// Give them back.
     Refund,
+    /// Count them whatever the state ([`report`]).
+    Report,
 }
 
 /// What a caller asks of an algorithm: `hits` of the limit `spec` at `now`, taken or given back
@@ -307,12 +340,14 @@ trait Kept: Default {
 }
 
 /// Implements [`Kept`] for the state in each `Variant(Type)`: `take` runs for [`Mode::Take`] with
-/// its delay bound to the fourth name, `refund` for [`Mode::Refund`]; both see the state and the
+/// its delay bound to the fourth name, `refund` for [`Mode::Refund`], `report` for
+/// [`Mode::Report`]; all see the state and the
 /// [`Ask`]'s spec, hits and now under the other names.
 macro_rules! kept {
     ($($variant:ident($ty:ty) |$s:ident, $spec:ident, $hits:ident, $wait:ident, $now:ident| {
         take: $take:expr,
-        refund: $refund:expr $(,)?
+        refund: $refund:expr,
+        report: $report:expr $(,)?
     })+) => {$(
         impl Kept for $ty {
             fn unwrap(state: Option<AlgorithmState>) -> Self {
@@ -337,6 +372,7 @@ macro_rules! kept {
                 match mode {
                     Mode::Take($wait) => $take,
                     Mode::Refund => $refund,
+                    Mode::Report => $report,
                 }
             }
         }
@@ -347,30 +383,39 @@ kept! {
     FixedWindow(FixedWindowState) |s, spec, hits, _max_wait, now| {
         take: fixed_window::apply(s, spec.limit, spec.window, hits, now),
         refund: fixed_window::refund(s, spec.limit, spec.window, hits, now),
+        report: fixed_window::apply(s, spec.limit, spec.window, hits, now).reported(),
     }
     TokenBucket(TokenBucketState) |s, spec, hits, _max_wait, now| {
         take: token_bucket::apply(s, spec, hits, now),
         refund: token_bucket::refund(s, spec, hits, now),
+        report: token_bucket::report(s, spec, hits, now),
     }
     SlidingWindow(SlidingWindowState) |s, spec, hits, _max_wait, now| {
         take: sliding_window::apply(s, spec, hits, now),
         refund: sliding_window::refund(s, spec, hits, now),
+        report: sliding_window::report(s, spec, hits, now),
     }
     LeakyBucket(LeakyBucketState) |s, spec, hits, max_wait, now| {
         take: leaky_bucket::shape(s, spec, hits, max_wait, now),
         refund: leaky_bucket::refund(s, spec, hits, now),
+        report: leaky_bucket::report(s, spec, hits, now),
     }
     SlidingLog(Box<SlidingLogState>) |s, spec, hits, _max_wait, now| {
         take: sliding_log::apply(s, spec, hits, now),
         refund: sliding_log::refund(s, spec, hits, now),
+        report: sliding_log::report(s, spec, hits, now),
     }
     // Without a holder id every caller is the empty holder: the edges always name one ([`hold`]),
     // so this path only serves callers that do not know the algorithm.
     Concurrency(Box<ConcurrencyState>) |s, spec, hits, _max_wait, now| {
         take: concurrency::run(s, spec, "", hits, false, now),
         refund: concurrency::run(s, spec, "", hits, true, now),
+        report: concurrency::run(s, spec, "", hits, false, now),
     }
 }
 
 #[cfg(test)]
 mod bucket_tests;
+
+#[cfg(test)]
+mod report_tests;

@@ -101,6 +101,43 @@ pub fn step(state: &mut SlidingLogState, limit: u64, window: Window, hits: u64, 
     finish(state, limit, window, used_before, allowed)
 }
 
+/// Trims the log to the window at `now`, then logs `hits` of reported usage whatever the log
+/// holds (the running total stops at [`super::fixed_window::MAX_COUNT`], so the Lua twin's
+/// doubles stay exact). While the log holds
+/// fewer than `max(limit, 1)` entries the report is a new entry; from there on it joins the
+/// newest entry, which moves to `now`: the log never holds more entries than a policed one, and
+/// the merged hits leave the window with the report, never earlier. Always `allowed`; the step's
+/// `used_before` is the hits in the window before the report.
+pub fn report_step(
+    state: &mut SlidingLogState,
+    limit: u64,
+    window: Window,
+    hits: u64,
+    now: u64,
+) -> Step {
+    let window = window.micros();
+    state.trim(window, now);
+    let used_before = state.used();
+    if hits > 0 {
+        let full = state.entries.len() as u64 >= limit.max(1);
+        let ceiling = super::fixed_window::MAX_COUNT;
+        match state.entries.back_mut() {
+            Some(e) if full => {
+                e.at = e.at.max(now);
+                e.cum = e.cum.saturating_add(hits).min(ceiling.max(e.cum));
+            }
+            newest => {
+                let (at, cum) = newest.map_or((now, state.base), |e| (e.at.max(now), e.cum));
+                state.entries.push_back(LogEntry {
+                    at,
+                    cum: cum.saturating_add(hits).min(ceiling.max(cum)),
+                });
+            }
+        }
+    }
+    finish(state, limit, window, used_before, true)
+}
+
 /// Trims the log to the window at `now`, then forgets its newest `hits` hits: whole entries from
 /// the newest back, and part of the last one reached. The returned step's `used_before` is the
 /// hits left in the window after the refund, and it is always `allowed` (the Lua twin returns the
@@ -183,6 +220,24 @@ pub fn refund(
 ) -> Decision {
     let s = refund_step(state, spec.limit, spec.window, hits, now.as_micros());
     decide_refund(spec, s, now)
+}
+
+/// Logs `hits` of reported usage (see [`report_step`]); never over the limit.
+pub fn report(
+    state: &mut SlidingLogState,
+    spec: &LimitSpec,
+    hits: u64,
+    now: Timestamp,
+) -> Decision {
+    let s = report_step(state, spec.limit, spec.window, hits, now.as_micros());
+    decide_report(spec, s, hits, now)
+}
+
+/// The decision for a report's [`Step`]: the hits were logged, and the answer is never over the
+/// limit; `remaining` is 0 and `reset_after` the time until one more hit fits while the log is
+/// past its limit. Shared by both stores.
+pub fn decide_report(spec: &LimitSpec, s: Step, hits: u64, now: Timestamp) -> Decision {
+    decide(spec, Step { allowed: true, ..s }, hits, now).reported()
 }
 
 /// The decision for a refund's [`Step`] (whose `used_before` is what is left after it): what a

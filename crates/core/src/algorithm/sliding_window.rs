@@ -85,6 +85,54 @@ pub fn apply(
     )
 }
 
+/// The most a window's counter holds after reports: `u32::MAX`, far past any limit a weight can
+/// still matter for, and small enough that `previous × weight + current × SCALE` stays an exact
+/// double in the Lua twin.
+pub const MAX_REPORTED: u64 = u32::MAX as u64;
+
+/// Counts `hits` of reported usage in the current window whatever the estimate (the counter stops
+/// at [`MAX_REPORTED`], or stays where it was when already past it): the debt weighs on the
+/// estimate for as long as the window does, this one and, weighted, the next. Never over the
+/// limit; `reset_after` is the time until one more hit fits when the report left no room.
+pub fn report(
+    state: &mut SlidingWindowState,
+    spec: &LimitSpec,
+    hits: u64,
+    now: Timestamp,
+) -> Decision {
+    roll(state, window_start(spec.window, now), spec.window);
+    let before = state.current;
+    state.current = charged(before, hits);
+    decide_report(spec, state.previous, before, state.current, now)
+}
+
+/// The current window's counter after a report of `hits` on `current` (see [`report`]).
+pub fn charged(current: u64, hits: u64) -> u64 {
+    current.saturating_add(hits).min(MAX_REPORTED.max(current))
+}
+
+/// The decision once a report took the current counter from `before` to `after` with `previous`
+/// in the window before; shared by both stores.
+pub fn decide_report(
+    spec: &LimitSpec,
+    previous: u64,
+    before: u64,
+    after: u64,
+    now: Timestamp,
+) -> Decision {
+    let d = decide(spec, previous, before, after, true, after - before, now).reported();
+    if d.remaining > 0 {
+        return d;
+    }
+    match micros_until_one_fits(spec.limit, previous, after, spec.window, now) {
+        Some(micros) => Decision {
+            reset_after: Duration::from_secs(micros.div_ceil(1_000_000).max(1)),
+            ..d
+        },
+        None => d,
+    }
+}
+
 /// Gives `hits` back to the current window's counter, never below zero; the previous window's
 /// count is history and stays. The answer is never over the limit.
 pub fn refund(

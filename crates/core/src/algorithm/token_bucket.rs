@@ -178,6 +178,45 @@ pub fn give_back(p: &Params, debt_before: u64, hits: u64) -> Step {
     }
 }
 
+/// Charges `hits` tokens of reported usage to a bucket that is `debt_before` units below full,
+/// whatever it holds: the debt may pass the capacity (the bucket goes negative), up to
+/// [`MAX_UNITS`], where it stops (the Lua twin is `charge` in `lua/bucket.lua`; a product past
+/// 2^53 there is only compared with the ceiling). Always `allowed`.
+pub fn charge(debt_before: u64, hits: u64, token_cost: u64) -> Step {
+    Step {
+        debt_before,
+        debt_after: debt_before
+            .saturating_add(hits.saturating_mul(token_cost))
+            .min(MAX_UNITS.max(debt_before)),
+        allowed: true,
+    }
+}
+
+/// Refills the bucket up to `now`, then charges `hits` of reported usage (see [`charge`]): the
+/// answer is never over the limit, and `remaining` is 0 until the refill has paid the debt back.
+pub fn report(
+    state: &mut TokenBucketState,
+    spec: &LimitSpec,
+    hits: u64,
+    now: Timestamp,
+) -> Decision {
+    let p = Params::of(spec);
+    let t = p.quanta(now);
+    let s = charge(step(&p, *state, 0, t).debt_before, hits, p.token_cost);
+    *state = TokenBucketState {
+        last: t,
+        debt: s.debt_after,
+    };
+    decide_report(&p, spec, s, hits, now)
+}
+
+/// The decision for a report's [`Step`]: the hits were taken, whatever the bucket held, and the
+/// answer is never over the limit; `reset_after` is the time until the refill has paid the debt
+/// back far enough for one more token. Shared by both stores and by [`super::leaky_bucket`].
+pub fn decide_report(p: &Params, spec: &LimitSpec, s: Step, hits: u64, now: Timestamp) -> Decision {
+    decide(p, spec, Step { allowed: true, ..s }, hits, now).reported()
+}
+
 /// Refills the bucket up to `now`, then gives `hits` tokens back (see [`give_back`]).
 pub fn refund(
     state: &mut TokenBucketState,

@@ -56,9 +56,40 @@ pub struct Domain {
     /// the request's class and is taken out of its descriptor before matching
     /// ([`super::shedding`]). Empty for a domain without priority classes (every Go config).
     pub priority_keys: Vec<String>,
+    /// `default_limit` (ratelimitd extension): the limit of every descriptor that matches no
+    /// node, counted per distinct descriptor; `None` = such descriptors are not limited (Go).
+    pub default_limit: Option<Arc<Limit>>,
+    /// `max_request_limit` (ratelimitd extension): the highest rate a request's own `limit`
+    /// (Envoy Gateway's per-request limit) may set; `None` = any (Go).
+    pub max_request_limit: Option<RequestLimitCap>,
 }
 
-/// One level of the tree: its nodes indexed by composite key, plus its wildcard nodes in config order.
+/// The highest rate a request may ask for its own descriptor: `requests_per_unit` per `unit`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RequestLimitCap {
+    /// Requests per unit.
+    pub requests_per_unit: u32,
+    /// The unit.
+    pub unit: Unit,
+}
+
+impl RequestLimitCap {
+    /// The rate a request asking for `requests_per_unit` per `unit` is counted at: what it asked
+    /// when that is at most the cap (compared per second, exactly), else the cap itself, unit
+    /// included.
+    pub fn apply(self, requests_per_unit: u32, unit: Unit) -> (u32, Unit) {
+        let asked = u128::from(requests_per_unit) * u128::from(self.unit.seconds());
+        let allowed = u128::from(self.requests_per_unit) * u128::from(unit.seconds());
+        if asked > allowed {
+            (self.requests_per_unit, self.unit)
+        } else {
+            (requests_per_unit, unit)
+        }
+    }
+}
+
+/// One level of the tree: its nodes indexed by composite key, its `value_regex` nodes and its
+/// wildcard nodes, each in config order.
 #[derive(Debug, Default)]
 pub(crate) struct Level {
     /// Composite key (`key`, or `key_value`) → node. Wildcard nodes are in here too, so a request
@@ -67,8 +98,35 @@ pub(crate) struct Level {
     /// Composite keys of the nodes whose composite key contains `*`, in config order, with the
     /// pattern pre-split on `*`.
     pub(crate) wildcards: Vec<(String, Vec<String>)>,
-    /// Composite keys in config order, so listings (`/rlconfig`) are deterministic.
-    pub(crate) order: Vec<String>,
+    /// The nodes with a `value_regex`, in config order. Kept out of `by_key`: no request value,
+    /// whatever it holds, can select one but by matching its pattern.
+    pub(crate) regexes: Vec<Node>,
+    /// Every node in config order, so listings (`/rlconfig`) are deterministic.
+    pub(crate) order: Vec<Slot>,
+}
+
+/// Where one node of a [`Level`] is kept.
+#[derive(Debug)]
+pub(crate) enum Slot {
+    /// In `by_key`, under this composite key.
+    Keyed(String),
+    /// In `regexes`, at this index.
+    Regex(usize),
+}
+
+/// The pattern of a `value_regex` entry (ratelimitd extension), compiled once at load.
+#[derive(Debug)]
+pub struct ValueRegex {
+    /// The pattern as written; it must match the whole value.
+    pub pattern: String,
+    /// `regex_key: shared`: every value the pattern matches counts against one counter;
+    /// `false` (`per_value`, the default) gives each distinct value its own, as `*` does.
+    pub shared: bool,
+    /// `key=~pattern`: how the level is named in the config path, the stats key and (when
+    /// `shared`) the counter key.
+    pub name: String,
+    /// `^(?:pattern)$`, with the compiled-size limits of load.
+    pub(crate) compiled: regex::Regex,
 }
 
 /// One descriptor node.
@@ -84,6 +142,9 @@ pub struct Node {
     pub share_threshold: bool,
     /// `value_to_metric: true`: the stats key carries the runtime value of this level.
     pub value_to_metric: bool,
+    /// `value_regex` (ratelimitd extension): the node matches values by this pattern; its
+    /// `value` is then empty.
+    pub value_regex: Option<ValueRegex>,
     pub(crate) children: Level,
 }
 
@@ -136,6 +197,10 @@ pub struct Limit {
     /// `rate_limit.lease` (ratelimitd extension): how many hits an instance may reserve from the
     /// shared counter at once (`store::lease`); `None` = `LEASE_DEFAULT_SIZE`, `Some(0)` = off.
     pub lease: Option<u32>,
+    /// `rate_limit.usage: report` (ratelimitd extension): every call with hits is usage
+    /// reported after the fact ([`crate::algorithm::report`]), counted even past the limit and
+    /// never refused; a call of 0 hits is the request-time check.
+    pub usage_report: bool,
     /// `rate_limit.calendar` with `time_zone` (ratelimitd extensions): the zone whose calendar
     /// the window follows (a real month, a week from Monday); `None` = Go's epoch windows.
     pub calendar: Option<&'static Zone>,
@@ -191,6 +256,8 @@ pub enum MatchKind {
     Exact,
     /// A wildcard pattern matched.
     Wildcard,
+    /// A `value_regex` pattern matched (ratelimitd extension).
+    Regex,
     /// The key-only default matched.
     Default,
 }
@@ -238,11 +305,13 @@ impl RateLimitConfig {
         all.into_iter()
     }
 
-    /// Every limit in the config: domains by name, then each tree depth-first in config order.
+    /// Every limit in the config: domains by name, then each tree depth-first in config order,
+    /// then the domain's `default_limit`.
     pub fn limits(&self) -> Vec<&Limit> {
         let mut out = Vec::new();
         for domain in self.domains() {
             domain.root.collect_limits(&mut out);
+            out.extend(domain.default_limit.as_deref());
         }
         out
     }
@@ -256,13 +325,32 @@ impl Level {
             let parts = composite.split('*').map(str::to_owned).collect();
             self.wildcards.push((composite.clone(), parts));
         }
-        self.order.push(composite.clone());
+        self.order.push(Slot::Keyed(composite.clone()));
         self.by_key.insert(composite, node);
+    }
+
+    /// Adds a node that has a `value_regex`, after the regex nodes already here.
+    pub(crate) fn insert_regex(&mut self, node: Node) {
+        self.order.push(Slot::Regex(self.regexes.len()));
+        self.regexes.push(node);
+    }
+
+    /// The nodes of this level, in config order.
+    pub(crate) fn nodes(&self) -> impl Iterator<Item = &Node> {
+        self.order.iter().filter_map(|slot| match slot {
+            Slot::Keyed(k) => self.by_key.get(k),
+            Slot::Regex(i) => self.regexes.get(*i),
+        })
+    }
+
+    /// Whether this level has no node at all.
+    pub(crate) fn is_empty(&self) -> bool {
+        self.order.is_empty()
     }
 
     /// Appends the limits of this level and below, depth-first in config order.
     pub(crate) fn collect_limits<'a>(&'a self, out: &mut Vec<&'a Limit>) {
-        for node in self.order.iter().filter_map(|k| self.by_key.get(k)) {
+        for node in self.nodes() {
             if let Some(limit) = &node.limit {
                 out.extend(limit.all().map(|l| &**l));
             }
@@ -274,17 +362,13 @@ impl Level {
 impl Node {
     /// The nodes one level below this one, in config order.
     pub fn children(&self) -> impl Iterator<Item = &Node> {
-        let level = &self.children;
-        level.order.iter().filter_map(|k| level.by_key.get(k))
+        self.children.nodes()
     }
 }
 
 impl Domain {
     /// The top-level nodes of this domain, in config order.
     pub fn descriptors(&self) -> impl Iterator<Item = &Node> {
-        self.root
-            .order
-            .iter()
-            .filter_map(|k| self.root.by_key.get(k))
+        self.root.nodes()
     }
 }

@@ -275,3 +275,44 @@ fn lease_is_a_fixed_window_and_token_bucket_extension() {
         );
     }
 }
+
+#[test]
+fn usage_report_reaches_the_limit_and_misuse_is_named() {
+    let cfg = run(
+        &[(
+            "f.yaml",
+            &one("unit: minute, requests_per_unit: 5, algorithm: token_bucket, usage: report"),
+        )],
+        false,
+    )
+    .unwrap();
+    assert!(cfg.limits()[0].usage_report);
+    let cfg = run(
+        &[(
+            "f.yaml",
+            &one("unit: minute, requests_per_unit: 5, usage: request"),
+        )],
+        false,
+    )
+    .unwrap();
+    assert!(!cfg.limits()[0].usage_report);
+    let field = "usage";
+    let e = errs("unit: minute, requests_per_unit: 5, usage: tokens");
+    assert_eq!(
+        e,
+        [(
+            field.to_owned(),
+            "invalid usage 'tokens' (expected report or request)".to_owned()
+        )]
+    );
+    let e = errs("unit: minute, requests_per_unit: 5, algorithm: concurrency, usage: report");
+    assert_eq!(e.len(), 1, "{e:?}");
+    assert_eq!(e[0].0, field);
+    assert!(e[0].1.contains("does not apply to concurrency"), "{e:?}");
+    let e = errs("unlimited: true, usage: report");
+    assert!(
+        e.iter()
+            .any(|(at, m)| at == field && m == "should not specify usage when unlimited"),
+        "{e:?}"
+    );
+}

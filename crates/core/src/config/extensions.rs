@@ -23,6 +23,8 @@ pub(crate) struct Extensions {
     pub(crate) burst: Option<u32>,
     pub(crate) unit_multiplier: u32,
     pub(crate) lease: Option<u32>,
+    /// `usage: report`: every call with hits is a usage report ([`crate::algorithm::report`]).
+    pub(crate) usage_report: bool,
 }
 
 /// Checks the extensions of `rl` (whose unit is `unit`, `None` when unlimited or invalid),
@@ -35,6 +37,7 @@ pub(crate) fn check(rl: &RawRateLimit, unit: Option<Unit>, sink: &mut Sink<'_>) 
             ("burst", rl.burst.is_some()),
             ("unit_multiplier", rl.unit_multiplier.is_some()),
             ("lease", rl.lease.is_some()),
+            ("usage", rl.usage.is_some()),
         ];
         for (field, _) in set.iter().filter(|(_, is_set)| *is_set) {
             sink.push(
@@ -120,11 +123,41 @@ pub(crate) fn check(rl: &RawRateLimit, unit: Option<Unit>, sink: &mut Sink<'_>) 
         );
     }
     check_lease(rl, algorithm, sink);
+    let usage_report = check_usage(rl, algorithm, sink);
     Extensions {
+        usage_report,
         algorithm,
         burst: rl.burst,
         unit_multiplier: multiplier.max(1),
         lease: rl.lease,
+    }
+}
+
+/// `usage` names how the limit's hits arrive: `report` (usage reported after the fact, counted
+/// even past the limit; a call of 0 hits is the request-time check) or `request` (the default:
+/// every call asks). A concurrency limit counts requests in flight, never usage.
+fn check_usage(rl: &RawRateLimit, algorithm: Algorithm, sink: &mut Sink<'_>) -> bool {
+    let Some(usage) = rl.usage.as_deref() else {
+        return false;
+    };
+    let at = field_path(&rl.path, "usage");
+    match usage {
+        "request" => false,
+        "report" if algorithm == Algorithm::Concurrency => {
+            sink.push(
+                &at,
+                "usage: report does not apply to concurrency (it counts requests in flight, not usage); use fixed_window, sliding_window, sliding_log, token_bucket or leaky_bucket",
+            );
+            false
+        }
+        "report" => true,
+        other => {
+            sink.push(
+                &at,
+                format!("invalid usage '{other}' (expected report or request)"),
+            );
+            false
+        }
     }
 }
 

@@ -30,7 +30,7 @@ const VALID_KEYS: [&str; 16] = [
 
 /// ratelimitd's opt-in extensions (`docs/design/contract.md#extensions`). A Go config never uses
 /// them, so adding them to the allow-list cannot change what a Go config means.
-const EXTENSION_KEYS: [&str; 14] = [
+const EXTENSION_KEYS: [&str; 19] = [
     "failure_mode",
     "local_share",
     "algorithm",
@@ -45,6 +45,11 @@ const EXTENSION_KEYS: [&str; 14] = [
     "priority_key",
     "priorities",
     "soft",
+    "usage",
+    "value_regex",
+    "regex_key",
+    "default_limit",
+    "max_request_limit",
 ];
 
 /// Checks every key of `map` (at `path`) and below, reporting each problem.

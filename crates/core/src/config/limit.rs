@@ -89,6 +89,7 @@ pub(super) fn build_limit(
         burst: ext.burst,
         unit_multiplier: ext.unit_multiplier,
         lease: ext.lease,
+        usage_report: ext.usage_report,
         calendar,
         failure_mode,
         local_share,

@@ -1,6 +1,9 @@
 //! `GetLimit` (`docs/design/contract.md#matching`): walk the tree one request entry per level —
-//! exact `key_value`, then the first wildcard in config order, then the key-only default — never
+//! exact `key_value`, then the first `value_regex` of the key in config order (a ratelimitd
+//! extension), then the first wildcard in config order, then the key-only default — never
 //! backtracking, and return the limit only if it sits on the node matched by the last entry.
+//! A level without regex nodes costs what it did before they existed: an exact match returns
+//! before any pattern is looked at, and an empty list is all the regex step costs otherwise.
 
 use super::compiled::{Domain, EntryRef, Level, Match, MatchKind, MatchedLevel, Node};
 
@@ -9,26 +12,54 @@ impl Domain {
     /// `None` for no entries, no matching node, a limit-less last node, or more entries than the
     /// tree is deep.
     pub fn get_limit<E: EntryRef>(&self, entries: &[E]) -> Option<Match<'_>> {
-        let last = entries.len().checked_sub(1)?;
+        match self.lookup(entries) {
+            Lookup::Limit(m) => Some(m),
+            Lookup::NoLimit | Lookup::Unmatched => None,
+        }
+    }
+
+    /// What the tree says of one request descriptor's entries: a limit, a matched node without
+    /// one (what the operator wrote: Go's way of letting values through), or no node for some
+    /// entry — the descriptors a `default_limit` is for.
+    pub fn lookup<E: EntryRef>(&self, entries: &[E]) -> Lookup<'_> {
+        let Some(last) = entries.len().checked_sub(1) else {
+            return Lookup::NoLimit;
+        };
         let mut level = &self.root;
         let mut path = Vec::with_capacity(entries.len());
         // One buffer for every level's `key_value`, instead of an allocation per entry.
         let mut composite = Composite::default();
         for (i, entry) in entries.iter().enumerate() {
-            let (node, kind) = level.find(entry, &mut composite)?;
+            let Some((node, kind)) = level.find(entry, &mut composite) else {
+                return Lookup::Unmatched;
+            };
             path.push(MatchedLevel { node, kind });
             if i == last {
-                return node.limit.as_ref().map(|limit| Match { limit, path });
+                return match node.limit.as_ref() {
+                    Some(limit) => Lookup::Limit(Match { limit, path }),
+                    None => Lookup::NoLimit,
+                };
             }
             // A limit here is ignored (not the last entry); with no children the request is
-            // deeper than the config and nothing applies.
-            if node.children.by_key.is_empty() {
-                return None;
+            // deeper than the config: its next entry matches nothing.
+            if node.children.is_empty() {
+                return Lookup::Unmatched;
             }
             level = &node.children;
         }
-        None
+        Lookup::NoLimit
     }
+}
+
+/// What [`Domain::lookup`] found for a descriptor.
+#[derive(Debug, Clone)]
+pub enum Lookup<'a> {
+    /// The last entry's node has a limit.
+    Limit(Match<'a>),
+    /// Every entry matched a node, and the last node has no limit.
+    NoLimit,
+    /// Some entry matched no node (or the request is deeper than the tree).
+    Unmatched,
 }
 
 impl Level {
@@ -42,6 +73,16 @@ impl Level {
         let composite = composite.join(entry.key(), entry.value());
         if let Some(node) = self.by_key.get(composite) {
             return Some((node, MatchKind::Exact));
+        }
+        let regex = self.regexes.iter().find(|node| {
+            node.key == entry.key()
+                && node
+                    .value_regex
+                    .as_ref()
+                    .is_some_and(|r| r.compiled.is_match(entry.value()))
+        });
+        if let Some(node) = regex {
+            return Some((node, MatchKind::Regex));
         }
         let wildcard = self
             .wildcards

@@ -24,6 +24,7 @@ mod suggest;
 mod typed;
 pub(crate) mod unit;
 mod validate;
+mod value_regex;
 mod yaml_budget;
 
 #[cfg(test)]
@@ -48,14 +49,18 @@ mod region_tests;
 mod shedding_tests;
 #[cfg(test)]
 mod validate_tests;
+#[cfg(test)]
+mod value_regex_tests;
 
 pub use calendar::nearest_zone;
 pub use compiled::{
     Domain, EntryRef, FailureMode, Limit, Match, MatchKind, MatchedLevel, Node, RateLimitConfig,
+    RequestLimitCap, ValueRegex,
 };
 pub use error::{ConfigError, ConfigErrors};
 pub use extensions::MAX_LEASE;
 pub use loader::{LoadError, LoadOptions, load_path, load_runtime};
+pub use matching::Lookup;
 pub use regions::valid_region;
 pub use shedding::{Priorities, Shedding, Soft, effective_limit};
 pub use stats_name::sanitize;

@@ -20,6 +20,10 @@ pub(crate) struct RawRoot {
     /// `None` when `domain` had the wrong type (already reported).
     pub(crate) domain: Option<String>,
     pub(crate) descriptors: Vec<RawDescriptor>,
+    /// `default_limit` (ratelimitd extension): the limit of descriptors that match nothing.
+    pub(crate) default_limit: Option<RawRateLimit>,
+    /// `max_request_limit` (ratelimitd extension): the cap on a request's own `limit`.
+    pub(crate) max_request_limit: Option<RawRateLimit>,
 }
 
 /// One `descriptors[]` entry.
@@ -29,6 +33,13 @@ pub(crate) struct RawDescriptor {
     pub(crate) path: String,
     pub(crate) key: String,
     pub(crate) value: String,
+    /// `value_regex` (ratelimitd extension): a pattern the whole value must match; `None` when
+    /// absent or wrongly typed (reported).
+    pub(crate) value_regex: Option<String>,
+    /// `regex_key` (ratelimitd extension, with `value_regex`), as written.
+    pub(crate) regex_key: Option<String>,
+    /// Whether `value` was written at all (even empty), so `value` beside `value_regex` is refused.
+    pub(crate) value_given: bool,
     pub(crate) rate_limit: Option<RawRateLimit>,
     /// `rate_limits` (ratelimitd extension): several limits on this node; `None` when absent.
     pub(crate) rate_limits: Option<Vec<RawRateLimit>>,
@@ -72,6 +83,8 @@ pub(crate) struct RawRateLimit {
     pub(crate) lease: Option<u32>,
     /// `calendar` (ratelimitd extension); `None` when absent or wrongly typed (reported).
     pub(crate) calendar: Option<bool>,
+    /// `usage` (ratelimitd extension), as written.
+    pub(crate) usage: Option<String>,
     /// `time_zone` (ratelimitd extension, with `calendar`), as written.
     pub(crate) time_zone: Option<String>,
     /// `regions` (ratelimitd extension); `None` when absent or invalid (reported).
@@ -118,6 +131,8 @@ pub(crate) fn parse_file(contents: &str, sink: &mut Sink<'_>) -> Option<RawRoot>
             Some(_) => t.string(map, "", "domain"),
         },
         descriptors: t.descriptors(map, ""),
+        default_limit: t.rate_limit(map, "", "default_limit"),
+        max_request_limit: t.rate_limit(map, "", "max_request_limit"),
     })
 }
 
@@ -132,10 +147,21 @@ impl Typed<'_, '_> {
 
     fn descriptor(&mut self, m: &Mapping, path: String) -> RawDescriptor {
         let flag = |t: &mut Self, name: &str| t.bool(m, &path, name).unwrap_or(false);
+        for field in ["default_limit", "max_request_limit"] {
+            if m.get(field).is_some() {
+                self.sink.push(
+                    &field_path(&path, field),
+                    format!("{field} belongs at the top of the file, beside domain (it applies to the whole domain)"),
+                );
+            }
+        }
         RawDescriptor {
             key: self.string(m, &path, "key").unwrap_or_default(),
             value: self.string(m, &path, "value").unwrap_or_default(),
-            rate_limit: self.rate_limit(m, &path),
+            value_regex: self.string(m, &path, "value_regex"),
+            regex_key: self.string(m, &path, "regex_key"),
+            value_given: m.get("value").is_some(),
+            rate_limit: self.rate_limit(m, &path, "rate_limit"),
             rate_limits: self.rate_limits(m, &path),
             descriptors: self.descriptors(m, &path),
             shadow_mode: flag(self, "shadow_mode"),
@@ -149,9 +175,10 @@ impl Typed<'_, '_> {
         }
     }
 
-    fn rate_limit(&mut self, m: &Mapping, parent: &str) -> Option<RawRateLimit> {
-        let path = field_path(parent, "rate_limit");
-        let v = m.get("rate_limit")?;
+    /// The `rate_limit` map under `name` (`rate_limit`, or a file's `default_limit`).
+    fn rate_limit(&mut self, m: &Mapping, parent: &str, name: &str) -> Option<RawRateLimit> {
+        let path = field_path(parent, name);
+        let v = m.get(name)?;
         match untag(v) {
             Value::Null => None,
             Value::Mapping(rl) => Some(self.rate_limit_map(rl, path)),
@@ -208,6 +235,7 @@ impl Typed<'_, '_> {
             unit_multiplier: self.uint32(rl, &path, "unit_multiplier"),
             lease: self.uint32(rl, &path, "lease"),
             calendar: self.bool(rl, &path, "calendar"),
+            usage: self.string(rl, &path, "usage"),
             time_zone: self.string(rl, &path, "time_zone"),
             regions: self.regions(rl, &path),
             shedding: self.shedding(rl, &path),

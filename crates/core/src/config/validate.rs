@@ -7,9 +7,11 @@ use crate::algorithm::calendar::Zone;
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use super::compiled::{Domain, Level, Map, Node, RateLimitConfig};
+use super::compiled::{Domain, Level, Map, Node, RateLimitConfig, RequestLimitCap};
 use super::error::{ConfigError, ConfigErrors, Sink, field_path};
-use super::model::{RawDescriptor, parse_file};
+use super::limit::build_limit;
+use super::model::{RawDescriptor, RawRateLimit, parse_file};
+use super::unit::Unit;
 
 /// One config file to compile.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -73,7 +75,15 @@ pub fn compile(
                     name: domain_name.clone(),
                     root: Level::default(),
                     priority_keys: Vec::new(),
+                    default_limit: None,
+                    max_request_limit: None,
                 });
+            if let Some(rl) = &root.default_limit {
+                set_default_limit(domain, rl, &mut sink);
+            }
+            if let Some(rl) = &root.max_request_limit {
+                set_request_limit_cap(domain, rl, &mut sink);
+            }
             &mut domain.root
         };
         // With merging, a later file's top-level descriptors land beside the earlier ones, and
@@ -108,15 +118,24 @@ fn load_level(
             sink.push(&field_path(&d.path, "key"), "descriptor has empty key");
             continue;
         }
-        let composite = if d.value.is_empty() {
-            d.key.clone()
-        } else {
-            format!("{}_{}", d.key, d.value)
+        // A refused pattern (reported) still names its node, and its descriptors are checked.
+        let checked = super::value_regex::check(&d, sink);
+        let refused = checked.is_err();
+        let value_regex = checked.unwrap_or(None);
+        let composite = match &d.value_regex {
+            Some(pattern) => super::value_regex::name(&d.key, pattern),
+            None if d.value.is_empty() => d.key.clone(),
+            None => format!("{}_{}", d.key, d.value),
         };
         let full_key = format!("{parent_key}{composite}");
         // `a`/`b_c` and `a_b`/`c` both give `a_b_c`: Go's collision, kept on purpose
-        // (`docs/design/contract.md#validation`).
-        let duplicate = level.by_key.contains_key(&composite);
+        // (`docs/design/contract.md#validation`). Two regex entries are the same when key and
+        // pattern are: the second could never match.
+        let duplicate = match &value_regex {
+            Some(_) => (level.regexes.iter())
+                .any(|n| (n.value_regex.as_ref()).is_some_and(|r| r.name == composite)),
+            None => level.by_key.contains_key(&composite),
+        };
         if duplicate {
             sink.push(
                 &d.path,
@@ -124,7 +143,7 @@ fn load_level(
             );
         }
         let limit = super::multi::node_limit(&d, &full_key, sink);
-        if d.share_threshold && !composite.contains('*') {
+        if d.share_threshold && d.value_regex.is_none() && !composite.contains('*') {
             sink.push(
                 &field_path(&d.path, "share_threshold"),
                 format!(
@@ -139,6 +158,7 @@ fn load_level(
             limit: limit.map(Arc::new),
             share_threshold: d.share_threshold,
             value_to_metric: d.value_to_metric,
+            value_regex,
             children: Level::default(),
         };
         load_level(
@@ -147,9 +167,95 @@ fn load_level(
             d.descriptors,
             sink,
         );
-        if !duplicate {
+        if duplicate || refused {
+            continue;
+        }
+        if node.value_regex.is_some() {
+            level.insert_regex(node);
+        } else {
             level.insert(composite, node);
         }
+    }
+}
+
+/// Checks a file's `default_limit` and makes it its domain's. With `MERGE_DOMAIN_CONFIG` only
+/// one of a domain's files may set it: two would leave the winner to file order.
+fn set_default_limit(domain: &mut Domain, rl: &RawRateLimit, sink: &mut Sink<'_>) {
+    let full_key = format!("{}.default_limit", domain.name);
+    let limit = build_limit(rl, &RawDescriptor::default(), &full_key, sink);
+    if !rl.replaces.is_empty() {
+        sink.push(
+            &field_path(&rl.path, "replaces"),
+            "replaces does not apply to default_limit (it only counts descriptors no other limit matched)",
+        );
+    }
+    if let Some(other) = &domain.default_limit {
+        sink.push(
+            &rl.path,
+            format!(
+                "default_limit of domain '{}' is already set in {}",
+                domain.name, other.file
+            ),
+        );
+        return;
+    }
+    domain.default_limit = Some(Arc::new(limit));
+}
+
+/// Checks a file's `max_request_limit` and makes it its domain's: only a rate (`unit` and
+/// `requests_per_unit`), since it caps the rate a request sets and nothing else.
+fn set_request_limit_cap(domain: &mut Domain, rl: &RawRateLimit, sink: &mut Sink<'_>) {
+    let others = [
+        ("unlimited", rl.unlimited == Some(true)),
+        ("name", !rl.name.is_empty()),
+        ("replaces", !rl.replaces.is_empty()),
+        ("failure_mode", rl.failure_mode.is_some()),
+        ("local_share", rl.local_share.is_some()),
+        ("algorithm", rl.algorithm.is_some()),
+        ("burst", rl.burst.is_some()),
+        ("unit_multiplier", rl.unit_multiplier.is_some()),
+        ("lease", rl.lease.is_some()),
+        ("calendar", rl.calendar.is_some()),
+        ("time_zone", rl.time_zone.is_some()),
+        ("regions", rl.regions.is_some()),
+    ];
+    let mut ok = true;
+    for (field, _) in others.iter().filter(|(_, set)| *set) {
+        sink.push(
+            &field_path(&rl.path, field),
+            format!("max_request_limit takes only unit and requests_per_unit, not {field}"),
+        );
+        ok = false;
+    }
+    if !rl.requests_per_unit_given {
+        sink.push(
+            &field_path(&rl.path, "requests_per_unit"),
+            "max_request_limit needs requests_per_unit (the most a request may ask for per unit)",
+        );
+        ok = false;
+    }
+    let text = rl.unit.as_deref().unwrap_or_default();
+    let Some(unit) = Unit::parse(text) else {
+        sink.push_hinted(
+            &field_path(&rl.path, "unit"),
+            format!("invalid rate limit unit '{text}'"),
+            Some(Unit::EXPECTED.to_string()),
+        );
+        return;
+    };
+    if domain.max_request_limit.is_some() {
+        sink.push(
+            &rl.path,
+            format!(
+                "max_request_limit of domain '{}' is already set in another file",
+                domain.name
+            ),
+        );
+    } else if ok {
+        domain.max_request_limit = Some(RequestLimitCap {
+            requests_per_unit: rl.requests_per_unit,
+            unit,
+        });
     }
 }
 

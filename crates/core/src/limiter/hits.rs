@@ -48,6 +48,26 @@ pub fn clamp(spec: &LimitSpec, hits: u64, refund: bool) -> u64 {
     hits.min(capacity.saturating_add(1))
 }
 
+/// The most hits one usage report counts: what a fixed window counter holds
+/// ([`fixed_window::MAX_COUNT`], 2^52), below 2^53 so that every number a Lua script forms from it
+/// stays exact. Far past any limit, so a clamped report still puts its key in full debt.
+pub const MAX_REPORT: u64 = fixed_window::MAX_COUNT;
+
+/// The hits of a usage report of `hits` in `domain`: all of them, up to [`MAX_REPORT`]; a larger
+/// report (a caller's bug or a substitution gone wrong, such as 2^64 − 1) is clamped and logged,
+/// never wrapped.
+pub fn clamp_report(domain: &str, hits: u64) -> u64 {
+    if hits > MAX_REPORT {
+        tracing::warn!(
+            domain,
+            reported = hits,
+            counted = MAX_REPORT,
+            "usage report larger than any counter holds; counted as the maximum"
+        );
+    }
+    hits.min(MAX_REPORT)
+}
+
 #[cfg(test)]
 #[path = "hits_tests.rs"]
 mod tests;

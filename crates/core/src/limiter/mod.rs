@@ -261,6 +261,17 @@ impl RateLimiter {
         let stored = self.overrides.load();
         let random = self.random.as_ref();
         let mut plans = plan::plan(domain, &stored, req, &self.options.keys, now, random)?;
+        let tally = plans.tally;
+        if tally.unmatched > 0 || tally.capped > 0 {
+            let domain = stats_key::sanitize(req.domain.as_str().into());
+            if tally.unmatched > 0 {
+                self.stats.unmatched(&domain, u64::from(tally.unmatched));
+            }
+            if tally.capped > 0 {
+                self.stats
+                    .request_limit_capped(&domain, u64::from(tally.capped));
+            }
+        }
         regional::scale(&mut plans, &self.regions, now);
         let answers = self.run(&plans, now).await;
         let taken = give_back::releases(&plans.ops, &answers);
@@ -358,6 +369,8 @@ mod tests;
 mod fallback_tests;
 #[cfg(test)]
 mod fired_tests;
+#[cfg(test)]
+mod match_rules_tests;
 
 #[cfg(test)]
 mod regional_tests;

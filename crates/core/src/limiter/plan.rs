@@ -20,7 +20,7 @@ use super::request::{Descriptor, Entry, Request};
 use super::stats_key;
 use crate::algorithm::Algorithm;
 use crate::clock::Timestamp;
-use crate::config::{Domain, EntryRef, Limit, MatchKind};
+use crate::config::{Domain, EntryRef, Limit, Lookup};
 use crate::random::Random;
 use crate::store::Op;
 
@@ -53,6 +53,9 @@ pub struct Limited<'a> {
     pub hits: u64,
     /// `is_negative_hits`: the hits are given back (a refund) instead of added.
     pub refund: bool,
+    /// The hits are usage reported after the fact ([`crate::algorithm::report`]): counted even
+    /// past the limit, never over it.
+    pub report: bool,
     /// The (sanitised) stats key its counters are reported under (`stats_key`).
     pub stats_key: Cow<'a, str>,
     /// Where this descriptor's ops (and so its outcomes) sit in the request's batch.
@@ -73,6 +76,19 @@ pub struct Plans<'a> {
     /// ([`KeyBuilder::build_split`]), which a limit with `regions` keeps its share under; set up
     /// to the last such op (empty when the request has none: plain limits allocate nothing).
     pub identities: Vec<usize>,
+    /// What the domain's own rules did to the request's descriptors, for the per-domain metrics.
+    pub tally: Tally,
+}
+
+/// Counts of one request's descriptors that the per-domain rules touched.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Tally {
+    /// Descriptors without an override that matched no node of the tree: limited by the
+    /// domain's `default_limit` when it has one, else not limited (Go).
+    pub unmatched: u32,
+    /// Request overrides (`limit` on the descriptor) above the domain's `max_request_limit`,
+    /// counted at that cap instead.
+    pub capped: u32,
 }
 
 /// Plans every descriptor of `req` against its `domain` of the config (`None`: not configured)
@@ -90,13 +106,14 @@ pub fn plan<'a>(
         descriptors: Vec::with_capacity(req.descriptors.len()),
         ops: Vec::with_capacity(req.descriptors.len()),
         identities: Vec::new(),
+        tally: Tally::default(),
     };
     let Some(domain) = domain else {
         // An unknown domain is not an error: every descriptor is OK with no limit.
         plans.descriptors = vec![Plan::NoLimit; req.descriptors.len()];
         return Ok(plans);
     };
-    let matched = match_all(domain, stored, req, now)?;
+    let matched = match_all(domain, stored, req, now, &mut plans.tally)?;
     let replaced = replaced_names(&matched);
     for (d, m) in req.descriptors.iter().zip(matched) {
         let plan = match m {
@@ -122,7 +139,8 @@ pub fn plan<'a>(
 /// A descriptor's match before `replaces` and `unlimited` are settled.
 struct Matched<'a> {
     limit: Arc<Limit>,
-    /// (key, value) per entry, as counted: the wildcard pattern on `share_threshold` levels.
+    /// (key, value) per entry, as counted: the wildcard pattern on `share_threshold` levels,
+    /// (`key=~pattern`, empty) on `regex_key: shared` levels.
     key_entries: Vec<(&'a str, &'a str)>,
     stats_key: Cow<'a, str>,
     /// The entry naming the request's class, taken out of the match ([`shed::class_entry`]).
@@ -141,6 +159,13 @@ impl<'a> Plans<'a> {
         random: &dyn Random,
     ) -> Plan<'a> {
         let asked = hits::requested(req, d);
+        // A report is usage after the fact: asked for by the caller (`POST /check`'s `report`) or
+        // by the limit (`usage: report`, where every call with hits reports and a call of 0 hits
+        // is the request-time check). A refund stays a refund; a concurrency limit has no usage.
+        let report = !d.refund
+            && asked > 0
+            && (d.report || m.limit.all().any(|l| l.usage_report))
+            && m.limit.all().any(|l| l.algorithm != Algorithm::Concurrency);
         let mut most = 0;
         let start = self.ops.len();
         let mut sheds = Vec::new();
@@ -163,8 +188,14 @@ impl<'a> Plans<'a> {
                 self.identities.push(identity);
             }
             // Only a leaky bucket can shape; every other op polices, whatever the request asked.
-            let shapes = spec.algorithm == Algorithm::LeakyBucket && !d.refund;
-            let hits = hits::clamp(&spec, asked, d.refund);
+            let shapes = spec.algorithm == Algorithm::LeakyBucket && !d.refund && !report;
+            // A concurrency limit has no usage to report: its op takes a slot as any request.
+            let reports = report && spec.algorithm != Algorithm::Concurrency;
+            let hits = if reports {
+                hits::clamp_report(&req.domain, asked)
+            } else {
+                hits::clamp(&spec, asked, d.refund)
+            };
             most = most.max(hits);
             self.ops.push(Op {
                 key,
@@ -179,13 +210,15 @@ impl<'a> Plans<'a> {
                 } else {
                     String::new()
                 },
-                only_admitted: shed.is_some(),
+                only_admitted: shed.is_some() && !reports,
+                report: reports,
             });
         }
         Plan::Limited(Limited {
             limit: m.limit,
             hits: most,
             refund: d.refund,
+            report,
             stats_key: m.stats_key,
             ops: start..self.ops.len(),
             shed: sheds,
@@ -213,6 +246,7 @@ fn match_all<'a>(
     stored: &OverrideIndex,
     req: &'a Request,
     now: Timestamp,
+    tally: &mut Tally,
 ) -> Result<Vec<Option<Matched<'a>>>, RequestError> {
     let mut found = Vec::with_capacity(req.descriptors.len());
     for (i, d) in req.descriptors.iter().enumerate() {
@@ -221,10 +255,10 @@ fn match_all<'a>(
         let class = shed::class_entry(domain, d);
         found.push(
             match class {
-                None => match_one(domain, stored, req, d, &d.entries, None, now),
+                None => match_one(domain, stored, req, d, &d.entries, None, now, tally),
                 Some(_) => {
                     let entries: Vec<&Entry> = shed::matched_entries(d, class).collect();
-                    match_one(domain, stored, req, d, &entries, class, now)
+                    match_one(domain, stored, req, d, &entries, class, now, tally)
                 }
             }
             .map_err(|()| RequestError::InvalidOverrideUnit { descriptor: i })?,
@@ -236,7 +270,9 @@ fn match_all<'a>(
 /// The limit of descriptor `d`, matched on `entries` (its entries but the class entry `class`):
 /// its request override, else a stored override of those entries, else the config match. An
 /// override changes the rate and keeps the matched limit's algorithm, classes and soft zone
-/// ([`overrides::override_limit`]). `Err` for a request override without a unit.
+/// ([`overrides::override_limit`]); a request override above the domain's `max_request_limit`
+/// is counted at that cap. `Err` for a request override without a unit.
+#[allow(clippy::too_many_arguments)]
 fn match_one<'a, E: EntryRef>(
     domain: &'a Domain,
     stored: &OverrideIndex,
@@ -245,15 +281,23 @@ fn match_one<'a, E: EntryRef>(
     entries: &[E],
     class: Option<&'a Entry>,
     now: Timestamp,
+    tally: &mut Tally,
 ) -> Result<Option<Matched<'a>>, ()> {
     // The empty index (no policy database, or no overrides) costs one branch per descriptor.
     let stored = (!stored.is_empty())
         .then(|| stored.find(&req.domain, entries, now))
         .flatten();
     let (rate, stored) = match (&d.limit, stored) {
-        (Some(o), _) => ((o.requests_per_unit, o.unit.ok_or(())?), None),
+        (Some(o), _) => {
+            let asked = (o.requests_per_unit, o.unit.ok_or(())?);
+            let rate = (domain.max_request_limit).map_or(asked, |cap| cap.apply(asked.0, asked.1));
+            if rate != asked {
+                tally.capped += 1;
+            }
+            (rate, None)
+        }
         (None, Some(o)) => ((o.spec.requests_per_unit, o.spec.unit), Some(o)),
-        (None, None) => return Ok(config_match(domain, req, d, entries, class)),
+        (None, None) => return Ok(config_match(domain, req, d, entries, class, tally)),
     };
     let configured = domain
         .get_limit(entries)
@@ -276,25 +320,44 @@ fn match_one<'a, E: EntryRef>(
     }))
 }
 
-/// The config's limit for `entries` of `d`, keyed by the values it counts.
+/// The config's limit for `entries` of `d`, keyed by the values it counts; for entries that
+/// match no node, the domain's `default_limit` (if any), counted per distinct descriptor.
 fn config_match<'a, E: EntryRef>(
     domain: &'a Domain,
     req: &'a Request,
     d: &'a Descriptor,
     entries: &[E],
     class: Option<&'a Entry>,
+    tally: &mut Tally,
 ) -> Option<Matched<'a>> {
-    let m = domain.get_limit(entries)?;
+    let m = match domain.lookup(entries) {
+        Lookup::Limit(m) => m,
+        Lookup::NoLimit => return None,
+        Lookup::Unmatched => {
+            tally.unmatched += 1;
+            let limit = domain.default_limit.as_ref()?;
+            // Every entry with its value: "each tenant gets 100/s unless a rule says
+            // otherwise" means one counter per tenant, not one all unmatched traffic shares.
+            let key_entries = shed::matched_entries(d, class)
+                .map(|e| (e.key.as_str(), e.value.as_str()))
+                .collect();
+            return Some(Matched {
+                limit: Arc::clone(limit),
+                key_entries,
+                stats_key: Cow::Borrowed(limit.stats_key.as_str()),
+                class,
+            });
+        }
+    };
     let key_entries = shed::matched_entries(d, class)
         .zip(&m.path)
-        .map(|(e, level)| {
-            let shared = level.kind == MatchKind::Wildcard && level.node.share_threshold;
-            let value = if shared {
-                level.node.value.as_str()
-            } else {
-                e.value.as_str()
-            };
-            (e.key.as_str(), value)
+        .map(|(e, level)| match &level.node.value_regex {
+            // The key part names the pattern: every entry at this level has the node's key, so
+            // no request's (key, value) can spell `key=~pattern`, and the shared counter is the
+            // pattern's alone.
+            Some(regex) if stats_key::shares_counter(level) => (regex.name.as_str(), ""),
+            _ if stats_key::shares_counter(level) => (e.key.as_str(), level.node.value.as_str()),
+            _ => (e.key.as_str(), e.value.as_str()),
         })
         .collect();
     let stats_key = stats_key::for_match(

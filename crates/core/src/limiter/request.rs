@@ -55,6 +55,10 @@ pub struct Descriptor {
     pub hits_addend: Option<u64>,
     /// `is_negative_hits`: the descriptor's hits are given back instead of added.
     pub refund: bool,
+    /// The hits are usage reported after the fact (`POST /check`'s `report`): counted even past
+    /// the limit, never refused ([`crate::algorithm::report`]). A limit with `usage: report`
+    /// treats every call with hits as a report without it.
+    pub report: bool,
     /// Who holds the slot of a concurrency limit this descriptor acquires or releases
     /// ([`crate::algorithm::concurrency`]); `None`: the request gets a fresh anonymous holder,
     /// whose slot frees only at its lease timeout.

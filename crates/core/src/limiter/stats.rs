@@ -54,6 +54,16 @@ pub trait StatsSink: Send + Sync + std::fmt::Debug + 'static {
     fn limit(&self, key: &str, inc: &LimitIncrements);
     /// One descriptor named the unknown `domain` (already sanitised).
     fn domain_not_found(&self, domain: &str);
+    /// `n` descriptors of one request to the configured `domain` (already sanitised) matched no
+    /// node of its tree: limited by its `default_limit` if it has one, else let through.
+    fn unmatched(&self, domain: &str, n: u64) {
+        let _ = (domain, n);
+    }
+    /// `n` request overrides (a descriptor's own `limit`) to `domain` (already sanitised) were
+    /// above its `max_request_limit` and were counted at it.
+    fn request_limit_capped(&self, domain: &str, n: u64) {
+        let _ = (domain, n);
+    }
     /// Global shadow mode turned an `OVER_LIMIT` answer into OK.
     fn global_shadow_mode(&self);
     /// A call failed.
@@ -67,6 +77,9 @@ pub trait StatsSink: Send + Sync + std::fmt::Debug + 'static {
     /// the request's class (a name from the config, never a request value; empty without
     /// classes).
     fn shed(&self, _key: &str, _class: &str, _outcome: ShedOutcome) {}
+    /// The store counted `hits` of usage reported after the response on limit `key` (its stats
+    /// key), debt included. Sinks without such a counter ignore it.
+    fn usage_reported(&self, _key: &str, _hits: u64) {}
     /// A descriptor reached its limit's soft-breach ratio (`soft.breach_ratio`, else the
     /// service's `SOFT_BREACH_RATIO`).
     fn soft_breach(&self, _key: &str) {}
@@ -175,6 +188,26 @@ pub(crate) fn refunded(hits: u64) -> LimitIncrements {
     }
 }
 
+/// The counter increments of a usage report of `hits` that took the key's usage from `before`
+/// to `after` (its [`Verdict::usage`]): `total_hits` moves by every reported hit; the part that
+/// went past the limit is `over_limit`, as Go counts the hits past the limit of a fixed window;
+/// the rest is `within_limit`, and the part of it past the near-limit threshold `near_limit`.
+/// A report is never refused, so `over_limit + within_limit = total_hits` and the shadow-mode
+/// counter stays still.
+pub(crate) fn reported(v: &Verdict, limit: u64, hits: u64, ratio: f32) -> LimitIncrements {
+    let near = near_threshold(limit, ratio);
+    let (before, after) = v.usage.unwrap_or((0, hits));
+    let over = after.saturating_sub(before.max(limit)).min(hits);
+    let within_end = after.min(limit);
+    LimitIncrements {
+        total_hits: hits,
+        over_limit: over,
+        within_limit: hits - over,
+        near_limit: within_end.saturating_sub(before.max(near)).min(hits - over),
+        ..LimitIncrements::default()
+    }
+}
+
 /// Reports the stats of a decided request, per descriptor under its reported limit. Unlimited
 /// and replaced descriptors count nothing.
 pub(crate) fn record(sink: &dyn StatsSink, ratio: f32, settled: &[Settled<'_>]) {
@@ -182,6 +215,12 @@ pub(crate) fn record(sink: &dyn StatsSink, ratio: f32, settled: &[Settled<'_>]) 
         if let (Plan::Limited(l), Some((limit, source, verdict))) = (s.plan, s.reported) {
             if l.refund {
                 sink.limit(&l.stats_key, &refunded(l.hits));
+                continue;
+            }
+            if l.report && source == Source::Store {
+                let limit = u64::from(limit.requests_per_unit);
+                sink.limit(&l.stats_key, &reported(verdict, limit, l.hits, ratio));
+                sink.usage_reported(&l.stats_key, l.hits);
                 continue;
             }
             // A request refused by a limit that sheds (`priorities`, `soft`) was judged against

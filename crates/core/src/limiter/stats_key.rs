@@ -5,9 +5,10 @@
 //! - Default: the config path (`domain.key1_value1.subkey1`), i.e. [`Limit::full_key`].
 //! - `detailed_metric` on the limit: every level is `key_<runtime value>` (the wildcard pattern on
 //!   `share_threshold` levels).
-//! - `value_to_metric` on a level (limit not detailed): a default or wildcard match writes the
-//!   runtime value (`key` alone when it is empty); `share_threshold` keeps the pattern; an exact
-//!   match writes `key_value` as always.
+//! - `value_to_metric` on a level (limit not detailed): a default, wildcard or regex match writes
+//!   the runtime value (`key` alone when it is empty); `share_threshold` (and `regex_key: shared`)
+//!   keeps the pattern; an exact match writes `key_value` as always.
+//! - A `value_regex` level is named `key=~pattern` wherever the config path is written.
 //!
 //! Keys are sanitised as the Go stats library does ([`sanitize`]), so a request value cannot
 //! inject statsd syntax; the default key is sanitised once, at load ([`Limit::stats_key`]).
@@ -15,7 +16,7 @@
 use std::borrow::Cow;
 
 pub(crate) use crate::config::sanitize;
-use crate::config::{Limit, MatchKind, MatchedLevel};
+use crate::config::{Limit, MatchKind, MatchedLevel, Node};
 
 use super::request::Entry;
 
@@ -35,22 +36,46 @@ pub(crate) fn for_match<'a, 'e>(
     for (e, level) in entries.into_iter().zip(path) {
         key.push('.');
         let node = level.node;
-        let shared = level.kind == MatchKind::Wildcard && node.share_threshold;
+        let shared = shares_counter(level);
         if limit.detailed_metric {
-            key.push_str(&e.key);
-            key.push('_');
-            key.push_str(if shared { &node.value } else { &e.value });
+            match &node.value_regex {
+                Some(regex) if shared => key.push_str(&regex.name),
+                _ => {
+                    key.push_str(&e.key);
+                    key.push('_');
+                    key.push_str(if shared { &node.value } else { &e.value });
+                }
+            }
             continue;
         }
         match level.kind {
             // An exact match is the config path whatever the flag says.
-            MatchKind::Exact => push_composite(&mut key, &node.key, &node.value),
-            _ if !node.value_to_metric => push_composite(&mut key, &node.key, &node.value),
-            MatchKind::Wildcard if shared => push_composite(&mut key, &node.key, &node.value),
+            MatchKind::Exact => push_node(&mut key, node),
+            _ if !node.value_to_metric => push_node(&mut key, node),
+            MatchKind::Wildcard | MatchKind::Regex if shared => push_node(&mut key, node),
             _ => push_composite(&mut key, &e.key, &e.value),
         }
     }
     sanitize(Cow::Owned(key))
+}
+
+/// Whether every value matched at `level` counts against one counter: a wildcard with
+/// `share_threshold`, or a `value_regex` with `regex_key: shared`.
+pub(crate) fn shares_counter(level: &MatchedLevel<'_>) -> bool {
+    match level.kind {
+        MatchKind::Wildcard => level.node.share_threshold,
+        MatchKind::Regex => (level.node.value_regex.as_ref()).is_some_and(|r| r.shared),
+        MatchKind::Exact | MatchKind::Default => false,
+    }
+}
+
+/// How the config path names the level of `node`: `key=~pattern` for a `value_regex` node,
+/// else [`push_composite`] of its key and value.
+fn push_node(out: &mut String, node: &Node) {
+    match &node.value_regex {
+        Some(regex) => out.push_str(&regex.name),
+        None => push_composite(out, &node.key, &node.value),
+    }
 }
 
 /// `key` alone when `value` is empty, else `key_value`: how the config path names a level.

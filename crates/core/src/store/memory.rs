@@ -55,6 +55,7 @@ const SHARDS: usize = 64;
 ///     lease: None,
 ///     holder: String::new(),
 ///     only_admitted: false,
+///     report: false,
 /// };
 /// let store = MemoryStore::new(1); // at most one live key
 /// let now = Timestamp::from_secs(1_700_000_000);

@@ -42,6 +42,10 @@ pub struct Op {
     /// Set for limits that shed ([`crate::config::shedding`]): a request refused by its class's
     /// share or in a soft zone must not use up the capacity left to the classes above it.
     pub only_admitted: bool,
+    /// The hits are usage reported after the fact ([`crate::algorithm::report`]): counted
+    /// whatever the state, even past the limit, and never over the limit. A report is never
+    /// answered from a lease or the local over-limit cache: it must reach the counter.
+    pub report: bool,
 }
 
 /// What a store answered for one op.

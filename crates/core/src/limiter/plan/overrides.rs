@@ -97,6 +97,7 @@ pub(super) fn override_limit(
         // The service's default failure mode applies to overrides.
         failure_mode: None,
         local_share: None,
+        usage_report: false,
         // An override is a limit of its own, not a share of the configured one.
         regions: None,
         algorithm,

@@ -90,3 +90,29 @@ fn the_local_cache_counts_every_hit_over_and_cached() {
     );
     assert_eq!((i.near_limit, i.within_limit, i.shadow_mode), (0, 0, 3));
 }
+
+/// The increments of a usage report of `hits` on a fixed window of `limit` already at `used`.
+fn report_of(limit: u64, used: u64, hits: u64) -> LimitIncrements {
+    let window = Window::from_secs(60).unwrap();
+    let now = Timestamp::from_secs(1234);
+    let mut state = FixedWindowState::default();
+    apply(&mut state, limit, window, used, now);
+    let d = apply(&mut state, limit, window, hits, now).reported();
+    reported(&Verdict::from(d), limit, hits, 0.8)
+}
+
+#[test]
+fn a_report_counts_its_hits_past_the_limit_as_over_and_the_rest_within() {
+    // Limit 10 (near at 8), 4 used, 21 reported: 4..10 within (8..10 of it near), 10..25 over.
+    let i = report_of(10, 4, 21);
+    assert_eq!(
+        (i.total_hits, i.over_limit, i.within_limit, i.near_limit),
+        (21, 15, 6, 2)
+    );
+    assert_eq!(i.shadow_mode, 0);
+    // Already in debt: all over. Within the limit: all within.
+    let i = report_of(10, 12, 3);
+    assert_eq!((i.over_limit, i.within_limit, i.near_limit), (3, 0, 0));
+    let i = report_of(10, 0, 5);
+    assert_eq!((i.over_limit, i.within_limit, i.near_limit), (0, 5, 0));
+}

@@ -127,3 +127,39 @@ fn sanitizer_matches_go() {
     assert_eq!(sanitize("v1.2.3".into()), "v1.2.3");
     assert_eq!(sanitize("1.2.3.4.5".into()), "1_2_3_4.5");
 }
+
+#[test]
+fn regex_levels_are_named_by_their_pattern_unless_the_value_is_asked_for() {
+    let c = config(
+        r#"
+domain: test-domain
+descriptors:
+  - key: path
+    value_regex: "/a/[0-9]+"
+    rate_limit: {unit: minute, requests_per_unit: 5}
+  - key: user
+    value_regex: "u[0-9]+"
+    value_to_metric: true
+    rate_limit: {unit: minute, requests_per_unit: 5}
+  - key: team
+    value_regex: "t[0-9]+"
+    regex_key: shared
+    value_to_metric: true
+    rate_limit: {unit: minute, requests_per_unit: 5}
+  - key: org
+    value_regex: "o[0-9]+"
+    regex_key: shared
+    detailed_metric: true
+    rate_limit: {unit: minute, requests_per_unit: 5}
+  - key: app
+    value_regex: "a[0-9]+"
+    detailed_metric: true
+    rate_limit: {unit: minute, requests_per_unit: 5}
+"#,
+    );
+    assert_eq!(key(&c, &[("path", "/a/1")]), "test-domain.path=~/a/[0-9]+");
+    assert_eq!(key(&c, &[("user", "u7")]), "test-domain.user_u7");
+    assert_eq!(key(&c, &[("team", "t7")]), "test-domain.team=~t[0-9]+");
+    assert_eq!(key(&c, &[("org", "o7")]), "test-domain.org=~o[0-9]+");
+    assert_eq!(key(&c, &[("app", "a7")]), "test-domain.app_a7");
+}

@@ -24,6 +24,7 @@ fn op(limit: u64, lease: Option<u32>) -> Op {
         lease,
         holder: String::new(),
         only_admitted: false,
+        report: false,
     }
 }
 

@@ -99,6 +99,8 @@ pub(super) fn run(state: &mut Option<AlgorithmState>, op: &Op, now: Timestamp) -
         algorithm::hold(state, &op.spec, &op.holder, op.hits, op.refund, now)
     } else if op.refund {
         algorithm::refund(state, &op.spec, op.hits, now)
+    } else if op.report {
+        algorithm::report(state, &op.spec, op.hits, now)
     } else if op.only_admitted {
         algorithm::admit(state, &op.spec, op.hits, op.max_wait, now)
     } else {

@@ -21,6 +21,7 @@ fn op(key: &str, limit: u64, window_secs: u64) -> Op {
         lease: None,
         holder: String::new(),
         only_admitted: false,
+        report: false,
     }
 }
 
@@ -208,6 +209,7 @@ proptest::proptest! {
                 lease: None,
                 holder: String::new(),
                 only_admitted: false,
+                report: false,
             };
             let got = *rt.block_on(s.apply(std::slice::from_ref(&o), now)).unwrap()[0]
                 .decision()

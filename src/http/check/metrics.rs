@@ -1,7 +1,7 @@
-//! `POST /check`'s own request and latency metrics (names and help in `families`):
-//! `ratelimitd_check_requests_total{code}` by HTTP status and the histogram
-//! `ratelimitd_check_response_time_seconds`, the HTTP counterparts of the gRPC
-//! `ratelimit_service_total_requests` and `ratelimit_service_response_time_seconds`.
+//! `POST /check`'s own request and latency metrics: `ratelimitd_check_requests_total{code}` by
+//! HTTP status and the histogram `ratelimitd_check_response_time_seconds`, the HTTP counterparts
+//! of the gRPC `ratelimit_service_total_requests` and `ratelimit_service_response_time_seconds`.
+//! The router registers them with the stats when it is built (`crate::http::router`).
 //!
 //! They are recorded by [`record`], a layer on the `/check` route: every answer counts, the early
 //! ones (a body over its cap, bad JSON) included, without the handler knowing about metrics. The
@@ -13,16 +13,29 @@ use std::time::Duration;
 use axum::extract::{Request, State};
 use axum::middleware::Next;
 use axum::response::Response;
-use prometheus::{Histogram, HistogramOpts, IntCounterVec, Opts, Registry};
+use prometheus::core::Collector;
+use prometheus::proto::MetricFamily;
+use prometheus::{Histogram, HistogramOpts, IntCounterVec, Opts};
 
-use super::Metrics;
-use super::families::{CHECK_REQUESTS, CHECK_RESPONSE_TIME};
-use super::striped::Striped;
-use crate::clock::Stopwatch;
+use crate::metrics::Collect;
+use crate::metrics::striped::Striped;
+use ratelimitd_core::clock::Stopwatch;
+
+/// `ratelimitd_check_requests_total{code}`: `POST /check` requests by HTTP status.
+const REQUESTS: (&str, &str) = (
+    "ratelimitd_check_requests_total",
+    "POST /check requests by HTTP status code (200 allowed, 429 denied, 400 bad input, 503 unavailable)",
+);
+
+/// `ratelimitd_check_response_time_seconds`: time to answer one `POST /check`.
+const RESPONSE_TIME: (&str, &str) = (
+    "ratelimitd_check_response_time_seconds",
+    "POST /check response time, body read to answer",
+);
 
 /// The `/check` counters, one collector per stripe (every request updates them).
 #[derive(Clone, Debug)]
-pub struct CheckMetrics {
+pub(crate) struct CheckMetrics {
     requests: Striped<IntCounterVec>,
     response_time: Striped<Histogram>,
 }
@@ -32,12 +45,12 @@ impl Default for CheckMetrics {
         // The names, labels and buckets are static and valid, so these constructors cannot fail.
         CheckMetrics {
             requests: Striped::new(|| {
-                let (name, help) = CHECK_REQUESTS;
+                let (name, help) = REQUESTS;
                 IntCounterVec::new(Opts::new(name, help), &["code"])
                     .unwrap_or_else(|e| unreachable!("static metric: {e}"))
             }),
             response_time: Striped::new(|| {
-                let (name, help) = CHECK_RESPONSE_TIME;
+                let (name, help) = RESPONSE_TIME;
                 Histogram::with_opts(HistogramOpts::new(name, help))
                     .unwrap_or_else(|e| unreachable!("static metric: {e}"))
             }),
@@ -47,30 +60,32 @@ impl Default for CheckMetrics {
 
 impl CheckMetrics {
     /// One `/check` answered with `status` after `elapsed`.
-    pub fn request(&self, status: u16, elapsed: Duration) {
+    pub(crate) fn request(&self, status: u16, elapsed: Duration) {
         let code = status.to_string();
         self.requests.mine().with_label_values(&[&code]).inc();
         self.response_time.mine().observe(elapsed.as_secs_f64());
     }
+}
 
-    /// Registers both metrics with `r`.
-    pub fn register(&self, r: &Registry) -> Result<(), prometheus::Error> {
-        r.register(Box::new(self.requests.clone()))?;
-        r.register(Box::new(self.response_time.clone()))
+impl Collect for CheckMetrics {
+    fn families(&self) -> Vec<MetricFamily> {
+        let mut out = self.requests.collect();
+        out.extend(self.response_time.collect());
+        out
     }
 }
 
 /// Route layer: times the request through the handler and records its status (nothing when
 /// stats are off).
-pub async fn record(
-    State(metrics): State<Option<Arc<Metrics>>>,
+pub(crate) async fn record(
+    State(metrics): State<Option<Arc<CheckMetrics>>>,
     req: Request,
     next: Next,
 ) -> Response {
     let watch = Stopwatch::start();
     let response = next.run(req).await;
     if let Some(m) = &metrics {
-        m.check.request(response.status().as_u16(), watch.elapsed());
+        m.request(response.status().as_u16(), watch.elapsed());
     }
     response
 }

@@ -1,0 +1,89 @@
+//! The store's own metrics, registered with the stats once the store is built ([`register`]):
+//! the memory store's live keys and approximate bytes (`ratelimitd_memory_store_keys`,
+//! `ratelimitd_memory_store_bytes`), and on Redis the token lease totals
+//! (`ratelimitd_lease_*_total`) and the circuit breakers of its targets.
+
+use std::sync::Arc;
+
+use prometheus::proto::MetricFamily;
+
+use super::memory::MemoryStore;
+use super::redis::RedisStore;
+use crate::metrics::{Breakers, Collect, Metrics, counter, int_gauge};
+
+/// The memory store's gauges: live keys, and the approximate bytes they take.
+const MEMORY_GAUGES: [(&str, &str); 2] = [
+    (
+        "ratelimitd_memory_store_keys",
+        "Live keys in the memory store",
+    ),
+    (
+        "ratelimitd_memory_store_bytes",
+        "Approximate bytes of the memory store's keys and state (MEMORY_MAX_BYTES bounds it)",
+    ),
+];
+
+/// The token lease counters (`store::lease`), read from the Redis store at export time.
+const LEASE_COUNTERS: [(&str, &str); 4] = [
+    (
+        "ratelimitd_lease_taken_total",
+        "Lease reservations that granted hits",
+    ),
+    (
+        "ratelimitd_lease_granted_hits_total",
+        "Hits granted to this instance's leases",
+    ),
+    (
+        "ratelimitd_lease_served_hits_total",
+        "Hits answered from a lease without a Redis call",
+    ),
+    (
+        "ratelimitd_lease_returned_hits_total",
+        "Unspent lease hits given back to Redis (reload, shutdown, a changed limit)",
+    ),
+];
+
+/// The memory store's size.
+struct MemoryGauges(Arc<MemoryStore>);
+
+impl Collect for MemoryGauges {
+    fn families(&self) -> Vec<MetricFamily> {
+        let values = [self.0.len(), self.0.bytes()];
+        MEMORY_GAUGES
+            .iter()
+            .zip(values)
+            .flat_map(|((name, help), v)| int_gauge(name, help, v as u64))
+            .collect()
+    }
+}
+
+/// The Redis store's lease totals.
+struct LeaseCounters(Arc<RedisStore>);
+
+impl Collect for LeaseCounters {
+    fn families(&self) -> Vec<MetricFamily> {
+        let t = self.0.lease_totals();
+        let values = [t.taken, t.granted, t.served, t.returned];
+        LEASE_COUNTERS
+            .iter()
+            .zip(values)
+            .flat_map(|((name, help), v)| counter(name, help, v))
+            .collect()
+    }
+}
+
+/// Registers the metrics of the store: the memory store's, or the Redis store's.
+pub(crate) fn register(
+    metrics: &Metrics,
+    memory: Option<&Arc<MemoryStore>>,
+    redis: Option<&Arc<RedisStore>>,
+) {
+    if let Some(redis) = redis {
+        let r = redis.clone();
+        metrics.register(Arc::new(Breakers(Arc::new(move || r.breaker_reports()))));
+        metrics.register(Arc::new(LeaseCounters(redis.clone())));
+    }
+    if let Some(memory) = memory {
+        metrics.register(Arc::new(MemoryGauges(memory.clone())));
+    }
+}
