@@ -200,14 +200,26 @@ pub fn report(
     hits: u64,
     now: Timestamp,
 ) -> Decision {
+    let (p, s) = refill_then(state, spec, now, |p, debt| charge(debt, hits, p.token_cost));
+    decide_report(&p, spec, s, hits, now)
+}
+
+/// Refills `state` up to `now`, applies `change` to the debt it then holds, and stores the result:
+/// the shared first half of a report and a refund.
+fn refill_then(
+    state: &mut TokenBucketState,
+    spec: &LimitSpec,
+    now: Timestamp,
+    change: impl FnOnce(&Params, u64) -> Step,
+) -> (Params, Step) {
     let p = Params::of(spec);
     let t = p.quanta(now);
-    let s = charge(step(&p, *state, 0, t).debt_before, hits, p.token_cost);
+    let s = change(&p, step(&p, *state, 0, t).debt_before);
     *state = TokenBucketState {
         last: t,
         debt: s.debt_after,
     };
-    decide_report(&p, spec, s, hits, now)
+    (p, s)
 }
 
 /// The decision for a report's [`Step`]: the hits were taken, whatever the bucket held, and the
@@ -224,13 +236,7 @@ pub fn refund(
     hits: u64,
     now: Timestamp,
 ) -> Decision {
-    let p = Params::of(spec);
-    let t = p.quanta(now);
-    let s = give_back(&p, step(&p, *state, 0, t).debt_before, hits);
-    *state = TokenBucketState {
-        last: t,
-        debt: s.debt_after,
-    };
+    let (p, s) = refill_then(state, spec, now, |p, debt| give_back(p, debt, hits));
     decide_refund(&p, spec, s, now)
 }
 
