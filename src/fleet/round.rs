@@ -149,4 +149,3 @@ impl Round {
         s.estimated_error.store(error.to_bits(), Ordering::Relaxed);
     }
 }
-

@@ -28,8 +28,8 @@
 
 use super::members::Presence;
 use crate::store::redis::region_demand::{BoardMode, BoardReply, BoardTurn};
-use ratelimitd_core::region::{DemandRound, FollowDemand};
 use ratelimitd_core::region::share;
+use ratelimitd_core::region::{DemandRound, FollowDemand};
 
 /// Rounds an instance's entry shows a demand above 0 on the board before its share asks to rise
 /// (this one included); the rise is granted at the next round's post, so a share moves in the
