@@ -83,18 +83,7 @@ impl Round {
             counts: HashMap::new(),
         };
         let now = self.since.elapsed();
-        let mut oldest = Duration::ZERO;
-        for id in &peers {
-            let Some(state) = c.node_state(id) else {
-                continue;
-            };
-            let beat = state.heartbeat();
-            let entry = self.seen.entry(id.clone()).or_insert((beat, now));
-            if entry.0 != beat {
-                *entry = (beat, now);
-            }
-            oldest = oldest.max(now.saturating_sub(entry.1));
-        }
+        let oldest = self.oldest_beat(c, &peers, now);
         // The live peers' counts, and those a member published before it left (another
         // generation of this instance's address included: they are hits this life lost).
         let readable = c
@@ -117,6 +106,31 @@ impl Round {
         let keys = read.len() as u64;
         self.estimate.observe(now, read);
         self.seen.retain(|id, _| peers.contains(id));
+        self.record(c, &view, (oldest, keys));
+        self.view.store(Arc::new(view));
+    }
+
+    /// Notes each live peer's heartbeat at `now` when it moved; how long ago the stalest one
+    /// moved, which is how old its counts are here.
+    fn oldest_beat(&mut self, c: &Chitchat, peers: &[ChitchatId], now: Duration) -> Duration {
+        let mut oldest = Duration::ZERO;
+        for id in peers {
+            let Some(state) = c.node_state(id) else {
+                continue;
+            };
+            let beat = state.heartbeat();
+            let entry = self.seen.entry(id.clone()).or_insert((beat, now));
+            if entry.0 != beat {
+                *entry = (beat, now);
+            }
+            oldest = oldest.max(now.saturating_sub(entry.1));
+        }
+        oldest
+    }
+
+    /// The round's figures for the metrics and the status page: the members, the gossip's age
+    /// (`oldest`), the peers' `keys` read, the cluster state's size and the estimated error.
+    fn record(&self, c: &Chitchat, view: &View, (oldest, keys): (Duration, u64)) {
         let entries: usize = c
             .node_states()
             .values()
@@ -133,6 +147,5 @@ impl Round {
         s.entries.store(entries as u64, Ordering::Relaxed);
         let error = self.estimate.over_admission(oldest, self.interval);
         s.estimated_error.store(error.to_bits(), Ordering::Relaxed);
-        self.view.store(Arc::new(view));
     }
 }

@@ -28,8 +28,8 @@
 
 use super::members::Presence;
 use crate::store::redis::region_demand::{BoardMode, BoardReply, BoardTurn};
-use ratelimitd_core::region::DemandRound;
 use ratelimitd_core::region::share;
+use ratelimitd_core::region::{DemandRound, FollowDemand};
 
 /// Rounds an instance's entry shows a demand above 0 on the board before its share asks to rise
 /// (this one included); the rise is granted at the next round's post, so a share moves in the
@@ -203,21 +203,7 @@ impl Standing {
         presence: &[&Presence],
     ) -> Option<f64> {
         let follow = k.regions.follow?;
-        let milli = turn.milli;
-        self.written = match (reply.posted, self.written) {
-            (true, _) => Some((milli, 0)),
-            (false, Some((w, age))) => Some((w, age.saturating_add(1))),
-            (false, None) => None,
-        };
-        // What it holds now: a post grants at most what the others leave, and records at least
-        // what it held.
-        let mut held = share::ppm(k.share);
-        if reply.posted {
-            self.posted = Some((held.max(reply.granted), now_ms));
-            self.blocked = reply.granted < turn.want;
-            held = reply.granted;
-            self.want = None;
-        }
+        let held = self.record_write(k, now_ms, (turn, reply));
         let mine = (reply.regions.get(me)).and_then(|e| e.iter().find(|(m, _)| *m == member));
         let Some(&(_, asked)) = mine else {
             *self = Standing {
@@ -235,11 +221,10 @@ impl Standing {
             .map(|(_, d)| d)
             .sum();
         self.alone = others <= 0.0;
-        let floor = share::ppm(follow.floor);
         // Leaving with a rise or a lowered share to post: posted, so park (or leave at the floor
         // next round) unless another region asks meanwhile.
         if self.leave && self.alone && reply.posted {
-            self.leave = held <= floor;
+            self.leave = held <= share::ppm(follow.floor);
             if !self.leave {
                 self.park();
             }
@@ -251,12 +236,51 @@ impl Standing {
         } else {
             0
         };
+        Some(self.step(k, follow, (held, asked, turn.milli), (&demands, me)))
+    }
+
+    /// Records what this round wrote for the key: the entry's age, and what a post granted. What
+    /// the instance holds now (ppm): a post grants at most what the others leave, and records at
+    /// least what it held.
+    fn record_write(
+        &mut self,
+        k: &DemandRound,
+        now_ms: u64,
+        (turn, reply): (&BoardTurn, &BoardReply),
+    ) -> u64 {
+        self.written = match (reply.posted, self.written) {
+            (true, _) => Some((turn.milli, 0)),
+            (false, Some((w, age))) => Some((w, age.saturating_add(1))),
+            (false, None) => None,
+        };
+        let held = share::ppm(k.share);
+        if !reply.posted {
+            return held;
+        }
+        self.posted = Some((held.max(reply.granted), now_ms));
+        self.blocked = reply.granted < turn.want;
+        self.want = None;
+        reply.granted
+    }
+
+    /// One step of the key's share from `held` (ppm) toward region `me`'s part of the
+    /// `demands`, where this instance's entry asked `asked` and its demand is `milli` now (both
+    /// thousandths). A fall takes effect now (rounded up to a whole part, never above what it
+    /// held); a rise is asked for at the next post. Decides whether the key leaves the board or
+    /// parks. The next share.
+    fn step(
+        &mut self,
+        k: &DemandRound,
+        follow: FollowDemand,
+        (held, asked, milli): (u64, u64, u64),
+        (demands, me): (&[f64], usize),
+    ) -> f64 {
         // Alone and asking nothing, the region keeps what it holds (its target would be an
         // equal split of no demand).
         let target = if self.alone && demands[me] <= 0.0 {
             share::from_ppm(held)
         } else {
-            share::demand_shares(&demands, follow.floor)[me]
+            share::demand_shares(demands, follow.floor)[me]
         };
         let step = share::step_own(
             share::from_ppm(held),
@@ -264,8 +288,6 @@ impl Standing {
             follow.max_step,
             demands.len(),
         );
-        // A fall takes effect now (rounded up to a whole part, never above what it held); a
-        // rise is asked for at the next post.
         let (next, want) = if step < share::from_ppm(held) {
             (share::ppm_up(step).min(held), None)
         } else {
@@ -283,11 +305,12 @@ impl Standing {
         let region_now = demands[me] - asked as f64 / 1000.0 + milli as f64 / 1000.0;
         let leave = self.alone && (full || !share::presses(region_now, after, k.rate));
         let settled = want.is_none() && self.posted.is_some_and(|(p, _)| p == next);
+        let floor = share::ppm(follow.floor);
         self.leave = leave && (next <= floor || !settled);
         if leave && next > floor && settled {
             self.park();
         }
-        Some(share::from_ppm(next))
+        share::from_ppm(next)
     }
 
     /// Off the board with its entry kept: it records the share this instance holds; the key is

@@ -34,7 +34,7 @@ use parking_lot::Mutex;
 use super::engage::Standing;
 use super::members::{Presence, lapsed};
 use crate::store::redis::RedisStore;
-use crate::store::redis::region_demand::{BoardMode, BoardTurn, board_name};
+use crate::store::redis::region_demand::{BoardMode, BoardTurn, Entries, board_name};
 use ratelimitd_core::clock::{Clock, Timestamp};
 use ratelimitd_core::region::{DemandRound, RegionShares, Regions, share};
 use ratelimitd_core::resilience::{Breaker, BreakerReport, Permit};
@@ -53,6 +53,9 @@ pub(crate) const BREAKER_TARGET: &str = "global";
 /// A key that goes through the boards this round (with this region's index among its listed
 /// ones), its demand in thousandths and what it does on its own board.
 type Calling<'k> = (&'k (DemandRound, usize), (u64, BoardMode));
+
+/// What this instance remembers of each key between rounds.
+type Standings = HashMap<String, Standing, ahash::RandomState>;
 
 /// How the last rounds went, for the status page, `/rlconfig` and the metrics.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -84,7 +87,7 @@ pub struct RegionSync {
     last_round: Mutex<Option<Timestamp>>,
     /// When the last round read the announced keys.
     last_read: Mutex<Option<Timestamp>>,
-    standings: Mutex<HashMap<String, Standing, ahash::RandomState>>,
+    standings: Mutex<Standings>,
     status: Mutex<SyncStatus>,
 }
 
@@ -233,22 +236,30 @@ impl RegionSync {
             .filter_map(|k| Some((k.regions.index_of(&self.region)?, k)))
             .map(|(me, k)| (k, me))
             .collect();
-        // The keys of one limit share its `regions`: each distinct one adds its names once.
-        let mut seen: Vec<&Arc<Regions>> = Vec::new();
-        for (k, _) in &keys {
-            if !seen.iter().any(|r| Arc::ptr_eq(r, &k.regions)) {
-                seen.push(&k.regions);
-            }
+        // The standings are taken out for the round (its calls are awaited without the lock)
+        // and put back whatever happens: a failed call moved nothing on the boards.
+        let mut standings = std::mem::take(&mut *self.standings.lock());
+        let moved = self.exchange_keys(&keys, &mut standings, secs, now).await;
+        if moved.is_ok() {
+            let active: HashSet<&str> = keys.iter().map(|(k, _)| k.key.as_str()).collect();
+            standings.retain(|key, _| active.contains(key.as_str()));
         }
-        let mut names: BTreeSet<&str> = (seen.iter())
-            .flat_map(|r| r.shares.keys().map(String::as_str))
-            .collect();
-        names.insert(&self.region);
-        let names: Vec<String> = names.into_iter().map(str::to_string).collect();
-        let own = names.iter().position(|n| *n == self.region).unwrap_or(0);
+        *self.standings.lock() = standings;
+        moved.map(|on_board| (keys.len(), on_board))
+    }
+
+    /// Plans every key's turn, reads the members and the announced keys, runs the boards of
+    /// the keys that cost a call and settles their shares; how many keys are on the board.
+    async fn exchange_keys(
+        &self,
+        keys: &[(DemandRound, usize)],
+        standings: &mut Standings,
+        secs: f64,
+        now: Timestamp,
+    ) -> Result<usize, String> {
+        let names = self.region_names(keys);
         let hold = self.interval * ENTRY_INTERVALS;
         let now_ms = now.as_micros() / 1000;
-        let mut standings = std::mem::take(&mut *self.standings.lock());
         let planned: Vec<(u64, BoardMode)> = (keys.iter())
             .map(|(k, _)| {
                 // The key is copied only the first time it is seen.
@@ -259,31 +270,13 @@ impl RegionSync {
                 standing.plan(k, secs, now_ms, (millis(hold), ENTRY_INTERVALS))
             })
             .collect();
-        let starts = |k: &DemandRound, milli: u64, mode: BoardMode| {
-            (standings.get(&k.key)).is_some_and(|s| s.announces(milli, mode))
-        };
         let announce: Vec<String> = (keys.iter().zip(&planned))
-            .filter(|((k, _), (milli, mode))| starts(k, *milli, *mode))
+            .filter(|((k, _), (milli, mode))| {
+                (standings.get(&k.key)).is_some_and(|s| s.announces(*milli, *mode))
+            })
             .map(|((k, _), _)| k.key.clone())
             .collect();
-        // A margin of two intervals for the instances' clocks; at first, all that is kept.
-        let since = self
-            .last_read
-            .lock()
-            .map_or(now.as_micros().saturating_sub(micros(hold)), |t| {
-                t.as_micros().saturating_sub(2 * micros(self.interval))
-            });
-        let times = (now, Timestamp::from_micros(since), hold);
-        let call = (self.global).region_members((&names, own), self.member, times, &announce);
-        let (asked, members) = match Box::pin(call).await {
-            Ok(r) => r,
-            Err(e) => {
-                *self.standings.lock() = standings;
-                return Err(e.to_string());
-            }
-        };
-        *self.last_read.lock() = Some(now);
-        let asked: HashSet<String> = asked.into_iter().collect();
+        let (asked, members) = self.read_members(&names, now, hold, &announce).await?;
         let interval_ms = millis(self.interval);
         // Instances that ran no round for longer than an instance keeps its shares without one
         // (and a margin): their entries hold no share any more.
@@ -302,31 +295,9 @@ impl RegionSync {
                 (standings.get(&k.key)).is_some_and(|s| s.calls(*mode, asked))
             })
             .collect();
-        let turns: Vec<BoardTurn> = (calling.iter())
-            .map(|((k, me), (milli, mode))| BoardTurn {
-                boards: (k.regions.shares.keys())
-                    .map(|r| board_name(&k.key, r))
-                    .collect(),
-                own: *me,
-                milli: *milli,
-                mode: *mode,
-                held: share::ppm(k.share),
-                want: (standings.get(&k.key))
-                    .and_then(|s| s.want)
-                    .unwrap_or(0)
-                    .max(share::ppm(k.share)),
-                floor: k.regions.follow.map_or(0, |f| share::ppm(f.floor)),
-            })
-            .collect();
+        let turns = turns(&calling, standings);
         let call = (self.global).exchange_boards(self.member, (now, hold), &stale, &turns);
-        let replies = match Box::pin(call).await {
-            Ok(r) => r,
-            Err(e) => {
-                // Nothing happened on the boards: every standing stays as it was.
-                *self.standings.lock() = standings;
-                return Err(e.to_string());
-            }
-        };
+        let replies = Box::pin(call).await.map_err(|e| e.to_string())?;
         let unseen = Presence::Unseen;
         let mut on_board = 0;
         for ((k, me), (turn, reply)) in calling.iter().map(|c| c.0).zip(turns.iter().zip(&replies))
@@ -341,10 +312,48 @@ impl RegionSync {
                 on_board += 1;
             }
         }
-        let active: HashSet<&str> = keys.iter().map(|(k, _)| k.key.as_str()).collect();
-        standings.retain(|key, _| active.contains(key.as_str()));
-        *self.standings.lock() = standings;
-        Ok((keys.len(), on_board))
+        Ok(on_board)
+    }
+
+    /// Every region the round's keys list, and this instance's, in order: the members call
+    /// reads one presence per name.
+    fn region_names(&self, keys: &[(DemandRound, usize)]) -> Vec<String> {
+        // The keys of one limit share its `regions`: each distinct one adds its names once.
+        let mut seen: Vec<&Arc<Regions>> = Vec::new();
+        for (k, _) in keys {
+            if !seen.iter().any(|r| Arc::ptr_eq(r, &k.regions)) {
+                seen.push(&k.regions);
+            }
+        }
+        let mut names: BTreeSet<&str> = (seen.iter())
+            .flat_map(|r| r.shares.keys().map(String::as_str))
+            .collect();
+        names.insert(&self.region);
+        names.into_iter().map(str::to_string).collect()
+    }
+
+    /// Records this instance alive, announces `announce`, and reads the keys the others
+    /// announced since the last read and every region's members.
+    async fn read_members(
+        &self,
+        names: &[String],
+        now: Timestamp,
+        hold: Duration,
+        announce: &[String],
+    ) -> Result<(HashSet<String>, Entries), String> {
+        let own = names.iter().position(|n| *n == self.region).unwrap_or(0);
+        // A margin of two intervals for the instances' clocks; at first, all that is kept.
+        let since = self
+            .last_read
+            .lock()
+            .map_or(now.as_micros().saturating_sub(micros(hold)), |t| {
+                t.as_micros().saturating_sub(2 * micros(self.interval))
+            });
+        let times = (now, Timestamp::from_micros(since), hold);
+        let call = (self.global).region_members((names, own), self.member, times, announce);
+        let (asked, members) = Box::pin(call).await.map_err(|e| e.to_string())?;
+        *self.last_read.lock() = Some(now);
+        Ok((asked.into_iter().collect(), members))
     }
 
     /// Runs a round every interval until `stop`.
@@ -361,6 +370,26 @@ impl RegionSync {
             }
         }
     }
+}
+
+/// The board turns of the keys that cost a call: each asks for at least the share it holds.
+fn turns(calling: &[Calling<'_>], standings: &Standings) -> Vec<BoardTurn> {
+    (calling.iter())
+        .map(|((k, me), (milli, mode))| BoardTurn {
+            boards: (k.regions.shares.keys())
+                .map(|r| board_name(&k.key, r))
+                .collect(),
+            own: *me,
+            milli: *milli,
+            mode: *mode,
+            held: share::ppm(k.share),
+            want: (standings.get(&k.key))
+                .and_then(|s| s.want)
+                .unwrap_or(0)
+                .max(share::ppm(k.share)),
+            floor: k.regions.follow.map_or(0, |f| share::ppm(f.floor)),
+        })
+        .collect()
 }
 
 fn millis(d: Duration) -> u64 {

@@ -100,103 +100,123 @@ pub(crate) async fn connect(
     response_timeout: Duration,
 ) -> Result<RedisConn, RedisError> {
     match s.kind {
-        RedisKind::Single => {
-            let info = address(&s.url, s)?.into_connection_info()?;
-            let info = info.set_redis_settings(auth(RedisConnectionInfo::default(), &s.auth.0));
-            let mut client = if s.tls && has_tls_files(tls) {
-                Client::build_with_tls(info, certificates(tls)?)?
-            } else {
-                Client::open(info)?
-            };
-            if s.tls && tls.skip_hostname_verification {
-                client = without_hostname_check(&client)?;
-            }
-            let config = ConnectionManagerConfig::new()
-                .set_connection_timeout(Some(s.connect_timeout))
-                .set_response_timeout(Some(response_timeout))
-                .set_number_of_retries(2)
-                .set_max_delay(Duration::from_secs(1));
-            let mut conns = Vec::with_capacity(s.pool_size.min(8));
-            for _ in 0..s.pool_size.clamp(1, 8) {
-                conns.push(
-                    ConnectionManager::new_with_config(client.clone(), config.clone()).await?,
-                );
-            }
-            Ok(RedisConn::Single { conns })
+        RedisKind::Single => single(s, tls, response_timeout).await,
+        RedisKind::Cluster => cluster(s, tls, response_timeout).await,
+        RedisKind::Sentinel => sentinel(s, tls, response_timeout).await,
+    }
+}
+
+/// A pool of managed connections to one Redis (at most eight, reconnecting on their own).
+async fn single(
+    s: &RedisSettings,
+    tls: &RedisTls,
+    response_timeout: Duration,
+) -> Result<RedisConn, RedisError> {
+    let info = address(&s.url, s)?.into_connection_info()?;
+    let info = info.set_redis_settings(auth(RedisConnectionInfo::default(), &s.auth.0));
+    let mut client = if s.tls && has_tls_files(tls) {
+        Client::build_with_tls(info, certificates(tls)?)?
+    } else {
+        Client::open(info)?
+    };
+    if s.tls && tls.skip_hostname_verification {
+        client = without_hostname_check(&client)?;
+    }
+    let config = ConnectionManagerConfig::new()
+        .set_connection_timeout(Some(s.connect_timeout))
+        .set_response_timeout(Some(response_timeout))
+        .set_number_of_retries(2)
+        .set_max_delay(Duration::from_secs(1));
+    let mut conns = Vec::with_capacity(s.pool_size.min(8));
+    for _ in 0..s.pool_size.clamp(1, 8) {
+        conns.push(ConnectionManager::new_with_config(client.clone(), config.clone()).await?);
+    }
+    Ok(RedisConn::Single { conns })
+}
+
+/// A Cluster connection from the seed nodes of the URL (comma-separated).
+async fn cluster(
+    s: &RedisSettings,
+    tls: &RedisTls,
+    response_timeout: Duration,
+) -> Result<RedisConn, RedisError> {
+    let nodes = s
+        .url
+        .split(',')
+        .filter(|n| !n.is_empty())
+        .map(|n| address(n, s))
+        .collect::<Result<Vec<_>, _>>()?;
+    let mut b = redis::cluster::ClusterClientBuilder::new(nodes)
+        .connection_timeout(s.connect_timeout)
+        .response_timeout(response_timeout)
+        .retries(1);
+    if let Some((user, pass)) = split_auth(&s.auth.0) {
+        if let Some(user) = user {
+            b = b.username(user);
         }
-        RedisKind::Cluster => {
-            let nodes = s
-                .url
-                .split(',')
-                .filter(|n| !n.is_empty())
-                .map(|n| address(n, s))
-                .collect::<Result<Vec<_>, _>>()?;
-            let mut b = redis::cluster::ClusterClientBuilder::new(nodes)
-                .connection_timeout(s.connect_timeout)
-                .response_timeout(response_timeout)
-                .retries(1);
-            if let Some((user, pass)) = split_auth(&s.auth.0) {
-                if let Some(user) = user {
-                    b = b.username(user);
-                }
-                b = b.password(pass);
-            }
-            if s.tls {
-                // `TlsMode::Insecure` would accept any certificate at all; skipping the hostname
-                // check is its own switch, which keeps verifying the chain.
-                b = b
-                    .tls(TlsMode::Secure)
-                    .danger_accept_invalid_hostnames(tls.skip_hostname_verification);
-                if has_tls_files(tls) {
-                    b = b.certs(certificates(tls)?);
-                }
-            }
-            Ok(RedisConn::Cluster(b.build()?.get_async_connection().await?))
-        }
-        RedisKind::Sentinel => {
-            let mut parts = s.url.split(',').filter(|p| !p.is_empty());
-            let master = parts.next().unwrap_or_default().to_string();
-            let sentinels = parts
-                .map(|p| host_port(p).map(|(h, port)| ConnectionAddr::Tcp(h, port)))
-                .collect::<Result<Vec<_>, _>>()?;
-            let first = sentinels.first().cloned();
-            let mut b = SentinelClientBuilder::new(sentinels, master, SentinelServerType::Master)?;
-            if let Some((user, pass)) = split_auth(&s.auth.0) {
-                if let Some(user) = user {
-                    b = b.set_client_to_redis_username(user);
-                }
-                b = b.set_client_to_redis_password(pass);
-            }
-            if !s.sentinel_auth.0.is_empty() {
-                b = b.set_client_to_sentinel_password(&s.sentinel_auth.0);
-            }
-            // REDIS_TLS is for the primary the sentinels name; the sentinels themselves are
-            // asked over plain TCP. Skipping the hostname check is refused with Sentinel when
-            // the settings are read: the client checks the primary's role over a connection it
-            // builds itself, which would verify the name anyway.
-            if s.tls {
-                b = b.set_client_to_redis_tls_mode(TlsMode::Secure);
-                if has_tls_files(tls) {
-                    b = b.set_client_to_redis_certificates(certificates(tls)?);
-                }
-            }
-            let config = AsyncConnectionConfig::new()
-                .set_connection_timeout(Some(s.connect_timeout))
-                .set_response_timeout(Some(response_timeout));
-            let conn = Arc::new(SentinelConn {
-                client: Mutex::new(b.build()?),
-                current: ArcSwapOption::empty(),
-                config,
-            });
-            if let Err(e) = conn.connection().await {
-                return Err(match first {
-                    Some(sentinel) => refused_by(e, sentinel, s, &conn.config).await,
-                    None => e,
-                });
-            }
-            Ok(RedisConn::Sentinel(conn))
+        b = b.password(pass);
+    }
+    if s.tls {
+        // `TlsMode::Insecure` would accept any certificate at all; skipping the hostname
+        // check is its own switch, which keeps verifying the chain.
+        b = b
+            .tls(TlsMode::Secure)
+            .danger_accept_invalid_hostnames(tls.skip_hostname_verification);
+        if has_tls_files(tls) {
+            b = b.certs(certificates(tls)?);
         }
     }
+    Ok(RedisConn::Cluster(b.build()?.get_async_connection().await?))
+}
+
+/// A connection to the primary that the sentinels of the URL (the master name, then the
+/// sentinels, comma-separated) name; a refused password says whose it was.
+async fn sentinel(
+    s: &RedisSettings,
+    tls: &RedisTls,
+    response_timeout: Duration,
+) -> Result<RedisConn, RedisError> {
+    let mut parts = s.url.split(',').filter(|p| !p.is_empty());
+    let master = parts.next().unwrap_or_default().to_string();
+    let sentinels = parts
+        .map(|p| host_port(p).map(|(h, port)| ConnectionAddr::Tcp(h, port)))
+        .collect::<Result<Vec<_>, _>>()?;
+    let first = sentinels.first().cloned();
+    let mut b = SentinelClientBuilder::new(sentinels, master, SentinelServerType::Master)?;
+    if let Some((user, pass)) = split_auth(&s.auth.0) {
+        if let Some(user) = user {
+            b = b.set_client_to_redis_username(user);
+        }
+        b = b.set_client_to_redis_password(pass);
+    }
+    if !s.sentinel_auth.0.is_empty() {
+        b = b.set_client_to_sentinel_password(&s.sentinel_auth.0);
+    }
+    // REDIS_TLS is for the primary the sentinels name; the sentinels themselves are
+    // asked over plain TCP. Skipping the hostname check is refused with Sentinel when
+    // the settings are read: the client checks the primary's role over a connection it
+    // builds itself, which would verify the name anyway.
+    if s.tls {
+        b = b.set_client_to_redis_tls_mode(TlsMode::Secure);
+        if has_tls_files(tls) {
+            b = b.set_client_to_redis_certificates(certificates(tls)?);
+        }
+    }
+    let config = AsyncConnectionConfig::new()
+        .set_connection_timeout(Some(s.connect_timeout))
+        .set_response_timeout(Some(response_timeout));
+    let conn = Arc::new(SentinelConn {
+        client: Mutex::new(b.build()?),
+        current: ArcSwapOption::empty(),
+        config,
+    });
+    if let Err(e) = conn.connection().await {
+        return Err(match first {
+            Some(sentinel) => refused_by(e, sentinel, s, &conn.config).await,
+            None => e,
+        });
+    }
+    Ok(RedisConn::Sentinel(conn))
 }
 
 /// The detail of a password refused by the sentinels themselves.
