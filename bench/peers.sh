@@ -15,7 +15,7 @@
 #   bench/peers.sh latency       # p50/p99 and server CPU at fixed rates (RATES, per server)
 #   RATELIMITD_BIN=path          # measures that ratelimitd binary instead of building one
 #   STORES="memory redis"        # the stores measured
-#   SERVERS="ratelimitd"         # instructions: the servers measured (default both)
+#   SERVERS="floor ratelimitd"   # instructions: the servers measured (default all three)
 #   STEAL_MAX_MS=100             # a saturated run the host took more from is run again
 #
 # Both servers get the same limit (domain `bench`, descriptor key `k`, 10^9 per hour, a counter per
@@ -57,11 +57,14 @@
 # whole server process executed in user space (every thread; callgrind does not see the kernel,
 # so system calls count for nothing), divided by DECISIONS, are printed per server and store; the
 # same with h2load (one connection, 64 streams). The dumps stay in $OUT_DIR (default
-# target/peers-callgrind) for callgrind_annotate.
+# target/peers-callgrind) for callgrind_annotate. A third server, `floor` (examples/floor.rs),
+# is measured the same way, once (it has no store): ratelimitd's HTTP/2 stack answering every
+# `ShouldRateLimit` with one constant OK and deciding nothing, the transport's floor; each
+# ratelimitd line then also prints its count as a multiple of the floor's under that generator.
 #
 # limitador is not part of this repository and is never built by this script: it expects the
 # binary at $LIMITADOR_BIN (default ~/.cache/ratelimitd-bench/limitador-server) and says how to
-# build it when it is missing. Linux only; needs redis-server, redis-cli, taskset, h2load, curl.
+# build it when it is missing (`instructions` without limitador in SERVERS does not need it). Linux only; needs redis-server, redis-cli, taskset, h2load, curl.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -77,7 +80,10 @@ STEAL_MAX_MS=${STEAL_MAX_MS:-100}
 BASE_PORT=${BASE_PORT:-18380}
 target=${CARGO_TARGET_DIR:-target}
 
-if [ ! -x "$LIMITADOR_BIN" ]; then
+SERVERS=${SERVERS:-floor ratelimitd limitador}
+needs_limitador=1
+[ "$MODE" != instructions ] || [[ " $SERVERS " == *" limitador "* ]] || needs_limitador=
+if [ -n "$needs_limitador" ] && [ ! -x "$LIMITADOR_BIN" ]; then
   cat >&2 <<EOF
 limitador-server not found at $LIMITADOR_BIN (set LIMITADOR_BIN). Build it from its source,
 outside this repository, with its default features:
@@ -97,9 +103,11 @@ tools=(redis-server redis-cli taskset h2load curl)
 for tool in "${tools[@]}"; do
   command -v "$tool" >/dev/null || { echo "needs $tool" >&2; exit 1; }
 done
-[ -n "${SKIP_BUILD:-}" ] || cargo build --release --locked --bin ratelimitd --example loadgen
+[ -n "${SKIP_BUILD:-}" ] || cargo build --release --locked --bin ratelimitd --example loadgen \
+  --example floor
 bin=${RATELIMITD_BIN:-$target/release/ratelimitd}
 load=$target/release/examples/loadgen
+floor=$target/release/examples/floor
 
 # shellcheck source=bench/lib.sh
 . bench/lib.sh
@@ -131,7 +139,8 @@ else
   mkdir -p "$out_dir"
   under=(valgrind --tool=callgrind --callgrind-out-file="$work/callgrind.out")
 fi
-# Starts server $1 (ratelimitd|limitador) on store $2 (memory|redis); sets $server.
+# Starts server $1 (ratelimitd|limitador|floor) on store $2 (memory|redis; the floor has none);
+# sets $server.
 start() {
   local who=$1 store=$2
   redis-cli -p "$rport" flushall >/dev/null
@@ -148,6 +157,9 @@ start() {
       DEBUG_HOST=127.0.0.1 DEBUG_PORT=$((BASE_PORT + 2)) USE_STATSD=false \
       RATELIMITD_CONFIG="$work/config" "${extra[@]}" \
       "${under[@]}" "$bin" >"$work/server.log" 2>&1 &
+  elif [ "$who" = floor ]; then
+    # Started with a HOST as ratelimitd is, which vgdb needs to find it (see `instructions`).
+    env HOST=127.0.0.1 "${under[@]}" "$floor" "127.0.0.1:$grpc_port" >"$work/server.log" 2>&1 &
   else
     local storage=(memory)
     [ "$store" = memory ] || storage=(redis "redis://127.0.0.1:$rport")
@@ -253,17 +265,33 @@ instructions() {
   per=$(callgrind_per_decision "$server" "$host" "$work/callgrind.out" "$DECISIONS" \
     "$out_dir/$who-$store-$gen.callgrind" -- "${drive[@]}") ||
     { echo "$who ($store, $gen): a run failed" >&2; exit 1; }
-  printf '%-6s %-12s %-10s %22s  %s\n' "$store" "$gen" "$who" "$per" "$(cut -d' ' -f1-3 /proc/loadavg)"
+  local times=
+  if [ "$who" = floor ]; then
+    floor_per[$gen]=$per
+  elif [ "$who" = ratelimitd ] && [ -n "${floor_per[$gen]:-}" ]; then
+    times=$(awk -v a="$per" -v b="${floor_per[$gen]}" 'BEGIN {printf "%.2fx floor", a / b}')
+  fi
+  printf '%-6s %-12s %-10s %22s  %-14s %s\n' "$store" "$gen" "$who" "$per" \
+    "$(cut -d' ' -f1-3 /proc/loadavg)" "$times"
 }
 
 if [ "$MODE" = instructions ]; then
   # A multiple of loadgen's 64 clients, so that each sends the same number.
   DECISIONS=$((DECISIONS / 64 * 64))
   echo "# $(date -u '+%F %H:%M UTC'), callgrind, $DECISIONS decisions after as many warm-up ones"
-  echo "# limitador: $LIMITADOR_BIN ($("$LIMITADOR_BIN" --version 2>/dev/null | head -1))"
-  printf '%-6s %-12s %-10s %22s  %s\n' store gen server instructions/decision load-avg
+  [ -z "$needs_limitador" ] ||
+    echo "# limitador: $LIMITADOR_BIN ($("$LIMITADOR_BIN" --version 2>/dev/null | head -1))"
+  printf '%-6s %-12s %-10s %22s  %-14s %s\n' store gen server instructions/decision load-avg \
+    'ratelimitd / floor'
+  # The floor's figure per generator, for the ratio on ratelimitd's lines.
+  declare -A floor_per=()
+  if [[ " $SERVERS " == *" floor "* ]]; then
+    start floor -
+    for gen in loadgen h2load; do instructions floor - "$gen"; done
+    stop
+  fi
   for store in $STORES; do
-    for who in ${SERVERS:-ratelimitd limitador}; do
+    for who in ${SERVERS/floor/}; do
       start "$who" "$store"
       gens=(loadgen h2load)
       [ "$who" = limitador ] || gens+=(h2load-tonic)

@@ -20,7 +20,7 @@ pub(super) const MAX_HELD: usize = 64 * 1024;
 
 /// A transport whose writes are held until a flush, and whose flushes wait for one scheduler pass.
 #[derive(Debug)]
-pub(super) struct Coalesce<S> {
+pub struct Coalesce<S> {
     inner: S,
     held: Vec<u8>,
     /// How much of `held` has already been written.
@@ -30,7 +30,8 @@ pub(super) struct Coalesce<S> {
 }
 
 impl<S> Coalesce<S> {
-    pub(super) fn new(inner: S) -> Self {
+    /// `inner` with its writes held until a flush.
+    pub fn new(inner: S) -> Self {
         Coalesce {
             inner,
             held: Vec::new(),

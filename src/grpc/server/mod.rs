@@ -22,6 +22,7 @@ use std::future::Future;
 
 use tokio::sync::mpsc;
 
+pub use coalesce::Coalesce;
 pub(crate) use listen::Listener;
 pub(crate) use options::Options;
 pub(crate) use stream::Services;

@@ -13,6 +13,7 @@
 //! are refused with [`StoreError::Full`]: existing counters are never evicted, so nothing already
 //! counted is lost.
 
+mod compact;
 mod shard;
 mod slots;
 
@@ -133,6 +134,12 @@ impl MemoryStore {
     /// Approximate bytes the held keys take (see `slots::cost`).
     pub fn bytes(&self) -> usize {
         self.bytes.load(Ordering::Relaxed)
+    }
+
+    /// Keys held as full states, outside the compact slots (see `compact`).
+    #[cfg(test)]
+    fn wide_keys(&self) -> usize {
+        self.shards.iter().map(|s| s.lock().wide_keys()).sum()
     }
 
     /// True when no key is held.

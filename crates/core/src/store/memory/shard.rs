@@ -1,6 +1,8 @@
-//! One shard of the embedded store: a map per algorithm (see [`super::slots`]), and the three
-//! things done to it under its lock — run an op on a held key, add a key, drop expired keys.
+//! One shard of the embedded store: the keys of each algorithm (see [`super::slots`]), and the
+//! three things done to them under its lock — run an op on a held key, add a key, drop expired
+//! keys.
 
+use super::compact::{LeakySlot, SlidingSlot, TokenSlot};
 use super::slots::{FixedSlot, KeyId, Map, Slot, Timed, cost};
 use crate::algorithm::concurrency::ConcurrencyState;
 use crate::algorithm::leaky_bucket::LeakyBucketState;
@@ -14,12 +16,30 @@ use crate::store::Op;
 /// The keys of one shard, by algorithm.
 #[derive(Debug, Default)]
 pub(super) struct Shard {
-    fixed: Map<FixedSlot>,
-    token: Map<Timed<TokenBucketState>>,
-    sliding: Map<Timed<SlidingWindowState>>,
-    leaky: Map<Timed<LeakyBucketState>>,
-    log: Map<Timed<Option<Box<SlidingLogState>>>>,
-    held: Map<Timed<Option<Box<ConcurrencyState>>>>,
+    fixed: Keys<FixedSlot>,
+    token: Keys<TokenSlot, Timed<TokenBucketState>>,
+    sliding: Keys<SlidingSlot, Timed<SlidingWindowState>>,
+    leaky: Keys<LeakySlot, Timed<LeakyBucketState>>,
+    log: Keys<Timed<Option<Box<SlidingLogState>>>>,
+    held: Keys<Timed<Option<Box<ConcurrencyState>>>>,
+}
+
+/// The keys of one algorithm: each in a slot of layout `S`, or, when `S` cannot hold its state
+/// exactly (see [`super::compact`]), as its full state `W`. A key is in one of the two maps; the
+/// second is empty (and costs no memory) for the layouts that hold every state.
+#[derive(Debug)]
+pub(super) struct Keys<S, W = S> {
+    slots: Map<S>,
+    wide: Map<W>,
+}
+
+impl<S, W> Default for Keys<S, W> {
+    fn default() -> Self {
+        Keys {
+            slots: Map::default(),
+            wide: Map::default(),
+        }
+    }
 }
 
 /// Calls the generic `$f(map, args…)` on the map of `$algorithm`.
@@ -47,6 +67,12 @@ impl Shard {
         on_map!(self, op.spec.algorithm, insert(id, op, now))
     }
 
+    /// Keys held as full states because their compact slot could not hold them.
+    #[cfg(test)]
+    pub(super) fn wide_keys(&self) -> usize {
+        self.token.wide.len() + self.sliding.wide.len() + self.leaky.wide.len()
+    }
+
     /// Drops every key that expired at or before `now`: how many, and their [`cost`] in bytes.
     pub(super) fn sweep(&mut self, now: Timestamp) -> (usize, usize) {
         let mut total = (0, 0);
@@ -66,9 +92,41 @@ impl Shard {
     }
 }
 
-fn update<S: Slot>(map: &mut Map<S>, id: KeyId, op: &Op, now: Timestamp) -> Option<Decision> {
-    let slot = map.get_mut(&id)?;
-    let held = std::mem::take(slot);
+fn update<S: Slot, W: Slot>(
+    keys: &mut Keys<S, W>,
+    id: KeyId,
+    op: &Op,
+    now: Timestamp,
+) -> Option<Decision> {
+    if let Some(slot) = keys.slots.get_mut(&id) {
+        let (d, state) = run_held(std::mem::take(slot), op, now);
+        match S::store(state, &op.spec, &d) {
+            Ok(s) => *slot = s,
+            Err(state) => {
+                keys.slots.remove(&id);
+                keys.wide.insert(id, wide(state, op, &d));
+            }
+        }
+        return Some(d);
+    }
+    if keys.wide.is_empty() {
+        return None;
+    }
+    let slot = keys.wide.get_mut(&id)?;
+    let (d, state) = run_held(std::mem::take(slot), op, now);
+    // Back in a compact slot as soon as its state fits one again.
+    match S::store(state, &op.spec, &d) {
+        Ok(s) => {
+            keys.wide.remove(&id);
+            keys.slots.insert(id, s);
+        }
+        Err(state) => *slot = wide(state, op, &d),
+    }
+    Some(d)
+}
+
+/// Runs `op` on a held key's slot; returns the decision and the state to store.
+fn run_held<S: Slot>(held: S, op: &Op, now: Timestamp) -> (Decision, Option<AlgorithmState>) {
     // An expired state decides as a fresh one would; starting fresh also drops a long log.
     let mut state = if held.expires_at() <= now {
         None
@@ -76,21 +134,34 @@ fn update<S: Slot>(map: &mut Map<S>, id: KeyId, op: &Op, now: Timestamp) -> Opti
         held.load(&op.spec)
     };
     let d = run(&mut state, op, now);
-    *slot = S::store(state, &op.spec, &d);
-    Some(d)
+    (d, state)
 }
 
-fn insert<S: Slot>(map: &mut Map<S>, id: KeyId, op: &Op, now: Timestamp) -> Decision {
+/// The full-state slot of `state`. Every `W` used holds any state (`Timed`, `FixedSlot`); were
+/// one refused, the key would start fresh on its next call.
+fn wide<W: Slot>(state: Option<AlgorithmState>, op: &Op, d: &Decision) -> W {
+    W::store(state, &op.spec, d).unwrap_or_default()
+}
+
+fn insert<S: Slot, W: Slot>(keys: &mut Keys<S, W>, id: KeyId, op: &Op, now: Timestamp) -> Decision {
     let mut state = None;
     let d = run(&mut state, op, now);
-    map.insert(id, S::store(state, &op.spec, &d));
+    match S::store(state, &op.spec, &d) {
+        Ok(s) => {
+            keys.slots.insert(id, s);
+        }
+        Err(state) => {
+            keys.wide.insert(id, wide(state, op, &d));
+        }
+    }
     d
 }
 
-fn sweep<S: Slot>(map: &mut Map<S>, now: Timestamp) -> usize {
-    let before = map.len();
-    map.retain(|_, slot| slot.expires_at() > now);
-    before - map.len()
+fn sweep<S: Slot, W: Slot>(keys: &mut Keys<S, W>, now: Timestamp) -> usize {
+    let before = keys.slots.len() + keys.wide.len();
+    keys.slots.retain(|_, slot| slot.expires_at() > now);
+    keys.wide.retain(|_, slot| slot.expires_at() > now);
+    before - keys.slots.len() - keys.wide.len()
 }
 
 /// Applies or refunds `op` on `state`.

@@ -1,9 +1,10 @@
 //! How the embedded store lays out one key: a 128-bit keyed hash of its text instead of the text,
 //! and per algorithm the smallest state that decides exactly as [`AlgorithmState`] does.
 //!
-//! Each algorithm has its own map in a shard, so a fixed window counter (most keys) pays for a
-//! 32-byte slot — hash 16, count 8, window end 8 — and not for the largest state of any
-//! algorithm. The cache key names its algorithm, so a key text is only ever used by one map.
+//! Each algorithm has its own map in a shard, so a counter key pays for a 32-byte slot — hash 16,
+//! state 16 (a fixed window's count and window end here; the buckets' and the sliding window's
+//! in `super::compact`) — and not for the largest state of any algorithm. The cache key names
+//! its algorithm, so a key text is only ever used by one map.
 //!
 //! Two keys are told apart by two independent 64-bit ahash values of their text, seeded randomly
 //! per process: 64 bits choose the bucket and are compared, 58 more (6 choose the shard) are
@@ -16,6 +17,7 @@ use std::collections::HashMap;
 use std::hash::{BuildHasher, Hash, Hasher};
 use std::mem::size_of;
 
+use super::compact::{LeakySlot, SlidingSlot, TokenSlot};
 use crate::algorithm::concurrency::ConcurrencyState;
 use crate::algorithm::fixed_window::FixedWindowState;
 use crate::algorithm::leaky_bucket::LeakyBucketState;
@@ -74,8 +76,13 @@ impl Hasher for PassThroughHasher {
 pub(super) trait Slot: Default {
     /// The state the algorithm runs on (`None`: fresh).
     fn load(self, spec: &LimitSpec) -> Option<AlgorithmState>;
-    /// The slot holding `state` after a call that answered `d`.
-    fn store(state: Option<AlgorithmState>, spec: &LimitSpec, d: &Decision) -> Self;
+    /// The slot holding `state` after a call that answered `d`, or `state` back when this layout
+    /// cannot hold it exactly (then the key is kept in its algorithm's map of full states).
+    fn store(
+        state: Option<AlgorithmState>,
+        spec: &LimitSpec,
+        d: &Decision,
+    ) -> Result<Self, Option<AlgorithmState>>;
     /// After this instant a fresh state decides identically, so the slot may be dropped.
     fn expires_at(&self) -> Timestamp;
 }
@@ -98,14 +105,18 @@ impl Slot for FixedSlot {
             count: self.count,
         }))
     }
-    fn store(state: Option<AlgorithmState>, spec: &LimitSpec, _: &Decision) -> FixedSlot {
-        match state {
+    fn store(
+        state: Option<AlgorithmState>,
+        spec: &LimitSpec,
+        _: &Decision,
+    ) -> Result<FixedSlot, Option<AlgorithmState>> {
+        Ok(match state {
             Some(AlgorithmState::FixedWindow(s)) => FixedSlot {
                 count: s.count,
                 end: spec.window.bounds(Timestamp::from_secs(s.window_start)).end,
             },
             _ => FixedSlot::default(),
-        }
+        })
     }
     fn expires_at(&self) -> Timestamp {
         Timestamp::from_secs(self.end)
@@ -175,11 +186,15 @@ impl<S: Own> Slot for Timed<S> {
     fn load(self, _: &LimitSpec) -> Option<AlgorithmState> {
         self.state.wrap()
     }
-    fn store(state: Option<AlgorithmState>, _: &LimitSpec, d: &Decision) -> Timed<S> {
-        Timed {
+    fn store(
+        state: Option<AlgorithmState>,
+        _: &LimitSpec,
+        d: &Decision,
+    ) -> Result<Timed<S>, Option<AlgorithmState>> {
+        Ok(Timed {
             state: S::unwrap(state),
             expires_at: d.expires_at,
-        }
+        })
     }
     fn expires_at(&self) -> Timestamp {
         self.expires_at
@@ -191,14 +206,15 @@ pub(super) type Map<S> = HashMap<KeyId, S, PassThrough>;
 
 /// Bytes one key of `algorithm` costs against `MEMORY_MAX_BYTES`: its map slot and control byte,
 /// doubled because a map is between 7/16 and 7/8 full (it doubles when it reaches 7/8), plus a
-/// sliding log's boxed header (its entries are not counted; see `MemoryStore`).
+/// sliding log's boxed header (its entries are not counted; see `MemoryStore`). The rare key held
+/// as a full state (`super::compact`) is counted at its algorithm's compact size too.
 pub(super) fn cost(algorithm: Algorithm) -> usize {
     let slot = |size: usize| 2 * (size_of::<KeyId>() + size + 1);
     match algorithm {
         Algorithm::FixedWindow => slot(size_of::<FixedSlot>()),
-        Algorithm::TokenBucket => slot(size_of::<Timed<TokenBucketState>>()),
-        Algorithm::SlidingWindow => slot(size_of::<Timed<SlidingWindowState>>()),
-        Algorithm::LeakyBucket => slot(size_of::<Timed<LeakyBucketState>>()),
+        Algorithm::TokenBucket => slot(size_of::<TokenSlot>()),
+        Algorithm::SlidingWindow => slot(size_of::<SlidingSlot>()),
+        Algorithm::LeakyBucket => slot(size_of::<LeakySlot>()),
         Algorithm::Concurrency => {
             slot(size_of::<Timed<Option<Box<ConcurrencyState>>>>()) + size_of::<ConcurrencyState>()
         }
