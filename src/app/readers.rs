@@ -118,6 +118,7 @@ pub(super) fn explainer(
         keys: options.keys.clone(),
         clock: insight.clock.clone(),
         violations: insight.violations.clone(),
+        default_mode: options.default_failure_mode,
     }
 }
 

@@ -16,15 +16,17 @@ use std::sync::Arc;
 use std::time::Duration;
 
 pub(crate) use report::{
-    Counter, DescriptorReport, Explained, LimitReport, OverrideReport, Violations,
+    Counter, DescriptorReport, Explained, LimitReport, OverrideReport, RequestLimitReport,
+    Violations,
 };
 
 use crate::insight::RecentViolations;
 use crate::policy::Overrides;
 use crate::reload::ConfigHandle;
 use ratelimitd_core::clock::Clock;
+use ratelimitd_core::config::FailureMode;
 use ratelimitd_core::limiter::plan::{self, Plan};
-use ratelimitd_core::limiter::{Descriptor, Entry, KeyBuilder, Request};
+use ratelimitd_core::limiter::{Descriptor, Entry, KeyBuilder, Override, Request};
 use ratelimitd_core::store::{Answer, Store};
 
 /// Most descriptors one explain request may carry.
@@ -61,6 +63,8 @@ pub(crate) struct Explainer {
     pub clock: Arc<dyn Clock>,
     /// The violation log's reader, when it writes to the policy database.
     pub violations: Option<Arc<dyn RecentViolations>>,
+    /// The service's `DEFAULT_FAILURE_MODE`, which a failing `when:` without its own answers by.
+    pub default_mode: FailureMode,
 }
 
 impl std::fmt::Debug for Explainer {
@@ -124,15 +128,30 @@ impl Explainer {
         descriptors: &[Vec<(String, String)>],
         violations: bool,
     ) -> Result<Explained, ExplainError> {
+        self.explain_limited(domain, descriptors, &[], violations)
+            .await
+    }
+
+    /// As [`Explainer::explain_with`], descriptor `i` carrying the request's own limit
+    /// `limits[i]` (Envoy Gateway's per-request limit; none past the slice's end), capped by the
+    /// domain's `max_request_limit` as on the request path.
+    pub(crate) async fn explain_limited(
+        &self,
+        domain: &str,
+        descriptors: &[Vec<(String, String)>],
+        limits: &[Option<Override>],
+        violations: bool,
+    ) -> Result<Explained, ExplainError> {
         check(domain, descriptors)?;
         let now = self.clock.now();
         let snapshot = self.config.snapshot();
         let config = snapshot.as_ref().map(|s| &s.config);
         let req = Request::new(
             domain,
-            (descriptors.iter())
-                .map(|d| Descriptor {
+            (descriptors.iter().enumerate())
+                .map(|(i, d)| Descriptor {
                     entries: d.iter().map(|(k, v)| Entry::new(k, v)).collect(),
+                    limit: limits.get(i).copied().flatten(),
                     // The limiter's check: judged, nothing added.
                     hits_addend: Some(0),
                     ..Descriptor::default()
@@ -143,8 +162,16 @@ impl Explainer {
         let found = config.and_then(|c| c.domain(domain));
         // A dry run draws nothing: a soft zone is judged at its hard limit.
         let still = ratelimitd_core::random::Fixed(0.0);
-        let plans = plan::plan(found, &stored, &req, &self.keys, now, &still)
-            .map_err(|e| ExplainError::Invalid("descriptors".into(), e.to_string()))?;
+        let plans = plan::plan_with(
+            found,
+            &stored,
+            &req,
+            &self.keys,
+            now,
+            &still,
+            self.default_mode,
+        )
+        .map_err(|e| ExplainError::Invalid("descriptors".into(), e.to_string()))?;
         let mut ops = plans.ops.clone();
         for op in &mut ops {
             op.hits = 0;
@@ -191,7 +218,16 @@ impl Explainer {
             } else {
                 Violations::NotWired
             };
+            let d = &req.descriptors[i];
+            let request_limit = d
+                .limit
+                .and_then(|asked| RequestLimitReport::new(asked, found));
+            let predicates = found.map_or_else(Vec::new, |f| {
+                report::predicates(f, &d.entries, domain, self.default_mode)
+            });
             out.push(DescriptorReport {
+                request_limit,
+                predicates,
                 entries: entries.clone(),
                 applies,
                 limits,

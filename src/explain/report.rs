@@ -9,7 +9,9 @@ use serde_json::{Value, json};
 use crate::insight::ViolationView;
 use crate::policy::StoredOverride;
 use ratelimitd_core::clock::Timestamp;
-use ratelimitd_core::config::Limit;
+use ratelimitd_core::config::predicate::{Evaluation, Judge, Verdict};
+use ratelimitd_core::config::{Domain, FailureMode, Limit, Lookup, Unit};
+use ratelimitd_core::limiter::{Entry, Override};
 use ratelimitd_core::store::Answer;
 
 /// The answer for one request.
@@ -41,6 +43,77 @@ pub(crate) struct DescriptorReport {
     pub overrides: Vec<OverrideReport>,
     /// The key's newest violations.
     pub violations: Violations,
+    /// The request's own limit, when the explain request carried one, and the cap applied.
+    pub request_limit: Option<RequestLimitReport>,
+    /// Every `when:` met while matching this descriptor, in the order evaluated, with its result.
+    pub predicates: Vec<(String, Evaluation)>,
+}
+
+/// A descriptor's own limit (Envoy Gateway's per-request limit) and what it is counted at.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct RequestLimitReport {
+    /// What the request asked: requests per unit, and the unit.
+    pub asked: (u32, Unit),
+    /// What it is counted at: the ask, or the domain's `max_request_limit` when above it.
+    pub applied: (u32, Unit),
+    /// The domain's cap, if it has one.
+    pub cap: Option<(u32, Unit)>,
+}
+
+impl RequestLimitReport {
+    /// The report of `asked` in `domain` (`None`: unknown domain, nothing capped); `None` for an
+    /// override without a unit (the plan refuses it before this is reached).
+    pub(crate) fn new(asked: Override, domain: Option<&Domain>) -> Option<RequestLimitReport> {
+        let unit = asked.unit?;
+        let asked = (asked.requests_per_unit, unit);
+        let cap = domain.and_then(|d| d.max_request_limit);
+        Some(RequestLimitReport {
+            asked,
+            applied: cap.map_or(asked, |c| c.apply(asked.0, asked.1)),
+            cap: cap.map(|c| (c.requests_per_unit, c.unit)),
+        })
+    }
+
+    fn to_json(&self) -> Value {
+        let rate =
+            |(rpu, unit): (u32, Unit)| json!({"requests_per_unit": rpu, "unit": unit.as_str()});
+        json!({
+            "asked": rate(self.asked),
+            "applied": rate(self.applied),
+            "capped": self.applied != self.asked,
+            "max_request_limit": self.cap.map(rate),
+        })
+    }
+}
+
+/// The `when:` predicates matching `entries` in `domain` meets, as the limiter evaluates them for
+/// a check of 0 hits: the entries' nodes', then the matched limits'. Empty for a domain without
+/// any.
+pub(crate) fn predicates(
+    domain: &Domain,
+    entries: &[Entry],
+    name: &str,
+    default_mode: FailureMode,
+) -> Vec<(String, Evaluation)> {
+    if !domain.has_predicates {
+        return Vec::new();
+    }
+    let mut judge = Judge::new(entries, name, 0, default_mode).recording();
+    if let Lookup::Limit(m) = domain.lookup_gated(entries, &mut judge) {
+        for when in m.limit.all().filter_map(|l| l.when.as_ref()) {
+            judge.evaluate(when);
+        }
+    }
+    judge.results.unwrap_or_default()
+}
+
+fn predicate_json((source, e): &(String, Evaluation)) -> Value {
+    let result = match e.verdict {
+        Verdict::Holds => "holds",
+        Verdict::Fails => "does_not_hold",
+        Verdict::Error => "error",
+    };
+    json!({"when": source, "result": result, "error": e.error})
 }
 
 /// One limit in force and its counter.
@@ -263,13 +336,20 @@ impl Explained {
                         }))
                         .collect::<Vec<_>>()}),
                 };
-                json!({
+                let mut one = json!({
                     "entries": entries_json(&d.entries),
                     "applies": d.applies,
                     "limits": limits,
                     "overrides": overrides,
                     "violations": violations,
-                })
+                });
+                if let Some(r) = &d.request_limit {
+                    one["request_limit"] = r.to_json();
+                }
+                if !d.predicates.is_empty() {
+                    one["predicates"] = d.predicates.iter().map(predicate_json).collect();
+                }
+                one
             })
             .collect();
         json!({

@@ -92,6 +92,11 @@ pub(super) const FAMILIES: &[Family] = &[
         "Request overrides (a descriptor's own limit) above the domain's max_request_limit, counted at the cap",
         &["domain"],
     ),
+    (
+        "ratelimitd_predicate_errors_total",
+        "when: predicates that failed at run time and answered by their limit's failure_mode",
+        &["domain"],
+    ),
 ];
 
 /// Answered requests by overall code and by what decided them (a bounded label set: two codes
@@ -122,5 +127,6 @@ pub(super) const LOCAL_FALLBACK_FAMILY: usize = 12;
 /// Index in [`FAMILIES`] of `total_negative_hits` (stat 7), mapped like the Go stats above it.
 pub(super) const NEGATIVE_HITS_FAMILY: usize = 13;
 
-/// Indexes in [`FAMILIES`] of `unmatched_descriptors_total` and `request_limit_capped_total`.
-pub(super) const DOMAIN_RULE_FAMILIES: [usize; 2] = [14, 15];
+/// Indexes in [`FAMILIES`] of `unmatched_descriptors_total`, `request_limit_capped_total` and
+/// `predicate_errors_total`.
+pub(super) const DOMAIN_RULE_FAMILIES: [usize; 3] = [14, 15, 16];

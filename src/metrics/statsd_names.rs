@@ -25,12 +25,16 @@ impl Metrics {
                 v,
             ));
         }
-        for (domain, [unmatched, capped]) in self.domain_rules.snapshot() {
+        for (domain, [unmatched, capped, predicate_errors]) in self.domain_rules.snapshot() {
             out.push((
                 format!("ratelimitd.{domain}.unmatched_descriptors"),
                 unmatched,
             ));
             out.push((format!("ratelimitd.{domain}.request_limit_capped"), capped));
+            out.push((
+                format!("ratelimitd.{domain}.predicate_errors"),
+                predicate_errors,
+            ));
         }
         let loads = (self.config_loads)();
         let service = [

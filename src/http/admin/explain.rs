@@ -11,6 +11,8 @@ use serde::Deserialize;
 
 use super::auth::Admin;
 use super::{AdminState, error, json};
+use ratelimitd_core::config::Unit;
+use ratelimitd_core::limiter::Override;
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -23,6 +25,17 @@ struct Body {
 #[serde(deny_unknown_fields)]
 struct DescriptorBody {
     entries: Vec<EntryBody>,
+    /// The request's own limit, as `POST /check` takes it.
+    #[serde(default)]
+    limit: Option<LimitBody>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct LimitBody {
+    #[serde(rename = "requestsPerUnit", alias = "requests_per_unit")]
+    requests_per_unit: u32,
+    unit: String,
 }
 
 #[derive(Deserialize)]
@@ -47,10 +60,29 @@ pub(crate) async fn explain(_: Admin, State(s): State<AdminState>, body: Bytes) 
             return error(StatusCode::BAD_REQUEST, msg);
         }
     };
+    let mut limits = Vec::with_capacity(body.descriptors.len());
+    for (i, d) in body.descriptors.iter().enumerate() {
+        let Some(l) = &d.limit else {
+            limits.push(None);
+            continue;
+        };
+        let Some(unit) = Unit::parse(&l.unit.to_ascii_lowercase()) else {
+            let msg = format!(
+                "descriptors[{i}].limit.unit: invalid unit '{}' ({})",
+                l.unit,
+                Unit::EXPECTED
+            );
+            return error(StatusCode::BAD_REQUEST, msg);
+        };
+        limits.push(Some(Override {
+            requests_per_unit: l.requests_per_unit,
+            unit: Some(unit),
+        }));
+    }
     let descriptors: Vec<Vec<(String, String)>> = (body.descriptors.into_iter())
         .map(|d| d.entries.into_iter().map(|e| (e.key, e.value)).collect())
         .collect();
-    match explainer.explain(&body.domain, &descriptors).await {
+    match (explainer.explain_limited(&body.domain, &descriptors, &limits, true)).await {
         Ok(found) => json(StatusCode::OK, &found.to_json()),
         Err(e) => error(StatusCode::BAD_REQUEST, e),
     }

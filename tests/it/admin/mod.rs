@@ -5,6 +5,7 @@ mod access;
 mod console;
 mod console_shedding;
 mod explain;
+mod explain_matching;
 mod insight;
 mod login;
 mod operator_views;

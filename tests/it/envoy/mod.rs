@@ -4,6 +4,7 @@
 mod concurrency;
 mod e2e;
 mod gateway_recipe;
+mod matching;
 mod priority;
 mod refunds;
 mod rlqs;

@@ -13,4 +13,5 @@ mod scenarios;
 pub(crate) mod shedding;
 mod tls;
 mod usage_reports;
+mod when;
 mod wire;

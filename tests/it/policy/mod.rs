@@ -6,6 +6,7 @@ mod lifecycle;
 mod overrides;
 mod postgres;
 mod rules;
+mod rules_when;
 mod shedding_overrides;
 mod unavailable;
 mod violations;

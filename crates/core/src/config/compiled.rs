@@ -10,6 +10,7 @@ use std::sync::Arc;
 
 use super::error::ConfigError;
 pub use super::failure_mode::FailureMode;
+use super::predicate::Predicate;
 use super::shedding::Shedding;
 use super::unit::Unit;
 use crate::algorithm::calendar::{Calendar, Zone};
@@ -62,6 +63,9 @@ pub struct Domain {
     /// `max_request_limit` (ratelimitd extension): the highest rate a request's own `limit`
     /// (Envoy Gateway's per-request limit) may set; `None` = any (Go).
     pub max_request_limit: Option<RequestLimitCap>,
+    /// Whether some node or limit of the domain has a `when:` predicate (ratelimitd extension);
+    /// `false` keeps matching on the path that evaluates nothing.
+    pub has_predicates: bool,
 }
 
 /// The highest rate a request may ask for its own descriptor: `requests_per_unit` per `unit`.
@@ -145,6 +149,8 @@ pub struct Node {
     /// `value_regex` (ratelimitd extension): the node matches values by this pattern; its
     /// `value` is then empty.
     pub value_regex: Option<ValueRegex>,
+    /// `when` (ratelimitd extension): the node matches only requests this predicate holds for.
+    pub when: Option<Predicate>,
     pub(crate) children: Level,
 }
 
@@ -188,6 +194,9 @@ pub struct Limit {
     /// `rate_limit.regions` (ratelimitd extension): the limit is worldwide and each region
     /// enforces its share of it on its own store ([`crate::region`]); `None` = not regional.
     pub regions: Option<Arc<crate::region::Regions>>,
+    /// `rate_limit.when` (ratelimitd extension): the limit applies only to requests this
+    /// predicate holds for; `None` = always.
+    pub when: Option<Arc<Predicate>>,
     /// `rate_limit.algorithm` (ratelimitd extension; `fixed_window` by default, as Go).
     pub algorithm: Algorithm,
     /// `rate_limit.burst` (ratelimitd extension): bucket capacity; `None` = `requests_per_unit`.
@@ -340,6 +349,17 @@ impl Level {
         self.order.iter().filter_map(|slot| match slot {
             Slot::Keyed(k) => self.by_key.get(k),
             Slot::Regex(i) => self.regexes.get(*i),
+        })
+    }
+
+    /// Whether a node or limit at this level or below has a `when:` predicate.
+    pub(crate) fn has_predicates(&self) -> bool {
+        self.nodes().any(|n| {
+            n.when.is_some()
+                || n.limit
+                    .as_ref()
+                    .is_some_and(|l| l.all().any(|l| l.when.is_some()))
+                || n.children.has_predicates()
         })
     }
 

@@ -30,7 +30,7 @@ const VALID_KEYS: [&str; 16] = [
 
 /// ratelimitd's opt-in extensions (`docs/design/contract.md#extensions`). A Go config never uses
 /// them, so adding them to the allow-list cannot change what a Go config means.
-const EXTENSION_KEYS: [&str; 19] = [
+const EXTENSION_KEYS: [&str; 20] = [
     "failure_mode",
     "local_share",
     "algorithm",
@@ -50,6 +50,7 @@ const EXTENSION_KEYS: [&str; 19] = [
     "regex_key",
     "default_limit",
     "max_request_limit",
+    "when",
 ];
 
 /// Checks every key of `map` (at `path`) and below, reporting each problem.

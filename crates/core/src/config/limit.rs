@@ -80,6 +80,10 @@ pub(super) fn build_limit(
         }
         ok
     });
+    let when = rl.when.as_deref().and_then(|source| {
+        let at = field_path(&rl.path, "when");
+        super::predicate::check(source, &at, failure_mode, sink)
+    });
     let ext = super::extensions::check(rl, unit, sink);
     let calendar = super::calendar::check(rl, unit, ext.algorithm, sink);
     let unlimited = rl.unlimited.unwrap_or(false);
@@ -107,6 +111,7 @@ pub(super) fn build_limit(
         detailed_metric: d.detailed_metric,
         metadata: d.metadata.clone(),
         also: Vec::new(),
+        when: when.map(std::sync::Arc::new),
         file: sink.file().into(),
         shedding: shedding.map(std::sync::Arc::new),
     }

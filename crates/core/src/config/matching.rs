@@ -6,6 +6,7 @@
 //! before any pattern is looked at, and an empty list is all the regex step costs otherwise.
 
 use super::compiled::{Domain, EntryRef, Level, Match, MatchKind, MatchedLevel, Node};
+use super::predicate::{Gate, Ungated};
 
 impl Domain {
     /// Finds the limit for one request descriptor's entries, with the path that reached it.
@@ -20,8 +21,16 @@ impl Domain {
 
     /// What the tree says of one request descriptor's entries: a limit, a matched node without
     /// one (what the operator wrote: Go's way of letting values through), or no node for some
-    /// entry — the descriptors a `default_limit` is for.
+    /// entry — the descriptors a `default_limit` is for. `when:` predicates are not evaluated:
+    /// [`Domain::lookup_gated`] is for a domain that has them.
     pub fn lookup<E: EntryRef>(&self, entries: &[E]) -> Lookup<'_> {
+        self.lookup_gated(entries, &mut Ungated)
+    }
+
+    /// [`Domain::lookup`], a node with a `when:` matching only when `gate` admits it; one that
+    /// does not is passed over for the next candidate of its level. With [`Ungated`] every check
+    /// compiles away.
+    pub fn lookup_gated<E: EntryRef, G: Gate>(&self, entries: &[E], gate: &mut G) -> Lookup<'_> {
         let Some(last) = entries.len().checked_sub(1) else {
             return Lookup::NoLimit;
         };
@@ -30,7 +39,7 @@ impl Domain {
         // One buffer for every level's `key_value`, instead of an allocation per entry.
         let mut composite = Composite::default();
         for (i, entry) in entries.iter().enumerate() {
-            let Some((node, kind)) = level.find(entry, &mut composite) else {
+            let Some((node, kind)) = level.find(entry, &mut composite, gate) else {
                 return Lookup::Unmatched;
             };
             path.push(MatchedLevel { node, kind });
@@ -64,14 +73,19 @@ pub enum Lookup<'a> {
 
 impl Level {
     /// The node one entry selects at this level, and how; `composite` is scratch space.
-    fn find<E: EntryRef>(
+    fn find<E: EntryRef, G: Gate>(
         &self,
         entry: &E,
         composite: &mut Composite,
+        gate: &mut G,
     ) -> Option<(&Node, MatchKind)> {
+        // A node without `when` always applies; with an inactive gate this is `true` at compile
+        // time and the predicate field is never read.
+        let mut admits =
+            |node: &Node| !G::ACTIVE || node.when.as_ref().is_none_or(|p| gate.admits(p));
         // Go always appends `_`, so an empty value looks up `key_`, which matches no key-only node.
         let composite = composite.join(entry.key(), entry.value());
-        if let Some(node) = self.by_key.get(composite) {
+        if let Some(node) = self.by_key.get(composite).filter(|n| admits(n)) {
             return Some((node, MatchKind::Exact));
         }
         let regex = self.regexes.iter().find(|node| {
@@ -80,6 +94,7 @@ impl Level {
                     .value_regex
                     .as_ref()
                     .is_some_and(|r| r.compiled.is_match(entry.value()))
+                && admits(node)
         });
         if let Some(node) = regex {
             return Some((node, MatchKind::Regex));
@@ -87,13 +102,15 @@ impl Level {
         let wildcard = self
             .wildcards
             .iter()
-            .find(|(_, parts)| wildcard_match(parts, composite))
-            .and_then(|(key, _)| self.by_key.get(key));
+            .filter(|(_, parts)| wildcard_match(parts, composite))
+            .filter_map(|(key, _)| self.by_key.get(key))
+            .find(|n| admits(n));
         if let Some(node) = wildcard {
             return Some((node, MatchKind::Wildcard));
         }
         self.by_key
             .get(entry.key())
+            .filter(|n| admits(n))
             .map(|node| (node, MatchKind::Default))
     }
 }

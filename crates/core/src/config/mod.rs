@@ -17,6 +17,7 @@ pub mod loader;
 mod matching;
 mod model;
 mod multi;
+pub mod predicate;
 mod regions;
 pub mod shedding;
 mod stats_name;
@@ -41,6 +42,8 @@ mod loader_tests;
 mod matching_tests;
 #[cfg(test)]
 mod multi_tests;
+#[cfg(test)]
+mod predicate_tests;
 #[cfg(test)]
 mod quota_group_tests;
 #[cfg(test)]

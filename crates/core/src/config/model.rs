@@ -38,6 +38,9 @@ pub(crate) struct RawDescriptor {
     pub(crate) value_regex: Option<String>,
     /// `regex_key` (ratelimitd extension, with `value_regex`), as written.
     pub(crate) regex_key: Option<String>,
+    /// `when` (ratelimitd extension): a CEL predicate the request must meet for this entry to
+    /// match; `None` when absent or wrongly typed (reported).
+    pub(crate) when: Option<String>,
     /// Whether `value` was written at all (even empty), so `value` beside `value_regex` is refused.
     pub(crate) value_given: bool,
     pub(crate) rate_limit: Option<RawRateLimit>,
@@ -87,6 +90,9 @@ pub(crate) struct RawRateLimit {
     pub(crate) usage: Option<String>,
     /// `time_zone` (ratelimitd extension, with `calendar`), as written.
     pub(crate) time_zone: Option<String>,
+    /// `when` (ratelimitd extension): a CEL predicate the request must meet for this limit to
+    /// apply; `None` when absent or wrongly typed (reported).
+    pub(crate) when: Option<String>,
     /// `regions` (ratelimitd extension); `None` when absent or invalid (reported).
     pub(crate) regions: Option<crate::region::Regions>,
     /// `priority_key`, `priorities` and `soft` (ratelimitd extensions, `config::shedding`).
@@ -160,6 +166,7 @@ impl Typed<'_, '_> {
             value: self.string(m, &path, "value").unwrap_or_default(),
             value_regex: self.string(m, &path, "value_regex"),
             regex_key: self.string(m, &path, "regex_key"),
+            when: self.string(m, &path, "when"),
             value_given: m.get("value").is_some(),
             rate_limit: self.rate_limit(m, &path, "rate_limit"),
             rate_limits: self.rate_limits(m, &path),
@@ -237,6 +244,7 @@ impl Typed<'_, '_> {
             calendar: self.bool(rl, &path, "calendar"),
             usage: self.string(rl, &path, "usage"),
             time_zone: self.string(rl, &path, "time_zone"),
+            when: self.string(rl, &path, "when"),
             regions: self.regions(rl, &path),
             shedding: self.shedding(rl, &path),
             path,

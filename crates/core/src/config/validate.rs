@@ -77,6 +77,7 @@ pub fn compile(
                     priority_keys: Vec::new(),
                     default_limit: None,
                     max_request_limit: None,
+                    has_predicates: false,
                 });
             if let Some(rl) = &root.default_limit {
                 set_default_limit(domain, rl, &mut sink);
@@ -97,6 +98,7 @@ pub fn compile(
     }
     for domain in domains.values_mut() {
         domain.priority_keys = super::shedding::priority_keys(&domain.root);
+        domain.has_predicates = domain.root.has_predicates();
     }
     if errors.is_empty() {
         Ok(RateLimitConfig { domains, warnings })
@@ -152,6 +154,11 @@ fn load_level(
             );
         }
         check_quota_group(&d, sink);
+        // The entry's predicate answers a failure by the failure_mode of the node's limit.
+        let when = d.when.as_deref().and_then(|source| {
+            let mode = limit.as_ref().and_then(|l| l.failure_mode);
+            super::predicate::check(source, &field_path(&d.path, "when"), mode, sink)
+        });
         let mut node = Node {
             key: d.key,
             value: d.value,
@@ -159,6 +166,7 @@ fn load_level(
             share_threshold: d.share_threshold,
             value_to_metric: d.value_to_metric,
             value_regex,
+            when,
             children: Level::default(),
         };
         load_level(
@@ -183,6 +191,12 @@ fn load_level(
 fn set_default_limit(domain: &mut Domain, rl: &RawRateLimit, sink: &mut Sink<'_>) {
     let full_key = format!("{}.default_limit", domain.name);
     let limit = build_limit(rl, &RawDescriptor::default(), &full_key, sink);
+    if rl.when.is_some() {
+        sink.push(
+            &field_path(&rl.path, "when"),
+            "when does not apply to default_limit (it counts the descriptors no node matched; put the condition on a descriptor)",
+        );
+    }
     if !rl.replaces.is_empty() {
         sink.push(
             &field_path(&rl.path, "replaces"),
@@ -218,6 +232,7 @@ fn set_request_limit_cap(domain: &mut Domain, rl: &RawRateLimit, sink: &mut Sink
         ("calendar", rl.calendar.is_some()),
         ("time_zone", rl.time_zone.is_some()),
         ("regions", rl.regions.is_some()),
+        ("when", rl.when.is_some()),
     ];
     let mut ok = true;
     for (field, _) in others.iter().filter(|(_, set)| *set) {

@@ -64,6 +64,15 @@ pub enum RequestError {
         /// What is wrong with it.
         reason: String,
     },
+    /// A `when:` predicate failed at run time under `failure_mode: error` (its own, or the
+    /// service's default): the request fails as it would on a store failure.
+    #[error("descriptor {descriptor}: {reason}")]
+    PredicateFailed {
+        /// Index of the descriptor in the request.
+        descriptor: usize,
+        /// The predicate and its error.
+        reason: String,
+    },
     /// The store could not decide.
     #[error(transparent)]
     Store(#[from] StoreError),

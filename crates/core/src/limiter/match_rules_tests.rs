@@ -184,7 +184,8 @@ fn default_limit_is_listed_and_plans_count_what_matched_nothing() {
         plans.tally,
         plan::Tally {
             unmatched: 2,
-            capped: 0
+            capped: 0,
+            predicate_errors: 0,
         }
     );
 }

@@ -260,8 +260,26 @@ impl RateLimiter {
         let now = self.clock.now();
         let stored = self.overrides.load();
         let random = self.random.as_ref();
-        let mut plans = plan::plan(domain, &stored, req, &self.options.keys, now, random)?;
+        let default_mode = self.options.default_failure_mode;
+        let keys = &self.options.keys;
+        let planned = plan::plan_with(domain, &stored, req, keys, now, random, default_mode);
+        let mut plans = match planned {
+            Ok(plans) => plans,
+            Err(e) => {
+                // The failed predicate is counted although the request gets no decision.
+                if matches!(e, RequestError::PredicateFailed { .. }) {
+                    let domain = stats_key::sanitize(req.domain.as_str().into());
+                    self.stats.predicate_errors(&domain, 1);
+                }
+                return Err(e);
+            }
+        };
         let tally = plans.tally;
+        if tally.predicate_errors > 0 {
+            let domain = stats_key::sanitize(req.domain.as_str().into());
+            self.stats
+                .predicate_errors(&domain, u64::from(tally.predicate_errors));
+        }
         if tally.unmatched > 0 || tally.capped > 0 {
             let domain = stats_key::sanitize(req.domain.as_str().into());
             if tally.unmatched > 0 {
@@ -374,3 +392,5 @@ mod match_rules_tests;
 
 #[cfg(test)]
 mod regional_tests;
+#[cfg(test)]
+mod when_tests;

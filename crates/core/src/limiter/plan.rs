@@ -20,7 +20,8 @@ use super::request::{Descriptor, Entry, Request};
 use super::stats_key;
 use crate::algorithm::Algorithm;
 use crate::clock::Timestamp;
-use crate::config::{Domain, EntryRef, Limit, Lookup};
+use crate::config::predicate::{Gate, Judge};
+use crate::config::{Domain, EntryRef, FailureMode, Limit, Lookup};
 use crate::random::Random;
 use crate::store::Op;
 
@@ -89,6 +90,8 @@ pub struct Tally {
     /// Request overrides (`limit` on the descriptor) above the domain's `max_request_limit`,
     /// counted at that cap instead.
     pub capped: u32,
+    /// `when:` predicates that failed at run time (answered by their `failure_mode`).
+    pub predicate_errors: u32,
 }
 
 /// Plans every descriptor of `req` against its `domain` of the config (`None`: not configured)
@@ -102,6 +105,28 @@ pub fn plan<'a>(
     now: Timestamp,
     random: &dyn Random,
 ) -> Result<Plans<'a>, RequestError> {
+    plan_with(
+        domain,
+        stored,
+        req,
+        keys,
+        now,
+        random,
+        FailureMode::default(),
+    )
+}
+
+/// [`plan`], a `when:` predicate that fails at run time without a `failure_mode` of its own
+/// answering by `default_mode` (the service's `DEFAULT_FAILURE_MODE`).
+pub fn plan_with<'a>(
+    domain: Option<&'a Domain>,
+    stored: &OverrideIndex,
+    req: &'a Request,
+    keys: &KeyBuilder,
+    now: Timestamp,
+    random: &dyn Random,
+    default_mode: FailureMode,
+) -> Result<Plans<'a>, RequestError> {
     let mut plans = Plans {
         descriptors: Vec::with_capacity(req.descriptors.len()),
         ops: Vec::with_capacity(req.descriptors.len()),
@@ -113,7 +138,7 @@ pub fn plan<'a>(
         plans.descriptors = vec![Plan::NoLimit; req.descriptors.len()];
         return Ok(plans);
     };
-    let matched = match_all(domain, stored, req, now, &mut plans.tally)?;
+    let matched = match_all(domain, stored, req, now, default_mode, &mut plans.tally)?;
     let replaced = replaced_names(&matched);
     for (d, m) in req.descriptors.iter().zip(matched) {
         let plan = match m {
@@ -246,6 +271,7 @@ fn match_all<'a>(
     stored: &OverrideIndex,
     req: &'a Request,
     now: Timestamp,
+    default_mode: FailureMode,
     tally: &mut Tally,
 ) -> Result<Vec<Option<Matched<'a>>>, RequestError> {
     let mut found = Vec::with_capacity(req.descriptors.len());
@@ -253,15 +279,22 @@ fn match_all<'a>(
         // The class entry is not part of what is matched, overridden or counted: every class of a
         // descriptor shares one limit, one override and one counter.
         let class = shed::class_entry(domain, d);
+        let at = At { now, default_mode };
         found.push(
             match class {
-                None => match_one(domain, stored, req, d, &d.entries, None, now, tally),
+                None => match_one(domain, stored, req, d, &d.entries, None, at, tally),
                 Some(_) => {
                     let entries: Vec<&Entry> = shed::matched_entries(d, class).collect();
-                    match_one(domain, stored, req, d, &entries, class, now, tally)
+                    match_one(domain, stored, req, d, &entries, class, at, tally)
                 }
             }
-            .map_err(|()| RequestError::InvalidOverrideUnit { descriptor: i })?,
+            .map_err(|e| match e {
+                Refused::OverrideUnit => RequestError::InvalidOverrideUnit { descriptor: i },
+                Refused::Predicate(reason) => RequestError::PredicateFailed {
+                    descriptor: i,
+                    reason,
+                },
+            })?,
         );
     }
     Ok(found)
@@ -280,16 +313,17 @@ fn match_one<'a, E: EntryRef>(
     d: &'a Descriptor,
     entries: &[E],
     class: Option<&'a Entry>,
-    now: Timestamp,
+    at: At,
     tally: &mut Tally,
-) -> Result<Option<Matched<'a>>, ()> {
+) -> Result<Option<Matched<'a>>, Refused> {
+    let now = at.now;
     // The empty index (no policy database, or no overrides) costs one branch per descriptor.
     let stored = (!stored.is_empty())
         .then(|| stored.find(&req.domain, entries, now))
         .flatten();
     let (rate, stored) = match (&d.limit, stored) {
         (Some(o), _) => {
-            let asked = (o.requests_per_unit, o.unit.ok_or(())?);
+            let asked = (o.requests_per_unit, o.unit.ok_or(Refused::OverrideUnit)?);
             let rate = (domain.max_request_limit).map_or(asked, |cap| cap.apply(asked.0, asked.1));
             if rate != asked {
                 tally.capped += 1;
@@ -297,7 +331,9 @@ fn match_one<'a, E: EntryRef>(
             (rate, None)
         }
         (None, Some(o)) => ((o.spec.requests_per_unit, o.spec.unit), Some(o)),
-        (None, None) => return Ok(config_match(domain, req, d, entries, class, tally)),
+        (None, None) => {
+            return config_match(domain, req, d, entries, class, at.default_mode, tally);
+        }
     };
     let configured = domain
         .get_limit(entries)
@@ -328,26 +364,53 @@ fn config_match<'a, E: EntryRef>(
     d: &'a Descriptor,
     entries: &[E],
     class: Option<&'a Entry>,
+    default_mode: FailureMode,
     tally: &mut Tally,
-) -> Option<Matched<'a>> {
-    let m = match domain.lookup(entries) {
+) -> Result<Option<Matched<'a>>, Refused> {
+    // A domain without `when:` takes the lookup that evaluates nothing.
+    let (found, limit) = if domain.has_predicates {
+        let hits = hits::requested(req, d);
+        let mut judge = Judge::new(&d.entries, &req.domain, hits, default_mode);
+        let found = domain.lookup_gated(entries, &mut judge);
+        let limit = match &found {
+            Lookup::Limit(m) => gated_limit(m.limit, &mut judge),
+            _ => None,
+        };
+        tally.predicate_errors += judge.errors;
+        if let Some(reason) = judge.fatal {
+            return Err(Refused::Predicate(reason));
+        }
+        (found, limit)
+    } else {
+        (domain.lookup(entries), None)
+    };
+    let m = match found {
         Lookup::Limit(m) => m,
-        Lookup::NoLimit => return None,
+        Lookup::NoLimit => return Ok(None),
         Lookup::Unmatched => {
             tally.unmatched += 1;
-            let limit = domain.default_limit.as_ref()?;
+            let Some(limit) = domain.default_limit.as_ref() else {
+                return Ok(None);
+            };
             // Every entry with its value: "each tenant gets 100/s unless a rule says
             // otherwise" means one counter per tenant, not one all unmatched traffic shares.
             let key_entries = shed::matched_entries(d, class)
                 .map(|e| (e.key.as_str(), e.value.as_str()))
                 .collect();
-            return Some(Matched {
+            return Ok(Some(Matched {
                 limit: Arc::clone(limit),
                 key_entries,
                 stats_key: Cow::Borrowed(limit.stats_key.as_str()),
                 class,
-            });
+            }));
         }
+    };
+    // The limits whose `when:` held: all of them (the matched limit itself), some (a new
+    // limit of those), or none (the descriptor is not limited).
+    let limit = match limit {
+        None => Arc::clone(m.limit),
+        Some(Gated::None) => return Ok(None),
+        Some(Gated::Some(limit)) => limit,
     };
     let key_entries = shed::matched_entries(d, class)
         .zip(&m.path)
@@ -360,18 +423,62 @@ fn config_match<'a, E: EntryRef>(
             _ => (e.key.as_str(), e.value.as_str()),
         })
         .collect();
+    // Every limit of a node has the node's stats key, whichever of them held.
     let stats_key = stats_key::for_match(
         &req.domain,
         m.limit,
         shed::matched_entries(d, class),
         &m.path,
     );
-    Some(Matched {
-        limit: Arc::clone(m.limit),
+    Ok(Some(Matched {
+        limit,
         key_entries,
         stats_key,
         class,
-    })
+    }))
+}
+
+/// When a request is planned: its time, and the failure mode of predicates that name none.
+#[derive(Clone, Copy)]
+struct At {
+    now: Timestamp,
+    default_mode: FailureMode,
+}
+
+/// Why a descriptor cannot be planned.
+enum Refused {
+    /// Its override has no valid unit.
+    OverrideUnit,
+    /// A `when:` failed under `failure_mode: error`.
+    Predicate(String),
+}
+
+/// The limits of `limit` ([`Limit::all`]) whose `when:` holds for the judged descriptor.
+enum Gated {
+    /// None of them: the descriptor is not limited.
+    None,
+    /// These, as one limit (the first carrying the others).
+    Some(Arc<Limit>),
+}
+
+/// `None` when every limit applies (no `when:`, or all held): the matched limit is used as is.
+fn gated_limit<E: EntryRef>(limit: &Arc<Limit>, judge: &mut Judge<'_, E>) -> Option<Gated> {
+    if limit.all().all(|l| l.when.is_none()) {
+        return None;
+    }
+    let held: Vec<&Arc<Limit>> = limit
+        .all()
+        .filter(|l| l.when.as_ref().is_none_or(|p| judge.admits(p)))
+        .collect();
+    if held.len() == 1 + limit.also.len() {
+        return None;
+    }
+    let Some((first, rest)) = held.split_first() else {
+        return Some(Gated::None);
+    };
+    let mut first = Limit::clone(first);
+    first.also = rest.iter().map(|l| Arc::clone(l)).collect();
+    Some(Gated::Some(Arc::new(first)))
 }
 
 /// Names any matched limit (unlimited ones included) replaces, across the whole request.

@@ -64,6 +64,11 @@ pub trait StatsSink: Send + Sync + std::fmt::Debug + 'static {
     fn request_limit_capped(&self, domain: &str, n: u64) {
         let _ = (domain, n);
     }
+    /// `n` `when:` predicates of one request to `domain` (already sanitised) failed at run time
+    /// and answered by their limit's `failure_mode`.
+    fn predicate_errors(&self, domain: &str, n: u64) {
+        let _ = (domain, n);
+    }
     /// Global shadow mode turned an `OVER_LIMIT` answer into OK.
     fn global_shadow_mode(&self);
     /// A call failed.

@@ -109,6 +109,8 @@ pub(super) fn override_limit(
         // The service's default lease applies to overrides of fixed windows.
         lease: None,
         also: Vec::new(),
+        // The request (or the policy database) set this rate: no configured condition applies.
+        when: None,
         // Not from a file: a clone of this thread's empty name, not an allocation per override.
         file: NO_FILE.with(Clone::clone),
         // The classes and the soft zone are shares of the limit: they follow the new number.
