@@ -12,5 +12,6 @@ mod refunds;
 mod scenarios;
 pub(crate) mod shedding;
 mod tls;
+mod usage_estimates;
 mod usage_reports;
 mod wire;
