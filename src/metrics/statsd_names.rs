@@ -32,6 +32,9 @@ impl Metrics {
             ));
             out.push((format!("ratelimitd.{domain}.request_limit_capped"), capped));
         }
+        for (key, v) in self.reported.snapshot() {
+            out.push((format!("ratelimitd.{key}.usage_reported"), v));
+        }
         let loads = (self.config_loads)();
         let service = [
             ("config_load_success", loads.successes),
