@@ -52,18 +52,31 @@ async fn ask(app: &Router, tokens: &str) -> StatusCode {
     status
 }
 
-/// `key`'s remaining as a check of 0 finds it, once it is `want` (the report is spawned when the
-/// body ends); the last value seen after 10 s otherwise.
-async fn remaining_becomes(client: &Client, key: &str, want: u64) -> Option<u64> {
-    let check = CheckRequest::new(key).domain("llm").cost(0);
-    let deadline = std::time::Instant::now() + Duration::from_secs(10);
-    loop {
-        let got = client.check(&check).await.unwrap().remaining;
-        if got == Some(want) || std::time::Instant::now() > deadline {
-            return got;
+/// Reads with `read` until it yields `want` (a report is spawned when the body ends, so it may land
+/// a little after the response): at most 500 reads 20 ms apart; the last value seen otherwise.
+async fn becomes<F: Future<Output = Option<u64>>>(
+    mut read: impl FnMut() -> F,
+    want: u64,
+) -> Option<u64> {
+    let mut got = read().await;
+    for _ in 0..500 {
+        if got == Some(want) {
+            break;
         }
         tokio::time::sleep(Duration::from_millis(20)).await;
+        got = read().await;
     }
+    got
+}
+
+/// `key`'s remaining as a check of 0 finds it, once it is `want` (see [`becomes`]).
+async fn remaining_becomes(client: &Client, key: &str, want: u64) -> Option<u64> {
+    let check = CheckRequest::new(key).domain("llm").cost(0);
+    becomes(
+        || async { client.check(&check).await.unwrap().remaining },
+        want,
+    )
+    .await
 }
 
 fn client(server: &Ratelimitd) -> Client {
@@ -91,7 +104,11 @@ async fn the_layer_reports_the_usage_a_response_header_names() {
     );
     assert_eq!(ask(&app, "70").await, StatusCode::OK);
     assert_eq!(remaining_becomes(&probe, "acme", 0).await, Some(0));
-    assert_eq!(ask(&app, "1").await, StatusCode::TOO_MANY_REQUESTS, "in debt");
+    assert_eq!(
+        ask(&app, "1").await,
+        StatusCode::TOO_MANY_REQUESTS,
+        "in debt"
+    );
 }
 
 #[tokio::test]
@@ -104,23 +121,11 @@ async fn the_layer_trues_up_an_estimate() {
     assert_eq!(ask(&app, "10").await, StatusCode::OK);
     // Read by a report of exactly the estimate (a true-up of nothing; a check would charge it).
     let estimated = CheckRequest::new("estimated").domain("llm");
-    let deadline = std::time::Instant::now() + Duration::from_secs(10);
-    let left = loop {
-        let left = probe.report(&estimated, 40).await.unwrap().remaining;
-        if left == Some(80) || std::time::Instant::now() > deadline {
-            break left;
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    };
-    assert_eq!(left, Some(80), "20 used of 100");
+    let left = || async { probe.report(&estimated, 40).await.unwrap().remaining };
+    assert_eq!(becomes(left, 80).await, Some(80), "20 used of 100");
     // 80 more than the estimate is topped up: 100 used, no room for another estimate.
     assert_eq!(ask(&app, "120").await, StatusCode::OK);
-    let check = CheckRequest::new("estimated").domain("llm").cost(0);
-    let deadline = std::time::Instant::now() + Duration::from_secs(10);
-    while client(&server).report(&check, 40).await.unwrap().remaining != Some(0) {
-        assert!(std::time::Instant::now() < deadline, "the top-up arrives");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    assert_eq!(becomes(left, 0).await, Some(0), "the top-up arrives");
     assert_eq!(ask(&app, "1").await, StatusCode::TOO_MANY_REQUESTS);
 }
 

@@ -142,10 +142,18 @@ async fn tenant_and_model_budgets_with_estimates_behind_envoy() {
     // 50 tokens: the estimates of 200 are trued up to 50 on both budgets.
     let r = ask("/ai", "acme", "big", 50).await.unwrap();
     assert_eq!(r.status(), 200, "{}", envoy.log());
-    assert_eq!(budget_becomes(&rl, &tenant, 950).await, 950, "{}", envoy.log());
+    assert_eq!(
+        budget_becomes(&rl, &tenant, 950).await,
+        950,
+        "{}",
+        envoy.log()
+    );
     assert_eq!(budget_becomes(&rl, &big, 350).await, 350);
     // An upstream failure used no tokens: its report of 0 gives both estimates back.
-    assert_eq!(ask("/ai/fail", "acme", "big", 0).await.unwrap().status(), 503);
+    assert_eq!(
+        ask("/ai/fail", "acme", "big", 0).await.unwrap().status(),
+        503
+    );
     assert_eq!(budget_becomes(&rl, &tenant, 950).await, 950);
     assert_eq!(budget_becomes(&rl, &big, 350).await, 350);
     // 300 tokens: 100 more than the estimate is topped up.
@@ -157,12 +165,20 @@ async fn tenant_and_model_budgets_with_estimates_behind_envoy() {
     let r = ask("/ai", "acme", "big", 10).await.unwrap();
     assert_eq!(r.status(), 429, "{}", envoy.log());
     assert_eq!(r.headers()["retry-after"], "26");
-    assert_eq!(r.headers()["x-ratelimit-budget"], "model-tokens", "{:?}", r.headers());
+    assert_eq!(
+        r.headers()["x-ratelimit-budget"],
+        "model-tokens",
+        "{:?}",
+        r.headers()
+    );
     // The refused request gave the tenant's estimate back, and reported nothing.
     assert_eq!(budget_becomes(&rl, &tenant, 650).await, 650);
     assert_eq!(budget_becomes(&rl, &big, 50).await, 50);
     // Another model has its own budget; the tenant's runs out.
-    assert_eq!(ask("/ai", "acme", "small", 500).await.unwrap().status(), 200);
+    assert_eq!(
+        ask("/ai", "acme", "small", 500).await.unwrap().status(),
+        200
+    );
     assert_eq!(budget_becomes(&rl, &tenant, 150).await, 150);
     let r = ask("/ai", "acme", "other", 10).await.unwrap();
     assert_eq!(r.status(), 429);

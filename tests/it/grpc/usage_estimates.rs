@@ -47,23 +47,55 @@ fn answer(r: &RateLimitResponse) -> (Code, u32) {
 async fn estimates_are_trued_up(s: &TestServer, key: &str) {
     let checks: Vec<_> = (0..5).map(|_| send(s, key, 0, false)).collect();
     let answers = futures_util::future::join_all(checks).await;
-    let admitted = answers
-        .iter()
-        .filter(|r| answer(r).0 == Code::Ok)
-        .count();
-    assert_eq!(admitted, 3, "{key}: 3 estimates of 30 fit in 100: {answers:?}");
+    let admitted = answers.iter().filter(|r| answer(r).0 == Code::Ok).count();
+    assert_eq!(
+        admitted, 3,
+        "{key}: 3 estimates of 30 fit in 100: {answers:?}"
+    );
     // The two refused charged nothing: 90 are taken, 10 left.
-    assert_eq!(answer(&send(s, key, 10, false).await), (Code::Ok, 30), "{key}: 10 of 30 used, 20 back");
+    assert_eq!(
+        answer(&send(s, key, 10, false).await),
+        (Code::Ok, 30),
+        "{key}: 10 of 30 used, 20 back"
+    );
     // 70 used, a fourth estimate now fits.
-    assert_eq!(answer(&send(s, key, 0, false).await), (Code::Ok, 0), "{key}: a fourth check");
-    assert_eq!(answer(&send(s, key, 0, false).await).0, Code::OverLimit, "{key}: full");
+    assert_eq!(
+        answer(&send(s, key, 0, false).await),
+        (Code::Ok, 0),
+        "{key}: a fourth check"
+    );
+    assert_eq!(
+        answer(&send(s, key, 0, false).await).0,
+        Code::OverLimit,
+        "{key}: full"
+    );
     // A request that used 25 more than its estimate: 100 + 25 (debt), and the check is refused.
-    assert_eq!(answer(&send(s, key, 55, false).await), (Code::Ok, 0), "{key}: top-up");
+    assert_eq!(
+        answer(&send(s, key, 55, false).await),
+        (Code::Ok, 0),
+        "{key}: top-up"
+    );
     // Reports of 0 (the marker) give two estimates back: 125 − 60 = 65, so one more fits.
-    assert_eq!(answer(&send(s, key, 0, true).await), (Code::Ok, 5), "{key}: 0 used");
-    assert_eq!(answer(&send(s, key, 0, false).await).0, Code::OverLimit, "{key}: 95 taken, 30 do not fit");
-    assert_eq!(answer(&send(s, key, 0, true).await), (Code::Ok, 35), "{key}: 0 used");
-    assert_eq!(answer(&send(s, key, 0, false).await), (Code::Ok, 5), "{key}: one more estimate");
+    assert_eq!(
+        answer(&send(s, key, 0, true).await),
+        (Code::Ok, 5),
+        "{key}: 0 used"
+    );
+    assert_eq!(
+        answer(&send(s, key, 0, false).await).0,
+        Code::OverLimit,
+        "{key}: 95 taken, 30 do not fit"
+    );
+    assert_eq!(
+        answer(&send(s, key, 0, true).await),
+        (Code::Ok, 35),
+        "{key}: 0 used"
+    );
+    assert_eq!(
+        answer(&send(s, key, 0, false).await),
+        (Code::Ok, 5),
+        "{key}: one more estimate"
+    );
 }
 
 on_every_store!(concurrent_estimates_are_limited_and_reports_true_them_up);
@@ -104,8 +136,16 @@ async fn a_request_refused_by_another_descriptor_gives_its_estimate_back(store: 
         let mut req = request("u", &[&[(key, "tenant-a")], &[("model", "m")]]);
         req.descriptors[0].hits_addend = Some(0);
         let r = s.call(req).await.unwrap();
-        assert_eq!(overall(&r), Code::OverLimit, "{key}: the model's budget is 0");
-        assert_eq!(answer(&send(&s, key, 0, false).await), (Code::Ok, 70), "{key}: only this check's 30 taken");
+        assert_eq!(
+            overall(&r),
+            Code::OverLimit,
+            "{key}: the model's budget is 0"
+        );
+        assert_eq!(
+            answer(&send(&s, key, 0, false).await),
+            (Code::Ok, 70),
+            "{key}: only this check's 30 taken"
+        );
     }
 }
 
@@ -133,12 +173,24 @@ async fn go_stats_of_estimates_add_up_to_the_usage() {
     send(&s, "client_key", 50, false).await;
     send(&s, "client_key", 0, false).await;
     send(&s, "client_key", 0, true).await;
-    let c = s.check(&json!({"domain": "u", "client_key": "tenant-a", "cost": 0})).await;
-    assert_eq!((c.status, &c.body["remaining"]), (200, &json!(20)), "{:?}", c.body);
+    let c = s
+        .check(&json!({"domain": "u", "client_key": "tenant-a", "cost": 0}))
+        .await;
+    assert_eq!(
+        (c.status, &c.body["remaining"]),
+        (200, &json!(20)),
+        "{:?}",
+        c.body
+    );
     let c = s
         .check(&json!({"domain": "u", "client_key": "tenant-a", "cost": 12, "report": true}))
         .await;
-    assert_eq!((c.status, &c.body["remaining"]), (200, &json!(38)), "{:?}", c.body);
+    assert_eq!(
+        (c.status, &c.body["remaining"]),
+        (200, &json!(38)),
+        "{:?}",
+        c.body
+    );
     let m = s.scrape().await;
     let v = |stat: &str| {
         m.count(&format!(

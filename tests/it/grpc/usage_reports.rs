@@ -276,17 +276,29 @@ async fn debt_is_visible_in_check_explain_and_the_console() {
     let s = TestServer::start(&[("u.yaml", CFG)], &env).await;
     s.set_time(1_200);
     let c = s
-        .check(&json!({"domain": "u", "client_key": "k", "cost": 25, "report": true, "details": true}))
+        .check(
+            &json!({"domain": "u", "client_key": "k", "cost": 25, "report": true, "details": true}),
+        )
         .await;
     assert_eq!(c.status, 200, "{:?}", c.body);
-    assert_eq!((&c.body["remaining"], &c.body["debt"]), (&json!(0), &json!(15)));
+    assert_eq!(
+        (&c.body["remaining"], &c.body["debt"]),
+        (&json!(0), &json!(15))
+    );
     assert_eq!(c.body["limits"][0]["debt"], 15, "{:?}", c.body);
     let c = s
         .check(&json!({"domain": "u", "client_key": "k", "cost": 0}))
         .await;
-    assert_eq!((c.status, &c.body["debt"]), (429, &json!(15)), "{:?}", c.body);
+    assert_eq!(
+        (c.status, &c.body["debt"]),
+        (429, &json!(15)),
+        "{:?}",
+        c.body
+    );
     assert_eq!(c.body["retry_after"], 60, "paid back when the window ends");
-    let c = s.check(&json!({"domain": "u", "client_key": "other", "cost": 1, "details": true})).await;
+    let c = s
+        .check(&json!({"domain": "u", "client_key": "other", "cost": 1, "details": true}))
+        .await;
     assert_eq!(c.status, 200);
     assert_eq!(c.body.get("debt"), None, "no debt, no field: {:?}", c.body);
     assert_eq!(c.body["limits"][0].get("debt"), None);
@@ -299,7 +311,11 @@ async fn debt_is_visible_in_check_explain_and_the_console() {
         .await;
     assert_eq!(status, 200, "{v}");
     let counter = &v["descriptors"][0]["limits"][0]["counter"];
-    assert_eq!((&counter["used"], &counter["debt"], &counter["remaining"]), (&json!(25), &json!(15), &json!(0)), "{v}");
+    assert_eq!(
+        (&counter["used"], &counter["debt"], &counter["remaining"]),
+        (&json!(25), &json!(15), &json!(0)),
+        "{v}"
+    );
     let page = s
         .http
         .get(s.admin_url("/?domain=u&descriptor=client_key=k"))

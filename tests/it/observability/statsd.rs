@@ -85,7 +85,10 @@ async fn reported_usage_arrives_as_a_counter_per_limit() {
     })
     .await;
     let want = "ratelimitd.another.key2.usage_reported:37|c";
-    assert!(lines.iter().any(|l| l == want), "missing {want} in {lines:#?}");
+    assert!(
+        lines.iter().any(|l| l == want),
+        "missing {want} in {lines:#?}"
+    );
     assert!(
         lines
             .iter()

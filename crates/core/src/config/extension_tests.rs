@@ -338,7 +338,10 @@ fn usage_estimate_reaches_the_limit_and_misuse_is_named() {
         false,
     )
     .unwrap();
-    assert_eq!((cfg.limits()[0].usage_report, cfg.limits()[0].usage_estimate), (true, None));
+    assert_eq!(
+        (cfg.limits()[0].usage_report, cfg.limits()[0].usage_estimate),
+        (true, None)
+    );
     let at = |f: &str| format!("usage.{f}");
     assert_eq!(
         errs("unit: minute, requests_per_unit: 100, usage: {mode: report, estimate: 101}"),
@@ -358,7 +361,8 @@ fn usage_estimate_reaches_the_limit_and_misuse_is_named() {
         errs("unit: minute, requests_per_unit: 100, usage: {mode: request, estimate: 5}"),
         [(
             at("estimate"),
-            "an estimate is charged by the check of a reported usage; it needs mode: report".to_owned()
+            "an estimate is charged by the check of a reported usage; it needs mode: report"
+                .to_owned()
         )]
     );
     let e = errs("unit: minute, requests_per_unit: 100, usage: {mode: report, estimat: 5}");
@@ -367,7 +371,13 @@ fn usage_estimate_reaches_the_limit_and_misuse_is_named() {
     assert!(e[0].1.contains("unknown usage key 'estimat'"), "{e:?}");
     assert!(e[0].1.contains("expected mode or estimate"), "{e:?}");
     let e = errs("unit: minute, requests_per_unit: 100, usage: {estimate: 5}");
-    assert_eq!(e[0], (at("mode"), "usage needs a mode (report or request)".to_owned()));
+    assert_eq!(
+        e[0],
+        (
+            at("mode"),
+            "usage needs a mode (report or request)".to_owned()
+        )
+    );
     let e = errs("unit: minute, requests_per_unit: 100, usage: {mode: report, estimate: many}");
     assert_eq!(e.len(), 1, "{e:?}");
     assert_eq!(e[0].0, at("estimate"));

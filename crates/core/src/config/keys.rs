@@ -73,8 +73,15 @@ pub(crate) fn check_keys(map: &serde_yaml::Mapping, path: &str, sink: &mut Sink<
         // a fraction (a float, which Go's leaf check refuses) checked by its own reader, and so
         // are `regions` (region names as keys, fractions as values), `priorities` (class names
         // are the operator's), `soft` (`config::shedding`) and `usage`'s map (`config::usage`).
-        if !["metadata", "local_share", "regions", "priorities", "soft", "usage"]
-            .contains(&key.as_str())
+        if ![
+            "metadata",
+            "local_share",
+            "regions",
+            "priorities",
+            "soft",
+            "usage",
+        ]
+        .contains(&key.as_str())
         {
             check_value(v, &here, sink);
         }

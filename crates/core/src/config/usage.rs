@@ -6,9 +6,9 @@
 
 use serde_yaml::{Mapping, Value};
 
+use super::convert::{go_fmt, untag};
 use super::error::{Sink, field_path};
 use super::model::RawRateLimit;
-use super::convert::{go_fmt, untag};
 use super::typed::Typed;
 use crate::algorithm::Algorithm;
 

@@ -65,7 +65,9 @@ pub enum RequestError {
         reason: String,
     },
     /// A descriptor's `ratelimitd.usage` entry names something other than `report`.
-    #[error("descriptor {descriptor}: ratelimitd.usage '{value}' is not valid (the only value is report: the descriptor reports usage)")]
+    #[error(
+        "descriptor {descriptor}: ratelimitd.usage '{value}' is not valid (the only value is report: the descriptor reports usage)"
+    )]
     BadUsageEntry {
         /// Index of the descriptor in the request.
         descriptor: usize,
