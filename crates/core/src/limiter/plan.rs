@@ -57,8 +57,8 @@ pub struct Limited<'a> {
     /// past the limit, never over it.
     pub report: bool,
     /// The ops charge the limit's usage estimate (a check of `usage: {mode: report, estimate}`,
-    /// [`super::hits::Charge::Estimate`]): a refused request gives it back
-    /// ([`super::give_back`]).
+    /// [`super::hits::Charge::Estimate`]): a refused request gives it back, as it releases its
+    /// concurrency slots.
     pub estimate: bool,
     /// The usage a report brought (clamped, before any true-up), which
     /// `ratelimitd_usage_reported_total` counts; `None` for every other call.
