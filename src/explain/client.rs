@@ -172,7 +172,11 @@ pub(crate) fn render(v: &Value) -> String {
             if let Some(why) = c["unavailable"].as_str() {
                 out += &format!("    counter unavailable: {why}\n");
             } else {
-                let state = if c["over_limit"] == true {
+                let debt = c["debt"].as_u64().unwrap_or(0);
+                let in_debt = format!("in debt by {debt} (usage reported past the limit)");
+                let state = if debt > 0 {
+                    in_debt.as_str()
+                } else if c["over_limit"] == true {
                     "at the limit"
                 } else {
                     "within the limit"

@@ -234,6 +234,31 @@ impl LimitReport {
     }
 }
 
+impl LimitReport {
+    /// The counter as JSON; for the window algorithms, whose usage is a count of hits, with its
+    /// `debt`: how far reported usage took it past the limit (0 within it), which a check must
+    /// see pass before it is admitted again, after `reset_after_seconds` at the latest.
+    fn counter_json(&self) -> Value {
+        let mut c = self.counter.to_json();
+        if let Some(debt) = self.debt() {
+            c["debt"] = json!(debt);
+        }
+        c
+    }
+
+    /// How far the counter is past the limit, for the window algorithms (whose usage is a count
+    /// of hits) when the store read it; `None` otherwise (the buckets show debt as time).
+    pub(crate) fn debt(&self) -> Option<u64> {
+        let windows = ["fixed_window", "sliding_window", "sliding_log"];
+        match &self.counter {
+            Counter::Read { used, .. } if windows.contains(&self.algorithm) => {
+                Some(used.saturating_sub(u64::from(self.requests_per_unit)))
+            }
+            _ => None,
+        }
+    }
+}
+
 /// A stored override on the descriptor.
 #[derive(Debug, Clone)]
 pub(crate) struct OverrideReport {
@@ -304,7 +329,7 @@ impl Explained {
                             "algorithm": l.algorithm,
                             "burst": l.burst,
                             "shadow": l.shadow,
-                            "counter": l.counter.to_json(),
+                            "counter": l.counter_json(),
                         })
                     })
                     .collect();

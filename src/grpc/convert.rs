@@ -45,8 +45,10 @@ impl From<common::RateLimitDescriptor> for Descriptor {
             priority: None,
         };
         // The holder of a concurrency slot travels as a descriptor entry (Envoy can only send
-        // entries); it is taken out here so it never reaches matching or a cache key.
+        // entries); it is taken out here so it never reaches matching or a cache key. So is
+        // the usage report's marker.
         d.split_holder();
+        d.split_report();
         d
     }
 }

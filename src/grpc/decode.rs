@@ -58,6 +58,7 @@ fn descriptor(msg: &[u8]) -> Option<Descriptor> {
         Some(())
     })?;
     d.split_holder();
+    d.split_report();
     Some(d)
 }
 

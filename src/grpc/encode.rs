@@ -222,6 +222,7 @@ mod tests {
                 limit_remaining,
                 duration_until_reset,
                 wait: Duration::ZERO,
+                debt: 0,
             },
         )
     }

@@ -202,6 +202,7 @@ pub(super) fn descriptors_of(list: Vec<JsonDescriptor>) -> Result<Vec<Descriptor
         };
         // As over gRPC: a `ratelimitd.holder` entry names a concurrency slot's holder.
         descriptor.split_holder();
+        descriptor.split_report();
         descriptors.push(descriptor);
     }
     Ok(descriptors)

@@ -1,7 +1,8 @@
 //! Usage reported after the response, per limit: `ratelimitd_usage_reported_total{domain, key1,
 //! key2}`, the hits of every usage report (`usage: report`, `POST /check`'s `report`) the store
 //! counted, debt included. Labelled like the Go per-limit stats (the limit's stats key), and bounded
-//! by `STATS_MAX_KEYS` like them (past it, reports fold into the overflow key).
+//! by `STATS_MAX_KEYS` like them (past it, reports fold into the overflow key). StatsD gets the
+//! same numbers as `ratelimitd.<stats key>.usage_reported`.
 
 use prometheus::core::{Collector, Desc};
 use prometheus::proto::MetricFamily;
@@ -35,6 +36,14 @@ impl ReportedUsage {
     /// Adds `hits` reported on the limit of stats key `key`.
     pub(crate) fn add(&self, key: &str, hits: u64) {
         self.table.add(key, [hits]);
+    }
+
+    /// Every limit's reported usage so far, by stats key (for StatsD's
+    /// `ratelimitd.<key>.usage_reported`).
+    pub(crate) fn snapshot(&self) -> Vec<(String, u64)> {
+        (self.table.snapshot().into_iter())
+            .map(|(key, [hits])| (key, hits))
+            .collect()
     }
 
     /// The counter's description, for the collector.

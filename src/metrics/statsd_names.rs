@@ -36,6 +36,9 @@ impl Metrics {
                 predicate_errors,
             ));
         }
+        for (key, v) in self.reported.snapshot() {
+            out.push((format!("ratelimitd.{key}.usage_reported"), v));
+        }
         let loads = (self.config_loads)();
         let service = [
             ("config_load_success", loads.successes),

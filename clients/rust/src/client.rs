@@ -15,6 +15,9 @@ use crate::answer;
 use crate::check::{CheckRequest, Decision};
 use crate::error::Error;
 
+/// The largest usage one report may carry (`POST /check`'s `cost` is at most this).
+pub const MAX_USAGE: u64 = 1_000_000_000;
+
 /// Default deadline of one check: ratelimitd answers in well under a millisecond on loopback, so a
 /// check still unanswered after this is treated as ratelimitd being unavailable.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_millis(250);
@@ -118,8 +121,12 @@ impl Client {
     /// `"report": true`. A report always counts, even past the limit (the key goes into debt and
     /// the next check is refused until the window or refill pays it back), and is always
     /// allowed; the answer's `remaining` is what is left (0 in debt). Check before the request
-    /// with `cost(0)` to charge nothing then.
+    /// with `cost(0)` to charge nothing then (or the limit's `estimate`, which the report trues
+    /// up). A `usage` above [`MAX_USAGE`] is [`Error::InvalidUsage`], and nothing is sent.
     pub async fn report(&self, req: &CheckRequest, usage: u64) -> Result<Decision, Error> {
+        if usage > MAX_USAGE {
+            return Err(Error::InvalidUsage(usage.to_string()));
+        }
         let mut report = req.clone();
         report.cost = Some(usage);
         report.report = true;

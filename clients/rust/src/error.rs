@@ -38,12 +38,19 @@ pub enum Error {
     /// The client was built with bad settings (an unparsable URL, a zero timeout).
     #[error("invalid client configuration: {0}")]
     Config(String),
+    /// A usage to report that is not a whole number from 0 to
+    /// [`MAX_USAGE`](crate::client::MAX_USAGE) (as written): nothing was sent.
+    #[error("usage must be a whole number from 0 to 1000000000, not {0:?}")]
+    InvalidUsage(String),
 }
 
 impl Error {
     /// Whether ratelimitd could not answer (timeout, transport, `503`, malformed answer): the cases a
     /// failure policy covers. A [`Error::Rejected`] or [`Error::Config`] is the caller's mistake.
     pub fn is_unavailable(&self) -> bool {
-        !matches!(self, Error::Rejected { .. } | Error::Config(_))
+        !matches!(
+            self,
+            Error::Rejected { .. } | Error::Config(_) | Error::InvalidUsage(_)
+        )
     }
 }

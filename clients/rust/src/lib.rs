@@ -54,9 +54,11 @@ mod release;
 mod retry;
 
 pub use check::{CheckRequest, Decision, Descriptor, Entry, FORWARDED_HEADERS};
-pub use client::{Client, ClientBuilder, DEFAULT_MAX_ANSWER_BYTES, DEFAULT_TIMEOUT};
+pub use client::{Client, ClientBuilder, DEFAULT_MAX_ANSWER_BYTES, DEFAULT_TIMEOUT, MAX_USAGE};
 pub use error::Error;
-pub use layer::{BoxError, RateLimitLayer, RateLimitService, ResponseBody, header_key};
+pub use layer::{
+    BoxError, RateLimitLayer, RateLimitService, ResponseBody, UsageFn, header_key, usage_header,
+};
 pub use policy::{FailurePolicy, LocalLimit, LocalVerdict};
 pub use release::{Release, ReleaseHook, ReleaseOutcome};
 pub use retry::{

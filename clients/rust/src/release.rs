@@ -43,22 +43,26 @@ pub(crate) struct ReleaseGuard {
     hook: Option<ReleaseHook>,
     client: Client,
     pending: Option<(CheckRequest, Option<Decision>)>,
+    /// What the response used, read by the layer's usage callback: reported when it ends.
+    pub(crate) usage: Option<u64>,
 }
 
 impl ReleaseGuard {
-    /// A guard for an admitted request, or `None` when there is nothing to do at its end (no hook
-    /// and no slot held).
+    /// A guard for an admitted request, or `None` when there is nothing to do at its end (no hook,
+    /// no slot held, no usage to report).
     pub(crate) fn new(
         hook: Option<ReleaseHook>,
         client: &Client,
         request: CheckRequest,
         decision: Option<Decision>,
+        reports_usage: bool,
     ) -> Option<Self> {
         let holds_slot = decision.as_ref().is_some_and(|d| d.holder.is_some());
-        (hook.is_some() || holds_slot).then(|| ReleaseGuard {
+        (hook.is_some() || holds_slot || reports_usage).then(|| ReleaseGuard {
             hook,
             client: client.clone(),
             pending: Some((request, decision)),
+            usage: None,
         })
     }
 
@@ -71,6 +75,14 @@ impl ReleaseGuard {
                 let (client, request) = (self.client.clone(), request.clone());
                 rt.spawn(async move {
                     let _ = client.release(&request, &holder).await;
+                });
+            }
+            // What the response used, once it has ended; a report that fails is lost (logged by
+            // nobody: the client has no logger), as a report of an unreachable service must be.
+            if let (Some(usage), Ok(rt)) = (self.usage, tokio::runtime::Handle::try_current()) {
+                let (client, request) = (self.client.clone(), request.clone());
+                rt.spawn(async move {
+                    let _ = client.report(&request, usage).await;
                 });
             }
             let Some(hook) = &self.hook else { return };

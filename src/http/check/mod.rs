@@ -93,6 +93,11 @@ pub(crate) async fn handler(State(s): State<HttpState>, body: Body) -> Response 
         "retry_after": headers.retry_after.unwrap_or(0),
         "delay_ms": ceil_millis(headers.delay),
     });
+    // Reported usage past the limit: `remaining` is unsigned and stays 0, so the debt is its own
+    // number, present only while there is one.
+    if let Some(debt) = headers.reported().map(|l| l.debt).filter(|d| *d > 0) {
+        body["debt"] = Value::from(debt);
+    }
     // A denial's body can be forwarded to the caller's own client as it is.
     if !allowed {
         body["error"] = Value::from(DENIED);
@@ -106,7 +111,7 @@ pub(crate) async fn handler(State(s): State<HttpState>, body: Body) -> Response 
             .limits
             .iter()
             .map(|l| {
-                json!({
+                let mut limit = json!({
                     "name": l.name,
                     "limit": l.quota,
                     "window": l.window.secs(),
@@ -115,7 +120,11 @@ pub(crate) async fn handler(State(s): State<HttpState>, body: Body) -> Response 
                     "retry_after": if l.over_limit { l.retry_after } else { 0 },
                     "delay_ms": ceil_millis(l.delay),
                     "over_limit": l.over_limit,
-                })
+                });
+                if l.debt > 0 {
+                    limit["debt"] = Value::from(l.debt);
+                }
+                limit
             })
             .collect::<Value>();
     }

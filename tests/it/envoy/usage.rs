@@ -90,3 +90,101 @@ async fn reported_tokens_past_the_budget_refuse_the_tenant_until_the_window_ends
     rl.set_time(1_260);
     assert_eq!(ask("acme", 10).await.unwrap().status(), 200);
 }
+
+/// `limit_remaining` of the /ai budgets of `descriptor` (tenant, or tenant and model), read with
+/// a refund of 0 (which changes nothing; a check would charge the estimate), once it equals
+/// `want`; the last value seen after 10 s otherwise.
+async fn budget_becomes(rl: &TestServer, descriptor: &[(&str, &str)], want: u32) -> u32 {
+    let watch = Stopwatch::start();
+    let mut entries = vec![("generic_key", "ai")];
+    entries.extend_from_slice(descriptor);
+    loop {
+        let mut req = crate::support::request("envoy-demo", &[&entries]);
+        req.descriptors[0].hits_addend = Some(0);
+        req.descriptors[0].is_negative_hits = true;
+        let got = rl
+            .call(req)
+            .await
+            .expect("ShouldRateLimit succeeds")
+            .statuses[0]
+            .limit_remaining;
+        if got == want || watch.elapsed() > Duration::from_secs(10) {
+            return got;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// The /ai route: a tenant's budget (1000 tokens a minute) and its budget per model (400), each
+/// charged an estimate of 200 at the check and trued up by the report; a 429 once either budget
+/// cannot take another estimate, with `Retry-After` and `x-ratelimit-budget` naming the budget.
+#[tokio::test]
+async fn tenant_and_model_budgets_with_estimates_behind_envoy() {
+    require!(Envoy);
+    let config = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/examples/envoy/config.yaml"
+    ))
+    .unwrap();
+    let env = [("RESPONSE_DYNAMIC_METADATA", "true")];
+    let rl = TestServer::start(&[("config.yaml", &config)], &env).await;
+    let envoy = Envoy::start(&rl.running().grpc_addr.to_string()).await;
+    let http = reqwest::Client::new();
+    let ask = |path: &'static str, tenant: &'static str, model: &'static str, tokens: u64| {
+        http.get(envoy.url(path))
+            .header("x-tenant", tenant)
+            .header("x-model", model)
+            .header("x-tokens", tokens.to_string())
+            .send()
+    };
+    let tenant = [("tenant", "acme")];
+    let big = [("tenant", "acme"), ("model", "big")];
+    // 50 tokens: the estimates of 200 are trued up to 50 on both budgets.
+    let r = ask("/ai", "acme", "big", 50).await.unwrap();
+    assert_eq!(r.status(), 200, "{}", envoy.log());
+    assert_eq!(
+        budget_becomes(&rl, &tenant, 950).await,
+        950,
+        "{}",
+        envoy.log()
+    );
+    assert_eq!(budget_becomes(&rl, &big, 350).await, 350);
+    // An upstream failure used no tokens: its report of 0 gives both estimates back.
+    assert_eq!(
+        ask("/ai/fail", "acme", "big", 0).await.unwrap().status(),
+        503
+    );
+    assert_eq!(budget_becomes(&rl, &tenant, 950).await, 950);
+    assert_eq!(budget_becomes(&rl, &big, 350).await, 350);
+    // 300 tokens: 100 more than the estimate is topped up.
+    assert_eq!(ask("/ai", "acme", "big", 300).await.unwrap().status(), 200);
+    assert_eq!(budget_becomes(&rl, &big, 50).await, 50);
+    assert_eq!(budget_becomes(&rl, &tenant, 650).await, 650);
+    // The model's budget cannot take another estimate: 429, naming it, until the minute
+    // window (1200–1260) ends 26 s after T0.
+    let r = ask("/ai", "acme", "big", 10).await.unwrap();
+    assert_eq!(r.status(), 429, "{}", envoy.log());
+    assert_eq!(r.headers()["retry-after"], "26");
+    assert_eq!(
+        r.headers()["x-ratelimit-budget"],
+        "model-tokens",
+        "{:?}",
+        r.headers()
+    );
+    // The refused request gave the tenant's estimate back, and reported nothing.
+    assert_eq!(budget_becomes(&rl, &tenant, 650).await, 650);
+    assert_eq!(budget_becomes(&rl, &big, 50).await, 50);
+    // Another model has its own budget; the tenant's runs out.
+    assert_eq!(
+        ask("/ai", "acme", "small", 500).await.unwrap().status(),
+        200
+    );
+    assert_eq!(budget_becomes(&rl, &tenant, 150).await, 150);
+    let r = ask("/ai", "acme", "other", 10).await.unwrap();
+    assert_eq!(r.status(), 429);
+    assert_eq!(r.headers()["x-ratelimit-budget"], "tenant-tokens");
+    // Another tenant is not limited; the next window pays the debts back.
+    assert_eq!(ask("/ai", "globex", "big", 10).await.unwrap().status(), 200);
+    rl.set_time(1_260);
+    assert_eq!(ask("/ai", "acme", "big", 10).await.unwrap().status(), 200);
+}

@@ -12,6 +12,7 @@ mod refunds;
 mod scenarios;
 pub(crate) mod shedding;
 mod tls;
+mod usage_estimates;
 mod usage_reports;
 mod when;
 mod wire;

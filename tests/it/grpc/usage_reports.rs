@@ -266,3 +266,65 @@ async fn a_report_passes_the_local_cache_and_stop_increment() {
     assert_eq!(answer(&send(&s, "fw", 5).await), (Code::Ok, 0));
     assert_eq!(leases::counter(&redis, "tenant-a"), 30);
 }
+
+/// A key in debt shows it: `/check` answers `debt` (its `remaining` is unsigned and stays 0),
+/// also per limit with `details`; explain's counter has `debt` and its text says "in debt by";
+/// the console's key search says it too. A bucket shows its debt as time only.
+#[tokio::test]
+async fn debt_is_visible_in_check_explain_and_the_console() {
+    let env = [("ADMIN_TOKEN", crate::support::policy::TOKEN)];
+    let s = TestServer::start(&[("u.yaml", CFG)], &env).await;
+    s.set_time(1_200);
+    let c = s
+        .check(
+            &json!({"domain": "u", "client_key": "k", "cost": 25, "report": true, "details": true}),
+        )
+        .await;
+    assert_eq!(c.status, 200, "{:?}", c.body);
+    assert_eq!(
+        (&c.body["remaining"], &c.body["debt"]),
+        (&json!(0), &json!(15))
+    );
+    assert_eq!(c.body["limits"][0]["debt"], 15, "{:?}", c.body);
+    let c = s
+        .check(&json!({"domain": "u", "client_key": "k", "cost": 0}))
+        .await;
+    assert_eq!(
+        (c.status, &c.body["debt"]),
+        (429, &json!(15)),
+        "{:?}",
+        c.body
+    );
+    assert_eq!(c.body["retry_after"], 60, "paid back when the window ends");
+    let c = s
+        .check(&json!({"domain": "u", "client_key": "other", "cost": 1, "details": true}))
+        .await;
+    assert_eq!(c.status, 200);
+    assert_eq!(c.body.get("debt"), None, "no debt, no field: {:?}", c.body);
+    assert_eq!(c.body["limits"][0].get("debt"), None);
+    let (status, v) = s
+        .admin(
+            reqwest::Method::POST,
+            "/v1/explain",
+            Some(json!({"domain": "u", "descriptors": [{"entries": [{"key": "client_key", "value": "k"}]}]})),
+        )
+        .await;
+    assert_eq!(status, 200, "{v}");
+    let counter = &v["descriptors"][0]["limits"][0]["counter"];
+    assert_eq!(
+        (&counter["used"], &counter["debt"], &counter["remaining"]),
+        (&json!(25), &json!(15), &json!(0)),
+        "{v}"
+    );
+    let page = s
+        .http
+        .get(s.admin_url("/?domain=u&descriptor=client_key=k"))
+        .bearer_auth(crate::support::policy::TOKEN)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(page.status(), 200);
+    let html = page.text().await.unwrap();
+    assert!(html.contains("25 used, 0 remaining"), "{html}");
+    assert!(html.contains("in debt by 15"), "{html}");
+}

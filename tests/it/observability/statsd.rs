@@ -71,3 +71,28 @@ async fn an_unreachable_statsd_never_affects_requests() {
     }
     s.shutdown().await;
 }
+
+#[tokio::test]
+async fn reported_usage_arrives_as_a_counter_per_limit() {
+    let lines = flushed_lines(&[("USE_STATSD", "true")], async |s| {
+        for cost in [7, 30] {
+            let body = serde_json::json!({
+                "domain": "another", "client_key": "c", "cost": cost, "report": true,
+                "descriptors": [{"entries": [{"key": "key2", "value": "R"}]}],
+            });
+            assert_eq!(s.check(&body).await.status, 200);
+        }
+    })
+    .await;
+    let want = "ratelimitd.another.key2.usage_reported:37|c";
+    assert!(
+        lines.iter().any(|l| l == want),
+        "missing {want} in {lines:#?}"
+    );
+    assert!(
+        lines
+            .iter()
+            .any(|l| l == "ratelimit.service.rate_limit.another.key2.total_hits:37|c"),
+        "{lines:#?}"
+    );
+}

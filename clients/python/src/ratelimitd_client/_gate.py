@@ -3,13 +3,62 @@ the failure policy, does the request reach the application, and if not, what is 
 
 from __future__ import annotations
 
+import dataclasses
 import json
+import logging
 from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any, Callable, Dict, List, Optional, Tuple, Union
 
-from ._model import CheckRequest, Decision, RatelimitdError
+from ._model import MAX_USAGE, CheckRequest, Decision, RatelimitdError, checked_usage
 from .policy import FailurePolicy
+
+log = logging.getLogger("ratelimitd_client")
+
+#: Reads what a response used from its status and headers (names as sent), once the application
+#: has started it: a whole number to report, or None to report nothing.
+UsageFunc = Callable[[int, List[Tuple[str, str]]], Optional[int]]
+
+
+def usage_header(name: str) -> UsageFunc:
+    """The usage in response header ``name`` (e.g. ``x-usage-tokens``); a response without it
+    reports nothing, one whose value is not a whole number from 0 to 1 000 000 000 reports
+    nothing and is logged."""
+    wanted = name.lower()
+
+    def usage(status: int, headers: List[Tuple[str, str]]) -> Optional[int]:
+        for k, v in headers:
+            if k.lower() == wanted:
+                text = v.strip()
+                if not text.isdigit() or not text.isascii() or int(text) > MAX_USAGE:
+                    raise ValueError(
+                        f"response header {name}: usage must be a whole number from 0 to {MAX_USAGE}, not {v!r}"
+                    )
+                return int(text)
+        return None
+
+    return usage
+
+
+def checking(request: CheckRequest, usage: Optional[UsageFunc]) -> CheckRequest:
+    """The request-time check of a middleware that reports usage: without a ``cost`` of its own
+    it charges nothing (``cost=0``; a limit's ``estimate`` still charges, trued up by the report)."""
+    if usage is not None and request.cost is None:
+        return dataclasses.replace(request, cost=0)
+    return request
+
+
+def response_usage(usage: Optional[UsageFunc], status: int, headers: List[Tuple[str, str]]) -> Optional[int]:
+    """What ``usage`` reads from a response; a failing or bad reading is logged and reports
+    nothing (it must not break the response)."""
+    if usage is None:
+        return None
+    try:
+        found = usage(status, headers)
+        return None if found is None else checked_usage(found)
+    except Exception as e:  # noqa: BLE001 - the callback is the application's
+        log.warning("ratelimitd_client: no usage reported for this response: %s", e)
+        return None
 
 
 @dataclass(frozen=True)

@@ -124,6 +124,18 @@ class Decision:
         return 200 if self.allowed else 429
 
 
+#: The largest usage a report may carry (``POST /check``'s ``cost`` is at most this).
+MAX_USAGE = 1_000_000_000
+
+
+def checked_usage(usage: Any) -> int:
+    """``usage`` when it is a whole number from 0 to :data:`MAX_USAGE`; else ``ValueError`` naming
+    it, so that a bad number is never sent (nothing is counted)."""
+    if isinstance(usage, bool) or not isinstance(usage, int) or not 0 <= usage <= MAX_USAGE:
+        raise ValueError(f"usage must be a whole number from 0 to {MAX_USAGE}, not {usage!r}")
+    return usage
+
+
 class RatelimitdError(Exception):
     """Base of every client error."""
 

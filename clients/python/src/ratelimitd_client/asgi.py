@@ -1,7 +1,10 @@
 """ASGI middleware (Starlette, FastAPI, any ASGI app): one check per HTTP request before the app
 runs. A denied request is answered 429 with ratelimitd's headers and never reaches the app; an
 allowed one waits its shaping delay and gets ratelimitd's draft ``RateLimit`` headers on its
-response; when ratelimitd cannot answer, the failure policy decides.
+response; when ratelimitd cannot answer, the failure policy decides. With ``usage`` (e.g.
+``usage_header("x-usage-tokens")``), what the response used is reported once it has ended
+(``AsyncClient.report``), for limits with ``usage: report``; the check then charges nothing unless
+the key function gives a ``cost``.
 
     app.add_middleware(RateLimitMiddleware, client=AsyncClient("http://127.0.0.1:8080"),
                        key=header_key("x-api-key"))
@@ -10,9 +13,21 @@ response; when ratelimitd cannot answer, the failure policy decides.
 from __future__ import annotations
 
 import asyncio
-from typing import Any, Awaitable, Callable, Dict, MutableMapping, Optional, Set
+from typing import Any, Awaitable, Callable, Dict, List, MutableMapping, Optional, Set
 
-from ._gate import Admit, Outcome, Refusal, ReleaseHook, on_answer, on_error, release
+from ._gate import (
+    Admit,
+    Outcome,
+    Refusal,
+    ReleaseHook,
+    UsageFunc,
+    checking,
+    on_answer,
+    on_error,
+    release,
+    response_usage,
+    usage_header,
+)
 from ._model import CheckRequest, RatelimitdError
 from .aio import AsyncClient
 from .policy import FailurePolicy
@@ -39,6 +54,9 @@ def header_key(name: str) -> KeyFunc:
     return key
 
 
+__all__ = ["RateLimitMiddleware", "UsageFunc", "header_key", "usage_header"]
+
+
 class RateLimitMiddleware:
     """Rate limits an ASGI app through ratelimitd."""
 
@@ -50,9 +68,11 @@ class RateLimitMiddleware:
         key: KeyFunc,
         failure_policy: Optional[FailurePolicy] = None,
         on_release: Optional[ReleaseHook] = None,
+        usage: Optional[UsageFunc] = None,
         sleep: Callable[[float], Awaitable[Any]] = asyncio.sleep,
     ) -> None:
         self.app = app
+        self.usage = usage
         self.client = client
         self.key = key
         self.policy = failure_policy or FailurePolicy.open()
@@ -65,6 +85,7 @@ class RateLimitMiddleware:
         if request is None:
             await self.app(scope, receive, send)
             return
+        request = checking(request, self.usage)
         try:
             verdict = on_answer(await self.client.check(request))
         except RatelimitdError as e:
@@ -78,8 +99,16 @@ class RateLimitMiddleware:
         self, admitted: Admit, request: CheckRequest, scope: Scope, receive: Receive, send: Send
     ) -> None:
         extra = [(k.encode(), v.encode("latin-1")) for k, v in admitted.extra_headers()]
+        used: List[int] = []
 
         async def send_with_headers(message: Message) -> None:
+            if message["type"] == "http.response.start" and self.usage is not None:
+                headers = [
+                    (k.decode("latin-1"), v.decode("latin-1")) for k, v in message.get("headers", ())
+                ]
+                found = response_usage(self.usage, message.get("status", 200), headers)
+                if found is not None:
+                    used.append(found)
             if message["type"] == "http.response.start" and extra:
                 present = {k.lower() for k, _ in message.get("headers", ())}
                 message = dict(message)
@@ -104,6 +133,11 @@ class RateLimitMiddleware:
             if holder is not None:
                 # A task, so a cancelled request still sends it; a failure leaves it to the lease.
                 task = asyncio.ensure_future(self.client.release(request, holder))
+                self._releases.add(task)
+                task.add_done_callback(_forget(self._releases))
+            if used:
+                # What the response used, once it has ended (a task, as the release).
+                task = asyncio.ensure_future(self.client.report(request, used[0]))
                 self._releases.add(task)
                 task.add_done_callback(_forget(self._releases))
             release(self.on_release, admitted, request, outcome)

@@ -21,7 +21,7 @@ from typing import Any, Optional, Union
 from urllib.parse import urlsplit
 
 from . import _answer
-from ._model import CheckRequest, Decision, Malformed, Timeout, TransportError
+from ._model import CheckRequest, Decision, Malformed, Timeout, TransportError, checked_usage
 
 #: Default timeout in seconds: ratelimitd answers in well under a millisecond on a LAN.
 DEFAULT_TIMEOUT = 0.25
@@ -182,7 +182,10 @@ class Client:
         ended, e.g. the tokens an LLM answered with. A report always counts, even past the limit
         (the key goes into debt and the next check is refused until the window or refill pays it
         back), and is always allowed; ``remaining`` is what is left (0 in debt). Check before the
-        request with ``cost=0`` to charge nothing then."""
+        request with ``cost=0`` to charge nothing then (or the limit's ``estimate``, which the
+        report trues up). A ``usage`` that is not a whole number from 0 to 1 000 000 000 raises
+        ``ValueError`` and sends nothing."""
+        usage = checked_usage(usage)
         return self.check(
             dataclasses.replace(request, cost=usage, report=True, release=False, max_wait_ms=None)
         )

@@ -1,7 +1,10 @@
 """WSGI middleware (Flask, Django, any WSGI app): one check per request before the app runs. A
 denied request is answered 429 with ratelimitd's headers and never reaches the app; an allowed one
 waits its shaping delay and gets ratelimitd's draft ``RateLimit`` headers on its response; when
-ratelimitd cannot answer, the failure policy decides.
+ratelimitd cannot answer, the failure policy decides. With ``usage`` (e.g.
+``usage_header("x-usage-tokens")``), what the response used is reported once the server has
+consumed its body (``Client.report``), for limits with ``usage: report``; the check then charges
+nothing unless the key function gives a ``cost``.
 
     app.wsgi_app = RateLimitMiddleware(app.wsgi_app, client=Client("http://127.0.0.1:8080"),
                                        key=header_key("x-api-key"))
@@ -9,10 +12,23 @@ ratelimitd cannot answer, the failure policy decides.
 
 from __future__ import annotations
 
+import logging
 import time
 from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Tuple
 
-from ._gate import Admit, Outcome, Refusal, ReleaseHook, on_answer, on_error, release
+from ._gate import (
+    Admit,
+    Outcome,
+    Refusal,
+    ReleaseHook,
+    UsageFunc,
+    checking,
+    on_answer,
+    on_error,
+    release,
+    response_usage,
+    usage_header,
+)
 from ._model import CheckRequest, RatelimitdError
 from .client import Client
 from .policy import FailurePolicy
@@ -35,6 +51,11 @@ def header_key(name: str) -> KeyFunc:
     return key
 
 
+log = logging.getLogger("ratelimitd_client")
+
+__all__ = ["RateLimitMiddleware", "UsageFunc", "header_key", "usage_header"]
+
+
 class RateLimitMiddleware:
     """Rate limits a WSGI app through ratelimitd."""
 
@@ -46,9 +67,11 @@ class RateLimitMiddleware:
         key: KeyFunc,
         failure_policy: Optional[FailurePolicy] = None,
         on_release: Optional[ReleaseHook] = None,
+        usage: Optional[UsageFunc] = None,
         sleep: Callable[[float], Any] = time.sleep,
     ) -> None:
         self.app = app
+        self.usage = usage
         self.client = client
         self.key = key
         self.policy = failure_policy or FailurePolicy.open()
@@ -59,6 +82,7 @@ class RateLimitMiddleware:
         request = self.key(environ)
         if request is None:
             return self.app(environ, start_response)
+        request = checking(request, self.usage)
         try:
             verdict = on_answer(self.client.check(request))
         except RatelimitdError as e:
@@ -73,8 +97,13 @@ class RateLimitMiddleware:
         self, admitted: Admit, request: CheckRequest, environ: Environ, start_response: StartResponse
     ) -> Iterable[bytes]:
         extra = admitted.extra_headers()
+        used: List[int] = []
 
         def start_with_headers(status: str, headers: List[Tuple[str, str]], *exc: Any) -> Any:
+            code = int(status[:3]) if status[:3].isdigit() else 0
+            found = response_usage(self.usage, code, list(headers))
+            if found is not None:
+                used[:] = [found]
             present = {k.lower() for k, _ in headers}
             return start_response(status, headers + [(k, v) for k, v in extra if k not in present], *exc)
 
@@ -85,6 +114,11 @@ class RateLimitMiddleware:
                     self.client.release(request, holder)
                 except RatelimitdError:
                     pass  # the slot's lease timeout frees it
+            if used:
+                try:
+                    self.client.report(request, used[0])
+                except RatelimitdError as e:
+                    log.warning("ratelimitd_client: usage %d not reported: %s", used[0], e)
             release(self.on_release, admitted, request, outcome)
 
         try:

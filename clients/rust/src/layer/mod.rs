@@ -2,7 +2,10 @@
 //! turns the request into a [`CheckRequest`] (or `None` to let it through unchecked); an allowed
 //! request waits its shaping delay, reaches the service and gets ratelimitd's draft `RateLimit`
 //! headers on its response; a denied one is answered `429` with ratelimitd's headers and never
-//! reaches the service; when ratelimitd cannot answer, the [`FailurePolicy`] decides.
+//! reaches the service; when ratelimitd cannot answer, the [`FailurePolicy`] decides. With
+//! [`RateLimitLayer::usage`], what a response used (read from its head, e.g. a header by
+//! [`usage_header`]) is reported once its body has ended ([`Client::report`]), for limits with
+//! `usage: report`; the check then charges nothing unless the key gives a `cost`.
 
 mod body;
 mod refusal;
@@ -34,7 +37,11 @@ pub(crate) struct Gate<K> {
     pub(crate) policy: FailurePolicy,
     pub(crate) release: Option<ReleaseHook>,
     pub(crate) sleeper: Sleeper,
+    pub(crate) usage: Option<UsageFn>,
 }
+
+/// Reads what a response used from its head (status, headers): `Some` to report it.
+pub type UsageFn = Arc<dyn Fn(&http::response::Parts) -> Option<u64> + Send + Sync>;
 
 impl<K> Clone for Gate<K> {
     fn clone(&self) -> Self {
@@ -44,6 +51,7 @@ impl<K> Clone for Gate<K> {
             policy: self.policy.clone(),
             release: self.release.clone(),
             sleeper: self.sleeper.clone(),
+            usage: self.usage.clone(),
         }
     }
 }
@@ -58,6 +66,7 @@ impl<K> RateLimitLayer<K> {
                 policy: FailurePolicy::Open,
                 release: None,
                 sleeper: tokio_sleeper(),
+                usage: None,
             },
         }
     }
@@ -71,6 +80,18 @@ impl<K> RateLimitLayer<K> {
     /// Called once when each admitted request ends (see [`Release`]).
     pub fn on_release(mut self, hook: impl Fn(Release) + Send + Sync + 'static) -> Self {
         self.gate.release = Some(Arc::new(hook));
+        self
+    }
+
+    /// Reports what each response used, as `usage` reads it from the response's head (e.g.
+    /// [`usage_header`]), once its body has ended. The check before the request then charges
+    /// nothing when the key gives no `cost` (`cost(0)`; a limit's `estimate` still charges, and
+    /// the report trues it up).
+    pub fn usage(
+        mut self,
+        usage: impl Fn(&http::response::Parts) -> Option<u64> + Send + Sync + 'static,
+    ) -> Self {
+        self.gate.usage = Some(Arc::new(usage));
         self
     }
 
@@ -94,6 +115,23 @@ impl<S, K> Layer<S> for RateLimitLayer<K> {
 
     fn layer(&self, inner: S) -> Self::Service {
         RateLimitService::new(inner, Arc::new(self.gate.clone()))
+    }
+}
+
+/// A usage reader for [`RateLimitLayer::usage`]: the whole number in response header `header`
+/// (e.g. `x-usage-tokens`). A response without it, or whose value is not a whole number from 0
+/// to [`MAX_USAGE`](crate::client::MAX_USAGE), reports nothing.
+pub fn usage_header(
+    header: &'static str,
+) -> impl Fn(&http::response::Parts) -> Option<u64> + Clone + Send + Sync + 'static {
+    move |parts: &http::response::Parts| {
+        let text = parts.headers.get(header)?.to_str().ok()?.trim();
+        if text.is_empty() || !text.bytes().all(|b| b.is_ascii_digit()) {
+            return None;
+        }
+        text.parse::<u64>()
+            .ok()
+            .filter(|u| *u <= crate::client::MAX_USAGE)
     }
 }
 

@@ -96,7 +96,13 @@ where
         let ready = self.inner.clone();
         let mut inner = std::mem::replace(&mut self.inner, ready);
         let gate = self.gate.clone();
-        let check = (gate.key)(&req);
+        let check = (gate.key)(&req).map(|mut check| {
+            // Reported after the response: the check before it charges nothing of its own.
+            if gate.usage.is_some() && check.cost.is_none() {
+                check.cost = Some(0);
+            }
+            check
+        });
         Box::pin(async move {
             let Some(check) = check else {
                 let response = inner.call(req).await?;
@@ -109,13 +115,22 @@ where
             let delay = decision.as_ref().map(|d| d.delay).unwrap_or_default();
             let headers = decision.as_ref().map(|d| d.headers.clone());
             // Made before the shaping wait, so a request cancelled while waiting is released too.
-            let mut guard = ReleaseGuard::new(gate.release.clone(), &gate.client, check, decision);
+            let mut guard = ReleaseGuard::new(
+                gate.release.clone(),
+                &gate.client,
+                check,
+                decision,
+                gate.usage.is_some(),
+            );
             if !delay.is_zero() {
                 (gate.sleeper)(delay).await;
             }
             match inner.call(req).await {
                 Ok(response) => {
                     let (mut parts, body) = response.into_parts();
+                    if let (Some(usage), Some(g)) = (&gate.usage, guard.as_mut()) {
+                        g.usage = usage(&parts);
+                    }
                     for (name, value) in headers.iter().flatten() {
                         // The service's own headers win; an allowed request has no Retry-After.
                         if name != http::header::RETRY_AFTER && !parts.headers.contains_key(name) {

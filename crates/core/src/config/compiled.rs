@@ -210,6 +210,10 @@ pub struct Limit {
     /// reported after the fact ([`crate::algorithm::report`]), counted even past the limit and
     /// never refused; a call of 0 hits is the request-time check.
     pub usage_report: bool,
+    /// `rate_limit.usage.estimate` (ratelimitd extension, with `usage: report`): what the
+    /// request-time check charges, policed, before the usage is known; the report then trues it
+    /// up ([`crate::limiter::hits::true_up`]). `None` = the check charges nothing.
+    pub usage_estimate: Option<u32>,
     /// `rate_limit.calendar` with `time_zone` (ratelimitd extensions): the zone whose calendar
     /// the window follows (a real month, a week from Monday); `None` = Go's epoch windows.
     pub calendar: Option<&'static Zone>,

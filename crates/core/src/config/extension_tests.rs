@@ -316,3 +316,80 @@ fn usage_report_reaches_the_limit_and_misuse_is_named() {
         "{e:?}"
     );
 }
+
+#[test]
+fn usage_estimate_reaches_the_limit_and_misuse_is_named() {
+    let cfg = run(
+        &[(
+            "f.yaml",
+            &one("unit: minute, requests_per_unit: 1000, usage: {mode: report, estimate: 500}"),
+        )],
+        false,
+    )
+    .unwrap();
+    let l = &cfg.limits()[0];
+    assert!(l.usage_report);
+    assert_eq!(l.usage_estimate, Some(500));
+    let cfg = run(
+        &[(
+            "f.yaml",
+            &one("unit: minute, requests_per_unit: 5, usage: {mode: report}"),
+        )],
+        false,
+    )
+    .unwrap();
+    assert_eq!(
+        (cfg.limits()[0].usage_report, cfg.limits()[0].usage_estimate),
+        (true, None)
+    );
+    let at = |f: &str| format!("usage.{f}");
+    assert_eq!(
+        errs("unit: minute, requests_per_unit: 100, usage: {mode: report, estimate: 101}"),
+        [(
+            at("estimate"),
+            "invalid usage estimate 101 (expected 1 to 100, the most one request may take from this limit)".to_owned()
+        )]
+    );
+    // A bucket's capacity is its burst.
+    let bucket = "unit: minute, requests_per_unit: 100, algorithm: token_bucket, burst: 200, usage: {mode: report, estimate: 150}";
+    assert!(run(&[("f.yaml", &one(bucket))], false).is_ok());
+    assert_eq!(
+        errs("unit: minute, requests_per_unit: 100, usage: {mode: report, estimate: 0}")[0].1,
+        "invalid usage estimate 0 (expected 1 to 100, the most one request may take from this limit)"
+    );
+    assert_eq!(
+        errs("unit: minute, requests_per_unit: 100, usage: {mode: request, estimate: 5}"),
+        [(
+            at("estimate"),
+            "an estimate is charged by the check of a reported usage; it needs mode: report"
+                .to_owned()
+        )]
+    );
+    let e = errs("unit: minute, requests_per_unit: 100, usage: {mode: report, estimat: 5}");
+    assert_eq!(e.len(), 1, "{e:?}");
+    assert_eq!(e[0].0, at("estimat"));
+    assert!(e[0].1.contains("unknown usage key 'estimat'"), "{e:?}");
+    assert!(e[0].1.contains("expected mode or estimate"), "{e:?}");
+    let e = errs("unit: minute, requests_per_unit: 100, usage: {estimate: 5}");
+    assert_eq!(
+        e[0],
+        (
+            at("mode"),
+            "usage needs a mode (report or request)".to_owned()
+        )
+    );
+    let e = errs("unit: minute, requests_per_unit: 100, usage: {mode: report, estimate: many}");
+    assert_eq!(e.len(), 1, "{e:?}");
+    assert_eq!(e[0].0, at("estimate"));
+}
+
+#[test]
+fn every_limit_of_a_descriptor_with_an_estimate_counts_the_same_one() {
+    let yaml = "domain: d\ndescriptors:\n  - key: a\n    rate_limits:\n      - {unit: minute, requests_per_unit: 1000, usage: {mode: report, estimate: 50}}\n      - {unit: day, requests_per_unit: 100000, usage: report}\n";
+    let e = errors(&[("f.yaml", yaml)], false);
+    assert_eq!(e.len(), 1, "{e:?}");
+    assert_eq!(e[0].1, "descriptors[0].rate_limits[1].usage");
+    assert!(e[0].2.contains("estimate: 50"), "{e:?}");
+    let ok = yaml.replace("usage: report}", "usage: {mode: report, estimate: 50}}");
+    assert!(run(&[("f.yaml", &ok)], false).is_ok());
+}

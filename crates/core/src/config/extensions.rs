@@ -25,6 +25,8 @@ pub(crate) struct Extensions {
     pub(crate) lease: Option<u32>,
     /// `usage: report`: every call with hits is a usage report ([`crate::algorithm::report`]).
     pub(crate) usage_report: bool,
+    /// `usage.estimate`: what the request-time check charges ([`super::usage`]).
+    pub(crate) usage_estimate: Option<u32>,
 }
 
 /// Checks the extensions of `rl` (whose unit is `unit`, `None` when unlimited or invalid),
@@ -123,41 +125,19 @@ pub(crate) fn check(rl: &RawRateLimit, unit: Option<Unit>, sink: &mut Sink<'_>) 
         );
     }
     check_lease(rl, algorithm, sink);
-    let usage_report = check_usage(rl, algorithm, sink);
+    let capacity = if algorithm.has_burst() {
+        rl.burst.unwrap_or(rl.requests_per_unit)
+    } else {
+        rl.requests_per_unit
+    };
+    let usage = super::usage::check(rl, algorithm, u64::from(capacity), sink);
     Extensions {
-        usage_report,
+        usage_report: usage.report,
+        usage_estimate: usage.estimate,
         algorithm,
         burst: rl.burst,
         unit_multiplier: multiplier.max(1),
         lease: rl.lease,
-    }
-}
-
-/// `usage` names how the limit's hits arrive: `report` (usage reported after the fact, counted
-/// even past the limit; a call of 0 hits is the request-time check) or `request` (the default:
-/// every call asks). A concurrency limit counts requests in flight, never usage.
-fn check_usage(rl: &RawRateLimit, algorithm: Algorithm, sink: &mut Sink<'_>) -> bool {
-    let Some(usage) = rl.usage.as_deref() else {
-        return false;
-    };
-    let at = field_path(&rl.path, "usage");
-    match usage {
-        "request" => false,
-        "report" if algorithm == Algorithm::Concurrency => {
-            sink.push(
-                &at,
-                "usage: report does not apply to concurrency (it counts requests in flight, not usage); use fixed_window, sliding_window, sliding_log, token_bucket or leaky_bucket",
-            );
-            false
-        }
-        "report" => true,
-        other => {
-            sink.push(
-                &at,
-                format!("invalid usage '{other}' (expected report or request)"),
-            );
-            false
-        }
     }
 }
 

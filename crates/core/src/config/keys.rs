@@ -73,8 +73,17 @@ pub(crate) fn check_keys(map: &serde_yaml::Mapping, path: &str, sink: &mut Sink<
         // Metadata is free-form (it becomes a protobuf Struct), so Go skips it; `local_share` is
         // a fraction (a float, which Go's leaf check refuses) checked by its own reader, and so
         // are `regions` (region names as keys, fractions as values), `priorities` (class names
-        // are the operator's) and `soft` (`config::shedding`).
-        if !["metadata", "local_share", "regions", "priorities", "soft"].contains(&key.as_str()) {
+        // are the operator's), `soft` (`config::shedding`) and `usage`'s map (`config::usage`).
+        if ![
+            "metadata",
+            "local_share",
+            "regions",
+            "priorities",
+            "soft",
+            "usage",
+        ]
+        .contains(&key.as_str())
+        {
             check_value(v, &here, sink);
         }
     }

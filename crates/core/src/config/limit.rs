@@ -94,6 +94,7 @@ pub(super) fn build_limit(
         unit_multiplier: ext.unit_multiplier,
         lease: ext.lease,
         usage_report: ext.usage_report,
+        usage_estimate: ext.usage_estimate,
         calendar,
         failure_mode,
         local_share,

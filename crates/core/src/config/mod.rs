@@ -24,6 +24,7 @@ mod stats_name;
 mod suggest;
 mod typed;
 pub(crate) mod unit;
+mod usage;
 mod validate;
 mod value_regex;
 mod yaml_budget;

@@ -86,8 +86,11 @@ pub(crate) struct RawRateLimit {
     pub(crate) lease: Option<u32>,
     /// `calendar` (ratelimitd extension); `None` when absent or wrongly typed (reported).
     pub(crate) calendar: Option<bool>,
-    /// `usage` (ratelimitd extension), as written.
+    /// `usage` (ratelimitd extension): its mode as written (`usage: report`, or the map's
+    /// `mode`).
     pub(crate) usage: Option<String>,
+    /// `usage.estimate` (ratelimitd extension); `None` when absent or wrongly typed (reported).
+    pub(crate) usage_estimate: Option<u32>,
     /// `time_zone` (ratelimitd extension, with `calendar`), as written.
     pub(crate) time_zone: Option<String>,
     /// `when` (ratelimitd extension): a CEL predicate the request must meet for this limit to
@@ -242,7 +245,8 @@ impl Typed<'_, '_> {
             unit_multiplier: self.uint32(rl, &path, "unit_multiplier"),
             lease: self.uint32(rl, &path, "lease"),
             calendar: self.bool(rl, &path, "calendar"),
-            usage: self.string(rl, &path, "usage"),
+            usage: self.usage_mode(rl, &path),
+            usage_estimate: self.usage_estimate(rl, &path),
             time_zone: self.string(rl, &path, "time_zone"),
             when: self.string(rl, &path, "when"),
             regions: self.regions(rl, &path),

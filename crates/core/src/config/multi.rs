@@ -64,6 +64,20 @@ pub(super) fn node_limit(d: &RawDescriptor, full_key: &str, sink: &mut Sink<'_>)
             );
         }
     }
+    // A check charges one estimate and a report trues that one up, per descriptor: every limit
+    // of it must count the same estimate, or a refund would give back what another never took.
+    if let Some(e) = limits.iter().find_map(|l| l.usage_estimate) {
+        for (i, l) in limits.iter().enumerate() {
+            if l.usage_estimate != Some(e) && !l.unlimited {
+                sink.push(
+                    &field_path(&index_path(&list_path, i), "usage"),
+                    format!(
+                        "every limit of a descriptor with a usage estimate needs usage: {{mode: report, estimate: {e}}} (the check charges one estimate to all of them)"
+                    ),
+                );
+            }
+        }
+    }
     let mut first = limits.remove(0);
     first.also = limits.into_iter().map(Arc::new).collect();
     Some(first)

@@ -73,6 +73,16 @@ pub enum RequestError {
         /// The predicate and its error.
         reason: String,
     },
+    /// A descriptor's `ratelimitd.usage` entry names something other than `report`.
+    #[error(
+        "descriptor {descriptor}: ratelimitd.usage '{value}' is not valid (the only value is report: the descriptor reports usage)"
+    )]
+    BadUsageEntry {
+        /// Index of the descriptor in the request.
+        descriptor: usize,
+        /// The value sent.
+        value: String,
+    },
     /// The store could not decide.
     #[error(transparent)]
     Store(#[from] StoreError),
@@ -100,6 +110,7 @@ impl RequestError {
                 | RequestError::TooLong { .. }
                 | RequestError::InvalidOverrideUnit { .. }
                 | RequestError::BadHolder { .. }
+                | RequestError::BadUsageEntry { .. }
         )
     }
 }

@@ -7,7 +7,7 @@ use std::time::Duration;
 use serde_json::{Map, Value};
 
 use super::LimiterOptions;
-use super::outcome::{Settled, Source};
+use super::outcome::{Settled, Source, Verdict};
 use super::plan::Plan;
 use super::quota::Role;
 use super::request::Request;
@@ -15,6 +15,7 @@ use super::response::{Code, CurrentLimit, DescriptorStatus, OtherLimit, Response
 use super::signals;
 use crate::algorithm::Algorithm;
 use crate::clock::Timestamp;
+use crate::config::Limit;
 
 /// Builds the response from the settled descriptors. The flag tells whether global shadow mode
 /// turned `OVER_LIMIT` into OK (the `global_shadow_mode` stat).
@@ -146,6 +147,25 @@ fn status(s: &Settled<'_>) -> DescriptorStatus {
         } else {
             s.wait
         },
+        debt: debt(limit, d),
+    }
+}
+
+/// How far past `limit` the usage `v` read is, for the window algorithms (whose usage is a count
+/// of hits); 0 for the buckets. A refused step's `after` counts its own hits as if taken, so its
+/// usage is `before`, as explain reads it.
+pub(crate) fn debt(limit: &Limit, v: &Verdict) -> u64 {
+    let windows = [
+        Algorithm::FixedWindow,
+        Algorithm::SlidingWindow,
+        Algorithm::SlidingLog,
+    ];
+    match v.usage {
+        Some((before, after)) if windows.contains(&limit.algorithm) => {
+            let used = if v.over_limit { before } else { after };
+            used.saturating_sub(u64::from(limit.requests_per_unit))
+        }
+        _ => 0,
     }
 }
 

@@ -41,6 +41,9 @@ pub struct AppliedLimit {
     pub delay: Duration,
     /// True when this limit denied the request.
     pub over_limit: bool,
+    /// How far its usage is past the limit ([`super::DescriptorStatus::debt`]); 0 for the
+    /// limits of a descriptor with several that its status does not report.
+    pub debt: u64,
 }
 
 /// The standard headers of one response, as typed values.
@@ -83,6 +86,7 @@ fn applied(
         retry_after: ceil_secs(reset.max(wait)),
         delay: if over_limit { Duration::ZERO } else { wait },
         over_limit,
+        debt: 0,
     }
 }
 
@@ -104,14 +108,9 @@ impl RateLimitHeaders {
                 } else {
                     l.name.clone()
                 };
-                limits.push(applied(
-                    name,
-                    l,
-                    s.limit_remaining,
-                    over_limit,
-                    reset,
-                    s.wait,
-                ));
+                let mut limit = applied(name, l, s.limit_remaining, over_limit, reset, s.wait);
+                limit.debt = s.debt;
+                limits.push(limit);
             }
             // The other limits of a descriptor with several follow the one its status reports.
             for o in r.other_limits.iter().filter(|o| o.descriptor == i) {

@@ -21,6 +21,7 @@ fn status(name: &str, quota: u32, remaining: u32, reset_ms: u64, over: bool) -> 
         limit_remaining: remaining,
         duration_until_reset: Some(Duration::from_millis(reset_ms)),
         wait: Duration::ZERO,
+        debt: 0,
     }
 }
 

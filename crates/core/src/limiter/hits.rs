@@ -68,6 +68,38 @@ pub fn clamp_report(domain: &str, hits: u64) -> u64 {
     hits.min(MAX_REPORT)
 }
 
+/// What a descriptor's call does to a limit with a usage estimate (`usage: {mode: report,
+/// estimate: N}`), by the rule of the true-up: the request-time check charges the estimate,
+/// policed; the report of the actual usage then counts only the difference, a top-up (counted
+/// as a report, past the limit too) or a give-back (a refund). Stateless: the report needs no
+/// memory of its check, only that the check charged the limit's estimate.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Charge {
+    /// No estimate: the hits as asked (a report, a refund or a check, as without one).
+    Asked,
+    /// A check (0 hits) of a limit with an estimate: the estimate, taken only when admitted.
+    Estimate(u64),
+    /// A report of more than the estimate: the rest, as a report.
+    TopUp(u64),
+    /// A report of less than the estimate: the difference, given back.
+    GiveBack(u64),
+}
+
+/// The charge of a call of `asked` hits on a limit whose estimate is `estimate` (see
+/// [`Charge`]): `reported` is the usage of a report, already clamped ([`clamp_report`]), `None`
+/// for any other call.
+pub fn true_up(estimate: Option<u32>, asked: u64, reported: Option<u64>, refund: bool) -> Charge {
+    let Some(e) = estimate.map(u64::from).filter(|_| !refund) else {
+        return Charge::Asked;
+    };
+    match reported {
+        Some(actual) if actual >= e => Charge::TopUp(actual - e),
+        Some(actual) => Charge::GiveBack(e - actual),
+        None if asked == 0 => Charge::Estimate(e),
+        None => Charge::Asked,
+    }
+}
+
 #[cfg(test)]
 #[path = "hits_tests.rs"]
 mod tests;

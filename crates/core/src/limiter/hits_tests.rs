@@ -191,3 +191,19 @@ proptest! {
         }
     }
 }
+
+#[test]
+fn an_estimate_is_charged_by_the_check_and_trued_up_by_the_report() {
+    use super::{Charge, true_up};
+    // No estimate: every call as asked.
+    assert_eq!(true_up(None, 0, None, false), Charge::Asked);
+    assert_eq!(true_up(None, 5, Some(5), false), Charge::Asked);
+    // The check charges the estimate; a report charges the difference, either way.
+    assert_eq!(true_up(Some(30), 0, None, false), Charge::Estimate(30));
+    assert_eq!(true_up(Some(30), 55, Some(55), false), Charge::TopUp(25));
+    assert_eq!(true_up(Some(30), 30, Some(30), false), Charge::TopUp(0));
+    assert_eq!(true_up(Some(30), 10, Some(10), false), Charge::GiveBack(20));
+    assert_eq!(true_up(Some(30), 0, Some(0), false), Charge::GiveBack(30));
+    // A refund stays a refund.
+    assert_eq!(true_up(Some(30), 7, None, true), Charge::Asked);
+}

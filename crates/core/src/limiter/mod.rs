@@ -292,7 +292,8 @@ impl RateLimiter {
         }
         regional::scale(&mut plans, &self.regions, now);
         let answers = self.run(&plans, now).await;
-        let taken = give_back::releases(&plans.ops, &answers);
+        let mut taken = give_back::releases(&plans.ops, &answers);
+        taken.extend(give_back::estimates(&plans, &answers));
         let slots_seen = slots::seen(&plans, &answers);
         let failed = failure::describe(&answers);
         if let Some((_, why)) = &failed {

@@ -57,6 +57,13 @@ pub struct Limited<'a> {
     /// The hits are usage reported after the fact ([`crate::algorithm::report`]): counted even
     /// past the limit, never over it.
     pub report: bool,
+    /// The ops charge the limit's usage estimate (a check of `usage: {mode: report, estimate}`,
+    /// [`super::hits::Charge::Estimate`]): a refused request gives it back, as it releases its
+    /// concurrency slots.
+    pub estimate: bool,
+    /// The usage a report brought (clamped, before any true-up), which
+    /// `ratelimitd_usage_reported_total` counts; `None` for every other call.
+    pub usage: Option<u64>,
     /// The (sanitised) stats key its counters are reported under (`stats_key`).
     pub stats_key: Cow<'a, str>,
     /// Where this descriptor's ops (and so its outcomes) sit in the request's batch.
@@ -187,10 +194,19 @@ impl<'a> Plans<'a> {
         // A report is usage after the fact: asked for by the caller (`POST /check`'s `report`) or
         // by the limit (`usage: report`, where every call with hits reports and a call of 0 hits
         // is the request-time check). A refund stays a refund; a concurrency limit has no usage.
+        // With a usage estimate (the same on every limit of the descriptor: validated at load),
+        // the check charges it and the report trues it up (`hits::true_up`); an explicit report
+        // of 0 (Envoy's `ratelimitd.usage: report` entry, `/check`'s `report`) then gives the
+        // whole estimate back, where without an estimate it stays a check.
+        let estimate = m.limit.usage_estimate;
         let report = !d.refund
-            && asked > 0
+            && (asked > 0 || (d.report && estimate.is_some()))
             && (d.report || m.limit.all().any(|l| l.usage_report))
             && m.limit.all().any(|l| l.algorithm != Algorithm::Concurrency);
+        let reported = report.then(|| hits::clamp_report(&req.domain, asked));
+        let charge = hits::true_up(estimate, asked, reported, d.refund);
+        let refund = d.refund || matches!(charge, hits::Charge::GiveBack(_));
+        let report = report && !refund;
         let mut most = 0;
         let start = self.ops.len();
         let mut sheds = Vec::new();
@@ -212,38 +228,50 @@ impl<'a> Plans<'a> {
                 self.identities.resize(self.ops.len(), 0);
                 self.identities.push(identity);
             }
+            let estimated = matches!(charge, hits::Charge::Estimate(_));
             // Only a leaky bucket can shape; every other op polices, whatever the request asked.
-            let shapes = spec.algorithm == Algorithm::LeakyBucket && !d.refund && !report;
+            let shapes =
+                spec.algorithm == Algorithm::LeakyBucket && !refund && !report && !estimated;
             // A concurrency limit has no usage to report: its op takes a slot as any request.
             let reports = report && spec.algorithm != Algorithm::Concurrency;
-            let hits = if reports {
-                hits::clamp_report(&req.domain, asked)
-            } else {
-                hits::clamp(&spec, asked, d.refund)
+            let hits = match charge {
+                hits::Charge::Asked if reports => reported.unwrap_or(0),
+                hits::Charge::Asked => hits::clamp(&spec, asked, d.refund),
+                hits::Charge::Estimate(e) => hits::clamp(&spec, e, false),
+                hits::Charge::TopUp(more) => more,
+                hits::Charge::GiveBack(less) => hits::clamp(&spec, less, true),
             };
             most = most.max(hits);
             self.ops.push(Op {
                 key,
                 spec,
                 hits,
-                refund: d.refund,
+                refund,
                 max_wait: if shapes { req.max_wait } else { Duration::ZERO },
                 // A lease reserves hits against one limit; a shedding op's limit is per request.
-                lease: if shed.is_some() { Some(0) } else { l.lease },
+                // An estimate reaches the counter, so that its true-up corrects what it took.
+                lease: if shed.is_some() || estimated {
+                    Some(0)
+                } else {
+                    l.lease
+                },
                 holder: if spec.algorithm == Algorithm::Concurrency {
                     d.holder.clone().unwrap_or_else(anonymous_holder)
                 } else {
                     String::new()
                 },
-                only_admitted: shed.is_some() && !reports,
+                // An estimate refused counts nothing: no report will come to true it up.
+                only_admitted: (shed.is_some() && !reports) || estimated,
                 report: reports,
             });
         }
         Plan::Limited(Limited {
             limit: m.limit,
             hits: most,
-            refund: d.refund,
+            refund,
             report,
+            estimate: matches!(charge, hits::Charge::Estimate(_)),
+            usage: reported,
             stats_key: m.stats_key,
             ops: start..self.ops.len(),
             shed: sheds,

@@ -74,7 +74,29 @@ pub struct Descriptor {
 /// entry is taken out of the descriptor before matching, so it never reaches a cache key.
 pub const HOLDER_ENTRY_KEY: &str = "ratelimitd.holder";
 
+/// The descriptor entry that marks a usage report over gRPC and `/json` (Envoy: a stream-done
+/// action's `generic_key { descriptor_key: ratelimitd.usage, descriptor_value: report }`): the
+/// descriptor's hits are usage reported after the fact, even 0, as `POST /check`'s `report`. The
+/// entry is taken out before matching, so it never reaches a cache key; any other value is
+/// refused.
+pub const USAGE_ENTRY_KEY: &str = "ratelimitd.usage";
+
 impl Descriptor {
+    /// Moves every [`USAGE_ENTRY_KEY`] entry of value `report` out of the entries into
+    /// [`Descriptor::report`]. An entry of another value stays, and validation refuses it.
+    pub fn split_report(&mut self) {
+        if !self.entries.iter().any(|e| e.key == USAGE_ENTRY_KEY) {
+            return;
+        }
+        let mut report = false;
+        self.entries.retain(|e| {
+            let marker = e.key == USAGE_ENTRY_KEY && e.value == "report";
+            report |= marker;
+            !marker
+        });
+        self.report |= report;
+    }
+
     /// Moves the last [`HOLDER_ENTRY_KEY`] entry (and drops any other) out of the entries into
     /// [`Descriptor::holder`]. An empty value is kept as sent: validation refuses it, as it
     /// refuses one over the holder cap.

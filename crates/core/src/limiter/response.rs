@@ -59,6 +59,12 @@ pub struct DescriptorStatus {
     /// fit, which for a cost above 1 can be later than `duration_until_reset` (one hit). Not
     /// part of the gRPC answer.
     pub wait: Duration,
+    /// How far the reported limit's usage is past the limit (reported usage counted after the
+    /// fact, `usage: report`): the debt a window algorithm (`fixed_window`, `sliding_window`,
+    /// `sliding_log`) must let pass before a check passes again; 0 when within the limit, and
+    /// for the buckets, whose debt `duration_until_reset` shows as time. `limit_remaining` is
+    /// unsigned and stays 0 in debt. Not part of the gRPC answer.
+    pub debt: u64,
 }
 
 impl DescriptorStatus {
@@ -70,6 +76,7 @@ impl DescriptorStatus {
             limit_remaining: 0,
             duration_until_reset: None,
             wait: Duration::ZERO,
+            debt: 0,
         }
     }
 

@@ -220,12 +220,16 @@ pub(crate) fn record(sink: &dyn StatsSink, ratio: f32, settled: &[Settled<'_>]) 
         if let (Plan::Limited(l), Some((limit, source, verdict))) = (s.plan, s.reported) {
             if l.refund {
                 sink.limit(&l.stats_key, &refunded(l.hits));
+                // A report of less than its estimate is a refund of the difference.
+                if let Some(usage) = l.usage {
+                    sink.usage_reported(&l.stats_key, usage);
+                }
                 continue;
             }
             if l.report && source == Source::Store {
                 let limit = u64::from(limit.requests_per_unit);
                 sink.limit(&l.stats_key, &reported(verdict, limit, l.hits, ratio));
-                sink.usage_reported(&l.stats_key, l.hits);
+                sink.usage_reported(&l.stats_key, l.usage.unwrap_or(l.hits));
                 continue;
             }
             // A request refused by a limit that sheds (`priorities`, `soft`) was judged against

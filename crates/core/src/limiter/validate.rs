@@ -5,7 +5,7 @@
 
 use super::Limits;
 use super::RequestError;
-use super::request::Request;
+use super::request::{Request, USAGE_ENTRY_KEY};
 use crate::algorithm::concurrency::MAX_HOLDER_LEN;
 
 /// Checks `req` against `caps`.
@@ -40,6 +40,13 @@ pub(crate) fn check(req: &Request, caps: &Limits) -> Result<(), RequestError> {
             });
         }
         for (j, e) in d.entries.iter().enumerate() {
+            // `Descriptor::split_report` took every `report` marker out; any other is a typo.
+            if e.key == USAGE_ENTRY_KEY {
+                return Err(RequestError::BadUsageEntry {
+                    descriptor: i,
+                    value: e.value.chars().take(64).collect(),
+                });
+            }
             if e.key.len() > caps.max_value_bytes {
                 return Err(too_long(
                     format!("descriptor {i} entry {j} key"),

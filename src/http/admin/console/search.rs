@@ -86,7 +86,11 @@ pub(super) fn result(out: &mut String, found: &Result<Explained, String>) {
         }
         let rows: Vec<Vec<String>> = (d.limits.iter())
             .map(|l| {
-                let (text, bad) = counter(&l.counter, now);
+                let (mut text, bad) = counter(&l.counter, now);
+                // Reported usage past the limit: the key is refused until it is paid back.
+                if let Some(debt) = l.debt().filter(|d| *d > 0) {
+                    text.push_str(&format!(", in debt by {debt}"));
+                }
                 let per = rate(l.algorithm, l.requests_per_unit, l.unit_multiplier, &l.unit);
                 let class = if bad { "bad" } else { "" };
                 vec![

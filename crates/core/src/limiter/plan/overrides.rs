@@ -98,6 +98,7 @@ pub(super) fn override_limit(
         failure_mode: None,
         local_share: None,
         usage_report: false,
+        usage_estimate: None,
         // An override is a limit of its own, not a share of the configured one.
         regions: None,
         algorithm,
