@@ -124,10 +124,28 @@ impl Explainer {
         descriptors: &[Vec<(String, String)>],
         violations: bool,
     ) -> Result<Explained, ExplainError> {
+        let snapshot = self.config.snapshot();
+        let config = snapshot.as_ref().map(|s| (&s.config, s.version));
+        let stored = self.overrides.load();
+        self.explain_in(config, &stored, domain, descriptors, violations)
+            .await
+    }
+
+    /// As [`Explainer::explain`], judged by `config` (and its version) and the overrides of
+    /// `stored` instead of those in service: what a change would make of a request (the policy
+    /// API's dry runs). The live counters and violations are the same.
+    pub(crate) async fn explain_in(
+        &self,
+        config: Option<(&ratelimitd_core::config::RateLimitConfig, u64)>,
+        stored: &ratelimitd_core::limiter::OverrideIndex,
+        domain: &str,
+        descriptors: &[Vec<(String, String)>],
+        violations: bool,
+    ) -> Result<Explained, ExplainError> {
         check(domain, descriptors)?;
         let now = self.clock.now();
-        let snapshot = self.config.snapshot();
-        let config = snapshot.as_ref().map(|s| &s.config);
+        let version = config.map(|(_, v)| v);
+        let config = config.map(|(c, _)| c);
         let req = Request::new(
             domain,
             (descriptors.iter())
@@ -139,11 +157,10 @@ impl Explainer {
                 })
                 .collect(),
         );
-        let stored = self.overrides.load();
         let found = config.and_then(|c| c.domain(domain));
         // A dry run draws nothing: a soft zone is judged at its hard limit.
         let still = ratelimitd_core::random::Fixed(0.0);
-        let plans = plan::plan(found, &stored, &req, &self.keys, now, &still)
+        let plans = plan::plan(found, stored, &req, &self.keys, now, &still)
             .map_err(|e| ExplainError::Invalid("descriptors".into(), e.to_string()))?;
         let mut ops = plans.ops.clone();
         for op in &mut ops {
@@ -203,7 +220,7 @@ impl Explainer {
             at: now,
             domain: domain.to_string(),
             domain_known: found.is_some(),
-            config_version: snapshot.as_ref().map(|s| s.version),
+            config_version: version,
             descriptors: out,
         })
     }

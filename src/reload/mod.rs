@@ -219,8 +219,11 @@ impl Reloading {
     }
 
     /// Checks that the files in service compile with `extra` as the policy database's documents
-    /// (rules), publishing nothing. `Err` carries every problem.
-    pub(crate) async fn check_extra(&self, extra: Vec<ConfigFile>) -> Result<(), String> {
+    /// (rules), publishing nothing; `Ok` is what would be in service. `Err` carries every problem.
+    pub(crate) async fn check_extra(
+        &self,
+        extra: Vec<ConfigFile>,
+    ) -> Result<RateLimitConfig, String> {
         let reloader = self.reloader.clone();
         let round = tokio::task::spawn_blocking(move || reloader.lock().check_extra(&extra));
         round

@@ -66,10 +66,10 @@ impl ConfigReloader {
 
     /// Compiles the files in service (read when none are) with `extra` in place of the policy
     /// documents, publishing nothing; the error lists every problem.
-    pub(crate) fn check_extra(&self, extra: &[ConfigFile]) -> Result<(), String> {
+    pub(crate) fn check_extra(&self, extra: &[ConfigFile]) -> Result<RateLimitConfig, String> {
         let mut all = self.base_files()?;
         all.extend_from_slice(extra);
-        self.source.compile(&all).map(|_| ())
+        self.source.compile(&all)
     }
 
     /// Replaces the policy documents and publishes the files in service with them, in one swap.

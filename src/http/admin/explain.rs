@@ -33,6 +33,21 @@ struct EntryBody {
     value: String,
 }
 
+impl Body {
+    fn into_parts(self) -> (String, Vec<Vec<(String, String)>>) {
+        let descriptors = (self.descriptors.into_iter())
+            .map(|d| d.entries.into_iter().map(|e| (e.key, e.value)).collect())
+            .collect();
+        (self.domain, descriptors)
+    }
+}
+
+/// An explain body given as JSON (a dry run's `sample`): its domain and descriptors' entries.
+pub(crate) fn parse_body(v: serde_json::Value) -> Result<super::change::Sample, String> {
+    let body: Body = serde_json::from_value(v).map_err(|e| format!("invalid sample: {e}"))?;
+    Ok(body.into_parts())
+}
+
 /// Explains the body's descriptors.
 pub(crate) async fn explain(_: Admin, State(s): State<AdminState>, body: Bytes) -> Response {
     let Some(explainer) = &s.explainer else {
@@ -47,10 +62,8 @@ pub(crate) async fn explain(_: Admin, State(s): State<AdminState>, body: Bytes) 
             return error(StatusCode::BAD_REQUEST, msg);
         }
     };
-    let descriptors: Vec<Vec<(String, String)>> = (body.descriptors.into_iter())
-        .map(|d| d.entries.into_iter().map(|e| (e.key, e.value)).collect())
-        .collect();
-    match explainer.explain(&body.domain, &descriptors).await {
+    let (domain, descriptors) = body.into_parts();
+    match explainer.explain(&domain, &descriptors).await {
         Ok(found) => json(StatusCode::OK, &found.to_json()),
         Err(e) => error(StatusCode::BAD_REQUEST, e),
     }

@@ -1,0 +1,45 @@
+//! `GET /v1/history[?kind=&target=&limit=&cursor=]`: every recorded change and event, newest
+//! first, paged like `/v1/violations` (`limit` 1 to 1000, default 100; `next_cursor` while more
+//! follow). One rule's or override's history is `GET /v1/policies/{id}/history` and
+//! `GET /v1/overrides/{id}/history`. Any token may read it.
+
+use std::collections::HashMap;
+
+use axum::extract::Query;
+use axum::http::StatusCode;
+use axum::response::Response;
+
+use super::auth::PolicyAdmin;
+use super::{invalid, json, unavailable};
+use crate::policy::Policy;
+use crate::policy::history::HistoryQuery;
+
+/// Lists the whole history.
+pub(crate) async fn list(
+    PolicyAdmin { policy, .. }: PolicyAdmin,
+    Query(q): Query<HashMap<String, String>>,
+) -> Response {
+    page(&policy, &q, None).await
+}
+
+/// One page of the history (of `target` when given), as `{"history": [...], "next_cursor"}`.
+pub(crate) async fn page(
+    policy: &Policy,
+    params: &HashMap<String, String>,
+    target: Option<String>,
+) -> Response {
+    let q = match HistoryQuery::parse(params, target) {
+        Ok(q) => q,
+        Err(errors) => return invalid(&errors),
+    };
+    let mut rows = match policy.history(&q).await {
+        Ok(rows) => rows,
+        Err(e) => return unavailable(e),
+    };
+    let next = q.next_cursor(&mut rows);
+    let items: Vec<_> = rows.iter().map(|r| r.to_json()).collect();
+    json(
+        StatusCode::OK,
+        &serde_json::json!({ "history": items, "next_cursor": next }),
+    )
+}
