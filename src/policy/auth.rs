@@ -352,23 +352,47 @@ mod tests {
             std::fs::set_permissions(&file, std::fs::Permissions::from_mode(mode)).unwrap();
         };
         let load = || Tokens::from_settings(&with_roles_file(&file));
-        write("# team\nalice:a-secret:admin\n\nbob: b-secret :read\nci:c-secret\n", 0o600);
+        write(
+            "# team\nalice:a-secret:admin\n\nbob: b-secret :read\nci:c-secret\n",
+            0o600,
+        );
         let t = load().unwrap();
-        assert_eq!(t.check_role(Some("Bearer a-secret")), Some(("alice", Role::Admin)));
-        assert_eq!(t.check_role(Some("Bearer b-secret")), Some(("bob", Role::Read)));
-        assert_eq!(t.check_role(Some("Bearer c-secret")), Some(("ci", Role::Admin)));
+        assert_eq!(
+            t.check_role(Some("Bearer a-secret")),
+            Some(("alice", Role::Admin))
+        );
+        assert_eq!(
+            t.check_role(Some("Bearer b-secret")),
+            Some(("bob", Role::Read))
+        );
+        assert_eq!(
+            t.check_role(Some("Bearer c-secret")),
+            Some(("ci", Role::Admin))
+        );
         for (text, says) in [
             ("ok:fine\nbob:sekrit-token:owner\n", "line 2: unknown role"),
-            ("\n\nbob:sekrit-token:read:x\n", "line 3: expected name:token[:role]"),
-            ("# c\n:sekrit-token\n", "line 2: expected name:token[:role] with a name"),
-            ("a:sekrit-token\na:other-token\n", "line 2: the name 'a' is used already"),
+            (
+                "\n\nbob:sekrit-token:read:x\n",
+                "line 3: expected name:token[:role]",
+            ),
+            (
+                "# c\n:sekrit-token\n",
+                "line 2: expected name:token[:role] with a name",
+            ),
+            (
+                "a:sekrit-token\na:other-token\n",
+                "line 2: the name 'a' is used already",
+            ),
             ("# nobody\n", "no name:token line"),
         ] {
             write(text, 0o600);
             let err = load().unwrap_err().to_string();
             assert!(err.contains(says), "{text:?}: {err}");
             assert!(err.starts_with("ADMIN_TOKENS_FILE "), "{err}");
-            assert!(!err.contains("sekrit") && !err.contains("other-token"), "{err}");
+            assert!(
+                !err.contains("sekrit") && !err.contains("other-token"),
+                "{err}"
+            );
         }
         for mode in [0o644, 0o640, 0o604, 0o620] {
             write("ok:sekrit-token\n", mode);

@@ -1,7 +1,8 @@
 //! `GET /v1/history[?kind=&target=&limit=&cursor=]`: every recorded change and event, newest
 //! first, paged like `/v1/violations` (`limit` 1 to 1000, default 100; `next_cursor` while more
 //! follow). One rule's or override's history is `GET /v1/policies/{id}/history` and
-//! `GET /v1/overrides/{id}/history`. Any token may read it.
+//! `GET /v1/overrides/{id}/history`. Any token may read it. `GET /v1/config/history` is the
+//! configuration's last loads (kept in memory): times, versions, hashes, file names and errors.
 
 use std::collections::HashMap;
 
@@ -9,8 +10,10 @@ use axum::extract::Query;
 use axum::http::StatusCode;
 use axum::response::Response;
 
-use super::auth::PolicyAdmin;
-use super::{invalid, json, unavailable};
+use axum::extract::State;
+
+use super::auth::{Admin, PolicyAdmin};
+use super::{AdminState, invalid, json, unavailable};
 use crate::policy::Policy;
 use crate::policy::history::HistoryQuery;
 
@@ -41,5 +44,20 @@ pub(crate) async fn page(
     json(
         StatusCode::OK,
         &serde_json::json!({ "history": items, "next_cursor": next }),
+    )
+}
+
+/// `GET /v1/config/history`: the last configuration loads, newest first, and the hash in service.
+pub(crate) async fn config_loads(_: Admin, State(s): State<AdminState>) -> Response {
+    let handle = s.reloading.handle();
+    let loads: Vec<_> = handle.loads().iter().map(|r| r.to_json()).collect();
+    let current = handle.snapshot().map(|snap| snap.version);
+    json(
+        StatusCode::OK,
+        &serde_json::json!({
+            "current": { "version": current, "hash": handle.current_hash() },
+            "max_kept": crate::reload::history::MAX_LOADS,
+            "loads": loads,
+        }),
     )
 }

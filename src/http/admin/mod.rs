@@ -70,6 +70,10 @@ pub(crate) const ENDPOINTS: &[(&str, &str)] = &[
         "rules; /v1/policies/{id}/history, POST /v1/policies/{id}/rollback; ?dry_run=true on changes (bearer token; changes: role admin)",
     ),
     (
+        "/v1/config/history",
+        "the configuration's last loads: time, version or errors, sha256 hash, file names (bearer token)",
+    ),
+    (
         "/v1/history",
         "every change of a rule or override and other recorded events, newest first, ?kind=&target=&limit=&cursor= (bearer token)",
     ),
@@ -120,6 +124,7 @@ pub(crate) fn router(state: AdminState, access: &AdminSettings, host: &str) -> R
         .route("/v1/policies/{id}/rollback", post(policies::rollback))
         .route("/v1/overrides/{id}/history", get(overrides::history))
         .route("/v1/history", get(history::list))
+        .route("/v1/config/history", get(history::config_loads))
         .route("/v1/violations", get(violations::list))
         .route(
             "/v1/policies/{id}",
