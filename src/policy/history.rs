@@ -356,4 +356,53 @@ mod tests {
             (kind::POLICY_ROLLBACK, "rollback to version 3")
         );
     }
+
+    #[tokio::test]
+    async fn other_parts_record_their_events_with_versions_of_their_own() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = crate::policy::sqlite::SqliteStore::open(dir.path())
+            .await
+            .unwrap();
+        let reset = |target: &str| Event {
+            kind: "counters.reset".into(),
+            target: target.into(),
+            actor: "alice".into(),
+            reason: "customer called".into(),
+            before: None,
+            after: Some(json!({"keys": 3})),
+        };
+        let t = Timestamp::from_secs(50);
+        let first = record_event(&store, reset("counters:api"), t)
+            .await
+            .unwrap();
+        let second = record_event(&store, reset("counters:api"), t)
+            .await
+            .unwrap();
+        let other = record_event(&store, reset("counters:web"), t)
+            .await
+            .unwrap();
+        assert_eq!((first.seq, first.version), (1, 1));
+        assert_eq!((second.seq, second.version), (2, 2));
+        assert_eq!((other.seq, other.version), (3, 1));
+        assert_eq!(other.event, reset("counters:web"));
+        let q = HistoryQuery {
+            kind: Some("counters.reset".into()),
+            limit: 10,
+            ..HistoryQuery::default()
+        };
+        let rows = store.history(&q).await.unwrap();
+        assert_eq!(rows.iter().map(|r| r.seq).collect::<Vec<_>>(), [3, 2, 1]);
+        assert_eq!(rows[2].at, t);
+        let nameless = Event {
+            kind: String::new(),
+            ..reset("x")
+        };
+        let err = record_event(&store, nameless, t).await.unwrap_err();
+        assert!(err.to_string().contains("event kind"), "{err}");
+        assert_eq!(
+            store.history(&q).await.unwrap().len(),
+            3,
+            "nothing recorded"
+        );
+    }
 }

@@ -152,7 +152,7 @@ impl IntoResponse for Refusal {
             ),
             Refusal::SignIn => login::page(
                 StatusCode::UNAUTHORIZED,
-                "Sign in with an admin token (ADMIN_TOKEN or a line of ADMIN_TOKEN_FILE).",
+                "Sign in with an admin token (ADMIN_TOKEN, or a line of ADMIN_TOKEN_FILE or ADMIN_TOKENS_FILE; a read token may sign in).",
             ),
         }
     }
