@@ -157,7 +157,7 @@ mod tests {
         assert_eq!(h.hash_of(MAX_LOADS as u64 + 5), all[0].hash);
         let failed = LoadRecord::of(None, Timestamp::from_secs(1), None, Some("e1\ne2".into()));
         assert_eq!(
-            (failed.hash, failed.to_json()["errors"].clone()),
+            (failed.hash.clone(), failed.to_json()["errors"].clone()),
             (None, serde_json::json!(["e1", "e2"]))
         );
     }
