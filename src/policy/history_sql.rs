@@ -31,7 +31,7 @@ where
     Option<String>: Encode<'a, DB> + Type<DB>,
     i64: Encode<'a, DB> + Type<DB>,
 {
-    let json = |v: &Option<serde_json::Value>| v.as_ref().map(|v| v.to_string());
+    let json = |v: &Option<serde_json::Value>| v.as_ref().map(ToString::to_string);
     let mut b = QueryBuilder::new(format!(
         "INSERT INTO policy_history ({HISTORY_COLUMNS}) SELECT COALESCE(MAX(seq), 0) + 1, "
     ));

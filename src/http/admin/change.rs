@@ -193,8 +193,8 @@ mod tests {
                     .collect(),
             )
         };
-        assert_eq!(q(&[]).unwrap(), false);
-        assert_eq!(q(&[("dry_run", "true")]).unwrap(), true);
+        assert!(!q(&[]).unwrap());
+        assert!(q(&[("dry_run", "true")]).unwrap());
         assert_eq!(q(&[("dry_run", "yes")]).unwrap_err()[0].field, "dry_run");
         assert_eq!(q(&[("dryrun", "true")]).unwrap_err()[0].field, "dryrun");
     }

@@ -15,7 +15,8 @@ use axum::extract::State;
 use super::auth::{Admin, PolicyAdmin};
 use super::{AdminState, invalid, json, unavailable};
 use crate::policy::Policy;
-use crate::policy::history::HistoryQuery;
+use crate::policy::history::{HistoryEntry, HistoryQuery};
+use crate::reload::LoadRecord;
 
 /// Lists the whole history.
 pub(crate) async fn list(
@@ -40,7 +41,7 @@ pub(crate) async fn page(
         Err(e) => return unavailable(e),
     };
     let next = q.next_cursor(&mut rows);
-    let items: Vec<_> = rows.iter().map(|r| r.to_json()).collect();
+    let items: Vec<_> = rows.iter().map(HistoryEntry::to_json).collect();
     json(
         StatusCode::OK,
         &serde_json::json!({ "history": items, "next_cursor": next }),
@@ -50,7 +51,7 @@ pub(crate) async fn page(
 /// `GET /v1/config/history`: the last configuration loads, newest first, and the hash in service.
 pub(crate) async fn config_loads(_: Admin, State(s): State<AdminState>) -> Response {
     let handle = s.reloading.handle();
-    let loads: Vec<_> = handle.loads().iter().map(|r| r.to_json()).collect();
+    let loads: Vec<_> = handle.loads().iter().map(LoadRecord::to_json).collect();
     let current = handle.snapshot().map(|snap| snap.version);
     json(
         StatusCode::OK,
