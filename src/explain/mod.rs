@@ -125,18 +125,23 @@ impl Explainer {
         violations: bool,
     ) -> Result<Explained, ExplainError> {
         let snapshot = self.config.snapshot();
-        let config = snapshot.as_ref().map(|s| (&s.config, s.version));
+        let config = snapshot.as_ref().map(|s| &s.config);
+        let version = snapshot.as_ref().map(|s| s.version);
         let stored = self.overrides.load();
-        self.explain_in(config, &stored, domain, descriptors, violations)
+        self.explain_in((config, version), &stored, domain, descriptors, violations)
             .await
     }
 
-    /// As [`Explainer::explain`], judged by `config` (and its version) and the overrides of
-    /// `stored` instead of those in service: what a change would make of a request (the policy
-    /// API's dry runs). The live counters and violations are the same.
+    /// As [`Explainer::explain`], judged by `config` (and its version: `None` for one not in
+    /// service) and the overrides of `stored` instead of those in service: what a change would
+    /// make of a request (the policy API's dry runs). The live counters and violations are the
+    /// same.
     pub(crate) async fn explain_in(
         &self,
-        config: Option<(&ratelimitd_core::config::RateLimitConfig, u64)>,
+        (config, version): (
+            Option<&ratelimitd_core::config::RateLimitConfig>,
+            Option<u64>,
+        ),
         stored: &ratelimitd_core::limiter::OverrideIndex,
         domain: &str,
         descriptors: &[Vec<(String, String)>],
@@ -144,8 +149,6 @@ impl Explainer {
     ) -> Result<Explained, ExplainError> {
         check(domain, descriptors)?;
         let now = self.clock.now();
-        let version = config.map(|(_, v)| v);
-        let config = config.map(|(c, _)| c);
         let req = Request::new(
             domain,
             (descriptors.iter())

@@ -54,14 +54,21 @@ pub(crate) fn take_extras(
     errors: &mut Vec<FieldError>,
 ) -> (String, Option<Sample>) {
     let reason = reason_field(body.remove("reason").as_ref(), errors);
-    let sample = body.remove("sample").and_then(|v| match parse_sample(&v) {
+    (reason, take_sample(body, errors))
+}
+
+/// Takes `sample` out of a change body, adding its problem to `errors`.
+pub(crate) fn take_sample(
+    body: &mut Map<String, Value>,
+    errors: &mut Vec<FieldError>,
+) -> Option<Sample> {
+    body.remove("sample").and_then(|v| match parse_sample(&v) {
         Ok(s) => Some(s),
         Err(why) => {
             errors.push(FieldError::new("sample", why));
             None
         }
-    });
-    (reason, sample)
+    })
 }
 
 /// The body of a request whose body is optional (a delete): `{}` when empty; an object, or one
@@ -149,8 +156,12 @@ pub(crate) async fn answer_dry_run(
             let now = ex.explain(domain, descriptors).await;
             let current = ex.config.snapshot();
             let config = match what_if.config {
-                Some(c) => Some((c, 0)),
-                None => current.as_ref().map(|s| (&s.config, s.version)),
+                // A configuration not in service has no version yet.
+                Some(c) => (Some(c), None),
+                None => (
+                    current.as_ref().map(|s| &s.config),
+                    current.as_ref().map(|s| s.version),
+                ),
             };
             let in_service = ex.overrides.load();
             let stored = what_if.overrides.unwrap_or(&in_service);

@@ -38,12 +38,10 @@ pub(crate) async fn create(
     let mut sample = None;
     let mut body = body.to_vec();
     if let Ok(Value::Object(mut obj)) = serde_json::from_slice::<Value>(&body)
-        && let Some(v) = obj.remove("sample")
+        && obj.contains_key("sample")
     {
         let mut errors = Vec::new();
-        let mut holder = serde_json::Map::new();
-        holder.insert("sample".into(), v);
-        sample = change::take_extras(&mut holder, &mut errors).1;
+        sample = change::take_sample(&mut obj, &mut errors);
         if !errors.is_empty() {
             return invalid(&errors);
         }

@@ -349,6 +349,13 @@ async fn a_dry_run_answers_the_diff_and_the_new_decision_and_writes_nothing() {
         dry["decision"][when]["descriptors"][0]["limits"][0]["requests_per_unit"].clone()
     };
     assert_eq!((limit("now"), limit("after")), (json!(5), json!(1)));
+    let version = |when: &str| dry["decision"][when]["config_version"].clone();
+    assert!(version("now").is_u64(), "{dry}");
+    assert_eq!(
+        version("after"),
+        Value::Null,
+        "not in service: no version yet"
+    );
     // Nothing was written or put in service.
     assert_eq!(enforced(&s).await, Some(5));
     assert_eq!(history(&s, "/v1/history").await.len(), 1);
