@@ -13,7 +13,7 @@ pub(super) fn served(settings: &Settings, tokens: usize) -> bool {
     let served = tokens > 0 || settings.admin.trust_loopback || settings.admin_port_set;
     if !served {
         tracing::info!(
-            "admin listener not opened: no ADMIN_TOKEN or ADMIN_TOKEN_FILE, ADMIN_TRUST_LOOPBACK \
+            "admin listener not opened: no ADMIN_TOKEN, ADMIN_TOKEN_FILE or ADMIN_TOKENS_FILE, ADMIN_TRUST_LOOPBACK \
              off and no ADMIN_PORT"
         );
     }

@@ -39,6 +39,7 @@ pub(super) fn refuse_empty(settings: &Settings, config: &ConfigHandle) -> Result
     let writable_db = policy.enabled
         && (policy.admin_token.is_some()
             || policy.admin_token_file.is_some()
+            || policy.admin_tokens_file.is_some()
             || policy.db_url.is_some());
     let allowed = settings.allow_empty_config || writable_db;
     crate::reload::refuse_empty(config, &settings.config_source(), allowed)

@@ -142,10 +142,32 @@ impl Explainer {
         limits: &[Option<Override>],
         violations: bool,
     ) -> Result<Explained, ExplainError> {
-        check(domain, descriptors)?;
-        let now = self.clock.now();
         let snapshot = self.config.snapshot();
         let config = snapshot.as_ref().map(|s| &s.config);
+        let version = snapshot.as_ref().map(|s| s.version);
+        let stored = self.overrides.load();
+        (self.explain_in((config, version), &stored, domain, descriptors, limits, violations))
+            .await
+    }
+
+    /// As [`Explainer::explain`], judged by `config` (and its version: `None` for one not in
+    /// service) and the overrides of `stored` instead of those in service: what a change would
+    /// make of a request (the policy API's dry runs). The live counters and violations are the
+    /// same.
+    pub(crate) async fn explain_in(
+        &self,
+        (config, version): (
+            Option<&ratelimitd_core::config::RateLimitConfig>,
+            Option<u64>,
+        ),
+        stored: &ratelimitd_core::limiter::OverrideIndex,
+        domain: &str,
+        descriptors: &[Vec<(String, String)>],
+        limits: &[Option<Override>],
+        violations: bool,
+    ) -> Result<Explained, ExplainError> {
+        check(domain, descriptors)?;
+        let now = self.clock.now();
         let req = Request::new(
             domain,
             (descriptors.iter().enumerate())
@@ -158,13 +180,12 @@ impl Explainer {
                 })
                 .collect(),
         );
-        let stored = self.overrides.load();
         let found = config.and_then(|c| c.domain(domain));
         // A dry run draws nothing: a soft zone is judged at its hard limit.
         let still = ratelimitd_core::random::Fixed(0.0);
         let plans = plan::plan_with(
             found,
-            &stored,
+            stored,
             &req,
             &self.keys,
             now,
@@ -239,7 +260,7 @@ impl Explainer {
             at: now,
             domain: domain.to_string(),
             domain_known: found.is_some(),
-            config_version: snapshot.as_ref().map(|s| s.version),
+            config_version: version,
             descriptors: out,
         })
     }

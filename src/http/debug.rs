@@ -69,7 +69,8 @@ async fn index() -> String {
 /// Renders the limits of the current configuration, one line each (nothing when none is loaded),
 /// as the Go service does — the limits of stored rules (their paths carry client values) only
 /// when `shown`, else counted in one line; then, as `# `-prefixed lines a Go-format parser can
-/// skip, the version, when it was loaded, the load counters and — while the files on disk fail to
+/// skip, the version, when it was loaded, its hash (`sha256:` of the documents compiled), the
+/// load counters and — while the files on disk fail to
 /// load — every error (those in stored rules only when `shown`).
 pub(crate) fn render_rlconfig(config: &ConfigHandle, shown: bool) -> String {
     let mut out = String::new();
@@ -114,6 +115,9 @@ pub(crate) fn render_rlconfig(config: &ConfigHandle, shown: bool) -> String {
         Some(s) => {
             let _ = writeln!(out, "# version: {}", s.version);
             let _ = writeln!(out, "# loaded_at: {}", s.loaded_at.to_rfc3339());
+            if let Some(h) = config.current_hash() {
+                let _ = writeln!(out, "# config_hash: {h}");
+            }
         }
         None => out.push_str("# version: none (no configuration loaded)\n"),
     }

@@ -1,6 +1,8 @@
-//! Bearer tokens of the management API: `ADMIN_TOKEN` (named `admin`) and `ADMIN_TOKEN_FILE`
-//! (`name:token` per line). With none configured every request is refused — the API is never
-//! open. A token's name is who the change log says made a change.
+//! Bearer tokens of the management API: `ADMIN_TOKEN` (named `admin`), `ADMIN_TOKEN_FILE`
+//! (`name:token` per line) and `ADMIN_TOKENS_FILE` (`name:token[:role]` per line, the role `admin`
+//! or `read`, and a file readable by its owner only). With none configured every request is
+//! refused — the API is never open. A token's name is who the change log and the policy history
+//! say made a change; a [`Role::Read`] token may read everything but change nothing.
 //!
 //! Tokens are trimmed when loaded and when presented, so a Secret or file written with a trailing
 //! newline works. Only SHA-256 digests of them are kept: a presented token is hashed and compared
@@ -17,51 +19,118 @@ use crate::secret::Secret;
 /// A token's SHA-256.
 type Fingerprint = [u8; 32];
 
-/// The accepted tokens (as digests) and their names.
+/// What a token may do.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Role {
+    /// Everything: read, change rules and overrides, roll back.
+    Admin,
+    /// Read only: the console, the lists, the history, explain; every write answers 403.
+    Read,
+}
+
+/// The accepted tokens (as digests), their names and roles.
 #[derive(Clone, Default)]
 pub(crate) struct Tokens {
-    tokens: Vec<(String, Fingerprint)>,
+    tokens: Vec<(String, Fingerprint, Role)>,
 }
 
 impl std::fmt::Debug for Tokens {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let names: Vec<&str> = self.tokens.iter().map(|(n, _)| n.as_str()).collect();
+        let names: Vec<&str> = self.tokens.iter().map(|(n, ..)| n.as_str()).collect();
         f.debug_struct("Tokens").field("names", &names).finish()
     }
 }
 
-/// A token file that cannot be used.
+/// A token file that cannot be used. No variant ever carries a token.
 #[derive(Debug, thiserror::Error)]
 pub enum TokenError {
     /// The file could not be read.
-    #[error("ADMIN_TOKEN_FILE {path}: {source}")]
+    #[error("{setting} {path}: {source}")]
     Read {
+        /// `ADMIN_TOKEN_FILE` or `ADMIN_TOKENS_FILE`.
+        setting: &'static str,
         /// The file.
         path: String,
         /// Why.
         source: std::io::Error,
     },
-    /// A line is not `name:token` with both parts non-empty.
-    #[error("ADMIN_TOKEN_FILE {path} line {line}: expected name:token")]
+    /// A line is not of the file's form.
+    #[error("{setting} {path} line {line}: {why}")]
     Line {
+        /// `ADMIN_TOKEN_FILE` or `ADMIN_TOKENS_FILE`.
+        setting: &'static str,
         /// The file.
         path: String,
         /// 1-based line number.
         line: usize,
+        /// What is wrong and what is expected (never the token).
+        why: String,
     },
     /// The file has no token line (only comments or blank lines).
-    #[error("ADMIN_TOKEN_FILE {path}: no name:token line (an empty file would leave the API off)")]
+    #[error("{setting} {path}: no name:token line (an empty file would leave the API off)")]
     Empty {
+        /// `ADMIN_TOKEN_FILE` or `ADMIN_TOKENS_FILE`.
+        setting: &'static str,
         /// The file.
         path: String,
     },
+    /// `ADMIN_TOKENS_FILE` may be read or written by others than its owner.
+    #[error(
+        "ADMIN_TOKENS_FILE {path}: permissions {mode:o} let others than its owner read or change it; \
+         allow the owner only (chmod 600, or 400; a Kubernetes Secret volume: defaultMode 0400)"
+    )]
+    Permissions {
+        /// The file.
+        path: String,
+        /// Its permission bits.
+        mode: u32,
+    },
+    /// One name is given twice (the history could not tell who).
+    #[error(
+        "{setting} {path} line {line}: the name '{name}' is used already (names must be unique)"
+    )]
+    Duplicate {
+        /// `ADMIN_TOKEN_FILE` or `ADMIN_TOKENS_FILE`.
+        setting: &'static str,
+        /// The file.
+        path: String,
+        /// 1-based line number.
+        line: usize,
+        /// The repeated name.
+        name: String,
+    },
+}
+
+/// Which token file a line comes from: the older one knows no roles (a token may contain `:`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Format {
+    /// `ADMIN_TOKEN_FILE`: `name:token`, every token an admin.
+    Plain,
+    /// `ADMIN_TOKENS_FILE`: `name:token[:role]`, owner-only permissions.
+    WithRoles,
+}
+
+impl Format {
+    fn setting(self) -> &'static str {
+        match self {
+            Format::Plain => "ADMIN_TOKEN_FILE",
+            Format::WithRoles => "ADMIN_TOKENS_FILE",
+        }
+    }
 }
 
 impl Tokens {
-    /// The tokens the options name: `ADMIN_TOKEN` (named `admin`) and the lines of
-    /// `ADMIN_TOKEN_FILE` (the file is read once, at startup).
+    /// The tokens the options name: `ADMIN_TOKEN` (named `admin`), the lines of
+    /// `ADMIN_TOKEN_FILE` and of `ADMIN_TOKENS_FILE` (the files are read once, at startup).
     pub(crate) fn from_settings(s: &PolicySettings) -> Result<Tokens, TokenError> {
-        Tokens::load(s.admin_token.as_ref(), s.admin_token_file.as_deref())
+        let mut t = Tokens::load(s.admin_token.as_ref(), s.admin_token_file.as_deref())?;
+        if let Some(path) = s.admin_tokens_file.as_deref() {
+            let taken: Vec<String> = t.tokens.iter().map(|(n, ..)| n.clone()).collect();
+            for (name, token, role) in read_file(path, Format::WithRoles, &taken)? {
+                t.tokens.push((name, fingerprint(token.trim()), role));
+            }
+        }
+        Ok(t)
     }
 
     fn load(admin: Option<&Secret>, file: Option<&Path>) -> Result<Tokens, TokenError> {
@@ -69,17 +138,20 @@ impl Tokens {
         if let Some(t) = admin {
             named.push(("admin".to_string(), t.0.clone()));
         }
+        let mut t = Tokens::new(named);
         if let Some(path) = file {
-            named.extend(read_file(path)?);
+            for (name, token, role) in read_file(path, Format::Plain, &[])? {
+                t.tokens.push((name, fingerprint(token.trim()), role));
+            }
         }
-        Ok(Tokens::new(named))
+        Ok(t)
     }
 
-    /// Tokens from `(name, token)` pairs; each token is trimmed.
+    /// Admin tokens from `(name, token)` pairs; each token is trimmed.
     pub(crate) fn new(named: impl IntoIterator<Item = (String, String)>) -> Tokens {
         let tokens = named
             .into_iter()
-            .map(|(name, token)| (name, fingerprint(token.trim())))
+            .map(|(name, token)| (name, fingerprint(token.trim()), Role::Admin))
             .collect();
         Tokens { tokens }
     }
@@ -97,12 +169,17 @@ impl Tokens {
     /// The name of the token in an `Authorization` header value (`Bearer <token>`, the scheme in
     /// any case), if it is one of ours.
     pub(crate) fn check(&self, header: Option<&str>) -> Option<&str> {
+        self.check_role(header).map(|(name, _)| name)
+    }
+
+    /// As [`Tokens::check`], with the token's role.
+    pub(crate) fn check_role(&self, header: Option<&str>) -> Option<(&str, Role)> {
         let given = fingerprint(bearer(header?)?);
         // Every configured token is compared, whichever matches.
         let mut found = None;
-        for (name, t) in &self.tokens {
+        for (name, t, role) in &self.tokens {
             if same(t, &given) {
-                found = Some(name.as_str());
+                found = Some((name.as_str(), *role));
             }
         }
         found
@@ -127,34 +204,106 @@ fn same(a: &Fingerprint, b: &Fingerprint) -> bool {
     std::hint::black_box(diff) == 0
 }
 
-fn read_file(path: &Path) -> Result<Vec<(String, String)>, TokenError> {
+/// The `(name, token, role)` lines of a token file of `format`; `taken` are names in use already.
+fn read_file(
+    path: &Path,
+    format: Format,
+    taken: &[String],
+) -> Result<Vec<(String, String, Role)>, TokenError> {
+    let setting = format.setting();
     let shown = path.display().to_string();
-    let text = std::fs::read_to_string(path).map_err(|source| TokenError::Read {
+    let read_error = |source| TokenError::Read {
+        setting,
         path: shown.clone(),
         source,
-    })?;
-    let mut out = Vec::new();
+    };
+    if format == Format::WithRoles {
+        owner_only(path, &shown)?;
+    }
+    let text = std::fs::read_to_string(path).map_err(read_error)?;
+    let mut out: Vec<(String, String, Role)> = Vec::new();
     for (i, line) in text.lines().enumerate() {
         let line = line.trim();
         if line.is_empty() || line.starts_with('#') {
             continue;
         }
-        match line.split_once(':') {
-            Some((name, token)) if !name.trim().is_empty() && !token.trim().is_empty() => {
-                out.push((name.trim().to_string(), token.trim().to_string()));
+        let bad = |why: &str| TokenError::Line {
+            setting,
+            path: shown.clone(),
+            line: i + 1,
+            why: why.to_string(),
+        };
+        let (name, token, role) = match format {
+            Format::Plain => match line.split_once(':') {
+                Some((name, token)) => (name.trim(), token.trim(), Role::Admin),
+                None => return Err(bad("expected name:token")),
+            },
+            Format::WithRoles => {
+                let parts: Vec<&str> = line.split(':').map(str::trim).collect();
+                match parts.as_slice() {
+                    [name, token] => (*name, *token, Role::Admin),
+                    [name, token, "admin"] => (*name, *token, Role::Admin),
+                    [name, token, "read"] => (*name, *token, Role::Read),
+                    [_, _, _] => {
+                        return Err(bad(
+                            "unknown role (expected name:token[:role], role admin or read)",
+                        ));
+                    }
+                    _ => {
+                        return Err(bad(
+                            "expected name:token[:role] (role admin or read; a token cannot contain ':')",
+                        ));
+                    }
+                }
             }
-            _ => {
-                return Err(TokenError::Line {
-                    path: shown,
-                    line: i + 1,
-                });
-            }
+        };
+        if name.is_empty() || token.is_empty() {
+            return Err(bad(match format {
+                Format::Plain => "expected name:token",
+                Format::WithRoles => "expected name:token[:role] with a name and a token",
+            }));
         }
+        if taken.iter().any(|n| n == name) || out.iter().any(|(n, ..)| n == name) {
+            return Err(TokenError::Duplicate {
+                setting,
+                path: shown,
+                line: i + 1,
+                name: name.to_string(),
+            });
+        }
+        out.push((name.to_string(), token.to_string(), role));
     }
     if out.is_empty() {
-        return Err(TokenError::Empty { path: shown });
+        return Err(TokenError::Empty {
+            setting,
+            path: shown,
+        });
     }
     Ok(out)
+}
+
+/// Refuses a file that others than its owner may read or change.
+#[cfg(unix)]
+fn owner_only(path: &Path, shown: &str) -> Result<(), TokenError> {
+    use std::os::unix::fs::PermissionsExt;
+    let meta = std::fs::metadata(path).map_err(|source| TokenError::Read {
+        setting: Format::WithRoles.setting(),
+        path: shown.to_string(),
+        source,
+    })?;
+    let mode = meta.permissions().mode() & 0o777;
+    if mode & 0o077 != 0 {
+        return Err(TokenError::Permissions {
+            path: shown.to_string(),
+            mode,
+        });
+    }
+    Ok(())
+}
+
+#[cfg(not(unix))]
+fn owner_only(_: &Path, _: &str) -> Result<(), TokenError> {
+    Ok(())
 }
 
 #[cfg(test)]
@@ -182,6 +331,77 @@ mod tests {
         let err = load().unwrap_err().to_string();
         assert!(err.contains("no name:token line"), "{err}");
         assert!(!Tokens::default().any());
+    }
+
+    /// Settings naming only `ADMIN_TOKENS_FILE` = `file`.
+    fn with_roles_file(file: &Path) -> PolicySettings {
+        let mut s = crate::settings::Settings::defaults().policy;
+        s.admin_token = None;
+        s.admin_token_file = None;
+        s.admin_tokens_file = Some(file.to_path_buf());
+        s
+    }
+
+    #[test]
+    fn tokens_file_with_roles_names_lines_and_never_shows_a_token() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("tokens");
+        let write = |text: &str, mode: u32| {
+            std::fs::write(&file, text).unwrap();
+            std::fs::set_permissions(&file, std::fs::Permissions::from_mode(mode)).unwrap();
+        };
+        let load = || Tokens::from_settings(&with_roles_file(&file));
+        write(
+            "# team\nalice:a-secret:admin\n\nbob: b-secret :read\nci:c-secret\n",
+            0o600,
+        );
+        let t = load().unwrap();
+        assert_eq!(
+            t.check_role(Some("Bearer a-secret")),
+            Some(("alice", Role::Admin))
+        );
+        assert_eq!(
+            t.check_role(Some("Bearer b-secret")),
+            Some(("bob", Role::Read))
+        );
+        assert_eq!(
+            t.check_role(Some("Bearer c-secret")),
+            Some(("ci", Role::Admin))
+        );
+        for (text, says) in [
+            ("ok:fine\nbob:sekrit-token:owner\n", "line 2: unknown role"),
+            (
+                "\n\nbob:sekrit-token:read:x\n",
+                "line 3: expected name:token[:role]",
+            ),
+            (
+                "# c\n:sekrit-token\n",
+                "line 2: expected name:token[:role] with a name",
+            ),
+            (
+                "a:sekrit-token\na:other-token\n",
+                "line 2: the name 'a' is used already",
+            ),
+            ("# nobody\n", "no name:token line"),
+        ] {
+            write(text, 0o600);
+            let err = load().unwrap_err().to_string();
+            assert!(err.contains(says), "{text:?}: {err}");
+            assert!(err.starts_with("ADMIN_TOKENS_FILE "), "{err}");
+            assert!(
+                !err.contains("sekrit") && !err.contains("other-token"),
+                "{err}"
+            );
+        }
+        for mode in [0o644, 0o640, 0o604, 0o620] {
+            write("ok:sekrit-token\n", mode);
+            let err = load().unwrap_err().to_string();
+            assert!(err.contains(&format!("permissions {mode:o}")), "{err}");
+            assert!(!err.contains("sekrit"), "{err}");
+        }
+        write("ok:sekrit-token\n", 0o400);
+        assert!(load().is_ok(), "owner read-only is fine");
     }
 
     #[test]

@@ -7,6 +7,7 @@ use std::sync::{Arc, OnceLock};
 use async_trait::async_trait;
 use parking_lot::Mutex;
 
+use super::history::{Audit, Event, HistoryEntry, HistoryQuery};
 use super::model::{NewOverride, StoredOverride};
 use super::override_sql::OverridePage;
 use super::rules::Rule;
@@ -71,10 +72,10 @@ impl PolicyStore for LazyStore {
         &self,
         id: &str,
         o: &NewOverride,
-        who: &str,
+        audit: &Audit,
         now: Timestamp,
     ) -> Result<StoredOverride, StoreError> {
-        self.get()?.insert_override(id, o, who, now).await
+        self.get()?.insert_override(id, o, audit, now).await
     }
 
     async fn active_overrides(&self, now: Timestamp) -> Result<Vec<StoredOverride>, StoreError> {
@@ -103,20 +104,51 @@ impl PolicyStore for LazyStore {
             .await
     }
 
-    async fn delete_override(&self, id: &str) -> Result<bool, StoreError> {
-        self.get()?.delete_override(id).await
+    async fn delete_override(
+        &self,
+        id: &str,
+        audit: &Audit,
+        now: Timestamp,
+    ) -> Result<bool, StoreError> {
+        self.get()?.delete_override(id, audit, now).await
     }
 
-    async fn put_rule(&self, rule: &Rule, who: &str, now: Timestamp) -> Result<(), StoreError> {
-        self.get()?.put_rule(rule, who, now).await
+    async fn put_rule(
+        &self,
+        rule: &Rule,
+        audit: &Audit,
+        now: Timestamp,
+    ) -> Result<HistoryEntry, StoreError> {
+        self.get()?.put_rule(rule, audit, now).await
     }
 
     async fn rules(&self) -> Result<Vec<Rule>, StoreError> {
         self.get()?.rules().await
     }
 
-    async fn delete_rule(&self, id: &str) -> Result<bool, StoreError> {
-        self.get()?.delete_rule(id).await
+    async fn delete_rule(
+        &self,
+        id: &str,
+        audit: &Audit,
+        now: Timestamp,
+    ) -> Result<bool, StoreError> {
+        self.get()?.delete_rule(id, audit, now).await
+    }
+
+    async fn record(&self, event: &Event, now: Timestamp) -> Result<HistoryEntry, StoreError> {
+        self.get()?.record(event, now).await
+    }
+
+    async fn history(&self, q: &HistoryQuery) -> Result<Vec<HistoryEntry>, StoreError> {
+        self.get()?.history(q).await
+    }
+
+    async fn history_version(
+        &self,
+        target: &str,
+        version: u64,
+    ) -> Result<Option<HistoryEntry>, StoreError> {
+        self.get()?.history_version(target, version).await
     }
 
     async fn insert_violations(&self, batch: &[StoredViolation]) -> Result<u64, StoreError> {

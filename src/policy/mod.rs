@@ -15,6 +15,8 @@
 
 pub(crate) mod auth;
 pub(crate) mod expiry;
+pub(crate) mod history;
+mod history_sql;
 pub(crate) mod input;
 pub(crate) mod lazy;
 pub(crate) mod model;
@@ -22,6 +24,7 @@ pub(crate) mod opening;
 mod options;
 pub(crate) mod override_sql;
 pub(crate) mod postgres;
+mod postgres_history;
 pub(crate) mod purge;
 mod rows;
 pub(crate) mod rules;
@@ -33,7 +36,7 @@ pub(crate) mod store;
 pub(crate) mod violations;
 mod wiring;
 
-pub(crate) use auth::Tokens;
+pub(crate) use auth::{Role, Tokens};
 pub(crate) use model::{FieldError, StoredOverride};
 pub(crate) use options::PolicySettings;
 pub(crate) use ratelimitd_core::limiter::{OverrideIndex, Overrides};

@@ -22,6 +22,9 @@ pub struct PolicySettings {
     pub admin_token: Option<Secret>,
     /// `ADMIN_TOKEN_FILE`: a file of `name:token` lines, one token each.
     pub admin_token_file: Option<PathBuf>,
+    /// `ADMIN_TOKENS_FILE`: a file of `name:token[:role]` lines (role `admin` or `read`), readable
+    /// by its owner only.
+    pub admin_tokens_file: Option<PathBuf>,
     /// `POLICY_REFRESH_INTERVAL` (default 30s): every instance re-reads the database this often,
     /// in case a change notification was lost.
     pub refresh_interval: Duration,

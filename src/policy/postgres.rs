@@ -13,6 +13,7 @@ use async_trait::async_trait;
 use sqlx::Postgres;
 use sqlx::postgres::{PgListener, PgPool, PgPoolOptions};
 
+use super::history::{Audit, Event, HistoryEntry, HistoryQuery};
 use super::model::{NewOverride, StoredOverride};
 use super::override_sql::{self, COLUMNS, OverridePage};
 use super::rows::{micros, read_override, read_rule};
@@ -48,14 +49,14 @@ impl PgStore {
     }
 
     /// The pool, once the schema is migrated (tried again on every call until it succeeds).
-    async fn ready(&self) -> Result<&PgPool, StoreError> {
+    pub(super) async fn ready(&self) -> Result<&PgPool, StoreError> {
         self.migrated
             .get_or_try_init(|| async { migrator().run(&self.pool).await })
             .await?;
         Ok(&self.pool)
     }
 
-    async fn notify(&self) -> Result<(), StoreError> {
+    pub(super) async fn notify(&self) -> Result<(), StoreError> {
         sqlx::query("SELECT pg_notify($1, '')")
             .bind(CHANNEL)
             .execute(self.ready().await?)
@@ -70,30 +71,10 @@ impl PolicyStore for PgStore {
         &self,
         id: &str,
         o: &NewOverride,
-        who: &str,
+        audit: &Audit,
         now: Timestamp,
     ) -> Result<StoredOverride, StoreError> {
-        sqlx::query(&format!(
-            "INSERT INTO rate_limit_overrides ({COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)"
-        ))
-        .bind(id)
-        .bind(&o.domain)
-        .bind(serde_json::to_string(&o.descriptor).unwrap_or_default())
-        .bind(i64::from(o.requests_per_unit))
-        .bind(o.unit.as_str())
-        .bind(micros(o.valid_until))
-        .bind(&o.reason)
-        .bind(who)
-        .bind(micros(now))
-        .execute(self.ready().await?)
-        .await?;
-        self.notify().await?;
-        Ok(StoredOverride {
-            id: id.to_string(),
-            spec: o.clone(),
-            created_by: who.to_string(),
-            created_at: now,
-        })
+        self.audited_insert_override(id, o, audit, now).await
     }
 
     async fn active_overrides(&self, now: Timestamp) -> Result<Vec<StoredOverride>, StoreError> {
@@ -142,45 +123,22 @@ impl PolicyStore for PgStore {
             .rows_affected())
     }
 
-    async fn delete_override(&self, id: &str) -> Result<bool, StoreError> {
-        let done = sqlx::query("DELETE FROM rate_limit_overrides WHERE id = $1")
-            .bind(id)
-            .execute(self.ready().await?)
-            .await?;
-        self.notify().await?;
-        Ok(done.rows_affected() > 0)
+    async fn delete_override(
+        &self,
+        id: &str,
+        audit: &Audit,
+        now: Timestamp,
+    ) -> Result<bool, StoreError> {
+        self.audited_delete_override(id, audit, now).await
     }
 
-    async fn put_rule(&self, rule: &Rule, who: &str, now: Timestamp) -> Result<(), StoreError> {
-        let rl = &rule.rate_limit;
-        let text = |k: &str| rl.get(k).and_then(|v| v.as_str()).unwrap_or("").to_string();
-        let int = |k: &str| rl.get(k).and_then(serde_json::Value::as_i64);
-        sqlx::query(
-            "INSERT INTO rate_limit_rules (id, domain, descriptor, algorithm, requests_per_unit, \
-             unit, unit_multiplier, burst, enabled, created_by, created_at, updated_at, rate_limit) \
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $11, $12) \
-             ON CONFLICT (id) DO UPDATE SET domain = excluded.domain, \
-             descriptor = excluded.descriptor, algorithm = excluded.algorithm, \
-             requests_per_unit = excluded.requests_per_unit, unit = excluded.unit, \
-             unit_multiplier = excluded.unit_multiplier, burst = excluded.burst, \
-             enabled = excluded.enabled, created_by = excluded.created_by, \
-             updated_at = excluded.updated_at, rate_limit = excluded.rate_limit",
-        )
-        .bind(&rule.id)
-        .bind(&rule.domain)
-        .bind(serde_json::to_string(&rule.descriptor).unwrap_or_default())
-        .bind(Some(text("algorithm")).filter(|a| !a.is_empty()).unwrap_or("fixed_window".into()))
-        .bind(int("requests_per_unit").unwrap_or(0))
-        .bind(text("unit"))
-        .bind(int("unit_multiplier").unwrap_or(1))
-        .bind(int("burst"))
-        .bind(rule.enabled)
-        .bind(who)
-        .bind(micros(now))
-        .bind(serde_json::Value::Object(rule.rate_limit.clone()).to_string())
-        .execute(self.ready().await?)
-        .await?;
-        self.notify().await
+    async fn put_rule(
+        &self,
+        rule: &Rule,
+        audit: &Audit,
+        now: Timestamp,
+    ) -> Result<HistoryEntry, StoreError> {
+        self.audited_put_rule(rule, audit, now).await
     }
 
     async fn rules(&self) -> Result<Vec<Rule>, StoreError> {
@@ -192,13 +150,29 @@ impl PolicyStore for PgStore {
         rows.iter().map(read_rule).collect()
     }
 
-    async fn delete_rule(&self, id: &str) -> Result<bool, StoreError> {
-        let done = sqlx::query("DELETE FROM rate_limit_rules WHERE id = $1")
-            .bind(id)
-            .execute(self.ready().await?)
-            .await?;
-        self.notify().await?;
-        Ok(done.rows_affected() > 0)
+    async fn delete_rule(
+        &self,
+        id: &str,
+        audit: &Audit,
+        now: Timestamp,
+    ) -> Result<bool, StoreError> {
+        self.audited_delete_rule(id, audit, now).await
+    }
+
+    async fn record(&self, event: &Event, now: Timestamp) -> Result<HistoryEntry, StoreError> {
+        self.record_event(event, now).await
+    }
+
+    async fn history(&self, q: &HistoryQuery) -> Result<Vec<HistoryEntry>, StoreError> {
+        self.select_history(q).await
+    }
+
+    async fn history_version(
+        &self,
+        target: &str,
+        version: u64,
+    ) -> Result<Option<HistoryEntry>, StoreError> {
+        self.select_version(target, version).await
     }
 
     async fn insert_violations(&self, batch: &[StoredViolation]) -> Result<u64, StoreError> {

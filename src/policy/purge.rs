@@ -139,9 +139,14 @@ mod tests {
         let db = SqliteStore::open(dir.path()).await.unwrap();
         let t = Timestamp::from_secs(100);
         for (id, until) in [("ov_a", 200), ("ov_b", 1_000), ("ov_c", 5_000)] {
-            db.insert_override(id, &spec(until), "ops", t)
-                .await
-                .unwrap();
+            db.insert_override(
+                id,
+                &spec(until),
+                &crate::policy::history::Audit::new("ops", ""),
+                t,
+            )
+            .await
+            .unwrap();
         }
         let clock = ManualClock::new(Timestamp::from_secs(500));
         let keep = Duration::from_secs(600);

@@ -14,6 +14,7 @@ use parking_lot::Mutex;
 use tokio::sync::Notify;
 
 use super::PolicySettings;
+use super::history::{Audit, Event, HistoryEntry, HistoryQuery, RecordError};
 use super::lazy::LazyStore;
 use super::model::{NewOverride, StoredOverride};
 use super::override_sql::OverridePage;
@@ -102,6 +103,11 @@ impl Policy {
         &self.store
     }
 
+    /// The overrides in service now (a dry run applies a change to a copy).
+    pub(crate) fn overrides_in_service(&self) -> Arc<OverrideIndex> {
+        self.overrides.load()
+    }
+
     /// The service clock (expiry and timestamps).
     pub(crate) fn clock(&self) -> &Arc<dyn Clock> {
         &self.clock
@@ -116,11 +122,12 @@ impl Policy {
         Ok(n)
     }
 
-    /// Stores an override created by `who` and puts it in service before returning.
+    /// Stores an override created by `audit.who` (its history row's reason is the override's own)
+    /// and puts it in service before returning.
     pub(crate) async fn create_override(
         &self,
         o: NewOverride,
-        who: &str,
+        audit: &Audit,
     ) -> Result<StoredOverride, WriteError> {
         let _one = self.writes.lock().await;
         let now = self.clock.now();
@@ -131,7 +138,7 @@ impl Policy {
             return Err(WriteError::TooMany(active));
         }
         let id = format!("ov_{:016x}", fastrand::u64(..));
-        let stored = self.store.insert_override(&id, &o, who, now).await?;
+        let stored = self.store.insert_override(&id, &o, audit, now).await?;
         // In service at once; the others are not re-read (the refresh timer does that).
         self.overrides
             .publish(self.overrides.load().with(stored.clone(), now));
@@ -154,9 +161,15 @@ impl Policy {
     }
 
     /// Deletes override `id` and takes it out of service; `false` when there is none.
-    pub(crate) async fn delete_override(&self, id: &str) -> Result<bool, StoreError> {
+    pub(crate) async fn delete_override(
+        &self,
+        id: &str,
+        audit: &Audit,
+    ) -> Result<bool, StoreError> {
         let _one = self.writes.lock().await;
-        let found = self.store.delete_override(id).await?;
+        let found = (self.store)
+            .delete_override(id, audit, self.clock.now())
+            .await?;
         if found {
             self.overrides.publish(self.overrides.load().without(id));
             self.mark_dirty();
@@ -179,14 +192,45 @@ impl Policy {
         Ok(rules)
     }
 
-    /// Stores `rule` (under [`Policy::lock_writes`], after checking it compiles).
-    pub(crate) async fn put_rule(&self, rule: &Rule, who: &str) -> Result<(), StoreError> {
-        self.store.put_rule(rule, who, self.clock.now()).await
+    /// Stores `rule` with its history row (under [`Policy::lock_writes`], after checking it
+    /// compiles); returns the row.
+    pub(crate) async fn put_rule(
+        &self,
+        rule: &Rule,
+        audit: &Audit,
+    ) -> Result<HistoryEntry, StoreError> {
+        self.store.put_rule(rule, audit, self.clock.now()).await
     }
 
-    /// Deletes rule `id` (under [`Policy::lock_writes`]); `false` when there is none.
-    pub(crate) async fn delete_rule(&self, id: &str) -> Result<bool, StoreError> {
-        self.store.delete_rule(id).await
+    /// Deletes rule `id` with its history row (under [`Policy::lock_writes`]); `false` when
+    /// there is none.
+    pub(crate) async fn delete_rule(&self, id: &str, audit: &Audit) -> Result<bool, StoreError> {
+        self.store.delete_rule(id, audit, self.clock.now()).await
+    }
+
+    /// One page of the history, newest first, with one row more than the page when another
+    /// page follows.
+    pub(crate) async fn history(&self, q: &HistoryQuery) -> Result<Vec<HistoryEntry>, StoreError> {
+        self.store.history(q).await
+    }
+
+    /// The history row of `target` at `version`.
+    pub(crate) async fn history_version(
+        &self,
+        target: &str,
+        version: u64,
+    ) -> Result<Option<HistoryEntry>, StoreError> {
+        self.store.history_version(target, version).await
+    }
+
+    /// Records an event that is not a rule or override change (a counter reset, …) in the
+    /// history, now; returns its row. See [`super::history::record_event`].
+    #[allow(
+        dead_code,
+        reason = "the hook other parts of the service record their events with"
+    )]
+    pub(crate) async fn record_event(&self, event: Event) -> Result<HistoryEntry, RecordError> {
+        super::history::record_event(self.store.as_ref(), event, self.clock.now()).await
     }
 
     /// Re-reads the database every `interval` until `stop`; after a failure, retries sooner

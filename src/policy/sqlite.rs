@@ -8,6 +8,7 @@ use async_trait::async_trait;
 use sqlx::Sqlite;
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions};
 
+use super::history::{Audit, Event, HistoryEntry, HistoryQuery};
 use super::model::{NewOverride, StoredOverride};
 use super::override_sql::{self, COLUMNS, OverridePage};
 use super::rows::{micros, read_override};
@@ -55,31 +56,10 @@ impl PolicyStore for SqliteStore {
         &self,
         id: &str,
         o: &NewOverride,
-        who: &str,
+        audit: &Audit,
         now: Timestamp,
     ) -> Result<StoredOverride, StoreError> {
-        let descriptor = serde_json::to_string(&o.descriptor).unwrap_or_default();
-        sqlx::query(
-            "INSERT INTO rate_limit_overrides (id, domain, descriptor, requests_per_unit, unit, \
-             valid_until, reason, created_by, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-        )
-        .bind(id)
-        .bind(&o.domain)
-        .bind(descriptor)
-        .bind(i64::from(o.requests_per_unit))
-        .bind(o.unit.as_str())
-        .bind(micros(o.valid_until))
-        .bind(&o.reason)
-        .bind(who)
-        .bind(micros(now))
-        .execute(&self.pool)
-        .await?;
-        Ok(StoredOverride {
-            id: id.to_string(),
-            spec: o.clone(),
-            created_by: who.to_string(),
-            created_at: now,
-        })
+        self.audited_insert_override(id, o, audit, now).await
     }
 
     async fn active_overrides(&self, now: Timestamp) -> Result<Vec<StoredOverride>, StoreError> {
@@ -112,24 +92,51 @@ impl PolicyStore for SqliteStore {
         Ok(b.build().execute(&self.pool).await?.rows_affected())
     }
 
-    async fn delete_override(&self, id: &str) -> Result<bool, StoreError> {
-        let done = sqlx::query("DELETE FROM rate_limit_overrides WHERE id = ?")
-            .bind(id)
-            .execute(&self.pool)
-            .await?;
-        Ok(done.rows_affected() > 0)
+    async fn delete_override(
+        &self,
+        id: &str,
+        audit: &Audit,
+        now: Timestamp,
+    ) -> Result<bool, StoreError> {
+        self.audited_delete_override(id, audit, now).await
     }
 
-    async fn put_rule(&self, rule: &Rule, who: &str, now: Timestamp) -> Result<(), StoreError> {
-        self.upsert_rule(rule, who, now).await
+    async fn put_rule(
+        &self,
+        rule: &Rule,
+        audit: &Audit,
+        now: Timestamp,
+    ) -> Result<HistoryEntry, StoreError> {
+        self.audited_put_rule(rule, audit, now).await
     }
 
     async fn rules(&self) -> Result<Vec<Rule>, StoreError> {
         self.select_rules().await
     }
 
-    async fn delete_rule(&self, id: &str) -> Result<bool, StoreError> {
-        self.remove_rule(id).await
+    async fn delete_rule(
+        &self,
+        id: &str,
+        audit: &Audit,
+        now: Timestamp,
+    ) -> Result<bool, StoreError> {
+        self.audited_delete_rule(id, audit, now).await
+    }
+
+    async fn record(&self, event: &Event, now: Timestamp) -> Result<HistoryEntry, StoreError> {
+        self.record_event(event, now).await
+    }
+
+    async fn history(&self, q: &HistoryQuery) -> Result<Vec<HistoryEntry>, StoreError> {
+        self.select_history(q).await
+    }
+
+    async fn history_version(
+        &self,
+        target: &str,
+        version: u64,
+    ) -> Result<Option<HistoryEntry>, StoreError> {
+        self.select_version(target, version).await
     }
 
     async fn insert_violations(&self, batch: &[StoredViolation]) -> Result<u64, StoreError> {
@@ -182,11 +189,11 @@ mod tests {
         let store = SqliteStore::open(dir.path()).await.unwrap();
         let t = Timestamp::from_secs(100);
         store
-            .insert_override("ov_a", &spec("a", 200), "ops", t)
+            .insert_override("ov_a", &spec("a", 200), &Audit::new("ops", ""), t)
             .await
             .unwrap();
         store
-            .insert_override("ov_b", &spec("b", 150), "ops", t)
+            .insert_override("ov_b", &spec("b", 150), &Audit::new("ops", ""), t)
             .await
             .unwrap();
         assert_eq!(
@@ -205,8 +212,9 @@ mod tests {
         let a = all.iter().find(|o| o.id == "ov_a").unwrap();
         assert_eq!(a.spec, spec("a", 200));
         assert_eq!((a.created_by.as_str(), a.created_at), ("ops", t));
-        assert!(store.delete_override("ov_a").await.unwrap());
-        assert!(!store.delete_override("ov_a").await.unwrap());
+        let ops = Audit::new("ops", "done");
+        assert!(store.delete_override("ov_a", &ops, t).await.unwrap());
+        assert!(!store.delete_override("ov_a", &ops, t).await.unwrap());
         assert_eq!(store.all_overrides().await.unwrap().len(), 1);
     }
 }

@@ -6,6 +6,7 @@ use std::borrow::Cow;
 use async_trait::async_trait;
 use sqlx::migrate::{Migration, MigrationType, Migrator};
 
+use super::history::{Audit, Event, HistoryEntry, HistoryQuery};
 use super::model::{NewOverride, StoredOverride};
 use super::override_sql::OverridePage;
 use super::rules::Rule;
@@ -42,12 +43,12 @@ pub(crate) enum StoreError {
 /// A policy database: rules, time-limited overrides and the violation log.
 #[async_trait]
 pub(crate) trait PolicyStore: Send + Sync + std::fmt::Debug + 'static {
-    /// Stores `o` under `id`, created by `who` at `now`.
+    /// Stores `o` under `id`, created by `audit.who` at `now`, with its history row.
     async fn insert_override(
         &self,
         id: &str,
         o: &NewOverride,
-        who: &str,
+        audit: &Audit,
         now: Timestamp,
     ) -> Result<StoredOverride, StoreError>;
 
@@ -71,17 +72,46 @@ pub(crate) trait PolicyStore: Send + Sync + std::fmt::Debug + 'static {
         batch: u32,
     ) -> Result<u64, StoreError>;
 
-    /// Deletes override `id`; `false` when there is none.
-    async fn delete_override(&self, id: &str) -> Result<bool, StoreError>;
+    /// Deletes override `id` with its history row; `false` when there is none.
+    async fn delete_override(
+        &self,
+        id: &str,
+        audit: &Audit,
+        now: Timestamp,
+    ) -> Result<bool, StoreError>;
 
-    /// Creates or replaces rule `rule.id`, written by `who` at `now`.
-    async fn put_rule(&self, rule: &Rule, who: &str, now: Timestamp) -> Result<(), StoreError>;
+    /// Creates or replaces rule `rule.id`, written by `audit.who` at `now`, with its history row
+    /// (returned).
+    async fn put_rule(
+        &self,
+        rule: &Rule,
+        audit: &Audit,
+        now: Timestamp,
+    ) -> Result<HistoryEntry, StoreError>;
 
     /// Every rule, by id.
     async fn rules(&self) -> Result<Vec<Rule>, StoreError>;
 
-    /// Deletes rule `id`; `false` when there is none.
-    async fn delete_rule(&self, id: &str) -> Result<bool, StoreError>;
+    /// Deletes rule `id` with its history row; `false` when there is none.
+    async fn delete_rule(
+        &self,
+        id: &str,
+        audit: &Audit,
+        now: Timestamp,
+    ) -> Result<bool, StoreError>;
+
+    /// Records `event` at `now` in the history; returns its row.
+    async fn record(&self, event: &Event, now: Timestamp) -> Result<HistoryEntry, StoreError>;
+
+    /// The history rows `q` selects, newest first, at most `q.limit + 1`.
+    async fn history(&self, q: &HistoryQuery) -> Result<Vec<HistoryEntry>, StoreError>;
+
+    /// The row of `target` at `version`, if there is one.
+    async fn history_version(
+        &self,
+        target: &str,
+        version: u64,
+    ) -> Result<Option<HistoryEntry>, StoreError>;
 
     /// Writes a batch of violations (ids chosen by the caller) in one statement.
     async fn insert_violations(&self, batch: &[StoredViolation]) -> Result<u64, StoreError>;
@@ -136,8 +166,17 @@ pub(crate) fn migrator() -> Migrator {
         Cow::Borrowed(include_str!("../../migrations/0005_violation_class.sql")),
         false,
     );
+    let history = Migration::new(
+        6,
+        Cow::Borrowed("history"),
+        MigrationType::Simple,
+        Cow::Borrowed(include_str!("../../migrations/0006_history.sql")),
+        false,
+    );
     Migrator {
-        migrations: Cow::Owned(vec![baseline, rule_body, violations, requests, class]),
+        migrations: Cow::Owned(vec![
+            baseline, rule_body, violations, requests, class, history,
+        ]),
         ..Migrator::DEFAULT
     }
 }

@@ -12,6 +12,7 @@
 //! ([`Reloading::set_extra`]).
 
 pub(crate) mod clash;
+pub(crate) mod history;
 pub(crate) mod reloader;
 pub(crate) mod source;
 pub(crate) mod task;
@@ -29,6 +30,7 @@ use ratelimitd_core::clock::{Clock, Timestamp};
 use ratelimitd_core::config::{ConfigFile, RateLimitConfig};
 
 pub(crate) use clash::Clash;
+pub(crate) use history::LoadRecord;
 pub(crate) use reloader::ConfigReloader;
 pub use reloader::ReloadOutcome;
 pub(crate) use source::{ConfigSource, ConfigType, Location, Restriction};
@@ -74,6 +76,8 @@ pub struct ConfigHandle {
     last_failure: ArcSwapOption<LoadFailure>,
     // Policy-database domains the configuration in service left out (a file defines them).
     clashes: ArcSwapOption<Vec<Clash>>,
+    // The last loads, for `/rlconfig`'s hash and the load history.
+    loads: history::LoadHistory,
     versions: AtomicU64,
     successes: AtomicU64,
     failures: AtomicU64,
@@ -149,6 +153,21 @@ impl ConfigHandle {
             .unwrap_or_default()
     }
 
+    /// Records a load attempt in the load history.
+    pub fn record_load(&self, r: LoadRecord) {
+        self.loads.push(r);
+    }
+
+    /// The last loads (at most [`history::MAX_LOADS`]), newest first.
+    pub fn loads(&self) -> Vec<LoadRecord> {
+        self.loads.newest_first()
+    }
+
+    /// The `sha256:` hash of the configuration in service, if its load is still kept.
+    pub fn current_hash(&self) -> Option<String> {
+        self.snapshot().and_then(|s| self.loads.hash_of(s.version))
+    }
+
     /// Successful loads so far (`config_load_success`).
     pub fn load_successes(&self) -> u64 {
         self.successes.load(Ordering::Relaxed)
@@ -166,6 +185,7 @@ impl ConfigHandle {
 #[derive(Debug, Clone)]
 pub(crate) struct Reloading {
     reloader: Arc<Mutex<ConfigReloader>>,
+    handle: Arc<ConfigHandle>,
     health: Arc<Health>,
     clock: Arc<dyn Clock>,
 }
@@ -179,7 +199,8 @@ impl Reloading {
         clock: Arc<dyn Clock>,
     ) -> Reloading {
         Reloading {
-            reloader: Arc::new(Mutex::new(ConfigReloader::new(source, handle))),
+            reloader: Arc::new(Mutex::new(ConfigReloader::new(source, handle.clone()))),
+            handle,
             health,
             clock,
         }
@@ -188,6 +209,11 @@ impl Reloading {
     /// The service's health, which reload rounds and the policy database report to.
     pub(crate) fn health(&self) -> &Arc<Health> {
         &self.health
+    }
+
+    /// The configuration it loads into (its load history too).
+    pub(crate) fn handle(&self) -> &Arc<ConfigHandle> {
+        &self.handle
     }
 
     /// What to watch for changes.
@@ -219,8 +245,11 @@ impl Reloading {
     }
 
     /// Checks that the files in service compile with `extra` as the policy database's documents
-    /// (rules), publishing nothing. `Err` carries every problem.
-    pub(crate) async fn check_extra(&self, extra: Vec<ConfigFile>) -> Result<(), String> {
+    /// (rules), publishing nothing; `Ok` is what would be in service. `Err` carries every problem.
+    pub(crate) async fn check_extra(
+        &self,
+        extra: Vec<ConfigFile>,
+    ) -> Result<RateLimitConfig, String> {
         let reloader = self.reloader.clone();
         let round = tokio::task::spawn_blocking(move || reloader.lock().check_extra(&extra));
         round

@@ -13,6 +13,7 @@ use ratelimitd_core::config::{ConfigFile, RateLimitConfig};
 
 use super::ConfigHandle;
 use super::clash;
+use super::history::LoadRecord;
 use super::source::ConfigSource;
 
 /// Reads of one round whose files fail to compile, while they keep changing between reads.
@@ -66,10 +67,10 @@ impl ConfigReloader {
 
     /// Compiles the files in service (read when none are) with `extra` in place of the policy
     /// documents, publishing nothing; the error lists every problem.
-    pub(crate) fn check_extra(&self, extra: &[ConfigFile]) -> Result<(), String> {
+    pub(crate) fn check_extra(&self, extra: &[ConfigFile]) -> Result<RateLimitConfig, String> {
         let mut all = self.base_files()?;
         all.extend_from_slice(extra);
-        self.source.compile(&all).map(|_| ())
+        self.source.compile(&all)
     }
 
     /// Replaces the policy documents and publishes the files in service with them, in one swap.
@@ -116,7 +117,10 @@ impl ConfigReloader {
                 Err(e) if !force && self.failed.as_ref() == Some(&Err(e.clone())) => {
                     return ReloadOutcome::Unchanged;
                 }
-                Err(e) => return self.fail(e.clone(), Err(e), now),
+                Err(e) => {
+                    (self.handle).record_load(LoadRecord::of(None, now, None, Some(e.clone())));
+                    return self.fail(e.clone(), Err(e), now);
+                }
             };
             if !force && self.applied.as_ref() == Some(&files) {
                 if self.failed.take().is_some() {
@@ -185,7 +189,9 @@ impl ConfigReloader {
                 let domains = config.domain_count();
                 // The clashes first: whoever sees the new configuration sees its clashes too.
                 self.handle.set_clashes(clashes);
+                let all = self.with_extra(&files);
                 let version = self.handle.publish(config, now);
+                (self.handle).record_load(LoadRecord::of(Some(&all), now, Some(version), None));
                 self.handle.clear_failure();
                 self.applied = Some(files);
                 self.failed = None;
@@ -193,10 +199,20 @@ impl ConfigReloader {
                 Ok(ReloadOutcome::Loaded { version, domains })
             }
             Err(errors) => {
+                let all = self.with_extra(&files);
+                let failed = LoadRecord::of(Some(&all), now, None, Some(errors.clone()));
+                self.handle.record_load(failed);
                 self.fail(errors.clone(), Ok(files), now);
                 Err(errors)
             }
         }
+    }
+
+    /// `files` and the policy documents compiled with them: what a load's hash covers.
+    fn with_extra(&self, files: &[ConfigFile]) -> Vec<ConfigFile> {
+        let mut all = files.to_vec();
+        all.extend_from_slice(&self.extra);
+        all
     }
 
     /// Reads the files, retrying once: a read racing an atomic replace can see a file vanish

@@ -45,6 +45,7 @@ pub(super) fn from_vars(v: &Vars) -> Result<PolicySettings, SettingsError> {
         db_url: nonempty("POLICY_DB_URL").map(Secret),
         admin_token: super::admin::admin_token(v)?,
         admin_token_file: nonempty("ADMIN_TOKEN_FILE").map(PathBuf::from),
+        admin_tokens_file: nonempty("ADMIN_TOKENS_FILE").map(PathBuf::from),
         refresh_interval: v.parse(
             "POLICY_REFRESH_INTERVAL",
             Duration::from_secs(30),

@@ -1,8 +1,10 @@
 //! Who may call an admin handler, decided from the request head alone, as axum extractors that
 //! run before the body is read: an unauthenticated request is answered 401/403 at once, however
-//! large a body it announces, and never costs its upload. Every `/v1` handler takes [`Admin`] or
-//! [`PolicyAdmin`] as its first argument; the console takes [`Viewer`], which also accepts the
-//! session cookie of [`super::login`] (and answers the login form instead of a JSON 401).
+//! large a body it announces, and never costs its upload. Every `/v1` handler takes [`Admin`],
+//! [`PolicyAdmin`] (reads: any token) or [`PolicyWriter`] (changes: a token of role `admin`; a
+//! `read` token is answered 403) as its first argument; the console takes [`Viewer`], which also
+//! accepts the session cookie of [`super::login`] (and answers the login form instead of a JSON
+//! 401).
 
 use std::sync::Arc;
 
@@ -13,7 +15,7 @@ use axum::response::{IntoResponse, Response};
 
 use super::access::TrustedPeer;
 use super::{AdminState, error, login};
-use crate::policy::{Policy, Tokens};
+use crate::policy::{Policy, Role, Tokens};
 
 /// A caller that presented one of the configured bearer tokens.
 #[derive(Debug, Clone)]
@@ -22,6 +24,14 @@ pub(crate) struct Admin;
 /// A token holder, and the open policy database (503 when the policy API is off).
 #[derive(Debug, Clone)]
 pub(crate) struct PolicyAdmin {
+    /// The open database.
+    pub policy: Arc<Policy>,
+}
+
+/// A holder of a token of role `admin`, and the open policy database: the callers that may
+/// change it.
+#[derive(Debug, Clone)]
+pub(crate) struct PolicyWriter {
     /// The token's name.
     pub who: String,
     /// The open database.
@@ -48,9 +58,26 @@ impl FromRequestParts<AdminState> for PolicyAdmin {
     type Rejection = Refusal;
 
     async fn from_request_parts(parts: &mut Parts, s: &AdminState) -> Result<Self, Refusal> {
-        let who = authorize(s, &parts.headers)?;
+        authorize(s, &parts.headers)?;
         match &s.policy {
             Ok(policy) => Ok(PolicyAdmin {
+                policy: policy.clone(),
+            }),
+            Err(why) => Err(Refusal::PolicyOff(why.clone())),
+        }
+    }
+}
+
+impl FromRequestParts<AdminState> for PolicyWriter {
+    type Rejection = Refusal;
+
+    async fn from_request_parts(parts: &mut Parts, s: &AdminState) -> Result<Self, Refusal> {
+        let (who, role) = authorize_role(s, &parts.headers)?;
+        if role != Role::Admin {
+            return Err(Refusal::ReadOnly(who));
+        }
+        match &s.policy {
+            Ok(policy) => Ok(PolicyWriter {
                 who,
                 policy: policy.clone(),
             }),
@@ -93,6 +120,8 @@ pub(crate) enum Refusal {
     PolicyOff(Arc<str>),
     /// The console without a token, a live session or trust: 401 with the login form.
     SignIn,
+    /// A token of role `read` (its name) asked to change something: 403.
+    ReadOnly(String),
 }
 
 impl IntoResponse for Refusal {
@@ -100,7 +129,7 @@ impl IntoResponse for Refusal {
         match self {
             Refusal::NoTokens => error(
                 StatusCode::FORBIDDEN,
-                "the management API is disabled: set ADMIN_TOKEN or ADMIN_TOKEN_FILE",
+                "the management API is disabled: set ADMIN_TOKEN, ADMIN_TOKEN_FILE or ADMIN_TOKENS_FILE",
             ),
             Refusal::BadToken => {
                 let mut r = error(StatusCode::UNAUTHORIZED, "missing or unknown bearer token");
@@ -114,9 +143,16 @@ impl IntoResponse for Refusal {
                 StatusCode::SERVICE_UNAVAILABLE,
                 format!("the policy API is off: {why}"),
             ),
+            Refusal::ReadOnly(who) => error(
+                StatusCode::FORBIDDEN,
+                format!(
+                    "the token '{who}' has the role read: it may read but not change anything \
+                     (a token of role admin may)"
+                ),
+            ),
             Refusal::SignIn => login::page(
                 StatusCode::UNAUTHORIZED,
-                "Sign in with an admin token (ADMIN_TOKEN or a line of ADMIN_TOKEN_FILE).",
+                "Sign in with an admin token (ADMIN_TOKEN, or a line of ADMIN_TOKEN_FILE or ADMIN_TOKENS_FILE; a read token may sign in).",
             ),
         }
     }
@@ -124,11 +160,19 @@ impl IntoResponse for Refusal {
 
 /// The caller's token name, or why it is refused.
 fn authorize(s: &AdminState, headers: &HeaderMap) -> Result<String, Refusal> {
+    authorize_role(s, headers).map(|(who, _)| who)
+}
+
+/// The caller's token name and role, or why it is refused.
+fn authorize_role(s: &AdminState, headers: &HeaderMap) -> Result<(String, Role), Refusal> {
     if !s.tokens.any() {
         return Err(Refusal::NoTokens);
     }
-    holder(&s.tokens, headers)
-        .map(str::to_string)
+    let given = headers
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok());
+    (s.tokens.check_role(given))
+        .map(|(who, role)| (who.to_string(), role))
         .ok_or(Refusal::BadToken)
 }
 

@@ -46,6 +46,28 @@ struct EntryBody {
     value: String,
 }
 
+impl Body {
+    fn into_parts(self) -> (String, Vec<Vec<(String, String)>>) {
+        let descriptors = (self.descriptors.into_iter())
+            .map(|d| d.entries.into_iter().map(|e| (e.key, e.value)).collect())
+            .collect();
+        (self.domain, descriptors)
+    }
+}
+
+/// An explain body given as JSON (a dry run's `sample`): its domain and descriptors' entries. A
+/// dry run judges a sample by the rules alone, so a descriptor's own `limit` is refused rather
+/// than ignored.
+pub(crate) fn parse_body(v: serde_json::Value) -> Result<super::change::Sample, String> {
+    let body: Body = serde_json::from_value(v).map_err(|e| format!("invalid sample: {e}"))?;
+    if let Some(i) = body.descriptors.iter().position(|d| d.limit.is_some()) {
+        return Err(format!(
+            "invalid sample: descriptors[{i}].limit: a dry run judges the rules, not a request's own limit; leave it out"
+        ));
+    }
+    Ok(body.into_parts())
+}
+
 /// Explains the body's descriptors.
 pub(crate) async fn explain(_: Admin, State(s): State<AdminState>, body: Bytes) -> Response {
     let Some(explainer) = &s.explainer else {
@@ -79,10 +101,8 @@ pub(crate) async fn explain(_: Admin, State(s): State<AdminState>, body: Bytes) 
             unit: Some(unit),
         }));
     }
-    let descriptors: Vec<Vec<(String, String)>> = (body.descriptors.into_iter())
-        .map(|d| d.entries.into_iter().map(|e| (e.key, e.value)).collect())
-        .collect();
-    match (explainer.explain_limited(&body.domain, &descriptors, &limits, true)).await {
+    let (domain, descriptors) = body.into_parts();
+    match (explainer.explain_limited(&domain, &descriptors, &limits, true)).await {
         Ok(found) => json(StatusCode::OK, &found.to_json()),
         Err(e) => error(StatusCode::BAD_REQUEST, e),
     }

@@ -11,8 +11,10 @@
 
 pub(crate) mod access;
 pub(crate) mod auth;
+pub(crate) mod change;
 pub(crate) mod console;
 pub(crate) mod explain;
+pub(crate) mod history;
 pub(crate) mod hotkeys;
 pub(crate) mod login;
 mod options;
@@ -63,7 +65,18 @@ pub(crate) const ENDPOINTS: &[(&str, &str)] = &[
         "POST token=…: the console's sign-in form; a known token sets an HttpOnly, SameSite=Strict session cookie (8 h)",
     ),
     ("/logout", "POST: ends the console session"),
-    ("/v1/policies", "rules (bearer token)"),
+    (
+        "/v1/policies",
+        "rules; /v1/policies/{id}/history, POST /v1/policies/{id}/rollback; ?dry_run=true on changes (bearer token; changes: role admin)",
+    ),
+    (
+        "/v1/config/history",
+        "the configuration's last loads: time, version or errors, sha256 hash, file names (bearer token)",
+    ),
+    (
+        "/v1/history",
+        "every change of a rule or override and other recorded events, newest first, ?kind=&target=&limit=&cursor= (bearer token)",
+    ),
     (
         "/openapi.json",
         "the OpenAPI description of these endpoints",
@@ -107,6 +120,11 @@ pub(crate) fn router(state: AdminState, access: &AdminSettings, host: &str) -> R
             get(overrides::get).delete(overrides::remove),
         )
         .route("/v1/policies", get(policies::list))
+        .route("/v1/policies/{id}/history", get(policies::history))
+        .route("/v1/policies/{id}/rollback", post(policies::rollback))
+        .route("/v1/overrides/{id}/history", get(overrides::history))
+        .route("/v1/history", get(history::list))
+        .route("/v1/config/history", get(history::config_loads))
         .route("/v1/violations", get(violations::list))
         .route(
             "/v1/policies/{id}",

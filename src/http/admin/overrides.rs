@@ -6,25 +6,69 @@
 use std::collections::HashMap;
 
 use axum::body::Bytes;
-use axum::extract::{Path, Query};
+use axum::extract::{Path, Query, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 
-use super::auth::PolicyAdmin;
-use super::{invalid, json, not_found, one, unavailable};
-use crate::policy::FieldError;
+use serde_json::Value;
+
+use super::auth::{PolicyAdmin, PolicyWriter};
+use super::{AdminState, change, invalid, json, not_found, one, unavailable};
+use crate::policy::history::{Audit, kind, override_json, override_target};
 use crate::policy::input::parse_override;
 use crate::policy::override_sql::OverridePage;
 use crate::policy::runtime::WriteError;
 use crate::policy::violations::Cursor;
+use crate::policy::{FieldError, StoredOverride};
 
-/// Creates an override; it is in service on this instance when the answer is sent.
-pub(crate) async fn create(PolicyAdmin { who, policy }: PolicyAdmin, body: Bytes) -> Response {
+/// Creates an override; it is in service on this instance when the answer is sent. Its own
+/// `reason` is the history row's. `?dry_run=true` (with an optional `sample`) answers what would
+/// change instead.
+pub(crate) async fn create(
+    PolicyWriter { who, policy }: PolicyWriter,
+    State(s): State<AdminState>,
+    Query(q): Query<HashMap<String, String>>,
+    body: Bytes,
+) -> Response {
+    let dry = match change::dry_run(&q) {
+        Ok(dry) => dry,
+        Err(errors) => return invalid(&errors),
+    };
+    // `sample` belongs to the dry run, the rest to the override.
+    let mut sample = None;
+    let mut body = body.to_vec();
+    if let Ok(Value::Object(mut obj)) = serde_json::from_slice::<Value>(&body)
+        && obj.contains_key("sample")
+    {
+        let mut errors = Vec::new();
+        sample = change::take_sample(&mut obj, &mut errors);
+        if !errors.is_empty() {
+            return invalid(&errors);
+        }
+        body = Value::Object(obj).to_string().into_bytes();
+    }
     let spec = match parse_override(&body, policy.clock().now()) {
         Ok(spec) => spec,
         Err(errors) => return invalid(&errors),
     };
-    match policy.create_override(spec, &who).await {
+    if dry {
+        let now = policy.clock().now();
+        let o = StoredOverride {
+            id: "ov_dry_run".into(),
+            spec,
+            created_by: who,
+            created_at: now,
+        };
+        let after = policy.overrides_in_service().with(o.clone(), now);
+        let what_if = change::WhatIf {
+            config: None,
+            overrides: Some(&after),
+        };
+        let states = (None, Some(override_json(&o)));
+        let ids = (kind::OVERRIDE_CREATE, "override:ov_dry_run");
+        return change::answer_dry_run(&s, ids, states, sample.as_ref(), what_if).await;
+    }
+    match policy.create_override(spec, &Audit::new(&who, "")).await {
         Ok(o) => {
             tracing::info!(
                 who,
@@ -84,17 +128,65 @@ pub(crate) async fn get(
     )
 }
 
-/// Deletes an override: the configured limit applies again at once on this instance.
+/// Deletes an override: the configured limit applies again at once on this instance. The body
+/// may carry a `reason`; `?dry_run=true` answers what would change instead.
 pub(crate) async fn remove(
-    PolicyAdmin { who, policy }: PolicyAdmin,
+    PolicyWriter { who, policy }: PolicyWriter,
+    State(s): State<AdminState>,
     Path(id): Path<String>,
+    Query(q): Query<HashMap<String, String>>,
+    body: Bytes,
 ) -> Response {
-    match policy.delete_override(&id).await {
+    let dry = match change::dry_run(&q) {
+        Ok(dry) => dry,
+        Err(errors) => return invalid(&errors),
+    };
+    let (reason, sample) = match super::policies::delete_body(&body) {
+        Ok(extras) => extras,
+        Err(errors) => return invalid(&errors),
+    };
+    if dry {
+        let stored = match policy.list_overrides().await {
+            Ok(all) => all.into_iter().find(|o| o.id == id),
+            Err(e) => return unavailable(e),
+        };
+        let Some(before) = stored else {
+            return not_found("override", &id);
+        };
+        let after = policy.overrides_in_service().without(&id);
+        let what_if = change::WhatIf {
+            config: None,
+            overrides: Some(&after),
+        };
+        let states = (Some(override_json(&before)), None);
+        let target = override_target(&id);
+        return change::answer_dry_run(
+            &s,
+            (kind::OVERRIDE_DELETE, &target),
+            states,
+            sample.as_ref(),
+            what_if,
+        )
+        .await;
+    }
+    match policy
+        .delete_override(&id, &Audit::new(&who, &reason))
+        .await
+    {
         Ok(true) => {
-            tracing::info!(who, id, "policy: override deleted");
+            tracing::info!(who, id, reason, "policy: override deleted");
             StatusCode::NO_CONTENT.into_response()
         }
         Ok(false) => not_found("override", &id),
         Err(e) => unavailable(e),
     }
+}
+
+/// `GET /v1/overrides/{id}/history`: the override's creation and deletion, newest first.
+pub(crate) async fn history(
+    PolicyAdmin { policy, .. }: PolicyAdmin,
+    Path(id): Path<String>,
+    Query(q): Query<HashMap<String, String>>,
+) -> Response {
+    super::history::page(&policy, &q, Some(override_target(&id))).await
 }

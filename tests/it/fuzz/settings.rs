@@ -18,6 +18,7 @@ const VARS: &[&str] = &[
     "ADMIN_PORT",
     "ADMIN_TOKEN",
     "ADMIN_TOKEN_FILE",
+    "ADMIN_TOKENS_FILE",
     "BACKEND_TYPE",
     "CACHE_KEY_FORMAT",
     "CACHE_KEY_PREFIX",

@@ -82,11 +82,18 @@ fn template_of(
     let rest = rest.split('?').next().unwrap();
     doc_paths
         .keys()
-        .find(|path| match path.split_once('{') {
-            Some((fixed, _)) => rest
-                .strip_prefix(fixed)
-                .is_some_and(|id| !id.is_empty() && !id.contains('/')),
-            None => rest == path.as_str(),
+        .find(|path| {
+            // Segment by segment: a `{parameter}` matches any one non-empty segment.
+            let (want, got): (Vec<&str>, Vec<&str>) =
+                (path.split('/').collect(), rest.split('/').collect());
+            want.len() == got.len()
+                && want.iter().zip(&got).all(|(w, g)| {
+                    if w.starts_with('{') {
+                        !g.is_empty()
+                    } else {
+                        w == g
+                    }
+                })
         })
         .cloned()
 }

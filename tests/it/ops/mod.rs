@@ -7,6 +7,7 @@ mod container_image;
 mod go_settings;
 mod k8s_recipes;
 mod large_config;
+mod load_history;
 mod loadgen;
 mod log_injection;
 pub(crate) mod loud_config;

@@ -2,6 +2,7 @@
 //! their life, an unavailable database, and the violation log.
 
 mod api;
+mod history;
 mod lifecycle;
 mod overrides;
 mod postgres;

@@ -44,6 +44,46 @@ pub(super) fn config_status(out: &mut String, i: &Insight, now: Timestamp) {
             escape(&f.errors)
         );
     }
+    load_history(out, i, now);
+}
+
+/// The last loads: when, the version or the failure, the hash, how many files, the first error.
+fn load_history(out: &mut String, i: &Insight, now: Timestamp) {
+    if let Some(h) = i.config.current_hash() {
+        let _ = writeln!(
+            out,
+            "<p id=\"config-hash\">In service: <code>{}</code></p>",
+            escape(&h)
+        );
+    }
+    let rows: Vec<Vec<String>> = (i.config.loads().iter())
+        .map(|r| {
+            let outcome = match r.version {
+                Some(v) => format!("version {v}"),
+                None => "<span class=\"bad\">failed</span>".to_string(),
+            };
+            let hash = r.hash.as_deref().map_or(String::new(), |h| {
+                escape(h.get(..("sha256:".len() + 12)).unwrap_or(h))
+            });
+            let error = (r.errors.as_deref())
+                .and_then(|e| e.lines().next())
+                .map_or(String::new(), escape);
+            vec![
+                ago(now, r.at),
+                outcome,
+                format!("<code>{hash}</code>"),
+                r.files_total.to_string(),
+                error,
+            ]
+        })
+        .collect();
+    out.push_str("<h3 id=\"config-loads\">Recent loads</h3>\n");
+    table(
+        out,
+        &["when", "outcome", "hash", "files", "first error"],
+        &rows,
+        "none yet",
+    );
 }
 
 pub(super) fn limits(out: &mut String, i: &Insight) {
