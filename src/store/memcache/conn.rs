@@ -108,6 +108,24 @@ impl Conn {
         }
     }
 
+    /// `delete` of every key in one write, then the replies in order: how many existed.
+    pub(super) async fn delete(&mut self, keys: &[&str]) -> io::Result<u64> {
+        let mut out = Vec::with_capacity(keys.iter().map(|k| k.len() + 10).sum());
+        for key in keys {
+            out.extend_from_slice(format!("delete {key}\r\n").as_bytes());
+        }
+        self.stream.get_mut().write_all(&out).await?;
+        let mut deleted = 0;
+        for _ in keys {
+            match self.line().await?.as_slice() {
+                b"DELETED" => deleted += 1,
+                b"NOT_FOUND" => {}
+                other => return Err(bad_reply(other)),
+            }
+        }
+        Ok(deleted)
+    }
+
     /// `version`: the server answers commands.
     pub(super) async fn version(&mut self) -> io::Result<()> {
         self.stream.get_mut().write_all(b"version\r\n").await?;

@@ -8,4 +8,5 @@ mod explain;
 mod insight;
 mod login;
 mod operator_views;
+mod reset;
 mod valid_for;

@@ -47,6 +47,11 @@ impl Shard {
         on_map!(self, op.spec.algorithm, insert(id, op, now))
     }
 
+    /// Drops the key `id` of `algorithm`'s map: true when it was held (expired or not).
+    pub(super) fn remove(&mut self, id: KeyId, algorithm: Algorithm) -> bool {
+        on_map!(self, algorithm, remove(id))
+    }
+
     /// Drops every key that expired at or before `now`: how many, and their [`cost`] in bytes.
     pub(super) fn sweep(&mut self, now: Timestamp) -> (usize, usize) {
         let mut total = (0, 0);
@@ -85,6 +90,10 @@ fn insert<S: Slot>(map: &mut Map<S>, id: KeyId, op: &Op, now: Timestamp) -> Deci
     let d = run(&mut state, op, now);
     map.insert(id, S::store(state, &op.spec, &d));
     d
+}
+
+fn remove<S: Slot>(map: &mut Map<S>, id: KeyId) -> bool {
+    map.remove(&id).is_some()
 }
 
 fn sweep<S: Slot>(map: &mut Map<S>, now: Timestamp) -> usize {
