@@ -12,6 +12,7 @@ pub(crate) mod metrics;
 mod options;
 pub(crate) mod rates;
 pub(crate) mod sketch;
+pub(crate) mod usage;
 mod wiring;
 
 use std::fmt::Debug;

@@ -6,6 +6,7 @@ use std::sync::Arc;
 
 use super::metrics::HotKeyGauges;
 use super::rates::{RateHistory, Totals};
+use super::usage::{LimitUsageGauges, LimitUsageTracker};
 use super::{
     About, BreakerStates, Insight, InsightOptions, RecentViolations, StatusLine, ViolationView,
     ViolationsFuture,
@@ -75,6 +76,13 @@ pub(crate) fn start(options: &InsightOptions, deps: InsightDeps<'_>) -> InsightH
     let hot_keys = super::observers(options, clock, &mut observers);
     let rates = metrics.map(|m| {
         m.register(Arc::new(HotKeyGauges(hot_keys.clone())));
+        let usage = Arc::new(LimitUsageTracker::new(clock.clone()));
+        observers.push(usage.clone());
+        m.register(Arc::new(LimitUsageGauges(usage.clone())));
+        bg.spawn(every_second(bg.stopped(), move || {
+            usage.sample();
+            std::future::ready(())
+        }));
         let m = m.clone();
         let history = Arc::new(RateHistory::new(
             Arc::new(move || Totals::from_metrics(&m)),
