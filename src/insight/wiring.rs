@@ -8,8 +8,8 @@ use super::metrics::HotKeyGauges;
 use super::rates::{RateHistory, Totals};
 use super::usage::{LimitUsageGauges, LimitUsageTracker};
 use super::{
-    About, BreakerStates, Insight, InsightOptions, RecentViolations, StatusLine, ViolationView,
-    ViolationsFuture,
+    About, BreakerStates, Insight, InsightOptions, RecentViolations, StatusLine, StatusLines,
+    ViolationView, ViolationsFuture,
 };
 use crate::background::{Background, every_second};
 use crate::metrics::Metrics;
@@ -30,6 +30,8 @@ pub(crate) struct InsightDeps<'a> {
     pub breakers: Option<BreakerStates>,
     /// The fleet mode's status line, when it runs.
     pub fleet: Option<StatusLine>,
+    /// The store nodes' health lines (Redis, memcached).
+    pub store_nodes: Option<StatusLines>,
     /// The live configuration.
     pub config: &'a Arc<ConfigHandle>,
     /// The stored overrides in service.
@@ -66,6 +68,7 @@ pub(crate) fn start(options: &InsightOptions, deps: InsightDeps<'_>) -> InsightH
         metrics,
         breakers,
         fleet,
+        store_nodes,
         config,
         overrides,
         violations_in,
@@ -102,6 +105,7 @@ pub(crate) fn start(options: &InsightOptions, deps: InsightDeps<'_>) -> InsightH
         violations,
         breakers,
         fleet,
+        store_nodes,
         config: config.clone(),
         overrides: overrides.clone(),
         clock: clock.clone(),

@@ -30,10 +30,11 @@ use futures_util::future::join_all;
 
 use super::local_cache::OverLimitCache;
 use super::redis::RedisConfig;
+use super::vitals::NodeVitals;
 use super::{Answer, Op, PrefixReset, ResetError, Resilience, Store, StoreError};
 use conn::Pool;
 use ratelimitd_core::algorithm::{Algorithm, Decision, fixed_window};
-use ratelimitd_core::clock::{Clock, Timestamp};
+use ratelimitd_core::clock::{Clock, Stopwatch, Timestamp};
 use ratelimitd_core::resilience::Breaker;
 
 pub(crate) use options::MemcacheSettings;
@@ -98,6 +99,41 @@ impl MemcacheStore {
             local_cache: OverLimitCache::with_bytes(shared.local_cache_size_in_bytes),
             healthy: AtomicBool::new(true),
         }
+    }
+}
+
+impl MemcacheStore {
+    /// Each server's `stats` ([`crate::store::vitals`]): `bytes`, `limit_maxbytes`, `evictions`,
+    /// `curr_items`, `curr_connections`, and the round trip of the call; all servers at once,
+    /// each bounded by `MEMCACHE_TIMEOUT`.
+    pub(crate) async fn vitals(&self) -> Vec<NodeVitals> {
+        let asks = self.servers.iter().map(|s| async move {
+            let mut v = NodeVitals::new("memcached", s.pool.addr);
+            let watch = Stopwatch::start();
+            let attempt = async {
+                let mut c = s.pool.take(self.timeout).await?;
+                let stats = c.stats().await?;
+                s.pool.give_back(c);
+                Ok::<_, std::io::Error>(stats)
+            };
+            if let Ok(Ok(stats)) = tokio::time::timeout(self.timeout, attempt).await {
+                v.round_trip = Some(watch.elapsed());
+                v.up = true;
+                for (name, value) in stats {
+                    let n = value.parse::<u64>().ok();
+                    match name.as_str() {
+                        "bytes" => v.used_bytes = n,
+                        "limit_maxbytes" => v.max_bytes = n,
+                        "evictions" => v.evictions = n,
+                        "curr_items" => v.keys = n,
+                        "curr_connections" => v.clients = n,
+                        _ => {}
+                    }
+                }
+            }
+            v
+        });
+        join_all(asks).await
     }
 }
 

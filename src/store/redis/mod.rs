@@ -30,6 +30,7 @@ mod slots;
 mod startup;
 mod targets;
 mod token_bucket;
+pub(crate) mod vitals;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};

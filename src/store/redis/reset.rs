@@ -41,7 +41,7 @@ pub(super) fn pattern(prefix: &str) -> String {
 impl RedisConn {
     /// Runs `cmd` on the Cluster node `node` (`host:port`), or on the connection when `node` is
     /// `None` (the client routes a one-key command to its slot's master).
-    async fn query_on(&self, node: Option<&str>, cmd: Cmd) -> Result<Value, RedisError> {
+    pub(super) async fn query_on(&self, node: Option<&str>, cmd: Cmd) -> Result<Value, RedisError> {
         match (self.resolved(), node) {
             (RedisConn::Cluster(c), Some(node)) => {
                 let (host, port) = host_port(node)?;

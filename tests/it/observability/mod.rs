@@ -8,3 +8,4 @@ mod limit_usage;
 mod metrics;
 mod promtool;
 mod statsd;
+mod store_health;
