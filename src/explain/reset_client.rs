@@ -12,7 +12,7 @@ use super::client::{ClientError, parse_descriptor};
 /// The arguments of `ratelimitd reset`.
 #[derive(Debug, Clone, PartialEq, Eq, clap::Args)]
 pub struct ResetArgs {
-    /// The admin listener's URL, such as http://127.0.0.1:6071
+    /// The admin listener's URL, such as `http://127.0.0.1:6071`
     #[arg(long)]
     pub url: String,
     /// A file holding the bearer token (trimmed) [default: `ADMIN_TOKEN`]

@@ -52,6 +52,9 @@ struct Noted {
     ratio: f64,
 }
 
+/// The keys one stripe noted in the interval, by hash.
+type Keys = HashMap<u64, Noted>;
+
 /// One limit's row of the closed interval.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct LimitUsage {
@@ -72,7 +75,7 @@ pub(crate) struct LimitUsage {
 /// The per-limit usage of the last closed interval, and the interval being filled.
 #[derive(Debug)]
 pub(crate) struct LimitUsageTracker {
-    stripes: Box<[Padded<Mutex<HashMap<u64, Noted>>>]>,
+    stripes: Box<[Padded<Mutex<Keys>>]>,
     seed: ahash::RandomState,
     clock: Arc<dyn Clock>,
     /// Start (service clock, seconds) of the interval being filled.

@@ -130,7 +130,7 @@ pub(crate) fn start(
     let sampled = vitals.clone();
     let mut tick = 0u64;
     bg.spawn(every_second(bg.stopped(), move || {
-        let due = tick % EVERY_SECS == 0;
+        let due = tick.is_multiple_of(EVERY_SECS);
         tick += 1;
         let (redis, memcache, sampled) = (redis.clone(), memcache.clone(), sampled.clone());
         async move {
