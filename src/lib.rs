@@ -32,7 +32,8 @@
 //! - `insight`: the limiter's observers (hot keys, decision log).
 //! - `service`: one snapshot + the limiter; what both edges call.
 //! - `explain`: which limits, overrides and counters apply to a request, counting no hit
-//!   (`/v1/explain`, the console's key search, `ratelimitd explain`).
+//!   (`/v1/explain`, the console's key search, `ratelimitd explain`), and counter resets
+//!   (`/v1/counters/reset`, `ratelimitd reset`).
 //! - `grpc`, `http`: the edges (RLS v3 + health + TLS, and the gRPC port's transport
 //!   `grpc::server`; `/json`, `/healthcheck`, debug port).
 //!   The generated Envoy protos live in `grpc::pb`, and their unit numbers in `grpc::unit`.
@@ -102,7 +103,8 @@ mod xds;
 
 pub use app::{AppError, report, run};
 pub use explain::client::run as explain;
+pub use explain::reset_client::run as reset;
 pub use grpc::pb;
-pub use settings::{Cli, Command, ExplainArgs, Settings, SettingsError};
+pub use settings::{Cli, Command, ExplainArgs, ResetArgs, Settings, SettingsError};
 pub use telemetry::{Telemetry, TelemetryError, TelemetryOptions, init as init_telemetry};
 pub use validate::run as validate;

@@ -58,6 +58,12 @@ async fn serve() -> anyhow::Result<()> {
         let code = ratelimitd::explain(&args, env, &mut out, &mut err).await;
         std::process::exit(code);
     }
+    if let Command::Reset(args) = cli.command() {
+        let env = |k: &str| std::env::var(k).ok();
+        let (mut out, mut err) = (std::io::stdout(), std::io::stderr());
+        let code = ratelimitd::reset(&args, env, &mut out, &mut err).await;
+        std::process::exit(code);
+    }
     let settings = Settings::load(&cli, vars).context("invalid settings")?;
     let telemetry = ratelimitd::init_telemetry(&settings.telemetry())?;
     let result = ratelimitd::run(&settings).await;

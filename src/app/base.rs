@@ -35,6 +35,8 @@ pub(super) struct Base {
     pub(super) stores: StoreParts,
     /// The fleet mode around the memory store (`FLEET_BIND`).
     pub(super) fleet: Option<FleetHandle>,
+    /// The store nodes' health figures (Redis, memcached).
+    pub(super) vitals: Option<Arc<crate::store::vitals::Vitals>>,
     /// The counters (`None` with `DISABLE_STATS`) and the limiter's sink.
     pub(super) metrics: Option<Arc<Metrics>>,
     /// Where the limiter reports each decision.
@@ -65,6 +67,8 @@ pub(super) async fn start(settings: &Settings, bg: &mut Background<'_>) -> Resul
     if let Some(m) = &metrics {
         crate::store::stats::register(m, stores.memory.as_ref(), stores.redis.as_ref());
     }
+    let (redis, memcache) = (stores.redis.clone(), stores.memcache.clone());
+    let vitals = crate::store::vitals::start(metrics.as_ref(), redis, memcache, bg.reborrow());
     let fleet = parts::fleet(
         settings,
         &mut stores,
@@ -107,6 +111,7 @@ pub(super) async fn start(settings: &Settings, bg: &mut Background<'_>) -> Resul
         config,
         stores,
         fleet,
+        vitals,
         metrics,
         sink,
         fallback,

@@ -86,6 +86,10 @@ pub(super) async fn start(
             .fleet
             .as_ref()
             .map(super::super::fleet::wiring::FleetHandle::status_line),
+        store_nodes: base
+            .vitals
+            .clone()
+            .map(|v| -> crate::insight::StatusLines { std::sync::Arc::new(move || v.summary()) }),
         config,
         overrides: &policy.overrides,
         violations_in: db.filter(|_| violations.sinks.db()),

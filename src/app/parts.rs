@@ -47,6 +47,8 @@ pub(super) struct StoreParts {
     pub(super) memory: Option<Arc<MemoryStore>>,
     /// The Redis store, for `REDIS_USE_SERVER_TIME`.
     pub(super) redis: Option<Arc<RedisStore>>,
+    /// The memcached store, for its health figures.
+    pub(super) memcache: Option<Arc<MemcacheStore>>,
 }
 
 /// Builds the store the settings ask for (waiting for Redis as the startup settings allow), with
@@ -63,6 +65,7 @@ pub(super) async fn store(
                 store: m.clone(),
                 memory: Some(m),
                 redis: None,
+                memcache: None,
             }
         }
         Backend::Redis => {
@@ -76,6 +79,7 @@ pub(super) async fn store(
                 store: redis.clone(),
                 memory: None,
                 redis: Some(redis),
+                memcache: None,
             }
         }
         Backend::Memcache => {
@@ -89,10 +93,12 @@ pub(super) async fn store(
             if !memcache.is_healthy() {
                 tracing::warn!(servers = ?settings.memcache.servers, "memcached does not answer yet; limits answer by their failure_mode until it does");
             }
+            let memcache = Arc::new(memcache);
             StoreParts {
-                store: Arc::new(memcache),
+                store: memcache.clone(),
                 memory: None,
                 redis: None,
+                memcache: Some(memcache),
             }
         }
     })

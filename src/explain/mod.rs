@@ -11,6 +11,8 @@
 
 pub(crate) mod client;
 mod report;
+pub(crate) mod reset;
+pub(crate) mod reset_client;
 
 use std::sync::Arc;
 use std::time::Duration;

@@ -16,7 +16,7 @@ use ratelimitd_core::algorithm::fixed_window::window_start;
 use ratelimitd_core::algorithm::{Algorithm, Decision};
 use ratelimitd_core::clock::Timestamp;
 use ratelimitd_core::store::memory::MemoryStore;
-use ratelimitd_core::store::{Answer, Op, Store, StoreError};
+use ratelimitd_core::store::{Answer, Op, PrefixReset, ResetError, Store, StoreError};
 
 /// The embedded store of one fleet member.
 #[derive(Debug)]
@@ -106,6 +106,29 @@ impl Store for FleetStore {
                 other => other,
             })
             .collect())
+    }
+
+    /// Resets this member's count of each key (the memory store, and the count it publishes to
+    /// the peers, set to zero); the peers' own counts of the key stay theirs.
+    async fn reset(&self, ops: &[Op], now: Timestamp) -> Result<u64, StoreError> {
+        for op in ops.iter().filter(|op| View::shares(op.spec.algorithm)) {
+            let start = window_start(op.spec.window, now);
+            self.tally.update(&op.key, op.spec.window, start, |c| {
+                c.current = 0;
+                c.previous = 0;
+            });
+        }
+        self.memory.reset(ops, now).await
+    }
+
+    /// Refused, as by the memory store it decides on.
+    async fn reset_prefix(
+        &self,
+        prefix: &str,
+        max_keys: usize,
+        now: Timestamp,
+    ) -> Result<PrefixReset, ResetError> {
+        self.memory.reset_prefix(prefix, max_keys, now).await
     }
 }
 

@@ -12,6 +12,7 @@ pub(crate) mod metrics;
 mod options;
 pub(crate) mod rates;
 pub(crate) mod sketch;
+pub(crate) mod usage;
 mod wiring;
 
 use std::fmt::Debug;
@@ -76,6 +77,9 @@ pub(crate) type BreakerStates = Arc<dyn Fn() -> Vec<BreakerReport> + Send + Sync
 /// A feature's line on the status page: its text, and whether it shows a degraded state.
 pub(crate) type StatusLine = Arc<dyn Fn() -> (String, bool) + Send + Sync>;
 
+/// Several such lines (one per store node, say).
+pub(crate) type StatusLines = Arc<dyn Fn() -> Vec<(String, bool)> + Send + Sync>;
+
 /// What the console and `/v1/hotkeys` read. Everything here is shared with the service.
 #[derive(Clone)]
 pub(crate) struct Insight {
@@ -87,6 +91,8 @@ pub(crate) struct Insight {
     pub breakers: Option<BreakerStates>,
     /// The fleet mode's status line, when it runs.
     pub fleet: Option<StatusLine>,
+    /// The store nodes' health figures (Redis, memcached), one line each.
+    pub store_nodes: Option<StatusLines>,
     /// The live configuration and its load status.
     pub config: Arc<ConfigHandle>,
     /// The stored overrides in service.

@@ -6,9 +6,10 @@ use std::sync::Arc;
 
 use super::metrics::HotKeyGauges;
 use super::rates::{RateHistory, Totals};
+use super::usage::{LimitUsageGauges, LimitUsageTracker};
 use super::{
-    About, BreakerStates, Insight, InsightOptions, RecentViolations, StatusLine, ViolationView,
-    ViolationsFuture,
+    About, BreakerStates, Insight, InsightOptions, RecentViolations, StatusLine, StatusLines,
+    ViolationView, ViolationsFuture,
 };
 use crate::background::{Background, every_second};
 use crate::metrics::Metrics;
@@ -29,6 +30,8 @@ pub(crate) struct InsightDeps<'a> {
     pub breakers: Option<BreakerStates>,
     /// The fleet mode's status line, when it runs.
     pub fleet: Option<StatusLine>,
+    /// The store nodes' health lines (Redis, memcached).
+    pub store_nodes: Option<StatusLines>,
     /// The live configuration.
     pub config: &'a Arc<ConfigHandle>,
     /// The stored overrides in service.
@@ -65,6 +68,7 @@ pub(crate) fn start(options: &InsightOptions, deps: InsightDeps<'_>) -> InsightH
         metrics,
         breakers,
         fleet,
+        store_nodes,
         config,
         overrides,
         violations_in,
@@ -75,6 +79,13 @@ pub(crate) fn start(options: &InsightOptions, deps: InsightDeps<'_>) -> InsightH
     let hot_keys = super::observers(options, clock, &mut observers);
     let rates = metrics.map(|m| {
         m.register(Arc::new(HotKeyGauges(hot_keys.clone())));
+        let usage = Arc::new(LimitUsageTracker::new(clock.clone()));
+        observers.push(usage.clone());
+        m.register(Arc::new(LimitUsageGauges(usage.clone())));
+        bg.spawn(every_second(bg.stopped(), move || {
+            usage.sample();
+            std::future::ready(())
+        }));
         let m = m.clone();
         let history = Arc::new(RateHistory::new(
             Arc::new(move || Totals::from_metrics(&m)),
@@ -94,6 +105,7 @@ pub(crate) fn start(options: &InsightOptions, deps: InsightDeps<'_>) -> InsightH
         violations,
         breakers,
         fleet,
+        store_nodes,
         config: config.clone(),
         overrides: overrides.clone(),
         clock: clock.clone(),

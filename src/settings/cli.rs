@@ -6,6 +6,7 @@ use std::path::PathBuf;
 use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 
 pub use crate::explain::client::ExplainArgs;
+pub use crate::explain::reset_client::ResetArgs;
 
 /// ratelimitd: a global rate limit service for Envoy (drop-in for envoyproxy/ratelimit).
 #[derive(Debug, Parser)]
@@ -71,6 +72,9 @@ pub enum Subcmd {
     /// Ask a running instance which limits, overrides and counters apply to a request, and its
     /// recent violations (POST /v1/explain on the admin listener; counts no hit).
     Explain(ExplainArgs),
+    /// Reset what a client has used on a running instance: the counters of a descriptor, or the
+    /// keys under a prefix (POST /v1/counters/reset on the admin listener).
+    Reset(ResetArgs),
 }
 
 /// What the binary should do.
@@ -87,6 +91,8 @@ pub enum Command {
     },
     /// Explain a request on a running instance.
     Explain(ExplainArgs),
+    /// Reset counters on a running instance.
+    Reset(ResetArgs),
 }
 
 impl Cli {
@@ -114,6 +120,7 @@ impl Cli {
                 merge_domains: *merge_domain_config,
             },
             Some(Subcmd::Explain(args)) => Command::Explain(args.clone()),
+            Some(Subcmd::Reset(args)) => Command::Reset(args.clone()),
         }
     }
 

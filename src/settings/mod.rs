@@ -30,7 +30,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 pub(crate) use admin::AdminSettings;
-pub use cli::{Cli, Command, ExplainArgs};
+pub use cli::{Cli, Command, ExplainArgs, ResetArgs};
 pub(crate) use edges::EdgeSettings;
 pub(crate) use grpc::GrpcServerSettings;
 pub(crate) use kinds::{Backend, KeyFormat, LogFormat, LogLevel, Secret, StatsdProtocol};

@@ -12,5 +12,6 @@ mod options;
 pub(crate) mod redis;
 pub(crate) mod stats;
 pub(crate) mod sweeper;
+pub(crate) mod vitals;
 
 pub(crate) use options::{Backend, Resilience};

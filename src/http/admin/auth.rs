@@ -21,6 +21,14 @@ use crate::policy::{Policy, Role, Tokens};
 #[derive(Debug, Clone)]
 pub(crate) struct Admin;
 
+/// A caller that presented one of the configured bearer tokens, and its name (for the audit of
+/// what it changes outside the policy database, such as a counter reset).
+#[derive(Debug, Clone)]
+pub(crate) struct Operator {
+    /// The token's name.
+    pub who: String,
+}
+
 /// A token holder, and the open policy database (503 when the policy API is off).
 #[derive(Debug, Clone)]
 pub(crate) struct PolicyAdmin {
@@ -51,6 +59,14 @@ impl FromRequestParts<AdminState> for Admin {
 
     async fn from_request_parts(parts: &mut Parts, s: &AdminState) -> Result<Admin, Refusal> {
         authorize(s, &parts.headers).map(|_| Admin)
+    }
+}
+
+impl FromRequestParts<AdminState> for Operator {
+    type Rejection = Refusal;
+
+    async fn from_request_parts(parts: &mut Parts, s: &AdminState) -> Result<Operator, Refusal> {
+        authorize(s, &parts.headers).map(|who| Operator { who })
     }
 }
 

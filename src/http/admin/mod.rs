@@ -1,6 +1,7 @@
 //! The admin surface on its own listener, `ADMIN_HOST:ADMIN_PORT` (loopback by default, unlike the
 //! Go-compatible debug port): `/v1/overrides`, `/v1/policies`, `/v1/violations`, the read-only
-//! `/v1/hotkeys` and `/v1/explain` (no database needed), JSON in and out, and the operator
+//! `/v1/hotkeys` and `/v1/explain` and `/v1/counters/reset` ([`counters`]) (no database needed),
+//! JSON in and out, and the operator
 //! console on `/` ([`console`]). Every request first passes [`access`] (the `Host` allow-list);
 //! then [`auth`] decides from the request head, before any body is read: every `/v1` request needs
 //! a configured bearer token (none configured: 403 — the API is never open), the console a token,
@@ -13,6 +14,7 @@ pub(crate) mod access;
 pub(crate) mod auth;
 pub(crate) mod change;
 pub(crate) mod console;
+pub(crate) mod counters;
 pub(crate) mod explain;
 pub(crate) mod history;
 pub(crate) mod hotkeys;
@@ -94,6 +96,10 @@ pub(crate) const ENDPOINTS: &[(&str, &str)] = &[
         "hottest keys of the last minute, ?by=hits|denials&limit=N (bearer token)",
     ),
     (
+        "/v1/counters/reset",
+        "POST {domain, descriptor} or {domain, prefix, max_keys}: forget what a client has used (bearer token)",
+    ),
+    (
         "/v1/explain",
         "POST {domain, descriptors}: the limits, overrides, live counters and recent violations of each descriptor, counting no hit (bearer token)",
     ),
@@ -111,6 +117,7 @@ pub(crate) fn router(state: AdminState, access: &AdminSettings, host: &str) -> R
         .route("/openapi.json", get(super::openapi::handler))
         .route("/v1/hotkeys", get(hotkeys::list))
         .route("/v1/explain", post(explain::explain))
+        .route("/v1/counters/reset", post(counters::reset))
         .route(
             "/v1/overrides",
             get(overrides::list).post(overrides::create),

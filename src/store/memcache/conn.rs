@@ -108,6 +108,42 @@ impl Conn {
         }
     }
 
+    /// `delete` of every key in one write, then the replies in order: how many existed.
+    pub(super) async fn delete(&mut self, keys: &[&str]) -> io::Result<u64> {
+        let mut out = Vec::with_capacity(keys.iter().map(|k| k.len() + 10).sum());
+        for key in keys {
+            out.extend_from_slice(format!("delete {key}\r\n").as_bytes());
+        }
+        self.stream.get_mut().write_all(&out).await?;
+        let mut deleted = 0;
+        for _ in keys {
+            match self.line().await?.as_slice() {
+                b"DELETED" => deleted += 1,
+                b"NOT_FOUND" => {}
+                other => return Err(bad_reply(other)),
+            }
+        }
+        Ok(deleted)
+    }
+
+    /// `stats`: the general statistics, as `(name, value)` until `END` (at most 200 lines).
+    pub(super) async fn stats(&mut self) -> io::Result<Vec<(String, String)>> {
+        self.stream.get_mut().write_all(b"stats\r\n").await?;
+        let mut out = Vec::new();
+        for _ in 0..200 {
+            let line = self.line().await?;
+            if line == b"END" {
+                return Ok(out);
+            }
+            let text = String::from_utf8_lossy(&line);
+            match text.strip_prefix("STAT ").and_then(|s| s.split_once(' ')) {
+                Some((name, value)) => out.push((name.to_string(), value.to_string())),
+                None => return Err(bad_reply(&line)),
+            }
+        }
+        Err(bad_reply(b"stats: more than 200 lines"))
+    }
+
     /// `version`: the server answers commands.
     pub(super) async fn version(&mut self) -> io::Result<()> {
         self.stream.get_mut().write_all(b"version\r\n").await?;

@@ -30,10 +30,11 @@ use futures_util::future::join_all;
 
 use super::local_cache::OverLimitCache;
 use super::redis::RedisConfig;
-use super::{Answer, Op, Resilience, Store, StoreError};
+use super::vitals::NodeVitals;
+use super::{Answer, Op, PrefixReset, ResetError, Resilience, Store, StoreError};
 use conn::Pool;
 use ratelimitd_core::algorithm::{Algorithm, Decision, fixed_window};
-use ratelimitd_core::clock::{Clock, Timestamp};
+use ratelimitd_core::clock::{Clock, Stopwatch, Timestamp};
 use ratelimitd_core::resilience::Breaker;
 
 pub(crate) use options::MemcacheSettings;
@@ -44,6 +45,10 @@ const RELATIVE_EXPIRY_MAX: u64 = 30 * 24 * 3600;
 /// How often `incr` is retried after losing an `add` race; a key created and evicted this often
 /// in one request means memcached is out of memory.
 const ADD_RACES: usize = 3;
+
+/// Why the memcached store refuses prefix resets.
+pub(crate) const NO_PREFIX: &str = "memcached cannot list or scan its keys, so a reset by key \
+     prefix is not possible on BACKEND_TYPE=memcache: reset by descriptor instead";
 
 /// One memcached server and what is known of it.
 #[derive(Debug)]
@@ -94,6 +99,41 @@ impl MemcacheStore {
             local_cache: OverLimitCache::with_bytes(shared.local_cache_size_in_bytes),
             healthy: AtomicBool::new(true),
         }
+    }
+}
+
+impl MemcacheStore {
+    /// Each server's `stats` ([`crate::store::vitals`]): `bytes`, `limit_maxbytes`, `evictions`,
+    /// `curr_items`, `curr_connections`, and the round trip of the call; all servers at once,
+    /// each bounded by `MEMCACHE_TIMEOUT`.
+    pub(crate) async fn vitals(&self) -> Vec<NodeVitals> {
+        let asks = self.servers.iter().map(|s| async move {
+            let mut v = NodeVitals::new("memcached", s.pool.addr);
+            let watch = Stopwatch::start();
+            let attempt = async {
+                let mut c = s.pool.take(self.timeout).await?;
+                let stats = c.stats().await?;
+                s.pool.give_back(c);
+                Ok::<_, std::io::Error>(stats)
+            };
+            if let Ok(Ok(stats)) = tokio::time::timeout(self.timeout, attempt).await {
+                v.round_trip = Some(watch.elapsed());
+                v.up = true;
+                for (name, value) in stats {
+                    let n = value.parse::<u64>().ok();
+                    match name.as_str() {
+                        "bytes" => v.used_bytes = n,
+                        "limit_maxbytes" => v.max_bytes = n,
+                        "evictions" => v.evictions = n,
+                        "curr_items" => v.keys = n,
+                        "curr_connections" => v.clients = n,
+                        _ => {}
+                    }
+                }
+            }
+            v
+        });
+        join_all(asks).await
     }
 }
 
@@ -178,6 +218,53 @@ impl Store for MemcacheStore {
             self.healthy.store(!failed, Ordering::Relaxed);
         }
         ratelimitd_core::store::all_answered(answers, "memcached")
+    }
+
+    /// `delete` of each op's key on its server (one write per server, all at once, each bounded
+    /// by `MEMCACHE_TIMEOUT`); the local over-limit cache forgets the keys first.
+    async fn reset(&self, ops: &[Op], _now: Timestamp) -> Result<u64, StoreError> {
+        let mut by_server: Vec<Vec<String>> = vec![Vec::new(); self.servers.len()];
+        for op in ops {
+            if let Some(c) = &self.local_cache {
+                c.remove(&op.key);
+            }
+            let key = keys::wire_key(&op.key).into_owned();
+            by_server[keys::pick(&key, self.servers.len())].push(key);
+        }
+        let calls = (self.servers.iter().zip(&by_server))
+            .filter(|(_, keys)| !keys.is_empty())
+            .map(|(s, keys)| async move {
+                let attempt = async {
+                    let mut c = s.pool.take(self.timeout).await?;
+                    let keys: Vec<&str> = keys.iter().map(String::as_str).collect();
+                    let n = c.delete(&keys).await?;
+                    s.pool.give_back(c);
+                    Ok::<_, std::io::Error>(n)
+                };
+                match tokio::time::timeout(self.timeout, attempt).await {
+                    Ok(Ok(n)) => Ok(n),
+                    Ok(Err(e)) => Err(format!("memcached {}: {e}", s.pool.addr)),
+                    Err(_) => Err(format!(
+                        "memcached {} did not answer within {:?}",
+                        s.pool.addr, self.timeout
+                    )),
+                }
+            });
+        let mut n = 0;
+        for r in join_all(calls).await {
+            n += r.map_err(StoreError::Unavailable)?;
+        }
+        Ok(n)
+    }
+
+    /// Refused: memcached cannot list its keys.
+    async fn reset_prefix(
+        &self,
+        _prefix: &str,
+        _max_keys: usize,
+        _now: Timestamp,
+    ) -> Result<PrefixReset, ResetError> {
+        Err(ResetError::Unsupported(NO_PREFIX.to_string()))
     }
 
     fn is_healthy(&self) -> bool {

@@ -75,7 +75,7 @@ impl std::fmt::Debug for SentinelConn {
 }
 
 impl SentinelConn {
-    async fn connection(&self) -> Result<MultiplexedConnection, RedisError> {
+    pub(super) async fn connection(&self) -> Result<MultiplexedConnection, RedisError> {
         if let Some(c) = self.current.load_full() {
             return Ok((*c).clone());
         }

@@ -22,6 +22,7 @@ mod options;
 pub(crate) mod pending;
 pub(crate) mod quota_demand;
 pub(crate) mod region_demand;
+mod reset;
 pub(crate) mod server_time;
 mod sliding_log;
 mod sliding_window;
@@ -29,6 +30,7 @@ mod slots;
 mod startup;
 mod targets;
 mod token_bucket;
+pub(crate) mod vitals;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -39,7 +41,7 @@ use redis::{RedisError, Script};
 
 use super::lease::{Leases, Serve};
 use super::local_cache::OverLimitCache;
-use super::{Answer, Op, Store, StoreError};
+use super::{Answer, Op, PrefixReset, ResetError, Store, StoreError};
 use call::{Deadlines, Group, Increment, ScriptKind};
 use conn::RedisConn;
 use group::join_calls;
@@ -323,6 +325,19 @@ impl Store for RedisStore {
         let outcomes = join_calls(calls).await;
         self.settle(ops, outcomes, &mut answers, now);
         ratelimitd_core::store::all_answered(answers, "redis")
+    }
+
+    async fn reset(&self, ops: &[Op], _now: Timestamp) -> Result<u64, StoreError> {
+        self.reset_keys(ops).await
+    }
+
+    async fn reset_prefix(
+        &self,
+        prefix: &str,
+        max_keys: usize,
+        _now: Timestamp,
+    ) -> Result<PrefixReset, ResetError> {
+        self.reset_keys_under(prefix, max_keys).await
     }
 
     fn is_healthy(&self) -> bool {

@@ -9,4 +9,5 @@ mod explain_matching;
 mod insight;
 mod login;
 mod operator_views;
+mod reset;
 mod valid_for;

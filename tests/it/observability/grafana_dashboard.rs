@@ -117,7 +117,7 @@ fn alert_names() -> BTreeSet<String> {
 fn the_dashboard_links_to_the_alert_rules_and_each_rule_has_a_panel() {
     let dash: serde_json::Value = serde_json::from_str(DASHBOARD).expect("the dashboard is JSON");
     let alerts = alert_names();
-    assert_eq!(alerts.len(), 8, "{alerts:?}");
+    assert_eq!(alerts.len(), 11, "{alerts:?}");
     // The dashboard link opens Grafana's alert list searched for the prefix every rule shares.
     let links = dash["links"].as_array().expect("dashboard links");
     let url = links

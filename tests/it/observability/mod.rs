@@ -4,6 +4,8 @@
 mod concurrency_gauge;
 mod dogstatsd;
 mod grafana_dashboard;
+mod limit_usage;
 mod metrics;
 mod promtool;
 mod statsd;
+mod store_health;

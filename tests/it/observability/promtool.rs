@@ -228,6 +228,7 @@ async fn every_ratelimitd_metric_passes_promtool_check_metrics() {
             "ratelimitd_shed_total",
             "ratelimitd_soft_breach_total",
             "ratelimitd_concurrency_slots_in_use",
+            "ratelimitd_limit_usage_keys_dropped_total",
         ];
         want.extend(match store {
             StoreKind::Memory => vec![
@@ -239,6 +240,13 @@ async fn every_ratelimitd_metric_passes_promtool_check_metrics() {
                 "ratelimitd_lease_taken_total",
                 "ratelimitd_region_sync_age_seconds",
                 "ratelimitd_region_sync_failures_total",
+                "ratelimitd_store_used_memory_bytes",
+                "ratelimitd_store_max_memory_bytes",
+                "ratelimitd_store_evicted_keys_total",
+                "ratelimitd_store_keys",
+                "ratelimitd_store_connected_clients",
+                "ratelimitd_store_probe_round_trip_seconds",
+                "ratelimitd_store_node_up",
             ],
         });
         for family in want {

@@ -36,6 +36,18 @@ impl Store for BreakerOpen {
         };
         Ok(vec![open; ops.len()])
     }
+    async fn reset(&self, _: &[Op], _: Timestamp) -> Result<u64, StoreError> {
+        Err(StoreError::Unavailable("connection refused".into()))
+    }
+
+    async fn reset_prefix(
+        &self,
+        _: &str,
+        _: usize,
+        _: Timestamp,
+    ) -> Result<crate::store::PrefixReset, crate::store::ResetError> {
+        Err(StoreError::Unavailable("connection refused".into()).into())
+    }
 }
 
 fn setup(default_failure_mode: FailureMode, live: u64) -> (RateLimiter, RateLimitConfig) {

@@ -40,6 +40,19 @@ impl KeyBuilder {
         }
     }
 
+    /// How every key of `domain` begins: the default format's `PREFIX{len:domain`, and under
+    /// [`KeyFormat::Go`] also the Go key's `PREFIXdomain_` (first limits of fixed windows use it,
+    /// every other key the default format). A text starting with the first cannot be a key of
+    /// another domain (the length says where the domain ends); the Go one can, when another
+    /// domain's name starts with `domain_`.
+    pub fn domain_roots(&self, domain: &str) -> (String, Option<String>) {
+        let mut safe = self.prefix.clone();
+        safe.push('{');
+        push_part(&mut safe, domain);
+        let go = (self.format == KeyFormat::Go).then(|| format!("{}{domain}_", self.prefix));
+        (safe, go)
+    }
+
     /// The key for `spec` over `entries` (key, value as counted: the wildcard pattern for
     /// `share_threshold` levels) in `domain` at `now`.
     pub fn build<'a>(
@@ -182,6 +195,38 @@ mod tests {
         let mut key = String::new();
         push_part(&mut key, &long);
         assert_eq!(key, format!("123:{long}"));
+    }
+
+    #[test]
+    fn every_key_of_a_domain_starts_with_one_of_its_roots() {
+        for format in [KeyFormat::Safe, KeyFormat::Go] {
+            let b = KeyBuilder::new("p:", format);
+            let (safe, go) = b.domain_roots("api");
+            let first = b.build(
+                "api",
+                [("u", "a")].into_iter(),
+                &spec(60),
+                Timestamp::from_secs(5),
+            );
+            let extra = b.build_extra(
+                "api",
+                [("u", "a")].into_iter(),
+                &spec(60),
+                Timestamp::from_secs(5),
+            );
+            assert!(extra.starts_with(&safe), "{extra} {safe}");
+            match go {
+                Some(go) => assert!(first.starts_with(&go), "{first} {go}"),
+                None => assert!(first.starts_with(&safe), "{first} {safe}"),
+            }
+            let other = b.build(
+                "apix",
+                [("u", "a")].into_iter(),
+                &spec(60),
+                Timestamp::from_secs(5),
+            );
+            assert!(!other.starts_with(&safe));
+        }
     }
 
     #[test]

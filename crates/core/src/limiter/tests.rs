@@ -50,6 +50,18 @@ impl Store for DownStore {
     async fn apply(&self, _: &[Op], _: Timestamp) -> Result<Vec<Answer>, StoreError> {
         Err(StoreError::Unavailable("connection refused".into()))
     }
+    async fn reset(&self, _: &[Op], _: Timestamp) -> Result<u64, StoreError> {
+        Err(StoreError::Unavailable("connection refused".into()))
+    }
+
+    async fn reset_prefix(
+        &self,
+        _: &str,
+        _: usize,
+        _: Timestamp,
+    ) -> Result<crate::store::PrefixReset, crate::store::ResetError> {
+        Err(StoreError::Unavailable("connection refused".into()).into())
+    }
 }
 
 fn limiter(store: Arc<dyn Store>, options: LimiterOptions) -> RateLimiter {

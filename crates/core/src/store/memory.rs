@@ -22,7 +22,7 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use async_trait::async_trait;
 use parking_lot::Mutex;
 
-use super::{Answer, Op, Store, StoreError};
+use super::{Answer, Op, PrefixReset, ResetError, Store, StoreError};
 use crate::algorithm::Decision;
 use crate::clock::Timestamp;
 use shard::Shard;
@@ -162,6 +162,20 @@ impl MemoryStore {
         removed
     }
 
+    /// Forgets the key of `op` (in its algorithm's map): true when it was held.
+    pub fn remove(&self, op: &Op) -> bool {
+        let id = self.id(&op.key);
+        let removed = self.shards[(id.check as usize) % SHARDS]
+            .lock()
+            .remove(id, op.spec.algorithm);
+        if removed {
+            self.len.fetch_sub(1, Ordering::Relaxed);
+            self.bytes
+                .fetch_sub(cost(op.spec.algorithm), Ordering::Relaxed);
+        }
+        removed
+    }
+
     /// Applies one op; when the store is full, sweeps every shard (rate-limited) and tries again.
     fn apply_one(&self, op: &Op, now: Timestamp) -> Result<Decision, StoreError> {
         match self.apply_in_shard(op, now) {
@@ -256,7 +270,26 @@ impl Store for MemoryStore {
             .map(|op| self.apply_one(op, now).map(Answer::Decided))
             .collect()
     }
+
+    async fn reset(&self, ops: &[Op], _now: Timestamp) -> Result<u64, StoreError> {
+        Ok(ops.iter().filter(|op| self.remove(op)).count() as u64)
+    }
+
+    /// Refused: a key is held as a hash of its text (see `slots`), so no key can be found by
+    /// the beginning of its text.
+    async fn reset_prefix(
+        &self,
+        _prefix: &str,
+        _max_keys: usize,
+        _now: Timestamp,
+    ) -> Result<PrefixReset, ResetError> {
+        Err(ResetError::Unsupported(NO_PREFIX.to_string()))
+    }
 }
+
+/// Why the memory store refuses prefix resets.
+pub const NO_PREFIX: &str = "the embedded memory store keeps a hash of each key, not its text, \
+     so it cannot find keys by prefix: reset by descriptor instead";
 
 #[cfg(test)]
 mod tests;

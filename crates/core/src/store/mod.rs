@@ -117,16 +117,38 @@ pub enum StoreError {
     Unavailable(String),
 }
 
+/// What a prefix reset ([`Store::reset_prefix`]) did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct PrefixReset {
+    /// Keys removed.
+    pub reset: u64,
+    /// True when keys under the prefix may remain: the call stopped at its bound (`max_keys`,
+    /// or the scan's own budget). Calling again continues.
+    pub more: bool,
+}
+
+/// Why a reset did not run.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ResetError {
+    /// This store cannot do it at all (`.0` says why, for the caller); nothing was changed.
+    #[error("{0}")]
+    Unsupported(String),
+    /// The backend failed; part of the keys may have been removed.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
 /// A place where limit state lives. Object-safe: the server holds an `Arc<dyn Store>`.
 ///
-/// Only [`Store::apply`] is required. The limiter sends all ops of one request in one batch:
+/// [`Store::apply`] and the two resets are required (an operator's reset must work on every
+/// store, or say why it cannot). The limiter sends all ops of one request in one batch:
 ///
 /// ```
 /// use std::sync::Arc;
 /// use std::sync::atomic::{AtomicUsize, Ordering};
 ///
 /// use async_trait::async_trait;
-/// use ratelimitd_core::store::{Answer, Op};
+/// use ratelimitd_core::store::{Answer, Op, PrefixReset, ResetError};
 /// use ratelimitd_core::{
 ///     Code, CompileOptions, ConfigFile, Descriptor, LimiterOptions, ManualClock, MemoryStore,
 ///     RateLimiter, Request, Store, StoreError, Timestamp, compile,
@@ -144,6 +166,19 @@ pub enum StoreError {
 ///     async fn apply(&self, ops: &[Op], now: Timestamp) -> Result<Vec<Answer>, StoreError> {
 ///         self.batches.fetch_add(1, Ordering::Relaxed);
 ///         self.inner.apply(ops, now).await
+///     }
+///
+///     async fn reset(&self, ops: &[Op], now: Timestamp) -> Result<u64, StoreError> {
+///         self.inner.reset(ops, now).await
+///     }
+///
+///     async fn reset_prefix(
+///         &self,
+///         prefix: &str,
+///         max_keys: usize,
+///         now: Timestamp,
+///     ) -> Result<PrefixReset, ResetError> {
+///         self.inner.reset_prefix(prefix, max_keys, now).await
 ///     }
 /// }
 ///
@@ -179,6 +214,23 @@ pub trait Store: Send + Sync + std::fmt::Debug + 'static {
     /// per op in the same order; an op whose backend could not answer gets
     /// [`Answer::Unavailable`] (Redis, per target). An error means no op was answered.
     async fn apply(&self, ops: &[Op], now: Timestamp) -> Result<Vec<Answer>, StoreError>;
+
+    /// Forgets the state of every op's key (`op.key`; `hits` and the rest are ignored) at `now`,
+    /// whatever its algorithm: a window's count, a bucket, a log, a concurrency limit's slots.
+    /// What this instance holds for those keys goes too (its local over-limit cache entry and
+    /// its lease, whose reserved hits are dropped rather than given back). Returns how many of
+    /// the keys held state. The next request on a key starts fresh.
+    async fn reset(&self, ops: &[Op], now: Timestamp) -> Result<u64, StoreError>;
+
+    /// Forgets every key starting with `prefix` (as [`Store::reset`] does for one key), at most
+    /// `max_keys` of them per call, each step bounded. [`ResetError::Unsupported`] when this store
+    /// cannot find keys by their text (nothing is changed then).
+    async fn reset_prefix(
+        &self,
+        prefix: &str,
+        max_keys: usize,
+        now: Timestamp,
+    ) -> Result<PrefixReset, ResetError>;
 
     /// Whether the store can currently serve (for health checks).
     fn is_healthy(&self) -> bool {

@@ -82,6 +82,11 @@ pub(super) fn lines(
             line("breakers", open.join(", "), true)
         });
     }
+    if let Some(read) = &i.store_nodes {
+        for (text, bad) in read() {
+            out.push(line("store node", escape(&text), bad));
+        }
+    }
     if let Some(read) = &i.fleet {
         let (text, degraded) = read();
         out.push(line("fleet", escape(&text), degraded));

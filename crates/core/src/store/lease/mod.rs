@@ -256,6 +256,29 @@ impl Leases {
             .collect()
     }
 
+    /// Drops this instance's lease on `key` and any unspent hits put aside for it, without giving
+    /// them back: the counter they were reserved from was just reset. True when one was held.
+    pub fn forget(&self, key: &str) -> bool {
+        let shard = self.shard(key);
+        let mut table = self.table[shard].lock();
+        let leased = table.remove(key).is_some();
+        let outdated = self.outdated[shard].lock().remove(key).is_some();
+        leased || outdated
+    }
+
+    /// [`Leases::forget`] for every key starting with `prefix`; how many were held.
+    pub fn forget_prefix(&self, prefix: &str) -> usize {
+        let mut n = 0;
+        for (table, outdated) in self.table.iter().zip(&self.outdated) {
+            let mut table = table.lock();
+            let before = table.len();
+            table.retain(|k, _| !k.starts_with(prefix));
+            n += before - table.len();
+            outdated.lock().retain(|k, _| !k.starts_with(prefix));
+        }
+        n
+    }
+
     /// Hits held on every key now (tests).
     pub fn held(&self) -> u64 {
         (self.table.iter())

@@ -181,3 +181,28 @@ fn a_token_bucket_lease_serves_until_its_ttl_then_goes_back() {
     );
     assert_eq!(leases.held(), 0);
 }
+
+#[test]
+fn a_forgotten_lease_serves_nothing_and_gives_nothing_back() {
+    let leases = Leases::new(0);
+    let on = |key: &str| Op {
+        key: key.into(),
+        ..op(1000, Some(10))
+    };
+    let (a, b) = (on("tenant_a"), on("tenant_b"));
+    for o in [&a, &b] {
+        assert_eq!(leases.serve(o, at(600)), Serve::Reserve);
+        leases.granted(o, &answer(o, 1, at(600)), 10, at(600));
+    }
+    assert!(matches!(leases.serve(&a, at(601)), Serve::Served(_)));
+    assert!(leases.forget(&a.key));
+    assert!(!leases.forget(&a.key), "held once");
+    assert_eq!(
+        leases.serve(&a, at(601)),
+        Serve::Reserve,
+        "no lease left on a"
+    );
+    assert_eq!(leases.forget_prefix("tenant_"), 1);
+    assert_eq!(leases.held(), 0);
+    assert!(leases.drain(at(601)).is_empty(), "nothing to give back");
+}

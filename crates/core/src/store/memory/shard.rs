@@ -73,6 +73,11 @@ impl Shard {
         self.token.wide.len() + self.sliding.wide.len() + self.leaky.wide.len()
     }
 
+    /// Drops the key `id` of `algorithm`'s map: true when it was held (expired or not).
+    pub(super) fn remove(&mut self, id: KeyId, algorithm: Algorithm) -> bool {
+        on_map!(self, algorithm, remove(id))
+    }
+
     /// Drops every key that expired at or before `now`: how many, and their [`cost`] in bytes.
     pub(super) fn sweep(&mut self, now: Timestamp) -> (usize, usize) {
         let mut total = (0, 0);
@@ -155,6 +160,11 @@ fn insert<S: Slot, W: Slot>(keys: &mut Keys<S, W>, id: KeyId, op: &Op, now: Time
         }
     }
     d
+}
+
+fn remove<S: Slot, W: Slot>(keys: &mut Keys<S, W>, id: KeyId) -> bool {
+    // A key is in one of the two maps, never both.
+    keys.slots.remove(&id).is_some() || keys.wide.remove(&id).is_some()
 }
 
 fn sweep<S: Slot, W: Slot>(keys: &mut Keys<S, W>, now: Timestamp) -> usize {

@@ -223,3 +223,23 @@ proptest::proptest! {
         }
     }
 }
+
+#[tokio::test]
+async fn a_reset_key_starts_fresh_and_frees_its_room() {
+    let s = MemoryStore::new(2);
+    s.apply(&[op("a", 2, 60), op("a", 2, 60), op("b", 2, 60)], at(0))
+        .await
+        .unwrap();
+    let over = s.apply(&[op("a", 2, 60)], at(1)).await.unwrap();
+    assert!(over[0].decision().unwrap().over_limit);
+    assert_eq!(
+        s.reset(&[op("a", 2, 60), op("c", 2, 60)], at(1)).await,
+        Ok(1)
+    );
+    assert_eq!(s.len(), 1, "only b is left");
+    let fresh = s.apply(&[op("a", 2, 60)], at(2)).await.unwrap();
+    assert_eq!(fresh[0].decision().unwrap().after, 1);
+    assert!(!fresh[0].decision().unwrap().over_limit);
+    let prefix = s.reset_prefix("a", 10, at(2)).await.unwrap_err();
+    assert!(prefix.to_string().contains("hash of each key"), "{prefix}");
+}
