@@ -71,6 +71,21 @@ pub enum Subcmd {
     /// Ask a running instance which limits, overrides and counters apply to a request, and its
     /// recent violations (POST /v1/explain on the admin listener; counts no hit).
     Explain(ExplainArgs),
+    /// Set up the DynamoDB store's table (`BACKEND_TYPE=dynamodb`).
+    Dynamodb {
+        /// What to do.
+        #[command(subcommand)]
+        action: DynamodbAction,
+    },
+}
+
+/// `ratelimitd dynamodb ...`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Subcommand)]
+pub enum DynamodbAction {
+    /// Create the table `DYNAMODB_TABLE` (key `k`, on-demand billing) in `DYNAMODB_REGION` (or
+    /// at `DYNAMODB_ENDPOINT`) and enable TTL on its attribute `e`; on an existing table, only
+    /// make sure TTL is on.
+    CreateTable,
 }
 
 /// What the binary should do.
@@ -87,6 +102,8 @@ pub enum Command {
     },
     /// Explain a request on a running instance.
     Explain(ExplainArgs),
+    /// Create the DynamoDB store's table.
+    DynamodbCreateTable,
 }
 
 impl Cli {
@@ -114,6 +131,9 @@ impl Cli {
                 merge_domains: *merge_domain_config,
             },
             Some(Subcmd::Explain(args)) => Command::Explain(args.clone()),
+            Some(Subcmd::Dynamodb {
+                action: DynamodbAction::CreateTable,
+            }) => Command::DynamodbCreateTable,
         }
     }
 
