@@ -101,9 +101,11 @@ pub(super) async fn store(
         // The settings refuse BACKEND_TYPE=dynamodb in a build without the store.
         #[cfg(not(feature = "dynamodb"))]
         Backend::Dynamodb => {
-            return Err(AppError::Store(ratelimitd_core::store::StoreError::Unavailable(
-                "this build has no DynamoDB store (feature dynamodb)".into(),
-            )));
+            return Err(AppError::Store(
+                ratelimitd_core::store::StoreError::Unavailable(
+                    "this build has no DynamoDB store (feature dynamodb)".into(),
+                ),
+            ));
         }
         Backend::Memcache => {
             let memcache = MemcacheStore::new(

@@ -32,9 +32,11 @@ pub(super) fn backend(s: &str) -> Result<Option<Backend>, String> {
         "redis" => Ok(Some(Backend::Redis)),
         "memcache" => Ok(Some(Backend::Memcache)),
         "dynamodb" if cfg!(feature = "dynamodb") => Ok(Some(Backend::Dynamodb)),
-        "dynamodb" => Err("this build has no DynamoDB store; build with `--features dynamodb` \
+        "dynamodb" => Err(
+            "this build has no DynamoDB store; build with `--features dynamodb` \
                            (the project's image has it)"
-            .into()),
+                .into(),
+        ),
         _ => Err("expected redis, memcache, dynamodb or memory".into()),
     }
 }

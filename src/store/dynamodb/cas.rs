@@ -92,7 +92,7 @@ impl DynamoStore {
                 .expression_attribute_names("#v", item::VERSION)
                 .expression_attribute_values(":v", item::n(v)),
         };
-        call.send().await.map_err(classify)?;
+        call.send().await.map_err(|e| classify(&e))?;
         Ok(())
     }
 }

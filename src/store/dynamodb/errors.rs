@@ -41,17 +41,20 @@ pub(super) fn classify_code(code: Option<&str>, text: impl FnOnce() -> String) -
 }
 
 /// The error code of an SDK error (service errors only) and its full text.
-pub(super) fn code_and_text<E, R>(e: SdkError<E, R>) -> (Option<String>, String)
+pub(super) fn code_and_text<E, R>(e: &SdkError<E, R>) -> (Option<String>, String)
 where
     E: ProvideErrorMetadata + std::error::Error + 'static,
     R: std::fmt::Debug,
 {
-    (e.code().map(str::to_owned), DisplayErrorContext(&e).to_string())
+    (
+        e.code().map(str::to_owned),
+        DisplayErrorContext(&e).to_string(),
+    )
 }
 
 /// Classifies an SDK error (service errors by their code; timeouts, dispatch and response
 /// failures are DynamoDB not serving the call).
-pub(super) fn classify<E, R>(e: SdkError<E, R>) -> Failure
+pub(super) fn classify<E, R>(e: &SdkError<E, R>) -> Failure
 where
     E: ProvideErrorMetadata + std::error::Error + 'static,
     R: std::fmt::Debug,
@@ -77,8 +80,15 @@ mod tests {
                 other => panic!("{code}: {other:?}"),
             }
         }
-        for code in [Some("ResourceNotFoundException"), Some("AccessDeniedException"), None] {
-            assert!(matches!(classify_code(code, text), Failure::Down(_)), "{code:?}");
+        for code in [
+            Some("ResourceNotFoundException"),
+            Some("AccessDeniedException"),
+            None,
+        ] {
+            assert!(
+                matches!(classify_code(code, text), Failure::Down(_)),
+                "{code:?}"
+            );
         }
     }
 
@@ -88,9 +98,9 @@ mod tests {
         use aws_sdk_dynamodb::operation::update_item::UpdateItemError;
         type E = SdkError<UpdateItemError, HttpResponse>;
         let timeout = E::timeout_error("operation timed out");
-        assert!(matches!(classify(timeout), Failure::Down(t) if t.contains("timed out")));
+        assert!(matches!(classify(&timeout), Failure::Down(t) if t.contains("timed out")));
         let io = std::io::Error::new(std::io::ErrorKind::ConnectionRefused, "refused");
         let dispatch = E::dispatch_failure(aws_sdk_dynamodb::error::ConnectorError::io(io.into()));
-        assert!(matches!(classify(dispatch), Failure::Down(_)));
+        assert!(matches!(classify(&dispatch), Failure::Down(_)));
     }
 }

@@ -18,7 +18,9 @@ use ratelimitd_core::store::Op;
 
 /// The count of an item (0 when absent).
 fn count_of(found: Option<&item::Item>) -> u64 {
-    found.and_then(|i| item::number(i, item::COUNT)).unwrap_or(0)
+    found
+        .and_then(|i| item::number(i, item::COUNT))
+        .unwrap_or(0)
 }
 
 impl DynamoStore {
@@ -26,7 +28,10 @@ impl DynamoStore {
     pub(super) async fn fixed(&self, op: &Op, now: Timestamp) -> Result<Decision, Failure> {
         let spec = &op.spec;
         let decide = |before: u64, after: u64| {
-            let (before, after) = (before.min(fixed_window::MAX_COUNT), after.min(fixed_window::MAX_COUNT));
+            let (before, after) = (
+                before.min(fixed_window::MAX_COUNT),
+                after.min(fixed_window::MAX_COUNT),
+            );
             fixed_window::decide(before, after, spec.limit, spec.window, now)
         };
         if op.refund {
@@ -79,7 +84,7 @@ impl DynamoStore {
                 .condition_expression("attribute_not_exists(#n) OR #n <= :room")
                 .expression_attribute_values(":room", item::n(room));
         }
-        let out = call.send().await.map_err(classify)?;
+        let out = call.send().await.map_err(|e| classify(&e))?;
         out.attributes()
             .and_then(|a| item::number(a, item::COUNT))
             .ok_or_else(|| Failure::Unreadable("UpdateItem returned no count".into()))
@@ -92,7 +97,13 @@ impl DynamoStore {
             let count = count_of(self.read(&op.key, &[item::COUNT]).await?.as_ref());
             let taken = count.min(op.hits);
             if taken == 0 {
-                return Ok(fixed_window::decide_refund(count, count, spec.limit, spec.window, now));
+                return Ok(fixed_window::decide_refund(
+                    count,
+                    count,
+                    spec.limit,
+                    spec.window,
+                    now,
+                ));
             }
             let out = self
                 .client
@@ -107,14 +118,20 @@ impl DynamoStore {
                 .return_values(ReturnValue::UpdatedNew)
                 .send()
                 .await
-                .map_err(classify);
+                .map_err(|e| classify(&e));
             match out {
                 Ok(out) => {
                     let after = (out.attributes())
                         .and_then(|a| item::number(a, item::COUNT))
                         .unwrap_or(count - taken);
                     let before = after.saturating_add(taken);
-                    return Ok(fixed_window::decide_refund(before, after, spec.limit, spec.window, now));
+                    return Ok(fixed_window::decide_refund(
+                        before,
+                        after,
+                        spec.limit,
+                        spec.window,
+                        now,
+                    ));
                 }
                 Err(Failure::Conflict) => {}
                 Err(e) => return Err(e),

@@ -94,7 +94,10 @@ mod tests {
     #[test]
     fn states_read_back_as_written() {
         let states = [
-            AlgorithmState::TokenBucket(TokenBucketState { last: 7, debt: u64::MAX }),
+            AlgorithmState::TokenBucket(TokenBucketState {
+                last: 7,
+                debt: u64::MAX,
+            }),
             AlgorithmState::LeakyBucket(LeakyBucketState { tat: 1, frac: 0 }),
             AlgorithmState::SlidingWindow(SlidingWindowState {
                 window_start: 1_700_000_000,

@@ -56,7 +56,12 @@ impl DynamoStore {
             timeout: d.response_timeout,
             jitter_max_secs: shared.expiration_jitter_max_seconds,
             breaker: (r.breaker_failures > 0).then(|| {
-                Breaker::new(TARGET, r.breaker_failures, r.breaker_cooldown, clock.clone())
+                Breaker::new(
+                    TARGET,
+                    r.breaker_failures,
+                    r.breaker_cooldown,
+                    clock.clone(),
+                )
             }),
             local_cache: OverLimitCache::with_bytes(shared.local_cache_size_in_bytes),
             healthy: AtomicBool::new(true),
@@ -130,7 +135,7 @@ impl DynamoStore {
             .projection_expression(projection.join(", "))
             .send()
             .await
-            .map_err(classify)?;
+            .map_err(|e| classify(&e))?;
         Ok(out.item)
     }
 }
@@ -147,7 +152,10 @@ impl Store for DynamoStore {
         let mut answers: Vec<Option<Answer>> = vec![None; ops.len()];
         let mut to_call = Vec::with_capacity(ops.len());
         for (i, op) in ops.iter().enumerate() {
-            if matches!(op.spec.algorithm, Algorithm::SlidingLog | Algorithm::Concurrency) {
+            if matches!(
+                op.spec.algorithm,
+                Algorithm::SlidingLog | Algorithm::Concurrency
+            ) {
                 // Refused at config load; one arriving anyway (an override) is not counted.
                 tracing::warn!(key = %op.key, algorithm = op.spec.algorithm.name(), "not available with BACKEND_TYPE=dynamodb");
                 answers[i] = Some(Answer::Unavailable {

@@ -5,12 +5,13 @@
 use std::time::Duration;
 
 use aws_sdk_dynamodb::types::{
-    AttributeDefinition, BillingMode, KeySchemaElement, KeyType, ScalarAttributeType,
-    TableStatus, TimeToLiveSpecification,
+    AttributeDefinition, BillingMode, KeySchemaElement, KeyType, ScalarAttributeType, TableStatus,
+    TimeToLiveSpecification,
 };
 
 use super::errors::code_and_text;
 use super::{DynamoSettings, client, item};
+use ratelimitd_core::clock::Stopwatch;
 use ratelimitd_core::store::StoreError;
 
 /// How long the table may take to become active.
@@ -38,30 +39,45 @@ pub(crate) async fn create_table(s: &DynamoSettings) -> Result<String, StoreErro
     let created = client
         .create_table()
         .table_name(table)
-        .attribute_definitions(attr(ScalarAttributeType::S).map_err(|e| failed("creation", table, e))?)
+        .attribute_definitions(
+            attr(ScalarAttributeType::S).map_err(|e| failed("creation", table, e))?,
+        )
         .key_schema(key.map_err(|e| failed("creation", table, e))?)
         .billing_mode(BillingMode::PayPerRequest)
         .send()
         .await;
-    match created.map_err(code_and_text) {
-        Ok(_) => done.push(format!("created table {table} (key {}: string, on demand)", item::KEY)),
+    match created.map_err(|e| code_and_text(&e)) {
+        Ok(_) => done.push(format!(
+            "created table {table} (key {}: string, on demand)",
+            item::KEY
+        )),
         Err((Some(code), _)) if code == "ResourceInUseException" => {
             done.push(format!("table {table} already exists"));
         }
         Err((_, e)) => return Err(failed("creation", table, e)),
     }
-    let deadline = tokio::time::Instant::now() + ACTIVE_WITHIN;
+    let watch = Stopwatch::start();
     loop {
         let described = client.describe_table().table_name(table).send().await;
         let status = described
-            .map_err(|e| failed("DescribeTable", table, aws_sdk_dynamodb::error::DisplayErrorContext(e)))?
+            .map_err(|e| {
+                failed(
+                    "DescribeTable",
+                    table,
+                    aws_sdk_dynamodb::error::DisplayErrorContext(e),
+                )
+            })?
             .table
             .and_then(|t| t.table_status);
         if status == Some(TableStatus::Active) {
             break;
         }
-        if tokio::time::Instant::now() >= deadline {
-            return Err(failed("activation", table, format!("still {status:?} after {ACTIVE_WITHIN:?}")));
+        if watch.elapsed() >= ACTIVE_WITHIN {
+            return Err(failed(
+                "activation",
+                table,
+                format!("still {status:?} after {ACTIVE_WITHIN:?}"),
+            ));
         }
         tokio::time::sleep(Duration::from_millis(500)).await;
     }
@@ -76,11 +92,14 @@ pub(crate) async fn create_table(s: &DynamoSettings) -> Result<String, StoreErro
         .time_to_live_specification(ttl)
         .send()
         .await;
-    match enabled.map_err(code_and_text) {
+    match enabled.map_err(|e| code_and_text(&e)) {
         Ok(_) => done.push(format!("TTL enabled on attribute {}", item::EXPIRES)),
         // DynamoDB refuses to enable TTL twice.
         Err((_, e)) if e.contains("already enabled") => {
-            done.push(format!("TTL already enabled on attribute {}", item::EXPIRES));
+            done.push(format!(
+                "TTL already enabled on attribute {}",
+                item::EXPIRES
+            ));
         }
         // A local stand-in without the TTL API (dynalite): the store still reads expired items
         // as absent; nothing deletes them.

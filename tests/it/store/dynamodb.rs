@@ -30,7 +30,12 @@ fn random_op(rng: &mut fastrand::Rng, algorithm: Algorithm, now: Timestamp, case
         window,
         burst: rng.u64(0..8),
     };
-    let mut key = format!("{case}:{}:{}:{}", algorithm.key_tag(), window.secs(), rng.u8(..2));
+    let mut key = format!(
+        "{case}:{}:{}:{}",
+        algorithm.key_tag(),
+        window.secs(),
+        rng.u8(..2)
+    );
     if algorithm == Algorithm::FixedWindow {
         key += &format!(":{}", window_start(window, now));
     }
@@ -40,7 +45,11 @@ fn random_op(rng: &mut fastrand::Rng, algorithm: Algorithm, now: Timestamp, case
         spec,
         hits: rng.u64(0..4),
         refund: kind == 0,
-        max_wait: if kind == 1 { Duration::from_secs(rng.u64(0..30)) } else { Duration::ZERO },
+        max_wait: if kind == 1 {
+            Duration::from_secs(rng.u64(0..30))
+        } else {
+            Duration::ZERO
+        },
         lease: Some(0),
         holder: String::new(),
         only_admitted: kind == 2,
@@ -87,7 +96,11 @@ async fn memory_and_dynamodb_decide_identically() {
 
 /// The settings of a ratelimitd process on `d`: the manual clock and `config` in a fresh dir
 /// (kept alive by the returned handle).
-fn fleet_env(d: &Dynalite, config: &str, extra: &[(&str, &str)]) -> (tempfile::TempDir, Vec<(String, String)>) {
+fn fleet_env(
+    d: &Dynalite,
+    config: &str,
+    extra: &[(&str, &str)],
+) -> (tempfile::TempDir, Vec<(String, String)>) {
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join("c.yaml"), config).unwrap();
     let mut env = d.env();
@@ -142,25 +155,39 @@ async fn three_instances_on_one_table_admit_exactly_the_limit() {
     std::fs::write(dir.path().join("b.yaml"), bucket).unwrap();
     let fleet: Vec<_> = (0..3).map(|_| spawn(&env)).collect();
     let (ok, over, failed) = burst(&fleet, "fw", 40).await;
-    assert_eq!((ok, over, failed), (50, 70, 0), "exactly the limit, across three instances");
+    assert_eq!(
+        (ok, over, failed),
+        (50, 70, 0),
+        "exactly the limit, across three instances"
+    );
     // A request that loses every race answers by `deny`: refused, and its tokens never taken.
     // So the burst admits at most 30, and what it left is still in the bucket, to the token:
     // requests one at a time (no race) take exactly the rest.
     let (ok, over, failed) = burst(&fleet, "tb", 40).await;
-    assert!(ok <= 30 && failed == 0, "{ok} admitted, {over} refused, {failed} failed");
+    assert!(
+        ok <= 30 && failed == 0,
+        "{ok} admitted, {over} refused, {failed} failed"
+    );
     let mut client = RateLimitServiceClient::connect(format!("http://{}", fleet[0].grpc_addr))
         .await
         .unwrap();
     let mut rest = 0;
     loop {
-        let r = client.should_rate_limit(request("tb", &[&[("k", "v")]])).await.unwrap();
+        let r = client
+            .should_rate_limit(request("tb", &[&[("k", "v")]]))
+            .await
+            .unwrap();
         if overall(r.get_ref()) != Code::Ok {
             break;
         }
         rest += 1;
         assert!(rest <= 30, "never more than the burst");
     }
-    assert_eq!(ok + rest, 30, "exactly the burst: {ok} in the rush, {rest} after");
+    assert_eq!(
+        ok + rest,
+        30,
+        "exactly the burst: {ok} in the rush, {rest} after"
+    );
 }
 
 /// With dynalite stopped (SIGSTOP: connections hang, as a partitioned endpoint), each limit
@@ -172,30 +199,51 @@ async fn a_stalled_table_is_answered_by_each_limits_failure_mode_in_time() {
     require!(Dynalite);
     let d = Dynalite::start("outage");
     let config = "domain: d\ndescriptors:\n  - key: open\n    rate_limit: {unit: minute, requests_per_unit: 1, failure_mode: allow}\n  - key: closed\n    rate_limit: {unit: minute, requests_per_unit: 1, failure_mode: deny}\n  - key: strict\n    rate_limit: {unit: minute, requests_per_unit: 1}\n";
-    let extra = [("DYNAMODB_RESPONSE_TIMEOUT", "300ms"), ("REDIS_BREAKER_FAILURES", "0")];
+    let extra = [
+        ("DYNAMODB_RESPONSE_TIMEOUT", "300ms"),
+        ("REDIS_BREAKER_FAILURES", "0"),
+    ];
     let (_dir, env) = fleet_env(&d, config, &extra);
     let p = spawn(&env);
     let mut client = RateLimitServiceClient::connect(format!("http://{}", p.grpc_addr))
         .await
         .unwrap();
     let readyz = || async {
-        let r = reqwest::get(format!("http://{}/readyz", p.http_addr)).await.unwrap();
+        let r = reqwest::get(format!("http://{}/readyz", p.http_addr))
+            .await
+            .unwrap();
         (r.status().as_u16(), r.text().await.unwrap())
     };
     assert_eq!(readyz().await.0, 200);
-    let strict = client.should_rate_limit(request("d", &[&[("strict", "x")]])).await.unwrap();
-    assert_eq!(overall(&strict.into_inner()), Code::Ok, "decided while dynalite runs");
+    let strict = client
+        .should_rate_limit(request("d", &[&[("strict", "x")]]))
+        .await
+        .unwrap();
+    assert_eq!(
+        overall(&strict.into_inner()),
+        Code::Ok,
+        "decided while dynalite runs"
+    );
 
     d.signal("-STOP");
-    for (value, expected) in [("open", Some(Code::Ok)), ("closed", Some(Code::OverLimit)), ("strict", None)] {
+    for (value, expected) in [
+        ("open", Some(Code::Ok)),
+        ("closed", Some(Code::OverLimit)),
+        ("strict", None),
+    ] {
         let watch = Stopwatch::start();
-        let r = client.should_rate_limit(request("d", &[&[(value, "y")]])).await;
+        let r = client
+            .should_rate_limit(request("d", &[&[(value, "y")]]))
+            .await;
         let took = watch.elapsed();
         match expected {
             Some(code) => assert_eq!(overall(&r.unwrap().into_inner()), code, "{value}"),
             None => assert_eq!(r.unwrap_err().code(), tonic::Code::Unavailable, "{value}"),
         }
-        assert!(took < Duration::from_secs(2), "{value}: answered in {took:?}, within the timeout");
+        assert!(
+            took < Duration::from_secs(2),
+            "{value}: answered in {took:?}, within the timeout"
+        );
     }
     let watch = Stopwatch::start();
     let mut body = readyz().await;
@@ -204,7 +252,11 @@ async fn a_stalled_table_is_answered_by_each_limits_failure_mode_in_time() {
         body = readyz().await;
     }
     assert_eq!(body.0, 503, "{body:?}");
-    assert!(body.1.contains("DynamoDB not answering") && body.1.contains("DYNAMODB_TABLE=outage"), "{}", body.1);
+    assert!(
+        body.1.contains("DynamoDB not answering") && body.1.contains("DYNAMODB_TABLE=outage"),
+        "{}",
+        body.1
+    );
 
     d.signal("-CONT");
     let watch = Stopwatch::start();
@@ -212,7 +264,10 @@ async fn a_stalled_table_is_answered_by_each_limits_failure_mode_in_time() {
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
     assert_eq!(readyz().await.0, 200, "ready again");
-    let r = client.should_rate_limit(request("d", &[&[("strict", "z")]])).await.unwrap();
+    let r = client
+        .should_rate_limit(request("d", &[&[("strict", "z")]]))
+        .await
+        .unwrap();
     assert_eq!(overall(&r.into_inner()), Code::Ok);
 }
 
@@ -228,7 +283,13 @@ fn sliding_logs_and_concurrency_limits_are_refused_at_load() {
     let out = refused(&vars);
     let err = stderr(&out);
     assert!(!out.status.success(), "refused to start: {err}");
-    for says in ["d.log", "sliding_log", "d.slots", "concurrency", "BACKEND_TYPE=dynamodb"] {
+    for says in [
+        "d.log",
+        "sliding_log",
+        "d.slots",
+        "concurrency",
+        "BACKEND_TYPE=dynamodb",
+    ] {
         assert!(err.contains(says), "names {says}: {err}");
     }
 }

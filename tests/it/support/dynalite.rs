@@ -112,7 +112,10 @@ impl Dynalite {
         let guard = self.child.id().to_string();
         let out = Command::new("pgrep").args(["-P", &guard]).output().unwrap();
         let pids = String::from_utf8_lossy(&out.stdout);
-        let pid = pids.split_whitespace().next().expect("dynalite runs under its guard");
+        let pid = pids
+            .split_whitespace()
+            .next()
+            .expect("dynalite runs under its guard");
         super::process::kill(signal, pid);
     }
 }
