@@ -16,13 +16,14 @@ FROM docker.io/library/rust:1.95-bookworm AS build
 WORKDIR /src
 COPY . .
 # The protobuf compiler is vendored (build.rs), so the build needs nothing beyond the Rust image.
+# The image carries every store, DynamoDB's (feature `dynamodb`) included.
 # The cached target/ may hold this workspace's crates built from another checkout later than
 # these files were last written; cargo decides what to rebuild by modification times, so the
 # sources are made the newest files first (the dependencies stay cached).
 RUN --mount=type=cache,target=/usr/local/cargo/registry \
     --mount=type=cache,target=/src/target \
     find . -path ./target -prune -o -type f -exec touch {} + \
-    && cargo build --release --locked --bin ratelimitd \
+    && cargo build --release --locked --features dynamodb --bin ratelimitd \
     && mkdir -p /out/usr/local/bin /out/data/ratelimit/config /state \
     && cp target/release/ratelimitd /out/usr/local/bin/ratelimitd \
     && cp examples/config/example.yaml /out/data/ratelimit/config/

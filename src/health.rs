@@ -72,6 +72,9 @@ impl Health {
         if !self.store.is_healthy() {
             why.push(match self.store_target.as_str() {
                 "" => "store: not answering".to_string(),
+                target if target.starts_with("DYNAMODB_") => {
+                    format!("store: DynamoDB not answering ({target})")
+                }
                 target => format!("store: Redis not answering ({target})"),
             });
         }

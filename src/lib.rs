@@ -108,3 +108,20 @@ pub use grpc::pb;
 pub use settings::{Cli, Command, ExplainArgs, ResetArgs, Settings, SettingsError};
 pub use telemetry::{Telemetry, TelemetryError, TelemetryOptions, init as init_telemetry};
 pub use validate::run as validate;
+
+/// `ratelimitd dynamodb create-table`: creates the table `DYNAMODB_TABLE` (in `DYNAMODB_REGION`,
+/// at `DYNAMODB_ENDPOINT` when set) with the key and TTL the DynamoDB store uses, or makes sure
+/// an existing one has TTL on; returns what was done, one line each.
+pub async fn dynamodb_create_table(
+    settings: &Settings,
+) -> Result<String, ratelimitd_core::store::StoreError> {
+    #[cfg(feature = "dynamodb")]
+    return store::dynamodb::create_table(&settings.dynamodb).await;
+    #[cfg(not(feature = "dynamodb"))]
+    {
+        let _ = settings;
+        Err(ratelimitd_core::store::StoreError::Unavailable(
+            "this build has no DynamoDB store; build with `--features dynamodb`".into(),
+        ))
+    }
+}

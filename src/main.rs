@@ -1,5 +1,6 @@
 //! The `ratelimitd` binary: settings → logging → serve until SIGTERM/SIGINT, reloading on SIGHUP
-//! (or `validate` configs, or `explain` a request to a running instance).
+//! (or `validate` configs, `explain` a request to a running instance, or create the DynamoDB
+//! store's table).
 
 use std::process::ExitCode;
 
@@ -65,6 +66,11 @@ async fn serve() -> anyhow::Result<()> {
         std::process::exit(code);
     }
     let settings = Settings::load(&cli, vars).context("invalid settings")?;
+    if cli.command() == Command::DynamodbCreateTable {
+        let done = ratelimitd::dynamodb_create_table(&settings).await?;
+        println!("{done}");
+        return Ok(());
+    }
     let telemetry = ratelimitd::init_telemetry(&settings.telemetry())?;
     let result = ratelimitd::run(&settings).await;
     // The exporter blocks while it sends the last spans: keep that off the async workers.

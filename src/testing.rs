@@ -23,5 +23,7 @@ pub use crate::rlqs::{Board, MemoryBoard, Shared};
 pub use crate::service::Service;
 pub use crate::settings::edges::DEFAULT_CHECK_MAX_BODY_BYTES;
 pub use crate::settings::parse::{go_bool, go_duration, uint_in};
+#[cfg(feature = "dynamodb")]
+pub use crate::store::dynamodb::DynamoStore;
 pub use crate::store::redis::RedisStore;
 pub use crate::xds::pb as xds_pb;

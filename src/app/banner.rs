@@ -49,6 +49,7 @@ impl Banner<'_> {
             Backend::Memory => ("memory", "embedded".to_string()),
             Backend::Redis => ("redis", super::parts::store_target(s)),
             Backend::Memcache => ("memcache", super::parts::store_target(s)),
+            Backend::Dynamodb => ("dynamodb", super::parts::store_target(s)),
         };
         tracing::warn!(
             version = env!("CARGO_PKG_VERSION"),

@@ -82,6 +82,35 @@ pub(super) async fn store(
                 memcache: None,
             }
         }
+        #[cfg(feature = "dynamodb")]
+        Backend::Dynamodb => {
+            let store = crate::store::dynamodb::DynamoStore::new(
+                &settings.dynamodb,
+                &settings.resilience,
+                &settings.redis,
+                clock,
+            )
+            .await
+            .map_err(AppError::Store)?;
+            store.probe().await;
+            if !store.is_healthy() {
+                tracing::warn!(target = %store_target(settings), "DynamoDB does not answer yet; limits answer by their failure_mode until it does");
+            }
+            StoreParts {
+                store: Arc::new(store),
+                memory: None,
+                redis: None,
+            }
+        }
+        // The settings refuse BACKEND_TYPE=dynamodb in a build without the store.
+        #[cfg(not(feature = "dynamodb"))]
+        Backend::Dynamodb => {
+            return Err(AppError::Store(
+                ratelimitd_core::store::StoreError::Unavailable(
+                    "this build has no DynamoDB store (feature dynamodb)".into(),
+                ),
+            ));
+        }
         Backend::Memcache => {
             let memcache = MemcacheStore::new(
                 &settings.memcache,
@@ -136,6 +165,17 @@ pub(super) fn store_target(settings: &Settings) -> String {
         Backend::Memory => "memory".into(),
         Backend::Redis => RedisStore::describe_targets(&settings.redis).join("; "),
         Backend::Memcache => format!("MEMCACHE_HOST_PORT={}", settings.memcache.servers.join(",")),
+        Backend::Dynamodb => {
+            let d = &settings.dynamodb;
+            let mut target = format!("DYNAMODB_TABLE={}", d.table);
+            if let Some(region) = &d.region {
+                target += &format!(" DYNAMODB_REGION={region}");
+            }
+            if let Some(endpoint) = &d.endpoint {
+                target += &format!(" DYNAMODB_ENDPOINT={endpoint}");
+            }
+            target
+        }
     }
 }
 

@@ -124,6 +124,9 @@ pub(super) fn explainer(
 
 /// The backend in words, without credentials: `memory`, or `redis <kind> <address>`.
 fn backend(settings: &Settings) -> String {
+    if settings.backend == Backend::Dynamodb {
+        return format!("dynamodb {}", super::parts::store_target(settings));
+    }
     if settings.backend != Backend::Redis {
         return "memory (embedded)".to_string();
     }

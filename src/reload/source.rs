@@ -72,6 +72,19 @@ impl Restriction {
         by: "BACKEND_TYPE=memcache",
         why: "(memcached can only add to a counter atomically); use fixed_window or BACKEND_TYPE=redis",
     };
+    /// DynamoDB: a sliding log's or a concurrency limit's state grows with the limit, and every
+    /// request would rewrite it whole (an item holds at most 400 KB).
+    pub const DYNAMODB: Restriction = Restriction {
+        allowed: &[
+            Algorithm::FixedWindow,
+            Algorithm::TokenBucket,
+            Algorithm::SlidingWindow,
+            Algorithm::LeakyBucket,
+        ],
+        by: "BACKEND_TYPE=dynamodb",
+        why: "(its state grows with the limit and every request would rewrite it whole); \
+              use sliding_window, token_bucket or leaky_bucket, or BACKEND_TYPE=redis",
+    };
     /// The fleet mode: instances exchange window counts only.
     pub const FLEET: Restriction = Restriction {
         allowed: &[Algorithm::FixedWindow, Algorithm::SlidingWindow],

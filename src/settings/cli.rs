@@ -75,6 +75,21 @@ pub enum Subcmd {
     /// Reset what a client has used on a running instance: the counters of a descriptor, or the
     /// keys under a prefix (POST /v1/counters/reset on the admin listener).
     Reset(ResetArgs),
+    /// Set up the DynamoDB store's table (`BACKEND_TYPE=dynamodb`).
+    Dynamodb {
+        /// What to do.
+        #[command(subcommand)]
+        action: DynamodbAction,
+    },
+}
+
+/// `ratelimitd dynamodb ...`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Subcommand)]
+pub enum DynamodbAction {
+    /// Create the table `DYNAMODB_TABLE` (key `k`, on-demand billing) in `DYNAMODB_REGION` (or
+    /// at `DYNAMODB_ENDPOINT`) and enable TTL on its attribute `e`; on an existing table, only
+    /// make sure TTL is on.
+    CreateTable,
 }
 
 /// What the binary should do.
@@ -93,6 +108,8 @@ pub enum Command {
     Explain(ExplainArgs),
     /// Reset counters on a running instance.
     Reset(ResetArgs),
+    /// Create the DynamoDB store's table.
+    DynamodbCreateTable,
 }
 
 impl Cli {
@@ -121,6 +138,9 @@ impl Cli {
             },
             Some(Subcmd::Explain(args)) => Command::Explain(args.clone()),
             Some(Subcmd::Reset(args)) => Command::Reset(args.clone()),
+            Some(Subcmd::Dynamodb {
+                action: DynamodbAction::CreateTable,
+            }) => Command::DynamodbCreateTable,
         }
     }
 

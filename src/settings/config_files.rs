@@ -27,7 +27,7 @@ impl Settings {
     /// Where the configuration comes from: the `--config`/`RATELIMITD_CONFIG` path, or else the
     /// `RUNTIME_*` discovery; read under `CONFIG_MAX_FILE_BYTES` and `RUNTIME_IGNOREDOTFILES`,
     /// compiled with `MERGE_DOMAIN_CONFIG` and `CALENDAR_TIME_ZONE`; with `BACKEND_TYPE=memcache`, fixed
-    /// windows only; limits with `regions` checked against `REGION`.
+    /// windows only (`dynamodb`: no sliding logs or concurrency limits); limits with `regions` checked against `REGION`.
     pub fn config_source(&self) -> ConfigSource {
         let location = match &self.config_path {
             Some(p) => Location::Path(p.clone()),
@@ -48,6 +48,7 @@ impl Settings {
         };
         let only = match self.backend {
             super::Backend::Memcache => Some(Restriction::MEMCACHE),
+            super::Backend::Dynamodb => Some(Restriction::DYNAMODB),
             _ if self.fleet.is_some() => Some(Restriction::FLEET),
             _ => None,
         };

@@ -23,13 +23,20 @@ pub(super) fn log_level(s: &str) -> Result<LogLevel, String> {
     })
 }
 
-/// `BACKEND_TYPE`: empty (the default backend), `redis`, `memcache` or `memory`, any case.
+/// `BACKEND_TYPE`: empty (the default backend), `redis`, `memcache`, `dynamodb` or `memory`, any
+/// case; `dynamodb` only in a build with the `dynamodb` feature.
 pub(super) fn backend(s: &str) -> Result<Option<Backend>, String> {
     match s.to_ascii_lowercase().as_str() {
         "" => Ok(None),
         "memory" => Ok(Some(Backend::Memory)),
         "redis" => Ok(Some(Backend::Redis)),
         "memcache" => Ok(Some(Backend::Memcache)),
-        _ => Err("expected redis, memcache or memory".into()),
+        "dynamodb" if cfg!(feature = "dynamodb") => Ok(Some(Backend::Dynamodb)),
+        "dynamodb" => Err(
+            "this build has no DynamoDB store; build with `--features dynamodb` \
+                           (the project's image has it)"
+                .into(),
+        ),
+        _ => Err("expected redis, memcache, dynamodb or memory".into()),
     }
 }

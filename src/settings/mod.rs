@@ -4,6 +4,7 @@
 pub(crate) mod admin;
 pub(crate) mod cli;
 mod config_files;
+pub(crate) mod dynamodb;
 pub(crate) mod edges;
 pub(crate) mod fleet;
 pub(crate) mod grpc;
@@ -133,6 +134,8 @@ pub struct Settings {
     pub redis: RedisConfig,
     /// Every `MEMCACHE_*` setting (used when the backend is memcache).
     pub memcache: MemcacheSettings,
+    /// Every `DYNAMODB_*` setting (used when the backend is dynamodb).
+    pub dynamodb: dynamodb::DynamoSettings,
     /// The Redis circuit breakers and the default failure mode (`resilience`).
     pub resilience: Resilience,
     /// `MEMORY_MAX_KEYS`.
@@ -321,6 +324,7 @@ impl Settings {
             backend,
             redis: RedisConfig::from_vars(v)?,
             memcache: memcache::from_vars(v, backend == Backend::Memcache)?,
+            dynamodb: dynamodb::from_vars(v, backend == Backend::Dynamodb)?,
             resilience: resilience::from_vars(v)?,
             memory_max_keys: v.parse("MEMORY_MAX_KEYS", 1_000_000, uint(1, usize::MAX as u64))?
                 as usize,

@@ -16,6 +16,8 @@ pub enum Backend {
     Redis,
     /// Memcached (`MEMCACHE_*`): fixed windows only, Go's keys.
     Memcache,
+    /// Amazon DynamoDB (`DYNAMODB_*`, feature `dynamodb`).
+    Dynamodb,
 }
 
 /// The breaker and fallback settings.

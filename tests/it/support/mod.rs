@@ -11,6 +11,7 @@ pub(crate) mod certs;
 pub(crate) mod chaos;
 pub(crate) mod check;
 pub(crate) mod dockerfile;
+pub(crate) mod dynalite;
 pub(crate) mod envoy;
 pub(crate) mod examples;
 pub(crate) mod fleet;

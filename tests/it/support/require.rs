@@ -1,5 +1,5 @@
 //! The fast tier: a test that needs an external program (Redis, Valkey, memcached, PostgreSQL, Envoy,
-//! Chromium, promtool, podman, schemathesis) starts with `require!(Redis)` (or several: `require!(Redis,
+//! Chromium, promtool, podman, schemathesis, dynalite) starts with `require!(Redis)` (or several: `require!(Redis,
 //! Envoy)`). When the program is there, nothing happens. When it is missing, plain `cargo test`
 //! skips the test, saying so on one line (the test then counts as passed: libtest has no skipped
 //! state), so a machine with only a Rust toolchain still runs the unit and in-process tests; the
@@ -37,11 +37,13 @@ pub(crate) enum Need {
     Podman,
     /// schemathesis: `SCHEMATHESIS_BIN`, else `.venv/bin/schemathesis` (PyPI).
     Schemathesis,
+    /// dynalite (npm), for the DynamoDB store: `DYNALITE_BIN`, else `.npm-tools/`, and `node`.
+    Dynalite,
 }
 
 impl Need {
     /// Every need, in the order `found` caches them.
-    const ALL: [Need; 9] = [
+    const ALL: [Need; 10] = [
         Need::Redis,
         Need::Valkey,
         Need::Memcached,
@@ -51,6 +53,7 @@ impl Need {
         Need::Promtool,
         Need::Podman,
         Need::Schemathesis,
+        Need::Dynalite,
     ];
 
     /// What a reader is told is missing, and how to get it.
@@ -77,6 +80,10 @@ impl Need {
                 "schemathesis",
                 "set SCHEMATHESIS_BIN, or pip install schemathesis into .venv/",
             ),
+            Need::Dynalite => (
+                "dynalite and node",
+                "apt-get install nodejs npm; npm install --prefix .npm-tools dynalite, or set DYNALITE_BIN",
+            ),
         }
     }
 
@@ -99,6 +106,7 @@ impl Need {
             Need::Promtool => on_path("promtool"),
             Need::Podman => on_path("podman") && on_path("runc") && on_path("debootstrap"),
             Need::Schemathesis => schemathesis().is_some(),
+            Need::Dynalite => super::dynalite::dynalite_bin().is_some(),
         }
     }
 }

@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 
-use crate::algorithm::{Decision, LimitSpec};
+use crate::algorithm::{self, Algorithm, AlgorithmState, Decision, LimitSpec};
 use crate::clock::Timestamp;
 
 /// One limit to apply: the key whose state it touches, the limit, and the hits to add.
@@ -46,6 +46,25 @@ pub struct Op {
     /// whatever the state, even past the limit, and never over the limit. A report is never
     /// answered from a lease or the local over-limit cache: it must reach the counter.
     pub report: bool,
+}
+
+impl Op {
+    /// Runs this op's algorithm on `state` (fresh when `None`) at `now`: the one step of a store
+    /// that keeps each key's whole state (the memory store under a lock, DynamoDB under a
+    /// version), so every such store decides as the others do.
+    pub fn run_on(&self, state: &mut Option<AlgorithmState>, now: Timestamp) -> Decision {
+        if self.spec.algorithm == Algorithm::Concurrency {
+            algorithm::hold(state, &self.spec, &self.holder, self.hits, self.refund, now)
+        } else if self.refund {
+            algorithm::refund(state, &self.spec, self.hits, now)
+        } else if self.report {
+            algorithm::report(state, &self.spec, self.hits, now)
+        } else if self.only_admitted {
+            algorithm::admit(state, &self.spec, self.hits, self.max_wait, now)
+        } else {
+            algorithm::shape(state, &self.spec, self.hits, self.max_wait, now)
+        }
+    }
 }
 
 /// What a store answered for one op.

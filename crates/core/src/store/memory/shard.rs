@@ -9,7 +9,7 @@ use crate::algorithm::leaky_bucket::LeakyBucketState;
 use crate::algorithm::sliding_log::SlidingLogState;
 use crate::algorithm::sliding_window::SlidingWindowState;
 use crate::algorithm::token_bucket::TokenBucketState;
-use crate::algorithm::{self, Algorithm, AlgorithmState, Decision};
+use crate::algorithm::{Algorithm, AlgorithmState, Decision};
 use crate::clock::Timestamp;
 use crate::store::Op;
 
@@ -176,15 +176,5 @@ fn sweep<S: Slot, W: Slot>(keys: &mut Keys<S, W>, now: Timestamp) -> usize {
 
 /// Applies or refunds `op` on `state`.
 pub(super) fn run(state: &mut Option<AlgorithmState>, op: &Op, now: Timestamp) -> Decision {
-    if op.spec.algorithm == Algorithm::Concurrency {
-        algorithm::hold(state, &op.spec, &op.holder, op.hits, op.refund, now)
-    } else if op.refund {
-        algorithm::refund(state, &op.spec, op.hits, now)
-    } else if op.report {
-        algorithm::report(state, &op.spec, op.hits, now)
-    } else if op.only_admitted {
-        algorithm::admit(state, &op.spec, op.hits, op.max_wait, now)
-    } else {
-        algorithm::shape(state, &op.spec, op.hits, op.max_wait, now)
-    }
+    op.run_on(state, now)
 }

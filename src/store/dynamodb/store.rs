@@ -1,0 +1,266 @@
+//! The store itself: which path each op takes (the local over-limit cache, a fixed window's
+//! `ADD`, an optimistic update), every op of a request at once under one breaker permit and the
+//! response timeout, and health.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use async_trait::async_trait;
+use aws_sdk_dynamodb::Client;
+use aws_sdk_dynamodb::config::Credentials;
+use aws_sdk_dynamodb::types::AttributeValue;
+use futures_util::future::join_all;
+
+use super::errors::{Failure, classify};
+use super::{DynamoSettings, client, item};
+use crate::store::local_cache::OverLimitCache;
+use crate::store::redis::RedisConfig;
+use crate::store::{Answer, Op, Resilience, Store, StoreError};
+use ratelimitd_core::algorithm::{Algorithm, Decision};
+use ratelimitd_core::clock::{Clock, Timestamp};
+use ratelimitd_core::resilience::{Breaker, Permit};
+
+/// The name of the store's one target (breaker, health, unavailable answers).
+pub(super) const TARGET: &str = "dynamodb";
+
+/// The key of the item [`Store::probe`] reads: never written, so reading it costs half a read unit.
+const PROBE_KEY: &str = "ratelimitd:probe";
+
+/// The DynamoDB-backed store.
+#[derive(Debug)]
+pub struct DynamoStore {
+    pub(super) client: Client,
+    pub(super) table: String,
+    timeout: Duration,
+    pub(super) jitter_max_secs: u64,
+    breaker: Option<Breaker>,
+    local_cache: Option<OverLimitCache>,
+    healthy: AtomicBool,
+}
+
+impl DynamoStore {
+    /// A store on `d`'s table, behind a breaker (`r`) timed by `clock`, with the two Go settings
+    /// it shares with the Redis store: `LOCAL_CACHE_SIZE_IN_BYTES` and
+    /// `EXPIRATION_JITTER_MAX_SECONDS` (read from `shared`). Nothing is called yet:
+    /// [`Store::probe`] checks the table.
+    pub(crate) async fn new(
+        d: &DynamoSettings,
+        r: &Resilience,
+        shared: &RedisConfig,
+        clock: &Arc<dyn Clock>,
+    ) -> Result<DynamoStore, StoreError> {
+        Ok(DynamoStore {
+            client: client::build(d, None).await?,
+            table: d.table.clone(),
+            timeout: d.response_timeout,
+            jitter_max_secs: shared.expiration_jitter_max_seconds,
+            breaker: (r.breaker_failures > 0).then(|| {
+                Breaker::new(
+                    TARGET,
+                    r.breaker_failures,
+                    r.breaker_cooldown,
+                    clock.clone(),
+                )
+            }),
+            local_cache: OverLimitCache::with_bytes(shared.local_cache_size_in_bytes),
+            healthy: AtomicBool::new(true),
+        })
+    }
+
+    /// A store on `table` at `endpoint` (a local stand-in such as dynalite) signing with the
+    /// fixed key `access_key`/`secret`, without breaker, local cache or jitter: for tests.
+    pub async fn local(
+        endpoint: &str,
+        table: &str,
+        access_key: &str,
+        secret: &str,
+    ) -> Result<DynamoStore, StoreError> {
+        let settings = DynamoSettings {
+            table: table.into(),
+            region: Some("us-east-1".into()),
+            endpoint: Some(endpoint.into()),
+            response_timeout: Duration::from_secs(5),
+        };
+        let credentials = Credentials::new(access_key, secret, None, None, "ratelimitd-tests");
+        Ok(DynamoStore {
+            client: client::build(&settings, Some(credentials)).await?,
+            table: settings.table,
+            timeout: settings.response_timeout,
+            jitter_max_secs: 0,
+            breaker: None,
+            local_cache: None,
+            healthy: AtomicBool::new(true),
+        })
+    }
+
+    /// One op against the table.
+    async fn one(&self, op: &Op, now: Timestamp) -> Result<Decision, Failure> {
+        match op.spec.algorithm {
+            Algorithm::FixedWindow => self.fixed(op, now).await,
+            _ => self.cas(op, now).await,
+        }
+    }
+
+    /// `one` within the response timeout.
+    async fn bounded(&self, op: &Op, now: Timestamp) -> Result<Decision, Failure> {
+        match tokio::time::timeout(self.timeout, self.one(op, now)).await {
+            Ok(r) => r,
+            Err(_) => Err(Failure::Down(format!(
+                "no answer within {:?} (DYNAMODB_RESPONSE_TIMEOUT)",
+                self.timeout
+            ))),
+        }
+    }
+
+    /// The attributes `names` of the item of `key`, as a strongly consistent read sees it
+    /// (`None`: absent).
+    pub(super) async fn read(
+        &self,
+        key: &str,
+        names: &[&str],
+    ) -> Result<Option<item::Item>, Failure> {
+        let mut call = self
+            .client
+            .get_item()
+            .table_name(&self.table)
+            .key(item::KEY, AttributeValue::S(key.into()))
+            .consistent_read(true);
+        let mut projection = Vec::with_capacity(names.len());
+        for (i, name) in names.iter().enumerate() {
+            projection.push(format!("#a{i}"));
+            call = call.expression_attribute_names(format!("#a{i}"), *name);
+        }
+        let out = call
+            .projection_expression(projection.join(", "))
+            .send()
+            .await
+            .map_err(|e| classify(&e))?;
+        Ok(out.item)
+    }
+}
+
+/// Whether the local over-limit cache may know `op`'s key: fixed windows that count every hit
+/// (a limit that sheds is over for one class and not another), never a refund or a report.
+fn cacheable(op: &Op) -> bool {
+    op.spec.algorithm == Algorithm::FixedWindow && !op.only_admitted && !op.report
+}
+
+#[async_trait]
+impl Store for DynamoStore {
+    async fn apply(&self, ops: &[Op], now: Timestamp) -> Result<Vec<Answer>, StoreError> {
+        let mut answers: Vec<Option<Answer>> = vec![None; ops.len()];
+        let mut to_call = Vec::with_capacity(ops.len());
+        for (i, op) in ops.iter().enumerate() {
+            if matches!(
+                op.spec.algorithm,
+                Algorithm::SlidingLog | Algorithm::Concurrency
+            ) {
+                // Refused at config load; one arriving anyway (an override) is not counted.
+                tracing::warn!(key = %op.key, algorithm = op.spec.algorithm.name(), "not available with BACKEND_TYPE=dynamodb");
+                answers[i] = Some(Answer::Unavailable {
+                    target: TARGET,
+                    breaker_open: false,
+                });
+                continue;
+            }
+            let cached = (self.local_cache.as_ref())
+                .filter(|_| cacheable(op) && !op.refund)
+                .and_then(|c| c.over_until(&op.key, now));
+            match cached {
+                Some(until) => answers[i] = Some(Answer::CachedOver { until }),
+                None => to_call.push(i),
+            }
+        }
+        if to_call.is_empty() {
+            return ratelimitd_core::store::all_answered(answers, "dynamodb");
+        }
+        let permit = match &self.breaker {
+            Some(b) => b.permit(),
+            None => Permit::Call { epoch: 0 },
+        };
+        if permit == Permit::Rejected {
+            for &i in &to_call {
+                answers[i] = Some(Answer::Unavailable {
+                    target: TARGET,
+                    breaker_open: true,
+                });
+            }
+            return ratelimitd_core::store::all_answered(answers, "dynamodb");
+        }
+        // Ops on one key run in order (a request may name a key twice); keys run at once.
+        let mut chains: Vec<Vec<usize>> = Vec::new();
+        for &i in &to_call {
+            match chains.iter_mut().find(|c| ops[c[0]].key == ops[i].key) {
+                Some(chain) => chain.push(i),
+                None => chains.push(vec![i]),
+            }
+        }
+        let runs = chains.iter().map(|chain| async move {
+            let mut results = Vec::with_capacity(chain.len());
+            for &i in chain {
+                results.push((i, self.bounded(&ops[i], now).await));
+            }
+            results
+        });
+        let results = join_all(runs).await.into_iter().flatten();
+        let mut down = None;
+        for (i, result) in results {
+            let op = &ops[i];
+            let d = match result {
+                Ok(d) => d,
+                Err(failure) => {
+                    match failure {
+                        Failure::Down(why) => down = Some(why),
+                        Failure::Contended | Failure::Conflict => {
+                            tracing::warn!(key = %op.key, "DynamoDB item updated by others on every try; answered by the failure mode");
+                        }
+                        Failure::Unreadable(why) => {
+                            tracing::warn!(key = %op.key, %why, "DynamoDB item unreadable; answered by the failure mode");
+                        }
+                    }
+                    answers[i] = Some(Answer::Unavailable {
+                        target: TARGET,
+                        breaker_open: false,
+                    });
+                    continue;
+                }
+            };
+            if let Some(c) = self.local_cache.as_ref().filter(|_| cacheable(op)) {
+                c.learn(&op.key, op.refund, &d, now);
+            }
+            answers[i] = Some(Answer::Decided(d));
+        }
+        if let Some(why) = &down {
+            tracing::warn!(table = %self.table, error = %why, "DynamoDB call failed");
+        }
+        if let Some(b) = &self.breaker {
+            b.record(permit, down.is_none());
+        }
+        // As for Redis: with a breaker, one failed call is not an outage until it leaves closed.
+        let failing = down.is_some() && self.breaker.as_ref().is_none_or(|b| !b.is_closed());
+        self.healthy.store(!failing, Ordering::Relaxed);
+        ratelimitd_core::store::all_answered(answers, "dynamodb")
+    }
+
+    fn is_healthy(&self) -> bool {
+        self.healthy.load(Ordering::Relaxed)
+    }
+
+    /// Reads one never-written item: healthy when the table answers within the timeout.
+    async fn probe(&self) {
+        let attempt = self.read(PROBE_KEY, &[item::KEY]);
+        let ok = match tokio::time::timeout(self.timeout, attempt).await {
+            Ok(Ok(_)) => true,
+            Ok(Err(e)) => {
+                tracing::debug!(table = %self.table, error = ?e, "DynamoDB probe failed");
+                false
+            }
+            Err(_) => false,
+        };
+        if let Some(b) = &self.breaker {
+            b.probed(ok);
+        }
+        self.healthy.store(ok, Ordering::Relaxed);
+    }
+}
