@@ -100,6 +100,7 @@ pub(super) async fn store(
                 store: Arc::new(store),
                 memory: None,
                 redis: None,
+                memcache: None,
             }
         }
         // The settings refuse BACKEND_TYPE=dynamodb in a build without the store.

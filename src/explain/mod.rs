@@ -148,8 +148,15 @@ impl Explainer {
         let config = snapshot.as_ref().map(|s| &s.config);
         let version = snapshot.as_ref().map(|s| s.version);
         let stored = self.overrides.load();
-        (self.explain_in((config, version), &stored, domain, descriptors, limits, violations))
-            .await
+        (self.explain_in(
+            (config, version),
+            &stored,
+            domain,
+            descriptors,
+            limits,
+            violations,
+        ))
+        .await
     }
 
     /// As [`Explainer::explain`], judged by `config` (and its version: `None` for one not in

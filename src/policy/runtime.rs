@@ -225,10 +225,6 @@ impl Policy {
 
     /// Records an event that is not a rule or override change (a counter reset, …) in the
     /// history, now; returns its row. See [`super::history::record_event`].
-    #[allow(
-        dead_code,
-        reason = "the hook other parts of the service record their events with"
-    )]
     pub(crate) async fn record_event(&self, event: Event) -> Result<HistoryEntry, RecordError> {
         super::history::record_event(self.store.as_ref(), event, self.clock.now()).await
     }

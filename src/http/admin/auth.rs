@@ -21,8 +21,8 @@ use crate::policy::{Policy, Role, Tokens};
 #[derive(Debug, Clone)]
 pub(crate) struct Admin;
 
-/// A caller that presented one of the configured bearer tokens, and its name (for the audit of
-/// what it changes outside the policy database, such as a counter reset).
+/// A caller that presented a token of role `admin` (a `read` token is answered 403), and its
+/// name (for the audit of what it changes outside the policy database, such as a counter reset).
 #[derive(Debug, Clone)]
 pub(crate) struct Operator {
     /// The token's name.
@@ -66,7 +66,11 @@ impl FromRequestParts<AdminState> for Operator {
     type Rejection = Refusal;
 
     async fn from_request_parts(parts: &mut Parts, s: &AdminState) -> Result<Operator, Refusal> {
-        authorize(s, &parts.headers).map(|who| Operator { who })
+        let (who, role) = authorize_role(s, &parts.headers)?;
+        if role != Role::Admin {
+            return Err(Refusal::ReadOnly(who));
+        }
+        Ok(Operator { who })
     }
 }
 

@@ -4,7 +4,9 @@
 //! of keys per call (`max_keys`, default 1000) with `more` saying whether keys remain. Unknown
 //! domain 404, a bad body 400, an empty descriptor or a prefix outside the domain 422, a prefix
 //! reset the store cannot do (memory, memcached) 409, the store failing 503; every refusal
-//! changes nothing. Each reset writes one audit line ([`audit_reset`]).
+//! changes nothing. A token of role `read` is refused (403). Each reset is audited ([`audit_reset`]):
+//! a log line, and with the policy database open a row of its history (`counters.reset` on
+//! `counters:<domain>`, with the token's name, the optional `reason` and what was reset).
 
 use axum::body::Bytes;
 use axum::extract::State;
@@ -16,6 +18,10 @@ use serde_json::json;
 use super::auth::Operator;
 use super::{AdminState, error, json};
 use crate::explain::reset::{DEFAULT_MAX_KEYS, ResetDone, ResetRefused, ResetTarget};
+use crate::policy::history::Event;
+
+/// The longest `reason` a reset takes, as a policy change's.
+const MAX_REASON: usize = crate::policy::history::MAX_REASON;
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -27,6 +33,9 @@ struct Body {
     prefix: Option<String>,
     #[serde(default)]
     max_keys: Option<usize>,
+    /// Why, for the history (optional).
+    #[serde(default)]
+    reason: Option<String>,
 }
 
 #[derive(Deserialize)]
@@ -70,10 +79,31 @@ pub(crate) async fn reset(op: Operator, State(s): State<AdminState>, body: Bytes
             return error(StatusCode::UNPROCESSABLE_ENTITY, msg);
         }
     };
+    let reason = body.reason.unwrap_or_default();
+    if reason.len() > MAX_REASON {
+        let msg = format!("reason: at most {MAX_REASON} bytes");
+        return error(StatusCode::UNPROCESSABLE_ENTITY, msg);
+    }
     match explainer.reset(&body.domain, &target).await {
         Ok(done) => {
+            let answer = answer(&body.domain, &target, &done);
             audit_reset(&op.who, &body.domain, &target, &done);
-            json(StatusCode::OK, &answer(&body.domain, &target, &done))
+            if let Ok(policy) = &s.policy {
+                let event = Event {
+                    kind: "counters.reset".into(),
+                    target: format!("counters:{}", body.domain),
+                    actor: op.who.clone(),
+                    reason,
+                    before: None,
+                    after: Some(answer.clone()),
+                };
+                // The counters are already reset: a history that cannot be written is logged,
+                // not answered as a failed reset.
+                if let Err(e) = policy.record_event(event).await {
+                    tracing::warn!(error = %e, domain = %body.domain, "counter reset not recorded in the history");
+                }
+            }
+            json(StatusCode::OK, &answer)
         }
         Err(e) => {
             let status = match &e {

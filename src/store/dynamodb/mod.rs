@@ -33,6 +33,8 @@ mod fixed;
 #[cfg(feature = "dynamodb")]
 mod item;
 #[cfg(feature = "dynamodb")]
+mod reset;
+#[cfg(feature = "dynamodb")]
 mod store;
 #[cfg(feature = "dynamodb")]
 mod table;

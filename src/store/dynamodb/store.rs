@@ -16,7 +16,7 @@ use super::errors::{Failure, classify};
 use super::{DynamoSettings, client, item};
 use crate::store::local_cache::OverLimitCache;
 use crate::store::redis::RedisConfig;
-use crate::store::{Answer, Op, Resilience, Store, StoreError};
+use crate::store::{Answer, Op, PrefixReset, ResetError, Resilience, Store, StoreError};
 use ratelimitd_core::algorithm::{Algorithm, Decision};
 use ratelimitd_core::clock::{Clock, Timestamp};
 use ratelimitd_core::resilience::{Breaker, Permit};
@@ -32,7 +32,7 @@ const PROBE_KEY: &str = "ratelimitd:probe";
 pub struct DynamoStore {
     pub(super) client: Client,
     pub(super) table: String,
-    timeout: Duration,
+    pub(super) timeout: Duration,
     pub(super) jitter_max_secs: u64,
     breaker: Option<Breaker>,
     local_cache: Option<OverLimitCache>,
@@ -92,6 +92,13 @@ impl DynamoStore {
             local_cache: None,
             healthy: AtomicBool::new(true),
         })
+    }
+
+    /// Drops this instance's over-limit cache entry for `key`.
+    pub(super) fn forget_locally(&self, key: &str) {
+        if let Some(cache) = &self.local_cache {
+            cache.remove(key);
+        }
     }
 
     /// One op against the table.
@@ -241,6 +248,21 @@ impl Store for DynamoStore {
         let failing = down.is_some() && self.breaker.as_ref().is_none_or(|b| !b.is_closed());
         self.healthy.store(!failing, Ordering::Relaxed);
         ratelimitd_core::store::all_answered(answers, "dynamodb")
+    }
+
+    /// `DeleteItem` of each op's key (`reset.rs`).
+    async fn reset(&self, ops: &[Op], now: Timestamp) -> Result<u64, StoreError> {
+        self.reset_items(ops, now).await
+    }
+
+    /// Refused: DynamoDB cannot list keys without scanning the table.
+    async fn reset_prefix(
+        &self,
+        _prefix: &str,
+        _max_keys: usize,
+        _now: Timestamp,
+    ) -> Result<PrefixReset, ResetError> {
+        Err(ResetError::Unsupported(super::reset::NO_PREFIX.to_string()))
     }
 
     fn is_healthy(&self) -> bool {

@@ -21,7 +21,7 @@ descriptors:
     rate_limit: {unit: minute, requests_per_unit: 100}
 "#;
 
-/// The edge's Lua filter: the tenant's limit from its own table (what an ext_proc or an auth
+/// The edge's Lua filter: the tenant's limit from its own table (what an `ext_proc` or an auth
 /// filter would write in a real gateway) into `envoy.lb` / `tenant_rate_limit`, the metadata
 /// Envoy Gateway's `fromMetadata` names. A limit header sent by the client is dropped unread.
 const LUA: &str = r#"

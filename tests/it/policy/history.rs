@@ -519,3 +519,58 @@ async fn a_postgres_database_of_the_previous_schema_is_upgraded_in_place() {
     let s = start(data.path(), &[("POLICY_DB_URL", url.as_str())]).await;
     upgraded_in_place_keeps_the_data(&s).await;
 }
+
+/// A counter reset is a row of the history: `counters.reset` on `counters:<domain>`, its author
+/// (the token's name), its reason and what was reset; a read token may not reset (403, nothing
+/// reset, nothing recorded).
+#[tokio::test]
+async fn a_counter_reset_is_recorded_with_its_author_and_needs_an_admin_token() {
+    let data = tempfile::tempdir().unwrap();
+    let s = start(data.path(), &[]).await;
+    let spend = || async {
+        for _ in 0..2 {
+            s.rl("api", &[&[("client_key", "k1")]]).await;
+        }
+    };
+    spend().await;
+    let over = s.rl("api", &[&[("client_key", "k1")]]).await;
+    assert_eq!(
+        crate::support::overall(&over),
+        crate::support::Code::OverLimit
+    );
+    let body = json!({
+        "domain": "api",
+        "descriptor": [{"key": "client_key", "value": "k1"}],
+        "reason": "support ticket 12",
+    });
+    let path = "/v1/counters/reset";
+    let (status, refused) = call(&s, Method::POST, path, Some(BOB_READS), Some(body.clone())).await;
+    assert_eq!(status, 403, "{refused}");
+    let still = s.rl("api", &[&[("client_key", "k1")]]).await;
+    assert_eq!(
+        crate::support::overall(&still),
+        crate::support::Code::OverLimit,
+        "nothing reset"
+    );
+    assert!(
+        history(&s, "/v1/history?kind=counters.reset")
+            .await
+            .is_empty()
+    );
+
+    let (status, done) = as_alice(&s, Method::POST, path, Some(body)).await;
+    assert_eq!((status, done["reset"].clone()), (200, json!(1)), "{done}");
+    let again = s.rl("api", &[&[("client_key", "k1")]]).await;
+    assert_eq!(
+        crate::support::overall(&again),
+        crate::support::Code::Ok,
+        "reset"
+    );
+    let rows = history(&s, "/v1/history?kind=counters.reset").await;
+    assert_eq!(rows.len(), 1, "{rows:?}");
+    let row = &rows[0];
+    assert_eq!(row["target"], "counters:api", "{row}");
+    assert_eq!(row["actor"], "alice", "{row}");
+    assert_eq!(row["reason"], "support ticket 12", "{row}");
+    assert_eq!(row["after"]["reset"], 1, "{row}");
+}

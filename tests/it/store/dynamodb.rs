@@ -12,7 +12,7 @@ use ratelimitd_core::MemoryStore;
 use ratelimitd_core::algorithm::fixed_window::window_start;
 use ratelimitd_core::algorithm::{Algorithm, LimitSpec, Window};
 use ratelimitd_core::clock::{Stopwatch, Timestamp};
-use ratelimitd_core::store::{Op, Store};
+use ratelimitd_core::store::{Answer, Op, ResetError, Store};
 
 use crate::ops::loud_config::{refused, stderr};
 use crate::support::dynalite::{ACCESS_KEY, Dynalite, SECRET};
@@ -92,6 +92,94 @@ async fn memory_and_dynamodb_decide_identically() {
             now = Timestamp::from_micros(now.as_micros() + micros);
         }
     }
+}
+
+/// A reset deletes each op's item, whatever its algorithm: the next decision starts fresh, the
+/// answer counts the keys that held state (a key never written counts nothing), another key keeps
+/// its state, and a reset by prefix is refused naming why, changing nothing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reset_deletes_the_items_and_refuses_prefixes() {
+    require!(Dynalite);
+    let d = Dynalite::start("reset");
+    let dynamo = DynamoStore::local(&d.endpoint(), &d.table, ACCESS_KEY, SECRET)
+        .await
+        .unwrap();
+    let now = Timestamp::from_secs(1_000_000_000);
+    let window = Window::from_secs(3600).unwrap();
+    let op = |algorithm: Algorithm, key: &str| {
+        let spec = LimitSpec {
+            algorithm,
+            limit: 2,
+            window,
+            burst: 2,
+        };
+        let mut key = format!("reset:{}:{key}", algorithm.key_tag());
+        if algorithm == Algorithm::FixedWindow {
+            key += &format!(":{}", window_start(window, now));
+        }
+        Op {
+            key,
+            spec,
+            hits: 1,
+            refund: false,
+            max_wait: Duration::ZERO,
+            lease: Some(0),
+            holder: String::new(),
+            only_admitted: false,
+            report: false,
+        }
+    };
+    for algorithm in [
+        Algorithm::FixedWindow,
+        Algorithm::TokenBucket,
+        Algorithm::LeakyBucket,
+        Algorithm::SlidingWindow,
+    ] {
+        let name = algorithm.name();
+        let (alice, bob) = (
+            op(algorithm, &format!("{name}_alice")),
+            op(algorithm, &format!("{name}_bob")),
+        );
+        for _ in 0..3 {
+            dynamo
+                .apply(&[alice.clone(), bob.clone()], now)
+                .await
+                .unwrap();
+        }
+        let over = dynamo
+            .apply(std::slice::from_ref(&alice), now)
+            .await
+            .unwrap();
+        assert!(
+            matches!(&over[0], Answer::Decided(d) if d.over_limit),
+            "{name}: {over:?}"
+        );
+        let never = op(algorithm, &format!("{name}_carol"));
+        assert_eq!(
+            dynamo.reset(&[alice.clone(), never], now).await.unwrap(),
+            1,
+            "{name}"
+        );
+        let fresh = dynamo
+            .apply(std::slice::from_ref(&alice), now)
+            .await
+            .unwrap();
+        let first = MemoryStore::new(10)
+            .apply(std::slice::from_ref(&alice), now)
+            .await
+            .unwrap();
+        assert_eq!(fresh, first, "{name} starts fresh, as on a new key");
+        let kept = dynamo.apply(std::slice::from_ref(&bob), now).await.unwrap();
+        assert!(
+            matches!(&kept[0], Answer::Decided(d) if d.over_limit),
+            "{name}: bob keeps his count: {kept:?}"
+        );
+    }
+    let err = dynamo.reset_prefix("fixed", 100, now).await.unwrap_err();
+    assert!(
+        matches!(&err, ResetError::Unsupported(why) if why.contains("reset by descriptor")),
+        "{err}"
+    );
 }
 
 /// The settings of a ratelimitd process on `d`: the manual clock and `config` in a fresh dir
