@@ -123,8 +123,22 @@ impl Tokens {
     /// The tokens the options name: `ADMIN_TOKEN` (named `admin`), the lines of
     /// `ADMIN_TOKEN_FILE` and of `ADMIN_TOKENS_FILE` (the files are read once, at startup).
     pub(crate) fn from_settings(s: &PolicySettings) -> Result<Tokens, TokenError> {
-        let mut t = Tokens::load(s.admin_token.as_ref(), s.admin_token_file.as_deref())?;
-        if let Some(path) = s.admin_tokens_file.as_deref() {
+        Tokens::from_sources(
+            s.admin_token.as_ref(),
+            s.admin_token_file.as_deref(),
+            s.admin_tokens_file.as_deref(),
+        )
+    }
+
+    /// The tokens of `token` (named `admin`), the lines of `token_file` (`name:token`) and of
+    /// `tokens_file` (`name:token[:role]`).
+    fn from_sources(
+        token: Option<&Secret>,
+        token_file: Option<&Path>,
+        tokens_file: Option<&Path>,
+    ) -> Result<Tokens, TokenError> {
+        let mut t = Tokens::load(token, token_file)?;
+        if let Some(path) = tokens_file {
             let taken: Vec<String> = t.tokens.iter().map(|(n, ..)| n.clone()).collect();
             for (name, token, role) in read_file(path, Format::WithRoles, &taken)? {
                 t.tokens.push((name, fingerprint(token.trim()), role));
@@ -333,15 +347,6 @@ mod tests {
         assert!(!Tokens::default().any());
     }
 
-    /// Settings naming only `ADMIN_TOKENS_FILE` = `file`.
-    fn with_roles_file(file: &Path) -> PolicySettings {
-        let mut s = crate::settings::Settings::defaults().policy;
-        s.admin_token = None;
-        s.admin_token_file = None;
-        s.admin_tokens_file = Some(file.to_path_buf());
-        s
-    }
-
     #[test]
     fn tokens_file_with_roles_names_lines_and_never_shows_a_token() {
         use std::os::unix::fs::PermissionsExt;
@@ -351,7 +356,7 @@ mod tests {
             std::fs::write(&file, text).unwrap();
             std::fs::set_permissions(&file, std::fs::Permissions::from_mode(mode)).unwrap();
         };
-        let load = || Tokens::from_settings(&with_roles_file(&file));
+        let load = || Tokens::from_sources(None, None, Some(&file));
         write(
             "# team\nalice:a-secret:admin\n\nbob: b-secret :read\nci:c-secret\n",
             0o600,
