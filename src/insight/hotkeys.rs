@@ -318,5 +318,4 @@ impl Observer for HotKeys {
 }
 
 #[cfg(test)]
-#[path = "hotkeys_tests.rs"]
 mod tests;

@@ -12,9 +12,9 @@ mod engage;
 mod members;
 mod metrics;
 mod options;
-#[cfg(test)]
-mod sim_tests;
 mod sync;
+#[cfg(test)]
+mod tests;
 mod view;
 mod wiring;
 

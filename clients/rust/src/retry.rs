@@ -479,5 +479,4 @@ impl SplitMix64 {
 }
 
 #[cfg(test)]
-#[path = "retry_tests.rs"]
 mod tests;

@@ -328,5 +328,4 @@ fn whole(field: &str, v: Option<&Value>, max: u64) -> Result<Option<u64>, CheckE
 }
 
 #[cfg(test)]
-#[path = "parse_tests.rs"]
 mod tests;

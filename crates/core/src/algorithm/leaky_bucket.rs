@@ -143,6 +143,3 @@ pub fn decide(p: &Params, spec: &LimitSpec, s: Step, hits: u64, now: Timestamp) 
 
 #[cfg(test)]
 mod tests;
-
-#[cfg(test)]
-mod shaping_tests;

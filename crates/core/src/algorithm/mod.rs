@@ -415,7 +415,4 @@ kept! {
 }
 
 #[cfg(test)]
-mod bucket_tests;
-
-#[cfg(test)]
-mod report_tests;
+mod tests;

@@ -30,31 +30,7 @@ mod value_regex;
 mod yaml_budget;
 
 #[cfg(test)]
-mod calendar_tests;
-#[cfg(test)]
-mod compile_tests;
-#[cfg(test)]
-mod concurrency_tests;
-#[cfg(test)]
-mod extension_tests;
-#[cfg(test)]
-mod loader_tests;
-#[cfg(test)]
-mod matching_tests;
-#[cfg(test)]
-mod multi_tests;
-#[cfg(test)]
-mod predicate_tests;
-#[cfg(test)]
-mod quota_group_tests;
-#[cfg(test)]
-mod region_tests;
-#[cfg(test)]
-mod shedding_tests;
-#[cfg(test)]
-mod validate_tests;
-#[cfg(test)]
-mod value_regex_tests;
+mod tests;
 
 pub use calendar::nearest_zone;
 pub use compiled::{

@@ -252,5 +252,4 @@ fn sf_string(s: &str) -> String {
 }
 
 #[cfg(test)]
-#[path = "headers_tests.rs"]
 mod tests;

@@ -101,5 +101,4 @@ pub fn true_up(estimate: Option<u32>, asked: u64, reported: Option<u64>, refund:
 }
 
 #[cfg(test)]
-#[path = "hits_tests.rs"]
 mod tests;

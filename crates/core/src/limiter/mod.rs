@@ -383,15 +383,3 @@ impl RateLimiter {
 
 #[cfg(test)]
 mod tests;
-
-#[cfg(test)]
-mod fallback_tests;
-#[cfg(test)]
-mod fired_tests;
-#[cfg(test)]
-mod match_rules_tests;
-
-#[cfg(test)]
-mod regional_tests;
-#[cfg(test)]
-mod when_tests;

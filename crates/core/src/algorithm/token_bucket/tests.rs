@@ -2,7 +2,7 @@
 
 use super::*;
 use crate::algorithm::Algorithm;
-use crate::algorithm::bucket_tests::{at_ms, bucket_spec};
+use crate::algorithm::tests::bucket::{at_ms, bucket_spec};
 use proptest::prelude::*;
 
 fn spec(limit: u64, window_secs: u64, burst: u64) -> LimitSpec {

@@ -1,5 +1,12 @@
 //! Limiter tests on the memory store (and a store that is down) with a manual clock: the rules
-//! that span descriptors — replaces vs unlimited, store use, header choice.
+//! that span descriptors — replaces vs unlimited, store use, header choice. Each feature seen
+//! through the limiter has its own file.
+
+mod fallback;
+mod fired;
+mod match_rules;
+mod regional;
+mod when;
 
 use std::sync::Arc;
 

@@ -1,8 +1,8 @@
 //! Compiling several files and several errors at once: error collection, the bad-file-among-good
 //! rule, domain merging, the lenient forms Go accepts, and a no-panic fuzz test.
 
-use super::validate_tests::{errors, run};
-use super::*;
+use super::validate::{errors, run};
+use crate::config::*;
 
 #[test]
 fn one_file_reports_all_its_errors() {

@@ -1,7 +1,7 @@
 //! `calendar` and `time_zone`: an accepted calendar reaches the limit's window, a Go config keeps
 //! its epoch window, and every misuse is refused at its file and YAML path with a hint.
 
-use super::validate_tests::{errors, run};
+use super::validate::{errors, run};
 use crate::algorithm::calendar::CalendarUnit;
 
 fn one(rate_limit: &str) -> String {
@@ -118,7 +118,7 @@ fn a_calendar_is_refused_where_it_is_not_defined() {
 
 #[test]
 fn the_service_zone_applies_to_calendars_that_name_none() {
-    use super::validate::{CompileOptions, ConfigFile, compile};
+    use crate::config::validate::{CompileOptions, ConfigFile, compile};
     let yaml = "domain: d\ndescriptors:\n  - {key: a, rate_limit: {unit: day, requests_per_unit: 1, calendar: true}}\n  - {key: b, rate_limit: {unit: day, requests_per_unit: 1, calendar: true, time_zone: Asia/Tokyo}}\n  - {key: c, rate_limit: {unit: day, requests_per_unit: 1}}\n";
     let files = [ConfigFile {
         name: "f.yaml".into(),

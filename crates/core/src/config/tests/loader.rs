@@ -4,7 +4,7 @@
 use std::fs;
 use std::path::Path;
 
-use super::*;
+use crate::config::*;
 
 fn write(root: &Path, rel: &str, contents: &str) {
     let path = root.join(rel);

@@ -2,11 +2,11 @@
 //! of `docs/design/contract.md#matching-quirks`, built from the YAML fixtures in
 //! `tests/fixtures/config/`.
 
-use super::*;
+use crate::config::*;
 
-const BASIC: &str = include_str!("../../../../tests/fixtures/config/cfg-basic.yaml");
-const WILD: &str = include_str!("../../../../tests/fixtures/config/cfg-wild.yaml");
-const FEATURES: &str = include_str!("../../../../tests/fixtures/config/features.yaml");
+const BASIC: &str = include_str!("../../../../../tests/fixtures/config/cfg-basic.yaml");
+const WILD: &str = include_str!("../../../../../tests/fixtures/config/cfg-wild.yaml");
+const FEATURES: &str = include_str!("../../../../../tests/fixtures/config/features.yaml");
 
 /// A request entry for tests.
 struct E(&'static str, &'static str);

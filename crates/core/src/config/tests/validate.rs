@@ -1,7 +1,7 @@
 //! Validation: every error class of `docs/design/contract.md#validation` with its exact Go message,
 //! its YAML path and its file, plus error collection across descriptors and files.
 
-use super::*;
+use crate::config::*;
 
 pub(super) fn run(
     files: &[(&str, &str)],

@@ -2,8 +2,8 @@
 //! for the next candidate of its level or leaves a limit out, how a failing one answers by its
 //! limit's `failure_mode`, and every way an expression is refused at load, with its position.
 
-use super::predicate::{Judge, Verdict};
-use super::*;
+use crate::config::predicate::{Judge, Verdict};
+use crate::config::*;
 
 /// A request entry for tests.
 struct E(&'static str, &'static str);

@@ -1,7 +1,7 @@
 //! `value_regex` and `regex_key`: precedence against exact values, wildcards and defaults, the
 //! whole-value anchoring, and every way a pattern is refused at load, each at its YAML path.
 
-use super::*;
+use crate::config::*;
 
 /// A request entry for tests.
 struct E(&'static str, &'static str);

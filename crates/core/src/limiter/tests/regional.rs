@@ -5,9 +5,9 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::*;
 use crate::clock::{Clock, ManualClock};
 use crate::config::{self, CompileOptions, ConfigFile};
+use crate::limiter::*;
 use crate::region::RegionShares;
 use crate::store::memory::MemoryStore;
 

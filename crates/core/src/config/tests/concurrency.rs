@@ -1,7 +1,7 @@
 //! `algorithm: concurrency` in the YAML: slots and lease timeout reach the spec, and what does not
 //! apply to it (`lease`, `burst`, more slots than one key may hold) is refused at its path.
 
-use super::validate_tests::{rate_limit_errors, run};
+use super::validate::{rate_limit_errors, run};
 use crate::algorithm::Algorithm;
 
 fn one(rate_limit: &str) -> String {

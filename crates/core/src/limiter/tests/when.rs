@@ -6,9 +6,9 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use super::*;
 use crate::clock::ManualClock;
 use crate::config::{self, CompileOptions, ConfigFile};
+use crate::limiter::*;
 use crate::store::memory::MemoryStore;
 
 const CFG: &str = r#"

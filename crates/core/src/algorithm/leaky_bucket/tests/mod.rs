@@ -1,9 +1,12 @@
 //! Leaky bucket (GCRA) against hand-worked cases and a naive model that keeps the TAT as an exact
-//! fraction of a microsecond (in 1/limit µs, so `T = window / limit` is a whole number).
+//! fraction of a microsecond (in 1/limit µs, so `T = window / limit` is a whole number); shaping
+//! has its own file.
+
+mod shaping;
 
 use super::*;
 use crate::algorithm::Algorithm;
-use crate::algorithm::bucket_tests::{at_ms, bucket_spec};
+use crate::algorithm::tests::bucket::{at_ms, bucket_spec};
 use proptest::prelude::*;
 
 /// A fresh bucket of `limit` per `window_secs` holding `burst`.

@@ -1,7 +1,7 @@
 //! `quota_group` (a ratelimitd extension): the name reaches the compiled limit, and every misuse
 //! is refused at its path with what to write instead.
 
-use super::validate_tests::{errors, run};
+use super::validate::{errors, run};
 
 fn errs(descriptor: &str) -> Vec<(String, String)> {
     let yaml = format!("domain: d\ndescriptors:\n  - {{{descriptor}}}\n");

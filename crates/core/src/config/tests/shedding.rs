@@ -1,8 +1,8 @@
 //! `priorities`, `priority_key` and `soft` on a limit: what compiles, what is refused (with file and
 //! YAML path), and the effective limit each request is judged against.
 
-use super::shedding::{Shedding, Soft, effective_limit};
-use super::{CompileOptions, ConfigFile, RateLimitConfig, compile};
+use crate::config::shedding::{Shedding, Soft, effective_limit};
+use crate::config::{CompileOptions, ConfigFile, RateLimitConfig, compile};
 use crate::random::{Random, SeededRandom};
 
 fn load(yaml: &str) -> Result<RateLimitConfig, Vec<String>> {

@@ -6,10 +6,10 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 
-use super::fallback::LocalFallback;
-use super::*;
 use crate::clock::ManualClock;
 use crate::config::{self, CompileOptions, ConfigFile};
+use crate::limiter::fallback::LocalFallback;
+use crate::limiter::*;
 use crate::resilience::Instances;
 use crate::store::{Answer, Op};
 

@@ -4,12 +4,12 @@
 
 use proptest::prelude::*;
 
-use super::token_bucket::{MAX_UNITS, Params};
-use super::{Algorithm, AlgorithmState, LimitSpec, apply};
+use crate::algorithm::token_bucket::{MAX_UNITS, Params};
+use crate::algorithm::{Algorithm, AlgorithmState, LimitSpec, apply};
 use crate::clock::Timestamp;
 
 /// The limit of a bucket test.
-pub(super) fn bucket_spec(
+pub(in crate::algorithm) fn bucket_spec(
     algorithm: Algorithm,
     limit: u64,
     window_secs: u64,
@@ -24,7 +24,7 @@ pub(super) fn bucket_spec(
 }
 
 /// `ms` milliseconds after a fixed instant in 2001 (far from 0, where no state is ever fresh).
-pub(super) fn at_ms(ms: u64) -> Timestamp {
+pub(in crate::algorithm) fn at_ms(ms: u64) -> Timestamp {
     Timestamp::from_micros(1_000_000_000_000 + ms * 1000)
 }
 
@@ -37,7 +37,7 @@ fn huge_buckets_use_coarser_quanta_and_stay_exact() {
         assert!(p.capacity <= MAX_UNITS);
         // Shaping never lets a backlog pass MAX_UNITS (2^52): Lua's sums stay exact.
         assert!(p.capacity + p.horizon() <= MAX_UNITS);
-        assert!(p.budget(super::token_bucket::MAX_WAIT, at_ms(0)) <= p.horizon());
+        assert!(p.budget(crate::algorithm::token_bucket::MAX_WAIT, at_ms(0)) <= p.horizon());
         let mut b = None;
         assert_eq!(apply(&mut b, &s, 99_999_999, at_ms(0)).remaining, 1);
         assert!(apply(&mut b, &s, 2, at_ms(0)).over_limit, "{algorithm:?}");

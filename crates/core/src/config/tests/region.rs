@@ -1,7 +1,7 @@
 //! `regions` on a rate limit: the shares reach the compiled limit, a region not listed gets the
 //! documented default, and every misuse is reported at its YAML path.
 
-use super::validate_tests::{rate_limit_errors, run};
+use super::validate::{rate_limit_errors, run};
 
 fn one(rate_limit: &str) -> String {
     format!(

@@ -1,7 +1,7 @@
 //! The algorithm extensions of `rate_limit`: accepted values reach the compiled limit, and every
 //! misuse is reported at its path (all of them in one load).
 
-use super::validate_tests::{errors, rate_limit_errors, run};
+use super::validate::{errors, rate_limit_errors, run};
 use crate::algorithm::Algorithm;
 
 fn one(rate_limit: &str) -> String {

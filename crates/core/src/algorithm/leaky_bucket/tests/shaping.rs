@@ -1,9 +1,9 @@
 //! Leaky bucket shaping ([`shape`]): evenly spaced slots within a wait budget, hand-worked and
-//! against a model that keeps the TAT as an exact fraction of a microsecond (as in `tests.rs`).
+//! against a model that keeps the TAT as an exact fraction of a microsecond (as in `tests/mod.rs`).
 
-use super::*;
 use crate::algorithm::Algorithm;
-use crate::algorithm::bucket_tests::{at_ms, bucket_spec};
+use crate::algorithm::leaky_bucket::*;
+use crate::algorithm::tests::bucket::{at_ms, bucket_spec};
 use proptest::prelude::*;
 
 /// A fresh bucket of `limit` per `window_secs` holding `burst`.

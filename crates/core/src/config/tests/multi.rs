@@ -1,7 +1,7 @@
 //! `rate_limits`: several limits on one node compile into one limit carrying the rest, and every
 //! misuse is reported at its path.
 
-use super::validate_tests::{errors, run};
+use super::validate::{errors, run};
 use crate::algorithm::Algorithm;
 use crate::config::Unit;
 

@@ -1,10 +1,10 @@
-//! Usage reports ([`super::report`]) on every algorithm, on a manual clock: a report past the
-//! limit counts in full (debt) and is never over; the next check is refused; the window or the
-//! refill pays the debt back, and then the key admits again.
+//! Usage reports ([`crate::algorithm::report`]) on every algorithm, on a manual clock: a report
+//! past the limit counts in full (debt) and is never over; the next check is refused; the window or
+//! the refill pays the debt back, and then the key admits again.
 
-use super::bucket_tests::bucket_spec;
-use super::sliding_log::SlidingLogState;
-use super::{Algorithm, AlgorithmState, LimitSpec, apply, report};
+use super::bucket::bucket_spec;
+use crate::algorithm::sliding_log::SlidingLogState;
+use crate::algorithm::{Algorithm, AlgorithmState, LimitSpec, apply, report};
 use crate::clock::Timestamp;
 
 /// `secs` seconds after the start of a minute (window-aligned for 60 s windows).
