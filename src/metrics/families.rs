@@ -97,6 +97,16 @@ pub(super) const FAMILIES: &[Family] = &[
         "when: predicates that failed at run time and answered by their limit's failure_mode",
         &["domain"],
     ),
+    (
+        "ratelimitd_stored_override_hits_total",
+        "Descriptors for which the in-memory index of the policy database's overrides held an active override",
+        &["domain"],
+    ),
+    (
+        "ratelimitd_stored_override_misses_total",
+        "Descriptors looked up in the in-memory index of the policy database's overrides (while it held any) without an active override",
+        &["domain"],
+    ),
 ];
 
 /// Answered requests by overall code and by what decided them (a bounded label set: two codes
@@ -127,6 +137,6 @@ pub(super) const LOCAL_FALLBACK_FAMILY: usize = 12;
 /// Index in [`FAMILIES`] of `total_negative_hits` (stat 7), mapped like the Go stats above it.
 pub(super) const NEGATIVE_HITS_FAMILY: usize = 13;
 
-/// Indexes in [`FAMILIES`] of `unmatched_descriptors_total`, `request_limit_capped_total` and
-/// `predicate_errors_total`.
-pub(super) const DOMAIN_RULE_FAMILIES: [usize; 3] = [14, 15, 16];
+/// Indexes in [`FAMILIES`] of `unmatched_descriptors_total`, `request_limit_capped_total`,
+/// `predicate_errors_total`, `stored_override_hits_total` and `stored_override_misses_total`.
+pub(super) const DOMAIN_RULE_FAMILIES: [usize; 5] = [14, 15, 16, 17, 18];

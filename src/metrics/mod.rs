@@ -83,7 +83,7 @@ pub struct Metrics {
     /// Usage reported per limit (`ratelimitd_usage_reported_total`).
     pub(crate) reported: reported::ReportedUsage,
     /// Per configured domain: descriptors that matched nothing, request overrides capped.
-    pub(crate) domain_rules: KeyTable<3>,
+    pub(crate) domain_rules: KeyTable<5>,
     /// Per limit and class: admitted, shed, soft-denied, denied, soft breaches.
     pub(crate) shedding: shedding::ShedCounters,
     /// Slots in use per concurrency limit, as the store last counted them.
@@ -254,15 +254,20 @@ impl StatsSink for Metrics {
     }
 
     fn unmatched(&self, domain: &str, n: u64) {
-        self.domain_rules.add(domain, [n, 0, 0]);
+        self.domain_rules.add(domain, [n, 0, 0, 0, 0]);
     }
 
     fn request_limit_capped(&self, domain: &str, n: u64) {
-        self.domain_rules.add(domain, [0, n, 0]);
+        self.domain_rules.add(domain, [0, n, 0, 0, 0]);
     }
 
     fn predicate_errors(&self, domain: &str, n: u64) {
-        self.domain_rules.add(domain, [0, 0, n]);
+        self.domain_rules.add(domain, [0, 0, n, 0, 0]);
+    }
+
+    fn stored_overrides(&self, domain: &str, looked: u64, found: u64) {
+        self.domain_rules
+            .add(domain, [0, 0, 0, found, looked - found]);
     }
 
     fn global_shadow_mode(&self) {

@@ -25,7 +25,9 @@ impl Metrics {
                 v,
             ));
         }
-        for (domain, [unmatched, capped, predicate_errors]) in self.domain_rules.snapshot() {
+        for (domain, [unmatched, capped, predicate_errors, hits, misses]) in
+            self.domain_rules.snapshot()
+        {
             out.push((
                 format!("ratelimitd.{domain}.unmatched_descriptors"),
                 unmatched,
@@ -34,6 +36,11 @@ impl Metrics {
             out.push((
                 format!("ratelimitd.{domain}.predicate_errors"),
                 predicate_errors,
+            ));
+            out.push((format!("ratelimitd.{domain}.stored_override_hits"), hits));
+            out.push((
+                format!("ratelimitd.{domain}.stored_override_misses"),
+                misses,
             ));
         }
         for (key, v) in self.reported.snapshot() {

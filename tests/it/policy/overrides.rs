@@ -171,3 +171,43 @@ async fn an_instance_sharing_the_database_applies_changes_within_its_refresh_int
     writer.shutdown().await;
     reader.shutdown().await;
 }
+
+/// The in-memory index of stored overrides counts its lookups per domain: none while it holds
+/// no override, then a hit for each descriptor an active override decided and a miss for each it
+/// did not (an expired override misses too).
+#[tokio::test]
+async fn stored_override_lookups_are_counted_as_hits_and_misses() {
+    let data = tempfile::tempdir().unwrap();
+    let env = [
+        ("USE_PROMETHEUS", "true"),
+        ("PROMETHEUS_ADDR", "127.0.0.1:0"),
+    ];
+    let s = crate::support::policy::start(data.path(), &env).await;
+    let counts = |m: &crate::support::scrape::Scrape| {
+        let of = |which: &str| {
+            m.count(&format!(
+                "ratelimitd_stored_override_{which}_total{{domain=\"api\"}}"
+            ))
+        };
+        (of("hits"), of("misses"))
+    };
+    hit(&s, "user:42").await;
+    assert_eq!(
+        counts(&s.scrape().await),
+        (None, None),
+        "no override, no lookup"
+    );
+    create(&s, "user:42", 5, UNTIL).await;
+    for _ in 0..3 {
+        hit(&s, "user:42").await;
+    }
+    hit(&s, "user:7").await;
+    assert_eq!(counts(&s.scrape().await), (Some(3), Some(1)));
+    s.set_time(1800);
+    hit(&s, "user:42").await;
+    assert_eq!(
+        counts(&s.scrape().await),
+        (Some(3), Some(2)),
+        "expired: a miss"
+    );
+}

@@ -280,8 +280,12 @@ impl RateLimiter {
             self.stats
                 .predicate_errors(&domain, u64::from(tally.predicate_errors));
         }
-        if tally.unmatched > 0 || tally.capped > 0 {
+        if tally.unmatched > 0 || tally.capped > 0 || tally.stored_lookups > 0 {
             let domain = stats_key::sanitize(req.domain.as_str().into());
+            if tally.stored_lookups > 0 {
+                let found = u64::from(tally.stored_found);
+                (self.stats).stored_overrides(&domain, u64::from(tally.stored_lookups), found);
+            }
             if tally.unmatched > 0 {
                 self.stats.unmatched(&domain, u64::from(tally.unmatched));
             }

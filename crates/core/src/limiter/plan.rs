@@ -99,6 +99,11 @@ pub struct Tally {
     pub capped: u32,
     /// `when:` predicates that failed at run time (answered by their `failure_mode`).
     pub predicate_errors: u32,
+    /// Descriptors looked up in a non-empty index of stored overrides (the policy database's
+    /// in-memory view).
+    pub stored_lookups: u32,
+    /// Of those, the ones a stored override was found for.
+    pub stored_found: u32,
 }
 
 /// Plans every descriptor of `req` against its `domain` of the config (`None`: not configured)
@@ -346,9 +351,14 @@ fn match_one<'a, E: EntryRef>(
 ) -> Result<Option<Matched<'a>>, Refused> {
     let now = at.now;
     // The empty index (no policy database, or no overrides) costs one branch per descriptor.
-    let stored = (!stored.is_empty())
-        .then(|| stored.find(&req.domain, entries, now))
-        .flatten();
+    let stored = if stored.is_empty() {
+        None
+    } else {
+        let found = stored.find(&req.domain, entries, now);
+        tally.stored_lookups += 1;
+        tally.stored_found += u32::from(found.is_some());
+        found
+    };
     let (rate, stored) = match (&d.limit, stored) {
         (Some(o), _) => {
             let asked = (o.requests_per_unit, o.unit.ok_or(Refused::OverrideUnit)?);

@@ -69,6 +69,11 @@ pub trait StatsSink: Send + Sync + std::fmt::Debug + 'static {
     fn predicate_errors(&self, domain: &str, n: u64) {
         let _ = (domain, n);
     }
+    /// `looked` descriptors of one request to `domain` (already sanitised) were looked up among
+    /// the stored overrides, and one was found for `found` of them.
+    fn stored_overrides(&self, domain: &str, looked: u64, found: u64) {
+        let _ = (domain, looked, found);
+    }
     /// Global shadow mode turned an `OVER_LIMIT` answer into OK.
     fn global_shadow_mode(&self);
     /// A call failed.
