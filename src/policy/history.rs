@@ -13,7 +13,7 @@ use serde_json::{Value, json};
 use super::model::{FieldError, StoredOverride};
 use super::rules::Rule;
 use super::store::{PolicyStore, StoreError};
-use super::violations::cursor::page_params;
+use super::violations::cursor::{page_params, unknown_params};
 use ratelimitd_core::clock::Timestamp;
 
 /// Longest `reason` accepted on a change, in bytes (as an override's own `reason`).
@@ -234,14 +234,7 @@ impl HistoryQuery {
             &KNOWN
         };
         let mut errors = Vec::new();
-        let mut unknown: Vec<&String> = (params.keys())
-            .filter(|k| !known.contains(&k.as_str()))
-            .collect();
-        unknown.sort();
-        for k in unknown {
-            let msg = format!("unknown parameter (known: {})", known.join(", "));
-            errors.push(FieldError::new(k.as_str(), msg));
-        }
+        unknown_params(params, known, &mut errors);
         let mut paging = params.clone();
         paging.remove("cursor");
         let (limit, _) = page_params(&paging, &mut errors);

@@ -13,6 +13,7 @@ use super::history::{Event, HistoryEntry, HistoryQuery};
 use super::override_sql::COLUMNS;
 use super::rows::micros;
 use super::rules::Rule;
+use super::sql_parts;
 use super::store::StoreError;
 use ratelimitd_core::clock::Timestamp;
 
@@ -20,8 +21,8 @@ use ratelimitd_core::clock::Timestamp;
 const HISTORY_COLUMNS: &str =
     "seq, kind, target, version, actor, at, reason, before_json, after_json";
 
-/// The PostgreSQL advisory lock key that serialises history writers across instances.
-pub(super) const PG_LOCK: i64 = 0x7261_7465_6869_7374; // "ratehist"
+/// The columns `rows::read_rule` reads.
+pub(super) const RULE_COLUMNS: &str = "id, domain, descriptor, rate_limit, enabled";
 
 /// Inserts `e` at `now`, numbering it; `RETURNING` the row.
 pub(super) fn insert<'a, DB>(e: &'a Event, now: Timestamp) -> QueryBuilder<'a, DB>
@@ -55,21 +56,14 @@ where
     &'a str: Encode<'a, DB> + Type<DB>,
     i64: Encode<'a, DB> + Type<DB>,
 {
-    let mut b = QueryBuilder::new(format!(
-        "SELECT {HISTORY_COLUMNS} FROM policy_history WHERE 1 = 1"
-    ));
-    if let Some(t) = &q.target {
-        b.push(" AND target = ").push_bind(t.as_str());
-    }
-    if let Some(k) = &q.kind {
-        b.push(" AND kind = ").push_bind(k.as_str());
-    }
+    let mut b = sql_parts::select(HISTORY_COLUMNS, "policy_history");
+    sql_parts::and_eq(&mut b, "target", q.target.as_ref());
+    sql_parts::and_eq(&mut b, "kind", q.kind.as_ref());
     if let Some(s) = q.before_seq {
         b.push(" AND seq < ")
             .push_bind(i64::try_from(s).unwrap_or(i64::MAX));
     }
-    b.push(" ORDER BY seq DESC LIMIT ")
-        .push_bind(i64::from(q.limit) + 1);
+    sql_parts::page(&mut b, "seq DESC", q.limit);
     b
 }
 
@@ -178,39 +172,36 @@ where
     b
 }
 
-/// The rule with id `id` (zero or one row for `rows::read_rule`).
-pub(super) fn rule_by_id<'a, DB>(id: &'a str) -> QueryBuilder<'a, DB>
+/// The row with id `id` of `table`, its `columns` (for `rows::read_rule` or `rows::read_override`).
+pub(super) fn select_by_id<'a, DB>(
+    columns: &'static str,
+    table: &'static str,
+    id: &'a str,
+) -> QueryBuilder<'a, DB>
 where
     DB: Database,
     &'a str: Encode<'a, DB> + Type<DB>,
 {
-    let mut b = QueryBuilder::new(
-        "SELECT id, domain, descriptor, rate_limit, enabled FROM rate_limit_rules WHERE id = ",
-    );
-    b.push_bind(id);
-    b
+    where_id(format!("SELECT {columns} FROM {table}"), id)
 }
 
-/// The override with id `id` (zero or one row for `rows::read_override`).
-pub(super) fn override_by_id<'a, DB>(id: &'a str) -> QueryBuilder<'a, DB>
-where
-    DB: Database,
-    &'a str: Encode<'a, DB> + Type<DB>,
-{
-    let mut b = QueryBuilder::new(format!(
-        "SELECT {COLUMNS} FROM rate_limit_overrides WHERE id = "
-    ));
-    b.push_bind(id);
-    b
-}
-
-/// Deletes the row with id `id` from `table` (a constant of this module's callers).
+/// Deletes the row with id `id` from `table`.
 pub(super) fn delete_by_id<'a, DB>(table: &'static str, id: &'a str) -> QueryBuilder<'a, DB>
 where
     DB: Database,
     &'a str: Encode<'a, DB> + Type<DB>,
 {
-    let mut b = QueryBuilder::new(format!("DELETE FROM {table} WHERE id = "));
+    where_id(format!("DELETE FROM {table}"), id)
+}
+
+/// `statement WHERE id = id`; the names in `statement` are `'static` constants of the callers,
+/// never input.
+fn where_id<'a, DB>(statement: String, id: &'a str) -> QueryBuilder<'a, DB>
+where
+    DB: Database,
+    &'a str: Encode<'a, DB> + Type<DB>,
+{
+    let mut b = QueryBuilder::new(statement + " WHERE id = ");
     b.push_bind(id);
     b
 }

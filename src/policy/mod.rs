@@ -14,6 +14,7 @@
 //! refresh, copy, purge and retry tasks.
 
 pub(crate) mod auth;
+mod backend;
 pub(crate) mod expiry;
 pub(crate) mod history;
 mod history_sql;
@@ -24,14 +25,14 @@ pub(crate) mod opening;
 mod options;
 pub(crate) mod override_sql;
 pub(crate) mod postgres;
-mod postgres_history;
 pub(crate) mod purge;
 mod rows;
 pub(crate) mod rules;
 pub(crate) mod runtime;
 pub(crate) mod snapshot;
+mod sql_parts;
+mod sql_store;
 pub(crate) mod sqlite;
-mod sqlite_rules;
 pub(crate) mod store;
 pub(crate) mod violations;
 mod wiring;

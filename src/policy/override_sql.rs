@@ -1,4 +1,4 @@
-//! The override listing's, counting's and purging's SQL, written once for both backends like the
+//! The override listing's and counting's SQL, written once for both backends like the
 //! violation log's (`violations::sql`): [`QueryBuilder`] numbers the placeholders the way
 //! each database wants, so the backends only execute what these functions build.
 
@@ -8,13 +8,17 @@ use sqlx::{Database, Encode, QueryBuilder, Type};
 
 use super::model::FieldError;
 use super::rows::micros;
+use super::sql_parts;
 use super::violations::Cursor;
-use super::violations::cursor::page_params;
+use super::violations::cursor::{page_params, unknown_params};
 use ratelimitd_core::clock::Timestamp;
 
 /// The columns every override query reads.
 pub(super) const COLUMNS: &str =
     "id, domain, descriptor, requests_per_unit, unit, valid_until, reason, created_by, created_at";
+
+/// The order of every override listing (the one `GET /v1/overrides` pages by).
+const NEWEST_FIRST: &str = "created_at DESC, id DESC";
 
 /// One page of `GET /v1/overrides`: newest first by (`created_at`, id).
 #[derive(Debug, Clone, PartialEq, Default)]
@@ -33,15 +37,7 @@ impl OverridePage {
     /// Reads the query string's parameters; every unknown or invalid one is an error.
     pub(crate) fn parse(params: &HashMap<String, String>) -> Result<OverridePage, Vec<FieldError>> {
         let mut errors = Vec::new();
-        let mut unknown: Vec<&String> = params
-            .keys()
-            .filter(|k| !KNOWN.contains(&k.as_str()))
-            .collect();
-        unknown.sort();
-        for k in unknown {
-            let msg = format!("unknown parameter (known: {})", KNOWN.join(", "));
-            errors.push(FieldError::new(k.as_str(), msg));
-        }
+        unknown_params(params, &KNOWN, &mut errors);
         let (limit, after) = page_params(params, &mut errors);
         if !errors.is_empty() {
             return Err(errors);
@@ -74,19 +70,24 @@ where
     &'a str: Encode<'a, DB> + Type<DB>,
     i64: Encode<'a, DB> + Type<DB>,
 {
-    let mut b = QueryBuilder::new(format!(
-        "SELECT {COLUMNS} FROM rate_limit_overrides WHERE 1 = 1"
-    ));
-    if let Some(d) = &p.domain {
-        b.push(" AND domain = ").push_bind(d.as_str());
+    let mut b = sql_parts::select(COLUMNS, "rate_limit_overrides");
+    sql_parts::and_eq(&mut b, "domain", p.domain.as_ref());
+    sql_parts::and_after(&mut b, "created_at", p.after.as_ref());
+    sql_parts::page(&mut b, NEWEST_FIRST, p.limit);
+    b
+}
+
+/// Every override (newest first), or only those still active at `active_at`.
+pub(super) fn list<'a, DB>(active_at: Option<Timestamp>) -> QueryBuilder<'a, DB>
+where
+    DB: Database,
+    i64: Encode<'a, DB> + Type<DB>,
+{
+    let mut b = QueryBuilder::new(format!("SELECT {COLUMNS} FROM rate_limit_overrides"));
+    if let Some(now) = active_at {
+        b.push(" WHERE valid_until > ").push_bind(micros(now));
     }
-    if let Some(c) = &p.after {
-        b.push(" AND (created_at < ").push_bind(micros(c.at));
-        b.push(" OR (created_at = ").push_bind(micros(c.at));
-        b.push(" AND id < ").push_bind(c.id.as_str()).push("))");
-    }
-    b.push(" ORDER BY created_at DESC, id DESC LIMIT ")
-        .push_bind(i64::from(p.limit) + 1);
+    b.push(format!(" ORDER BY {NEWEST_FIRST}"));
     b
 }
 
@@ -101,34 +102,12 @@ where
     b
 }
 
-/// Deletes at most `batch` overrides that expired before `before` (a bounded statement,
-/// repeated by the purge task).
-pub(super) fn delete_expired<'a, DB>(before: Timestamp, batch: u32) -> QueryBuilder<'a, DB>
-where
-    DB: Database,
-    i64: Encode<'a, DB> + Type<DB>,
-{
-    let mut b = QueryBuilder::new(
-        "DELETE FROM rate_limit_overrides WHERE id IN \
-         (SELECT id FROM rate_limit_overrides WHERE valid_until < ",
-    );
-    b.push_bind(micros(before))
-        .push(" LIMIT ")
-        .push_bind(i64::from(batch))
-        .push(")");
-    b
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     fn parse(pairs: &[(&str, &str)]) -> Result<OverridePage, Vec<FieldError>> {
-        let map = pairs
-            .iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect();
-        OverridePage::parse(&map)
+        OverridePage::parse(&crate::policy::violations::cursor::params(pairs))
     }
 
     #[test]

@@ -1,6 +1,6 @@
 //! The fleet backend: PostgreSQL (`POLICY_DB_URL`) through sqlx, shared by every instance and
-//! migrated by the same migrations as SQLite. Every write is followed by a `pg_notify` on
-//! [`CHANNEL`], so the other instances re-read at once ([`listen`]).
+//! migrated by the same migrations as SQLite. Every rule or override write is followed by a
+//! `pg_notify` on [`CHANNEL`], so the other instances re-read at once ([`listen`]).
 //!
 //! The pool connects lazily and the migrations run on the first call that reaches the database:
 //! a database that is down when ratelimitd starts does not stop it (files serve at once, the API
@@ -10,20 +10,18 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
-use sqlx::Postgres;
-use sqlx::postgres::{PgListener, PgPool, PgPoolOptions};
+use sqlx::postgres::{PgArguments, PgListener, PgPool, PgPoolOptions, PgQueryResult};
+use sqlx::query::Query;
+use sqlx::{Postgres, QueryBuilder, Transaction};
 
-use super::history::{Audit, Event, HistoryEntry, HistoryQuery};
-use super::model::{NewOverride, StoredOverride};
-use super::override_sql::{self, COLUMNS, OverridePage};
-use super::rows::{micros, read_override, read_rule};
-use super::rules::Rule;
-use super::store::{PolicyStore, StoreError, migrator};
-use super::violations::{StoredViolation, ViolationQuery, sql};
-use ratelimitd_core::clock::Timestamp;
+use super::backend::SqlBackend;
+use super::store::{StoreError, migrator};
 
 /// The notification channel every instance listens on.
 pub(crate) const CHANNEL: &str = "ratelimitd_policy";
+
+/// The advisory lock key that serialises history writers across instances.
+const HISTORY_LOCK: i64 = 0x7261_7465_6869_7374; // "ratehist"
 
 /// The policy database in PostgreSQL.
 #[derive(Debug, Clone)]
@@ -47,161 +45,48 @@ impl PgStore {
             migrated: tokio::sync::OnceCell::new(),
         })
     }
+}
+
+#[async_trait]
+impl SqlBackend for PgStore {
+    type Db = Postgres;
 
     /// The pool, once the schema is migrated (tried again on every call until it succeeds).
-    pub(super) async fn ready(&self) -> Result<&PgPool, StoreError> {
+    async fn pool(&self) -> Result<&PgPool, StoreError> {
         self.migrated
             .get_or_try_init(|| async { migrator().run(&self.pool).await })
             .await?;
         Ok(&self.pool)
     }
 
-    pub(super) async fn notify(&self) -> Result<(), StoreError> {
+    /// A transaction holding the history writers' advisory lock until it ends: the instances
+    /// share the database, and the policy's own write lock serialises only one instance's writers.
+    async fn begin(&self) -> Result<Transaction<'static, Postgres>, StoreError> {
+        let mut tx = self.pool().await?.begin().await?;
+        sqlx::query("SELECT pg_advisory_xact_lock($1)")
+            .bind(HISTORY_LOCK)
+            .execute(&mut *tx)
+            .await?;
+        Ok(tx)
+    }
+
+    /// Notifies [`CHANNEL`], so the other instances re-read at once ([`listen`]).
+    async fn changed(&self) -> Result<(), StoreError> {
         sqlx::query("SELECT pg_notify($1, '')")
             .bind(CHANNEL)
-            .execute(self.ready().await?)
+            .execute(self.pool().await?)
             .await?;
         Ok(())
     }
-}
 
-#[async_trait]
-impl PolicyStore for PgStore {
-    async fn insert_override(
-        &self,
-        id: &str,
-        o: &NewOverride,
-        audit: &Audit,
-        now: Timestamp,
-    ) -> Result<StoredOverride, StoreError> {
-        self.audited_insert_override(id, o, audit, now).await
+    fn query<'s, 'a: 's>(
+        b: &'s mut QueryBuilder<'a, Postgres>,
+    ) -> Query<'s, Postgres, PgArguments> {
+        b.build()
     }
 
-    async fn active_overrides(&self, now: Timestamp) -> Result<Vec<StoredOverride>, StoreError> {
-        let sql = format!(
-            "SELECT {COLUMNS} FROM rate_limit_overrides WHERE valid_until > $1 \
-             ORDER BY created_at DESC, id DESC"
-        );
-        let rows = sqlx::query(&sql)
-            .bind(micros(now))
-            .fetch_all(self.ready().await?)
-            .await?;
-        rows.iter().map(read_override).collect()
-    }
-
-    async fn all_overrides(&self) -> Result<Vec<StoredOverride>, StoreError> {
-        let sql =
-            format!("SELECT {COLUMNS} FROM rate_limit_overrides ORDER BY created_at DESC, id DESC");
-        let rows = sqlx::query(&sql).fetch_all(self.ready().await?).await?;
-        rows.iter().map(read_override).collect()
-    }
-
-    async fn count_active_overrides(&self, now: Timestamp) -> Result<u64, StoreError> {
-        let mut b = override_sql::count_active::<Postgres>(now);
-        let n: i64 = b
-            .build_query_scalar()
-            .fetch_one(self.ready().await?)
-            .await?;
-        Ok(u64::try_from(n).unwrap_or(0))
-    }
-
-    async fn overrides_page(&self, page: &OverridePage) -> Result<Vec<StoredOverride>, StoreError> {
-        let mut b = override_sql::page::<Postgres>(page);
-        let rows = b.build().fetch_all(self.ready().await?).await?;
-        rows.iter().map(read_override).collect()
-    }
-
-    async fn delete_overrides_expired_before(
-        &self,
-        before: Timestamp,
-        batch: u32,
-    ) -> Result<u64, StoreError> {
-        let mut b = override_sql::delete_expired::<Postgres>(before, batch);
-        Ok(b.build()
-            .execute(self.ready().await?)
-            .await?
-            .rows_affected())
-    }
-
-    async fn delete_override(
-        &self,
-        id: &str,
-        audit: &Audit,
-        now: Timestamp,
-    ) -> Result<bool, StoreError> {
-        self.audited_delete_override(id, audit, now).await
-    }
-
-    async fn put_rule(
-        &self,
-        rule: &Rule,
-        audit: &Audit,
-        now: Timestamp,
-    ) -> Result<HistoryEntry, StoreError> {
-        self.audited_put_rule(rule, audit, now).await
-    }
-
-    async fn rules(&self) -> Result<Vec<Rule>, StoreError> {
-        let rows = sqlx::query(
-            "SELECT id, domain, descriptor, rate_limit, enabled FROM rate_limit_rules ORDER BY id",
-        )
-        .fetch_all(self.ready().await?)
-        .await?;
-        rows.iter().map(read_rule).collect()
-    }
-
-    async fn delete_rule(
-        &self,
-        id: &str,
-        audit: &Audit,
-        now: Timestamp,
-    ) -> Result<bool, StoreError> {
-        self.audited_delete_rule(id, audit, now).await
-    }
-
-    async fn record(&self, event: &Event, now: Timestamp) -> Result<HistoryEntry, StoreError> {
-        self.record_event(event, now).await
-    }
-
-    async fn history(&self, q: &HistoryQuery) -> Result<Vec<HistoryEntry>, StoreError> {
-        self.select_history(q).await
-    }
-
-    async fn history_version(
-        &self,
-        target: &str,
-        version: u64,
-    ) -> Result<Option<HistoryEntry>, StoreError> {
-        self.select_version(target, version).await
-    }
-
-    async fn insert_violations(&self, batch: &[StoredViolation]) -> Result<u64, StoreError> {
-        if batch.is_empty() {
-            return Ok(0);
-        }
-        let mut q = sql::insert::<Postgres>(batch);
-        Ok(q.build()
-            .execute(self.ready().await?)
-            .await?
-            .rows_affected())
-    }
-
-    async fn violations(&self, q: &ViolationQuery) -> Result<Vec<StoredViolation>, StoreError> {
-        let mut b = sql::select::<Postgres>(q);
-        let rows = b.build().fetch_all(self.ready().await?).await?;
-        rows.iter().map(sql::read).collect()
-    }
-
-    async fn delete_violations_before(
-        &self,
-        before: Timestamp,
-        batch: u32,
-    ) -> Result<u64, StoreError> {
-        let mut b = sql::delete_before::<Postgres>(before, batch);
-        Ok(b.build()
-            .execute(self.ready().await?)
-            .await?
-            .rows_affected())
+    fn rows_affected(done: &PgQueryResult) -> u64 {
+        done.rows_affected()
     }
 }
 

@@ -5,22 +5,20 @@ use std::path::Path;
 use std::time::Duration;
 
 use async_trait::async_trait;
-use sqlx::Sqlite;
-use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions};
+use sqlx::query::Query;
+use sqlx::sqlite::{
+    SqliteArguments, SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions,
+    SqliteQueryResult,
+};
+use sqlx::{QueryBuilder, Sqlite, Transaction};
 
-use super::history::{Audit, Event, HistoryEntry, HistoryQuery};
-use super::model::{NewOverride, StoredOverride};
-use super::override_sql::{self, COLUMNS, OverridePage};
-use super::rows::{micros, read_override};
-use super::rules::Rule;
-use super::store::{PolicyStore, StoreError, migrator};
-use super::violations::{StoredViolation, ViolationQuery, sql};
-use ratelimitd_core::clock::Timestamp;
+use super::backend::SqlBackend;
+use super::store::{StoreError, migrator};
 
 /// The policy database in a SQLite file.
 #[derive(Debug, Clone)]
 pub(crate) struct SqliteStore {
-    pub(super) pool: SqlitePool,
+    pool: SqlitePool,
 }
 
 impl SqliteStore {
@@ -40,133 +38,46 @@ impl SqliteStore {
         migrator().run(&pool).await?;
         Ok(SqliteStore { pool })
     }
-
-    async fn select(&self, filter: &str, now: i64) -> Result<Vec<StoredOverride>, StoreError> {
-        let sql = format!(
-            "SELECT {COLUMNS} FROM rate_limit_overrides {filter} ORDER BY created_at DESC, id DESC"
-        );
-        let rows = sqlx::query(&sql).bind(now).fetch_all(&self.pool).await?;
-        rows.iter().map(read_override).collect()
-    }
 }
 
 #[async_trait]
-impl PolicyStore for SqliteStore {
-    async fn insert_override(
-        &self,
-        id: &str,
-        o: &NewOverride,
-        audit: &Audit,
-        now: Timestamp,
-    ) -> Result<StoredOverride, StoreError> {
-        self.audited_insert_override(id, o, audit, now).await
+impl SqlBackend for SqliteStore {
+    type Db = Sqlite;
+
+    async fn pool(&self) -> Result<&SqlitePool, StoreError> {
+        Ok(&self.pool)
     }
 
-    async fn active_overrides(&self, now: Timestamp) -> Result<Vec<StoredOverride>, StoreError> {
-        self.select("WHERE valid_until > ?", micros(now)).await
+    /// `BEGIN IMMEDIATE` takes the write lock first, so that a concurrent violation batch cannot
+    /// make the transaction's later write fail as busy.
+    async fn begin(&self) -> Result<Transaction<'static, Sqlite>, StoreError> {
+        Ok(self.pool.begin_with("BEGIN IMMEDIATE").await?)
     }
 
-    async fn all_overrides(&self) -> Result<Vec<StoredOverride>, StoreError> {
-        // `? IS NOT NULL` keeps one bind for both queries.
-        self.select("WHERE ? IS NOT NULL", 0).await
+    /// Nothing to send: SQLite has no notifications. This instance's policy applies its own
+    /// writes; another process on the same file sees them at its next refresh.
+    async fn changed(&self) -> Result<(), StoreError> {
+        Ok(())
     }
 
-    async fn count_active_overrides(&self, now: Timestamp) -> Result<u64, StoreError> {
-        let mut b = override_sql::count_active::<Sqlite>(now);
-        let n: i64 = b.build_query_scalar().fetch_one(&self.pool).await?;
-        Ok(u64::try_from(n).unwrap_or(0))
+    fn query<'s, 'a: 's>(
+        b: &'s mut QueryBuilder<'a, Sqlite>,
+    ) -> Query<'s, Sqlite, SqliteArguments<'s>> {
+        b.build()
     }
 
-    async fn overrides_page(&self, page: &OverridePage) -> Result<Vec<StoredOverride>, StoreError> {
-        let mut b = override_sql::page::<Sqlite>(page);
-        let rows = b.build().fetch_all(&self.pool).await?;
-        rows.iter().map(read_override).collect()
-    }
-
-    async fn delete_overrides_expired_before(
-        &self,
-        before: Timestamp,
-        batch: u32,
-    ) -> Result<u64, StoreError> {
-        let mut b = override_sql::delete_expired::<Sqlite>(before, batch);
-        Ok(b.build().execute(&self.pool).await?.rows_affected())
-    }
-
-    async fn delete_override(
-        &self,
-        id: &str,
-        audit: &Audit,
-        now: Timestamp,
-    ) -> Result<bool, StoreError> {
-        self.audited_delete_override(id, audit, now).await
-    }
-
-    async fn put_rule(
-        &self,
-        rule: &Rule,
-        audit: &Audit,
-        now: Timestamp,
-    ) -> Result<HistoryEntry, StoreError> {
-        self.audited_put_rule(rule, audit, now).await
-    }
-
-    async fn rules(&self) -> Result<Vec<Rule>, StoreError> {
-        self.select_rules().await
-    }
-
-    async fn delete_rule(
-        &self,
-        id: &str,
-        audit: &Audit,
-        now: Timestamp,
-    ) -> Result<bool, StoreError> {
-        self.audited_delete_rule(id, audit, now).await
-    }
-
-    async fn record(&self, event: &Event, now: Timestamp) -> Result<HistoryEntry, StoreError> {
-        self.record_event(event, now).await
-    }
-
-    async fn history(&self, q: &HistoryQuery) -> Result<Vec<HistoryEntry>, StoreError> {
-        self.select_history(q).await
-    }
-
-    async fn history_version(
-        &self,
-        target: &str,
-        version: u64,
-    ) -> Result<Option<HistoryEntry>, StoreError> {
-        self.select_version(target, version).await
-    }
-
-    async fn insert_violations(&self, batch: &[StoredViolation]) -> Result<u64, StoreError> {
-        if batch.is_empty() {
-            return Ok(0);
-        }
-        let mut q = sql::insert::<Sqlite>(batch);
-        Ok(q.build().execute(&self.pool).await?.rows_affected())
-    }
-
-    async fn violations(&self, q: &ViolationQuery) -> Result<Vec<StoredViolation>, StoreError> {
-        let mut b = sql::select::<Sqlite>(q);
-        let rows = b.build().fetch_all(&self.pool).await?;
-        rows.iter().map(sql::read).collect()
-    }
-
-    async fn delete_violations_before(
-        &self,
-        before: Timestamp,
-        batch: u32,
-    ) -> Result<u64, StoreError> {
-        let mut b = sql::delete_before::<Sqlite>(before, batch);
-        Ok(b.build().execute(&self.pool).await?.rows_affected())
+    fn rows_affected(done: &SqliteQueryResult) -> u64 {
+        done.rows_affected()
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::policy::model::PathEntry;
+    use crate::policy::history::Audit;
+    use crate::policy::model::{NewOverride, PathEntry};
+    use crate::policy::store::PolicyStore;
+    use ratelimitd_core::clock::Timestamp;
     use ratelimitd_core::config::Unit;
 
     fn spec(value: &str, until: u64) -> NewOverride {

@@ -44,6 +44,33 @@ pub(crate) fn page_params(
     (limit, after)
 }
 
+/// Adds an error for every parameter not in `known`, in name order (a misspelt filter would
+/// otherwise be ignored silently and list more than asked for).
+pub(crate) fn unknown_params(
+    params: &HashMap<String, String>,
+    known: &[&str],
+    errors: &mut Vec<FieldError>,
+) {
+    let mut unknown: Vec<&String> = params
+        .keys()
+        .filter(|k| !known.contains(&k.as_str()))
+        .collect();
+    unknown.sort();
+    for k in unknown {
+        let msg = format!("unknown parameter (known: {})", known.join(", "));
+        errors.push(FieldError::new(k.as_str(), msg));
+    }
+}
+
+/// The query string `pairs` as the listings' parsers take it.
+#[cfg(test)]
+pub(crate) fn params(pairs: &[(&str, &str)]) -> HashMap<String, String> {
+    pairs
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect()
+}
+
 /// Where a page ended.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Cursor {

@@ -3,7 +3,7 @@
 
 use std::collections::HashMap;
 
-use super::cursor::{Cursor, page_params};
+use super::cursor::{Cursor, page_params, unknown_params};
 use crate::policy::input::parse_rfc3339;
 use crate::policy::model::FieldError;
 use ratelimitd_core::clock::Timestamp;
@@ -31,18 +31,7 @@ impl ViolationQuery {
     /// Reads the query string's parameters; every unknown or invalid one is an error.
     pub fn parse(params: &HashMap<String, String>) -> Result<ViolationQuery, Vec<FieldError>> {
         let mut errors = Vec::new();
-        let mut unknown: Vec<&String> = params
-            .keys()
-            .filter(|k| !KNOWN.contains(&k.as_str()))
-            .collect();
-        unknown.sort();
-        for k in unknown {
-            let known = KNOWN.join(", ");
-            errors.push(FieldError::new(
-                k.as_str(),
-                format!("unknown parameter (known: {known})"),
-            ));
-        }
+        unknown_params(params, &KNOWN, &mut errors);
         let text = |k: &str| params.get(k).filter(|v| !v.is_empty()).cloned();
         let mut time = |k: &str| {
             let v = text(k)?;
@@ -80,11 +69,7 @@ mod tests {
     use crate::policy::violations::cursor::DEFAULT_LIMIT;
 
     fn parse(pairs: &[(&str, &str)]) -> Result<ViolationQuery, Vec<FieldError>> {
-        let map = pairs
-            .iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect();
-        ViolationQuery::parse(&map)
+        ViolationQuery::parse(&crate::policy::violations::cursor::params(pairs))
     }
 
     #[test]

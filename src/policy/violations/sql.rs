@@ -7,6 +7,7 @@ use sqlx::{ColumnIndex, Database, Decode, Encode, QueryBuilder, Row, Type};
 use super::{StoredViolation, Violation, ViolationQuery};
 use crate::policy::model::PathEntry;
 use crate::policy::rows::micros;
+use crate::policy::sql_parts;
 use crate::policy::store::StoreError;
 use ratelimitd_core::clock::Timestamp;
 
@@ -60,49 +61,17 @@ where
     &'a str: Encode<'a, DB> + Type<DB>,
     i64: Encode<'a, DB> + Type<DB>,
 {
-    let mut b = QueryBuilder::new(format!(
-        "SELECT {COLUMNS} FROM rate_limit_violations WHERE 1 = 1"
-    ));
-    if let Some(d) = &q.domain {
-        b.push(" AND domain = ").push_bind(d.as_str());
-    }
-    if let Some(c) = &q.client_key {
-        b.push(" AND client_key = ").push_bind(c.as_str());
-    }
+    let mut b = sql_parts::select(COLUMNS, "rate_limit_violations");
+    sql_parts::and_eq(&mut b, "domain", q.domain.as_ref());
+    sql_parts::and_eq(&mut b, "client_key", q.client_key.as_ref());
     if let Some(t) = q.since {
         b.push(" AND at >= ").push_bind(micros(t));
     }
     if let Some(t) = q.until {
         b.push(" AND at < ").push_bind(micros(t));
     }
-    if let Some(c) = &q.after {
-        b.push(" AND (at < ").push_bind(micros(c.at));
-        b.push(" OR (at = ").push_bind(micros(c.at));
-        b.push(" AND id < ").push_bind(c.id.as_str()).push("))");
-    }
-    b.push(" ORDER BY at DESC, id DESC LIMIT ")
-        .push_bind(i64::from(q.limit) + 1);
-    b
-}
-
-/// Deletes at most `batch` rows older than `before` (a bounded statement, repeated by the
-/// retention task).
-pub(in crate::policy) fn delete_before<'a, DB>(
-    before: Timestamp,
-    batch: u32,
-) -> QueryBuilder<'a, DB>
-where
-    DB: Database,
-    i64: Encode<'a, DB> + Type<DB>,
-{
-    let mut b = QueryBuilder::new(
-        "DELETE FROM rate_limit_violations WHERE id IN \
-         (SELECT id FROM rate_limit_violations WHERE at < ",
-    );
-    b.push_bind(micros(before))
-        .push(" LIMIT ")
-        .push_bind(i64::from(batch))
-        .push(")");
+    sql_parts::and_after(&mut b, "at", q.after.as_ref());
+    sql_parts::page(&mut b, "at DESC, id DESC", q.limit);
     b
 }
 
