@@ -65,7 +65,8 @@ pub(super) async fn start(settings: &Settings, bg: &mut Background<'_>) -> Resul
     let MetricsHandle { metrics, sink } = crate::metrics::start(&settings.obs, metrics_deps);
     let mut stores = parts::store(settings, &clock).await?;
     if let Some(m) = &metrics {
-        crate::store::stats::register(m, stores.memory.as_ref(), stores.redis.as_ref());
+        let (memory, redis) = (stores.memory.as_ref(), stores.redis.as_ref());
+        crate::store::stats::register(m, memory, redis, stores.leases.as_ref());
     }
     let (redis, memcache) = (stores.redis.clone(), stores.memcache.clone());
     let vitals = crate::store::vitals::start(metrics.as_ref(), redis, memcache, bg.reborrow());

@@ -12,6 +12,7 @@ use crate::settings::Settings;
 use crate::store::Backend;
 use crate::store::memcache::MemcacheStore;
 use crate::store::redis::RedisStore;
+use crate::store::stats::LeaseReader;
 use ratelimitd_core::clock::{Clock, ManualClock, SystemClock, Timestamp};
 use ratelimitd_core::limiter::{HeaderNames, KeyBuilder, LimiterOptions};
 use ratelimitd_core::random::{Random, SeededRandom};
@@ -49,6 +50,8 @@ pub(super) struct StoreParts {
     pub(super) redis: Option<Arc<RedisStore>>,
     /// The memcached store, for its health figures.
     pub(super) memcache: Option<Arc<MemcacheStore>>,
+    /// The lease totals of a store that leases (Redis, DynamoDB), for the metrics.
+    pub(super) leases: Option<LeaseReader>,
 }
 
 /// Builds the store the settings ask for (waiting for Redis as the startup settings allow), with
@@ -66,6 +69,7 @@ pub(super) async fn store(
                 memory: Some(m),
                 redis: None,
                 memcache: None,
+                leases: None,
             }
         }
         Backend::Redis => {
@@ -75,11 +79,13 @@ pub(super) async fn store(
                 .map_err(AppError::Store)?
                 .with_breakers(&settings.resilience, clock);
             let redis = Arc::new(redis);
+            let r = redis.clone();
             StoreParts {
                 store: redis.clone(),
                 memory: None,
                 redis: Some(redis),
                 memcache: None,
+                leases: Some(Arc::new(move || r.lease_totals())),
             }
         }
         #[cfg(feature = "dynamodb")]
@@ -96,11 +102,14 @@ pub(super) async fn store(
             if !store.is_healthy() {
                 tracing::warn!(target = %store_target(settings), "DynamoDB does not answer yet; limits answer by their failure_mode until it does");
             }
+            let store = Arc::new(store);
+            let s = store.clone();
             StoreParts {
-                store: Arc::new(store),
+                store,
                 memory: None,
                 redis: None,
                 memcache: None,
+                leases: Some(Arc::new(move || s.lease_totals())),
             }
         }
         // The settings refuse BACKEND_TYPE=dynamodb in a build without the store.
@@ -129,6 +138,7 @@ pub(super) async fn store(
                 memory: None,
                 redis: None,
                 memcache: Some(memcache),
+                leases: None,
             }
         }
     })

@@ -6,19 +6,27 @@
 //! [`CAS_ATTEMPTS`] times. Each
 //! decision therefore runs on the latest state, as if under one lock shared by every instance:
 //! exact. A decision that leaves the state unchanged (a denial at the same instant, a check)
-//! writes nothing, and a refund never creates an item.
+//! writes nothing, and a refund never creates an item. A token bucket op that reserves a lease
+//! takes its grant (and gives an outdated lease's tokens back) in the same write (`lease.rs`).
 
 use aws_sdk_dynamodb::types::AttributeValue;
 
 use super::errors::{Failure, classify};
+use super::lease::{self, Grant, Reservation};
 use super::{CAS_ATTEMPTS, DynamoStore, item};
 use ratelimitd_core::algorithm::Decision;
 use ratelimitd_core::clock::Timestamp;
 use ratelimitd_core::store::Op;
 
 impl DynamoStore {
-    /// Applies `op` (a bucket or a sliding window) at `now`.
-    pub(super) async fn cas(&self, op: &Op, now: Timestamp) -> Result<Decision, Failure> {
+    /// Applies `op` (a bucket or a sliding window) at `now`; a token bucket op with a
+    /// reservation `r` also gives back and takes its lease's tokens.
+    pub(super) async fn cas(
+        &self,
+        op: &Op,
+        now: Timestamp,
+        r: Reservation,
+    ) -> Result<(Decision, Grant), Failure> {
         for attempt in 0..CAS_ATTEMPTS {
             if attempt > 0 {
                 // Spread the racers out: up to a millisecond per race lost so far.
@@ -46,15 +54,22 @@ impl DynamoStore {
                 }
             };
             let mut state = held.clone();
+            let returned = lease::give_back_tokens(op, &mut state, r.give_back, now);
             let d = op.run_on(&mut state, now);
+            let granted = lease::grant_tokens(op, &mut state, &d, r.size);
+            let nothing = Grant::default();
             if (op.refund && found.is_none()) || (held.is_some() && state == held) {
-                return Ok(d);
+                return Ok((d, nothing));
             }
             let Some(text) = state.as_ref().and_then(item::encode) else {
-                return Ok(d);
+                return Ok((d, nothing));
             };
-            match self.put(op, &text, version, d.expires_at).await {
-                Ok(()) => return Ok(d),
+            let expires_at = match granted {
+                0 => d.expires_at,
+                _ => lease::full_at(op, state.as_ref(), now).unwrap_or(d.expires_at),
+            };
+            match self.put(op, &text, version, expires_at).await {
+                Ok(()) => return Ok((d, Grant { granted, returned })),
                 Err(Failure::Conflict) => {}
                 Err(e) => return Err(e),
             }

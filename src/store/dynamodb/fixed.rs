@@ -23,17 +23,20 @@ fn count_of(found: Option<&item::Item>) -> u64 {
         .unwrap_or(0)
 }
 
+/// The decision on `op`'s limit for a count that went from `before` to `after` at `now`.
+pub(super) fn judged(op: &Op, before: u64, after: u64, now: Timestamp) -> Decision {
+    let (before, after) = (
+        before.min(fixed_window::MAX_COUNT),
+        after.min(fixed_window::MAX_COUNT),
+    );
+    fixed_window::decide(before, after, op.spec.limit, op.spec.window, now)
+}
+
 impl DynamoStore {
     /// Applies `op` (a fixed window) at `now`.
     pub(super) async fn fixed(&self, op: &Op, now: Timestamp) -> Result<Decision, Failure> {
         let spec = &op.spec;
-        let decide = |before: u64, after: u64| {
-            let (before, after) = (
-                before.min(fixed_window::MAX_COUNT),
-                after.min(fixed_window::MAX_COUNT),
-            );
-            fixed_window::decide(before, after, spec.limit, spec.window, now)
-        };
+        let decide = |before: u64, after: u64| judged(op, before, after, now);
         if op.refund {
             return self.fixed_refund(op, now).await;
         }
@@ -45,7 +48,7 @@ impl DynamoStore {
         if op.only_admitted {
             let fits = spec.limit.checked_sub(op.hits);
             if let Some(room) = fits {
-                match self.add(op, now, Some(room)).await {
+                match self.add(op, now, Some(room), 0).await {
                     Ok(after) => return Ok(decide(after.saturating_sub(op.hits), after)),
                     Err(Failure::Conflict) => {}
                     Err(e) => return Err(e),
@@ -55,14 +58,22 @@ impl DynamoStore {
             let count = count_of(self.read(&op.key, &[item::COUNT]).await?.as_ref());
             return Ok(decide(count, count.saturating_add(op.hits)));
         }
-        let after = self.add(op, now, None).await?;
+        let after = self.add(op, now, None, 0).await?;
         let d = decide(after.saturating_sub(op.hits), after);
         Ok(if op.report { d.reported() } else { d })
     }
 
     /// `ADD`s `op.hits` to its count (when `at_most`, only if the count is at most that before),
-    /// setting the expiry on a new item; returns the count after.
-    async fn add(&self, op: &Op, now: Timestamp, at_most: Option<u64>) -> Result<u64, Failure> {
+    /// setting the expiry on a new item; returns the count after. `give_back` hits of this
+    /// instance's outdated lease come off in the same write, on the condition that the count
+    /// still holds them (`Failure::Conflict` when it does not: the item was reset meanwhile).
+    pub(super) async fn add(
+        &self,
+        op: &Op,
+        now: Timestamp,
+        at_most: Option<u64>,
+        give_back: u64,
+    ) -> Result<u64, Failure> {
         let jitter = match self.jitter_max_secs {
             0 => 0,
             max => fastrand::u64(0..max),
@@ -76,13 +87,20 @@ impl DynamoStore {
             .update_expression("ADD #n :h SET #e = if_not_exists(#e, :e)")
             .expression_attribute_names("#n", item::COUNT)
             .expression_attribute_names("#e", item::EXPIRES)
-            .expression_attribute_values(":h", item::n(op.hits))
+            .expression_attribute_values(":h", delta(op.hits, give_back))
             .expression_attribute_values(":e", item::n(expires))
             .return_values(ReturnValue::UpdatedNew);
+        let mut conditions = Vec::new();
         if let Some(room) = at_most {
-            call = call
-                .condition_expression("attribute_not_exists(#n) OR #n <= :room")
-                .expression_attribute_values(":room", item::n(room));
+            conditions.push("(attribute_not_exists(#n) OR #n <= :room)");
+            call = call.expression_attribute_values(":room", item::n(room));
+        }
+        if give_back > 0 {
+            conditions.push("#n >= :back");
+            call = call.expression_attribute_values(":back", item::n(give_back));
+        }
+        if !conditions.is_empty() {
+            call = call.condition_expression(conditions.join(" AND "));
         }
         let out = call.send().await.map_err(|e| classify(&e))?;
         out.attributes()
@@ -138,5 +156,14 @@ impl DynamoStore {
             }
         }
         Err(Failure::Contended)
+    }
+}
+
+/// `hits - give_back` as a DynamoDB number (negative when more goes back than comes in).
+fn delta(hits: u64, give_back: u64) -> AttributeValue {
+    if hits >= give_back {
+        item::n(hits - give_back)
+    } else {
+        AttributeValue::N(format!("-{}", give_back - hits))
     }
 }

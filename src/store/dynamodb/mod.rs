@@ -17,6 +17,10 @@
 //! (`REDIS_BREAKER_*`); throttling, timeouts and an unreachable endpoint answer
 //! [`super::Answer::Unavailable`], so each limit's `failure_mode` decides (`errors.rs`).
 //! The SDK's own retries are off: a retry here would only spend the timeout.
+//!
+//! Token leases (`lease`, `LEASE_DEFAULT_SIZE`) work as on Redis: a fixed window or token bucket
+//! op that reserves takes this instance's grant from the same item (`lease.rs`), and the key's
+//! next hits are answered from it without a call.
 
 mod options;
 
@@ -32,6 +36,8 @@ mod errors;
 mod fixed;
 #[cfg(feature = "dynamodb")]
 mod item;
+#[cfg(feature = "dynamodb")]
+mod lease;
 #[cfg(feature = "dynamodb")]
 mod reset;
 #[cfg(feature = "dynamodb")]

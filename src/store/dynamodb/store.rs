@@ -1,6 +1,6 @@
-//! The store itself: which path each op takes (the local over-limit cache, a fixed window's
-//! `ADD`, an optimistic update), every op of a request at once under one breaker permit and the
-//! response timeout, and health.
+//! The store itself: which path each op takes (the local over-limit cache, this instance's token
+//! lease, a fixed window's `ADD`, an optimistic update), every op of a request at once under one
+//! breaker permit and the response timeout, and health.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -13,6 +13,7 @@ use aws_sdk_dynamodb::types::AttributeValue;
 use futures_util::future::join_all;
 
 use super::errors::{Failure, classify};
+use super::lease::{Grant, Reservation};
 use super::{DynamoSettings, client, item};
 use crate::store::local_cache::OverLimitCache;
 use crate::store::redis::RedisConfig;
@@ -20,6 +21,7 @@ use crate::store::{Answer, Op, PrefixReset, ResetError, Resilience, Store, Store
 use ratelimitd_core::algorithm::{Algorithm, Decision};
 use ratelimitd_core::clock::{Clock, Timestamp};
 use ratelimitd_core::resilience::{Breaker, Permit};
+use ratelimitd_core::store::lease::{Leases, Serve};
 
 /// The name of the store's one target (breaker, health, unavailable answers).
 pub(super) const TARGET: &str = "dynamodb";
@@ -36,13 +38,15 @@ pub struct DynamoStore {
     pub(super) jitter_max_secs: u64,
     breaker: Option<Breaker>,
     local_cache: Option<OverLimitCache>,
+    /// This instance's token leases (fixed windows and token buckets with `lease`).
+    pub(super) leases: Leases,
     healthy: AtomicBool,
 }
 
 impl DynamoStore {
-    /// A store on `d`'s table, behind a breaker (`r`) timed by `clock`, with the two Go settings
-    /// it shares with the Redis store: `LOCAL_CACHE_SIZE_IN_BYTES` and
-    /// `EXPIRATION_JITTER_MAX_SECONDS` (read from `shared`). Nothing is called yet:
+    /// A store on `d`'s table, behind a breaker (`r`) timed by `clock`, with the settings it
+    /// shares with the Redis store: `LOCAL_CACHE_SIZE_IN_BYTES`, `EXPIRATION_JITTER_MAX_SECONDS`
+    /// and `LEASE_DEFAULT_SIZE` (read from `shared`). Nothing is called yet:
     /// [`Store::probe`] checks the table.
     pub(crate) async fn new(
         d: &DynamoSettings,
@@ -64,12 +68,14 @@ impl DynamoStore {
                 )
             }),
             local_cache: OverLimitCache::with_bytes(shared.local_cache_size_in_bytes),
+            leases: Leases::new(shared.lease_default_size),
             healthy: AtomicBool::new(true),
         })
     }
 
     /// A store on `table` at `endpoint` (a local stand-in such as dynalite) signing with the
-    /// fixed key `access_key`/`secret`, without breaker, local cache or jitter: for tests.
+    /// fixed key `access_key`/`secret`, without breaker, local cache or jitter, leasing only
+    /// what an op's own `lease` asks: for tests.
     pub async fn local(
         endpoint: &str,
         table: &str,
@@ -90,28 +96,42 @@ impl DynamoStore {
             jitter_max_secs: 0,
             breaker: None,
             local_cache: None,
+            leases: Leases::new(0),
             healthy: AtomicBool::new(true),
         })
     }
 
-    /// Drops this instance's over-limit cache entry for `key`.
+    /// Drops this instance's over-limit cache entry and lease for `key` (the lease's hits are
+    /// not given back: the item they were reserved from is being deleted).
     pub(super) fn forget_locally(&self, key: &str) {
         if let Some(cache) = &self.local_cache {
             cache.remove(key);
         }
+        self.leases.forget(key);
     }
 
-    /// One op against the table.
-    async fn one(&self, op: &Op, now: Timestamp) -> Result<Decision, Failure> {
-        match op.spec.algorithm {
-            Algorithm::FixedWindow => self.fixed(op, now).await,
-            _ => self.cas(op, now).await,
-        }
+    /// One op against the table; `reserve`: it takes a lease grant too, recorded as it returns.
+    async fn one(&self, op: &Op, now: Timestamp, reserve: bool) -> Result<Decision, Failure> {
+        let r = match reserve {
+            true => Reservation {
+                size: u64::from(self.leases.size(op)),
+                give_back: self.leases.take_outdated(op),
+            },
+            false => Reservation::default(),
+        };
+        let (d, grant) = match op.spec.algorithm {
+            Algorithm::FixedWindow if reserve => self.fixed_reserve(op, now, r).await?,
+            Algorithm::FixedWindow => (self.fixed(op, now).await?, Grant::default()),
+            _ => self.cas(op, now, r).await?,
+        };
+        self.leases.counters.returned(grant.returned);
+        self.leases.granted(op, &d, grant.granted, now);
+        Ok(d)
     }
 
     /// `one` within the response timeout.
-    async fn bounded(&self, op: &Op, now: Timestamp) -> Result<Decision, Failure> {
-        match tokio::time::timeout(self.timeout, self.one(op, now)).await {
+    async fn bounded(&self, op: &Op, now: Timestamp, reserve: bool) -> Result<Decision, Failure> {
+        match tokio::time::timeout(self.timeout, self.one(op, now, reserve)).await {
             Ok(r) => r,
             Err(_) => Err(Failure::Down(format!(
                 "no answer within {:?} (DYNAMODB_RESPONSE_TIMEOUT)",
@@ -157,6 +177,7 @@ fn cacheable(op: &Op) -> bool {
 impl Store for DynamoStore {
     async fn apply(&self, ops: &[Op], now: Timestamp) -> Result<Vec<Answer>, StoreError> {
         let mut answers: Vec<Option<Answer>> = vec![None; ops.len()];
+        let mut reserve = vec![false; ops.len()];
         let mut to_call = Vec::with_capacity(ops.len());
         for (i, op) in ops.iter().enumerate() {
             if matches!(
@@ -174,9 +195,22 @@ impl Store for DynamoStore {
             let cached = (self.local_cache.as_ref())
                 .filter(|_| cacheable(op) && !op.refund)
                 .and_then(|c| c.over_until(&op.key, now));
-            match cached {
-                Some(until) => answers[i] = Some(Answer::CachedOver { until }),
-                None => to_call.push(i),
+            if let Some(until) = cached {
+                answers[i] = Some(Answer::CachedOver { until });
+                continue;
+            }
+            // As on Redis, a usage report must reach the counter: never answered by a lease.
+            let serve = match op.report {
+                true => Serve::Plain,
+                false => self.leases.serve(op, now),
+            };
+            match serve {
+                Serve::Served(d) => answers[i] = Some(Answer::Leased(d)),
+                Serve::Reserve => {
+                    reserve[i] = true;
+                    to_call.push(i);
+                }
+                Serve::Plain => to_call.push(i),
             }
         }
         if to_call.is_empty() {
@@ -203,10 +237,11 @@ impl Store for DynamoStore {
                 None => chains.push(vec![i]),
             }
         }
+        let reserve = &reserve;
         let runs = chains.iter().map(|chain| async move {
             let mut results = Vec::with_capacity(chain.len());
             for &i in chain {
-                results.push((i, self.bounded(&ops[i], now).await));
+                results.push((i, self.bounded(&ops[i], now, reserve[i]).await));
             }
             results
         });
@@ -267,6 +302,14 @@ impl Store for DynamoStore {
 
     fn is_healthy(&self) -> bool {
         self.healthy.load(Ordering::Relaxed)
+    }
+
+    async fn release_leases(&self, now: Timestamp) -> u64 {
+        self.give_back_leases(now).await
+    }
+
+    async fn expire_leases(&self, now: Timestamp) -> u64 {
+        self.give_back_expired(now).await
     }
 
     /// Reads one never-written item: healthy when the table answers within the timeout.

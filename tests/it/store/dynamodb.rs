@@ -184,7 +184,7 @@ async fn a_reset_deletes_the_items_and_refuses_prefixes() {
 
 /// The settings of a ratelimitd process on `d`: the manual clock and `config` in a fresh dir
 /// (kept alive by the returned handle).
-fn fleet_env(
+pub(super) fn fleet_env(
     d: &Dynalite,
     config: &str,
     extra: &[(&str, &str)],

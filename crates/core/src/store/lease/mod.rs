@@ -1,10 +1,11 @@
-//! Token leases for hot keys: a second tier in front of a shared (Redis) counter. When a fixed
-//! window or token bucket op carries a lease (`lease: N` on its limit, or `LEASE_DEFAULT_SIZE`),
-//! the Redis store sends it with a reservation: one atomic script call (`lua/lease.lua`,
+//! Token leases for hot keys: a second tier in front of a shared (Redis, DynamoDB) counter. When a
+//! fixed window or token bucket op carries a lease (`lease: N` on its limit, or
+//! `LEASE_DEFAULT_SIZE`), the Redis store sends it with a reservation: one atomic script call (`lua/lease.lua`,
 //! `lua/bucket_lease.lua`) adds the op's hits and, when they fit, also takes a grant of
 //! `min(N, room / SHARE)` hits (tokens) from the same counter (bucket), where `room` is what is
 //! left of the limit (the whole tokens in the bucket) after the op. The grant is never more than remains, so
-//! the fleet can never admit more than the limit. This instance then answers the key's next hits
+//! the fleet can never admit more than the limit. (The DynamoDB store takes the same grant in its
+//! own conditional writes.) This instance then answers the key's next hits
 //! from its grant under a short lock on one of [`SHARDS`] parts of the table (picked by the key's
 //! hash, so hot keys on different shards never wait for each other), without a Redis call ([`Leases::serve`], reported
 //! as `Source::Lease`), and reserves again when the grant is spent.
@@ -87,6 +88,33 @@ pub struct Unspent {
     pub spec: LimitSpec,
     /// The hits to give back.
     pub hits: u64,
+}
+
+impl Unspent {
+    /// The refund op that gives these hits back to the shared counter (never itself leased).
+    pub fn refund(self) -> Op {
+        Op {
+            key: self.key,
+            spec: self.spec,
+            hits: self.hits,
+            refund: true,
+            max_wait: std::time::Duration::ZERO,
+            lease: Some(0),
+            holder: String::new(),
+            only_admitted: false,
+            report: false,
+        }
+    }
+}
+
+/// The hits the store took back for `refund` (an [`Unspent::refund`] op) that it answered `d`:
+/// a fixed window's refund says how far its count went down; a bucket's only how full it is now,
+/// so its tokens count as sent (never past full: the rest was refilled meanwhile).
+pub fn returned(refund: &Op, d: &Decision) -> u64 {
+    match refund.spec.algorithm {
+        Algorithm::TokenBucket => refund.hits,
+        _ => d.before.saturating_sub(d.after),
+    }
 }
 
 /// This instance's leases, by counter key.
