@@ -186,6 +186,9 @@ fn default_limit_is_listed_and_plans_count_what_matched_nothing() {
             unmatched: 2,
             capped: 0,
             predicate_errors: 0,
+            // An empty index of stored overrides is not looked up.
+            stored_lookups: 0,
+            stored_found: 0,
         }
     );
 }
