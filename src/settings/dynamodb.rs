@@ -51,26 +51,12 @@ pub(super) fn from_vars(v: &Vars, used: bool) -> Result<DynamoSettings, Settings
     let region = v.parse("DYNAMODB_REGION", None, region)?;
     let endpoint = v.parse("DYNAMODB_ENDPOINT", None, endpoint)?;
     let response_timeout = v.parse("DYNAMODB_RESPONSE_TIMEOUT", d.response_timeout, |s| {
-        parse::go_duration(s).and_then(|t| {
-            if t.is_zero() {
-                Err("must be more than 0 (every DynamoDB call is bounded)".into())
-            } else {
-                Ok(t)
-            }
-        })
+        parse::call_timeout(s, "DynamoDB")
     })?;
-    // Charging no key of a request once one is over needs every key read and written in one
-    // atomic step; a transaction per request would double its write cost. Refused, not ignored.
+    // A transaction per request would double its write cost. Refused, not ignored.
     if used {
-        let _ = v.parse(
-            "STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT",
-            (),
-            |s| match parse::go_bool(s)? {
-                false => Ok(()),
-                true => Err("not supported with BACKEND_TYPE=dynamodb (each key of a \
-                             request is its own atomic update)"
-                    .into()),
-            },
+        v.refuse_stop_increment(
+            "BACKEND_TYPE=dynamodb (each key of a request is its own atomic update)",
         );
     }
     Ok(DynamoSettings {

@@ -56,28 +56,13 @@ pub(super) fn from_vars(v: &Vars, used: bool) -> Result<MemcacheSettings, Settin
     let uint = |min, max| move |s: &str| parse::uint_in(s, min, max);
     let max_idle_conns = v.parse("MEMCACHE_MAX_IDLE_CONNS", 2, uint(0, 1024))? as usize;
     let timeout = v.parse("MEMCACHE_TIMEOUT", d.timeout, |s| {
-        parse::go_duration(s).and_then(|t| {
-            if t.is_zero() {
-                Err("must be more than 0 (every memcached call is bounded)".into())
-            } else {
-                Ok(t)
-            }
-        })
+        parse::call_timeout(s, "memcached")
     })?;
-    // Go's "charge nothing else once one key is over" needs the counts of every key of a request
-    // before any is charged, which memcached cannot give atomically: refused, not ignored.
+    // memcached cannot read every key of a request and charge them in one step: refused, not
+    // ignored.
     if used {
-        let _ = v.parse(
-            "STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT",
-            (),
-            |s| match parse::go_bool(s)? {
-                false => Ok(()),
-                true => Err(
-                    "not supported with BACKEND_TYPE=memcache (memcached cannot read \
-                             every key of a request and charge them in one atomic step)"
-                        .into(),
-                ),
-            },
+        v.refuse_stop_increment(
+            "BACKEND_TYPE=memcache (memcached cannot read every key of a request and charge them in one atomic step)",
         );
     }
     if used && servers.is_empty() && v.get("MEMCACHE_SRV").is_none() {

@@ -98,6 +98,16 @@ pub(crate) fn breach_ratio(s: &str) -> Result<Option<f64>, String> {
         .ok_or_else(|| format!("expected a share of the limit above 0, at most {max} (e.g. 0.8)"))
 }
 
+/// Parses a Go duration that bounds every call to a store (`what`, e.g. `memcached`): above 0.
+pub(crate) fn call_timeout(s: &str, what: &str) -> Result<Duration, String> {
+    match go_duration(s)? {
+        t if t.is_zero() => Err(format!(
+            "must be more than 0 (every {what} call is bounded)"
+        )),
+        t => Ok(t),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

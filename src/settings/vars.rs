@@ -72,6 +72,18 @@ impl Vars {
         }
     }
 
+    /// Refuses `STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT=true` for a store that cannot honour it
+    /// (`why`: the store and the reason), recorded like a bad value: charging no key of a
+    /// request once one is over needs every key read and charged in one atomic step.
+    pub(super) fn refuse_stop_increment(&self, why: &str) {
+        let _ = self.parse("STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT", (), |s| {
+            match super::parse::go_bool(s)? {
+                false => Ok(()),
+                true => Err(format!("not supported with {why}")),
+            }
+        });
+    }
+
     pub(super) fn bool(&self, name: &str, default: bool) -> Result<bool, SettingsError> {
         self.parse(name, default, parse::go_bool)
     }

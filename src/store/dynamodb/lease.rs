@@ -31,8 +31,8 @@ use super::{DynamoStore, item};
 use ratelimitd_core::algorithm::token_bucket::{self, Params, TokenBucketState};
 use ratelimitd_core::algorithm::{AlgorithmState, Decision};
 use ratelimitd_core::clock::Timestamp;
+use ratelimitd_core::store::Op;
 use ratelimitd_core::store::lease::{self, LeaseTotals, MIN_GRANT, SHARE, Unspent};
-use ratelimitd_core::store::{Op, Store};
 
 /// What one op reserves: the lease size (0: no reservation), and the unspent hits of this
 /// instance's outdated lease on the key to give back first.
@@ -193,27 +193,7 @@ impl DynamoStore {
     }
 
     async fn give_back(&self, unspent: Vec<Unspent>, now: Timestamp) -> u64 {
-        let ops: Vec<Op> = unspent.into_iter().map(Unspent::refund).collect();
-        if ops.is_empty() {
-            return 0;
-        }
-        let answers = match self.apply(&ops, now).await {
-            Ok(answers) => answers,
-            Err(e) => {
-                tracing::warn!(error = %e, "unspent leases not given back");
-                return 0;
-            }
-        };
-        let returned = (ops.iter().zip(&answers))
-            .filter_map(|(op, a)| Some(lease::returned(op, a.decision()?)))
-            .sum();
-        self.leases.counters.returned(returned);
-        tracing::info!(
-            keys = ops.len(),
-            hits = returned,
-            "unspent leases given back"
-        );
-        returned
+        lease::give_back(self, &self.leases.counters, unspent, now).await
     }
 
     /// What this store's leases did so far, for the metrics.

@@ -4,15 +4,12 @@
 //! the grant, as for any fixed window op; the grant is recorded in the lease table as the reply
 //! is read, so a grant is only ever lost when its reply is (a timeout: bounded by the lease size).
 
-use std::time::Duration;
-
 use redis::{RedisError, Script};
 
 use super::call::Group;
-use ratelimitd_core::algorithm::{Algorithm, Decision, Window, fixed_window};
+use ratelimitd_core::algorithm::{Decision, Window, fixed_window};
 use ratelimitd_core::clock::Timestamp;
-use ratelimitd_core::store::lease::{LeaseTotals, Leases, MIN_GRANT, SHARE, Unspent};
-use ratelimitd_core::store::{Op, Store};
+use ratelimitd_core::store::lease::{self, LeaseTotals, Leases, MIN_GRANT, SHARE, Unspent};
 
 /// The reservation script.
 pub(super) fn script() -> Script {
@@ -70,48 +67,7 @@ impl super::RedisStore {
     }
 
     async fn give_back(&self, unspent: Vec<Unspent>, now: Timestamp) -> u64 {
-        let ops: Vec<Op> = unspent
-            .into_iter()
-            .map(|u| Op {
-                key: u.key,
-                spec: u.spec,
-                hits: u.hits,
-                refund: true,
-                max_wait: Duration::ZERO,
-                lease: Some(0),
-                holder: String::new(),
-                only_admitted: false,
-                report: false,
-            })
-            .collect();
-        if ops.is_empty() {
-            return 0;
-        }
-        let answers = match self.apply(&ops, now).await {
-            Ok(answers) => answers,
-            Err(e) => {
-                tracing::warn!(error = %e, "unspent leases not given back");
-                return 0;
-            }
-        };
-        // A fixed window's refund decision says how far its count went down; a bucket's only how
-        // full it is now, so its tokens count as sent (never past full: the rest was refilled).
-        let returned = ops
-            .iter()
-            .zip(&answers)
-            .filter_map(|(op, a)| Some((op, a.decision()?)))
-            .map(|(op, d)| match op.spec.algorithm {
-                Algorithm::TokenBucket => op.hits,
-                _ => d.before.saturating_sub(d.after),
-            })
-            .sum();
-        self.leases.counters.returned(returned);
-        tracing::info!(
-            keys = ops.len(),
-            hits = returned,
-            "unspent leases given back"
-        );
-        returned
+        lease::give_back(self, &self.leases.counters, unspent, now).await
     }
 
     /// What this store's leases did so far, for the metrics.

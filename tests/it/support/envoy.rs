@@ -30,6 +30,55 @@ pub(crate) fn envoy_bin() -> PathBuf {
     )
 }
 
+/// The end of a static Envoy config (under `static_resources:`) whose `front` listener routes to
+/// the cluster `backend` and asks the cluster `ratelimitd`: a `backend` listener on `backend`
+/// answering 200 `ok`, then both clusters, `ratelimitd` over HTTP/2 at `127.0.0.1:rl`.
+pub(crate) fn backend_and_clusters(backend: u16, rl: u16) -> String {
+    format!(
+        r#"    - name: backend
+      address: {{ socket_address: {{ address: 127.0.0.1, port_value: {backend} }} }}
+      filter_chains:
+        - filters:
+            - name: envoy.filters.network.http_connection_manager
+              typed_config:
+                "@type": type.googleapis.com/envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager
+                stat_prefix: backend
+                route_config:
+                  virtual_hosts:
+                    - name: backend
+                      domains: ["*"]
+                      routes:
+                        - match: {{ prefix: / }}
+                          direct_response: {{ status: 200, body: {{ inline_string: "ok\n" }} }}
+                http_filters:
+                  - name: envoy.filters.http.router
+                    typed_config:
+                      "@type": type.googleapis.com/envoy.extensions.filters.http.router.v3.Router
+  clusters:
+    - name: backend
+      type: STATIC
+      connect_timeout: 1s
+      load_assignment:
+        cluster_name: backend
+        endpoints:
+          - lb_endpoints:
+              - endpoint: {{ address: {{ socket_address: {{ address: 127.0.0.1, port_value: {backend} }} }} }}
+    - name: ratelimitd
+      type: STATIC
+      connect_timeout: 1s
+      typed_extension_protocol_options:
+        envoy.extensions.upstreams.http.v3.HttpProtocolOptions:
+          "@type": type.googleapis.com/envoy.extensions.upstreams.http.v3.HttpProtocolOptions
+          explicit_http_config: {{ http2_protocol_options: {{}} }}
+      load_assignment:
+        cluster_name: ratelimitd
+        endpoints:
+          - lb_endpoints:
+              - endpoint: {{ address: {{ socket_address: {{ address: 127.0.0.1, port_value: {rl} }} }} }}
+"#
+    )
+}
+
 /// `envoy --mode validate -c <path>`: whether Envoy accepts the config, and its output.
 pub(crate) fn validate(path: &std::path::Path) -> (bool, String) {
     let out = Command::new(envoy_bin())

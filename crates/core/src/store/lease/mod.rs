@@ -117,6 +117,39 @@ pub fn returned(refund: &Op, d: &Decision) -> u64 {
     }
 }
 
+/// Gives `unspent` back to `store` as refunds at `now` (a reload, shutdown, an expired bucket
+/// lease) and adds what the store took back to `counters`; returns it. A failed call is logged
+/// and gives back nothing: those hits stay counted until their window ends (a bucket refills
+/// them), as a killed instance's do.
+pub async fn give_back<S: super::Store + ?Sized>(
+    store: &S,
+    counters: &LeaseCounters,
+    unspent: Vec<Unspent>,
+    now: Timestamp,
+) -> u64 {
+    let ops: Vec<Op> = unspent.into_iter().map(Unspent::refund).collect();
+    if ops.is_empty() {
+        return 0;
+    }
+    let answers = match store.apply(&ops, now).await {
+        Ok(answers) => answers,
+        Err(e) => {
+            tracing::warn!(error = %e, "unspent leases not given back");
+            return 0;
+        }
+    };
+    let returned = (ops.iter().zip(&answers))
+        .filter_map(|(op, a)| Some(returned(op, a.decision()?)))
+        .sum();
+    counters.returned(returned);
+    tracing::info!(
+        keys = ops.len(),
+        hits = returned,
+        "unspent leases given back"
+    );
+    returned
+}
+
 /// This instance's leases, by counter key.
 #[derive(Debug, Default)]
 pub struct Leases {
