@@ -21,7 +21,7 @@ use super::compact::{LeakySlot, SlidingSlot, TokenSlot};
 use crate::algorithm::concurrency::ConcurrencyState;
 use crate::algorithm::fixed_window::FixedWindowState;
 use crate::algorithm::leaky_bucket::LeakyBucketState;
-use crate::algorithm::sliding_log::SlidingLogState;
+use crate::algorithm::sliding_log::{LogEntry, SlidingLogState};
 use crate::algorithm::sliding_window::SlidingWindowState;
 use crate::algorithm::token_bucket::TokenBucketState;
 use crate::algorithm::{Algorithm, AlgorithmState, Decision, LimitSpec};
@@ -204,10 +204,18 @@ impl<S: Own> Slot for Timed<S> {
 /// One algorithm's map.
 pub(super) type Map<S> = HashMap<KeyId, S, PassThrough>;
 
+/// The entries a log's or a holder table's first allocation has room for (Rust's vectors start
+/// at four elements of this size).
+const FIRST_ENTRIES: usize = 4;
+/// The allocation of a short holder id (up to 16 bytes).
+const SHORT_ID: usize = 16;
+
 /// Bytes one key of `algorithm` costs against `MEMORY_MAX_BYTES`: its map slot and control byte,
-/// doubled because a map is between 7/16 and 7/8 full (it doubles when it reaches 7/8), plus a
-/// sliding log's boxed header (its entries are not counted; see `MemoryStore`). The rare key held
-/// as a full state (`super::compact`) is counted at its algorithm's compact size too.
+/// doubled because a map is between 7/16 and 7/8 full (it doubles when it reaches 7/8), plus for
+/// a sliding log or a concurrency limit its boxed state with the first allocation of its entries
+/// (room for four: a log's first requests, a limit's first holders and one short holder id);
+/// entries past those are not counted (see `MemoryStore`). The rare key held as a full state
+/// (`super::compact`) is counted at its algorithm's compact size too.
 pub(super) fn cost(algorithm: Algorithm) -> usize {
     let slot = |size: usize| 2 * (size_of::<KeyId>() + size + 1);
     match algorithm {
@@ -216,10 +224,15 @@ pub(super) fn cost(algorithm: Algorithm) -> usize {
         Algorithm::SlidingWindow => slot(size_of::<SlidingSlot>()),
         Algorithm::LeakyBucket => slot(size_of::<LeakySlot>()),
         Algorithm::Concurrency => {
-            slot(size_of::<Timed<Option<Box<ConcurrencyState>>>>()) + size_of::<ConcurrencyState>()
+            slot(size_of::<Timed<Option<Box<ConcurrencyState>>>>())
+                + size_of::<ConcurrencyState>()
+                + FIRST_ENTRIES * size_of::<(Box<str>, u64)>()
+                + SHORT_ID
         }
         Algorithm::SlidingLog => {
-            slot(size_of::<Timed<Option<Box<SlidingLogState>>>>()) + size_of::<SlidingLogState>()
+            slot(size_of::<Timed<Option<Box<SlidingLogState>>>>())
+                + size_of::<SlidingLogState>()
+                + FIRST_ENTRIES * size_of::<LogEntry>()
         }
     }
 }
