@@ -237,7 +237,8 @@ async fn memcached_resets_descriptors_and_refuses_prefixes() {
         ("CACHE_KEY_PREFIX", "reset_"),
     ];
     env.extend(ENV);
-    let cfg = "domain: r\ndescriptors:\n  - {key: fw, rate_limit: {unit: hour, requests_per_unit: 3}}\n";
+    let cfg =
+        "domain: r\ndescriptors:\n  - {key: fw, rate_limit: {unit: hour, requests_per_unit: 3}}\n";
     let s = TestServer::start(&[("r.yaml", cfg)], &env).await;
     for _ in 0..5 {
         hit(&s, "fw", "alice").await;

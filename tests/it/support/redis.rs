@@ -224,6 +224,32 @@ pub(crate) struct RedisCluster {
     pub nodes: Vec<RedisServer>,
 }
 
+/// Attempts at making a Cluster before its test fails (each with fresh nodes on fresh ports).
+const CREATE_ATTEMPTS: usize = 3;
+
+/// `n` cluster-enabled nodes of `flavor`, each on free ports, with `extra` arguments.
+fn start_nodes(flavor: Flavor, n: usize, extra: &[&str], access: &Access) -> Vec<RedisServer> {
+    (0..n)
+        .map(|_| {
+            // The bus port defaults to port + 10000, past 65535 for a quarter of the ephemeral
+            // range (and maybe taken): the node would not start. Choose it too.
+            let bus_port = free_port().to_string();
+            let mut args = vec![
+                "--cluster-enabled",
+                "yes",
+                "--cluster-config-file",
+                "nodes.conf",
+                "--cluster-node-timeout",
+                "5000",
+                "--cluster-port",
+                &bus_port,
+            ];
+            args.extend(extra);
+            RedisServer::start_secure_on(flavor, &args, access)
+        })
+        .collect()
+}
+
 impl RedisCluster {
     pub(crate) fn start(n: usize) -> RedisCluster {
         RedisCluster::start_on(Flavor::Redis, n)
@@ -263,39 +289,35 @@ impl RedisCluster {
         access: &Access,
         create_args: &[&str],
     ) -> RedisCluster {
-        let nodes: Vec<RedisServer> = (0..n)
-            .map(|_| {
-                // The bus port defaults to port + 10000, past 65535 for a quarter of the
-                // ephemeral range (and maybe taken): the node would not start. Choose it too.
-                let bus_port = free_port().to_string();
-                let mut args = vec![
-                    "--cluster-enabled",
-                    "yes",
-                    "--cluster-config-file",
-                    "nodes.conf",
-                    "--cluster-node-timeout",
-                    "5000",
-                    "--cluster-port",
-                    &bus_port,
-                ];
-                args.extend(extra);
-                RedisServer::start_secure_on(flavor, &args, access)
-            })
-            .collect();
-        let mut create = Command::new("redis-cli");
-        create.args(create_args).arg("--cluster").arg("create");
-        for node in &nodes {
-            create.arg(node.addr());
-        }
-        let out = create
-            .args(["--cluster-replicas", &replicas.to_string(), "--cluster-yes"])
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "cluster create: {}",
-            String::from_utf8_lossy(&out.stdout)
-        );
+        // Each node's ports are picked free, then bound by redis-server a moment later; another
+        // test can take one in between, and then `--cluster create` fails. That is this
+        // machine's race, not Redis's: start fresh nodes and try again, a bounded number of times.
+        let mut failures = Vec::new();
+        let nodes = loop {
+            let nodes = start_nodes(flavor, n, extra, access);
+            let mut create = Command::new("redis-cli");
+            create.args(create_args).arg("--cluster").arg("create");
+            for node in &nodes {
+                create.arg(node.addr());
+            }
+            let out = create
+                .args(["--cluster-replicas", &replicas.to_string(), "--cluster-yes"])
+                .output()
+                .unwrap();
+            if out.status.success() {
+                break nodes;
+            }
+            failures.push(format!(
+                "{}{}",
+                String::from_utf8_lossy(&out.stdout),
+                String::from_utf8_lossy(&out.stderr)
+            ));
+            assert!(
+                failures.len() < CREATE_ATTEMPTS,
+                "cluster create failed {CREATE_ATTEMPTS} times: {failures:#?}"
+            );
+            eprintln!("cluster create failed, starting fresh nodes: {failures:?}");
+        };
         let watch = Stopwatch::start();
         loop {
             let ok = nodes
