@@ -72,13 +72,7 @@ mod tests {
     use std::time::Duration;
 
     use crate::settings::Settings;
-
-    fn env(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
-        pairs
-            .iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect()
-    }
+    use crate::settings::tests::env;
 
     #[test]
     fn defaults_and_values() {

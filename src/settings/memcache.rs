@@ -88,13 +88,7 @@ pub(super) fn from_vars(v: &Vars, used: bool) -> Result<MemcacheSettings, Settin
 mod tests {
     use super::*;
     use crate::settings::Settings;
-
-    fn env(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
-        pairs
-            .iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect()
-    }
+    use crate::settings::tests::env;
 
     #[test]
     fn host_port_list_and_defaults() {

@@ -4,7 +4,8 @@ use clap::Parser;
 
 use super::*;
 
-fn env(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
+/// `pairs` as the environment a test reads settings from (shared by the areas' own tests).
+pub(super) fn env(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
     pairs
         .iter()
         .map(|(k, v)| (k.to_string(), v.to_string()))
