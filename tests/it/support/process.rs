@@ -5,7 +5,9 @@ use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
+use ratelimitd::pb::envoy::service::ratelimit::v3::rate_limit_service_client::RateLimitServiceClient;
 use ratelimitd_core::clock::Stopwatch;
+use tonic::transport::Channel;
 
 /// A running binary.
 pub(crate) struct Spawned {
@@ -148,6 +150,50 @@ impl Drop for Spawned {
             );
         }
     }
+}
+
+/// Three binaries on one shared store, each with a gRPC client; stopped on drop.
+pub(crate) struct Three {
+    /// The config directory, which lives as long as the binaries.
+    _dir: tempfile::TempDir,
+    pub servers: Vec<Spawned>,
+    /// One client per binary, in the order of `servers`.
+    pub clients: Vec<RateLimitServiceClient<Channel>>,
+}
+
+/// Starts three binaries on `env` (the shared store's settings) serving `config` as `x.yaml`, all
+/// at one fixed instant of the manual clock (1 000 000 s), so that no window rolls over and no
+/// lease ends while a test counts, and connects a client to each.
+pub(crate) async fn three_instances(mut env: Vec<(String, String)>, config: &str) -> Three {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("x.yaml"), config).unwrap();
+    env.push(("RATELIMITD_CONFIG".into(), dir.path().display().to_string()));
+    env.push(("RATELIMITD_TEST_MANUAL_CLOCK".into(), "1000000".into()));
+    let servers: Vec<Spawned> = (0..3).map(|_| spawn(&env)).collect();
+    let mut clients = Vec::new();
+    for s in &servers {
+        let url = format!("http://{}", s.grpc_addr);
+        clients.push(RateLimitServiceClient::connect(url).await.unwrap());
+    }
+    Three {
+        _dir: dir,
+        servers,
+        clients,
+    }
+}
+
+/// `ratelimitd validate` on a new directory holding only `bad.yaml` (`yaml`), which it must refuse
+/// with exit code 1; what it wrote to stderr.
+pub(crate) fn validate_refuses(yaml: &str) -> String {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("bad.yaml"), yaml).unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_ratelimitd"))
+        .arg("validate")
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    String::from_utf8_lossy(&out.stderr).into_owned()
 }
 
 /// Sends `sig` (`-TERM`, `-HUP`, `-STOP`, ...) to process `pid` with kill(1).
