@@ -43,6 +43,14 @@ fn rule(rpu: u32) -> Value {
     })
 }
 
+/// [`start`] on SQLite in `data`, with the rule `r1` ([`rule`] of 5) created by alice.
+async fn start_with_r1(data: &std::path::Path) -> TestServer {
+    let s = start(data, &[]).await;
+    let (status, body) = as_alice(&s, Method::PUT, "/v1/policies/r1", Some(rule(5))).await;
+    assert_eq!(status, 201, "{body}");
+    s
+}
+
 async fn as_alice(s: &TestServer, m: Method, path: &str, body: Option<Value>) -> (u16, Value) {
     call(s, m, path, Some(ALICE), body).await
 }
@@ -181,13 +189,7 @@ async fn every_change_is_a_version_with_its_author_and_a_rollback_restores_it_on
 #[tokio::test]
 async fn bad_requests_are_refused_with_a_4xx_and_change_nothing() {
     let data = tempfile::tempdir().unwrap();
-    let s = start(data.path(), &[]).await;
-    assert_eq!(
-        as_alice(&s, Method::PUT, "/v1/policies/r1", Some(rule(5)))
-            .await
-            .0,
-        201
-    );
+    let s = start_with_r1(data.path()).await;
     let before = history(&s, "/v1/history").await;
 
     // A read token reads everything but writes nothing.
@@ -331,13 +333,7 @@ async fn bad_requests_are_refused_with_a_4xx_and_change_nothing() {
 #[tokio::test]
 async fn a_dry_run_answers_the_diff_and_the_new_decision_and_writes_nothing() {
     let data = tempfile::tempdir().unwrap();
-    let s = start(data.path(), &[]).await;
-    assert_eq!(
-        as_alice(&s, Method::PUT, "/v1/policies/r1", Some(rule(5)))
-            .await
-            .0,
-        201
-    );
+    let s = start_with_r1(data.path()).await;
     let sample = json!({"domain": "web", "descriptors": [{"entries": [{"key": "client_key", "value": "u1"}]}]});
     let mut body = rule(1);
     body["sample"] = sample.clone();
