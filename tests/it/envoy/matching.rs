@@ -48,15 +48,7 @@ fn envoy_yaml(port: u16, backend: u16, admin: u16, rl: u16) -> String {
     let filters = envoy::ratelimit_and_router("edge", "1s", true);
     let tail = envoy::backend_and_clusters(backend, rl);
     format!(
-        r#"{head}                route_config:
-                  virtual_hosts:
-                    - name: front
-                      domains: ["*"]
-                      routes:
-                        - match: {{ prefix: / }}
-                          route:
-                            cluster: backend
-                            rate_limits:
+        r#"{head}                            rate_limits:
                               - actions:
                                   - request_headers: {{ header_name: ":path", descriptor_key: path }}
                               - actions:

@@ -37,15 +37,7 @@ fn envoy_yaml(front: u16, backend: u16, admin: u16, instances: [u16; 2]) -> Stri
 "#;
     let tail = envoy::backend_and_clusters_with(backend, health, &instances);
     format!(
-        r#"{head}                route_config:
-                  virtual_hosts:
-                    - name: front
-                      domains: ["*"]
-                      routes:
-                        - match: {{ prefix: / }}
-                          route:
-                            cluster: backend
-                            rate_limits: [{{ actions: [{{ generic_key: {{ descriptor_value: all }} }}] }}]
+        r#"{head}                            rate_limits: [{{ actions: [{{ generic_key: {{ descriptor_value: all }} }}] }}]
                 http_filters:
 {filters}{tail}"#
     )

@@ -34,28 +34,20 @@ fn envoy_yaml(port: u16, backend: u16, admin: u16, rl: u16, log: &str) -> String
     let filters = envoy::ratelimit_and_router("web", "1s", false);
     let tail = envoy::backend_and_clusters(backend, rl);
     format!(
-        r#"{head}                access_log:
-                  - name: envoy.access_loggers.file
-                    typed_config:
-                      "@type": type.googleapis.com/envoy.extensions.access_loggers.file.v3.FileAccessLog
-                      path: "{log}"
-                      log_format: {{ text_format_source: {{ inline_string: "{FORMAT}" }} }}
-                route_config:
-                  virtual_hosts:
-                    - name: front
-                      domains: ["*"]
-                      routes:
-                        - match: {{ prefix: / }}
-                          route:
-                            cluster: backend
-                            rate_limits:
+        r#"{head}                            rate_limits:
                               - actions:
                                   - remote_address: {{}}
                               - actions:
                                   - generic_key: {{ descriptor_value: per_user }}
                                   - request_headers: {{ header_name: x-user, descriptor_key: user }}
                 http_filters:
-{filters}{tail}"#
+{filters}                access_log:
+                  - name: envoy.access_loggers.file
+                    typed_config:
+                      "@type": type.googleapis.com/envoy.extensions.access_loggers.file.v3.FileAccessLog
+                      path: "{log}"
+                      log_format: {{ text_format_source: {{ inline_string: "{FORMAT}" }} }}
+{tail}"#
     )
 }
 

@@ -33,8 +33,9 @@ pub(crate) fn envoy_bin() -> PathBuf {
 }
 
 /// The start of a test's static Envoy config: the admin interface on `admin`, then a listener
-/// `front` on `port` down to its HTTP connection manager's `stat_prefix: front`; the test goes on
-/// with the manager's other fields (access log, routes, filters) at its indentation (16 spaces).
+/// `front` on `port` whose one route sends everything to the cluster `backend`; the test goes on
+/// with that route's fields (its `rate_limits`, at 28 spaces), then the HTTP connection manager's
+/// (its `http_filters`, at 16).
 pub(crate) fn front_listener_head(admin: u16, port: u16) -> String {
     format!(
         r#"admin:
@@ -49,6 +50,14 @@ static_resources:
               typed_config:
                 "@type": type.googleapis.com/envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager
                 stat_prefix: front
+                route_config:
+                  virtual_hosts:
+                    - name: front
+                      domains: ["*"]
+                      routes:
+                        - match: {{ prefix: / }}
+                          route:
+                            cluster: backend
 "#
     )
 }
