@@ -30,6 +30,20 @@ pub(crate) fn spawn(env: &[(String, String)]) -> Spawned {
     starting(env).listening()
 }
 
+/// The lines `child` writes to its piped stderr, read on a thread (which keeps draining the log
+/// until the child closes it), so that a reader waiting with a deadline meets it even when the
+/// child hangs without printing.
+pub(crate) fn stderr_lines(child: &mut Child) -> std::sync::mpsc::Receiver<String> {
+    let stderr = BufReader::new(child.stderr.take().expect("stderr is piped"));
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in stderr.lines().map_while(Result::ok) {
+            let _ = tx.send(line);
+        }
+    });
+    rx
+}
+
 /// A binary started and not yet listening (or not yet known to be): its startup log so far.
 /// Killed on drop unless [`Starting::listening`] took it.
 pub(crate) struct Starting {
@@ -50,15 +64,7 @@ pub(crate) fn starting(env: &[(String, String)]) -> Starting {
     cmd.envs(logs.into_iter().chain(super::LOOPBACK));
     cmd.envs(env.iter().map(|(k, v)| (k.as_str(), v.as_str())));
     let mut child = cmd.stderr(Stdio::piped()).spawn().unwrap();
-    // Read on a thread (which keeps draining the log afterwards), so that a binary that hangs
-    // without printing still meets the deadline.
-    let stderr = BufReader::new(child.stderr.take().unwrap());
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        for line in stderr.lines().map_while(Result::ok) {
-            let _ = tx.send(line);
-        }
-    });
+    let rx = stderr_lines(&mut child);
     Starting {
         child: Some(child),
         lines: rx,
