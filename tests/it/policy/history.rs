@@ -43,6 +43,12 @@ fn rule(rpu: u32) -> Value {
     })
 }
 
+/// `body` (a JSON object) with the field `reason` set to `reason`.
+fn with_reason(mut body: Value, reason: Value) -> Value {
+    body["reason"] = reason;
+    body
+}
+
 /// [`start`] on SQLite in `data`, with the rule `r1` ([`rule`] of 5) created by alice.
 async fn start_with_r1(data: &std::path::Path) -> TestServer {
     let s = start(data, &[]).await;
@@ -256,30 +262,14 @@ async fn bad_requests_are_refused_with_a_4xx_and_change_nothing() {
         (
             Method::PUT,
             "/v1/policies/r1",
-            Some(
-                json!({"reason": 7})
-                    .as_object()
-                    .unwrap()
-                    .clone()
-                    .into_iter()
-                    .chain(rule(2).as_object().unwrap().clone())
-                    .collect(),
-            ),
+            Some(with_reason(rule(2), json!(7))),
             422,
             "reason",
         ),
         (
             Method::PUT,
             "/v1/policies/r1",
-            Some(
-                json!({"reason": "x".repeat(1025)})
-                    .as_object()
-                    .unwrap()
-                    .clone()
-                    .into_iter()
-                    .chain(rule(2).as_object().unwrap().clone())
-                    .collect(),
-            ),
+            Some(with_reason(rule(2), json!("x".repeat(1025)))),
             422,
             "reason",
         ),
