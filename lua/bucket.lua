@@ -1,6 +1,7 @@
--- Shared by the bucket scripts: Rust loads this file followed by token_bucket.lua or
--- leaky_bucket.lua as one script. It reads one operation's numbers and holds the admission test,
--- the Lua twin of token_bucket::take in crates/core/src/algorithm/token_bucket.rs (the same for both buckets).
+-- Shared by the bucket scripts: Rust loads this file followed by token_bucket.lua,
+-- bucket_lease.lua or leaky_bucket.lua as one script. It reads one operation's numbers, refills a
+-- token bucket, and holds the admission test, the Lua twin of token_bucket::take in
+-- crates/core/src/algorithm/token_bucket.rs (the same for both buckets).
 --
 -- ARGV[10i-9 .. 10i] now (quanta), rate, token cost, capacity, burst, hits, one number of the
 --                    script's own (see each script), 1 when the hits are a refund, 2 when they are
@@ -16,6 +17,20 @@ local function bucket_args(i, stride)
     n[j] = tonumber(ARGV[(stride or 10) * (i - 1) + j])
   end
   return unpack(n)
+end
+
+-- Reads the token bucket at `key` (a hash {t = last update in quanta, d = debt in units}) and
+-- refills it lazily to `now` at `rate` units a quantum: returns the debt before this operation (0
+-- for a missing key, a full bucket) and the hash's fields as read (nil where the key has none).
+local function token_debt(key, now, rate)
+  local state = redis.call("HMGET", key, "t", "d")
+  local last = tonumber(state[1]) or now
+  local debt = tonumber(state[2]) or 0
+  local elapsed = now - last
+  if elapsed < 0 then elapsed = 0 end
+  -- A product above 2^53 is rounded, but monotonically: the comparison still agrees with Rust.
+  if elapsed * rate < debt then return debt - elapsed * rate, state end
+  return 0, state
 end
 
 -- Takes `hits` (each `cost` units) from a bucket `before` units below full, if they fit within

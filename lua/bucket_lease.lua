@@ -1,6 +1,6 @@
 -- Token bucket reservations for token leases (crates/core/src/store/lease/mod.rs), for the operations of one
--- request (or, on Redis Cluster, of one hash slot). Runs after lua/bucket.lua (bucket_args, take,
--- give_back). Like lua/token_bucket.lua each operation refills the bucket lazily and takes its
+-- request (or, on Redis Cluster, of one hash slot). Runs after lua/bucket.lua (bucket_args, token_debt,
+-- take, give_back). Like lua/token_bucket.lua each operation refills the bucket lazily and takes its
 -- hits when they fit; then, when it was admitted, this instance takes a grant of tokens out of the
 -- same bucket in the same atomic step: a `share`th of the whole tokens left, at most the lease
 -- size, and nothing when that is below `min`. A grant is never more than the bucket holds, so
@@ -20,13 +20,7 @@ for i = 1, #KEYS do
   local give = tonumber(ARGV[base + 12])
   local share = tonumber(ARGV[base + 13])
   local min = tonumber(ARGV[base + 14])
-  local state = redis.call("HMGET", KEYS[i], "t", "d")
-  local last = tonumber(state[1]) or now
-  local debt = tonumber(state[2]) or 0
-  local elapsed = now - last
-  if elapsed < 0 then elapsed = 0 end
-  local before = 0
-  if elapsed * rate < debt then before = debt - elapsed * rate end
+  local before = token_debt(KEYS[i], now, rate)
   local returned = 0
   if give > 0 and before > 0 then
     local _, refilled = give_back(cost, before, give)

@@ -1,5 +1,5 @@
 -- Token buckets for the operations of one request (or, on Redis Cluster, of one hash slot).
--- Runs after lua/bucket.lua (bucket_args, take). The Lua twin of token_bucket::step in
+-- Runs after lua/bucket.lua (bucket_args, token_debt, take, give_back, charge). The Lua twin of token_bucket::step in
 -- crates/core/src/algorithm/token_bucket.rs: every number is an integer below 2^53 (Rust chooses the time
 -- quantum so), so Lua's doubles compute exactly what Rust does; Rust then builds the decision from
 -- the returned numbers with the function the memory store uses.
@@ -13,14 +13,7 @@
 local out = {}
 for i = 1, #KEYS do
   local now, rate, cost, capacity, burst, hits, ttl, refund, budget = bucket_args(i)
-  local state = redis.call("HMGET", KEYS[i], "t", "d")
-  local last = tonumber(state[1]) or now
-  local debt = tonumber(state[2]) or 0
-  local elapsed = now - last
-  if elapsed < 0 then elapsed = 0 end
-  -- A product above 2^53 is rounded, but monotonically: the comparison still agrees with Rust.
-  local before = 0
-  if elapsed * rate < debt then before = debt - elapsed * rate end
+  local before, state = token_debt(KEYS[i], now, rate)
   local allowed, after
   if refund == 1 then
     allowed, after = give_back(cost, before, hits)

@@ -6,21 +6,13 @@
 #[path = "it/support/mod.rs"]
 mod support;
 
-use std::time::Duration;
-
-use support::otlp::{collector, hex};
+use support::otlp::{Traced, hex};
 use support::*;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn request_span_continues_a_b3_trace() {
-    let (endpoint, mut spans) = collector().await;
-    let env = [
-        ("TRACING_ENABLED", "true"),
-        ("TRACING_EXPORTER_PROTOCOL", "http"),
-        ("OTEL_EXPORTER_OTLP_ENDPOINT", endpoint.as_str()),
-    ];
-    let s = TestServer::start(&[("another.yaml", CFG_INT_ANOTHER)], &env).await;
-    let telemetry = ratelimitd::init_telemetry(&settings(s.dir.path(), &env).telemetry()).unwrap();
+    let mut traced = Traced::start().await;
+    let s = &traced.s;
 
     let single = ("80f198ee56343ba864fe8b2a57d3eff7", "e457b5a2e4d86bd1");
     let multi = ("463ac35c9f6413ad48485a3953bb6124", "a2fb4a1d1a96d312");
@@ -35,23 +27,11 @@ async fn request_span_continues_a_b3_trace() {
     m.insert("x-b3-sampled", "1".parse().unwrap());
     s.grpc.clone().should_rate_limit(req).await.unwrap();
 
-    // The exporter blocks while it sends: flush off the async workers.
-    let telemetry = tokio::task::spawn_blocking(move || {
-        telemetry.flush();
-        telemetry
-    })
-    .await
-    .unwrap();
-    let mut parents = Vec::new();
-    while parents.len() < 2 {
-        match tokio::time::timeout(Duration::from_secs(10), spans.recv()).await {
-            Ok(Some(span)) if span.name == "ShouldRateLimit" => {
-                parents.push((hex(&span.trace_id), hex(&span.parent_span_id)));
-            }
-            Ok(Some(_)) => {}
-            _ => break,
-        }
-    }
+    let (spans, _) = traced.request_spans(2).await;
+    let mut parents: Vec<(String, String)> = spans
+        .iter()
+        .map(|span| (hex(&span.trace_id), hex(&span.parent_span_id)))
+        .collect();
     parents.sort();
     let mut want = vec![
         (single.0.to_string(), single.1.to_string()),
@@ -62,8 +42,5 @@ async fn request_span_continues_a_b3_trace() {
         parents, want,
         "both requests continue the caller's B3 trace"
     );
-    tokio::task::spawn_blocking(move || telemetry.shutdown())
-        .await
-        .unwrap();
-    s.shutdown().await;
+    traced.shutdown().await;
 }

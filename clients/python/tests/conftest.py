@@ -48,17 +48,13 @@ class Ratelimitd:
             LOG_FORMAT="json",
             USE_STATSD="false",
             POLICY_ENABLED="false",
-            HOST="127.0.0.1",
-            PORT="0",
-            GRPC_HOST="127.0.0.1",
-            GRPC_PORT="0",
-            DEBUG_HOST="127.0.0.1",
-            DEBUG_PORT="0",
-            ADMIN_HOST="127.0.0.1",
-            ADMIN_PORT="0",
             RATELIMITD_CONFIG=self._dir.name,
             RATELIMITD_TEST_MANUAL_CLOCK=str(T0),
         )
+        # Every listener (HTTP, gRPC, debug, admin) on 127.0.0.1, on a port the system picks.
+        for listener in ("", "GRPC_", "DEBUG_", "ADMIN_"):
+            env[listener + "HOST"] = "127.0.0.1"
+            env[listener + "PORT"] = "0"
         self.proc = subprocess.Popen([binary()], env=env, stderr=subprocess.PIPE, text=True)
         lines: "queue.Queue[str]" = queue.Queue()
 

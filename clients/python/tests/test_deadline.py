@@ -11,11 +11,10 @@ import time
 from typing import Iterator, List
 
 import pytest
-from flask import Flask
 
 from ratelimitd_client import CheckRequest, Client, FailurePolicy, Timeout
 from ratelimitd_client.aio import AsyncClient
-from ratelimitd_client.wsgi import RateLimitMiddleware, header_key
+from test_wsgi import make_app
 
 BODY = b'{"allowed":true,"remaining":9,"reset_at":60,"retry_after":0,"delay_ms":0}'
 ANSWER = b"HTTP/1.1 200 OK\r\ncontent-length: %d\r\n\r\n%s" % (len(BODY), BODY)
@@ -108,19 +107,8 @@ def test_the_async_client_keeps_the_same_deadline(trickling):
 
 
 def test_fail_closed_refuses_when_the_answer_trickles(trickling):
-    calls: List[str] = []
-    app = Flask(__name__)
-
-    @app.get("/search")
-    def search() -> dict:
-        calls.append("search")
-        return {"results": []}
-
-    app.wsgi_app = RateLimitMiddleware(  # type: ignore[method-assign]
-        app.wsgi_app,
-        client=Client(trickling.url, timeout=DEADLINE),
-        key=header_key("x-api-key"),
-        failure_policy=FailurePolicy.closed(),
+    app, calls = make_app(
+        trickling.url, timeout=DEADLINE, failure_policy=FailurePolicy.closed()
     )
     start = time.monotonic()
     r = app.test_client().get("/search", headers={"x-api-key": "k"})

@@ -89,14 +89,7 @@ async fn admitted_soon(addr: &str) -> bool {
 #[tokio::test]
 async fn a_slow_request_holds_the_slot_until_it_finishes() {
     let server = Ratelimitd::start(CONFIG);
-    let (addr, mut started, finish) = app(&server).await;
-    let slow = send(&addr, "/slow").await;
-    slow_started(&mut started).await;
-    assert_eq!(
-        status(send(&addr, "/fast").await).await,
-        429,
-        "slot is held"
-    );
+    let (addr, slow, finish) = slow_holds_the_slot(&server).await;
     finish.notify_one();
     assert_eq!(status(slow).await, 200);
     assert!(
@@ -111,25 +104,28 @@ async fn a_slow_request_holds_the_slot_until_it_finishes() {
     );
 }
 
-/// Waits (at most 10 s) until the app's `/slow` handler has started.
-async fn slow_started(started: &mut mpsc::Receiver<()>) {
+/// Starts the app on `server` and a `/slow` request, waits (at most 10 s) until its handler has
+/// started, and checks that it holds the only slot: `/fast` is refused. The app's address, the
+/// slow request's connection, and what finishes it.
+async fn slow_holds_the_slot(server: &Ratelimitd) -> (String, TcpStream, Arc<Notify>) {
+    let (addr, mut started, finish) = app(server).await;
+    let slow = send(&addr, "/slow").await;
     tokio::time::timeout(Duration::from_secs(10), started.recv())
         .await
         .expect("the slow request is admitted and starts within 10 s")
         .unwrap();
-}
-
-#[tokio::test]
-async fn a_request_whose_caller_hangs_up_gives_its_slot_back() {
-    let server = Ratelimitd::start(CONFIG);
-    let (addr, mut started, _finish) = app(&server).await;
-    let slow = send(&addr, "/slow").await;
-    slow_started(&mut started).await;
     assert_eq!(
         status(send(&addr, "/fast").await).await,
         429,
         "slot is held"
     );
+    (addr, slow, finish)
+}
+
+#[tokio::test]
+async fn a_request_whose_caller_hangs_up_gives_its_slot_back() {
+    let server = Ratelimitd::start(CONFIG);
+    let (addr, slow, _finish) = slow_holds_the_slot(&server).await;
     drop(slow);
     assert!(
         admitted_soon(&addr).await,

@@ -75,15 +75,9 @@ async fn explain_shows_the_request_limit_with_its_cap_and_the_conditions() {
     assert_eq!(d["applies"], "no_limit", "{d}");
     // A bad unit is refused by name.
     let body = json!({"domain": "api", "descriptors": [{"entries": [{"key": "client_key", "value": "a"}], "limit": {"requestsPerUnit": 1, "unit": "fortnight"}}]});
-    let (status, v) = s
-        .admin(Method::POST, "/v1/explain", Some(TOKEN), Some(body))
-        .await;
-    assert_eq!(status, 400);
+    let error = s.explain_refused(body).await;
     assert!(
-        v["error"]
-            .as_str()
-            .unwrap()
-            .starts_with("descriptors[0].limit.unit: invalid unit 'fortnight'"),
-        "{v}"
+        error.starts_with("descriptors[0].limit.unit: invalid unit 'fortnight'"),
+        "{error}"
     );
 }

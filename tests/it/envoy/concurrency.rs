@@ -8,40 +8,16 @@
 
 use std::time::Duration;
 
-use crate::support::envoy::Envoy;
+use crate::support::envoy::{self, Envoy};
 use crate::support::require;
 use crate::support::{StoreKind, TestServer, on_every_store};
 use ratelimitd_core::clock::Stopwatch;
 
-async fn start(store: StoreKind) -> (TestServer, Envoy) {
-    let config = std::fs::read_to_string(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/examples/envoy/config.yaml"
-    ))
-    .unwrap();
-    let rl = TestServer::start_with_store(&[("config.yaml", &config)], &[], store).await;
-    let envoy = Envoy::start(&rl.running().grpc_addr.to_string()).await;
-    (rl, envoy)
-}
-
-/// Free slots of the `/inflight` limit, as ratelimitd answers a check (0 hits).
-async fn free(rl: &TestServer) -> u32 {
-    let mut req = crate::support::request("envoy-demo", &[&[("generic_key", "inflight")]]);
-    req.descriptors[0].hits_addend = Some(0);
-    let r = rl.call(req).await.expect("ShouldRateLimit succeeds");
-    r.statuses[0].limit_remaining
-}
-
-/// Waits (at most 10 s) until `free` slots are free; returns the last count seen.
+/// Waits (at most 10 s) until `want` slots of the `/inflight` limit are free, as ratelimitd
+/// answers a check (0 hits); returns the last count seen.
 async fn free_becomes(rl: &TestServer, want: u32) -> u32 {
-    let watch = Stopwatch::start();
-    loop {
-        let got = free(rl).await;
-        if got == want || watch.elapsed() > Duration::from_secs(10) {
-            return got;
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    let check = envoy::example_check(&[("generic_key", "inflight")]);
+    envoy::remaining_becomes(rl, &check, want).await
 }
 
 /// A GET of `/inflight` that the backend answers `delay_ms` later; its status.
@@ -61,7 +37,7 @@ fn slow(envoy: &Envoy, delay_ms: u64) -> tokio::task::JoinHandle<u16> {
 on_every_store!(requests_in_flight_are_capped_and_released_at_stream_done);
 async fn requests_in_flight_are_capped_and_released_at_stream_done(store: StoreKind) {
     require!(Envoy);
-    let (rl, envoy) = start(store).await;
+    let (rl, envoy) = envoy::start_example(store, &[]).await;
     let http = reqwest::Client::new();
     let short = slow(&envoy, 1_500);
     let long = slow(&envoy, 25_000);

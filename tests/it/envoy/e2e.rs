@@ -6,24 +6,14 @@
 
 use std::time::Duration;
 
-use crate::support::envoy::{Envoy, envoy_yaml_path, validate};
+use crate::support::envoy::{Envoy, envoy_yaml_path, example_config, start_example, validate};
 use crate::support::require;
 use crate::support::{StoreKind, TestServer, on_every_store};
 use ratelimitd_core::clock::Stopwatch;
 
-fn config() -> String {
-    std::fs::read_to_string(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/examples/envoy/config.yaml"
-    ))
-    .unwrap()
-}
-
 /// ratelimitd on `store` with the example config, and Envoy in front of it.
 async fn start(store: StoreKind) -> (TestServer, Envoy) {
-    let rl = TestServer::start_with_store(&[("config.yaml", &config())], &[], store).await;
-    let envoy = Envoy::start(&rl.running().grpc_addr.to_string()).await;
-    (rl, envoy)
+    start_example(store, &[]).await
 }
 
 /// One request: `(status, x-ratelimit-limit, -remaining, -reset, x-envoy-ratelimited)`, with
@@ -198,7 +188,7 @@ async fn reload_is_seen_through_envoy() {
     let (rl, envoy) = start(StoreKind::Memory).await;
     let http = reqwest::Client::new();
     assert_eq!(get(http.get(envoy.url("/remote"))).await.1, "3, 3;w=60");
-    let raised = config().replace(
+    let raised = example_config().replace(
         "rate_limit: {unit: minute, requests_per_unit: 3}",
         "rate_limit: {unit: minute, requests_per_unit: 100}",
     );

@@ -4,7 +4,7 @@
 //! at the edge by a Lua filter from its own table, capped by `max_request_limit`; a client header
 //! asking for a larger limit changes nothing. ratelimitd runs in-process on the manual clock.
 
-use crate::support::envoy::CustomEnvoy;
+use crate::support::envoy::{self, CustomEnvoy};
 use crate::support::redis::free_port;
 use crate::support::require;
 use crate::support::{StoreKind, TestServer};
@@ -44,30 +44,11 @@ fn envoy_yaml(port: u16, backend: u16, admin: u16, rl: u16) -> String {
         .lines()
         .map(|l| format!("{:26}{}\n", "", l.trim()))
         .collect();
-    let tail = crate::support::envoy::backend_and_clusters(backend, rl);
+    let head = envoy::front_listener_head(admin, port);
+    let filters = envoy::ratelimit_and_router("edge", "1s", true);
+    let tail = envoy::backend_and_clusters(backend, rl);
     format!(
-        r#"
-admin:
-  address: {{ socket_address: {{ address: 127.0.0.1, port_value: {admin} }} }}
-static_resources:
-  listeners:
-    - name: front
-      address: {{ socket_address: {{ address: 127.0.0.1, port_value: {port} }} }}
-      filter_chains:
-        - filters:
-            - name: envoy.filters.network.http_connection_manager
-              typed_config:
-                "@type": type.googleapis.com/envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager
-                stat_prefix: front
-                route_config:
-                  virtual_hosts:
-                    - name: front
-                      domains: ["*"]
-                      routes:
-                        - match: {{ prefix: / }}
-                          route:
-                            cluster: backend
-                            rate_limits:
+        r#"{head}                            rate_limits:
                               - actions:
                                   - request_headers: {{ header_name: ":path", descriptor_key: path }}
                               - actions:
@@ -81,19 +62,7 @@ static_resources:
                       "@type": type.googleapis.com/envoy.extensions.filters.http.lua.v3.Lua
                       default_source_code:
                         inline_string: |
-{lua}                  - name: envoy.filters.http.ratelimit
-                    typed_config:
-                      "@type": type.googleapis.com/envoy.extensions.filters.http.ratelimit.v3.RateLimit
-                      domain: edge
-                      timeout: 1s
-                      failure_mode_deny: true
-                      rate_limit_service:
-                        transport_api_version: V3
-                        grpc_service: {{ envoy_grpc: {{ cluster_name: ratelimitd }} }}
-                  - name: envoy.filters.http.router
-                    typed_config:
-                      "@type": type.googleapis.com/envoy.extensions.filters.http.router.v3.Router
-{tail}"#
+{lua}{filters}{tail}"#
     )
 }
 

@@ -3,17 +3,9 @@
 //! (the connection's address, `127.0.0.2`), else from the method (GET → read, POST → write) — and
 //! every class counts on one capacity of 10 a minute. No header a client sends names its class.
 
-use crate::support::envoy::Envoy;
+use crate::support::envoy::start_example;
 use crate::support::require;
-use crate::support::{StoreKind, TestServer, on_every_store};
-
-fn config() -> String {
-    std::fs::read_to_string(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/examples/envoy/config.yaml"
-    ))
-    .unwrap()
-}
+use crate::support::{StoreKind, on_every_store};
 
 /// The status of one request through Envoy.
 async fn status(req: reqwest::RequestBuilder) -> u16 {
@@ -23,8 +15,7 @@ async fn status(req: reqwest::RequestBuilder) -> u16 {
 on_every_store!(reads_then_writes_are_shed_and_critical_keeps_the_rest);
 async fn reads_then_writes_are_shed_and_critical_keeps_the_rest(store: StoreKind) {
     require!(Envoy);
-    let rl = TestServer::start_with_store(&[("config.yaml", &config())], &[], store).await;
-    let envoy = Envoy::start(&rl.running().grpc_addr.to_string()).await;
+    let (_rl, envoy) = start_example(store, &[]).await;
     let http = reqwest::Client::new();
     let url = envoy.url("/priority");
     // GETs are reads: admitted up to 8 of 10, then shed (and a shed read uses nothing up).

@@ -7,23 +7,10 @@
 
 use std::time::Duration;
 
-use crate::support::envoy::Envoy;
+use crate::support::envoy;
 use crate::support::require;
 use crate::support::{StoreKind, TestServer, on_every_store};
 use ratelimitd::pb::envoy::service::ratelimit::v3::RateLimitResponse;
-use ratelimitd_core::clock::Stopwatch;
-
-/// ratelimitd on `store` with the example config, and Envoy in front of it.
-async fn start(store: StoreKind) -> (TestServer, Envoy) {
-    let config = std::fs::read_to_string(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/examples/envoy/config.yaml"
-    ))
-    .unwrap();
-    let rl = TestServer::start_with_store(&[("config.yaml", &config)], &[], store).await;
-    let envoy = Envoy::start(&rl.running().grpc_addr.to_string()).await;
-    (rl, envoy)
-}
 
 /// ratelimitd's own answer for `entry` with `hits` (0 checks without counting).
 async fn direct(rl: &TestServer, entry: (&str, &str), hits: u64) -> RateLimitResponse {
@@ -33,23 +20,15 @@ async fn direct(rl: &TestServer, entry: (&str, &str), hits: u64) -> RateLimitRes
 }
 
 /// `limit_remaining` of the only descriptor of a check, once it equals `want` (Envoy sends the
-/// refund after the response, so it may arrive a little after the client saw the answer); the
-/// last value seen after 10 s otherwise.
+/// refund after the response); the last value seen after 10 s otherwise.
 async fn remaining_becomes(rl: &TestServer, entry: (&str, &str), want: u32) -> u32 {
-    let watch = Stopwatch::start();
-    loop {
-        let got = direct(rl, entry, 0).await.statuses[0].limit_remaining;
-        if got == want || watch.elapsed() > Duration::from_secs(10) {
-            return got;
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    envoy::remaining_becomes(rl, &envoy::example_check(&[entry]), want).await
 }
 
 on_every_store!(a_failed_upstream_request_is_refunded);
 async fn a_failed_upstream_request_is_refunded(store: StoreKind) {
     require!(Envoy);
-    let (rl, envoy) = start(store).await;
+    let (rl, envoy) = envoy::start_example(store, &[]).await;
     let http = reqwest::Client::new();
     let upstream = ("generic_key", "upstream");
     for _ in 0..3 {
@@ -88,7 +67,7 @@ const RETRY_AFTER: [(&str, u64); 5] = [
 on_every_store!(retry_after_is_duration_until_reset_and_never_early);
 async fn retry_after_is_duration_until_reset_and_never_early(store: StoreKind) {
     require!(Envoy);
-    let (rl, envoy) = start(store).await;
+    let (rl, envoy) = envoy::start_example(store, &[]).await;
     let http = reqwest::Client::new();
     let mut now = crate::support::T0;
     for (algorithm, want) in RETRY_AFTER {

@@ -10,6 +10,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Duration;
 
+use crate::support::envoy;
 use crate::support::guard::stop;
 use crate::support::process::{self, Spawned};
 use crate::support::redis::free_port;
@@ -21,72 +22,10 @@ const CFG: &str = "domain: rolling\ndescriptors:\n  - {key: generic_key, value: 
 /// Envoy: a front listener whose every request asks the `ratelimitd` cluster (two endpoints,
 /// gRPC-health-checked every 100 ms), and a backend listener answering 200.
 fn envoy_yaml(front: u16, backend: u16, admin: u16, instances: [u16; 2]) -> String {
-    format!(
-        r#"admin:
-  address: {{ socket_address: {{ address: 127.0.0.1, port_value: {admin} }} }}
-static_resources:
-  listeners:
-    - name: front
-      address: {{ socket_address: {{ address: 127.0.0.1, port_value: {front} }} }}
-      filter_chains:
-        - filters:
-            - name: envoy.filters.network.http_connection_manager
-              typed_config:
-                "@type": type.googleapis.com/envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager
-                stat_prefix: front
-                route_config:
-                  virtual_hosts:
-                    - name: front
-                      domains: ["*"]
-                      routes:
-                        - match: {{ prefix: / }}
-                          route:
-                            cluster: backend
-                            rate_limits: [{{ actions: [{{ generic_key: {{ descriptor_value: all }} }}] }}]
-                http_filters:
-                  - name: envoy.filters.http.ratelimit
-                    typed_config:
-                      "@type": type.googleapis.com/envoy.extensions.filters.http.ratelimit.v3.RateLimit
-                      domain: rolling
-                      failure_mode_deny: false
-                      timeout: 2s
-                      rate_limit_service:
-                        transport_api_version: V3
-                        grpc_service: {{ envoy_grpc: {{ cluster_name: ratelimitd }} }}
-                  - name: envoy.filters.http.router
-                    typed_config:
-                      "@type": type.googleapis.com/envoy.extensions.filters.http.router.v3.Router
-    - name: backend
-      address: {{ socket_address: {{ address: 127.0.0.1, port_value: {backend} }} }}
-      filter_chains:
-        - filters:
-            - name: envoy.filters.network.http_connection_manager
-              typed_config:
-                "@type": type.googleapis.com/envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager
-                stat_prefix: backend
-                route_config:
-                  virtual_hosts:
-                    - name: backend
-                      domains: ["*"]
-                      routes: [{{ match: {{ prefix: / }}, direct_response: {{ status: 200, body: {{ inline_string: ok }} }} }}]
-                http_filters:
-                  - name: envoy.filters.http.router
-                    typed_config:
-                      "@type": type.googleapis.com/envoy.extensions.filters.http.router.v3.Router
-  clusters:
-    - name: backend
-      type: STATIC
-      load_assignment:
-        cluster_name: backend
-        endpoints: [{{ lb_endpoints: [{{ endpoint: {{ address: {{ socket_address: {{ address: 127.0.0.1, port_value: {backend} }} }} }} }}] }}]
-    - name: ratelimitd
-      type: STATIC
-      typed_extension_protocol_options:
-        envoy.extensions.upstreams.http.v3.HttpProtocolOptions:
-          "@type": type.googleapis.com/envoy.extensions.upstreams.http.v3.HttpProtocolOptions
-          explicit_http_config: {{ http2_protocol_options: {{}} }}
-      lb_policy: LEAST_REQUEST
-      common_lb_config: {{ healthy_panic_threshold: {{ value: 0 }} }}
+    let head = envoy::front_listener_head(admin, front);
+    let filters = envoy::ratelimit_and_router("rolling", "2s", false);
+    let health = r#"      lb_policy: LEAST_REQUEST
+      common_lb_config: { healthy_panic_threshold: { value: 0 } }
       health_checks:
         - timeout: 1s
           interval: 0.1s
@@ -94,16 +33,13 @@ static_resources:
           unhealthy_interval: 0.1s
           unhealthy_threshold: 1
           healthy_threshold: 1
-          grpc_health_check: {{ service_name: ratelimit }}
-      load_assignment:
-        cluster_name: ratelimitd
-        endpoints:
-          - lb_endpoints:
-              - endpoint: {{ address: {{ socket_address: {{ address: 127.0.0.1, port_value: {a} }} }} }}
-              - endpoint: {{ address: {{ socket_address: {{ address: 127.0.0.1, port_value: {b} }} }} }}
-"#,
-        a = instances[0],
-        b = instances[1],
+          grpc_health_check: { service_name: ratelimit }
+"#;
+    let tail = envoy::backend_and_clusters_with(backend, health, &instances);
+    format!(
+        r#"{head}                            rate_limits: [{{ actions: [{{ generic_key: {{ descriptor_value: all }} }}] }}]
+                http_filters:
+{filters}{tail}"#
     )
 }
 
@@ -164,8 +100,7 @@ impl Envoy {
 
 async fn start_envoy(instances: [u16; 2]) -> Envoy {
     let (front, backend, admin) = (free_port(), free_port(), free_port());
-    let (child, dir) =
-        crate::support::envoy::spawn(&envoy_yaml(front, backend, admin, instances), "warning");
+    let (child, dir) = envoy::spawn(&envoy_yaml(front, backend, admin, instances), "warning");
     let envoy = Envoy {
         child,
         dir,

@@ -8,51 +8,23 @@
 
 use std::time::Duration;
 
-use crate::support::envoy::Envoy;
+use crate::support::envoy;
 use crate::support::require;
 use crate::support::{StoreKind, TestServer, on_every_store};
 use ratelimitd_core::clock::Stopwatch;
-
-/// ratelimitd on `store` with the example config, and Envoy in front of it.
-async fn start(store: StoreKind) -> (TestServer, Envoy) {
-    let config = std::fs::read_to_string(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/examples/envoy/config.yaml"
-    ))
-    .unwrap();
-    let rl = TestServer::start_with_store(&[("config.yaml", &config)], &[], store).await;
-    let envoy = Envoy::start(&rl.running().grpc_addr.to_string()).await;
-    (rl, envoy)
-}
 
 /// `limit_remaining` of tenant `tenant`'s budget as a check (0 hits) finds it, once it equals
 /// `want` (Envoy reports after the response, so the report may land a little after the client
 /// saw the answer); the last value seen after 10 s otherwise.
 async fn remaining_becomes(rl: &TestServer, tenant: &str, want: u32) -> u32 {
-    let watch = Stopwatch::start();
-    loop {
-        let mut req = crate::support::request(
-            "envoy-demo",
-            &[&[("generic_key", "llm"), ("tenant", tenant)]],
-        );
-        req.descriptors[0].hits_addend = Some(0);
-        let got = rl
-            .call(req)
-            .await
-            .expect("ShouldRateLimit succeeds")
-            .statuses[0]
-            .limit_remaining;
-        if got == want || watch.elapsed() > Duration::from_secs(10) {
-            return got;
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    let check = envoy::example_check(&[("generic_key", "llm"), ("tenant", tenant)]);
+    envoy::remaining_becomes(rl, &check, want).await
 }
 
 on_every_store!(reported_tokens_past_the_budget_refuse_the_tenant_until_the_window_ends);
 async fn reported_tokens_past_the_budget_refuse_the_tenant_until_the_window_ends(store: StoreKind) {
     require!(Envoy);
-    let (rl, envoy) = start(store).await;
+    let (rl, envoy) = envoy::start_example(store, &[]).await;
     let http = reqwest::Client::new();
     let ask = |tenant: &'static str, tokens: u64| {
         http.get(envoy.url("/llm"))
@@ -95,24 +67,11 @@ async fn reported_tokens_past_the_budget_refuse_the_tenant_until_the_window_ends
 /// a refund of 0 (which changes nothing; a check would charge the estimate), once it equals
 /// `want`; the last value seen after 10 s otherwise.
 async fn budget_becomes(rl: &TestServer, descriptor: &[(&str, &str)], want: u32) -> u32 {
-    let watch = Stopwatch::start();
     let mut entries = vec![("generic_key", "ai")];
     entries.extend_from_slice(descriptor);
-    loop {
-        let mut req = crate::support::request("envoy-demo", &[&entries]);
-        req.descriptors[0].hits_addend = Some(0);
-        req.descriptors[0].is_negative_hits = true;
-        let got = rl
-            .call(req)
-            .await
-            .expect("ShouldRateLimit succeeds")
-            .statuses[0]
-            .limit_remaining;
-        if got == want || watch.elapsed() > Duration::from_secs(10) {
-            return got;
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    let mut refund = envoy::example_check(&entries);
+    refund.descriptors[0].is_negative_hits = true;
+    envoy::remaining_becomes(rl, &refund, want).await
 }
 
 /// The /ai route: a tenant's budget (1000 tokens a minute) and its budget per model (400), each
@@ -121,14 +80,8 @@ async fn budget_becomes(rl: &TestServer, descriptor: &[(&str, &str)], want: u32)
 #[tokio::test]
 async fn tenant_and_model_budgets_with_estimates_behind_envoy() {
     require!(Envoy);
-    let config = std::fs::read_to_string(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/examples/envoy/config.yaml"
-    ))
-    .unwrap();
     let env = [("RESPONSE_DYNAMIC_METADATA", "true")];
-    let rl = TestServer::start(&[("config.yaml", &config)], &env).await;
-    let envoy = Envoy::start(&rl.running().grpc_addr.to_string()).await;
+    let (rl, envoy) = envoy::start_example(StoreKind::Memory, &env).await;
     let http = reqwest::Client::new();
     let ask = |path: &'static str, tenant: &'static str, model: &'static str, tokens: u64| {
         http.get(envoy.url(path))

@@ -6,7 +6,7 @@
 
 use std::time::Duration;
 
-use crate::support::envoy::CustomEnvoy;
+use crate::support::envoy::{self, CustomEnvoy};
 use crate::support::redis::free_port;
 use crate::support::require;
 use crate::support::{StoreKind, TestServer};
@@ -30,53 +30,23 @@ const FORMAT: &str = "%RESPONSE_CODE% name=%DYNAMIC_METADATA(envoy.filters.http.
 /// A front listener on `port` with [`remote_address`] then [`generic_key=per_user`, user=<x-user>],
 /// its access log in `log`, and a backend listener on `backend` answering 200.
 fn envoy_yaml(port: u16, backend: u16, admin: u16, rl: u16, log: &str) -> String {
-    let tail = crate::support::envoy::backend_and_clusters(backend, rl);
+    let head = envoy::front_listener_head(admin, port);
+    let filters = envoy::ratelimit_and_router("web", "1s", false);
+    let tail = envoy::backend_and_clusters(backend, rl);
     format!(
-        r#"
-admin:
-  address: {{ socket_address: {{ address: 127.0.0.1, port_value: {admin} }} }}
-static_resources:
-  listeners:
-    - name: front
-      address: {{ socket_address: {{ address: 127.0.0.1, port_value: {port} }} }}
-      filter_chains:
-        - filters:
-            - name: envoy.filters.network.http_connection_manager
-              typed_config:
-                "@type": type.googleapis.com/envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager
-                stat_prefix: front
-                access_log:
-                  - name: envoy.access_loggers.file
-                    typed_config:
-                      "@type": type.googleapis.com/envoy.extensions.access_loggers.file.v3.FileAccessLog
-                      path: "{log}"
-                      log_format: {{ text_format_source: {{ inline_string: "{FORMAT}" }} }}
-                route_config:
-                  virtual_hosts:
-                    - name: front
-                      domains: ["*"]
-                      routes:
-                        - match: {{ prefix: / }}
-                          route:
-                            cluster: backend
-                            rate_limits:
+        r#"{head}                            rate_limits:
                               - actions:
                                   - remote_address: {{}}
                               - actions:
                                   - generic_key: {{ descriptor_value: per_user }}
                                   - request_headers: {{ header_name: x-user, descriptor_key: user }}
                 http_filters:
-                  - name: envoy.filters.http.ratelimit
+{filters}                access_log:
+                  - name: envoy.access_loggers.file
                     typed_config:
-                      "@type": type.googleapis.com/envoy.extensions.filters.http.ratelimit.v3.RateLimit
-                      domain: web
-                      timeout: 1s
-                      rate_limit_service:
-                        transport_api_version: V3
-                        grpc_service: {{ envoy_grpc: {{ cluster_name: ratelimitd }} }}
-                  - name: envoy.filters.http.router
-                    typed_config:
-                      "@type": type.googleapis.com/envoy.extensions.filters.http.router.v3.Router
+                      "@type": type.googleapis.com/envoy.extensions.access_loggers.file.v3.FileAccessLog
+                      path: "{log}"
+                      log_format: {{ text_format_source: {{ inline_string: "{FORMAT}" }} }}
 {tail}"#
     )
 }

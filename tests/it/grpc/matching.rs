@@ -153,16 +153,8 @@ descriptors:
 /// regex error with its position in the pattern as written, exit code 1.
 #[test]
 fn validate_reports_a_bad_pattern_with_its_position() {
-    let dir = tempfile::tempdir().unwrap();
     let bad = "domain: d\ndescriptors:\n  - key: k\n    descriptors:\n      - key: path\n        value_regex: '/users/([0-9]+'\n        rate_limit: {unit: second, requests_per_unit: 1}\n";
-    std::fs::write(dir.path().join("bad.yaml"), bad).unwrap();
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_ratelimitd"))
-        .arg("validate")
-        .arg(dir.path())
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(1));
-    let err = String::from_utf8_lossy(&out.stderr);
+    let err = crate::support::process::validate_refuses(bad);
     assert!(
         err.contains("bad.yaml: descriptors[0].descriptors[0].value_regex: invalid value_regex '/users/([0-9]+': unclosed group at character 8"),
         "{err}"
@@ -327,15 +319,7 @@ async fn unmatched_and_capped_are_counted_and_listed() {
         "the second hit is past 80 % of 2"
     );
     assert_eq!(go("over_limit"), Some(1));
-    let listing = s
-        .http
-        .get(s.debug_url("/rlconfig"))
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let listing = s.get_text(&s.debug_url("/rlconfig"), None).await;
     assert!(
         listing.contains("gw.default_limit: unit=MINUTE requests_per_unit=2"),
         "{listing}"

@@ -145,16 +145,8 @@ async fn failing_predicates_follow_failure_mode_and_are_counted() {
 /// problem with its line and column in the expression, exit code 1.
 #[test]
 fn validate_reports_a_bad_predicate_with_its_position() {
-    let dir = tempfile::tempdir().unwrap();
     let bad = "domain: d\ndescriptors:\n  - key: k\n    when: 'domain == \"d\" && tenant == \"x\"'\n    rate_limit: {unit: second, requests_per_unit: 1}\n";
-    std::fs::write(dir.path().join("bad.yaml"), bad).unwrap();
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_ratelimitd"))
-        .arg("validate")
-        .arg(dir.path())
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(1));
-    let err = String::from_utf8_lossy(&out.stderr);
+    let err = crate::support::process::validate_refuses(bad);
     assert!(
         err.contains("bad.yaml: descriptors[0].when: invalid when 'domain == \"d\" && tenant == \"x\"': unknown variable 'tenant' (expected descriptor, domain or hits_addend) at line 1, column 18"),
         "{err}"

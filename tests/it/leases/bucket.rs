@@ -3,7 +3,6 @@
 //! is the capacity), cost a fraction of the Redis calls, and give unspent tokens back on reload,
 //! when a lease's TTL passes and on shutdown.
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use crate::support::leases::{self, stop_all};
@@ -52,8 +51,8 @@ async fn three_instances_never_take_more_than_the_bucket_holds() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_bucket_lease_of_100_costs_under_a_twentieth_of_the_redis_calls() {
     require!(Redis);
-    let start = |redis: Arc<RedisServer>, lease| async move { start(&redis, 100_000, lease).await };
-    leases::assert_a_lease_costs_under_a_twentieth(start, ("b", "hot")).await;
+    let config = |lease| config(100_000, lease);
+    leases::assert_a_lease_costs_under_a_twentieth(config, ("b", "hot")).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -61,9 +60,7 @@ async fn unspent_tokens_go_back_on_reload_after_the_ttl_and_on_shutdown() {
     require!(Redis);
     let redis = RedisServer::start();
     let s = start(&redis, 1000, 100).await;
-    for _ in 0..250 {
-        assert_eq!(overall(&s.rl("d", &[&[("b", "hot")]]).await), Code::Ok);
-    }
+    leases::admit(&s, ("b", "hot"), 250).await;
     // 250 taken, and the rest of the third grant of 100 held by this instance.
     assert_eq!(
         tokens(&redis),
@@ -77,9 +74,7 @@ async fn unspent_tokens_go_back_on_reload_after_the_ttl_and_on_shutdown() {
 
     // 10 more: a grant of 50, 9 of it served; 41 held. The TTL of a lease of 50 is the time the
     // bucket takes to refill 50 tokens: 50 × 3600 s / 1000 = 180 s.
-    for _ in 0..10 {
-        assert_eq!(overall(&s.rl("d", &[&[("b", "hot")]]).await), Code::Ok);
-    }
+    leases::admit(&s, ("b", "hot"), 10).await;
     assert_eq!(tokens(&redis), 750 - 10 - 41, "a new lease is held");
     s.advance(Duration::from_secs(179));
     tokio::time::sleep(Duration::from_millis(1500)).await;
@@ -99,9 +94,7 @@ async fn unspent_tokens_go_back_on_reload_after_the_ttl_and_on_shutdown() {
         assert!(metrics.contains(line), "{line} not in {metrics}");
     }
     // A third lease, given back by the shutdown drain.
-    for _ in 0..5 {
-        assert_eq!(overall(&s.rl("d", &[&[("b", "hot")]]).await), Code::Ok);
-    }
+    leases::admit(&s, ("b", "hot"), 5).await;
     assert!(tokens(&redis) < 1000 - 260 + 50 - 5, "a new lease is held");
     s.shutdown().await;
     assert_eq!(

@@ -76,16 +76,7 @@ async fn redis_memory_bound_evictions_keys_and_clients_are_exported_and_shown() 
     ));
     assert!(rtt.is_some_and(|t| t > 0.0 && t < 5.0), "{rtt:?}");
     // The console's banner shows the node, over 80 % of its bound, as a problem.
-    let page = s
-        .http
-        .get(s.admin_url("/"))
-        .bearer_auth(TOKEN)
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let page = s.get_text(&s.admin_url("/"), Some(TOKEN)).await;
     assert!(page.contains("redis main: "), "{page}");
     assert!(page.contains("of 2.0 MiB"), "{page}");
 }

@@ -76,12 +76,8 @@ fn validate_accepts_every_example_config() {
 
 #[test]
 fn validate_prints_every_error_with_file_and_path_and_fails() {
-    let dir = tempfile::tempdir().unwrap();
     let bad = "domain: d\ndescriptors:\n  - key: a\n    rate_limit: {unit: fortnight, requests_per_unit: 1}\n  - key: \"\"\n";
-    std::fs::write(dir.path().join("bad.yaml"), bad).unwrap();
-    let out = bin().arg("validate").arg(dir.path()).output().unwrap();
-    assert_eq!(out.status.code(), Some(1));
-    let err = String::from_utf8_lossy(&out.stderr);
+    let err = crate::support::process::validate_refuses(bad);
     assert!(err.contains("bad.yaml"), "{err}");
     assert!(err.contains("descriptors[0].rate_limit.unit"), "{err}");
     assert!(err.contains("invalid rate limit unit 'fortnight'"), "{err}");

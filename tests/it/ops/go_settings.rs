@@ -3,32 +3,7 @@
 //! settings, so it is either honoured or refused at startup with an error naming it; and the ones
 //! ratelimitd does not implement are refused, naming the variable, when set.
 
-use std::collections::BTreeSet;
-
 use ratelimitd::Settings;
-
-/// Settings that make more variables be read (each set alone on top of the defaults).
-const SWITCHES: &[&[(&str, &str)]] = &[
-    &[],
-    &[("CONFIG_TYPE", "GRPC_XDS_SOTW")],
-    &[
-        ("CONFIG_TYPE", "GRPC_XDS_SOTW"),
-        ("CONFIG_GRPC_XDS_SERVER_USE_TLS", "true"),
-        ("CONFIG_GRPC_XDS_SERVER_TLS_CACERT", "/ca.pem"),
-    ],
-    &[
-        ("BACKEND_TYPE", "redis"),
-        ("REDIS_URL", "127.0.0.1:6379"),
-        ("REDIS_PERSECOND", "true"),
-    ],
-    &[("BACKEND_TYPE", "memcache"), ("MEMCACHE_HOST_PORT", "h:1")],
-    &[("TRACING_ENABLED", "true")],
-    &[
-        ("GRPC_SERVER_USE_TLS", "true"),
-        ("GRPC_SERVER_TLS_CERT", "/cert.pem"),
-        ("GRPC_SERVER_TLS_KEY", "/key.pem"),
-    ],
-];
 
 fn go_settings() -> Vec<String> {
     std::fs::read_to_string("tests/fixtures/go-settings.txt")
@@ -51,10 +26,7 @@ fn env(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
 fn every_go_setting_is_read() {
     let go = go_settings();
     assert!(go.len() > 100, "the fixture lists {} settings", go.len());
-    let read: BTreeSet<String> = SWITCHES
-        .iter()
-        .flat_map(|s| Settings::variables_read(env(s)))
-        .collect();
+    let read = super::settings_reference::read_by_the_code();
     let ignored: Vec<_> = go.iter().filter(|n| !read.contains(*n)).collect();
     assert!(
         ignored.is_empty(),

@@ -2,7 +2,6 @@
 //! decision log on gets a `/json` request whose domain and descriptor carry a newline, a carriage
 //! return and a terminal escape; every line it writes for it stays one line, escaped.
 
-use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
@@ -34,13 +33,7 @@ async fn a_newline_or_escape_in_client_input_is_escaped_in_text_logs() {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    let stderr = BufReader::new(child.stderr.take().unwrap());
-    let (tx, lines) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        for line in stderr.lines().map_while(Result::ok) {
-            let _ = tx.send(line);
-        }
-    });
+    let lines = crate::support::process::stderr_lines(&mut child);
     let next = |until: &str| {
         let watch = Stopwatch::start();
         let mut seen = Vec::new();

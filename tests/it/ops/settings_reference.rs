@@ -9,7 +9,7 @@ use std::collections::BTreeSet;
 use ratelimitd::Settings;
 
 /// Settings that make more variables be read (each set alone on top of the defaults).
-const SWITCHES: &[&[(&str, &str)]] = &[
+pub(super) const SWITCHES: &[&[(&str, &str)]] = &[
     &[],
     &[("CONFIG_TYPE", "GRPC_XDS_SOTW")],
     &[
@@ -23,6 +23,7 @@ const SWITCHES: &[&[(&str, &str)]] = &[
         ("REDIS_URL", "127.0.0.1:6379"),
         ("REDIS_PERSECOND", "true"),
     ],
+    &[("BACKEND_TYPE", "memcache"), ("MEMCACHE_HOST_PORT", "h:1")],
     &[
         ("REDIS_TYPE", "sentinel"),
         ("REDIS_URL", "m,127.0.0.1:26379"),
@@ -81,7 +82,8 @@ fn ignored() -> BTreeSet<String> {
     code_span_names(section)
 }
 
-fn read_by_the_code() -> BTreeSet<String> {
+/// Every variable the settings read under one of the [`SWITCHES`].
+pub(super) fn read_by_the_code() -> BTreeSet<String> {
     SWITCHES
         .iter()
         .flat_map(|vars| {

@@ -4,7 +4,6 @@
 //! when something is served on it (a taken port named with its setting); a startup error printed
 //! as its causes alone, and a failed load logged on one readable text line.
 
-use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
@@ -44,13 +43,7 @@ fn run(vars: &[(&str, &str)]) -> (Child, Vec<String>) {
     cmd.envs([("USE_STATSD", "false"), ("POLICY_ENABLED", "false")]);
     cmd.envs(vars.iter().copied());
     let mut child = cmd.stderr(Stdio::piped()).spawn().unwrap();
-    let stderr = BufReader::new(child.stderr.take().unwrap());
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        for line in stderr.lines().map_while(Result::ok) {
-            let _ = tx.send(line);
-        }
-    });
+    let rx = process::stderr_lines(&mut child);
     let mut lines = Vec::new();
     let watch = Stopwatch::start();
     while let Some(left) = Duration::from_secs(30).checked_sub(watch.elapsed()) {

@@ -43,6 +43,20 @@ fn rule(rpu: u32) -> Value {
     })
 }
 
+/// `body` (a JSON object) with the field `reason` set to `reason`.
+fn with_reason(mut body: Value, reason: Value) -> Value {
+    body["reason"] = reason;
+    body
+}
+
+/// [`start`] on SQLite in `data`, with the rule `r1` ([`rule`] of 5) created by alice.
+async fn start_with_r1(data: &std::path::Path) -> TestServer {
+    let s = start(data, &[]).await;
+    let (status, body) = as_alice(&s, Method::PUT, "/v1/policies/r1", Some(rule(5))).await;
+    assert_eq!(status, 201, "{body}");
+    s
+}
+
 async fn as_alice(s: &TestServer, m: Method, path: &str, body: Option<Value>) -> (u16, Value) {
     call(s, m, path, Some(ALICE), body).await
 }
@@ -181,13 +195,7 @@ async fn every_change_is_a_version_with_its_author_and_a_rollback_restores_it_on
 #[tokio::test]
 async fn bad_requests_are_refused_with_a_4xx_and_change_nothing() {
     let data = tempfile::tempdir().unwrap();
-    let s = start(data.path(), &[]).await;
-    assert_eq!(
-        as_alice(&s, Method::PUT, "/v1/policies/r1", Some(rule(5)))
-            .await
-            .0,
-        201
-    );
+    let s = start_with_r1(data.path()).await;
     let before = history(&s, "/v1/history").await;
 
     // A read token reads everything but writes nothing.
@@ -254,30 +262,14 @@ async fn bad_requests_are_refused_with_a_4xx_and_change_nothing() {
         (
             Method::PUT,
             "/v1/policies/r1",
-            Some(
-                json!({"reason": 7})
-                    .as_object()
-                    .unwrap()
-                    .clone()
-                    .into_iter()
-                    .chain(rule(2).as_object().unwrap().clone())
-                    .collect(),
-            ),
+            Some(with_reason(rule(2), json!(7))),
             422,
             "reason",
         ),
         (
             Method::PUT,
             "/v1/policies/r1",
-            Some(
-                json!({"reason": "x".repeat(1025)})
-                    .as_object()
-                    .unwrap()
-                    .clone()
-                    .into_iter()
-                    .chain(rule(2).as_object().unwrap().clone())
-                    .collect(),
-            ),
+            Some(with_reason(rule(2), json!("x".repeat(1025)))),
             422,
             "reason",
         ),
@@ -331,13 +323,7 @@ async fn bad_requests_are_refused_with_a_4xx_and_change_nothing() {
 #[tokio::test]
 async fn a_dry_run_answers_the_diff_and_the_new_decision_and_writes_nothing() {
     let data = tempfile::tempdir().unwrap();
-    let s = start(data.path(), &[]).await;
-    assert_eq!(
-        as_alice(&s, Method::PUT, "/v1/policies/r1", Some(rule(5)))
-            .await
-            .0,
-        201
-    );
+    let s = start_with_r1(data.path()).await;
     let sample = json!({"domain": "web", "descriptors": [{"entries": [{"key": "client_key", "value": "u1"}]}]});
     let mut body = rule(1);
     body["sample"] = sample.clone();

@@ -79,16 +79,7 @@ async fn deleting_an_override_restores_the_configured_limit_and_keeps_the_counte
     let (status, body) = s.admin(Method::DELETE, &path, None).await;
     assert_eq!(status, 404);
     assert_eq!(body["error"], format!("no override '{id}'"));
-    let text = s
-        .http
-        .get(s.debug_url("/rlconfig"))
-        .bearer_auth(TOKEN)
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let text = s.get_text(&s.debug_url("/rlconfig"), Some(TOKEN)).await;
     assert!(!text.contains("# override:"), "{text}");
     s.shutdown().await;
 }

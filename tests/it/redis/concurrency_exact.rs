@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
-use crate::support::process::{self, Spawned};
+use crate::support::process;
 use crate::support::redis::RedisServer;
 use crate::support::stores::shared_cluster;
 use crate::support::*;
@@ -39,18 +39,10 @@ struct Records {
 }
 
 /// Three binaries on `env`; 64 holders spread over them, 8 attempts each.
-async fn hold_across_three_instances(mut env: Vec<(String, String)>) {
-    let dir = tempfile::tempdir().unwrap();
-    std::fs::write(dir.path().join("x.yaml"), CFG).unwrap();
-    env.push(("RATELIMITD_CONFIG".into(), dir.path().display().to_string()));
+async fn hold_across_three_instances(env: Vec<(String, String)>) {
     // One fixed instant: no lease can end during the test, every slot is freed by its release.
-    env.push(("RATELIMITD_TEST_MANUAL_CLOCK".into(), "1000000".into()));
-    let servers: Vec<Spawned> = (0..3).map(|_| process::spawn(&env)).collect();
-    let mut clients = Vec::new();
-    for s in &servers {
-        let url = format!("http://{}", s.grpc_addr);
-        clients.push(RateLimitServiceClient::connect(url).await.unwrap());
-    }
+    let mut three = process::three_instances(env, CFG).await;
+    let clients = &mut three.clients;
     let records = Arc::new(Records::default());
     let mut tasks = Vec::new();
     for i in 0..64 {

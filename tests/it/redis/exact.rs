@@ -5,7 +5,7 @@
 //! shared by three, and these tests count the keys they wrote: on a Redis of their own, or under a
 //! key prefix of their own on the run's shared Cluster.
 
-use crate::support::process::{self, Spawned};
+use crate::support::process;
 use crate::support::redis::{Flavor, RedisServer};
 use crate::support::stores::shared_cluster_of;
 use crate::support::*;
@@ -15,21 +15,10 @@ const LIMIT: u32 = 300;
 const CFG: &str = "domain: x\ndescriptors:\n  - {key: k, rate_limit: {unit: hour, requests_per_unit: 300}}\n  - {key: other, rate_limit: {unit: hour, requests_per_unit: 1000}}\n";
 
 /// Three binaries on `env`, 64 clients spread over them, 8 calls each (512 > 300).
-async fn admitted_by_three_instances(mut env: Vec<(String, String)>) -> u32 {
-    let dir = tempfile::tempdir().unwrap();
-    std::fs::write(dir.path().join("x.yaml"), CFG).unwrap();
-    env.push(("RATELIMITD_CONFIG".into(), dir.path().display().to_string()));
+async fn admitted_by_three_instances(env: Vec<(String, String)>) -> u32 {
     // One fixed instant for all three, so the hour window cannot roll over mid-test.
-    env.push(("RATELIMITD_TEST_MANUAL_CLOCK".into(), "1000000".into()));
-    let servers: Vec<Spawned> = (0..3).map(|_| process::spawn(&env)).collect();
-    let mut clients = Vec::new();
-    for s in &servers {
-        clients.push(
-            RateLimitServiceClient::connect(format!("http://{}", s.grpc_addr))
-                .await
-                .unwrap(),
-        );
-    }
+    let three = process::three_instances(env, CFG).await;
+    let clients = &three.clients;
     let mut tasks = Vec::new();
     for i in 0..64 {
         let client = clients[i % 3].clone();

@@ -347,7 +347,7 @@ async fn script_errors_are_the_ops_own_answer_and_huge_hits_a_denial_at_the_stor
     use ratelimitd_core::algorithm::{Algorithm, LimitSpec, Window};
     use ratelimitd_core::clock::{Clock, ManualClock, Timestamp};
     use ratelimitd_core::resilience::BreakerState;
-    use ratelimitd_core::store::{Answer, Op, Store};
+    use ratelimitd_core::store::{Answer, Store};
 
     let redis = RedisServer::start();
     let settings = Settings::from_env(redis.env()).unwrap();
@@ -356,21 +356,14 @@ async fn script_errors_are_the_ops_own_answer_and_huge_hits_a_denial_at_the_stor
         .await
         .unwrap()
         .with_breakers(&settings.resilience, &clock);
-    let op = |key: &str, algorithm, hits| Op {
-        key: key.into(),
-        spec: LimitSpec {
+    let op = |key: &str, algorithm, hits| {
+        let spec = LimitSpec {
             algorithm,
             limit: 100,
             window: Window::from_secs(60).unwrap(),
             burst: 100,
-        },
-        hits,
-        refund: false,
-        max_wait: Duration::ZERO,
-        lease: Some(0),
-        holder: String::new(),
-        only_admitted: false,
-        report: false,
+        };
+        crate::support::stores::plain_op(key, spec, hits)
     };
     let now = clock.now();
     let huge = store

@@ -67,12 +67,7 @@ impl Region {
     pub(super) async fn shares(&self) -> Vec<f64> {
         let mut out = Vec::new();
         for s in &self.instances {
-            let text = reqwest::get(s.debug_url("/rlconfig"))
-                .await
-                .unwrap()
-                .text()
-                .await
-                .unwrap();
+            let text = s.get_text(&s.debug_url("/rlconfig"), None).await;
             let prefix = format!("# region_share: d.k {}=", self.name);
             let line = text.lines().find_map(|l| l.strip_prefix(&prefix));
             let line = line.unwrap_or_else(|| panic!("no share line in:\n{text}"));
@@ -107,12 +102,7 @@ impl Region {
     /// The sync line of the first instance's `/rlconfig`.
     pub(super) async fn sync_line(&self) -> String {
         let s = &self.instances[0];
-        let text = reqwest::get(s.debug_url("/rlconfig"))
-            .await
-            .unwrap()
-            .text()
-            .await
-            .unwrap();
+        let text = s.get_text(&s.debug_url("/rlconfig"), None).await;
         text.lines()
             .find(|l| l.starts_with("# region_sync:"))
             .unwrap_or_else(|| panic!("no sync line in:\n{text}"))

@@ -5,7 +5,7 @@
 //! mixed into every sequence.
 
 use crate::support::redis::RedisServer;
-use crate::support::stores::{shared_cluster, shared_redis};
+use crate::support::stores::{plain_op, shared_cluster, shared_redis};
 use crate::support::*;
 use proptest::prelude::*;
 use ratelimitd::Settings;
@@ -185,17 +185,12 @@ async fn huge_buckets_decide_identically() {
                 burst,
             };
             let hits = [1, burst / 3, burst, 0][(step / 3 % 4) as usize];
+            let key = format!("huge:{}:{}", algorithm.key_tag(), step % 3);
             let op = Op {
-                key: format!("huge:{}:{}", algorithm.key_tag(), step % 3),
-                spec,
-                hits,
                 refund: step % 5 == 4,
                 // Shaping with a minute's budget, where budgets reach the 2^52 cap.
                 max_wait: std::time::Duration::from_secs(60 * u64::from(step % 4 == 1)),
-                lease: Some(0),
-                holder: String::new(),
-                only_admitted: false,
-                report: false,
+                ..plain_op(&key, spec, hits)
             };
             stores.agree(&op, at, step).await;
         }
@@ -243,17 +238,11 @@ async fn sliding_logs_with_lowered_limits_and_a_stepping_clock_decide_identicall
             window: Window::from_secs([2, 5][(step % 2) as usize]).unwrap(),
             burst: 0,
         };
+        let hits = [1, 3, 0, 7, 2][(step % 5) as usize];
         let op = Op {
-            key: format!("sl{}", step % 2),
-            spec,
-            hits: [1, 3, 0, 7, 2][(step % 5) as usize],
             // Refunds of 3 and 7 forget whole entries and part of one.
             refund: step % 6 == 5,
-            max_wait: std::time::Duration::ZERO,
-            lease: Some(0),
-            holder: String::new(),
-            only_admitted: false,
-            report: false,
+            ..plain_op(&format!("sl{}", step % 2), spec, hits)
         };
         stores.agree(&op, now, step).await;
     }
@@ -291,15 +280,8 @@ async fn fixed_windows_stop_at_the_counter_ceiling_identically() {
     ];
     for (step, (hits, refund)) in steps.into_iter().enumerate() {
         let op = Op {
-            key: "fw:ceiling".into(),
-            spec,
-            hits,
             refund,
-            max_wait: std::time::Duration::ZERO,
-            lease: Some(0),
-            holder: String::new(),
-            only_admitted: false,
-            report: false,
+            ..plain_op("fw:ceiling", spec, hits)
         };
         stores.agree(&op, now + step as u64, step as u64).await;
     }

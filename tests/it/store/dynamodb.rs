@@ -18,6 +18,7 @@ use crate::ops::loud_config::{refused, stderr};
 use crate::support::dynalite::{ACCESS_KEY, Dynalite, SECRET};
 use crate::support::process::{Spawned, spawn};
 use crate::support::require;
+use crate::support::stores::plain_op;
 use crate::support::*;
 
 /// A random op of `algorithm` on one of a few keys, as the limiter would build it: a fixed
@@ -30,19 +31,14 @@ fn random_op(rng: &mut fastrand::Rng, algorithm: Algorithm, now: Timestamp, case
         window,
         burst: rng.u64(0..8),
     };
-    let mut key = format!(
+    let key = format!(
         "{case}:{}:{}:{}",
         algorithm.key_tag(),
         window.secs(),
         rng.u8(..2)
     );
-    if algorithm == Algorithm::FixedWindow {
-        key += &format!(":{}", window_start(window, now));
-    }
     let kind = rng.u8(..8);
     Op {
-        key,
-        spec,
         hits: rng.u64(0..4),
         refund: kind == 0,
         max_wait: if kind == 1 {
@@ -50,10 +46,9 @@ fn random_op(rng: &mut fastrand::Rng, algorithm: Algorithm, now: Timestamp, case
         } else {
             Duration::ZERO
         },
-        lease: Some(0),
-        holder: String::new(),
         only_admitted: kind == 2,
         report: kind == 3,
+        ..op(&key, spec, 0, now)
     }
 }
 
@@ -106,28 +101,19 @@ async fn a_reset_deletes_the_items_and_refuses_prefixes() {
         .unwrap();
     let now = Timestamp::from_secs(1_000_000_000);
     let window = Window::from_secs(3600).unwrap();
-    let op = |algorithm: Algorithm, key: &str| {
+    let reset_op = |algorithm: Algorithm, key: &str| {
         let spec = LimitSpec {
             algorithm,
             limit: 2,
             window,
             burst: 2,
         };
-        let mut key = format!("reset:{}:{key}", algorithm.key_tag());
-        if algorithm == Algorithm::FixedWindow {
-            key += &format!(":{}", window_start(window, now));
-        }
-        Op {
-            key,
+        op(
+            &format!("reset:{}:{key}", algorithm.key_tag()),
             spec,
-            hits: 1,
-            refund: false,
-            max_wait: Duration::ZERO,
-            lease: Some(0),
-            holder: String::new(),
-            only_admitted: false,
-            report: false,
-        }
+            0,
+            now,
+        )
     };
     for algorithm in [
         Algorithm::FixedWindow,
@@ -137,8 +123,8 @@ async fn a_reset_deletes_the_items_and_refuses_prefixes() {
     ] {
         let name = algorithm.name();
         let (alice, bob) = (
-            op(algorithm, &format!("{name}_alice")),
-            op(algorithm, &format!("{name}_bob")),
+            reset_op(algorithm, &format!("{name}_alice")),
+            reset_op(algorithm, &format!("{name}_bob")),
         );
         for _ in 0..3 {
             dynamo
@@ -154,7 +140,7 @@ async fn a_reset_deletes_the_items_and_refuses_prefixes() {
             matches!(&over[0], Answer::Decided(d) if d.over_limit),
             "{name}: {over:?}"
         );
-        let never = op(algorithm, &format!("{name}_carol"));
+        let never = reset_op(algorithm, &format!("{name}_carol"));
         assert_eq!(
             dynamo.reset(&[alice.clone(), never], now).await.unwrap(),
             1,
@@ -180,6 +166,19 @@ async fn a_reset_deletes_the_items_and_refuses_prefixes() {
         matches!(&err, ResetError::Unsupported(why) if why.contains("reset by descriptor")),
         "{err}"
     );
+}
+
+/// One hit on `key` under `spec`, leasing `lease` at a time (a fixed window's key holds its
+/// window's start, as the limiter builds it).
+pub(super) fn op(key: &str, spec: LimitSpec, lease: u32, now: Timestamp) -> Op {
+    let mut key = key.to_string();
+    if spec.algorithm == Algorithm::FixedWindow {
+        key += &format!(":{}", window_start(spec.window, now));
+    }
+    Op {
+        lease: Some(lease),
+        ..plain_op(&key, spec, 1)
+    }
 }
 
 /// The settings of a ratelimitd process on `d`: the manual clock and `config` in a fresh dir

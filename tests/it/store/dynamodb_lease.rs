@@ -3,17 +3,14 @@
 //! on one table still admit exactly the limit while most decisions cost no DynamoDB call;
 //! unspent bucket tokens go back when a lease's TTL passes, on reload and on SIGTERM.
 
-use std::time::Duration;
-
 use futures_util::future::join_all;
 use ratelimitd::pb::envoy::service::ratelimit::v3::rate_limit_service_client::RateLimitServiceClient;
 use ratelimitd::testing::DynamoStore;
-use ratelimitd_core::algorithm::fixed_window::window_start;
 use ratelimitd_core::algorithm::{Algorithm, LimitSpec, Window};
 use ratelimitd_core::clock::Timestamp;
 use ratelimitd_core::store::{Answer, Op, Store};
 
-use super::dynamodb::fleet_env;
+use super::dynamodb::{fleet_env, op};
 use crate::support::dynalite::{ACCESS_KEY, Dynalite, SECRET};
 use crate::support::process::{self, Spawned, spawn};
 use crate::support::redis::free_port;
@@ -26,26 +23,6 @@ async fn two_stores(d: &Dynalite) -> (DynamoStore, DynamoStore) {
     let endpoint = d.endpoint();
     let one = || DynamoStore::local(&endpoint, &d.table, ACCESS_KEY, SECRET);
     (one().await.unwrap(), one().await.unwrap())
-}
-
-/// One hit on `key` under `spec`, leasing `lease` at a time (a fixed window's key holds its
-/// window's start, as the limiter builds it).
-fn op(key: &str, spec: LimitSpec, lease: u32, now: Timestamp) -> Op {
-    let mut key = key.to_string();
-    if spec.algorithm == Algorithm::FixedWindow {
-        key += &format!(":{}", window_start(spec.window, now));
-    }
-    Op {
-        key,
-        spec,
-        hits: 1,
-        refund: false,
-        max_wait: Duration::ZERO,
-        lease: Some(lease),
-        holder: String::new(),
-        only_admitted: false,
-        report: false,
-    }
 }
 
 /// The one answer of `op` on `store`.

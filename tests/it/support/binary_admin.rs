@@ -75,6 +75,18 @@ impl Service {
         v
     }
 
+    /// `POST /v1/explain` of `body`, which the service must refuse (400): its error message.
+    pub(crate) async fn explain_refused(&self, body: Value) -> String {
+        let (status, v) = self
+            .admin(Method::POST, "/v1/explain", Some(TOKEN), Some(body))
+            .await;
+        assert_eq!(status, 400, "{v}");
+        v["error"]
+            .as_str()
+            .unwrap_or_else(|| panic!("{v}"))
+            .to_string()
+    }
+
     /// One `/check` for `client_key=value`: (status, remaining).
     pub(crate) async fn check(&self, value: &str) -> (u16, Value) {
         let url = format!("http://{}/check", self.bin.http_addr);

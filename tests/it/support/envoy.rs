@@ -8,10 +8,12 @@ use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
+use ratelimitd::pb::envoy::service::ratelimit::v3::RateLimitRequest;
 use ratelimitd_core::clock::Stopwatch;
 
 use super::guard::{guarded, stop};
 use super::redis::free_port;
+use super::{StoreKind, TestServer};
 
 /// The Envoy binary to run: `ENVOY_BIN`, else the one `tests/run.sh` installs into `.venv/`
 /// (whose `envoy` script execs the real binary); `None` when neither is there.
@@ -30,10 +32,75 @@ pub(crate) fn envoy_bin() -> PathBuf {
     )
 }
 
+/// The start of a test's static Envoy config: the admin interface on `admin`, then a listener
+/// `front` on `port` whose one route sends everything to the cluster `backend`; the test goes on
+/// with that route's fields (its `rate_limits`, at 28 spaces), then the HTTP connection manager's
+/// (its `http_filters`, at 16).
+pub(crate) fn front_listener_head(admin: u16, port: u16) -> String {
+    format!(
+        r#"admin:
+  address: {{ socket_address: {{ address: 127.0.0.1, port_value: {admin} }} }}
+static_resources:
+  listeners:
+    - name: front
+      address: {{ socket_address: {{ address: 127.0.0.1, port_value: {port} }} }}
+      filter_chains:
+        - filters:
+            - name: envoy.filters.network.http_connection_manager
+              typed_config:
+                "@type": type.googleapis.com/envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager
+                stat_prefix: front
+                route_config:
+                  virtual_hosts:
+                    - name: front
+                      domains: ["*"]
+                      routes:
+                        - match: {{ prefix: / }}
+                          route:
+                            cluster: backend
+"#
+    )
+}
+
+/// The last two HTTP filters of a `front` listener (under its `http_filters:`): the rate limit
+/// filter for `domain`, asking the cluster `ratelimitd` with `timeout` and failing open unless
+/// `failure_mode_deny`, then the router.
+pub(crate) fn ratelimit_and_router(domain: &str, timeout: &str, failure_mode_deny: bool) -> String {
+    format!(
+        r#"                  - name: envoy.filters.http.ratelimit
+                    typed_config:
+                      "@type": type.googleapis.com/envoy.extensions.filters.http.ratelimit.v3.RateLimit
+                      domain: {domain}
+                      timeout: {timeout}
+                      failure_mode_deny: {failure_mode_deny}
+                      rate_limit_service:
+                        transport_api_version: V3
+                        grpc_service: {{ envoy_grpc: {{ cluster_name: ratelimitd }} }}
+                  - name: envoy.filters.http.router
+                    typed_config:
+                      "@type": type.googleapis.com/envoy.extensions.filters.http.router.v3.Router
+"#
+    )
+}
+
 /// The end of a static Envoy config (under `static_resources:`) whose `front` listener routes to
 /// the cluster `backend` and asks the cluster `ratelimitd`: a `backend` listener on `backend`
 /// answering 200 `ok`, then both clusters, `ratelimitd` over HTTP/2 at `127.0.0.1:rl`.
 pub(crate) fn backend_and_clusters(backend: u16, rl: u16) -> String {
+    backend_and_clusters_with(backend, "", &[rl])
+}
+
+/// [`backend_and_clusters`] with the `ratelimitd` cluster's own `options` (load balancing, health
+/// checks: YAML at its fields' indentation, 6 spaces) and one endpoint for each of `rl_ports`.
+pub(crate) fn backend_and_clusters_with(backend: u16, options: &str, rl_ports: &[u16]) -> String {
+    let endpoints: String = rl_ports
+        .iter()
+        .map(|p| {
+            format!(
+                "              - endpoint: {{ address: {{ socket_address: {{ address: 127.0.0.1, port_value: {p} }} }} }}\n"
+            )
+        })
+        .collect();
     format!(
         r#"    - name: backend
       address: {{ socket_address: {{ address: 127.0.0.1, port_value: {backend} }} }}
@@ -70,12 +137,11 @@ pub(crate) fn backend_and_clusters(backend: u16, rl: u16) -> String {
         envoy.extensions.upstreams.http.v3.HttpProtocolOptions:
           "@type": type.googleapis.com/envoy.extensions.upstreams.http.v3.HttpProtocolOptions
           explicit_http_config: {{ http2_protocol_options: {{}} }}
-      load_assignment:
+{options}      load_assignment:
         cluster_name: ratelimitd
         endpoints:
           - lb_endpoints:
-              - endpoint: {{ address: {{ socket_address: {{ address: 127.0.0.1, port_value: {rl} }} }} }}
-"#
+{endpoints}"#
     )
 }
 
@@ -120,6 +186,44 @@ pub(crate) fn spawn(yaml: &str, level: &str) -> (Child, tempfile::TempDir) {
 /// The committed Envoy config.
 pub(crate) fn envoy_yaml_path() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("envoy/envoy.yaml")
+}
+
+/// `examples/envoy/config.yaml`, the rate limit config (domain `envoy-demo`) the committed Envoy
+/// config is written for.
+pub(crate) fn example_config() -> String {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("examples/envoy/config.yaml");
+    std::fs::read_to_string(path).unwrap()
+}
+
+/// ratelimitd on `store` with [`example_config`] and `env`, and the committed Envoy in front of it.
+pub(crate) async fn start_example(store: StoreKind, env: &[(&str, &str)]) -> (TestServer, Envoy) {
+    let config = example_config();
+    let rl = TestServer::start_with_store(&[("config.yaml", &config)], env, store).await;
+    let envoy = Envoy::start(&rl.running().grpc_addr.to_string()).await;
+    (rl, envoy)
+}
+
+/// A check of one descriptor `entries` in the example's domain that counts nothing (0 hits).
+pub(crate) fn example_check(entries: &[(&str, &str)]) -> RateLimitRequest {
+    let mut req = super::request("envoy-demo", &[entries]);
+    req.descriptors[0].hits_addend = Some(0);
+    req
+}
+
+/// `limit_remaining` of the first status ratelimitd answers to `check` (a request that counts
+/// nothing), once it equals `want`: what Envoy sends after a response (a refund, a usage report,
+/// a released slot) may land a little after the client saw the answer. The last value seen after
+/// 10 s otherwise.
+pub(crate) async fn remaining_becomes(rl: &TestServer, check: &RateLimitRequest, want: u32) -> u32 {
+    let watch = Stopwatch::start();
+    loop {
+        let answer = rl.call(check.clone()).await;
+        let got = answer.expect("ShouldRateLimit succeeds").statuses[0].limit_remaining;
+        if got == want || watch.elapsed() > Duration::from_secs(10) {
+            return got;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
 }
 
 /// Waits up to 30 s for the admin `/ready` on `admin_port` of the Envoy `child` (log in

@@ -19,6 +19,14 @@ pub(crate) async fn start(redis: &RedisServer, yaml: &str) -> TestServer {
     TestServer::start_on(&[("d.yaml", yaml)], &prometheus, Some(redis)).await
 }
 
+/// `n` requests on `entry` of domain `d` through `s`, each of which must be admitted.
+pub(crate) async fn admit(s: &TestServer, entry: (&str, &str), n: usize) {
+    for i in 0..n {
+        let code = overall(&s.rl("d", &[&[entry]]).await);
+        assert_eq!(code, Code::Ok, "request {} of {n} on {entry:?}", i + 1);
+    }
+}
+
 /// Three instances of [`start`] on the same Redis.
 pub(crate) async fn start_three(redis: &RedisServer, yaml: &str) -> Vec<Arc<TestServer>> {
     let mut servers = Vec::new();
@@ -135,21 +143,18 @@ pub(crate) async fn stop_all(servers: Vec<Arc<TestServer>>) {
     }
 }
 
-/// Three instances, 4 clients each, 250 requests each on `entry` (within the limit), once without
-/// a lease and once with a lease of 100, each on a fresh Redis; asserts every request was admitted
-/// and that the leased run made at most a twentieth of the plain run's script calls.
-pub(crate) async fn assert_a_lease_costs_under_a_twentieth<F, Fut>(start: F, entry: (&str, &str))
-where
-    F: Fn(Arc<RedisServer>, u32) -> Fut,
-    Fut: std::future::Future<Output = TestServer>,
-{
+/// Three instances ([`start_three`]) serving `config(lease)`, 4 clients each, 250 requests each on
+/// `entry` (within the limit), once without a lease and once with a lease of 100, each on a fresh
+/// Redis; asserts every request was admitted and that the leased run made at most a twentieth of
+/// the plain run's script calls.
+pub(crate) async fn assert_a_lease_costs_under_a_twentieth(
+    config: impl Fn(u32) -> String,
+    entry: (&str, &str),
+) {
     let mut calls = Vec::new();
     for lease in [0, 100] {
-        let redis = Arc::new(RedisServer::start());
-        let mut servers = Vec::new();
-        for _ in 0..3 {
-            servers.push(Arc::new(start(redis.clone(), lease).await));
-        }
+        let redis = RedisServer::start();
+        let servers = start_three(&redis, &config(lease)).await;
         let before = script_calls(&redis);
         assert_eq!(
             load(&servers, 250, entry).await,

@@ -202,6 +202,17 @@ impl TestServer {
             .expect("the HTTP port answers")
     }
 
+    /// The body of a GET of `url` (one of [`Self::debug_url`], [`Self::admin_url`]...), sent with
+    /// `token` as its bearer token when there is one; panics when the request cannot be sent.
+    pub(crate) async fn get_text(&self, url: &str, token: Option<&str>) -> String {
+        let mut req = self.http.get(url);
+        if let Some(token) = token {
+            req = req.bearer_auth(token);
+        }
+        let r = req.send().await.expect("the service answers");
+        r.text().await.unwrap()
+    }
+
     pub(crate) fn debug_url(&self, path: &str) -> String {
         format!("http://{}{}", self.running().debug_addr, path)
     }

@@ -5,7 +5,9 @@ use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
+use ratelimitd::pb::envoy::service::ratelimit::v3::rate_limit_service_client::RateLimitServiceClient;
 use ratelimitd_core::clock::Stopwatch;
+use tonic::transport::Channel;
 
 /// A running binary.
 pub(crate) struct Spawned {
@@ -28,6 +30,20 @@ pub(crate) fn spawn(env: &[(String, String)]) -> Spawned {
     starting(env).listening()
 }
 
+/// The lines `child` writes to its piped stderr, read on a thread (which keeps draining the log
+/// until the child closes it), so that a reader waiting with a deadline meets it even when the
+/// child hangs without printing.
+pub(crate) fn stderr_lines(child: &mut Child) -> std::sync::mpsc::Receiver<String> {
+    let stderr = BufReader::new(child.stderr.take().expect("stderr is piped"));
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in stderr.lines().map_while(Result::ok) {
+            let _ = tx.send(line);
+        }
+    });
+    rx
+}
+
 /// A binary started and not yet listening (or not yet known to be): its startup log so far.
 /// Killed on drop unless [`Starting::listening`] took it.
 pub(crate) struct Starting {
@@ -48,15 +64,7 @@ pub(crate) fn starting(env: &[(String, String)]) -> Starting {
     cmd.envs(logs.into_iter().chain(super::LOOPBACK));
     cmd.envs(env.iter().map(|(k, v)| (k.as_str(), v.as_str())));
     let mut child = cmd.stderr(Stdio::piped()).spawn().unwrap();
-    // Read on a thread (which keeps draining the log afterwards), so that a binary that hangs
-    // without printing still meets the deadline.
-    let stderr = BufReader::new(child.stderr.take().unwrap());
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        for line in stderr.lines().map_while(Result::ok) {
-            let _ = tx.send(line);
-        }
-    });
+    let rx = stderr_lines(&mut child);
     Starting {
         child: Some(child),
         lines: rx,
@@ -148,6 +156,50 @@ impl Drop for Spawned {
             );
         }
     }
+}
+
+/// Three binaries on one shared store, each with a gRPC client; stopped on drop.
+pub(crate) struct Three {
+    /// The config directory, which lives as long as the binaries.
+    _dir: tempfile::TempDir,
+    pub servers: Vec<Spawned>,
+    /// One client per binary, in the order of `servers`.
+    pub clients: Vec<RateLimitServiceClient<Channel>>,
+}
+
+/// Starts three binaries on `env` (the shared store's settings) serving `config` as `x.yaml`, all
+/// at one fixed instant of the manual clock (1 000 000 s), so that no window rolls over and no
+/// lease ends while a test counts, and connects a client to each.
+pub(crate) async fn three_instances(mut env: Vec<(String, String)>, config: &str) -> Three {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("x.yaml"), config).unwrap();
+    env.push(("RATELIMITD_CONFIG".into(), dir.path().display().to_string()));
+    env.push(("RATELIMITD_TEST_MANUAL_CLOCK".into(), "1000000".into()));
+    let servers: Vec<Spawned> = (0..3).map(|_| spawn(&env)).collect();
+    let mut clients = Vec::new();
+    for s in &servers {
+        let url = format!("http://{}", s.grpc_addr);
+        clients.push(RateLimitServiceClient::connect(url).await.unwrap());
+    }
+    Three {
+        _dir: dir,
+        servers,
+        clients,
+    }
+}
+
+/// `ratelimitd validate` on a new directory holding only `bad.yaml` (`yaml`), which it must refuse
+/// with exit code 1; what it wrote to stderr.
+pub(crate) fn validate_refuses(yaml: &str) -> String {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("bad.yaml"), yaml).unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_ratelimitd"))
+        .arg("validate")
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    String::from_utf8_lossy(&out.stderr).into_owned()
 }
 
 /// Sends `sig` (`-TERM`, `-HUP`, `-STOP`, ...) to process `pid` with kill(1).

@@ -16,6 +16,9 @@ use std::process::Child;
 use std::sync::OnceLock;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
+use ratelimitd_core::algorithm::LimitSpec;
+use ratelimitd_core::store::Op;
+
 use super::TestServer;
 use super::guard::remove_at_exit;
 use super::redis::{Flavor, RedisCluster, RedisServer};
@@ -128,6 +131,23 @@ impl TestServer {
         all.extend(env.iter().map(|(k, v)| (k.to_string(), v.to_string())));
         let env: Vec<(&str, &str)> = all.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
         TestServer::start(files, &env).await
+    }
+}
+
+/// An op of `hits` on `key` under `spec` with nothing else asked: no refund, no wait, no lease
+/// (`Some(0)`), no holder, every hit counted as Go counts it, not a report. A test that needs
+/// more says so with `Op { refund: true, ..plain_op(..) }`.
+pub(crate) fn plain_op(key: &str, spec: LimitSpec, hits: u64) -> Op {
+    Op {
+        key: key.to_string(),
+        spec,
+        hits,
+        refund: false,
+        max_wait: std::time::Duration::ZERO,
+        lease: Some(0),
+        holder: String::new(),
+        only_admitted: false,
+        report: false,
     }
 }
 
