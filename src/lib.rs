@@ -9,8 +9,9 @@
 //! The modules are private; what the `ratelimitd` binary and an embedder need is re-exported
 //! here: the settings ([`Settings`] from the environment and the command line, [`Cli`],
 //! [`Command`]), logging and traces ([`init_telemetry`]), the server ([`run`] until shutdown,
-//! [`report`] for its error), the `validate` and `explain` commands ([`validate()`],
-//! [`explain()`]), and the Envoy protos the gRPC port speaks ([`pb`], for a Rust client).
+//! [`report`] for its error), the one-shot commands ([`run_tool`], or each alone: [`validate()`],
+//! [`explain()`], [`reset()`]; [`dynamodb_create_table`]) and the environment they read
+//! ([`env_vars`]), and the Envoy protos the gRPC port speaks ([`pb`], for a Rust client).
 //! [`metrics`] is public for now. The integration tests and the benchmark examples reach what
 //! they need through `testing`, which is hidden and is not an API. To embed the limiter without
 //! the server, depend on `ratelimitd_core`.
@@ -101,6 +102,7 @@ pub mod testing;
 mod validate;
 mod xds;
 
+pub use app::commands::{dynamodb_create_table, env_vars, run_tool};
 pub use app::{AppError, report, run};
 pub use explain::client::run as explain;
 pub use explain::reset_client::run as reset;
@@ -108,20 +110,3 @@ pub use grpc::pb;
 pub use settings::{Cli, Command, ExplainArgs, ResetArgs, Settings, SettingsError};
 pub use telemetry::{Telemetry, TelemetryError, TelemetryOptions, init as init_telemetry};
 pub use validate::run as validate;
-
-/// `ratelimitd dynamodb create-table`: creates the table `DYNAMODB_TABLE` (in `DYNAMODB_REGION`,
-/// at `DYNAMODB_ENDPOINT` when set) with the key and TTL the DynamoDB store uses, or makes sure
-/// an existing one has TTL on; returns what was done, one line each.
-pub async fn dynamodb_create_table(
-    settings: &Settings,
-) -> Result<String, ratelimitd_core::store::StoreError> {
-    #[cfg(feature = "dynamodb")]
-    return store::dynamodb::create_table(&settings.dynamodb).await;
-    #[cfg(not(feature = "dynamodb"))]
-    {
-        let _ = settings;
-        Err(ratelimitd_core::store::StoreError::Unavailable(
-            "this build has no DynamoDB store; build with `--features dynamodb`".into(),
-        ))
-    }
-}

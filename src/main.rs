@@ -31,44 +31,14 @@ async fn main() -> ExitCode {
 /// Settings → logging → the command asked for.
 async fn serve() -> anyhow::Result<()> {
     let cli = Cli::from_args();
-    // vars_os: a variable that is not UTF-8 must not panic the process; it is read lossily.
-    let vars = std::env::vars_os().map(|(k, v)| {
-        (
-            k.to_string_lossy().into_owned(),
-            v.to_string_lossy().into_owned(),
-        )
-    });
-    if let Command::Validate {
-        paths,
-        merge_domains,
-    } = cli.command()
-    {
-        let load = Settings::validate_load_options(vars).context("invalid settings")?;
-        let code = ratelimitd::validate(
-            &paths,
-            merge_domains,
-            &load,
-            &mut std::io::stdout(),
-            &mut std::io::stderr(),
-        );
-        std::process::exit(code);
-    }
-    if let Command::Explain(args) = cli.command() {
-        let env = |k: &str| std::env::var(k).ok();
-        let (mut out, mut err) = (std::io::stdout(), std::io::stderr());
-        let code = ratelimitd::explain(&args, env, &mut out, &mut err).await;
-        std::process::exit(code);
-    }
-    if let Command::Reset(args) = cli.command() {
-        let env = |k: &str| std::env::var(k).ok();
-        let (mut out, mut err) = (std::io::stdout(), std::io::stderr());
-        let code = ratelimitd::reset(&args, env, &mut out, &mut err).await;
+    let vars = ratelimitd::env_vars();
+    let tool = ratelimitd::run_tool(&cli, &vars).await;
+    if let Some(code) = tool.context("invalid settings")? {
         std::process::exit(code);
     }
     let settings = Settings::load(&cli, vars).context("invalid settings")?;
     if cli.command() == Command::DynamodbCreateTable {
-        let done = ratelimitd::dynamodb_create_table(&settings).await?;
-        println!("{done}");
+        println!("{}", ratelimitd::dynamodb_create_table(&settings).await?);
         return Ok(());
     }
     let telemetry = ratelimitd::init_telemetry(&settings.telemetry())?;

@@ -322,57 +322,10 @@ impl Connection {
         now: Duration,
     ) {
         match kind {
-            DATA => {
-                self.received += payload.len() as u64;
-                let data = if flags & PADDED != 0 {
-                    let pad = usize::from(payload.first().copied().unwrap_or(0));
-                    payload
-                        .get(1..payload.len().saturating_sub(pad))
-                        .unwrap_or(&[])
-                } else {
-                    payload
-                };
-                if let Some(call) = self.calls.get_mut(&stream) {
-                    call.body.extend_from_slice(data);
-                }
-                if flags & END_STREAM != 0 {
-                    // gRPC ends a call with trailers (its status): a stream that ends on data
-                    // carries no status.
-                    self.end(stream, false, done, now);
-                }
-                // Our stream windows are the largest there is; the connection's is topped up
-                // before it runs low.
-                if self.received >= u64::from(MAX_WINDOW / 2) {
-                    frame_header(&mut self.out, 4, WINDOW_UPDATE, 0, 0);
-                    self.out
-                        .extend_from_slice(&(self.received as u32).to_be_bytes());
-                    self.received = 0;
-                }
-            }
+            DATA => self.data(flags, stream, payload, done, now),
             HEADERS if flags & END_STREAM != 0 => self.end(stream, true, done, now),
             RST_STREAM => self.end(stream, false, done, now),
-            SETTINGS if flags & ACK == 0 => {
-                for s in payload.chunks_exact(6) {
-                    let value = u32::from_be_bytes([s[2], s[3], s[4], s[5]]);
-                    match u16::from_be_bytes([s[0], s[1]]) {
-                        1 if value < self.table_need => {
-                            let need = self.table_need;
-                            return self.fail(
-                                format!("the server's HPACK table of {value} octets holds less than the {need} the headers need"),
-                                done,
-                                now,
-                            );
-                        }
-                        3 => self.max_streams = value as usize,
-                        4 => {
-                            self.stream_window = i64::from(value);
-                        }
-                        _ => {}
-                    }
-                }
-                frame_header(&mut self.out, 0, SETTINGS, ACK, 0);
-                self.settled = true;
-            }
+            SETTINGS if flags & ACK == 0 => self.settings(payload, done, now),
             PING if flags & ACK == 0 => {
                 frame_header(&mut self.out, payload.len(), PING, ACK, 0);
                 self.out.extend_from_slice(payload);
@@ -393,6 +346,67 @@ impl Connection {
             }
             _ => {}
         }
+    }
+
+    /// A DATA frame: a call's response body, and the connection's window topped up.
+    fn data(
+        &mut self,
+        flags: u8,
+        stream: u32,
+        payload: &[u8],
+        done: &mut Vec<Done>,
+        now: Duration,
+    ) {
+        self.received += payload.len() as u64;
+        let data = if flags & PADDED != 0 {
+            let pad = usize::from(payload.first().copied().unwrap_or(0));
+            payload
+                .get(1..payload.len().saturating_sub(pad))
+                .unwrap_or(&[])
+        } else {
+            payload
+        };
+        if let Some(call) = self.calls.get_mut(&stream) {
+            call.body.extend_from_slice(data);
+        }
+        if flags & END_STREAM != 0 {
+            // gRPC ends a call with trailers (its status): a stream that ends on data
+            // carries no status.
+            self.end(stream, false, done, now);
+        }
+        // Our stream windows are the largest there is; the connection's is topped up
+        // before it runs low.
+        if self.received >= u64::from(MAX_WINDOW / 2) {
+            frame_header(&mut self.out, 4, WINDOW_UPDATE, 0, 0);
+            self.out
+                .extend_from_slice(&(self.received as u32).to_be_bytes());
+            self.received = 0;
+        }
+    }
+
+    /// The server's SETTINGS (its HPACK table, concurrent streams and stream window),
+    /// acknowledged; a table too small for the prepared headers fails the connection.
+    fn settings(&mut self, payload: &[u8], done: &mut Vec<Done>, now: Duration) {
+        for s in payload.chunks_exact(6) {
+            let value = u32::from_be_bytes([s[2], s[3], s[4], s[5]]);
+            match u16::from_be_bytes([s[0], s[1]]) {
+                1 if value < self.table_need => {
+                    let need = self.table_need;
+                    return self.fail(
+                        format!("the server's HPACK table of {value} octets holds less than the {need} the headers need"),
+                        done,
+                        now,
+                    );
+                }
+                3 => self.max_streams = value as usize,
+                4 => {
+                    self.stream_window = i64::from(value);
+                }
+                _ => {}
+            }
+        }
+        frame_header(&mut self.out, 0, SETTINGS, ACK, 0);
+        self.settled = true;
     }
 
     /// Stream `stream` ended, with trailers (`trailers`) or not.

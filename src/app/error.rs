@@ -41,7 +41,7 @@ pub enum AppError {
     Fleet(#[from] crate::fleet::FleetError),
     /// `ADMIN_TOKEN_FILE` cannot be used.
     #[error(transparent)]
-    AdminTokens(crate::policy::auth::TokenError),
+    AdminTokens(crate::policy::token_file::TokenError),
 }
 
 /// The settings (and flag) that choose a listener's address.

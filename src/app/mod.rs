@@ -6,6 +6,7 @@
 mod admin_listener;
 mod banner;
 mod base;
+pub(crate) mod commands;
 mod config_source;
 mod error;
 mod features;
@@ -94,7 +95,7 @@ pub async fn start(settings: &Settings) -> Result<Running, AppError> {
     };
     // Boxed, as the deep futures of the store's connect and the features' starts would otherwise
     // all be laid out inline in this one.
-    let base = Box::pin(base::start(settings, &mut bg)).await?;
+    let mut base = Box::pin(base::start(settings, &mut bg)).await?;
     let (clock, config, health) = (&base.clock, &base.config, &base.health);
     let source = settings.config_source();
     let reloading = Reloading::new(source, config.clone(), health.clone(), clock.clone());
@@ -121,30 +122,69 @@ pub async fn start(settings: &Settings) -> Result<Running, AppError> {
         stop: &stop,
     };
     let features = Box::pin(features::start(settings, shared, bg.reborrow())).await;
-    let Base {
-        manual_clock,
-        clock,
-        config,
-        stores,
-        metrics,
-        sink,
-        fallback,
-        server_time,
-        leases,
-        health,
-        health_server,
-        ..
-    } = base;
-    let limiter =
-        RateLimiter::with_stats(stores.store.clone(), clock.clone(), limiter_options, sink)
-            .with_regions(features.regions.shares.clone())
-            .with_fallback(fallback)
-            .with_random(parts::random(settings))
-            .with_overrides(policy.overrides.clone())
-            .with_observers(features.observers);
+    let regions = features.regions.clone();
+    let routes = routes(
+        settings,
+        &base,
+        policy,
+        features,
+        limiter_options,
+        &reloading,
+        tls.clone(),
+    );
+    let bound = serve::start(settings, routes, &mut bg).await?;
+    let from_files = start_background(settings, &mut base, &reloading, tls, &mut bg);
+    banner::Banner::of(settings, &bound, &base.config).log();
+    Ok(Running {
+        grpc_addr: bound.grpc_addr,
+        grpc_uds: bound.grpc_uds,
+        http_addr: bound.http_addr,
+        debug_addr: bound.debug_addr,
+        admin_addr: bound
+            .admin_addr
+            .unwrap_or(SocketAddr::from(([0, 0, 0, 0], 0))),
+        config: base.config,
+        health: base.health,
+        manual_clock: base.manual_clock,
+        metrics_addr: bound.metrics_addr,
+        metrics: base.metrics,
+        regions,
+        reloading,
+        from_files,
+        shutdown,
+        tasks,
+        drain_timeout: settings.drain_timeout,
+        shutdown_delay: settings.shutdown_delay,
+        leases: base.leases,
+    })
+}
+
+/// The request path over the started parts: the limiter (the store, the features' observers, the
+/// regional shares, the stored overrides), the service every edge calls, the admin surface's
+/// state, and what each listener serves.
+fn routes(
+    settings: &Settings,
+    base: &Base,
+    policy: crate::policy::PolicyHandle,
+    features: features::Features,
+    limiter_options: ratelimitd_core::limiter::LimiterOptions,
+    reloading: &Reloading,
+    tls: Option<Arc<ReloadingTls>>,
+) -> serve::Routes {
+    let limiter = RateLimiter::with_stats(
+        base.stores.store.clone(),
+        base.clock.clone(),
+        limiter_options,
+        base.sink.clone(),
+    )
+    .with_regions(features.regions.shares.clone())
+    .with_fallback(base.fallback.clone())
+    .with_random(parts::random(settings))
+    .with_overrides(policy.overrides.clone())
+    .with_observers(features.observers);
     let service = Arc::new(Service {
         limiter,
-        config: config.clone(),
+        config: base.config.clone(),
     });
     let regions = features.regions;
     let admin = AdminState {
@@ -156,56 +196,45 @@ pub async fn start(settings: &Settings) -> Result<Running, AppError> {
         regions: Some(regions.clone()),
         sessions: Arc::default(),
     };
-    let routes = serve::Routes {
+    serve::Routes {
         service,
-        health: health.clone(),
-        health_server,
+        health: base.health.clone(),
+        health_server: base.health_server.clone(),
         rlqs: features.rlqs,
-        tls: tls.clone(),
-        metrics: metrics.clone(),
-        config: config.clone(),
-        manual_clock: manual_clock.clone(),
+        tls,
+        metrics: base.metrics.clone(),
+        config: base.config.clone(),
+        manual_clock: base.manual_clock.clone(),
         overrides: policy.overrides,
         admin,
-        regions: regions.clone(),
-    };
-    let bound = serve::start(settings, routes, &mut bg).await?;
-    if let Some(m) = &stores.memory {
-        crate::store::sweeper::start(m, &clock, bg.reborrow());
+        regions,
     }
-    if let Some(st) = server_time {
+}
+
+/// Starts the background work that waits for the listeners: the memory store's sweeper, Redis
+/// server time's sync, and the watchers of what reloads from files — the configuration files
+/// (only when the configuration comes from files; over xDS the management server pushes every
+/// change) and the gRPC port's certificates. Whether the configuration comes from files.
+fn start_background(
+    settings: &Settings,
+    base: &mut Base,
+    reloading: &Reloading,
+    tls: Option<Arc<ReloadingTls>>,
+    bg: &mut Background<'_>,
+) -> bool {
+    if let Some(m) = &base.stores.memory {
+        crate::store::sweeper::start(m, &base.clock, bg.reborrow());
+    }
+    if let Some(st) = base.server_time.take() {
         bg.spawn(st.keep_in_sync(bg.stopped()));
     }
-    // Over xDS the management server pushes every change: no files to watch.
     let from_files = settings.config_type == ConfigType::File;
     let watch = WatchOptions::with_poll(settings.config_poll_interval);
     if from_files {
-        crate::reload::watch_files(&reloading, watch, &mut bg);
+        crate::reload::watch_files(reloading, watch, bg);
     }
     if let Some(tls) = tls {
-        tls.watch(watch, &mut bg);
+        tls.watch(watch, bg);
     }
-    banner::Banner::of(settings, &bound, &config).log();
-    Ok(Running {
-        grpc_addr: bound.grpc_addr,
-        grpc_uds: bound.grpc_uds,
-        http_addr: bound.http_addr,
-        debug_addr: bound.debug_addr,
-        admin_addr: bound
-            .admin_addr
-            .unwrap_or(SocketAddr::from(([0, 0, 0, 0], 0))),
-        config,
-        health,
-        manual_clock,
-        metrics_addr: bound.metrics_addr,
-        metrics,
-        regions,
-        reloading,
-        from_files,
-        shutdown,
-        tasks,
-        drain_timeout: settings.drain_timeout,
-        shutdown_delay: settings.shutdown_delay,
-        leases,
-    })
+    from_files
 }

@@ -72,46 +72,9 @@ pub(super) async fn store(
                 leases: None,
             }
         }
-        Backend::Redis => {
-            // Boxed: the connect futures are deep, and the service's start future holds them.
-            let redis = Box::pin(RedisStore::start(&settings.redis))
-                .await
-                .map_err(AppError::Store)?
-                .with_breakers(&settings.resilience, clock);
-            let redis = Arc::new(redis);
-            let r = redis.clone();
-            StoreParts {
-                store: redis.clone(),
-                memory: None,
-                redis: Some(redis),
-                memcache: None,
-                leases: Some(Arc::new(move || r.lease_totals())),
-            }
-        }
+        Backend::Redis => redis(settings, clock).await?,
         #[cfg(feature = "dynamodb")]
-        Backend::Dynamodb => {
-            let store = crate::store::dynamodb::DynamoStore::new(
-                &settings.dynamodb,
-                &settings.resilience,
-                &settings.redis,
-                clock,
-            )
-            .await
-            .map_err(AppError::Store)?;
-            store.probe().await;
-            if !store.is_healthy() {
-                tracing::warn!(target = %store_target(settings), "DynamoDB does not answer yet; limits answer by their failure_mode until it does");
-            }
-            let store = Arc::new(store);
-            let s = store.clone();
-            StoreParts {
-                store,
-                memory: None,
-                redis: None,
-                memcache: None,
-                leases: Some(Arc::new(move || s.lease_totals())),
-            }
-        }
+        Backend::Dynamodb => dynamodb(settings, clock).await?,
         // The settings refuse BACKEND_TYPE=dynamodb in a build without the store.
         #[cfg(not(feature = "dynamodb"))]
         Backend::Dynamodb => {
@@ -121,27 +84,75 @@ pub(super) async fn store(
                 ),
             ));
         }
-        Backend::Memcache => {
-            let memcache = MemcacheStore::new(
-                &settings.memcache,
-                &settings.resilience,
-                &settings.redis,
-                clock,
-            );
-            memcache.probe().await;
-            if !memcache.is_healthy() {
-                tracing::warn!(servers = ?settings.memcache.servers, "memcached does not answer yet; limits answer by their failure_mode until it does");
-            }
-            let memcache = Arc::new(memcache);
-            StoreParts {
-                store: memcache.clone(),
-                memory: None,
-                redis: None,
-                memcache: Some(memcache),
-                leases: None,
-            }
-        }
+        Backend::Memcache => memcache(settings, clock).await,
     })
+}
+
+/// The Redis store, once it answers (as the startup settings allow), a breaker per target.
+async fn redis(settings: &Settings, clock: &Arc<dyn Clock>) -> Result<StoreParts, AppError> {
+    // Boxed: the connect futures are deep, and the service's start future holds them.
+    let redis = Box::pin(RedisStore::start(&settings.redis))
+        .await
+        .map_err(AppError::Store)?
+        .with_breakers(&settings.resilience, clock);
+    let redis = Arc::new(redis);
+    let r = redis.clone();
+    Ok(StoreParts {
+        store: redis.clone(),
+        memory: None,
+        redis: Some(redis),
+        memcache: None,
+        leases: Some(Arc::new(move || r.lease_totals())),
+    })
+}
+
+/// The DynamoDB store; one that does not answer yet is started anyway (with a warning): its
+/// limits answer by their failure mode until it does.
+#[cfg(feature = "dynamodb")]
+async fn dynamodb(settings: &Settings, clock: &Arc<dyn Clock>) -> Result<StoreParts, AppError> {
+    let store = crate::store::dynamodb::DynamoStore::new(
+        &settings.dynamodb,
+        &settings.resilience,
+        &settings.redis,
+        clock,
+    )
+    .await
+    .map_err(AppError::Store)?;
+    store.probe().await;
+    if !store.is_healthy() {
+        tracing::warn!(target = %store_target(settings), "DynamoDB does not answer yet; limits answer by their failure_mode until it does");
+    }
+    let store = Arc::new(store);
+    let s = store.clone();
+    Ok(StoreParts {
+        store,
+        memory: None,
+        redis: None,
+        memcache: None,
+        leases: Some(Arc::new(move || s.lease_totals())),
+    })
+}
+
+/// The memcached store; servers that do not answer yet are warned about, as for DynamoDB.
+async fn memcache(settings: &Settings, clock: &Arc<dyn Clock>) -> StoreParts {
+    let memcache = MemcacheStore::new(
+        &settings.memcache,
+        &settings.resilience,
+        &settings.redis,
+        clock,
+    );
+    memcache.probe().await;
+    if !memcache.is_healthy() {
+        tracing::warn!(servers = ?settings.memcache.servers, "memcached does not answer yet; limits answer by their failure_mode until it does");
+    }
+    let memcache = Arc::new(memcache);
+    StoreParts {
+        store: memcache.clone(),
+        memory: None,
+        redis: None,
+        memcache: Some(memcache),
+        leases: None,
+    }
 }
 
 /// With `FLEET_BIND` on the memory store: the fleet started around it, whose store (adding the

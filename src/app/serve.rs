@@ -59,6 +59,55 @@ pub(super) struct Routes {
     pub(super) regions: crate::region::Regional,
 }
 
+/// The listeners' sockets, bound before anything serves on them.
+struct Sockets {
+    /// gRPC's, on TCP or a unix socket.
+    grpc: GrpcListener,
+    /// `/json`, `/healthcheck` and `/check`.
+    http: TcpListener,
+    /// The debug port.
+    debug: TcpListener,
+    /// The admin surface, when it is served.
+    admin: Option<TcpListener>,
+}
+
+impl Sockets {
+    /// Binds every listener's socket; `admin_tokens` decides whether the admin one is opened.
+    async fn bind(settings: &Settings, admin_tokens: usize) -> Result<Sockets, AppError> {
+        Ok(Sockets {
+            grpc: bind_grpc(settings).await?,
+            http: bind("HTTP", &settings.host, settings.port).await?,
+            debug: bind("debug", &settings.debug_host, settings.debug_port).await?,
+            admin: match admin_listener::served(settings, admin_tokens) {
+                true => Some(bind("admin", &settings.admin_host, settings.admin_port).await?),
+                false => None,
+            },
+        })
+    }
+
+    /// Where each socket ended up (the metrics listener is not among them).
+    fn bound(&self) -> Result<Bound, AppError> {
+        let (grpc_addr, grpc_uds) = match &self.grpc {
+            GrpcListener::Tcp(l) => (local_addr(l, "gRPC")?, None),
+            GrpcListener::Unix(_, path) => {
+                (SocketAddr::from(([0, 0, 0, 0], 0)), Some(path.clone()))
+            }
+        };
+        let admin_addr = match &self.admin {
+            Some(l) => Some(local_addr(l, "admin")?),
+            None => None,
+        };
+        Ok(Bound {
+            grpc_addr,
+            grpc_uds,
+            http_addr: local_addr(&self.http, "HTTP")?,
+            debug_addr: local_addr(&self.debug, "debug")?,
+            admin_addr,
+            metrics_addr: None,
+        })
+    }
+}
+
 /// Where each listener ended up.
 pub(super) struct Bound {
     /// gRPC's TCP address (`0.0.0.0:0` on a unix socket).
@@ -154,22 +203,14 @@ pub(super) async fn start(
     routes: Routes,
     bg: &mut Background<'_>,
 ) -> Result<Bound, AppError> {
-    let grpc = bind_grpc(settings).await?;
-    let http = bind("HTTP", &settings.host, settings.port).await?;
-    let debug = bind("debug", &settings.debug_host, settings.debug_port).await?;
-    let admin_socket = match admin_listener::served(settings, routes.admin.tokens.len()) {
-        true => Some(bind("admin", &settings.admin_host, settings.admin_port).await?),
-        false => None,
-    };
-    let (grpc_addr, grpc_uds) = match &grpc {
-        GrpcListener::Tcp(l) => (local_addr(l, "gRPC")?, None),
-        GrpcListener::Unix(_, path) => (SocketAddr::from(([0, 0, 0, 0], 0)), Some(path.clone())),
-    };
-    let (http_addr, debug_addr) = (local_addr(&http, "HTTP")?, local_addr(&debug, "debug")?);
-    let admin_addr = match &admin_socket {
-        Some(l) => Some(local_addr(l, "admin")?),
-        None => None,
-    };
+    let sockets = Sockets::bind(settings, routes.admin.tokens.len()).await?;
+    let mut bound = sockets.bound()?;
+    let Sockets {
+        grpc,
+        http,
+        debug,
+        admin: admin_socket,
+    } = sockets;
     let Routes {
         service,
         health,
@@ -217,19 +258,12 @@ pub(super) async fn start(
         let limits = settings.listeners.admin;
         serve_http(bg.tasks, "admin", listener, limits, router, bg.stopped());
     }
-    let metrics_addr = match &metrics {
+    bound.metrics_addr = match &metrics {
         Some(m) => {
             let (obs, limits) = (&settings.obs, settings.listeners.prometheus);
             crate::metrics::sinks::start(obs, limits, m, bg.tasks, bg.stopped()).await?
         }
         None => None,
     };
-    Ok(Bound {
-        grpc_addr,
-        grpc_uds,
-        http_addr,
-        debug_addr,
-        admin_addr,
-        metrics_addr,
-    })
+    Ok(bound)
 }

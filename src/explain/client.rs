@@ -92,15 +92,26 @@ pub(crate) async fn ask(
             "entries": d.iter().map(|(k, v)| json!({"key": k, "value": v})).collect::<Vec<_>>()
         })).collect::<Vec<_>>(),
     });
+    post(&url, token, &body, Duration::from_secs(10)).await
+}
+
+/// POSTs `body` to the admin listener's `url` with the bearer `token`; the answer's JSON when it
+/// is 200, else the refusal with its status and body.
+pub(crate) async fn post(
+    url: &str,
+    token: Option<&str>,
+    body: &Value,
+    timeout: Duration,
+) -> Result<Value, ClientError> {
     let unreachable = |source| ClientError::Unreachable {
-        url: url.clone(),
+        url: url.to_string(),
         source,
     };
     let http = reqwest::Client::builder()
-        .timeout(Duration::from_secs(10))
+        .timeout(timeout)
         .build()
         .map_err(unreachable)?;
-    let mut req = http.post(&url).body(body.to_string());
+    let mut req = http.post(url).body(body.to_string());
     if let Some(t) = token {
         req = req.bearer_auth(t);
     }
@@ -118,29 +129,18 @@ pub(crate) async fn ask(
 
 /// The answer of `POST /v1/explain` as text for a person.
 pub(crate) fn render(v: &Value) -> String {
-    let s = |v: &Value| match v {
-        Value::String(s) => s.clone(),
-        Value::Null => String::new(),
-        other => other.to_string(),
-    };
-    let mut out = format!("domain {}", s(&v["domain"]));
+    let mut out = format!("domain {}", text(&v["domain"]));
     match v["config_version"].as_u64() {
         Some(n) => out += &format!(" (configuration version {n})"),
         None => out += " (no configuration loaded)",
     }
-    out += &format!(" at {}\n", s(&v["at"]));
+    out += &format!(" at {}\n", text(&v["at"]));
     if v["domain_known"] == false {
         out += "  the configuration has no such domain: every descriptor is allowed\n";
     }
-    let empty = Vec::new();
-    for (i, d) in v["descriptors"]
-        .as_array()
-        .unwrap_or(&empty)
-        .iter()
-        .enumerate()
-    {
-        let entries: Vec<String> = (d["entries"].as_array().unwrap_or(&empty).iter())
-            .map(|e| format!("{}={}", s(&e["key"]), s(&e["value"])))
+    for (i, d) in array(&v["descriptors"]).iter().enumerate() {
+        let entries: Vec<String> = (array(&d["entries"]).iter())
+            .map(|e| format!("{}={}", text(&e["key"]), text(&e["value"])))
             .collect();
         out += &format!("descriptor {}: {}\n", i + 1, entries.join(", "));
         match d["applies"].as_str() {
@@ -148,76 +148,99 @@ pub(crate) fn render(v: &Value) -> String {
             Some("no_limit") => out += "  no limit applies\n",
             _ => {}
         }
-        for l in d["limits"].as_array().unwrap_or(&empty) {
-            let name = match s(&l["name"]) {
-                n if n.is_empty() => "(unnamed)".to_string(),
-                n => n,
-            };
-            let per = match l["unit_multiplier"].as_u64() {
-                Some(m) if m > 1 => format!("{m} {}", s(&l["unit"])),
-                _ => s(&l["unit"]),
-            };
+        for l in array(&d["limits"]) {
+            limit(&mut out, l);
+        }
+        for o in array(&d["overrides"]) {
             out += &format!(
-                "  limit {name} [{}]: {} per {per}, {}{}\n",
-                s(&l["key"]),
-                s(&l["requests_per_unit"]),
-                s(&l["algorithm"]),
-                if l["shadow"] == true {
-                    ", shadow mode"
-                } else {
-                    ""
-                },
+                "  override {}: {} per {} until {}{} ({})\n",
+                text(&o["id"]),
+                text(&o["requests_per_unit"]),
+                text(&o["unit"]),
+                text(&o["valid_until"]),
+                if o["active"] == true { "" } else { ", expired" },
+                text(&o["reason"]),
             );
-            let c = &l["counter"];
-            if let Some(why) = c["unavailable"].as_str() {
-                out += &format!("    counter unavailable: {why}\n");
-            } else {
-                let debt = c["debt"].as_u64().unwrap_or(0);
-                let in_debt = format!("in debt by {debt} (usage reported past the limit)");
-                let state = if debt > 0 {
-                    in_debt.as_str()
-                } else if c["over_limit"] == true {
-                    "at the limit"
-                } else {
-                    "within the limit"
-                };
-                out += &format!(
-                    "    counter: {} used, {} remaining, {state}, resets in {}s\n",
-                    s(&c["used"]),
-                    s(&c["remaining"]),
-                    c["reset_after_seconds"].as_f64().unwrap_or(0.0).ceil()
+        }
+        violations(&mut out, &d["violations"]);
+    }
+    out
+}
+
+/// A JSON value as text: a string as it is, null as nothing, anything else as JSON.
+fn text(v: &Value) -> String {
+    match v {
+        Value::String(s) => s.clone(),
+        Value::Null => String::new(),
+        other => other.to_string(),
+    }
+}
+
+/// A JSON array's items; none when it is not an array.
+fn array(v: &Value) -> &[Value] {
+    v.as_array().map_or(&[], Vec::as_slice)
+}
+
+/// One limit of a descriptor: its name, key, rate and algorithm, and where its counter stands.
+fn limit(out: &mut String, l: &Value) {
+    let name = match text(&l["name"]) {
+        n if n.is_empty() => "(unnamed)".to_string(),
+        n => n,
+    };
+    let per = match l["unit_multiplier"].as_u64() {
+        Some(m) if m > 1 => format!("{m} {}", text(&l["unit"])),
+        _ => text(&l["unit"]),
+    };
+    *out += &format!(
+        "  limit {name} [{}]: {} per {per}, {}{}\n",
+        text(&l["key"]),
+        text(&l["requests_per_unit"]),
+        text(&l["algorithm"]),
+        if l["shadow"] == true {
+            ", shadow mode"
+        } else {
+            ""
+        },
+    );
+    let c = &l["counter"];
+    if let Some(why) = c["unavailable"].as_str() {
+        *out += &format!("    counter unavailable: {why}\n");
+        return;
+    }
+    let debt = c["debt"].as_u64().unwrap_or(0);
+    let in_debt = format!("in debt by {debt} (usage reported past the limit)");
+    let state = if debt > 0 {
+        in_debt.as_str()
+    } else if c["over_limit"] == true {
+        "at the limit"
+    } else {
+        "within the limit"
+    };
+    *out += &format!(
+        "    counter: {} used, {} remaining, {state}, resets in {}s\n",
+        text(&c["used"]),
+        text(&c["remaining"]),
+        c["reset_after_seconds"].as_f64().unwrap_or(0.0).ceil()
+    );
+}
+
+/// A descriptor's recent violations, or why they are not available.
+fn violations(out: &mut String, vio: &Value) {
+    match vio["recent"].as_array() {
+        Some(rows) if rows.is_empty() => *out += "  no recent violations\n",
+        Some(rows) => {
+            for r in rows {
+                *out += &format!(
+                    "  violation at {}: {} over, {} requests ({} hits)\n",
+                    text(&r["at"]),
+                    text(&r["limit"]),
+                    text(&r["requests"]),
+                    text(&r["hits"]),
                 );
             }
         }
-        for o in d["overrides"].as_array().unwrap_or(&empty) {
-            out += &format!(
-                "  override {}: {} per {} until {}{} ({})\n",
-                s(&o["id"]),
-                s(&o["requests_per_unit"]),
-                s(&o["unit"]),
-                s(&o["valid_until"]),
-                if o["active"] == true { "" } else { ", expired" },
-                s(&o["reason"]),
-            );
-        }
-        let vio = &d["violations"];
-        match vio["recent"].as_array() {
-            Some(rows) if rows.is_empty() => out += "  no recent violations\n",
-            Some(rows) => {
-                for r in rows {
-                    out += &format!(
-                        "  violation at {}: {} over, {} requests ({} hits)\n",
-                        s(&r["at"]),
-                        s(&r["limit"]),
-                        s(&r["requests"]),
-                        s(&r["hits"]),
-                    );
-                }
-            }
-            None => out += &format!("  violations not available: {}\n", s(&vio["reason"])),
-        }
+        None => *out += &format!("  violations not available: {}\n", text(&vio["reason"])),
     }
-    out
 }
 
 /// Runs `ratelimitd explain` with `args`, the address and token defaulting to the `ADMIN_HOST`,

@@ -29,7 +29,7 @@ use ratelimitd_core::clock::Clock;
 use ratelimitd_core::config::FailureMode;
 use ratelimitd_core::limiter::plan::{self, Plan};
 use ratelimitd_core::limiter::{Descriptor, Entry, KeyBuilder, Override, Request};
-use ratelimitd_core::store::{Answer, Store};
+use ratelimitd_core::store::{Answer, Op, Store};
 
 /// Most descriptors one explain request may carry.
 pub(crate) const MAX_DESCRIPTORS: usize = 16;
@@ -177,18 +177,7 @@ impl Explainer {
     ) -> Result<Explained, ExplainError> {
         check(domain, descriptors)?;
         let now = self.clock.now();
-        let req = Request::new(
-            domain,
-            (descriptors.iter().enumerate())
-                .map(|(i, d)| Descriptor {
-                    entries: d.iter().map(|(k, v)| Entry::new(k, v)).collect(),
-                    limit: limits.get(i).copied().flatten(),
-                    // The limiter's check: judged, nothing added.
-                    hits_addend: Some(0),
-                    ..Descriptor::default()
-                })
-                .collect(),
-        );
+        let req = dry_request(domain, descriptors, limits);
         let found = config.and_then(|c| c.domain(domain));
         // A dry run draws nothing: a soft zone is judged at its hard limit.
         let still = ratelimitd_core::random::Fixed(0.0);
@@ -202,43 +191,10 @@ impl Explainer {
             self.default_mode,
         )
         .map_err(|e| ExplainError::Invalid("descriptors".into(), e.to_string()))?;
-        let mut ops = plans.ops.clone();
-        for op in &mut ops {
-            op.hits = 0;
-            op.lease = Some(0); // a reservation would move the shared counter
-        }
-        let answers: Result<Vec<Answer>, String> = if ops.is_empty() {
-            Ok(Vec::new())
-        } else {
-            match tokio::time::timeout(WAIT, self.store.apply(&ops, now)).await {
-                Ok(Ok(a)) if a.len() == ops.len() => Ok(a),
-                Ok(Ok(_)) => Err("the store answered a different number of counters".into()),
-                Ok(Err(e)) => Err(e.to_string()),
-                Err(_) => Err(format!("the store did not answer within {WAIT:?}")),
-            }
-        };
+        let answers = self.read(&plans.ops, now).await;
         let mut out = Vec::with_capacity(descriptors.len());
         for (i, entries) in descriptors.iter().enumerate() {
-            let counters = |range: std::ops::Range<usize>| -> Vec<Counter> {
-                range
-                    .map(|at| match &answers {
-                        Ok(a) => Counter::from_answer(&a[at]),
-                        Err(e) => Counter::Unavailable(e.clone()),
-                    })
-                    .collect()
-            };
-            let (applies, limits) = match &plans.descriptors[i] {
-                Plan::NoLimit => ("no_limit", Vec::new()),
-                Plan::Unlimited => ("unlimited", Vec::new()),
-                Plan::Limited(l) => {
-                    let counters = counters(l.ops.clone());
-                    let limits = (l.limit.all().filter(|x| x.spec().is_some()))
-                        .zip(counters)
-                        .map(|(limit, counter)| LimitReport::new(limit, counter))
-                        .collect();
-                    ("limited", limits)
-                }
-            };
+            let (applies, limits) = limits_of(&plans.descriptors[i], &answers);
             let overrides = (stored.all().into_iter())
                 .filter(|o| o.spec.domain == domain && same_path(&o.spec.descriptor, entries))
                 .map(|o| OverrideReport::new(o, now))
@@ -274,6 +230,30 @@ impl Explainer {
         })
     }
 
+    /// Reads the counters `ops` plan without moving them: no hit added, no lease taken (a
+    /// reservation would move the shared counter); a failing or slow store is the reason every
+    /// counter is unavailable.
+    async fn read(
+        &self,
+        ops: &[Op],
+        now: ratelimitd_core::clock::Timestamp,
+    ) -> Result<Vec<Answer>, String> {
+        if ops.is_empty() {
+            return Ok(Vec::new());
+        }
+        let mut ops = ops.to_vec();
+        for op in &mut ops {
+            op.hits = 0;
+            op.lease = Some(0);
+        }
+        match tokio::time::timeout(WAIT, self.store.apply(&ops, now)).await {
+            Ok(Ok(a)) if a.len() == ops.len() => Ok(a),
+            Ok(Ok(_)) => Err("the store answered a different number of counters".into()),
+            Ok(Err(e)) => Err(e.to_string()),
+            Err(_) => Err(format!("the store did not answer within {WAIT:?}")),
+        }
+    }
+
     /// The newest violations recorded for exactly these entries of `domain`.
     async fn violations_of(&self, domain: &str, entries: &[(String, String)]) -> Violations {
         let Some(log) = &self.violations else {
@@ -293,6 +273,49 @@ impl Explainer {
             ),
             Ok(Err(e)) => Violations::Failed(e),
             Err(_) => Violations::Failed("the violation log did not answer in time".into()),
+        }
+    }
+}
+
+/// The request explain plans: the descriptors with their request limits, each at the limiter's
+/// check (`hits_addend` 0: judged, nothing added).
+fn dry_request(
+    domain: &str,
+    descriptors: &[Vec<(String, String)>],
+    limits: &[Option<Override>],
+) -> Request {
+    Request::new(
+        domain,
+        (descriptors.iter().enumerate())
+            .map(|(i, d)| Descriptor {
+                entries: d.iter().map(|(k, v)| Entry::new(k, v)).collect(),
+                limit: limits.get(i).copied().flatten(),
+                hits_addend: Some(0),
+                ..Descriptor::default()
+            })
+            .collect(),
+    )
+}
+
+/// What applies to one descriptor by its plan (`no_limit`, `unlimited` or `limited`), and each
+/// limit with its counter from the store's `answers`.
+fn limits_of(
+    plan: &Plan<'_>,
+    answers: &Result<Vec<Answer>, String>,
+) -> (&'static str, Vec<LimitReport>) {
+    match plan {
+        Plan::NoLimit => ("no_limit", Vec::new()),
+        Plan::Unlimited => ("unlimited", Vec::new()),
+        Plan::Limited(l) => {
+            let counters = l.ops.clone().map(|at| match answers {
+                Ok(a) => Counter::from_answer(&a[at]),
+                Err(e) => Counter::Unavailable(e.clone()),
+            });
+            let limits = (l.limit.all().filter(|x| x.spec().is_some()))
+                .zip(counters)
+                .map(|(limit, counter)| LimitReport::new(limit, counter))
+                .collect();
+            ("limited", limits)
         }
     }
 }

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use super::client::{ClientError, parse_descriptor};
+use super::client::{ClientError, parse_descriptor, post};
 
 /// The arguments of `ratelimitd reset`.
 #[derive(Debug, Clone, PartialEq, Eq, clap::Args)]
@@ -96,7 +96,7 @@ pub async fn run(
         return fail(err, &ClientError::Address(args.url.clone()), 2);
     }
     let url = format!("{base}/v1/counters/reset");
-    match send(&url, token.as_deref(), &body).await {
+    match post(&url, token.as_deref(), &body, Duration::from_secs(30)).await {
         Ok(v) if args.json => {
             let _ = writeln!(out, "{v:#}");
             0
@@ -106,31 +106,6 @@ pub async fn run(
             0
         }
         Err(e) => fail(err, &e, 1),
-    }
-}
-
-async fn send(url: &str, token: Option<&str>, body: &Value) -> Result<Value, ClientError> {
-    let unreachable = |source| ClientError::Unreachable {
-        url: url.to_string(),
-        source,
-    };
-    let http = reqwest::Client::builder()
-        .timeout(Duration::from_secs(30))
-        .build()
-        .map_err(unreachable)?;
-    let mut req = http.post(url).body(body.to_string());
-    if let Some(t) = token {
-        req = req.bearer_auth(t);
-    }
-    let resp = req.send().await.map_err(unreachable)?;
-    let status = resp.status().as_u16();
-    let text = resp.text().await.map_err(unreachable)?;
-    match serde_json::from_str::<Value>(&text) {
-        Ok(v) if status == 200 => Ok(v),
-        _ => Err(ClientError::Refused {
-            status,
-            body: text.trim().to_string(),
-        }),
     }
 }
 

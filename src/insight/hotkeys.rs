@@ -22,7 +22,7 @@
 //! most 256 bytes of spare room per string, so one huge key does not pin its memory.
 
 use std::collections::HashMap;
-use std::hash::{BuildHasher, Hash, Hasher};
+use std::hash::{Hash, Hasher};
 use std::sync::Arc;
 
 use parking_lot::Mutex;
@@ -281,12 +281,7 @@ impl Observer for HotKeys {
             if plan.refund || plan.hits == 0 {
                 continue;
             }
-            let mut h = self.seed.build_hasher();
-            d.request.domain.hash(&mut h);
-            for e in &descriptor.entries {
-                e.key.hash(&mut h);
-                e.value.hash(&mut h);
-            }
+            let mut h = super::key_hasher(&self.seed, &d.request.domain, &descriptor.entries);
             limit.name.hash(&mut h);
             let hash = h.finish();
             let mut state = self.stripes[stripe::mine() % self.stripes.len()].0.lock();

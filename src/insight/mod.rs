@@ -144,3 +144,20 @@ pub(crate) fn observers(
     }
     hot_keys
 }
+
+/// A hasher that has taken in a client key — the request's domain and a descriptor's entries —
+/// for the observers that count per key and limit (the caller adds the limit).
+pub(crate) fn key_hasher(
+    seed: &ahash::RandomState,
+    domain: &str,
+    entries: &[ratelimitd_core::limiter::Entry],
+) -> ahash::AHasher {
+    use std::hash::{BuildHasher, Hash};
+    let mut h = seed.build_hasher();
+    domain.hash(&mut h);
+    for e in entries {
+        e.key.hash(&mut h);
+        e.value.hash(&mut h);
+    }
+    h
+}

@@ -171,18 +171,22 @@ impl<K> Sketch<K> {
 mod tests {
     use super::*;
 
+    /// The sketch's slots as (key, count, error), in key order.
+    fn sorted<K: Ord + Copy>(s: &Sketch<K>) -> Vec<(K, u64, u64)> {
+        let mut got: Vec<_> = (s.slots().iter())
+            .map(|x| (x.key, x.count, x.error))
+            .collect();
+        got.sort_unstable();
+        got
+    }
+
     #[test]
     fn counts_exactly_while_under_capacity() {
         let mut s = Sketch::new(4);
         for (h, w) in [(1, 3), (2, 1), (1, 2), (3, 7)] {
             s.add(h, w, |k| *k = h);
         }
-        let mut got: Vec<_> = s
-            .slots()
-            .iter()
-            .map(|x| (x.key, x.count, x.error))
-            .collect();
-        got.sort_unstable();
+        let got = sorted(&s);
         assert_eq!(got, vec![(1, 5, 0), (2, 1, 0), (3, 7, 0)]);
     }
 
@@ -205,12 +209,7 @@ mod tests {
         s.add(1, 5, |k| *k = "a");
         s.add(2, 2, |k| *k = "b");
         s.add(3, 1, |k| *k = "c");
-        let mut got: Vec<_> = s
-            .slots()
-            .iter()
-            .map(|x| (x.key, x.count, x.error))
-            .collect();
-        got.sort_unstable();
+        let got = sorted(&s);
         assert_eq!(got, vec![("a", 5, 0), ("c", 3, 2)]);
         s.clear();
         assert!(s.is_empty());

@@ -20,7 +20,7 @@
 //! thread's own stripe; a key already noted this interval allocates nothing.
 
 use std::collections::HashMap;
-use std::hash::{BuildHasher, Hash, Hasher};
+use std::hash::{Hash, Hasher};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -226,12 +226,7 @@ impl Observer for LimitUsageTracker {
             ) else {
                 continue;
             };
-            let mut h = self.seed.build_hasher();
-            d.request.domain.hash(&mut h);
-            for e in &descriptor.entries {
-                e.key.hash(&mut h);
-                e.value.hash(&mut h);
-            }
+            let mut h = super::key_hasher(&self.seed, &d.request.domain, &descriptor.entries);
             Arc::as_ptr(limit).hash(&mut h);
             self.note(h.finish(), &d.request.domain, limit, ratio);
         }

@@ -16,11 +16,6 @@ const MAX_ENTRIES: usize = 32;
 /// `valid_for` counts from it: `super::expiry`).
 pub fn parse_override(body: &[u8], now: Timestamp) -> Result<NewOverride, Vec<FieldError>> {
     let mut errors = Vec::new();
-    let obj = match serde_json::from_slice::<Value>(body) {
-        Ok(Value::Object(o)) => o,
-        Ok(_) => return Err(vec![FieldError::new("", "expected a JSON object")]),
-        Err(e) => return Err(vec![FieldError::new("", format!("invalid JSON: {e}"))]),
-    };
     const KNOWN: [&str; 7] = [
         "domain",
         "descriptor",
@@ -30,34 +25,10 @@ pub fn parse_override(body: &[u8], now: Timestamp) -> Result<NewOverride, Vec<Fi
         "valid_for",
         "reason",
     ];
-    for key in obj.keys().filter(|k| !KNOWN.contains(&k.as_str())) {
-        errors.push(FieldError::new(
-            key,
-            format!("config error, unknown key '{key}'"),
-        ));
-    }
-    let domain = match string(&obj, "domain", &mut errors) {
-        Some(d) if d.is_empty() => {
-            errors.push(FieldError::new(
-                "domain",
-                "config file cannot have empty domain",
-            ));
-            None
-        }
-        d => d,
-    };
+    let obj = object(body, &KNOWN, &mut errors)?;
+    let domain = domain(&obj, &mut errors);
     let descriptor = descriptor(obj.get("descriptor"), &mut errors);
-    let requests_per_unit = match obj.get("requests_per_unit") {
-        None => missing("requests_per_unit", &mut errors),
-        Some(v) => match v.as_u64().and_then(|n| u32::try_from(n).ok()) {
-            Some(n) => Some(n),
-            None => {
-                let msg = format!("expected an integer from 0 to {}, got {v}", u32::MAX);
-                errors.push(FieldError::new("requests_per_unit", msg));
-                None
-            }
-        },
-    };
+    let requests_per_unit = requests_per_unit(&obj, &mut errors);
     let unit = string(&obj, "unit", &mut errors).and_then(|text| {
         let unit = Unit::parse(&text);
         if unit.is_none() {
@@ -67,17 +38,7 @@ pub fn parse_override(body: &[u8], now: Timestamp) -> Result<NewOverride, Vec<Fi
         unit
     });
     let valid_until = super::expiry::parse(&obj, now, &mut errors);
-    let reason = match obj.get("reason") {
-        None => Some(String::new()),
-        Some(_) => string(&obj, "reason", &mut errors).filter(|r| {
-            let ok = r.len() <= MAX_REASON;
-            if !ok {
-                let msg = format!("is {} bytes; at most {MAX_REASON} are accepted", r.len());
-                errors.push(FieldError::new("reason", msg));
-            }
-            ok
-        }),
-    };
+    let reason = reason(&obj, &mut errors);
     match (
         domain,
         descriptor,
@@ -100,6 +61,69 @@ pub fn parse_override(body: &[u8], now: Timestamp) -> Result<NewOverride, Vec<Fi
         }
         _ => Err(errors),
     }
+}
+
+/// A body that must be a JSON object: the object, with an error in `errors` for each member
+/// not in `known`; the whole body's error when it is not an object.
+pub(crate) fn object(
+    body: &[u8],
+    known: &[&str],
+    errors: &mut Vec<FieldError>,
+) -> Result<Map<String, Value>, Vec<FieldError>> {
+    let obj = match serde_json::from_slice::<Value>(body) {
+        Ok(Value::Object(o)) => o,
+        Ok(_) => return Err(vec![FieldError::new("", "expected a JSON object")]),
+        Err(e) => return Err(vec![FieldError::new("", format!("invalid JSON: {e}"))]),
+    };
+    for key in obj.keys().filter(|k| !known.contains(&k.as_str())) {
+        errors.push(FieldError::new(
+            key,
+            format!("config error, unknown key '{key}'"),
+        ));
+    }
+    Ok(obj)
+}
+
+/// `domain`: a non-empty string, as in a configuration file.
+pub(crate) fn domain(obj: &Map<String, Value>, errors: &mut Vec<FieldError>) -> Option<String> {
+    match string(obj, "domain", errors) {
+        Some(d) if d.is_empty() => {
+            errors.push(FieldError::new(
+                "domain",
+                "config file cannot have empty domain",
+            ));
+            None
+        }
+        d => d,
+    }
+}
+
+/// An override's `requests_per_unit`: required, from 0 to `u32::MAX`.
+fn requests_per_unit(obj: &Map<String, Value>, errors: &mut Vec<FieldError>) -> Option<u32> {
+    let Some(v) = obj.get("requests_per_unit") else {
+        return missing("requests_per_unit", errors);
+    };
+    let n = v.as_u64().and_then(|n| u32::try_from(n).ok());
+    if n.is_none() {
+        let msg = format!("expected an integer from 0 to {}, got {v}", u32::MAX);
+        errors.push(FieldError::new("requests_per_unit", msg));
+    }
+    n
+}
+
+/// An override's `reason`: empty when absent, at most [`MAX_REASON`] bytes.
+fn reason(obj: &Map<String, Value>, errors: &mut Vec<FieldError>) -> Option<String> {
+    if obj.get("reason").is_none() {
+        return Some(String::new());
+    }
+    string(obj, "reason", errors).filter(|r| {
+        let ok = r.len() <= MAX_REASON;
+        if !ok {
+            let msg = format!("is {} bytes; at most {MAX_REASON} are accepted", r.len());
+            errors.push(FieldError::new("reason", msg));
+        }
+        ok
+    })
 }
 
 /// A descriptor path: a non-empty array of `{"key", "value"}` objects with non-empty keys.

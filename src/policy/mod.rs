@@ -34,6 +34,7 @@ mod sql_parts;
 mod sql_store;
 pub(crate) mod sqlite;
 pub(crate) mod store;
+pub(crate) mod token_file;
 pub(crate) mod violations;
 mod wiring;
 

@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 
 use serde_json::{Map, Value, json};
 
-use super::input::{descriptor, string};
+use super::input::{descriptor, domain, object};
 use super::model::{FieldError, PathEntry};
 use ratelimitd_core::config::{self, CompileOptions, ConfigFile};
 
@@ -45,58 +45,18 @@ impl Rule {
 /// alone with the configuration validator (error paths become `rate_limit.<field>`).
 pub fn parse_rule(id: &str, body: &[u8]) -> Result<Rule, Vec<FieldError>> {
     let mut errors = Vec::new();
-    let obj = match serde_json::from_slice::<Value>(body) {
-        Ok(Value::Object(o)) => o,
-        Ok(_) => return Err(vec![FieldError::new("", "expected a JSON object")]),
-        Err(e) => return Err(vec![FieldError::new("", format!("invalid JSON: {e}"))]),
-    };
     const KNOWN: [&str; 4] = ["domain", "descriptor", "rate_limit", "enabled"];
-    for key in obj.keys().filter(|k| !KNOWN.contains(&k.as_str())) {
-        errors.push(FieldError::new(
-            key,
-            format!("config error, unknown key '{key}'"),
-        ));
-    }
-    if id.is_empty()
-        || id.len() > 128
-        || !id
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b"-_.".contains(&b))
-    {
+    let obj = object(body, &KNOWN, &mut errors)?;
+    if !valid_id(id) {
         errors.push(FieldError::new(
             "id",
             "expected 1 to 128 letters, digits, '-', '_' or '.'",
         ));
     }
-    let domain = string(&obj, "domain", &mut errors).filter(|d| {
-        if d.is_empty() {
-            errors.push(FieldError::new(
-                "domain",
-                "config file cannot have empty domain",
-            ));
-        }
-        !d.is_empty()
-    });
+    let domain = domain(&obj, &mut errors);
     let path = descriptor(obj.get("descriptor"), &mut errors);
-    let rate_limit = match obj.get("rate_limit") {
-        Some(Value::Object(o)) => Some(o.clone()),
-        Some(_) => {
-            errors.push(FieldError::new("rate_limit", "expected an object"));
-            None
-        }
-        None => {
-            errors.push(FieldError::new("rate_limit", "is required"));
-            None
-        }
-    };
-    let enabled = match obj.get("enabled") {
-        None => Some(true),
-        Some(Value::Bool(b)) => Some(*b),
-        Some(_) => {
-            errors.push(FieldError::new("enabled", "expected true or false"));
-            None
-        }
-    };
+    let rate_limit = rate_limit(&obj, &mut errors);
+    let enabled = enabled(&obj, &mut errors);
     let (Some(domain), Some(descriptor), Some(rate_limit), Some(enabled)) =
         (domain, path, rate_limit, enabled)
     else {
@@ -109,22 +69,68 @@ pub fn parse_rule(id: &str, body: &[u8]) -> Result<Rule, Vec<FieldError>> {
         rate_limit,
         enabled: true,
     };
-    if let Err(found) = config::compile(
-        &to_files(std::slice::from_ref(&rule)),
-        &CompileOptions::default(),
-    ) {
-        for e in found.0 {
-            let field = match e.path.find("rate_limit") {
-                Some(at) => e.path[at..].to_string(),
-                None => "descriptor".to_string(),
-            };
-            errors.push(FieldError::new(field, e.message));
-        }
-    }
+    compile_errors(&rule, &mut errors);
     if errors.is_empty() {
         Ok(Rule { enabled, ..rule })
     } else {
         Err(errors)
+    }
+}
+
+/// A rule's id: 1 to 128 letters, digits, `-`, `_` or `.`.
+fn valid_id(id: &str) -> bool {
+    !id.is_empty()
+        && id.len() <= 128
+        && id
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"-_.".contains(&b))
+}
+
+/// `rate_limit`: a required object, as a configuration file's.
+fn rate_limit(
+    obj: &Map<String, Value>,
+    errors: &mut Vec<FieldError>,
+) -> Option<Map<String, Value>> {
+    match obj.get("rate_limit") {
+        Some(Value::Object(o)) => Some(o.clone()),
+        Some(_) => {
+            errors.push(FieldError::new("rate_limit", "expected an object"));
+            None
+        }
+        None => {
+            errors.push(FieldError::new("rate_limit", "is required"));
+            None
+        }
+    }
+}
+
+/// `enabled`: true or false, true when absent.
+fn enabled(obj: &Map<String, Value>, errors: &mut Vec<FieldError>) -> Option<bool> {
+    match obj.get("enabled") {
+        None => Some(true),
+        Some(Value::Bool(b)) => Some(*b),
+        Some(_) => {
+            errors.push(FieldError::new("enabled", "expected true or false"));
+            None
+        }
+    }
+}
+
+/// Compiles `rule` as the configuration would and adds its errors, each under the field it is
+/// about (`rate_limit…`, else `descriptor`).
+fn compile_errors(rule: &Rule, errors: &mut Vec<FieldError>) {
+    let Err(found) = config::compile(
+        &to_files(std::slice::from_ref(rule)),
+        &CompileOptions::default(),
+    ) else {
+        return;
+    };
+    for e in found.0 {
+        let field = match e.path.find("rate_limit") {
+            Some(at) => e.path[at..].to_string(),
+            None => "descriptor".to_string(),
+        };
+        errors.push(FieldError::new(field, e.message));
     }
 }
 

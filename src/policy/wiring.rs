@@ -8,10 +8,10 @@ use std::time::Duration;
 
 use tokio::sync::Notify;
 
-use super::auth::TokenError;
 use super::postgres;
 use super::purge::{Retention, Table, retention_loop};
 use super::rules::{Rule, to_files};
+use super::token_file::TokenError;
 use super::{Overrides, Policy, PolicySettings, Tokens};
 use crate::background::Background;
 use crate::reload::Reloading;

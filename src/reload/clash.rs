@@ -58,13 +58,7 @@ pub(crate) fn split(files: &[ConfigFile], extra: &[ConfigFile]) -> (Vec<ConfigFi
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn file(name: &str, contents: &str) -> ConfigFile {
-        ConfigFile {
-            name: name.into(),
-            contents: contents.into(),
-        }
-    }
+    use crate::reload::test_file as file;
 
     #[test]
     fn a_rule_domain_a_file_defines_is_left_out_and_named() {

@@ -121,13 +121,7 @@ impl LoadHistory {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn file(name: &str, contents: &str) -> ConfigFile {
-        ConfigFile {
-            name: name.into(),
-            contents: contents.into(),
-        }
-    }
+    use crate::reload::test_file as file;
 
     #[test]
     fn the_hash_follows_names_and_contents_not_order() {

@@ -282,3 +282,12 @@ impl Reloading {
         Ok(outcome)
     }
 }
+
+/// A configuration file named `name` holding `contents`, for the tests.
+#[cfg(test)]
+pub(crate) fn test_file(name: &str, contents: &str) -> ConfigFile {
+    ConfigFile {
+        name: name.into(),
+        contents: contents.into(),
+    }
+}

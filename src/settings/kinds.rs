@@ -1,4 +1,4 @@
-//! The parsers of the log level and the backend. The value types the components own are
+//! The parsers of the log level and format, the backend and the cache key format. The value types the components own are
 //! re-exported here where the settings name them: the [`Backend`] (the store's), the cache key
 //! format (the core limiter's [`KeyFormat`]), the log level and format (telemetry's), the StatsD
 //! protocol (metrics') and the redacting [`Secret`].
@@ -8,6 +8,24 @@ pub(crate) use crate::secret::Secret;
 pub(crate) use crate::store::Backend;
 pub(crate) use crate::telemetry::{LogFormat, LogLevel};
 pub(crate) use ratelimitd_core::limiter::KeyFormat;
+
+/// `LOG_FORMAT`: `text` or `json`, any case.
+pub(super) fn log_format(s: &str) -> Result<LogFormat, String> {
+    match s.to_ascii_lowercase().as_str() {
+        "text" => Ok(LogFormat::Text),
+        "json" => Ok(LogFormat::Json),
+        _ => Err("expected text or json".to_string()),
+    }
+}
+
+/// `CACHE_KEY_FORMAT`: `ratelimitd` or `go`.
+pub(super) fn key_format(s: &str) -> Result<KeyFormat, String> {
+    match s {
+        "ratelimitd" => Ok(KeyFormat::Safe),
+        "go" => Ok(KeyFormat::Go),
+        _ => Err("expected ratelimitd or go".to_string()),
+    }
+}
 
 /// `LOG_LEVEL`: a logrus level name, any case.
 pub(super) fn log_level(s: &str) -> Result<LogLevel, String> {

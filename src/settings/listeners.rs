@@ -37,6 +37,8 @@ pub(super) fn from_vars(v: &Vars) -> Result<Listeners, SettingsError> {
         header_timeout,
         body_timeout,
     };
+    // An HTTP listener's: its cap, and the HTTP idle timeout.
+    let http = |name: &str, default| cap(name, default).map(|c| limits(c, http_idle));
     Ok(Listeners {
         grpc: ConnLimits {
             header_timeout: None,
@@ -46,22 +48,10 @@ pub(super) fn from_vars(v: &Vars) -> Result<Listeners, SettingsError> {
                 duration("GRPC_MAX_CONNECTION_IDLE", DEFAULT_GRPC_IDLE)?,
             )
         },
-        http: limits(
-            cap("HTTP_MAX_CONNECTIONS", DEFAULT_MAX_CONNECTIONS)?,
-            http_idle,
-        ),
-        debug: limits(
-            cap("DEBUG_MAX_CONNECTIONS", DEFAULT_ADMIN_MAX_CONNECTIONS)?,
-            http_idle,
-        ),
-        prometheus: limits(
-            cap("PROMETHEUS_MAX_CONNECTIONS", DEFAULT_ADMIN_MAX_CONNECTIONS)?,
-            http_idle,
-        ),
-        admin: limits(
-            cap("ADMIN_MAX_CONNECTIONS", DEFAULT_ADMIN_MAX_CONNECTIONS)?,
-            http_idle,
-        ),
+        http: http("HTTP_MAX_CONNECTIONS", DEFAULT_MAX_CONNECTIONS)?,
+        debug: http("DEBUG_MAX_CONNECTIONS", DEFAULT_ADMIN_MAX_CONNECTIONS)?,
+        prometheus: http("PROMETHEUS_MAX_CONNECTIONS", DEFAULT_ADMIN_MAX_CONNECTIONS)?,
+        admin: http("ADMIN_MAX_CONNECTIONS", DEFAULT_ADMIN_MAX_CONNECTIONS)?,
         grpc_stream_connections: cap("GRPC_MAX_STREAM_CONNECTIONS", DEFAULT_STREAM_CONNECTIONS)?,
     })
 }

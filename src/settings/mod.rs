@@ -45,7 +45,7 @@ pub(crate) use region::RegionSettings;
 pub(crate) use resilience::Resilience;
 pub(crate) use xds::{ConfigType, XdsSettings};
 
-use kinds::{backend, log_level};
+use kinds::{backend, key_format, log_format, log_level};
 use vars::Vars;
 
 /// A bad setting, and every other bad setting found in the same pass (so a deploy is fixed in one
@@ -264,19 +264,7 @@ impl Settings {
     }
 
     fn read(v: &Vars) -> Result<Settings, SettingsError> {
-        // Without BACKEND_TYPE, a REDIS_URL picks Redis (the URL itself is read into `redis`).
-        let backend =
-            v.parse("BACKEND_TYPE", None, backend)?
-                .unwrap_or(if v.get("REDIS_URL").is_some() {
-                    Backend::Redis
-                } else {
-                    Backend::Memory
-                });
-        let key_format = |s: &str| match s {
-            "ratelimitd" => Ok(KeyFormat::Safe),
-            "go" => Ok(KeyFormat::Go),
-            _ => Err("expected ratelimitd or go".to_string()),
-        };
+        let backend = chosen_backend(v)?;
         let uint = |min, max| move |s: &str| parse::uint_in(s, min, max);
         let (config_type, xds) = xds::from_vars(v)?;
         let debug_host = v.string("DEBUG_HOST", "0.0.0.0");
@@ -294,13 +282,7 @@ impl Settings {
             admin_port_set: v.get("ADMIN_PORT").is_some(),
             admin: admin::from_vars(v)?,
             log_level: v.parse("LOG_LEVEL", LogLevel::Warn, log_level)?,
-            log_format: v.parse("LOG_FORMAT", LogFormat::Text, |s| {
-                match s.to_ascii_lowercase().as_str() {
-                    "text" => Ok(LogFormat::Text),
-                    "json" => Ok(LogFormat::Json),
-                    _ => Err("expected text or json".to_string()),
-                }
-            })?,
+            log_format: v.parse("LOG_FORMAT", LogFormat::Text, log_format)?,
             config_path: v.get("RATELIMITD_CONFIG").map(|(p, _)| PathBuf::from(p)),
             runtime_root: PathBuf::from(v.string("RUNTIME_ROOT", "/srv/runtime_data/current")),
             runtime_subdirectory: v.string("RUNTIME_SUBDIRECTORY", ""),
@@ -310,12 +292,7 @@ impl Settings {
             merge_domain_config: v.bool("MERGE_DOMAIN_CONFIG", false)?,
             calendar_time_zone: config_files::calendar_time_zone(v)?,
             allow_empty_config: v.bool("ALLOW_EMPTY_CONFIG", false)?,
-            config_poll_interval: Some(v.parse(
-                "CONFIG_POLL_INTERVAL",
-                Duration::from_secs(2),
-                parse::go_duration,
-            )?)
-            .filter(|d| !d.is_zero()),
+            config_poll_interval: config_poll_interval(v)?,
             config_max_file_bytes: config_files::max_file_bytes(v)?,
             force_start_without_initial_config: v
                 .bool("FORCE_START_WITHOUT_INITIAL_CONFIG", false)?,
@@ -331,15 +308,7 @@ impl Settings {
             limits: limits::from_vars(v)?,
             listeners: listeners::from_vars(v)?,
             cache_key_prefix: v.string("CACHE_KEY_PREFIX", ""),
-            // Memcached fleets share counters with Go's by default: Go's key layout.
-            cache_key_format: v.parse(
-                "CACHE_KEY_FORMAT",
-                match backend {
-                    Backend::Memcache => KeyFormat::Go,
-                    _ => KeyFormat::Safe,
-                },
-                key_format,
-            )?,
+            cache_key_format: cache_key_format(v, backend)?,
             near_limit_ratio: v.parse("NEAR_LIMIT_RATIO", 0.8, parse::ratio)?,
             shadow_mode: v.bool("SHADOW_MODE", false)?,
             quota_mode: v.bool("QUOTA_MODE", false)?,
@@ -364,6 +333,37 @@ impl Settings {
             fleet: fleet::from_vars(v, backend)?,
         })
     }
+}
+/// `BACKEND_TYPE`; without it, a `REDIS_URL` picks Redis (the URL itself is read into `redis`),
+/// else the memory store.
+fn chosen_backend(v: &Vars) -> Result<Backend, SettingsError> {
+    let redis_url = v.get("REDIS_URL").is_some();
+    Ok(v.parse("BACKEND_TYPE", None, backend)?
+        .unwrap_or(if redis_url {
+            Backend::Redis
+        } else {
+            Backend::Memory
+        }))
+}
+
+/// `CACHE_KEY_FORMAT`: by default Go's key layout on memcached, whose fleets share counters with
+/// Go's, else ratelimitd's.
+fn cache_key_format(v: &Vars, backend: Backend) -> Result<KeyFormat, SettingsError> {
+    let default = match backend {
+        Backend::Memcache => KeyFormat::Go,
+        _ => KeyFormat::Safe,
+    };
+    v.parse("CACHE_KEY_FORMAT", default, key_format)
+}
+
+/// `CONFIG_POLL_INTERVAL` (2s by default); 0 polls never.
+fn config_poll_interval(v: &Vars) -> Result<Option<Duration>, SettingsError> {
+    let every = v.parse(
+        "CONFIG_POLL_INTERVAL",
+        Duration::from_secs(2),
+        parse::go_duration,
+    )?;
+    Ok(Some(every).filter(|d| !d.is_zero()))
 }
 
 #[cfg(test)]

@@ -6,11 +6,13 @@
 
 use std::collections::HashMap;
 
+use axum::body::Bytes;
+use axum::extract::{FromRequest, FromRequestParts, Query, Request};
 use axum::http::StatusCode;
-use axum::response::Response;
+use axum::response::{IntoResponse, Response};
 use serde_json::{Map, Value, json};
 
-use super::{AdminState, json as answer};
+use super::{AdminState, invalid, json as answer};
 use crate::policy::FieldError;
 use crate::policy::history::reason_field;
 use ratelimitd_core::config::RateLimitConfig;
@@ -45,6 +47,97 @@ pub(crate) fn dry_run(params: &HashMap<String, String>) -> Result<bool, Vec<Fiel
     } else {
         Err(errors)
     }
+}
+
+/// A change request whose body is a JSON object: `?dry_run=`, the object with its `reason` and
+/// `sample` taken out (what is left is the change itself), and the problems found in those. As
+/// a handler's last extractor it answers 400 when the query or the body's shape is wrong.
+pub(crate) struct ObjectChange {
+    /// `?dry_run=true`.
+    pub dry: bool,
+    /// The body without `reason` and `sample`.
+    pub obj: Map<String, Value>,
+    /// The history row's reason (empty when not given).
+    pub reason: String,
+    /// The dry run's sample request.
+    pub sample: Option<Sample>,
+    /// What is wrong with `reason` or `sample`; the handler adds the change's own problems.
+    pub errors: Vec<FieldError>,
+}
+
+impl<S: Send + Sync> FromRequest<S> for ObjectChange {
+    type Rejection = Response;
+
+    async fn from_request(req: Request, state: &S) -> Result<Self, Response> {
+        let (dry, body) = query_and_body(req, state).await?;
+        let mut obj = match serde_json::from_slice::<Value>(&body) {
+            Ok(Value::Object(o)) => o,
+            Ok(_) => return Err(invalid(&[FieldError::new("", "expected a JSON object")])),
+            Err(e) => {
+                return Err(invalid(&[FieldError::new(
+                    "",
+                    format!("invalid JSON: {e}"),
+                )]));
+            }
+        };
+        let mut errors = Vec::new();
+        let (reason, sample) = take_extras(&mut obj, &mut errors);
+        Ok(ObjectChange {
+            dry,
+            obj,
+            reason,
+            sample,
+            errors,
+        })
+    }
+}
+
+/// A delete request of the policy API: `?dry_run=` and the optional body `{"reason", "sample"}`
+/// (both optional, nothing else). As a handler's last extractor it answers 400 when either is
+/// wrong.
+pub(crate) struct DeleteRequest {
+    /// `?dry_run=true`.
+    pub dry: bool,
+    /// The history row's reason (empty when not given).
+    pub reason: String,
+    /// The dry run's sample request.
+    pub sample: Option<Sample>,
+}
+
+impl<S: Send + Sync> FromRequest<S> for DeleteRequest {
+    type Rejection = Response;
+
+    async fn from_request(req: Request, state: &S) -> Result<Self, Response> {
+        let (dry, body) = query_and_body(req, state).await?;
+        let mut obj = optional_object(&body).map_err(|errors| invalid(&errors))?;
+        let mut errors = Vec::new();
+        let (reason, sample) = take_extras(&mut obj, &mut errors);
+        only(&obj, &["reason", "sample"], &mut errors);
+        if !errors.is_empty() {
+            return Err(invalid(&errors));
+        }
+        Ok(DeleteRequest {
+            dry,
+            reason,
+            sample,
+        })
+    }
+}
+
+/// A change request's `?dry_run=` and its body, each refused as its own extractor would.
+async fn query_and_body<S: Send + Sync>(
+    req: Request,
+    state: &S,
+) -> Result<(bool, Bytes), Response> {
+    let (mut parts, body) = req.into_parts();
+    let Query(params) = Query::<HashMap<String, String>>::from_request_parts(&mut parts, state)
+        .await
+        .map_err(IntoResponse::into_response)?;
+    let body = Bytes::from_request(Request::from_parts(parts, body), state)
+        .await
+        .map_err(IntoResponse::into_response)?;
+    let dry = dry_run(&params).map_err(|errors| invalid(&errors))?;
+    Ok((dry, body))
 }
 
 /// Takes `reason` and `sample` out of a change body (what is left is the change itself),

@@ -16,6 +16,7 @@ use serde::Deserialize;
 use serde_json::json;
 
 use super::auth::Operator;
+use super::explain::EntryBody;
 use super::{AdminState, error, json};
 use crate::explain::reset::{DEFAULT_MAX_KEYS, ResetDone, ResetRefused, ResetTarget};
 use crate::policy::history::Event;
@@ -38,30 +39,14 @@ struct Body {
     reason: Option<String>,
 }
 
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct EntryBody {
-    key: String,
-    #[serde(default)]
-    value: String,
-}
-
 const SHAPE: &str = "expected {\"domain\": \"…\", \"descriptor\": [{\"key\": \"…\", \"value\": \"…\"}]} \
      or {\"domain\": \"…\", \"prefix\": \"…\", \"max_keys\": 1000}";
 
 /// Resets the body's descriptor or prefix.
 pub(crate) async fn reset(op: Operator, State(s): State<AdminState>, body: Bytes) -> Response {
-    let Some(explainer) = &s.explainer else {
-        return error(StatusCode::SERVICE_UNAVAILABLE, "reset is not wired");
-    };
-    let body: Body = match serde_json::from_slice(&body) {
-        Ok(b) => b,
-        Err(e) => {
-            return error(
-                StatusCode::BAD_REQUEST,
-                format!("invalid body: {e}; {SHAPE}"),
-            );
-        }
+    let (explainer, body) = match super::explain::read::<Body>(&s, "reset", &body, SHAPE) {
+        Ok(read) => read,
+        Err(refused) => return *refused,
     };
     let target = match (body.descriptor, body.prefix) {
         (Some(d), None) if body.max_keys.is_none() => {

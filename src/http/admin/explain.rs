@@ -38,12 +38,14 @@ struct LimitBody {
     unit: String,
 }
 
+/// One entry of a descriptor in a request body: `{"key", "value"}` (the value empty when left
+/// out).
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
-struct EntryBody {
-    key: String,
+pub(super) struct EntryBody {
+    pub(super) key: String,
     #[serde(default)]
-    value: String,
+    pub(super) value: String,
 }
 
 impl Body {
@@ -68,19 +70,35 @@ pub(crate) fn parse_body(v: serde_json::Value) -> Result<super::change::Sample, 
     Ok(body.into_parts())
 }
 
+/// What `POST /v1/explain` expects.
+const SHAPE: &str = "expected {\"domain\": \"…\", \"descriptors\": [{\"entries\": [{\"key\": \"…\", \"value\": \"…\"}]}]}";
+
+/// The head of the requests explain serves (`what`: explain, reset): the explainer, 503 when it
+/// is not wired, and the JSON body, 400 with the `shape` expected when it does not read.
+pub(super) fn read<'s, T: serde::de::DeserializeOwned>(
+    s: &'s AdminState,
+    what: &str,
+    body: &[u8],
+    shape: &str,
+) -> Result<(&'s crate::explain::Explainer, T), Box<Response>> {
+    let Some(explainer) = &s.explainer else {
+        let msg = format!("{what} is not wired");
+        return Err(Box::new(error(StatusCode::SERVICE_UNAVAILABLE, msg)));
+    };
+    match serde_json::from_slice(body) {
+        Ok(b) => Ok((explainer, b)),
+        Err(e) => {
+            let msg = format!("invalid body: {e}; {shape}");
+            Err(Box::new(error(StatusCode::BAD_REQUEST, msg)))
+        }
+    }
+}
+
 /// Explains the body's descriptors.
 pub(crate) async fn explain(_: Admin, State(s): State<AdminState>, body: Bytes) -> Response {
-    let Some(explainer) = &s.explainer else {
-        return error(StatusCode::SERVICE_UNAVAILABLE, "explain is not wired");
-    };
-    let body: Body = match serde_json::from_slice(&body) {
-        Ok(b) => b,
-        Err(e) => {
-            let msg = format!(
-                "invalid body: {e}; expected {{\"domain\": \"…\", \"descriptors\": [{{\"entries\": [{{\"key\": \"…\", \"value\": \"…\"}}]}}]}}"
-            );
-            return error(StatusCode::BAD_REQUEST, msg);
-        }
+    let (explainer, body) = match read::<Body>(&s, "explain", &body, SHAPE) {
+        Ok(read) => read,
+        Err(refused) => return *refused,
     };
     let mut limits = Vec::with_capacity(body.descriptors.len());
     for (i, d) in body.descriptors.iter().enumerate() {

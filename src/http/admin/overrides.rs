@@ -13,6 +13,7 @@ use axum::response::{IntoResponse, Response};
 use serde_json::Value;
 
 use super::auth::{PolicyAdmin, PolicyWriter};
+use super::change::DeleteRequest;
 use super::{AdminState, change, invalid, json, not_found, one, unavailable};
 use crate::policy::history::{Audit, kind, override_json, override_target};
 use crate::policy::input::parse_override;
@@ -134,17 +135,12 @@ pub(crate) async fn remove(
     PolicyWriter { who, policy }: PolicyWriter,
     State(s): State<AdminState>,
     Path(id): Path<String>,
-    Query(q): Query<HashMap<String, String>>,
-    body: Bytes,
+    DeleteRequest {
+        dry,
+        reason,
+        sample,
+    }: DeleteRequest,
 ) -> Response {
-    let dry = match change::dry_run(&q) {
-        Ok(dry) => dry,
-        Err(errors) => return invalid(&errors),
-    };
-    let (reason, sample) = match super::policies::delete_body(&body) {
-        Ok(extras) => extras,
-        Err(errors) => return invalid(&errors),
-    };
     if dry {
         let stored = match policy.list_overrides().await {
             Ok(all) => all.into_iter().find(|o| o.id == id),

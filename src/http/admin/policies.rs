@@ -7,7 +7,6 @@
 
 use std::collections::HashMap;
 
-use axum::body::Bytes;
 use axum::extract::{Path, Query, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
@@ -15,6 +14,7 @@ use axum::response::{IntoResponse, Response};
 use serde_json::Value;
 
 use super::auth::{PolicyAdmin, PolicyWriter};
+use super::change::{DeleteRequest, ObjectChange};
 use super::{AdminState, change, error, invalid, json, listed, not_found, one};
 use crate::policy::history::{self, Audit, policy_target, rule_event};
 use crate::policy::rules::{Rule, parse_rule, to_files};
@@ -53,20 +53,15 @@ pub(crate) async fn put(
     PolicyWriter { who, policy }: PolicyWriter,
     State(s): State<AdminState>,
     Path(id): Path<String>,
-    Query(q): Query<HashMap<String, String>>,
-    body: Bytes,
+    change: ObjectChange,
 ) -> Response {
-    let dry = match change::dry_run(&q) {
-        Ok(dry) => dry,
-        Err(errors) => return invalid(&errors),
-    };
-    let mut errors = Vec::new();
-    let mut obj = match serde_json::from_slice::<Value>(&body) {
-        Ok(Value::Object(o)) => o,
-        Ok(_) => return invalid(&[FieldError::new("", "expected a JSON object")]),
-        Err(e) => return invalid(&[FieldError::new("", format!("invalid JSON: {e}"))]),
-    };
-    let (reason, sample) = change::take_extras(&mut obj, &mut errors);
+    let ObjectChange {
+        dry,
+        obj,
+        reason,
+        sample,
+        mut errors,
+    } = change;
     let rule = match parse_rule(&id, Value::Object(obj).to_string().as_bytes()) {
         Ok(rule) if errors.is_empty() => rule,
         Ok(_) => return invalid(&errors),
@@ -135,17 +130,12 @@ pub(crate) async fn remove(
     PolicyWriter { who, policy }: PolicyWriter,
     State(s): State<AdminState>,
     Path(id): Path<String>,
-    Query(q): Query<HashMap<String, String>>,
-    body: Bytes,
+    DeleteRequest {
+        dry,
+        reason,
+        sample,
+    }: DeleteRequest,
 ) -> Response {
-    let dry = match change::dry_run(&q) {
-        Ok(dry) => dry,
-        Err(errors) => return invalid(&errors),
-    };
-    let (reason, sample) = match delete_body(&body) {
-        Ok(extras) => extras,
-        Err(errors) => return invalid(&errors),
-    };
     let audit = Audit::new(&who, &reason);
     let _one = policy.lock_writes().await;
     let mut rules = match policy.rules().await {
@@ -180,21 +170,6 @@ pub(crate) async fn remove(
     StatusCode::NO_CONTENT.into_response()
 }
 
-/// The optional body of a delete: `{"reason", "sample"}`, both optional.
-pub(crate) fn delete_body(
-    body: &[u8],
-) -> Result<(String, Option<change::Sample>), Vec<FieldError>> {
-    let mut obj = change::optional_object(body)?;
-    let mut errors = Vec::new();
-    let extras = change::take_extras(&mut obj, &mut errors);
-    change::only(&obj, &["reason", "sample"], &mut errors);
-    if errors.is_empty() {
-        Ok(extras)
-    } else {
-        Err(errors)
-    }
-}
-
 /// `GET /v1/policies/{id}/history`: the rule's versions, newest first, paged.
 pub(crate) async fn history(
     PolicyAdmin { policy, .. }: PolicyAdmin,
@@ -212,20 +187,15 @@ pub(crate) async fn rollback(
     PolicyWriter { who, policy }: PolicyWriter,
     State(s): State<AdminState>,
     Path(id): Path<String>,
-    Query(q): Query<HashMap<String, String>>,
-    body: Bytes,
+    change: ObjectChange,
 ) -> Response {
-    let dry = match change::dry_run(&q) {
-        Ok(dry) => dry,
-        Err(errors) => return invalid(&errors),
-    };
-    let mut obj = match serde_json::from_slice::<Value>(&body) {
-        Ok(Value::Object(o)) => o,
-        Ok(_) => return invalid(&[FieldError::new("", "expected a JSON object")]),
-        Err(e) => return invalid(&[FieldError::new("", format!("invalid JSON: {e}"))]),
-    };
-    let mut errors = Vec::new();
-    let (reason, sample) = change::take_extras(&mut obj, &mut errors);
+    let ObjectChange {
+        dry,
+        mut obj,
+        reason,
+        sample,
+        mut errors,
+    } = change;
     let version = match obj.remove("version") {
         Some(v) => match v.as_u64().filter(|n| *n >= 1 && i64::try_from(*n).is_ok()) {
             Some(n) => n,

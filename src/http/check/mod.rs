@@ -30,7 +30,7 @@ use serde_json::{Value, json};
 
 use super::HttpState;
 use super::body::{self, BodyError};
-use ratelimitd_core::limiter::headers::RateLimitHeaders;
+use ratelimitd_core::limiter::headers::{AppliedLimit, RateLimitHeaders};
 use ratelimitd_core::limiter::{Code, RequestError};
 
 /// The `error` of a denial's body.
@@ -38,50 +38,16 @@ pub(crate) const DENIED: &str = "Rate limit exceeded";
 
 /// The `POST /check` handler.
 pub(crate) async fn handler(State(s): State<HttpState>, body: Body) -> Response {
-    let max = s.edges.check_max_body_bytes;
-    let bytes = match body::read(body, max, "CHECK_MAX_BODY_BYTES").await {
-        Ok(bytes) => bytes,
-        Err(e) => {
-            let (status, code) = match e {
-                BodyError::TooLarge { .. } => (StatusCode::BAD_REQUEST, "body_too_large"),
-                BodyError::TimedOut(_) => (StatusCode::REQUEST_TIMEOUT, "body_timeout"),
-                BodyError::Read(_) => (StatusCode::BAD_REQUEST, "body_unreadable"),
-            };
-            return error(status, code, &e.to_string());
-        }
-    };
-    let (edges, caps) = (s.edges.clone(), s.caps);
-    let parsed =
-        crate::listener::offload(bytes, move |b| parse::parse(b, &edges.check_domain, &caps)).await;
-    let req = match parsed {
-        Some(Ok(req)) => req,
-        Some(Err(e)) => return error(StatusCode::BAD_REQUEST, e.code(), &e.to_string()),
-        None => {
-            return error(
-                StatusCode::SERVICE_UNAVAILABLE,
-                "unavailable",
-                "shutting down",
-            );
-        }
+    let req = match read(&s, body).await {
+        Ok(req) => req,
+        Err(refused) => return refused,
     };
     if let Some(why) = super::strict::refusal(&s, &req.request.domain) {
         return error(StatusCode::BAD_REQUEST, "unknown_domain", &why);
     }
     let resp = match s.service.should_rate_limit(&req.request).await {
         Ok(resp) => resp,
-        Err(e) if e.is_invalid_argument() => {
-            return error(StatusCode::BAD_REQUEST, "invalid_field", &e.to_string());
-        }
-        Err(e) => {
-            let code = match e {
-                RequestError::NoConfig => "no_config",
-                _ => "unavailable",
-            };
-            let mut r = error(StatusCode::SERVICE_UNAVAILABLE, code, &e.to_string());
-            r.headers_mut()
-                .insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
-            return r;
-        }
+        Err(e) => return refusal(&e),
     };
     let headers = RateLimitHeaders::from_response(&resp);
     let allowed = resp.overall_code == Code::Ok;
@@ -107,26 +73,7 @@ pub(crate) async fn handler(State(s): State<HttpState>, body: Body) -> Response 
         body["holder"] = Value::from(req.holder.id);
     }
     if req.details {
-        body["limits"] = headers
-            .limits
-            .iter()
-            .map(|l| {
-                let mut limit = json!({
-                    "name": l.name,
-                    "limit": l.quota,
-                    "window": l.window.secs(),
-                    "remaining": l.remaining,
-                    "reset_after": l.reset_after,
-                    "retry_after": if l.over_limit { l.retry_after } else { 0 },
-                    "delay_ms": ceil_millis(l.delay),
-                    "over_limit": l.over_limit,
-                });
-                if l.debt > 0 {
-                    limit["debt"] = Value::from(l.debt);
-                }
-                limit
-            })
-            .collect::<Value>();
+        body["limits"] = headers.limits.iter().map(limit_details).collect::<Value>();
     }
     let status = if allowed {
         StatusCode::OK
@@ -136,6 +83,68 @@ pub(crate) async fn handler(State(s): State<HttpState>, body: Body) -> Response 
     let mut r = json_answer(status, &body);
     add_headers(&mut r, &headers.pairs());
     r
+}
+
+/// Reads and parses the body (off the async workers); the error answer when it cannot.
+async fn read(s: &HttpState, body: Body) -> Result<parse::CheckRequest, Response> {
+    let max = s.edges.check_max_body_bytes;
+    let bytes = match body::read(body, max, "CHECK_MAX_BODY_BYTES").await {
+        Ok(bytes) => bytes,
+        Err(e) => {
+            let (status, code) = match e {
+                BodyError::TooLarge { .. } => (StatusCode::BAD_REQUEST, "body_too_large"),
+                BodyError::TimedOut(_) => (StatusCode::REQUEST_TIMEOUT, "body_timeout"),
+                BodyError::Read(_) => (StatusCode::BAD_REQUEST, "body_unreadable"),
+            };
+            return Err(error(status, code, &e.to_string()));
+        }
+    };
+    let (edges, caps) = (s.edges.clone(), s.caps);
+    let parsed =
+        crate::listener::offload(bytes, move |b| parse::parse(b, &edges.check_domain, &caps)).await;
+    match parsed {
+        Some(Ok(req)) => Ok(req),
+        Some(Err(e)) => Err(error(StatusCode::BAD_REQUEST, e.code(), &e.to_string())),
+        None => Err(error(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "unavailable",
+            "shutting down",
+        )),
+    }
+}
+
+/// The answer when the service could not decide: 400 for a field it refuses, else 503 with
+/// `Retry-After: 1`.
+fn refusal(e: &RequestError) -> Response {
+    if e.is_invalid_argument() {
+        return error(StatusCode::BAD_REQUEST, "invalid_field", &e.to_string());
+    }
+    let code = match e {
+        RequestError::NoConfig => "no_config",
+        _ => "unavailable",
+    };
+    let mut r = error(StatusCode::SERVICE_UNAVAILABLE, code, &e.to_string());
+    r.headers_mut()
+        .insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
+    r
+}
+
+/// One limit of the answer's `limits` (with `"details": true`).
+fn limit_details(l: &AppliedLimit) -> Value {
+    let mut limit = json!({
+        "name": l.name,
+        "limit": l.quota,
+        "window": l.window.secs(),
+        "remaining": l.remaining,
+        "reset_after": l.reset_after,
+        "retry_after": if l.over_limit { l.retry_after } else { 0 },
+        "delay_ms": ceil_millis(l.delay),
+        "over_limit": l.over_limit,
+    });
+    if l.debt > 0 {
+        limit["debt"] = Value::from(l.debt);
+    }
+    limit
 }
 
 /// Adds rendered rate limit headers to an answer.

@@ -203,50 +203,19 @@ pub(crate) fn parse(
     let domain = string(&obj, "domain")?.unwrap_or_else(|| default_domain.to_owned());
     let cost = whole("cost", obj.get("cost"), MAX_COST)?.unwrap_or(1);
     let max_wait_ms = whole("max_wait_ms", obj.get("max_wait_ms"), MAX_WAIT_MS)?.unwrap_or(0);
-    let details = match obj.get("details") {
-        None | Some(Value::Null) => false,
-        Some(Value::Bool(b)) => *b,
-        Some(_) => return Err(CheckError::field("details", "must be true or false")),
-    };
-    let report = match obj.get("report") {
-        None | Some(Value::Null) => false,
-        Some(Value::Bool(b)) => *b,
-        Some(_) => {
-            return Err(CheckError::field(
-                "report",
-                "must be true or false (the usage goes in cost)",
-            ));
-        }
-    };
+    let details = flag(&obj, "details", "must be true or false")?;
+    let report = flag(
+        &obj,
+        "report",
+        "must be true or false (the usage goes in cost)",
+    )?;
     if report && obj.get("release").is_some_and(|v| v == &Value::Bool(true)) {
         return Err(CheckError::field(
             "report",
             "a usage report cannot also release a slot (release)",
         ));
     }
-    let mut descriptors = vec![Descriptor {
-        entries: vec![Entry::new(CLIENT_KEY, client_key.as_str())],
-        limit: None,
-        hits_addend: Some(cost),
-        refund: false,
-        report,
-        holder: None,
-        priority: None,
-    }];
-    if let Some(endpoint) = endpoint {
-        descriptors.push(Descriptor {
-            entries: vec![
-                Entry::new(CLIENT_KEY, client_key.as_str()),
-                Entry::new(ENDPOINT, endpoint),
-            ],
-            limit: None,
-            hits_addend: Some(cost),
-            refund: false,
-            report,
-            holder: None,
-            priority: None,
-        });
-    }
+    let mut descriptors = own_descriptors(&client_key, endpoint, cost, report);
     if let Some(list) = sent {
         let sent =
             descriptors_of(list).map_err(|e| CheckError::field("descriptors", e.to_string()))?;
@@ -273,6 +242,43 @@ pub(crate) fn parse(
         },
         details,
     })
+}
+
+/// The descriptors `/check` makes of its own fields: the client's key, and with `endpoint` the
+/// client's key on that endpoint, each counting `cost`.
+fn own_descriptors(
+    client_key: &str,
+    endpoint: Option<String>,
+    cost: u64,
+    report: bool,
+) -> Vec<Descriptor> {
+    let counting = |entries| Descriptor {
+        entries,
+        limit: None,
+        hits_addend: Some(cost),
+        refund: false,
+        report,
+        holder: None,
+        priority: None,
+    };
+    let mut descriptors = vec![counting(vec![Entry::new(CLIENT_KEY, client_key)])];
+    if let Some(endpoint) = endpoint {
+        descriptors.push(counting(vec![
+            Entry::new(CLIENT_KEY, client_key),
+            Entry::new(ENDPOINT, endpoint),
+        ]));
+    }
+    descriptors
+}
+
+/// A true-or-false field (`details`, `report`); false when absent or null, `why` when it is
+/// something else.
+fn flag(obj: &Map<String, Value>, field: &str, why: &str) -> Result<bool, CheckError> {
+    match obj.get(field) {
+        None | Some(Value::Null) => Ok(false),
+        Some(Value::Bool(b)) => Ok(*b),
+        Some(_) => Err(CheckError::field(field, why)),
+    }
 }
 
 /// A non-empty string field; `None` when absent or null.

@@ -140,6 +140,119 @@ impl DynamoStore {
         }
     }
 
+    /// Answers the ops no call is needed for: an algorithm this store does not run, a key the
+    /// local cache knows is over, a lease that serves the op. Returns the ops left to call and,
+    /// by op, whether its call reserves a lease.
+    fn answer_without_call(
+        &self,
+        ops: &[Op],
+        now: Timestamp,
+        answers: &mut [Option<Answer>],
+    ) -> (Vec<usize>, Vec<bool>) {
+        let mut reserve = vec![false; ops.len()];
+        let mut to_call = Vec::with_capacity(ops.len());
+        for (i, op) in ops.iter().enumerate() {
+            if matches!(
+                op.spec.algorithm,
+                Algorithm::SlidingLog | Algorithm::Concurrency
+            ) {
+                // Refused at config load; one arriving anyway (an override) is not counted.
+                tracing::warn!(key = %op.key, algorithm = op.spec.algorithm.name(), "not available with BACKEND_TYPE=dynamodb");
+                answers[i] = Some(Answer::Unavailable {
+                    target: TARGET,
+                    breaker_open: false,
+                });
+                continue;
+            }
+            let cached = (self.local_cache.as_ref())
+                .filter(|_| cacheable(op) && !op.refund)
+                .and_then(|c| c.over_until(&op.key, now));
+            if let Some(until) = cached {
+                answers[i] = Some(Answer::CachedOver { until });
+                continue;
+            }
+            // As on Redis, a usage report must reach the counter: never answered by a lease.
+            let serve = match op.report {
+                true => Serve::Plain,
+                false => self.leases.serve(op, now),
+            };
+            match serve {
+                Serve::Served(d) => answers[i] = Some(Answer::Leased(d)),
+                Serve::Reserve => {
+                    reserve[i] = true;
+                    to_call.push(i);
+                }
+                Serve::Plain => to_call.push(i),
+            }
+        }
+        (to_call, reserve)
+    }
+
+    /// Calls DynamoDB for the ops `to_call`: the ops on one key in order (a request may name a
+    /// key twice), the keys at once. Each op's index with its result.
+    async fn call(
+        &self,
+        ops: &[Op],
+        now: Timestamp,
+        to_call: &[usize],
+        reserve: &[bool],
+    ) -> Vec<(usize, Result<Decision, Failure>)> {
+        let mut chains: Vec<Vec<usize>> = Vec::new();
+        for &i in to_call {
+            match chains.iter_mut().find(|c| ops[c[0]].key == ops[i].key) {
+                Some(chain) => chain.push(i),
+                None => chains.push(vec![i]),
+            }
+        }
+        let runs = chains.iter().map(|chain| async move {
+            let mut results = Vec::with_capacity(chain.len());
+            for &i in chain {
+                results.push((i, self.bounded(&ops[i], now, reserve[i]).await));
+            }
+            results
+        });
+        join_all(runs).await.into_iter().flatten().collect()
+    }
+
+    /// Turns the calls' results into answers (a failure is answered by the failure mode, a
+    /// decision teaches the local cache); why DynamoDB was down, when a call says it was.
+    fn settle(
+        &self,
+        ops: &[Op],
+        now: Timestamp,
+        results: Vec<(usize, Result<Decision, Failure>)>,
+        answers: &mut [Option<Answer>],
+    ) -> Option<String> {
+        let mut down = None;
+        for (i, result) in results {
+            let op = &ops[i];
+            let d = match result {
+                Ok(d) => d,
+                Err(failure) => {
+                    match failure {
+                        Failure::Down(why) => down = Some(why),
+                        Failure::Contended | Failure::Conflict => {
+                            tracing::warn!(key = %op.key, "DynamoDB item updated by others on every try; answered by the failure mode");
+                        }
+                        Failure::Unreadable(why) => {
+                            tracing::warn!(key = %op.key, %why, "DynamoDB item unreadable; answered by the failure mode");
+                        }
+                    }
+                    answers[i] = Some(Answer::Unavailable {
+                        target: TARGET,
+                        breaker_open: false,
+                    });
+                    continue;
+                }
+            };
+            if let Some(c) = self.local_cache.as_ref().filter(|_| cacheable(op)) {
+                c.learn(&op.key, op.refund, &d, now);
+            }
+            answers[i] = Some(Answer::Decided(d));
+        }
+        down
+    }
+
     /// The attributes `names` of the item of `key`, as a strongly consistent read sees it
     /// (`None`: absent).
     pub(super) async fn read(
@@ -177,42 +290,7 @@ fn cacheable(op: &Op) -> bool {
 impl Store for DynamoStore {
     async fn apply(&self, ops: &[Op], now: Timestamp) -> Result<Vec<Answer>, StoreError> {
         let mut answers: Vec<Option<Answer>> = vec![None; ops.len()];
-        let mut reserve = vec![false; ops.len()];
-        let mut to_call = Vec::with_capacity(ops.len());
-        for (i, op) in ops.iter().enumerate() {
-            if matches!(
-                op.spec.algorithm,
-                Algorithm::SlidingLog | Algorithm::Concurrency
-            ) {
-                // Refused at config load; one arriving anyway (an override) is not counted.
-                tracing::warn!(key = %op.key, algorithm = op.spec.algorithm.name(), "not available with BACKEND_TYPE=dynamodb");
-                answers[i] = Some(Answer::Unavailable {
-                    target: TARGET,
-                    breaker_open: false,
-                });
-                continue;
-            }
-            let cached = (self.local_cache.as_ref())
-                .filter(|_| cacheable(op) && !op.refund)
-                .and_then(|c| c.over_until(&op.key, now));
-            if let Some(until) = cached {
-                answers[i] = Some(Answer::CachedOver { until });
-                continue;
-            }
-            // As on Redis, a usage report must reach the counter: never answered by a lease.
-            let serve = match op.report {
-                true => Serve::Plain,
-                false => self.leases.serve(op, now),
-            };
-            match serve {
-                Serve::Served(d) => answers[i] = Some(Answer::Leased(d)),
-                Serve::Reserve => {
-                    reserve[i] = true;
-                    to_call.push(i);
-                }
-                Serve::Plain => to_call.push(i),
-            }
-        }
+        let (to_call, reserve) = self.answer_without_call(ops, now, &mut answers);
         if to_call.is_empty() {
             return ratelimitd_core::store::all_answered(answers, "dynamodb");
         }
@@ -229,50 +307,8 @@ impl Store for DynamoStore {
             }
             return ratelimitd_core::store::all_answered(answers, "dynamodb");
         }
-        // Ops on one key run in order (a request may name a key twice); keys run at once.
-        let mut chains: Vec<Vec<usize>> = Vec::new();
-        for &i in &to_call {
-            match chains.iter_mut().find(|c| ops[c[0]].key == ops[i].key) {
-                Some(chain) => chain.push(i),
-                None => chains.push(vec![i]),
-            }
-        }
-        let reserve = &reserve;
-        let runs = chains.iter().map(|chain| async move {
-            let mut results = Vec::with_capacity(chain.len());
-            for &i in chain {
-                results.push((i, self.bounded(&ops[i], now, reserve[i]).await));
-            }
-            results
-        });
-        let results = join_all(runs).await.into_iter().flatten();
-        let mut down = None;
-        for (i, result) in results {
-            let op = &ops[i];
-            let d = match result {
-                Ok(d) => d,
-                Err(failure) => {
-                    match failure {
-                        Failure::Down(why) => down = Some(why),
-                        Failure::Contended | Failure::Conflict => {
-                            tracing::warn!(key = %op.key, "DynamoDB item updated by others on every try; answered by the failure mode");
-                        }
-                        Failure::Unreadable(why) => {
-                            tracing::warn!(key = %op.key, %why, "DynamoDB item unreadable; answered by the failure mode");
-                        }
-                    }
-                    answers[i] = Some(Answer::Unavailable {
-                        target: TARGET,
-                        breaker_open: false,
-                    });
-                    continue;
-                }
-            };
-            if let Some(c) = self.local_cache.as_ref().filter(|_| cacheable(op)) {
-                c.learn(&op.key, op.refund, &d, now);
-            }
-            answers[i] = Some(Answer::Decided(d));
-        }
+        let results = self.call(ops, now, &to_call, &reserve).await;
+        let down = self.settle(ops, now, results, &mut answers);
         if let Some(why) = &down {
             tracing::warn!(table = %self.table, error = %why, "DynamoDB call failed");
         }

@@ -4,6 +4,7 @@
 
 use std::time::Duration;
 
+use aws_sdk_dynamodb::Client;
 use aws_sdk_dynamodb::types::{
     AttributeDefinition, BillingMode, KeySchemaElement, KeyType, ScalarAttributeType, TableStatus,
     TimeToLiveSpecification,
@@ -25,7 +26,14 @@ fn failed(what: &str, table: &str, e: impl std::fmt::Display) -> StoreError {
 pub(crate) async fn create_table(s: &DynamoSettings) -> Result<String, StoreError> {
     let client = client::build(s, None).await?;
     let table = &s.table;
-    let mut done = Vec::new();
+    let created = create(&client, table).await?;
+    wait_active(&client, table).await?;
+    let ttl = enable_ttl(&client, table).await?;
+    Ok([created, ttl].join("\n"))
+}
+
+/// Creates the table with the store's key, billed per request; says so, or that it exists.
+async fn create(client: &Client, table: &str) -> Result<String, StoreError> {
     let attr = |t: ScalarAttributeType| {
         AttributeDefinition::builder()
             .attribute_name(item::KEY)
@@ -47,15 +55,19 @@ pub(crate) async fn create_table(s: &DynamoSettings) -> Result<String, StoreErro
         .send()
         .await;
     match created.map_err(|e| code_and_text(&e)) {
-        Ok(_) => done.push(format!(
+        Ok(_) => Ok(format!(
             "created table {table} (key {}: string, on demand)",
             item::KEY
         )),
         Err((Some(code), _)) if code == "ResourceInUseException" => {
-            done.push(format!("table {table} already exists"));
+            Ok(format!("table {table} already exists"))
         }
-        Err((_, e)) => return Err(failed("creation", table, e)),
+        Err((_, e)) => Err(failed("creation", table, e)),
     }
+}
+
+/// Waits until the table is active, at most [`ACTIVE_WITHIN`].
+async fn wait_active(client: &Client, table: &str) -> Result<(), StoreError> {
     let watch = Stopwatch::start();
     loop {
         let described = client.describe_table().table_name(table).send().await;
@@ -70,7 +82,7 @@ pub(crate) async fn create_table(s: &DynamoSettings) -> Result<String, StoreErro
             .table
             .and_then(|t| t.table_status);
         if status == Some(TableStatus::Active) {
-            break;
+            return Ok(());
         }
         if watch.elapsed() >= ACTIVE_WITHIN {
             return Err(failed(
@@ -81,6 +93,11 @@ pub(crate) async fn create_table(s: &DynamoSettings) -> Result<String, StoreErro
         }
         tokio::time::sleep(Duration::from_millis(500)).await;
     }
+}
+
+/// Turns on TTL on the expiry attribute; says so, or that it was on, or that the endpoint has
+/// no TTL API.
+async fn enable_ttl(client: &Client, table: &str) -> Result<String, StoreError> {
     let ttl = TimeToLiveSpecification::builder()
         .attribute_name(item::EXPIRES)
         .enabled(true)
@@ -93,24 +110,19 @@ pub(crate) async fn create_table(s: &DynamoSettings) -> Result<String, StoreErro
         .send()
         .await;
     match enabled.map_err(|e| code_and_text(&e)) {
-        Ok(_) => done.push(format!("TTL enabled on attribute {}", item::EXPIRES)),
+        Ok(_) => Ok(format!("TTL enabled on attribute {}", item::EXPIRES)),
         // DynamoDB refuses to enable TTL twice.
-        Err((_, e)) if e.contains("already enabled") => {
-            done.push(format!(
-                "TTL already enabled on attribute {}",
-                item::EXPIRES
-            ));
-        }
+        Err((_, e)) if e.contains("already enabled") => Ok(format!(
+            "TTL already enabled on attribute {}",
+            item::EXPIRES
+        )),
         // A local stand-in without the TTL API (dynalite): the store still reads expired items
         // as absent; nothing deletes them.
-        Err((Some(code), _)) if code == "UnknownOperationException" => {
-            done.push(format!(
-                "TTL not enabled: this endpoint does not implement UpdateTimeToLive; items past \
-                 their expiry (attribute {}) are ignored but not deleted",
-                item::EXPIRES
-            ));
-        }
-        Err((_, e)) => return Err(failed("UpdateTimeToLive", table, e)),
+        Err((Some(code), _)) if code == "UnknownOperationException" => Ok(format!(
+            "TTL not enabled: this endpoint does not implement UpdateTimeToLive; items past \
+             their expiry (attribute {}) are ignored but not deleted",
+            item::EXPIRES
+        )),
+        Err((_, e)) => Err(failed("UpdateTimeToLive", table, e)),
     }
-    Ok(done.join("\n"))
 }

@@ -32,73 +32,92 @@ pub(super) fn lines(
     series: Option<&[Point]>,
     now: Timestamp,
 ) -> Vec<Line> {
-    let mut out = Vec::new();
-    let line = |what, html, bad| Line { what, html, bad };
-    match i.config.snapshot() {
-        Some(s) => {
-            let mut html = format!(
-                "version {} loaded {}, {} domain(s)",
-                s.version,
-                ago(now, s.loaded_at),
-                s.config.domain_count()
-            );
-            let failed = i.config.last_failure();
-            if let Some(f) = &failed {
-                let _ = write!(
-                    html,
-                    "; the last reload failed {} and the version above stays in service",
-                    ago(now, f.at)
-                );
-            }
-            out.push(line("configuration", html, failed.is_some()));
-        }
-        None => out.push(line(
-            "configuration",
-            "none loaded: every call is answered with an error".into(),
-            true,
-        )),
-    }
+    let mut out = vec![configuration(i, now)];
     let backend = escape(&i.about.backend);
     out.push(if store_healthy {
-        line("store", format!("{backend}: healthy"), false)
+        Line::new("store", format!("{backend}: healthy"), false)
     } else {
-        line("store", format!("{backend}: not answering"), true)
+        Line::new("store", format!("{backend}: not answering"), true)
     });
-    if let Some(read) = &i.breakers {
-        let reports = read();
-        let open: Vec<String> = (reports.iter())
-            .filter(|r| r.state != BreakerState::Closed)
-            .map(|r| {
-                let state = match r.state {
-                    BreakerState::Open => "open",
-                    _ => "half-open",
-                };
-                format!("{} {state}", escape(r.target))
-            })
-            .collect();
-        out.push(if open.is_empty() {
-            line("breakers", format!("{} closed", reports.len()), false)
-        } else {
-            line("breakers", open.join(", "), true)
-        });
-    }
+    out.extend(breakers(i));
     if let Some(read) = &i.store_nodes {
         for (text, bad) in read() {
-            out.push(line("store node", escape(&text), bad));
+            out.push(Line::new("store node", escape(&text), bad));
         }
     }
     if let Some(read) = &i.fleet {
         let (text, degraded) = read();
-        out.push(line("fleet", escape(&text), degraded));
+        out.push(Line::new("fleet", escape(&text), degraded));
     }
-    let Some(series) = series else {
-        out.push(line(
+    match series {
+        Some(series) => out.extend(decisions(series, now)),
+        None => out.push(Line::new(
             "decisions",
             format!("not counted: {}", super::STATS_OFF),
             false,
-        ));
-        return out;
+        )),
+    }
+    out
+}
+
+impl Line {
+    /// A line about `what`.
+    fn new(what: &'static str, html: String, bad: bool) -> Line {
+        Line { what, html, bad }
+    }
+}
+
+/// The configuration in service: its version, age and domains, and whether the last reload
+/// failed (none loaded is a problem: every call is answered with an error).
+fn configuration(i: &Insight, now: Timestamp) -> Line {
+    let Some(s) = i.config.snapshot() else {
+        return Line::new(
+            "configuration",
+            "none loaded: every call is answered with an error".into(),
+            true,
+        );
     };
+    let mut html = format!(
+        "version {} loaded {}, {} domain(s)",
+        s.version,
+        ago(now, s.loaded_at),
+        s.config.domain_count()
+    );
+    let failed = i.config.last_failure();
+    if let Some(f) = &failed {
+        let _ = write!(
+            html,
+            "; the last reload failed {} and the version above stays in service",
+            ago(now, f.at)
+        );
+    }
+    Line::new("configuration", html, failed.is_some())
+}
+
+/// The store's circuit breakers: those not closed, or how many are (no line without breakers).
+fn breakers(i: &Insight) -> Option<Line> {
+    let read = i.breakers.as_ref()?;
+    let reports = read();
+    let open: Vec<String> = (reports.iter())
+        .filter(|r| r.state != BreakerState::Closed)
+        .map(|r| {
+            let state = match r.state {
+                BreakerState::Open => "open",
+                _ => "half-open",
+            };
+            format!("{} {state}", escape(r.target))
+        })
+        .collect();
+    Some(if open.is_empty() {
+        Line::new("breakers", format!("{} closed", reports.len()), false)
+    } else {
+        Line::new("breakers", open.join(", "), true)
+    })
+}
+
+/// The decisions of the rate history: the failure mode's answers and the errors, a problem when
+/// the last minute has any, else when each was last seen.
+fn decisions(series: &[Point], now: Timestamp) -> [Line; 2] {
     let recent = series.iter().rev().take(RECENT_BUCKETS);
     let last_minute = recent.fold(Totals::default(), |mut t, p| {
         t.degraded += p.counts.degraded;
@@ -114,8 +133,8 @@ pub(super) fn lines(
             )
         })
     };
-    out.push(match newest(|t| t.degraded) {
-        _ if last_minute.degraded > 0 => line(
+    let failure_mode = match newest(|t| t.degraded) {
+        _ if last_minute.degraded > 0 => Line::new(
             "failure mode",
             format!(
                 "ACTIVE: {} decision(s) in the last minute were answered by the failure mode, \
@@ -124,11 +143,11 @@ pub(super) fn lines(
             ),
             true,
         ),
-        Some(when) => line("failure mode", format!("inactive; last used {when}"), false),
-        None => line("failure mode", "not used in 15 min".into(), false),
-    });
-    out.push(match newest(|t| t.errors) {
-        _ if last_minute.errors > 0 => line(
+        Some(when) => Line::new("failure mode", format!("inactive; last used {when}"), false),
+        None => Line::new("failure mode", "not used in 15 min".into(), false),
+    };
+    let errors = match newest(|t| t.errors) {
+        _ if last_minute.errors > 0 => Line::new(
             "errors",
             format!(
                 "{} call(s) answered with an error in the last minute",
@@ -136,14 +155,14 @@ pub(super) fn lines(
             ),
             true,
         ),
-        Some(when) => line(
+        Some(when) => Line::new(
             "errors",
             format!("none in the last minute; last {when}"),
             false,
         ),
-        None => line("errors", "none in 15 min".into(), false),
-    });
-    out
+        None => Line::new("errors", "none in 15 min".into(), false),
+    };
+    [failure_mode, errors]
 }
 
 /// The banner's HTML: green with every line when all is well, red with the problems first.

@@ -2,8 +2,13 @@
 
 use super::*;
 
+/// A body parsed for the domain `api` under the default caps.
+fn api(body: &str) -> Result<CheckRequest, CheckError> {
+    parse(body.as_bytes(), "api", &Limits::default())
+}
+
 fn field_of(body: &str) -> String {
-    match parse(body.as_bytes(), "api", &Limits::default()) {
+    match api(body) {
         Err(CheckError::Field { field, .. }) => field,
         other => panic!("{body}: expected a field error, got {other:?}"),
     }
@@ -11,12 +16,7 @@ fn field_of(body: &str) -> String {
 
 #[test]
 fn maps_client_key_and_endpoint_onto_two_descriptors() {
-    let r = parse(
-        br#"{"client_key":"user:42","endpoint":"/api/v1/search","cost":3}"#,
-        "api",
-        &Limits::default(),
-    )
-    .unwrap();
+    let r = api(r#"{"client_key":"user:42","endpoint":"/api/v1/search","cost":3}"#).unwrap();
     assert_eq!(r.request.domain, "api");
     let d = &r.request.descriptors;
     assert_eq!(d.len(), 2);
@@ -34,11 +34,9 @@ fn maps_client_key_and_endpoint_onto_two_descriptors() {
 
 #[test]
 fn defaults_and_extra_descriptors() {
-    let r = parse(
-        br#"{"client_key":"k","domain":"edge","cost":0,"details":true,
+    let r = api(
+        r#"{"client_key":"k","domain":"edge","cost":0,"details":true,
              "descriptors":[{"entries":[{"key":"a","value":"b"}]},{"hitsAddend":5}]}"#,
-        "api",
-        &Limits::default(),
     )
     .unwrap();
     assert_eq!(r.request.domain, "edge");
@@ -54,14 +52,9 @@ fn defaults_and_extra_descriptors() {
         [Some(0), Some(0), Some(5)],
         "cost unless a descriptor has its own"
     );
-    let r = parse(
-        br#"{"client_key":"k","cost":2.0}"#,
-        "api",
-        &Limits::default(),
-    )
-    .unwrap();
+    let r = api(r#"{"client_key":"k","cost":2.0}"#).unwrap();
     assert_eq!(r.request.descriptors[0].hits_addend, Some(2));
-    let r = parse(br#"{"client_key":"k"}"#, "api", &Limits::default()).unwrap();
+    let r = api(r#"{"client_key":"k"}"#).unwrap();
     assert_eq!(r.request.descriptors[0].hits_addend, Some(1));
 }
 
@@ -92,48 +85,22 @@ fn refusals_name_the_field() {
     ] {
         assert_eq!(field_of(body), field, "{body}");
     }
-    assert!(matches!(
-        parse(b"{", "api", &Limits::default()),
-        Err(CheckError::Malformed(_))
-    ));
-    assert_eq!(
-        parse(b"[1]", "api", &Limits::default()),
-        Err(CheckError::NotObject)
-    );
-    let e = parse(
-        br#"{"client_key":"k","cost":-3}"#,
-        "api",
-        &Limits::default(),
-    )
-    .unwrap_err();
+    assert!(matches!(api("{"), Err(CheckError::Malformed(_))));
+    assert_eq!(api("[1]"), Err(CheckError::NotObject));
+    let e = api(r#"{"client_key":"k","cost":-3}"#).unwrap_err();
     assert_eq!(e.to_string(), "cost: must not be negative");
-    let e = parse(
-        br#"{"client_key":"k","max_wait_ms":60001}"#,
-        "api",
-        &Limits::default(),
-    )
-    .unwrap_err();
+    let e = api(r#"{"client_key":"k","max_wait_ms":60001}"#).unwrap_err();
     assert_eq!(e.to_string(), "max_wait_ms: must be at most 60000");
 }
 
 #[test]
 fn max_wait_ms_is_carried_as_the_wait_budget() {
     use std::time::Duration;
-    let r = parse(
-        br#"{"client_key":"k","max_wait_ms":250}"#,
-        "api",
-        &Limits::default(),
-    )
-    .unwrap();
+    let r = api(r#"{"client_key":"k","max_wait_ms":250}"#).unwrap();
     assert_eq!(r.request.max_wait, Duration::from_millis(250));
-    let r = parse(
-        br#"{"client_key":"k","max_wait_ms":60000.0}"#,
-        "api",
-        &Limits::default(),
-    )
-    .unwrap();
+    let r = api(r#"{"client_key":"k","max_wait_ms":60000.0}"#).unwrap();
     assert_eq!(r.request.max_wait, Duration::from_secs(60));
-    let r = parse(br#"{"client_key":"k"}"#, "api", &Limits::default()).unwrap();
+    let r = api(r#"{"client_key":"k"}"#).unwrap();
     assert_eq!(r.request.max_wait, Duration::ZERO, "absent: policing");
 }
 
@@ -164,12 +131,8 @@ fn descriptors_are_decoded_under_the_caps() {
 
 #[test]
 fn priority_names_the_class_of_every_descriptor() {
-    let r = parse(
-        br#"{"client_key":"k","endpoint":"/e","priority":"read",
-             "descriptors":[{"entries":[{"key":"a","value":"b"}]}]}"#,
-        "api",
-        &Limits::default(),
-    )
+    let r = api(r#"{"client_key":"k","endpoint":"/e","priority":"read",
+             "descriptors":[{"entries":[{"key":"a","value":"b"}]}]}"#)
     .unwrap();
     let classes: Vec<_> = r
         .request
@@ -178,7 +141,7 @@ fn priority_names_the_class_of_every_descriptor() {
         .map(|d| d.priority.as_deref())
         .collect();
     assert_eq!(classes, vec![Some("read"); 3]);
-    let none = parse(br#"{"client_key":"k"}"#, "api", &Limits::default()).unwrap();
+    let none = api(r#"{"client_key":"k"}"#).unwrap();
     assert_eq!(none.request.descriptors[0].priority, None);
     for bad in [
         r#"{"client_key":"k","priority":7}"#,
