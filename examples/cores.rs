@@ -19,8 +19,7 @@ use std::sync::Arc;
 use std::thread;
 use std::time::Duration;
 
-use ratelimitd::metrics::{ConfigLoads, Metrics};
-use ratelimitd::testing::HotKeys;
+use ratelimitd::testing::{ConfigLoads, HotKeys, Metrics};
 use ratelimitd_core::MemoryStore;
 use ratelimitd_core::clock::{Clock, Stopwatch, SystemClock};
 use ratelimitd_core::config::{self, CompileOptions, ConfigFile, RateLimitConfig};

@@ -12,7 +12,7 @@
 //! [`report`] for its error), the one-shot commands ([`run_tool`], or each alone: [`validate()`],
 //! [`explain()`], [`reset()`]; [`dynamodb_create_table`]) and the environment they read
 //! ([`env_vars`]), and the Envoy protos the gRPC port speaks ([`pb`], for a Rust client).
-//! [`metrics`] is public for now. The integration tests and the benchmark examples reach what
+//! The integration tests and the benchmark examples reach what
 //! they need through `testing`, which is hidden and is not an API. To embed the limiter without
 //! the server, depend on `ratelimitd_core`.
 //!
@@ -25,7 +25,7 @@
 //! - `health`: health components, mirrored to gRPC health.
 //! - `listener`: the connection cap and the silent/idle timeouts every server's connections go
 //!   through.
-//! - [`metrics`]: the Go stats' counters (bounded), the registry the features add their own
+//! - `metrics`: the Go stats' counters (bounded), the registry the features add their own
 //!   metrics to, and the Prometheus and StatsD sinks.
 //! - `region`: limits shared by regions: the load check against `REGION`, and the sync that
 //!   moves demand-following shares through the global store (`GLOBAL_REDIS_*`).
@@ -49,7 +49,7 @@
 //! Dependencies point down a table of layers, never up: the server module table of
 //! `docs/design/architecture.md`, from `app`, `validate`, `settings` and `testing` at the top, through the
 //! edges (`http`; `rlqs`, `xds`; `grpc`), `explain`, `service`, `fleet`, `insight`, `policy`,
-//! `reload`, `region` and `health`, `store`, down to [`metrics`] (the Go stats' counters, the
+//! `reload`, `region` and `health`, `store`, down to `metrics` (the Go stats' counters, the
 //! registry each feature registers its own metrics with from its `start`, and the sinks; it names
 //! no feature), `listener` and `telemetry`, and `background` and `secret` below them all. A
 //! unit test (`src/layering.rs`) reads that table and fails when a module names one at a row
@@ -72,10 +72,6 @@
 //! The longer map, with the request paths and where each feature lives, is
 //! `docs/design/architecture.md`; the behaviour the tests check is `docs/design/contract.md`.
 
-// Inside the server, the core is imported as `ratelimitd_core::…`. Only `metrics` still names
-// these modules through the crate root, as it always has; the aliases go when it stops.
-use ratelimitd_core::{clock, config, limiter, resilience, stripe};
-
 mod app;
 mod background;
 mod explain;
@@ -87,7 +83,7 @@ mod insight;
 #[cfg(test)]
 mod layering;
 mod listener;
-pub mod metrics;
+mod metrics;
 mod policy;
 mod region;
 mod reload;

@@ -13,6 +13,7 @@ pub use crate::health::Health;
 pub use crate::http::json::parse_request;
 pub use crate::http::{HttpState, router};
 pub use crate::insight::hotkeys::HotKeys;
+pub use crate::metrics::{ConfigLoads, Metrics};
 pub use crate::policy::input::parse_override;
 pub use crate::policy::rules::{Rule, parse_rule, to_files};
 pub use crate::policy::violations::{Cursor, ViolationQuery};

@@ -11,10 +11,10 @@ use prometheus::proto::MetricFamily;
 use prometheus::{IntCounterVec, IntGaugeVec, Opts};
 
 use super::registry::Collect;
-use crate::resilience::BreakerReport;
+use ratelimitd_core::resilience::BreakerReport;
 
 /// Reads the state and transition counts of some circuit breakers, at export time.
-pub type BreakerReports = Arc<dyn Fn() -> Vec<BreakerReport> + Send + Sync>;
+pub(crate) type BreakerReports = Arc<dyn Fn() -> Vec<BreakerReport> + Send + Sync>;
 
 /// The transitions counter: (name, help).
 const TRANSITIONS: (&str, &str) = (
@@ -29,7 +29,7 @@ const STATE: (&str, &str) = (
 );
 
 /// The breakers one reader reports, as metrics.
-pub struct Breakers(pub BreakerReports);
+pub(crate) struct Breakers(pub BreakerReports);
 
 impl std::fmt::Debug for Breakers {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {

@@ -11,22 +11,22 @@
 //! Memory is bounded: per-limit keys and unknown domains each live in a [`table::KeyTable`] of at
 //! most `STATS_MAX_KEYS` entries (excess folded into `ratelimitd_overflow` and counted).
 
-pub mod breakers;
+pub(crate) mod breakers;
 mod families;
-pub mod mogrifier;
+pub(crate) mod mogrifier;
 mod options;
-pub mod prom;
-pub mod registry;
+pub(crate) mod prom;
+pub(crate) mod registry;
 mod reported;
 mod scrape;
-pub mod shedding;
-pub mod sinks;
+pub(crate) mod shedding;
+pub(crate) mod sinks;
 mod slots;
-pub mod statsd;
+pub(crate) mod statsd;
 mod statsd_names;
-pub mod striped;
-pub mod table;
-pub mod usage;
+pub(crate) mod striped;
+pub(crate) mod table;
+pub(crate) mod usage;
 mod wiring;
 
 use std::sync::Arc;
@@ -36,17 +36,19 @@ use std::time::Duration;
 use parking_lot::Mutex;
 use prometheus::{Histogram, HistogramOpts, HistogramVec, IntCounterVec, Opts};
 
-use crate::clock::{Clock, SystemClock, Timestamp};
-use crate::limiter::{Code, ErrorKind, LimitIncrements, ShedOutcome, ShedUsage, Source, StatsSink};
-pub use breakers::{BreakerReports, Breakers};
-pub use options::{Observability, StatsSinkKind, StatsdProtocol};
-pub use registry::{Collect, Registry, counter, gauge, int_gauge};
+pub(crate) use breakers::Breakers;
+pub(crate) use options::{Observability, StatsSinkKind, StatsdProtocol};
+use ratelimitd_core::clock::{Clock, SystemClock, Timestamp};
+use ratelimitd_core::limiter::{
+    Code, ErrorKind, LimitIncrements, ShedOutcome, ShedUsage, Source, StatsSink,
+};
+pub(crate) use registry::{Collect, Registry, counter, gauge, int_gauge};
 use striped::Striped;
 use table::{Counters, KeyTable};
-pub use wiring::{MetricsDeps, MetricsHandle, start};
+pub(crate) use wiring::{MetricsDeps, MetricsHandle, start};
 
 /// Names of the per-limit counters, in [`table::Counters`] index order (Go stat names).
-pub const LIMIT_STATS: [&str; 8] = [
+pub(crate) const LIMIT_STATS: [&str; 8] = [
     "total_hits",
     "over_limit",
     "near_limit",
@@ -73,7 +75,7 @@ pub struct ConfigLoads {
 }
 
 /// Reads the configuration load counts, at export time.
-pub type LoadCounts = Arc<dyn Fn() -> ConfigLoads + Send + Sync>;
+pub(crate) type LoadCounts = Arc<dyn Fn() -> ConfigLoads + Send + Sync>;
 
 /// The Go service's counters and the limiter's, and the [`Registry`] of the features' own
 /// metrics. Share it as `Arc<Metrics>`.

@@ -140,7 +140,7 @@ impl Mogrifier {
 
 /// Rewrites `name` with the first of `mogrifiers` whose pattern it contains: the new name and
 /// the tags (`k:v`), or `None` when none matches.
-pub fn mogrify(mogrifiers: &[Mogrifier], name: &str) -> Option<(String, Vec<String>)> {
+pub(crate) fn mogrify(mogrifiers: &[Mogrifier], name: &str) -> Option<(String, Vec<String>)> {
     mogrifiers.iter().find_map(|m| {
         let caps = m.pattern.captures(name)?;
         let tags = m

@@ -150,7 +150,7 @@ impl Collector for MetricsCollector {
 }
 
 /// A registry exposing every metric of `metrics`.
-pub fn registry(metrics: Arc<Metrics>) -> Result<Registry, prometheus::Error> {
+pub(crate) fn registry(metrics: Arc<Metrics>) -> Result<Registry, prometheus::Error> {
     let r = Registry::new();
     r.register(Box::new(metrics.total_requests.clone()))?;
     r.register(Box::new(metrics.response_time.clone()))?;
@@ -160,7 +160,7 @@ pub fn registry(metrics: Arc<Metrics>) -> Result<Registry, prometheus::Error> {
 }
 
 /// The text exposition of `registry`.
-pub fn render(registry: &Registry) -> String {
+pub(crate) fn render(registry: &Registry) -> String {
     let mut buf = Vec::new();
     if let Err(e) = TextEncoder::new().encode(&registry.gather(), &mut buf) {
         tracing::warn!(error = %e, "cannot encode metrics");
@@ -170,7 +170,7 @@ pub fn render(registry: &Registry) -> String {
 
 /// Serves `registry` on `path` of `listener`, under its connection cap and timeouts, until `stop`
 /// resolves.
-pub async fn serve(
+pub(crate) async fn serve(
     listener: tokio::net::TcpListener,
     limits: crate::listener::ConnLimits,
     path: String,

@@ -28,7 +28,7 @@ pub trait Collect: Send + Sync {
 
 /// The registered parts, in registration order.
 #[derive(Default)]
-pub struct Registry {
+pub(crate) struct Registry {
     parts: RwLock<Vec<Arc<dyn Collect>>>,
 }
 
@@ -42,7 +42,7 @@ impl std::fmt::Debug for Registry {
 
 impl Registry {
     /// Adds `part`: from now on it is read at every scrape and flush.
-    pub fn register(&self, part: Arc<dyn Collect>) {
+    pub(crate) fn register(&self, part: Arc<dyn Collect>) {
         self.parts.write().push(part);
     }
 
@@ -64,7 +64,7 @@ impl Registry {
 }
 
 /// One unlabelled counter family `name` holding `value`.
-pub fn counter(name: &str, help: &str, value: u64) -> Vec<MetricFamily> {
+pub(crate) fn counter(name: &str, help: &str, value: u64) -> Vec<MetricFamily> {
     match IntCounter::with_opts(Opts::new(name, help)) {
         Ok(c) => {
             c.inc_by(value);
@@ -75,7 +75,7 @@ pub fn counter(name: &str, help: &str, value: u64) -> Vec<MetricFamily> {
 }
 
 /// One unlabelled whole-number gauge family `name` holding `value` (capped at `i64::MAX`).
-pub fn int_gauge(name: &str, help: &str, value: u64) -> Vec<MetricFamily> {
+pub(crate) fn int_gauge(name: &str, help: &str, value: u64) -> Vec<MetricFamily> {
     match IntGauge::with_opts(Opts::new(name, help)) {
         Ok(g) => {
             g.set(i64::try_from(value).unwrap_or(i64::MAX));
@@ -86,7 +86,7 @@ pub fn int_gauge(name: &str, help: &str, value: u64) -> Vec<MetricFamily> {
 }
 
 /// One unlabelled gauge family `name` holding `value`.
-pub fn gauge(name: &str, help: &str, value: f64) -> Vec<MetricFamily> {
+pub(crate) fn gauge(name: &str, help: &str, value: f64) -> Vec<MetricFamily> {
     match Gauge::with_opts(Opts::new(name, help)) {
         Ok(g) => {
             g.set(value);
@@ -101,8 +101,8 @@ mod tests {
     use std::time::Duration;
 
     use super::super::{Breakers, ConfigLoads, Metrics, prom};
-    use crate::limiter::{LimitIncrements, StatsSink};
-    use crate::resilience::{BreakerReport, BreakerState};
+    use ratelimitd_core::limiter::{LimitIncrements, StatsSink};
+    use ratelimitd_core::resilience::{BreakerReport, BreakerState};
 
     /// A part with one breaker named `target`, opened `opened` times.
     fn breaker(target: &'static str, opened: u64) -> std::sync::Arc<Breakers> {

@@ -8,7 +8,7 @@ use prometheus::{IntCounterVec, IntGaugeVec, Opts};
 
 use super::families::{DECISIONS, SLOTS_IN_USE};
 use super::{CODE_LABELS, Metrics};
-use crate::limiter::Source;
+use ratelimitd_core::limiter::Source;
 
 /// `ratelimitd_decisions_total{code,source}`: only the pairs that happened have a series.
 pub(super) fn decisions(m: &Metrics) -> Vec<MetricFamily> {

@@ -13,7 +13,7 @@ use prometheus::proto::MetricFamily;
 use prometheus::{IntCounterVec, Opts};
 
 use super::table::KeyTable;
-use crate::limiter::ShedOutcome;
+use ratelimitd_core::limiter::ShedOutcome;
 
 /// Separates a stats key from its class in the table's keys: stats keys are sanitised and
 /// class names are letters, digits, `_` and `-`, so neither ever holds it.
@@ -23,27 +23,27 @@ const BREACH: usize = ShedOutcome::ALL.len();
 
 /// Per (limit, class) counters: one per [`ShedOutcome`], then the soft-breach count.
 #[derive(Debug)]
-pub struct ShedCounters {
+pub(crate) struct ShedCounters {
     table: KeyTable<{ ShedOutcome::ALL.len() + 1 }>,
 }
 
 impl ShedCounters {
     /// Counters for at most `max_keys` (limit, class) pairs.
-    pub fn new(max_keys: usize) -> ShedCounters {
+    pub(crate) fn new(max_keys: usize) -> ShedCounters {
         ShedCounters {
             table: KeyTable::new(max_keys),
         }
     }
 
     /// One request of class `class` (empty without classes) of limit `key` came to `outcome`.
-    pub fn shed(&self, key: &str, class: &str, outcome: ShedOutcome) {
+    pub(crate) fn shed(&self, key: &str, class: &str, outcome: ShedOutcome) {
         let mut by = [0; ShedOutcome::ALL.len() + 1];
         by[outcome.index()] = 1;
         self.table.add(&format!("{key}{SEP}{class}"), by);
     }
 
     /// One answer of limit `key` carried the soft-breach signal.
-    pub fn soft_breach(&self, key: &str) {
+    pub(crate) fn soft_breach(&self, key: &str) {
         let mut by = [0; ShedOutcome::ALL.len() + 1];
         by[BREACH] = 1;
         self.table.add(&format!("{key}{SEP}"), by);
@@ -65,7 +65,7 @@ impl ShedCounters {
     }
 
     /// The StatsD counters: `ratelimit.service.rate_limit.<KEY>[.<class>].<outcome>`.
-    pub fn statsd(&self) -> Vec<(String, u64)> {
+    pub(crate) fn statsd(&self) -> Vec<(String, u64)> {
         self.rows()
             .into_iter()
             .map(|(key, class, name, v)| {
@@ -83,7 +83,7 @@ impl ShedCounters {
     }
 
     /// The Prometheus families, built at scrape time.
-    pub fn families(&self) -> Vec<MetricFamily> {
+    pub(crate) fn families(&self) -> Vec<MetricFamily> {
         let shed = IntCounterVec::new(
             Opts::new(
                 "ratelimitd_shed_total",

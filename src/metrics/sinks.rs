@@ -28,7 +28,7 @@ pub enum SinkError {
 }
 
 /// `:9090` (Go's listen syntax for every interface) → `0.0.0.0:9090`.
-pub fn listen_addr(addr: &str) -> String {
+pub(crate) fn listen_addr(addr: &str) -> String {
     if addr.starts_with(':') {
         format!("0.0.0.0{addr}")
     } else {
@@ -38,7 +38,7 @@ pub fn listen_addr(addr: &str) -> String {
 
 /// Spawns the chosen sink into `tasks`; returns the Prometheus address when it listens (its
 /// connections under `prometheus_limits`).
-pub async fn start(
+pub(crate) async fn start(
     obs: &Observability,
     prometheus_limits: ConnLimits,
     metrics: &Arc<Metrics>,

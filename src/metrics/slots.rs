@@ -1,7 +1,7 @@
 //! The slots in use of each concurrency limit, a gauge (`ratelimitd_concurrency_slots_in_use`).
 //!
 //! The limiter reports, after every store decision on a concurrency limit, the holders the store
-//! counted and the end of the latest lease among them ([`crate::limiter::StatsSink::slots_in_use`]).
+//! counted and the end of the latest lease among them ([`ratelimitd_core::limiter::StatsSink::slots_in_use`]).
 //! The gauge shows that last count until that lease ends, then 0: a limit whose holders all
 //! stopped calling (crashed proxies) does not show its slots held forever. On Redis the count is
 //! the sorted set's size, so it includes every instance's holders as of this instance's last call;
@@ -16,7 +16,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use parking_lot::{Mutex, RwLock};
 
-use crate::clock::Timestamp;
+use ratelimitd_core::clock::Timestamp;
 
 /// The last report of one limit: its value (slots in use by default), and until when (µs)
 /// that value can hold.

@@ -23,7 +23,7 @@ use super::mogrifier::{Mogrifier, mogrify};
 
 /// Where and how to send.
 #[derive(Debug, Clone)]
-pub struct StatsdOptions {
+pub(crate) struct StatsdOptions {
     /// `STATSD_HOST:STATSD_PORT`.
     pub addr: String,
     /// `STATSD_PROTOCOL`.
@@ -41,7 +41,7 @@ pub struct StatsdOptions {
 /// Where the tags go on a line: the name's `.__k=v` suffix (gostats) or the DogStatsD `|#k:v,...`
 /// after the type, followed there by the tags of the mogrifier that rewrote the name.
 #[derive(Debug, Clone, Default)]
-pub struct Tags {
+pub(crate) struct Tags {
     on_name: String,
     /// DogStatsD only: `EXTRA_TAGS` as `k:v`, and the mogrifiers.
     dog: Vec<String>,
@@ -50,7 +50,7 @@ pub struct Tags {
 
 impl Tags {
     /// `tags` (already sorted) in gostats' form, or DogStatsD's when `dogstatsd`.
-    pub fn new(tags: &[(String, String)], dogstatsd: bool) -> Tags {
+    pub(crate) fn new(tags: &[(String, String)], dogstatsd: bool) -> Tags {
         if dogstatsd {
             return Tags {
                 dog: tags.iter().map(|(k, v)| format!("{k}:{v}")).collect(),
@@ -64,7 +64,7 @@ impl Tags {
     }
 
     /// DogStatsD's tags, with `mogrifiers` rewriting names into a name and more tags.
-    pub fn dogstatsd(tags: &[(String, String)], mogrifiers: Vec<Mogrifier>) -> Tags {
+    pub(crate) fn dogstatsd(tags: &[(String, String)], mogrifiers: Vec<Mogrifier>) -> Tags {
         Tags {
             mogrifiers,
             ..Tags::new(tags, true)
@@ -72,7 +72,7 @@ impl Tags {
     }
 
     /// One line: `name`, `value` and the StatsD `kind` (`c`, `ms`), tagged.
-    pub fn line(&self, name: &str, value: impl std::fmt::Display, kind: &str) -> String {
+    pub(crate) fn line(&self, name: &str, value: impl std::fmt::Display, kind: &str) -> String {
         let (name, more) = match mogrify(&self.mogrifiers, name) {
             Some((name, more)) => (std::borrow::Cow::Owned(name), more),
             None => (std::borrow::Cow::Borrowed(name), Vec::new()),
@@ -89,7 +89,7 @@ impl Tags {
 }
 
 /// The counter lines for the deltas since `last` (updated in place); zero deltas are skipped.
-pub fn counter_lines(
+pub(crate) fn counter_lines(
     counters: Vec<(String, u64)>,
     last: &mut HashMap<String, u64>,
     tags: &Tags,
@@ -182,7 +182,11 @@ impl Sender {
 }
 
 /// Flushes `metrics` every interval until `stop` resolves, then flushes once more.
-pub async fn run(metrics: Arc<Metrics>, opts: StatsdOptions, stop: impl Future<Output = ()>) {
+pub(crate) async fn run(
+    metrics: Arc<Metrics>,
+    opts: StatsdOptions,
+    stop: impl Future<Output = ()>,
+) {
     let tags = match opts.dogstatsd {
         true => Tags::dogstatsd(&opts.tags, opts.mogrifiers.clone()),
         false => Tags::new(&opts.tags, false),

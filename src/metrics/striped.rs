@@ -1,4 +1,4 @@
-//! Prometheus collectors kept once per stripe ([`crate::stripe`]): a counter or histogram that
+//! Prometheus collectors kept once per stripe ([`ratelimitd_core::stripe`]): a counter or histogram that
 //! every request updates would otherwise be one set of atomics written by every core. Each
 //! thread updates its own stripe's collector; a scrape collects every stripe and adds them up
 //! (counters by value, histograms bucket by bucket, series matched by their labels), so the
@@ -10,24 +10,24 @@ use std::sync::Arc;
 use prometheus::core::{Collector, Desc};
 use prometheus::proto::{Metric, MetricFamily, MetricType};
 
-use crate::stripe::{self, Padded};
+use ratelimitd_core::stripe::{self, Padded};
 
 /// One `C` per stripe, exposed as one. Clones share the stripes (register a clone).
 #[derive(Clone, Debug)]
-pub struct Striped<C> {
+pub(crate) struct Striped<C> {
     stripes: Arc<[Padded<C>]>,
 }
 
 impl<C> Striped<C> {
     /// A collector per stripe, each made by `make` (the same name, help and labels).
-    pub fn new(make: impl Fn() -> C) -> Striped<C> {
+    pub(crate) fn new(make: impl Fn() -> C) -> Striped<C> {
         Striped {
             stripes: (0..stripe::count()).map(|_| Padded(make())).collect(),
         }
     }
 
     /// The calling thread's collector: update this one.
-    pub fn mine(&self) -> &C {
+    pub(crate) fn mine(&self) -> &C {
         &self.stripes[stripe::mine() % self.stripes.len()].0
     }
 }

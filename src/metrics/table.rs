@@ -4,7 +4,7 @@
 //! distinct keys, new keys are folded into one overflow entry and the fold is counted.
 //!
 //! Every decision adds to a key here, and all requests of one limit add to the same key, so the
-//! table is built not to make cores share memory on that path ([`crate::stripe`]): each key's
+//! table is built not to make cores share memory on that path ([`ratelimitd_core::stripe`]): each key's
 //! counters have one copy per stripe, and each stripe finds keys through its own small map,
 //! filled from the shared table on a key's first use by that stripe. Memory per key is at most
 //! 128 bytes of counters and one map entry per stripe.
@@ -15,10 +15,10 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use parking_lot::{Mutex, RwLock};
 
-use crate::stripe::{self, Padded};
+use ratelimitd_core::stripe::{self, Padded};
 
 /// The stats key that absorbs keys beyond the bound.
-pub const OVERFLOW_KEY: &str = "ratelimitd_overflow";
+pub(crate) const OVERFLOW_KEY: &str = "ratelimitd_overflow";
 
 type Map<V> = HashMap<Box<str>, V, ahash::RandomState>;
 
@@ -27,7 +27,7 @@ type Keys<const N: usize> = Map<Arc<Counters<N>>>;
 
 /// The counters of one stat key: one copy per stripe, summed when read.
 #[derive(Debug)]
-pub struct Counters<const N: usize> {
+pub(crate) struct Counters<const N: usize> {
     stripes: Box<[Padded<[AtomicU64; N]>]>,
 }
 
@@ -39,7 +39,7 @@ impl<const N: usize> Default for Counters<N> {
 
 impl<const N: usize> Counters<N> {
     /// All zero.
-    pub fn new() -> Counters<N> {
+    pub(crate) fn new() -> Counters<N> {
         Counters {
             stripes: (0..stripe::count())
                 .map(|_| Padded(std::array::from_fn(|_| AtomicU64::new(0))))
@@ -49,7 +49,7 @@ impl<const N: usize> Counters<N> {
 
     /// Adds `by[i]` to counter `i` in the calling thread's stripe; zeros are skipped so unmoved
     /// counters cost nothing.
-    pub fn add(&self, by: [u64; N]) {
+    pub(crate) fn add(&self, by: [u64; N]) {
         let mine = &self.stripes[stripe::mine() % self.stripes.len()].0;
         for (c, v) in mine.iter().zip(by) {
             if v != 0 {
@@ -59,12 +59,12 @@ impl<const N: usize> Counters<N> {
     }
 
     /// Adds `by` to counter `i` in the calling thread's stripe.
-    pub fn add_one(&self, i: usize, by: u64) {
+    pub(crate) fn add_one(&self, i: usize, by: u64) {
         self.stripes[stripe::mine() % self.stripes.len()].0[i].fetch_add(by, Ordering::Relaxed);
     }
 
     /// The current values (summed over the stripes).
-    pub fn values(&self) -> [u64; N] {
+    pub(crate) fn values(&self) -> [u64; N] {
         std::array::from_fn(|i| {
             (self.stripes.iter())
                 .map(|s| s.0[i].load(Ordering::Relaxed))
@@ -75,7 +75,7 @@ impl<const N: usize> Counters<N> {
 
 /// Stat key → counters, at most `max_keys` keys plus the overflow entry.
 #[derive(Debug)]
-pub struct KeyTable<const N: usize> {
+pub(crate) struct KeyTable<const N: usize> {
     keys: RwLock<Keys<N>>,
     /// Per stripe, the keys that stripe has used (a subset of `keys`): its threads look here
     /// first, under a lock no other core takes in the common case.
@@ -87,7 +87,7 @@ pub struct KeyTable<const N: usize> {
 
 impl<const N: usize> KeyTable<N> {
     /// An empty table holding at most `max_keys` distinct keys.
-    pub fn new(max_keys: usize) -> KeyTable<N> {
+    pub(crate) fn new(max_keys: usize) -> KeyTable<N> {
         KeyTable {
             keys: RwLock::new(Map::default()),
             seen: (0..stripe::count()).map(|_| Padded::default()).collect(),
@@ -98,7 +98,7 @@ impl<const N: usize> KeyTable<N> {
     }
 
     /// Adds `by` to `key`'s counters (the overflow entry's when the table is full).
-    pub fn add(&self, key: &str, by: [u64; N]) {
+    pub(crate) fn add(&self, key: &str, by: [u64; N]) {
         let seen = &self.seen[stripe::mine() % self.seen.len()].0;
         if let Some(c) = seen.lock().get(key) {
             c.add(by);
@@ -130,12 +130,12 @@ impl<const N: usize> KeyTable<N> {
     }
 
     /// How many updates went to the overflow entry because the table was full.
-    pub fn folded(&self) -> u64 {
+    pub(crate) fn folded(&self) -> u64 {
         self.folded.load(Ordering::Relaxed)
     }
 
     /// Every key with its values, sorted by key; the overflow entry last when it was used.
-    pub fn snapshot(&self) -> Vec<(String, [u64; N])> {
+    pub(crate) fn snapshot(&self) -> Vec<(String, [u64; N])> {
         let mut out: Vec<(String, [u64; N])> = self
             .keys
             .read()

@@ -3,7 +3,7 @@
 //!
 //! Like the concurrency slots gauge (`metrics::slots`, whose table it reuses), it holds what the
 //! store answered at this instance's latest decision on the limit
-//! ([`crate::limiter::StatsSink::shed_usage`]): the counter after that decision (a refused
+//! ([`ratelimitd_core::limiter::StatsSink::shed_usage`]): the counter after that decision (a refused
 //! request counts nothing) and the limit it is a share of, until the window of that count ends.
 //! No extra store call is made; on Redis the count includes every instance's hits as of this
 //! instance's last call. Past the window's end the limit has no value (the series is left out):
@@ -17,9 +17,9 @@ use prometheus::proto::MetricFamily;
 use prometheus::{GaugeVec, Opts};
 
 use super::slots::SlotGauges;
-use crate::clock::Timestamp;
-use crate::config::Shedding;
-use crate::limiter::ShedUsage;
+use ratelimitd_core::clock::Timestamp;
+use ratelimitd_core::config::Shedding;
+use ratelimitd_core::limiter::ShedUsage;
 
 /// One limit's latest usage.
 #[derive(Debug, Clone, Default)]

@@ -7,11 +7,11 @@
 use std::sync::Arc;
 
 use super::{LoadCounts, Metrics, Observability, StatsSinkKind};
-use crate::clock::Clock;
-use crate::limiter::{NoStats, StatsSink};
+use ratelimitd_core::clock::Clock;
+use ratelimitd_core::limiter::{NoStats, StatsSink};
 
 /// What the counters read from the rest of the process.
-pub struct MetricsDeps<'a> {
+pub(crate) struct MetricsDeps<'a> {
     /// Configuration loads so far (`config_load_success`, `config_load_error`).
     pub loads: LoadCounts,
     /// The clock of the stats' own timings.
@@ -25,7 +25,7 @@ impl std::fmt::Debug for MetricsDeps<'_> {
 }
 
 /// The started counters.
-pub struct MetricsHandle {
+pub(crate) struct MetricsHandle {
     /// The service's counters (`None` with `DISABLE_STATS`).
     pub metrics: Option<Arc<Metrics>>,
     /// What the limiter reports each decision to: the counters, or nothing.
@@ -41,7 +41,7 @@ impl std::fmt::Debug for MetricsHandle {
 }
 
 /// Builds the counters `options` ask for.
-pub fn start(options: &Observability, deps: MetricsDeps<'_>) -> MetricsHandle {
+pub(crate) fn start(options: &Observability, deps: MetricsDeps<'_>) -> MetricsHandle {
     let metrics = (options.sink != StatsSinkKind::Disabled).then(|| {
         let statsd = options.sink == StatsSinkKind::Statsd;
         let metrics =
