@@ -2,30 +2,7 @@
 //! whole-value anchoring, and every way a pattern is refused at load, each at its YAML path.
 
 use crate::config::*;
-
-/// A request entry for tests.
-struct E(&'static str, &'static str);
-
-impl EntryRef for E {
-    fn key(&self) -> &str {
-        self.0
-    }
-    fn value(&self) -> &str {
-        self.1
-    }
-}
-
-fn compiled(yaml: &str) -> Result<RateLimitConfig, ConfigErrors> {
-    let file = ConfigFile {
-        name: "paths.yaml".into(),
-        contents: yaml.into(),
-    };
-    compile(&[file], &CompileOptions::default())
-}
-
-fn config(yaml: &str) -> RateLimitConfig {
-    compiled(yaml).unwrap_or_else(|e| panic!("does not compile:\n{e}"))
-}
+use crate::test_support::{E, compiled, config};
 
 /// `(full_key, how the last entry matched)` of the limit for `entries`, or `None`.
 fn hit(cfg: &RateLimitConfig, entries: &[E]) -> Option<(String, MatchKind)> {
