@@ -1,7 +1,7 @@
 //! Leaky bucket shaping ([`shape`]): evenly spaced slots within a wait budget, hand-worked and
 //! against a model that keeps the TAT as an exact fraction of a microsecond (as in `tests/mod.rs`).
 
-use super::{MS, fresh, model_answer};
+use super::{MS, as_model_answer, fresh, model_answer};
 use crate::algorithm::leaky_bucket::*;
 use crate::algorithm::tests::bucket::at_ms;
 use proptest::prelude::*;
@@ -108,14 +108,7 @@ proptest! {
             let max_wait = budgets[budget];
             let want = shaped_model(&mut tat, ModelBucket { limit, w, burst }, hits, max_wait, now);
             let d = shape(&mut b, &s, hits, Duration::from_micros(max_wait), Timestamp::from_micros(now));
-            let got = [
-                u128::from(!d.over_limit),
-                u128::from(d.remaining),
-                d.wait.as_micros(),
-                u128::from(d.reset_after.as_secs()),
-                u128::from(d.expires_at.as_micros()),
-            ];
-            prop_assert_eq!(got, want);
+            prop_assert_eq!(as_model_answer(&d), want);
             if hits <= burst {
                 prop_assert_eq!(d.over_limit, d.wait > Duration::from_micros(max_wait));
             }
