@@ -35,6 +35,19 @@ pub(crate) fn config(yaml: &str) -> RateLimitConfig {
     compiled(yaml).unwrap_or_else(|e| panic!("does not compile:\n{e}"))
 }
 
+/// The YAML path and message (with its hint) of every error of a text that must be refused: the
+/// test fails when it compiles.
+pub(crate) fn errors(yaml: &str) -> Vec<(String, String)> {
+    match compiled(yaml) {
+        Ok(_) => panic!("compiled, but should have been refused"),
+        Err(e) => {
+            e.0.into_iter()
+                .map(|e| (e.path.clone(), e.explained()))
+                .collect()
+        }
+    }
+}
+
 /// A limiter with `options` on a fresh memory store, its clock a manual one at 1000 s (so a
 /// minute window resets in 20 s), counting into `stats`.
 pub(crate) fn memory_limiter(options: LimiterOptions, stats: Arc<dyn StatsSink>) -> RateLimiter {

@@ -4,18 +4,7 @@
 
 use crate::config::predicate::{Judge, Verdict};
 use crate::config::*;
-use crate::test_support::{E, compiled, config};
-
-fn errors(yaml: &str) -> Vec<(String, String)> {
-    match compiled(yaml) {
-        Ok(_) => panic!("compiled, but should have been refused"),
-        Err(e) => {
-            e.0.into_iter()
-                .map(|e| (e.path.clone(), e.explained()))
-                .collect()
-        }
-    }
-}
+use crate::test_support::{E, config, errors};
 
 /// The full key of the node matched for `entries` asking `hits`, with predicates evaluated.
 fn matched(cfg: &RateLimitConfig, entries: &[E], hits: u64) -> Option<String> {
