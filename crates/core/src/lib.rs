@@ -89,6 +89,8 @@ pub mod region;
 pub mod resilience;
 pub mod store;
 pub mod stripe;
+#[cfg(test)]
+pub(crate) mod test_support;
 
 pub use clock::{Clock, ManualClock, SystemClock, Timestamp};
 pub use config::{

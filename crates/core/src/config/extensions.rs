@@ -32,6 +32,30 @@ pub(crate) struct Extensions {
 /// Checks the extensions of `rl` (whose unit is `unit`, `None` when unlimited or invalid),
 /// reporting every misuse at its path.
 pub(crate) fn check(rl: &RawRateLimit, unit: Option<Unit>, sink: &mut Sink<'_>) -> Extensions {
+    check_unlimited_extras(rl, sink);
+    let algorithm = check_algorithm(rl, sink);
+    check_burst(rl, algorithm, sink);
+    let (multiplier, window_secs) = check_window(rl, unit, sink);
+    check_capacity(rl, algorithm, window_secs, sink);
+    check_lease(rl, algorithm, sink);
+    let capacity = if algorithm.has_burst() {
+        rl.burst.unwrap_or(rl.requests_per_unit)
+    } else {
+        rl.requests_per_unit
+    };
+    let usage = super::usage::check(rl, algorithm, u64::from(capacity), sink);
+    Extensions {
+        usage_report: usage.report,
+        usage_estimate: usage.estimate,
+        algorithm,
+        burst: rl.burst,
+        unit_multiplier: multiplier.max(1),
+        lease: rl.lease,
+    }
+}
+
+/// Reports every extension set on an unlimited limit, which has nothing for them to shape.
+fn check_unlimited_extras(rl: &RawRateLimit, sink: &mut Sink<'_>) {
     let at = |field: &str| field_path(&rl.path, field);
     if rl.unlimited == Some(true) {
         let set = [
@@ -48,7 +72,12 @@ pub(crate) fn check(rl: &RawRateLimit, unit: Option<Unit>, sink: &mut Sink<'_>) 
             );
         }
     }
-    let algorithm = match rl.algorithm.as_deref() {
+}
+
+/// The limit's `algorithm` (fixed window when absent; an unknown name reported, read as one).
+fn check_algorithm(rl: &RawRateLimit, sink: &mut Sink<'_>) -> Algorithm {
+    let at = |field: &str| field_path(&rl.path, field);
+    match rl.algorithm.as_deref() {
         None => Algorithm::FixedWindow,
         Some(text) => Algorithm::parse(text).unwrap_or_else(|| {
             let message = format!(
@@ -57,7 +86,12 @@ pub(crate) fn check(rl: &RawRateLimit, unit: Option<Unit>, sink: &mut Sink<'_>) 
             sink.push(&at("algorithm"), message);
             Algorithm::FixedWindow
         }),
-    };
+    }
+}
+
+/// Reports a `burst` on an algorithm without one, or a zero burst.
+fn check_burst(rl: &RawRateLimit, algorithm: Algorithm, sink: &mut Sink<'_>) {
+    let at = |field: &str| field_path(&rl.path, field);
     match rl.burst {
         Some(_) if !algorithm.has_burst() => sink.push(
             &at("burst"),
@@ -69,6 +103,12 @@ pub(crate) fn check(rl: &RawRateLimit, unit: Option<Unit>, sink: &mut Sink<'_>) 
         Some(0) => sink.push(&at("burst"), "burst must be at least 1"),
         _ => {}
     }
+}
+
+/// The `unit_multiplier` as written (0 reported) and the window it makes in seconds (one over
+/// [`MAX_WINDOW_SECS`] reported).
+fn check_window(rl: &RawRateLimit, unit: Option<Unit>, sink: &mut Sink<'_>) -> (u32, u64) {
+    let at = |field: &str| field_path(&rl.path, field);
     let multiplier = rl.unit_multiplier.unwrap_or(1);
     let window_secs = unit
         .map_or(1, Unit::seconds)
@@ -83,6 +123,13 @@ pub(crate) fn check(rl: &RawRateLimit, unit: Option<Unit>, sink: &mut Sink<'_>) 
             ),
         );
     }
+    (multiplier, window_secs)
+}
+
+/// Reports a limit whose state could not count exactly: a bucket's capacity over its window past
+/// [`token_bucket::MAX_BURST_WINDOW_SECS`], a sliding log or concurrency limit past its most entries.
+fn check_capacity(rl: &RawRateLimit, algorithm: Algorithm, window_secs: u64, sink: &mut Sink<'_>) {
+    let at = |field: &str| field_path(&rl.path, field);
     if algorithm.has_burst() {
         let burst = u64::from(rl.burst.unwrap_or(rl.requests_per_unit));
         if burst.saturating_mul(window_secs) > token_bucket::MAX_BURST_WINDOW_SECS {
@@ -123,21 +170,6 @@ pub(crate) fn check(rl: &RawRateLimit, unit: Option<Unit>, sink: &mut Sink<'_>) 
                 concurrency::MAX_SLOTS
             ),
         );
-    }
-    check_lease(rl, algorithm, sink);
-    let capacity = if algorithm.has_burst() {
-        rl.burst.unwrap_or(rl.requests_per_unit)
-    } else {
-        rl.requests_per_unit
-    };
-    let usage = super::usage::check(rl, algorithm, u64::from(capacity), sink);
-    Extensions {
-        usage_report: usage.report,
-        usage_estimate: usage.estimate,
-        algorithm,
-        burst: rl.burst,
-        unit_multiplier: multiplier.max(1),
-        lease: rl.lease,
     }
 }
 

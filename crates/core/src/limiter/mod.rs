@@ -250,50 +250,8 @@ impl RateLimiter {
     ) -> Result<Response, RequestError> {
         validate::check(req, &self.options.caps)?;
         let config = config.ok_or(RequestError::NoConfig)?;
-        let domain = config.domain(&req.domain);
-        if domain.is_none() {
-            let domain = stats_key::sanitize(req.domain.as_str().into());
-            for _ in &req.descriptors {
-                self.stats.domain_not_found(&domain);
-            }
-        }
         let now = self.clock.now();
-        let stored = self.overrides.load();
-        let random = self.random.as_ref();
-        let default_mode = self.options.default_failure_mode;
-        let keys = &self.options.keys;
-        let planned = plan::plan_with(domain, &stored, req, keys, now, random, default_mode);
-        let mut plans = match planned {
-            Ok(plans) => plans,
-            Err(e) => {
-                // The failed predicate is counted although the request gets no decision.
-                if matches!(e, RequestError::PredicateFailed { .. }) {
-                    let domain = stats_key::sanitize(req.domain.as_str().into());
-                    self.stats.predicate_errors(&domain, 1);
-                }
-                return Err(e);
-            }
-        };
-        let tally = plans.tally;
-        if tally.predicate_errors > 0 {
-            let domain = stats_key::sanitize(req.domain.as_str().into());
-            self.stats
-                .predicate_errors(&domain, u64::from(tally.predicate_errors));
-        }
-        if tally.unmatched > 0 || tally.capped > 0 || tally.stored_lookups > 0 {
-            let domain = stats_key::sanitize(req.domain.as_str().into());
-            if tally.stored_lookups > 0 {
-                let found = u64::from(tally.stored_found);
-                (self.stats).stored_overrides(&domain, u64::from(tally.stored_lookups), found);
-            }
-            if tally.unmatched > 0 {
-                self.stats.unmatched(&domain, u64::from(tally.unmatched));
-            }
-            if tally.capped > 0 {
-                self.stats
-                    .request_limit_capped(&domain, u64::from(tally.capped));
-            }
-        }
+        let mut plans = self.plan(config, req, now)?;
         regional::scale(&mut plans, &self.regions, now);
         let answers = self.run(&plans, now).await;
         let mut taken = give_back::releases(&plans.ops, &answers);
@@ -333,21 +291,7 @@ impl RateLimiter {
         tracing::Span::current().record("source", source.as_str());
         let settled = outcome::settle(&plans, &outcomes);
         if !store_failed {
-            stats::record(self.stats.as_ref(), self.options.near_limit_ratio, &settled);
-            for (key, class, outcome) in signals::outcomes(&settled) {
-                self.stats.shed(key, class, outcome);
-            }
-            for usage in signals::usages(&settled, now) {
-                self.stats.shed_usage(&usage);
-            }
-            for s in settled
-                .iter()
-                .filter(|s| signals::soft_breach(&self.options, s))
-            {
-                if let Plan::Limited(l) = s.plan {
-                    self.stats.soft_breach(&l.stats_key);
-                }
-            }
+            self.record_settled(&settled, now);
         }
         let (response, global_shadow) = finish::respond(&self.options, req, &settled, now);
         if global_shadow {
@@ -368,6 +312,85 @@ impl RateLimiter {
             });
         }
         Ok(response)
+    }
+
+    /// Plans `req` against its domain of `config` and the stored overrides in service at `now`,
+    /// counting what planning saw: descriptors of an unknown domain, failed predicates (even when
+    /// one fails the request) and the per-domain [`Tally`](plan::Tally).
+    fn plan<'a>(
+        &self,
+        config: &'a RateLimitConfig,
+        req: &'a Request,
+        now: Timestamp,
+    ) -> Result<Plans<'a>, RequestError> {
+        let domain = config.domain(&req.domain);
+        if domain.is_none() {
+            let domain = stats_key::sanitize(req.domain.as_str().into());
+            for _ in &req.descriptors {
+                self.stats.domain_not_found(&domain);
+            }
+        }
+        let stored = self.overrides.load();
+        let random = self.random.as_ref();
+        let default_mode = self.options.default_failure_mode;
+        let keys = &self.options.keys;
+        let planned = plan::plan_with(domain, &stored, req, keys, now, random, default_mode);
+        let plans = match planned {
+            Ok(plans) => plans,
+            Err(e) => {
+                // The failed predicate is counted although the request gets no decision.
+                if matches!(e, RequestError::PredicateFailed { .. }) {
+                    let domain = stats_key::sanitize(req.domain.as_str().into());
+                    self.stats.predicate_errors(&domain, 1);
+                }
+                return Err(e);
+            }
+        };
+        self.count_tally(req, plans.tally);
+        Ok(plans)
+    }
+
+    /// Counts a request's per-domain [`Tally`](plan::Tally) in the stats sink.
+    fn count_tally(&self, req: &Request, tally: plan::Tally) {
+        if tally.predicate_errors > 0 {
+            let domain = stats_key::sanitize(req.domain.as_str().into());
+            self.stats
+                .predicate_errors(&domain, u64::from(tally.predicate_errors));
+        }
+        if tally.unmatched > 0 || tally.capped > 0 || tally.stored_lookups > 0 {
+            let domain = stats_key::sanitize(req.domain.as_str().into());
+            if tally.stored_lookups > 0 {
+                let found = u64::from(tally.stored_found);
+                (self.stats).stored_overrides(&domain, u64::from(tally.stored_lookups), found);
+            }
+            if tally.unmatched > 0 {
+                self.stats.unmatched(&domain, u64::from(tally.unmatched));
+            }
+            if tally.capped > 0 {
+                self.stats
+                    .request_limit_capped(&domain, u64::from(tally.capped));
+            }
+        }
+    }
+
+    /// Records the statistics and signals of a request whose store answered (or that needed no
+    /// store): the Go counters, shedding outcomes and usage, soft-limit breaches.
+    fn record_settled(&self, settled: &[outcome::Settled<'_>], now: Timestamp) {
+        stats::record(self.stats.as_ref(), self.options.near_limit_ratio, settled);
+        for (key, class, outcome) in signals::outcomes(settled) {
+            self.stats.shed(key, class, outcome);
+        }
+        for usage in signals::usages(settled, now) {
+            self.stats.shed_usage(&usage);
+        }
+        for s in settled
+            .iter()
+            .filter(|s| signals::soft_breach(&self.options, s))
+        {
+            if let Plan::Limited(l) = s.plan {
+                self.stats.soft_breach(&l.stats_key);
+            }
+        }
     }
 
     /// Sends every op of `plans` to the store in one batch; one answer per op, in order.

@@ -142,16 +142,7 @@ mod tests {
     use super::*;
     use crate::config::Unit;
     use crate::limiter::stored_override::{NewOverride, PathEntry};
-
-    struct E(&'static str, &'static str);
-    impl EntryRef for E {
-        fn key(&self) -> &str {
-            self.0
-        }
-        fn value(&self) -> &str {
-            self.1
-        }
-    }
+    use crate::test_support::E;
 
     fn ov(id: &str, path: &[(&str, &str)], until: u64) -> StoredOverride {
         StoredOverride {

@@ -3,33 +3,11 @@
 //! `tests/fixtures/config/`.
 
 use crate::config::*;
+use crate::test_support::{E, config};
 
 const BASIC: &str = include_str!("../../../../../tests/fixtures/config/cfg-basic.yaml");
 const WILD: &str = include_str!("../../../../../tests/fixtures/config/cfg-wild.yaml");
 const FEATURES: &str = include_str!("../../../../../tests/fixtures/config/features.yaml");
-
-/// A request entry for tests.
-struct E(&'static str, &'static str);
-
-impl EntryRef for E {
-    fn key(&self) -> &str {
-        self.0
-    }
-    fn value(&self) -> &str {
-        self.1
-    }
-}
-
-fn config(yaml: &str) -> RateLimitConfig {
-    let file = ConfigFile {
-        name: "config.test.yaml".into(),
-        contents: yaml.into(),
-    };
-    match compile(&[file], &CompileOptions::default()) {
-        Ok(c) => c,
-        Err(e) => panic!("fixture does not compile:\n{e}"),
-    }
-}
 
 /// `(full_key, requests_per_unit, unit)` of the limit matched, or `None`.
 fn hit(cfg: &RateLimitConfig, domain: &str, entries: &[E]) -> Option<(String, u32, Option<Unit>)> {

@@ -4,41 +4,7 @@
 
 use crate::config::predicate::{Judge, Verdict};
 use crate::config::*;
-
-/// A request entry for tests.
-struct E(&'static str, &'static str);
-
-impl EntryRef for E {
-    fn key(&self) -> &str {
-        self.0
-    }
-    fn value(&self) -> &str {
-        self.1
-    }
-}
-
-fn compiled(yaml: &str) -> Result<RateLimitConfig, ConfigErrors> {
-    let file = ConfigFile {
-        name: "when.yaml".into(),
-        contents: yaml.into(),
-    };
-    compile(&[file], &CompileOptions::default())
-}
-
-fn config(yaml: &str) -> RateLimitConfig {
-    compiled(yaml).unwrap_or_else(|e| panic!("does not compile:\n{e}"))
-}
-
-fn errors(yaml: &str) -> Vec<(String, String)> {
-    match compiled(yaml) {
-        Ok(_) => panic!("compiled, but should have been refused"),
-        Err(e) => {
-            e.0.into_iter()
-                .map(|e| (e.path.clone(), e.explained()))
-                .collect()
-        }
-    }
-}
+use crate::test_support::{E, config, errors};
 
 /// The full key of the node matched for `entries` asking `hits`, with predicates evaluated.
 fn matched(cfg: &RateLimitConfig, entries: &[E], hits: u64) -> Option<String> {

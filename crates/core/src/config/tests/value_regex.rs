@@ -2,47 +2,13 @@
 //! whole-value anchoring, and every way a pattern is refused at load, each at its YAML path.
 
 use crate::config::*;
-
-/// A request entry for tests.
-struct E(&'static str, &'static str);
-
-impl EntryRef for E {
-    fn key(&self) -> &str {
-        self.0
-    }
-    fn value(&self) -> &str {
-        self.1
-    }
-}
-
-fn compiled(yaml: &str) -> Result<RateLimitConfig, ConfigErrors> {
-    let file = ConfigFile {
-        name: "paths.yaml".into(),
-        contents: yaml.into(),
-    };
-    compile(&[file], &CompileOptions::default())
-}
-
-fn config(yaml: &str) -> RateLimitConfig {
-    compiled(yaml).unwrap_or_else(|e| panic!("does not compile:\n{e}"))
-}
+use crate::test_support::{E, config, errors};
 
 /// `(full_key, how the last entry matched)` of the limit for `entries`, or `None`.
 fn hit(cfg: &RateLimitConfig, entries: &[E]) -> Option<(String, MatchKind)> {
     let m = cfg.domain("api")?.get_limit(entries)?;
     let kind = m.path.last()?.kind;
     Some((m.limit.full_key.clone(), kind))
-}
-
-fn errors(yaml: &str) -> Vec<(String, String)> {
-    match compiled(yaml) {
-        Ok(_) => panic!("compiled, but should have been refused"),
-        Err(e) => {
-            e.0.into_iter()
-                .map(|e| (e.path.clone(), e.explained()))
-                .collect()
-        }
-    }
 }
 
 const PRECEDENCE: &str = r#"

@@ -11,10 +11,11 @@ use proptest::prelude::*;
 use super::*;
 use crate::algorithm::{self, Window};
 use crate::clock::{ManualClock, Timestamp};
-use crate::config::{self, CompileOptions, ConfigFile, RateLimitConfig};
+use crate::config::RateLimitConfig;
 use crate::limiter::headers::RateLimitHeaders;
 use crate::limiter::{Code, LimiterOptions, RateLimiter};
 use crate::store::memory::MemoryStore;
+use crate::test_support;
 
 /// Ten per minute for every algorithm (buckets: a burst of ten).
 const CFG: &str = r#"
@@ -46,11 +47,7 @@ fn fixture() -> Fixture {
     let clock = Arc::new(ManualClock::new(Timestamp::from_secs(1_230)));
     let store = Arc::new(MemoryStore::new(1_000));
     let limiter = RateLimiter::new(store, clock.clone(), LimiterOptions::default());
-    let files = [ConfigFile {
-        name: "d.yaml".into(),
-        contents: CFG.into(),
-    }];
-    let config = config::compile(&files, &CompileOptions::default()).unwrap();
+    let config = test_support::config(CFG);
     Fixture {
         clock,
         limiter,

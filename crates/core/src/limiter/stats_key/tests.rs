@@ -3,8 +3,9 @@
 use std::borrow::Cow;
 
 use super::{for_match, sanitize};
-use crate::config::{CompileOptions, ConfigFile, RateLimitConfig, compile};
+use crate::config::RateLimitConfig;
 use crate::limiter::request::Entry;
+use crate::test_support::config;
 
 const BASIC: &str = include_str!("../../../../../tests/fixtures/config/cfg-basic.yaml");
 const WILD: &str = include_str!("../../../../../tests/fixtures/config/cfg-wild.yaml");
@@ -48,14 +49,6 @@ descriptors:
     value_to_metric: true
     rate_limit: {unit: minute, requests_per_unit: 5}
 "#;
-
-fn config(yaml: &str) -> RateLimitConfig {
-    let file = ConfigFile {
-        name: "config.test.yaml".into(),
-        contents: yaml.into(),
-    };
-    compile(&[file], &CompileOptions::default()).unwrap_or_else(|e| panic!("{e}"))
-}
 
 fn key(cfg: &RateLimitConfig, entries: &[(&str, &str)]) -> String {
     let entries: Vec<Entry> = entries.iter().map(|(k, v)| Entry::new(*k, *v)).collect();

@@ -7,11 +7,13 @@ use std::sync::Arc;
 use async_trait::async_trait;
 
 use crate::clock::ManualClock;
-use crate::config::{self, CompileOptions, ConfigFile};
 use crate::limiter::fallback::LocalFallback;
 use crate::limiter::*;
 use crate::resilience::Instances;
 use crate::store::{Answer, Op};
+use crate::test_support::config;
+
+use super::DownStore;
 
 const CFG: &str = r#"
 domain: d
@@ -36,26 +38,23 @@ impl Store for BreakerOpen {
         };
         Ok(vec![open; ops.len()])
     }
-    async fn reset(&self, _: &[Op], _: Timestamp) -> Result<u64, StoreError> {
-        Err(StoreError::Unavailable("connection refused".into()))
+    // Resets are refused as by a store that is down.
+    async fn reset(&self, ops: &[Op], now: Timestamp) -> Result<u64, StoreError> {
+        DownStore.reset(ops, now).await
     }
 
     async fn reset_prefix(
         &self,
-        _: &str,
-        _: usize,
-        _: Timestamp,
+        prefix: &str,
+        max_keys: usize,
+        now: Timestamp,
     ) -> Result<crate::store::PrefixReset, crate::store::ResetError> {
-        Err(StoreError::Unavailable("connection refused".into()).into())
+        DownStore.reset_prefix(prefix, max_keys, now).await
     }
 }
 
 fn setup(default_failure_mode: FailureMode, live: u64) -> (RateLimiter, RateLimitConfig) {
-    let files = [ConfigFile {
-        name: "d.yaml".into(),
-        contents: CFG.into(),
-    }];
-    let cfg = config::compile(&files, &CompileOptions::default()).unwrap();
+    let cfg = config(CFG);
     let clock = Arc::new(ManualClock::new(Timestamp::from_secs(1_000)));
     let instances = Arc::new(Instances::default());
     instances.seen(live);

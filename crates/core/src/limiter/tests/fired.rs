@@ -6,10 +6,8 @@ use std::sync::Arc;
 
 use serde_json::{Value, json};
 
-use crate::clock::ManualClock;
-use crate::config::{self, CompileOptions, ConfigFile};
 use crate::limiter::*;
-use crate::store::memory::MemoryStore;
+use crate::test_support::{config, memory_limiter};
 
 const CFG: &str = r#"
 domain: d
@@ -27,18 +25,11 @@ descriptors:
 "#;
 
 fn limiter() -> (RateLimiter, RateLimitConfig) {
-    let files = [ConfigFile {
-        name: "d.yaml".into(),
-        contents: CFG.into(),
-    }];
-    let cfg = config::compile(&files, &CompileOptions::default()).unwrap();
-    let clock = Arc::new(ManualClock::new(Timestamp::from_secs(1_000)));
     let options = LimiterOptions {
         dynamic_metadata: true,
         ..LimiterOptions::default()
     };
-    let store = Arc::new(MemoryStore::new(100));
-    (RateLimiter::new(store, clock, options), cfg)
+    (memory_limiter(options, Arc::new(NoStats)), config(CFG))
 }
 
 fn req(descriptors: &[&[(&str, &str)]]) -> Request {

@@ -4,10 +4,8 @@
 
 use std::sync::Arc;
 
-use crate::clock::ManualClock;
-use crate::config::{self, CompileOptions, ConfigFile};
 use crate::limiter::*;
-use crate::store::memory::MemoryStore;
+use crate::test_support::{compiled, config, memory_limiter};
 
 const CFG: &str = r#"
 domain: d
@@ -23,21 +21,8 @@ descriptors:
     rate_limit: {unit: minute, requests_per_unit: 3}
 "#;
 
-fn config(yaml: &str) -> RateLimitConfig {
-    let files = [ConfigFile {
-        name: "d.yaml".into(),
-        contents: yaml.into(),
-    }];
-    config::compile(&files, &CompileOptions::default()).unwrap()
-}
-
 fn limiter() -> RateLimiter {
-    let clock = Arc::new(ManualClock::new(Timestamp::from_secs(1_000)));
-    RateLimiter::new(
-        Arc::new(MemoryStore::new(100)),
-        clock,
-        LimiterOptions::default(),
-    )
+    memory_limiter(LimiterOptions::default(), Arc::new(NoStats))
 }
 
 /// The code and remaining hits of one request with one entry.
@@ -155,7 +140,7 @@ fn default_limit_is_listed_and_plans_count_what_matched_nothing() {
     let domain = cfg.domain("d").unwrap();
     assert_eq!(
         domain.max_request_limit,
-        Some(config::RequestLimitCap {
+        Some(crate::config::RequestLimitCap {
             requests_per_unit: 60,
             unit: crate::config::Unit::Minute
         })
@@ -260,11 +245,7 @@ descriptors:
   - key: k
     default_limit: {unit: second, requests_per_unit: 1}
 "#;
-    let files = [ConfigFile {
-        name: "d.yaml".into(),
-        contents: bad.into(),
-    }];
-    let e = config::compile(&files, &CompileOptions::default()).unwrap_err();
+    let e = compiled(bad).unwrap_err();
     let got: Vec<(String, String)> =
         e.0.iter()
             .map(|e| (e.path.clone(), e.message.clone()))

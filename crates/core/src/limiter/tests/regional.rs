@@ -6,10 +6,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::clock::{Clock, ManualClock};
-use crate::config::{self, CompileOptions, ConfigFile};
 use crate::limiter::*;
 use crate::region::RegionShares;
 use crate::store::memory::MemoryStore;
+use crate::test_support::config;
 
 const CFG: &str = r#"
 domain: d
@@ -33,11 +33,7 @@ fn region(name: Option<&str>) -> (RateLimiter, RateLimitConfig) {
 
 /// A limiter counting regional limits against `shares`, the config, and the limiter's clock.
 fn region_with(shares: Arc<RegionShares>) -> (RateLimiter, RateLimitConfig, Arc<ManualClock>) {
-    let files = [ConfigFile {
-        name: "d.yaml".into(),
-        contents: CFG.into(),
-    }];
-    let cfg = config::compile(&files, &CompileOptions::default()).unwrap();
+    let cfg = config(CFG);
     let clock = Arc::new(ManualClock::new(Timestamp::from_secs(1_000)));
     let store = Arc::new(MemoryStore::new(100));
     let limiter =
@@ -192,11 +188,7 @@ async fn the_cap_counts_keys_across_shards_and_frees_with_forgotten_ones() {
 #[tokio::test]
 async fn decimal_shares_are_enforced_exactly() {
     const EXACT: &str = "domain: d\ndescriptors:\n  - {key: world, rate_limit: {unit: minute, requests_per_unit: 100, regions: {shares: {eu: 0.57, us: 0.29}}}}\n";
-    let files = [ConfigFile {
-        name: "d.yaml".into(),
-        contents: EXACT.into(),
-    }];
-    let cfg = config::compile(&files, &CompileOptions::default()).unwrap();
+    let cfg = config(EXACT);
     let mut got = Vec::new();
     for r in ["eu", "us", "ap"] {
         let (limiter, _) = region(Some(r));

@@ -6,10 +6,8 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use crate::clock::ManualClock;
-use crate::config::{self, CompileOptions, ConfigFile};
 use crate::limiter::*;
-use crate::store::memory::MemoryStore;
+use crate::test_support::{self, memory_limiter};
 
 const CFG: &str = r#"
 domain: d
@@ -52,21 +50,11 @@ impl StatsSink for Errors {
 }
 
 fn config() -> RateLimitConfig {
-    let files = [ConfigFile {
-        name: "d.yaml".into(),
-        contents: CFG.into(),
-    }];
-    config::compile(&files, &CompileOptions::default()).unwrap()
+    test_support::config(CFG)
 }
 
 fn limiter(stats: Arc<Errors>) -> RateLimiter {
-    let clock = Arc::new(ManualClock::new(Timestamp::from_secs(1_000)));
-    RateLimiter::with_stats(
-        Arc::new(MemoryStore::new(100)),
-        clock,
-        LimiterOptions::default(),
-        stats,
-    )
+    memory_limiter(LimiterOptions::default(), stats)
 }
 
 async fn ask(

@@ -146,6 +146,32 @@ fn model(tat: &mut u128, limit: u64, w: u128, burst: u64, hits: u64, now: u64) -
     let backlog = tat.saturating_sub(n);
     let remaining = if ok { (cap - backlog) / w } else { 0 };
     let wait = if ok { 0 } else { (queue - cap).div_ceil(l) };
+    model_answer(ok, remaining, wait, backlog, (cap, w, l), now)
+}
+
+/// `d` in the form of a model's answer ([`model_answer`]).
+fn as_model_answer(d: &Decision) -> [u128; 5] {
+    [
+        u128::from(!d.over_limit),
+        u128::from(d.remaining),
+        d.wait.as_micros(),
+        u128::from(d.reset_after.as_secs()),
+        u128::from(d.expires_at.as_micros()),
+    ]
+}
+
+/// A model's answer once it decided `ok`, `remaining` and `wait` (µs) with `backlog` TAT units
+/// queued past `now` (µs), in a bucket of `cap` units, `w` units a hit and `l` units a µs:
+/// (admitted, remaining, wait µs, reset s, expiry µs). The reset is the time until one more hit
+/// conforms, at least a second when denied.
+fn model_answer(
+    ok: bool,
+    remaining: u128,
+    wait: u128,
+    backlog: u128,
+    (cap, w, l): (u128, u128, u128),
+    now: u64,
+) -> [u128; 5] {
     let one_more = (backlog + w).saturating_sub(cap).div_ceil(l);
     let reset = one_more.div_ceil(1_000_000).max(u128::from(!ok));
     [
@@ -176,14 +202,7 @@ proptest! {
             now += match kind { 0 => dt, 1 => next, _ => next.saturating_sub(1) };
             let want = model(&mut tat, limit, w, burst, hits, now);
             let d = apply(&mut b, &s, hits, Timestamp::from_micros(now));
-            let got = [
-                u128::from(!d.over_limit),
-                u128::from(d.remaining),
-                d.wait.as_micros(),
-                u128::from(d.reset_after.as_secs()),
-                u128::from(d.expires_at.as_micros()),
-            ];
-            prop_assert_eq!(got, want);
+            prop_assert_eq!(as_model_answer(&d), want);
         }
     }
 }

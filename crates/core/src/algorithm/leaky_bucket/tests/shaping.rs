@@ -1,18 +1,10 @@
 //! Leaky bucket shaping ([`shape`]): evenly spaced slots within a wait budget, hand-worked and
 //! against a model that keeps the TAT as an exact fraction of a microsecond (as in `tests/mod.rs`).
 
-use crate::algorithm::Algorithm;
+use super::{MS, as_model_answer, fresh, model_answer};
 use crate::algorithm::leaky_bucket::*;
-use crate::algorithm::tests::bucket::{at_ms, bucket_spec};
+use crate::algorithm::tests::bucket::at_ms;
 use proptest::prelude::*;
-
-/// A fresh bucket of `limit` per `window_secs` holding `burst`.
-fn fresh(limit: u64, window_secs: u64, burst: u64) -> (LimitSpec, LeakyBucketState) {
-    let spec = bucket_spec(Algorithm::LeakyBucket, limit, window_secs, burst);
-    (spec, LeakyBucketState::default())
-}
-
-const MS: Duration = Duration::from_millis(1);
 
 #[test]
 fn shaping_reserves_evenly_spaced_slots_within_the_wait_budget() {
@@ -56,9 +48,6 @@ fn shaping_a_cost_waits_for_all_its_intervals() {
     assert!(d.over_limit);
 }
 
-/// The shaping model: the TAT in 1/limit µs, with a wait budget of `max_wait` µs (`max_wait × limit` units;
-/// the backlog is read exactly, a minute past the capacity at most); returns (admitted, remaining,
-/// wait µs, reset s, expiry µs).
 /// The bucket the shaping model runs: its rate, the TAT units of one hit, and its burst.
 #[derive(Clone, Copy)]
 struct ModelBucket {
@@ -67,6 +56,9 @@ struct ModelBucket {
     burst: u64,
 }
 
+/// The shaping model: the TAT in 1/limit µs, with a wait budget of `max_wait` µs (`max_wait × limit` units;
+/// the backlog is read exactly, a minute past the capacity at most); returns (admitted, remaining,
+/// wait µs, reset s, expiry µs).
 fn shaped_model(
     tat: &mut u128,
     bucket: ModelBucket,
@@ -91,15 +83,7 @@ fn shaped_model(
     }
     let wait = queue.saturating_sub(cap).div_ceil(l);
     let remaining = if ok { cap.saturating_sub(after) / w } else { 0 };
-    let one_more = (after + w).saturating_sub(cap).div_ceil(l);
-    let reset = one_more.div_ceil(1_000_000).max(u128::from(!ok));
-    [
-        u128::from(ok),
-        remaining,
-        wait,
-        reset,
-        u128::from(now) + after.div_ceil(l),
-    ]
+    model_answer(ok, remaining, wait, after, (cap, w, l), now)
 }
 
 proptest! {
@@ -124,14 +108,7 @@ proptest! {
             let max_wait = budgets[budget];
             let want = shaped_model(&mut tat, ModelBucket { limit, w, burst }, hits, max_wait, now);
             let d = shape(&mut b, &s, hits, Duration::from_micros(max_wait), Timestamp::from_micros(now));
-            let got = [
-                u128::from(!d.over_limit),
-                u128::from(d.remaining),
-                d.wait.as_micros(),
-                u128::from(d.reset_after.as_secs()),
-                u128::from(d.expires_at.as_micros()),
-            ];
-            prop_assert_eq!(got, want);
+            prop_assert_eq!(as_model_answer(&d), want);
             if hits <= burst {
                 prop_assert_eq!(d.over_limit, d.wait > Duration::from_micros(max_wait));
             }
