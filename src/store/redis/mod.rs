@@ -16,6 +16,7 @@ pub(crate) mod describe;
 mod fixed_window;
 mod group;
 pub(crate) mod heartbeat;
+mod join;
 mod leaky_bucket;
 mod lease;
 mod options;
@@ -75,6 +76,8 @@ pub struct RedisStore {
     quota_demand: Script,
     response_timeout: Duration,
     deadlines: Deadlines,
+    /// Joins the script calls of concurrent requests (`join.rs`).
+    joiner: join::Joiner,
     stop_increment_when_over_limit: bool,
     jitter_max_secs: u64,
     local_cache: Option<OverLimitCache>,
@@ -137,10 +140,11 @@ impl RedisStore {
         window.key_ttl_secs(now) + jitter
     }
 
-    /// Runs `script` for `indices` of `ops` on `conn`: one call.
+    /// Runs `script` for `indices` of `ops` on `conn` (the per-second Redis's when `per_second`):
+    /// one call, or a part of one joined with concurrent requests' (`join.rs`).
     async fn run(
         &self,
-        conn: &RedisConn,
+        (conn, per_second): (&RedisConn, bool),
         ops: &[Op],
         ScriptKind { algorithm, leased }: ScriptKind,
         indices: &[usize],
@@ -154,6 +158,8 @@ impl RedisStore {
             increment,
             now,
             deadline: self.deadlines.next(),
+            join: conn.joins_calls().then_some(&self.joiner),
+            per_second,
         };
         if leased && algorithm == Algorithm::TokenBucket {
             return bucket_lease::run(&g, &self.bucket_lease, &self.leases).await;
