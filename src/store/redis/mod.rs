@@ -1,6 +1,7 @@
 //! The Redis store: counters shared by every ratelimitd instance, updated atomically with one Lua
-//! script call per request (per hash slot on Redis Cluster), all calls of a request in flight at
-//! once, and every call bounded by `REDIS_RESPONSE_TIMEOUT`.
+//! script call per request and algorithm (per hash slot on Redis Cluster), all calls of a request
+//! in flight at once, the calls of concurrent requests joined into one where they can be
+//! (`join.rs`), and every request's calls bounded by `REDIS_RESPONSE_TIMEOUT`.
 //!
 //! Redis only keeps state (one script per algorithm: `fixed_window`, `token_bucket`,
 //! `sliding_window`, `sliding_log`, `leaky_bucket`); decisions come from the same pure Rust
