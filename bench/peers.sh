@@ -15,7 +15,8 @@
 #   bench/peers.sh latency       # p50/p99 and server CPU at fixed rates (RATES, per server)
 #   RATELIMITD_BIN=path          # measures that ratelimitd binary instead of building one
 #   STORES="memory redis"        # the stores measured
-#   SERVERS="floor ratelimitd"   # instructions: the servers measured (default all three)
+#   SERVERS="floor ratelimitd"   # the servers measured (default all three; the floor only in
+#                                # `instructions`); SERVERS=ratelimitd needs no limitador
 #   STEAL_MAX_MS=100             # a saturated run the host took more from is run again
 #
 # Both servers get the same limit (domain `bench`, descriptor key `k`, 10^9 per hour, a counter per
@@ -42,6 +43,10 @@
 # run again, at most twice, whichever server it was; of the tries, the one with the least steal
 # is printed, and when even that one is over STEAL_MAX_MS the summary leaves it out (it says how
 # many rounds each figure is over; with no quiet round at all it uses them all and says so).
+# On Redis, every row also prints `calls/dec`: the script calls Redis ran (`INFO commandstats`,
+# EVALSHA and EVAL) per decision of the saturated run (`instructions` prints it over its two runs),
+# below 1 when concurrent requests share calls. Without limitador in SERVERS only ratelimitd is
+# run, and with both stores the summary ends with ratelimitd's Redis / memory cost per decision.
 # Every run is bounded by SECONDS_PER_RUN; nothing here asserts a time.
 #
 # `latency` runs the paced generator of the half-load runs at each of RATES (default 5000 10000
@@ -82,7 +87,7 @@ target=${CARGO_TARGET_DIR:-target}
 
 SERVERS=${SERVERS:-floor ratelimitd limitador}
 needs_limitador=1
-[ "$MODE" != instructions ] || [[ " $SERVERS " == *" limitador "* ]] || needs_limitador=
+[[ " $SERVERS " == *" limitador "* ]] || needs_limitador=
 if [ -n "$needs_limitador" ] && [ ! -x "$LIMITADOR_BIN" ]; then
   cat >&2 <<EOF
 limitador-server not found at $LIMITADOR_BIN (set LIMITADOR_BIN). Build it from its source,
@@ -179,6 +184,12 @@ start() {
   exit 1
 }
 stop() { kill "$server"; wait "$server" 2>/dev/null || true; }
+# Script calls Redis has run since its statistics were last reset (`INFO commandstats`: EVALSHA
+# and EVAL, one round trip each), for the script calls per decision of a Redis run.
+script_calls() {
+  redis-cli -p "$rport" info commandstats |
+    awk -F'[=,:]' '/^cmdstat_evalsha:|^cmdstat_eval:/ {n += $3} END {print n + 0}'
+}
 cpu() { awk '{sub(/.*\) /, ""); print $12 + $13}' "/proc/$1/stat"; }
 tck=$(getconf CLK_TCK)
 # Time the hypervisor ran something else while this machine's cores wanted to run (the steal
@@ -186,25 +197,32 @@ tck=$(getconf CLK_TCK)
 steal() { awk '/^cpu / {print $9}' /proc/stat; }
 steal_ms() { awk -v a="$1" -v b="$2" -v t="$tck" 'BEGIN {printf "%.0f", (b - a) * 1000 / t}'; }
 per_cpu() { awk -v n="$1" -v a="$2" -v b="$3" -v t="$tck" 'BEGIN {printf "%.0f", n / ((b - a) / t)}'; }
+# Script calls per decision of a run of $1 decisions that began at $2 script calls; `-` for none.
+calls_per() {
+  awk -v n="$1" -v a="$2" -v b="$(script_calls)" 'BEGIN {if (b > a) printf "%.3f", (b - a) / n; else print "-"}'
+}
 pct() { sort -n | awk -v p="$1" '{v[NR] = $1} END {i = int((NR - 1) * p + 0.5) + 1; printf "%.2f", v[i] / 1000}'; }
 
 # One saturated run of generator $1 against the running server; prints
-# "decisions/s per-cpu-second p50-ms p99-ms".
+# "decisions/s per-cpu-second p50-ms p99-ms steal-ms script-calls-per-decision" (the last `-` on
+# the memory store).
 saturate() {
-  local before after out steal_before stolen
+  local before after out steal_before stolen calls_before calls
+  calls_before=$(script_calls)
   before=$(cpu "$server")
   steal_before=$(steal)
   if [ "$1" = loadgen ]; then
     out=$(taskset -c 1 "$load" --target "127.0.0.1:$grpc_port" --domain bench --key k \
       --connections 4 --concurrency 256 --seconds "$SECS" --keys 10000)
     after=$(cpu "$server")
+    calls=$(calls_per "$(echo "$out" | awk '/^requests/ {print $2}')" "$calls_before")
     echo "$out" | grep -q 'errors 0)' || { echo "errors: $out" >&2; exit 1; }
     local n rate p50 p99
     n=$(echo "$out" | awk '/^requests/ {print $2}')
     rate=$(echo "$out" | awk '/^requests/ {print $5}')
     p50=$(echo "$out" | awk '/^latency/ {print $4}')
     p99=$(echo "$out" | awk '/^latency/ {print $8}')
-    echo "$rate $(per_cpu "$n" "$before" "$after") $p50 $p99 $(steal_ms "$steal_before" "$(steal)")"
+    echo "$rate $(per_cpu "$n" "$before" "$after") $p50 $p99 $(steal_ms "$steal_before" "$(steal)") $calls"
   else
     # Two runs: the counted one writes no per-request log, the second (latency only) does. h2load
     # has one thread; writing a line per request slows it enough that it sends smaller bursts,
@@ -218,6 +236,7 @@ saturate() {
     stolen=$(steal_ms "$steal_before" "$(steal)")
     local n ok2xx
     n=$(awk '/^requests:/ {print $8}' "$work/h2.out")
+    calls=$(calls_per "$n" "$calls_before")
     ok2xx=$(awk '/^status codes:/ {print $3}' "$work/h2.out")
     [ -n "$n" ] && [ "$n" = "$ok2xx" ] && grep -q ' 0 failed, 0 errored' "$work/h2.out" ||
       { echo "h2load: failed streams: $(cat "$work/h2.out")" >&2; exit 1; }
@@ -225,7 +244,7 @@ saturate() {
     "${h2[@]}" -D "$((SECS / 2 + 1))" --log-file="$work/h2.log" "$url" >/dev/null
     [ "$(awk '$2 != 200' "$work/h2.log" | wc -l)" -eq 0 ] || { echo "h2load: failed streams" >&2; exit 1; }
     echo "$(awk -v n="$n" -v s="$SECS" 'BEGIN {printf "%.0f", n / s}') $(per_cpu "$n" "$before" "$after")" \
-      "$(cut -f3 "$work/h2.log" | pct 0.5) $(cut -f3 "$work/h2.log" | pct 0.99) $stolen"
+      "$(cut -f3 "$work/h2.log" | pct 0.5) $(cut -f3 "$work/h2.log" | pct 0.99) $stolen $calls"
   fi
 }
 
@@ -262,6 +281,8 @@ instructions() {
     [ "$gen" = h2load ] || drive+=(-H 'grpc-encoding: identity')
     drive+=("http://127.0.0.1:$grpc_port/envoy.service.ratelimit.v3.RateLimitService/ShouldRateLimit")
   fi
+  local calls_before
+  calls_before=$(script_calls)
   per=$(callgrind_per_decision "$server" "$host" "$work/callgrind.out" "$DECISIONS" \
     "$out_dir/$who-$store-$gen.callgrind" -- "${drive[@]}") ||
     { echo "$who ($store, $gen): a run failed" >&2; exit 1; }
@@ -271,8 +292,9 @@ instructions() {
   elif [ "$who" = ratelimitd ] && [ -n "${floor_per[$gen]:-}" ]; then
     times=$(awk -v a="$per" -v b="${floor_per[$gen]}" 'BEGIN {printf "%.2fx floor", a / b}')
   fi
-  printf '%-6s %-12s %-10s %22s  %-14s %s\n' "$store" "$gen" "$who" "$per" \
-    "$(cut -d' ' -f1-3 /proc/loadavg)" "$times"
+  # Script calls per decision over the warm-up and the counted run (Redis only; `-` otherwise).
+  printf '%-6s %-12s %-10s %22s %9s  %-14s %s\n' "$store" "$gen" "$who" "$per" \
+    "$(calls_per $((2 * DECISIONS)) "$calls_before")" "$(cut -d' ' -f1-3 /proc/loadavg)" "$times"
 }
 
 if [ "$MODE" = instructions ]; then
@@ -281,8 +303,8 @@ if [ "$MODE" = instructions ]; then
   echo "# $(date -u '+%F %H:%M UTC'), callgrind, $DECISIONS decisions after as many warm-up ones"
   [ -z "$needs_limitador" ] ||
     echo "# limitador: $LIMITADOR_BIN ($("$LIMITADOR_BIN" --version 2>/dev/null | head -1))"
-  printf '%-6s %-12s %-10s %22s  %-14s %s\n' store gen server instructions/decision load-avg \
-    'ratelimitd / floor'
+  printf '%-6s %-12s %-10s %22s %9s  %-14s %s\n' store gen server instructions/decision calls/dec \
+    load-avg 'ratelimitd / floor'
   # The floor's figure per generator, for the ratio on ratelimitd's lines.
   declare -A floor_per=()
   if [[ " $SERVERS " == *" floor "* ]]; then
@@ -306,10 +328,16 @@ fi
 # The first lines of a run's output: when, on what, against which limitador.
 banner() {
   echo "# $(date -u '+%F %H:%M UTC'), $(nproc) cores: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2)"
-  echo "# limitador: $LIMITADOR_BIN ($("$LIMITADOR_BIN" --version 2>/dev/null | head -1))"
+  [ -z "$needs_limitador" ] ||
+    echo "# limitador: $LIMITADOR_BIN ($("$LIMITADOR_BIN" --version 2>/dev/null | head -1))"
 }
 # The servers in the order round $1 runs them: ratelimitd first in odd rounds, limitador in even.
-in_turn() { if [ $(($1 % 2)) -eq 1 ]; then echo ratelimitd limitador; else echo limitador ratelimitd; fi; }
+# Only the servers SERVERS names.
+in_turn() {
+  local order=(ratelimitd limitador) who
+  [ $(($1 % 2)) -eq 1 ] || order=(limitador ratelimitd)
+  for who in "${order[@]}"; do [[ " $SERVERS " != *" $who "* ]] || echo "$who"; done
+}
 
 if [ "$MODE" = latency ]; then
   banner
@@ -335,9 +363,9 @@ fi
 
 results=$work/results
 banner
-printf '%-6s %-5s %-8s %-10s %10s %12s %8s %8s %6s %9s %9s %9s %10s %8s  %s\n' round store gen \
-  server decisions/s per-cpu-s p50-ms p99-ms steal half-p50 half-p99 half-late half-steal half-cpu \
-  load-avg
+printf '%-6s %-5s %-8s %-10s %10s %12s %8s %8s %6s %9s %9s %9s %10s %8s %9s  %s\n' round store \
+  gen server decisions/s per-cpu-s p50-ms p99-ms steal half-p50 half-p99 half-late half-steal \
+  half-cpu calls/dec load-avg
 for round in $(seq "$ROUNDS"); do
   for store in $STORES; do
     for who in $(in_turn "$round"); do
@@ -348,19 +376,19 @@ for round in $(seq "$ROUNDS"); do
         # Of the tries, the one the host took least from counts.
         kept=
         for try in 1 2 3; do
-          read -r rate per p50 p99 stolen < <(saturate "$gen")
-          if [ -z "$kept" ] || [ "$stolen" -lt "${kept##* }" ]; then
-            kept="$rate $per $p50 $p99 $stolen"
+          read -r rate per p50 p99 stolen calls < <(saturate "$gen")
+          if [ -z "$kept" ] || [ "$stolen" -lt "$(echo "$kept" | cut -d' ' -f5)" ]; then
+            kept="$rate $per $p50 $p99 $stolen $calls"
           fi
           [ "$stolen" -gt "$STEAL_MAX_MS" ] && [ "$try" -lt 3 ] || break
           echo "# round $round, $store, $gen, $who: set aside and run again, the host took" \
             "$stolen ms ($rate decisions/s, $per per CPU-second)"
         done
-        read -r rate per p50 p99 stolen <<<"$kept"
+        read -r rate per p50 p99 stolen calls <<<"$kept"
         read -r h50 h99 hlate hstolen hcpu < <(paced $((rate / 2)))
-        line=$(printf '%-6s %-5s %-8s %-10s %10s %12s %8s %8s %6s %9s %9s %9s %10s %8s  %s' \
+        line=$(printf '%-6s %-5s %-8s %-10s %10s %12s %8s %8s %6s %9s %9s %9s %10s %8s %9s  %s' \
           "$round" "$store" "$gen" "$who" "$rate" "$per" "$p50" "$p99" "$stolen" "$h50" "$h99" \
-          "$hlate" "$hstolen" "$hcpu" "$(cut -d' ' -f1-3 /proc/loadavg)")
+          "$hlate" "$hstolen" "$hcpu" "$calls" "$(cut -d' ' -f1-3 /proc/loadavg)")
         echo "$line"
         echo "$line" >>"$results"
       done
@@ -371,31 +399,54 @@ done
 
 # Per store and generator: each server's best and median decisions per server CPU-second over
 # its rounds the host left alone (steal at most STEAL_MAX_MS; all rounds when none was), how many
-# rounds that is, and the ratios ratelimitd / limitador of the best and of the medians.
+# rounds that is, and the ratios ratelimitd / limitador of the best and of the medians (without
+# limitador in SERVERS, ratelimitd's figures alone). Then, with both stores measured, what a Redis
+# decision costs ratelimitd in server CPU as a multiple of a memory decision (memory's decisions
+# per CPU-second over Redis's, of the bests and of the medians).
 echo
-printf '%-6s %-8s %28s %28s %14s\n' store gen 'ratelimitd best/median (n)' \
-  'limitador best/median (n)' 'ratio best/med'
+if [ -n "$needs_limitador" ]; then
+  printf '%-6s %-8s %28s %28s %14s\n' store gen 'ratelimitd best/median (n)' \
+    'limitador best/median (n)' 'ratio best/med'
+else
+  printf '%-6s %-8s %28s\n' store gen 'ratelimitd best/median (n)'
+fi
+# Server $1's per-CPU-second figures on store $3 under generator $4 of the rounds with at most $2
+# ms of steal.
+rounds() {
+  awk -v s="$3" -v g="$4" -v w="$1" -v m="$2" \
+    '$2 == s && $3 == g && $4 == w && $9 <= m {print $6}' "$results"
+}
+# "best median rounds" of server $1 on store $2 under generator $3.
+stats() {
+  local quiet
+  quiet=$(rounds "$1" "$STEAL_MAX_MS" "$2" "$3")
+  if [ -z "$quiet" ]; then
+    echo "# $2, $3, $1: the host took more than $STEAL_MAX_MS ms of every round;" \
+      "these figures count them all" >&2
+    quiet=$(rounds "$1" 1000000000 "$2" "$3")
+  fi
+  echo "$quiet" | sort -n |
+    awk '{v[NR] = $1} END {printf "%d %d %d\n", v[NR], v[int((NR + 1) / 2)], NR}'
+}
 for store in $STORES; do
   for gen in loadgen h2load; do
-    # Server $1's per-CPU-second figures of the rounds with at most $2 ms of steal.
-    rounds() {
-      awk -v s="$store" -v g="$gen" -v w="$1" -v m="$2" \
-        '$2 == s && $3 == g && $4 == w && $9 <= m {print $6}' "$results"
-    }
-    stats() {
-      local quiet
-      quiet=$(rounds "$1" "$STEAL_MAX_MS")
-      if [ -z "$quiet" ]; then
-        echo "# $store, $gen, $1: the host took more than $STEAL_MAX_MS ms of every round;" \
-          "these figures count them all" >&2
-        quiet=$(rounds "$1" 1000000000)
-      fi
-      echo "$quiet" | sort -n |
-        awk '{v[NR] = $1} END {printf "%d %d %d\n", v[NR], v[int((NR + 1) / 2)], NR}'
-    }
-    read -r rb rm rn < <(stats ratelimitd)
-    read -r lb lm ln < <(stats limitador)
+    read -r rb rm rn < <(stats ratelimitd "$store" "$gen")
+    if [ -z "$needs_limitador" ]; then
+      printf '%-6s %-8s %28s\n' "$store" "$gen" "$rb / $rm ($rn)"
+      continue
+    fi
+    read -r lb lm ln < <(stats limitador "$store" "$gen")
     printf '%-6s %-8s %28s %28s %14s\n' "$store" "$gen" "$rb / $rm ($rn)" "$lb / $lm ($ln)" \
       "$(awk -v a="$rb" -v b="$lb" -v c="$rm" -v d="$lm" 'BEGIN {printf "%.2fx / %.2fx", a / b, c / d}')"
   done
 done
+if [[ " $STORES " == *" memory "* && " $STORES " == *" redis "* ]]; then
+  echo
+  printf '%-8s %34s\n' gen 'ratelimitd Redis / memory best/med'
+  for gen in loadgen h2load; do
+    read -r mb mm _ < <(stats ratelimitd memory "$gen")
+    read -r xb xm _ < <(stats ratelimitd redis "$gen")
+    printf '%-8s %34s\n' "$gen" \
+      "$(awk -v a="$mb" -v b="$xb" -v c="$mm" -v d="$xm" 'BEGIN {printf "%.2fx / %.2fx", a / b, c / d}')"
+  done
+fi

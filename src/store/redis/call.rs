@@ -1,8 +1,9 @@
 //! One script call for a group of operations (one connection, one hash slot, one algorithm), shared
 //! by the algorithm runners: every runner sends the keys of its operations with a fixed number of
 //! arguments each, gets back a fixed number of integers per operation, and turns each slice into a
-//! decision with its algorithm's `decide`. Also how operations are split into slots, and each
-//! call's deadline.
+//! decision with its algorithm's `decide`; the algorithm scripts' calls of concurrent requests
+//! are joined into one where they can be (`join.rs`). Also how operations are split into slots,
+//! and each call's deadline (a joined call carries the earliest of its requests').
 //!
 //! The deadline: a call that times out is answered by the limit's failure policy, yet it may still
 //! sit in Redis's input buffer (a hung Redis reads it when it resumes) and would be counted then,
@@ -19,12 +20,13 @@
 //! main Redis (NTP); a clock ahead by more than the margin refuses late-starting calls early, one
 //! behind lets them through late.
 
-use std::sync::Arc;
+use std::sync::{Arc, LazyLock};
 use std::time::Duration;
 
 use redis::{RedisError, Script};
 
 use super::conn::RedisConn;
+use super::join::{self, Joined, Joiner};
 use ratelimitd_core::algorithm::{Algorithm, Decision};
 use ratelimitd_core::clock::{Clock, OffsetClock, SystemClock, Timestamp};
 use ratelimitd_core::store::Op;
@@ -127,6 +129,10 @@ pub(super) struct Group<'a> {
     pub(super) now: Timestamp,
     /// The call's deadline ([`Deadlines::next`]), sent as the script's last argument.
     pub(super) deadline: u64,
+    /// Where calls of concurrent requests are joined (`join.rs`); `None` where they cannot be.
+    pub(super) join: Option<&'a Joiner>,
+    /// True when the call goes to the per-second Redis.
+    pub(super) per_second: bool,
 }
 
 impl Group<'_> {
@@ -172,6 +178,45 @@ impl Group<'_> {
         self.eval_args(script, &args, width, decide).await
     }
 
+    /// [`Group::eval`], joined with the calls of concurrent requests when it can be (`join.rs`):
+    /// `joined` is the algorithm's joined script, `args` start with `header` (0 or 1) arguments
+    /// the script takes once, then the same number for every op. Calls whose fixed windows
+    /// decide together which of them to increment (`Increment::OnlyOver`) stay on their own.
+    pub(super) async fn eval_joined(
+        &self,
+        script: &Script,
+        joined: &'static Joined,
+        header: usize,
+        args: &[u64],
+        width: usize,
+        decide: impl Fn(&Op, &[i64]) -> Decision,
+    ) -> Result<Vec<(usize, Decision)>, RedisError> {
+        if let Some(joiner) = self.join
+            && self.increment != Increment::OnlyOver
+            && header <= 1
+            && !self.indices.is_empty()
+        {
+            let call = join::Call {
+                per_second: self.per_second,
+                conn: self.conn,
+                script: LazyLock::force(joined),
+                header: args[..header].first().copied(),
+                keys: self.ops().map(|op| op.key.clone()).collect(),
+                args: &args[header..],
+                stride: (args.len() - header) / self.indices.len(),
+                deadline: self.deadline,
+            };
+            if let Some(reply) = joiner.submit(call) {
+                let out = match reply.await {
+                    Ok(out) => out?,
+                    Err(_) => return Err(join_dropped()),
+                };
+                return self.decide_all(&out, width, decide);
+            }
+        }
+        self.eval(script, args, width, decide).await
+    }
+
     /// Runs the call for [`Group::eval`] and [`Group::eval_text`] (whose args end with the
     /// deadline).
     async fn eval_args<A: redis::ToRedisArgs + Sync>(
@@ -183,6 +228,17 @@ impl Group<'_> {
     ) -> Result<Vec<(usize, Decision)>, RedisError> {
         let keys: Vec<&str> = self.ops().map(|op| op.key.as_str()).collect();
         let out = self.conn.eval(script, &keys, args).await?;
+        self.decide_all(&out, width, decide)
+    }
+
+    /// Checks that a call returned `width` values per operation, and decides each operation from
+    /// its values.
+    fn decide_all(
+        &self,
+        out: &[i64],
+        width: usize,
+        decide: impl Fn(&Op, &[i64]) -> Decision,
+    ) -> Result<Vec<(usize, Decision)>, RedisError> {
         if out.len() != width * self.indices.len() {
             // A script of another version (or a proxy mangling replies): refuse rather than guess.
             return Err(RedisError::from((
@@ -198,6 +254,14 @@ impl Group<'_> {
             .map(|(&i, values)| (i, decide(&self.ops[i], values)))
             .collect())
     }
+}
+
+/// The error of a request whose joined call was dropped unanswered (the runtime shutting down).
+fn join_dropped() -> RedisError {
+    RedisError::from(std::io::Error::new(
+        std::io::ErrorKind::Interrupted,
+        "the joined script call ended without a reply",
+    ))
 }
 
 /// Error codes that mean Redis cannot do the work now, whatever the call's data: out of memory,

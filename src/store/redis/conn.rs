@@ -10,12 +10,13 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use arc_swap::ArcSwapOption;
+use redis::aio::ConnectionLike;
 use redis::aio::{ConnectionManager, ConnectionManagerConfig, MultiplexedConnection};
 use redis::cluster_async::ClusterConnection;
 use redis::sentinel::{SentinelClient, SentinelClientBuilder, SentinelServerType};
 use redis::{
-    AsyncConnectionConfig, Client, ConnectionAddr, IntoConnectionInfo, RedisConnectionInfo,
-    RedisError, Script, TlsMode,
+    AsyncConnectionConfig, Client, Cmd, ConnectionAddr, ErrorKind, IntoConnectionInfo,
+    RedisConnectionInfo, RedisError, Script, ServerErrorKind, TlsMode, Value,
 };
 use tokio::sync::Mutex;
 
@@ -89,6 +90,78 @@ impl SentinelConn {
             .await?;
         self.current.store(Some(Arc::new(conn.clone())));
         Ok(conn)
+    }
+}
+
+impl SentinelConn {
+    /// [`run_script`] on the primary; an I/O error, a timeout or READONLY make the next call ask
+    /// the sentinels again (the primary may have moved).
+    async fn run_script(&self, script: &Script, cmd: &Cmd) -> Result<Value, RedisError> {
+        let mut c = self.connection().await?;
+        let r = run_script(&mut c, script, cmd).await;
+        if let Err(e) = &r
+            && (e.is_io_error() || e.is_timeout() || e.to_string().contains("READONLY"))
+        {
+            self.current.store(None);
+        }
+        r
+    }
+}
+
+/// An owned connection a joined script call is sent on (`join.rs`).
+pub(crate) enum ScriptConn {
+    /// A connection of a single server's pool.
+    Single(ConnectionManager),
+    /// The primary behind Sentinel.
+    Sentinel(Arc<SentinelConn>),
+}
+
+impl ScriptConn {
+    /// [`RedisConn::evalsha`] on this connection.
+    pub(super) async fn run(&self, script: &Script, cmd: &Cmd) -> Result<Value, RedisError> {
+        match self {
+            ScriptConn::Single(c) => run_script(&mut c.clone(), script, cmd).await,
+            ScriptConn::Sentinel(s) => s.run_script(script, cmd).await,
+        }
+    }
+}
+
+/// The `EVALSHA` of `script` with `keys` and `args`, written straight into one command (no
+/// vector per argument, as redis-rs's `ScriptInvocation` makes, and no copy of them).
+pub(crate) fn evalsha<A: redis::ToRedisArgs>(script: &Script, keys: &[&str], args: &[A]) -> Cmd {
+    let bytes: usize = keys.iter().map(|k| k.len()).sum();
+    let mut cmd = Cmd::with_capacity(3 + keys.len() + args.len(), 64 + bytes + 12 * args.len());
+    cmd.arg("EVALSHA").arg(script.get_hash()).arg(keys.len());
+    for k in keys {
+        cmd.arg(*k);
+    }
+    for a in args {
+        cmd.arg(a);
+    }
+    cmd
+}
+
+/// Sends `cmd`, an `EVALSHA` of `script`, on `c`; on NOSCRIPT (Redis restarted, or `SCRIPT
+/// FLUSH`) loads the script and sends it again. Returns the reply with errors inside it kept as
+/// values; an error reply of the whole command is an error.
+async fn run_script<C: ConnectionLike>(
+    c: &mut C,
+    script: &Script,
+    cmd: &Cmd,
+) -> Result<Value, RedisError> {
+    match c.req_packed_command(cmd).await? {
+        Value::ServerError(e) => {
+            let e = RedisError::from(e);
+            if e.kind() != ErrorKind::Server(ServerErrorKind::NoScript) {
+                return Err(e);
+            }
+            script.load_async(c).await?;
+            match c.req_packed_command(cmd).await? {
+                Value::ServerError(e) => Err(e.into()),
+                v => Ok(v),
+            }
+        }
+        v => Ok(v),
     }
 }
 
@@ -278,32 +351,42 @@ impl RedisConn {
         keys: &[&str],
         args: &[A],
     ) -> Result<Vec<i64>, RedisError> {
-        let mut inv = script.prepare_invoke();
-        for k in keys {
-            inv.key(*k);
-        }
-        for a in args {
-            inv.arg(a);
-        }
+        let reply = self.evalsha(script, &evalsha(script, keys, args)).await?;
+        Ok(redis::from_redis_value(reply.extract_error()?)?)
+    }
+
+    /// Sends `cmd`, an `EVALSHA` of `script`, and returns its reply as it came (errors inside an
+    /// array kept as values); an error reply of the whole call is an error.
+    pub(crate) async fn evalsha(&self, script: &Script, cmd: &Cmd) -> Result<Value, RedisError> {
         match self.resolved() {
             RedisConn::Single { conns } => {
                 let mut c = conns[stripe::thread_number() % conns.len()].clone();
-                inv.invoke_async(&mut c).await
+                run_script(&mut c, script, cmd).await
             }
-            RedisConn::Cluster(c) => inv.invoke_async(&mut c.clone()).await,
-            RedisConn::Sentinel(s) => {
-                let mut c = s.connection().await?;
-                let r = inv.invoke_async(&mut c).await;
-                if let Err(e) = &r
-                    && (e.is_io_error() || e.is_timeout() || e.to_string().contains("READONLY"))
-                {
-                    // The primary may have moved: resolve it again on the next call.
-                    s.current.store(None);
-                }
-                r
-            }
+            RedisConn::Cluster(c) => run_script(&mut c.clone(), script, cmd).await,
+            RedisConn::Sentinel(s) => s.run_script(script, cmd).await,
             RedisConn::Pending(p) => Err(p.not_connected()),
         }
+    }
+
+    /// The connection of this runtime thread, owned, for a call that joins several requests'
+    /// (`join.rs`): none for Cluster (each slot has its own calls) or a connection not made yet.
+    pub(super) fn script_conn(&self) -> Option<ScriptConn> {
+        match self.resolved() {
+            RedisConn::Single { conns } => Some(ScriptConn::Single(
+                conns[stripe::thread_number() % conns.len()].clone(),
+            )),
+            RedisConn::Sentinel(s) => Some(ScriptConn::Sentinel(s.clone())),
+            RedisConn::Cluster(_) | RedisConn::Pending(_) => None,
+        }
+    }
+
+    /// Whether calls on this connection can be joined ([`RedisConn::script_conn`]).
+    pub(super) fn joins_calls(&self) -> bool {
+        matches!(
+            self.resolved(),
+            RedisConn::Single { .. } | RedisConn::Sentinel(_)
+        )
     }
 
     /// The server's clock (`TIME`), for `REDIS_USE_SERVER_TIME`.

@@ -5,6 +5,7 @@
 use redis::{RedisError, Script};
 
 use super::call::Group;
+use super::join::{self, Joined};
 use ratelimitd_core::algorithm::{Decision, Window, fixed_window};
 
 /// The fixed window script.
@@ -14,6 +15,10 @@ pub(super) fn script() -> Script {
         include_str!("../../../lua/fixed_window.lua")
     ))
 }
+
+/// The fixed window script that joins concurrent requests' calls (`join.rs`).
+pub(super) static JOINED: Joined =
+    Joined::new(|| join::script(include_str!("../../../lua/fixed_window.lua")));
 
 /// Applies the operations of `g` (all fixed windows) in one script call. `g.increment` is the
 /// script's ARGV[1] (see the script); `ttl` gives each window's key lifetime in seconds.
@@ -36,7 +41,7 @@ pub(super) async fn run(
         };
         args.extend([op.hits, op.spec.limit, ttl(op.spec.window), refund]);
     }
-    g.eval(script, &args, 2, |op, c| {
+    g.eval_joined(script, &JOINED, 1, &args, 2, |op, c| {
         let (after, moved) = (c[0].max(0) as u64, c[1].max(0) as u64);
         let spec = &op.spec;
         if op.refund {

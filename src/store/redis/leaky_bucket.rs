@@ -5,6 +5,7 @@
 
 use redis::Script;
 
+use super::join::{self, Joined};
 use super::token_bucket::Bucket;
 use ratelimitd_core::algorithm::leaky_bucket;
 
@@ -17,9 +18,18 @@ pub(super) fn script() -> Script {
     ))
 }
 
+/// The leaky bucket script that joins concurrent requests' calls (`join.rs`).
+static JOINED: Joined = Joined::new(|| {
+    join::script(concat!(
+        include_str!("../../../lua/bucket.lua"),
+        include_str!("../../../lua/leaky_bucket.lua")
+    ))
+});
+
 /// The leaky bucket: the script sets each key's expiry from its new TAT itself, so the last
 /// argument is the number of quanta in a second (to round that TAT to whole seconds).
 pub(super) const LEAKY_BUCKET: Bucket = Bucket {
+    joined: &JOINED,
     last_arg: |p, _| 1_000_000 / p.quantum_micros,
     // As in `leaky_bucket::shape`: the op's budget (none for a refund), and the horizon.
     budget: |p, op, now| {

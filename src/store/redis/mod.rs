@@ -1,6 +1,7 @@
 //! The Redis store: counters shared by every ratelimitd instance, updated atomically with one Lua
-//! script call per request (per hash slot on Redis Cluster), all calls of a request in flight at
-//! once, and every call bounded by `REDIS_RESPONSE_TIMEOUT`.
+//! script call per request and algorithm (per hash slot on Redis Cluster), all calls of a request
+//! in flight at once, the calls of concurrent requests joined into one where they can be
+//! (`join.rs`), and every request's calls bounded by `REDIS_RESPONSE_TIMEOUT`.
 //!
 //! Redis only keeps state (one script per algorithm: `fixed_window`, `token_bucket`,
 //! `sliding_window`, `sliding_log`, `leaky_bucket`); decisions come from the same pure Rust
@@ -16,6 +17,7 @@ pub(crate) mod describe;
 mod fixed_window;
 mod group;
 pub(crate) mod heartbeat;
+mod join;
 mod leaky_bucket;
 mod lease;
 mod options;
@@ -75,6 +77,8 @@ pub struct RedisStore {
     quota_demand: Script,
     response_timeout: Duration,
     deadlines: Deadlines,
+    /// Joins the script calls of concurrent requests (`join.rs`).
+    joiner: join::Joiner,
     stop_increment_when_over_limit: bool,
     jitter_max_secs: u64,
     local_cache: Option<OverLimitCache>,
@@ -137,10 +141,11 @@ impl RedisStore {
         window.key_ttl_secs(now) + jitter
     }
 
-    /// Runs `script` for `indices` of `ops` on `conn`: one call.
+    /// Runs `script` for `indices` of `ops` on `conn` (the per-second Redis's when `per_second`):
+    /// one call, or a part of one joined with concurrent requests' (`join.rs`).
     async fn run(
         &self,
-        conn: &RedisConn,
+        (conn, per_second): (&RedisConn, bool),
         ops: &[Op],
         ScriptKind { algorithm, leased }: ScriptKind,
         indices: &[usize],
@@ -154,6 +159,8 @@ impl RedisStore {
             increment,
             now,
             deadline: self.deadlines.next(),
+            join: conn.joins_calls().then_some(&self.joiner),
+            per_second,
         };
         if leased && algorithm == Algorithm::TokenBucket {
             return bucket_lease::run(&g, &self.bucket_lease, &self.leases).await;

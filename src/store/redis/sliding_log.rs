@@ -6,6 +6,7 @@
 use redis::{RedisError, Script};
 
 use super::call::Group;
+use super::join::{self, Joined};
 use ratelimitd_core::algorithm::Decision;
 use ratelimitd_core::algorithm::sliding_log::{self, Step};
 
@@ -16,6 +17,9 @@ pub(super) fn script() -> Script {
         include_str!("../../../lua/sliding_log.lua")
     ))
 }
+
+/// The sliding log script that joins concurrent requests' calls (`join.rs`).
+static JOINED: Joined = Joined::new(|| join::script(include_str!("../../../lua/sliding_log.lua")));
 
 /// Applies the operations of `g` (all sliding logs) in one script call; with `Increment::Nothing`
 /// (another key of the request is already known to be over its limit) the logs are only checked.
@@ -41,7 +45,7 @@ pub(super) async fn run(
             },
         ]);
     }
-    g.eval(script, &args, 4, |op, r| {
+    g.eval_joined(script, &JOINED, 0, &args, 4, |op, r| {
         let step = Step {
             used_before: r[0].max(0) as u64,
             allowed: r[1] == 1,

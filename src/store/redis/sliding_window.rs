@@ -5,6 +5,7 @@
 use redis::{RedisError, Script};
 
 use super::call::Group;
+use super::join::{self, Joined};
 use ratelimitd_core::algorithm::Decision;
 use ratelimitd_core::algorithm::fixed_window::window_start;
 use ratelimitd_core::algorithm::sliding_window::{self, SCALE, previous_weight};
@@ -16,6 +17,10 @@ pub(super) fn script() -> Script {
         include_str!("../../../lua/sliding_window.lua")
     ))
 }
+
+/// The sliding window script that joins concurrent requests' calls (`join.rs`).
+static JOINED: Joined =
+    Joined::new(|| join::script(include_str!("../../../lua/sliding_window.lua")));
 
 /// Applies the operations of `g` (all sliding windows) in one script call; with
 /// `Increment::Nothing` (another key of the request is already known to be over its limit) the
@@ -45,7 +50,7 @@ pub(super) async fn run(
             },
         ]);
     }
-    g.eval(script, &args, 4, |op, r| {
+    g.eval_joined(script, &JOINED, 1, &args, 4, |op, r| {
         let [previous, before, after] = [r[0], r[1], r[2]].map(|v| v.max(0) as u64);
         let allowed = r[3] == 1;
         if op.refund {

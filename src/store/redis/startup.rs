@@ -66,6 +66,7 @@ impl RedisStore {
             quota_demand: quota_demand::script(),
             response_timeout: cfg.response_timeout,
             deadlines: Deadlines::new(cfg.response_timeout),
+            joiner: super::join::Joiner::new(cfg.response_timeout),
             stop_increment_when_over_limit: cfg.stop_increment_when_over_limit,
             jitter_max_secs: cfg.expiration_jitter_max_seconds,
             local_cache: OverLimitCache::with_bytes(cfg.local_cache_size_in_bytes),

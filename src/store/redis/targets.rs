@@ -228,9 +228,9 @@ impl RedisStore {
             return (target.name, groups, Called::Rejected);
         }
         let conn = self.conn(target.per_second);
-        let calls = groups
-            .iter()
-            .map(|(script, idx)| self.run(conn, ops, *script, idx, increment, now));
+        let calls = groups.iter().map(|(script, idx)| {
+            self.run((conn, target.per_second), ops, *script, idx, increment, now)
+        });
         let called = match tokio::time::timeout(self.response_timeout, join_all(calls)).await {
             Err(_) => Called::Failed,
             Ok(results) => results

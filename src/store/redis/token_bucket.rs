@@ -6,6 +6,7 @@
 use redis::{RedisError, Script};
 
 use super::call::Group;
+use super::join::{self, Joined};
 use ratelimitd_core::algorithm::token_bucket::{self, Params, Step};
 use ratelimitd_core::algorithm::{Decision, LimitSpec};
 use ratelimitd_core::clock::Timestamp;
@@ -20,9 +21,19 @@ pub(super) fn script() -> Script {
     ))
 }
 
+/// The token bucket script that joins concurrent requests' calls (`join.rs`).
+static JOINED: Joined = Joined::new(|| {
+    join::script(concat!(
+        include_str!("../../../lua/bucket.lua"),
+        include_str!("../../../lua/token_bucket.lua")
+    ))
+});
+
 /// What differs between the bucket algorithms on Redis: the script's own argument of an operation,
-/// its wait budget, and the function that turns a [`Step`] into a decision.
+/// its wait budget, the function that turns a [`Step`] into a decision, and the joined script.
 pub(super) struct Bucket {
+    /// The script that joins concurrent requests' calls (`join.rs`).
+    pub(super) joined: &'static Joined,
     /// The seventh number of each operation's arguments.
     pub(super) last_arg: fn(&Params, &LimitSpec) -> u64,
     /// The ninth and tenth numbers: units the op may queue past the capacity, and the most any
@@ -38,6 +49,7 @@ pub(super) struct Bucket {
 
 /// The token bucket: its keys expire once an untouched bucket is full again.
 pub(super) const TOKEN_BUCKET: Bucket = Bucket {
+    joined: &JOINED,
     last_arg: |p, spec| p.refill_secs(spec.window),
     budget: |_, _, _| [0, 0],
     decide: token_bucket::decide,
@@ -79,7 +91,7 @@ pub(super) async fn run(
         args.extend([(bucket.last_arg)(&p, &op.spec), mode]);
         args.extend((bucket.budget)(&p, op, g.now));
     }
-    g.eval(script, &args, 3, |op, r| {
+    g.eval_joined(script, bucket.joined, 0, &args, 3, |op, r| {
         let step = Step {
             debt_before: r[0].max(0) as u64,
             debt_after: r[1].max(0) as u64,

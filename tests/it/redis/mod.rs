@@ -8,6 +8,7 @@ mod concurrency_exact;
 mod concurrency_outage;
 mod deadline;
 mod exact;
+mod joined;
 mod poison_hits;
 mod server_time;
 mod stall;

@@ -165,12 +165,14 @@ pub(crate) async fn assert_a_lease_costs_under_a_twentieth(
         stop_all(servers).await;
     }
     let (plain, leased) = (calls[0], calls[1]);
+    // Without leases every request's ops reach Redis, though concurrent requests share script
+    // calls (`src/store/redis/join.rs`): the bound is on calls per decision.
     assert!(
-        plain >= 3000,
-        "without leases every request calls Redis ({plain})"
+        plain > leased,
+        "without leases: {plain} script calls, with lease 100: {leased}"
     );
     assert!(
-        leased * 20 <= plain,
-        "with lease 100: {leased} script calls against {plain} without"
+        leased * 20 <= 3000,
+        "with lease 100: {leased} script calls for 3000 decisions ({plain} without)"
     );
 }
