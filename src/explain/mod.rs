@@ -27,9 +27,9 @@ use crate::policy::Overrides;
 use crate::reload::ConfigHandle;
 use ratelimitd_core::clock::Clock;
 use ratelimitd_core::config::FailureMode;
-use ratelimitd_core::limiter::plan::{self, Plan};
+use ratelimitd_core::limiter::plan::{self, Plan, Plans};
 use ratelimitd_core::limiter::{Descriptor, Entry, KeyBuilder, Override, Request};
-use ratelimitd_core::store::{Answer, Store};
+use ratelimitd_core::store::{Answer, Op, Store};
 
 /// Most descriptors one explain request may carry.
 pub(crate) const MAX_DESCRIPTORS: usize = 16;
@@ -202,7 +202,8 @@ impl Explainer {
             self.default_mode,
         )
         .map_err(|e| ExplainError::Invalid("descriptors".into(), e.to_string()))?;
-        let mut ops = plans.ops.clone();
+        // A split limit is read on every sub-key: `groups[i]` are op i's answers.
+        let (mut ops, groups) = every_sub_key(&plans);
         for op in &mut ops {
             op.hits = 0;
             op.lease = Some(0); // a reservation would move the shared counter
@@ -219,11 +220,14 @@ impl Explainer {
         };
         let mut out = Vec::with_capacity(descriptors.len());
         for (i, entries) in descriptors.iter().enumerate() {
-            let counters = |range: std::ops::Range<usize>| -> Vec<Counter> {
+            let counters = |range: std::ops::Range<usize>| -> Vec<Vec<Counter>> {
                 range
                     .map(|at| match &answers {
-                        Ok(a) => Counter::from_answer(&a[at]),
-                        Err(e) => Counter::Unavailable(e.clone()),
+                        Ok(a) => a[groups[at].clone()]
+                            .iter()
+                            .map(Counter::from_answer)
+                            .collect(),
+                        Err(e) => vec![Counter::Unavailable(e.clone())],
                     })
                     .collect()
             };
@@ -234,7 +238,12 @@ impl Explainer {
                     let counters = counters(l.ops.clone());
                     let limits = (l.limit.all().filter(|x| x.spec().is_some()))
                         .zip(counters)
-                        .map(|(limit, counter)| LimitReport::new(limit, counter))
+                        .map(|(limit, mut parts)| match (limit.split, parts.len()) {
+                            (Some(_), n) if n > 1 => {
+                                LimitReport::split(limit, Counter::sum(&parts), parts)
+                            }
+                            _ => LimitReport::new(limit, parts.remove(0)),
+                        })
                         .collect();
                     ("limited", limits)
                 }
@@ -295,6 +304,22 @@ impl Explainer {
             Err(_) => Violations::Failed("the violation log did not answer in time".into()),
         }
     }
+}
+
+/// The ops explain reads for `plans`: each op, or all sub-keys of a split one
+/// ([`Plans::sub_ops`]); and per op of the plan, where its ops sit in that list.
+fn every_sub_key(plans: &Plans<'_>) -> (Vec<Op>, Vec<std::ops::Range<usize>>) {
+    let mut ops = Vec::with_capacity(plans.ops.len());
+    let mut groups = Vec::with_capacity(plans.ops.len());
+    for (at, op) in plans.ops.iter().enumerate() {
+        let start = ops.len();
+        match plans.sub_ops(at) {
+            Some(subs) => ops.extend(subs),
+            None => ops.push(op.clone()),
+        }
+        groups.push(start..ops.len());
+    }
+    (ops, groups)
 }
 
 fn same_path(path: &[crate::policy::model::PathEntry], entries: &[(String, String)]) -> bool {

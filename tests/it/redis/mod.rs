@@ -10,6 +10,7 @@ mod deadline;
 mod exact;
 mod poison_hits;
 mod server_time;
+mod split;
 mod stall;
 mod start_without_redis;
 mod store;
