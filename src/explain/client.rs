@@ -188,6 +188,17 @@ pub(crate) fn render(v: &Value) -> String {
                     c["reset_after_seconds"].as_f64().unwrap_or(0.0).ceil()
                 );
             }
+            // A split limit: the counter above is the sum; each sub-key against its share.
+            if let Some(parts) = l["sub_keys"].as_array().filter(|p| !p.is_empty()) {
+                let each: Vec<String> = (parts.iter())
+                    .map(|p| format!("{}/{}", s(&p["used"]), s(&p["remaining"])))
+                    .collect();
+                out += &format!(
+                    "    split over {} sub-keys (used/remaining): {}\n",
+                    parts.len(),
+                    each.join(", ")
+                );
+            }
         }
         for o in d["overrides"].as_array().unwrap_or(&empty) {
             out += &format!(
