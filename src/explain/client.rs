@@ -222,6 +222,17 @@ fn limit(out: &mut String, l: &Value) {
         text(&c["remaining"]),
         c["reset_after_seconds"].as_f64().unwrap_or(0.0).ceil()
     );
+    // A split limit: the counter above is the sum; each sub-key against its share.
+    if let Some(parts) = l["sub_keys"].as_array().filter(|p| !p.is_empty()) {
+        let each: Vec<String> = (parts.iter())
+            .map(|p| format!("{}/{}", text(&p["used"]), text(&p["remaining"])))
+            .collect();
+        *out += &format!(
+            "    split over {} sub-keys (used/remaining): {}\n",
+            parts.len(),
+            each.join(", ")
+        );
+    }
 }
 
 /// A descriptor's recent violations, or why they are not available.

@@ -27,7 +27,7 @@ use crate::policy::Overrides;
 use crate::reload::ConfigHandle;
 use ratelimitd_core::clock::Clock;
 use ratelimitd_core::config::FailureMode;
-use ratelimitd_core::limiter::plan::{self, Plan};
+use ratelimitd_core::limiter::plan::{self, Plan, Plans};
 use ratelimitd_core::limiter::{Descriptor, Entry, KeyBuilder, Override, Request};
 use ratelimitd_core::store::{Answer, Op, Store};
 
@@ -191,10 +191,12 @@ impl Explainer {
             self.default_mode,
         )
         .map_err(|e| ExplainError::Invalid("descriptors".into(), e.to_string()))?;
-        let answers = self.read(&plans.ops, now).await;
+        // A split limit is read on every sub-key: `groups[i]` are op i's answers.
+        let (ops, groups) = every_sub_key(&plans);
+        let answers = self.read(&ops, now).await;
         let mut out = Vec::with_capacity(descriptors.len());
         for (i, entries) in descriptors.iter().enumerate() {
-            let (applies, limits) = limits_of(&plans.descriptors[i], &answers);
+            let (applies, limits) = limits_of(&plans.descriptors[i], &answers, &groups);
             let overrides = (stored.all().into_iter())
                 .filter(|o| o.spec.domain == domain && same_path(&o.spec.descriptor, entries))
                 .map(|o| OverrideReport::new(o, now))
@@ -302,22 +304,49 @@ fn dry_request(
 fn limits_of(
     plan: &Plan<'_>,
     answers: &Result<Vec<Answer>, String>,
+    groups: &[std::ops::Range<usize>],
 ) -> (&'static str, Vec<LimitReport>) {
     match plan {
         Plan::NoLimit => ("no_limit", Vec::new()),
         Plan::Unlimited => ("unlimited", Vec::new()),
         Plan::Limited(l) => {
+            // One counter per op, or per sub-key of a split limit, summed.
             let counters = l.ops.clone().map(|at| match answers {
-                Ok(a) => Counter::from_answer(&a[at]),
-                Err(e) => Counter::Unavailable(e.clone()),
+                Ok(a) => (a[groups[at].clone()].iter())
+                    .map(Counter::from_answer)
+                    .collect(),
+                Err(e) => vec![Counter::Unavailable(e.clone())],
             });
             let limits = (l.limit.all().filter(|x| x.spec().is_some()))
                 .zip(counters)
-                .map(|(limit, counter)| LimitReport::new(limit, counter))
+                .map(
+                    |(limit, mut parts): (_, Vec<Counter>)| match (limit.split, parts.len()) {
+                        (Some(_), n) if n > 1 => {
+                            LimitReport::split(limit, Counter::sum(&parts), parts)
+                        }
+                        _ => LimitReport::new(limit, parts.remove(0)),
+                    },
+                )
                 .collect();
             ("limited", limits)
         }
     }
+}
+
+/// The ops explain reads for `plans`: each op, or all sub-keys of a split one
+/// ([`Plans::sub_ops`]); and per op of the plan, where its ops sit in that list.
+fn every_sub_key(plans: &Plans<'_>) -> (Vec<Op>, Vec<std::ops::Range<usize>>) {
+    let mut ops = Vec::with_capacity(plans.ops.len());
+    let mut groups = Vec::with_capacity(plans.ops.len());
+    for (at, op) in plans.ops.iter().enumerate() {
+        let start = ops.len();
+        match plans.sub_ops(at) {
+            Some(subs) => ops.extend(subs),
+            None => ops.push(op.clone()),
+        }
+        groups.push(start..ops.len());
+    }
+    (ops, groups)
 }
 
 fn same_path(path: &[crate::policy::model::PathEntry], entries: &[(String, String)]) -> bool {

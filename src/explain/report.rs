@@ -137,8 +137,12 @@ pub(crate) struct LimitReport {
     pub burst: Option<u32>,
     /// Shadow mode: counted, never enforced.
     pub shadow: bool,
-    /// Where its counter stands.
+    /// Where its counter stands; for a split limit, the sum of its sub-keys.
     pub counter: Counter,
+    /// `split`: how many sub-keys the counter is (`None`: one key).
+    pub split: Option<u32>,
+    /// A split limit's sub-keys, each against its share, in sub-key order; empty otherwise.
+    pub sub_keys: Vec<Counter>,
 }
 
 /// Where a counter stands now.
@@ -188,6 +192,37 @@ impl Counter {
         }
     }
 
+    /// The counter of a split limit whose sub-keys stand at `parts`: hits used and remaining
+    /// add up, it is over when every sub-key is (a request charges one sub-key, so while any
+    /// has room some requests are admitted), and it resets when the last sub-key does. A part
+    /// the store did not read makes the whole unread (its reason is the first such part's).
+    pub(crate) fn sum(parts: &[Counter]) -> Counter {
+        let mut total = (0u64, 0u64, true, Duration::ZERO);
+        for part in parts {
+            match part {
+                Counter::Read {
+                    used,
+                    remaining,
+                    over_limit,
+                    reset_after,
+                } => {
+                    total.0 = total.0.saturating_add(*used);
+                    total.1 = total.1.saturating_add(*remaining);
+                    total.2 &= *over_limit;
+                    total.3 = total.3.max(*reset_after);
+                }
+                Counter::CachedOver(_) => {}
+                Counter::Unavailable(_) => return part.clone(),
+            }
+        }
+        Counter::Read {
+            used: total.0,
+            remaining: total.1,
+            over_limit: total.2,
+            reset_after: total.3,
+        }
+    }
+
     fn to_json(&self) -> Value {
         match self {
             Counter::Read {
@@ -214,7 +249,14 @@ impl Counter {
 impl LimitReport {
     /// A limit in force with its counter.
     pub(crate) fn new(l: &Arc<Limit>, counter: Counter) -> LimitReport {
+        LimitReport::split(l, counter, Vec::new())
+    }
+
+    /// A limit in force with its counter: the sum of `sub_keys` when it is split.
+    pub(crate) fn split(l: &Arc<Limit>, counter: Counter, sub_keys: Vec<Counter>) -> LimitReport {
         LimitReport {
+            split: l.split,
+            sub_keys,
             name: l.name.clone(),
             key: l.full_key.clone(),
             source: l.file.to_string(),
@@ -330,6 +372,8 @@ impl Explained {
                             "burst": l.burst,
                             "shadow": l.shadow,
                             "counter": l.counter_json(),
+                            "split": l.split,
+                            "sub_keys": l.sub_keys.iter().map(Counter::to_json).collect::<Vec<_>>(),
                         })
                     })
                     .collect();

@@ -121,8 +121,16 @@ impl Explainer {
                         format!("no limit of domain '{domain}' counts this descriptor"),
                     ));
                 }
-                let keys = plans.ops.iter().map(|op| op.key.clone()).collect();
-                let reset = bounded(self.store.reset(&plans.ops, now))
+                // A split limit's counter is every one of its sub-keys.
+                let ops: Vec<_> = (0..plans.ops.len())
+                    .flat_map(|at| {
+                        plans
+                            .sub_ops(at)
+                            .unwrap_or_else(|| vec![plans.ops[at].clone()])
+                    })
+                    .collect();
+                let keys = ops.iter().map(|op| op.key.clone()).collect();
+                let reset = bounded(self.store.reset(&ops, now))
                     .await?
                     .map_err(|e| ResetRefused::Unavailable(e.to_string()))?;
                 Ok(ResetDone {

@@ -11,6 +11,7 @@ mod exact;
 mod joined;
 mod poison_hits;
 mod server_time;
+mod split;
 mod stall;
 mod start_without_redis;
 mod store;

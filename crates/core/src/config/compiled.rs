@@ -206,6 +206,10 @@ pub struct Limit {
     /// `rate_limit.lease` (ratelimitd extension): how many hits an instance may reserve from the
     /// shared counter at once (`store::lease`); `None` = `LEASE_DEFAULT_SIZE`, `Some(0)` = off.
     pub lease: Option<u32>,
+    /// `rate_limit.split` (ratelimitd extension): the counter is `N` sub-keys in different
+    /// Redis Cluster slots, each request charging one of them against its share of the limit
+    /// ([`crate::limiter::split`]); `None` = one key.
+    pub split: Option<u32>,
     /// `rate_limit.usage: report` (ratelimitd extension): every call with hits is usage
     /// reported after the fact ([`crate::algorithm::report`]), counted even past the limit and
     /// never refused; a call of 0 hits is the request-time check.

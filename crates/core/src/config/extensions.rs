@@ -1,5 +1,5 @@
 //! Validation of the algorithm extensions of `rate_limit` (`docs/design/contract.md#extensions`):
-//! `algorithm`, `burst`, `unit_multiplier` and `lease`. None of them appears in a Go config, and
+//! `algorithm`, `burst`, `unit_multiplier`, `lease` and `split`. None of them appears in a Go config, and
 //! absent they mean exactly what Go does (a fixed window of one unit), so a Go config keeps its
 //! meaning.
 
@@ -23,6 +23,8 @@ pub(crate) struct Extensions {
     pub(crate) burst: Option<u32>,
     pub(crate) unit_multiplier: u32,
     pub(crate) lease: Option<u32>,
+    /// `split`: sub-keys of the counter ([`super::split`]); `None` = one key.
+    pub(crate) split: Option<u32>,
     /// `usage: report`: every call with hits is a usage report ([`crate::algorithm::report`]).
     pub(crate) usage_report: bool,
     /// `usage.estimate`: what the request-time check charges ([`super::usage`]).
@@ -38,6 +40,10 @@ pub(crate) fn check(rl: &RawRateLimit, unit: Option<Unit>, sink: &mut Sink<'_>) 
     let (multiplier, window_secs) = check_window(rl, unit, sink);
     check_capacity(rl, algorithm, window_secs, sink);
     check_lease(rl, algorithm, sink);
+    let split = match rl.unlimited {
+        Some(true) => None,
+        _ => super::split::check(rl, algorithm, sink),
+    };
     let capacity = if algorithm.has_burst() {
         rl.burst.unwrap_or(rl.requests_per_unit)
     } else {
@@ -51,6 +57,7 @@ pub(crate) fn check(rl: &RawRateLimit, unit: Option<Unit>, sink: &mut Sink<'_>) 
         burst: rl.burst,
         unit_multiplier: multiplier.max(1),
         lease: rl.lease,
+        split,
     }
 }
 
@@ -63,6 +70,7 @@ fn check_unlimited_extras(rl: &RawRateLimit, sink: &mut Sink<'_>) {
             ("burst", rl.burst.is_some()),
             ("unit_multiplier", rl.unit_multiplier.is_some()),
             ("lease", rl.lease.is_some()),
+            ("split", rl.split.is_some()),
             ("usage", rl.usage.is_some()),
         ];
         for (field, _) in set.iter().filter(|(_, is_set)| *is_set) {

@@ -30,7 +30,7 @@ const VALID_KEYS: [&str; 16] = [
 
 /// ratelimitd's opt-in extensions (`docs/design/contract.md#extensions`). A Go config never uses
 /// them, so adding them to the allow-list cannot change what a Go config means.
-const EXTENSION_KEYS: [&str; 20] = [
+const EXTENSION_KEYS: [&str; 21] = [
     "failure_mode",
     "local_share",
     "algorithm",
@@ -38,6 +38,7 @@ const EXTENSION_KEYS: [&str; 20] = [
     "unit_multiplier",
     "rate_limits",
     "lease",
+    "split",
     "quota_group",
     "calendar",
     "time_zone",

@@ -32,6 +32,7 @@ pub(super) fn build_limit(
         burst: ext.burst,
         unit_multiplier: ext.unit_multiplier,
         lease: ext.lease,
+        split: ext.split,
         usage_report: ext.usage_report,
         usage_estimate: ext.usage_estimate,
         calendar,

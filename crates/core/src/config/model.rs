@@ -84,6 +84,8 @@ pub(crate) struct RawRateLimit {
     pub(crate) unit_multiplier: Option<u32>,
     /// `lease` (ratelimitd extension); `None` when absent or wrongly typed (reported).
     pub(crate) lease: Option<u32>,
+    /// `split` (ratelimitd extension); `None` when absent or wrongly typed (reported).
+    pub(crate) split: Option<u32>,
     /// `calendar` (ratelimitd extension); `None` when absent or wrongly typed (reported).
     pub(crate) calendar: Option<bool>,
     /// `usage` (ratelimitd extension): its mode as written (`usage: report`, or the map's
@@ -244,6 +246,7 @@ impl Typed<'_, '_> {
             burst: self.uint32(rl, &path, "burst"),
             unit_multiplier: self.uint32(rl, &path, "unit_multiplier"),
             lease: self.uint32(rl, &path, "lease"),
+            split: self.uint32(rl, &path, "split"),
             calendar: self.bool(rl, &path, "calendar"),
             usage: self.usage_mode(rl, &path),
             usage_estimate: self.usage_estimate(rl, &path),

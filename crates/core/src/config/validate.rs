@@ -229,6 +229,7 @@ fn set_request_limit_cap(domain: &mut Domain, rl: &RawRateLimit, sink: &mut Sink
         ("burst", rl.burst.is_some()),
         ("unit_multiplier", rl.unit_multiplier.is_some()),
         ("lease", rl.lease.is_some()),
+        ("split", rl.split.is_some()),
         ("calendar", rl.calendar.is_some()),
         ("time_zone", rl.time_zone.is_some()),
         ("regions", rl.regions.is_some()),

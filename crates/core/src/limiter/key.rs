@@ -9,6 +9,9 @@
 //! instances on one Redis during a migration (and with it, the Go collision).
 
 use std::fmt::Write;
+use std::ops::Range;
+
+use super::split::{self, SubKey};
 
 use crate::algorithm::fixed_window::window_start;
 use crate::algorithm::{Algorithm, LimitSpec};
@@ -90,14 +93,31 @@ impl KeyBuilder {
         spec: &LimitSpec,
         now: Timestamp,
     ) -> (String, usize) {
+        let (key, identity, _) = self.build_sub(extra, None, domain, entries, spec, now);
+        (key, identity)
+    }
+
+    /// [`KeyBuilder::build_split`] for sub-key `sub` of a split limit ([`super::split`]), also
+    /// giving where its marker sits in the key (`None` without `sub`). A sub-key is always of the
+    /// default format: its marker lives in the hash tag, which a Go key does not have.
+    pub fn build_sub<'a>(
+        &self,
+        extra: bool,
+        sub: Option<SubKey>,
+        domain: &str,
+        entries: impl Iterator<Item = (&'a str, &'a str)>,
+        spec: &LimitSpec,
+        now: Timestamp,
+    ) -> (String, usize, Option<Range<usize>>) {
         // The Go key names a window start, which only fixed windows have; other algorithms (which
         // Go instances cannot share anyway) always use the default format.
         let format = match spec.algorithm {
-            Algorithm::FixedWindow if !extra => self.format,
+            Algorithm::FixedWindow if !extra && sub.is_none() => self.format,
             _ => KeyFormat::Safe,
         };
         let mut key = String::with_capacity(self.prefix.len() + domain.len() + 48);
         let mut identity = None;
+        let mut marker = None;
         key.push_str(&self.prefix);
         match format {
             KeyFormat::Go => {
@@ -124,6 +144,12 @@ impl KeyBuilder {
                     key.push('=');
                     push_part(&mut key, v);
                 }
+                // After the last length-prefixed part, `#` cannot be read as part of a value.
+                if let Some(sub) = sub {
+                    let start = key.len();
+                    split::push_marker(&mut key, sub);
+                    marker = Some(start..key.len());
+                }
                 key.push_str("}:");
                 key.push_str(spec.algorithm.key_tag());
                 key.push(':');
@@ -143,7 +169,7 @@ impl KeyBuilder {
             }
         }
         let identity = identity.unwrap_or(key.len());
-        (key, identity)
+        (key, identity, marker)
     }
 }
 

@@ -34,6 +34,7 @@ pub mod request;
 pub(crate) mod response;
 pub mod signals;
 pub(crate) mod slots;
+pub mod split;
 pub(crate) mod stats;
 pub(crate) mod stats_key;
 pub(crate) mod stored_override;

@@ -17,6 +17,7 @@ use super::RequestError;
 use super::hits;
 use super::key::KeyBuilder;
 use super::request::{Descriptor, Entry, Request};
+use super::split::{Marker, SubKey};
 use super::stats_key;
 use crate::algorithm::Algorithm;
 use crate::clock::Timestamp;
@@ -71,6 +72,18 @@ pub struct Limited<'a> {
     /// How the request stands against each of its limits that sheds (`priorities`, `soft`), in
     /// [`Limit::all`] order; `None` for a plain limit.
     pub shed: Vec<Option<Shed>>,
+    /// The share each split limit's op was judged against (its sub-key's, [`super::split`]), in
+    /// [`Limit::all`] order; `None` for a limit of one key, empty when none is split.
+    pub shares: Vec<Option<u64>>,
+}
+
+impl Limited<'_> {
+    /// The share `limit` (one of [`Limit::all`]) was judged against when it is split: Go's
+    /// stats of the descriptor count against it, as the sub-key's counter was.
+    pub fn share_of(&self, limit: &Arc<Limit>) -> Option<u64> {
+        let index = self.limit.all().position(|x| Arc::ptr_eq(x, limit))?;
+        self.shares.get(index).copied().flatten()
+    }
 }
 
 /// Every descriptor's plan, and the one batch of store ops they need.
@@ -84,6 +97,9 @@ pub struct Plans<'a> {
     /// ([`KeyBuilder::build_split`]), which a limit with `regions` keeps its share under; set up
     /// to the last such op (empty when the request has none: plain limits allocate nothing).
     pub identities: Vec<usize>,
+    /// Per op of a split limit, which sub-key it charges and where its marker sits
+    /// ([`super::split`]); set up to the last such op (empty when the request has none).
+    pub splits: Vec<Option<Marker>>,
     /// What the domain's own rules did to the request's descriptors, for the per-domain metrics.
     pub tally: Tally,
 }
@@ -143,6 +159,7 @@ pub fn plan_with<'a>(
         descriptors: Vec::with_capacity(req.descriptors.len()),
         ops: Vec::with_capacity(req.descriptors.len()),
         identities: Vec::new(),
+        splits: Vec::new(),
         tally: Tally::default(),
     };
     let Some(domain) = domain else {
@@ -215,6 +232,7 @@ impl<'a> Plans<'a> {
         let mut most = 0;
         let start = self.ops.len();
         let mut sheds = Vec::new();
+        let mut shares = Vec::new();
         for (i, l) in m.limit.all().enumerate() {
             // Limits with a unit always have a spec; `unit_multiplier` 0 is refused at load.
             let Some(spec) = l.spec() else { continue };
@@ -227,8 +245,26 @@ impl<'a> Plans<'a> {
                 sheds.resize(i, None);
                 sheds.push(shed);
             }
+            let holder = (spec.algorithm == Algorithm::Concurrency)
+                .then(|| d.holder.clone().unwrap_or_else(anonymous_holder));
+            // A split limit charges one sub-key against its share (`split` refuses shedding,
+            // so `spec` is the limit's own here).
+            let whole = spec;
+            let sub = l
+                .split
+                .map(|n| SubKey::choose(n, holder.as_deref(), random));
+            let spec = sub.map_or(spec, |sub| sub.spec(&whole));
+            if sub.is_some() {
+                shares.resize(i, None);
+                shares.push(Some(spec.limit));
+            }
             let entries = m.key_entries.iter().copied();
-            let (key, identity) = keys.build_split(i > 0, &req.domain, entries, &spec, now);
+            let (key, identity, marker) =
+                keys.build_sub(i > 0, sub, &req.domain, entries, &spec, now);
+            if let (Some(sub), Some(at)) = (sub, marker) {
+                self.splits.resize(self.ops.len(), None);
+                self.splits.push(Some(Marker { sub, whole, at }));
+            }
             if l.regions.is_some() {
                 self.identities.resize(self.ops.len(), 0);
                 self.identities.push(identity);
@@ -255,16 +291,13 @@ impl<'a> Plans<'a> {
                 max_wait: if shapes { req.max_wait } else { Duration::ZERO },
                 // A lease reserves hits against one limit; a shedding op's limit is per request.
                 // An estimate reaches the counter, so that its true-up corrects what it took.
-                lease: if shed.is_some() || estimated {
+                // A split limit never leases (not even `LEASE_DEFAULT_SIZE`): `split` says why.
+                lease: if shed.is_some() || estimated || sub.is_some() {
                     Some(0)
                 } else {
                     l.lease
                 },
-                holder: if spec.algorithm == Algorithm::Concurrency {
-                    d.holder.clone().unwrap_or_else(anonymous_holder)
-                } else {
-                    String::new()
-                },
+                holder: holder.unwrap_or_default(),
                 // An estimate refused counts nothing: no report will come to true it up.
                 only_admitted: (shed.is_some() && !reports) || estimated,
                 report: reports,
@@ -280,7 +313,32 @@ impl<'a> Plans<'a> {
             stats_key: m.stats_key,
             ops: start..self.ops.len(),
             shed: sheds,
+            shares,
         })
+    }
+}
+
+impl Plans<'_> {
+    /// Every sub-key's op of op `at` when its limit is split ([`super::split`]), in sub-key
+    /// order, each against its own share and otherwise as `at`; `None` for an op of one key.
+    /// Explain reads them all, and a descriptor's reset forgets them all.
+    pub fn sub_ops(&self, at: usize) -> Option<Vec<Op>> {
+        let marker = self.splits.get(at)?.as_ref()?;
+        let op = self.ops.get(at)?;
+        let (head, tail) = (&op.key[..marker.at.start], &op.key[marker.at.end..]);
+        let ops = (0..marker.sub.n).map(|i| {
+            let sub = SubKey { n: marker.sub.n, i };
+            let mut key = String::with_capacity(op.key.len() + 4);
+            key.push_str(head);
+            super::split::push_marker(&mut key, sub);
+            key.push_str(tail);
+            Op {
+                key,
+                spec: sub.spec(&marker.whole),
+                ..op.clone()
+            }
+        });
+        Some(ops.collect())
     }
 }
 

@@ -242,7 +242,11 @@ pub(crate) fn record(sink: &dyn StatsSink, ratio: f32, settled: &[Settled<'_>]) 
             // hit of that limit, counted as Go counts one, not near-limit hits of the full limit.
             // Only a refusal looks the shed up: an admitted descriptor (most) costs nothing more.
             let shed = verdict.over_limit.then(|| signals::shed_of(s)).flatten();
-            let judged = shed.map_or(u64::from(limit.requests_per_unit), |shed| shed.effective);
+            // A split limit's request was judged by one sub-key against its share.
+            let whole = l
+                .share_of(limit)
+                .unwrap_or(u64::from(limit.requests_per_unit));
+            let judged = shed.map_or(whole, |shed| shed.effective);
             let inc = increments(verdict, source, judged, l.hits, limit.shadow_mode, ratio);
             sink.limit(&l.stats_key, &inc);
         }

@@ -13,5 +13,6 @@ mod predicate;
 mod quota_group;
 mod region;
 mod shedding;
+mod split;
 mod validate;
 mod value_regex;

@@ -109,6 +109,9 @@ pub(super) fn override_limit(
         calendar: None,
         // The service's default lease applies to overrides of fixed windows.
         lease: None,
+        // The sub-keys spread a hot descriptor's counter: an override of its rate is as hot, so
+        // it keeps them (each with its share of the new number).
+        split: configured.and_then(|l| l.split),
         also: Vec::new(),
         // The request (or the policy database) set this rate: no configured condition applies.
         when: None,

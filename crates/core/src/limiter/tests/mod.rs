@@ -6,6 +6,7 @@ mod fallback;
 mod fired;
 mod match_rules;
 mod regional;
+mod split;
 mod when;
 
 use std::sync::Arc;
