@@ -424,6 +424,22 @@ const OLD_OVERRIDE: &str = "INSERT INTO rate_limit_overrides (id, domain, descri
     'api', '[{\"key\":\"client_key\",\"value\":\"vip\"}]', 40, 'minute', 99999999999000000, \
     'kept', 'admin', 1)";
 
+/// Writes into `pool` what the previous release left there (its schema, [`OLD_RULE`] and
+/// [`OLD_OVERRIDE`]) and closes it; the same on SQLite and PostgreSQL.
+async fn write_previous_release<DB>(pool: sqlx::Pool<DB>)
+where
+    DB: sqlx::Database,
+    DB::Connection: sqlx::migrate::Migrate,
+    for<'q> DB::Arguments<'q>: sqlx::IntoArguments<'q, DB>,
+    for<'c> &'c mut DB::Connection: sqlx::Executor<'c, Database = DB>,
+{
+    previous_schema().run(&pool).await.unwrap();
+    for insert in [OLD_RULE, OLD_OVERRIDE] {
+        sqlx::query(insert).execute(&pool).await.unwrap();
+    }
+    pool.close().await;
+}
+
 /// The service on a database of the previous schema: its rule and override are kept and in
 /// service, and the first change of the old rule is its version 1, with the old rule as before.
 async fn upgraded_in_place_keeps_the_data(s: &TestServer) {
@@ -465,10 +481,7 @@ async fn a_sqlite_database_of_the_previous_schema_is_upgraded_in_place() {
             .connect_with(options)
             .await
             .unwrap();
-        previous_schema().run(&pool).await.unwrap();
-        sqlx::query(OLD_RULE).execute(&pool).await.unwrap();
-        sqlx::query(OLD_OVERRIDE).execute(&pool).await.unwrap();
-        pool.close().await;
+        write_previous_release(pool).await;
     }
     let s = start(data.path(), &[]).await;
     upgraded_in_place_keeps_the_data(&s).await;
@@ -483,10 +496,7 @@ async fn a_postgres_database_of_the_previous_schema_is_upgraded_in_place() {
             .connect(&url)
             .await
             .unwrap();
-        previous_schema().run(&pool).await.unwrap();
-        sqlx::query(OLD_RULE).execute(&pool).await.unwrap();
-        sqlx::query(OLD_OVERRIDE).execute(&pool).await.unwrap();
-        pool.close().await;
+        write_previous_release(pool).await;
     }
     let data = tempfile::tempdir().unwrap();
     let s = start(data.path(), &[("POLICY_DB_URL", url.as_str())]).await;
