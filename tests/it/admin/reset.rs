@@ -230,12 +230,7 @@ async fn prefix_reset_on_redis_cluster_scans_every_master() {
 async fn memcached_resets_descriptors_and_refuses_prefixes() {
     require!(Memcached);
     let m = Memcached::start();
-    let addr = m.addr();
-    let mut env = vec![
-        ("BACKEND_TYPE", "memcache"),
-        ("MEMCACHE_HOST_PORT", addr.as_str()),
-        ("CACHE_KEY_PREFIX", "reset_"),
-    ];
+    let mut env = m.env(&[("CACHE_KEY_PREFIX", "reset_")]);
     env.extend(ENV);
     let cfg =
         "domain: r\ndescriptors:\n  - {key: fw, rate_limit: {unit: hour, requests_per_unit: 3}}\n";

@@ -13,7 +13,9 @@ use ratelimitd::testing::{parse_rule, to_files};
 use ratelimitd_core::clock::Timestamp;
 use ratelimitd_core::config::{self, CompileOptions, Unit};
 
-use crate::fuzz::inputs::{J, any_json, deep_nesting, edits, mutate, nasty_string, number_text};
+use crate::fuzz::inputs::{
+    J, any_json, deep_nesting, edits, mutate, nasty_string, number_text, present,
+};
 
 /// The service clock of every case: 2023-11-14T22:13:20Z.
 const NOW: u64 = 1_700_000_000;
@@ -107,12 +109,7 @@ fn override_body() -> impl Strategy<Value = J> {
                 ("reason", reason),
                 ("extra", extra),
             ];
-            J::Obj(
-                named
-                    .into_iter()
-                    .filter_map(|(k, v)| v.map(|v| (k.to_string(), v)))
-                    .collect(),
-            )
+            J::Obj(present(named))
         })
 }
 
@@ -156,12 +153,7 @@ fn rate_limit() -> BoxedStrategy<J> {
                     ("name", name),
                     ("colour", extra),
                 ];
-                J::Obj(
-                    named
-                        .into_iter()
-                        .filter_map(|(k, v)| v.map(|v| (k.to_string(), v)))
-                        .collect(),
-                )
+                J::Obj(present(named))
             },
         )
         .boxed()
@@ -188,12 +180,7 @@ fn rule_body() -> impl Strategy<Value = J> {
                 ("rate_limit", rl),
                 ("enabled", enabled),
             ];
-            J::Obj(
-                named
-                    .into_iter()
-                    .filter_map(|(k, v)| v.map(|v| (k.to_string(), v)))
-                    .collect(),
-            )
+            J::Obj(present(named))
         })
 }
 

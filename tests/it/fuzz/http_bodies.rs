@@ -5,7 +5,9 @@
 use proptest::prelude::*;
 
 use crate::fuzz::harness::KEYS;
-use crate::fuzz::inputs::{J, any_json, deep_nesting, edits, mutate, nasty_string, number_text};
+use crate::fuzz::inputs::{
+    J, any_json, deep_nesting, edits, mutate, nasty_string, number_text, present,
+};
 
 /// A value for one field: mostly of the right kind (so that most bodies get past the decoder
 /// and reach the limiter), sometimes anything.
@@ -146,12 +148,7 @@ pub(super) fn check_body() -> impl Strategy<Value = J> {
                 ("details", details),
                 ("colour", unknown),
             ];
-            J::Obj(
-                named
-                    .into_iter()
-                    .filter_map(|(k, v)| v.map(|v| (k.to_string(), v)))
-                    .collect(),
-            )
+            J::Obj(present(named))
         })
 }
 
@@ -209,12 +206,7 @@ pub(super) fn json_body() -> impl Strategy<Value = J> {
                 ("hitsAddend", hits),
                 ("bogus", unknown),
             ];
-            J::Obj(
-                named
-                    .into_iter()
-                    .filter_map(|(k, v)| v.map(|v| (k.to_string(), v)))
-                    .collect(),
-            )
+            J::Obj(present(named))
         })
 }
 

@@ -16,6 +16,17 @@ pub(super) enum J {
     Obj(Vec<(String, J)>),
 }
 
+/// The fields that are there, in order: an object's (or a YAML mapping's) `(key, value)` pairs
+/// from `(key, maybe value)` ones, a generator having left some out.
+pub(super) fn present<V>(
+    named: impl IntoIterator<Item = (&'static str, Option<V>)>,
+) -> Vec<(String, V)> {
+    named
+        .into_iter()
+        .filter_map(|(k, v)| v.map(|v| (k.to_string(), v)))
+        .collect()
+}
+
 impl J {
     /// An object from `(key, value)` pairs.
     pub(super) fn obj<const N: usize>(pairs: [(&str, J); N]) -> J {

@@ -3,7 +3,7 @@
 
 use proptest::prelude::*;
 
-use crate::fuzz::inputs::{nasty_string, number_text};
+use crate::fuzz::inputs::{nasty_string, number_text, present};
 
 /// A YAML scalar or collection as written.
 #[derive(Debug, Clone)]
@@ -204,12 +204,7 @@ fn rate_limit() -> BoxedStrategy<Y> {
                     ("local_share", share),
                     ("colour", extra),
                 ];
-                Y::Map(
-                    named
-                        .into_iter()
-                        .filter_map(|(k, v)| v.map(|v| (k.to_string(), v)))
-                        .collect(),
-                )
+                Y::Map(present(named))
             },
         )
         .boxed()
@@ -255,10 +250,7 @@ fn descriptor() -> impl Strategy<Value = Y> {
                 ("detailed_metric", metric),
                 ("metadata", metadata),
             ];
-            named
-                .into_iter()
-                .filter_map(|(k, v)| v.map(|v| (k.to_string(), v)))
-                .collect::<Vec<_>>()
+            present(named)
         });
     leaf.prop_map(Y::Map).prop_recursive(3, 24, 3, |inner| {
         (

@@ -27,6 +27,11 @@ async fn hits(s: &TestServer, key: &str, hits: u64, refund: bool) -> RateLimitRe
     s.call(req).await.expect("ShouldRateLimit succeeds")
 }
 
+/// The code of one plain hit on `key`.
+async fn one(s: &TestServer, key: &str) -> Code {
+    answer(&s.rl("r", &[&[(key, "v")]]).await).0
+}
+
 /// (code, remaining) of the only descriptor.
 fn answer(r: &RateLimitResponse) -> (Code, u32) {
     let (code, _, remaining) = st(r, 0);
@@ -42,10 +47,7 @@ async fn every_algorithm_gives_hits_back(store: StoreKind) {
             (Code::Ok, 0),
             "{key}"
         );
-        assert_eq!(
-            answer(&s.rl("r", &[&[(key, "v")]]).await).0,
-            Code::OverLimit
-        );
+        assert_eq!(one(&s, key).await, Code::OverLimit);
         // A fixed window counted the rejected hit too (as the Go service does): 4 - 2 = 2 used.
         let want = if key == "fw" { 1 } else { 2 };
         let r = hits(&s, key, 2, true).await;
@@ -53,14 +55,10 @@ async fn every_algorithm_gives_hits_back(store: StoreKind) {
         assert_eq!(overall(&r), Code::Ok);
         assert_eq!(st(&r, 0).1, lim(3, "MINUTE"), "{key}");
         for _ in 0..want {
-            assert_eq!(
-                answer(&s.rl("r", &[&[(key, "v")]]).await).0,
-                Code::Ok,
-                "{key}"
-            );
+            assert_eq!(one(&s, key).await, Code::Ok, "{key}");
         }
         assert_eq!(
-            answer(&s.rl("r", &[&[(key, "v")]]).await).0,
+            one(&s, key).await,
             Code::OverLimit,
             "{key}: a refund gives back only what it names"
         );
@@ -88,10 +86,7 @@ async fn a_refund_never_banks_credit(store: StoreKind) {
             (Code::Ok, 0),
             "{key}"
         );
-        assert_eq!(
-            answer(&s.rl("r", &[&[(key, "v")]]).await).0,
-            Code::OverLimit
-        );
+        assert_eq!(one(&s, key).await, Code::OverLimit);
     }
 }
 
@@ -103,10 +98,7 @@ async fn a_refund_in_the_next_window_gives_nothing_back(store: StoreKind) {
     s.set_time(1260);
     assert_eq!(answer(&hits(&s, "fw", 3, true).await), (Code::Ok, 3));
     assert_eq!(answer(&hits(&s, "fw", 3, false).await), (Code::Ok, 0));
-    assert_eq!(
-        answer(&s.rl("r", &[&[("fw", "v")]]).await).0,
-        Code::OverLimit
-    );
+    assert_eq!(one(&s, "fw").await, Code::OverLimit);
 }
 
 #[tokio::test]
@@ -151,10 +143,7 @@ async fn a_refund_clears_the_local_over_limit_cache() {
     let s = TestServer::start_with_store(&[("r.yaml", CFG)], &env, StoreKind::Redis).await;
     assert_eq!(answer(&hits(&s, "fw", 4, false).await).0, Code::OverLimit);
     // From the cache: not counted in Redis, which holds 4.
-    assert_eq!(
-        answer(&s.rl("r", &[&[("fw", "v")]]).await).0,
-        Code::OverLimit
-    );
+    assert_eq!(one(&s, "fw").await, Code::OverLimit);
     assert_eq!(answer(&hits(&s, "fw", 3, true).await), (Code::Ok, 2));
     assert_eq!(answer(&s.rl("r", &[&[("fw", "v")]]).await), (Code::Ok, 1));
 }

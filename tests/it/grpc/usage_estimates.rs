@@ -112,12 +112,7 @@ async fn concurrent_estimates_are_limited_and_reports_true_them_up(store: StoreK
 async fn estimates_are_trued_up_on_memcached() {
     require!(Memcached);
     let m = Memcached::start();
-    let addr = m.addr();
-    let env = [
-        ("BACKEND_TYPE", "memcache"),
-        ("MEMCACHE_HOST_PORT", addr.as_str()),
-        ("LOCAL_CACHE_SIZE_IN_BYTES", "1000000"),
-    ];
+    let env = m.env(&[("LOCAL_CACHE_SIZE_IN_BYTES", "1000000")]);
     // memcached counts fixed windows only.
     let cfg = "domain: u
 descriptors:

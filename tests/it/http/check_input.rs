@@ -2,16 +2,10 @@
 //! naming the field; nothing is counted for it, and a request the store cannot answer is a 503
 //! with `Retry-After`.
 
+use crate::support::policy::CFG_API;
 use crate::support::redis::RedisServer;
 use crate::support::*;
 use serde_json::{Value, json};
-
-const CFG: &str = r#"
-domain: api
-descriptors:
-  - key: client_key
-    rate_limit: {unit: minute, requests_per_unit: 2}
-"#;
 
 async fn post(s: &TestServer, body: impl Into<reqwest::Body>) -> (u16, Option<String>, Value) {
     s.check_raw(body).await.answer()
@@ -19,7 +13,7 @@ async fn post(s: &TestServer, body: impl Into<reqwest::Body>) -> (u16, Option<St
 
 #[tokio::test]
 async fn bad_input_is_400_naming_the_field_and_counts_nothing() {
-    let s = TestServer::start(&[("api.yaml", CFG)], &[("CHECK_MAX_BODY_BYTES", "256")]).await;
+    let s = TestServer::start(&[("api.yaml", CFG_API)], &[("CHECK_MAX_BODY_BYTES", "256")]).await;
     s.set_time(T0);
     let cases: &[(&str, &str, &str)] = &[
         ("{", "malformed_json", "not valid JSON"),
@@ -109,7 +103,7 @@ async fn store_down_is_503_with_retry_after() {
     require!(Redis);
     let mut r = RedisServer::start();
     let env = [("REDIS_RESPONSE_TIMEOUT", "200ms")];
-    let s = TestServer::start_on(&[("api.yaml", CFG)], &env, Some(&r)).await;
+    let s = TestServer::start_on(&[("api.yaml", CFG_API)], &env, Some(&r)).await;
     let (status, _, _) = post(&s, r#"{"client_key":"a"}"#).await;
     assert_eq!(status, 200);
     r.kill();

@@ -3,9 +3,7 @@
 //! cost a fraction of the Redis calls, give unspent hits back on reload and shutdown, and decide
 //! the last hits of a window on Redis one by one.
 
-use std::sync::Arc;
-
-use crate::support::leases::{self, stop_all};
+use crate::support::leases;
 use crate::support::redis::RedisServer;
 use crate::support::require;
 use crate::support::{Code, TestServer, overall};
@@ -26,23 +24,12 @@ fn counter(redis: &RedisServer) -> u64 {
     leases::counter(redis, "hot")
 }
 
-/// `per_client` requests on the hot key from each of 4 concurrent clients per server.
-async fn load(servers: &[Arc<TestServer>], per_client: usize) -> usize {
-    leases::load(servers, per_client, ("k", "hot")).await
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn three_instances_never_admit_more_than_the_limit_and_reach_it() {
     require!(Redis);
     let redis = RedisServer::start();
-    let servers = leases::start_three(&redis, &config(1000, 100)).await;
     // 3 × 4 clients × 250 = 3000 requests on one key limited to 1000 an hour.
-    let admitted = load(&servers, 250).await;
-    assert!(admitted <= 1000, "the fleet admitted {admitted} of 1000");
-    // README: unspent leases at the end of the traffic stay counted until they are given back;
-    // near the limit grants are a quarter of the room, so far below one lease per instance.
-    assert!(admitted >= 1000 - 3 * 100, "only {admitted} admitted");
-    stop_all(servers).await;
+    leases::three_instances_admit_at_most_1000(&redis, &config(1000, 100), ("k", "hot")).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

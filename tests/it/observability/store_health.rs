@@ -86,12 +86,10 @@ async fn memcached_bytes_bound_and_evictions_are_exported() {
     require!(Memcached);
     let m = Memcached::start();
     let addr = m.addr();
-    let env = [
-        ("BACKEND_TYPE", "memcache"),
-        ("MEMCACHE_HOST_PORT", addr.as_str()),
+    let env = m.env(&[
         ("USE_PROMETHEUS", "true"),
         ("PROMETHEUS_ADDR", "127.0.0.1:0"),
-    ];
+    ]);
     let s = TestServer::start(&[("h.yaml", CFG)], &env).await;
     let up = on("ratelimitd_store_node_up", "memcached", &addr);
     let scrape = scrape_with(&s, &up).await;

@@ -61,6 +61,11 @@ async fn as_alice(s: &TestServer, m: Method, path: &str, body: Option<Value>) ->
     call(s, m, path, Some(ALICE), body).await
 }
 
+/// `POST path` (a rule's `…/rollback`, with its query) as alice, asking for `version`.
+async fn roll_back(s: &TestServer, path: &str, version: u64) -> (u16, Value) {
+    as_alice(s, Method::POST, path, Some(json!({"version": version}))).await
+}
+
 /// The `requests_per_unit` of the limit enforced on `client_key=u1` of domain `web`.
 async fn enforced(s: &TestServer) -> Option<u32> {
     let r = s.rl("web", &[&[("client_key", "u1")]]).await;
@@ -308,13 +313,7 @@ async fn bad_requests_are_refused_with_a_4xx_and_change_nothing() {
     // Version 2 is the deletion: nothing to put back.
     let del = as_alice(&s, Method::DELETE, "/v1/policies/r1", None).await;
     assert_eq!(del.0, 204);
-    let (status, answer) = as_alice(
-        &s,
-        Method::POST,
-        "/v1/policies/r1/rollback",
-        Some(json!({"version": 2})),
-    )
-    .await;
+    let (status, answer) = roll_back(&s, "/v1/policies/r1/rollback", 2).await;
     assert_eq!(status, 422, "{answer}");
     assert!(answer.to_string().contains("is its deletion"), "{answer}");
     assert_eq!(enforced(&s).await, None);
@@ -373,13 +372,7 @@ async fn a_dry_run_answers_the_diff_and_the_new_decision_and_writes_nothing() {
         dry["decision"]["after"]["descriptors"][0]["limits"][0]["requests_per_unit"],
         99
     );
-    let (status, dry) = as_alice(
-        &s,
-        Method::POST,
-        "/v1/policies/r1/rollback?dry_run=true",
-        Some(json!({"version": 1})),
-    )
-    .await;
+    let (status, dry) = roll_back(&s, "/v1/policies/r1/rollback?dry_run=true", 1).await;
     assert_eq!(
         (status, dry["kind"].as_str()),
         (200, Some("policy.rollback")),
@@ -431,6 +424,22 @@ const OLD_OVERRIDE: &str = "INSERT INTO rate_limit_overrides (id, domain, descri
     'api', '[{\"key\":\"client_key\",\"value\":\"vip\"}]', 40, 'minute', 99999999999000000, \
     'kept', 'admin', 1)";
 
+/// Writes into `pool` what the previous release left there (its schema, [`OLD_RULE`] and
+/// [`OLD_OVERRIDE`]) and closes it; the same on SQLite and PostgreSQL.
+async fn write_previous_release<DB>(pool: sqlx::Pool<DB>)
+where
+    DB: sqlx::Database,
+    DB::Connection: sqlx::migrate::Migrate,
+    for<'q> DB::Arguments<'q>: sqlx::IntoArguments<'q, DB>,
+    for<'c> &'c mut DB::Connection: sqlx::Executor<'c, Database = DB>,
+{
+    previous_schema().run(&pool).await.unwrap();
+    for insert in [OLD_RULE, OLD_OVERRIDE] {
+        sqlx::query(insert).execute(&pool).await.unwrap();
+    }
+    pool.close().await;
+}
+
 /// The service on a database of the previous schema: its rule and override are kept and in
 /// service, and the first change of the old rule is its version 1, with the old rule as before.
 async fn upgraded_in_place_keeps_the_data(s: &TestServer) {
@@ -449,13 +458,7 @@ async fn upgraded_in_place_keeps_the_data(s: &TestServer) {
         (Some(1), Some("policy.update"))
     );
     assert_eq!(rows[0]["before"]["rate_limit"]["requests_per_unit"], 3);
-    let (status, _) = as_alice(
-        s,
-        Method::POST,
-        "/v1/policies/old/rollback",
-        Some(json!({"version": 1})),
-    )
-    .await;
+    let (status, _) = roll_back(s, "/v1/policies/old/rollback", 1).await;
     assert_eq!(status, 200);
     assert_eq!(
         enforced(s).await,
@@ -478,10 +481,7 @@ async fn a_sqlite_database_of_the_previous_schema_is_upgraded_in_place() {
             .connect_with(options)
             .await
             .unwrap();
-        previous_schema().run(&pool).await.unwrap();
-        sqlx::query(OLD_RULE).execute(&pool).await.unwrap();
-        sqlx::query(OLD_OVERRIDE).execute(&pool).await.unwrap();
-        pool.close().await;
+        write_previous_release(pool).await;
     }
     let s = start(data.path(), &[]).await;
     upgraded_in_place_keeps_the_data(&s).await;
@@ -496,10 +496,7 @@ async fn a_postgres_database_of_the_previous_schema_is_upgraded_in_place() {
             .connect(&url)
             .await
             .unwrap();
-        previous_schema().run(&pool).await.unwrap();
-        sqlx::query(OLD_RULE).execute(&pool).await.unwrap();
-        sqlx::query(OLD_OVERRIDE).execute(&pool).await.unwrap();
-        pool.close().await;
+        write_previous_release(pool).await;
     }
     let data = tempfile::tempdir().unwrap();
     let s = start(data.path(), &[("POLICY_DB_URL", url.as_str())]).await;

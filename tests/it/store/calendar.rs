@@ -117,12 +117,10 @@ async fn redis_keys_live_until_the_calendar_window_ends() {
 async fn memcached_counts_calendar_windows_until_their_end() {
     require!(Memcached);
     let m = Memcached::start();
-    let env = [
-        ("BACKEND_TYPE", "memcache"),
-        ("MEMCACHE_HOST_PORT", &m.addr()),
+    let env = m.env(&[
         ("CACHE_KEY_PREFIX", "m_"),
         ("EXPIRATION_JITTER_MAX_SECONDS", "0"),
-    ];
+    ]);
     let s = TestServer::start(&[("cal.yaml", CFG)], &env).await;
     s.set_time(FEB_28_22H);
     for remaining in [2, 1, 0] {

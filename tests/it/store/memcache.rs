@@ -28,17 +28,8 @@ descriptors:
     rate_limit: {unit: minute, requests_per_unit: 1}
 "#;
 
-fn env(m: &Memcached, prefix: &str) -> Vec<(String, String)> {
-    vec![
-        ("BACKEND_TYPE".into(), "memcache".into()),
-        ("MEMCACHE_HOST_PORT".into(), m.addr()),
-        ("CACHE_KEY_PREFIX".into(), prefix.into()),
-    ]
-}
-
 async fn start(m: &Memcached, prefix: &str) -> TestServer {
-    let env = env(m, prefix);
-    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+    let env = m.env(&[("CACHE_KEY_PREFIX", prefix)]);
     TestServer::start(&[("c.yaml", CONFIG)], &env).await
 }
 
@@ -99,9 +90,16 @@ async fn three_instances_on_one_memcached_admit_exactly_the_limit() {
     let dir = tempfile::tempdir().unwrap();
     let yaml = "domain: fleet\ndescriptors:\n  - key: k\n    rate_limit: {unit: hour, requests_per_unit: 50}\n";
     std::fs::write(dir.path().join("c.yaml"), yaml).unwrap();
-    let mut e = env(&m, "fleet_");
-    e.push(("RATELIMITD_CONFIG".into(), dir.path().display().to_string()));
-    e.push(("RATELIMITD_TEST_MANUAL_CLOCK".into(), T0.to_string()));
+    let (config, clock) = (dir.path().display().to_string(), T0.to_string());
+    let e: Vec<(String, String)> = m
+        .env(&[
+            ("CACHE_KEY_PREFIX", "fleet_"),
+            ("RATELIMITD_CONFIG", &config),
+            ("RATELIMITD_TEST_MANUAL_CLOCK", &clock),
+        ])
+        .into_iter()
+        .map(|(k, v)| (k.into(), v.into()))
+        .collect();
     let fleet: Vec<_> = (0..3).map(|_| spawn(&e)).collect();
     let mut admitted = 0;
     let mut calls = Vec::new();
@@ -137,9 +135,8 @@ fn other_algorithms_are_refused_at_load() {
     let dir = tempfile::tempdir().unwrap();
     let yaml = "domain: d\ndescriptors:\n  - key: k\n    rate_limit: {unit: second, requests_per_unit: 5, algorithm: token_bucket}\n";
     std::fs::write(dir.path().join("c.yaml"), yaml).unwrap();
-    let mut vars = env(&m, "");
-    vars.push(("RATELIMITD_CONFIG".into(), dir.path().display().to_string()));
-    let vars: Vec<(&str, &str)> = vars.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+    let config = dir.path().display().to_string();
+    let vars = m.env(&[("CACHE_KEY_PREFIX", ""), ("RATELIMITD_CONFIG", &config)]);
     let out = refused(&vars);
     let err = stderr(&out);
     assert!(!out.status.success(), "refused to start: {err}");
@@ -239,9 +236,10 @@ async fn keys_are_spread_over_servers_as_gos_client_places_them() {
 async fn usage_reports_go_into_debt_on_memcached() {
     require!(Memcached);
     let m = Memcached::start();
-    let mut env = env(&m, "usage_");
-    env.push(("LOCAL_CACHE_SIZE_IN_BYTES".into(), "1000000".into()));
-    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+    let env = m.env(&[
+        ("CACHE_KEY_PREFIX", "usage_"),
+        ("LOCAL_CACHE_SIZE_IN_BYTES", "1000000"),
+    ]);
     let cfg = "domain: d\ndescriptors:\n  - key: k\n    rate_limit: {unit: minute, requests_per_unit: 10, usage: report}\n";
     let s = TestServer::start(&[("c.yaml", cfg)], &env).await;
     let send = |hits: u64| {

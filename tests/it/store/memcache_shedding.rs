@@ -23,13 +23,11 @@ descriptors:
 const KEY: &str = "shed_shop_service_api_1200";
 
 async fn start(m: &Memcached) -> TestServer {
-    let env = [
-        ("BACKEND_TYPE", "memcache"),
-        ("MEMCACHE_HOST_PORT", &*m.addr()),
+    let env = m.env(&[
         ("CACHE_KEY_PREFIX", "shed_"),
         // The over-limit cache must not remember a class's refusal for the others.
         ("LOCAL_CACHE_SIZE_IN_BYTES", "1000000"),
-    ];
+    ]);
     TestServer::start(&[("shop.yaml", SHOP)], &env).await
 }
 

@@ -37,27 +37,37 @@ pub(crate) fn envoy_bin() -> PathBuf {
 /// with that route's fields (its `rate_limits`, at 28 spaces), then the HTTP connection manager's
 /// (its `http_filters`, at 16).
 pub(crate) fn front_listener_head(admin: u16, port: u16) -> String {
+    let listener = listener_to_one_route("front", port);
     format!(
         r#"admin:
   address: {{ socket_address: {{ address: 127.0.0.1, port_value: {admin} }} }}
 static_resources:
   listeners:
-    - name: front
+{listener}                          route:
+                            cluster: backend
+"#
+    )
+}
+
+/// A listener `name` on `port` (under `listeners:`) with an HTTP connection manager and one
+/// virtual host `name` whose one route matches every path; the caller goes on with that route's
+/// action (at 26 spaces). Shared by the `front` and `backend` listeners.
+fn listener_to_one_route(name: &str, port: u16) -> String {
+    format!(
+        r#"    - name: {name}
       address: {{ socket_address: {{ address: 127.0.0.1, port_value: {port} }} }}
       filter_chains:
         - filters:
             - name: envoy.filters.network.http_connection_manager
               typed_config:
                 "@type": type.googleapis.com/envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager
-                stat_prefix: front
+                stat_prefix: {name}
                 route_config:
                   virtual_hosts:
-                    - name: front
+                    - name: {name}
                       domains: ["*"]
                       routes:
                         - match: {{ prefix: / }}
-                          route:
-                            cluster: backend
 "#
     )
 }
@@ -101,22 +111,9 @@ pub(crate) fn backend_and_clusters_with(backend: u16, options: &str, rl_ports: &
             )
         })
         .collect();
+    let listener = listener_to_one_route("backend", backend);
     format!(
-        r#"    - name: backend
-      address: {{ socket_address: {{ address: 127.0.0.1, port_value: {backend} }} }}
-      filter_chains:
-        - filters:
-            - name: envoy.filters.network.http_connection_manager
-              typed_config:
-                "@type": type.googleapis.com/envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager
-                stat_prefix: backend
-                route_config:
-                  virtual_hosts:
-                    - name: backend
-                      domains: ["*"]
-                      routes:
-                        - match: {{ prefix: / }}
-                          direct_response: {{ status: 200, body: {{ inline_string: "ok\n" }} }}
+        r#"{listener}                          direct_response: {{ status: 200, body: {{ inline_string: "ok\n" }} }}
                 http_filters:
                   - name: envoy.filters.http.router
                     typed_config:

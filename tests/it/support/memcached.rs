@@ -16,6 +16,8 @@ use super::redis::free_port;
 pub(crate) struct Memcached {
     child: Child,
     pub port: u16,
+    /// `127.0.0.1:port`, kept so that [`Memcached::env`] can lend it.
+    host_port: String,
 }
 
 impl Memcached {
@@ -47,7 +49,12 @@ impl Memcached {
                     break; // the port was taken meanwhile: try another
                 }
                 if ask(port, "version\r\n").is_some_and(|l| l.starts_with("VERSION")) {
-                    return Memcached { child, port };
+                    let host_port = format!("127.0.0.1:{port}");
+                    return Memcached {
+                        child,
+                        port,
+                        host_port,
+                    };
                 }
                 std::thread::sleep(Duration::from_millis(20));
             }
@@ -58,7 +65,18 @@ impl Memcached {
 
     /// `host:port` for `MEMCACHE_HOST_PORT`.
     pub(crate) fn addr(&self) -> String {
-        format!("127.0.0.1:{}", self.port)
+        self.host_port.clone()
+    }
+
+    /// The settings of a service on this server (`BACKEND_TYPE=memcache`, `MEMCACHE_HOST_PORT`),
+    /// then `more`.
+    pub(crate) fn env<'a>(&'a self, more: &[(&'a str, &'a str)]) -> Vec<(&'a str, &'a str)> {
+        let mut env = vec![
+            ("BACKEND_TYPE", "memcache"),
+            ("MEMCACHE_HOST_PORT", self.host_port.as_str()),
+        ];
+        env.extend_from_slice(more);
+        env
     }
 
     /// Sends `cmd` and returns the first reply line (without `\r\n`), or `None` if unreachable.
