@@ -212,23 +212,12 @@ impl<'a> Plans<'a> {
         now: Timestamp,
         random: &dyn Random,
     ) -> Plan<'a> {
-        let asked = hits::requested(req, d);
-        // A report is usage after the fact: asked for by the caller (`POST /check`'s `report`) or
-        // by the limit (`usage: report`, where every call with hits reports and a call of 0 hits
-        // is the request-time check). A refund stays a refund; a concurrency limit has no usage.
-        // With a usage estimate (the same on every limit of the descriptor: validated at load),
-        // the check charges it and the report trues it up (`hits::true_up`); an explicit report
-        // of 0 (Envoy's `ratelimitd.usage: report` entry, `/check`'s `report`) then gives the
-        // whole estimate back, where without an estimate it stays a check.
-        let estimate = m.limit.usage_estimate;
-        let report = !d.refund
-            && (asked > 0 || (d.report && estimate.is_some()))
-            && (d.report || m.limit.all().any(|l| l.usage_report))
-            && m.limit.all().any(|l| l.algorithm != Algorithm::Concurrency);
-        let reported = report.then(|| hits::clamp_report(&req.domain, asked));
-        let charge = hits::true_up(estimate, asked, reported, d.refund);
-        let refund = d.refund || matches!(charge, hits::Charge::GiveBack(_));
-        let report = report && !refund;
+        let Charging {
+            charge,
+            reported,
+            refund,
+            report,
+        } = Charging::of(req, d, &m);
         let mut most = 0;
         let start = self.ops.len();
         let mut sheds = Vec::new();
@@ -240,24 +229,15 @@ impl<'a> Plans<'a> {
                 Some((spec, shed)) => (spec, Some(shed)),
                 None => (spec, None),
             };
-            // Plain limits allocate nothing; from the first limit that sheds on, one per limit.
-            if shed.is_some() || !sheds.is_empty() {
-                sheds.resize(i, None);
-                sheds.push(shed);
-            }
+            from_first_some(&mut sheds, i, shed);
             let holder = (spec.algorithm == Algorithm::Concurrency)
                 .then(|| d.holder.clone().unwrap_or_else(anonymous_holder));
             // A split limit charges one sub-key against its share (`split` refuses shedding,
             // so `spec` is the limit's own here).
             let whole = spec;
-            let sub = l
-                .split
-                .map(|n| SubKey::choose(n, holder.as_deref(), random));
+            let sub = (l.split).map(|n| SubKey::choose(n, holder.as_deref(), random));
             let spec = sub.map_or(spec, |sub| sub.spec(&whole));
-            if sub.is_some() {
-                shares.resize(i, None);
-                shares.push(Some(spec.limit));
-            }
+            from_first_some(&mut shares, i, sub.map(|_| spec.limit));
             let entries = m.key_entries.iter().copied();
             let (key, identity, marker) =
                 keys.build_sub(i > 0, sub, &req.domain, entries, &spec, now);
@@ -275,13 +255,14 @@ impl<'a> Plans<'a> {
                 spec.algorithm == Algorithm::LeakyBucket && !refund && !report && !estimated;
             // A concurrency limit has no usage to report: its op takes a slot as any request.
             let reports = report && spec.algorithm != Algorithm::Concurrency;
-            let hits = match charge {
-                hits::Charge::Asked if reports => reported.unwrap_or(0),
-                hits::Charge::Asked => hits::clamp(&spec, asked, d.refund),
-                hits::Charge::Estimate(e) => hits::clamp(&spec, e, false),
-                hits::Charge::TopUp(more) => more,
-                hits::Charge::GiveBack(less) => hits::clamp(&spec, less, true),
-            };
+            let hits = op_hits(
+                charge,
+                &spec,
+                hits::requested(req, d),
+                reported,
+                reports,
+                d.refund,
+            );
             most = most.max(hits);
             self.ops.push(Op {
                 key,
@@ -292,10 +273,10 @@ impl<'a> Plans<'a> {
                 // A lease reserves hits against one limit; a shedding op's limit is per request.
                 // An estimate reaches the counter, so that its true-up corrects what it took.
                 // A split limit never leases (not even `LEASE_DEFAULT_SIZE`): `split` says why.
-                lease: if shed.is_some() || estimated || sub.is_some() {
-                    Some(0)
-                } else {
+                lease: if shed.is_none() && !estimated && sub.is_none() {
                     l.lease
+                } else {
+                    Some(0)
                 },
                 holder: holder.unwrap_or_default(),
                 // An estimate refused counts nothing: no report will come to true it up.
@@ -586,4 +567,70 @@ fn replaced_names(matched: &[Option<Matched<'_>>]) -> HashSet<String> {
         names.extend(m.limit.replaces.iter().cloned());
     }
     names
+}
+
+/// How a descriptor's hits reach its limits: what is charged, the usage reported, and whether the
+/// call gives hits back (a refund, or an estimate trued down) or reports usage.
+struct Charging {
+    charge: hits::Charge,
+    reported: Option<u64>,
+    refund: bool,
+    report: bool,
+}
+
+impl Charging {
+    /// The charging of descriptor `d` of `req` under the limit it matched.
+    fn of(req: &Request, d: &Descriptor, m: &Matched<'_>) -> Charging {
+        let asked = hits::requested(req, d);
+        // A report is usage after the fact: asked for by the caller (`POST /check`'s `report`) or
+        // by the limit (`usage: report`, where every call with hits reports and a call of 0 hits
+        // is the request-time check). A refund stays a refund; a concurrency limit has no usage.
+        // With a usage estimate (the same on every limit of the descriptor: validated at load),
+        // the check charges it and the report trues it up (`hits::true_up`); an explicit report
+        // of 0 (Envoy's `ratelimitd.usage: report` entry, `/check`'s `report`) then gives the
+        // whole estimate back, where without an estimate it stays a check.
+        let estimate = m.limit.usage_estimate;
+        let report = !d.refund
+            && (asked > 0 || (d.report && estimate.is_some()))
+            && (d.report || m.limit.all().any(|l| l.usage_report))
+            && m.limit.all().any(|l| l.algorithm != Algorithm::Concurrency);
+        let reported = report.then(|| hits::clamp_report(&req.domain, asked));
+        let charge = hits::true_up(estimate, asked, reported, d.refund);
+        let refund = d.refund || matches!(charge, hits::Charge::GiveBack(_));
+        let report = report && !refund;
+        Charging {
+            charge,
+            reported,
+            refund,
+            report,
+        }
+    }
+}
+
+/// The hits one op takes: what was asked (clamped to the limit's bounds), the usage reported, an
+/// estimate, or the difference a report trues an estimate up or down by.
+fn op_hits(
+    charge: hits::Charge,
+    spec: &crate::algorithm::LimitSpec,
+    asked: u64,
+    reported: Option<u64>,
+    reports: bool,
+    refund: bool,
+) -> u64 {
+    match charge {
+        hits::Charge::Asked if reports => reported.unwrap_or(0),
+        hits::Charge::Asked => hits::clamp(spec, asked, refund),
+        hits::Charge::Estimate(e) => hits::clamp(spec, e, false),
+        hits::Charge::TopUp(more) => more,
+        hits::Charge::GiveBack(less) => hits::clamp(spec, less, true),
+    }
+}
+
+/// Records `value` as limit `i`'s entry of `list`, which holds one entry per limit from the first
+/// `Some` on: a descriptor whose limits never set one allocates nothing.
+fn from_first_some<T: Clone>(list: &mut Vec<Option<T>>, i: usize, value: Option<T>) {
+    if value.is_some() || !list.is_empty() {
+        list.resize(i, None);
+        list.push(value);
+    }
 }
