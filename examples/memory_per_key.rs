@@ -8,8 +8,10 @@
 //! Arguments: the algorithm (`fixed_window`, `token_bucket`, `sliding_window`, `leaky_bucket`,
 //! `sliding_log`, `concurrency`), N keys (default 1 000 000, at most 50 000 000) and E entries per
 //! key (default 1, at most 64): a sliding log logs E requests a microsecond apart on each key, a
-//! concurrency limit takes E holders on each; a counter algorithm is hit E times. Run once with
-//! E = 1 and once with a larger E, the difference divided by N × (E − 1) is the cost of an entry.
+//! concurrency limit takes E holders on each; a counter algorithm is hit E times. Bytes per entry
+//! are printed too (bytes per key / E): what a sliding log or a concurrency limit costs per
+//! logged request or holder. Run once with E = 1 and once with a larger E, the difference divided
+//! by N × (E − 1) is the cost of one more entry.
 //!
 //! Keys are built by the service's own key builder (domain `example`, one entry
 //! `remote_address=10.<a>.<b>.<c>`, a one-minute limit of 1 000, burst 1 000 for the buckets),
@@ -154,15 +156,18 @@ async fn main() {
     let key_bytes = fill(&f).await;
     let filled = watch.elapsed().as_secs_f64();
     let grown = rss_bytes().saturating_sub(before);
+    // The estimate of the keys as filled (a sliding log hit again holds one more entry).
+    let estimate = f.store.bytes();
     let watch = Stopwatch::start();
     hit_again(&f).await;
     let again = watch.elapsed().as_secs_f64();
     println!(
         "{name}: {n} keys × {entries} (mean key {:.0} B) in {filled:.1}s, hit again in {again:.1}s; \
-         RSS +{:.1} MB = {:.0} B/key; store estimate {:.0} B/key",
+         RSS +{:.1} MB = {:.0} B/key, {:.0} B/entry; store estimate {:.0} B/key",
         key_bytes as f64 / n as f64,
         grown as f64 / 1e6,
         grown as f64 / n as f64,
-        f.store.bytes() as f64 / n as f64,
+        grown as f64 / (n * entries) as f64,
+        estimate as f64 / n as f64,
     );
 }

@@ -3,17 +3,19 @@
 //!
 //! Each op locks only its key's shard for the few nanoseconds the pure algorithm takes, so requests
 //! on different keys run in parallel and a request never waits on I/O. A key is held as a 128-bit
-//! keyed hash of its text and the smallest state of its algorithm (`slots`): about 50–70 bytes of
-//! memory for a fixed window counter. Expired entries are removed by [`MemoryStore::sweep_at`]
+//! keyed hash of its text and the smallest state of its algorithm (`slots`): about 60–100 bytes of
+//! memory for a counter, a sliding log of one entry or a concurrency limit of one holder. Expired entries are removed by [`MemoryStore::sweep_at`]
 //! (called periodically by the server) and, when the bound is reached, by an immediate sweep of the
 //! shard that needs room, then of every shard (at most once a second, so a flood of new keys
 //! against a full store cannot turn each request into a full scan). "Full" is a key count
-//! (`MEMORY_MAX_KEYS`) or an approximate byte budget (`MEMORY_MAX_BYTES`: a fixed cost per entry of
-//! each algorithm, `slots::cost`), whichever comes first. If the store is still full, new keys
+//! (`MEMORY_MAX_KEYS`) or an approximate byte budget (`MEMORY_MAX_BYTES`: a fixed cost per key of
+//! each algorithm, `slots::cost`, or `slots::wide_cost` for a key held as its full state),
+//! whichever comes first. If the store is still full, new keys
 //! are refused with [`StoreError::Full`]: existing counters are never evicted, so nothing already
 //! counted is lost.
 
 mod compact;
+mod inline;
 mod shard;
 mod slots;
 
@@ -86,13 +88,13 @@ pub struct MemoryStore {
     hash_bucket: ahash::RandomState,
     hash_check: ahash::RandomState,
     len: AtomicUsize,
-    /// Approximate bytes of the live keys ([`cost`]).
+    /// Approximate bytes of the live keys ([`cost`], `slots::wide_cost`).
     bytes: AtomicUsize,
     /// `MEMORY_MAX_BYTES`.
     max_bytes: usize,
-    /// Bounds keys (and with `max_bytes`, their approximate bytes). A counter key costs 50–100 bytes, but a `sliding_log` key
-    /// also holds 16 bytes per logged request, up to `sliding_log::MAX_LIMIT` (100 000) of them:
-    /// 1.6 MB. The worst case is `MEMORY_MAX_KEYS` × 1.6 MB (1.6 TB at the default 10^6 keys);
+    /// Bounds keys (and with `max_bytes`, their approximate bytes). A key costs 60–100 bytes, but
+    /// a `sliding_log` key of more than one entry also holds 16 bytes per logged request, up to
+    /// `sliding_log::MAX_LIMIT` (100 000) of them: 1.6 MB (a concurrency limit: 16 bytes a holder). The worst case is `MEMORY_MAX_KEYS` × 1.6 MB (1.6 TB at the default 10^6 keys);
     /// it needs that many distinct keys each admitted 100 000 times within its window, so in
     /// practice memory follows the admitted request rate × the window of `sliding_log` limits.
     max_keys: usize,
@@ -168,12 +170,23 @@ impl MemoryStore {
         let removed = self.shards[(id.check as usize) % SHARDS]
             .lock()
             .remove(id, op.spec.algorithm);
-        if removed {
+        if let Some(bytes) = removed {
             self.len.fetch_sub(1, Ordering::Relaxed);
-            self.bytes
-                .fetch_sub(cost(op.spec.algorithm), Ordering::Relaxed);
+            self.bytes.fetch_sub(bytes, Ordering::Relaxed);
         }
-        removed
+        removed.is_some()
+    }
+
+    /// Counts a held key's change of estimated bytes (see `shard::Shard::update`). A key that
+    /// grows is never refused: nothing already counted is lost.
+    fn resize(&self, grown: isize) {
+        if grown > 0 {
+            self.bytes
+                .fetch_add(grown.unsigned_abs(), Ordering::Relaxed);
+        } else if grown < 0 {
+            self.bytes
+                .fetch_sub(grown.unsigned_abs(), Ordering::Relaxed);
+        }
     }
 
     /// Applies one op; when the store is full, sweeps every shard (rate-limited) and tries again.
@@ -211,7 +224,8 @@ impl MemoryStore {
         let id = self.id(&op.key);
         // The shard comes from `check`, the map bucket from `bucket`: independent bits.
         let mut shard = self.shards[(id.check as usize) % SHARDS].lock();
-        if let Some(d) = shard.update(id, op, now) {
+        if let Some((d, grown)) = shard.update(id, op, now) {
+            self.resize(grown);
             return Ok(d);
         }
         if op.refund {
@@ -219,7 +233,9 @@ impl MemoryStore {
             return Ok(shard::run(&mut None, op, now));
         }
         self.reserve_slot(&mut shard, cost(op.spec.algorithm), now)?;
-        Ok(shard.insert(id, op, now))
+        let (d, extra) = shard.insert(id, op, now);
+        self.resize(extra.cast_signed());
+        Ok(d)
     }
 
     /// Counts a new key of `bytes` against both bounds, sweeping the shard first when one is

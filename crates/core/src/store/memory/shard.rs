@@ -1,9 +1,11 @@
 //! One shard of the embedded store: the keys of each algorithm (see [`super::slots`]), and the
 //! three things done to them under its lock — run an op on a held key, add a key, drop expired
-//! keys.
+//! keys — with the bytes each changes in the store's estimate ([`cost`] of a key in its compact
+//! slot, [`wide_cost`] of one held as its full state).
 
 use super::compact::{LeakySlot, SlidingSlot, TokenSlot};
-use super::slots::{FixedSlot, KeyId, Map, Slot, Timed, cost};
+use super::inline::{HeldSlot, LogSlot};
+use super::slots::{FixedSlot, KeyId, Map, Slot, Timed, cost, wide_cost};
 use crate::algorithm::concurrency::ConcurrencyState;
 use crate::algorithm::leaky_bucket::LeakyBucketState;
 use crate::algorithm::sliding_log::SlidingLogState;
@@ -20,12 +22,12 @@ pub(super) struct Shard {
     token: Keys<TokenSlot, Timed<TokenBucketState>>,
     sliding: Keys<SlidingSlot, Timed<SlidingWindowState>>,
     leaky: Keys<LeakySlot, Timed<LeakyBucketState>>,
-    log: Keys<Timed<Option<Box<SlidingLogState>>>>,
-    held: Keys<Timed<Option<Box<ConcurrencyState>>>>,
+    log: Keys<LogSlot, Timed<Option<Box<SlidingLogState>>>>,
+    held: Keys<HeldSlot, Timed<Option<Box<ConcurrencyState>>>>,
 }
 
 /// The keys of one algorithm: each in a slot of layout `S`, or, when `S` cannot hold its state
-/// exactly (see [`super::compact`]), as its full state `W`. A key is in one of the two maps; the
+/// exactly (see [`super::compact`], [`super::inline`]), as its full state `W`. A key is in one of the two maps; the
 /// second is empty (and costs no memory) for the layouts that hold every state.
 #[derive(Debug)]
 pub(super) struct Keys<S, W = S> {
@@ -56,29 +58,75 @@ macro_rules! on_map {
     };
 }
 
+/// A key's change of representation in one op, as the store's estimate sees it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Moved {
+    /// It stayed where it was.
+    Stayed,
+    /// From its compact slot to its full state.
+    ToWide,
+    /// From its full state back to a compact slot.
+    ToSlot,
+}
+
 impl Shard {
-    /// Runs `op` on its key if this shard holds it; `None` when it does not.
-    pub(super) fn update(&mut self, id: KeyId, op: &Op, now: Timestamp) -> Option<Decision> {
-        on_map!(self, op.spec.algorithm, update(id, op, now))
+    /// Runs `op` on its key if this shard holds it; `None` when it does not. Also the bytes the
+    /// key's estimate grew (positive) or shrank by.
+    pub(super) fn update(
+        &mut self,
+        id: KeyId,
+        op: &Op,
+        now: Timestamp,
+    ) -> Option<(Decision, isize)> {
+        let algorithm = op.spec.algorithm;
+        let (d, moved) = on_map!(self, algorithm, update(id, op, now))?;
+        // Both costs are a few hundred bytes at most, so they fit an isize.
+        let grown = wide_cost(algorithm) as isize - cost(algorithm) as isize;
+        Some((
+            d,
+            match moved {
+                Moved::Stayed => 0,
+                Moved::ToWide => grown,
+                Moved::ToSlot => -grown,
+            },
+        ))
     }
 
-    /// Adds `op`'s key (not held yet), with the state `op` leaves on a fresh one.
-    pub(super) fn insert(&mut self, id: KeyId, op: &Op, now: Timestamp) -> Decision {
-        on_map!(self, op.spec.algorithm, insert(id, op, now))
+    /// Adds `op`'s key (not held yet), with the state `op` leaves on a fresh one. Also the bytes
+    /// it costs beyond its compact [`cost`] (held in full).
+    pub(super) fn insert(&mut self, id: KeyId, op: &Op, now: Timestamp) -> (Decision, usize) {
+        let algorithm = op.spec.algorithm;
+        let (d, wide) = on_map!(self, algorithm, insert(id, op, now));
+        let extra = if wide {
+            wide_cost(algorithm).saturating_sub(cost(algorithm))
+        } else {
+            0
+        };
+        (d, extra)
     }
 
     /// Keys held as full states because their compact slot could not hold them.
     #[cfg(test)]
     pub(super) fn wide_keys(&self) -> usize {
-        self.token.wide.len() + self.sliding.wide.len() + self.leaky.wide.len()
+        self.token.wide.len()
+            + self.sliding.wide.len()
+            + self.leaky.wide.len()
+            + self.log.wide.len()
+            + self.held.wide.len()
     }
 
-    /// Drops the key `id` of `algorithm`'s map: true when it was held (expired or not).
-    pub(super) fn remove(&mut self, id: KeyId, algorithm: Algorithm) -> bool {
-        on_map!(self, algorithm, remove(id))
+    /// Drops the key `id` of `algorithm`'s map: its estimated bytes when it was held (expired or
+    /// not).
+    pub(super) fn remove(&mut self, id: KeyId, algorithm: Algorithm) -> Option<usize> {
+        let wide = on_map!(self, algorithm, remove(id))?;
+        Some(if wide {
+            wide_cost(algorithm)
+        } else {
+            cost(algorithm)
+        })
     }
 
-    /// Drops every key that expired at or before `now`: how many, and their [`cost`] in bytes.
+    /// Drops every key that expired at or before `now`: how many, and their estimated bytes.
     pub(super) fn sweep(&mut self, now: Timestamp) -> (usize, usize) {
         let mut total = (0, 0);
         for algorithm in [
@@ -89,9 +137,9 @@ impl Shard {
             Algorithm::SlidingLog,
             Algorithm::Concurrency,
         ] {
-            let removed = on_map!(self, algorithm, sweep(now));
-            total.0 += removed;
-            total.1 += removed * cost(algorithm);
+            let (slots, wide) = on_map!(self, algorithm, sweep(now));
+            total.0 += slots + wide;
+            total.1 += slots * cost(algorithm) + wide * wide_cost(algorithm);
         }
         total
     }
@@ -102,7 +150,7 @@ fn update<S: Slot, W: Slot>(
     id: KeyId,
     op: &Op,
     now: Timestamp,
-) -> Option<Decision> {
+) -> Option<(Decision, Moved)> {
     if let Some(slot) = keys.slots.get_mut(&id) {
         let (d, state) = run_held(std::mem::take(slot), op, now);
         match S::store(state, &op.spec, &d) {
@@ -110,9 +158,10 @@ fn update<S: Slot, W: Slot>(
             Err(state) => {
                 keys.slots.remove(&id);
                 keys.wide.insert(id, wide(state, op, &d));
+                return Some((d, Moved::ToWide));
             }
         }
-        return Some(d);
+        return Some((d, Moved::Stayed));
     }
     if keys.wide.is_empty() {
         return None;
@@ -124,10 +173,13 @@ fn update<S: Slot, W: Slot>(
         Ok(s) => {
             keys.wide.remove(&id);
             keys.slots.insert(id, s);
+            Some((d, Moved::ToSlot))
         }
-        Err(state) => *slot = wide(state, op, &d),
+        Err(state) => {
+            *slot = wide(state, op, &d);
+            Some((d, Moved::Stayed))
+        }
     }
-    Some(d)
 }
 
 /// Runs `op` on a held key's slot; returns the decision and the state to store.
@@ -148,30 +200,43 @@ fn wide<W: Slot>(state: Option<AlgorithmState>, op: &Op, d: &Decision) -> W {
     W::store(state, &op.spec, d).unwrap_or_default()
 }
 
-fn insert<S: Slot, W: Slot>(keys: &mut Keys<S, W>, id: KeyId, op: &Op, now: Timestamp) -> Decision {
+/// Adds a key; true when it is held as its full state.
+fn insert<S: Slot, W: Slot>(
+    keys: &mut Keys<S, W>,
+    id: KeyId,
+    op: &Op,
+    now: Timestamp,
+) -> (Decision, bool) {
     let mut state = None;
     let d = run(&mut state, op, now);
     match S::store(state, &op.spec, &d) {
         Ok(s) => {
             keys.slots.insert(id, s);
+            (d, false)
         }
         Err(state) => {
             keys.wide.insert(id, wide(state, op, &d));
+            (d, true)
         }
     }
-    d
 }
 
-fn remove<S: Slot, W: Slot>(keys: &mut Keys<S, W>, id: KeyId) -> bool {
+/// Drops a key: `Some(true)` when it was held as its full state, `None` when not held.
+fn remove<S: Slot, W: Slot>(keys: &mut Keys<S, W>, id: KeyId) -> Option<bool> {
     // A key is in one of the two maps, never both.
-    keys.slots.remove(&id).is_some() || keys.wide.remove(&id).is_some()
+    if keys.slots.remove(&id).is_some() {
+        Some(false)
+    } else {
+        keys.wide.remove(&id).map(|_| true)
+    }
 }
 
-fn sweep<S: Slot, W: Slot>(keys: &mut Keys<S, W>, now: Timestamp) -> usize {
-    let before = keys.slots.len() + keys.wide.len();
+/// Drops expired keys: how many from the compact slots, how many from the full states.
+fn sweep<S: Slot, W: Slot>(keys: &mut Keys<S, W>, now: Timestamp) -> (usize, usize) {
+    let (slots, wide) = (keys.slots.len(), keys.wide.len());
     keys.slots.retain(|_, slot| slot.expires_at() > now);
     keys.wide.retain(|_, slot| slot.expires_at() > now);
-    before - keys.slots.len() - keys.wide.len()
+    (slots - keys.slots.len(), wide - keys.wide.len())
 }
 
 /// Applies or refunds `op` on `state`.

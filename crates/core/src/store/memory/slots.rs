@@ -1,9 +1,10 @@
 //! How the embedded store lays out one key: a 128-bit keyed hash of its text instead of the text,
 //! and per algorithm the smallest state that decides exactly as [`AlgorithmState`] does.
 //!
-//! Each algorithm has its own map in a shard, so a counter key pays for a 32-byte slot — hash 16,
-//! state 16 (a fixed window's count and window end here; the buckets' and the sliding window's
-//! in `super::compact`) — and not for the largest state of any algorithm. The cache key names
+//! Each algorithm has its own map in a shard, so a key pays for a 32-byte slot — hash 16, state 16
+//! (a fixed window's count and window end here; the buckets' and the sliding window's in
+//! `super::compact`; a sliding log of one entry and a concurrency limit of one holder in
+//! `super::inline`) — and not for the largest state of any algorithm. The cache key names
 //! its algorithm, so a key text is only ever used by one map.
 //!
 //! Two keys are told apart by two independent 64-bit ahash values of their text, seeded randomly
@@ -18,7 +19,8 @@ use std::hash::{BuildHasher, Hash, Hasher};
 use std::mem::size_of;
 
 use super::compact::{LeakySlot, SlidingSlot, TokenSlot};
-use crate::algorithm::concurrency::ConcurrencyState;
+use super::inline::{HeldSlot, LogSlot};
+use crate::algorithm::concurrency::{ConcurrencyState, HolderId};
 use crate::algorithm::fixed_window::FixedWindowState;
 use crate::algorithm::leaky_bucket::LeakyBucketState;
 use crate::algorithm::sliding_log::{LogEntry, SlidingLogState};
@@ -207,15 +209,10 @@ pub(super) type Map<S> = HashMap<KeyId, S, PassThrough>;
 /// The entries a log's or a holder table's first allocation has room for (Rust's vectors start
 /// at four elements of this size).
 const FIRST_ENTRIES: usize = 4;
-/// The allocation of a short holder id (up to 16 bytes).
-const SHORT_ID: usize = 16;
 
-/// Bytes one key of `algorithm` costs against `MEMORY_MAX_BYTES`: its map slot and control byte,
-/// doubled because a map is between 7/16 and 7/8 full (it doubles when it reaches 7/8), plus for
-/// a sliding log or a concurrency limit its boxed state with the first allocation of its entries
-/// (room for four: a log's first requests, a limit's first holders and one short holder id);
-/// entries past those are not counted (see `MemoryStore`). The rare key held as a full state
-/// (`super::compact`) is counted at its algorithm's compact size too.
+/// Bytes one key of `algorithm` held in its compact slot costs against `MEMORY_MAX_BYTES`: its map
+/// slot and control byte, doubled because a map is between 7/16 and 7/8 full (it doubles when it
+/// reaches 7/8). Every algorithm's compact slot is 16 bytes of state beside the key's hash.
 pub(super) fn cost(algorithm: Algorithm) -> usize {
     let slot = |size: usize| 2 * (size_of::<KeyId>() + size + 1);
     match algorithm {
@@ -223,16 +220,29 @@ pub(super) fn cost(algorithm: Algorithm) -> usize {
         Algorithm::TokenBucket => slot(size_of::<TokenSlot>()),
         Algorithm::SlidingWindow => slot(size_of::<SlidingSlot>()),
         Algorithm::LeakyBucket => slot(size_of::<LeakySlot>()),
+        Algorithm::SlidingLog => slot(size_of::<LogSlot>()),
+        Algorithm::Concurrency => slot(size_of::<HeldSlot>()),
+    }
+}
+
+/// Bytes one key of `algorithm` held as its full state (`super::compact`, `super::inline`) costs:
+/// for a sliding log or a concurrency limit, its map slot, its boxed state and the first
+/// allocation of its entries (room for four: a log's requests, a limit's holders); entries past
+/// those are not counted (see `MemoryStore`). The rare counter key held in full is counted at its
+/// compact size.
+pub(super) fn wide_cost(algorithm: Algorithm) -> usize {
+    let slot = |size: usize| 2 * (size_of::<KeyId>() + size + 1);
+    match algorithm {
         Algorithm::Concurrency => {
             slot(size_of::<Timed<Option<Box<ConcurrencyState>>>>())
                 + size_of::<ConcurrencyState>()
-                + FIRST_ENTRIES * size_of::<(Box<str>, u64)>()
-                + SHORT_ID
+                + FIRST_ENTRIES * size_of::<(HolderId, u64)>()
         }
         Algorithm::SlidingLog => {
             slot(size_of::<Timed<Option<Box<SlidingLogState>>>>())
                 + size_of::<SlidingLogState>()
                 + FIRST_ENTRIES * size_of::<LogEntry>()
         }
+        counter => cost(counter),
     }
 }

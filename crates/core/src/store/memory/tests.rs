@@ -169,23 +169,25 @@ fn spec_of(i: usize) -> LimitSpec {
         Algorithm::SlidingWindow,
         Algorithm::LeakyBucket,
         Algorithm::SlidingLog,
-    ][i % 5];
+        Algorithm::Concurrency,
+    ][i % 6];
     LimitSpec {
         algorithm,
         limit: 3,
-        window: crate::algorithm::Window::from_secs(1 + i as u64 / 5).unwrap(),
+        window: crate::algorithm::Window::from_secs(1 + i as u64 / 6).unwrap(),
         burst: if algorithm.has_burst() { 4 } else { 0 },
     }
 }
 
 proptest::proptest! {
     /// The compact slots decide exactly as the algorithms on their full state kept forever: on
-    /// every algorithm, through expiry, sweeps, refunds and shaping. (An expired state decides as
-    /// a fresh one, so the store may forget it; the model never does.)
+    /// every algorithm, through expiry, sweeps, refunds (releases) and shaping; sliding logs and
+    /// concurrency limits move between one entry inline and more in full. (An expired state
+    /// decides as a fresh one, so the store may forget it; the model never does.)
     #[test]
     fn decides_as_the_algorithms_on_their_full_state(
         events in proptest::collection::vec(
-            (0usize..10, 0u64..4, proptest::bool::weighted(0.2), 0u64..700_000, proptest::bool::weighted(0.1), proptest::bool::ANY),
+            (0usize..12, 0u64..4, proptest::bool::weighted(0.2), 0u64..700_000, proptest::bool::weighted(0.1), proptest::bool::ANY),
             1..300,
         ),
     ) {
@@ -207,7 +209,8 @@ proptest::proptest! {
                 refund,
                 max_wait: std::time::Duration::from_millis(if shaping { 900 } else { 0 }),
                 lease: None,
-                holder: String::new(),
+                // Four holders take turns on a concurrency limit of three; ignored by the others.
+                holder: format!("h{}", dt % 4),
                 only_admitted: false,
                 report: false,
             };
