@@ -77,7 +77,7 @@ pub struct ConfigLoads {
 /// Reads the configuration load counts, at export time.
 pub(crate) type LoadCounts = Arc<dyn Fn() -> ConfigLoads + Send + Sync>;
 
-/// The Go service's counters and the limiter's, and the [`Registry`] of the features' own
+/// The Go service's counters and the limiter's, and the registry of the features' own
 /// metrics. Share it as `Arc<Metrics>`.
 pub struct Metrics {
     pub(crate) limits: KeyTable<8>,
