@@ -214,14 +214,7 @@ proptest::proptest! {
                 only_admitted: false,
                 report: false,
             };
-            let got = *rt.block_on(s.apply(std::slice::from_ref(&o), now)).unwrap()[0]
-                .decision()
-                .unwrap();
-            let want = if refund && !model.contains_key(&i) {
-                shard::run(&mut None, &o, now)
-            } else {
-                shard::run(model.entry(i).or_default(), &o, now)
-            };
+            let (got, want) = store_and_model(&rt, &s, &mut model, i, &o, now);
             proptest::prop_assert_eq!(got, want, "key{} at {}", i, t);
         }
     }
@@ -245,4 +238,25 @@ async fn a_reset_key_starts_fresh_and_frees_its_room() {
     assert!(!fresh[0].decision().unwrap().over_limit);
     let prefix = s.reset_prefix("a", 10, at(2)).await.unwrap_err();
     assert!(prefix.to_string().contains("hash of each key"), "{prefix}");
+}
+
+/// The store's decision for `o` (on key `i`) and the algorithm's own on the model's state of that
+/// key; a refund of a key the model never saw runs on no state, as the store's does.
+pub(crate) fn store_and_model(
+    rt: &tokio::runtime::Runtime,
+    s: &MemoryStore,
+    model: &mut std::collections::HashMap<usize, Option<crate::algorithm::AlgorithmState>>,
+    i: usize,
+    o: &Op,
+    now: Timestamp,
+) -> (Decision, Decision) {
+    let got = *rt.block_on(s.apply(std::slice::from_ref(o), now)).unwrap()[0]
+        .decision()
+        .unwrap();
+    let want = if o.refund && !model.contains_key(&i) {
+        shard::run(&mut None, o, now)
+    } else {
+        shard::run(model.entry(i).or_default(), o, now)
+    };
+    (got, want)
 }

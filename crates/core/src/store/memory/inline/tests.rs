@@ -7,8 +7,8 @@ use std::time::Duration;
 use super::*;
 use crate::algorithm::{Algorithm, LimitSpec, Window};
 use crate::store::memory::MemoryStore;
-use crate::store::memory::shard;
 use crate::store::memory::slots::{FixedSlot, cost, wide_cost};
+use crate::store::memory::tests::store_and_model;
 use crate::store::{Op, Store};
 
 #[test]
@@ -136,14 +136,7 @@ proptest::proptest! {
             let report = report && !refund;
             let hits = if report { hits << 31 } else { hits };
             let o = op(&format!("key{i}"), spec_of(i), &format!("h{holder}"), hits, refund, report);
-            let got = *rt.block_on(s.apply(std::slice::from_ref(&o), now)).unwrap()[0]
-                .decision()
-                .unwrap();
-            let want = if refund && !model.contains_key(&i) {
-                shard::run(&mut None, &o, now)
-            } else {
-                shard::run(model.entry(i).or_default(), &o, now)
-            };
+            let (got, want) = store_and_model(&rt, &s, &mut model, i, &o, now);
             proptest::prop_assert_eq!(got, want, "key{} at {}", i, t);
         }
         // The estimate is that of the keys where they are held, and goes back to nothing.
