@@ -8,36 +8,13 @@
 use std::time::Duration;
 
 use arc_swap::ArcSwap;
+use ratelimitd_core::limiter::split::{SLOTS, key_slot};
 use redis::cluster_routing::{RoutingInfo, SingleNodeRoutingInfo};
 use redis::{RedisError, Value};
 
 use super::addr::host_port;
 use super::conn::RedisConn;
 use super::targets::intern;
-
-/// Slots in a Redis Cluster.
-const SLOTS: u16 = 16384;
-
-/// CRC16-XMODEM, the checksum Redis Cluster hashes keys with.
-fn crc16(bytes: &[u8]) -> u16 {
-    let mut crc: u16 = 0;
-    for &b in bytes {
-        crc ^= u16::from(b) << 8;
-        for _ in 0..8 {
-            crc = if crc & 0x8000 != 0 {
-                (crc << 1) ^ 0x1021
-            } else {
-                crc << 1
-            };
-        }
-    }
-    crc
-}
-
-/// The hash slot of `key`: of its hash tag (the text inside the first non-empty `{…}`) if any.
-pub(super) fn key_slot(key: &str) -> u16 {
-    crc16(super::call::slot_group(key).as_bytes()) % SLOTS
-}
 
 /// Slot ranges and their masters' `host:port`, sorted by first slot.
 #[derive(Debug, Default)]
