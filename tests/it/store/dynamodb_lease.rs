@@ -13,7 +13,6 @@ use ratelimitd_core::store::{Answer, Op, Store};
 use super::dynamodb::{fleet_env, op};
 use crate::support::dynalite::{ACCESS_KEY, Dynalite, SECRET};
 use crate::support::process::{self, Spawned, spawn};
-use crate::support::redis::free_port;
 use crate::support::require;
 use crate::support::scrape::scrape_addr;
 use crate::support::*;
@@ -158,8 +157,8 @@ async fn bucket_grants_come_out_of_the_bucket_and_unspent_tokens_go_back() {
 }
 
 /// `ratelimitd_lease_served_hits_total` of the process listening for Prometheus on `port`.
-async fn served(port: u16) -> u64 {
-    let scrape = scrape_addr(&reqwest::Client::new(), format!("127.0.0.1:{port}")).await;
+async fn served(p: &Spawned) -> u64 {
+    let scrape = scrape_addr(&reqwest::Client::new(), &p.metrics_addr).await;
     scrape.value("ratelimitd_lease_served_hits_total")
 }
 
@@ -228,15 +227,10 @@ async fn three_instances_with_leases_admit_exactly_the_limit_at_a_fraction_of_th
     let (dir, env) = fleet_env(&d, config, &[("DYNAMODB_RESPONSE_TIMEOUT", "20s")]);
     std::fs::write(dir.path().join("b.yaml"), bucket).unwrap();
     std::fs::write(dir.path().join("r.yaml"), roomy).unwrap();
-    let ports: Vec<u16> = (0..3).map(|_| free_port()).collect();
-    let fleet: Vec<Spawned> = (ports.iter())
-        .map(|port| {
-            let mut env = env.clone();
-            env.push(("USE_PROMETHEUS".into(), "true".into()));
-            env.push(("PROMETHEUS_ADDR".into(), format!("127.0.0.1:{port}")));
-            spawn(&env)
-        })
-        .collect();
+    let mut env = env;
+    env.push(("USE_PROMETHEUS".into(), "true".into()));
+    env.push(("PROMETHEUS_ADDR".into(), "127.0.0.1:0".into()));
+    let fleet: Vec<Spawned> = (0..3).map(|_| spawn(&env)).collect();
     for domain in ["fw", "tb"] {
         let admitted = load(&fleet, domain, 75).await;
         assert!(admitted <= 600, "{domain}: {admitted} of 600 admitted");
@@ -244,8 +238,8 @@ async fn three_instances_with_leases_admit_exactly_the_limit_at_a_fraction_of_th
         assert_eq!(admitted + held, 600, "{domain}: exactly the limit");
     }
     let mut before = 0;
-    for &port in &ports {
-        before += served(port).await;
+    for p in &fleet {
+        before += served(p).await;
     }
     assert!(
         before > 600,
@@ -253,8 +247,8 @@ async fn three_instances_with_leases_admit_exactly_the_limit_at_a_fraction_of_th
     );
     assert_eq!(load(&fleet, "big", 100).await, 1_200, "within the limit");
     let mut after = 0;
-    for &port in &ports {
-        after += served(port).await;
+    for p in &fleet {
+        after += served(p).await;
     }
     let called = 1_200 - (after - before);
     assert!(

@@ -16,6 +16,8 @@ pub(crate) struct Spawned {
     pub http_addr: String,
     pub debug_addr: String,
     pub admin_addr: String,
+    /// The Prometheus listener's address, or `off`.
+    pub metrics_addr: String,
     /// The parsed JSON "listening" log line.
     pub log: serde_json::Value,
     /// The stderr lines written before it (startup).
@@ -113,6 +115,7 @@ impl Starting {
                     http_addr: field("http_addr"),
                     debug_addr: field("debug_addr"),
                     admin_addr: field("admin_addr"),
+                    metrics_addr: field("metrics_addr"),
                     child: self.child.take().unwrap(),
                     log: v,
                     startup: std::mem::take(&mut self.startup),

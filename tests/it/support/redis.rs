@@ -5,6 +5,7 @@
 use std::net::TcpListener;
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
 use ratelimitd_core::clock::Stopwatch;
@@ -32,13 +33,42 @@ pub(crate) struct Access {
     pub password: Option<String>,
 }
 
-/// A free TCP port on 127.0.0.1 (bound, then released for the server to take).
+/// A free TCP port on 127.0.0.1 for a child server to bind (bound here, then released).
+///
+/// A port is free only until it is released, so it is taken below the kernel's ephemeral range:
+/// the ports the kernel hands out meanwhile (another server's `…:0`, an outgoing connection)
+/// come from that range and never collide with it. Successive calls walk the ports below it from
+/// a start that depends on the process id, so two servers started together never get the same
+/// one, and a port held by someone else is skipped.
 pub(crate) fn free_port() -> u16 {
+    static NEXT: AtomicU32 = AtomicU32::new(0);
+    const FIRST: u32 = 10_000;
+    let span = ephemeral_low().saturating_sub(FIRST);
+    if span >= 1_000 {
+        let start = std::process::id().wrapping_mul(7_919) % span;
+        for _ in 0..span {
+            let step = NEXT.fetch_add(1, Ordering::Relaxed);
+            let port = FIRST + (start + step) % span;
+            let port = u16::try_from(port).expect("below the ephemeral range");
+            if TcpListener::bind(("127.0.0.1", port)).is_ok() {
+                return port;
+            }
+        }
+    }
     TcpListener::bind("127.0.0.1:0")
         .unwrap()
         .local_addr()
         .unwrap()
         .port()
+}
+
+/// The first port of the kernel's ephemeral range (Linux's default when it cannot be read).
+fn ephemeral_low() -> u32 {
+    std::fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range")
+        .ok()
+        .and_then(|r| r.split_whitespace().next()?.parse().ok())
+        .unwrap_or(32_768)
+        .min(65_536)
 }
 
 impl RedisServer {
