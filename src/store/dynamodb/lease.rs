@@ -32,7 +32,7 @@ use ratelimitd_core::algorithm::token_bucket::{self, Params, TokenBucketState};
 use ratelimitd_core::algorithm::{AlgorithmState, Decision};
 use ratelimitd_core::clock::Timestamp;
 use ratelimitd_core::store::Op;
-use ratelimitd_core::store::lease::{self, LeaseTotals, MIN_GRANT, SHARE, Unspent};
+use ratelimitd_core::store::lease::{LeaseTotals, MIN_GRANT, SHARE};
 
 /// What one op reserves: the lease size (0: no reservation), and the unspent hits of this
 /// instance's outdated lease on the key to give back first.
@@ -177,23 +177,6 @@ impl DynamoStore {
             .await
             .map_err(|e| classify(&e))?;
         Ok(())
-    }
-
-    /// Refunds every unspent lease of this instance at `now` (reload, shutdown); returns the hits
-    /// DynamoDB took back. Leases whose call fails stay counted until their window ends (a
-    /// bucket refills them), like a killed instance's.
-    pub(super) async fn give_back_leases(&self, now: Timestamp) -> u64 {
-        self.give_back(self.leases.drain(now), now).await
-    }
-
-    /// Refunds the token bucket leases whose TTL passed at `now` and the leases of changed
-    /// limits that no reservation gave back yet.
-    pub(super) async fn give_back_expired(&self, now: Timestamp) -> u64 {
-        self.give_back(self.leases.drain_expired(now), now).await
-    }
-
-    async fn give_back(&self, unspent: Vec<Unspent>, now: Timestamp) -> u64 {
-        lease::give_back(self, &self.leases.counters, unspent, now).await
     }
 
     /// What this store's leases did so far, for the metrics.

@@ -17,7 +17,7 @@ use super::lease::{Grant, Reservation};
 use super::{DynamoSettings, client, item};
 use crate::store::local_cache::OverLimitCache;
 use crate::store::redis::RedisConfig;
-use crate::store::{Answer, Op, PrefixReset, ResetError, Resilience, Store, StoreError};
+use crate::store::{Answer, Op, Resilience, Store, StoreError};
 use ratelimitd_core::algorithm::{Algorithm, Decision};
 use ratelimitd_core::clock::{Clock, Timestamp};
 use ratelimitd_core::resilience::{Breaker, Permit};
@@ -326,14 +326,9 @@ impl Store for DynamoStore {
         self.reset_items(ops, now).await
     }
 
-    /// Refused: DynamoDB cannot list keys without scanning the table.
-    async fn reset_prefix(
-        &self,
-        _prefix: &str,
-        _max_keys: usize,
-        _now: Timestamp,
-    ) -> Result<PrefixReset, ResetError> {
-        Err(ResetError::Unsupported(super::reset::NO_PREFIX.to_string()))
+    /// DynamoDB cannot list keys without scanning the table.
+    fn no_prefix_reset(&self) -> &'static str {
+        super::reset::NO_PREFIX
     }
 
     fn is_healthy(&self) -> bool {
@@ -341,11 +336,11 @@ impl Store for DynamoStore {
     }
 
     async fn release_leases(&self, now: Timestamp) -> u64 {
-        self.give_back_leases(now).await
+        self.leases.give_back_all(self, now).await
     }
 
     async fn expire_leases(&self, now: Timestamp) -> u64 {
-        self.give_back_expired(now).await
+        self.leases.give_back_expired(self, now).await
     }
 
     /// Reads one never-written item: healthy when the table answers within the timeout.

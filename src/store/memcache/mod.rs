@@ -31,7 +31,7 @@ use futures_util::future::join_all;
 use super::local_cache::OverLimitCache;
 use super::redis::RedisConfig;
 use super::vitals::NodeVitals;
-use super::{Answer, Op, PrefixReset, ResetError, Resilience, Store, StoreError};
+use super::{Answer, Op, Resilience, Store, StoreError};
 use conn::Pool;
 use ratelimitd_core::algorithm::{Algorithm, Decision, fixed_window};
 use ratelimitd_core::clock::{Clock, Stopwatch, Timestamp};
@@ -257,14 +257,9 @@ impl Store for MemcacheStore {
         Ok(n)
     }
 
-    /// Refused: memcached cannot list its keys.
-    async fn reset_prefix(
-        &self,
-        _prefix: &str,
-        _max_keys: usize,
-        _now: Timestamp,
-    ) -> Result<PrefixReset, ResetError> {
-        Err(ResetError::Unsupported(NO_PREFIX.to_string()))
+    /// memcached cannot list its keys.
+    fn no_prefix_reset(&self) -> &'static str {
+        NO_PREFIX
     }
 
     fn is_healthy(&self) -> bool {

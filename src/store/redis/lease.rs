@@ -8,8 +8,7 @@ use redis::{RedisError, Script};
 
 use super::call::Group;
 use ratelimitd_core::algorithm::{Decision, Window, fixed_window};
-use ratelimitd_core::clock::Timestamp;
-use ratelimitd_core::store::lease::{self, LeaseTotals, Leases, MIN_GRANT, SHARE, Unspent};
+use ratelimitd_core::store::lease::{LeaseTotals, Leases, MIN_GRANT, SHARE};
 
 /// The reservation script.
 pub(super) fn script() -> Script {
@@ -53,23 +52,6 @@ pub(super) async fn run(
 }
 
 impl super::RedisStore {
-    /// Refunds every unspent lease of this instance at `now` (reload, shutdown) in one batch;
-    /// returns the hits Redis took back. Leases whose call fails stay counted until their window
-    /// ends (a bucket refills them), like a killed instance's.
-    pub(super) async fn give_back_leases(&self, now: Timestamp) -> u64 {
-        self.give_back(self.leases.drain(now), now).await
-    }
-
-    /// Refunds the token bucket leases whose TTL passed at `now` and the leases of changed limits
-    /// that no reservation gave back yet.
-    pub(super) async fn give_back_expired(&self, now: Timestamp) -> u64 {
-        self.give_back(self.leases.drain_expired(now), now).await
-    }
-
-    async fn give_back(&self, unspent: Vec<Unspent>, now: Timestamp) -> u64 {
-        lease::give_back(self, &self.leases.counters, unspent, now).await
-    }
-
     /// What this store's leases did so far, for the metrics.
     pub fn lease_totals(&self) -> LeaseTotals {
         self.leases.counters.read()

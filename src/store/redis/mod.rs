@@ -356,10 +356,10 @@ impl Store for RedisStore {
     }
 
     async fn release_leases(&self, now: Timestamp) -> u64 {
-        self.give_back_leases(now).await
+        self.leases.give_back_all(self, now).await
     }
 
     async fn expire_leases(&self, now: Timestamp) -> u64 {
-        self.give_back_expired(now).await
+        self.leases.give_back_expired(self, now).await
     }
 }

@@ -5,10 +5,10 @@
 
 use std::time::Duration;
 
+use crate::support::TestServer;
 use crate::support::leases;
 use crate::support::redis::RedisServer;
 use crate::support::require;
-use crate::support::{Code, TestServer, overall};
 
 /// One hot token bucket holding `rpu` tokens, refilled by `rpu` per hour, leased `lease` at once.
 fn config(rpu: u32, lease: u32) -> String {
@@ -83,13 +83,7 @@ async fn unspent_tokens_go_back_on_reload_after_the_ttl_and_on_shutdown() {
     s.advance(Duration::from_secs(1));
     // 180 s refilled 50 tokens; the 41 unspent come back on top.
     until_tokens(&redis, 1000 - 260 + 50, "after the TTL").await;
-    let metrics = s.scrape().await;
-    for line in [
-        "ratelimitd_lease_served_hits_total 256",
-        "ratelimitd_lease_returned_hits_total 94",
-    ] {
-        assert!(metrics.contains(line), "{line} not in {metrics}");
-    }
+    leases::assert_lease_counters(&s, 256, 94).await;
     // A third lease, given back by the shutdown drain.
     leases::admit(&s, ("b", "hot"), 5).await;
     assert!(tokens(&redis) < 1000 - 260 + 50 - 5, "a new lease is held");
@@ -108,23 +102,7 @@ async fn the_last_tokens_are_taken_from_redis_one_by_one() {
     let s = start(&redis, 40, 100).await;
     // Tokens held by the lease after each admitted request: a grant is a quarter of what the
     // bucket holds after the request (9, 7, 5, 3, 2, 2), then none once that is under 2.
-    let mut held_after = Vec::new();
-    for n in 1..=40u64 {
-        assert_eq!(
-            overall(&s.rl("d", &[&[("b", "hot")]]).await),
-            Code::Ok,
-            "hit {n}"
-        );
-        held_after.push(40 - n - leases::tokens(&redis, "hot", 40, 3600));
-    }
-    assert_eq!(
-        held_after,
-        leases::held_after_each_of_40(),
-        "tokens held by the lease after each request"
-    );
-    assert_eq!(
-        overall(&s.rl("d", &[&[("b", "hot")]]).await),
-        Code::OverLimit
-    );
+    let held = |n| 40 - n - leases::tokens(&redis, "hot", 40, 3600);
+    leases::assert_the_last_hits_go_to_redis(&s, ("b", "hot"), held).await;
     s.shutdown().await;
 }

@@ -3,10 +3,10 @@
 //! cost a fraction of the Redis calls, give unspent hits back on reload and shutdown, and decide
 //! the last hits of a window on Redis one by one.
 
+use crate::support::TestServer;
 use crate::support::leases;
 use crate::support::redis::RedisServer;
 use crate::support::require;
-use crate::support::{Code, TestServer, overall};
 
 /// One hot key with `rpu` per hour, leased `lease` hits at a time.
 fn config(rpu: u32, lease: u32) -> String {
@@ -56,13 +56,7 @@ async fn unspent_hits_go_back_on_reload_and_on_shutdown() {
     .await;
     leases::admit(&s, ("k", "hot"), 10).await;
     assert!(counter(&redis) > 260, "a new lease is held");
-    let metrics = s.scrape().await;
-    for line in [
-        "ratelimitd_lease_served_hits_total 256",
-        "ratelimitd_lease_returned_hits_total 53",
-    ] {
-        assert!(metrics.contains(line), "{line} not in {metrics}");
-    }
+    leases::assert_lease_counters(&s, 256, 53).await;
     // The shutdown drain (what SIGTERM runs) gives them back too.
     s.shutdown().await;
     assert_eq!(counter(&redis), 260, "only the admitted hits stay counted");
@@ -75,23 +69,7 @@ async fn the_last_hits_of_a_window_go_to_redis_one_by_one() {
     let s = start(&redis, 40, 100).await;
     // The counter after each admitted hit: grants are a quarter of the room after the hit
     // (9, 7, 5, 3, 2, 2), then none once that is under 2: hits 35 to 40 are counted one by one.
-    let mut held_after = Vec::new();
-    for n in 1..=40u64 {
-        assert_eq!(
-            overall(&s.rl("d", &[&[("k", "hot")]]).await),
-            Code::Ok,
-            "hit {n}"
-        );
-        held_after.push(counter(&redis) - n);
-    }
-    assert_eq!(
-        held_after,
-        leases::held_after_each_of_40(),
-        "hits held by the lease after each hit"
-    );
-    assert_eq!(
-        overall(&s.rl("d", &[&[("k", "hot")]]).await),
-        Code::OverLimit
-    );
+    let held = |n| counter(&redis) - n;
+    leases::assert_the_last_hits_go_to_redis(&s, ("k", "hot"), held).await;
     s.shutdown().await;
 }

@@ -61,6 +61,40 @@ pub(crate) fn held_after_each_of_40() -> Vec<u64> {
     expected
 }
 
+/// The 40 hits of a limit of 40 on `entry` of domain `d` through `s`, each admitted, then one
+/// more, refused; asserts that what the lease held after hit `n`, as `held(n)` reads it from
+/// Redis, is [`held_after_each_of_40`].
+pub(crate) async fn assert_the_last_hits_go_to_redis(
+    s: &TestServer,
+    entry: (&str, &str),
+    held: impl Fn(u64) -> u64,
+) {
+    let mut held_after = Vec::new();
+    for n in 1..=40u64 {
+        assert_eq!(overall(&s.rl("d", &[&[entry]]).await), Code::Ok, "hit {n}");
+        held_after.push(held(n));
+    }
+    assert_eq!(
+        held_after,
+        held_after_each_of_40(),
+        "held by the lease after each hit"
+    );
+    assert_eq!(overall(&s.rl("d", &[&[entry]]).await), Code::OverLimit);
+}
+
+/// Asserts `s`'s scrape counts `served` hits served from leases and `returned` given back.
+pub(crate) async fn assert_lease_counters(s: &TestServer, served: u64, returned: u64) {
+    let metrics = s.scrape().await;
+    assert_eq!(
+        (
+            metrics.value("ratelimitd_lease_served_hits_total"),
+            metrics.value("ratelimitd_lease_returned_hits_total")
+        ),
+        (served, returned),
+        "hits served from leases and given back"
+    );
+}
+
 /// Script calls Redis has run so far (EVAL and EVALSHA).
 pub(crate) fn script_calls(redis: &RedisServer) -> u64 {
     redis

@@ -24,7 +24,7 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use async_trait::async_trait;
 use parking_lot::Mutex;
 
-use super::{Answer, Op, PrefixReset, ResetError, Store, StoreError};
+use super::{Answer, Op, Store, StoreError};
 use crate::algorithm::Decision;
 use crate::clock::Timestamp;
 use shard::Shard;
@@ -291,15 +291,10 @@ impl Store for MemoryStore {
         Ok(ops.iter().filter(|op| self.remove(op)).count() as u64)
     }
 
-    /// Refused: a key is held as a hash of its text (see `slots`), so no key can be found by
-    /// the beginning of its text.
-    async fn reset_prefix(
-        &self,
-        _prefix: &str,
-        _max_keys: usize,
-        _now: Timestamp,
-    ) -> Result<PrefixReset, ResetError> {
-        Err(ResetError::Unsupported(NO_PREFIX.to_string()))
+    /// A key is held as a hash of its text (see `slots`), so no key can be found by the
+    /// beginning of its text.
+    fn no_prefix_reset(&self) -> &'static str {
+        NO_PREFIX
     }
 }
 

@@ -242,14 +242,23 @@ pub trait Store: Send + Sync + std::fmt::Debug + 'static {
     async fn reset(&self, ops: &[Op], now: Timestamp) -> Result<u64, StoreError>;
 
     /// Forgets every key starting with `prefix` (as [`Store::reset`] does for one key), at most
-    /// `max_keys` of them per call, each step bounded. [`ResetError::Unsupported`] when this store
-    /// cannot find keys by their text (nothing is changed then).
+    /// `max_keys` of them per call, each step bounded. By default the store cannot find keys by
+    /// their text: [`ResetError::Unsupported`] with [`Store::no_prefix_reset`]'s reason, nothing
+    /// changed.
     async fn reset_prefix(
         &self,
-        prefix: &str,
-        max_keys: usize,
-        now: Timestamp,
-    ) -> Result<PrefixReset, ResetError>;
+        _prefix: &str,
+        _max_keys: usize,
+        _now: Timestamp,
+    ) -> Result<PrefixReset, ResetError> {
+        Err(ResetError::Unsupported(self.no_prefix_reset().to_string()))
+    }
+
+    /// Why this store refuses [`Store::reset_prefix`] when it keeps the default: what it cannot
+    /// do and what to reset instead, for the operator who asked.
+    fn no_prefix_reset(&self) -> &'static str {
+        "this store cannot find keys by their text: reset descriptors one by one"
+    }
 
     /// Whether the store can currently serve (for health checks).
     fn is_healthy(&self) -> bool {

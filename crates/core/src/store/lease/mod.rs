@@ -121,7 +121,7 @@ pub fn returned(refund: &Op, d: &Decision) -> u64 {
 /// lease) and adds what the store took back to `counters`; returns it. A failed call is logged
 /// and gives back nothing: those hits stay counted until their window ends (a bucket refills
 /// them), as a killed instance's do.
-pub async fn give_back<S: super::Store + ?Sized>(
+async fn give_back<S: super::Store + ?Sized>(
     store: &S,
     counters: &LeaseCounters,
     unspent: Vec<Unspent>,
@@ -286,6 +286,24 @@ impl Leases {
         // The newest answer does not count this instance's older grant as remaining: never report
         // less than what this instance can still admit on its own.
         lease.remaining = lease.remaining.min(d.remaining).max(lease.left);
+    }
+
+    /// Gives every lease of this instance back to `store` at `now` (a reload, shutdown): what
+    /// [`Leases::drain`] takes, refunded in one call; returns the hits the store took back.
+    /// Leases whose call fails stay counted until their window ends (a bucket refills them), like
+    /// a killed instance's.
+    pub async fn give_back_all<S: super::Store + ?Sized>(&self, store: &S, now: Timestamp) -> u64 {
+        give_back(store, &self.counters, self.drain(now), now).await
+    }
+
+    /// Gives back to `store` the token bucket leases whose TTL passed at `now` and the leases of
+    /// changed limits that no reservation gave back yet ([`Leases::drain_expired`]).
+    pub async fn give_back_expired<S: super::Store + ?Sized>(
+        &self,
+        store: &S,
+        now: Timestamp,
+    ) -> u64 {
+        give_back(store, &self.counters, self.drain_expired(now), now).await
     }
 
     /// Takes every lease out of the table (ended windows are dropped), for the caller to refund.
