@@ -13,11 +13,9 @@
 use std::time::Duration;
 
 use futures_util::future::join_all;
-use ratelimitd::pb::envoy::extensions::common::ratelimit::v3::{
-    RateLimitDescriptor, rate_limit_descriptor::Entry,
-};
 use ratelimitd::pb::envoy::service::ratelimit::v3::rate_limit_service_client::RateLimitServiceClient;
 use ratelimitd::pb::envoy::service::ratelimit::v3::{RateLimitRequest, RateLimitResponse};
+use ratelimitd::testing;
 use ratelimitd_core::clock::Stopwatch;
 use tonic::transport::Channel;
 
@@ -25,17 +23,8 @@ type Client = RateLimitServiceClient<Channel>;
 
 /// A request of domain `bc` with one descriptor `(k, value)` per value.
 fn request(values: impl IntoIterator<Item = String>) -> RateLimitRequest {
-    let descriptors = values
-        .into_iter()
-        .map(|value| RateLimitDescriptor {
-            entries: vec![Entry {
-                key: "k".into(),
-                value,
-            }],
-            limit: None,
-            hits_addend: None,
-            is_negative_hits: false,
-        })
+    let descriptors = (values.into_iter())
+        .map(|value| testing::descriptor(&[("k", &value)]))
         .collect();
     RateLimitRequest {
         domain: "bc".into(),

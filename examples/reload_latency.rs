@@ -9,9 +9,6 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use ratelimitd::Settings;
-use ratelimitd::pb::envoy::extensions::common::ratelimit::v3::{
-    RateLimitDescriptor, rate_limit_descriptor::Entry,
-};
 use ratelimitd::pb::envoy::service::ratelimit::v3::RateLimitRequest;
 use ratelimitd::pb::envoy::service::ratelimit::v3::rate_limit_service_client::RateLimitServiceClient;
 use ratelimitd::testing;
@@ -48,17 +45,8 @@ async fn traffic(addr: String) -> Vec<u64> {
                 }
                 let value = format!("v{}", (n * 7919 + c * 104_729) % DESCRIPTORS);
                 let req = RateLimitRequest {
-                    domain: "big".into(),
-                    descriptors: vec![RateLimitDescriptor {
-                        entries: vec![Entry {
-                            key: "k".into(),
-                            value,
-                        }],
-                        limit: None,
-                        hits_addend: None,
-                        is_negative_hits: false,
-                    }],
                     hits_addend: 1,
+                    ..testing::request("big", &[&[("k", &value)]])
                 };
                 let t = Stopwatch::start();
                 client.should_rate_limit(req).await.expect("answer");
@@ -95,19 +83,11 @@ async fn main() {
     let dir = tempfile::tempdir().expect("temp dir");
     let file = dir.path().join("big.yaml");
     std::fs::write(&file, config(1_000_000)).expect("write config");
-    let vars = [
-        ("HOST", "127.0.0.1"),
-        ("PORT", "0"),
-        ("GRPC_HOST", "127.0.0.1"),
-        ("GRPC_PORT", "0"),
-        ("DEBUG_HOST", "127.0.0.1"),
-        ("DEBUG_PORT", "0"),
-        ("ADMIN_PORT", "0"),
+    let quiet = [
         ("CONFIG_POLL_INTERVAL", "0"),
         ("RUNTIME_IGNOREDOTFILES", "true"),
     ];
-    let mut vars: Vec<(String, String)> = vars
-        .iter()
+    let mut vars: Vec<(String, String)> = (testing::LOOPBACK.iter().chain(&quiet))
         .map(|(k, v)| (k.to_string(), v.to_string()))
         .collect();
     vars.push(("RATELIMITD_CONFIG".into(), dir.path().display().to_string()));

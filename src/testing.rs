@@ -28,3 +28,45 @@ pub use crate::settings::parse::{go_bool, go_duration, uint_in};
 pub use crate::store::dynamodb::DynamoStore;
 pub use crate::store::redis::RedisStore;
 pub use crate::xds::pb as xds_pb;
+
+use crate::grpc::pb::envoy::extensions::common::ratelimit::v3::{
+    RateLimitDescriptor, rate_limit_descriptor::Entry,
+};
+use crate::grpc::pb::envoy::service::ratelimit::v3::RateLimitRequest;
+
+/// Every listener on 127.0.0.1 with an ephemeral port: the settings a test or a benchmark starts
+/// the server with, so that it binds nothing else.
+pub const LOOPBACK: [(&str, &str); 8] = [
+    ("HOST", "127.0.0.1"),
+    ("PORT", "0"),
+    ("GRPC_HOST", "127.0.0.1"),
+    ("GRPC_PORT", "0"),
+    ("DEBUG_HOST", "127.0.0.1"),
+    ("DEBUG_PORT", "0"),
+    ("ADMIN_HOST", "127.0.0.1"),
+    ("ADMIN_PORT", "0"),
+];
+
+/// A descriptor of plain entries: no limit and no hits of its own.
+pub fn descriptor(entries: &[(&str, &str)]) -> RateLimitDescriptor {
+    RateLimitDescriptor {
+        entries: (entries.iter())
+            .map(|(k, v)| Entry {
+                key: (*k).to_string(),
+                value: (*v).to_string(),
+            })
+            .collect(),
+        limit: None,
+        hits_addend: None,
+        is_negative_hits: false,
+    }
+}
+
+/// A `ShouldRateLimit` request on `domain` of plain descriptors (`hits_addend` 0: one hit each).
+pub fn request(domain: &str, descriptors: &[&[(&str, &str)]]) -> RateLimitRequest {
+    RateLimitRequest {
+        domain: domain.to_string(),
+        descriptors: descriptors.iter().map(|d| descriptor(d)).collect(),
+        hits_addend: 0,
+    }
+}

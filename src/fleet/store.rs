@@ -140,22 +140,14 @@ mod tests {
     use ratelimitd_core::algorithm::{LimitSpec, Window};
 
     fn op(algorithm: Algorithm, limit: u64, hits: u64) -> Op {
-        Op {
-            key: "k".into(),
-            spec: LimitSpec {
-                algorithm,
-                limit,
-                window: Window::from_secs(60).unwrap(),
-                burst: 0,
-            },
-            hits,
-            refund: false,
-            max_wait: std::time::Duration::ZERO,
-            lease: None,
-            holder: String::new(),
-            only_admitted: false,
-            report: false,
-        }
+        let window = Window::from_secs(60).unwrap();
+        let spec = LimitSpec {
+            algorithm,
+            limit,
+            window,
+            burst: 0,
+        };
+        Op::new("k", spec, hits)
     }
 
     fn store(view: View) -> (FleetStore, Arc<Tally>) {

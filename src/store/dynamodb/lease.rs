@@ -196,21 +196,15 @@ mod tests {
     use ratelimitd_core::algorithm::{Algorithm, LimitSpec, Window};
 
     fn bucket_op(burst: u64) -> Op {
+        let spec = LimitSpec {
+            algorithm: Algorithm::TokenBucket,
+            limit: 100,
+            window: Window::from_secs(3600).unwrap(),
+            burst,
+        };
         Op {
-            key: "b".into(),
-            spec: LimitSpec {
-                algorithm: Algorithm::TokenBucket,
-                limit: 100,
-                window: Window::from_secs(3600).unwrap(),
-                burst,
-            },
-            hits: 1,
-            refund: false,
-            max_wait: std::time::Duration::ZERO,
             lease: Some(10),
-            holder: String::new(),
-            only_admitted: false,
-            report: false,
+            ..Op::new("b", spec, 1)
         }
     }
 

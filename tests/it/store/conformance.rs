@@ -57,19 +57,11 @@ fn memory_and_redis_decide_identically() {
             let case = fastrand::u64(..);
             let windows = [1u64, 60, 3600];
             let mut now = 1_000_000_000u64;
-            let algorithms = [
-                Algorithm::FixedWindow,
-                Algorithm::TokenBucket,
-                Algorithm::SlidingWindow,
-                Algorithm::LeakyBucket,
-                Algorithm::SlidingLog,
-                Algorithm::Concurrency,
-            ];
             // Shaping budgets: none, under one interval, several intervals, the /check cap.
             let waits = [0u64, 150, 4_000, 60_000];
             for (key, hits, dt_ms, w, alg, batch, refund, wait) in events {
                 now += dt_ms * 1000 + 7;
-                let algorithm = algorithms[alg];
+                let algorithm = Algorithm::ALL[alg];
                 let ops: Vec<Op> = (0..batch)
                     .map(|b| {
                         let (w, key) = ((w + b) % 3, (key + b) % 4);

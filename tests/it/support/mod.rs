@@ -39,9 +39,6 @@ pub(crate) mod xds;
 use std::time::Duration;
 
 use ratelimitd::Settings;
-use ratelimitd::pb::envoy::extensions::common::ratelimit::v3::{
-    RateLimitDescriptor, rate_limit_descriptor,
-};
 use ratelimitd::pb::envoy::service::ratelimit::v3::rate_limit_service_client::RateLimitServiceClient;
 use ratelimitd::pb::envoy::service::ratelimit::v3::{
     RateLimitRequest, RateLimitResponse, rate_limit_response,
@@ -67,17 +64,8 @@ pub(crate) struct TestServer {
     pub http: reqwest::Client,
 }
 
-/// Every listener on 127.0.0.1 with an ephemeral port: tests never bind anything else.
-pub(crate) const LOOPBACK: [(&str, &str); 8] = [
-    ("HOST", "127.0.0.1"),
-    ("PORT", "0"),
-    ("GRPC_HOST", "127.0.0.1"),
-    ("GRPC_PORT", "0"),
-    ("DEBUG_HOST", "127.0.0.1"),
-    ("DEBUG_PORT", "0"),
-    ("ADMIN_HOST", "127.0.0.1"),
-    ("ADMIN_PORT", "0"),
-];
+#[allow(unused_imports)] // The tracing test binaries send no hand-built descriptor.
+pub(crate) use ratelimitd::testing::{LOOPBACK, descriptor, request};
 
 /// Settings for a test: loopback, ephemeral ports, manual clock at `T0`, plus `env` overrides.
 pub(crate) fn settings(dir: &std::path::Path, env: &[(&str, &str)]) -> Settings {
@@ -226,31 +214,6 @@ impl TestServer {
         if let Some(r) = self.running.take() {
             r.shutdown().await;
         }
-    }
-}
-
-/// A descriptor of plain entries.
-pub(crate) fn descriptor(entries: &[(&str, &str)]) -> RateLimitDescriptor {
-    RateLimitDescriptor {
-        entries: entries
-            .iter()
-            .map(|(k, v)| rate_limit_descriptor::Entry {
-                key: k.to_string(),
-                value: v.to_string(),
-            })
-            .collect(),
-        limit: None,
-        hits_addend: None,
-        is_negative_hits: false,
-    }
-}
-
-/// A request of plain descriptors.
-pub(crate) fn request(domain: &str, descriptors: &[&[(&str, &str)]]) -> RateLimitRequest {
-    RateLimitRequest {
-        domain: domain.to_string(),
-        descriptors: descriptors.iter().map(|d| descriptor(d)).collect(),
-        hits_addend: 0,
     }
 }
 

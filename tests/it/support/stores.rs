@@ -139,15 +139,8 @@ impl TestServer {
 /// more says so with `Op { refund: true, ..plain_op(..) }`.
 pub(crate) fn plain_op(key: &str, spec: LimitSpec, hits: u64) -> Op {
     Op {
-        key: key.to_string(),
-        spec,
-        hits,
-        refund: false,
-        max_wait: std::time::Duration::ZERO,
         lease: Some(0),
-        holder: String::new(),
-        only_admitted: false,
-        report: false,
+        ..Op::new(key, spec, hits)
     }
 }
 

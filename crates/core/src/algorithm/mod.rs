@@ -44,6 +44,16 @@ pub enum Algorithm {
 }
 
 impl Algorithm {
+    /// Every algorithm, in the order of their declaration.
+    pub const ALL: [Algorithm; 6] = [
+        Algorithm::FixedWindow,
+        Algorithm::TokenBucket,
+        Algorithm::SlidingWindow,
+        Algorithm::LeakyBucket,
+        Algorithm::SlidingLog,
+        Algorithm::Concurrency,
+    ];
+
     /// Parses the config name (`rate_limit.algorithm`). Only algorithms both stores implement are
     /// known here, so validation can never accept one the Redis store would mishandle.
     pub fn parse(name: &str) -> Option<Algorithm> {

@@ -49,17 +49,7 @@ const SHARDS: usize = 64;
 /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
 /// let window = Window::from_secs(60).ok_or("a minute is a valid window")?;
 /// let spec = LimitSpec { algorithm: Algorithm::FixedWindow, limit: 2, window, burst: 0 };
-/// let one_hit = |key: &str| Op {
-///     key: key.into(),
-///     spec,
-///     hits: 1,
-///     refund: false,
-///     max_wait: Duration::ZERO,
-///     lease: None,
-///     holder: String::new(),
-///     only_admitted: false,
-///     report: false,
-/// };
+/// let one_hit = |key: &str| Op::new(key, spec, 1);
 /// let store = MemoryStore::new(1); // at most one live key
 /// let now = Timestamp::from_secs(1_700_000_000);
 ///

@@ -49,6 +49,23 @@ pub struct Op {
 }
 
 impl Op {
+    /// An op of `hits` on `key` under `spec` with nothing else asked: a take (not a refund or a
+    /// report), no wait, the store's default lease, no holder, every hit counted as Go counts
+    /// it. Ask for more with struct update syntax: `Op { refund: true, ..Op::new(key, spec, 1) }`.
+    pub fn new(key: impl Into<String>, spec: LimitSpec, hits: u64) -> Op {
+        Op {
+            key: key.into(),
+            spec,
+            hits,
+            refund: false,
+            max_wait: Duration::ZERO,
+            lease: None,
+            holder: String::new(),
+            only_admitted: false,
+            report: false,
+        }
+    }
+
     /// Runs this op's algorithm on `state` (fresh when `None`) at `now`: the one step of a store
     /// that keeps each key's whole state (the memory store under a lock, DynamoDB under a
     /// version), so every such store decides as the others do.

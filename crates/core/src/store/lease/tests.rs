@@ -10,21 +10,15 @@ use crate::clock::Timestamp;
 use crate::store::Op;
 
 fn op(limit: u64, lease: Option<u32>) -> Op {
+    let spec = LimitSpec {
+        algorithm: Algorithm::FixedWindow,
+        limit,
+        window: Window::from_secs(60).unwrap(),
+        burst: limit,
+    };
     Op {
-        key: "k".into(),
-        spec: LimitSpec {
-            algorithm: Algorithm::FixedWindow,
-            limit,
-            window: Window::from_secs(60).unwrap(),
-            burst: limit,
-        },
-        hits: 1,
-        refund: false,
-        max_wait: Duration::ZERO,
         lease,
-        holder: String::new(),
-        only_admitted: false,
-        report: false,
+        ..Op::new("k", spec, 1)
     }
 }
 

@@ -129,14 +129,7 @@ impl Shard {
     /// Drops every key that expired at or before `now`: how many, and their estimated bytes.
     pub(super) fn sweep(&mut self, now: Timestamp) -> (usize, usize) {
         let mut total = (0, 0);
-        for algorithm in [
-            Algorithm::FixedWindow,
-            Algorithm::TokenBucket,
-            Algorithm::SlidingWindow,
-            Algorithm::LeakyBucket,
-            Algorithm::SlidingLog,
-            Algorithm::Concurrency,
-        ] {
+        for algorithm in Algorithm::ALL {
             let (slots, wide) = on_map!(self, algorithm, sweep(now));
             total.0 += slots + wide;
             total.1 += slots * cost(algorithm) + wide * wide_cost(algorithm);

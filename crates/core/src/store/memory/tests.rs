@@ -7,22 +7,13 @@ use super::*;
 use crate::algorithm::{Algorithm, LimitSpec};
 
 fn op(key: &str, limit: u64, window_secs: u64) -> Op {
-    Op {
-        key: key.to_string(),
-        spec: LimitSpec {
-            algorithm: Algorithm::FixedWindow,
-            limit,
-            window: crate::algorithm::Window::from_secs(window_secs).unwrap(),
-            burst: 0,
-        },
-        hits: 1,
-        refund: false,
-        max_wait: std::time::Duration::ZERO,
-        lease: None,
-        holder: String::new(),
-        only_admitted: false,
-        report: false,
-    }
+    let spec = LimitSpec {
+        algorithm: Algorithm::FixedWindow,
+        limit,
+        window: crate::algorithm::Window::from_secs(window_secs).unwrap(),
+        burst: 0,
+    };
+    Op::new(key, spec, 1)
 }
 
 fn at(secs: u64) -> Timestamp {
@@ -163,14 +154,7 @@ async fn distinct_keys_never_share_a_counter() {
 
 /// The limit of key `i` of the model test: each algorithm twice, with short windows.
 fn spec_of(i: usize) -> LimitSpec {
-    let algorithm = [
-        Algorithm::FixedWindow,
-        Algorithm::TokenBucket,
-        Algorithm::SlidingWindow,
-        Algorithm::LeakyBucket,
-        Algorithm::SlidingLog,
-        Algorithm::Concurrency,
-    ][i % 6];
+    let algorithm = Algorithm::ALL[i % Algorithm::ALL.len()];
     LimitSpec {
         algorithm,
         limit: 3,
