@@ -19,7 +19,7 @@ use super::key::KeyBuilder;
 use super::request::{Descriptor, Entry, Request};
 use super::split::{Marker, SubKey};
 use super::stats_key;
-use crate::algorithm::Algorithm;
+use crate::algorithm::{Algorithm, LimitSpec};
 use crate::clock::Timestamp;
 use crate::config::predicate::{Gate, Judge};
 use crate::config::{Domain, EntryRef, FailureMode, Limit, Lookup};
@@ -212,91 +212,118 @@ impl<'a> Plans<'a> {
         now: Timestamp,
         random: &dyn Random,
     ) -> Plan<'a> {
-        let Charging {
-            charge,
-            reported,
-            refund,
-            report,
-        } = Charging::of(req, d, &m);
-        let mut most = 0;
-        let start = self.ops.len();
-        let mut sheds = Vec::new();
-        let mut shares = Vec::new();
+        let ask = Ask {
+            req,
+            d,
+            m: &m,
+            keys,
+            now,
+            random,
+            charging: Charging::of(req, d, &m),
+        };
+        let (start, mut most) = (self.ops.len(), 0);
+        let (mut sheds, mut shares) = (Vec::new(), Vec::new());
         for (i, l) in m.limit.all().enumerate() {
             // Limits with a unit always have a spec; `unit_multiplier` 0 is refused at load.
             let Some(spec) = l.spec() else { continue };
-            let (spec, shed) = match shed::judge(l, spec, m.class, d.priority.as_deref(), random) {
-                Some((spec, shed)) => (spec, Some(shed)),
-                None => (spec, None),
-            };
-            from_first_some(&mut sheds, i, shed);
-            let holder = (spec.algorithm == Algorithm::Concurrency)
-                .then(|| d.holder.clone().unwrap_or_else(anonymous_holder));
-            // A split limit charges one sub-key against its share (`split` refuses shedding,
-            // so `spec` is the limit's own here).
-            let whole = spec;
-            let sub = (l.split).map(|n| SubKey::choose(n, holder.as_deref(), random));
-            let spec = sub.map_or(spec, |sub| sub.spec(&whole));
-            from_first_some(&mut shares, i, sub.map(|_| spec.limit));
-            let entries = m.key_entries.iter().copied();
-            let (key, identity, marker) =
-                keys.build_sub(i > 0, sub, &req.domain, entries, &spec, now);
-            if let (Some(sub), Some(at)) = (sub, marker) {
-                self.splits.resize(self.ops.len(), None);
-                self.splits.push(Some(Marker { sub, whole, at }));
-            }
-            if l.regions.is_some() {
-                self.identities.resize(self.ops.len(), 0);
-                self.identities.push(identity);
-            }
-            let estimated = matches!(charge, hits::Charge::Estimate(_));
-            // Only a leaky bucket can shape; every other op polices, whatever the request asked.
-            let shapes =
-                spec.algorithm == Algorithm::LeakyBucket && !refund && !report && !estimated;
-            // A concurrency limit has no usage to report: its op takes a slot as any request.
-            let reports = report && spec.algorithm != Algorithm::Concurrency;
-            let hits = op_hits(
-                charge,
-                &spec,
-                hits::requested(req, d),
-                reported,
-                reports,
-                d.refund,
-            );
+            let (hits, shed, share) = self.add_limit(&ask, i, l, spec);
             most = most.max(hits);
-            self.ops.push(Op {
-                key,
-                spec,
-                hits,
-                refund,
-                max_wait: if shapes { req.max_wait } else { Duration::ZERO },
-                // A lease reserves hits against one limit; a shedding op's limit is per request.
-                // An estimate reaches the counter, so that its true-up corrects what it took.
-                // A split limit never leases (not even `LEASE_DEFAULT_SIZE`): `split` says why.
-                lease: if shed.is_none() && !estimated && sub.is_none() {
-                    l.lease
-                } else {
-                    Some(0)
-                },
-                holder: holder.unwrap_or_default(),
-                // An estimate refused counts nothing: no report will come to true it up.
-                only_admitted: (shed.is_some() && !reports) || estimated,
-                report: reports,
-            });
+            from_first_some(&mut sheds, i, shed);
+            from_first_some(&mut shares, i, share);
         }
+        let c = ask.charging;
         Plan::Limited(Limited {
             limit: m.limit,
             hits: most,
-            refund,
-            report,
-            estimate: matches!(charge, hits::Charge::Estimate(_)),
-            usage: reported,
+            refund: c.refund,
+            report: c.report,
+            estimate: matches!(c.charge, hits::Charge::Estimate(_)),
+            usage: c.reported,
             stats_key: m.stats_key,
             ops: start..self.ops.len(),
             shed: sheds,
             shares,
         })
     }
+
+    /// Adds the op of limit `l` (the `i`-th of the descriptor's limits, whose spec is `spec`):
+    /// its class's share when it sheds, its sub-key when it is split, its key and what the op
+    /// asks of the store. Returns the op's hits, its shedding verdict and its split share.
+    fn add_limit(
+        &mut self,
+        ask: &Ask<'_, '_>,
+        i: usize,
+        l: &Limit,
+        spec: LimitSpec,
+    ) -> (u64, Option<Shed>, Option<u64>) {
+        let (req, d, m, random) = (ask.req, ask.d, ask.m, ask.random);
+        let Charging {
+            charge,
+            reported,
+            refund,
+            report,
+        } = ask.charging;
+        let (spec, shed) = match shed::judge(l, spec, m.class, d.priority.as_deref(), random) {
+            Some((spec, shed)) => (spec, Some(shed)),
+            None => (spec, None),
+        };
+        let holder = (spec.algorithm == Algorithm::Concurrency)
+            .then(|| d.holder.clone().unwrap_or_else(anonymous_holder));
+        // A split limit charges one sub-key against its share (`split` refuses shedding, so
+        // `spec` is the limit's own here).
+        let whole = spec;
+        let sub = (l.split).map(|n| SubKey::choose(n, holder.as_deref(), random));
+        let spec = sub.map_or(spec, |sub| sub.spec(&whole));
+        let entries = m.key_entries.iter().copied();
+        let (key, identity, marker) =
+            (ask.keys).build_sub(i > 0, sub, &req.domain, entries, &spec, ask.now);
+        if let (Some(sub), Some(at)) = (sub, marker) {
+            self.splits.resize(self.ops.len(), None);
+            self.splits.push(Some(Marker { sub, whole, at }));
+        }
+        if l.regions.is_some() {
+            self.identities.resize(self.ops.len(), 0);
+            self.identities.push(identity);
+        }
+        let estimated = matches!(charge, hits::Charge::Estimate(_));
+        // Only a leaky bucket can shape; every other op polices, whatever the request asked.
+        let shapes = spec.algorithm == Algorithm::LeakyBucket && !refund && !report && !estimated;
+        // A concurrency limit has no usage to report: its op takes a slot as any request.
+        let reports = report && spec.algorithm != Algorithm::Concurrency;
+        let asked = hits::requested(req, d);
+        let hits = op_hits(charge, &spec, asked, reported, reports, d.refund);
+        self.ops.push(Op {
+            key,
+            spec,
+            hits,
+            refund,
+            max_wait: if shapes { req.max_wait } else { Duration::ZERO },
+            // A lease reserves hits against one limit; a shedding op's limit is per request.
+            // An estimate reaches the counter, so that its true-up corrects what it took.
+            // A split limit never leases (not even `LEASE_DEFAULT_SIZE`): `split` says why.
+            lease: if shed.is_none() && !estimated && sub.is_none() {
+                l.lease
+            } else {
+                Some(0)
+            },
+            holder: holder.unwrap_or_default(),
+            // An estimate refused counts nothing: no report will come to true it up.
+            only_admitted: (shed.is_some() && !reports) || estimated,
+            report: reports,
+        });
+        (hits, shed, sub.map(|_| spec.limit))
+    }
+}
+
+/// What one matched descriptor asks of each of its limits ([`Plans::add_limit`]).
+struct Ask<'r, 'a> {
+    req: &'r Request,
+    d: &'r Descriptor,
+    m: &'r Matched<'a>,
+    keys: &'r KeyBuilder,
+    now: Timestamp,
+    random: &'r dyn Random,
+    charging: Charging,
 }
 
 impl Plans<'_> {
@@ -571,6 +598,7 @@ fn replaced_names(matched: &[Option<Matched<'_>>]) -> HashSet<String> {
 
 /// How a descriptor's hits reach its limits: what is charged, the usage reported, and whether the
 /// call gives hits back (a refund, or an estimate trued down) or reports usage.
+#[derive(Clone, Copy)]
 struct Charging {
     charge: hits::Charge,
     reported: Option<u64>,

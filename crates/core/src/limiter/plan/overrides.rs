@@ -51,29 +51,8 @@ pub(super) fn override_limit(
         unit,
         configured,
     } = rate;
-    let algorithm = configured.map_or(Algorithm::FixedWindow, |l| l.algorithm);
-    // A concurrency override keeps at most the slots validation allows a configured limit.
-    let requests_per_unit = if algorithm == Algorithm::Concurrency {
-        requests_per_unit.min(crate::algorithm::concurrency::MAX_SLOTS as u32)
-    } else {
-        requests_per_unit
-    };
-    let algorithm = if algorithm == Algorithm::SlidingLog
-        && u64::from(requests_per_unit) > sliding_log::MAX_LIMIT
-    {
-        Algorithm::SlidingWindow
-    } else {
-        algorithm
-    };
-    let mut full_key = domain.to_string();
-    for (key, value) in entries {
-        full_key.push('.');
-        full_key.push_str(key);
-        if !value.is_empty() {
-            full_key.push('_');
-            full_key.push_str(value);
-        }
-    }
+    let (algorithm, requests_per_unit) = overridden_algorithm(configured, requests_per_unit);
+    let full_key = full_key(domain, entries);
     let (stats_key, name) = match stored {
         Some(o) => (
             format!("{domain}.override_{}", o.id),
@@ -120,4 +99,34 @@ pub(super) fn override_limit(
         // The classes and the soft zone are shares of the limit: they follow the new number.
         shedding: configured.and_then(|l| l.shedding.clone()),
     }
+}
+
+/// The algorithm of an override of `configured` (a fixed window when nothing is configured) and
+/// the rate it can keep: a concurrency limit at most the slots validation allows a configured
+/// one, a sliding log above its largest log a sliding window.
+fn overridden_algorithm(configured: Option<&Limit>, requests_per_unit: u32) -> (Algorithm, u32) {
+    match configured.map_or(Algorithm::FixedWindow, |l| l.algorithm) {
+        Algorithm::Concurrency => {
+            let most = crate::algorithm::concurrency::MAX_SLOTS as u32;
+            (Algorithm::Concurrency, requests_per_unit.min(most))
+        }
+        Algorithm::SlidingLog if u64::from(requests_per_unit) > sliding_log::MAX_LIMIT => {
+            (Algorithm::SlidingWindow, requests_per_unit)
+        }
+        algorithm => (algorithm, requests_per_unit),
+    }
+}
+
+/// Go's full key of `entries` in `domain`: `domain.key_value.key…`, a value left out when empty.
+fn full_key(domain: &str, entries: &[(&str, &str)]) -> String {
+    let mut full_key = domain.to_string();
+    for (key, value) in entries {
+        full_key.push('.');
+        full_key.push_str(key);
+        if !value.is_empty() {
+            full_key.push('_');
+            full_key.push_str(value);
+        }
+    }
+    full_key
 }
