@@ -42,6 +42,14 @@ callgrind_per_decision() {
   awk -v n="$decisions" '/^summary:/ {printf "%.0f\n", $2 / n}' "$out"
 }
 
+# cache_misses DUMP DECISIONS: the first-level cache misses per decision of a callgrind dump run
+# with --cache-sim=yes (peers.sh's CACHE_SIM=1), as "I1 <instruction misses> D1 <data misses>"
+# (reads and writes). Simulated caches of this host's sizes, without other processes.
+cache_misses() {
+  awk -v n="$2" '/^events:/ {for (i = 2; i <= NF; i++) col[$i] = i}
+    /^summary:/ {printf "I1 %.0f D1 %.0f", $col["I1mr"] / n, ($col["D1mr"] + $col["D1mw"]) / n}' "$1"
+}
+
 # bench_workdir: a scratch directory in $work and a list $pids of the processes the script starts;
 # on exit, every process in the list is killed and the directory removed, however the script ends.
 bench_workdir() {

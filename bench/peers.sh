@@ -11,7 +11,8 @@
 #            value: h2load sends the same body every time)
 #
 #   bench/peers.sh               # ROUNDS=3 SECONDS_PER_RUN=8; SKIP_BUILD=1 reuses the release build
-#   bench/peers.sh instructions  # instructions per decision under callgrind (DECISIONS=20000)
+#   bench/peers.sh instructions  # instructions per decision under callgrind (DECISIONS=20000);
+#                                # CACHE_SIM=1 adds simulated I1 and D1 misses per decision
 #   bench/peers.sh latency       # p50/p99 and server CPU at fixed rates (RATES, per server)
 #   RATELIMITD_BIN=path          # measures that ratelimitd binary instead of building one
 #   STORES="memory redis"        # the stores measured
@@ -142,7 +143,8 @@ if [ "$MODE" != instructions ]; then
 else
   out_dir=${OUT_DIR:-$target/peers-callgrind}
   mkdir -p "$out_dir"
-  under=(valgrind --tool=callgrind --callgrind-out-file="$work/callgrind.out")
+  under=(valgrind --tool=callgrind ${CACHE_SIM:+--cache-sim=yes}
+    --callgrind-out-file="$work/callgrind.out")
 fi
 # Starts server $1 (ratelimitd|limitador|floor) on store $2 (memory|redis; the floor has none);
 # sets $server.
@@ -286,7 +288,8 @@ instructions() {
   per=$(callgrind_per_decision "$server" "$host" "$work/callgrind.out" "$DECISIONS" \
     "$out_dir/$who-$store-$gen.callgrind" -- "${drive[@]}") ||
     { echo "$who ($store, $gen): a run failed" >&2; exit 1; }
-  local times=
+  local times= misses=
+  [ -z "${CACHE_SIM:-}" ] || misses=$(cache_misses "$out_dir/$who-$store-$gen.callgrind" "$DECISIONS")
   if [ "$who" = floor ]; then
     floor_per[$gen]=$per
   elif [ "$who" = ratelimitd ] && [ -n "${floor_per[$gen]:-}" ]; then
@@ -294,7 +297,8 @@ instructions() {
   fi
   # Script calls per decision over the warm-up and the counted run (Redis only; `-` otherwise).
   printf '%-6s %-12s %-10s %22s %9s  %-14s %s\n' "$store" "$gen" "$who" "$per" \
-    "$(calls_per $((2 * DECISIONS)) "$calls_before")" "$(cut -d' ' -f1-3 /proc/loadavg)" "$times"
+    "$(calls_per $((2 * DECISIONS)) "$calls_before")" "$(cut -d' ' -f1-3 /proc/loadavg)" \
+    "$times${misses:+  $misses}"
 }
 
 if [ "$MODE" = instructions ]; then
@@ -304,7 +308,7 @@ if [ "$MODE" = instructions ]; then
   [ -z "$needs_limitador" ] ||
     echo "# limitador: $LIMITADOR_BIN ($("$LIMITADOR_BIN" --version 2>/dev/null | head -1))"
   printf '%-6s %-12s %-10s %22s %9s  %-14s %s\n' store gen server instructions/decision calls/dec \
-    load-avg 'ratelimitd / floor'
+    load-avg "ratelimitd / floor${CACHE_SIM:+  cache misses/decision}"
   # The floor's figure per generator, for the ratio on ratelimitd's lines.
   declare -A floor_per=()
   if [[ " $SERVERS " == *" floor "* ]]; then
