@@ -193,7 +193,7 @@ impl Explainer {
         .map_err(|e| ExplainError::Invalid("descriptors".into(), e.to_string()))?;
         // A split limit is read on every sub-key: `groups[i]` are op i's answers.
         let (ops, groups) = every_sub_key(&plans);
-        let answers = self.read(&ops, now).await;
+        let answers = self.read(ops, now).await;
         let mut out = Vec::with_capacity(descriptors.len());
         for (i, entries) in descriptors.iter().enumerate() {
             let (applies, limits) = limits_of(&plans.descriptors[i], &answers, &groups);
@@ -237,13 +237,12 @@ impl Explainer {
     /// counter is unavailable.
     async fn read(
         &self,
-        ops: &[Op],
+        mut ops: Vec<Op>,
         now: ratelimitd_core::clock::Timestamp,
     ) -> Result<Vec<Answer>, String> {
         if ops.is_empty() {
             return Ok(Vec::new());
         }
-        let mut ops = ops.to_vec();
         for op in &mut ops {
             op.hits = 0;
             op.lease = Some(0);
@@ -335,7 +334,7 @@ fn limits_of(
 
 /// The ops explain reads for `plans`: each op, or all sub-keys of a split one
 /// ([`Plans::sub_ops`]); and per op of the plan, where its ops sit in that list.
-fn every_sub_key(plans: &Plans<'_>) -> (Vec<Op>, Vec<std::ops::Range<usize>>) {
+pub(super) fn every_sub_key(plans: &Plans<'_>) -> (Vec<Op>, Vec<std::ops::Range<usize>>) {
     let mut ops = Vec::with_capacity(plans.ops.len());
     let mut groups = Vec::with_capacity(plans.ops.len());
     for (at, op) in plans.ops.iter().enumerate() {

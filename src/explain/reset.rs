@@ -122,13 +122,7 @@ impl Explainer {
                     ));
                 }
                 // A split limit's counter is every one of its sub-keys.
-                let ops: Vec<_> = (0..plans.ops.len())
-                    .flat_map(|at| {
-                        plans
-                            .sub_ops(at)
-                            .unwrap_or_else(|| vec![plans.ops[at].clone()])
-                    })
-                    .collect();
+                let (ops, _) = super::every_sub_key(&plans);
                 let keys = ops.iter().map(|op| op.key.clone()).collect();
                 let reset = bounded(self.store.reset(&ops, now))
                     .await?

@@ -299,24 +299,12 @@ pub(super) fn refused_for_its_data(e: &RedisError) -> bool {
         && !REDIS_UNABLE.iter().any(|c| detail.contains(c))
 }
 
-/// The Redis Cluster hash tag of a key (the text inside the first `{…}`), or the key itself:
-/// operations with the same tag live in one slot and can share one script call.
-pub(super) fn slot_group(key: &str) -> &str {
-    if let Some(open) = key.find('{')
-        && let Some(len) = key[open + 1..].find('}')
-        && len > 0
-    {
-        return &key[open + 1..open + 1 + len];
-    }
-    key
-}
-
 #[cfg(test)]
 mod tests {
     use std::sync::Arc;
     use std::time::Duration;
 
-    use super::{Deadlines, refused_for_its_data, slot_group};
+    use super::{Deadlines, refused_for_its_data};
     use ratelimitd_core::clock::{ManualClock, OffsetClock, Timestamp};
 
     #[test]
@@ -384,13 +372,5 @@ mod tests {
         }
         let io = redis::RedisError::from(std::io::Error::from(std::io::ErrorKind::ConnectionReset));
         assert!(!refused_for_its_data(&io));
-    }
-
-    #[test]
-    fn slot_groups_follow_redis_hash_tags() {
-        assert_eq!(slot_group("{1:d|1:k=1:v}:fw:60:0"), "1:d|1:k=1:v");
-        assert_eq!(slot_group("prefix:{x}:fw"), "x");
-        assert_eq!(slot_group("d_k_v_1200"), "d_k_v_1200");
-        assert_eq!(slot_group("a{}b"), "a{}b");
     }
 }

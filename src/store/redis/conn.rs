@@ -95,13 +95,21 @@ impl SentinelConn {
 
 impl SentinelConn {
     /// [`run_script`] on the primary; an I/O error, a timeout or READONLY make the next call ask
-    /// the sentinels again (the primary may have moved).
+    /// the sentinels again (the primary may have moved). A joined call runs each request under
+    /// `pcall` (`join.rs`), so a replica's READONLY comes back inside its reply, one part per
+    /// request, and counts the same.
     async fn run_script(&self, script: &Script, cmd: &Cmd) -> Result<Value, RedisError> {
         let mut c = self.connection().await?;
         let r = run_script(&mut c, script, cmd).await;
-        if let Err(e) = &r
-            && (e.is_io_error() || e.is_timeout() || e.to_string().contains("READONLY"))
-        {
+        let moved = match &r {
+            Err(e) => e.is_io_error() || e.is_timeout() || e.to_string().contains("READONLY"),
+            Ok(Value::Array(parts)) => parts.iter().any(|part| {
+                matches!(part, Value::ServerError(e)
+                    if e.code() == "READONLY" || e.details().is_some_and(|d| d.contains("READONLY")))
+            }),
+            Ok(_) => false,
+        };
+        if moved {
             self.current.store(None);
         }
         r

@@ -8,10 +8,11 @@ use std::future::Future;
 use futures_util::FutureExt;
 use futures_util::future::{Either, join_all};
 
-use super::call::{ScriptKind, slot_group};
+use super::call::ScriptKind;
 use super::conn::RedisConn;
 use super::targets::{self, Target, TargetGroups};
 use super::{PER_SECOND_BELOW_SECS, RedisStore};
+use ratelimitd_core::limiter::split::hash_tag;
 use ratelimitd_core::store::Op;
 
 /// What the ops of one script call share.
@@ -19,7 +20,7 @@ use ratelimitd_core::store::Op;
 pub(super) struct GroupKey<'k> {
     /// Where the call goes.
     pub(super) target: Target,
-    /// On Cluster, the hash slot group of the ops' keys ([`slot_group`]): a script call's keys
+    /// On Cluster, the hash slot group of the ops' keys ([`hash_tag`]): a script call's keys
     /// must share a slot. Empty elsewhere.
     pub(super) slot: &'k str,
     /// The script the call runs.
@@ -51,7 +52,7 @@ impl RedisStore {
     fn group_key<'k>(&self, op: &'k Op, script: ScriptKind) -> GroupKey<'k> {
         let per_second = self.per_second.is_some() && op.spec.window.secs() < PER_SECOND_BELOW_SECS;
         let (name, slot) = match self.conn(per_second) {
-            RedisConn::Cluster(_) => (self.master_of(per_second, op), slot_group(&op.key)),
+            RedisConn::Cluster(_) => (self.master_of(per_second, op), hash_tag(&op.key)),
             _ => (targets::name(per_second), ""),
         };
         GroupKey {

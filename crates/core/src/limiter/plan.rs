@@ -81,6 +81,10 @@ impl Limited<'_> {
     /// The share `limit` (one of [`Limit::all`]) was judged against when it is split: Go's
     /// stats of the descriptor count against it, as the sub-key's counter was.
     pub fn share_of(&self, limit: &Arc<Limit>) -> Option<u64> {
+        // No limit of the descriptor is split (the usual case): nothing to look up.
+        if self.shares.is_empty() {
+            return None;
+        }
         let index = self.limit.all().position(|x| Arc::ptr_eq(x, limit))?;
         self.shares.get(index).copied().flatten()
     }
@@ -258,6 +262,7 @@ impl<'a> Plans<'a> {
     ) -> (u64, Option<Shed>, Option<u64>) {
         let (req, d, m, random) = (ask.req, ask.d, ask.m, ask.random);
         let Charging {
+            asked,
             charge,
             reported,
             refund,
@@ -290,7 +295,6 @@ impl<'a> Plans<'a> {
         let shapes = spec.algorithm == Algorithm::LeakyBucket && !refund && !report && !estimated;
         // A concurrency limit has no usage to report: its op takes a slot as any request.
         let reports = report && spec.algorithm != Algorithm::Concurrency;
-        let asked = hits::requested(req, d);
         let hits = op_hits(charge, &spec, asked, reported, reports, d.refund);
         self.ops.push(Op {
             key,
@@ -600,6 +604,8 @@ fn replaced_names(matched: &[Option<Matched<'_>>]) -> HashSet<String> {
 /// call gives hits back (a refund, or an estimate trued down) or reports usage.
 #[derive(Clone, Copy)]
 struct Charging {
+    /// The hits the descriptor asks for ([`hits::requested`]).
+    asked: u64,
     charge: hits::Charge,
     reported: Option<u64>,
     refund: bool,
@@ -627,6 +633,7 @@ impl Charging {
         let refund = d.refund || matches!(charge, hits::Charge::GiveBack(_));
         let report = report && !refund;
         Charging {
+            asked,
             charge,
             reported,
             refund,
@@ -639,7 +646,7 @@ impl Charging {
 /// estimate, or the difference a report trues an estimate up or down by.
 fn op_hits(
     charge: hits::Charge,
-    spec: &crate::algorithm::LimitSpec,
+    spec: &LimitSpec,
     asked: u64,
     reported: Option<u64>,
     reports: bool,

@@ -125,16 +125,21 @@ fn salt(key: &str, sub: SubKey) -> u32 {
     fallback.unwrap_or(0)
 }
 
-/// The Redis Cluster hash slot of `key`: CRC16 of its hash tag (the text between the first `{`
-/// and the next `}`, when not empty), else of the whole key.
+/// The Redis Cluster hash slot of `key`: CRC16 of its [`hash_tag`].
 pub fn key_slot(key: &str) -> u16 {
-    let bytes = key.as_bytes();
-    let tagged = bytes.iter().position(|&b| b == b'{').and_then(|open| {
-        let rest = &bytes[open + 1..];
-        let close = rest.iter().position(|&b| b == b'}')?;
-        (close > 0).then(|| &rest[..close])
-    });
-    crc16_update(0, tagged.unwrap_or(bytes)) % SLOTS
+    crc16_update(0, hash_tag(key).as_bytes()) % SLOTS
+}
+
+/// What Redis Cluster hashes of `key`: its hash tag (the text between the first `{` and the next
+/// `}`, when not empty), else the whole key. Keys with the same tag live in one slot.
+pub fn hash_tag(key: &str) -> &str {
+    if let Some(open) = key.find('{')
+        && let Some(len) = key[open + 1..].find('}')
+        && len > 0
+    {
+        return &key[open + 1..open + 1 + len];
+    }
+    key
 }
 
 /// CRC-16/XMODEM (Redis Cluster's key hash), continued from `crc` over `bytes`.

@@ -66,6 +66,16 @@ fn key_slots_are_those_redis_computes() {
     assert_ne!(key_slot("{}foo"), key_slot("foo"));
 }
 
+/// A key's hash tag is the text in its first non-empty `{…}`, else the whole key: the keys a
+/// Redis Cluster script call may share.
+#[test]
+fn hash_tags_follow_redis() {
+    assert_eq!(hash_tag("{1:d|1:k=1:v}:fw:60:0"), "1:d|1:k=1:v");
+    assert_eq!(hash_tag("prefix:{x}:fw"), "x");
+    assert_eq!(hash_tag("d_k_v_1200"), "d_k_v_1200");
+    assert_eq!(hash_tag("a{}b"), "a{}b");
+}
+
 /// Every sub-key of a limit lands in the middle half of its own run of slots, for every split
 /// and for descriptors of every shape, so with three equal masters a split of 3 puts one
 /// sub-key on each and a split of 6 two on each.

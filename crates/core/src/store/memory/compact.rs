@@ -22,8 +22,8 @@ use crate::algorithm::token_bucket::{Params, TokenBucketState};
 use crate::algorithm::{AlgorithmState, Decision, LimitSpec};
 use crate::clock::Timestamp;
 
-/// `t` in whole seconds, rounded up, if that fits 32 bits.
-fn secs_up(t: Timestamp) -> Option<u32> {
+/// `t` in whole seconds, rounded up, if that fits 32 bits (a slot's expiry).
+pub(super) fn secs_up(t: Timestamp) -> Option<u32> {
     u32::try_from(t.as_micros().div_ceil(1_000_000)).ok()
 }
 

@@ -18,6 +18,7 @@
 
 use std::collections::VecDeque;
 
+use super::compact::secs_up;
 use super::slots::Slot;
 use crate::algorithm::concurrency::{ConcurrencyState, HolderId};
 use crate::algorithm::sliding_log::{LogEntry, SlidingLogState};
@@ -65,7 +66,7 @@ impl Slot for LogSlot {
             _ => return Err(state),
         };
         // The decision's expiry is the entry's time plus the window.
-        let end = u32::try_from(d.expires_at.as_micros().div_ceil(1_000_000)).ok();
+        let end = secs_up(d.expires_at);
         let ago = end.and_then(|end| {
             let ago = (u64::from(end) * 1_000_000).checked_sub(entry.at)?;
             u32::try_from(ago).ok()
