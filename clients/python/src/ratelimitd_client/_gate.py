@@ -1,4 +1,5 @@
-"""The decision both middlewares share: given ratelimitd's answer (or the error in its place) and
+"""What both middlewares share: their options and the steps of a request that need no more than
+those (``Middleware``), and the decision: given ratelimitd's answer (or the error in its place) and
 the failure policy, does the request reach the application, and if not, what is its response?"""
 
 from __future__ import annotations
@@ -8,7 +9,7 @@ import json
 import logging
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import Any, Callable, Dict, List, Optional, Tuple, Union
+from typing import Any, Callable, Dict, Generic, List, Optional, Tuple, TypeVar, Union
 
 from ._model import MAX_USAGE, CheckRequest, Decision, RatelimitdError, checked_usage
 from .policy import FailurePolicy
@@ -38,27 +39,6 @@ def usage_header(name: str) -> UsageFunc:
         return None
 
     return usage
-
-
-def checking(request: CheckRequest, usage: Optional[UsageFunc]) -> CheckRequest:
-    """The request-time check of a middleware that reports usage: without a ``cost`` of its own
-    it charges nothing (``cost=0``; a limit's ``estimate`` still charges, trued up by the report)."""
-    if usage is not None and request.cost is None:
-        return dataclasses.replace(request, cost=0)
-    return request
-
-
-def response_usage(usage: Optional[UsageFunc], status: int, headers: List[Tuple[str, str]]) -> Optional[int]:
-    """What ``usage`` reads from a response; a failing or bad reading is logged and reports
-    nothing (it must not break the response)."""
-    if usage is None:
-        return None
-    try:
-        found = usage(status, headers)
-        return None if found is None else checked_usage(found)
-    except Exception as e:  # noqa: BLE001 - the callback is the application's
-        log.warning("ratelimitd_client: no usage reported for this response: %s", e)
-        return None
 
 
 @dataclass(frozen=True)
@@ -179,11 +159,73 @@ def on_error(
     return Admit(None)
 
 
-def release(hook: Optional[ReleaseHook], admitted: Admit, request: CheckRequest, outcome: Outcome) -> None:
-    """Tells the hook; a failing hook is ignored (it must not break the response)."""
-    if hook is None:
-        return
-    try:
-        hook(Release(request, admitted.decision, outcome))
-    except Exception:  # noqa: BLE001 - a hook bug must not turn a served request into an error
-        pass
+AppT = TypeVar("AppT")
+ClientT = TypeVar("ClientT")
+KeyT = TypeVar("KeyT", bound=Callable[..., Optional[CheckRequest]])
+
+
+class Middleware(Generic[AppT, ClientT, KeyT]):
+    """What both middlewares take and hold: the application, the client, the key function, the
+    failure policy (open unless given), the release hook, the usage reader and how to wait (the
+    middleware's own ``default_sleep`` unless given); and the steps of a request that only need
+    those."""
+
+    #: How the middleware waits a shaped request's delay unless told otherwise.
+    default_sleep: Callable[[float], Any]
+
+    def __init__(
+        self,
+        app: AppT,
+        *,
+        client: ClientT,
+        key: KeyT,
+        failure_policy: Optional[FailurePolicy] = None,
+        on_release: Optional[ReleaseHook] = None,
+        usage: Optional[UsageFunc] = None,
+        sleep: Optional[Callable[[float], Any]] = None,
+    ) -> None:
+        self.app = app
+        self.client = client
+        self.key = key
+        self.policy = failure_policy or FailurePolicy.open()
+        self.on_release = on_release
+        self.usage = usage
+        self.sleep = sleep if sleep is not None else self.default_sleep
+
+    def _checking(self, request: CheckRequest) -> CheckRequest:
+        """The request-time check of ``request``: when the middleware reports usage and the request
+        has no ``cost`` of its own, it charges nothing (``cost=0``; a limit's ``estimate`` still
+        charges, trued up by the report)."""
+        if self.usage is not None and request.cost is None:
+            return dataclasses.replace(request, cost=0)
+        return request
+
+    def _verdict(
+        self, request: CheckRequest, answer: Union[Decision, RatelimitdError]
+    ) -> Union[Admit, Refusal]:
+        """The verdict on ``request`` from ratelimitd's answer, or from the error in its place."""
+        if isinstance(answer, RatelimitdError):
+            return on_error(answer, request, self.policy)
+        return on_answer(answer)
+
+    def _response_usage(self, status: int, headers: List[Tuple[str, str]]) -> Optional[int]:
+        """What the usage reader reads from a response; a failing or bad reading is logged and
+        reports nothing (it must not break the response)."""
+        if self.usage is None:
+            return None
+        try:
+            found = self.usage(status, headers)
+            return None if found is None else checked_usage(found)
+        except Exception as e:  # noqa: BLE001 - the callback is the application's
+            log.warning("ratelimitd_client: no usage reported for this response: %s", e)
+            return None
+
+    def _released(self, admitted: Admit, request: CheckRequest, outcome: Outcome) -> None:
+        """Tells the release hook how an admitted request ended; a failing hook is ignored (it must
+        not break the response)."""
+        if self.on_release is None:
+            return
+        try:
+            self.on_release(Release(request, admitted.decision, outcome))
+        except Exception:  # noqa: BLE001 - a hook bug must not turn a served request into an error
+            pass

@@ -15,22 +15,9 @@ from __future__ import annotations
 import asyncio
 from typing import Any, Awaitable, Callable, Dict, List, MutableMapping, Optional, Set
 
-from ._gate import (
-    Admit,
-    Outcome,
-    Refusal,
-    ReleaseHook,
-    UsageFunc,
-    checking,
-    on_answer,
-    on_error,
-    release,
-    response_usage,
-    usage_header,
-)
+from ._gate import Admit, Middleware, Outcome, Refusal, UsageFunc, usage_header
 from ._model import CheckRequest, RatelimitdError
 from .aio import AsyncClient
-from .policy import FailurePolicy
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -57,43 +44,25 @@ def header_key(name: str) -> KeyFunc:
 __all__ = ["RateLimitMiddleware", "UsageFunc", "header_key", "usage_header"]
 
 
-class RateLimitMiddleware:
+class RateLimitMiddleware(Middleware[ASGIApp, AsyncClient, KeyFunc]):
     """Rate limits an ASGI app through ratelimitd."""
 
-    def __init__(
-        self,
-        app: ASGIApp,
-        *,
-        client: AsyncClient,
-        key: KeyFunc,
-        failure_policy: Optional[FailurePolicy] = None,
-        on_release: Optional[ReleaseHook] = None,
-        usage: Optional[UsageFunc] = None,
-        sleep: Callable[[float], Awaitable[Any]] = asyncio.sleep,
-    ) -> None:
-        self.app = app
-        self.usage = usage
-        self.client = client
-        self.key = key
-        self.policy = failure_policy or FailurePolicy.open()
-        self.on_release = on_release
-        self.sleep = sleep
-        self._releases: Set["asyncio.Future[None]"] = set()
+    default_sleep = staticmethod(asyncio.sleep)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         request = self.key(scope) if scope["type"] == "http" else None
         if request is None:
             await self.app(scope, receive, send)
             return
-        request = checking(request, self.usage)
+        request = self._checking(request)
         try:
-            verdict = on_answer(await self.client.check(request))
+            decided = self._verdict(request, await self.client.check(request))
         except RatelimitdError as e:
-            verdict = on_error(e, request, self.policy)
-        if isinstance(verdict, Refusal):
-            await _refuse(send, verdict)
+            decided = self._verdict(request, e)
+        if isinstance(decided, Refusal):
+            await _refuse(send, decided)
             return
-        await self._admitted(verdict, request, scope, receive, send)
+        await self._admitted(decided, request, scope, receive, send)
 
     async def _admitted(
         self, admitted: Admit, request: CheckRequest, scope: Scope, receive: Receive, send: Send
@@ -106,7 +75,7 @@ class RateLimitMiddleware:
                 headers = [
                     (k.decode("latin-1"), v.decode("latin-1")) for k, v in message.get("headers", ())
                 ]
-                found = response_usage(self.usage, message.get("status", 200), headers)
+                found = self._response_usage(message.get("status", 200), headers)
                 if found is not None:
                     used.append(found)
             if message["type"] == "http.response.start" and extra:
@@ -132,24 +101,28 @@ class RateLimitMiddleware:
             holder = admitted.decision.holder if admitted.decision else None
             if holder is not None:
                 # A task, so a cancelled request still sends it; a failure leaves it to the lease.
-                task = asyncio.ensure_future(self.client.release(request, holder))
-                self._releases.add(task)
-                task.add_done_callback(_forget(self._releases))
+                _in_background(self.client.release(request, holder))
             if used:
                 # What the response used, once it has ended (a task, as the release).
-                task = asyncio.ensure_future(self.client.report(request, used[0]))
-                self._releases.add(task)
-                task.add_done_callback(_forget(self._releases))
-            release(self.on_release, admitted, request, outcome)
+                _in_background(self.client.report(request, used[0]))
+            self._released(admitted, request, outcome)
 
 
-def _forget(pending: Set["asyncio.Future[None]"]) -> Callable[["asyncio.Future[None]"], None]:
-    def done(task: "asyncio.Future[None]") -> None:
-        pending.discard(task)
-        if not task.cancelled():
-            task.exception()  # retrieved, so a failed release is not reported as unhandled
+#: The release and report tasks still running: the event loop keeps only weak references to its
+#: tasks, so they are held here until they end.
+_background: Set["asyncio.Future[Any]"] = set()
 
-    return done
+
+def _in_background(call: Awaitable[Any]) -> None:
+    task = asyncio.ensure_future(call)
+    _background.add(task)
+    task.add_done_callback(_ended)
+
+
+def _ended(task: "asyncio.Future[Any]") -> None:
+    _background.discard(task)
+    if not task.cancelled():
+        task.exception()  # retrieved, so a failed release is not reported as unhandled
 
 
 async def _refuse(send: Send, r: Refusal) -> None:

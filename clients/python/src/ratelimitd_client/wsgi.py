@@ -16,22 +16,9 @@ import logging
 import time
 from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Tuple
 
-from ._gate import (
-    Admit,
-    Outcome,
-    Refusal,
-    ReleaseHook,
-    UsageFunc,
-    checking,
-    on_answer,
-    on_error,
-    release,
-    response_usage,
-    usage_header,
-)
+from ._gate import Admit, Middleware, Outcome, Refusal, UsageFunc, usage_header
 from ._model import CheckRequest, RatelimitdError
 from .client import Client
-from .policy import FailurePolicy
 
 Environ = Dict[str, Any]
 StartResponse = Callable[..., Any]
@@ -56,42 +43,25 @@ log = logging.getLogger("ratelimitd_client")
 __all__ = ["RateLimitMiddleware", "UsageFunc", "header_key", "usage_header"]
 
 
-class RateLimitMiddleware:
+class RateLimitMiddleware(Middleware[WSGIApp, Client, KeyFunc]):
     """Rate limits a WSGI app through ratelimitd."""
 
-    def __init__(
-        self,
-        app: WSGIApp,
-        *,
-        client: Client,
-        key: KeyFunc,
-        failure_policy: Optional[FailurePolicy] = None,
-        on_release: Optional[ReleaseHook] = None,
-        usage: Optional[UsageFunc] = None,
-        sleep: Callable[[float], Any] = time.sleep,
-    ) -> None:
-        self.app = app
-        self.usage = usage
-        self.client = client
-        self.key = key
-        self.policy = failure_policy or FailurePolicy.open()
-        self.on_release = on_release
-        self.sleep = sleep
+    default_sleep = staticmethod(time.sleep)
 
     def __call__(self, environ: Environ, start_response: StartResponse) -> Iterable[bytes]:
         request = self.key(environ)
         if request is None:
             return self.app(environ, start_response)
-        request = checking(request, self.usage)
+        request = self._checking(request)
         try:
-            verdict = on_answer(self.client.check(request))
+            decided = self._verdict(request, self.client.check(request))
         except RatelimitdError as e:
-            verdict = on_error(e, request, self.policy)
-        if isinstance(verdict, Refusal):
-            headers = verdict.headers + [("content-length", str(len(verdict.body)))]
-            start_response(f"{verdict.status} {verdict.reason}", headers)
-            return [verdict.body]
-        return self._admitted(verdict, request, environ, start_response)
+            decided = self._verdict(request, e)
+        if isinstance(decided, Refusal):
+            headers = decided.headers + [("content-length", str(len(decided.body)))]
+            start_response(f"{decided.status} {decided.reason}", headers)
+            return [decided.body]
+        return self._admitted(decided, request, environ, start_response)
 
     def _admitted(
         self, admitted: Admit, request: CheckRequest, environ: Environ, start_response: StartResponse
@@ -101,7 +71,7 @@ class RateLimitMiddleware:
 
         def start_with_headers(status: str, headers: List[Tuple[str, str]], *exc: Any) -> Any:
             code = int(status[:3]) if status[:3].isdigit() else 0
-            found = response_usage(self.usage, code, list(headers))
+            found = self._response_usage(code, list(headers))
             if found is not None:
                 used[:] = [found]
             present = {k.lower() for k, _ in headers}
@@ -119,7 +89,7 @@ class RateLimitMiddleware:
                     self.client.report(request, used[0])
                 except RatelimitdError as e:
                     log.warning("ratelimitd_client: usage %d not reported: %s", used[0], e)
-            release(self.on_release, admitted, request, outcome)
+            self._released(admitted, request, outcome)
 
         try:
             if admitted.delay > 0:
