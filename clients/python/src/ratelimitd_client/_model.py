@@ -7,6 +7,7 @@ malformed answer: ``unavailable`` is true, a failure policy decides) or it *refu
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from typing import Any, Dict, Iterable, Iterator, Mapping, Optional, Sequence, Tuple, Union
 
@@ -96,6 +97,16 @@ class CheckRequest:
                 {"entries": [{"key": k, "value": v} for k, v in d]} for d in self.descriptors
             ]
         return body
+
+    def _as_report(self, usage: int) -> "CheckRequest":
+        """The request both clients' ``report`` sends: ``usage`` (checked first) as its cost."""
+        return dataclasses.replace(
+            self, cost=checked_usage(usage), report=True, release=False, max_wait_ms=None
+        )
+
+    def _as_release(self, holder: str) -> "CheckRequest":
+        """The request both clients' ``release`` sends: ``holder``'s slot given back."""
+        return dataclasses.replace(self, holder=holder, release=True, max_wait_ms=None)
 
 
 @dataclass(frozen=True)

@@ -7,11 +7,10 @@ and ``await client.aclose()`` when done.
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 from typing import Optional
 
 from . import _answer
-from ._model import CheckRequest, Decision, Malformed, Timeout, TransportError, checked_usage
+from ._model import CheckRequest, Decision, Malformed, Timeout, TransportError
 from .client import DEFAULT_MAX_ANSWER_BYTES, DEFAULT_TIMEOUT, _target
 
 try:
@@ -75,22 +74,12 @@ class AsyncClient:
             raise TransportError(f"cannot reach ratelimitd: {e!r}") from None
 
     async def report(self, request: CheckRequest, usage: int) -> Decision:
-        """Reports ``usage`` for ``request`` (same domain and descriptors) once its response has
-        ended, e.g. the tokens an LLM answered with. A report always counts, even past the limit
-        (the key goes into debt and the next check is refused until the window or refill pays it
-        back), and is always allowed; ``remaining`` is what is left (0 in debt). Check before the
-        request with ``cost=0`` to charge nothing then (or the limit's ``estimate``, which the
-        report trues up). A ``usage`` that is not a whole number from 0 to 1 000 000 000 raises
-        ``ValueError`` and sends nothing."""
-        usage = checked_usage(usage)
-        return await self.check(
-            dataclasses.replace(request, cost=usage, report=True, release=False, max_wait_ms=None)
-        )
+        """Reports ``usage`` for ``request`` once its response has ended, as ``Client.report``."""
+        return await self.check(request._as_report(usage))
 
     async def release(self, request: CheckRequest, holder: str) -> None:
-        """Gives back the concurrency slot ``holder`` took with ``request`` (same domain and
-        descriptors). A holder that holds nothing changes nothing."""
-        await self.check(dataclasses.replace(request, holder=holder, release=True, max_wait_ms=None))
+        """Gives back the concurrency slot ``holder`` took with ``request``, as ``Client.release``."""
+        await self.check(request._as_release(holder))
 
     async def aclose(self) -> None:
         """Closes the connection pool."""

@@ -9,7 +9,6 @@ answer's size is capped so a broken or hostile server cannot make the client buf
 
 from __future__ import annotations
 
-import dataclasses
 import http.client
 import io
 import json
@@ -21,7 +20,7 @@ from typing import Any, Optional, Union
 from urllib.parse import urlsplit
 
 from . import _answer
-from ._model import CheckRequest, Decision, Malformed, Timeout, TransportError, checked_usage
+from ._model import CheckRequest, Decision, Malformed, Timeout, TransportError
 
 #: Default timeout in seconds: ratelimitd answers in well under a millisecond on a LAN.
 DEFAULT_TIMEOUT = 0.25
@@ -185,15 +184,12 @@ class Client:
         request with ``cost=0`` to charge nothing then (or the limit's ``estimate``, which the
         report trues up). A ``usage`` that is not a whole number from 0 to 1 000 000 000 raises
         ``ValueError`` and sends nothing."""
-        usage = checked_usage(usage)
-        return self.check(
-            dataclasses.replace(request, cost=usage, report=True, release=False, max_wait_ms=None)
-        )
+        return self.check(request._as_report(usage))
 
     def release(self, request: CheckRequest, holder: str) -> None:
         """Gives back the concurrency slot ``holder`` took with ``request`` (same domain and
         descriptors). A holder that holds nothing changes nothing."""
-        self.check(dataclasses.replace(request, holder=holder, release=True, max_wait_ms=None))
+        self.check(request._as_release(holder))
 
     def close(self) -> None:
         """Closes this thread's connection."""
