@@ -14,22 +14,12 @@
 //! where a variable is read. The crate root (`lib.rs`), the binary (`main.rs`) and this file are
 //! not components.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
+
+use crate::testing::rust_files;
 
 /// The top layer: these may name `settings` (`testing` re-exports its parsers for the tests).
 const TOP: &[&str] = &["settings", "app", "main", "testing"];
-
-/// Every `.rs` file under `dir`, recursively.
-fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
-    for entry in std::fs::read_dir(dir).unwrap() {
-        let path = entry.unwrap().path();
-        if path.is_dir() {
-            rust_files(&path, out);
-        } else if path.extension().is_some_and(|e| e == "rs") {
-            out.push(path);
-        }
-    }
-}
 
 /// The code of `text` without comment lines, with whitespace removed, so that a path split
 /// over lines or spread through a `use` group reads as one string.
@@ -70,8 +60,7 @@ fn component(src: &Path, file: &Path) -> String {
 #[test]
 fn no_component_names_the_settings() {
     let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
-    let mut files = Vec::new();
-    rust_files(&src, &mut files);
+    let files = rust_files(&src);
     let mut covered = std::collections::BTreeSet::new();
     let mut offenders = Vec::new();
     for file in &files {
@@ -266,8 +255,7 @@ fn the_layer_table_lists_every_module_once() {
         unique.len(),
         "a module has two rows: {table:?}"
     );
-    let mut files = Vec::new();
-    rust_files(&src, &mut files);
+    let files = rust_files(&src);
     let modules: std::collections::BTreeSet<String> = files
         .iter()
         .map(|f| component(&src, f))
@@ -291,8 +279,7 @@ fn no_module_names_one_above_it() {
     let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
     let table = layer_table();
     let row = |m: &str| table.iter().position(|r| r.iter().any(|x| x == m));
-    let mut files = Vec::new();
-    rust_files(&src, &mut files);
+    let files = rust_files(&src);
     let mut upward = Vec::new();
     for file in &files {
         let me = component(&src, file);

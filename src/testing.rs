@@ -29,6 +29,8 @@ pub use crate::store::dynamodb::DynamoStore;
 pub use crate::store::redis::RedisStore;
 pub use crate::xds::pb as xds_pb;
 
+use std::path::{Path, PathBuf};
+
 use crate::grpc::pb::envoy::extensions::common::ratelimit::v3::{
     RateLimitDescriptor, rate_limit_descriptor::Entry,
 };
@@ -69,4 +71,19 @@ pub fn request(domain: &str, descriptors: &[&[(&str, &str)]]) -> RateLimitReques
         descriptors: descriptors.iter().map(|d| descriptor(d)).collect(),
         hits_addend: 0,
     }
+}
+
+/// Every `.rs` file under `dir`, recursively: the source a test reads when it checks the code
+/// itself (the layering rules, the routes the OpenAPI description must match).
+pub fn rust_files(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            out.extend(rust_files(&path));
+        } else if path.extension().is_some_and(|e| e == "rs") {
+            out.push(path);
+        }
+    }
+    out
 }

@@ -4,10 +4,10 @@
 //! fuzzes them.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::path::{Path, PathBuf};
 
 use crate::support::openapi::{TOKEN, base, described, document, env, root};
 use crate::support::process::spawn;
+use ratelimitd::testing::rust_files;
 use serde_json::Value;
 
 /// Each router's source file and the tag of its listener in the description.
@@ -59,24 +59,11 @@ fn declared(source: &str) -> BTreeMap<String, BTreeSet<String>> {
     out
 }
 
-fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
-    for entry in std::fs::read_dir(dir).unwrap() {
-        let path = entry.unwrap().path();
-        if path.is_dir() {
-            rust_files(&path, out);
-        } else if path.extension().is_some_and(|e| e == "rs") {
-            out.push(path);
-        }
-    }
-}
-
 #[test]
 fn the_routers_serve_exactly_the_described_operations() {
     let doc = document();
     // A route declared in a file this test does not read would escape it.
-    let mut files = Vec::new();
-    rust_files(&root().join("src"), &mut files);
-    for file in files {
+    for file in rust_files(&root().join("src")) {
         let source = std::fs::read_to_string(&file).unwrap();
         let rel = file.strip_prefix(root()).unwrap().display().to_string();
         let known = ROUTERS.iter().any(|(f, _)| *f == rel) || rel == "src/metrics/prom.rs";
