@@ -57,20 +57,18 @@ impl Ratelimitd {
     pub fn start(yaml: &str) -> Ratelimitd {
         let dir = tempfile::tempdir().unwrap();
         std::fs::write(dir.path().join("config.yaml"), yaml).unwrap();
-        let mut child = Command::new(binary())
+        let mut command = Command::new(binary());
+        // Every listener (HTTP, gRPC, debug, admin) on 127.0.0.1, on a port the system picks.
+        for listener in ["", "GRPC_", "DEBUG_", "ADMIN_"] {
+            command.env(format!("{listener}HOST"), "127.0.0.1");
+            command.env(format!("{listener}PORT"), "0");
+        }
+        let mut child = command
             .envs([
                 ("LOG_LEVEL", "info"),
                 ("LOG_FORMAT", "json"),
                 ("USE_STATSD", "false"),
                 ("POLICY_ENABLED", "false"),
-                ("HOST", "127.0.0.1"),
-                ("PORT", "0"),
-                ("GRPC_HOST", "127.0.0.1"),
-                ("GRPC_PORT", "0"),
-                ("DEBUG_HOST", "127.0.0.1"),
-                ("DEBUG_PORT", "0"),
-                ("ADMIN_HOST", "127.0.0.1"),
-                ("ADMIN_PORT", "0"),
             ])
             .env("RATELIMITD_CONFIG", dir.path())
             .env("RATELIMITD_TEST_MANUAL_CLOCK", T0.to_string())
