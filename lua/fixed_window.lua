@@ -70,17 +70,25 @@ for i = 1, n do
     out[2 * i - 1] = current
     out[2 * i] = taken
   else
-    local after = redis.call("INCRBY", KEYS[i], string.format("%.0f", add[i]))
+    -- The hits as Rust sent them (already digits) unless clamped or not added.
+    local hits = ARGV[4 * i - 2]
+    if add[i] ~= tonumber(hits) then hits = string.format("%.0f", add[i]) end
+    local after = redis.call("INCRBY", KEYS[i], hits)
     local moved = add[i]
+    -- A counter equal to what was just added was made by this INCRBY (or was 0): it gets the
+    -- window's TTL. A counter that existed keeps the TTL it was given when it was made, which
+    -- already outlasts its window (the key names the window), so no EXPIRE is sent for it.
+    local fresh = after == add[i]
     if after > ceiling then
       moved = moved - (after - ceiling)
       after = ceiling
       redis.call("SET", KEYS[i], string.format("%.0f", ceiling))
+      -- SET dropped the TTL.
+      fresh = true
     end
     out[2 * i - 1] = after
     out[2 * i] = moved
-    -- Also restores the TTL a SET at the ceiling dropped.
-    redis.call("EXPIRE", KEYS[i], tonumber(ARGV[4 * i]))
+    if fresh then redis.call("EXPIRE", KEYS[i], tonumber(ARGV[4 * i])) end
   end
 end
 return out

@@ -18,16 +18,6 @@ const KEYS: [&str; 5] = ["fw", "tb", "lb", "sw", "sl"];
 const CLIENTS: usize = 64;
 const CALLS_PER_CLIENT: usize = 4;
 
-/// The `EVALSHA` calls Redis has run (`INFO commandstats`).
-fn evalsha_calls(r: &RedisServer) -> u64 {
-    let stats = r.cli(&["INFO", "commandstats"]);
-    stats
-        .lines()
-        .find_map(|l| l.strip_prefix("cmdstat_evalsha:calls="))
-        .and_then(|rest| rest.split(',').next())
-        .map_or(0, |n| n.parse().unwrap())
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn concurrent_requests_on_two_instances_admit_exactly_each_limit_in_fewer_calls() {
     require!(Redis);
@@ -44,7 +34,7 @@ async fn concurrent_requests_on_two_instances_admit_exactly_each_limit_in_fewer_
         let url = format!("http://{}", s.grpc_addr);
         clients.push(RateLimitServiceClient::connect(url).await.unwrap());
     }
-    let before = evalsha_calls(&r);
+    let before = r.calls("evalsha");
     let tasks = (0..CLIENTS).map(|i| {
         let client = clients[i % 2].clone();
         tokio::spawn(async move {
@@ -84,7 +74,7 @@ async fn concurrent_requests_on_two_instances_admit_exactly_each_limit_in_fewer_
         requests.to_string(),
         "every fixed window hit counted once"
     );
-    let calls = evalsha_calls(&r) - before;
+    let calls = r.calls("evalsha") - before;
     assert!(
         calls < (requests * KEYS.len()) as u64,
         "{calls} script calls for {requests} requests of {} algorithms: none joined",

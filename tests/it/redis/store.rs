@@ -37,6 +37,25 @@ async fn s24_s29_s30_go_key_format_writes_the_go_keys() {
     );
 }
 
+/// A fixed window's counter gets its TTL once, from the hit that makes it: the hits after it send
+/// Redis no `EXPIRE` (the key names its window, so the first TTL already outlasts it).
+#[tokio::test]
+async fn a_fixed_window_counter_is_given_its_ttl_once() {
+    require!(Redis);
+    let r = RedisServer::start();
+    let env = [("CACHE_KEY_FORMAT", "go"), ("CACHE_KEY_PREFIX", "prefix:")];
+    let s = TestServer::start_on(&[("b.yaml", INT)], &env, Some(&r)).await;
+    let before = r.calls("expire");
+    for left in (15..20).rev() {
+        let resp = s.rl("basic", &[&[("k2", "v")]]).await;
+        assert_eq!(st(&resp, 0), (Code::Ok, lim(20, "MINUTE"), left));
+    }
+    assert_eq!(r.cli(&["GET", "prefix:basic_k2_v_1200"]), "5");
+    assert_eq!(r.calls("expire") - before, 1, "one EXPIRE for five hits");
+    let ttl: i64 = r.cli(&["TTL", "prefix:basic_k2_v_1200"]).parse().unwrap();
+    assert!((55..=60).contains(&ttl), "the window's TTL: {ttl}");
+}
+
 #[tokio::test]
 async fn default_keys_are_collision_free_where_go_keys_collide() {
     require!(Redis);

@@ -216,6 +216,17 @@ impl RedisServer {
         self.spawn();
     }
 
+    /// How many times this server has run `command` (lower case, as `INFO commandstats` names
+    /// it), scripts' own calls included.
+    pub(crate) fn calls(&self, command: &str) -> u64 {
+        let prefix = format!("cmdstat_{command}:calls=");
+        self.cli(&["INFO", "commandstats"])
+            .lines()
+            .find_map(|l| l.strip_prefix(prefix.as_str()))
+            .and_then(|rest| rest.split(',').next())
+            .map_or(0, |n| n.parse().unwrap())
+    }
+
     /// Runs `redis-cli` against this server and returns its trimmed output.
     pub(crate) fn cli(&self, args: &[&str]) -> String {
         let mut target = if self.access.tls_only {
