@@ -7,13 +7,18 @@ use std::future::Future;
 
 use futures_util::FutureExt;
 use futures_util::future::{Either, join_all};
+use smallvec::{Array, SmallVec};
 
 use super::call::ScriptKind;
 use super::conn::RedisConn;
-use super::targets::{self, Target, TargetGroups};
+use super::targets::{self, Indices, Target, TargetGroups};
 use super::{PER_SECOND_BELOW_SECS, RedisStore};
 use ratelimitd_core::limiter::split::hash_tag;
 use ratelimitd_core::store::Op;
+
+/// A request's script calls per target: the main Redis, the per-second one, or each Cluster
+/// master its keys live on.
+pub(super) type PerTarget = SmallVec<[(Target, TargetGroups); 2]>;
 
 /// What the ops of one script call share.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -31,16 +36,12 @@ impl RedisStore {
     /// The script calls of `to_call` (an index into `ops` and the script it runs), per target:
     /// grouped by target (on Cluster: each master), then by hash slot, then by script, so a
     /// request makes one call per group.
-    pub(super) fn group_calls(
-        &self,
-        ops: &[Op],
-        to_call: &[(usize, ScriptKind)],
-    ) -> Vec<(Target, TargetGroups)> {
-        let mut groups: Vec<(GroupKey, Vec<usize>)> = Vec::new();
+    pub(super) fn group_calls(&self, ops: &[Op], to_call: &[(usize, ScriptKind)]) -> PerTarget {
+        let mut groups: SmallVec<[(GroupKey, Indices); 2]> = SmallVec::new();
         for &(i, script) in to_call {
             group_of(&mut groups, self.group_key(&ops[i], script)).push(i);
         }
-        let mut per_target: Vec<(Target, TargetGroups)> = Vec::new();
+        let mut per_target = PerTarget::new();
         for (key, idx) in groups {
             group_of(&mut per_target, key.target).push((key.script, idx));
         }
@@ -65,7 +66,10 @@ impl RedisStore {
 
 /// The group of `key` in `groups` (opened empty at the end when new; groups keep the order their
 /// first member came in).
-pub(super) fn group_of<K: PartialEq, V: Default>(groups: &mut Vec<(K, V)>, key: K) -> &mut V {
+pub(super) fn group_of<'g, K: PartialEq + 'g, V: Default + 'g, A: Array<Item = (K, V)>>(
+    groups: &'g mut SmallVec<A>,
+    key: K,
+) -> &'g mut V {
     let at = match groups.iter().position(|(k, _)| *k == key) {
         Some(at) => at,
         None => {
@@ -97,12 +101,12 @@ mod tests {
 
     #[test]
     fn members_of_one_key_share_its_group_in_first_come_order() {
-        let mut groups: Vec<(&str, Vec<usize>)> = Vec::new();
+        let mut groups: SmallVec<[(&str, Vec<usize>); 2]> = SmallVec::new();
         for (i, key) in ["a", "b", "a", "c", "b"].into_iter().enumerate() {
             group_of(&mut groups, key).push(i);
         }
         assert_eq!(
-            groups,
+            groups.into_vec(),
             vec![("a", vec![0, 2]), ("b", vec![1, 4]), ("c", vec![3])]
         );
     }

@@ -40,6 +40,7 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use redis::{RedisError, Script};
+use smallvec::SmallVec;
 
 use super::lease::{Leases, Serve};
 use super::local_cache::OverLimitCache;
@@ -311,7 +312,7 @@ fn cacheable(op: &Op) -> bool {
 impl Store for RedisStore {
     async fn apply(&self, ops: &[Op], now: Timestamp) -> Result<Vec<Answer>, StoreError> {
         let mut answers: Vec<Option<Answer>> = vec![None; ops.len()];
-        let mut to_call = Vec::with_capacity(ops.len());
+        let mut to_call: SmallVec<[(usize, ScriptKind); 4]> = SmallVec::new();
         for (i, op) in ops.iter().enumerate() {
             match self.serve_locally(op, now) {
                 Local::Answered(answer) => answers[i] = Some(answer),

@@ -12,6 +12,7 @@ use std::time::Duration;
 
 use futures_util::future::join_all;
 use parking_lot::{Mutex, RwLock};
+use smallvec::SmallVec;
 
 use super::RedisStore;
 use super::call::{Increment, ScriptKind, refused_for_its_data};
@@ -114,8 +115,12 @@ pub(super) struct Target {
     pub(super) name: &'static str,
 }
 
+/// The ops of one script call, by their index in the request. Inline up to four: a request's
+/// few descriptors group without an allocation.
+pub(super) type Indices = SmallVec<[usize; 4]>;
+
 /// The calls of one target: the script groups (one algorithm each) of the ops it holds.
-pub(super) type TargetGroups = Vec<(ScriptKind, Vec<usize>)>;
+pub(super) type TargetGroups = SmallVec<[(ScriptKind, Indices); 2]>;
 
 impl RedisStore {
     /// Puts a circuit breaker around each target, as `settings` ask, timed by `clock`.
