@@ -1,6 +1,9 @@
 //! What the integration tests (`tests/it`) and the benchmark examples reach inside the server,
 //! and nothing more: hidden from the documentation, not an API. Each name is the item of the
-//! module it comes from; the core's items come from `ratelimitd_core` itself.
+//! module it comes from; the core's items come from `ratelimitd_core` itself. Below them, the
+//! helpers written once for the tests and examples: the loopback settings and request builders,
+//! and the walk over the source files, which the library's layering test uses too (the
+//! integration tests cannot reach code the library compiles for its own tests only).
 
 pub use crate::app::{Running, start};
 pub use crate::fleet::auth::{AuthCounts, SignedTransport};
