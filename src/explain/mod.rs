@@ -181,7 +181,7 @@ impl Explainer {
         let found = config.and_then(|c| c.domain(domain));
         // A dry run draws nothing: a soft zone is judged at its hard limit.
         let still = ratelimitd_core::random::Fixed(0.0);
-        let plans = plan::plan_with(
+        let plans = plan::plan(
             found,
             stored,
             &req,

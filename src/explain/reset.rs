@@ -8,6 +8,7 @@
 use std::time::Duration;
 
 use super::{Explainer, MAX_ENTRIES, MAX_TEXT};
+use ratelimitd_core::config::FailureMode;
 use ratelimitd_core::limiter::plan::{self, Plan};
 use ratelimitd_core::limiter::{Descriptor, Entry, Request};
 use ratelimitd_core::store::ResetError;
@@ -113,8 +114,16 @@ impl Explainer {
                 );
                 let stored = self.overrides.load();
                 let still = ratelimitd_core::random::Fixed(0.0);
-                let plans = plan::plan(Some(found), &stored, &req, &self.keys, now, &still)
-                    .map_err(|e| invalid("descriptor", e.to_string()))?;
+                let plans = plan::plan(
+                    Some(found),
+                    &stored,
+                    &req,
+                    &self.keys,
+                    now,
+                    &still,
+                    FailureMode::default(),
+                )
+                .map_err(|e| invalid("descriptor", e.to_string()))?;
                 if !matches!(plans.descriptors.first(), Some(Plan::Limited(_))) {
                     return Err(invalid(
                         "descriptor",

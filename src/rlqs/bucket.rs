@@ -8,7 +8,7 @@ use std::sync::Arc;
 use crate::grpc::pb::envoy::service::rate_limit_quota::v3 as pb;
 use crate::policy::OverrideIndex;
 use ratelimitd_core::clock::Timestamp;
-use ratelimitd_core::config::Domain;
+use ratelimitd_core::config::{Domain, FailureMode};
 use ratelimitd_core::limiter::plan::{self, Plan};
 use ratelimitd_core::limiter::{Descriptor, Entry, KeyBuilder, Request};
 
@@ -138,7 +138,16 @@ pub(crate) fn budget(
     // Without a request override, planning cannot fail; an error would mean no limit.
     // The bucket's budget is the limit as configured: no soft zone is drawn.
     let still = ratelimitd_core::random::Fixed(0.0);
-    let plans = plan::plan(Some(domain), stored, &req, keys, now, &still).ok()?;
+    let plans = plan::plan(
+        Some(domain),
+        stored,
+        &req,
+        keys,
+        now,
+        &still,
+        FailureMode::default(),
+    )
+    .ok()?;
     match plans.descriptors.into_iter().next()? {
         Plan::NoLimit => None,
         Plan::Unlimited => Some(Budget::AllowAll),

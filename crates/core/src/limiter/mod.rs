@@ -335,7 +335,7 @@ impl RateLimiter {
         let random = self.random.as_ref();
         let default_mode = self.options.default_failure_mode;
         let keys = &self.options.keys;
-        let planned = plan::plan_with(domain, &stored, req, keys, now, random, default_mode);
+        let planned = plan::plan(domain, &stored, req, keys, now, random, default_mode);
         let plans = match planned {
             Ok(plans) => plans,
             Err(e) => {

@@ -128,29 +128,9 @@ pub struct Tally {
 
 /// Plans every descriptor of `req` against its `domain` of the config (`None`: not configured)
 /// and the `stored` overrides active at `now`, keying counters with `keys`; soft limits draw
-/// from `random`.
+/// from `random`. A `when:` predicate that fails at run time without a `failure_mode` of its own
+/// answers by `default_mode` (the service's `DEFAULT_FAILURE_MODE`).
 pub fn plan<'a>(
-    domain: Option<&'a Domain>,
-    stored: &OverrideIndex,
-    req: &'a Request,
-    keys: &KeyBuilder,
-    now: Timestamp,
-    random: &dyn Random,
-) -> Result<Plans<'a>, RequestError> {
-    plan_with(
-        domain,
-        stored,
-        req,
-        keys,
-        now,
-        random,
-        FailureMode::default(),
-    )
-}
-
-/// [`plan`], a `when:` predicate that fails at run time without a `failure_mode` of its own
-/// answering by `default_mode` (the service's `DEFAULT_FAILURE_MODE`).
-pub fn plan_with<'a>(
     domain: Option<&'a Domain>,
     stored: &OverrideIndex,
     req: &'a Request,

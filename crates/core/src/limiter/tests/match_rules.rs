@@ -163,6 +163,7 @@ fn default_limit_is_listed_and_plans_count_what_matched_nothing() {
         &keys,
         Timestamp::from_secs(1_000),
         &random,
+        FailureMode::default(),
     )
     .unwrap();
     assert_eq!(

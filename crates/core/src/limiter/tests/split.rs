@@ -132,6 +132,7 @@ fn a_plan_lists_every_sub_key_with_its_share() {
         &KeyBuilder::default(),
         Timestamp::from_secs(1_000),
         &SeededRandom::new(1),
+        FailureMode::default(),
     )
     .unwrap();
     for (at, (n, limit)) in [(3, 100), (6, 30)].into_iter().enumerate() {
