@@ -28,7 +28,7 @@ use ratelimitd::pb::envoy::service::ratelimit::v3::rate_limit_response::rate_lim
 use ratelimitd::pb::envoy::service::ratelimit::v3::rate_limit_response::{
     Code, DescriptorStatus, RateLimit,
 };
-use ratelimitd::testing::{Coalesce, SHOULD_RATE_LIMIT};
+use ratelimitd::testing::{Coalesce, SHOULD_RATE_LIMIT, h2_settings};
 use tokio::net::TcpListener;
 use tonic::codegen::http;
 
@@ -62,20 +62,6 @@ fn answer() -> Bytes {
     Bytes::from(framed)
 }
 
-/// h2's server with the settings ratelimitd's gRPC port gives it (`src/grpc/server/conn.rs`).
-fn settings() -> h2::server::Builder {
-    const MIB: u32 = 1024 * 1024;
-    let mut builder = h2::server::Builder::new();
-    builder
-        .initial_window_size(MIB)
-        .initial_connection_window_size(MIB)
-        .max_frame_size(16 * 1024)
-        .max_header_list_size(16 * 1024)
-        .max_local_error_reset_streams(Some(1024))
-        .max_send_buffer_size(400 * 1024);
-    builder
-}
-
 /// Reads the call's body to its end, then answers it.
 async fn call(
     req: http::Request<RecvStream>,
@@ -106,7 +92,7 @@ async fn call(
 
 /// Serves one connection until its client closes it.
 async fn connection(socket: tokio::net::TcpStream, message: Bytes) {
-    let Ok(mut h2) = settings()
+    let Ok(mut h2) = h2_settings()
         .handshake::<_, Bytes>(Coalesce::new(socket))
         .await
     else {

@@ -9,7 +9,7 @@ pub use crate::app::{Running, start};
 pub use crate::fleet::auth::{AuthCounts, SignedTransport};
 pub use crate::grpc::TlsSettings;
 pub use crate::grpc::bounded::SHOULD_RATE_LIMIT;
-pub use crate::grpc::server::Coalesce;
+pub use crate::grpc::server::{Coalesce, h2_settings};
 pub use crate::grpc::status_of;
 pub use crate::grpc::tls::ReloadingTls;
 pub use crate::health::Health;

@@ -56,8 +56,8 @@ pub(super) async fn serve(
 }
 
 /// The HTTP/2 settings of every connection: hyper's server's (see the module's header), streams
-/// unbounded.
-fn settings() -> h2::server::Builder {
+/// unbounded. The transport floor benchmark (`examples/floor.rs`) serves with the same.
+pub fn settings() -> h2::server::Builder {
     const MIB: u32 = 1024 * 1024;
     let mut builder = h2::server::Builder::new();
     builder

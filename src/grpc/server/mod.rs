@@ -23,6 +23,7 @@ use std::future::Future;
 use tokio::sync::mpsc;
 
 pub use coalesce::Coalesce;
+pub use conn::settings as h2_settings;
 pub(crate) use listen::Listener;
 pub(crate) use options::Options;
 pub(crate) use stream::Services;
