@@ -148,18 +148,10 @@ def silent() -> Iterator[str]:
     listener.close()
 
 
-#: Per-client limits (100 a minute, 3 a minute on /search), a scarce key (1 a minute) and a
-#: shaped key (one slot every 100 ms).
-CONFIG = """
-domain: api
-descriptors:
-  - key: client_key
-    rate_limit: {name: per-client, unit: minute, requests_per_unit: 100}
-    descriptors:
-      - key: endpoint
-        value: /search
-        rate_limit: {name: search, unit: minute, requests_per_unit: 3}
-  - key: client_key
-    value: shaped
-    rate_limit: {name: paced, unit: second, requests_per_unit: 10, algorithm: leaky_bucket, burst: 1}
-"""
+def clients_config(name: str) -> str:
+    """A configuration from ``clients/testdata/``, which the Rust client's tests read too."""
+    return (Path(__file__).resolve().parents[2] / "testdata" / name).read_text()
+
+
+#: The configuration both clients' tests run ratelimitd with (see the file's header).
+CONFIG = clients_config("api.yaml")

@@ -9,16 +9,13 @@ from typing import Any, Dict, List, MutableMapping
 
 from fastapi import FastAPI
 
+from conftest import clients_config
 from ratelimitd_client import CheckRequest, Client
 from ratelimitd_client.aio import AsyncClient
 from ratelimitd_client.asgi import RateLimitMiddleware, header_key
 
-CONFIG = """
-domain: api
-descriptors:
-  - key: client_key
-    rate_limit: {unit: minute, requests_per_unit: 1, algorithm: concurrency}
-"""
+#: One request in flight per client key, as in the Rust client's concurrency tests.
+CONFIG = clients_config("concurrency.yaml")
 
 
 def _scope(path: str) -> Dict[str, Any]:

@@ -16,12 +16,8 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{Notify, mpsc};
 
-const CONFIG: &str = r#"
-domain: api
-descriptors:
-  - key: client_key
-    rate_limit: {unit: minute, requests_per_unit: 1, algorithm: concurrency}
-"#;
+/// One request in flight per client key, as in the Python client's concurrency tests.
+const CONFIG: &str = include_str!("../../testdata/concurrency.yaml");
 
 /// The app: `/slow` tells the test it started, then waits for `finish`; `/fast` answers at once.
 async fn app(server: &Ratelimitd) -> (String, mpsc::Receiver<()>, Arc<Notify>) {

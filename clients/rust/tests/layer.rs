@@ -18,19 +18,8 @@ use ratelimitd_client::clock::Sleeper;
 use ratelimitd_client::{CheckRequest, Client, RateLimitLayer, header_key};
 use tower::ServiceExt;
 
-const CONFIG: &str = r#"
-domain: api
-descriptors:
-  - key: client_key
-    rate_limit: {name: per-client, unit: minute, requests_per_unit: 100}
-    descriptors:
-      - key: endpoint
-        value: /search
-        rate_limit: {name: search, unit: minute, requests_per_unit: 3}
-  - key: client_key
-    value: shaped
-    rate_limit: {name: paced, unit: second, requests_per_unit: 10, algorithm: leaky_bucket, burst: 1}
-"#;
+/// The clients' shared test configuration (see the file's header).
+const CONFIG: &str = include_str!("../../testdata/api.yaml");
 
 /// An axum app whose one handler counts its calls, behind the layer keyed by `x-api-key`.
 fn app(

@@ -20,18 +20,8 @@ use ratelimitd_client::{CheckRequest, Client, RateLimitLayer, Release, ReleaseOu
 use tokio::sync::{mpsc, oneshot};
 use tower::{Layer, ServiceExt, service_fn};
 
-const CONFIG: &str = r#"
-domain: api
-descriptors:
-  - key: client_key
-    rate_limit: {unit: minute, requests_per_unit: 100}
-  - key: client_key
-    value: scarce
-    rate_limit: {unit: minute, requests_per_unit: 1}
-  - key: client_key
-    value: shaped
-    rate_limit: {unit: second, requests_per_unit: 10, algorithm: leaky_bucket, burst: 1}
-"#;
+/// The clients' shared test configuration: `scarce` takes 1 a minute, `shaped` one every 100 ms.
+const CONFIG: &str = include_str!("../../testdata/api.yaml");
 
 type Log = Arc<Mutex<Vec<(String, ReleaseOutcome, bool)>>>;
 

@@ -17,15 +17,14 @@ const TOKEN: &str = "reset-token";
 /// One limit of 3 an hour per algorithm, and a leased fixed window of 10. Hours, not minutes: the
 /// manual clock stands still, but Redis and memcached expire keys in real time (a minute window
 /// at T0 has 26 s left), and on a busy machine a scenario can take longer than that.
-const CFG: &str = "domain: r
-descriptors:
-  - {key: fw, rate_limit: {unit: hour, requests_per_unit: 3}}
-  - {key: tb, rate_limit: {unit: hour, requests_per_unit: 3, algorithm: token_bucket, burst: 3}}
-  - {key: sw, rate_limit: {unit: hour, requests_per_unit: 3, algorithm: sliding_window}}
-  - {key: lb, rate_limit: {unit: hour, requests_per_unit: 3, algorithm: leaky_bucket, burst: 3}}
-  - {key: sl, rate_limit: {unit: hour, requests_per_unit: 3, algorithm: sliding_log}}
-  - {key: fl, rate_limit: {unit: hour, requests_per_unit: 10, lease: 3}}
-";
+fn cfg() -> String {
+    each_algorithm(
+        "r",
+        3,
+        "hour",
+        "  - {key: fl, rate_limit: {unit: hour, requests_per_unit: 10, lease: 3}}\n",
+    )
+}
 
 /// Posts `body` to the reset endpoint with `token`: the status and the JSON answer.
 async fn reset(s: &TestServer, token: Option<&str>, body: Value) -> (u16, Value) {
@@ -58,8 +57,8 @@ const ENV: [(&str, &str); 2] = [
 
 on_every_store!(a_descriptor_reset_starts_every_algorithm_fresh);
 async fn a_descriptor_reset_starts_every_algorithm_fresh(store: StoreKind) {
-    let s = TestServer::start_with_store(&[("r.yaml", CFG)], &ENV, store).await;
-    for key in ["fw", "tb", "sw", "lb", "sl"] {
+    let s = TestServer::start_with_store(&[("r.yaml", &cfg())], &ENV, store).await;
+    for key in ALGORITHM_KEYS {
         for _ in 0..3 {
             assert_eq!(hit(&s, key, "alice").await.0, Code::Ok, "{key}");
             hit(&s, key, "bob").await;
@@ -93,7 +92,7 @@ async fn a_descriptor_reset_starts_every_algorithm_fresh(store: StoreKind) {
 
 #[tokio::test]
 async fn bad_input_is_refused_with_why_and_changes_nothing() {
-    let s = TestServer::start(&[("r.yaml", CFG)], &ENV).await;
+    let s = TestServer::start(&[("r.yaml", &cfg())], &ENV).await;
     for _ in 0..4 {
         hit(&s, "fw", "alice").await;
     }
@@ -173,7 +172,7 @@ async fn bad_input_is_refused_with_why_and_changes_nothing() {
 
 /// Thirty clients over their limit, reset seven keys at a time by prefix; other keys stay.
 async fn prefix_reset_in_bounded_steps(store: StoreKind) {
-    let s = TestServer::start_with_store(&[("r.yaml", CFG)], &ENV, store).await;
+    let s = TestServer::start_with_store(&[("r.yaml", &cfg())], &ENV, store).await;
     let users: Vec<String> = (0..30).map(|i| format!("u{i:02}")).collect();
     for u in &users {
         for _ in 0..4 {
@@ -265,7 +264,7 @@ async fn memcached_resets_descriptors_and_refuses_prefixes() {
 
 #[tokio::test]
 async fn the_reset_command_resets_a_descriptor() {
-    let s = TestServer::start(&[("r.yaml", CFG)], &ENV).await;
+    let s = TestServer::start(&[("r.yaml", &cfg())], &ENV).await;
     for _ in 0..4 {
         hit(&s, "fw", "alice").await;
     }

@@ -11,20 +11,18 @@ use std::time::Duration;
 use crate::support::*;
 use ratelimitd::pb::envoy::extensions::common::ratelimit::v3::rate_limit_descriptor::RateLimitOverride;
 
-const CFG: &str = "domain: a
-descriptors:
-  - {key: fw, rate_limit: {unit: minute, requests_per_unit: 10}}
-  - {key: sw, rate_limit: {unit: minute, requests_per_unit: 10, algorithm: sliding_window}}
-  - {key: sl, rate_limit: {unit: minute, requests_per_unit: 10, algorithm: sliding_log}}
-  - {key: tb, rate_limit: {unit: minute, requests_per_unit: 10, algorithm: token_bucket}}
-  - {key: lb, rate_limit: {unit: minute, requests_per_unit: 10, algorithm: leaky_bucket}}
-  - {key: lb1, rate_limit: {unit: minute, requests_per_unit: 10, algorithm: leaky_bucket, burst: 1}}
+/// A limit of 10 a minute on each algorithm's key, and a few shapes more.
+fn cfg() -> String {
+    each_algorithm(
+        "a",
+        10,
+        "minute",
+        "  - {key: lb1, rate_limit: {unit: minute, requests_per_unit: 10, algorithm: leaky_bucket, burst: 1}}
   - {key: tb5, rate_limit: {unit: second, requests_per_unit: 2, algorithm: token_bucket, burst: 4, unit_multiplier: 5}}
   - {key: fw5, rate_limit: {unit: minute, requests_per_unit: 3, unit_multiplier: 5}}
-";
-
-/// Every algorithm's key in CFG (limit 10 per minute).
-const ALL: [&str; 5] = ["fw", "sw", "sl", "tb", "lb"];
+",
+    )
+}
 
 /// Sends `n` single-hit requests on `key` and returns how many were admitted.
 async fn admitted(s: &TestServer, key: &str, n: u32) -> u32 {
@@ -37,7 +35,7 @@ async fn admitted(s: &TestServer, key: &str, n: u32) -> u32 {
 
 on_every_store!(boundary_burst);
 async fn boundary_burst(store: StoreKind) {
-    let s = TestServer::start_with_store(&[("a.yaml", CFG)], &[], store).await;
+    let s = TestServer::start_with_store(&[("a.yaml", &cfg())], &[], store).await;
     // The sliding log gets 4 hits half a minute early, so its minute ends at different times.
     s.set_time(1230);
     assert_eq!(admitted(&s, "sl", 4).await, 4);
@@ -128,10 +126,10 @@ async fn hit(s: &TestServer, key: &str, hits: u64, rpu: Option<u32>) -> (Code, u
 
 on_every_store!(hits_addend_and_overrides_with_every_algorithm);
 async fn hits_addend_and_overrides_with_every_algorithm(store: StoreKind) {
-    let s = TestServer::start_with_store(&[("a.yaml", CFG)], &[], store).await;
+    let s = TestServer::start_with_store(&[("a.yaml", &cfg())], &[], store).await;
     // Half a minute into a window, so no algorithm sees an edge.
     s.set_time(1230);
-    for key in ALL {
+    for key in ALGORITHM_KEYS {
         // 0 only checks; 7 at once; 4 more do not fit (3 left).
         assert_eq!(hit(&s, key, 0, None).await, (Code::Ok, 10), "{key}");
         assert_eq!(hit(&s, key, 7, None).await, (Code::Ok, 3), "{key}");
@@ -166,7 +164,7 @@ async fn hits_addend_and_overrides_with_every_algorithm(store: StoreKind) {
 
 on_every_store!(unit_multiplier_windows);
 async fn unit_multiplier_windows(store: StoreKind) {
-    let s = TestServer::start_with_store(&[("a.yaml", CFG)], &[], store).await;
+    let s = TestServer::start_with_store(&[("a.yaml", &cfg())], &[], store).await;
     // 2 per 5 s with a burst of 4: 4 at once, then one token every 2.5 s.
     assert_eq!(admitted(&s, "tb5", 6).await, 4);
     s.advance(Duration::from_millis(2500));

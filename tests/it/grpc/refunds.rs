@@ -8,16 +8,9 @@ use crate::support::*;
 use ratelimitd::pb::envoy::service::ratelimit::v3::RateLimitResponse;
 
 /// One limit of 3 per minute per algorithm (buckets hold 3).
-const CFG: &str = "domain: r
-descriptors:
-  - {key: fw, rate_limit: {unit: minute, requests_per_unit: 3}}
-  - {key: tb, rate_limit: {unit: minute, requests_per_unit: 3, algorithm: token_bucket, burst: 3}}
-  - {key: sw, rate_limit: {unit: minute, requests_per_unit: 3, algorithm: sliding_window}}
-  - {key: lb, rate_limit: {unit: minute, requests_per_unit: 3, algorithm: leaky_bucket, burst: 3}}
-  - {key: sl, rate_limit: {unit: minute, requests_per_unit: 3, algorithm: sliding_log}}
-";
-
-const KEYS: [&str; 5] = ["fw", "tb", "sw", "lb", "sl"];
+fn cfg() -> String {
+    each_algorithm("r", 3, "minute", "")
+}
 
 /// One call on `key` with `hits`, given back when `refund`.
 async fn hits(s: &TestServer, key: &str, hits: u64, refund: bool) -> RateLimitResponse {
@@ -40,8 +33,8 @@ fn answer(r: &RateLimitResponse) -> (Code, u32) {
 
 on_every_store!(every_algorithm_gives_hits_back);
 async fn every_algorithm_gives_hits_back(store: StoreKind) {
-    let s = TestServer::start_with_store(&[("r.yaml", CFG)], &[], store).await;
-    for key in KEYS {
+    let s = TestServer::start_with_store(&[("r.yaml", &cfg())], &[], store).await;
+    for key in ALGORITHM_KEYS {
         assert_eq!(
             answer(&hits(&s, key, 3, false).await),
             (Code::Ok, 0),
@@ -67,8 +60,8 @@ async fn every_algorithm_gives_hits_back(store: StoreKind) {
 
 on_every_store!(a_refund_never_banks_credit);
 async fn a_refund_never_banks_credit(store: StoreKind) {
-    let s = TestServer::start_with_store(&[("r.yaml", CFG)], &[], store).await;
-    for key in KEYS {
+    let s = TestServer::start_with_store(&[("r.yaml", &cfg())], &[], store).await;
+    for key in ALGORITHM_KEYS {
         // On an untouched key (none is created) and on one that is already back to empty.
         assert_eq!(
             answer(&hits(&s, key, 5, true).await),
@@ -92,7 +85,7 @@ async fn a_refund_never_banks_credit(store: StoreKind) {
 
 on_every_store!(a_refund_in_the_next_window_gives_nothing_back);
 async fn a_refund_in_the_next_window_gives_nothing_back(store: StoreKind) {
-    let s = TestServer::start_with_store(&[("r.yaml", CFG)], &[], store).await;
+    let s = TestServer::start_with_store(&[("r.yaml", &cfg())], &[], store).await;
     s.set_time(1259);
     assert_eq!(answer(&hits(&s, "fw", 3, false).await), (Code::Ok, 0));
     s.set_time(1260);
@@ -107,7 +100,7 @@ async fn refunds_count_only_total_negative_hits() {
         ("USE_PROMETHEUS", "true"),
         ("PROMETHEUS_ADDR", "127.0.0.1:0"),
     ];
-    let s = TestServer::start(&[("r.yaml", CFG)], &env).await;
+    let s = TestServer::start(&[("r.yaml", &cfg())], &env).await;
     hits(&s, "fw", 4, false).await;
     hits(&s, "fw", 3, true).await;
     hits(&s, "fw", 2, true).await;
@@ -125,7 +118,7 @@ async fn refunds_count_only_total_negative_hits() {
 
 #[tokio::test]
 async fn json_takes_is_negative_hits() {
-    let s = TestServer::start(&[("r.yaml", CFG)], &[]).await;
+    let s = TestServer::start(&[("r.yaml", &cfg())], &[]).await;
     hits(&s, "tb", 3, false).await;
     let body = r#"{"domain":"r","descriptors":[{"entries":[{"key":"tb","value":"v"}],"hitsAddend":2,"isNegativeHits":true}]}"#;
     let r = s.http.post(s.http_url("/json")).body(body).send().await;
@@ -140,7 +133,7 @@ async fn json_takes_is_negative_hits() {
 async fn a_refund_clears_the_local_over_limit_cache() {
     require!(Redis);
     let env = [("LOCAL_CACHE_SIZE_IN_BYTES", "100000")];
-    let s = TestServer::start_with_store(&[("r.yaml", CFG)], &env, StoreKind::Redis).await;
+    let s = TestServer::start_with_store(&[("r.yaml", &cfg())], &env, StoreKind::Redis).await;
     assert_eq!(answer(&hits(&s, "fw", 4, false).await).0, Code::OverLimit);
     // From the cache: not counted in Redis, which holds 4.
     assert_eq!(one(&s, "fw").await, Code::OverLimit);
@@ -153,8 +146,8 @@ async fn a_refund_clears_the_local_over_limit_cache() {
 async fn a_refund_creates_no_redis_key() {
     require!(Redis);
     let env = [("CACHE_KEY_PREFIX", "refund-no-key:")];
-    let s = TestServer::start_with_store(&[("r.yaml", CFG)], &env, StoreKind::Redis).await;
-    for key in KEYS {
+    let s = TestServer::start_with_store(&[("r.yaml", &cfg())], &env, StoreKind::Redis).await;
+    for key in ALGORITHM_KEYS {
         assert_eq!(
             answer(&hits(&s, key, 2, true).await),
             (Code::Ok, 3),

@@ -11,7 +11,7 @@ use ratelimitd::pb::envoy::service::ratelimit::v3::{RateLimitRequest, RateLimitR
 use crate::support::*;
 
 /// A limit of 10 a minute on the shop's API with four priority classes (shared with the status
-/// page's test of the same limit).
+/// page's test of the same limit and the memcached backend's shedding test).
 pub(crate) const SHOP: &str = "domain: shop
 descriptors:
   - key: service

@@ -12,21 +12,10 @@ use crate::support::chaos::{Paused, source, timed};
 use crate::support::raw_grpc::{framed, should_rate_limit};
 use crate::support::redis::RedisServer;
 use crate::support::require;
-use crate::support::{TestServer, st};
+use crate::support::{ALGORITHM_KEYS, TestServer, each_algorithm, st};
 use futures_util::future::join_all;
 use ratelimitd_core::clock::Stopwatch;
 
-const CFG: &str = r#"
-domain: hang
-descriptors:
-  - {key: fw, rate_limit: {unit: minute, requests_per_unit: 100}}
-  - {key: sw, rate_limit: {unit: minute, requests_per_unit: 100, algorithm: sliding_window}}
-  - {key: sl, rate_limit: {unit: minute, requests_per_unit: 100, algorithm: sliding_log}}
-  - {key: tb, rate_limit: {unit: minute, requests_per_unit: 100, algorithm: token_bucket}}
-  - {key: lb, rate_limit: {unit: minute, requests_per_unit: 100, algorithm: leaky_bucket}}
-"#;
-
-const KEYS: [&str; 5] = ["fw", "sw", "sl", "tb", "lb"];
 /// Calls per key sent while Redis is hung, all at once.
 const HUNG_CALLS: usize = 8;
 const TIMEOUT: Duration = Duration::from_millis(250);
@@ -50,15 +39,20 @@ async fn calls_timed_out_while_redis_hung_are_not_counted_when_it_resumes() {
         ("REDIS_BREAKER_FAILURES", "0"),
         ("RESPONSE_DYNAMIC_METADATA", "true"),
     ];
-    let s = TestServer::start_on(&[("c.yaml", CFG)], &env, Some(&redis)).await;
+    let s = TestServer::start_on(
+        &[("c.yaml", &each_algorithm("hang", 100, "minute", ""))],
+        &env,
+        Some(&redis),
+    )
+    .await;
     let mut before = Vec::new();
-    for key in KEYS {
+    for key in ALGORITHM_KEYS {
         before.push(remaining_after_one(&s, key).await);
     }
 
     let paused = Paused::stop(&redis);
     let server = &s;
-    let calls = KEYS
+    let calls = ALGORITHM_KEYS
         .iter()
         .flat_map(|key| (0..HUNG_CALLS).map(move |_| timed(server, "hang", (key, "v"))));
     let answers = join_all(calls).await;
@@ -82,7 +76,7 @@ async fn calls_timed_out_while_redis_hung_are_not_counted_when_it_resumes() {
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
     tokio::time::sleep(Duration::from_millis(300)).await;
-    for (key, before) in KEYS.iter().zip(before) {
+    for (key, before) in ALGORITHM_KEYS.iter().zip(before) {
         assert_eq!(
             remaining_after_one(&s, key).await,
             before - 1,
@@ -106,7 +100,12 @@ async fn a_call_its_client_resets_while_redis_is_hung_stops_waiting() {
         ("RESPONSE_DYNAMIC_METADATA", "true"),
         ("GRPC_MAX_CONNECTION_IDLE", "1s"),
     ];
-    let s = TestServer::start_on(&[("c.yaml", CFG)], &env, Some(&redis)).await;
+    let s = TestServer::start_on(
+        &[("c.yaml", &each_algorithm("hang", 100, "minute", ""))],
+        &env,
+        Some(&redis),
+    )
+    .await;
     remaining_after_one(&s, "fw").await;
 
     let paused = Paused::stop(&redis);

@@ -4,19 +4,10 @@
 
 use futures_util::future::join_all;
 
+use crate::grpc::shedding::SHOP;
 use crate::support::memcached::Memcached;
 use crate::support::require;
 use crate::support::*;
-
-const SHOP: &str = "domain: shop
-descriptors:
-  - key: service
-    value: api
-    rate_limit:
-      unit: minute
-      requests_per_unit: 10
-      priorities: {critical: 1.0, read: 0.8, test: 0.5}
-";
 
 /// Go's key of the shop's counter in the minute window of `T0` (1200): the class entry is not
 /// part of it.
@@ -43,27 +34,26 @@ async fn refused_hits_are_taken_back_on_memcached() {
     require!(Memcached);
     let m = Memcached::start();
     let s = start(&m).await;
-    for n in 0..5 {
+    for n in 0..7 {
         assert_eq!(hit(&s, "test").await, Code::Ok, "test hit {}", n + 1);
     }
-    // Shed from 5 on: ten refused test hits leave the counter at the 5 admitted.
+    // Shed from 7 on: ten refused test hits leave the counter at the 7 admitted.
     for _ in 0..10 {
         assert_eq!(hit(&s, "test").await, Code::OverLimit);
     }
-    assert_eq!(m.get(KEY).as_deref(), Some("5"));
-    for _ in 0..3 {
-        assert_eq!(hit(&s, "read").await, Code::Ok);
-    }
+    assert_eq!(m.get(KEY).as_deref(), Some("7"));
+    assert_eq!(hit(&s, "read").await, Code::Ok);
     assert_eq!(hit(&s, "read").await, Code::OverLimit);
+    assert_eq!(hit(&s, "write").await, Code::Ok);
+    assert_eq!(hit(&s, "write").await, Code::OverLimit);
     // Critical traffic keeps the top of the capacity, up to exactly 10.
-    assert_eq!(hit(&s, "critical").await, Code::Ok);
     assert_eq!(hit(&s, "critical").await, Code::Ok);
     assert_eq!(hit(&s, "critical").await, Code::OverLimit);
     assert_eq!(m.get(KEY).as_deref(), Some("10"));
     s.shutdown().await;
 }
 
-/// 40 concurrent test-class hits on a share of 5: at most 5 are admitted (a refused hit counted
+/// 40 concurrent test-class hits on a share of 7: at most 7 are admitted (a refused hit counted
 /// for a moment may refuse another, never admit one), and once all answered memcached holds
 /// exactly the admitted ones, so critical traffic gets all the rest.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -77,7 +67,7 @@ async fn after_concurrent_shedding_the_counter_holds_only_admitted_hits() {
         .into_iter()
         .filter(|c| *c == Code::Ok)
         .count();
-    assert!((1..=5).contains(&admitted), "{admitted} test hits admitted");
+    assert!((1..=7).contains(&admitted), "{admitted} test hits admitted");
     assert_eq!(m.get(KEY), Some(admitted.to_string()));
     let mut critical = 0;
     while critical < 20 && hit(&s, "critical").await == Code::Ok {

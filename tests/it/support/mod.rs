@@ -249,71 +249,38 @@ pub(crate) fn dur(r: &RateLimitResponse, i: usize) -> Option<i64> {
         .map(|d| d.seconds)
 }
 
+/// The keys of [`each_algorithm`]'s descriptors, one per algorithm: fixed window, sliding window,
+/// sliding log, token bucket and leaky bucket.
+pub(crate) const ALGORITHM_KEYS: [&str; 5] = ["fw", "sw", "sl", "tb", "lb"];
+
+/// A config of `domain` with one descriptor per algorithm ([`ALGORITHM_KEYS`]), each `limit`
+/// hits per `unit` (the buckets' burst is the default, `limit`); `more` is appended to its
+/// descriptors as it is.
+pub(crate) fn each_algorithm(domain: &str, limit: u32, unit: &str, more: &str) -> String {
+    let mut yaml = format!("domain: {domain}\ndescriptors:\n");
+    let algorithms = [
+        "fixed_window",
+        "sliding_window",
+        "sliding_log",
+        "token_bucket",
+        "leaky_bucket",
+    ];
+    for (key, algorithm) in ALGORITHM_KEYS.into_iter().zip(algorithms) {
+        yaml.push_str(&format!(
+            "  - {{key: {key}, rate_limit: {{unit: {unit}, requests_per_unit: {limit}, algorithm: {algorithm}}}}}\n"
+        ));
+    }
+    yaml + more
+}
+
 /// CFG-BASIC of `docs/design/contract.md#cfg-basic`.
-pub(crate) const CFG_BASIC: &str = r#"
-domain: test-domain
-descriptors:
-  - key: key1
-    value: value1
-    descriptors:
-      - key: subkey1
-        rate_limit: {unit: second, requests_per_unit: 5}
-      - key: subkey1
-        value: subvalue1
-        rate_limit: {unit: second, requests_per_unit: 10}
-  - key: key2
-    rate_limit: {unit: minute, requests_per_unit: 20}
-  - key: key2
-    value: value2
-    rate_limit: {unit: minute, requests_per_unit: 30}
-  - key: key2
-    value: value3
-  - key: key3
-    rate_limit: {unit: hour, requests_per_unit: 1}
-  - key: key4
-    rate_limit: {unit: day, requests_per_unit: 1, name: key4_rate_limit}
-  - key: key5
-    value: value5
-    rate_limit: {unit: day, requests_per_unit: 15}
-    descriptors:
-      - key: subkey5
-        value: subvalue5
-        rate_limit: {unit: day, requests_per_unit: 25}
-  - key: key6
-    rate_limit: {unlimited: true}
-  - key: key7
-    rate_limit: {unit: minute, requests_per_unit: 70}
-    detailed_metric: true
-"#;
+pub(crate) const CFG_BASIC: &str = include_str!("../../fixtures/config/cfg-basic.yaml");
 
 /// CFG-WILD of `docs/design/contract.md#cfg-wild`.
-pub(crate) const CFG_WILD: &str = r#"
-domain: test-domain
-descriptors:
-  - {key: wild, value: "foo*", rate_limit: {unit: minute, requests_per_unit: 20}}
-  - {key: noWild, value: foo, rate_limit: {unit: minute, requests_per_unit: 20}}
-  - {key: noVal, rate_limit: {unit: minute, requests_per_unit: 20}}
-  - {key: midWild, value: "bar*b", rate_limit: {unit: minute, requests_per_unit: 20}}
-  - {key: multiWild, value: "foo*bar*baz", rate_limit: {unit: minute, requests_per_unit: 10}}
-  - key: nestedWild
-    value: val1
-    descriptors:
-      - {key: wild, value: "goo*", rate_limit: {unit: minute, requests_per_unit: 20}}
-"#;
+pub(crate) const CFG_WILD: &str = include_str!("../../fixtures/config/cfg-wild.yaml");
 
-/// CFG-INT of `docs/design/contract.md#cfg-int` (two files).
-pub(crate) const CFG_INT_BASIC: &str = r#"
-domain: basic
-descriptors:
-  - {key: key1, rate_limit: {unit: second, requests_per_unit: 50}}
-  - {key: one_per_minute, rate_limit: {unit: minute, requests_per_unit: 1}}
-"#;
+/// CFG-INT of `docs/design/contract.md#cfg-int` (two files): its domain `basic`.
+pub(crate) const CFG_INT_BASIC: &str = include_str!("../../fixtures/config/cfg-int-basic.yaml");
 
-/// The second CFG-INT file.
-pub(crate) const CFG_INT_ANOTHER: &str = r#"
-domain: another
-descriptors:
-  - {key: key2, rate_limit: {unit: minute, requests_per_unit: 20}}
-  - {key: key3, rate_limit: {unit: hour, requests_per_unit: 10}}
-  - {key: key4, rate_limit: {unit: day, requests_per_unit: 20}}
-"#;
+/// CFG-INT's second file, domain `another`.
+pub(crate) const CFG_INT_ANOTHER: &str = include_str!("../../fixtures/config/cfg-int-another.yaml");

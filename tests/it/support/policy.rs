@@ -10,12 +10,7 @@ use super::TestServer;
 pub(crate) const TOKEN: &str = "test-admin-token";
 
 /// CFG: domain `api`, every `client_key` 2 per minute.
-pub(crate) const CFG_API: &str = r#"
-domain: api
-descriptors:
-  - key: client_key
-    rate_limit: {unit: minute, requests_per_unit: 2}
-"#;
+pub(crate) const CFG_API: &str = include_str!("../../fixtures/config/api-2-per-minute.yaml");
 
 /// A service on `CFG_API` whose policy database lives in `data_dir`, with `ADMIN_TOKEN`, plus `env`.
 pub(crate) async fn start(data_dir: &std::path::Path, env: &[(&str, &str)]) -> TestServer {
