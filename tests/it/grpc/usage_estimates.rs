@@ -101,7 +101,7 @@ async fn estimates_are_trued_up(s: &TestServer, key: &str) {
 on_every_store!(concurrent_estimates_are_limited_and_reports_true_them_up);
 async fn concurrent_estimates_are_limited_and_reports_true_them_up(store: StoreKind) {
     let s = TestServer::start_with_store(&[("u.yaml", CFG)], &[], store).await;
-    for (i, key) in ["fw", "sw", "sl", "tb", "lb"].into_iter().enumerate() {
+    for (i, key) in ALGORITHM_KEYS.into_iter().enumerate() {
         s.set_time(1_200 + 600 * i as u64);
         estimates_are_trued_up(&s, key).await;
     }

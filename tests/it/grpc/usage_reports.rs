@@ -84,7 +84,7 @@ on_every_store!(a_report_of_u64_max_is_clamped_and_still_answered);
 async fn a_report_of_u64_max_is_clamped_and_still_answered(store: StoreKind) {
     let s = TestServer::start_with_store(&[("u.yaml", CFG)], &[], store).await;
     s.set_time(1_200);
-    for key in ["fw", "sw", "sl", "tb", "lb"] {
+    for key in ALGORITHM_KEYS {
         for _ in 0..2 {
             assert_eq!(
                 answer(&send(&s, key, u64::MAX).await),

@@ -16,6 +16,11 @@ use crate::support::{ALGORITHM_KEYS, TestServer, each_algorithm, st};
 use futures_util::future::join_all;
 use ratelimitd_core::clock::Stopwatch;
 
+/// One limit of 100 a minute for each algorithm.
+fn cfg() -> String {
+    each_algorithm("hang", 100, "minute", "")
+}
+
 /// Calls per key sent while Redis is hung, all at once.
 const HUNG_CALLS: usize = 8;
 const TIMEOUT: Duration = Duration::from_millis(250);
@@ -39,12 +44,7 @@ async fn calls_timed_out_while_redis_hung_are_not_counted_when_it_resumes() {
         ("REDIS_BREAKER_FAILURES", "0"),
         ("RESPONSE_DYNAMIC_METADATA", "true"),
     ];
-    let s = TestServer::start_on(
-        &[("c.yaml", &each_algorithm("hang", 100, "minute", ""))],
-        &env,
-        Some(&redis),
-    )
-    .await;
+    let s = TestServer::start_on(&[("c.yaml", &cfg())], &env, Some(&redis)).await;
     let mut before = Vec::new();
     for key in ALGORITHM_KEYS {
         before.push(remaining_after_one(&s, key).await);
@@ -100,12 +100,7 @@ async fn a_call_its_client_resets_while_redis_is_hung_stops_waiting() {
         ("RESPONSE_DYNAMIC_METADATA", "true"),
         ("GRPC_MAX_CONNECTION_IDLE", "1s"),
     ];
-    let s = TestServer::start_on(
-        &[("c.yaml", &each_algorithm("hang", 100, "minute", ""))],
-        &env,
-        Some(&redis),
-    )
-    .await;
+    let s = TestServer::start_on(&[("c.yaml", &cfg())], &env, Some(&redis)).await;
     remaining_after_one(&s, "fw").await;
 
     let paused = Paused::stop(&redis);

@@ -13,8 +13,9 @@ use ratelimitd::pb::envoy::service::ratelimit::v3::rate_limit_service_client::Ra
 
 const LIMIT: u32 = 100;
 /// One limit of 100 for each algorithm the joined scripts serve.
-const CFG: &str = "domain: j\ndescriptors:\n  - {key: fw, rate_limit: {unit: hour, requests_per_unit: 100}}\n  - {key: tb, rate_limit: {unit: hour, requests_per_unit: 100, algorithm: token_bucket, burst: 100}}\n  - {key: lb, rate_limit: {unit: hour, requests_per_unit: 100, algorithm: leaky_bucket}}\n  - {key: sw, rate_limit: {unit: hour, requests_per_unit: 100, algorithm: sliding_window}}\n  - {key: sl, rate_limit: {unit: hour, requests_per_unit: 100, algorithm: sliding_log}}\n";
-const KEYS: [&str; 5] = ["fw", "tb", "lb", "sw", "sl"];
+fn cfg() -> String {
+    each_algorithm("j", LIMIT, "hour", "")
+}
 const CLIENTS: usize = 64;
 const CALLS_PER_CLIENT: usize = 4;
 
@@ -23,7 +24,7 @@ async fn concurrent_requests_on_two_instances_admit_exactly_each_limit_in_fewer_
     require!(Redis);
     let r = RedisServer::start();
     let dir = tempfile::tempdir().unwrap();
-    std::fs::write(dir.path().join("j.yaml"), CFG).unwrap();
+    std::fs::write(dir.path().join("j.yaml"), cfg()).unwrap();
     let mut env = r.env();
     env.push(("RATELIMITD_CONFIG".into(), dir.path().display().to_string()));
     // One fixed instant for both: no window rolls over and no bucket refills mid-test.
@@ -38,10 +39,10 @@ async fn concurrent_requests_on_two_instances_admit_exactly_each_limit_in_fewer_
     let tasks = (0..CLIENTS).map(|i| {
         let client = clients[i % 2].clone();
         tokio::spawn(async move {
-            let mut admitted = [0u32; KEYS.len()];
+            let mut admitted = [0u32; ALGORITHM_KEYS.len()];
             for _ in 0..CALLS_PER_CLIENT {
                 // One descriptor of each algorithm, all on one hot value.
-                let descriptors = KEYS.map(|k| [(k, "hot")]);
+                let descriptors = ALGORITHM_KEYS.map(|k| [(k, "hot")]);
                 let descriptors: Vec<&[(&str, &str)]> = descriptors
                     .iter()
                     .map(<[(&str, &str); 1]>::as_slice)
@@ -59,14 +60,14 @@ async fn concurrent_requests_on_two_instances_admit_exactly_each_limit_in_fewer_
             admitted
         })
     });
-    let mut admitted = [0u32; KEYS.len()];
+    let mut admitted = [0u32; ALGORITHM_KEYS.len()];
     for done in join_all(tasks).await {
         for (total, n) in admitted.iter_mut().zip(done.unwrap()) {
             *total += n;
         }
     }
     let requests = CLIENTS * CALLS_PER_CLIENT;
-    for (key, n) in KEYS.iter().zip(admitted) {
+    for (key, n) in ALGORITHM_KEYS.iter().zip(admitted) {
         assert_eq!(n, LIMIT, "{key}: exactly the limit of {requests} requests");
     }
     assert_eq!(
@@ -76,9 +77,9 @@ async fn concurrent_requests_on_two_instances_admit_exactly_each_limit_in_fewer_
     );
     let calls = r.calls("evalsha") - before;
     assert!(
-        calls < (requests * KEYS.len()) as u64,
+        calls < (requests * ALGORITHM_KEYS.len()) as u64,
         "{calls} script calls for {requests} requests of {} algorithms: none joined",
-        KEYS.len()
+        ALGORITHM_KEYS.len()
     );
 }
 
